@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Lint, type-check and run the default test suite (slow tests excluded; `scripts/test.sh -m slow`
+# runs them). Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh test
+export MPLBACKEND=Agg
+.venv/bin/ruff check src tests benchmarks
+.venv/bin/ruff format --check src tests benchmarks
+.venv/bin/mypy
+if [ "$#" -eq 0 ]; then set -- -m "not slow"; fi
+exec .venv/bin/python -m pytest -n 2 "$@"

@@ -1,0 +1,235 @@
+"""Binning of confidences: the one module behind every binned metric and figure.
+
+ECE, adaptive ECE, MCE, RMSCE, SCE, histogram binning and the reliability diagram all call
+:func:`bin_stats`, so a table and its figure can never disagree.
+
+Bin rule (``convention="calibkit"``, the default)
+    Equal-width bins are ``[k/n, (k+1)/n)`` for ``k < n - 1`` and the last bin is closed,
+    ``[(n-1)/n, 1]``. A confidence is placed by ``floor(conf * n)`` (clipped to ``n - 1``),
+    so a confidence exactly on a nominal edge such as 0.3 goes to the bin that starts there
+    (``np.linspace`` edges such as 0.30000000000000004 would misplace it).
+
+Equal-mass bins (``scheme="equal_mass"``)
+    Sort the confidences and cut at the (weighted) ranks ``k * N / n``. Ties are never split:
+    a cut that falls inside a run of tied confidences moves to the end of that run that is
+    nearer (the lower end on a tie), so with many tied values some bins stay empty and fewer
+    than ``n`` hold samples. Bin ``k`` holds confidences in ``[e_k, e_{k+1})``, the last closed.
+
+Parity conventions (equal-width only), reproducing other libraries' rules exactly:
+    ``"torchmetrics"``: float32 ``linspace`` edges and ``bucketize(right=True) - 1``; a
+    confidence of exactly 1.0 lands in an extra (n+1)-th bin. ``"netcal"``: float64
+    ``linspace`` edges, ``[a, b)`` with the last bin closed (``np.histogramdd``).
+    ``"sklearn"``: ``(a, b]`` with the first bin ``[0, b]`` (``calibration_curve``).
+
+Binary problems: the metrics decide what is binned. In ``mode="top_label"`` (the default)
+the confidence is the maximum probability and the outcome is "prediction correct"; in
+``mode="positive_class"`` it is ``P(y = 1)`` and the outcome is ``y == 1``.
+
+>>> stats = bin_stats(np.array([0.0, 0.3, 0.95, 1.0]), np.array([0.0, 1.0, 1.0, 1.0]), n_bins=10)
+>>> stats.counts.tolist()
+[1, 0, 0, 1, 0, 0, 0, 0, 0, 2]
+>>> stats.accuracy[9], stats.mean_confidence[9]
+(np.float64(1.0), np.float64(0.975))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from calibkit.errors import InputError
+
+Scheme = Literal["equal_width", "equal_mass"]
+Convention = Literal["calibkit", "torchmetrics", "netcal", "sklearn"]
+SCHEMES: tuple[str, ...] = ("equal_width", "equal_mass")
+CONVENTIONS: tuple[str, ...] = ("calibkit", "torchmetrics", "netcal", "sklearn")
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+
+def check_n_bins(n_bins: object) -> int:
+    """Validate a bin count (an integer >= 1)."""
+    if isinstance(n_bins, bool) or not isinstance(n_bins, int | np.integer) or n_bins < 1:
+        raise InputError("n_bins", "an integer >= 1", repr(n_bins))
+    return int(n_bins)
+
+
+def equal_width_index(conf: F64, n_bins: int, convention: Convention = "calibkit") -> I64:
+    """Bin index of each confidence under an equal-width ``convention`` (see module doc).
+
+    Returns indices in ``[0, n_bins)``, or ``[0, n_bins]`` for ``"torchmetrics"``.
+    """
+    if convention == "calibkit":
+        idx = np.floor(conf * n_bins).astype(np.int64)
+        return np.clip(idx, 0, n_bins - 1)
+    if convention == "torchmetrics":
+        edges32 = np.linspace(0.0, 1.0, n_bins + 1, dtype=np.float32)
+        return np.searchsorted(edges32, conf.astype(np.float32), side="right").astype(np.int64) - 1
+    if convention == "netcal":
+        edges = np.linspace(0.0, 1.0, n_bins + 1)
+        idx = np.searchsorted(edges, conf, side="right").astype(np.int64) - 1
+        return np.clip(idx, 0, n_bins - 1)
+    if convention == "sklearn":
+        edges = np.linspace(0.0, 1.0, n_bins + 1)
+        return np.searchsorted(edges[1:-1], conf, side="left").astype(np.int64)
+    raise InputError("convention", "one of " + ", ".join(CONVENTIONS), repr(convention))
+
+
+def equal_mass_cuts(sorted_conf: F64, n_bins: int, sorted_weight: F64 | None = None) -> I64:
+    """Cut positions (length ``n_bins + 1``, from 0 to N) into sorted confidences.
+
+    Bin ``k`` is ``sorted_conf[cuts[k]:cuts[k + 1]]``. Cuts sit at the weighted ranks
+    ``k * total / n_bins`` and never split a run of tied values (see module doc).
+    """
+    n = sorted_conf.shape[0]
+    if sorted_weight is None:
+        cum = np.arange(1, n + 1, dtype=np.float64)
+    else:
+        cum = np.cumsum(sorted_weight, dtype=np.float64)
+    total = cum[-1]
+    targets = total * np.arange(1, n_bins, dtype=np.float64) / n_bins
+    # first position whose cumulative weight exceeds the target (a cut before it)
+    raw = np.searchsorted(cum, targets, side="right")
+    raw = np.minimum(raw, n - 1) if n else raw
+    if n == 0:
+        return np.zeros(n_bins + 1, dtype=np.int64)
+    values = sorted_conf[raw]
+    run_start = np.searchsorted(sorted_conf, values, side="left")
+    run_end = np.searchsorted(sorted_conf, values, side="right")
+    # weighted distance from the target to either end of the tie run
+    cum0 = np.concatenate([[0.0], cum])
+    dist_start = np.abs(cum0[run_start] - targets)
+    dist_end = np.abs(cum0[run_end] - targets)
+    cuts = np.where(dist_end < dist_start, run_end, run_start)
+    cuts = np.maximum.accumulate(cuts)
+    return np.concatenate([[0], cuts, [n]]).astype(np.int64)
+
+
+def equal_mass_index(conf: F64, n_bins: int, weight: F64 | None = None) -> tuple[I64, F64]:
+    """Equal-mass bin index of each confidence, and the bin edges (length ``n_bins + 1``).
+
+    Edge ``k`` is the smallest confidence of bin ``k`` (the previous edge for an empty bin);
+    the outer edges are 0 and 1.
+    """
+    order = np.argsort(conf, kind="stable")
+    sc = conf[order]
+    cuts = equal_mass_cuts(sc, n_bins, None if weight is None else weight[order])
+    sorted_idx = np.repeat(np.arange(n_bins, dtype=np.int64), np.diff(cuts))
+    idx = np.empty_like(sorted_idx)
+    idx[order] = sorted_idx
+    inner = np.array([sc[c] if c < sc.shape[0] else 1.0 for c in cuts[1:-1]], dtype=np.float64)
+    edges = np.concatenate([[0.0], inner, [1.0]])
+    return idx, edges
+
+
+@dataclass(frozen=True)
+class BinStats:
+    """Per-bin sums of one binning (all float64; a weight is a sample count or its weight).
+
+    ``counts`` is the total weight in each bin, ``confidence_sum`` and ``accuracy_sum`` the
+    weighted sums of confidence and outcome. Empty bins have NaN means.
+    """
+
+    edges: F64
+    counts: F64
+    confidence_sum: F64
+    accuracy_sum: F64
+
+    @property
+    def n_bins(self) -> int:
+        return int(self.counts.shape[0])
+
+    @property
+    def total(self) -> float:
+        return float(self.counts.sum())
+
+    @property
+    def nonempty(self) -> npt.NDArray[np.bool_]:
+        return self.counts > 0
+
+    @property
+    def mean_confidence(self) -> F64:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.nonempty, self.confidence_sum / self.counts, np.nan)
+
+    @property
+    def accuracy(self) -> F64:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.nonempty, self.accuracy_sum / self.counts, np.nan)
+
+    @property
+    def weights(self) -> F64:
+        """Fraction of the total weight in each bin."""
+        return self.counts / self.total
+
+    @property
+    def gaps(self) -> F64:
+        """``|accuracy - mean confidence|`` per bin (0 for empty bins)."""
+        gap = np.abs(self.accuracy_sum - self.confidence_sum)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.nonempty, gap / self.counts, 0.0)
+
+
+def bin_index(
+    conf: F64,
+    n_bins: int = 15,
+    *,
+    scheme: Scheme = "equal_width",
+    convention: Convention = "calibkit",
+    weight: F64 | None = None,
+) -> tuple[I64, F64, int]:
+    """Bin index of every confidence, the edges, and the number of bins used."""
+    n_bins = check_n_bins(n_bins)
+    if scheme == "equal_width":
+        idx = equal_width_index(conf, n_bins, convention)
+        if convention == "torchmetrics":
+            edges = np.append(np.linspace(0.0, 1.0, n_bins + 1), 1.0)
+            return idx, edges, n_bins + 1
+        if convention == "calibkit":
+            edges = np.arange(n_bins + 1, dtype=np.float64) / n_bins
+        else:
+            edges = np.linspace(0.0, 1.0, n_bins + 1)
+        return idx, edges, n_bins
+    if scheme == "equal_mass":
+        if convention != "calibkit":
+            raise InputError(
+                "convention", "'calibkit' with scheme='equal_mass'", repr(convention)
+            )
+        idx, edges = equal_mass_index(conf, n_bins, weight)
+        return idx, edges, n_bins
+    raise InputError("scheme", "one of " + ", ".join(SCHEMES), repr(scheme))
+
+
+def stats_from_index(
+    idx: I64, edges: F64, n_bins: int, conf: F64, outcome: F64, weight: F64 | None = None
+) -> BinStats:
+    """Weighted per-bin sums for precomputed bin indices (float64 ``bincount``)."""
+    if weight is None:
+        counts = np.bincount(idx, minlength=n_bins).astype(np.float64)
+        cs = np.bincount(idx, weights=conf, minlength=n_bins)
+        acc = np.bincount(idx, weights=outcome, minlength=n_bins)
+    else:
+        counts = np.bincount(idx, weights=weight, minlength=n_bins)
+        cs = np.bincount(idx, weights=conf * weight, minlength=n_bins)
+        acc = np.bincount(idx, weights=outcome * weight, minlength=n_bins)
+    return BinStats(edges=edges, counts=counts, confidence_sum=cs, accuracy_sum=acc)
+
+
+def bin_stats(
+    conf: F64,
+    outcome: F64,
+    n_bins: int = 15,
+    *,
+    scheme: Scheme = "equal_width",
+    convention: Convention = "calibkit",
+    weight: F64 | None = None,
+) -> BinStats:
+    """Bin ``conf`` and sum confidence and ``outcome`` (1 = correct / positive) per bin."""
+    conf = np.asarray(conf, dtype=np.float64)
+    outcome = np.asarray(outcome, dtype=np.float64)
+    idx, edges, used = bin_index(conf, n_bins, scheme=scheme, convention=convention, weight=weight)
+    return stats_from_index(idx, edges, used, conf, outcome, weight)

@@ -1,0 +1,22 @@
+"""Post-hoc calibrators sharing one contract (see :mod:`calibkit.calibrators.base`).
+
+Look one up by name with :func:`get_calibrator`; ``CALIBRATORS.names()`` lists them all.
+"""
+
+from __future__ import annotations
+
+from calibkit.calibrators.base import CALIBRATORS, Calibrator, get_calibrator
+from calibkit.calibrators.temperature import (
+    TemperatureScaling,
+    TemperatureScalingECE,
+    ece_temperature_curve,
+)
+
+__all__ = [
+    "CALIBRATORS",
+    "Calibrator",
+    "TemperatureScaling",
+    "TemperatureScalingECE",
+    "ece_temperature_curve",
+    "get_calibrator",
+]

@@ -1,0 +1,55 @@
+"""Calibration metrics: pure functions, a metric suite with bootstrap CIs, an accumulator.
+
+Every function takes ``labels`` and exactly one of ``probs`` or ``logits`` (never guessed),
+as numpy arrays or torch tensors, and returns a float64 Python float (a fraction, not a
+percentage). Binned metrics follow the bin rule of :mod:`calibkit.binning`.
+"""
+
+from __future__ import annotations
+
+from calibkit.metrics.accumulator import CalibrationMetrics
+from calibkit.metrics.binned import (
+    aece,
+    calibration_error,
+    debiased_ece,
+    ece,
+    mce,
+    reliability_stats,
+    rmsce,
+    sce,
+)
+from calibkit.metrics.continuous import ks_error, mmce
+from calibkit.metrics.scores import accuracy, brier, entropy, nll
+from calibkit.metrics.suite import METRIC_NAMES, Evaluation, MetricSuite, evaluate
+from calibkit.registry import Registry
+
+METRICS: Registry[object] = Registry("metric")
+for _name, _fn in (
+    ("accuracy", accuracy), ("nll", nll), ("brier", brier), ("entropy", entropy),
+    ("ece", ece), ("aece", aece), ("mce", mce), ("rmsce", rmsce),
+    ("ece_debiased", debiased_ece), ("sce", sce), ("ks", ks_error), ("mmce", mmce),
+):
+    METRICS.register(_name)(_fn)
+
+__all__ = [
+    "METRICS",
+    "METRIC_NAMES",
+    "CalibrationMetrics",
+    "Evaluation",
+    "MetricSuite",
+    "accuracy",
+    "aece",
+    "brier",
+    "calibration_error",
+    "debiased_ece",
+    "ece",
+    "entropy",
+    "evaluate",
+    "ks_error",
+    "mce",
+    "mmce",
+    "nll",
+    "reliability_stats",
+    "rmsce",
+    "sce",
+]

@@ -1,0 +1,97 @@
+"""Stateful metric accumulation over batches (a thin wrapper over the functional core).
+
+Only per-sample scalars are stored (confidence, outcome, label, NLL, Brier, entropy) and
+SCE's per-class bin sums, so memory is O(N + K * n_bins), never O(N * K).
+
+>>> acc = CalibrationMetrics(n_bins=10)
+>>> acc.update([0, 1], probs=[[0.9, 0.1], [0.2, 0.8]])
+>>> acc.update([1], logits=[[0.0, 2.0]])
+>>> round(acc.compute()["accuracy"], 3)
+1.0
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calibkit.binning import equal_width_index
+from calibkit.errors import InputError
+from calibkit.metrics.binned import sce_index
+from calibkit.metrics.samples import (
+    F64,
+    Mode,
+    brier_per_sample,
+    calibration_target,
+    entropy_per_sample,
+    nll_per_sample,
+)
+from calibkit.metrics.suite import METRIC_NAMES, MetricSuite
+from calibkit.outputs import ClassifierOutputs, as_outputs
+
+
+class CalibrationMetrics:
+    """Accumulate outputs batch by batch; :meth:`compute` returns every metric."""
+
+    def __init__(self, *, n_bins: int = 15, mode: Mode = "top_label") -> None:
+        self.n_bins = n_bins
+        self.mode: Mode = mode
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every batch."""
+        self._parts: dict[str, list[F64]] = {
+            k: [] for k in ("conf", "outcome", "correct", "nll", "brier", "entropy")
+        }
+        self._n_classes: int | None = None
+        self._sce_conf: F64 | None = None
+        self._sce_hits: F64 | None = None
+
+    def update(self, labels: object, probs: object = None, *, logits: object = None) -> None:
+        """Add one batch (labels with exactly one of ``probs`` or ``logits``)."""
+        out = as_outputs(labels, probs, logits=logits)
+        if self._n_classes is None:
+            self._n_classes = out.n_classes
+            self._sce_conf = np.zeros(out.n_classes * self.n_bins)
+            self._sce_hits = np.zeros(out.n_classes * self.n_bins)
+        elif out.n_classes != self._n_classes:
+            raise InputError(
+                "probs/logits", f"{self._n_classes} columns as in earlier batches",
+                f"{out.n_classes} columns",
+            )
+        conf, outcome = calibration_target(out, self.mode)
+        for key, val in (
+            ("conf", conf), ("outcome", outcome), ("correct", out.correct),
+            ("nll", nll_per_sample(out)), ("brier", brier_per_sample(out)),
+            ("entropy", entropy_per_sample(out)),
+        ):
+            self._parts[key].append(val)
+        self._add_sce(out)
+
+    def _add_sce(self, out: ClassifierOutputs) -> None:
+        assert self._sce_conf is not None and self._sce_hits is not None
+        size = out.n_classes * self.n_bins
+        self._sce_conf += np.bincount(
+            sce_index(out.probs, self.n_bins), weights=out.probs.reshape(-1), minlength=size
+        )
+        p_true = out.probs[np.arange(out.n_samples), out.labels]
+        hit = out.labels * self.n_bins + equal_width_index(p_true, self.n_bins)
+        self._sce_hits += np.bincount(hit, minlength=size)
+
+    @property
+    def n_samples(self) -> int:
+        return int(sum(p.shape[0] for p in self._parts["conf"]))
+
+    def compute(self) -> dict[str, float]:
+        """Every metric of :data:`METRIC_NAMES` over all batches so far."""
+        if self._n_classes is None:
+            raise InputError("CalibrationMetrics", "at least one update() before compute()", "none")
+        cat = {k: np.concatenate(v) for k, v in self._parts.items()}
+        suite = MetricSuite(
+            cat["conf"], cat["outcome"], cat["correct"],
+            {k: cat[k] for k in ("nll", "brier", "entropy")}, n_bins=self.n_bins,
+        )
+        res = suite.compute(names=tuple(n for n in METRIC_NAMES if n != "sce"))
+        assert self._sce_conf is not None and self._sce_hits is not None
+        gap = np.abs(self._sce_hits - self._sce_conf).sum()
+        res["sce"] = float(gap / (self._n_classes * self.n_samples))
+        return {name: res[name] for name in METRIC_NAMES}

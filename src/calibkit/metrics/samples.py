@@ -1,0 +1,89 @@
+"""Per-sample quantities shared by the metric functions and the metric suite.
+
+Every metric is a (weighted) average of these, so sample weights give exact bootstrap
+replicates without copying data: a replicate is a vector of multinomial counts.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from calibkit.errors import InputError
+from calibkit.outputs import ClassifierOutputs, check_labels
+
+Mode = Literal["top_label", "positive_class"]
+MODES: tuple[str, ...] = ("top_label", "positive_class")
+F64 = npt.NDArray[np.float64]
+
+
+def calibration_target(outputs: ClassifierOutputs, mode: Mode = "top_label") -> tuple[F64, F64]:
+    """The confidence and the outcome whose agreement a calibration metric measures.
+
+    ``top_label``: confidence = max probability, outcome = 1 if the prediction is correct.
+    ``positive_class`` (binary problems only): confidence = P(y = 1), outcome = 1 if y = 1.
+    """
+    if mode == "top_label":
+        return outputs.confidence, outputs.correct
+    if mode == "positive_class":
+        if outputs.n_classes != 2:
+            raise InputError(
+                "mode", "'top_label' for a problem with more than 2 classes",
+                f"'positive_class' with {outputs.n_classes} classes",
+            )
+        return outputs.probs[:, 1].copy(), (outputs.labels == 1).astype(np.float64)
+    raise InputError("mode", "one of " + ", ".join(MODES), repr(mode))
+
+
+def check_weight(sample_weight: object, n: int) -> F64 | None:
+    """Validate optional non-negative sample weights (one per sample, not all zero)."""
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n,):
+        raise InputError("sample_weight", f"shape ({n},)", f"shape {w.shape}")
+    if not np.all(np.isfinite(w)) or w.min() < 0 or w.sum() <= 0:
+        raise InputError("sample_weight", "finite non-negative weights, not all zero", "other")
+    return w
+
+
+def weighted_mean(values: F64, weight: F64 | None) -> float:
+    """Mean of ``values``, weighted by ``weight`` when given (float64)."""
+    if weight is None:
+        return float(np.mean(values, dtype=np.float64))
+    return float(np.dot(values, weight) / weight.sum())
+
+
+def nll_per_sample(outputs: ClassifierOutputs) -> F64:
+    """``-log p(y_i)``; a probability of exactly 0 counts as ``-log(tiny)`` (about 708)."""
+    lp = outputs.log_probs
+    return -np.take_along_axis(lp, outputs.labels[:, None], axis=1)[:, 0]
+
+
+def brier_per_sample(outputs: ClassifierOutputs) -> F64:
+    """``sum_k (p_k - [y = k])^2``, in [0, 2] (the multiclass Brier score; not halved)."""
+    p = outputs.probs
+    p_true = np.take_along_axis(p, outputs.labels[:, None], axis=1)[:, 0]
+    return np.einsum("ij,ij->i", p, p) - 2.0 * p_true + 1.0
+
+
+def entropy_per_sample(outputs: ClassifierOutputs) -> F64:
+    """Predictive entropy ``-sum_k p_k log p_k`` in nats (``0 log 0 = 0``)."""
+    p = outputs.probs
+    lp = outputs.log_probs
+    return -np.einsum("ij,ij->i", p, np.where(p > 0, lp, 0.0))
+
+
+__all__ = [
+    "MODES",
+    "Mode",
+    "brier_per_sample",
+    "calibration_target",
+    "check_labels",
+    "check_weight",
+    "entropy_per_sample",
+    "nll_per_sample",
+    "weighted_mean",
+]
