@@ -25,5 +25,7 @@ def shared_path(relative: str) -> Path:
 def shared_data() -> Path:
     """The ../shared/data folder; skips the test with a reason when it is absent."""
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"real data not available: {SHARED_DATA} is absent (../shared/data beside the repo)")
+        pytest.skip(
+            f"real data not available: {SHARED_DATA} is absent (../shared/data beside the repo)"
+        )
     return SHARED_DATA

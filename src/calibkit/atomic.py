@@ -31,6 +31,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     parent = _check_parent(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; the file gets the usual mode
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -58,6 +61,9 @@ def atomic_directory(path: Path, *, overwrite: bool = True) -> Iterator[Path]:
     if path.exists() and not overwrite:
         raise InputError("output", "a folder that does not exist yet", f"{path} exists")
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # mkdtemp makes 0700; a report folder gets the usual mode
     try:
         yield tmp
         if path.exists():

@@ -5,28 +5,36 @@ ECE, adaptive ECE, MCE, RMSCE, SCE, histogram binning and the reliability diagra
 
 Bin rule (``convention="calibkit"``, the default)
     Equal-width bins are ``[k/n, (k+1)/n)`` for ``k < n - 1`` and the last bin is closed,
-    ``[(n-1)/n, 1]``. A confidence is placed by ``floor(conf * n)`` (clipped to ``n - 1``),
-    so a confidence exactly on a nominal edge such as 0.3 goes to the bin that starts there
-    (``np.linspace`` edges such as 0.30000000000000004 would misplace it).
+    ``[(n-1)/n, 1]``, the edges being the correctly rounded quotients ``k / n``. So a
+    confidence exactly on a nominal edge such as 0.3 goes to the bin that starts there, for
+    every ``n`` (``np.linspace`` edges such as 0.30000000000000004 would misplace it, and so
+    would a bare ``floor(conf * n)``: ``0.29 * 100`` is ``28.999999999999996``). Values
+    outside [0, 1] are clipped into the first or last bin.
 
 Equal-mass bins (``scheme="equal_mass"``)
-    Sort the confidences and cut at the (weighted) ranks ``k * N / n``. Ties are never split:
-    a cut that falls inside a run of tied confidences moves to the end of that run that is
-    nearer (the lower end on a tie), so with many tied values some bins stay empty and fewer
-    than ``n`` hold samples. Bin ``k`` holds confidences in ``[e_k, e_{k+1})``, the last closed.
+    Sort the confidences and cut at the (weighted) ranks ``k * N / n``, rounded to the
+    nearer sample boundary. Ties are never split: a cut that falls inside a run of tied
+    confidences moves to the end of that run that is nearer (the lower end on a tie), so
+    with many tied values some bins stay empty and fewer than ``n`` hold samples. Samples
+    of zero weight never move a cut. Bin ``k`` holds confidences in ``[e_k, e_{k+1})``; the
+    last non-empty bin is closed at 1.
 
 Parity conventions (equal-width only), reproducing other libraries' rules exactly:
-    ``"torchmetrics"``: float32 ``linspace`` edges and ``bucketize(right=True) - 1``; a
-    confidence of exactly 1.0 lands in an extra (n+1)-th bin. ``"netcal"``: float64
-    ``linspace`` edges, ``[a, b)`` with the last bin closed (``np.histogramdd``).
-    ``"sklearn"``: ``(a, b]`` with the first bin ``[0, b]`` (``calibration_curve``).
+    ``"torchmetrics"``: ``torch.linspace`` edges and ``bucketize(right=True) - 1``, compared
+    in float32 (``torchmetrics_dtype="float32"``, as its multiclass metric, which casts
+    confidences to float32) or float64 (its binary metric on float64 input); a confidence of
+    exactly 1.0 lands in an extra (n+1)-th bin. ``torch.linspace`` edges differ from
+    ``np.linspace`` ones in the last bit for most ``n`` (15 included), which moves
+    confidences lying on an edge. ``"netcal"``: float64 ``np.linspace`` edges, ``[a, b)``
+    with the last bin closed (``np.histogramdd``). ``"sklearn"``: ``(a, b]`` with the first
+    bin ``[0, b]`` (``calibration_curve``).
 
 Binary problems: the metrics decide what is binned. In ``mode="top_label"`` (the default)
 the confidence is the maximum probability and the outcome is "prediction correct"; in
 ``mode="positive_class"`` it is ``P(y = 1)`` and the outcome is ``y == 1``.
 
 >>> stats = bin_stats(np.array([0.0, 0.3, 0.95, 1.0]), np.array([0.0, 1.0, 1.0, 1.0]), n_bins=10)
->>> stats.counts.tolist()
+>>> stats.counts.astype(int).tolist()
 [1, 0, 0, 1, 0, 0, 0, 0, 0, 2]
 >>> stats.accuracy[9], stats.mean_confidence[9]
 (np.float64(1.0), np.float64(0.975))
@@ -39,11 +47,13 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
+import torch
 
 from calibkit.errors import InputError
 
 Scheme = Literal["equal_width", "equal_mass"]
 Convention = Literal["calibkit", "torchmetrics", "netcal", "sklearn"]
+TorchDtype = Literal["float32", "float64"]
 SCHEMES: tuple[str, ...] = ("equal_width", "equal_mass")
 CONVENTIONS: tuple[str, ...] = ("calibkit", "torchmetrics", "netcal", "sklearn")
 
@@ -58,17 +68,50 @@ def check_n_bins(n_bins: object) -> int:
     return int(n_bins)
 
 
-def equal_width_index(conf: F64, n_bins: int, convention: Convention = "calibkit") -> I64:
+def torchmetrics_edges(n_bins: int, torchmetrics_dtype: TorchDtype = "float32") -> F64:
+    """torchmetrics' bin boundaries (``torch.linspace``), exactly, as float64."""
+    if torchmetrics_dtype not in ("float32", "float64"):
+        raise InputError("torchmetrics_dtype", "'float32' or 'float64'", repr(torchmetrics_dtype))
+    edges = torch.linspace(0.0, 1.0, n_bins + 1, dtype=getattr(torch, torchmetrics_dtype))
+    return edges.numpy().astype(np.float64)
+
+
+def equal_width_index(
+    conf: F64,
+    n_bins: int,
+    convention: Convention = "calibkit",
+    *,
+    torchmetrics_dtype: TorchDtype = "float32",
+) -> I64:
     """Bin index of each confidence under an equal-width ``convention`` (see module doc).
 
     Returns indices in ``[0, n_bins)``, or ``[0, n_bins]`` for ``"torchmetrics"``.
+
+    >>> conf = np.array([0.0, 0.3, 0.6, 1.0])
+    >>> equal_width_index(conf, 10).tolist()
+    [0, 3, 6, 9]
+    >>> equal_width_index(conf, 10, "netcal").tolist()
+    [0, 2, 5, 9]
+    >>> equal_width_index(conf, 10, "torchmetrics").tolist()
+    [0, 3, 6, 10]
+    >>> equal_width_index(conf, 10, "torchmetrics", torchmetrics_dtype="float64").tolist()
+    [0, 2, 6, 10]
     """
     if convention == "calibkit":
-        idx = np.floor(conf * n_bins).astype(np.int64)
-        return np.clip(idx, 0, n_bins - 1)
+        # floor(conf * n) is off by one where the product rounds across an integer (0.29 * 100
+        # is 28.999999999999996): one correction step against the edges k / n makes the rule
+        # exactly [k / n, (k + 1) / n) on the float edges.
+        conf = np.asarray(conf, dtype=np.float64)
+        edges = np.arange(n_bins + 1, dtype=np.float64) / n_bins
+        idx = np.clip(np.floor(conf * n_bins).astype(np.int64), 0, n_bins - 1)
+        idx += (conf >= edges[idx + 1]) & (idx < n_bins - 1)
+        idx -= (conf < edges[idx]) & (idx > 0)
+        return idx
     if convention == "torchmetrics":
-        edges32 = np.linspace(0.0, 1.0, n_bins + 1, dtype=np.float32)
-        return np.searchsorted(edges32, conf.astype(np.float32), side="right").astype(np.int64) - 1
+        dtype = np.float32 if torchmetrics_dtype == "float32" else np.float64
+        edges = torchmetrics_edges(n_bins, torchmetrics_dtype).astype(dtype)
+        idx = np.searchsorted(edges, np.asarray(conf).astype(dtype), side="right")
+        return idx.astype(np.int64) - 1
     if convention == "netcal":
         edges = np.linspace(0.0, 1.0, n_bins + 1)
         idx = np.searchsorted(edges, conf, side="right").astype(np.int64) - 1
@@ -84,8 +127,13 @@ def equal_mass_cuts(sorted_conf: F64, n_bins: int, sorted_weight: F64 | None = N
 
     Bin ``k`` is ``sorted_conf[cuts[k]:cuts[k + 1]]``. Cuts sit at the weighted ranks
     ``k * total / n_bins`` and never split a run of tied values (see module doc).
+
+    >>> equal_mass_cuts(np.array([0.1, 0.2, 0.5, 0.5, 0.5, 0.9]), 3).tolist()
+    [0, 2, 5, 6]
     """
     n = sorted_conf.shape[0]
+    if n == 0:
+        return np.zeros(n_bins + 1, dtype=np.int64)
     if sorted_weight is None:
         cum = np.arange(1, n + 1, dtype=np.float64)
     else:
@@ -93,10 +141,7 @@ def equal_mass_cuts(sorted_conf: F64, n_bins: int, sorted_weight: F64 | None = N
     total = cum[-1]
     targets = total * np.arange(1, n_bins, dtype=np.float64) / n_bins
     # first position whose cumulative weight exceeds the target (a cut before it)
-    raw = np.searchsorted(cum, targets, side="right")
-    raw = np.minimum(raw, n - 1) if n else raw
-    if n == 0:
-        return np.zeros(n_bins + 1, dtype=np.int64)
+    raw = np.minimum(np.searchsorted(cum, targets, side="right"), n - 1)
     values = sorted_conf[raw]
     run_start = np.searchsorted(sorted_conf, values, side="left")
     run_end = np.searchsorted(sorted_conf, values, side="right")
@@ -109,11 +154,29 @@ def equal_mass_cuts(sorted_conf: F64, n_bins: int, sorted_weight: F64 | None = N
     return np.concatenate([[0], cuts, [n]]).astype(np.int64)
 
 
+def equal_mass_edges(sorted_conf: F64, cuts: I64) -> F64:
+    """Edges of the equal-mass bins given by ``cuts`` (length ``len(cuts)``).
+
+    Inner edge ``k`` is the smallest confidence of the first non-empty bin from ``k`` on (so
+    an empty bin has equal lower and upper edges), or 1 if there is none; the outer edges
+    are 0 and 1.
+
+    >>> sc = np.array([0.1, 0.2, 0.5, 0.5, 0.5, 0.9])
+    >>> equal_mass_edges(sc, equal_mass_cuts(sc, 3)).tolist()
+    [0.0, 0.5, 0.9, 1.0]
+    """
+    n = sorted_conf.shape[0]
+    inner_cuts = np.asarray(cuts[1:-1])
+    inner = np.ones(inner_cuts.shape[0], dtype=np.float64)
+    if n:
+        inner = np.where(inner_cuts < n, sorted_conf[np.minimum(inner_cuts, n - 1)], 1.0)
+    return np.concatenate([[0.0], inner, [1.0]]).astype(np.float64)
+
+
 def equal_mass_index(conf: F64, n_bins: int, weight: F64 | None = None) -> tuple[I64, F64]:
     """Equal-mass bin index of each confidence, and the bin edges (length ``n_bins + 1``).
 
-    Edge ``k`` is the smallest confidence of bin ``k`` (the previous edge for an empty bin);
-    the outer edges are 0 and 1.
+    See :func:`equal_mass_edges` for the edges.
     """
     order = np.argsort(conf, kind="stable")
     sc = conf[order]
@@ -121,9 +184,7 @@ def equal_mass_index(conf: F64, n_bins: int, weight: F64 | None = None) -> tuple
     sorted_idx = np.repeat(np.arange(n_bins, dtype=np.int64), np.diff(cuts))
     idx = np.empty_like(sorted_idx)
     idx[order] = sorted_idx
-    inner = np.array([sc[c] if c < sc.shape[0] else 1.0 for c in cuts[1:-1]], dtype=np.float64)
-    edges = np.concatenate([[0.0], inner, [1.0]])
-    return idx, edges
+    return idx, equal_mass_edges(sc, cuts)
 
 
 @dataclass(frozen=True)
@@ -181,13 +242,17 @@ def bin_index(
     scheme: Scheme = "equal_width",
     convention: Convention = "calibkit",
     weight: F64 | None = None,
+    torchmetrics_dtype: TorchDtype = "float32",
 ) -> tuple[I64, F64, int]:
-    """Bin index of every confidence, the edges, and the number of bins used."""
+    """Bin index of every confidence, the edges, and the number of bins used.
+
+    Under ``"torchmetrics"`` the extra bin holding exactly 1.0 has edges ``[1, 1]``.
+    """
     n_bins = check_n_bins(n_bins)
     if scheme == "equal_width":
-        idx = equal_width_index(conf, n_bins, convention)
+        idx = equal_width_index(conf, n_bins, convention, torchmetrics_dtype=torchmetrics_dtype)
         if convention == "torchmetrics":
-            edges = np.append(np.linspace(0.0, 1.0, n_bins + 1), 1.0)
+            edges = np.append(torchmetrics_edges(n_bins, torchmetrics_dtype), 1.0)
             return idx, edges, n_bins + 1
         if convention == "calibkit":
             edges = np.arange(n_bins + 1, dtype=np.float64) / n_bins
@@ -196,9 +261,7 @@ def bin_index(
         return idx, edges, n_bins
     if scheme == "equal_mass":
         if convention != "calibkit":
-            raise InputError(
-                "convention", "'calibkit' with scheme='equal_mass'", repr(convention)
-            )
+            raise InputError("convention", "'calibkit' with scheme='equal_mass'", repr(convention))
         idx, edges = equal_mass_index(conf, n_bins, weight)
         return idx, edges, n_bins
     raise InputError("scheme", "one of " + ", ".join(SCHEMES), repr(scheme))
@@ -208,14 +271,15 @@ def stats_from_index(
     idx: I64, edges: F64, n_bins: int, conf: F64, outcome: F64, weight: F64 | None = None
 ) -> BinStats:
     """Weighted per-bin sums for precomputed bin indices (float64 ``bincount``)."""
+    counts: F64
     if weight is None:
         counts = np.bincount(idx, minlength=n_bins).astype(np.float64)
-        cs = np.bincount(idx, weights=conf, minlength=n_bins)
-        acc = np.bincount(idx, weights=outcome, minlength=n_bins)
+        cs: F64 = np.bincount(idx, weights=conf, minlength=n_bins).astype(np.float64)
+        acc: F64 = np.bincount(idx, weights=outcome, minlength=n_bins).astype(np.float64)
     else:
-        counts = np.bincount(idx, weights=weight, minlength=n_bins)
-        cs = np.bincount(idx, weights=conf * weight, minlength=n_bins)
-        acc = np.bincount(idx, weights=outcome * weight, minlength=n_bins)
+        counts = np.bincount(idx, weights=weight, minlength=n_bins).astype(np.float64)
+        cs = np.bincount(idx, weights=conf * weight, minlength=n_bins).astype(np.float64)
+        acc = np.bincount(idx, weights=outcome * weight, minlength=n_bins).astype(np.float64)
     return BinStats(edges=edges, counts=counts, confidence_sum=cs, accuracy_sum=acc)
 
 
@@ -227,9 +291,17 @@ def bin_stats(
     scheme: Scheme = "equal_width",
     convention: Convention = "calibkit",
     weight: F64 | None = None,
+    torchmetrics_dtype: TorchDtype = "float32",
 ) -> BinStats:
     """Bin ``conf`` and sum confidence and ``outcome`` (1 = correct / positive) per bin."""
     conf = np.asarray(conf, dtype=np.float64)
     outcome = np.asarray(outcome, dtype=np.float64)
-    idx, edges, used = bin_index(conf, n_bins, scheme=scheme, convention=convention, weight=weight)
+    idx, edges, used = bin_index(
+        conf,
+        n_bins,
+        scheme=scheme,
+        convention=convention,
+        weight=weight,
+        torchmetrics_dtype=torchmetrics_dtype,
+    )
     return stats_from_index(idx, edges, used, conf, outcome, weight)

@@ -5,7 +5,11 @@ Look one up by name with :func:`get_calibrator`; ``CALIBRATORS.names()`` lists t
 
 from __future__ import annotations
 
+from calibkit.calibrators.auto import AutoCalibrator
 from calibkit.calibrators.base import CALIBRATORS, Calibrator, get_calibrator
+from calibkit.calibrators.binary import BetaCalibration, PlattScaling
+from calibkit.calibrators.histogram import ClasswiseHistogramBinning, HistogramBinning
+from calibkit.calibrators.isotonic import IsotonicCalibrator
 from calibkit.calibrators.temperature import (
     TemperatureScaling,
     TemperatureScalingECE,
@@ -14,7 +18,13 @@ from calibkit.calibrators.temperature import (
 
 __all__ = [
     "CALIBRATORS",
+    "AutoCalibrator",
+    "BetaCalibration",
     "Calibrator",
+    "ClasswiseHistogramBinning",
+    "HistogramBinning",
+    "IsotonicCalibrator",
+    "PlattScaling",
     "TemperatureScaling",
     "TemperatureScalingECE",
     "ece_temperature_curve",

@@ -75,7 +75,8 @@ class Calibrator(ABC):
         """Calibrated logits (only for methods that map logits to logits)."""
         if not self.maps_logits:
             raise InputError(
-                "method", "a calibrator that maps logits to logits for transform()",
+                "method",
+                "a calibrator that maps logits to logits for transform()",
                 f"{self.name!r}, which outputs probabilities; use predict_proba()",
             )
         z = self._check_predict_input(logits)
@@ -116,12 +117,14 @@ class Calibrator(ABC):
         out = as_outputs(labels, logits=logits)
         if self.binary_only and out.n_classes != 2:
             raise InputError(
-                "logits", f"2 classes for {self.name!r} (a binary method)",
+                "logits",
+                f"2 classes for {self.name!r} (a binary method)",
                 f"{out.n_classes} classes",
             )
         if np.unique(out.labels).shape[0] < 2:
             raise InputError(
-                "labels", "a calibration set with at least 2 distinct labels",
+                "labels",
+                "a calibration set with at least 2 distinct labels",
                 f"only label {int(out.labels[0])}",
             )
         return out
@@ -157,7 +160,8 @@ class Calibrator(ABC):
         """Rebuild a fitted calibrator from :meth:`to_json` output."""
         if not isinstance(data, dict) or data.get("calibkit_calibrator") != FORMAT_VERSION:
             raise InputError(
-                "calibrator file", f"a calibkit calibrator JSON (version {FORMAT_VERSION})",
+                "calibrator file",
+                f"a calibkit calibrator JSON (version {FORMAT_VERSION})",
                 "something else",
             )
         klass = CALIBRATORS.get(str(data.get("method")))

@@ -25,9 +25,18 @@ from calibkit.registry import Registry
 
 METRICS: Registry[object] = Registry("metric")
 for _name, _fn in (
-    ("accuracy", accuracy), ("nll", nll), ("brier", brier), ("entropy", entropy),
-    ("ece", ece), ("aece", aece), ("mce", mce), ("rmsce", rmsce),
-    ("ece_debiased", debiased_ece), ("sce", sce), ("ks", ks_error), ("mmce", mmce),
+    ("accuracy", accuracy),
+    ("nll", nll),
+    ("brier", brier),
+    ("entropy", entropy),
+    ("ece", ece),
+    ("aece", aece),
+    ("mce", mce),
+    ("rmsce", rmsce),
+    ("ece_debiased", debiased_ece),
+    ("sce", sce),
+    ("ks", ks_error),
+    ("mmce", mmce),
 ):
     METRICS.register(_name)(_fn)
 

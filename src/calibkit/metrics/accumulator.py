@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibkit.binning import equal_width_index
+from calibkit.binning import check_n_bins, equal_width_index
 from calibkit.errors import InputError
 from calibkit.metrics.binned import sce_index
 from calibkit.metrics.samples import (
@@ -33,7 +33,7 @@ class CalibrationMetrics:
     """Accumulate outputs batch by batch; :meth:`compute` returns every metric."""
 
     def __init__(self, *, n_bins: int = 15, mode: Mode = "top_label") -> None:
-        self.n_bins = n_bins
+        self.n_bins = check_n_bins(n_bins)
         self.mode: Mode = mode
         self.reset()
 
@@ -49,26 +49,31 @@ class CalibrationMetrics:
     def update(self, labels: object, probs: object = None, *, logits: object = None) -> None:
         """Add one batch (labels with exactly one of ``probs`` or ``logits``)."""
         out = as_outputs(labels, probs, logits=logits)
+        conf, outcome = calibration_target(out, self.mode)  # may raise: before any state change
         if self._n_classes is None:
             self._n_classes = out.n_classes
             self._sce_conf = np.zeros(out.n_classes * self.n_bins)
             self._sce_hits = np.zeros(out.n_classes * self.n_bins)
         elif out.n_classes != self._n_classes:
             raise InputError(
-                "probs/logits", f"{self._n_classes} columns as in earlier batches",
+                "probs/logits",
+                f"{self._n_classes} columns as in earlier batches",
                 f"{out.n_classes} columns",
             )
-        conf, outcome = calibration_target(out, self.mode)
         for key, val in (
-            ("conf", conf), ("outcome", outcome), ("correct", out.correct),
-            ("nll", nll_per_sample(out)), ("brier", brier_per_sample(out)),
+            ("conf", conf),
+            ("outcome", outcome),
+            ("correct", out.correct),
+            ("nll", nll_per_sample(out)),
+            ("brier", brier_per_sample(out)),
             ("entropy", entropy_per_sample(out)),
         ):
             self._parts[key].append(val)
         self._add_sce(out)
 
     def _add_sce(self, out: ClassifierOutputs) -> None:
-        assert self._sce_conf is not None and self._sce_hits is not None
+        assert self._sce_conf is not None
+        assert self._sce_hits is not None
         size = out.n_classes * self.n_bins
         self._sce_conf += np.bincount(
             sce_index(out.probs, self.n_bins), weights=out.probs.reshape(-1), minlength=size
@@ -87,11 +92,15 @@ class CalibrationMetrics:
             raise InputError("CalibrationMetrics", "at least one update() before compute()", "none")
         cat = {k: np.concatenate(v) for k, v in self._parts.items()}
         suite = MetricSuite(
-            cat["conf"], cat["outcome"], cat["correct"],
-            {k: cat[k] for k in ("nll", "brier", "entropy")}, n_bins=self.n_bins,
+            cat["conf"],
+            cat["outcome"],
+            cat["correct"],
+            {k: cat[k] for k in ("nll", "brier", "entropy")},
+            n_bins=self.n_bins,
         )
         res = suite.compute(names=tuple(n for n in METRIC_NAMES if n != "sce"))
-        assert self._sce_conf is not None and self._sce_hits is not None
+        assert self._sce_conf is not None
+        assert self._sce_hits is not None
         gap = np.abs(self._sce_hits - self._sce_conf).sum()
         res["sce"] = float(gap / (self._n_classes * self.n_samples))
         return {name: res[name] for name in METRIC_NAMES}

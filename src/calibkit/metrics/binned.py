@@ -28,6 +28,7 @@ from calibkit.binning import (
     BinStats,
     Convention,
     Scheme,
+    TorchDtype,
     bin_stats,
     check_n_bins,
     equal_width_index,
@@ -92,7 +93,24 @@ def _stats(
 ) -> BinStats:
     conf, outcome = calibration_target(out, mode)
     w = check_weight(sample_weight, out.n_samples)
-    return bin_stats(conf, outcome, n_bins, scheme=scheme, convention=convention, weight=w)
+    return bin_stats(
+        conf,
+        outcome,
+        n_bins,
+        scheme=scheme,
+        convention=convention,
+        weight=w,
+        torchmetrics_dtype=torchmetrics_dtype(out, mode),
+    )
+
+
+def torchmetrics_dtype(out: ClassifierOutputs, mode: Mode) -> TorchDtype:
+    """The precision in which torchmetrics would bin these outputs.
+
+    Its multiclass (top-label) metric casts confidences to float32; its binary
+    (positive-class) metric keeps the input's dtype, so float64 input is binned in float64.
+    """
+    return "float64" if mode == "positive_class" and out.input_dtype == "float64" else "float32"
 
 
 def calibration_error(
@@ -126,7 +144,12 @@ def ece(
 ) -> float:
     """Expected calibration error with ``n_bins`` equal-width bins (Guo et al. 2017)."""
     return calibration_error(
-        labels, probs, logits=logits, n_bins=n_bins, mode=mode, convention=convention,
+        labels,
+        probs,
+        logits=logits,
+        n_bins=n_bins,
+        mode=mode,
+        convention=convention,
         sample_weight=sample_weight,
     )
 
@@ -142,7 +165,12 @@ def aece(
 ) -> float:
     """Adaptive ECE: ECE with equal-mass bins; ties are never split (see calibkit.binning)."""
     return calibration_error(
-        labels, probs, logits=logits, n_bins=n_bins, scheme="equal_mass", mode=mode,
+        labels,
+        probs,
+        logits=logits,
+        n_bins=n_bins,
+        scheme="equal_mass",
+        mode=mode,
         sample_weight=sample_weight,
     )
 
@@ -159,8 +187,14 @@ def mce(
 ) -> float:
     """Maximum calibration error: the largest gap over non-empty equal-width bins."""
     return calibration_error(
-        labels, probs, logits=logits, n_bins=n_bins, norm="max", mode=mode,
-        convention=convention, sample_weight=sample_weight,
+        labels,
+        probs,
+        logits=logits,
+        n_bins=n_bins,
+        norm="max",
+        mode=mode,
+        convention=convention,
+        sample_weight=sample_weight,
     )
 
 
@@ -176,8 +210,14 @@ def rmsce(
 ) -> float:
     """Root-mean-square calibration error (l2 norm) with equal-width bins."""
     return calibration_error(
-        labels, probs, logits=logits, n_bins=n_bins, norm="l2", mode=mode,
-        convention=convention, sample_weight=sample_weight,
+        labels,
+        probs,
+        logits=logits,
+        n_bins=n_bins,
+        norm="l2",
+        mode=mode,
+        convention=convention,
+        sample_weight=sample_weight,
     )
 
 

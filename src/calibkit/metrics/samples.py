@@ -30,7 +30,8 @@ def calibration_target(outputs: ClassifierOutputs, mode: Mode = "top_label") -> 
     if mode == "positive_class":
         if outputs.n_classes != 2:
             raise InputError(
-                "mode", "'top_label' for a problem with more than 2 classes",
+                "mode",
+                "'top_label' for a problem with more than 2 classes",
                 f"'positive_class' with {outputs.n_classes} classes",
             )
         return outputs.probs[:, 1].copy(), (outputs.labels == 1).astype(np.float64)
@@ -59,21 +60,24 @@ def weighted_mean(values: F64, weight: F64 | None) -> float:
 def nll_per_sample(outputs: ClassifierOutputs) -> F64:
     """``-log p(y_i)``; a probability of exactly 0 counts as ``-log(tiny)`` (about 708)."""
     lp = outputs.log_probs
-    return -np.take_along_axis(lp, outputs.labels[:, None], axis=1)[:, 0]
+    out: F64 = -np.take_along_axis(lp, outputs.labels[:, None], axis=1)[:, 0]
+    return out
 
 
 def brier_per_sample(outputs: ClassifierOutputs) -> F64:
     """``sum_k (p_k - [y = k])^2``, in [0, 2] (the multiclass Brier score; not halved)."""
     p = outputs.probs
     p_true = np.take_along_axis(p, outputs.labels[:, None], axis=1)[:, 0]
-    return np.einsum("ij,ij->i", p, p) - 2.0 * p_true + 1.0
+    out: F64 = np.einsum("ij,ij->i", p, p) - 2.0 * p_true + 1.0
+    return out
 
 
 def entropy_per_sample(outputs: ClassifierOutputs) -> F64:
     """Predictive entropy ``-sum_k p_k log p_k`` in nats (``0 log 0 = 0``)."""
     p = outputs.probs
     lp = outputs.log_probs
-    return -np.einsum("ij,ij->i", p, np.where(p > 0, lp, 0.0))
+    out: F64 = -np.einsum("ij,ij->i", p, np.where(p > 0, lp, 0.0))
+    return out
 
 
 __all__ = [

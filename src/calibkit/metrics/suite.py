@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibkit.binning import equal_mass_cuts, equal_width_index, stats_from_index
+from calibkit.binning import (
+    check_n_bins,
+    equal_mass_cuts,
+    equal_mass_edges,
+    equal_width_index,
+    stats_from_index,
+)
 from calibkit.errors import InputError
 from calibkit.metrics.binned import debiased_from_stats, error_from_stats, sce_from_index, sce_index
 from calibkit.metrics.continuous import MMCE_WIDTH, ks_from_sorted, mmce_from_sorted
@@ -43,8 +49,18 @@ from calibkit.outputs import ClassifierOutputs, as_outputs
 
 #: Metric names in report order; ``*_floor`` values are added by :func:`evaluate`.
 METRIC_NAMES: tuple[str, ...] = (
-    "accuracy", "nll", "brier", "entropy", "ece", "aece", "mce", "rmsce",
-    "ece_debiased", "sce", "ks", "mmce",
+    "accuracy",
+    "nll",
+    "brier",
+    "entropy",
+    "ece",
+    "aece",
+    "mce",
+    "rmsce",
+    "ece_debiased",
+    "sce",
+    "ks",
+    "mmce",
 )
 FLOOR_METRICS: tuple[str, ...] = ("ece", "aece")
 
@@ -62,7 +78,7 @@ class MetricSuite:
         n_bins: int = 15,
         sce: Callable[[F64 | None], float] | None = None,
     ) -> None:
-        self.n_bins = n_bins
+        self.n_bins = n_bins = check_n_bins(n_bins)
         self.conf, self.outcome, self.correct = conf, outcome, correct
         self.per_sample = per_sample
         self.order = np.argsort(conf, kind="stable")
@@ -89,12 +105,13 @@ class MetricSuite:
 
         return cls(conf, outcome, outputs.correct, per_sample, n_bins=n_bins, sce=sce)
 
-    def _equal_mass_index(self, weight: F64 | None) -> np.ndarray:
+    def _equal_mass_index(self, weight: F64 | None) -> tuple[np.ndarray, F64]:
+        """Equal-mass bin of every sample under ``weight``, and the bin edges."""
         sw = None if weight is None else weight[self.order]
         cuts = equal_mass_cuts(self.sorted_conf, self.n_bins, sw)
         idx = np.empty(self.conf.shape[0], dtype=np.int64)
         idx[self.order] = np.repeat(np.arange(self.n_bins, dtype=np.int64), np.diff(cuts))
-        return idx
+        return idx, equal_mass_edges(self.sorted_conf, cuts)
 
     def binned(
         self, outcome: F64, weight: F64 | None = None, names: tuple[str, ...] = METRIC_NAMES
@@ -108,8 +125,8 @@ class MetricSuite:
         if "ece_debiased" in names:
             res["ece_debiased"] = debiased_from_stats(ew)
         if "aece" in names:
-            em_idx = self._equal_mass_index(weight)
-            em = stats_from_index(em_idx, self.ew_edges, self.n_bins, self.conf, outcome, weight)
+            em_idx, em_edges = self._equal_mass_index(weight)
+            em = stats_from_index(em_idx, em_edges, self.n_bins, self.conf, outcome, weight)
             res["aece"] = error_from_stats(em, "l1")
         sw = None if weight is None else weight[self.order]
         if "ks" in names:
@@ -139,16 +156,25 @@ class MetricSuite:
         """Mean of each metric over ``n_draws`` perfectly calibrated outcome draws."""
         rng = np.random.default_rng(seed)
         draws = [
-            self.binned((rng.random(self.conf.shape[0]) < self.conf).astype(np.float64), None, names)
+            self.binned(
+                (rng.random(self.conf.shape[0]) < self.conf).astype(np.float64), None, names
+            )
             for _ in range(n_draws)
         ]
         return {name: float(np.mean([d[name] for d in draws])) for name in names}
 
     def bootstrap(
-        self, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
+        self,
+        n_boot: int = 1000,
+        level: float = 0.95,
+        seed: int = 0,
         names: tuple[str, ...] = METRIC_NAMES,
     ) -> dict[str, tuple[float, float]]:
         """Percentile bootstrap intervals of every metric at confidence ``level``."""
+        if not 0.0 < level < 1.0:
+            raise InputError("level", "a number in (0, 1)", repr(level))
+        if n_boot < 1:
+            raise InputError("n_boot", "at least 1 replicate", repr(n_boot))
         n = self.conf.shape[0]
         rng = np.random.default_rng(seed)
         reps = [
@@ -209,7 +235,10 @@ def evaluate(
         values.update({f"{k}_floor": v for k, v in floors.items()})
     ci = suite.bootstrap(n_boot, level, seed) if n_boot else {}
     return Evaluation(
-        values=values, ci=ci, level=level, n_samples=out.n_samples, n_classes=out.n_classes,
+        values=values,
+        ci=ci,
+        level=level,
+        n_samples=out.n_samples,
+        n_classes=out.n_classes,
         n_bins=n_bins,
     )
-

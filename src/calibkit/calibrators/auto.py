@@ -1,0 +1,163 @@
+"""Automatic choice of a calibrator by cross-validation on the calibration set.
+
+``AutoCalibrator`` ("auto") splits the calibration set into ``n_folds`` stratified folds
+(shuffled with ``seed``), fits every candidate method on each ``n_folds - 1`` folds, scores
+it on the held-out fold by ``criterion`` (``"nll"`` or top-label ``"ece"`` with ``n_bins``
+equal-width bins), averages the fold scores, picks the lowest (the first listed on a tie)
+and refits that method on the whole calibration set. ``predict_proba`` delegates to it.
+
+Candidates: ``methods`` names them; by default every registered method that applies to the
+data's number of classes (binary-only methods only for two classes), except ``"auto"``
+itself and the grid-search ``"temperature_ece"`` (name it to include it). Names are looked up
+in the registry at fit time, so methods registered later are candidates too.
+
+Fitted state: ``chosen_`` (the method name), ``cv_scores_`` (name -> mean score),
+``cv_fold_scores_`` (name -> per-fold scores) and ``chosen_state_``, the chosen calibrator's
+:meth:`~calibkit.calibrators.base.Calibrator.to_json` dict, from which a loaded
+``AutoCalibrator`` rebuilds it on first use. :meth:`AutoCalibrator.summary` says what was
+picked and why.
+
+>>> rng = np.random.default_rng(0)
+>>> z = rng.normal(size=(600, 3)) * 4
+>>> y = np.array([rng.choice(3, p=np.exp(r / 4) / np.exp(r / 4).sum()) for r in z])
+>>> auto = AutoCalibrator(methods=["temperature", "histogram"]).fit(z, y)
+>>> auto.chosen_
+'temperature'
+>>> print(auto.summary())  # doctest: +ELLIPSIS
+auto chose 'temperature': lowest mean NLL over 5 stratified folds (seed 0)
+  temperature  0.88...  <- chosen
+  histogram    2.2...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from sklearn.model_selection import StratifiedKFold
+
+from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, get_calibrator, register
+from calibkit.errors import InputError
+from calibkit.metrics import ece, nll
+from calibkit.outputs import ClassifierOutputs
+
+Criterion = Literal["nll", "ece"]
+CRITERIA: tuple[str, ...] = ("nll", "ece")
+#: Registered methods left out of the default candidates.
+EXCLUDED_BY_DEFAULT: tuple[str, ...] = ("auto", "temperature_ece")
+
+
+@register("auto")
+class AutoCalibrator(Calibrator):
+    """Pick the calibrator with the best cross-validated ``criterion`` (see the module doc)."""
+
+    def __init__(
+        self,
+        methods: Sequence[str] | None = None,
+        criterion: Criterion = "nll",
+        n_folds: int = 5,
+        seed: int = 0,
+        n_bins: int = 15,
+    ) -> None:
+        if methods is not None:
+            if isinstance(methods, str) or not all(isinstance(m, str) for m in methods):
+                raise InputError("methods", "a list of calibrator names or None", repr(methods))
+            if len(methods) == 0 or "auto" in methods:
+                raise InputError(
+                    "methods", "a non-empty list of names other than 'auto'", repr(methods)
+                )
+        if criterion not in CRITERIA:
+            raise InputError("criterion", "one of " + ", ".join(CRITERIA), repr(criterion))
+        for name, value, low in (("n_folds", n_folds, 2), ("n_bins", n_bins, 1)):
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+                raise InputError(name, f"an integer >= {low}", repr(value))
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+            raise InputError("seed", "an integer", repr(seed))
+        self.methods = None if methods is None else list(methods)
+        self.criterion: Criterion = criterion
+        self.n_folds = int(n_folds)
+        self.seed = int(seed)
+        self.n_bins = int(n_bins)
+        self._chosen: Calibrator | None = None
+
+    def candidates(self, n_classes: int) -> list[str]:
+        """The method names cross-validated for data with ``n_classes`` classes."""
+        if self.methods is None:
+            return [
+                name
+                for name in CALIBRATORS.names()
+                if name not in EXCLUDED_BY_DEFAULT
+                and (n_classes == 2 or not CALIBRATORS.get(name).binary_only)
+            ]
+        for name in self.methods:
+            if CALIBRATORS.get(name).binary_only and n_classes != 2:
+                raise InputError(
+                    "methods",
+                    f"methods that apply to {n_classes} classes",
+                    f"{name!r}, a binary-only method",
+                )
+        return list(self.methods)
+
+    def _fit(self, out: ClassifierOutputs) -> None:
+        names = self.candidates(out.n_classes)
+        z = np.asarray(out.as_logits(), dtype=np.float64)
+        folds = self._folds(out.labels)
+        fold_scores: dict[str, list[float]] = {name: [] for name in names}
+        for train, test in folds:
+            for name in names:
+                cal = get_calibrator(name).fit(z[train], out.labels[train])
+                fold_scores[name].append(self._score(out.labels[test], cal.predict_proba(z[test])))
+        means = {name: float(np.mean(s)) for name, s in fold_scores.items()}
+        best = min(names, key=lambda name: means[name])  # first listed on a tie
+        chosen = get_calibrator(best).fit(z, out.labels)
+        self.chosen_ = best
+        self.cv_scores_ = means
+        self.cv_fold_scores_ = fold_scores
+        self.chosen_state_ = chosen.to_json()
+        self._chosen = chosen
+
+    def _folds(self, labels: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        if labels.shape[0] < 2 * self.n_folds:
+            raise InputError(
+                "labels",
+                f"at least {2 * self.n_folds} samples for {self.n_folds}-fold CV",
+                f"{labels.shape[0]} samples",
+            )
+        skf = StratifiedKFold(n_splits=self.n_folds, shuffle=True, random_state=self.seed)
+        return list(skf.split(np.zeros((labels.shape[0], 1)), labels))
+
+    def _score(self, labels: np.ndarray, probs: F64) -> float:
+        if self.criterion == "nll":
+            return nll(labels, probs=probs)
+        return ece(labels, probs=probs, n_bins=self.n_bins)
+
+    @property
+    def chosen(self) -> Calibrator:
+        """The fitted calibrator that was picked (rebuilt from ``chosen_state_`` if loaded)."""
+        self.check_is_fitted()
+        if self._chosen is None:
+            self._chosen = Calibrator.from_json(self.chosen_state_)
+        return self._chosen
+
+    def _predict_proba(self, logits: F64) -> F64:
+        return self.chosen.predict_proba(logits)
+
+    def summary(self) -> str:
+        """Which method was picked and why: the mean cross-validated score of each candidate."""
+        self.check_is_fitted()
+        lines = [
+            f"auto chose {self.chosen_!r}: lowest mean {self.criterion.upper()} over "
+            f"{self.n_folds} stratified folds (seed {self.seed})"
+        ]
+        width = max(len(name) for name in self.cv_scores_)
+        for name, score in sorted(self.cv_scores_.items(), key=lambda item: item[1]):
+            mark = "  <- chosen" if name == self.chosen_ else ""
+            lines.append(f"  {name:<{width}}  {score:.6g}{mark}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        base = super().__repr__()
+        if not self.is_fitted:
+            return base
+        return f"{base[:-1]}, chosen={self.chosen_!r})"

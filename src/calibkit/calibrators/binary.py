@@ -1,0 +1,113 @@
+"""Binary calibrators: Platt scaling and beta calibration (two classes only).
+
+Both are logistic regressions of ``y`` on features of the positive-class score, fitted by
+maximum likelihood (plain NLL with its exact gradient, scipy L-BFGS, float64, started at the
+identity map so the calibration-set NLL can only go down):
+
+``"platt"`` (Platt 1999)
+    ``P(y = 1) = sigmoid(a s + b)`` with ``s = z_1 - z_0``, the positive-class logit (for
+    probabilities passed as ``log(probs)``, ``s = logit(p)``). Platt's smoothed targets
+    ``(N+ + 1) / (N+ + 2)`` are not used: this is the maximum-likelihood fit, as
+    ``LogisticRegression`` without penalty on ``s`` would give. ``a`` may be negative.
+
+``"beta"`` (Kull, Silva Filho & Flach 2017)
+    ``P(y = 1) = sigmoid(a ln p + b (-ln(1 - p)) + c)`` with ``p = softmax(z)_1``, and
+    ``a, b >= 0`` (a monotone map). As in the paper, a fit with a negative ``a`` (or else a
+    negative ``b``) is redone without that feature, whose coefficient becomes 0; should the
+    remaining coefficient also come out negative, only the intercept is kept. ``a`` and ``b``
+    can be exactly 0, so they are stored as they are, not in log space.
+
+On perfectly separable calibration data the maximum-likelihood slope is infinite; the fit
+stops at a large finite slope (the optimiser's gradient tolerance).
+
+>>> z = np.array([[0.0, -2.0], [0.0, -1.0], [0.0, 0.0], [0.0, 1.0], [0.0, 2.0], [0.0, 3.0]])
+>>> platt = PlattScaling().fit(z, [0, 1, 0, 0, 1, 1])
+>>> bool(0 < platt.slope_ < 1), platt.predict_proba(z).sum(axis=1).round(12).tolist()
+(True, [1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import expit
+
+from calibkit.calibrators.base import F64, Calibrator, register
+from calibkit.outputs import ClassifierOutputs, FloatArray, log_softmax64
+
+
+def logistic_nll(weights: F64, features: F64, y: F64) -> tuple[float, F64]:
+    """Mean NLL of ``sigmoid(features @ w[:-1] + w[-1])`` and its exact gradient."""
+    t = features @ weights[:-1] + weights[-1]
+    resid = expit(t) - y
+    loss = float(np.mean(np.logaddexp(0.0, t) - y * t))
+    grad = np.append(features.T @ resid, resid.sum()) / y.shape[0]
+    return loss, grad
+
+
+def fit_logistic(features: F64, y: F64, start: F64) -> F64:
+    """Maximum-likelihood weights (coefficients, then intercept), L-BFGS from ``start``."""
+    res = minimize(
+        logistic_nll,
+        np.asarray(start, dtype=np.float64),
+        args=(features, y),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 2000, "gtol": 1e-10, "ftol": 1e-15},
+    )
+    return np.asarray(res.x, dtype=np.float64)
+
+
+def two_class_probs(t: F64) -> F64:
+    """``[1 - sigmoid(t), sigmoid(t)]`` as an (N, 2) array."""
+    return np.column_stack([expit(-t), expit(t)])
+
+
+@register("platt")
+class PlattScaling(Calibrator):
+    """Platt scaling: ``sigmoid(slope_ * (z_1 - z_0) + intercept_)`` fitted by NLL."""
+
+    binary_only = True
+
+    def _fit(self, out: ClassifierOutputs) -> None:
+        s = _positive_logit(out.as_logits())
+        y = out.labels.astype(np.float64)
+        slope, intercept = fit_logistic(s[:, None], y, np.array([1.0, 0.0]))
+        self.slope_ = float(slope)
+        self.intercept_ = float(intercept)
+
+    def _predict_proba(self, logits: F64) -> F64:
+        return two_class_probs(self.slope_ * _positive_logit(logits) + self.intercept_)
+
+
+@register("beta")
+class BetaCalibration(Calibrator):
+    """Beta calibration: ``sigmoid(a_ ln p - b_ ln(1 - p) + c_)`` with ``a_, b_ >= 0``."""
+
+    binary_only = True
+
+    def _fit(self, out: ClassifierOutputs) -> None:
+        feats = _beta_features(out.as_logits())
+        y = out.labels.astype(np.float64)
+        a, b, c = fit_logistic(feats, y, np.array([1.0, 1.0, 0.0]))
+        if a < 0 or b < 0:
+            keep = 1 if a < 0 else 0  # drop the offending feature (a first, as in the paper)
+            coef, c = fit_logistic(feats[:, [keep]], y, np.array([1.0, 0.0]))
+            if coef < 0:  # no monotone use of the remaining feature either
+                coef, c = 0.0, float(np.log(y.mean()) - np.log1p(-y.mean()))
+            a, b = (0.0, coef) if keep == 1 else (coef, 0.0)
+        self.a_, self.b_, self.c_ = float(a), float(b), float(c)
+
+    def _predict_proba(self, logits: F64) -> F64:
+        return two_class_probs(_beta_features(logits) @ np.array([self.a_, self.b_]) + self.c_)
+
+
+def _positive_logit(logits: FloatArray) -> F64:
+    z = np.asarray(logits, dtype=np.float64)
+    return z[:, 1] - z[:, 0]
+
+
+def _beta_features(logits: FloatArray) -> F64:
+    """``[ln p, -ln(1 - p)]`` for ``p = softmax(logits)_1``, from the log-softmax."""
+    log_p = log_softmax64(logits)
+    return np.column_stack([log_p[:, 1], -log_p[:, 0]])

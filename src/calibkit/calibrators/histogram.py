@@ -1,0 +1,186 @@
+"""Histogram binning (Zadrozny & Elkan 2001): replace a score by its bin's observed frequency.
+
+Two flavours share one step map, built with :mod:`calibkit.binning`:
+
+``"histogram"`` (top-label, as in Gupta & Ramdas 2021)
+    Bin the top-label confidence ``c`` of ``softmax(logits)`` and replace it by the bin's
+    calibration-set accuracy ``c'``. The other classes share the remaining mass ``1 - c'`` in
+    proportion to their original probabilities (uniformly if they all had probability 0).
+
+``"histogram_classwise"`` (one-vs-rest)
+    Bin each class's probability ``p_k`` and replace it by the bin's frequency of
+    ``y = k``, then renormalise the row. A row whose calibrated entries are all 0 keeps its
+    uncalibrated probabilities. With two classes only ``P(y = 1)`` is binned and
+    ``P(y = 0) = 1 - P(y = 1)`` (as scikit-learn does for binary problems).
+
+Empty bins: a score that falls into a bin holding no calibration sample is left unchanged
+(the identity on the *input* score, not the bin centre), so the output is never NaN.
+
+Equal-width bins follow the ``floor(score * n_bins)`` rule of :mod:`calibkit.binning`.
+Equal-mass edges come from :func:`~calibkit.binning.bin_index` on the calibration scores;
+any score (at fit and at predict time) then goes to the bin ``[e_k, e_{k+1})`` holding it.
+
+Does top-label binning keep the argmax? Not always. Write ``c`` for the top probability,
+``r`` for the runner-up. After binning, the top class has ``c'`` and the runner-up
+``r (1 - c') / (1 - c)``, so the top class stays the (possibly tied) maximum exactly when
+``c' >= r / (1 - c + r)``. Since ``r <= 1 - c`` this always holds when ``c' >= 1/2``,
+but a bin accuracy in ``[1/K, 1/2)`` does *not* protect the argmax (with two classes any
+``c' < 1/2`` flips it), and ``c' < 1/K`` always moves it. Class-wise binning, being a
+separate step map per class, can change the argmax too.
+
+>>> z = np.log([[0.9, 0.1], [0.9, 0.1], [0.6, 0.4], [0.6, 0.4]])
+>>> h = HistogramBinning(n_bins=2).fit(z, [0, 1, 0, 0])
+>>> h.bin_counts_.tolist(), h.bin_accuracy_.tolist()
+([0, 4], [0.0, 0.75])
+>>> h.predict_proba(np.log([[0.3, 0.7]])).round(6).tolist()
+[[0.25, 0.75]]
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import numpy as np
+
+from calibkit.binning import (
+    I64,
+    SCHEMES,
+    Scheme,
+    bin_index,
+    check_n_bins,
+    equal_width_index,
+    stats_from_index,
+)
+from calibkit.calibrators.base import F64, Calibrator, register
+from calibkit.errors import InputError
+from calibkit.outputs import ClassifierOutputs, log_softmax64
+
+
+def check_scheme(scheme: object) -> Scheme:
+    """Validate a binning scheme name."""
+    if scheme not in SCHEMES:
+        raise InputError("scheme", "one of " + ", ".join(SCHEMES), repr(scheme))
+    return cast(Scheme, scheme)
+
+
+def locate(score: F64, edges: F64, scheme: Scheme) -> I64:
+    """Bin of each score: the ``floor`` rule for equal-width, ``[e_k, e_{k+1})`` otherwise."""
+    n_bins = edges.shape[0] - 1
+    if scheme == "equal_width":
+        return equal_width_index(score, n_bins)
+    return np.searchsorted(edges[1:-1], score, side="right").astype(np.int64)
+
+
+def fit_bin_map(score: F64, outcome: F64, n_bins: int, scheme: Scheme) -> tuple[F64, I64, F64]:
+    """Edges, sample counts and outcome rate (0.0 where empty) of a 1-D score's bins."""
+    _, edges, used = bin_index(score, n_bins, scheme=scheme)
+    idx = locate(score, edges, scheme)
+    stats = stats_from_index(idx, edges, used, score, outcome)
+    rate = np.where(stats.nonempty, stats.accuracy_sum / np.maximum(stats.counts, 1.0), 0.0)
+    return edges, stats.counts.astype(np.int64), rate
+
+
+def apply_bin_map(score: F64, edges: F64, counts: I64, rate: F64, scheme: Scheme) -> F64:
+    """The bin's rate for every score, or the score itself where its bin was empty."""
+    idx = locate(score, edges, scheme)
+    return np.where(counts[idx] > 0, rate[idx], score)
+
+
+def replace_top_label(probs: F64, top: I64, new_conf: F64) -> F64:
+    """Set ``probs[i, top[i]] = new_conf[i]``; the other classes share ``1 - new_conf``.
+
+    The share is proportional to the old probabilities, or uniform where those were all 0.
+    """
+    rows = np.arange(probs.shape[0])
+    rest = probs.copy()
+    rest[rows, top] = 0.0
+    rest_sum = rest.sum(axis=1, keepdims=True)
+    remaining = (1.0 - new_conf)[:, None]
+    uniform = np.broadcast_to(remaining / (probs.shape[1] - 1), probs.shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(rest_sum > 0, rest * (remaining / rest_sum), uniform)
+    out[rows, top] = new_conf
+    return out
+
+
+@register("histogram")
+class HistogramBinning(Calibrator):
+    """Top-label histogram binning with ``n_bins`` bins (``scheme`` equal_width/equal_mass).
+
+    Fitted: ``edges_`` (``n_bins + 1``), ``bin_counts_`` and ``bin_accuracy_`` (per bin;
+    the accuracy of an empty bin is stored as 0.0 and never used: see the module doc).
+    """
+
+    def __init__(self, n_bins: int = 15, scheme: Scheme = "equal_width") -> None:
+        self.n_bins = check_n_bins(n_bins)
+        self.scheme = check_scheme(scheme)
+
+    def _fit(self, out: ClassifierOutputs) -> None:
+        probs = out.probs
+        top = np.argmax(probs, axis=1)
+        conf = probs[np.arange(probs.shape[0]), top]
+        correct = (top == out.labels).astype(np.float64)
+        self.edges_, self.bin_counts_, self.bin_accuracy_ = fit_bin_map(
+            conf, correct, self.n_bins, self.scheme
+        )
+
+    def _predict_proba(self, logits: F64) -> F64:
+        probs = np.exp(log_softmax64(logits))
+        top = np.argmax(probs, axis=1)
+        conf = probs[np.arange(probs.shape[0]), top]
+        new = apply_bin_map(conf, self.edges_, self.bin_counts_, self.bin_accuracy_, self.scheme)
+        return replace_top_label(probs, top, new)
+
+
+@register("histogram_classwise")
+class ClasswiseHistogramBinning(Calibrator):
+    """One-vs-rest histogram binning of every class's probability, renormalised.
+
+    Fitted arrays have one row per binned class (only class 1 for two classes, else every
+    class): ``edges_``, ``bin_counts_`` and ``bin_frequency_`` (0.0 in empty bins, unused).
+    """
+
+    def __init__(self, n_bins: int = 15, scheme: Scheme = "equal_width") -> None:
+        self.n_bins = check_n_bins(n_bins)
+        self.scheme = check_scheme(scheme)
+
+    def _fit(self, out: ClassifierOutputs) -> None:
+        probs = out.probs
+        maps = [
+            fit_bin_map(probs[:, k], (out.labels == k).astype(np.float64), self.n_bins, self.scheme)
+            for k in one_vs_rest_classes(out.n_classes)
+        ]
+        self.edges_ = np.stack([m[0] for m in maps])
+        self.bin_counts_ = np.stack([m[1] for m in maps])
+        self.bin_frequency_ = np.stack([m[2] for m in maps])
+
+    def _predict_proba(self, logits: F64) -> F64:
+        probs = np.exp(log_softmax64(logits))
+        classes = one_vs_rest_classes(self.n_classes_)
+        q = np.column_stack(
+            [
+                apply_bin_map(
+                    probs[:, k],
+                    self.edges_[i],
+                    self.bin_counts_[i],
+                    self.bin_frequency_[i],
+                    self.scheme,
+                )
+                for i, k in enumerate(classes)
+            ]
+        )
+        if self.n_classes_ == 2:
+            return np.column_stack([1.0 - q[:, 0], q[:, 0]])
+        return renormalise_or_keep(q, probs)
+
+
+def one_vs_rest_classes(n_classes: int) -> list[int]:
+    """Classes given their own map: only class 1 for a binary problem, else all of them."""
+    return [1] if n_classes == 2 else list(range(n_classes))
+
+
+def renormalise_or_keep(q: F64, fallback: F64) -> F64:
+    """Rows of ``q`` divided by their sums; rows summing to 0 are taken from ``fallback``."""
+    total = q.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, q / total, fallback)

@@ -1,0 +1,70 @@
+"""Isotonic regression calibration (Zadrozny & Elkan 2002), one-vs-rest.
+
+For every class ``k`` a non-decreasing step-and-ramp map from ``p_k = softmax(logits)_k`` to
+the frequency of ``y = k`` is fitted with scikit-learn's ``IsotonicRegression``
+(``out_of_bounds="clip"``: scores outside the calibration range get the end values). The
+calibrated row is renormalised. A row whose calibrated entries are all 0 (every class mapped
+to 0, which isotonic fits do near the ends of the score range) keeps its *uncalibrated*
+probabilities rather than becoming uniform: nothing was learned about it.
+
+With two classes only ``P(y = 1)`` is fitted and ``P(y = 0) = 1 - P(y = 1)``, as in
+scikit-learn's ``CalibratedClassifierCV`` (the fit on class 0 would be its mirror image).
+
+Each map is stored as its thresholds (``x_thresholds_[i]``, ``y_thresholds_[i]``) and
+evaluated by linear interpolation (``np.interp``, which clips like the fitted model), so a
+saved calibrator needs no scikit-learn object.
+
+>>> z = np.log([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.2, 0.8]])
+>>> iso = IsotonicCalibrator().fit(z, [0, 1, 0, 1])
+>>> iso.x_thresholds_[0].round(6).tolist(), iso.y_thresholds_[0].tolist()
+([0.1, 0.2, 0.7, 0.8], [0.0, 0.5, 0.5, 1.0])
+>>> iso.predict_proba(np.log([[0.85, 0.15], [0.5, 0.5]])).round(6).tolist()
+[[0.75, 0.25], [0.5, 0.5]]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.isotonic import IsotonicRegression
+
+from calibkit.calibrators.base import F64, Calibrator, register
+from calibkit.calibrators.histogram import one_vs_rest_classes, renormalise_or_keep
+from calibkit.outputs import ClassifierOutputs, log_softmax64
+
+
+def fit_isotonic(score: F64, outcome: F64) -> tuple[F64, F64]:
+    """Thresholds ``(x, y)`` of the clipped non-decreasing isotonic fit of outcome on score."""
+    iso = IsotonicRegression(out_of_bounds="clip").fit(score, outcome)
+    x = np.asarray(iso.X_thresholds_, dtype=np.float64)
+    y = np.asarray(iso.y_thresholds_, dtype=np.float64)
+    return x, y
+
+
+@register("isotonic")
+class IsotonicCalibrator(Calibrator):
+    """One-vs-rest isotonic regression on the softmax probabilities, renormalised.
+
+    Fitted: ``x_thresholds_`` and ``y_thresholds_``, lists of float64 arrays, one pair per
+    fitted class (only class 1 for two classes, else every class).
+    """
+
+    def _fit(self, out: ClassifierOutputs) -> None:
+        probs = out.probs
+        fits = [
+            fit_isotonic(probs[:, k], (out.labels == k).astype(np.float64))
+            for k in one_vs_rest_classes(out.n_classes)
+        ]
+        self.x_thresholds_ = [f[0] for f in fits]
+        self.y_thresholds_ = [f[1] for f in fits]
+
+    def _predict_proba(self, logits: F64) -> F64:
+        probs = np.exp(log_softmax64(logits))
+        q = np.column_stack(
+            [
+                np.interp(probs[:, k], self.x_thresholds_[i], self.y_thresholds_[i])
+                for i, k in enumerate(one_vs_rest_classes(self.n_classes_))
+            ]
+        )
+        if self.n_classes_ == 2:
+            return np.column_stack([1.0 - q[:, 0], q[:, 0]])
+        return renormalise_or_keep(q, probs)

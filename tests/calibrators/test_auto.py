@@ -1,0 +1,154 @@
+"""Tests of the cross-validated automatic choice of calibrator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.model_selection import StratifiedKFold
+
+from calibkit.calibrators import CALIBRATORS, AutoCalibrator, Calibrator, get_calibrator
+from calibkit.errors import InputError, NotFittedError, UnknownNameError
+from calibkit.metrics import ece, nll
+from tests.conftest import SHARED_DATA
+
+CIFAR = SHARED_DATA / "predictions" / "cifar10_resnet18.npz"
+needs_cifar = pytest.mark.skipif(
+    not CIFAR.exists(), reason=f"real data not available: {CIFAR} is absent"
+)
+
+
+def _random_problem(n: int, k: int, seed: int, t: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
+    """Logits and labels drawn from softmax(z / t): overconfident by a factor t."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 3.0
+    p = np.exp(z / t) / np.exp(z / t).sum(axis=1, keepdims=True)
+    y = (p.cumsum(axis=1) < rng.uniform(size=(n, 1))).sum(axis=1)
+    return z, np.minimum(y, k - 1)
+
+
+def test_scores_are_the_mean_held_out_scores_of_seeded_stratified_folds() -> None:
+    z, y = _random_problem(300, 3, seed=1)
+    auto = AutoCalibrator(methods=["temperature", "isotonic"], n_folds=3, seed=7).fit(z, y)
+    folds = StratifiedKFold(n_splits=3, shuffle=True, random_state=7).split(z, y)
+    expected: dict[str, list[float]] = {"temperature": [], "isotonic": []}
+    for train, test in folds:
+        for name, scores in expected.items():
+            cal = get_calibrator(name).fit(z[train], y[train])
+            scores.append(nll(y[test], probs=cal.predict_proba(z[test])))
+    assert auto.cv_fold_scores_ == expected
+    assert auto.cv_scores_ == {name: float(np.mean(s)) for name, s in expected.items()}
+    best = min(expected, key=lambda name: auto.cv_scores_[name])
+    assert auto.chosen_ == best
+    # the chosen method is refitted on the whole calibration set
+    refit = get_calibrator(best).fit(z, y)
+    np.testing.assert_array_equal(auto.predict_proba(z), refit.predict_proba(z))
+
+
+def test_picks_temperature_when_data_follow_a_temperature_model() -> None:
+    z, y = _random_problem(1000, 4, seed=2)
+    auto = AutoCalibrator(methods=["histogram", "isotonic", "temperature"]).fit(z, y)
+    assert auto.chosen_ == "temperature"
+    assert auto.cv_scores_["temperature"] < min(auto.cv_scores_["histogram"], 1.0)
+
+
+def test_ece_criterion_uses_top_label_ece() -> None:
+    z, y = _random_problem(300, 3, seed=3)
+    auto = AutoCalibrator(methods=["histogram"], criterion="ece", n_bins=5, n_folds=2).fit(z, y)
+    train, test = next(StratifiedKFold(2, shuffle=True, random_state=0).split(z, y))
+    cal = get_calibrator("histogram").fit(z[train], y[train])
+    score = ece(y[test], probs=cal.predict_proba(z[test]), n_bins=5)
+    assert auto.cv_fold_scores_["histogram"][0] == score
+
+
+def test_default_candidates_follow_the_registry_and_the_class_count() -> None:
+    auto = AutoCalibrator()
+    many = auto.candidates(3)
+    assert "auto" not in many
+    assert "temperature_ece" not in many
+    assert {"temperature", "histogram", "histogram_classwise", "isotonic"} <= set(many)
+    assert not any(CALIBRATORS.get(name).binary_only for name in many)
+    two = auto.candidates(2)
+    assert {"platt", "beta"} <= set(two)
+    assert set(two) - set(many) == {"platt", "beta"}
+    assert set(many) == set(CALIBRATORS.names()) - {"auto", "temperature_ece", "platt", "beta"}
+    assert AutoCalibrator(methods=["temperature_ece"]).candidates(3) == ["temperature_ece"]
+
+
+def test_unknown_names_fail_at_fit_time_and_binary_methods_need_two_classes() -> None:
+    z, y = _random_problem(100, 3, seed=4)
+    auto = AutoCalibrator(methods=["temperature", "not_registered_yet"])  # fine until fit
+    with pytest.raises(UnknownNameError, match="not_registered_yet"):
+        auto.fit(z, y)
+    with pytest.raises(InputError, match="binary-only"):
+        AutoCalibrator(methods=["platt"]).fit(z, y)
+
+
+def test_binary_default_run_and_save_load(tmp_path: Path) -> None:
+    z, y = _random_problem(200, 2, seed=5)
+    auto = AutoCalibrator(n_folds=3).fit(z, y)
+    assert set(auto.cv_scores_) == set(auto.candidates(2))
+    assert auto.chosen_ == min(auto.cv_scores_, key=lambda name: auto.cv_scores_[name])
+    auto.save(tmp_path / "auto.json")
+    back = Calibrator.load(tmp_path / "auto.json")
+    assert isinstance(back, AutoCalibrator)
+    assert back.chosen_ == auto.chosen_
+    assert back.cv_scores_ == auto.cv_scores_
+    z_new, _ = _random_problem(50, 2, seed=6)
+    np.testing.assert_array_equal(back.predict_proba(z_new), auto.predict_proba(z_new))
+    assert type(back.chosen) is type(auto.chosen)
+    back.save(tmp_path / "again.json")  # a loaded calibrator saves the same file
+    assert (tmp_path / "again.json").read_text() == (tmp_path / "auto.json").read_text()
+
+
+def test_summary_and_repr_name_the_choice() -> None:
+    z, y = _random_problem(200, 3, seed=7)
+    auto = AutoCalibrator(methods=["temperature", "histogram"], n_folds=2)
+    assert "chosen" not in repr(auto)
+    with pytest.raises(NotFittedError):
+        auto.summary()
+    auto.fit(z, y)
+    text = auto.summary()
+    assert text.startswith(f"auto chose {auto.chosen_!r}: lowest mean NLL over 2 stratified")
+    assert f"{auto.chosen_}" in text.splitlines()[1]  # best first
+    assert text.count("<- chosen") == 1
+    assert repr(auto).endswith(f"chosen={auto.chosen_!r})")
+
+
+def test_parameter_errors() -> None:
+    with pytest.raises(NotFittedError):
+        AutoCalibrator().predict_proba(np.zeros((2, 3)))
+    for bad in ({"methods": "temperature"}, {"methods": []}, {"methods": ["auto"]},
+                {"criterion": "brier"}, {"n_folds": 1}, {"n_bins": 0}, {"seed": 0.5}):  # fmt: skip
+        with pytest.raises(InputError):
+            AutoCalibrator(**bad)  # type: ignore[arg-type]
+    z, y = _random_problem(8, 2, seed=8)
+    with pytest.raises(InputError, match="at least 10 samples"):
+        AutoCalibrator(methods=["temperature"]).fit(z, y)
+
+
+@pytest.mark.shared_data
+@needs_cifar
+def test_cifar10_test_ece_goes_down() -> None:
+    data = np.load(CIFAR)
+    z, y = np.log(data["probs"].astype(np.float64)), data["labels"]
+    perm = np.random.default_rng(0).permutation(y.shape[0])
+    cal, test = perm[:5000], perm[5000:]
+    methods = ["temperature", "histogram", "isotonic"]
+    auto = AutoCalibrator(methods=methods, n_folds=3).fit(z[cal], y[cal])
+    assert auto.chosen_ == "temperature"  # NLL punishes the zeros of the binned methods
+    assert ece(y[test], probs=auto.predict_proba(z[test])) < ece(y[test], logits=z[test])
+
+
+@pytest.mark.slow
+@pytest.mark.shared_data
+@needs_cifar
+def test_cifar10_default_candidates() -> None:
+    data = np.load(CIFAR)
+    z, y = np.log(data["probs"].astype(np.float64)), data["labels"]
+    perm = np.random.default_rng(0).permutation(y.shape[0])
+    cal, test = perm[:5000], perm[5000:]
+    auto = AutoCalibrator().fit(z[cal], y[cal])
+    assert set(auto.cv_scores_) == set(auto.candidates(10))
+    assert ece(y[test], probs=auto.predict_proba(z[test])) < ece(y[test], logits=z[test])
