@@ -5,8 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
 export MPLBACKEND=Agg
-.venv/bin/ruff check src tests benchmarks
-.venv/bin/ruff format --check src tests benchmarks
+.venv/bin/ruff check src tests benchmarks scripts
+.venv/bin/ruff format --check src tests benchmarks scripts
 .venv/bin/mypy
 if [ "$#" -eq 0 ]; then set -- -m "not slow"; fi
 exec .venv/bin/python -m pytest -n 2 "$@"

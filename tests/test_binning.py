@@ -47,8 +47,9 @@ def ours(conv: str, conf: np.ndarray, n_bins: int) -> list[int]:
     if conv.startswith("torchmetrics"):
         dtype = conv.split("_")[1]
         idx = equal_width_index(conf, n_bins, "torchmetrics", torchmetrics_dtype=dtype)  # type: ignore[arg-type]
-        return idx.tolist()
-    return equal_width_index(conf, n_bins, conv).tolist()  # type: ignore[arg-type]
+    else:
+        idx = equal_width_index(conf, n_bins, conv)  # type: ignore[arg-type]
+    return [int(i) for i in idx]
 
 
 # --- the real libraries' bin of one confidence, probed through their public API ------------
@@ -149,7 +150,9 @@ def test_edges_match_real_libraries(n_bins: int) -> None:
 
 def test_torchmetrics_edges_are_torch_linspace() -> None:
     # np.linspace and torch.linspace disagree in the last bit for 15 bins
-    assert not np.array_equal(torchmetrics_edges(15, "float32"), np.linspace(0, 1, 16, "float32"))
+    assert not np.array_equal(
+        torchmetrics_edges(15, "float32"), np.linspace(0, 1, 16, dtype=np.float32)
+    )
     for dtype in (torch.float32, torch.float64):
         name = str(dtype).removeprefix("torch.")
         expected = torch.linspace(0, 1, 16, dtype=dtype).double().numpy()
@@ -278,6 +281,15 @@ def test_ties_spanning_several_cuts() -> None:
     bins = np.repeat(np.arange(10), np.diff(cuts))
     assert bins.tolist() == [0] + [4] * 97 + [9] * 2
     assert equal_mass_edges(sc, cuts).tolist() == [0.0] + [0.5] * 4 + [0.9] * 5 + [1.0]
+
+
+def test_ties_at_the_minimum_are_binned() -> None:
+    """Unlike a strict lower edge at the minimum, every sample of a tie at the minimum counts."""
+    conf = np.concatenate([np.full(30, 0.5), np.linspace(0.6, 1.0, 70)])
+    stats = bin_stats(conf, np.ones(100), 10, scheme="equal_mass")
+    assert stats.total == 100.0
+    assert 30.0 in stats.counts.tolist()  # one tie run, never split
+    assert stats.edges[int(np.argmax(stats.counts == 30.0))] == 0.5
 
 
 def test_more_bins_than_samples() -> None:

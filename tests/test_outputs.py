@@ -22,7 +22,7 @@ from calibkit.outputs import (
 P2 = [[0.8, 0.2], [0.3, 0.7], [0.5, 0.5]]
 
 
-def raises(message: str) -> pytest.RaisesContext[InputError]:
+def raises(message: str) -> pytest.RaisesExc[InputError]:
     """Expect an InputError whose message is exactly ``message``."""
     return pytest.raises(InputError, match=r"^" + re.escape(message) + "$")
 
@@ -318,6 +318,7 @@ def test_top_label_ties_go_to_lowest_index(k: int) -> None:
     assert out.predictions.tolist() == [0, 1, k - 2]
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # harmless: exp(-inf)
 def test_top_label_extreme_logits() -> None:
     z = np.array([[1e4, -1e4, 0.0], [-3e38, 3e38, 0.0]], dtype=np.float32)
     conf, pred = top_label_from_logits(z)

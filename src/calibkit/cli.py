@@ -15,6 +15,7 @@ the work is done). Results go to stdout; progress lines go to stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import math
@@ -97,15 +98,11 @@ def _check_output(path: Path, option: str, *, folder: bool = False) -> Path:
 
 
 def _add_input_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--labels", metavar="L.npy", help="labels beside a .npy score file")
-    p.add_argument(
-        "--kind",
-        choices=("logits", "probs"),
-        help="what the scores are (never "
-        "guessed; required for .npy; picks probs in a file holding both)",
-    )
-    p.add_argument("--scores-key", metavar="KEY", help="name of the score array (needs --kind)")
-    p.add_argument("--labels-key", metavar="KEY", help="name of the label array (default labels)")
+    _opt(p, "--labels", "L.npy", "labels beside a .npy score file")
+    kind = "score kind (never guessed): needed for .npy; picks probs in a file with both"
+    p.add_argument("--kind", choices=("logits", "probs"), help=kind)
+    _opt(p, "--scores-key", "KEY", "name of the score array (needs --kind)")
+    _opt(p, "--labels-key", "KEY", "name of the label array (default labels)")
 
 
 def _read(args: argparse.Namespace, path: str, labels: str | None) -> ClassifierOutputs:
@@ -116,9 +113,8 @@ def _read(args: argparse.Namespace, path: str, labels: str | None) -> Classifier
     key = {"logits_key": None, "probs_key": None}
     if args.scores_key:
         key[f"{args.kind}_key"] = args.scores_key
-    return load_predictions(
-        path, kind=args.kind, labels_path=labels, labels_key=args.labels_key, **key
-    )
+    kind, labels_key = args.kind, args.labels_key
+    return load_predictions(path, kind=kind, labels_path=labels, labels_key=labels_key, **key)
 
 
 def _json_ready(obj: Any) -> Any:
@@ -215,16 +211,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         names = resolve_methods(methods, cal.n_classes)
     except InputError as exc:
         raise _renamed(exc, "--methods") from None
-    comp = compare(
-        cal,
-        test,
-        names,
-        n_bins=args.n_bins,
-        n_boot=args.n_boot,
-        seed=args.seed,
-        source=source,
-        progress=_say,
-    )
+    numbers = {"n_bins": args.n_bins, "n_boot": args.n_boot, "seed": args.seed}
+    comp = compare(cal, test, names, source=source, progress=_say, **numbers)
     _say(f"writing the report to {out_dir}")
     write_compare_report(comp, out_dir, title=f"Calibration report: {source.split(',')[0]}")
     print(f"{comp.n_cal:,} calibration / {comp.n_test:,} test samples, {comp.n_classes} classes")
@@ -308,7 +296,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from calibkit.demo import DemoSettings, run_demo
 
     out_dir = _check_output(Path(args.out), "--out", folder=True)
-    settings = DemoSettings(n_boot=args.n_boot, epochs=args.epochs)
+    methods = _method_list(args.methods)
+    settings = DemoSettings(
+        n_boot=args.n_boot, epochs=args.epochs, methods=None if methods is None else tuple(methods)
+    )
     res = run_demo(out_dir, seed=args.seed, settings=settings, progress=_say)
     print(res.summary())
     print(f"report: {out_dir / 'report.html'}")
@@ -327,78 +318,84 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 
 # ----- the parser --------------------------------------------------------------------------
+def _opt(p: argparse.ArgumentParser, flags: str, metavar: str, text: str, **kw: Any) -> None:
+    """Add an option: ``flags`` space-separated, ``text`` its help (``%(default)s`` allowed)."""
+    p.add_argument(*flags.split(), metavar=metavar, help=text, **kw)
+
+
 def _add_numbers(p: argparse.ArgumentParser, *, bins: bool = True) -> None:
     if bins:
-        p.add_argument("--n-bins", type=_int_at_least(1), default=15, metavar="N", help="bins")
-    p.add_argument(
-        "--n-boot",
-        type=_int_at_least(0),
-        default=1000,
-        metavar="N",
-        help="bootstrap resamples for the 95%% intervals (0: none; default 1000)",
-    )
-    p.add_argument("--seed", type=_int_at_least(0), default=0, help="random seed (default 0)")
+        _opt(p, "--n-bins", "N", "bins (default %(default)s)", type=_int_at_least(1), default=15)
+    boot = "bootstrap resamples for 95%% intervals (0: none; default %(default)s)"
+    _opt(p, "--n-boot", "N", boot, type=_int_at_least(0), default=1000)
+    _opt(p, "--seed", "N", "random seed (default %(default)s)", type=_int_at_least(0), default=0)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser = _Parser(prog=PROG, description=__doc__.split("\n")[0] if __doc__ else None)
+    about = "Measure and fix the confidence calibration of neural-network classifiers."
+    parser = _Parser(prog=PROG, description=about)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     files = "FILE: .npz, .csv, .pt, or .npy with --labels (layouts: see calibkit.predfile)"
+    every = "comma-separated (default: every method that applies)"
 
     p = sub.add_parser("evaluate", help="every metric of one prediction file", description=files)
     p.add_argument("file", metavar="FILE")
     _add_input_options(p)
     _add_numbers(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
-    p.add_argument(
-        "--plot",
-        metavar="PATH.png",
-        help="reliability diagram (default <FILE stem>.reliability.png here; 'none' to skip)",
-    )
+    _opt(p, "--plot", "PNG", "reliability diagram (default <FILE stem>.reliability.png; 'none')")
     p.set_defaults(run=cmd_evaluate)
 
-    p = sub.add_parser(
-        "compare", help="fit calibrators on one part, judge them on another", description=files
-    )
+    text = "fit calibrators on one part, judge them on another"
+    p = sub.add_parser("compare", help=text, description=files)
     p.add_argument("file", metavar="FILE", nargs="?", help="split into calibration / test")
-    p.add_argument("--cal", metavar="FILE", help="calibration part (with --test)")
-    p.add_argument("--test", metavar="FILE", help="test part (with --cal)")
-    p.add_argument("--cal-labels", metavar="L.npy")
-    p.add_argument("--test-labels", metavar="L.npy")
+    _opt(p, "--cal", "FILE", "calibration part (with --test)")
+    _opt(p, "--test", "FILE", "test part (with --cal)")
+    _opt(p, "--cal-labels", "L.npy", "labels beside a .npy --cal file")
+    _opt(p, "--test-labels", "L.npy", "labels beside a .npy --test file")
     _add_input_options(p)
-    p.add_argument(
+    _opt(
+        p,
         "--split",
+        "SIZE",
+        "calibration part of FILE: fraction or count (default 0.5)",
         type=_split_size,
-        metavar="SIZE",
-        help="calibration part of FILE: a fraction or a count (default 0.5)",
     )
-    p.add_argument("--methods", metavar="A,B,C", help="default: every method that applies")
-    p.add_argument("--out", default="calibkit-report", metavar="DIR")
+    _opt(p, "--methods", "A,B,C", every)
+    _opt(p, "--out", "DIR", "report folder (default %(default)s)", default="calibkit-report")
     _add_numbers(p)
     p.set_defaults(run=cmd_compare)
 
     p = sub.add_parser("fit", help="fit one calibrator, save it as JSON", description=files)
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--method", required=True, help="see 'calibkit methods'")
-    p.add_argument("-o", "--output", default="calibrator.json", metavar="PATH.json")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    _opt(p, "--method", "NAME", "see 'calibkit methods'", required=True)
+    _opt(p, "-o --output", "JSON", "default %(default)s", default="calibrator.json")
+    _opt(
+        p,
+        "--param",
+        "KEY=VALUE",
+        "a parameter of the method (repeatable)",
+        action="append",
+        default=[],
+    )
     _add_input_options(p)
     p.set_defaults(run=cmd_fit)
 
-    p = sub.add_parser(
-        "apply", help="calibrate predictions with a saved calibrator", description=files
-    )
+    text = "calibrate predictions with a saved calibrator"
+    p = sub.add_parser("apply", help=text, description=files)
     p.add_argument("calibrator", metavar="CALIBRATOR.json")
     p.add_argument("file", metavar="FILE")
-    p.add_argument("-o", "--output", default="calibrated.npz", metavar="PATH.npz")
+    out = "probs, labels (+ logits for logit maps); default %(default)s"
+    _opt(p, "-o --output", "NPZ", out, default="calibrated.npz")
     _add_input_options(p)
     p.set_defaults(run=cmd_apply)
 
     p = sub.add_parser("demo", help="train an overconfident MLP on digits, compare the fixes")
-    p.add_argument("--out", default="demo-report", metavar="DIR")
-    p.add_argument("--epochs", type=_int_at_least(1), default=100, metavar="N")
+    _opt(p, "--out", "DIR", "report folder (default %(default)s)", default="demo-report")
+    _opt(p, "--epochs", "N", "default %(default)s", type=_int_at_least(1), default=100)
+    _opt(p, "--methods", "A,B,C", every)
     _add_numbers(p, bins=False)
     p.set_defaults(run=cmd_demo)
 
@@ -420,6 +417,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.run(args))
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0
+    except BrokenPipeError:  # stdout closed early (| head): stop quietly
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (CalibkitError, OSError) as exc:
         print(f"{PROG}: error: {_message(exc)}", file=sys.stderr)
         return EXIT_INPUT

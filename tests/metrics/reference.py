@@ -47,7 +47,7 @@ def debiased(conf: F64, outcome: F64, idx: npt.NDArray[np.int64]) -> float:
 
 def sce(probs: F64, labels: npt.NDArray[np.int64], n_bins: int) -> float:
     """Nixon et al. (2019): ECE of every class's probability against ``y == k``, averaged."""
-    n, k = probs.shape
+    k = probs.shape[1]
     per_class = []
     for cls in range(k):
         p = probs[:, cls]

@@ -35,7 +35,6 @@ from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
-from sklearn.model_selection import StratifiedKFold
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, get_calibrator, register
 from calibkit.errors import InputError
@@ -124,6 +123,8 @@ class AutoCalibrator(Calibrator):
                 f"at least {2 * self.n_folds} samples for {self.n_folds}-fold CV",
                 f"{labels.shape[0]} samples",
             )
+        from sklearn.model_selection import StratifiedKFold  # lazy: sklearn costs seconds at import
+
         skf = StratifiedKFold(n_splits=self.n_folds, shuffle=True, random_state=self.seed)
         return list(skf.split(np.zeros((labels.shape[0], 1)), labels))
 

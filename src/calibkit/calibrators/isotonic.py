@@ -25,7 +25,6 @@ saved calibrator needs no scikit-learn object.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.isotonic import IsotonicRegression
 
 from calibkit.calibrators.base import F64, Calibrator, register
 from calibkit.calibrators.histogram import one_vs_rest_classes, renormalise_or_keep
@@ -34,6 +33,8 @@ from calibkit.outputs import ClassifierOutputs, log_softmax64
 
 def fit_isotonic(score: F64, outcome: F64) -> tuple[F64, F64]:
     """Thresholds ``(x, y)`` of the clipped non-decreasing isotonic fit of outcome on score."""
+    from sklearn.isotonic import IsotonicRegression  # lazy: sklearn costs seconds at import
+
     iso = IsotonicRegression(out_of_bounds="clip").fit(score, outcome)
     x = np.asarray(iso.X_thresholds_, dtype=np.float64)
     y = np.asarray(iso.y_thresholds_, dtype=np.float64)

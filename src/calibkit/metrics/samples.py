@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.errors import InputError
-from calibkit.outputs import ClassifierOutputs, check_labels
+from calibkit.outputs import ClassifierOutputs, check_labels, to_numpy
 
 Mode = Literal["top_label", "positive_class"]
 MODES: tuple[str, ...] = ("top_label", "positive_class")
@@ -42,11 +42,16 @@ def check_weight(sample_weight: object, n: int) -> F64 | None:
     """Validate optional non-negative sample weights (one per sample, not all zero)."""
     if sample_weight is None:
         return None
-    w = np.asarray(sample_weight, dtype=np.float64)
+    w = np.asarray(to_numpy(sample_weight, "sample_weight"), dtype=np.float64)
     if w.shape != (n,):
         raise InputError("sample_weight", f"shape ({n},)", f"shape {w.shape}")
-    if not np.all(np.isfinite(w)) or w.min() < 0 or w.sum() <= 0:
-        raise InputError("sample_weight", "finite non-negative weights, not all zero", "other")
+    expected = "finite non-negative weights, not all zero"
+    if not np.all(np.isfinite(w)):
+        raise InputError("sample_weight", expected, "NaN or infinity")
+    if w.min() < 0:
+        raise InputError("sample_weight", expected, f"a weight of {w.min():.6g}")
+    if w.sum() <= 0:
+        raise InputError("sample_weight", expected, "all zero")
     return w
 
 

@@ -92,6 +92,7 @@ class MetricSuite:
         cls, outputs: ClassifierOutputs, *, n_bins: int = 15, mode: Mode = "top_label"
     ) -> MetricSuite:
         """Prepare every per-sample quantity of ``outputs``."""
+        n_bins = check_n_bins(n_bins)
         conf, outcome = calibration_target(outputs, mode)
         per_sample = {
             "nll": nll_per_sample(outputs),

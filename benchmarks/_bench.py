@@ -1,0 +1,88 @@
+"""Shared helpers of the benchmark scripts: synthetic data, interleaved timing, tables.
+
+Not a test module: the scripts print Markdown and are run by hand (see README.md).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import platform
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+
+def synthetic(n: int, k: int, *, temperature: float = 2.0, scale: float = 3.0, seed: int = 0):
+    """Float32 logits ``N(0, scale^2)`` and labels drawn from ``softmax(logits / temperature)``.
+
+    The NLL-optimal temperature is then ``temperature`` up to sampling noise.
+    """
+    rng = np.random.default_rng(seed)
+    logits = np.empty((n, k), dtype=np.float32)
+    labels = np.empty(n, dtype=np.int64)
+    step = max(1, (1 << 22) // k)
+    for start in range(0, n, step):
+        z = rng.standard_normal((min(step, n - start), k)) * scale
+        p = np.exp((z - z.max(axis=1, keepdims=True)) / temperature)
+        cdf = np.cumsum(p, axis=1)
+        u = rng.random(z.shape[0])[:, None] * cdf[:, -1:]
+        labels[start : start + z.shape[0]] = np.minimum((cdf < u).sum(axis=1), k - 1)
+        logits[start : start + z.shape[0]] = z
+    return logits, labels
+
+
+def interleaved(
+    contenders: dict[str, Callable[[], object]], repeats: int
+) -> dict[str, list[float]]:
+    """Wall times of every contender, run once per round in a rotating order.
+
+    One untimed warm-up round first. Interleaving spreads the noise of a shared machine
+    over all contenders, so ratios measured in the same run are meaningful.
+    """
+    names = list(contenders)
+    for name in names:
+        contenders[name]()
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            gc.collect()
+            t0 = time.perf_counter()
+            contenders[name]()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def median(values: list[float]) -> float:
+    return float(np.median(values))
+
+
+def fmt_time(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    """One line describing the machine and the libraries."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    return (
+        f"{cpu}, {os.cpu_count()} CPUs (load average {load}); numpy {np.__version__}, "
+        f"torch {torch.__version__} ({torch.get_num_threads()} threads)"
+    )

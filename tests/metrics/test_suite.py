@@ -1,0 +1,220 @@
+"""MetricSuite and evaluate(): agreement with the functions, weights, bootstrap, noise floor."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calibkit.binning import equal_mass_index
+from calibkit.errors import InputError
+from calibkit.metrics import METRIC_NAMES, METRICS, evaluate
+from calibkit.metrics.suite import MetricSuite
+from calibkit.outputs import as_outputs
+from tests.metrics import reference as ref
+
+FUNCTIONAL = {name: METRICS.get(name) for name in METRIC_NAMES}
+UNBIASED = ("accuracy", "nll", "brier", "entropy")  # sample means: the estimate is central
+BINNED = ("ece", "aece", "mce", "rmsce", "ece_debiased", "sce")
+
+
+def functional_values(labels: np.ndarray, probs: np.ndarray, **kw: object) -> dict[str, float]:
+    return {name: fn(labels, probs=probs, **kw) for name, fn in FUNCTIONAL.items()}  # type: ignore[operator]
+
+
+def test_registry_holds_every_metric() -> None:
+    assert set(METRICS.names()) == set(METRIC_NAMES)
+
+
+@pytest.mark.parametrize(("k", "n_bins"), [(2, 15), (5, 10), (10, 7)])
+def test_suite_equals_functions(k: int, n_bins: int) -> None:
+    labels, probs = ref.overconfident_data(2000, k, seed=k)
+    suite = MetricSuite.from_outputs(as_outputs(labels, probs=probs), n_bins=n_bins)
+    got = suite.compute()
+    assert list(got) == list(METRIC_NAMES)
+    for name, fn in FUNCTIONAL.items():
+        kw = {"n_bins": n_bins} if name in BINNED else {}
+        expected = fn(labels, probs=probs, **kw)  # type: ignore[operator]
+        assert got[name] == pytest.approx(expected, abs=1e-12), name
+
+
+def test_suite_positive_class_mode() -> None:
+    rng = np.random.default_rng(2)
+    p = rng.random(1000)
+    labels = (rng.random(1000) < p**1.5).astype(np.int64)
+    suite = MetricSuite.from_outputs(as_outputs(labels, probs=p), mode="positive_class")
+    got = suite.compute()
+    for name in ("ece", "aece", "mce", "rmsce", "ece_debiased", "ks", "mmce"):
+        expected = FUNCTIONAL[name](labels, probs=p, mode="positive_class")  # type: ignore[operator]
+        assert got[name] == pytest.approx(expected, abs=1e-12), name
+
+
+def test_suite_equal_mass_edges_are_its_own() -> None:
+    """The equal-mass stats carry equal-mass edges, not the equal-width ones."""
+    labels, probs = ref.overconfident_data(500, 3, seed=1)
+    suite = MetricSuite.from_outputs(as_outputs(labels, probs=probs), n_bins=10)
+    idx, edges = suite._equal_mass_index(None)
+    conf = probs.max(axis=1)
+    exp_idx, exp_edges = equal_mass_index(conf, 10)
+    np.testing.assert_array_equal(idx, exp_idx)
+    np.testing.assert_array_equal(edges, exp_edges)
+    assert not np.array_equal(edges, np.arange(11) / 10)
+
+
+# --- sample weights: integer weights are repeated samples -------------------------------
+
+
+@given(st.integers(0, 10_000), st.integers(1, 40), st.sampled_from([2, 3, 6]), st.data())
+@settings(max_examples=40, deadline=None)
+def test_integer_weights_equal_repeated_samples(
+    seed: int, n: int, k: int, data: st.DataObject
+) -> None:
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.full(k, 0.7), size=n)
+    probs = np.round(probs * 8) / 8  # ties, exact zeros and ones, values on bin edges
+    probs[:, 0] += 1.0 - probs.sum(axis=1)
+    probs = np.abs(probs)
+    probs /= probs.sum(axis=1, keepdims=True)
+    labels = rng.integers(0, k, n)
+    w = np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)))
+    if w.sum() == 0:
+        w[0] = 2
+    rep = np.repeat(np.arange(n), w)
+    n_bins = data.draw(st.sampled_from([1, 4, 15]))
+    for name, fn in FUNCTIONAL.items():
+        kw = {"n_bins": n_bins} if name in BINNED else {}
+        weighted = fn(labels, probs=probs, sample_weight=w, **kw)  # type: ignore[operator]
+        repeated = fn(labels[rep], probs=probs[rep], **kw)  # type: ignore[operator]
+        assert weighted == pytest.approx(repeated, abs=1e-12), name
+    suite = MetricSuite.from_outputs(as_outputs(labels, probs=probs), n_bins=n_bins)
+    one_shot = MetricSuite.from_outputs(as_outputs(labels[rep], probs=probs[rep]), n_bins=n_bins)
+    got, expected = suite.compute(w.astype(np.float64)), one_shot.compute()
+    for name in METRIC_NAMES:
+        assert got[name] == pytest.approx(expected[name], abs=1e-12), name
+
+
+# --- bootstrap --------------------------------------------------------------------------
+
+
+def test_bootstrap_is_seeded() -> None:
+    labels, probs = ref.overconfident_data(400, 3, seed=3)
+    a = evaluate(labels, probs=probs, n_boot=60, n_floor_draws=5, seed=7)
+    b = evaluate(labels, probs=probs, n_boot=60, n_floor_draws=5, seed=7)
+    c = evaluate(labels, probs=probs, n_boot=60, n_floor_draws=5, seed=8)
+    assert a.ci == b.ci
+    assert a.values == b.values
+    assert a.ci != c.ci
+    assert a.values["ece"] == c.values["ece"]  # the estimate itself has no randomness
+
+
+def test_bootstrap_contains_the_estimate() -> None:
+    """Always for sample means; for calibration errors when the miscalibration is clear.
+
+    (For a calibrated model a calibration error is biased upward and a percentile interval
+    can lie entirely above the estimate: see test_bootstrap_bias_near_calibration.)
+    """
+    labels, probs = ref.overconfident_data(2000, 4, seed=4, temperature=0.4)
+    res = evaluate(labels, probs=probs, n_boot=200, n_floor_draws=0, seed=0)
+    assert set(res.ci) == set(METRIC_NAMES)
+    for name, (lo, hi) in res.ci.items():
+        assert lo <= res.values[name] <= hi, name
+        assert lo < hi, name
+
+
+def test_bootstrap_bias_near_calibration() -> None:
+    """Documented behaviour: near calibration, SCE's replicates all exceed the estimate."""
+    labels, probs = ref.calibrated_data(1000, 3, seed=0)
+    res = evaluate(labels, probs=probs, n_boot=100, n_floor_draws=0, seed=0)
+    for name in UNBIASED:
+        lo, hi = res.ci[name]
+        assert lo <= res.values[name] <= hi, name
+    assert res.ci["sce"][0] > res.values["sce"]
+
+
+def test_bootstrap_narrows_with_n() -> None:
+    widths = []
+    for n in (500, 8000):
+        labels, probs = ref.overconfident_data(n, 3, seed=5)
+        res = evaluate(labels, probs=probs, n_boot=100, n_floor_draws=0, seed=0)
+        widths.append({k: hi - lo for k, (lo, hi) in res.ci.items()})
+    for name in METRIC_NAMES:
+        ratio = widths[1][name] / widths[0][name]
+        assert ratio < 0.5, (name, ratio)  # 1/sqrt(16) = 0.25 expected
+
+
+# --- noise floor ------------------------------------------------------------------------
+
+
+def test_noise_floor_matches_calibrated_ece() -> None:
+    """For a calibrated model, the ECE's average over data sets equals its floor."""
+    eces, floors = [], []
+    for seed in range(12):
+        labels, probs = ref.calibrated_data(1000, 3, seed)
+        suite = MetricSuite.from_outputs(as_outputs(labels, probs=probs))
+        eces.append(suite.compute(names=("ece", "aece")))
+        floors.append(suite.noise_floor(n_draws=40, seed=seed))
+    for name in ("ece", "aece"):
+        mean_value = np.mean([e[name] for e in eces])
+        mean_floor = np.mean([f[name] for f in floors])
+        assert mean_value == pytest.approx(mean_floor, rel=0.15), name
+    # an overconfident model is far above its floor
+    labels, probs = ref.overconfident_data(1000, 3, seed=0, temperature=0.4)
+    res = evaluate(labels, probs=probs, n_boot=0, n_floor_draws=40)
+    assert res.values["ece"] > 3 * res.values["ece_floor"]
+
+
+def test_noise_floor_shrinks_like_one_over_sqrt_n() -> None:
+    floors = []
+    for n in (1000, 16000):
+        labels, probs = ref.calibrated_data(n, 3, seed=1)
+        suite = MetricSuite.from_outputs(as_outputs(labels, probs=probs))
+        floors.append(suite.noise_floor(n_draws=30, seed=0))
+    for name in ("ece", "aece"):
+        ratio = floors[1][name] / floors[0][name]
+        assert ratio == pytest.approx(0.25, abs=0.07), (name, ratio)
+
+
+def test_noise_floor_is_seeded() -> None:
+    labels, probs = ref.calibrated_data(300, 3, seed=2)
+    suite = MetricSuite.from_outputs(as_outputs(labels, probs=probs))
+    assert suite.noise_floor(10, seed=1) == suite.noise_floor(10, seed=1)
+    assert suite.noise_floor(10, seed=1) != suite.noise_floor(10, seed=2)
+
+
+# --- evaluate() -------------------------------------------------------------------------
+
+
+def test_evaluate_result() -> None:
+    labels, probs = ref.overconfident_data(300, 3, seed=6)
+    res = evaluate(labels, probs=probs, n_boot=0, n_floor_draws=3)
+    assert res.ci == {}
+    assert set(res.values) == set(METRIC_NAMES) | {"ece_floor", "aece_floor"}
+    assert (res.n_samples, res.n_classes, res.n_bins) == (300, 3, 15)
+    d = res.to_dict()
+    assert d["n_samples"] == 300
+    assert d["ci_level"] == 0.95
+    no_floor = evaluate(labels, probs=probs, n_boot=0, n_floor_draws=0)
+    assert "ece_floor" not in no_floor.values
+    np.testing.assert_allclose(
+        [no_floor.values[n] for n in METRIC_NAMES],
+        [functional_values(labels, probs)[n] for n in METRIC_NAMES],
+        rtol=0,
+        atol=1e-12,
+    )
+
+
+def test_evaluate_argument_errors() -> None:
+    labels, probs = ref.overconfident_data(50, 3, seed=7)
+    for level in (0.0, 1.0, 1.5):
+        with pytest.raises(InputError, match=r"^level: expected a number in"):
+            evaluate(labels, probs=probs, level=level)
+    with pytest.raises(InputError, match=r"^n_boot/n_floor_draws"):
+        evaluate(labels, probs=probs, n_boot=-1)
+    with pytest.raises(InputError, match=r"^n_bins"):
+        evaluate(labels, probs=probs, n_bins=0)
+    suite = MetricSuite.from_outputs(as_outputs(labels, probs=probs))
+    with pytest.raises(InputError, match=r"^n_boot: expected at least 1"):
+        suite.bootstrap(0)
+    with pytest.raises(InputError, match=r"^level"):
+        suite.bootstrap(10, level=2.0)
