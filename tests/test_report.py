@@ -19,7 +19,8 @@ from calibkit.calibrators.temperature import TemperatureScaling
 from calibkit.compare import Comparison, compare, split_outputs
 from calibkit.metrics import METRIC_NAMES, Evaluation
 from calibkit.outputs import as_outputs
-from calibkit.report import format_evaluation_table, write_compare_report
+from calibkit.report import write_compare_report
+from calibkit.tables import format_evaluation_table
 
 TITLE = 'Model <b>"A" & B</b>'
 

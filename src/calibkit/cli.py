@@ -138,7 +138,7 @@ def _method_class(name: str, option: str) -> type[Calibrator]:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from calibkit.metrics import evaluate, reliability_stats
     from calibkit.plots import reliability_figure, save_figure
-    from calibkit.report import format_evaluation_table
+    from calibkit.tables import format_evaluation_table
 
     plot: Path | None = None
     if args.plot is None:
@@ -179,7 +179,8 @@ def _method_list(text: str | None) -> list[str] | None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from calibkit.compare import compare, resolve_methods, split_outputs
-    from calibkit.report import format_params, format_value, write_compare_report
+    from calibkit.report import write_compare_report
+    from calibkit.tables import format_comparison_summary
 
     pair = args.cal is not None or args.test is not None
     if pair and (args.file is not None or args.cal is None or args.test is None):
@@ -215,19 +216,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     comp = compare(cal, test, names, source=source, progress=_say, **numbers)
     _say(f"writing the report to {out_dir}")
     write_compare_report(comp, out_dir, title=f"Calibration report: {source.split(',')[0]}")
-    print(f"{comp.n_cal:,} calibration / {comp.n_test:,} test samples, {comp.n_classes} classes")
-    width = max(len(r.method) for r in comp.rows)
-    level = f"{comp.rows[0].evaluation.level:.0%} CI"
-    print(f"{'Method':<{width}}  {'ECE':>7}  {level:>18}  {'NLL':>7}  {'Accuracy':>8}  Parameters")
-    for r in comp.rows:
-        v, ci = r.evaluation.values, r.evaluation.ci.get("ece")
-        interval = f"[{format_value('ece', ci[0])}, {format_value('ece', ci[1])}]" if ci else ""
-        line = (
-            f"{r.method:<{width}}  {format_value('ece', v['ece']):>7}  {interval:>18}  "
-            f"{format_value('nll', v['nll']):>7}  {format_value('accuracy', v['accuracy']):>8}  "
-            f"{format_params(r.params)}"
-        )
-        print(line.rstrip())
+    print(format_comparison_summary(comp))
     print(f"report: {out_dir / 'report.html'}")
     return 0
 
