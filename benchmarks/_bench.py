@@ -9,7 +9,7 @@ import gc
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import numpy as np
 import torch
@@ -35,15 +35,18 @@ def synthetic(n: int, k: int, *, temperature: float = 2.0, scale: float = 3.0, s
 
 
 def interleaved(
-    contenders: dict[str, Callable[[], object]], repeats: int
+    contenders: dict[str, Callable[[], object]],
+    repeats: int,
+    warm: Collection[str] | None = None,
 ) -> dict[str, list[float]]:
     """Wall times of every contender, run once per round in a rotating order.
 
-    One untimed warm-up round first. Interleaving spreads the noise of a shared machine
-    over all contenders, so ratios measured in the same run are meaningful.
+    An untimed warm-up run first (of the contenders in ``warm``; default all). Interleaving
+    spreads the noise of a shared machine over all contenders, so ratios measured in the
+    same run are meaningful.
     """
     names = list(contenders)
-    for name in names:
+    for name in names if warm is None else [n for n in names if n in warm]:
         contenders[name]()
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(repeats):

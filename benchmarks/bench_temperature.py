@@ -4,8 +4,9 @@
         [--only fit|grid]
 
 Fit: float32 logits whose labels are drawn from softmax(logits / 2), so the optimum T is
-about 2. The reference optimum is scipy's bounded Brent on the full-array float64 NLL in
-log T (``xatol=1e-10``); every method's T is compared with it. Targets: calibkit under 1 s
+about 2. The reference optimum T_ref is scipy's bounded Brent on the full-array float64
+NLL in log T with ``xatol=1e-10`` (run once; scipy is also timed with its default xatol);
+every method's T is compared with it. Targets: calibkit under 1 s
 at 50,000 x 1,000 and under 0.3 s at 1,000,000 x 10.
 
 Grid search: ``TemperatureScalingECE`` (5,000 temperatures 0.001..5) against the obvious
@@ -35,7 +36,7 @@ GRID_SHAPES = [(5_000, 10), (10_000, 100)]
 QUICK_GRID_SHAPES = [(1_000, 10), (2_000, 100)]
 
 
-def scipy_brent(z: np.ndarray, y: np.ndarray) -> float:
+def scipy_brent(z: np.ndarray, y: np.ndarray, xatol: float = 1e-5) -> float:
     """T by bounded Brent on the full-array float64 NLL in log T, in [0.1, 10]."""
     z64 = z.astype(np.float64)
     zy = z64[np.arange(z.shape[0]), y]
@@ -45,7 +46,7 @@ def scipy_brent(z: np.ndarray, y: np.ndarray) -> float:
         return float(np.mean(logsumexp(z64 * inv, axis=1) - zy * inv))
 
     res = minimize_scalar(
-        nll, bounds=(math.log(0.1), math.log(10.0)), method="bounded", options={"xatol": 1e-10}
+        nll, bounds=(math.log(0.1), math.log(10.0)), method="bounded", options={"xatol": xatol}
     )
     return math.exp(res.x)
 
@@ -107,21 +108,25 @@ def fit_shape(n: int, k: int, repeats: int) -> str:
 
         return run
 
+    ours_name = "calibkit TemperatureScaling"
     contenders = {
-        "calibkit TemperatureScaling": keep(
-            "calibkit TemperatureScaling", lambda: TemperatureScaling().fit(z, y).temperature_
-        ),
-        "scipy bounded Brent (reference)": keep(
-            "scipy bounded Brent (reference)", lambda: scipy_brent(z, y)
+        ours_name: keep(ours_name, lambda: TemperatureScaling().fit(z, y).temperature_),
+        "scipy bounded Brent (default xatol)": keep(
+            "scipy bounded Brent (default xatol)", lambda: scipy_brent(z, y)
         ),
         "torch LBFGS on log T": keep("torch LBFGS on log T", lambda: torch_lbfgs(z, y)),
         "scikit-learn (temperature)": keep("scikit-learn (temperature)", lambda: sklearn_ts(z, y)),
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        times = interleaved(contenders, repeats)
-    ours = median(times["calibkit TemperatureScaling"])
-    ref = found["scipy bounded Brent (reference)"]
+        times = interleaved(contenders, repeats, warm=[ours_name])
+        # the reference optimum: one run, tight tolerance
+        ref_name = "scipy bounded Brent, xatol=1e-10 (T_ref, 1 run)"
+        times[ref_name] = interleaved(
+            {ref_name: keep(ref_name, lambda: scipy_brent(z, y, 1e-10))}, 1, warm=[]
+        )[ref_name]
+    ours = median(times[ours_name])
+    ref = found[ref_name]
     rows = [
         [
             name,

@@ -121,7 +121,7 @@ class Calibrator(ABC):
                 f"2 classes for {self.name!r} (a binary method)",
                 f"{out.n_classes} classes",
             )
-        if np.unique(out.labels).shape[0] < 2:
+        if out.labels.min() == out.labels.max():
             raise InputError(
                 "labels",
                 "a calibration set with at least 2 distinct labels",

@@ -1,0 +1,188 @@
+"""The contract every registered calibrator follows (see calibkit.calibrators.base).
+
+Parametrised over ``CALIBRATORS.names()`` at collection time, so a newly registered method
+is checked without editing this file. Binary-only methods get two-class data.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from calibkit.calibrators import CALIBRATORS, Calibrator, get_calibrator
+from calibkit.errors import InputError, NotFittedError
+
+NAMES = CALIBRATORS.names()
+
+
+def _data(name: str, n: int = 400, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Logits (float64) and labels drawn from softmax(logits / 1.5); 2 classes if binary-only."""
+    k = 2 if CALIBRATORS.get(name).binary_only else 4
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((n, k)) * 2.5
+    p = np.exp((z - z.max(axis=1, keepdims=True)) / 1.5)
+    p /= p.sum(axis=1, keepdims=True)
+    y = (p.cumsum(axis=1) > rng.uniform(size=(n, 1))).argmax(axis=1)
+    y[:k] = np.arange(k)  # every class present
+    return z, y
+
+
+@functools.cache
+def _fitted(name: str) -> tuple[Calibrator, np.ndarray]:
+    """A calibrator fitted on ``_data(name)`` (cached: the tests only read it) and its logits."""
+    z, y = _data(name)
+    return get_calibrator(name).fit(z, y), z
+
+
+def test_something_is_registered() -> None:
+    assert {"temperature", "temperature_ece"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_unfitted_use_raises_not_fitted(name: str, tmp_path: Path) -> None:
+    cal = get_calibrator(name)
+    z, _ = _data(name)
+    assert not cal.is_fitted
+    with pytest.raises(NotFittedError):
+        cal.predict_proba(z)
+    with pytest.raises(NotFittedError):
+        cal.save(tmp_path / "cal.json")
+    if cal.maps_logits:
+        with pytest.raises(NotFittedError):
+            cal.transform(z)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fit_returns_self(name: str) -> None:
+    cal = get_calibrator(name)
+    z, y = _data(name)
+    assert cal.fit(z, y) is cal
+    assert cal.is_fitted
+    assert cal.name == name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_predict_proba_is_a_distribution(name: str) -> None:
+    cal, z = _fitted(name)
+    test, _ = _data(name, n=300, seed=1)
+    for logits in (z, test, test * 40.0):
+        p = cal.predict_proba(logits)
+        assert p.dtype == np.float64
+        assert p.shape == logits.shape
+        assert np.all(np.isfinite(p))
+        assert p.min() >= 0.0
+        np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_transform_agrees_with_predict_proba(name: str) -> None:
+    cal, z = _fitted(name)
+    if not cal.maps_logits:
+        with pytest.raises(InputError):
+            cal.transform(z)
+        return
+    out = cal.transform(z)
+    p = np.exp(out - out.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(p / p.sum(axis=1, keepdims=True), cal.predict_proba(z), atol=1e-12)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_torch_and_float32_inputs(name: str) -> None:
+    cal, z = _fitted(name)
+    z32 = z.astype(np.float32)
+    np.testing.assert_array_equal(cal.predict_proba(torch.from_numpy(z32)), cal.predict_proba(z32))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_save_load_round_trip_is_bit_identical(name: str, tmp_path: Path) -> None:
+    cal, z = _fitted(name)
+    test, _ = _data(name, n=300, seed=2)
+    path = tmp_path / "cal.json"
+    cal.save(path)
+    loaded = Calibrator.load(path)
+    assert type(loaded) is type(cal)
+    assert loaded.get_params() == cal.get_params()
+    np.testing.assert_array_equal(loaded.predict_proba(test), cal.predict_proba(test))
+    np.testing.assert_array_equal(loaded.predict_proba(z), cal.predict_proba(z))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fitted_state_keys_end_in_underscore(name: str) -> None:
+    cal, _ = _fitted(name)
+    state = cal.fitted_state()
+    assert state
+    assert all(key.endswith("_") for key in state)
+    assert "n_classes_" in state
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_wrong_column_count_at_predict(name: str) -> None:
+    cal, z = _fitted(name)
+    wider = np.column_stack([z, z[:, :1]])
+    with pytest.raises(InputError) as info:
+        cal.predict_proba(wider)
+    assert info.value.argument == "logits"
+    if z.shape[1] > 2:
+        with pytest.raises(InputError):
+            cal.predict_proba(z[:, :-1])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_single_label_calibration_set(name: str) -> None:
+    z, _ = _data(name)
+    with pytest.raises(InputError) as info:
+        get_calibrator(name).fit(z, np.ones(z.shape[0], dtype=np.int64))
+    assert info.value.argument == "labels"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_saved_file_is_plain_json_not_a_pickle(name: str, tmp_path: Path) -> None:
+    cal, _ = _fitted(name)
+    path = tmp_path / "cal.json"
+    cal.save(path)
+    raw = path.read_bytes()
+    assert not raw.startswith(b"\x80")  # pickle protocol 2+ header
+    with pytest.raises(pickle.UnpicklingError):
+        pickle.loads(raw)
+    data = json.loads(raw.decode("utf-8"))
+    assert data["method"] == name
+    assert data["calibkit_calibrator"] == 1
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        lambda text: text[: len(text) // 2],  # truncated
+        lambda text: "",  # empty
+        lambda text: text.replace("{", "[", 1),  # not JSON any more
+        lambda text: json.dumps([1, 2, 3]),  # JSON, but not a calibrator
+        lambda text: text.replace('"calibkit_calibrator": 1', '"calibkit_calibrator": 99'),
+    ],
+    ids=["truncated", "empty", "garbled", "not-a-calibrator", "wrong-version"],
+)
+def test_corrupt_file_raises_input_error(name: str, corrupt, tmp_path: Path) -> None:
+    cal, _ = _fitted(name)
+    path = tmp_path / "cal.json"
+    cal.save(path)
+    path.write_text(corrupt(path.read_text(encoding="utf-8")), encoding="utf-8")
+    with pytest.raises(InputError):
+        Calibrator.load(path)
+
+
+def test_missing_file_raises_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError):
+        Calibrator.load(tmp_path / "absent.json")
+
+
+def test_non_utf8_file_raises_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "cal.json"
+    path.write_bytes(pickle.dumps({"method": "temperature"}))
+    with pytest.raises(InputError):
+        Calibrator.load(path)
