@@ -80,9 +80,8 @@ def softmax_nll_grad(scores: F64, labels: I64) -> tuple[float, F64]:
     np.exp(scores, out=scores)
     total = scores.sum(axis=1)
     loss = (float(np.log(total).sum()) - picked) / n
-    scores /= total[:, None]
-    scores[rows, labels] -= 1.0
-    scores /= n
+    scores *= (1.0 / (n * total))[:, None]
+    scores[rows, labels] -= 1.0 / n
     return loss, scores
 
 
@@ -95,11 +94,15 @@ def odir_coefficients(k: int, reg_lambda: float, reg_mu: float) -> F64:
 
 
 class Design:
-    """Calibration features ``[x, 1]`` (float64, (N, K+1)) with their labels."""
+    """Calibration features ``[x, 1]`` with their labels.
+
+    ``x1`` is float64, (N, K+1), in Fortran order: the two products of each objective
+    evaluation, :meth:`scores` and ``grad.T @ x1``, run about a third faster that way.
+    """
 
     def __init__(self, x: F64, labels: I64) -> None:
         n, k = x.shape
-        self.x1 = np.empty((n, k + 1))
+        self.x1 = np.empty((n, k + 1), order="F")
         self.x1[:, :k] = x
         self.x1[:, k] = 1.0
         self.labels = labels
@@ -113,9 +116,13 @@ class Design:
     def subset(self, rows: I64) -> Design:
         return Design(self.x1[rows, :-1], self.labels[rows])
 
+    def scores(self, wb: F64) -> F64:
+        """``[x, 1] @ wb.T``, (N, K) in Fortran order."""
+        return np.asarray((wb @ self.x1.T).T)
+
     def nll(self, wb: F64) -> float:
         """Mean NLL of ``softmax([x, 1] @ wb.T)``."""
-        return softmax_nll_grad(self.x1 @ wb.T, self.labels)[0]
+        return softmax_nll_grad(self.scores(wb), self.labels)[0]
 
 
 def identity_map(k: int) -> F64:
@@ -198,7 +205,7 @@ def fit_full(
 
     def objective(u: F64) -> tuple[float, F64]:
         wb = start + _rows_times(u.reshape(k, k + 1), factor)
-        loss, dz = softmax_nll_grad(x1 @ wb.T, y)
+        loss, dz = softmax_nll_grad(design.scores(wb), y)
         grad = dz.T @ x1 + 2.0 * coef * wb
         return loss + float((coef * wb * wb).sum()), _rows_times(grad, factor_t).ravel()
 

@@ -179,7 +179,7 @@ class MetricSuite:
         n = self.conf.shape[0]
         rng = np.random.default_rng(seed)
         reps = [
-            self.compute(rng.multinomial(n, np.full(n, 1.0 / n)).astype(np.float64), names)
+            self.compute(np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64), names)
             for _ in range(n_boot)
         ]
         alpha = (1.0 - level) / 2.0
