@@ -268,6 +268,16 @@ def test_odir_matches_brute_force(cls: type[Calibrator], tiny: tuple) -> None:
     assert (cal.reg_lambda_, cal.reg_mu_) == (3.0, 0.5)
 
 
+def test_wide_problem_uses_the_shared_preconditioner_and_matches_brute_force() -> None:
+    rng = np.random.default_rng(15)
+    z, y = rng.normal(size=(10, 6)) * 2, np.arange(10) % 6  # (K+1)^2 = 49 > 4 N = 40
+    assert lin.curvature(lin.Design(z, y)).shape == (7, 7)
+    cal = MatrixScalingODIR(reg_lambda=2.0).fit(z, y)
+    w, b = _brute_force(z, y, lam=2.0, mu=2.0)
+    np.testing.assert_allclose(cal.weights_, w, atol=2e-5)
+    np.testing.assert_allclose(cal.bias_, b, atol=2e-5)
+
+
 @pytest.mark.parametrize(("cls", "kw"), [(VectorScaling, {}), (MatrixScaling, {"reg_l2": 2.0})])
 def test_vector_and_matrix_match_brute_force(cls: type[Calibrator], kw: dict, tiny: tuple) -> None:
     z, y = tiny
@@ -344,6 +354,8 @@ def test_errors_before_fit(cls: type[Calibrator], tmp_path: Path) -> None:
         (DirichletCalibration, {"lambda_grid": []}, "lambda_grid"),
         (DirichletCalibration, {"lambda_grid": [1.0, -1.0]}, "lambda_grid"),
         (DirichletCalibration, {"lambda_grid": ["a"]}, "lambda_grid"),
+        (DirichletCalibration, {"lambda_grid": "1e-2"}, "lambda_grid"),
+        (DirichletCalibration, {"lambda_grid": [[1.0, 2.0]]}, "lambda_grid"),
         (DirichletCalibration, {"lambda_grid": [1.0, np.nan]}, "lambda_grid"),
         (DirichletCalibration, {"n_folds": 1}, "n_folds"),
         (DirichletCalibration, {"n_folds": True}, "n_folds"),
@@ -402,25 +414,25 @@ def test_memory_is_linear_in_n_times_k() -> None:
 
 # ----- real data --------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def cifar100_fits() -> dict[str, tuple[float, float]]:
-    """Test-half (NLL, ECE) of each method fitted on a seeded half of CIFAR-100 (K = 100)."""
+def cifar100() -> dict[str, np.ndarray]:
+    """CIFAR-100 predictions (K = 100) split into seeded halves: fit on one, test on the other."""
     data = np.load(CIFAR100)
     z, y = np.log(data["probs"].astype(np.float64)), data["labels"]
     perm = np.random.default_rng(0).permutation(len(y))
     fit, test = perm[:5000], perm[5000:]
-    res = {"none": (nll(y[test], logits=z[test]), ece(y[test], logits=z[test]))}
-    for cal in (TemperatureScaling(), MatrixScalingODIR(), DirichletCalibration()):
-        p = cal.fit(z[fit], y[fit]).predict_proba(z[test])
-        res[cal.name] = (nll(y[test], p), ece(y[test], p))
-    return res
+    ts = TemperatureScaling().fit(z[fit], y[fit]).predict_proba(z[test])
+    return {"z": z, "y": y, "fit": fit, "test": test, "ts": ts}
 
 
 @pytest.mark.shared_data
 @pytest.mark.skipif(not CIFAR100.exists(), reason=f"real data not available: {CIFAR100} is absent")
 @pytest.mark.parametrize("method", ["ms_odir", "dirichlet"])
 def test_cifar100_odir_beats_uncalibrated_and_matches_temperature(
-    method: str, cifar100_fits: dict[str, tuple[float, float]]
+    method: str, cifar100: dict[str, np.ndarray]
 ) -> None:
-    got_nll, got_ece = cifar100_fits[method]
-    assert got_ece < cifar100_fits["none"][1]
-    assert got_nll <= 1.03 * cifar100_fits["temperature"][0]
+    z, y, fit, test = cifar100["z"], cifar100["y"], cifar100["fit"], cifar100["test"]
+    probs = get_calibrator(method).fit(z[fit], y[fit]).predict_proba(z[test])
+    # measured: uncalibrated NLL 0.9576 / ECE 0.0565, temperature 0.9509 / 0.0425,
+    # both ODIR methods 0.9246 / 0.0412 (lambda = 1000)
+    assert ece(y[test], probs) < ece(y[test], logits=z[test])
+    assert nll(y[test], probs) <= 1.03 * nll(y[test], cifar100["ts"])

@@ -5,22 +5,21 @@ Look one up by name with :func:`get_calibrator`; ``CALIBRATORS.names()`` lists t
 
 from __future__ import annotations
 
-from calibkit.calibrators.auto import AutoCalibrator
-
-# isort: off  (import order is registration order: the order of methods in reports)
+# Import order is registration order, which is the order of the methods in reports.
+# isort: off
 from calibkit.calibrators.base import CALIBRATORS, Calibrator, get_calibrator
-from calibkit.calibrators.binary import BetaCalibration, PlattScaling
-from calibkit.calibrators.histogram import ClasswiseHistogramBinning, HistogramBinning
-from calibkit.calibrators.isotonic import IsotonicCalibrator
-from calibkit.calibrators.linear import (
-    DirichletCalibration,
-    MatrixScaling,
-    MatrixScalingODIR,
-    VectorScaling,
-)
 from calibkit.calibrators.temperature import TemperatureScaling
 from calibkit.calibrators.temperature_grid import TemperatureScalingECE, ece_temperature_curve
-
+from calibkit.calibrators.linear import (
+    VectorScaling,
+    MatrixScaling,
+    MatrixScalingODIR,
+    DirichletCalibration,
+)
+from calibkit.calibrators.histogram import HistogramBinning, ClasswiseHistogramBinning
+from calibkit.calibrators.isotonic import IsotonicCalibrator
+from calibkit.calibrators.binary import PlattScaling, BetaCalibration
+from calibkit.calibrators.auto import AutoCalibrator
 # isort: on
 
 __all__ = [
