@@ -149,9 +149,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         _check_output(plot, "--plot")
     out = _read(args, args.file, args.labels)
     _say(f"evaluating {out.n_samples:,} samples ({args.n_boot} bootstrap resamples)")
-    ev = evaluate(out, n_bins=args.n_bins, n_boot=args.n_boot, seed=args.seed)
+    ev = evaluate(out, n_bins=args.n_bins, n_boot=args.n_boot, seed=args.seed, mode=args.mode)
     if plot is not None:
-        stats = reliability_stats(out, n_bins=args.n_bins)
+        stats = reliability_stats(out, n_bins=args.n_bins, mode=args.mode)
         fig = reliability_figure(stats, title=Path(args.file).name, ece=ev.values["ece"])
         save_figure(fig, plot)
     if args.format == "json":
@@ -212,7 +212,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         names = resolve_methods(methods, cal.n_classes)
     except InputError as exc:
         raise _renamed(exc, "--methods") from None
-    numbers = {"n_bins": args.n_bins, "n_boot": args.n_boot, "seed": args.seed}
+    numbers = {"n_bins": args.n_bins, "n_boot": args.n_boot, "seed": args.seed, "mode": args.mode}
     comp = compare(cal, test, names, source=source, progress=_say, **numbers)
     _say(f"writing the report to {out_dir}")
     write_compare_report(comp, out_dir, title=f"Calibration report: {source.split(',')[0]}")
@@ -318,6 +318,11 @@ def _add_numbers(p: argparse.ArgumentParser, *, bins: bool = True) -> None:
     boot = "bootstrap resamples for 95%% intervals (0: none; default %(default)s)"
     _opt(p, "--n-boot", "N", boot, type=_int_at_least(0), default=1000)
     _opt(p, "--seed", "N", "random seed (default %(default)s)", type=_int_at_least(0), default=0)
+    if bins:
+        what = "binary problems: top_label or positive_class (default %(default)s)"
+        _opt(
+            p, "--mode", "MODE", what, choices=("top_label", "positive_class"), default="top_label"
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -44,6 +44,7 @@ from calibkit.binning import BinStats
 from calibkit.calibrators import CALIBRATORS, Calibrator, ece_temperature_curve, get_calibrator
 from calibkit.errors import InputError
 from calibkit.metrics import Evaluation, evaluate, reliability_stats
+from calibkit.metrics.samples import Mode
 from calibkit.outputs import ClassifierOutputs, as_outputs, check_labels
 
 I64 = npt.NDArray[np.int64]
@@ -215,13 +216,12 @@ def _judge(
     seconds: float,
     settings: dict[str, Any],
 ) -> MethodResult:
-    n_bins = settings["n_bins"]
     return MethodResult(
         method=method,
         evaluation=evaluate(test, **settings),
         params=params,
         fit_seconds=seconds,
-        reliability=reliability_stats(test, n_bins=n_bins),
+        reliability=reliability_stats(test, n_bins=settings["n_bins"], mode=settings["mode"]),
     )
 
 
@@ -233,13 +233,16 @@ def compare(
     n_bins: int = 15,
     n_boot: int = 1000,
     seed: int = 0,
+    mode: Mode = "top_label",
     source: str = "",
     progress: Callable[[str], None] | None = None,
 ) -> Comparison:
     """Fit each method on ``cal``, evaluate it on ``test``; the ``"none"`` row comes first.
 
-    ``methods`` defaults to :func:`applicable_methods`. An error in any method propagates
-    (nothing is returned, so no report is written from a partial comparison).
+    ``methods`` defaults to :func:`applicable_methods`. ``mode`` says what the calibration
+    metrics and diagrams measure for a binary problem (see :mod:`calibkit.binning`). An
+    error in any method propagates (nothing is returned, so no report is written from a
+    partial comparison).
     """
     for arg, val in (("cal", cal), ("test", test)):
         if not isinstance(val, ClassifierOutputs):
@@ -252,7 +255,7 @@ def compare(
         )
     names = resolve_methods(methods, cal.n_classes)
     say = progress or (lambda _msg: None)
-    settings: dict[str, Any] = {"n_bins": n_bins, "n_boot": n_boot, "seed": seed}
+    settings: dict[str, Any] = {"n_bins": n_bins, "n_boot": n_boot, "seed": seed, "mode": mode}
     say(f"evaluating the uncalibrated model on {test.n_samples:,} test samples")
     rows = [_judge(UNCALIBRATED, test, {}, 0.0, settings)]
     cal_logits, test_logits = cal.as_logits(), test.as_logits()
