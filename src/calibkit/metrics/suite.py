@@ -171,7 +171,12 @@ class MetricSuite:
         seed: int = 0,
         names: tuple[str, ...] = METRIC_NAMES,
     ) -> dict[str, tuple[float, float]]:
-        """Percentile bootstrap intervals of every metric at confidence ``level``."""
+        """Percentile bootstrap intervals of every metric at confidence ``level``.
+
+        Binned calibration errors are biased upwards at finite N and a resample repeats
+        samples, so near calibration the interval can lie wholly above the estimate (it
+        shows the estimator's spread); read it beside the noise floor.
+        """
         if not 0.0 < level < 1.0:
             raise InputError("level", "a number in (0, 1)", repr(level))
         if n_boot < 1:
