@@ -74,7 +74,7 @@ def summary(results: list[dict[str, object]]) -> str:
         )
     ]
     lines = [
-        "| model | K | acc. % | ECE floor % | " + " | ".join(methods) + " | best |",
+        "| model | K | acc. % | floor % (none / TS) | " + " | ".join(methods) + " | best |",
         "|---" * (len(methods) + 5) + "|",
     ]
     for r in results:
@@ -86,7 +86,7 @@ def summary(results: list[dict[str, object]]) -> str:
             f"{r['source'].split(',')[0].removesuffix('.npz')}",
             str(r["n_classes"]),  # type: ignore[union-attr]
             pct(none["accuracy"]),
-            pct(none.get("ece_floor")),
+            f"{pct(none.get('ece_floor'))} / {pct(rows['temperature']['values'].get('ece_floor'))}",
         ]
         cells += [f"**{pct(eces[m])}**" if m == best else pct(eces.get(m)) for m in methods]
         cells.append(best)

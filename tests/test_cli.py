@@ -299,16 +299,16 @@ def test_console_script_error_is_one_line(tmp_path: Path) -> None:
 
 
 # ----- real predictions -------------------------------------------------------------------
-@pytest.mark.shared_data
-def test_real_evaluate_json(
-    shared_data: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+@pytest.fixture
+def real(shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The real predictions file ``REAL``, with ``tmp_path`` as the current folder."""
     monkeypatch.chdir(tmp_path)
-    path = shared_data / REAL
-    assert main(["evaluate", str(path), "--format", "json", "--n-boot", "20"]) == 0
+    return shared_data / REAL
+
+
+@pytest.mark.shared_data
+def test_real_evaluate_json(real: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["evaluate", str(real), "--format", "json", "--n-boot", "20"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert set(METRIC_NAMES) <= set(data)
     assert data["n_samples"] == 10_000
@@ -326,13 +326,9 @@ def test_real_evaluate_json(
 
 @pytest.mark.shared_data
 def test_real_fit_apply_lowers_ece(
-    shared_data: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    real: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    with np.load(shared_data / REAL) as npz:
+    with np.load(real) as npz:
         probs, labels = npz["probs"], npz["labels"]
     np.savez("cal.npz", probs=probs[::2], labels=labels[::2])
     np.savez("test.npz", probs=probs[1::2], labels=labels[1::2])
@@ -344,3 +340,21 @@ def test_real_fit_apply_lowers_ece(
     before = ece(labels[1::2], probs=probs[1::2])
     after = ece(load_predictions("calibrated.npz", kind="probs"))
     assert after < before - 0.01
+
+
+def test_binary_mode_positive_class_changes_the_ece(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--mode positive_class measures P(y = 1) against y: 0.1 here, where top-label gives 0."""
+    # p(y=1) = 0.2 with true rate 0.3, and 0.8 with true rate 0.9 (the notes' example)
+    p1 = np.array([0.2] * 10 + [0.8] * 10)
+    y = np.array([1] * 3 + [0] * 7 + [1] * 9 + [0])
+    f = tmp_path / "binary.npz"
+    np.savez(f, probs=np.stack([1 - p1, p1], axis=1), labels=y)
+    results = {}
+    for mode in ("top_label", "positive_class"):
+        args = ["evaluate", str(f), "--format", "json", "--n-boot", "0", "--plot", "none"]
+        assert main([*args, "--mode", mode]) == 0
+        results[mode] = json.loads(capsys.readouterr().out)["ece"]
+    assert results["top_label"] == pytest.approx(0.0, abs=1e-12)
+    assert results["positive_class"] == pytest.approx(0.1, abs=1e-12)

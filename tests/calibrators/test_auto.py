@@ -11,25 +11,17 @@ from sklearn.model_selection import StratifiedKFold
 from calibkit.calibrators import CALIBRATORS, AutoCalibrator, Calibrator, get_calibrator
 from calibkit.errors import InputError, NotFittedError, UnknownNameError
 from calibkit.metrics import ece, nll
-from tests.conftest import SHARED_DATA
-
-CIFAR = SHARED_DATA / "predictions" / "cifar10_resnet18.npz"
-needs_cifar = pytest.mark.skipif(
-    not CIFAR.exists(), reason=f"real data not available: {CIFAR} is absent"
+from tests.calibrators.problems import (
+    CIFAR10,
+    load_logits,
+    needs_cifar10,
+    random_problem,
+    seeded_split,
 )
 
 
-def _random_problem(n: int, k: int, seed: int, t: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
-    """Logits and labels drawn from softmax(z / t): overconfident by a factor t."""
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=(n, k)) * 3.0
-    p = np.exp(z / t) / np.exp(z / t).sum(axis=1, keepdims=True)
-    y = (p.cumsum(axis=1) < rng.uniform(size=(n, 1))).sum(axis=1)
-    return z, np.minimum(y, k - 1)
-
-
 def test_scores_are_the_mean_held_out_scores_of_seeded_stratified_folds() -> None:
-    z, y = _random_problem(300, 3, seed=1)
+    z, y = random_problem(300, 3, seed=1)
     auto = AutoCalibrator(methods=["temperature", "isotonic"], n_folds=3, seed=7).fit(z, y)
     folds = StratifiedKFold(n_splits=3, shuffle=True, random_state=7).split(z, y)
     expected: dict[str, list[float]] = {"temperature": [], "isotonic": []}
@@ -47,14 +39,14 @@ def test_scores_are_the_mean_held_out_scores_of_seeded_stratified_folds() -> Non
 
 
 def test_picks_temperature_when_data_follow_a_temperature_model() -> None:
-    z, y = _random_problem(1000, 4, seed=2)
+    z, y = random_problem(1000, 4, seed=2)
     auto = AutoCalibrator(methods=["histogram", "isotonic", "temperature"]).fit(z, y)
     assert auto.chosen_ == "temperature"
     assert auto.cv_scores_["temperature"] < min(auto.cv_scores_["histogram"], 1.0)
 
 
 def test_ece_criterion_uses_top_label_ece() -> None:
-    z, y = _random_problem(300, 3, seed=3)
+    z, y = random_problem(300, 3, seed=3)
     auto = AutoCalibrator(methods=["histogram"], criterion="ece", n_bins=5, n_folds=2).fit(z, y)
     train, test = next(StratifiedKFold(2, shuffle=True, random_state=0).split(z, y))
     cal = get_calibrator("histogram").fit(z[train], y[train])
@@ -77,7 +69,7 @@ def test_default_candidates_follow_the_registry_and_the_class_count() -> None:
 
 
 def test_unknown_names_fail_at_fit_time_and_binary_methods_need_two_classes() -> None:
-    z, y = _random_problem(100, 3, seed=4)
+    z, y = random_problem(100, 3, seed=4)
     auto = AutoCalibrator(methods=["temperature", "not_registered_yet"])  # fine until fit
     with pytest.raises(UnknownNameError, match="not_registered_yet"):
         auto.fit(z, y)
@@ -86,7 +78,7 @@ def test_unknown_names_fail_at_fit_time_and_binary_methods_need_two_classes() ->
 
 
 def test_binary_default_run_and_save_load(tmp_path: Path) -> None:
-    z, y = _random_problem(200, 2, seed=5)
+    z, y = random_problem(200, 2, seed=5)
     auto = AutoCalibrator(n_folds=3).fit(z, y)
     assert set(auto.cv_scores_) == set(auto.candidates(2))
     assert auto.chosen_ == min(auto.cv_scores_, key=lambda name: auto.cv_scores_[name])
@@ -95,7 +87,7 @@ def test_binary_default_run_and_save_load(tmp_path: Path) -> None:
     assert isinstance(back, AutoCalibrator)
     assert back.chosen_ == auto.chosen_
     assert back.cv_scores_ == auto.cv_scores_
-    z_new, _ = _random_problem(50, 2, seed=6)
+    z_new, _ = random_problem(50, 2, seed=6)
     np.testing.assert_array_equal(back.predict_proba(z_new), auto.predict_proba(z_new))
     assert type(back.chosen) is type(auto.chosen)
     back.save(tmp_path / "again.json")  # a loaded calibrator saves the same file
@@ -103,7 +95,7 @@ def test_binary_default_run_and_save_load(tmp_path: Path) -> None:
 
 
 def test_summary_and_repr_name_the_choice() -> None:
-    z, y = _random_problem(200, 3, seed=7)
+    z, y = random_problem(200, 3, seed=7)
     auto = AutoCalibrator(methods=["temperature", "histogram"], n_folds=2)
     assert "chosen" not in repr(auto)
     with pytest.raises(NotFittedError):
@@ -123,18 +115,16 @@ def test_parameter_errors() -> None:
                 {"criterion": "brier"}, {"n_folds": 1}, {"n_bins": 0}, {"seed": 0.5}):  # fmt: skip
         with pytest.raises(InputError):
             AutoCalibrator(**bad)  # type: ignore[arg-type]
-    z, y = _random_problem(8, 2, seed=8)
+    z, y = random_problem(8, 2, seed=8)
     with pytest.raises(InputError, match="at least 10 samples"):
         AutoCalibrator(methods=["temperature"]).fit(z, y)
 
 
 @pytest.mark.shared_data
-@needs_cifar
+@needs_cifar10
 def test_cifar10_test_ece_goes_down() -> None:
-    data = np.load(CIFAR)
-    z, y = np.log(data["probs"].astype(np.float64)), data["labels"]
-    perm = np.random.default_rng(0).permutation(y.shape[0])
-    cal, test = perm[:5000], perm[5000:]
+    z, y = load_logits(CIFAR10)
+    cal, test = seeded_split(len(y), 5000)
     methods = ["temperature", "histogram", "isotonic"]
     auto = AutoCalibrator(methods=methods, n_folds=3).fit(z[cal], y[cal])
     assert auto.chosen_ == "temperature"  # NLL punishes the zeros of the binned methods
@@ -143,12 +133,10 @@ def test_cifar10_test_ece_goes_down() -> None:
 
 @pytest.mark.slow
 @pytest.mark.shared_data
-@needs_cifar
+@needs_cifar10
 def test_cifar10_default_candidates() -> None:
-    data = np.load(CIFAR)
-    z, y = np.log(data["probs"].astype(np.float64)), data["labels"]
-    perm = np.random.default_rng(0).permutation(y.shape[0])
-    cal, test = perm[:5000], perm[5000:]
+    z, y = load_logits(CIFAR10)
+    cal, test = seeded_split(len(y), 5000)
     auto = AutoCalibrator().fit(z[cal], y[cal])
     assert set(auto.cv_scores_) == set(auto.candidates(10))
     assert ece(y[test], probs=auto.predict_proba(z[test])) < ece(y[test], logits=z[test])

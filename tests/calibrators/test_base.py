@@ -17,6 +17,7 @@ import torch
 
 from calibkit.calibrators import CALIBRATORS, Calibrator, get_calibrator
 from calibkit.errors import InputError, NotFittedError
+from tests.calibrators.problems import random_problem
 
 NAMES = CALIBRATORS.names()
 
@@ -24,11 +25,7 @@ NAMES = CALIBRATORS.names()
 def _data(name: str, n: int = 400, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Logits (float64) and labels drawn from softmax(logits / 1.5); 2 classes if binary-only."""
     k = 2 if CALIBRATORS.get(name).binary_only else 4
-    rng = np.random.default_rng(seed)
-    z = rng.standard_normal((n, k)) * 2.5
-    p = np.exp((z - z.max(axis=1, keepdims=True)) / 1.5)
-    p /= p.sum(axis=1, keepdims=True)
-    y = (p.cumsum(axis=1) > rng.uniform(size=(n, 1))).argmax(axis=1)
+    z, y = random_problem(n, k, seed=seed, temperature=1.5, scale=2.5)
     y[:k] = np.arange(k)  # every class present
     return z, y
 

@@ -14,12 +14,8 @@ from calibkit.calibrators import BetaCalibration, Calibrator, PlattScaling
 from calibkit.calibrators.binary import logistic_nll
 from calibkit.errors import InputError, NotFittedError
 from calibkit.metrics import ece, nll
-from tests.conftest import SHARED_DATA
+from tests.calibrators.problems import CIFAR10, cat_vs_dog, load_logits, needs_cifar10, seeded_split
 
-CIFAR = SHARED_DATA / "predictions" / "cifar10_resnet18.npz"
-needs_cifar = pytest.mark.skipif(
-    not CIFAR.exists(), reason=f"real data not available: {CIFAR} is absent"
-)
 BINARY = [PlattScaling, BetaCalibration]
 
 
@@ -166,15 +162,11 @@ def test_errors(cls: type[Calibrator]) -> None:
 
 # ----- real data ----------------------------------------------------------------------------
 @pytest.mark.shared_data
-@needs_cifar
+@needs_cifar10
 @pytest.mark.parametrize("cls", BINARY)
 def test_cifar10_cat_vs_dog_test_ece_goes_down(cls: type[Calibrator]) -> None:
-    data = np.load(CIFAR)
-    keep = np.isin(data["labels"], [3, 5])
-    z = np.log(data["probs"][keep][:, [3, 5]].astype(np.float64))  # softmax renormalises
-    y = (data["labels"][keep] == 5).astype(np.int64)
-    perm = np.random.default_rng(0).permutation(y.shape[0])
-    cal, test = perm[: y.shape[0] // 2], perm[y.shape[0] // 2 :]
+    z, y = cat_vs_dog(*load_logits(CIFAR10))
+    cal, test = seeded_split(len(y))
     fitted = cls().fit(z[cal], y[cal])
     assert nll(y[cal], probs=fitted.predict_proba(z[cal])) <= nll(y[cal], logits=z[cal])
     assert ece(y[test], probs=fitted.predict_proba(z[test])) < ece(y[test], logits=z[test])

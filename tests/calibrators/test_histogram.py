@@ -8,26 +8,15 @@ import pytest
 from calibkit.calibrators import Calibrator, ClasswiseHistogramBinning, HistogramBinning
 from calibkit.errors import InputError, NotFittedError
 from calibkit.metrics import ece
-from tests.conftest import SHARED_DATA
-
-CIFAR = SHARED_DATA / "predictions" / "cifar10_resnet18.npz"
-needs_cifar = pytest.mark.skipif(
-    not CIFAR.exists(), reason=f"real data not available: {CIFAR} is absent"
+from tests.calibrators.problems import (
+    CIFAR10,
+    cat_vs_dog,
+    load_logits,
+    needs_cifar10,
+    random_problem,
+    seeded_split,
+    softmax,
 )
-
-
-def _random_problem(n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Overconfident logits and labels drawn from softmax(z / 2)."""
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=(n, k)) * 3.0
-    p = np.exp(z / 2) / np.exp(z / 2).sum(axis=1, keepdims=True)
-    y = (p.cumsum(axis=1) < rng.uniform(size=(n, 1))).sum(axis=1)
-    return z, np.minimum(y, k - 1)
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
 
 
 # ----- hand-computed values ---------------------------------------------------------------
@@ -81,15 +70,15 @@ def test_empty_bin_keeps_the_input_probabilities() -> None:
 # ----- references ------------------------------------------------------------------------
 @pytest.mark.parametrize("scheme", ["equal_width", "equal_mass"])
 def test_top_label_matches_a_brute_force_loop(scheme: str) -> None:
-    z, y = _random_problem(400, 4, seed=1)
+    z, y = random_problem(400, 4, seed=1)
     h = HistogramBinning(n_bins=7, scheme=scheme).fit(z, y)
-    p = _softmax(z)
+    p = softmax(z)
     conf, pred = p.max(axis=1), p.argmax(axis=1)
     edges = h.edges_
     if scheme == "equal_width":
         np.testing.assert_array_equal(edges, np.arange(8) / 7)
-    z_new, _ = _random_problem(50, 4, seed=2)
-    p_new = _softmax(z_new)
+    z_new, _ = random_problem(50, 4, seed=2)
+    p_new = softmax(z_new)
     out = h.predict_proba(z_new)
     for i, row in enumerate(p_new):
         c, t = row.max(), row.argmax()
@@ -103,23 +92,21 @@ def test_top_label_matches_a_brute_force_loop(scheme: str) -> None:
 
 def test_classwise_matches_netcal_when_no_bin_is_empty() -> None:
     netcal_binning = pytest.importorskip("netcal.binning")
-    z, y = _random_problem(3000, 3, seed=3)
-    p = _softmax(z)
+    z, y = random_problem(3000, 3, seed=3)
+    p = softmax(z)
     ours = ClasswiseHistogramBinning(n_bins=5).fit(z, y)
     assert np.all(ours.bin_counts_ > 0)  # netcal puts bin centres in empty bins
     ref = netcal_binning.HistogramBinning(bins=5).fit(p, y)
-    z_new, _ = _random_problem(500, 3, seed=4)
-    np.testing.assert_allclose(
-        ours.predict_proba(z_new), ref.transform(_softmax(z_new)), atol=1e-12
-    )
+    z_new, _ = random_problem(500, 3, seed=4)
+    np.testing.assert_allclose(ours.predict_proba(z_new), ref.transform(softmax(z_new)), atol=1e-12)
 
 
 def test_equal_mass_bins_hold_equal_counts_and_agree_with_fit_time() -> None:
-    z, y = _random_problem(600, 3, seed=5)
+    z, y = random_problem(600, 3, seed=5)
     h = HistogramBinning(n_bins=6, scheme="equal_mass").fit(z, y)
     np.testing.assert_array_equal(h.bin_counts_, np.full(6, 100))
     # each calibration sample gets its own bin's accuracy
-    p = _softmax(z)
+    p = softmax(z)
     out = h.predict_proba(z)
     new_conf = out[np.arange(600), p.argmax(axis=1)]
     assert set(np.round(new_conf, 12)) <= set(np.round(h.bin_accuracy_, 12))
@@ -139,10 +126,10 @@ def test_top_label_can_change_the_argmax_even_above_one_over_k() -> None:
 
 
 def test_top_label_keeps_the_argmax_when_the_new_confidence_is_at_least_half() -> None:
-    z, y = _random_problem(2000, 5, seed=6)
+    z, y = random_problem(2000, 5, seed=6)
     h = HistogramBinning(n_bins=15).fit(z, y)
-    z_new, _ = _random_problem(2000, 5, seed=7)
-    before = _softmax(z_new).argmax(axis=1)
+    z_new, _ = random_problem(2000, 5, seed=7)
+    before = softmax(z_new).argmax(axis=1)
     out = h.predict_proba(z_new)
     new_conf = out[np.arange(2000), before]
     high, low = new_conf >= 0.5, new_conf < 1 / 5
@@ -151,7 +138,7 @@ def test_top_label_keeps_the_argmax_when_the_new_confidence_is_at_least_half() -
     np.testing.assert_array_equal(out[high].argmax(axis=1), before[high])
     assert np.all(out[low].argmax(axis=1) != before[low])
     # the exact rule: the top class stays a maximum iff c' >= r / (1 - c + r)
-    p = np.sort(_softmax(z_new), axis=1)
+    p = np.sort(softmax(z_new), axis=1)
     c, r = p[:, -1], p[:, -2]
     keeps = new_conf >= r / (1 - c + r) - 1e-12
     assert np.array_equal(out.max(axis=1) <= new_conf + 1e-12, keeps)
@@ -163,9 +150,9 @@ def test_top_label_keeps_the_argmax_when_the_new_confidence_is_at_least_half() -
 def test_probabilities_valid_and_save_load_bit_exact(
     cls: type[Calibrator], scheme: str, tmp_path: object
 ) -> None:
-    z, y = _random_problem(500, 4, seed=8)
+    z, y = random_problem(500, 4, seed=8)
     cal = cls(n_bins=10, scheme=scheme).fit(z, y)  # type: ignore[call-arg]
-    z_new, _ = _random_problem(300, 4, seed=9)
+    z_new, _ = random_problem(300, 4, seed=9)
     out = cal.predict_proba(z_new.astype(np.float32))
     assert out.dtype == np.float64
     assert np.all(out >= 0)
@@ -185,7 +172,7 @@ def test_errors(cls: type[Calibrator]) -> None:
         cls(scheme="quantile")  # type: ignore[call-arg]
     with pytest.raises(InputError, match="n_bins"):
         cls(n_bins=0)  # type: ignore[call-arg]
-    z, y = _random_problem(50, 3, seed=10)
+    z, y = random_problem(50, 3, seed=10)
     with pytest.raises(InputError, match="3 columns"):
         cls().fit(z, y).predict_proba(np.zeros((2, 4)))
 
@@ -194,21 +181,16 @@ def test_errors(cls: type[Calibrator]) -> None:
 @pytest.mark.parametrize("cls", [HistogramBinning, ClasswiseHistogramBinning])
 @pytest.mark.parametrize("scheme", ["equal_width", "equal_mass"])
 @pytest.mark.shared_data
-@needs_cifar
+@needs_cifar10
 def test_cifar10_test_ece_goes_down(cls: type[Calibrator], scheme: str) -> None:
-    data = np.load(CIFAR)
-    z, y = np.log(data["probs"].astype(np.float64)), data["labels"]
-    perm = np.random.default_rng(0).permutation(y.shape[0])
-    cal, test = perm[:5000], perm[5000:]
+    z, y = load_logits(CIFAR10)
+    cal, test = seeded_split(len(y), 5000)
     before = ece(y[test], logits=z[test])
     after = ece(y[test], probs=cls(scheme=scheme).fit(z[cal], y[cal]).predict_proba(z[test]))  # type: ignore[call-arg]
     assert after < before
     # binary: cat (3) vs dog (5), columns renormalised
-    keep = np.isin(y, [3, 5])
-    zb, yb = z[keep][:, [3, 5]], (y[keep] == 5).astype(np.int64)
-    half = yb.shape[0] // 2
-    perm = np.random.default_rng(0).permutation(yb.shape[0])
-    cal, test = perm[:half], perm[half:]
+    zb, yb = cat_vs_dog(z, y)
+    cal, test = seeded_split(len(yb))
     before = ece(yb[test], logits=zb[test])
     fitted = cls(scheme=scheme).fit(zb[cal], yb[cal])  # type: ignore[call-arg]
     assert ece(yb[test], probs=fitted.predict_proba(zb[test])) < before

@@ -12,26 +12,15 @@ from calibkit.calibrators import Calibrator, IsotonicCalibrator
 from calibkit.calibrators.histogram import renormalise_or_keep
 from calibkit.errors import InputError, NotFittedError
 from calibkit.metrics import ece
-from tests.conftest import SHARED_DATA
-
-CIFAR = SHARED_DATA / "predictions" / "cifar10_resnet18.npz"
-needs_cifar = pytest.mark.skipif(
-    not CIFAR.exists(), reason=f"real data not available: {CIFAR} is absent"
+from tests.calibrators.problems import (
+    CIFAR10,
+    cat_vs_dog,
+    load_logits,
+    needs_cifar10,
+    random_problem,
+    seeded_split,
+    softmax,
 )
-
-
-def _random_problem(n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Overconfident logits and labels drawn from softmax(z / 2)."""
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=(n, k)) * 3.0
-    p = np.exp(z / 2) / np.exp(z / 2).sum(axis=1, keepdims=True)
-    y = (p.cumsum(axis=1) < rng.uniform(size=(n, 1))).sum(axis=1)
-    return z, np.minimum(y, k - 1)
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
 
 
 def test_three_class_hand_computed() -> None:
@@ -49,11 +38,11 @@ def test_three_class_hand_computed() -> None:
 
 
 def test_matches_sklearn_isotonic_regression_per_class() -> None:
-    z, y = _random_problem(800, 4, seed=1)
-    p = _softmax(z)
+    z, y = random_problem(800, 4, seed=1)
+    p = softmax(z)
     iso = IsotonicCalibrator().fit(z, y)
-    z_new, _ = _random_problem(400, 4, seed=2)
-    p_new = _softmax(z_new)
+    z_new, _ = random_problem(400, 4, seed=2)
+    p_new = softmax(z_new)
     ref = np.column_stack(
         [
             IsotonicRegression(out_of_bounds="clip").fit(p[:, k], y == k).predict(p_new[:, k])
@@ -65,8 +54,8 @@ def test_matches_sklearn_isotonic_regression_per_class() -> None:
 
 
 def test_binary_matches_sklearn_on_the_positive_class() -> None:
-    z, y = _random_problem(500, 2, seed=3)
-    p1 = _softmax(z)[:, 1]
+    z, y = random_problem(500, 2, seed=3)
+    p1 = softmax(z)[:, 1]
     iso = IsotonicCalibrator().fit(z, y)
     assert len(iso.x_thresholds_) == 1
     ref = IsotonicRegression(out_of_bounds="clip").fit(p1, y).predict(np.array([0.0, 0.3, 1.0]))
@@ -77,11 +66,11 @@ def test_binary_matches_sklearn_on_the_positive_class() -> None:
 
 
 def test_rows_mapped_to_all_zeros_keep_the_uncalibrated_probabilities() -> None:
-    z, y = _random_problem(200, 3, seed=4)
+    z, y = random_problem(200, 3, seed=4)
     iso = IsotonicCalibrator().fit(z, y)
     iso.y_thresholds_ = [np.zeros_like(t) for t in iso.y_thresholds_]  # every class -> 0
-    z_new, _ = _random_problem(5, 3, seed=5)
-    np.testing.assert_allclose(iso.predict_proba(z_new), _softmax(z_new), rtol=1e-12)
+    z_new, _ = random_problem(5, 3, seed=5)
+    np.testing.assert_allclose(iso.predict_proba(z_new), softmax(z_new), rtol=1e-12)
     q = np.array([[0.0, 0.0], [1.0, 3.0]])
     np.testing.assert_array_equal(
         renormalise_or_keep(q, np.full((2, 2), 0.5)), [[0.5, 0.5], [0.25, 0.75]]
@@ -89,14 +78,14 @@ def test_rows_mapped_to_all_zeros_keep_the_uncalibrated_probabilities() -> None:
 
 
 def test_calibration_map_is_monotone_and_probabilities_valid(tmp_path: Path) -> None:
-    z, y = _random_problem(600, 5, seed=6)
+    z, y = random_problem(600, 5, seed=6)
     iso = IsotonicCalibrator().fit(z, y)
     for x, t in zip(iso.x_thresholds_, iso.y_thresholds_, strict=True):
         assert np.all(np.diff(x) > 0)
         assert np.all(np.diff(t) >= 0)
         assert t.min() >= 0
         assert t.max() <= 1
-    z_new, _ = _random_problem(300, 5, seed=7)
+    z_new, _ = random_problem(300, 5, seed=7)
     out = iso.predict_proba(z_new)
     assert out.dtype == np.float64
     assert np.all(out >= 0)
@@ -110,7 +99,7 @@ def test_calibration_map_is_monotone_and_probabilities_valid(tmp_path: Path) -> 
 def test_errors() -> None:
     with pytest.raises(NotFittedError):
         IsotonicCalibrator().predict_proba(np.zeros((2, 3)))
-    z, y = _random_problem(50, 3, seed=8)
+    z, y = random_problem(50, 3, seed=8)
     with pytest.raises(InputError, match="3 columns"):
         IsotonicCalibrator().fit(z, y).predict_proba(np.zeros((2, 4)))
     with pytest.raises(InputError, match="labels"):
@@ -118,17 +107,13 @@ def test_errors() -> None:
 
 
 @pytest.mark.shared_data
-@needs_cifar
+@needs_cifar10
 def test_cifar10_test_ece_goes_down() -> None:
-    data = np.load(CIFAR)
-    z, y = np.log(data["probs"].astype(np.float64)), data["labels"]
-    perm = np.random.default_rng(0).permutation(y.shape[0])
-    cal, test = perm[:5000], perm[5000:]
+    z, y = load_logits(CIFAR10)
+    cal, test = seeded_split(len(y), 5000)
     out = IsotonicCalibrator().fit(z[cal], y[cal]).predict_proba(z[test])
     assert ece(y[test], probs=out) < ece(y[test], logits=z[test])
-    keep = np.isin(y, [3, 5])  # cat vs dog
-    zb, yb = z[keep][:, [3, 5]], (y[keep] == 5).astype(np.int64)
-    perm = np.random.default_rng(0).permutation(yb.shape[0])
-    cal, test = perm[: yb.shape[0] // 2], perm[yb.shape[0] // 2 :]
+    zb, yb = cat_vs_dog(z, y)
+    cal, test = seeded_split(len(yb))
     out = IsotonicCalibrator().fit(zb[cal], yb[cal]).predict_proba(zb[test])
     assert ece(yb[test], probs=out) < ece(yb[test], logits=zb[test])

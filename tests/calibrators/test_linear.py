@@ -26,9 +26,8 @@ from calibkit.calibrators import (
 from calibkit.calibrators import linear_solver as lin
 from calibkit.errors import InputError, NotFittedError
 from calibkit.metrics import ece, nll
-from tests.conftest import SHARED_DATA
+from tests.calibrators.problems import CIFAR100, load_logits, needs_cifar100, seeded_split
 
-CIFAR100 = SHARED_DATA / "predictions" / "cifar100_wideresnet-16-4.npz"
 ALL = [VectorScaling, MatrixScaling, MatrixScalingODIR, DirichletCalibration]
 ODIR = [MatrixScalingODIR, DirichletCalibration]
 
@@ -404,16 +403,14 @@ def test_memory_is_linear_in_n_times_k() -> None:
 @pytest.fixture(scope="module")
 def cifar100() -> dict[str, np.ndarray]:
     """CIFAR-100 predictions (K = 100) split into seeded halves: fit on one, test on the other."""
-    data = np.load(CIFAR100)
-    z, y = np.log(data["probs"].astype(np.float64)), data["labels"]
-    perm = np.random.default_rng(0).permutation(len(y))
-    fit, test = perm[:5000], perm[5000:]
+    z, y = load_logits(CIFAR100)
+    fit, test = seeded_split(len(y), 5000)
     ts = TemperatureScaling().fit(z[fit], y[fit]).predict_proba(z[test])
     return {"z": z, "y": y, "fit": fit, "test": test, "ts": ts}
 
 
 @pytest.mark.shared_data
-@pytest.mark.skipif(not CIFAR100.exists(), reason=f"real data not available: {CIFAR100} is absent")
+@needs_cifar100
 @pytest.mark.parametrize("method", ["ms_odir", "dirichlet"])
 def test_cifar100_odir_beats_uncalibrated_and_matches_temperature(
     method: str, cifar100: dict[str, np.ndarray]

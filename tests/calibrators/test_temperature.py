@@ -14,18 +14,7 @@ from calibkit.calibrators import TemperatureScaling, TemperatureScalingECE
 from calibkit.calibrators.temperature import fit_inverse_temperature, nll_derivatives
 from calibkit.errors import InputError
 from calibkit.metrics import nll
-
-
-def _problem(
-    n: int, k: int, temperature: float = 2.0, scale: float = 3.0, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """Float64 logits N(0, scale^2) and labels drawn from softmax(logits / temperature)."""
-    rng = np.random.default_rng(seed)
-    z = rng.standard_normal((n, k)) * scale
-    p = np.exp((z - z.max(axis=1, keepdims=True)) / temperature)
-    cdf = np.cumsum(p, axis=1)
-    u = rng.uniform(size=(n, 1)) * cdf[:, -1:]
-    return z, np.minimum((cdf < u).sum(axis=1), k - 1)
+from tests.calibrators.problems import random_problem
 
 
 def _mean_nll(z: np.ndarray, y: np.ndarray, t: float) -> float:
@@ -47,14 +36,14 @@ def _brent_temperature(z: np.ndarray, y: np.ndarray, t_min: float, t_max: float)
 # ----- the NLL fit ----------------------------------------------------------------------------
 @pytest.mark.parametrize("method", [TemperatureScaling, TemperatureScalingECE])
 def test_keeps_the_argmax(method: type) -> None:
-    z, y = _problem(500, 7, seed=1)
+    z, y = random_problem(500, 7, seed=1)
     cal = method().fit(z, y)
     assert np.array_equal(cal.predict_proba(z).argmax(axis=1), z.argmax(axis=1))
     np.testing.assert_allclose(cal.transform(z), z / cal.temperature_, rtol=1e-15)
 
 
 def test_recovers_a_known_temperature() -> None:
-    z, y = _problem(20_000, 10, temperature=2.0, seed=2)
+    z, y = random_problem(20_000, 10, temperature=2.0, seed=2)
     t = TemperatureScaling().fit(z, y).temperature_
     assert abs(t / 2.0 - 1) < 0.01
 
@@ -63,7 +52,7 @@ def test_recovers_a_known_temperature() -> None:
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_matches_bounded_brent(n: int, k: int, dtype: type) -> None:
     # narrow (k < 32, class-major) and wide layouts, both precisions
-    z, y = _problem(n, k, temperature=1.7, seed=k)
+    z, y = random_problem(n, k, temperature=1.7, seed=k)
     z = z.astype(dtype)
     t = TemperatureScaling().fit(z, y).temperature_
     assert abs(t / _brent_temperature(z, y, 0.1, 10.0) - 1) < 1e-6
@@ -71,7 +60,7 @@ def test_matches_bounded_brent(n: int, k: int, dtype: type) -> None:
 
 def test_matches_bounded_brent_from_a_subsample_start() -> None:
     # more than 2**20 logits and 4 * 2048 rows: the solve starts from a subsample's optimum
-    z, y = _problem(8200, 130, temperature=0.7, seed=3)
+    z, y = random_problem(8200, 130, temperature=0.7, seed=3)
     z = z.astype(np.float32)
     t = TemperatureScaling().fit(z, y).temperature_
     assert abs(t / _brent_temperature(z, y, 0.1, 10.0) - 1) < 1e-6
@@ -83,7 +72,7 @@ def test_matches_bounded_brent_from_a_subsample_start() -> None:
 def test_optimum_outside_the_bounds_gives_the_bound(
     t_min: float, t_max: float, expected: float
 ) -> None:
-    z, y = _problem(3000, 5, temperature=2.0, seed=4)  # optimum near 2
+    z, y = random_problem(3000, 5, temperature=2.0, seed=4)  # optimum near 2
     assert TemperatureScaling(t_min=t_min, t_max=t_max).fit(z, y).temperature_ == expected
 
 
@@ -102,7 +91,7 @@ def test_extreme_optima_hit_the_default_bounds() -> None:
 def test_calibration_nll_never_above_the_identity(seed: int) -> None:
     rng = np.random.default_rng(seed)
     k = int(rng.integers(2, 40))
-    z, y = _problem(int(rng.integers(20, 2000)), k, temperature=float(rng.uniform(0.3, 3)))
+    z, y = random_problem(int(rng.integers(20, 2000)), k, temperature=float(rng.uniform(0.3, 3)))
     z = z * rng.uniform(0.1, 5)
     ts = TemperatureScaling().fit(z.astype(np.float32), y)
     assert nll(y, logits=ts.transform(z)) <= nll(y, logits=z) + 1e-12
@@ -117,7 +106,7 @@ def test_constant_logits_give_the_identity() -> None:
 
 
 def test_float32_and_float64_logits_agree() -> None:
-    z, y = _problem(3000, 20, seed=6)
+    z, y = random_problem(3000, 20, seed=6)
     t32 = TemperatureScaling().fit(z.astype(np.float32), y).temperature_
     t64 = TemperatureScaling().fit(z.astype(np.float32).astype(np.float64), y).temperature_
     assert abs(t32 / t64 - 1) < 1e-6
@@ -128,7 +117,7 @@ def test_float32_and_float64_logits_agree() -> None:
 
 @pytest.mark.parametrize("method", [TemperatureScaling, TemperatureScalingECE])
 def test_torch_tensor_inputs(method: type) -> None:
-    z, y = _problem(600, 6, seed=7)
+    z, y = random_problem(600, 6, seed=7)
     z32 = z.astype(np.float32)
     from_numpy = method().fit(z32, y)
     from_torch = method().fit(torch.from_numpy(z32), torch.from_numpy(y))
@@ -139,7 +128,7 @@ def test_torch_tensor_inputs(method: type) -> None:
 
 
 def test_nll_derivatives_match_finite_differences() -> None:
-    z, y = _problem(800, 9, seed=8)
+    z, y = random_problem(800, 9, seed=8)
     beta, eps = 0.6, 1e-5
     f, g, h = nll_derivatives(z, y, beta)
     assert f == pytest.approx(_mean_nll(z, y, 1 / beta), rel=1e-13)
@@ -150,7 +139,7 @@ def test_nll_derivatives_match_finite_differences() -> None:
 
 
 def test_fit_inverse_temperature_is_interior_optimum() -> None:
-    z, y = _problem(1000, 5, seed=9)
+    z, y = random_problem(1000, 5, seed=9)
     b = fit_inverse_temperature(z, y, 0.1, 10.0)
     assert abs(nll_derivatives(z, y, b)[1]) < 1e-9
 
