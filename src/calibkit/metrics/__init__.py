@@ -18,6 +18,7 @@ from calibkit.metrics.binned import (
     rmsce,
     sce,
 )
+from calibkit.metrics.bootstrap import BootstrapInterval, bootstrap_ci
 from calibkit.metrics.continuous import ks_error, mmce
 from calibkit.metrics.scores import accuracy, brier, entropy, nll
 from calibkit.metrics.suite import METRIC_NAMES, Evaluation, MetricSuite, evaluate
@@ -43,11 +44,13 @@ for _name, _fn in (
 __all__ = [
     "METRICS",
     "METRIC_NAMES",
+    "BootstrapInterval",
     "CalibrationMetrics",
     "Evaluation",
     "MetricSuite",
     "accuracy",
     "aece",
+    "bootstrap_ci",
     "brier",
     "calibration_error",
     "debiased_ece",

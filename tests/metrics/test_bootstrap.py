@@ -1,0 +1,58 @@
+"""bootstrap_ci: weighted and resampling paths agree, seeded, and matches the suite."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from calibkit.errors import InputError
+from calibkit.metrics import accuracy, ece, evaluate
+from calibkit.metrics.bootstrap import bootstrap_ci
+
+
+def _data(n: int = 600, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.ones(4) * 0.4, size=n)
+    y = (p.cumsum(1) < rng.random((n, 1))).sum(1).clip(0, 3)
+    return y, p
+
+
+def test_weighted_and_resampled_paths_give_the_same_interval() -> None:
+    y, p = _data()
+
+    def ece_without_weights(labels: np.ndarray, probs: np.ndarray) -> float:
+        return ece(labels, probs=probs)
+
+    a = bootstrap_ci(ece, y, probs=p, n_boot=100, seed=3)
+    b = bootstrap_ci(ece_without_weights, y, probs=p, n_boot=100, seed=3)
+    assert a.estimate == b.estimate
+    assert a.low == pytest.approx(b.low, abs=1e-12)
+    assert a.high == pytest.approx(b.high, abs=1e-12)
+
+
+def test_matches_the_suite_and_is_seeded() -> None:
+    y, p = _data()
+    ci = bootstrap_ci(accuracy, y, probs=p, n_boot=200, seed=1)
+    again = bootstrap_ci(accuracy, y, probs=p, n_boot=200, seed=1)
+    assert ci == again
+    suite = evaluate(y, probs=p, n_boot=200, seed=1, n_floor_draws=0)
+    assert ci.estimate == suite.values["accuracy"]
+    assert (ci.low, ci.high) == pytest.approx(suite.ci["accuracy"], abs=1e-12)
+
+
+def test_kwargs_reach_the_metric_and_logits_work() -> None:
+    y, p = _data()
+    z = np.log(p)
+    ci = bootstrap_ci(ece, y, logits=z, n_boot=50, n_bins=5)
+    assert ci.estimate == pytest.approx(ece(y, probs=p, n_bins=5), abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "argument"),
+    [({"n_boot": 0}, "n_boot"), ({"level": 1.0}, "level"), ({"metric": 3}, "metric")],
+)
+def test_bad_arguments_name_themselves(kwargs: dict[str, object], argument: str) -> None:
+    y, p = _data(50)
+    metric = kwargs.pop("metric", ece)
+    with pytest.raises(InputError, match=f"^{argument}:"):
+        bootstrap_ci(metric, y, probs=p, **kwargs)  # type: ignore[arg-type]
