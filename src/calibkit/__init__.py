@@ -1,16 +1,37 @@
-"""calibkit: measure and fix the confidence calibration of neural-network classifiers."""
+"""calibkit: measure and fix the confidence calibration of neural-network classifiers.
+
+The public API: metrics (``ece``, ``evaluate``, ...), calibrators (``TemperatureScaling``,
+``get_calibrator``, ...), prediction files (``load_predictions``), the compare workflow
+(``split_outputs``, ``compare``) and, imported on first use because they load matplotlib,
+the figures and reports (``reliability_figure``, ``write_compare_report``).
+"""
 
 from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
 
 from calibkit.binning import BinStats, bin_stats
 from calibkit.calibrators import (
     CALIBRATORS,
+    AutoCalibrator,
+    BetaCalibration,
     Calibrator,
+    ClasswiseHistogramBinning,
+    DirichletCalibration,
+    HistogramBinning,
+    IsotonicCalibrator,
+    MatrixScaling,
+    MatrixScalingODIR,
+    PlattScaling,
     TemperatureScaling,
     TemperatureScalingECE,
+    VectorScaling,
     ece_temperature_curve,
     get_calibrator,
 )
+from calibkit.compare import Comparison, MethodResult, compare, split_outputs
 from calibkit.errors import CalibkitError, InputError, NotFittedError, UnknownNameError
 from calibkit.metrics import (
     METRIC_NAMES,
@@ -36,25 +57,54 @@ from calibkit.metrics import (
     sce,
 )
 from calibkit.outputs import ClassifierOutputs, as_outputs
+from calibkit.predfile import load_predictions, save_predictions
 
-__version__ = "0.1.0"
+_LAZY = {
+    "reliability_figure": "calibkit.plots",
+    "reliability_grid": "calibkit.plots",
+    "ece_temperature_figure": "calibkit.plots",
+    "save_figure": "calibkit.plots",
+    "write_compare_report": "calibkit.report",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the matplotlib-backed parts on first use."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'calibkit' has no attribute {name!r}")
+
 
 __all__ = [
     "CALIBRATORS",
     "METRICS",
     "METRIC_NAMES",
+    "AutoCalibrator",
+    "BetaCalibration",
     "BinStats",
     "BootstrapInterval",
     "CalibkitError",
     "CalibrationMetrics",
     "Calibrator",
     "ClassifierOutputs",
+    "ClasswiseHistogramBinning",
+    "Comparison",
+    "DirichletCalibration",
     "Evaluation",
+    "HistogramBinning",
     "InputError",
+    "IsotonicCalibrator",
+    "MatrixScaling",
+    "MatrixScalingODIR",
+    "MethodResult",
     "NotFittedError",
+    "PlattScaling",
     "TemperatureScaling",
     "TemperatureScalingECE",
     "UnknownNameError",
+    "VectorScaling",
     "accuracy",
     "aece",
     "as_outputs",
@@ -62,17 +112,26 @@ __all__ = [
     "bootstrap_ci",
     "brier",
     "calibration_error",
+    "compare",
     "debiased_ece",
     "ece",
     "ece_temperature_curve",
+    "ece_temperature_figure",
     "entropy",
     "evaluate",
     "get_calibrator",
     "ks_error",
+    "load_predictions",
     "mce",
     "mmce",
     "nll",
+    "reliability_figure",
+    "reliability_grid",
     "reliability_stats",
     "rmsce",
+    "save_figure",
+    "save_predictions",
     "sce",
+    "split_outputs",
+    "write_compare_report",
 ]
