@@ -24,6 +24,7 @@ from calibkit.binning import (
     equal_mass_edges,
     equal_mass_index,
     equal_width_index,
+    index_from_edges,
     torchmetrics_edges,
 )
 from calibkit.errors import InputError
@@ -366,3 +367,18 @@ def test_fractional_weight_cut() -> None:
     sc = np.array([0.1, 0.2, 0.3, 0.4])
     cuts = equal_mass_cuts(sc, 2, np.array([1.0, 1.0, 6.0, 1.0]))
     assert cuts.tolist() == [0, 2, 4]  # target 4.5: boundary 2 (at 2) vs 3 (at 8): 2 is nearer
+
+
+@pytest.mark.parametrize("scheme", ["equal_width", "equal_mass"])
+def test_index_from_edges_puts_fitted_values_back_in_their_bins(scheme: str) -> None:
+    """New data equal to fitted data lands in the same bin, ties and edges included."""
+    rng = np.random.default_rng(4)
+    conf = np.concatenate([rng.random(300), np.full(200, 0.9), np.arange(11) / 10])
+    idx, edges, _ = bin_index(conf, 10, scheme=scheme)  # type: ignore[arg-type]
+    again = index_from_edges(conf[::-1].copy(), edges, scheme)  # type: ignore[arg-type]
+    np.testing.assert_array_equal(again[::-1], idx)
+    # between fitted values, a score goes to the bin whose [e_k, e_{k+1}) holds it
+    probe = np.array([0.0, 0.05, 0.5, 0.95, 1.0])
+    got = index_from_edges(probe, edges, scheme)  # type: ignore[arg-type]
+    inner = edges[1:-1]
+    np.testing.assert_array_equal(got, [int(np.sum(inner <= p)) for p in probe])

@@ -267,19 +267,27 @@ def bin_index(
     raise InputError("scheme", "one of " + ", ".join(SCHEMES), repr(scheme))
 
 
+def index_from_edges(conf: F64, edges: F64, scheme: Scheme = "equal_width") -> I64:
+    """Bin of each confidence for bins fitted earlier (``edges`` from :func:`bin_index`).
+
+    The same rule as at fit time: ``floor`` with the edge correction for equal-width bins,
+    ``[e_k, e_{k+1})`` (last closed) for equal-mass ones, so new data lands where fitted
+    data with the same value did.
+    """
+    n_bins = edges.shape[0] - 1
+    if scheme == "equal_width":
+        return equal_width_index(conf, n_bins)
+    return np.searchsorted(edges[1:-1], conf, side="right").astype(np.int64)
+
+
 def stats_from_index(
     idx: I64, edges: F64, n_bins: int, conf: F64, outcome: F64, weight: F64 | None = None
 ) -> BinStats:
     """Weighted per-bin sums for precomputed bin indices (float64 ``bincount``)."""
-    counts: F64
-    if weight is None:
-        counts = np.bincount(idx, minlength=n_bins).astype(np.float64)
-        cs: F64 = np.bincount(idx, weights=conf, minlength=n_bins).astype(np.float64)
-        acc: F64 = np.bincount(idx, weights=outcome, minlength=n_bins).astype(np.float64)
-    else:
-        counts = np.bincount(idx, weights=weight, minlength=n_bins).astype(np.float64)
-        cs = np.bincount(idx, weights=conf * weight, minlength=n_bins).astype(np.float64)
-        acc = np.bincount(idx, weights=outcome * weight, minlength=n_bins).astype(np.float64)
+    w = np.ones(idx.shape[0]) if weight is None else weight
+    counts: F64 = np.bincount(idx, weights=w, minlength=n_bins).astype(np.float64)
+    cs: F64 = np.bincount(idx, weights=conf * w, minlength=n_bins).astype(np.float64)
+    acc: F64 = np.bincount(idx, weights=outcome * w, minlength=n_bins).astype(np.float64)
     return BinStats(edges=edges, counts=counts, confidence_sum=cs, accuracy_sum=acc)
 
 

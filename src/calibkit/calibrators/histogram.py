@@ -48,7 +48,7 @@ from calibkit.binning import (
     Scheme,
     bin_index,
     check_n_bins,
-    equal_width_index,
+    index_from_edges,
     stats_from_index,
 )
 from calibkit.calibrators.base import F64, Calibrator, register
@@ -63,18 +63,10 @@ def check_scheme(scheme: object) -> Scheme:
     return cast(Scheme, scheme)
 
 
-def locate(score: F64, edges: F64, scheme: Scheme) -> I64:
-    """Bin of each score: the ``floor`` rule for equal-width, ``[e_k, e_{k+1})`` otherwise."""
-    n_bins = edges.shape[0] - 1
-    if scheme == "equal_width":
-        return equal_width_index(score, n_bins)
-    return np.searchsorted(edges[1:-1], score, side="right").astype(np.int64)
-
-
 def fit_bin_map(score: F64, outcome: F64, n_bins: int, scheme: Scheme) -> tuple[F64, I64, F64]:
     """Edges, sample counts and outcome rate (0.0 where empty) of a 1-D score's bins."""
     _, edges, used = bin_index(score, n_bins, scheme=scheme)
-    idx = locate(score, edges, scheme)
+    idx = index_from_edges(score, edges, scheme)
     stats = stats_from_index(idx, edges, used, score, outcome)
     rate = np.where(stats.nonempty, stats.accuracy_sum / np.maximum(stats.counts, 1.0), 0.0)
     return edges, stats.counts.astype(np.int64), rate
@@ -82,7 +74,7 @@ def fit_bin_map(score: F64, outcome: F64, n_bins: int, scheme: Scheme) -> tuple[
 
 def apply_bin_map(score: F64, edges: F64, counts: I64, rate: F64, scheme: Scheme) -> F64:
     """The bin's rate for every score, or the score itself where its bin was empty."""
-    idx = locate(score, edges, scheme)
+    idx = index_from_edges(score, edges, scheme)
     return np.where(counts[idx] > 0, rate[idx], score)
 
 
