@@ -17,6 +17,7 @@ import torch
 
 from calibkit.calibrators import CALIBRATORS, Calibrator, get_calibrator
 from calibkit.errors import InputError, NotFittedError
+from calibkit.metrics import nll
 from tests.calibrators.problems import random_problem
 
 NAMES = CALIBRATORS.names()
@@ -183,3 +184,18 @@ def test_non_utf8_file_raises_input_error(tmp_path: Path) -> None:
     path.write_bytes(pickle.dumps({"method": "temperature"}))
     with pytest.raises(InputError):
         Calibrator.load(path)
+
+
+#: Methods that minimise the calibration-set NLL (plus a penalty that is zero at the
+#: identity), so their fit can never end above the identity's NLL.
+NLL_METHODS = ["temperature", "vector", "matrix", "ms_odir", "dirichlet", "platt", "beta"]
+
+
+@pytest.mark.parametrize("name", NLL_METHODS)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_nll_methods_never_end_above_the_identity(name: str, seed: int) -> None:
+    assert name in NAMES
+    z, y = _data(name, seed=seed)
+    before = nll(y, logits=z)
+    after = nll(y, probs=get_calibrator(name).fit(z, y).predict_proba(z))
+    assert after <= before * (1 + 1e-9)
