@@ -358,3 +358,15 @@ def test_binary_mode_positive_class_changes_the_ece(
         results[mode] = json.loads(capsys.readouterr().out)["ece"]
     assert results["top_label"] == pytest.approx(0.0, abs=1e-12)
     assert results["positive_class"] == pytest.approx(0.1, abs=1e-12)
+
+
+def test_fit_auto_says_which_method_it_picked(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    methods = ["--param", 'methods=["temperature", "histogram"]']
+    assert main(["fit", "--method", "auto", "preds.npz", "-o", "auto.json", *methods]) == 0
+    out = capsys.readouterr().out
+    assert "auto chose 'temperature'" in out  # the logits are 3x too large: TS wins on NLL
+    assert "temperature = " in out
+    saved = json.loads((work / "auto.json").read_text())
+    assert saved["state"]["chosen_"] == "temperature"

@@ -77,7 +77,10 @@ def _param_value(text: str) -> Any:
         value = json.loads(text)
     except json.JSONDecodeError:
         return text
-    return value if isinstance(value, int | float | bool | str) else text
+    scalar = int | float | bool | str
+    if isinstance(value, list) and all(isinstance(v, scalar) for v in value):
+        return value  # e.g. methods=["temperature","histogram"]
+    return value if isinstance(value, scalar) else text
 
 
 # ----- shared pieces -----------------------------------------------------------------------
@@ -243,6 +246,7 @@ def _build_calibrator(method: str, params: list[str]) -> Calibrator:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    from calibkit.calibrators import AutoCalibrator
     from calibkit.compare import summarize_params
 
     calibrator = _build_calibrator(args.method, args.param)
@@ -251,6 +255,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     calibrator.fit(out.as_logits(), out.labels)
     calibrator.save(output)
     print(f"fitted {args.method} on {out.n_samples:,} samples ({out.n_classes} classes)")
+    if isinstance(calibrator, AutoCalibrator):
+        print(calibrator.summary())
+        calibrator = calibrator.chosen
     params = summarize_params(calibrator)
     for name, value in params.items():
         print(f"  {name} = {value:.6g}")
