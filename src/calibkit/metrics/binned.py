@@ -41,30 +41,43 @@ Norm = Literal["l1", "l2", "max"]
 NORMS: tuple[str, ...] = ("l1", "l2", "max")
 
 
+def errors_from_sums(counts: F64, conf_sum: F64, acc_sum: F64) -> dict[str, F64]:
+    """ECE (l1), RMSCE (l2), MCE (max) and debiased ECE from per-bin sums, row by row.
+
+    The arrays are ``(..., n_bins)``: one row per weighting (e.g. bootstrap replicate).
+    The debiased l2 error (Kumar et al. 2019) is
+    ``sqrt(max(0, sum_b w_b [(acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1)]))`` with
+    bins of fewer than 2 samples contributing 0.
+    """
+    total = counts.sum(axis=-1, keepdims=True)
+    nonempty = counts > 0
+    safe = np.where(nonempty, counts, 1.0)
+    diff = np.abs(acc_sum - conf_sum)
+    gaps = np.where(nonempty, diff / safe, 0.0)
+    weights = counts / total
+    use = counts >= 2
+    n = np.where(use, counts, 2.0)
+    acc, conf = acc_sum / n, conf_sum / n
+    terms = np.where(use, (acc - conf) ** 2 - acc * (1.0 - acc) / (n - 1.0), 0.0)
+    return {
+        "l1": diff.sum(axis=-1) / total[..., 0],
+        "l2": np.sqrt((weights * gaps**2).sum(axis=-1)),
+        "max": np.where(nonempty, gaps, -np.inf).max(axis=-1),
+        "debiased": np.sqrt(np.maximum(0.0, (weights * terms).sum(axis=-1))),
+    }
+
+
 def error_from_stats(stats: BinStats, norm: Norm = "l1") -> float:
     """Calibration error of precomputed bin sums under ``norm``."""
-    gaps = stats.gaps
-    if norm == "l1":
-        return float(np.abs(stats.accuracy_sum - stats.confidence_sum).sum() / stats.total)
-    if norm == "l2":
-        return float(np.sqrt(np.dot(stats.weights, gaps**2)))
-    if norm == "max":
-        return float(gaps[stats.nonempty].max())
-    raise InputError("norm", "one of " + ", ".join(NORMS), repr(norm))
+    if norm not in NORMS:
+        raise InputError("norm", "one of " + ", ".join(NORMS), repr(norm))
+    return float(errors_from_sums(stats.counts, stats.confidence_sum, stats.accuracy_sum)[norm])
 
 
 def debiased_from_stats(stats: BinStats) -> float:
-    """Debiased l2 calibration error (Kumar et al. 2019) of precomputed bin sums.
-
-    ``sqrt(max(0, sum_b w_b [(acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1)]))``; bins
-    holding fewer than 2 samples contribute 0.
-    """
-    use = stats.counts >= 2
-    n = stats.counts[use]
-    acc = stats.accuracy_sum[use] / n
-    conf = stats.confidence_sum[use] / n
-    terms = (acc - conf) ** 2 - acc * (1.0 - acc) / (n - 1.0)
-    return float(np.sqrt(max(0.0, float(np.dot(n / stats.total, terms)))))
+    """Debiased l2 calibration error (Kumar et al. 2019) of precomputed bin sums."""
+    sums = errors_from_sums(stats.counts, stats.confidence_sum, stats.accuracy_sum)
+    return float(sums["debiased"])
 
 
 def reliability_stats(
