@@ -73,6 +73,8 @@ METRIC_NAMES: tuple[str, ...] = (
     "mmce",
 )
 FLOOR_METRICS: tuple[str, ...] = ("ece", "aece")
+#: Largest sample count for which the bootstrap evaluates blocks of replicates at once.
+_BATCH_MAX_N = 30_000
 
 
 class MetricSuite:
@@ -200,12 +202,20 @@ class MetricSuite:
             raise InputError("n_boot", "at least 1 replicate", repr(n_boot))
         n = self.conf.shape[0]
         rng = np.random.default_rng(seed)
-        block = max(1, min(n_boot, (1 << 22) // n))  # at most 4M weights (32 MB) at once
+        # Blocks of replicates (about 2**20 weights) go through compute_batch, which saves
+        # Python overhead; past _BATCH_MAX_N samples memory traffic dominates and plain
+        # compute() per replicate is faster (benchmarks/bench_evaluate.py). Same numbers.
+        block = max(1, min(n_boot, (1 << 20) // n))
         values: dict[str, list[F64]] = {name: [] for name in names}
         for start in range(0, n_boot, block):
             draws = [rng.integers(0, n, n) for _ in range(min(block, n_boot - start))]
             weights = np.stack([np.bincount(d, minlength=n) for d in draws]).astype(np.float64)
-            for name, vals in self.compute_batch(weights, names).items():
+            if n <= _BATCH_MAX_N:
+                batch = self.compute_batch(weights, names)
+            else:
+                rows = [self.compute(w, names) for w in weights]
+                batch = {name: np.array([r[name] for r in rows]) for name in names}
+            for name, vals in batch.items():
                 values[name].append(vals)
         alpha = (1.0 - level) / 2.0
         out = {}
