@@ -39,3 +39,18 @@ def test_mmce_batch_with_a_narrow_kernel_goes_row_by_row() -> None:
     got = mmce_from_sorted_batch(conf, signed, weights.sum(axis=1), width=1e-3)
     want = [mmce_from_sorted(conf, outcome, w, 1e-3) for w in weights]
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_bootstrap_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of replicates (small N) and one replicate at a time (large N): same intervals."""
+    import calibkit.metrics.suite as suite_module
+
+    rng = np.random.default_rng(7)
+    p = rng.dirichlet(np.ones(5), size=400)
+    y = rng.integers(0, 5, 400)
+    suite = MetricSuite.from_outputs(as_outputs(y, probs=p))
+    batched = suite.bootstrap(60, seed=3)
+    monkeypatch.setattr(suite_module, "_BATCH_MAX_N", 0)
+    looped = suite.bootstrap(60, seed=3)
+    for name in METRIC_NAMES:
+        assert batched[name] == pytest.approx(looped[name], rel=1e-10, abs=1e-13), name
