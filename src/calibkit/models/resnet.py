@@ -17,28 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from calibkit.errors import InputError
-
-
-class BasicBlock(nn.Module):
-    """Post-activation residual block with a 1x1 conv + BN shortcut where the shape changes."""
-
-    def __init__(self, in_planes: int, planes: int, stride: int = 1) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(in_planes, planes, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(planes)
-        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(planes)
-        self.shortcut: nn.Module = nn.Identity()
-        if stride != 1 or in_planes != planes:
-            self.shortcut = nn.Sequential(
-                nn.Conv2d(in_planes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes)
-            )
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Residual block output."""
-        out = F.relu(self.bn1(self.conv1(x)))
-        out = self.bn2(self.conv2(out))
-        return F.relu(out + self.shortcut(x))
+from calibkit.models.resnet_cifar import BasicBlock
 
 
 class ResNet18(nn.Module):
@@ -51,7 +30,9 @@ class ResNet18(nn.Module):
         stages, in_planes = [], 64
         for planes, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
             stages.append(
-                nn.Sequential(BasicBlock(in_planes, planes, stride), BasicBlock(planes, planes))
+                nn.Sequential(
+                    BasicBlock(in_planes, planes, stride, option="B"), BasicBlock(planes, planes)
+                )
             )
             in_planes = planes
         self.layer1, self.layer2, self.layer3, self.layer4 = stages

@@ -42,16 +42,26 @@ class PadShortcut(nn.Module):
 
 
 class BasicBlock(nn.Module):
-    """Two 3x3 conv + BN layers with a ReLU between, added to the shortcut, then ReLU."""
+    """Two 3x3 conv + BN layers with a ReLU between, added to the shortcut, then ReLU.
 
-    def __init__(self, in_planes: int, planes: int, stride: int = 1) -> None:
+    Where the shape changes, the shortcut is option A (``PadShortcut``: no parameters, the
+    CIFAR ResNets) or option B (1x1 conv + BN projection, ResNet-18).
+    """
+
+    def __init__(self, in_planes: int, planes: int, stride: int = 1, option: str = "A") -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(in_planes, planes, 3, stride, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(planes)
         self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
         self.bn2 = nn.BatchNorm2d(planes)
-        changes = stride != 1 or in_planes != planes
-        self.shortcut: nn.Module = PadShortcut(in_planes, planes) if changes else nn.Identity()
+        self.shortcut: nn.Module = nn.Identity()
+        if stride != 1 or in_planes != planes:
+            if option == "A":
+                self.shortcut = PadShortcut(in_planes, planes)
+            else:
+                self.shortcut = nn.Sequential(
+                    nn.Conv2d(in_planes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes)
+                )
 
     def forward(self, x: Tensor) -> Tensor:
         """Residual block output."""
