@@ -42,6 +42,7 @@ import numpy.typing as npt
 
 from calibkit.binning import BinStats
 from calibkit.calibrators import CALIBRATORS, Calibrator, ece_temperature_curve, get_calibrator
+from calibkit.data.splits import stratified_split
 from calibkit.errors import InputError
 from calibkit.metrics import Evaluation, evaluate, reliability_stats
 from calibkit.metrics.samples import Mode
@@ -124,19 +125,8 @@ def split_indices(labels: object, n_cal: int | float, seed: int) -> tuple[I64, I
     (4, 4, [0, 0, 1, 1])
     """
     y = check_labels(labels)
-    n = y.shape[0]
-    k = _cal_count(n_cal, n)
-    rng = np.random.default_rng(seed)
-    perm = rng.permutation(n)
-    grouped = perm[np.argsort(y[perm], kind="stable")]  # by class, random within a class
-    _, starts, counts = np.unique(y[grouped], return_index=True, return_counts=True)
-    quota = k * counts / n
-    alloc = np.floor(quota).astype(np.int64)
-    order = np.lexsort((rng.random(counts.shape[0]), alloc - quota))
-    alloc[order[: k - int(alloc.sum())]] += 1
-    rank = np.arange(n) - np.repeat(starts, counts)
-    take = rank < np.repeat(alloc, counts)
-    return np.sort(grouped[take]), np.sort(grouped[~take])
+    test, cal = stratified_split(y, _cal_count(n_cal, y.shape[0]), seed, every_class_in_both=False)
+    return cal, test
 
 
 def subset(out: ClassifierOutputs, idx: I64) -> ClassifierOutputs:

@@ -30,30 +30,30 @@ def _check_labels(labels: npt.ArrayLike) -> IntArray:
 
 
 def _class_order(labels: IntArray, rng: np.random.Generator) -> tuple[IntArray, IntArray]:
-    """Indices grouped by class (shuffled within each class) and the class counts."""
-    _, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
-    keys = rng.random((labels.shape[0],))
-    order = np.lexsort((keys, inverse)).astype(np.int64)
-    return order, counts.astype(np.int64)
+    """Indices grouped by class (in class order, shuffled within each class), class counts."""
+    perm = rng.permutation(labels.shape[0])
+    order = perm[np.argsort(labels[perm], kind="stable")].astype(np.int64)
+    return order, np.unique(labels, return_counts=True)[1].astype(np.int64)
 
 
-def _allocate(counts: IntArray, total: int) -> IntArray:
-    """Largest-remainder split of ``total`` in proportion to ``counts`` (ties: lower class)."""
+def _allocate(counts: IntArray, total: int, rng: np.random.Generator) -> IntArray:
+    """Largest-remainder split of ``total`` in proportion to ``counts`` (ties: at random)."""
     quota: npt.NDArray[np.float64] = counts * total / counts.sum()
     base = np.floor(quota).astype(np.int64)
     rest = total - int(base.sum())
-    order = np.lexsort((np.arange(counts.size), base - quota))
+    order = np.lexsort((rng.random(counts.size), base - quota))
     base[order[:rest]] += 1
     return base.astype(np.int64)
 
 
 def stratified_split(
-    labels: npt.ArrayLike, n_second: int | float, seed: int
+    labels: npt.ArrayLike, n_second: int | float, seed: int, *, every_class_in_both: bool = True
 ) -> tuple[IntArray, IntArray]:
     """Split indices into ``(first, second)``, stratified by class.
 
-    ``n_second`` is a count (int) or a fraction in (0, 1) of the samples. Each class must
-    have at least one sample in each part; both index arrays are sorted.
+    ``n_second`` is a count (int) or a fraction in (0, 1) of the samples. With
+    ``every_class_in_both`` (the default) each class must have at least one sample in each
+    part; both index arrays are sorted.
     """
     y = _check_labels(labels)
     n = y.shape[0]
@@ -67,9 +67,10 @@ def stratified_split(
         k = n_second
     if not 0 < k < n:
         raise InputError("n_second", f"a count in 1..{n - 1}", repr(n_second))
-    order, counts = _class_order(y, np.random.default_rng(seed))
-    take = _allocate(counts, k)
-    if np.any(take == 0) or np.any(take == counts):
+    rng = np.random.default_rng(seed)
+    order, counts = _class_order(y, rng)
+    take = _allocate(counts, k, rng)
+    if every_class_in_both and (np.any(take == 0) or np.any(take == counts)):
         bad = int(np.flatnonzero((take == 0) | (take == counts))[0])
         raise InputError(
             "labels",
