@@ -3,7 +3,9 @@
 The public API: metrics (``ece``, ``evaluate``, ...), calibrators (``TemperatureScaling``,
 ``get_calibrator``, ...), prediction files (``load_predictions``), the compare workflow
 (``split_outputs``, ``compare``) and, imported on first use because they load matplotlib,
-the figures and reports (``reliability_figure``, ``write_compare_report``).
+the figures and reports (``reliability_figure``, ``write_compare_report``), and the training
+side: datasets, models, losses, the trainer and studies (``load_dataset``, ``create_model``,
+``create_loss``, ``train``, ``run_study``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from calibkit.calibrators import (
     CALIBRATORS,
     AutoCalibrator,
     BetaCalibration,
+    CalibratedModel,
     Calibrator,
     ClasswiseHistogramBinning,
     DirichletCalibration,
@@ -24,6 +27,7 @@ from calibkit.calibrators import (
     IsotonicCalibrator,
     MatrixScaling,
     MatrixScalingODIR,
+    NeuralClamping,
     PlattScaling,
     TemperatureScaling,
     TemperatureScalingECE,
@@ -65,6 +69,18 @@ _LAZY = {
     "ece_temperature_figure": "calibkit.plots",
     "save_figure": "calibkit.plots",
     "write_compare_report": "calibkit.report",
+    "DATASETS": "calibkit.data",
+    "load_dataset": "calibkit.data",
+    "MODELS": "calibkit.models",
+    "create_model": "calibkit.models",
+    "LOSSES": "calibkit.losses",
+    "build_loss": "calibkit.losses",
+    "create_loss": "calibkit.losses",
+    "TrainConfig": "calibkit.training",
+    "train": "calibkit.training",
+    "StudyConfig": "calibkit.study",
+    "load_study_config": "calibkit.study",
+    "run_study": "calibkit.study",
 }
 
 
@@ -79,13 +95,17 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CALIBRATORS",
+    "DATASETS",
+    "LOSSES",
     "METRICS",
     "METRIC_NAMES",
+    "MODELS",
     "AutoCalibrator",
     "BetaCalibration",
     "BinStats",
     "BootstrapInterval",
     "CalibkitError",
+    "CalibratedModel",
     "CalibrationMetrics",
     "Calibrator",
     "ClassifierOutputs",
@@ -99,10 +119,13 @@ __all__ = [
     "MatrixScaling",
     "MatrixScalingODIR",
     "MethodResult",
+    "NeuralClamping",
     "NotFittedError",
     "PlattScaling",
+    "StudyConfig",
     "TemperatureScaling",
     "TemperatureScalingECE",
+    "TrainConfig",
     "UnknownNameError",
     "VectorScaling",
     "accuracy",
@@ -111,8 +134,11 @@ __all__ = [
     "bin_stats",
     "bootstrap_ci",
     "brier",
+    "build_loss",
     "calibration_error",
     "compare",
+    "create_loss",
+    "create_model",
     "debiased_ece",
     "ece",
     "ece_temperature_curve",
@@ -121,7 +147,9 @@ __all__ = [
     "evaluate",
     "get_calibrator",
     "ks_error",
+    "load_dataset",
     "load_predictions",
+    "load_study_config",
     "mce",
     "mmce",
     "nll",
@@ -129,9 +157,11 @@ __all__ = [
     "reliability_grid",
     "reliability_stats",
     "rmsce",
+    "run_study",
     "save_figure",
     "save_predictions",
     "sce",
     "split_outputs",
+    "train",
     "write_compare_report",
 ]

@@ -30,6 +30,7 @@ from calibkit.commands import (
     cmd_evaluate,
     cmd_fit,
     cmd_methods,
+    cmd_study,
 )
 from calibkit.errors import CalibkitError
 
@@ -159,6 +160,17 @@ def build_parser() -> argparse.ArgumentParser:
     _opt(p, "--methods", "A,B,C", every)
     _add_numbers(p, bins=False)
     p.set_defaults(run=cmd_demo)
+
+    text = "train models x seeds from a TOML config, calibrate, report (resumable)"
+    p = sub.add_parser("study", help=text, description=text)
+    p.add_argument("config", metavar="CONFIG", nargs="?", help="TOML file (default: digits)")
+    _opt(p, "--out", "DIR", "output folder (default: study-<config name>)")
+    _opt(p, "--models", "A,B", "run only these model labels")
+    _opt(p, "--seeds", "0,1", "run only these seeds")
+    _opt(p, "--epochs", "N", "override every model's epochs", type=_int_at_least(1))
+    _opt(p, "--data-dir", "DIR", "folder of the dataset files (overrides the config)")
+    p.add_argument("--quiet", action="store_true", help="no per-epoch progress")
+    p.set_defaults(run=cmd_study)
 
     sub.add_parser("methods", help="list the calibrators").set_defaults(run=cmd_methods)
     return parser

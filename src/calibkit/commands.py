@@ -252,6 +252,31 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _int_list(text: str, option: str) -> list[int]:
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise InputError(option, "comma-separated integers", repr(text)) from None
+
+
+def cmd_study(args: argparse.Namespace) -> int:
+    from calibkit.study import load_study_config, run
+    from calibkit.study.config import DEFAULT_CONFIG
+
+    path = Path(args.config) if args.config else DEFAULT_CONFIG
+    cfg = load_study_config(path)
+    cfg = cfg.select(
+        models=[m.strip() for m in args.models.split(",")] if args.models else None,
+        seeds=_int_list(args.seeds, "--seeds") if args.seeds else None,
+        epochs=args.epochs,
+        data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
+    )
+    out = _check_output(Path(args.out or f"study-{path.stem}"), "--out", folder=True)
+    runs = run(cfg, out, progress=not args.quiet, log=_say)
+    print(f"{len(runs.records)} runs; report: {out / 'report.html'}")
+    return 0
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
     names = CALIBRATORS.names()
     width = max(len(n) for n in names)

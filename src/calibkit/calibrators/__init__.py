@@ -1,6 +1,8 @@
 """Post-hoc calibrators sharing one contract (see :mod:`calibkit.calibrators.base`).
 
 Look one up by name with :func:`get_calibrator`; ``CALIBRATORS.names()`` lists them all.
+:class:`NeuralClamping` (input perturbation + temperature) wraps a model and takes inputs,
+not logits, so it follows the same conventions outside the logit-calibrator registry.
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ from calibkit.calibrators.histogram import HistogramBinning, ClasswiseHistogramB
 from calibkit.calibrators.isotonic import IsotonicCalibrator
 from calibkit.calibrators.binary import PlattScaling, BetaCalibration
 from calibkit.calibrators.auto import AutoCalibrator
+
 # isort: on
+from calibkit.calibrators.clamping import CalibratedModel, NeuralClamping
 
 __all__ = [
     "CALIBRATORS",
     "AutoCalibrator",
     "BetaCalibration",
+    "CalibratedModel",
     "Calibrator",
     "ClasswiseHistogramBinning",
     "DirichletCalibration",
@@ -33,6 +38,7 @@ __all__ = [
     "IsotonicCalibrator",
     "MatrixScaling",
     "MatrixScalingODIR",
+    "NeuralClamping",
     "PlattScaling",
     "TemperatureScaling",
     "TemperatureScalingECE",

@@ -2,7 +2,10 @@
 
 Loaders are registered by name in :data:`DATASETS`; :func:`load_dataset` takes a spec
 ``name`` or ``name:class,class`` (a class subset, relabelled ``0..k-1`` in that order) and
-returns ``{split: ImageArrays}``.
+returns ``{split: ImageArrays}``. ``cifar10``/``cifar100`` read the official python
+archives (downloaded and MD5-checked when absent; ``data_dir=None`` means
+``$CALIBKIT_DATA`` or the cache folder); ``cifar10-jpeg`` and ``bloodmnist`` need the folder
+holding their file.
 
 >>> data = load_dataset("digits:3,8")
 >>> sorted(data), data["train"].classes, data["train"].images.shape[1:]
@@ -19,6 +22,7 @@ import numpy as np
 
 from calibkit.data.arrays import ImageArrays
 from calibkit.data.augment import crop_and_flip, random_crop, random_hflip
+from calibkit.data.cifar import default_data_dir, load_cifar
 from calibkit.data.image_folder import default_cache_dir, load_image_folder, read_image_folder
 from calibkit.data.medmnist import load_medmnist
 from calibkit.data.splits import stratified_folds, stratified_split
@@ -30,6 +34,8 @@ __all__ = [
     "ImageArrays",
     "crop_and_flip",
     "default_cache_dir",
+    "default_data_dir",
+    "load_cifar",
     "load_dataset",
     "load_digits",
     "load_image_folder",
@@ -72,6 +78,18 @@ def load_cifar10_jpeg(data_dir: Path) -> dict[str, ImageArrays]:
     return load_image_folder(Path(data_dir) / "cifar10-jpeg.zip")
 
 
+@DATASETS.register("cifar10")
+def load_cifar10(data_dir: Path) -> dict[str, ImageArrays]:
+    """CIFAR-10 from ``<data_dir>/cifar-10-python.tar.gz`` (downloaded if absent), cached."""
+    return load_cifar("cifar10", data_dir)
+
+
+@DATASETS.register("cifar100")
+def load_cifar100(data_dir: Path) -> dict[str, ImageArrays]:
+    """CIFAR-100 (fine labels) from ``<data_dir>/cifar-100-python.tar.gz``, cached."""
+    return load_cifar("cifar100", data_dir)
+
+
 @DATASETS.register("bloodmnist")
 def load_bloodmnist(data_dir: Path) -> dict[str, ImageArrays]:
     """``<data_dir>/bloodmnist.npz`` (MD5-checked; train/val/test, 28x28 RGB, 8 classes)."""
@@ -81,12 +99,23 @@ def load_bloodmnist(data_dir: Path) -> dict[str, ImageArrays]:
 def load_dataset(
     spec: str, data_dir: str | os.PathLike[str] | None = None
 ) -> dict[str, ImageArrays]:
-    """Load ``name`` or ``name:class_a,class_b`` from :data:`DATASETS`."""
+    """Load ``name`` or ``name:class_a,class_b`` from :data:`DATASETS`.
+
+    ``data_dir`` may be None for ``digits`` and for ``cifar10``/``cifar100`` (then
+    :func:`~calibkit.data.cifar.default_data_dir`); the other datasets need it.
+    """
     name, sep, subset = spec.partition(":")
-    loader = DATASETS.get(name.strip())
-    if name.strip() != "digits" and data_dir is None:
+    name = name.strip()
+    loader = DATASETS.get(name)
+    if data_dir is not None:
+        folder = Path(data_dir)
+    elif name in ("cifar10", "cifar100"):
+        folder = default_data_dir()
+    elif name == "digits":
+        folder = Path(".")
+    else:
         raise InputError("data_dir", f"the folder holding the {name} file", "None")
-    data = loader(Path(data_dir) if data_dir is not None else Path("."))
+    data = loader(folder)
     if not sep:
         return data
     classes = [c.strip() for c in subset.split(",") if c.strip()]

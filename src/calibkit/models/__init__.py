@@ -1,7 +1,8 @@
 """Image classifiers for calibration studies, looked up by name.
 
 Every entry of :data:`MODELS` is a factory ``(num_classes, in_channels=3, **kw) -> nn.Module``
-taking 32x32 images (LeNet-5 also 28x28 with ``input_size=28``); :func:`create_model` builds
+taking 32x32 images (LeNet-5 also 28x28 with ``input_size=28``; the MLP
+any size); :func:`create_model` builds
 one by name. ``MODELS.names()`` lists them all.
 
 >>> import torch
@@ -20,9 +21,11 @@ from torch import nn
 
 from calibkit.errors import InputError
 from calibkit.models.lenet import LeNet5, lenet5, lenet5_dropout
+from calibkit.models.mlp import MLP, mlp
 from calibkit.models.resnet import ResNet18, WideResNet, resnet18, wide_resnet
 from calibkit.models.resnet_cifar import (
     CifarResNet,
+    keep_classes,
     load_pretrained_cifar_resnet,
     resnet20,
     resnet32,
@@ -49,6 +52,7 @@ _FACTORIES: dict[str, ModelFactory] = {
     "resnet18": resnet18,
     "wrn16_4": partial(wide_resnet, 16, 4),
     "wrn28_10": partial(wide_resnet, 28, 10),
+    "mlp": mlp,
 }
 for _name, _factory in _FACTORIES.items():
     MODELS.register(_name)(_factory)
@@ -66,6 +70,7 @@ def create_model(name: str, num_classes: int, **kw: Any) -> nn.Module:
 
 
 __all__ = [
+    "MLP",
     "MODELS",
     "CifarResNet",
     "LeNet5",
@@ -73,9 +78,11 @@ __all__ = [
     "ResNet18",
     "WideResNet",
     "create_model",
+    "keep_classes",
     "lenet5",
     "lenet5_dropout",
     "load_pretrained_cifar_resnet",
+    "mlp",
     "resnet18",
     "resnet20",
     "resnet32",

@@ -16,6 +16,7 @@ torch.Size([2, 10])
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -167,3 +168,21 @@ def load_pretrained_cifar_resnet(path: str | Path, depth: int) -> CifarResNet:
         reason = " ".join(str(exc).split())[:200]
         raise InputError("path", expected, f"{path} ({reason})") from exc
     return model.eval()
+
+
+def keep_classes(model: CifarResNet, rows: Sequence[int]) -> CifarResNet:
+    """Shrink the classifier to the given ``rows`` (source classes), in that order.
+
+    E.g. ``rows=(2, 3)`` turns a CIFAR-10 model into a bird-vs-cat model whose logits are
+    exactly the bird and cat logits of the original: a start for fine-tuning.
+    """
+    k = model.linear.out_features
+    idx = list(rows)
+    if not idx or len(set(idx)) != len(idx) or not all(0 <= r < k for r in idx):
+        raise InputError("rows", f"distinct class indices in 0..{k - 1}", repr(idx))
+    head = nn.Linear(model.linear.in_features, len(idx))
+    with torch.no_grad():
+        head.weight.copy_(model.linear.weight[idx])
+        head.bias.copy_(model.linear.bias[idx])
+    model.linear = head
+    return model

@@ -1,0 +1,397 @@
+"""Neural Clamping: a universal input perturbation and a temperature for a frozen classifier.
+
+Tang, Chen & Ho, "Neural Clamping: Joint Input Perturbation and Temperature Scaling for
+Neural Network Calibration", TMLR 2024. The calibrated logits of an input ``x`` are
+``f(x + delta) / T``, with ``delta`` shaped like one input and ``T = exp(log_t) > 0``,
+learnt on a calibration set by minimising (their eq. 9)
+
+    mean_i FL_gamma(f(x_i + delta) / T, y_i) + lam * ||delta||_2^2,
+
+where ``FL_gamma = -(1 - p_y)^gamma log p_y`` is the focal loss. The model's parameters
+never change. ``gamma`` may be a pool of candidates: each is fitted and the one with the
+lowest calibration-set ECE is kept (``gamma_``).
+
+Training (``train``):
+
+- ``"joint"`` (the method): SGD with momentum (lr 1e-3, momentum 0.9, as in the authors'
+  NCToolkit) on ``delta`` and ``log_t``, one step per batch, ``epochs`` passes;
+- ``"delta"``: SGD on ``delta`` alone, T = 1;
+- ``"temperature"``: ``delta`` stays at its initial value and ``log_t`` minimises the
+  focal objective exactly (one forward pass, then a 1-D search in float64; the penalty is
+  constant). With ``init="data"`` this is the fast variant of their Appendix F
+  (:meth:`NeuralClamping.fast`); with ``init="zero"`` it is temperature scaling fitted by
+  focal loss (:meth:`NeuralClamping.focal_temperature_scaling`; NLL for gamma 0).
+
+Initial ``delta`` (``init``): ``"zero"``, ``"random"`` (Gaussian, sd 0.01) or ``"data"``
+(Theorem 3.2, see :func:`~calibkit.calibrators.clamping_init.data_driven_delta`).
+
+Unlike the logit calibrators of :mod:`calibkit.calibrators.base`, Neural Clamping needs the
+model and its inputs, so it mirrors that contract (``fit -> self``, fitted ``_``
+attributes, :class:`~calibkit.errors.NotFittedError`, :class:`~calibkit.errors.InputError`
+naming the argument) without joining the logit registry. ``inputs`` are float tensors
+``(N, C, H, W)`` (or arrays) already normalised as the model expects, e.g.
+``ImageArrays.to_tensor(mean, std)``; they stay where the caller keeps them and go to the
+device batch by batch.
+
+>>> torch.manual_seed(0) and None
+>>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3)).eval()
+>>> x, y = torch.randn(64, 1, 2, 2), torch.arange(64) % 3
+>>> nc = NeuralClamping(model, epochs=3, progress=False).fit(x, y)
+>>> nc.predict_proba(x).shape, nc.delta_.shape
+((64, 3), torch.Size([1, 2, 2]))
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, Self
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import Tensor, nn
+
+from calibkit.atomic import atomic_write_bytes, atomic_write_text
+from calibkit.calibrators.clamping_init import (
+    RANDOM_INIT_SCALE,
+    as_inputs,
+    batches,
+    check_finite,
+    check_input_range,
+    choice,
+    data_driven_delta,
+    entropy_gradient,
+    fit_focal_temperature,
+    focal_loss,
+    focal_loss_np,
+    frozen,
+    input_bounds,
+    is_number,
+    nonnegative,
+    positive_int,
+    range_tensors,
+)
+from calibkit.calibrators.temperature import positive_param
+from calibkit.errors import InputError, NotFittedError
+from calibkit.metrics import ece
+from calibkit.outputs import check_labels, log_softmax64
+
+FORMAT_VERSION = 1
+INITS = ("data", "random", "zero")
+TRAINS = ("joint", "delta", "temperature")
+Ablation = Literal["delta_only", "temperature_only"]
+
+
+class CalibratedModel(nn.Module):
+    """A classifier with Neural Clamping built in: ``forward(x) = model(x + delta) / T``."""
+
+    def __init__(self, model: nn.Module, delta: Tensor, temperature: float) -> None:
+        super().__init__()
+        self.model = model
+        self.delta: Tensor
+        self.temperature: Tensor
+        self.register_buffer("delta", delta.detach().clone())
+        self.register_buffer("temperature", torch.tensor(float(temperature)))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Calibrated logits of the batch ``x``."""
+        logits: Tensor = self.model(x + self.delta) / self.temperature
+        return logits
+
+
+class NeuralClamping:
+    """Neural Clamping of a frozen ``model`` (see the module docstring)."""
+
+    name = "neural_clamping"
+
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        gamma: float | Sequence[float] = 1.0,
+        lam: float | None = None,
+        lr: float = 1e-3,
+        momentum: float = 0.9,
+        batch_size: int = 512,
+        epochs: int = 100,
+        init: str = "data",
+        input_range: Any = None,
+        train: str = "joint",
+        seed: int = 0,
+        device: str | torch.device | None = None,
+        progress: bool = True,
+    ) -> None:
+        if not isinstance(model, nn.Module):
+            raise InputError("model", "a torch.nn.Module", type(model).__name__)
+        self.model = model
+        pool = tuple(gamma) if isinstance(gamma, Sequence) else (gamma,)
+        if not pool or not all(is_number(g) and 0 <= g < math.inf for g in pool):
+            raise InputError("gamma", "a number >= 0 or a non-empty sequence of them", repr(gamma))
+        self.gamma = tuple(float(g) for g in pool)
+        self.lam = None if lam is None else nonnegative(lam, "lam")
+        self.lr = positive_param(lr, "lr")
+        self.momentum = nonnegative(momentum, "momentum")
+        self.batch_size = positive_int(batch_size, "batch_size")
+        self.epochs = positive_int(epochs, "epochs")
+        self.init = choice(init, INITS, "init")
+        self.train = choice(train, TRAINS, "train")
+        self.input_range = check_input_range(input_range)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise InputError("seed", "an integer", repr(seed))
+        self.seed = seed
+        self.device = device
+        self.progress = bool(progress)
+
+    @classmethod
+    def fast(cls, model: nn.Module, **params: Any) -> NeuralClamping:
+        """The fast variant (their Appendix F): data-driven ``delta``, then T alone."""
+        return cls(model, **{**params, "init": "data", "train": "temperature"})
+
+    @classmethod
+    def focal_temperature_scaling(cls, model: nn.Module, **params: Any) -> NeuralClamping:
+        """Temperature scaling fitted by focal loss (``delta = 0``; their Table 4 ablation)."""
+        return cls(model, **{**params, "init": "zero", "train": "temperature"})
+
+    def get_params(self) -> dict[str, Any]:
+        """Constructor parameters, except the model."""
+        skip = {"model"}
+        return {k: v for k, v in vars(self).items() if k not in skip and not k.endswith("_")}
+
+    # ----- fitting -------------------------------------------------------------------------
+    def fit(self, inputs: object, labels: object) -> Self:
+        """Learn ``delta`` and ``T`` on calibration ``inputs`` (N, ...) and ``labels`` (N,)."""
+        x = as_inputs(inputs)
+        device = self._device()
+        with frozen(self.model), torch.enable_grad():
+            k = self._n_outputs(x, device)
+            y = torch.from_numpy(check_labels(labels, n_samples=x.shape[0], scores_name="inputs"))
+            if int(y.max()) >= k:
+                raise InputError(
+                    "labels",
+                    f"integers in [0, {k}) (the model's outputs)",
+                    f"a label of {int(y.max())}",
+                )
+            if int(y.min()) == int(y.max()):
+                raise InputError("labels", "at least 2 distinct labels", f"only {int(y[0])}")
+            check_finite(x, self.batch_size)
+            delta0 = self._initial_delta(x, device)
+            z0 = self._logits(x, delta0, 1.0, device).numpy()
+            y_np = y.numpy()
+            best: tuple[float, Tensor, float, float, list[float], float] | None = None
+            eces: dict[float, float] = {}
+            for g in self.gamma:
+                lam = 0.1 * focal_loss_np(z0, y_np, g) if self.lam is None else self.lam
+                if self.train == "temperature":
+                    delta, log_t = delta0, fit_focal_temperature(z0, y_np, g)
+                    z = z0
+                    hist = [focal_loss_np(z / math.exp(log_t), y_np, g) + lam * _sq(delta)]
+                else:
+                    delta, log_t, hist = self._sgd(x, y, delta0, g, lam, device)
+                    z = self._logits(x, delta, 1.0, device).numpy()
+                eces[g] = ece(y_np, logits=z / math.exp(log_t))
+                if best is None or eces[g] < best[0]:
+                    best = (eces[g], delta, log_t, lam, hist, g)
+        assert best is not None
+        _, self.delta_, self.log_temperature_, self.lam_, self.history_, self.gamma_ = best
+        self.temperature_ = math.exp(self.log_temperature_)
+        self.ece_by_gamma_ = eces
+        self.n_classes_ = k
+        return self
+
+    def _device(self) -> torch.device:
+        if self.device is not None:
+            return torch.device(self.device)
+        param = next(iter(self.model.parameters()), None)
+        return param.device if param is not None else torch.device("cpu")
+
+    def _n_outputs(self, x: Tensor, device: torch.device) -> int:
+        try:
+            with torch.no_grad():
+                out = self.model(x[:1].to(device=device, dtype=torch.float32))
+        except (RuntimeError, ValueError, TypeError) as exc:
+            msg = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+            raise InputError(
+                "inputs", "inputs of the shape the model takes", f"shape {tuple(x.shape)} ({msg})"
+            ) from None
+        if not isinstance(out, Tensor) or out.ndim != 2 or out.shape[1] < 2:
+            raise InputError(
+                "model",
+                "a classifier returning logits (N, K), K >= 2",
+                repr(getattr(out, "shape", type(out).__name__)),
+            )
+        return int(out.shape[1])
+
+    def _initial_delta(self, x: Tensor, device: torch.device) -> Tensor:
+        shape = x.shape[1:]
+        if self.init == "zero":
+            return torch.zeros(shape)
+        if self.init == "random":
+            gen = torch.Generator().manual_seed(self.seed)
+            return torch.randn(shape, generator=gen) * RANDOM_INIT_SCALE
+        n_channels = shape[0] if len(shape) else 1
+        check_input_range(self.input_range, n_channels)
+        low, high = input_bounds(x, self.batch_size, device)
+        alpha, beta = range_tensors(self.input_range, low, high)
+        grad = entropy_gradient(self.model, x, self.batch_size, device)
+        return data_driven_delta(grad, low, high, alpha, beta).cpu()
+
+    def _sgd(
+        self, x: Tensor, y: Tensor, delta0: Tensor, gamma: float, lam: float, device: torch.device
+    ) -> tuple[Tensor, float, list[float]]:
+        """SGD with momentum on the objective; one step per batch, seeded shuffling."""
+        gen = torch.Generator().manual_seed(self.seed)
+        delta = delta0.clone().to(device).requires_grad_(True)
+        log_t = torch.zeros((), device=device, requires_grad=self.train == "joint")
+        params = [delta, log_t] if self.train == "joint" else [delta]
+        opt = torch.optim.SGD(params, lr=self.lr, momentum=self.momentum)
+        n, history = x.shape[0], []
+        for epoch in range(self.epochs):
+            order, total = torch.randperm(n, generator=gen), 0.0
+            for start in range(0, n, self.batch_size):
+                idx = order[start : start + self.batch_size]
+                xb = x[idx].to(device=device, dtype=torch.float32)
+                logits = self.model(xb + delta) / log_t.exp()
+                loss = focal_loss(logits, y[idx].to(device), gamma) + lam * delta.pow(2).sum()
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                total += float(loss.detach()) * idx.shape[0]
+            history.append(total / n)
+            if self.progress:
+                end = "\n" if epoch + 1 == self.epochs else ""
+                print(
+                    f"\rneural clamping (gamma {gamma:g}): epoch {epoch + 1}/{self.epochs}, "
+                    f"loss {history[-1]:.5f}",
+                    end=end,
+                    file=sys.stderr,
+                    flush=True,
+                )
+        return delta.detach().cpu(), float(log_t.detach()), history
+
+    @torch.no_grad()
+    def _logits(self, x: Tensor, delta: Tensor, temperature: float, device: torch.device) -> Tensor:
+        """``model(x + delta) / temperature`` for all of ``x`` (float32, on the CPU)."""
+        d = delta.to(device)
+        out = [
+            (self.model(xb + d) / temperature).cpu() for xb in batches(x, self.batch_size, device)
+        ]
+        return torch.cat(out)
+
+    # ----- prediction ----------------------------------------------------------------------
+    def check_is_fitted(self) -> None:
+        if not hasattr(self, "n_classes_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit() first")
+
+    def logits(self, inputs: object) -> np.ndarray:
+        """Calibrated logits ``model(x + delta_) / temperature_`` (float64, N x K)."""
+        self.check_is_fitted()
+        x = as_inputs(inputs)
+        if tuple(x.shape[1:]) != tuple(self.delta_.shape):
+            raise InputError(
+                "inputs",
+                f"inputs of shape (N, {', '.join(map(str, self.delta_.shape))})",
+                f"shape {tuple(x.shape)}",
+            )
+        with frozen(self.model):
+            z = self._logits(x, self.delta_, 1.0, self._device())
+        out: np.ndarray = z.numpy().astype(np.float64) / self.temperature_
+        return out
+
+    def predict_proba(self, inputs: object) -> np.ndarray:
+        """Calibrated probabilities (float64, rows sum to 1)."""
+        return np.exp(log_softmax64(self.logits(inputs)))
+
+    def to_module(self) -> CalibratedModel:
+        """The model with ``delta_`` and ``temperature_`` built in, for deployment."""
+        self.check_is_fitted()
+        return CalibratedModel(self.model, self.delta_, self.temperature_)
+
+    def ablation(self, view: Ablation) -> NeuralClamping:
+        """A copy keeping one half of the fitted pair (their Table 4): ``"delta_only"``
+        (T = 1) or ``"temperature_only"`` (delta = 0)."""
+        self.check_is_fitted()
+        choice(view, ("delta_only", "temperature_only"), "view")
+        other = NeuralClamping(self.model, **self.get_params())
+        other.__dict__.update(self.fitted_state())
+        if view == "delta_only":
+            other.log_temperature_, other.temperature_ = 0.0, 1.0
+        else:
+            other.delta_ = torch.zeros_like(self.delta_)
+        return other
+
+    def fitted_state(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if k.endswith("_")}
+
+    # ----- persistence ---------------------------------------------------------------------
+    def save(self, path: str | Path) -> None:
+        """Write ``delta_`` to ``path`` with suffix ``.safetensors``, the rest to ``.json``."""
+        self.check_is_fitted()
+        tensors, sidecar = _paths(path)
+        tmp = tensors.with_name(tensors.name + ".tmp")
+        save_file({"delta": self.delta_.contiguous()}, str(tmp))
+        data = tmp.read_bytes()
+        tmp.unlink()
+        atomic_write_bytes(tensors, data)
+        params = self.get_params()
+        params["device"] = None if params["device"] is None else str(params["device"])
+        state = {k: v for k, v in self.fitted_state().items() if k != "delta_"}
+        state["ece_by_gamma_"] = [[g, e] for g, e in self.ece_by_gamma_.items()]
+        doc = {
+            "calibkit_neural_clamping": FORMAT_VERSION,
+            "params": params,
+            "state": state,
+            "delta_file": tensors.name,
+            "delta_sha256": hashlib.sha256(data).hexdigest(),
+        }
+        atomic_write_text(sidecar, json.dumps(doc, indent=1, allow_nan=False))
+
+    @classmethod
+    def load(cls, path: str | Path, model: nn.Module) -> NeuralClamping:
+        """Read a Neural Clamping written by :meth:`save`, applied to ``model``."""
+        tensors, sidecar = _paths(path)
+        try:
+            doc = json.loads(sidecar.read_text(encoding="utf-8"))
+            data = tensors.read_bytes()
+        except FileNotFoundError as exc:
+            raise InputError(
+                "path", "an existing saved Neural Clamping", str(exc.filename)
+            ) from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError("path", "a valid JSON sidecar", f"{sidecar}: {exc}") from None
+        if not isinstance(doc, dict) or doc.get("calibkit_neural_clamping") != FORMAT_VERSION:
+            raise InputError(
+                "path", f"a Neural Clamping sidecar (version {FORMAT_VERSION})", str(sidecar)
+            )
+        if hashlib.sha256(data).hexdigest() != doc.get("delta_sha256"):
+            raise InputError("path", "a delta file matching its sidecar's checksum", str(tensors))
+        try:
+            params, state = doc["params"], doc["state"]
+            params["gamma"] = tuple(params["gamma"])
+            obj = cls(model, **params)
+            state["ece_by_gamma_"] = {float(g): float(e) for g, e in state["ece_by_gamma_"]}
+            state["history_"] = [float(v) for v in state["history_"]]
+            obj.__dict__.update({k: v for k, v in state.items() if k.endswith("_")})
+            obj.delta_ = load_file(str(tensors))["delta"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError("path", "valid params and state", repr(exc)) from None
+        obj.check_is_fitted()
+        return obj
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({type(self.model).__name__}, {params})"
+
+
+# ----- helpers --------------------------------------------------------------------------------
+def _paths(path: str | Path) -> tuple[Path, Path]:
+    p = Path(path)
+    return p.with_suffix(".safetensors"), p.with_suffix(".json")
+
+
+def _sq(delta: Tensor) -> float:
+    return float(delta.double().pow(2).sum())

@@ -1,0 +1,165 @@
+"""Focal-loss family: focal, adaptive (FLSD-53), inverse focal and dual focal.
+
+Each is a weighted cross-entropy ``-w(p) log p_y`` with ``p_y`` the probability of the
+target class:
+
+- focal (Lin et al. 2017; for calibration Mukhoti et al. 2020): ``w = (1 - p_y)^gamma``
+- adaptive focal, FLSD-53 (Mukhoti et al. 2020, "Calibrating deep neural networks using
+  focal loss"): the focal loss with a per-sample ``gamma`` chosen from the *detached*
+  ``p_y``: 5 if ``p_y < 0.2``, 3 if ``0.2 <= p_y < 0.5``, else ``gamma`` (default 3, which
+  is FLSD-53 exactly)
+- inverse focal (Wang et al. 2021, "Rethinking calibration of deep neural networks: do not
+  be afraid of overconfidence"): ``w = (1 + p_y)^gamma``
+- dual focal (Tao, Dong & Xu 2023, "Dual Focal Loss for Calibration", ICML):
+  ``w = (1 - p_y + p_j)^gamma`` where ``p_j`` is the largest probability *smaller than*
+  ``p_y`` (the class ranked right after the target), and ``p_j = 0`` when every other class
+  is at least as probable as the target. When the prediction is correct, ``p_j`` is the
+  largest non-target probability; when it is wrong, classes ranked above the target are
+  skipped. This follows the paper ("the highest logit ranked after the ground truth logit")
+  and the authors' code (``p_k < p_y`` mask, ties excluded); ``p_j`` carries gradient.
+
+At ``gamma = 0`` focal, inverse focal and dual focal are cross-entropy (``w = 1``), and so
+is the adaptive loss on samples with ``p_y >= 0.5``.
+
+Numerics (float32): ``1 - p_y`` is computed as ``-expm1(log p_y)``, exact near ``p_y = 1``.
+For ``gamma < 1`` the derivative of ``x^gamma`` is infinite at ``x = 0``, so the base of the
+power is clamped at the smallest normal number of the dtype (inside the power only); the
+loss is then finite with finite gradients from ``p_y -> 0`` to ``p_y = 1``.
+
+>>> logits = torch.tensor([[2.0, 0.0], [0.0, 1.0]])
+>>> targets = torch.tensor([0, 0])
+>>> focal_loss(logits, targets, gamma=0.0, reduction="none")
+tensor([0.1269, 1.3133])
+>>> focal_loss(logits, targets, gamma=2.0, reduction="none")
+tensor([0.0018, 0.7019])
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from calibkit.losses.basic import (
+    Reduction,
+    check_real,
+    check_reduction,
+    log_probs,
+    reduce,
+    target_log_prob,
+)
+
+
+def _power(base: Tensor, gamma: float | Tensor) -> Tensor:
+    """``base^gamma`` for ``base >= 0`` with finite gradients at ``base = 0`` (see module doc)."""
+    if isinstance(gamma, float) and gamma == 0.0:
+        return torch.ones_like(base)
+    return base.clamp_min(torch.finfo(base.dtype).tiny).pow(gamma)
+
+
+def focal_loss(
+    logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
+) -> Tensor:
+    """Focal loss ``-(1 - p_y)^gamma log p_y`` (Lin et al. 2017; Mukhoti et al. 2020)."""
+    gamma = check_real("gamma", gamma)
+    reduction = check_reduction(reduction)
+    logp_y = target_log_prob(log_probs(logits, targets), targets)
+    return reduce(-_power(-torch.expm1(logp_y), gamma) * logp_y, reduction)
+
+
+def adaptive_focal_loss(
+    logits: Tensor, targets: Tensor, gamma: float = 3.0, reduction: Reduction = "mean"
+) -> Tensor:
+    """FLSD-53 (Mukhoti et al. 2020): focal loss with ``gamma`` 5 / 3 / ``gamma`` by ``p_y``.
+
+    The per-sample exponent is 5 where ``p_y < 0.2``, 3 where ``p_y < 0.5`` and ``gamma``
+    elsewhere, chosen from ``p_y`` without gradient.
+    """
+    gamma = check_real("gamma", gamma)
+    reduction = check_reduction(reduction)
+    logp_y = target_log_prob(log_probs(logits, targets), targets)
+    p = logp_y.detach().exp()
+    high = torch.full_like(p, gamma)
+    per_sample = torch.where(p < 0.2, 5.0, torch.where(p < 0.5, 3.0, high))
+    return reduce(-_power(-torch.expm1(logp_y), per_sample) * logp_y, reduction)
+
+
+def inverse_focal_loss(
+    logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
+) -> Tensor:
+    """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021)."""
+    gamma = check_real("gamma", gamma)
+    reduction = check_reduction(reduction)
+    logp_y = target_log_prob(log_probs(logits, targets), targets)
+    return reduce(-_power(1.0 + logp_y.exp(), gamma) * logp_y, reduction)
+
+
+def dual_focal_loss(
+    logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
+) -> Tensor:
+    """Dual focal loss ``-(1 - p_y + p_j)^gamma log p_y`` (Tao et al. 2023).
+
+    ``p_j = max{p_k : p_k < p_y}`` (0 if no class is less probable than the target).
+    """
+    gamma = check_real("gamma", gamma)
+    reduction = check_reduction(reduction)
+    logp = log_probs(logits, targets)
+    logp_y = target_log_prob(logp, targets)
+    p = logp.exp()
+    below = p < p.gather(1, targets[:, None])
+    p_j = torch.where(below, p, torch.zeros_like(p)).amax(dim=1)
+    return reduce(-_power(-torch.expm1(logp_y) + p_j, gamma) * logp_y, reduction)
+
+
+class _GammaLoss(nn.Module):
+    """A loss with one exponent ``gamma`` (finite, >= 0) and a reduction."""
+
+    def __init__(self, gamma: float, reduction: Reduction = "mean") -> None:
+        super().__init__()
+        self.gamma = check_real("gamma", gamma)
+        self.reduction = check_reduction(reduction)
+
+    def extra_repr(self) -> str:
+        return f"gamma={self.gamma}, reduction={self.reduction!r}"
+
+
+class FocalLoss(_GammaLoss):
+    """Focal loss ``-(1 - p_y)^gamma log p_y``; default ``gamma = 3`` (FL-3, Mukhoti et al.)."""
+
+    def __init__(self, gamma: float = 3.0, reduction: Reduction = "mean") -> None:
+        super().__init__(gamma, reduction)
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return focal_loss(logits, targets, self.gamma, self.reduction)
+
+
+class AdaptiveFocalLoss(_GammaLoss):
+    """FLSD-53: ``gamma`` 5 if ``p_y < 0.2``, 3 if ``p_y < 0.5``, else ``gamma`` (default 3)."""
+
+    def __init__(self, gamma: float = 3.0, reduction: Reduction = "mean") -> None:
+        super().__init__(gamma, reduction)
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return adaptive_focal_loss(logits, targets, self.gamma, self.reduction)
+
+
+class InverseFocalLoss(_GammaLoss):
+    """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021); default gamma 2."""
+
+    def __init__(self, gamma: float = 2.0, reduction: Reduction = "mean") -> None:
+        super().__init__(gamma, reduction)
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return inverse_focal_loss(logits, targets, self.gamma, self.reduction)
+
+
+class DualFocalLoss(_GammaLoss):
+    """Dual focal loss ``-(1 - p_y + p_j)^gamma log p_y`` (Tao et al. 2023); default gamma 2.
+
+    ``p_j`` is the largest probability below ``p_y`` (see the module docstring).
+    """
+
+    def __init__(self, gamma: float = 2.0, reduction: Reduction = "mean") -> None:
+        super().__init__(gamma, reduction)
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return dual_focal_loss(logits, targets, self.gamma, self.reduction)

@@ -1,0 +1,40 @@
+"""Config-driven studies: models x seeds, trained, calibrated by every method, reported.
+
+:func:`run` reads nothing but its :class:`StudyConfig`; it trains (or resumes) every
+(model, seed) into ``out/runs``, fits every calibrator on the calibration logits, and
+writes ``results.csv``, ``results.json``, ``report.md``, ``report.html`` and ``figures/``
+(see :mod:`calibkit.study.runner` for the layout).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from calibkit.study.config import DataConfig, ModelSpec, StudyConfig, load_study_config
+from calibkit.study.prepare import StudyData, prepare_data
+from calibkit.study.report import write_study_report
+from calibkit.study.runner import COLUMNS, Log, RunRecord, StudyRuns, run_study
+
+__all__ = [
+    "COLUMNS",
+    "DataConfig",
+    "ModelSpec",
+    "RunRecord",
+    "StudyConfig",
+    "StudyData",
+    "StudyRuns",
+    "load_study_config",
+    "prepare_data",
+    "run",
+    "run_study",
+    "write_study_report",
+]
+
+
+def run(cfg: StudyConfig, out: Path, *, progress: bool = True, log: Log | None = None) -> StudyRuns:
+    """Run (or resume) the study ``cfg`` into ``out`` and write its report there."""
+    runs = run_study(cfg, Path(out), progress=progress, log=log)
+    if log is not None:
+        log("writing the report")
+    write_study_report(cfg, runs.records, Path(out), runs.classes, runs.sizes)
+    return runs

@@ -1,0 +1,201 @@
+"""The configuration of a study: data, models, training, calibrators, seeds.
+
+A study is a TOML file (see ``configs/`` and the README)::
+
+    name = "bird-vs-cat"
+    seeds = [0, 1, 2, 3, 4]
+    calibrators = []            # empty: every calibrator that applies
+
+    [data]
+    dataset = "cifar10-jpeg:bird,cat"
+    data_dir = "../../shared/data"   # relative to this file
+    calibration_size = 1000
+
+    [training]                  # defaults for every model
+    epochs = 30
+    lr = 0.001
+
+    [[models]]
+    name = "lenet5"
+
+    [[models]]
+    name = "resnet20"
+    training = { optimizer = "sgd", lr = 0.1, schedule = "onecycle", augment = true }
+
+Every key is checked (an unknown or mistyped one is named with its file), and so are the
+names of models and calibrators. :meth:`StudyConfig.select` narrows a study to some models,
+seeds or epochs without editing the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from calibkit.calibrators import CALIBRATORS
+from calibkit.data import DATASETS
+from calibkit.errors import InputError
+from calibkit.models import MODELS
+from calibkit.tomlconfig import from_mapping, load_toml
+from calibkit.training import TrainConfig
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Where the data comes from and how it is split.
+
+    ``dataset`` is a :data:`~calibkit.data.DATASETS` spec (``name`` or ``name:class,class``).
+    The calibration part is the dataset's ``val`` split when it has one (MedMNIST), else
+    ``calibration_size`` samples (a count, or a fraction) carved from the training split,
+    stratified and seeded by ``split_seed``; the same for every model and seed, so that the
+    seeds measure training noise. Inputs are normalised by the training part's per-channel
+    mean and standard deviation when ``normalize`` is true, or by ``mean`` and ``std`` when
+    given (e.g. the statistics a pretrained model was trained with).
+    """
+
+    dataset: str
+    data_dir: str | None = None
+    calibration_size: int | float = 0.1
+    split_seed: int = 0
+    normalize: bool = True
+    mean: tuple[float, ...] = ()
+    std: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        DATASETS.get(self.dataset.partition(":")[0].strip())
+        size = self.calibration_size
+        bad_fraction = isinstance(size, float) and not 0.0 < size < 1.0
+        if bad_fraction or (isinstance(size, int) and size < 1):
+            raise InputError("calibration_size", "a count >= 1 or a fraction in (0, 1)", repr(size))
+        if len(self.mean) != len(self.std) or any(s <= 0 for s in self.std):
+            raise InputError("mean/std", "as many means as stds > 0", f"{self.mean} / {self.std}")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model of the study: a registered ``name``, its factory ``params``, and
+    ``training`` settings that override the study's ``[training]`` table for this model.
+    ``label`` (default: the name) identifies it in results, so one architecture can appear
+    twice with different settings.
+
+    ``init`` starts a CIFAR ResNet from a checkpoint (a path, relative to the config file)
+    instead of random weights; ``init_rows`` picks the checkpoint's classifier rows to keep,
+    one per class of the study (e.g. ``[2, 3]`` for bird and cat of a CIFAR-10 model);
+    without them the classifier starts at random."""
+
+    name: str
+    label: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    training: dict[str, Any] = field(default_factory=dict)
+    init: str | None = None
+    init_rows: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        MODELS.get(self.name)
+        if not self.label:
+            object.__setattr__(self, "label", self.name)
+        if not self.label.replace("_", "").replace("-", "").replace(".", "").isalnum():
+            raise InputError("label", "letters, digits, '_', '-' or '.'", repr(self.label))
+        cifar_resnet = self.name.startswith("resnet") and self.name != "resnet18"
+        if self.init is not None and not cifar_resnet:
+            raise InputError("init", "a CIFAR ResNet (resnet20..resnet110)", repr(self.name))
+        if self.init_rows and self.init is None:
+            raise InputError("init_rows", "an init checkpoint to take rows from", "no init")
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """A whole study (see the module docstring)."""
+
+    name: str
+    data: DataConfig
+    models: tuple[ModelSpec, ...]
+    training: TrainConfig = field(default_factory=TrainConfig)
+    seeds: tuple[int, ...] = (0,)
+    calibrators: tuple[str, ...] = ()
+    n_bins: int = 15
+    n_floor_draws: int = 200
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        if not self.models:
+            raise InputError("models", "at least one [[models]] table", "none")
+        labels = [m.label for m in self.models]
+        if len(set(labels)) != len(labels):
+            raise InputError("models", "distinct labels", ", ".join(labels))
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise InputError("seeds", "at least one seed, no repeats", repr(list(self.seeds)))
+        if any(s < 0 for s in self.seeds):
+            raise InputError("seeds", "integers >= 0", repr(list(self.seeds)))
+        for name in self.calibrators:
+            CALIBRATORS.get(name)
+        if self.n_bins < 1 or self.n_floor_draws < 0:
+            raise InputError(
+                "n_bins/n_floor_draws", ">= 1 / >= 0", f"{self.n_bins}/{self.n_floor_draws}"
+            )
+        if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise InputError("device", "auto, cpu, cuda or cuda:N", repr(self.device))
+        for i, spec in enumerate(self.models):
+            self.model_training(spec, where=f"models[{i}].training")
+
+    def model_training(self, spec: ModelSpec, where: str = "training") -> TrainConfig:
+        """The training settings of ``spec``: ``[training]`` with its overrides applied."""
+        base = {f.name: getattr(self.training, f.name) for f in dataclasses.fields(TrainConfig)}
+        return from_mapping(TrainConfig, {**base, **spec.training}, where)
+
+    def model(self, label: str) -> ModelSpec:
+        """The model with ``label``."""
+        for spec in self.models:
+            if spec.label == label:
+                return spec
+        raise InputError("model", "one of " + ", ".join(m.label for m in self.models), repr(label))
+
+    def select(
+        self,
+        *,
+        models: list[str] | None = None,
+        seeds: list[int] | None = None,
+        epochs: int | None = None,
+        data_dir: str | None = None,
+    ) -> StudyConfig:
+        """This study narrowed to some model labels and seeds, with ``epochs`` or ``data_dir``
+        overriding the file (for every model)."""
+        cfg = self
+        if models is not None:
+            cfg = dataclasses.replace(cfg, models=tuple(self.model(m) for m in models))
+        if seeds is not None:
+            cfg = dataclasses.replace(cfg, seeds=tuple(seeds))
+        if epochs is not None:
+            specs = tuple(
+                dataclasses.replace(m, training={**m.training, "epochs": epochs})
+                for m in cfg.models
+            )
+            cfg = dataclasses.replace(
+                cfg, training=cfg.training.replace(epochs=epochs), models=specs
+            )
+        if data_dir is not None:
+            cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, data_dir=data_dir))
+        return cfg
+
+
+#: The embedded default study (digits, offline): ``calibkit study`` with no file.
+DEFAULT_CONFIG = Path(__file__).with_name("digits.toml")
+
+
+def load_study_config(path: str | os.PathLike[str]) -> StudyConfig:
+    """Read a study TOML file; relative ``data_dir`` and ``init`` paths are taken from the
+    file's folder."""
+    p = Path(path)
+    cfg = load_toml(StudyConfig, p)
+
+    def resolve(path: str | None) -> str | None:
+        if path is None or Path(path).is_absolute():
+            return path
+        return str((p.parent / path).resolve())
+
+    models = tuple(dataclasses.replace(m, init=resolve(m.init)) for m in cfg.models)
+    data = dataclasses.replace(cfg.data, data_dir=resolve(cfg.data.data_dir))
+    return dataclasses.replace(cfg, data=data, models=models)

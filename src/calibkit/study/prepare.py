@@ -1,0 +1,72 @@
+"""The data of a study as tensors: train, calibration and test parts, normalised.
+
+>>> from calibkit.study.config import DataConfig
+>>> data = prepare_data(DataConfig("digits", calibration_size=300))
+>>> {k: len(v[1]) for k, v in data.splits.items()}
+{'train': 898, 'cal': 300, 'test': 599}
+>>> data.input_shape, data.n_classes
+((1, 8, 8), 10)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from calibkit.data import ImageArrays, load_dataset, stratified_split
+from calibkit.errors import InputError
+from calibkit.study.config import DataConfig
+
+Split = tuple[Tensor, Tensor]
+
+
+@dataclass(frozen=True)
+class StudyData:
+    """Normalised ``(inputs, labels)`` tensors for ``train``, ``cal`` and ``test``."""
+
+    splits: dict[str, Split]
+    classes: tuple[str, ...]
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        """Shape of one input, ``(C, H, W)``."""
+        return tuple(self.splits["train"][0].shape[1:])
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+
+def _take(arrays: ImageArrays, idx: np.ndarray) -> ImageArrays:
+    return ImageArrays(arrays.images[idx], arrays.labels[idx], arrays.classes)
+
+
+def prepare_data(cfg: DataConfig) -> StudyData:
+    """Load ``cfg.dataset``, carve the calibration part, normalise by training statistics."""
+    parts = load_dataset(cfg.dataset, cfg.data_dir)
+    train, test = parts["train"], parts["test"]
+    if "val" in parts:
+        cal = parts["val"]
+    else:
+        keep, carve = stratified_split(train.labels, cfg.calibration_size, seed=cfg.split_seed)
+        train, cal = _take(train, keep), _take(train, carve)
+    c = train.images.shape[-1]
+    if cfg.mean:
+        if len(cfg.mean) != c:
+            raise InputError("data.mean", f"{c} values (one per channel)", repr(list(cfg.mean)))
+        mean, std = cfg.mean, cfg.std
+    elif cfg.normalize:
+        m, s = train.channel_stats()
+        mean, std = tuple(float(v) for v in m), tuple(float(max(v, 1e-8)) for v in s)
+    else:
+        mean, std = (0.0,) * c, (1.0,) * c
+    splits = {
+        name: (arrays.to_tensor(mean, std), torch.from_numpy(arrays.labels.copy()))
+        for name, arrays in (("train", train), ("cal", cal), ("test", test))
+    }
+    return StudyData(splits, train.classes, mean, std)

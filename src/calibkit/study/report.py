@@ -1,0 +1,305 @@
+"""The study report: results.csv/json, mean +- std tables, figures, Markdown and HTML.
+
+Every file is written atomically (the ``figures/`` folder as a whole), so a report is
+never half-written; running the study again rewrites it from the finished runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calibkit import __version__
+from calibkit.atomic import atomic_directory, atomic_write_bytes
+from calibkit.calibrators import TemperatureScaling
+from calibkit.calibrators.temperature_grid import ece_temperature_curve
+from calibkit.compare import TEMPERATURE_GRID
+from calibkit.metrics import ece, reliability_stats
+from calibkit.plots import ece_temperature_figure, figure_png_bytes, reliability_grid
+from calibkit.report import CSS
+from calibkit.study.config import StudyConfig
+from calibkit.study.figures import confusion_counts, confusion_figure, training_curves_figure
+from calibkit.study.runner import COLUMNS, RunRecord, load_logits, write_json
+from calibkit.tables import Cell, Table, html_table, markdown_table
+
+#: Metrics of the mean +- std table: (key, label, percent).
+SHOWN = (
+    ("accuracy", "Accuracy", True),
+    ("nll", "NLL", False),
+    ("ece", "ECE", True),
+    ("ece_floor", "ECE floor", True),
+    ("aece", "AECE", True),
+    ("mce", "MCE", True),
+    ("brier", "Brier", False),
+    ("temperature", "T", False),
+)
+BETTER = {
+    "accuracy": "max",
+    "nll": "min",
+    "ece": "min",
+    "aece": "min",
+    "mce": "min",
+    "brier": "min",
+}
+
+HOW_TO_READ = (
+    "Every model was trained once per seed; each calibrator was fitted on that run's "
+    "calibration part and judged on the test part. Cells are mean ± standard deviation over "
+    "the seeds (the seeds change the initialisation, batch order and augmentation; the data "
+    "split is fixed). 'none' is the network as trained. Calibration errors and accuracy are "
+    "in percent. The ECE floor is the ECE a perfectly calibrated model with the same "
+    "confidences would show on this test part: an ECE near its floor is as small as this "
+    "test part can measure, and differences below the floor or within a standard deviation "
+    "are noise. T is the fitted temperature of the temperature-scaling methods. Bold marks "
+    "the best mean of each column."
+)
+
+
+def _stats(values: Sequence[float]) -> tuple[float, float]:
+    v = np.array([x for x in values if x is not None and math.isfinite(x)], dtype=np.float64)
+    if v.size == 0:
+        return math.nan, math.nan
+    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
+
+
+def _fmt(mean: float, std: float, percent: bool) -> str:
+    if not math.isfinite(mean):
+        return "–"
+    if percent:
+        return f"{100 * mean:.2f} ± {100 * std:.2f}"
+    return f"{mean:.4f} ± {std:.4f}"
+
+
+def _pct(pair: tuple[float, float]) -> str:
+    return _fmt(pair[0], pair[1], True)
+
+
+def aggregate(records: Sequence[RunRecord]) -> dict[str, dict[str, dict[str, tuple[float, float]]]]:
+    """``{model: {calibrator: {metric: (mean, std)}}}`` over seeds, in first-seen order."""
+    grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for rec in records:
+        for row in rec.rows:
+            grouped.setdefault(rec.model, {}).setdefault(row["calibrator"], []).append(row)
+    return {
+        model: {
+            cal: {key: _stats([r.get(key, math.nan) for r in rows]) for key, _, _ in SHOWN}
+            for cal, rows in by_cal.items()
+        }
+        for model, by_cal in grouped.items()
+    }
+
+
+def model_table(
+    model: str, stats: dict[str, dict[str, tuple[float, float]]], n_seeds: int
+) -> Table:
+    best: dict[str, float] = {}
+    for key, rule in BETTER.items():
+        means = [s[key][0] for s in stats.values() if math.isfinite(s[key][0])]
+        if means:
+            best[key] = max(means) if rule == "max" else min(means)
+    rows = []
+    for cal, s in stats.items():
+        cells = [Cell(cal)]
+        for key, _, percent in SHOWN:
+            mean, std = s[key]
+            cells.append(Cell(_fmt(mean, std, percent), key in best and mean == best[key]))
+        rows.append(cells)
+    title = f"{model}: mean ± std over {n_seeds} seed{'s' if n_seeds > 1 else ''}"
+    return Table(title, ["Calibrator", *[label for _, label, _ in SHOWN]], rows)
+
+
+def summary_table(records: Sequence[RunRecord], stats: dict[str, Any]) -> Table:
+    rows = []
+    for model, by_cal in stats.items():
+        runs = [r for r in records if r.model == model]
+        calibrated = {c: s for c, s in by_cal.items() if c != "none"}
+        best = min(calibrated, key=lambda c: calibrated[c]["ece"][0]) if calibrated else "none"
+        ts = by_cal.get("temperature", {}).get("ece", (math.nan, math.nan))
+        rows.append(
+            [
+                Cell(model),
+                Cell(f"{runs[0].n_parameters:,}"),
+                Cell(f"{len(runs[0].history)}"),
+                Cell(f"{np.median([r.train_seconds for r in runs]):.0f}"),
+                Cell(_pct(by_cal["none"]["accuracy"])),
+                Cell(_pct(by_cal["none"]["ece"])),
+                Cell(_pct(ts)),
+                Cell(best),
+                Cell(_pct(by_cal[best]["ece"])),
+                Cell(_pct(by_cal["none"]["ece_floor"])),
+            ]
+        )
+    header = [
+        "Model",
+        "Parameters",
+        "Epochs",
+        "Train time per run (s, median)",
+        "Accuracy (%)",
+        "ECE none (%)",
+        "ECE after TS (%)",
+        "Best calibrator (by ECE)",
+        "Its ECE (%)",
+        "ECE floor (%)",
+    ]
+    return Table("Summary", header, rows, n_left=1)
+
+
+def study_figures(
+    cfg: StudyConfig, records: Sequence[RunRecord], classes: Sequence[str]
+) -> dict[str, tuple[str, bytes]]:
+    """``{file: (caption, png)}`` per model: training curves, confusion, reliability, ECE(T)."""
+    figures: dict[str, tuple[str, bytes]] = {}
+    for model in dict.fromkeys(r.model for r in records):
+        runs = [r for r in records if r.model == model]
+        first = runs[0]
+        name = f"training_{model}.png"
+        fig = training_curves_figure([r.history for r in runs], title=model)
+        figures[name] = (f"{model}: training curves (test part)", figure_png_bytes(fig))
+        counts = sum(
+            (
+                confusion_counts(z["test_labels"], z["test_logits"].argmax(1), len(classes))
+                for z in (load_logits(r.directory) for r in runs)
+            ),
+            start=np.zeros((len(classes), len(classes)), dtype=np.int64),
+        )
+        fig = confusion_figure(
+            counts, classes, title=f"{model}: test confusion, {len(runs)} seeds summed"
+        )
+        figures[f"confusion_{model}.png"] = (f"{model}: confusion matrix", figure_png_bytes(fig))
+        z = load_logits(first.directory)
+        ts = TemperatureScaling().fit(z["cal_logits"], z["cal_labels"])
+        probs = ts.predict_proba(z["test_logits"])
+        y, logits = z["test_labels"], z["test_logits"]
+        panels = [
+            (
+                "none",
+                reliability_stats(y, logits=logits, n_bins=cfg.n_bins),
+                ece(y, logits=logits, n_bins=cfg.n_bins),
+            ),
+            (
+                f"temperature (T={ts.temperature_:.2f})",
+                reliability_stats(y, probs, n_bins=cfg.n_bins),
+                ece(y, probs, n_bins=cfg.n_bins),
+            ),
+        ]
+        fig = reliability_grid(
+            panels, ncols=2, title=f"{model}, seed {first.seed}: before and after TS"
+        )
+        figures[f"reliability_{model}.png"] = (
+            f"{model}: reliability before/after TS",
+            figure_png_bytes(fig),
+        )
+        curve = ece_temperature_curve(logits, y, TEMPERATURE_GRID, cfg.n_bins)
+        fig = ece_temperature_figure(
+            TEMPERATURE_GRID,
+            curve,
+            fitted={"temperature (NLL)": ts.temperature_},
+            title=f"{model}, seed {first.seed}: test ECE against temperature",
+        )
+        figures[f"ece_temperature_{model}.png"] = (f"{model}: ECE against T", figure_png_bytes(fig))
+    return figures
+
+
+def results_csv(records: Sequence[RunRecord]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for rec in records:
+        for row in rec.rows:
+            writer.writerow(
+                [row[c] if c in ("model", "seed", "calibrator") else _num(row[c]) for c in COLUMNS]
+            )
+    return buf.getvalue()
+
+
+def _num(x: float | None) -> str:
+    return "" if x is None or not math.isfinite(x) else repr(float(x))
+
+
+def _header(cfg: StudyConfig, records: Sequence[RunRecord], sizes: dict[str, int]) -> str:
+    n = ", ".join(f"{k} {v:,}" for k, v in sizes.items())
+    return (
+        f"Dataset {cfg.data.dataset} ({n}); {len(records)} runs: "
+        f"{len({r.model for r in records})} models x {len(cfg.seeds)} seeds; "
+        f"{cfg.n_bins} equal-width bins."
+    )
+
+
+def write_study_report(
+    cfg: StudyConfig,
+    records: Sequence[RunRecord],
+    out: Path,
+    classes: Sequence[str],
+    sizes: dict[str, int],
+) -> dict[str, Any]:
+    """Write results.csv/json, report.md/html and figures/ into ``out``; return the stats."""
+    stats = aggregate(records)
+    n_seeds = len(cfg.seeds)
+    tables = [summary_table(records, stats)] + [
+        model_table(m, s, n_seeds) for m, s in stats.items()
+    ]
+    figures = study_figures(cfg, records, classes)
+    header = _header(cfg, records, sizes)
+    md = [f"# {cfg.name}", "", header, "", "## How to read this", "", HOW_TO_READ, ""]
+    for t in tables:
+        md += [f"## {t.title}", "", markdown_table(t), ""]
+    md += ["## Figures", ""] + [f"![{c}](figures/{n})" for n, (c, _) in figures.items()]
+    md += ["", f"Written by calibkit {__version__}.", ""]
+    e = html.escape
+    body = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{e(cfg.name)}</title><style>{CSS}</style></head><body>",
+        f"<h1>{e(cfg.name)}</h1>",
+        f'<p class="meta">{e(header)}</p><h2>How to read this</h2><p>{e(HOW_TO_READ)}</p>',
+    ]
+    body += [html_table(t) for t in tables]
+    body.append('<h2>Figures</h2><div class="gallery wide">')
+    for _, (caption, png) in figures.items():
+        data = base64.b64encode(png).decode("ascii")
+        body.append(
+            f'<figure><img src="data:image/png;base64,{data}" alt="{e(caption)}">'
+            f"<figcaption>{e(caption)}</figcaption></figure>"
+        )
+    body += [
+        "</div>",
+        f'<p class="meta">Written by calibkit {e(__version__)}.</p>',
+        "</body></html>",
+        "",
+    ]
+    summary = {
+        model: {cal: {k: {"mean": m, "std": s} for k, (m, s) in d.items()} for cal, d in by.items()}
+        for model, by in stats.items()
+    }
+    with atomic_directory(out / "figures") as tmp:
+        for name, (_, png) in figures.items():
+            (tmp / name).write_bytes(png)
+    write_json(
+        out / "results.json",
+        {
+            "name": cfg.name,
+            "rows": [row for rec in records for row in rec.rows],
+            "summary": summary,
+            "runs": [
+                {
+                    "model": r.model,
+                    "seed": r.seed,
+                    "train_seconds": r.train_seconds,
+                    "history": r.history,
+                }
+                for r in records
+            ],
+        },
+    )
+    atomic_write_bytes(out / "results.csv", results_csv(records).encode("utf-8"))
+    atomic_write_bytes(out / "report.md", "\n".join(md).encode("utf-8"))
+    atomic_write_bytes(out / "report.html", "\n".join(body).encode("utf-8"))
+    return summary

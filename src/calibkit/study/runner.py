@@ -1,0 +1,329 @@
+"""Run a study: train every (model, seed), calibrate, evaluate, aggregate; resumable.
+
+Layout of the output folder::
+
+    config.toml                    the resolved configuration of the last invocation
+    runs/<model>/seed-<s>/
+        identity.json              what this run is (data, model, training, seed)
+        checkpoint.pt              while training: the state after the last epoch
+        logits.npz                 calibration and test logits and labels
+        model.safetensors          the trained weights
+        train.json                 per-epoch history; written last: the run is finished
+        calibration.json           one row per calibrator, for the current calibrator list
+    results.csv, results.json, report.md, report.html, figures/   (see study.report)
+
+Every file is written atomically. A run is done when ``train.json`` exists; killed
+midway (even by SIGKILL), a study started again skips finished runs, resumes an
+interrupted one from its last finished epoch, and ends with the same table. A folder
+holding a run made with different settings is refused rather than mixed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import io
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import save as safetensors_bytes
+from torch import nn
+
+from calibkit.atomic import atomic_write_bytes
+from calibkit.compare import compare
+from calibkit.errors import InputError
+from calibkit.models import (
+    MODELS,
+    create_model,
+    keep_classes,
+    load_pretrained_cifar_resnet,
+)
+from calibkit.outputs import as_outputs
+from calibkit.study.config import ModelSpec, StudyConfig
+from calibkit.study.prepare import StudyData, prepare_data
+from calibkit.tomlconfig import to_toml
+from calibkit.training import TrainConfig, train
+
+Log = Callable[[str], None]
+#: Columns of ``results.csv``, in order (metric values are fractions).
+COLUMNS = (
+    "model",
+    "seed",
+    "calibrator",
+    "accuracy",
+    "nll",
+    "ece",
+    "aece",
+    "mce",
+    "brier",
+    "temperature",
+)
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A finished run: its history and its per-calibrator rows on the test part."""
+
+    model: str
+    seed: int
+    history: list[dict[str, float]]
+    rows: list[dict[str, Any]]
+    train_seconds: float
+    n_parameters: int
+    directory: Path
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Write ``obj`` as JSON atomically (no NaN: they become null)."""
+    text = json.dumps(_finite(obj), indent=1, allow_nan=False)
+    atomic_write_bytes(path, (text + "\n").encode("utf-8"))
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if np.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(str(path), "a readable JSON file written by calibkit", str(exc)) from None
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError("device", "a device this machine has (no CUDA here)", repr(name))
+    return torch.device(name)
+
+
+def build_model(spec: ModelSpec, data: StudyData) -> nn.Module:
+    """The model of ``spec`` for ``data``'s classes, channels and (if it takes one) size."""
+    params = dict(spec.params)
+    accepted = inspect.signature(MODELS.get(spec.name)).parameters
+    params.setdefault("in_channels", data.input_shape[0])
+    if "input_size" in accepted:
+        params.setdefault("input_size", data.input_shape[-1])
+    unknown = [k for k in params if k not in accepted]
+    if unknown:
+        raise InputError(
+            f"models.{spec.label}.params",
+            "parameters among " + ", ".join(p for p in accepted if p != "num_classes"),
+            ", ".join(unknown),
+        )
+    if spec.init is None:
+        return create_model(spec.name, data.n_classes, **params)
+    model = load_pretrained_cifar_resnet(spec.init, int(spec.name.removeprefix("resnet")))
+    if spec.init_rows:
+        if len(spec.init_rows) != data.n_classes:
+            raise InputError(
+                f"models.{spec.label}.init_rows",
+                f"{data.n_classes} rows (one per class)",
+                repr(list(spec.init_rows)),
+            )
+        return keep_classes(model, spec.init_rows)
+    model.linear = nn.Linear(model.linear.in_features, data.n_classes)
+    return model
+
+
+def loss_function(cfg: TrainConfig) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """The training loss named in ``cfg`` (cross-entropy by default)."""
+    if cfg.loss == "cross_entropy" and not cfg.loss_params:
+        return nn.functional.cross_entropy
+    from calibkit.losses import build_loss
+
+    module: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = build_loss(
+        {"name": cfg.loss, **cfg.loss_params}
+    )
+    return module
+
+
+def run_identity(cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData) -> dict[str, Any]:
+    """What makes two runs the same (the data folder is left out: data may move)."""
+    data_cfg = dataclasses.asdict(cfg.data)
+    data_cfg.pop("data_dir")
+    return {
+        "format": FORMAT_VERSION,
+        "data": data_cfg,
+        "classes": list(data.classes),
+        "n": {k: len(v[1]) for k, v in data.splits.items()},
+        "model": {
+            "name": spec.name,
+            "params": spec.params,
+            "init": None if spec.init is None else Path(spec.init).name,
+            "init_rows": list(spec.init_rows),
+        },
+        "training": dataclasses.asdict(cfg.model_training(spec)),
+        "seed": seed,
+    }
+
+
+def _check_identity(rdir: Path, identity: dict[str, Any]) -> None:
+    path = rdir / "identity.json"
+    identity = json.loads(json.dumps(identity))
+    if path.exists():
+        found = read_json(path)
+        if found != identity:
+            diff = sorted(k for k in set(found) | set(identity) if found.get(k) != identity.get(k))
+            raise InputError(
+                "out",
+                f"a folder whose run {rdir.name} of {rdir.parent.name} has this study's settings "
+                "(use another --out, or delete that run)",
+                "different " + ", ".join(diff),
+            )
+    else:
+        rdir.mkdir(parents=True, exist_ok=True)
+        write_json(path, identity)
+
+
+def train_run(
+    cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData, rdir: Path, progress: bool
+) -> None:
+    """Train one (model, seed) into ``rdir`` unless it is finished; resume a partial one."""
+    _check_identity(rdir, run_identity(cfg, spec, seed, data))
+    if (rdir / "train.json").exists():
+        return
+    tcfg = cfg.model_training(spec)
+    device = resolve_device(cfg.device)
+    torch.manual_seed(seed)
+    model = build_model(spec, data).to(device)
+    result = train(
+        model,
+        data.splits["train"],
+        tcfg,
+        seed=seed,
+        held_out={"cal": data.splits["cal"], "test": data.splits["test"]},
+        loss_fn=loss_function(tcfg),
+        checkpoint=rdir / "checkpoint.pt",
+        progress=progress,
+        label=f"{spec.label} seed {seed} ",
+    )
+    buf = io.BytesIO()
+    np.savez_compressed(
+        buf,
+        cal_logits=result.logits["cal"],
+        cal_labels=result.labels["cal"],
+        test_logits=result.logits["test"],
+        test_labels=result.labels["test"],
+    )
+    atomic_write_bytes(rdir / "logits.npz", buf.getvalue())
+    weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    atomic_write_bytes(rdir / "model.safetensors", safetensors_bytes(weights))
+    write_json(
+        rdir / "train.json",
+        {
+            "history": result.history,
+            "train_seconds": result.seconds,
+            "n_parameters": sum(p.numel() for p in model.parameters()),
+            "threads": torch.get_num_threads(),
+            "device": str(device),
+        },
+    )
+    (rdir / "checkpoint.pt").unlink(missing_ok=True)
+
+
+def load_logits(rdir: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(rdir / "logits.npz", allow_pickle=False) as f:
+            return {k: f[k] for k in f.files}
+    except (OSError, ValueError) as exc:
+        raise InputError(
+            str(rdir / "logits.npz"), "the logits of a finished run", str(exc)
+        ) from None
+
+
+def calibrate_run(cfg: StudyConfig, label: str, seed: int, rdir: Path) -> list[dict[str, Any]]:
+    """Rows of every calibrator for one run (cached in ``calibration.json``)."""
+    settings = {
+        "calibrators": list(cfg.calibrators),
+        "n_bins": cfg.n_bins,
+        "n_floor_draws": cfg.n_floor_draws,
+    }
+    path = rdir / "calibration.json"
+    if path.exists():
+        cached = read_json(path)
+        if cached.get("settings") == settings:
+            rows: list[dict[str, Any]] = cached["rows"]
+            return rows
+    z = load_logits(rdir)
+    cal = as_outputs(z["cal_labels"], logits=z["cal_logits"])
+    test = as_outputs(z["test_labels"], logits=z["test_logits"])
+    comp = compare(cal, test, list(cfg.calibrators) or None, n_bins=cfg.n_bins, n_boot=0, seed=seed)
+    rows = []
+    for r in comp.rows:
+        v = r.evaluation.values
+        temperature = 1.0 if r.method == "none" else r.params.get("temperature", float("nan"))
+        row: dict[str, Any] = {"model": label, "seed": seed, "calibrator": r.method}
+        row.update({k: float(v[k]) for k in COLUMNS[3:-1]})
+        row["temperature"] = float(temperature)
+        row.update(
+            ece_floor=float(v.get("ece_floor", np.nan)),
+            aece_floor=float(v.get("aece_floor", np.nan)),
+            fit_seconds=r.fit_seconds,
+        )
+        rows.append(row)
+    write_json(path, {"settings": settings, "rows": rows})
+    return rows
+
+
+@dataclass(frozen=True)
+class StudyRuns:
+    """Every finished run of a study, with the class names and split sizes."""
+
+    records: list[RunRecord]
+    classes: tuple[str, ...]
+    sizes: dict[str, int]
+    seconds: float
+
+
+def run_study(
+    cfg: StudyConfig, out: Path, *, progress: bool = True, log: Log | None = None
+) -> StudyRuns:
+    """Run (or resume) every (model, seed) of ``cfg`` into ``out``."""
+    say = log or (lambda _m: None)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out / "config.toml", to_toml(cfg).encode("utf-8"))
+    start = time.perf_counter()
+    say(f"loading {cfg.data.dataset}")
+    data = prepare_data(cfg.data)
+    counts = ", ".join(f"{k} {len(v[1]):,}" for k, v in data.splits.items())
+    say(f"{data.n_classes} classes ({', '.join(data.classes)}); {counts}")
+    records = []
+    total = len(cfg.models) * len(cfg.seeds)
+    for i, (spec, seed) in enumerate(((m, s) for m in cfg.models for s in cfg.seeds), start=1):
+        rdir = out / "runs" / spec.label / f"seed-{seed}"
+        done = (rdir / "train.json").exists()
+        say(f"[{i}/{total}] {spec.label} seed {seed}" + (" (finished before)" if done else ""))
+        train_run(cfg, spec, seed, data, rdir, progress)
+        rows = calibrate_run(cfg, spec.label, seed, rdir)
+        info = read_json(rdir / "train.json")
+        records.append(
+            RunRecord(
+                spec.label,
+                seed,
+                info["history"],
+                rows,
+                float(info["train_seconds"]),
+                int(info["n_parameters"]),
+                rdir,
+            )
+        )
+    seconds = time.perf_counter() - start
+    say(f"all {total} runs done in {seconds:.0f}s")
+    sizes = {k: len(v[1]) for k, v in data.splits.items()}
+    return StudyRuns(records, data.classes, sizes, seconds)

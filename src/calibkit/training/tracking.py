@@ -1,0 +1,41 @@
+"""Per-epoch calibration tracking of held-out logits.
+
+For each held-out split the trainer records accuracy, NLL, ECE, and the *optimal* ECE: the
+lowest ECE over a temperature grid searched on that same split (Wang et al. 2021, Fig. 4).
+It shows how calibratable the network is at that epoch, apart from how calibrated it is.
+
+>>> import numpy as np
+>>> z = np.array([[4.0, 0.0], [0.0, 4.0], [3.0, 0.0], [0.0, 1.0]])
+>>> row = track_split(z, np.array([0, 1, 1, 1]), n_bins=15)
+>>> row["accuracy"], round(row["optimal_ece"], 4) <= round(row["ece"], 4)
+(0.75, True)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from calibkit.calibrators.temperature_grid import ece_temperature_curve
+from calibkit.metrics import accuracy, ece, nll
+from calibkit.outputs import as_outputs
+
+#: Temperatures searched for the optimal ECE: 0.01, 0.02, ..., 10 (as Wang et al. 2021).
+TRACKING_TEMPERATURES: npt.NDArray[np.float64] = np.round(np.arange(1, 1001) * 0.01, 2)
+
+#: Names of the values :func:`track_split` returns.
+TRACKED = ("accuracy", "nll", "ece", "optimal_ece", "optimal_temperature")
+
+
+def track_split(logits: object, labels: object, n_bins: int = 15) -> dict[str, float]:
+    """Accuracy, NLL, ECE, optimal ECE and its temperature of one split's logits."""
+    out = as_outputs(labels, logits=logits)
+    curve = ece_temperature_curve(out.scores, out.labels, TRACKING_TEMPERATURES, n_bins)
+    best = int(np.argmin(curve))
+    return {
+        "accuracy": accuracy(out.labels, logits=out.scores),
+        "nll": nll(out.labels, logits=out.scores),
+        "ece": ece(out.labels, logits=out.scores, n_bins=n_bins),
+        "optimal_ece": float(curve[best]),
+        "optimal_temperature": float(TRACKING_TEMPERATURES[best]),
+    }

@@ -1,0 +1,167 @@
+"""The loss registry: create_loss / build_loss, every loss's gradients and reductions."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pytest
+import torch
+
+from calibkit.errors import InputError, UnknownNameError
+from calibkit.losses import (
+    LOSSES,
+    PENALTIES,
+    CombinedLoss,
+    FocalLoss,
+    build_loss,
+    create_loss,
+    cross_entropy,
+    focal_loss,
+    l1_logit_norm,
+    mdca,
+    mmce,
+    soft_ece,
+)
+from tests.losses.conftest import EXTREME, example
+
+NAMES = [
+    "cross_entropy",
+    "label_smoothing",
+    "brier",
+    "focal",
+    "adaptive_focal",
+    "inverse_focal",
+    "dual_focal",
+    "l1_norm",
+    "mmce",
+    "mdca",
+    "soft_ece",
+]
+REDUCING = NAMES[:7]
+
+
+def test_registered_names() -> None:
+    assert LOSSES.names() == NAMES
+    assert PENALTIES.names() == ["l1_norm", "mmce", "mdca", "soft_ece"]
+
+
+def test_unknown_loss_lists_the_valid_names() -> None:
+    with pytest.raises(UnknownNameError) as info:
+        create_loss("focall")
+    message = str(info.value)
+    assert message.startswith("loss: expected one of ")
+    assert message.endswith("got 'focall'")
+    assert all(name in message for name in NAMES)
+
+
+def test_unknown_parameter_lists_the_accepted_ones() -> None:
+    message = "loss 'mmce': expected parameters among beta, bandwidth, weighted, base, got 'gamma'"
+    with pytest.raises(InputError, match=re.escape(message)):
+        create_loss("mmce", gamma=2.0)
+    with pytest.raises(InputError, match=r"^loss 'brier': .*reduction, got 'epsilon'"):
+        create_loss("brier", epsilon=0.1)
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "argument"),
+    [
+        ("focal", {"gamma": -1.0}, "gamma"),
+        ("adaptive_focal", {"gamma": math.inf}, "gamma"),
+        ("inverse_focal", {"gamma": math.nan}, "gamma"),
+        ("dual_focal", {"gamma": "2"}, "gamma"),
+        ("label_smoothing", {"epsilon": 1.0}, "epsilon"),
+        ("l1_norm", {"alpha": -0.1}, "alpha"),
+        ("mmce", {"beta": -1.0}, "beta"),
+        ("mmce", {"bandwidth": 0.0}, "bandwidth"),
+        ("mdca", {"beta": math.nan}, "beta"),
+        ("soft_ece", {"beta": -2}, "beta"),
+        ("soft_ece", {"n_bins": 0}, "n_bins"),
+        ("soft_ece", {"temperature": 0.0}, "temperature"),
+        ("cross_entropy", {"reduction": "avg"}, "reduction"),
+    ],
+)
+def test_invalid_hyper_parameters_name_the_parameter(
+    name: str, params: dict[str, Any], argument: str
+) -> None:
+    with pytest.raises(InputError, match=f"^{argument}: expected "):
+        create_loss(name, **params)
+
+
+def test_penalised_losses_are_cross_entropy_plus_the_penalty() -> None:
+    z, y = example()
+    ce = cross_entropy(z, y)
+    cases = {
+        "l1_norm": ({"alpha": 0.1}, 0.1 * l1_logit_norm(z, y)),
+        "mmce": ({"beta": 2.0, "weighted": False}, 2.0 * mmce(z, y, weighted=False)),
+        "mdca": ({"beta": 3.0}, 3.0 * mdca(z, y)),
+        "soft_ece": ({"beta": 0.5, "n_bins": 5, "norm": "l2"}, 0.5 * soft_ece(z, y, 5, 1e-3, "l2")),
+    }
+    for name, (params, penalty) in cases.items():
+        torch.testing.assert_close(create_loss(name, **params)(z, y), ce + penalty)
+
+
+def test_build_loss_focal_plus_mdca() -> None:
+    z, y = example()
+    loss = build_loss({"name": "focal", "gamma": 3, "penalty": {"name": "mdca", "beta": 1.0}})
+    assert isinstance(loss, CombinedLoss)
+    assert isinstance(loss.base, FocalLoss)
+    torch.testing.assert_close(loss(z, y), focal_loss(z, y, 3.0) + mdca(z, y))
+    l1 = build_loss({"name": "brier", "penalty": {"name": "l1_norm", "alpha": 0.5}})
+    assert isinstance(l1, CombinedLoss)
+    assert l1.weight == 0.5
+    assert isinstance(build_loss({"name": "dual_focal", "gamma": 1}), torch.nn.Module)
+
+
+@pytest.mark.parametrize(
+    ("spec", "pattern"),
+    [
+        ({"gamma": 3}, "^spec: expected a mapping with a string 'name'"),
+        ("focal", "^spec: "),
+        ({"name": "focal", "penalty": "mdca"}, "^penalty: expected a mapping"),
+        ({"name": "focal", "penalty": {"name": "ece"}}, "^penalty: expected one of l1_norm, mdca"),
+        ({"name": "focal", "penalty": {"name": "mdca", "gamma": 1}}, "^penalty 'mdca': .*'gamma'"),
+        ({"name": "focal", "penalty": {"name": "mdca", "base": None}}, "^penalty 'mdca': .*'base'"),
+        ({"name": "focal", "reduction": "none", "penalty": {"name": "mdca"}}, "^base: "),
+        ({"name": "focall"}, "^loss: expected one of"),
+    ],
+)
+def test_build_loss_rejects_bad_specs(spec: Any, pattern: str) -> None:
+    with pytest.raises(InputError, match=pattern):
+        build_loss(spec)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_loss_has_finite_float32_gradients_at_p_zero_and_one(name: str) -> None:
+    loss = create_loss(name)
+    for target in (0, 1):
+        z = torch.tensor(EXTREME, requires_grad=True)
+        value = loss(z, torch.full((len(EXTREME),), target))
+        value.backward()
+        assert value.shape == ()
+        assert torch.isfinite(value)
+        assert z.grad is not None
+        assert torch.isfinite(z.grad).all(), (target, z.grad)
+
+
+@pytest.mark.parametrize("name", REDUCING)
+def test_reduction_none_gives_the_samples_of_mean_and_sum(name: str) -> None:
+    z, y = torch.randn(9, 5), torch.randint(0, 5, (9,))
+    per_sample = create_loss(name, reduction="none")(z, y)
+    assert per_sample.shape == (9,)
+    torch.testing.assert_close(create_loss(name)(z, y), per_sample.mean())
+    torch.testing.assert_close(create_loss(name, reduction="sum")(z, y), per_sample.sum())
+    one = torch.stack(
+        [create_loss(name, reduction="sum")(z[i : i + 1], y[i : i + 1]) for i in range(9)]
+    )
+    torch.testing.assert_close(one, per_sample)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_gradcheck_every_loss(name: str) -> None:
+    z = torch.randn(6, 4, dtype=torch.float64, requires_grad=True)
+    y = torch.randint(0, 4, (6,))
+    params = {"temperature": 0.05} if name == "soft_ece" else {}
+    loss = create_loss(name, **params)
+    assert torch.autograd.gradcheck(lambda x: loss(x, y), (z,))

@@ -1,0 +1,91 @@
+"""``calibkit study``: the command line, its options and its bad-input behaviour."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from calibkit.cli import main
+from tests.study.conftest import TINY
+
+
+def test_study_command_runs_part_of_a_study(
+    tiny_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    args = ["study", str(tiny_config), "--out", str(out), "--models", "mlp_dropout"]
+    assert main([*args, "--seeds", "1", "--epochs", "1", "--quiet"]) == 0
+    assert "1 runs; report:" in capsys.readouterr().out
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["mlp_dropout"]
+    assert [p.name for p in (out / "runs" / "mlp_dropout").iterdir()] == ["seed-1"]
+    assert "epochs = 1" in (out / "config.toml").read_text()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("lr = 0.01", "lr = 0.01\nwarmup = 3", "training.warmup: expected a key among epochs"),
+        ('name = "mlp"\nparams', 'name = "mlq"\nparams', "model: expected one of"),
+        ('"digits:0,1,2"', '"digits:0,1,bird"', "classes: expected distinct names among 0, 1"),
+    ],
+)
+def test_bad_configs_exit_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, message: str
+) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(TINY.replace(old, new, 1), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["study", str(cfg), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("calibkit: error:")]
+    assert len(errors) == 1
+    assert message in errors[0]
+    assert "Traceback" not in err
+    assert not (out / "results.csv").exists()
+
+
+def test_unknown_model_option_and_seeds(
+    tiny_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = str(tmp_path / "o")
+    assert main(["study", str(tiny_config), "--out", out, "--models", "resnet"]) == 2
+    assert "model: expected one of mlp, mlp_dropout, got 'resnet'" in capsys.readouterr().err
+    assert main(["study", str(tiny_config), "--out", out, "--seeds", "a"]) == 2
+    assert "--seeds: expected comma-separated integers" in capsys.readouterr().err
+
+
+def test_missing_dataset_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.toml"
+    text = TINY.replace('"digits:0,1,2"', '"cifar10-jpeg:bird,cat"').replace(
+        "calibration_size = 120", 'calibration_size = 120\ndata_dir = "nowhere"'
+    )
+    cfg.write_text(text, encoding="utf-8")
+    assert main(["study", str(cfg), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "nowhere" in err
+    assert "Traceback" not in err
+
+
+def test_output_that_cannot_be_a_folder_exits_2_and_keeps_finished_runs(
+    tiny_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(["study", str(tiny_config), "--out", str(out), "--seeds", "0", "--quiet"]) == 0
+    finished = (out / "runs" / "mlp" / "seed-0" / "train.json").read_bytes()
+    (out / "runs" / "mlp" / "seed-1").parent.mkdir(exist_ok=True)
+    (out / "runs" / "mlp" / "seed-1").write_text("not a folder")
+    assert main(["study", str(tiny_config), "--out", str(out), "--quiet"]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+    assert (out / "runs" / "mlp" / "seed-0" / "train.json").read_bytes() == finished
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert main(["study", str(tiny_config), "--out", str(afile)]) == 2
+    assert "--out: expected a folder path" in capsys.readouterr().err
+
+
+def test_read_only_parent_exits_2(
+    tiny_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["study", str(tiny_config), "--out", str(tmp_path / "no" / "such" / "dir")]) == 2
+    assert "--out: expected a path in an existing folder" in capsys.readouterr().err

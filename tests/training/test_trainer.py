@@ -1,0 +1,413 @@
+"""Tests of the training loop: determinism, resume, validation, tracking, progress."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import Tensor, nn
+
+from calibkit.errors import InputError
+from calibkit.models import mlp
+from calibkit.training import TRACKED, TrainConfig, TrainResult, predict_logits, train
+
+TIMING = ("seconds", "train_seconds", "eval_seconds")
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """Bit-identical results need a fixed thread count; the tests share busy cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _images(n: int = 48, k: int = 3, seed: int = 0) -> tuple[Tensor, Tensor]:
+    """An easy image problem: class c has a bright patch in column block c."""
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(n) % k
+    x = torch.randn(n, 1, 8, 8, generator=g) * 0.3
+    for c in range(k):
+        x[y == c, :, :, 2 * c : 2 * c + 2] += 2.0
+    return x, y
+
+
+def _model(k: int = 3, init: int = 0, dropout: float = 0.0) -> nn.Module:
+    torch.manual_seed(init)
+    return mlp(k, in_channels=1, input_size=8, hidden=(16,), dropout=dropout)
+
+
+def _strip(history: list[dict[str, float]]) -> list[dict[str, float]]:
+    return [{k: v for k, v in h.items() if k not in TIMING} for h in history]
+
+
+def _same_state(a: nn.Module, b: nn.Module) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def _run(
+    cfg: TrainConfig,
+    seed: int = 0,
+    init: int = 0,
+    checkpoint: Path | None = None,
+    loss_fn: Callable[[Tensor, Tensor], Tensor] | None = None,
+    dropout: float = 0.0,
+) -> tuple[nn.Module, TrainResult]:
+    x, y = _images()
+    hx, hy = _images(24, seed=1)
+    model = _model(init=init, dropout=dropout)
+    result = train(
+        model,
+        (x, y),
+        cfg,
+        seed=seed,
+        held_out={"val": (hx, hy)},
+        loss_fn=loss_fn,
+        checkpoint=checkpoint,
+        progress=False,
+    )
+    return model, result
+
+
+# --- (a) determinism ----------------------------------------------------------------------
+
+
+def test_same_seed_is_bit_identical_and_other_seed_differs() -> None:
+    cfg = TrainConfig(epochs=2, batch_size=16, lr=0.01, augment=True)
+    m1, r1 = _run(cfg, seed=5, dropout=0.5)
+    m2, r2 = _run(cfg, seed=5, dropout=0.5)
+    assert _same_state(m1, m2)
+    assert _strip(r1.history) == _strip(r2.history)
+    np.testing.assert_array_equal(r1.logits["val"], r2.logits["val"])
+    m3, r3 = _run(cfg, seed=6, dropout=0.5)
+    assert not _same_state(m1, m3)
+    assert _strip(r1.history) != _strip(r3.history)
+
+
+def test_init_seed_matters_and_train_reseeds_global_rng() -> None:
+    cfg = TrainConfig(epochs=1, batch_size=16, lr=0.01)
+    m1, _ = _run(cfg, init=0)
+    m2, _ = _run(cfg, init=1)
+    assert not _same_state(m1, m2)
+    # the global generator is reseeded by train: dropout does not depend on prior draws
+    x, y = _images()
+    models = []
+    for burn in (0, 10):
+        model = _model(dropout=0.5)
+        torch.rand(burn)
+        train(model, (x, y), cfg, seed=3, held_out={}, progress=False)
+        models.append(model)
+    assert _same_state(*models)
+
+
+# --- (b) resume ---------------------------------------------------------------------------
+
+
+class Killed(Exception):
+    """Stands for the process being killed in the middle of an epoch."""
+
+
+def _killed_after(batches: int) -> Callable[[Tensor, Tensor], Tensor]:
+    """Cross-entropy (the default loss) that raises on batch number ``batches`` + 1."""
+    count = [0]
+
+    def loss(logits: Tensor, labels: Tensor) -> Tensor:
+        if count[0] == batches:
+            raise Killed
+        count[0] += 1
+        return nn.functional.cross_entropy(logits, labels)
+
+    return loss
+
+
+ONECYCLE = TrainConfig(epochs=4, batch_size=16, lr=0.02, schedule="onecycle", augment=True)
+
+
+@pytest.mark.parametrize(
+    ("cfg", "dropout"),
+    [(ONECYCLE, 0.0), (ONECYCLE.replace(augment=False), 0.5), (ONECYCLE, 0.5)],
+    ids=["adam-onecycle-augment", "adam-onecycle-dropout", "adam-onecycle-augment-dropout"],
+)
+def test_resume_after_a_kill_is_bit_identical(
+    tmp_path: Path, cfg: TrainConfig, dropout: float
+) -> None:
+    ma, ra = _run(cfg, seed=7, checkpoint=tmp_path / "a.pt", dropout=dropout)
+    ck = tmp_path / "ck.pt"
+    with pytest.raises(Killed):  # killed in epoch 3 (3 batches per epoch)
+        _run(cfg, seed=7, checkpoint=ck, dropout=dropout, loss_fn=_killed_after(7))
+    assert ck.is_file()
+    torch.manual_seed(123)  # the resumed process's global generator is anything
+    mb, rb = _run(cfg, seed=7, checkpoint=ck, dropout=dropout)
+    assert _same_state(ma, mb)
+    np.testing.assert_array_equal(ra.logits["val"], rb.logits["val"])
+    assert _strip(ra.history) == _strip(rb.history)
+    assert [h["epoch"] for h in rb.history] == [1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.parametrize(
+    ("cfg", "dropout"),
+    [
+        (TrainConfig(epochs=4, batch_size=16, lr=0.02, augment=True), 0.5),
+        (
+            TrainConfig(
+                epochs=4,
+                batch_size=16,
+                optimizer="sgd",
+                lr=0.05,
+                nesterov=True,
+                schedule="step",
+                milestones=(2, 3),
+                augment=True,
+            ),
+            0.5,
+        ),
+    ],
+    ids=["adam-none-augment-dropout", "sgd-step-augment-dropout"],
+)
+def test_extending_a_finished_run_is_bit_identical(
+    tmp_path: Path, cfg: TrainConfig, dropout: float
+) -> None:
+    """Schedules that do not depend on the run length: 2 epochs, then 2 more = 4 in one go."""
+    ma, ra = _run(cfg, seed=7, checkpoint=tmp_path / "a.pt", dropout=dropout)
+    ck = tmp_path / "ck.pt"
+    _, first = _run(cfg.replace(epochs=2), seed=7, checkpoint=ck, dropout=dropout)
+    assert len(first.history) == 2
+    torch.manual_seed(123)
+    mb, rb = _run(cfg, seed=7, checkpoint=ck, dropout=dropout)
+    assert _same_state(ma, mb)
+    np.testing.assert_array_equal(ra.logits["val"], rb.logits["val"])
+    assert _strip(ra.history) == _strip(rb.history)
+    assert rb.history[:2] == first.history  # the first two epochs came from the checkpoint
+
+
+def test_finished_checkpoint_trains_no_more(tmp_path: Path) -> None:
+    cfg = TrainConfig(epochs=2, batch_size=16, lr=0.01)
+    ck = tmp_path / "ck.pt"
+    ma, ra = _run(cfg, checkpoint=ck)
+    mb, rb = _run(cfg, init=99, checkpoint=ck)  # weights come from the checkpoint
+    assert _same_state(ma, mb)
+    assert rb.history == ra.history
+    np.testing.assert_array_equal(ra.logits["val"], rb.logits["val"])
+
+
+# --- (c) corrupt checkpoint ---------------------------------------------------------------
+
+
+def test_corrupt_checkpoint_raises_input_error(tmp_path: Path) -> None:
+    ck = tmp_path / "ck.pt"
+    ck.write_bytes(np.random.default_rng(0).bytes(256))
+    with pytest.raises(InputError, match=r"^checkpoint: expected a calibkit training checkpoint"):
+        _run(TrainConfig(epochs=1, batch_size=16), checkpoint=ck)
+
+
+def test_foreign_checkpoint_version_raises_input_error(tmp_path: Path) -> None:
+    ck = tmp_path / "ck.pt"
+    torch.save({"version": 99}, ck)
+    with pytest.raises(InputError, match=r"^checkpoint: expected version 1"):
+        _run(TrainConfig(epochs=1, batch_size=16), checkpoint=ck)
+
+
+# --- (d) bad splits -----------------------------------------------------------------------
+
+
+def _bad(train_split: tuple[object, object], held: dict[str, tuple[object, object]]) -> None:
+    train(
+        _model(),
+        train_split,
+        TrainConfig(epochs=1),
+        seed=0,
+        held_out=held,  # type: ignore[arg-type]
+        progress=False,
+    )
+
+
+def test_bad_train_split() -> None:
+    x, y = _images(12)
+    nan = x.clone()
+    nan[3, 0, 1, 1] = float("nan")
+    with pytest.raises(InputError, match=r"^train_split: expected finite inputs, got NaN or inf"):
+        _bad((nan, y), {})
+    inf = x.clone()
+    inf[0, 0, 0, 0] = float("inf")
+    with pytest.raises(InputError, match=r"^train_split: expected finite inputs"):
+        _bad((inf, y), {})
+    with pytest.raises(InputError, match=r"^train_split: expected a float tensor of inputs"):
+        _bad((x.long(), y), {})
+    with pytest.raises(InputError, match=r"^train_split: expected a float tensor of inputs"):
+        _bad((x.numpy(), y), {})
+    with pytest.raises(InputError, match=r"^train_split: expected a float tensor of inputs"):
+        _bad((x.reshape(-1), y), {})  # no sample axis
+    with pytest.raises(InputError, match=r"^train_split: expected int64 labels of shape \(12,\)"):
+        _bad((x, y.int()), {})
+    with pytest.raises(InputError, match=r"^train_split: expected int64 labels.*\(11,\)"):
+        _bad((x, y[:11]), {})
+    with pytest.raises(InputError, match=r"^train_split: expected int64 labels.*\(12, 1\)"):
+        _bad((x, y[:, None]), {})
+    with pytest.raises(InputError, match=r"^train_split: expected int64 labels"):
+        _bad((x, y.float()), {})
+
+
+def test_labels_not_a_tensor() -> None:
+    x, y = _images(12)
+    with pytest.raises(InputError, match=r"^train_split: expected int64 labels.*got ndarray"):
+        _bad((x, y.numpy()), {})
+    with pytest.raises(InputError, match=r"^train_split: expected int64 labels.*got list"):
+        _bad((x, y.tolist()), {})
+
+
+def test_bad_held_out_split_is_named() -> None:
+    x, y = _images(12)
+    nan = x.clone()
+    nan[0, 0, 0, 0] = float("nan")
+    with pytest.raises(InputError, match=r"^calibration: expected finite inputs"):
+        _bad((x, y), {"test": (x, y), "calibration": (nan, y)})
+    with pytest.raises(InputError, match=r"^test: expected int64 labels"):
+        _bad((x, y), {"test": (x, y.int())})
+    with pytest.raises(InputError, match=r"^test: expected a float tensor"):
+        _bad((x, y), {"test": (x.int(), y)})
+
+
+# --- (e) history, logits, mode ------------------------------------------------------------
+
+
+def test_history_logits_and_eval_mode() -> None:
+    x, y = _images(60)
+    held = {"val": _images(30, seed=1), "test": _images(21, seed=2)}
+    model = _model(dropout=0.2)
+    cfg = TrainConfig(epochs=6, batch_size=20, lr=0.01, eval_batch_size=8)
+    result = train(model, (x, y), cfg, seed=0, held_out=held, progress=False)
+    assert len(result.history) == 6
+    for i, h in enumerate(result.history, start=1):
+        assert h["epoch"] == float(i)
+        for key in ("train_loss", "train_accuracy", "lr", *TIMING):
+            assert key in h
+        for name in held:
+            for what in TRACKED:
+                assert f"{name}_{what}" in h
+        assert 0.0 <= h["train_accuracy"] <= 1.0
+        assert h["lr"] == 0.01
+    expected = {"epoch", "lr", "train_loss", "train_accuracy", *TIMING}
+    expected |= {f"{n}_{w}" for n in held for w in TRACKED}
+    assert set(result.history[0]) == expected
+    losses = [h["train_loss"] for h in result.history]
+    assert all(a > b for a, b in itertools.pairwise(losses))
+    assert losses[-1] < 0.5 * losses[0]
+    assert result.history[-1]["val_accuracy"] > 0.9
+    assert not model.training
+    assert result.seconds >= sum(h["seconds"] for h in result.history) * 0.99
+    for name, (hx, hy) in held.items():
+        assert result.logits[name].dtype == np.float32
+        assert result.logits[name].shape == (len(hy), 3)
+        np.testing.assert_array_equal(result.logits[name], predict_logits(model, hx).numpy())
+        np.testing.assert_array_equal(result.labels[name], hy.numpy())
+        assert result.labels[name].dtype == np.int64
+    last = result.history[-1]
+    logits = result.logits["val"]
+    val_y = held["val"][1].numpy()
+    assert last["val_accuracy"] == pytest.approx(np.mean(logits.argmax(1) == val_y))
+
+
+def test_train_loss_is_the_mean_batch_loss() -> None:
+    """With lr tiny the weights barely move: the epoch loss is the cross-entropy at init."""
+    x, y = _images(32)
+    model = _model()
+    with torch.no_grad():
+        initial = nn.functional.cross_entropy(model(x), y).item()
+    cfg = TrainConfig(epochs=1, batch_size=10, optimizer="sgd", momentum=0.0, lr=1e-9)
+    result = train(model, (x, y), cfg, seed=0, held_out={}, progress=False)
+    assert result.history[0]["train_loss"] == pytest.approx(initial, rel=1e-6)
+    assert result.logits == {}
+    assert result.labels == {}
+
+
+def test_predict_logits_batches_and_eval_mode() -> None:
+    model = _model(dropout=0.5)
+    model.train()
+    x, _ = _images(10)
+    out = predict_logits(model, x, batch_size=3)
+    assert not model.training
+    assert out.shape == (10, 3)
+    assert out.dtype == torch.float32
+    with torch.no_grad():
+        torch.testing.assert_close(out, model(x), rtol=1e-6, atol=1e-6)
+
+
+def test_lr_in_history_follows_the_schedule() -> None:
+    cfg = TrainConfig(
+        epochs=3,
+        batch_size=16,
+        optimizer="sgd",
+        lr=0.1,
+        schedule="step",
+        milestones=(1, 2),
+        lr_decay=0.5,
+    )
+    _, result = _run(cfg)
+    assert [h["lr"] for h in result.history] == pytest.approx([0.05, 0.025, 0.025])
+
+
+# --- (f) custom loss ----------------------------------------------------------------------
+
+
+def test_custom_loss_is_used() -> None:
+    calls: list[int] = []
+
+    def counting_loss(logits: Tensor, labels: Tensor) -> Tensor:
+        calls.append(len(labels))
+        return nn.functional.cross_entropy(logits, labels) * 0.0 + 7.0 + 0.0 * logits.sum()
+
+    x, y = _images(40)
+    cfg = TrainConfig(epochs=2, batch_size=16)
+    result = train(
+        _model(), (x, y), cfg, seed=0, held_out={}, loss_fn=counting_loss, progress=False
+    )
+    assert calls == [16, 16, 8, 16, 16, 8]
+    assert [h["train_loss"] for h in result.history] == pytest.approx([7.0, 7.0])
+
+
+# --- (g) progress output ------------------------------------------------------------------
+
+
+def test_progress_summary_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    x, y = _images(8)
+    cfg = TrainConfig(epochs=20, batch_size=8)
+    train(_model(), (x, y), cfg, seed=0, held_out={"val": (x, y)}, label="m/0 ")
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    shown = [int(m.group(1)) for m in map(re.compile(r"^m/0 epoch (\d+)/20 ").match, lines) if m]
+    assert shown == [1, *range(2, 21, 2)]
+    assert len(lines) == len(shown)
+    assert re.search(r"loss \d+\.\d{4} acc [\d.]+% \| val: acc [\d.]+% nll [\d.]+ ece ", lines[0])
+    assert "(opt " in lines[0]
+    assert lines[0].endswith("s")
+
+
+@pytest.mark.parametrize(("epochs", "expected"), [(3, [1, 2, 3]), (25, [1, 2, 4, 6])])
+def test_progress_epochs_shown(
+    capsys: pytest.CaptureFixture[str], epochs: int, expected: list[int]
+) -> None:
+    x, y = _images(8)
+    train(_model(), (x, y), TrainConfig(epochs=epochs, batch_size=8), seed=0, held_out={})
+    lines = capsys.readouterr().err.splitlines()
+    shown = [int(line.split()[1].split("/")[0]) for line in lines]
+    assert shown[: len(expected)] == expected
+    assert shown[-1] == epochs
+    if epochs == 25:
+        assert shown == [1, *range(2, 25, 2), 25]
+
+
+def test_progress_false_is_silent(capsys: pytest.CaptureFixture[str]) -> None:
+    x, y = _images(8)
+    train(
+        _model(), (x, y), TrainConfig(epochs=2, batch_size=8), seed=0, held_out={}, progress=False
+    )
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert captured.out == ""
