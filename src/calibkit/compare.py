@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -226,13 +226,15 @@ def compare(
     mode: Mode = "top_label",
     source: str = "",
     progress: Callable[[str], None] | None = None,
+    params: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Comparison:
     """Fit each method on ``cal``, evaluate it on ``test``; the ``"none"`` row comes first.
 
-    ``methods`` defaults to :func:`applicable_methods`. ``mode`` says what the calibration
-    metrics and diagrams measure for a binary problem (see :mod:`calibkit.binning`). An
-    error in any method propagates (nothing is returned, so no report is written from a
-    partial comparison).
+    ``methods`` defaults to :func:`applicable_methods`; ``params`` maps a method name to
+    the parameters of its calibrator (e.g. ``{"temperature_ece": {"t_max": 10.0}}``).
+    ``mode`` says what the calibration metrics and diagrams measure for a binary problem
+    (see :mod:`calibkit.binning`). An error in any method propagates (nothing is returned,
+    so no report is written from a partial comparison).
     """
     for arg, val in (("cal", cal), ("test", test)):
         if not isinstance(val, ClassifierOutputs):
@@ -252,7 +254,8 @@ def compare(
     for i, name in enumerate(names, start=1):
         say(f"[{i}/{len(names)}] fitting {name} on {cal.n_samples:,} calibration samples")
         start = time.perf_counter()
-        calibrator = get_calibrator(name).fit(cal_logits, cal.labels)
+        calibrator = get_calibrator(name, **(params or {}).get(name, {}))
+        calibrator.fit(cal_logits, cal.labels)
         seconds = time.perf_counter() - start
         calibrated = as_outputs(test.labels, probs=calibrator.predict_proba(test_logits))
         rows.append(_judge(name, calibrated, summarize_params(calibrator), seconds, settings))

@@ -12,7 +12,9 @@ from tests.conftest import shared_path
 
 def test_registry_names() -> None:
     assert DATASETS.names() == ["digits", "cifar10-jpeg", "cifar10", "cifar100", "bloodmnist"]
-    with pytest.raises(UnknownNameError, match="bloodmnist, cifar10, cifar10-jpeg, cifar100, digits"):
+    with pytest.raises(
+        UnknownNameError, match="bloodmnist, cifar10, cifar10-jpeg, cifar100, digits"
+    ):
         load_dataset("mnist")
 
 

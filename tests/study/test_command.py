@@ -89,3 +89,14 @@ def test_read_only_parent_exits_2(
 ) -> None:
     assert main(["study", str(tiny_config), "--out", str(tmp_path / "no" / "such" / "dir")]) == 2
     assert "--out: expected a path in an existing folder" in capsys.readouterr().err
+
+
+def test_the_embedded_default_study_runs_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["study", "--epochs", "2", "--seeds", "0", "--quiet"]) == 0
+    out = tmp_path / "study-digits"
+    assert (out / "report.html").exists()
+    assert (out / "results.csv").read_text().startswith("model,seed,calibrator,accuracy")
+    assert f"report: {Path('study-digits') / 'report.html'}" in capsys.readouterr().out

@@ -38,8 +38,9 @@ def test_defaults_are_valid() -> None:
         ({"weight_decay": -1e-4}, r"^weight_decay: expected a finite number >= 0, got"),
         ({"weight_decay": float("inf")}, r"^weight_decay: expected a finite number >= 0"),
         ({"lr_decay": 0}, r"^lr_decay: expected a finite number > 0, got 0"),
-        ({"nesterov": 1}, r"^nesterov/augment: expected true or false"),
-        ({"augment": "yes"}, r"^nesterov/augment: expected true or false"),
+        ({"nesterov": 1}, r"^nesterov: expected true or false"),
+        ({"augment": "yes"}, r"^augment: expected true or false"),
+        ({"track_learning": 1}, r"^track_learning: expected true or false"),
         ({"nesterov": True}, r"^nesterov: expected sgd with momentum > 0, got adam"),
         (
             {"nesterov": True, "optimizer": "sgd", "momentum": 0.0},

@@ -411,3 +411,44 @@ def test_progress_false_is_silent(capsys: pytest.CaptureFixture[str]) -> None:
     captured = capsys.readouterr()
     assert captured.err == ""
     assert captured.out == ""
+
+
+def test_learned_epoch_of_a_frozen_model_is_its_correctness() -> None:
+    """With a learning rate of ~0 the mini-batch predictions never change: every sample
+    the model gets right was learned in epoch 1, every other one never (0)."""
+    torch.manual_seed(0)
+    x, y = torch.randn(60, 1, 8, 8), torch.randint(0, 3, (60,))
+    model = mlp(3, in_channels=1, input_size=8, hidden=(8,))
+    cfg = TrainConfig(epochs=3, batch_size=16, optimizer="sgd", lr=1e-30, track_learning=True)
+    result = train(model, (x, y), cfg, seed=0, held_out={}, progress=False)
+    correct = result.logits["train"].argmax(1) == y.numpy()
+    assert result.learned_epoch is not None
+    assert result.learned_epoch.tolist() == np.where(correct, 1, 0).tolist()
+    assert result.labels["train"].tolist() == y.tolist()
+
+
+def test_learned_epoch_survives_resume(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    x, y = torch.randn(80, 1, 8, 8), torch.randint(0, 2, (80,))
+    cfg = TrainConfig(epochs=6, batch_size=16, lr=0.05, track_learning=True)
+
+    def run(epochs: int, checkpoint: Path | None) -> np.ndarray:
+        torch.manual_seed(1)
+        model = mlp(2, in_channels=1, input_size=8, hidden=(8,))
+        res = train(
+            model,
+            (x, y),
+            cfg.replace(epochs=epochs),
+            seed=0,
+            held_out={},
+            checkpoint=checkpoint,
+            progress=False,
+        )
+        assert res.learned_epoch is not None
+        return res.learned_epoch
+
+    whole = run(6, None)
+    run(3, tmp_path / "ck.pt")
+    assert run(6, tmp_path / "ck.pt").tolist() == whole.tolist()
+    assert set(whole.tolist()) <= set(range(7))
+    assert (whole > 1).any()

@@ -5,6 +5,7 @@ A study is a TOML file (see ``configs/`` and the README)::
     name = "bird-vs-cat"
     seeds = [0, 1, 2, 3, 4]
     calibrators = []            # empty: every calibrator that applies
+    calibrator_params = { temperature_ece = { t_min = 0.01, t_max = 10.0, t_step = 0.01 } }
 
     [data]
     dataset = "cifar10-jpeg:bird,cat"
@@ -49,9 +50,14 @@ class DataConfig:
 
     ``dataset`` is a :data:`~calibkit.data.DATASETS` spec (``name`` or ``name:class,class``).
     The calibration part is the dataset's ``val`` split when it has one (MedMNIST), else
-    ``calibration_size`` samples (a count, or a fraction) carved from the training split,
-    stratified and seeded by ``split_seed``; the same for every model and seed, so that the
-    seeds measure training noise. Inputs are normalised by the training part's per-channel
+    ``calibration_size`` samples (a count, or a fraction) carved from the split named by
+    ``calibration_from``: ``train`` (the default), or ``test`` for a model that may have
+    seen the training images before (one initialised from a checkpoint trained on them),
+    so that calibration and test images are both unseen. The carve is stratified and
+    seeded by ``split_seed``: the same for every model and seed, so that the seeds measure
+    training noise. ``train_size`` (a count or a fraction) trains on a stratified, seeded
+    subset of what remains of the training split, to fit a study into a CPU budget.
+    Inputs are normalised by the training part's per-channel
     mean and standard deviation when ``normalize`` is true, or by ``mean`` and ``std`` when
     given (e.g. the statistics a pretrained model was trained with).
     """
@@ -59,6 +65,8 @@ class DataConfig:
     dataset: str
     data_dir: str | None = None
     calibration_size: int | float = 0.1
+    calibration_from: str = "train"
+    train_size: int | float | None = None
     split_seed: int = 0
     normalize: bool = True
     mean: tuple[float, ...] = ()
@@ -70,6 +78,14 @@ class DataConfig:
         bad_fraction = isinstance(size, float) and not 0.0 < size < 1.0
         if bad_fraction or (isinstance(size, int) and size < 1):
             raise InputError("calibration_size", "a count >= 1 or a fraction in (0, 1)", repr(size))
+        tsize = self.train_size
+        if tsize is not None and (
+            (isinstance(tsize, float) and not 0.0 < tsize < 1.0)
+            or (isinstance(tsize, int) and tsize < 1)
+        ):
+            raise InputError("train_size", "a count >= 1 or a fraction in (0, 1)", repr(tsize))
+        if self.calibration_from not in ("train", "test"):
+            raise InputError("calibration_from", "train or test", repr(self.calibration_from))
         if len(self.mean) != len(self.std) or any(s <= 0 for s in self.std):
             raise InputError("mean/std", "as many means as stds > 0", f"{self.mean} / {self.std}")
 
@@ -81,6 +97,10 @@ class ModelSpec:
     ``label`` (default: the name) identifies it in results, so one architecture can appear
     twice with different settings.
 
+    ``data`` overrides keys of the study's ``[data]`` table for this model (for instance
+    ``calibration_from`` and the normalisation of a pretrained model); the dataset itself
+    must stay the same.
+
     ``init`` starts a CIFAR ResNet from a checkpoint (a path, relative to the config file)
     instead of random weights; ``init_rows`` picks the checkpoint's classifier rows to keep,
     one per class of the study (e.g. ``[2, 3]`` for bird and cat of a CIFAR-10 model);
@@ -90,6 +110,7 @@ class ModelSpec:
     label: str = ""
     params: dict[str, Any] = field(default_factory=dict)
     training: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
     init: str | None = None
     init_rows: tuple[int, ...] = ()
 
@@ -116,6 +137,7 @@ class StudyConfig:
     training: TrainConfig = field(default_factory=TrainConfig)
     seeds: tuple[int, ...] = (0,)
     calibrators: tuple[str, ...] = ()
+    calibrator_params: dict[str, Any] = field(default_factory=dict)
     n_bins: int = 15
     n_floor_draws: int = 200
     device: str = "auto"
@@ -132,6 +154,13 @@ class StudyConfig:
             raise InputError("seeds", "integers >= 0", repr(list(self.seeds)))
         for name in self.calibrators:
             CALIBRATORS.get(name)
+        for name, params in self.calibrator_params.items():
+            if not isinstance(params, dict):
+                raise InputError(f"calibrator_params.{name}", "a table of parameters", repr(params))
+            try:
+                CALIBRATORS.get(name)(**params)
+            except TypeError as exc:
+                raise InputError(f"calibrator_params.{name}", "its parameters", str(exc)) from None
         if self.n_bins < 1 or self.n_floor_draws < 0:
             raise InputError(
                 "n_bins/n_floor_draws", ">= 1 / >= 0", f"{self.n_bins}/{self.n_floor_draws}"
@@ -140,11 +169,19 @@ class StudyConfig:
             raise InputError("device", "auto, cpu, cuda or cuda:N", repr(self.device))
         for i, spec in enumerate(self.models):
             self.model_training(spec, where=f"models[{i}].training")
+            if "dataset" in spec.data or "data_dir" in spec.data:
+                raise InputError(f"models[{i}].data", "no dataset or data_dir", str(spec.data))
+            self.model_data(spec, where=f"models[{i}].data")
 
     def model_training(self, spec: ModelSpec, where: str = "training") -> TrainConfig:
         """The training settings of ``spec``: ``[training]`` with its overrides applied."""
         base = {f.name: getattr(self.training, f.name) for f in dataclasses.fields(TrainConfig)}
         return from_mapping(TrainConfig, {**base, **spec.training}, where)
+
+    def model_data(self, spec: ModelSpec, where: str = "data") -> DataConfig:
+        """The data settings of ``spec``: ``[data]`` with its overrides applied."""
+        base = {f.name: getattr(self.data, f.name) for f in dataclasses.fields(DataConfig)}
+        return from_mapping(DataConfig, {**base, **spec.data}, where)
 
     def model(self, label: str) -> ModelSpec:
         """The model with ``label``."""

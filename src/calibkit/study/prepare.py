@@ -52,9 +52,15 @@ def prepare_data(cfg: DataConfig) -> StudyData:
     train, test = parts["train"], parts["test"]
     if "val" in parts:
         cal = parts["val"]
+    elif cfg.calibration_from == "test":
+        keep, carve = stratified_split(test.labels, cfg.calibration_size, seed=cfg.split_seed)
+        test, cal = _take(test, keep), _take(test, carve)
     else:
         keep, carve = stratified_split(train.labels, cfg.calibration_size, seed=cfg.split_seed)
         train, cal = _take(train, keep), _take(train, carve)
+    if cfg.train_size is not None:
+        _, keep = stratified_split(train.labels, cfg.train_size, seed=cfg.split_seed + 1)
+        train = _take(train, keep)
     c = train.images.shape[-1]
     if cfg.mean:
         if len(cfg.mean) != c:

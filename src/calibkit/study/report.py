@@ -224,8 +224,16 @@ def _num(x: float | None) -> str:
     return "" if x is None or not math.isfinite(x) else repr(float(x))
 
 
-def _header(cfg: StudyConfig, records: Sequence[RunRecord], sizes: dict[str, int]) -> str:
-    n = ", ".join(f"{k} {v:,}" for k, v in sizes.items())
+def _header(
+    cfg: StudyConfig, records: Sequence[RunRecord], sizes: dict[str, dict[str, int]]
+) -> str:
+    splits: dict[str, list[str]] = {}
+    for model, s in sizes.items():
+        splits.setdefault(", ".join(f"{k} {v:,}" for k, v in s.items()), []).append(model)
+    if len(splits) == 1:
+        n = next(iter(splits))
+    else:
+        n = "; ".join(f"{', '.join(models)}: {text}" for text, models in splits.items())
     return (
         f"Dataset {cfg.data.dataset} ({n}); {len(records)} runs: "
         f"{len({r.model for r in records})} models x {len(cfg.seeds)} seeds; "
@@ -238,7 +246,7 @@ def write_study_report(
     records: Sequence[RunRecord],
     out: Path,
     classes: Sequence[str],
-    sizes: dict[str, int],
+    sizes: dict[str, dict[str, int]],
 ) -> dict[str, Any]:
     """Write results.csv/json, report.md/html and figures/ into ``out``; return the stats."""
     stats = aggregate(records)

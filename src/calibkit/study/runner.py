@@ -6,7 +6,8 @@ Layout of the output folder::
     runs/<model>/seed-<s>/
         identity.json              what this run is (data, model, training, seed)
         checkpoint.pt              while training: the state after the last epoch
-        logits.npz                 calibration and test logits and labels
+        logits.npz                 calibration and test logits and labels (and, with
+                                   track_learning, the training set's and its learned epochs)
         model.safetensors          the trained weights
         train.json                 per-epoch history; written last: the run is finished
         calibration.json           one row per calibrator, for the current calibrator list
@@ -45,7 +46,7 @@ from calibkit.models import (
     load_pretrained_cifar_resnet,
 )
 from calibkit.outputs import as_outputs
-from calibkit.study.config import ModelSpec, StudyConfig
+from calibkit.study.config import DataConfig, ModelSpec, StudyConfig
 from calibkit.study.prepare import StudyData, prepare_data
 from calibkit.tomlconfig import to_toml
 from calibkit.training import TrainConfig, train
@@ -154,7 +155,7 @@ def loss_function(cfg: TrainConfig) -> Callable[[torch.Tensor, torch.Tensor], to
 
 def run_identity(cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData) -> dict[str, Any]:
     """What makes two runs the same (the data folder is left out: data may move)."""
-    data_cfg = dataclasses.asdict(cfg.data)
+    data_cfg = dataclasses.asdict(cfg.model_data(spec))
     data_cfg.pop("data_dir")
     return {
         "format": FORMAT_VERSION,
@@ -212,14 +213,15 @@ def train_run(
         progress=progress,
         label=f"{spec.label} seed {seed} ",
     )
+    arrays = {
+        f"{split}_{kind}": d[split]
+        for kind, d in (("logits", result.logits), ("labels", result.labels))
+        for split in d
+    }
+    if result.learned_epoch is not None:
+        arrays["train_learned_epoch"] = result.learned_epoch
     buf = io.BytesIO()
-    np.savez_compressed(
-        buf,
-        cal_logits=result.logits["cal"],
-        cal_labels=result.labels["cal"],
-        test_logits=result.logits["test"],
-        test_labels=result.labels["test"],
-    )
+    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]
     atomic_write_bytes(rdir / "logits.npz", buf.getvalue())
     weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     atomic_write_bytes(rdir / "model.safetensors", safetensors_bytes(weights))
@@ -250,6 +252,7 @@ def calibrate_run(cfg: StudyConfig, label: str, seed: int, rdir: Path) -> list[d
     """Rows of every calibrator for one run (cached in ``calibration.json``)."""
     settings = {
         "calibrators": list(cfg.calibrators),
+        "params": cfg.calibrator_params,
         "n_bins": cfg.n_bins,
         "n_floor_draws": cfg.n_floor_draws,
     }
@@ -262,7 +265,15 @@ def calibrate_run(cfg: StudyConfig, label: str, seed: int, rdir: Path) -> list[d
     z = load_logits(rdir)
     cal = as_outputs(z["cal_labels"], logits=z["cal_logits"])
     test = as_outputs(z["test_labels"], logits=z["test_logits"])
-    comp = compare(cal, test, list(cfg.calibrators) or None, n_bins=cfg.n_bins, n_boot=0, seed=seed)
+    comp = compare(
+        cal,
+        test,
+        list(cfg.calibrators) or None,
+        n_bins=cfg.n_bins,
+        n_boot=0,
+        seed=seed,
+        params=cfg.calibrator_params,
+    )
     rows = []
     for r in comp.rows:
         v = r.evaluation.values
@@ -282,11 +293,11 @@ def calibrate_run(cfg: StudyConfig, label: str, seed: int, rdir: Path) -> list[d
 
 @dataclass(frozen=True)
 class StudyRuns:
-    """Every finished run of a study, with the class names and split sizes."""
+    """Every finished run of a study, with the class names and each model's split sizes."""
 
     records: list[RunRecord]
     classes: tuple[str, ...]
-    sizes: dict[str, int]
+    sizes: dict[str, dict[str, int]]
     seconds: float
 
 
@@ -299,16 +310,22 @@ def run_study(
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out / "config.toml", to_toml(cfg).encode("utf-8"))
     start = time.perf_counter()
-    say(f"loading {cfg.data.dataset}")
-    data = prepare_data(cfg.data)
-    counts = ", ".join(f"{k} {len(v[1]):,}" for k, v in data.splits.items())
-    say(f"{data.n_classes} classes ({', '.join(data.classes)}); {counts}")
+    prepared: dict[DataConfig, StudyData] = {}
+    sizes: dict[str, dict[str, int]] = {}
     records = []
     total = len(cfg.models) * len(cfg.seeds)
     for i, (spec, seed) in enumerate(((m, s) for m in cfg.models for s in cfg.seeds), start=1):
         rdir = out / "runs" / spec.label / f"seed-{seed}"
         done = (rdir / "train.json").exists()
         say(f"[{i}/{total}] {spec.label} seed {seed}" + (" (finished before)" if done else ""))
+        data_cfg = cfg.model_data(spec)
+        if data_cfg not in prepared:
+            say(f"loading {data_cfg.dataset}")
+            prepared[data_cfg] = data = prepare_data(data_cfg)
+            counts = ", ".join(f"{k} {len(v[1]):,}" for k, v in data.splits.items())
+            say(f"{data.n_classes} classes ({', '.join(data.classes)}); {counts}")
+        data = prepared[data_cfg]
+        sizes[spec.label] = {k: len(v[1]) for k, v in data.splits.items()}
         train_run(cfg, spec, seed, data, rdir, progress)
         rows = calibrate_run(cfg, spec.label, seed, rdir)
         info = read_json(rdir / "train.json")
@@ -325,5 +342,4 @@ def run_study(
         )
     seconds = time.perf_counter() - start
     say(f"all {total} runs done in {seconds:.0f}s")
-    sizes = {k: len(v[1]) for k, v in data.splits.items()}
     return StudyRuns(records, data.classes, sizes, seconds)

@@ -50,7 +50,8 @@ class TrainConfig:
     (PyTorch's one-cycle policy peaking at ``lr``, stepped per batch). ``augment`` applies
     random crop (4-pixel zero padding) and horizontal flip to training batches. ``loss``
     names a registered loss and ``loss_params`` its parameters. Per-epoch tracking evaluates
-    every held-out split with ``n_bins`` equal-width bins.
+    every held-out split with ``n_bins`` equal-width bins. ``track_learning`` records when
+    each training sample was learned and its final logits (see :class:`TrainResult`).
     """
 
     epochs: int = 10
@@ -68,6 +69,7 @@ class TrainConfig:
     loss_params: dict[str, Any] = field(default_factory=dict)
     eval_batch_size: int = 1024
     n_bins: int = 15
+    track_learning: bool = False
 
     def __post_init__(self) -> None:
         _check_int("epochs", self.epochs, 1)
@@ -82,8 +84,9 @@ class TrainConfig:
         _check_float("momentum", self.momentum, below_one=True)
         _check_float("weight_decay", self.weight_decay)
         _check_float("lr_decay", self.lr_decay, positive=True)
-        if not isinstance(self.nesterov, bool) or not isinstance(self.augment, bool):
-            raise InputError("nesterov/augment", "true or false", f"{self.nesterov}/{self.augment}")
+        for flag in ("nesterov", "augment", "track_learning"):
+            if not isinstance(getattr(self, flag), bool):
+                raise InputError(flag, "true or false", repr(getattr(self, flag)))
         if self.nesterov and (self.optimizer != "sgd" or self.momentum == 0):
             raise InputError("nesterov", "sgd with momentum > 0", f"{self.optimizer}")
         milestones = tuple(self.milestones)

@@ -60,12 +60,19 @@ CHECKPOINT_VERSION = 1
 
 @dataclass(frozen=True)
 class TrainResult:
-    """Per-epoch ``history`` (one dict per epoch) and the final held-out ``logits``/``labels``."""
+    """Per-epoch ``history`` (one dict per epoch) and the final held-out ``logits``/``labels``.
+
+    With ``cfg.track_learning``, ``logits``/``labels`` also hold the ``"train"`` split
+    (eval mode, no augmentation) and ``learned_epoch`` gives, per training sample, the epoch
+    from which its mini-batch prediction stayed correct to the end (0: wrong in the last
+    epoch, never learned), as in Wang et al. (2021), Fig. 5.
+    """
 
     history: list[dict[str, float]]
     logits: dict[str, npt.NDArray[np.float32]]
     labels: dict[str, npt.NDArray[np.int64]]
     seconds: float
+    learned_epoch: npt.NDArray[np.int64] | None = None
 
 
 def _check_split(name: str, split: Split) -> Split:
@@ -139,6 +146,7 @@ def train(
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     history: list[dict[str, float]] = []
+    last_wrong = torch.zeros(n, dtype=torch.int64)  # last epoch a sample was misclassified
     state = _load_checkpoint(checkpoint) if checkpoint is not None else None
     if state is not None:
         model.load_state_dict(state["model"])
@@ -153,6 +161,7 @@ def train(
                 f"{checkpoint} (made with other settings; delete it to start again)",
             )
         history = list(state["history"])
+        last_wrong = state.get("last_wrong", last_wrong)
     start = time.perf_counter() - sum(h["seconds"] for h in history)
     for epoch in range(len(history) + 1, cfg.epochs + 1):
         t0 = time.perf_counter()
@@ -176,7 +185,10 @@ def train(
                 sched.step()
             with torch.no_grad():
                 loss_sum += batch_loss.detach().double().cpu() * len(idx)
-                correct += (out.argmax(1) == yb).sum().cpu()
+                hit = (out.argmax(1) == yb).cpu()
+                correct += hit.sum()
+                if cfg.track_learning:
+                    last_wrong[idx[~hit]] = epoch
             bar.update(1, f"loss {batch_loss.item():.4f}" if bar.live else "")
         if not per_batch:
             sched.step()
@@ -211,6 +223,7 @@ def train(
                     "generator": gen.get_state(),
                     "torch_rng": torch.get_rng_state(),
                     "history": history,
+                    "last_wrong": last_wrong,
                 },
             )
     model.eval()
@@ -219,7 +232,13 @@ def train(
         for name, (hx, _) in held.items()
     }
     labels = {name: hy.numpy().astype(np.int64) for name, (_, hy) in held.items()}
-    return TrainResult(history, logits, labels, time.perf_counter() - start)
+    learned = None
+    if cfg.track_learning:
+        logits["train"] = predict_logits(model, x, cfg.eval_batch_size).numpy()
+        labels["train"] = y.numpy().astype(np.int64)
+        done = last_wrong == cfg.epochs
+        learned = torch.where(done, 0, last_wrong + 1).numpy().astype(np.int64)
+    return TrainResult(history, logits, labels, time.perf_counter() - start, learned)
 
 
 def _config_dict(cfg: TrainConfig) -> dict[str, Any]:
