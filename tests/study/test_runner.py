@@ -143,3 +143,22 @@ def test_a_study_killed_midway_resumes_to_the_same_table(tmp_path: Path) -> None
         twin = whole / run_dir.relative_to(killed)
         a, b = load_logits(run_dir), load_logits(twin)
         assert all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_runs_made_before_a_setting_existed_still_resume(tiny_config: Path, tmp_path: Path) -> None:
+    """A setting added to calibkit later, at its default, does not make old runs foreign."""
+    import json
+
+    cfg = load_study_config(tiny_config).select(seeds=[0])
+    out = tmp_path / "out"
+    run(cfg, out, progress=False)
+    for path in (out / "runs").glob("*/seed-0/identity.json"):
+        identity = json.loads(path.read_text())
+        del identity["training"]["track_learning"]
+        del identity["data"]["train_size"]
+        path.write_text(json.dumps(identity))
+    before = (out / "results.csv").read_text()
+    run(cfg, out, progress=False)
+    assert (out / "results.csv").read_text() == before
+    with pytest.raises(InputError, match="different training"):
+        run(cfg.select(epochs=1), out, progress=False)

@@ -16,7 +16,7 @@ from calibkit.errors import InputError
 from calibkit.models import mlp
 from calibkit.training import TRACKED, TrainConfig, TrainResult, predict_logits, train
 
-TIMING = ("seconds", "train_seconds", "eval_seconds")
+TIMING = ("seconds", "train_seconds", "eval_seconds", "tracking_seconds")
 
 
 @pytest.fixture(autouse=True)

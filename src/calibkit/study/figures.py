@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 from matplotlib.figure import Figure
-from matplotlib.ticker import PercentFormatter
+from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from calibkit.errors import InputError
 from calibkit.plots import plain
@@ -85,6 +85,7 @@ def training_curves_figure(
                 lo, hi = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
                 ax.fill_between(epochs, lo, hi, color=_COLOURS[colour], alpha=0.18, linewidth=0)
         ax.set_xlabel("Epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(ylabel)
         if percent:
             ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))

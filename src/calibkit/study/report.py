@@ -27,6 +27,7 @@ from calibkit.plots import ece_temperature_figure, figure_png_bytes, reliability
 from calibkit.report import CSS
 from calibkit.study.config import StudyConfig
 from calibkit.study.figures import confusion_counts, confusion_figure, training_curves_figure
+from calibkit.study.loss_report import loss_section
 from calibkit.study.runner import COLUMNS, RunRecord, load_logits, write_json
 from calibkit.tables import Cell, Table, html_table, markdown_table
 
@@ -255,8 +256,13 @@ def write_study_report(
         model_table(m, s, n_seeds) for m, s in stats.items()
     ]
     figures = study_figures(cfg, records, classes)
+    section = loss_section(cfg, records)
     header = _header(cfg, records, sizes)
     md = [f"# {cfg.name}", "", header, "", "## How to read this", "", HOW_TO_READ, ""]
+    if section is not None:
+        md += ["## Training objectives", "", section.finding, ""]
+        md += [f"### {t.title}\n\n{markdown_table(t)}\n" for t in section.tables]
+        figures = {**section.figures, **figures}
     for t in tables:
         md += [f"## {t.title}", "", markdown_table(t), ""]
     md += ["## Figures", ""] + [f"![{c}](figures/{n})" for n, (c, _) in figures.items()]
@@ -269,6 +275,9 @@ def write_study_report(
         f"<h1>{e(cfg.name)}</h1>",
         f'<p class="meta">{e(header)}</p><h2>How to read this</h2><p>{e(HOW_TO_READ)}</p>',
     ]
+    if section is not None:
+        body += ["<h2>Training objectives</h2>", f"<p>{e(section.finding)}</p>"]
+        body += [html_table(t) for t in section.tables]
     body += [html_table(t) for t in tables]
     body.append('<h2>Figures</h2><div class="gallery wide">')
     for _, (caption, png) in figures.items():

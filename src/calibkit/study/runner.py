@@ -173,11 +173,29 @@ def run_identity(cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData) 
     }
 
 
+def _with_new_defaults(found: dict[str, Any], identity: dict[str, Any]) -> dict[str, Any]:
+    """A stored identity with settings added to calibkit since then set to their defaults.
+
+    A setting that did not exist when a run was made cannot have changed it; filling in the
+    default keeps runs made by an older calibkit resumable.
+    """
+    for key, cls in (("data", DataConfig), ("training", TrainConfig)):
+        stored, now = found.get(key), identity.get(key, {})
+        if isinstance(stored, dict):
+            defaults = {
+                f.name: json.loads(json.dumps(f.default))
+                for f in dataclasses.fields(cls)
+                if f.default is not dataclasses.MISSING and f.name in now
+            }
+            found[key] = {**{k: v for k, v in defaults.items() if k not in stored}, **stored}
+    return found
+
+
 def _check_identity(rdir: Path, identity: dict[str, Any]) -> None:
     path = rdir / "identity.json"
     identity = json.loads(json.dumps(identity))
     if path.exists():
-        found = read_json(path)
+        found = _with_new_defaults(read_json(path), identity)
         if found != identity:
             diff = sorted(k for k in set(found) | set(identity) if found.get(k) != identity.get(k))
             raise InputError(

@@ -1,0 +1,146 @@
+"""The training-objective section of a study report (Wang, Feng & Zhang 2021).
+
+A study whose models differ by training loss (each with at most one coefficient, and a
+cross-entropy model as the reference) gets, beside the usual tables: Table 1 (raw ECE at
+the best coefficient of each method), Table 2 (ECE before and after TS and histogram
+binning, Welch t-tests against CE), a finding stated from the numbers, and four figures:
+ECE against the coefficient, the optimal ECE per epoch, the maximum training logit by the
+epoch each sample was learned, and the ECE after calibration against the calibration-set
+size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from calibkit.plots import figure_png_bytes
+from calibkit.study.analysis import (
+    CE,
+    Methods,
+    calibration_size_curve,
+    finding,
+    model_name,
+    table1,
+    table2,
+)
+from calibkit.study.config import StudyConfig
+from calibkit.study.loss_figures import (
+    calibration_size_figure,
+    ece_vs_coefficient_figure,
+    max_logit_by_learned_epoch_figure,
+    optimal_ece_per_epoch_figure,
+)
+from calibkit.study.runner import RunRecord, load_logits
+from calibkit.tables import Table
+
+#: Post-hoc methods of the paper, in the order of its Table 2.
+POST_HOC = ("temperature_ece", "histogram")
+
+
+@dataclass(frozen=True)
+class LossSection:
+    """Tables, the finding and ``{file: (caption, png)}`` figures of the section."""
+
+    tables: list[Table]
+    finding: str
+    figures: dict[str, tuple[str, bytes]]
+
+
+def loss_methods(cfg: StudyConfig) -> Methods | None:
+    """``label -> (loss, coefficient)`` when the models differ by training loss, else None."""
+    methods: dict[str, tuple[str, float]] = {}
+    for spec in cfg.models:
+        train = cfg.model_training(spec)
+        values = [v for v in train.loss_params.values() if isinstance(v, int | float)]
+        if len(train.loss_params) > 1 or len(values) != len(train.loss_params):
+            return None
+        methods[spec.label] = (train.loss, float(values[0]) if values else 0.0)
+    losses = {m for m, _ in methods.values()}
+    if CE not in losses or len(losses) < 2:
+        return None
+    return methods
+
+
+def _lowest(records: Sequence[RunRecord], labels: list[str], calibrator: str) -> str:
+    means = {
+        lb: np.mean(
+            [
+                r["ece"]
+                for rec in records
+                if rec.model == lb
+                for r in rec.rows
+                if r["calibrator"] == calibrator
+            ]
+        )
+        for lb in labels
+    }
+    return min(means, key=lambda lb: float(means[lb]))
+
+
+def loss_section(cfg: StudyConfig, records: Sequence[RunRecord]) -> LossSection | None:
+    """The section for ``cfg``'s records, or None when the study does not compare losses."""
+    methods = loss_methods(cfg)
+    if methods is None:
+        return None
+    rows = [row for rec in records for row in rec.rows]
+    done = {rec.model for rec in records}
+    methods = {lb: m for lb, m in methods.items() if lb in done}
+    ce = next(lb for lb, (m, _) in methods.items() if m == CE)
+    present = sorted({r["calibrator"] for r in rows})
+    post_hoc = tuple(c for c in POST_HOC if c in present)
+    tables = [table1(rows, methods), table2(rows, methods, post_hoc)]
+    text = finding(rows, methods, post_hoc)
+    figures: dict[str, tuple[str, bytes]] = {}
+    fig = ece_vs_coefficient_figure(rows, methods, post_hoc)
+    figures["loss_ece_vs_coefficient.png"] = ("ECE against the coefficient", figure_png_bytes(fig))
+    by_method: dict[str, list[str]] = {}
+    for lb, (m, _) in methods.items():
+        by_method.setdefault(m, []).append(lb)
+    best = [ce] + [_lowest(records, lbs, "none") for m, lbs in by_method.items() if m != CE]
+    histories = {lb: [rec.history for rec in records if rec.model == lb] for lb in best}
+    names = {lb: model_name(*methods[lb]) for lb in best}
+    fig = optimal_ece_per_epoch_figure(histories, best, names=names, title="Test ECE per epoch")
+    figures["loss_optimal_ece_per_epoch.png"] = (
+        "Optimal ECE (T searched on the test part) per epoch, CE and each method's best",
+        figure_png_bytes(fig),
+    )
+    for lb in (ce, best[1] if len(best) > 1 else ce):
+        rec = next(r for r in records if r.model == lb)
+        z = load_logits(rec.directory)
+        if "train_learned_epoch" in z:
+            fig = max_logit_by_learned_epoch_figure(
+                z["train_logits"].max(axis=1),
+                z["train_learned_epoch"],
+                len(rec.history),
+                title=f"{names[lb]}, seed {rec.seed}: max logit of training samples",
+            )
+            figures[f"loss_max_logit_{lb}.png"] = (
+                f"{names[lb]}: max training logit by the epoch learned",
+                figure_png_bytes(fig),
+            )
+    rec = next(r for r in records if r.model == ce)
+    z = load_logits(rec.directory)
+    n_cal = len(z["cal_labels"])
+    sizes = [n for n in (50, 100, 200, 500, 1000, 2000, 5000) if n < n_cal] + [n_cal]
+    params = {c: dict(cfg.calibrator_params.get(c, {})) for c in post_hoc}
+    curves = calibration_size_curve(
+        z["cal_logits"],
+        z["cal_labels"],
+        z["test_logits"],
+        z["test_labels"],
+        sizes,
+        params,
+        seed=rec.seed,
+        n_bins=cfg.n_bins,
+    )
+    fig = calibration_size_figure(
+        sizes, curves, title=f"CE, seed {rec.seed}: ECE after calibration"
+    )
+    figures["loss_calibration_size.png"] = (
+        "ECE against calibration-set size",
+        figure_png_bytes(fig),
+    )
+    return LossSection(tables, text, figures)
