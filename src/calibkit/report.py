@@ -191,6 +191,7 @@ table{border-collapse:collapse;font-size:.85rem;font-variant-numeric:tabular-num
 th,td{padding:.3rem .6rem;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
 th{background:#f3f5f8;border-bottom:2px solid #bbb}th.l,td.l{text-align:left}
 tbody tr:nth-child(even){background:#fafbfc}td.best{font-weight:700;color:#1b5e20}
+td.second{text-decoration:underline}
 figcaption{color:#555;font-size:.85rem}img{max-width:100%;height:auto}
 .gallery{display:flex;flex-wrap:wrap;gap:1rem}.gallery figure{width:360px;margin:0}
 """

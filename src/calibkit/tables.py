@@ -47,6 +47,11 @@ METRIC_INFO: dict[str, MetricInfo] = {
 SCORE_METRICS: tuple[str, ...] = ("accuracy", "nll", "brier", "entropy")
 
 
+def metric_info(name: str) -> MetricInfo:
+    """How the metric (or ``<metric>_floor``) ``name`` is shown."""
+    return _info(name)
+
+
 def _info(name: str) -> MetricInfo:
     if name.endswith("_floor"):
         base = _info(name.removesuffix("_floor"))
@@ -107,6 +112,7 @@ def format_evaluation_table(evaluation: Evaluation) -> str:
 class Cell:
     text: str
     best: bool = False
+    second: bool = False  # second best: italic in Markdown, underlined in HTML
 
 
 @dataclass(frozen=True)
@@ -174,7 +180,9 @@ def comparison_tables(comp: Comparison) -> list[Table]:
 
 def _md_cell(cell: Cell) -> str:
     text = cell.text.replace("|", "\\|")
-    return f"**{text}**" if cell.best and text else text
+    if cell.best and text:
+        return f"**{text}**"
+    return f"_{text}_" if cell.second and text else text
 
 
 def markdown_table(table: Table) -> str:
@@ -189,17 +197,19 @@ def markdown_table(table: Table) -> str:
 
 
 def html_table(table: Table) -> str:
-    """An HTML table with escaped cells; best cells get ``class="best"``."""
+    """An HTML table with escaped cells; best cells get ``class="best"``, second best
+    ``class="second"``."""
     e = html.escape
 
-    def attr(i: int, best: bool = False) -> str:
-        classes = " ".join(c for c, on in (("l", i < table.n_left), ("best", best)) if on)
+    def attr(i: int, best: bool = False, second: bool = False) -> str:
+        flags = (("l", i < table.n_left), ("best", best), ("second", second))
+        classes = " ".join(c for c, on in flags if on)
         return f' class="{classes}"' if classes else ""
 
     head = "".join(f"<th{attr(i)}>{e(h)}</th>" for i, h in enumerate(table.header))
     body = "".join(
         "<tr>"
-        + "".join(f"<td{attr(i, c.best)}>{e(c.text)}</td>" for i, c in enumerate(row))
+        + "".join(f"<td{attr(i, c.best, c.second)}>{e(c.text)}</td>" for i, c in enumerate(row))
         + "</tr>\n"
         for row in table.rows
     )

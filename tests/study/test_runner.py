@@ -13,7 +13,7 @@ import pytest
 
 from calibkit.errors import InputError
 from calibkit.study import COLUMNS, load_study_config, run
-from calibkit.study.runner import load_logits
+from calibkit.study.artifacts import load_logits
 
 
 def _csv(path: Path) -> list[dict[str, str]]:

@@ -21,9 +21,9 @@ def test_defaults_are_valid() -> None:
 @pytest.mark.parametrize(
     ("changes", "pattern"),
     [
-        ({"epochs": 0}, r"^epochs: expected an integer >= 1, got 0"),
-        ({"epochs": 2.0}, r"^epochs: expected an integer >= 1, got 2\.0"),
-        ({"epochs": True}, r"^epochs: expected an integer >= 1, got True"),
+        ({"epochs": -1}, r"^epochs: expected an integer >= 0, got -1"),
+        ({"epochs": 2.0}, r"^epochs: expected an integer >= 0, got 2\.0"),
+        ({"epochs": True}, r"^epochs: expected an integer >= 0, got True"),
         ({"batch_size": 0}, r"^batch_size: expected an integer >= 1"),
         ({"eval_batch_size": -1}, r"^eval_batch_size: expected an integer >= 1"),
         ({"n_bins": 0}, r"^n_bins: expected an integer >= 1"),

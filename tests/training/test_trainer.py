@@ -452,3 +452,16 @@ def test_learned_epoch_survives_resume(tmp_path: Path) -> None:
     assert run(6, tmp_path / "ck.pt").tolist() == whole.tolist()
     assert set(whole.tolist()) <= set(range(7))
     assert (whole > 1).any()
+
+
+def test_zero_epochs_only_evaluates_the_model_as_it_is() -> None:
+    torch.manual_seed(0)
+    x, y = torch.randn(30, 1, 8, 8), torch.randint(0, 3, (30,))
+    model = mlp(3, in_channels=1, input_size=8, hidden=(8,))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    for schedule in ("none", "onecycle", "cosine"):
+        cfg = TrainConfig(epochs=0, schedule=schedule)
+        result = train(model, (x, y), cfg, seed=0, held_out={"t": (x, y)}, progress=False)
+        assert result.history == []
+        assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+        assert np.array_equal(result.logits["t"], predict_logits(model, x).numpy())

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from calibkit.study.artifacts import COLUMNS
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig, load_study_config
 from calibkit.study.prepare import StudyData, prepare_data
 from calibkit.study.report import write_study_report
-from calibkit.study.runner import COLUMNS, Log, RunRecord, StudyRuns, run_study
+from calibkit.study.runner import Log, RunRecord, StudyRuns, run_study
 
 __all__ = [
     "COLUMNS",

@@ -39,6 +39,7 @@ from typing import Any
 from calibkit.calibrators import CALIBRATORS
 from calibkit.data import DATASETS
 from calibkit.errors import InputError
+from calibkit.metrics import METRIC_NAMES
 from calibkit.models import MODELS
 from calibkit.tomlconfig import from_mapping, load_toml
 from calibkit.training import TrainConfig
@@ -57,6 +58,8 @@ class DataConfig:
     seeded by ``split_seed``: the same for every model and seed, so that the seeds measure
     training noise. ``train_size`` (a count or a fraction) trains on a stratified, seeded
     subset of what remains of the training split, to fit a study into a CPU budget.
+    ``split_by_seed`` makes the carve differ per run (``split_seed + seed``): for models that
+    are not trained (``epochs = 0``), the seeds then measure the split's noise instead.
     Inputs are normalised by the training part's per-channel
     mean and standard deviation when ``normalize`` is true, or by ``mean`` and ``std`` when
     given (e.g. the statistics a pretrained model was trained with).
@@ -68,6 +71,7 @@ class DataConfig:
     calibration_from: str = "train"
     train_size: int | float | None = None
     split_seed: int = 0
+    split_by_seed: bool = False
     normalize: bool = True
     mean: tuple[float, ...] = ()
     std: tuple[float, ...] = ()
@@ -138,8 +142,11 @@ class StudyConfig:
     seeds: tuple[int, ...] = (0,)
     calibrators: tuple[str, ...] = ()
     calibrator_params: dict[str, Any] = field(default_factory=dict)
+    input_calibrators: tuple[str, ...] = ()
+    input_calibrator_params: dict[str, Any] = field(default_factory=dict)
     n_bins: int = 15
     n_floor_draws: int = 200
+    report_metrics: tuple[str, ...] = ()
     device: str = "auto"
 
     def __post_init__(self) -> None:
@@ -161,6 +168,13 @@ class StudyConfig:
                 CALIBRATORS.get(name)(**params)
             except TypeError as exc:
                 raise InputError(f"calibrator_params.{name}", "its parameters", str(exc)) from None
+        from calibkit.study.clamping import check_input_calibrators
+
+        check_input_calibrators(self.input_calibrators, self.input_calibrator_params)
+        known = [*METRIC_NAMES, *(f"{m}_floor" for m in ("ece", "aece")), "temperature"]
+        for name in self.report_metrics:
+            if name not in [*known, "fit_seconds"]:
+                raise InputError("report_metrics", "names among " + ", ".join(known), repr(name))
         if self.n_bins < 1 or self.n_floor_draws < 0:
             raise InputError(
                 "n_bins/n_floor_draws", ">= 1 / >= 0", f"{self.n_bins}/{self.n_floor_draws}"

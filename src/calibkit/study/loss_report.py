@@ -26,6 +26,7 @@ from calibkit.study.analysis import (
     table1,
     table2,
 )
+from calibkit.study.artifacts import load_logits
 from calibkit.study.config import StudyConfig
 from calibkit.study.loss_figures import (
     calibration_size_figure,
@@ -33,7 +34,7 @@ from calibkit.study.loss_figures import (
     max_logit_by_learned_epoch_figure,
     optimal_ece_per_epoch_figure,
 )
-from calibkit.study.runner import RunRecord, load_logits
+from calibkit.study.runner import RunRecord
 from calibkit.tables import Table
 
 #: Post-hoc methods of the paper, in the order of its Table 2.

@@ -46,20 +46,24 @@ def _take(arrays: ImageArrays, idx: np.ndarray) -> ImageArrays:
     return ImageArrays(arrays.images[idx], arrays.labels[idx], arrays.classes)
 
 
-def prepare_data(cfg: DataConfig) -> StudyData:
-    """Load ``cfg.dataset``, carve the calibration part, normalise by training statistics."""
+def prepare_data(cfg: DataConfig, seed: int = 0) -> StudyData:
+    """Load ``cfg.dataset``, carve the calibration part, normalise by training statistics.
+
+    ``seed`` (a run's seed) shifts the carve only when ``cfg.split_by_seed``.
+    """
+    split_seed = cfg.split_seed + (seed if cfg.split_by_seed else 0)
     parts = load_dataset(cfg.dataset, cfg.data_dir)
     train, test = parts["train"], parts["test"]
     if "val" in parts:
         cal = parts["val"]
     elif cfg.calibration_from == "test":
-        keep, carve = stratified_split(test.labels, cfg.calibration_size, seed=cfg.split_seed)
+        keep, carve = stratified_split(test.labels, cfg.calibration_size, seed=split_seed)
         test, cal = _take(test, keep), _take(test, carve)
     else:
-        keep, carve = stratified_split(train.labels, cfg.calibration_size, seed=cfg.split_seed)
+        keep, carve = stratified_split(train.labels, cfg.calibration_size, seed=split_seed)
         train, cal = _take(train, keep), _take(train, carve)
     if cfg.train_size is not None:
-        _, keep = stratified_split(train.labels, cfg.train_size, seed=cfg.split_seed + 1)
+        _, keep = stratified_split(train.labels, cfg.train_size, seed=split_seed + 1)
         train = _take(train, keep)
     c = train.images.shape[-1]
     if cfg.mean:

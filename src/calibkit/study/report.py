@@ -25,31 +25,28 @@ from calibkit.compare import TEMPERATURE_GRID
 from calibkit.metrics import ece, reliability_stats
 from calibkit.plots import ece_temperature_figure, figure_png_bytes, reliability_grid
 from calibkit.report import CSS
+from calibkit.study.artifacts import COLUMNS, load_logits, write_json
 from calibkit.study.config import StudyConfig
 from calibkit.study.figures import confusion_counts, confusion_figure, training_curves_figure
 from calibkit.study.loss_report import loss_section
-from calibkit.study.runner import COLUMNS, RunRecord, load_logits, write_json
-from calibkit.tables import Cell, Table, html_table, markdown_table
+from calibkit.study.runner import RunRecord
+from calibkit.tables import Cell, Table, html_table, markdown_table, metric_info
 
-#: Metrics of the mean +- std table: (key, label, percent).
-SHOWN = (
-    ("accuracy", "Accuracy", True),
-    ("nll", "NLL", False),
-    ("ece", "ECE", True),
-    ("ece_floor", "ECE floor", True),
-    ("aece", "AECE", True),
-    ("mce", "MCE", True),
-    ("brier", "Brier", False),
-    ("temperature", "T", False),
-)
-BETTER = {
-    "accuracy": "max",
-    "nll": "min",
-    "ece": "min",
-    "aece": "min",
-    "mce": "min",
-    "brier": "min",
-}
+#: Default metrics of the mean +- std tables (a study's ``report_metrics`` replaces them).
+SHOWN = ("accuracy", "nll", "ece", "ece_floor", "aece", "mce", "brier", "temperature")
+#: Metrics computed for every row but not in METRIC_INFO: (label, percent).
+EXTRA = {"temperature": ("T", False), "fit_seconds": ("Fit time (s)", False)}
+#: Columns without a best: floors, temperatures, times.
+UNRANKED = ("temperature", "fit_seconds")
+
+
+def _label(key: str) -> tuple[str, bool, str | None]:
+    """Label, percent?, and which way is better (None: not ranked) of a row key."""
+    if key in EXTRA:
+        return (*EXTRA[key], None)
+    info = metric_info(key)
+    return info.label, info.percent, info.better
+
 
 HOW_TO_READ = (
     "Every model was trained once per seed; each calibrator was fitted on that run's "
@@ -83,7 +80,9 @@ def _pct(pair: tuple[float, float]) -> str:
     return _fmt(pair[0], pair[1], True)
 
 
-def aggregate(records: Sequence[RunRecord]) -> dict[str, dict[str, dict[str, tuple[float, float]]]]:
+def aggregate(
+    records: Sequence[RunRecord], metrics: Sequence[str] = SHOWN
+) -> dict[str, dict[str, dict[str, tuple[float, float]]]]:
     """``{model: {calibrator: {metric: (mean, std)}}}`` over seeds, in first-seen order."""
     grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for rec in records:
@@ -91,30 +90,43 @@ def aggregate(records: Sequence[RunRecord]) -> dict[str, dict[str, dict[str, tup
             grouped.setdefault(rec.model, {}).setdefault(row["calibrator"], []).append(row)
     return {
         model: {
-            cal: {key: _stats([r.get(key, math.nan) for r in rows]) for key, _, _ in SHOWN}
+            cal: {key: _stats([r.get(key, math.nan) for r in rows]) for key in metrics}
             for cal, rows in by_cal.items()
         }
         for model, by_cal in grouped.items()
     }
 
 
+def _ranks(means: list[float], better: str | None) -> tuple[float, float]:
+    """The best and second-best distinct finite means (nan when there are none)."""
+    values = sorted({m for m in means if math.isfinite(m)}, reverse=better == "max")
+    if better is None or not values:
+        return math.nan, math.nan
+    return values[0], values[1] if len(values) > 1 else math.nan
+
+
 def model_table(
-    model: str, stats: dict[str, dict[str, tuple[float, float]]], n_seeds: int
+    model: str,
+    stats: dict[str, dict[str, tuple[float, float]]],
+    n_seeds: int,
+    metrics: Sequence[str] = SHOWN,
 ) -> Table:
-    best: dict[str, float] = {}
-    for key, rule in BETTER.items():
-        means = [s[key][0] for s in stats.values() if math.isfinite(s[key][0])]
-        if means:
-            best[key] = max(means) if rule == "max" else min(means)
+    """Calibrators x metrics, mean ± std; best mean in bold, second best marked."""
+    ranks = {}
+    for key in metrics:
+        _, _, better = _label(key)
+        ranks[key] = _ranks([s[key][0] for s in stats.values()], better)
     rows = []
     for cal, s in stats.items():
         cells = [Cell(cal)]
-        for key, _, percent in SHOWN:
+        for key in metrics:
             mean, std = s[key]
-            cells.append(Cell(_fmt(mean, std, percent), key in best and mean == best[key]))
+            first, second = ranks[key]
+            text = _fmt(mean, std, _label(key)[1])
+            cells.append(Cell(text, best=mean == first, second=mean == second))
         rows.append(cells)
     title = f"{model}: mean ± std over {n_seeds} seed{'s' if n_seeds > 1 else ''}"
-    return Table(title, ["Calibrator", *[label for _, label, _ in SHOWN]], rows)
+    return Table(title, ["Calibrator", *[_label(k)[0] for k in metrics]], rows)
 
 
 def summary_table(records: Sequence[RunRecord], stats: dict[str, Any]) -> Table:
@@ -162,8 +174,9 @@ def study_figures(
         runs = [r for r in records if r.model == model]
         first = runs[0]
         name = f"training_{model}.png"
-        fig = training_curves_figure([r.history for r in runs], title=model)
-        figures[name] = (f"{model}: training curves (test part)", figure_png_bytes(fig))
+        if all(r.history for r in runs):
+            fig = training_curves_figure([r.history for r in runs], title=model)
+            figures[name] = (f"{model}: training curves (test part)", figure_png_bytes(fig))
         counts = sum(
             (
                 confusion_counts(z["test_labels"], z["test_logits"].argmax(1), len(classes))
@@ -250,10 +263,11 @@ def write_study_report(
     sizes: dict[str, dict[str, int]],
 ) -> dict[str, Any]:
     """Write results.csv/json, report.md/html and figures/ into ``out``; return the stats."""
-    stats = aggregate(records)
+    metrics = cfg.report_metrics or SHOWN
+    stats = aggregate(records, tuple(dict.fromkeys((*SHOWN, *metrics))))
     n_seeds = len(cfg.seeds)
     tables = [summary_table(records, stats)] + [
-        model_table(m, s, n_seeds) for m, s in stats.items()
+        model_table(m, s, n_seeds, metrics) for m, s in stats.items()
     ]
     figures = study_figures(cfg, records, classes)
     section = loss_section(cfg, records)

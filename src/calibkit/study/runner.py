@@ -22,7 +22,6 @@ holding a run made with different settings is refused rather than mixed.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import io
 import json
 import time
@@ -34,37 +33,25 @@ from typing import Any
 import numpy as np
 import torch
 from safetensors.torch import save as safetensors_bytes
-from torch import nn
 
 from calibkit.atomic import atomic_write_bytes
 from calibkit.compare import compare
 from calibkit.errors import InputError
-from calibkit.models import (
-    MODELS,
-    create_model,
-    keep_classes,
-    load_pretrained_cifar_resnet,
-)
 from calibkit.outputs import as_outputs
+from calibkit.study.artifacts import (
+    load_logits,
+    make_row,
+    read_json,
+    write_json,
+)
+from calibkit.study.clamping import clamp_run
+from calibkit.study.components import build_model, loss_function, resolve_device
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig
 from calibkit.study.prepare import StudyData, prepare_data
 from calibkit.tomlconfig import to_toml
 from calibkit.training import TrainConfig, train
 
 Log = Callable[[str], None]
-#: Columns of ``results.csv``, in order (metric values are fractions).
-COLUMNS = (
-    "model",
-    "seed",
-    "calibrator",
-    "accuracy",
-    "nll",
-    "ece",
-    "aece",
-    "mce",
-    "brier",
-    "temperature",
-)
 FORMAT_VERSION = 1
 
 
@@ -79,78 +66,6 @@ class RunRecord:
     train_seconds: float
     n_parameters: int
     directory: Path
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Write ``obj`` as JSON atomically (no NaN: they become null)."""
-    text = json.dumps(_finite(obj), indent=1, allow_nan=False)
-    atomic_write_bytes(path, (text + "\n").encode("utf-8"))
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if np.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(str(path), "a readable JSON file written by calibkit", str(exc)) from None
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise InputError("device", "a device this machine has (no CUDA here)", repr(name))
-    return torch.device(name)
-
-
-def build_model(spec: ModelSpec, data: StudyData) -> nn.Module:
-    """The model of ``spec`` for ``data``'s classes, channels and (if it takes one) size."""
-    params = dict(spec.params)
-    accepted = inspect.signature(MODELS.get(spec.name)).parameters
-    params.setdefault("in_channels", data.input_shape[0])
-    if "input_size" in accepted:
-        params.setdefault("input_size", data.input_shape[-1])
-    unknown = [k for k in params if k not in accepted]
-    if unknown:
-        raise InputError(
-            f"models.{spec.label}.params",
-            "parameters among " + ", ".join(p for p in accepted if p != "num_classes"),
-            ", ".join(unknown),
-        )
-    if spec.init is None:
-        return create_model(spec.name, data.n_classes, **params)
-    model = load_pretrained_cifar_resnet(spec.init, int(spec.name.removeprefix("resnet")))
-    if spec.init_rows:
-        if len(spec.init_rows) != data.n_classes:
-            raise InputError(
-                f"models.{spec.label}.init_rows",
-                f"{data.n_classes} rows (one per class)",
-                repr(list(spec.init_rows)),
-            )
-        return keep_classes(model, spec.init_rows)
-    model.linear = nn.Linear(model.linear.in_features, data.n_classes)
-    return model
-
-
-def loss_function(cfg: TrainConfig) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """The training loss named in ``cfg`` (cross-entropy by default)."""
-    if cfg.loss == "cross_entropy" and not cfg.loss_params:
-        return nn.functional.cross_entropy
-    from calibkit.losses import build_loss
-
-    module: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = build_loss(
-        {"name": cfg.loss, **cfg.loss_params}
-    )
-    return module
 
 
 def run_identity(cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData) -> dict[str, Any]:
@@ -256,16 +171,6 @@ def train_run(
     (rdir / "checkpoint.pt").unlink(missing_ok=True)
 
 
-def load_logits(rdir: Path) -> dict[str, np.ndarray]:
-    try:
-        with np.load(rdir / "logits.npz", allow_pickle=False) as f:
-            return {k: f[k] for k in f.files}
-    except (OSError, ValueError) as exc:
-        raise InputError(
-            str(rdir / "logits.npz"), "the logits of a finished run", str(exc)
-        ) from None
-
-
 def calibrate_run(cfg: StudyConfig, label: str, seed: int, rdir: Path) -> list[dict[str, Any]]:
     """Rows of every calibrator for one run (cached in ``calibration.json``)."""
     settings = {
@@ -294,17 +199,10 @@ def calibrate_run(cfg: StudyConfig, label: str, seed: int, rdir: Path) -> list[d
     )
     rows = []
     for r in comp.rows:
-        v = r.evaluation.values
         temperature = 1.0 if r.method == "none" else r.params.get("temperature", float("nan"))
-        row: dict[str, Any] = {"model": label, "seed": seed, "calibrator": r.method}
-        row.update({k: float(v[k]) for k in COLUMNS[3:-1]})
-        row["temperature"] = float(temperature)
-        row.update(
-            ece_floor=float(v.get("ece_floor", np.nan)),
-            aece_floor=float(v.get("aece_floor", np.nan)),
-            fit_seconds=r.fit_seconds,
+        rows.append(
+            make_row(label, seed, r.method, r.evaluation.values, temperature, r.fit_seconds)
         )
-        rows.append(row)
     write_json(path, {"settings": settings, "rows": rows})
     return rows
 
@@ -328,7 +226,7 @@ def run_study(
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out / "config.toml", to_toml(cfg).encode("utf-8"))
     start = time.perf_counter()
-    prepared: dict[DataConfig, StudyData] = {}
+    prepared: dict[tuple[DataConfig, int], StudyData] = {}
     sizes: dict[str, dict[str, int]] = {}
     records = []
     total = len(cfg.models) * len(cfg.seeds)
@@ -337,15 +235,18 @@ def run_study(
         done = (rdir / "train.json").exists()
         say(f"[{i}/{total}] {spec.label} seed {seed}" + (" (finished before)" if done else ""))
         data_cfg = cfg.model_data(spec)
-        if data_cfg not in prepared:
+        key = (data_cfg, seed if data_cfg.split_by_seed else 0)
+        if key not in prepared:
+            prepared.clear()  # one dataset in memory at a time (runs come grouped by model)
             say(f"loading {data_cfg.dataset}")
-            prepared[data_cfg] = data = prepare_data(data_cfg)
+            prepared[key] = data = prepare_data(data_cfg, seed)
             counts = ", ".join(f"{k} {len(v[1]):,}" for k, v in data.splits.items())
             say(f"{data.n_classes} classes ({', '.join(data.classes)}); {counts}")
-        data = prepared[data_cfg]
+        data = prepared[key]
         sizes[spec.label] = {k: len(v[1]) for k, v in data.splits.items()}
         train_run(cfg, spec, seed, data, rdir, progress)
         rows = calibrate_run(cfg, spec.label, seed, rdir)
+        rows = rows + clamp_run(cfg, spec, seed, data, rdir, progress)
         info = read_json(rdir / "train.json")
         records.append(
             RunRecord(

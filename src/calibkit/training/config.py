@@ -43,7 +43,7 @@ def _check_float(
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """How one model is trained.
+    """How one model is trained (``epochs = 0``: not at all, e.g. a pretrained model).
 
     ``schedule``: ``none``; ``step`` (multiply the learning rate by ``lr_decay`` at each epoch
     in ``milestones``); ``cosine`` (to 0 over the run, stepped per batch); ``onecycle``
@@ -72,7 +72,7 @@ class TrainConfig:
     track_learning: bool = False
 
     def __post_init__(self) -> None:
-        _check_int("epochs", self.epochs, 1)
+        _check_int("epochs", self.epochs, 0)
         _check_int("batch_size", self.batch_size, 1)
         _check_int("eval_batch_size", self.eval_batch_size, 1)
         _check_int("n_bins", self.n_bins, 1)

@@ -52,7 +52,7 @@ def steps_per_batch(cfg: TrainConfig) -> bool:
 
 def build_scheduler(opt: Optimizer, cfg: TrainConfig, batches_per_epoch: int) -> LRScheduler:
     """The learning-rate schedule of ``cfg`` (a constant one for ``none``)."""
-    total = cfg.epochs * batches_per_epoch
+    total = max(cfg.epochs * batches_per_epoch, 1)
     if cfg.schedule == "step":
         return MultiStepLR(opt, milestones=list(cfg.milestones), gamma=cfg.lr_decay)
     if cfg.schedule == "cosine":

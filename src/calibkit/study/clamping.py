@@ -1,0 +1,129 @@
+"""Calibrators that need the model and its inputs (Neural Clamping) inside a study.
+
+The logit calibrators of a study work from the saved logits. The methods named here refit
+on the run's calibration *inputs* with the run's trained (or loaded) weights. Their rows
+are cached in ``clamping.json`` beside ``calibration.json``, keyed by their own settings,
+so adding a logit calibrator never refits Neural Clamping.
+
+Names (``input_calibrators`` in a study config; parameters in ``input_calibrator_params``):
+
+- ``nc_ce``: Neural Clamping with cross-entropy (focal gamma 0), data-driven delta;
+- ``nc_fl``: Neural Clamping with focal loss (gamma 1, or a candidate pool);
+- ``nc_fast``: the fast variant (data-driven delta, then the temperature alone);
+- ``ts_focal``: temperature scaling fitted by focal loss (delta fixed at 0);
+- ``<name>:delta_only`` / ``<name>:temperature_only``: the halves of a fitted pair (the
+  paper's Table 4 ablation), listed after their method with ``ablation = true``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from safetensors.torch import load_file
+from torch import nn
+
+from calibkit.calibrators.clamping import NeuralClamping
+from calibkit.errors import InputError
+from calibkit.metrics import evaluate
+from calibkit.registry import Registry
+from calibkit.study.artifacts import make_row, read_json, write_json
+from calibkit.study.components import build_model
+from calibkit.study.config import ModelSpec, StudyConfig
+from calibkit.study.prepare import StudyData
+
+Factory = Callable[..., NeuralClamping]
+
+#: Neural Clamping variants by name: ``(model, **params) -> NeuralClamping``.
+INPUT_CALIBRATORS: Registry[Factory] = Registry("input calibrator")
+
+
+def _nc_ce(model: nn.Module, **params: Any) -> NeuralClamping:
+    return NeuralClamping(model, **{**params, "gamma": 0.0})
+
+
+def _nc_fl(model: nn.Module, **params: Any) -> NeuralClamping:
+    return NeuralClamping(model, **{"gamma": 1.0, **params})
+
+
+INPUT_CALIBRATORS.register("nc_ce")(_nc_ce)
+INPUT_CALIBRATORS.register("nc_fl")(_nc_fl)
+INPUT_CALIBRATORS.register("nc_fast")(NeuralClamping.fast)
+INPUT_CALIBRATORS.register("ts_focal")(NeuralClamping.focal_temperature_scaling)
+
+ABLATIONS = ("delta_only", "temperature_only")
+
+
+def check_input_calibrators(names: tuple[str, ...], params: dict[str, Any]) -> None:
+    """Fail early on unknown names or parameters (with a stand-in model)."""
+    stand_in = nn.Linear(1, 2)
+    for name in names:
+        factory = INPUT_CALIBRATORS.get(name)
+        options = {k: v for k, v in params.get(name, {}).items() if k != "ablation"}
+        try:
+            factory(stand_in, **options)
+        except TypeError as exc:
+            raise InputError(
+                f"input_calibrator_params.{name}", "its parameters", str(exc)
+            ) from None
+
+
+def load_run_model(spec: ModelSpec, data: StudyData, rdir: Path) -> nn.Module:
+    """The run's model with its saved weights, in eval mode."""
+    model = build_model(spec, data)
+    try:
+        model.load_state_dict(load_file(str(rdir / "model.safetensors")))
+    except (OSError, RuntimeError) as exc:
+        raise InputError(
+            str(rdir / "model.safetensors"), "the weights of this run", str(exc)
+        ) from None
+    return model.eval()
+
+
+def clamp_run(
+    cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData, rdir: Path, progress: bool
+) -> list[dict[str, Any]]:
+    """Rows of every input calibrator of ``cfg`` for one finished run (cached)."""
+    if not cfg.input_calibrators:
+        return []
+    settings = {
+        "names": list(cfg.input_calibrators),
+        "params": cfg.input_calibrator_params,
+        "n_bins": cfg.n_bins,
+        "n_floor_draws": cfg.n_floor_draws,
+    }
+    path = rdir / "clamping.json"
+    if path.exists():
+        cached = read_json(path)
+        if cached.get("settings") == settings:
+            rows: list[dict[str, Any]] = cached["rows"]
+            return rows
+    model = load_run_model(spec, data, rdir)
+    (x_cal, y_cal), (x_test, y_test) = data.splits["cal"], data.splits["test"]
+    rows = []
+    for name in cfg.input_calibrators:
+        options = dict(cfg.input_calibrator_params.get(name, {}))
+        ablation = bool(options.pop("ablation", False))
+        options.setdefault("seed", seed)
+        options.setdefault("progress", progress)
+        start = time.perf_counter()
+        nc = INPUT_CALIBRATORS.get(name)(model, **options).fit(x_cal, y_cal.numpy())
+        seconds = time.perf_counter() - start
+        variants = [(name, nc)]
+        if ablation:
+            variants += [(f"{name}:{view}", nc.ablation(view)) for view in ABLATIONS]  # type: ignore[arg-type]
+        for method, fitted in variants:
+            values = evaluate(
+                y_test.numpy(),
+                fitted.predict_proba(x_test),
+                n_bins=cfg.n_bins,
+                n_boot=0,
+                n_floor_draws=cfg.n_floor_draws,
+                seed=seed,
+            ).values
+            fit = seconds if method == name else 0.0
+            rows.append(make_row(spec.label, seed, method, values, fitted.temperature_, fit))
+    write_json(path, {"settings": settings, "rows": rows})
+    return rows

@@ -1,0 +1,63 @@
+"""Neural Clamping inside a study: rows from the run's model and inputs, cached."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from calibkit.errors import InputError
+from calibkit.study import load_study_config, run
+from tests.study.conftest import TINY
+
+CLAMPED = TINY.replace(
+    'calibrators = ["temperature", "histogram"]',
+    'calibrators = ["temperature"]\n'
+    'input_calibrators = ["nc_fast", "nc_fl"]\n'
+    "input_calibrator_params = { nc_fl = { epochs = 2, batch_size = 64, ablation = true } }\n"
+    'report_metrics = ["accuracy", "entropy", "ece", "sce", "fit_seconds"]',
+).replace("seeds = [0, 1]", "seeds = [0]")
+
+
+def test_input_calibrators_add_rows_and_are_cached(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(CLAMPED, encoding="utf-8")
+    cfg = load_study_config(path).select(models=["mlp"])
+    out = tmp_path / "out"
+    runs = run(cfg, out, progress=False)
+    rows = runs.records[0].rows
+    names = [r["calibrator"] for r in rows]
+    assert names == [
+        "none",
+        "temperature",
+        "nc_fast",
+        "nc_fl",
+        "nc_fl:delta_only",
+        "nc_fl:temperature_only",
+    ]
+    by = {r["calibrator"]: r for r in rows}
+    assert by["nc_fl:delta_only"]["temperature"] == 1.0
+    assert by["nc_fl"]["fit_seconds"] > 0
+    assert {"entropy", "sce"} <= set(by["nc_fast"])
+    md = (out / "report.md").read_text()
+    assert "| Calibrator | Accuracy | Entropy | ECE | SCE | Fit time (s) |" in md
+    cached = (out / "runs" / "mlp" / "seed-0" / "clamping.json").stat().st_mtime_ns
+    run(cfg, out, progress=False)
+    assert (out / "runs" / "mlp" / "seed-0" / "clamping.json").stat().st_mtime_ns == cached
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "error", "match"),
+    [
+        ('"nc_fast", "nc_fl"', '"nc_slow"', InputError, "nc_ce, nc_fast, nc_fl, ts_focal"),
+        ("epochs = 2,", "epochz = 2,", InputError, r"input_calibrator_params\.nc_fl"),
+        ('"entropy", "ece"', '"entropie", "ece"', InputError, "report_metrics"),
+    ],
+)
+def test_bad_input_calibrator_settings(
+    tmp_path: Path, old: str, new: str, error: type[Exception], match: str
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(CLAMPED.replace(old, new), encoding="utf-8")
+    with pytest.raises(error, match=match):
+        load_study_config(path)
