@@ -91,7 +91,7 @@ def test_replace_applies_and_validates() -> None:
     assert (new.epochs, new.schedule, new.lr) == (5, "cosine", 0.1)
     assert (cfg.epochs, cfg.schedule) == (3, "none")  # the original is unchanged
     with pytest.raises(InputError, match=r"^epochs: "):
-        cfg.replace(epochs=0)
+        cfg.replace(epochs=-1)
     with pytest.raises(InputError, match=r"^nesterov: "):
         cfg.replace(nesterov=True)
     with pytest.raises(TypeError):
