@@ -64,6 +64,9 @@ def test_loss_study_report_has_the_paper_tables_and_figures(tmp_path: Path) -> N
         "loss_max_logit_ce.png",
         "loss_calibration_size.png",
     } <= figures
+    before = (out / "report.md").read_text()
+    run(cfg, out, progress=False)  # every row from the cache now (NaN stored as null)
+    assert (out / "report.md").read_text() == before
 
 
 def test_a_study_of_one_loss_has_no_loss_section(tmp_path: Path) -> None:

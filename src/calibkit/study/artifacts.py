@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +75,8 @@ def make_row(
     row.update({k: float(v) for k, v in values.items() if k not in row})
     row["fit_seconds"] = float(fit_seconds)
     return row
+
+
+def cached_rows(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows read back from JSON, where NaN was written as null: null becomes NaN again."""
+    return [{k: (math.nan if v is None else v) for k, v in row.items()} for row in obj["rows"]]

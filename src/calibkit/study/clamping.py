@@ -29,7 +29,7 @@ from calibkit.calibrators.clamping import NeuralClamping
 from calibkit.errors import InputError
 from calibkit.metrics import evaluate
 from calibkit.registry import Registry
-from calibkit.study.artifacts import make_row, read_json, write_json
+from calibkit.study.artifacts import cached_rows, make_row, read_json, write_json
 from calibkit.study.components import build_model
 from calibkit.study.config import ModelSpec, StudyConfig
 from calibkit.study.prepare import StudyData
@@ -98,8 +98,7 @@ def clamp_run(
     if path.exists():
         cached = read_json(path)
         if cached.get("settings") == settings:
-            rows: list[dict[str, Any]] = cached["rows"]
-            return rows
+            return cached_rows(cached)
     model = load_run_model(spec, data, rdir)
     (x_cal, y_cal), (x_test, y_test) = data.splits["cal"], data.splits["test"]
     rows = []

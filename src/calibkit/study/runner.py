@@ -39,6 +39,7 @@ from calibkit.compare import compare
 from calibkit.errors import InputError
 from calibkit.outputs import as_outputs
 from calibkit.study.artifacts import (
+    cached_rows,
     load_logits,
     make_row,
     read_json,
@@ -183,8 +184,7 @@ def calibrate_run(cfg: StudyConfig, label: str, seed: int, rdir: Path) -> list[d
     if path.exists():
         cached = read_json(path)
         if cached.get("settings") == settings:
-            rows: list[dict[str, Any]] = cached["rows"]
-            return rows
+            return cached_rows(cached)
     z = load_logits(rdir)
     cal = as_outputs(z["cal_labels"], logits=z["cal_logits"])
     test = as_outputs(z["test_labels"], logits=z["test_logits"])
