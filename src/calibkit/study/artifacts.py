@@ -77,6 +77,15 @@ def make_row(
     return row
 
 
-def cached_rows(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """Rows read back from JSON, where NaN was written as null: null becomes NaN again."""
-    return [{k: (math.nan if v is None else v) for k, v in row.items()} for row in obj["rows"]]
+def cached_rows(path: Path, settings: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The rows cached in ``path`` if they were computed with ``settings``, else None.
+
+    NaN was written as null; it becomes NaN again.
+    """
+    if not path.exists():
+        return None
+    cached = read_json(path)
+    if cached.get("settings") != settings:
+        return None
+    rows = cached["rows"]
+    return [{k: (math.nan if v is None else v) for k, v in row.items()} for row in rows]

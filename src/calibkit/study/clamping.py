@@ -29,7 +29,7 @@ from calibkit.calibrators.clamping import NeuralClamping
 from calibkit.errors import InputError
 from calibkit.metrics import evaluate
 from calibkit.registry import Registry
-from calibkit.study.artifacts import cached_rows, make_row, read_json, write_json
+from calibkit.study.artifacts import cached_rows, make_row, write_json
 from calibkit.study.components import build_model
 from calibkit.study.config import ModelSpec, StudyConfig
 from calibkit.study.prepare import StudyData
@@ -95,10 +95,9 @@ def clamp_run(
         "n_floor_draws": cfg.n_floor_draws,
     }
     path = rdir / "clamping.json"
-    if path.exists():
-        cached = read_json(path)
-        if cached.get("settings") == settings:
-            return cached_rows(cached)
+    cached = cached_rows(path, settings)
+    if cached is not None:
+        return cached
     model = load_run_model(spec, data, rdir)
     (x_cal, y_cal), (x_test, y_test) = data.splits["cal"], data.splits["test"]
     rows = []

@@ -181,10 +181,9 @@ def calibrate_run(cfg: StudyConfig, label: str, seed: int, rdir: Path) -> list[d
         "n_floor_draws": cfg.n_floor_draws,
     }
     path = rdir / "calibration.json"
-    if path.exists():
-        cached = read_json(path)
-        if cached.get("settings") == settings:
-            return cached_rows(cached)
+    cached = cached_rows(path, settings)
+    if cached is not None:
+        return cached
     z = load_logits(rdir)
     cal = as_outputs(z["cal_labels"], logits=z["cal_logits"])
     test = as_outputs(z["test_labels"], logits=z["test_logits"])
