@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 #: ``../shared/data`` relative to the repository root (override with CALIBKIT_SHARED_DATA).
 SHARED_DATA = Path(
@@ -29,3 +31,17 @@ def shared_data() -> Path:
             f"real data not available: {SHARED_DATA} is absent (../shared/data beside the repo)"
         )
     return SHARED_DATA
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """One torch thread and a fixed seed for the test, restored afterwards.
+
+    Bit-identical results need a fixed thread count, and the tests share busy cores. Modules
+    that train or fit models use it with ``pytestmark = pytest.mark.usefixtures("one_thread")``.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    yield
+    torch.set_num_threads(threads)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -31,13 +30,7 @@ from tests.conftest import shared_path
 SHAPE = (2, 2, 2)  # one input: 2 channels of 2 x 2
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """One thread (the tests share busy cores)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def linear_model(k: int = 4, scale: float = 3.0, seed: int = 0) -> nn.Module:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -15,13 +14,8 @@ TARGETS = [0, 0, 1]
 
 
 @pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Run on one thread (the tests share busy cores) with a fixed seed."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread: None) -> None:
+    """Every loss test runs with ``one_thread`` (tests/conftest.py)."""
 
 
 def softmax_rows(rows: list[list[float]]) -> list[list[float]]:

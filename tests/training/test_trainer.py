@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -19,13 +19,7 @@ from calibkit.training import TRACKED, TrainConfig, TrainResult, predict_logits,
 TIMING = ("seconds", "train_seconds", "eval_seconds", "tracking_seconds")
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Bit-identical results need a fixed thread count; the tests share busy cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _images(n: int = 48, k: int = 3, seed: int = 0) -> tuple[Tensor, Tensor]:
