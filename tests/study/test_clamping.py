@@ -41,9 +41,21 @@ def test_input_calibrators_add_rows_and_are_cached(tmp_path: Path) -> None:
     assert {"entropy", "sce"} <= set(by["nc_fast"])
     md = (out / "report.md").read_text()
     assert "| Calibrator | Accuracy | Entropy | ECE | SCE | Fit time (s) |" in md
-    cached = (out / "runs" / "mlp" / "seed-0" / "clamping.json").stat().st_mtime_ns
+    rdir = out / "runs" / "mlp" / "seed-0"
+
+    def stamps() -> dict[str, int]:
+        return {n: (rdir / f"clamping-{n}.json").stat().st_mtime_ns for n in ("nc_fast", "nc_fl")}
+
+    before = stamps()
     run(cfg, out, progress=False)
-    assert (out / "runs" / "mlp" / "seed-0" / "clamping.json").stat().st_mtime_ns == cached
+    assert stamps() == before  # everything cached
+    path.write_text(CLAMPED.replace("epochs = 2,", "epochs = 3,"), encoding="utf-8")
+    changed = load_study_config(path).select(models=["mlp"])
+    rows = run(changed, out, progress=False).records[0].rows
+    after = stamps()
+    assert after["nc_fast"] == before["nc_fast"]  # its settings did not change: kept
+    assert after["nc_fl"] != before["nc_fl"]  # refitted alone
+    assert [r["calibrator"] for r in rows] == names
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,10 @@
 """Calibrators that need the model and its inputs (Neural Clamping) inside a study.
 
 The logit calibrators of a study work from the saved logits. The methods named here refit
-on the run's calibration *inputs* with the run's trained (or loaded) weights. Their rows
-are cached in ``clamping.json`` beside ``calibration.json``, keyed by their own settings,
-so adding a logit calibrator never refits Neural Clamping.
+on the run's calibration *inputs* with the run's trained (or loaded) weights. Each one's
+rows are cached in ``clamping-<name>.json`` beside ``calibration.json``, keyed by its own
+settings, so adding a logit calibrator never refits Neural Clamping, and a study killed
+during one fit keeps the fits finished before it.
 
 Names (``input_calibrators`` in a study config; parameters in ``input_calibrator_params``):
 
@@ -85,43 +86,64 @@ def load_run_model(spec: ModelSpec, data: StudyData, rdir: Path) -> nn.Module:
 def clamp_run(
     cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData, rdir: Path, progress: bool
 ) -> list[dict[str, Any]]:
-    """Rows of every input calibrator of ``cfg`` for one finished run (cached)."""
-    if not cfg.input_calibrators:
-        return []
-    settings = {
-        "names": list(cfg.input_calibrators),
-        "params": cfg.input_calibrator_params,
-        "n_bins": cfg.n_bins,
-        "n_floor_draws": cfg.n_floor_draws,
-    }
-    path = rdir / "clamping.json"
-    cached = cached_rows(path, settings)
-    if cached is not None:
-        return cached
-    model = load_run_model(spec, data, rdir)
-    (x_cal, y_cal), (x_test, y_test) = data.splits["cal"], data.splits["test"]
-    rows = []
+    """Rows of every input calibrator of ``cfg`` for one finished run.
+
+    Each method's rows are cached on their own, in ``clamping-<name>.json`` keyed by that
+    method's settings: a study killed during a long fit keeps the methods fitted before it,
+    and changing one method's parameters refits that method alone.
+    """
+    rows: list[dict[str, Any]] = []
+    model: nn.Module | None = None
     for name in cfg.input_calibrators:
         options = dict(cfg.input_calibrator_params.get(name, {}))
-        ablation = bool(options.pop("ablation", False))
-        options.setdefault("seed", seed)
-        options.setdefault("progress", progress)
-        start = time.perf_counter()
-        nc = INPUT_CALIBRATORS.get(name)(model, **options).fit(x_cal, y_cal.numpy())
-        seconds = time.perf_counter() - start
-        variants = [(name, nc)]
-        if ablation:
-            variants += [(f"{name}:{view}", nc.ablation(view)) for view in ABLATIONS]  # type: ignore[arg-type]
-        for method, fitted in variants:
-            values = evaluate(
-                y_test.numpy(),
-                fitted.predict_proba(x_test),
-                n_bins=cfg.n_bins,
-                n_boot=0,
-                n_floor_draws=cfg.n_floor_draws,
-                seed=seed,
-            ).values
-            fit = seconds if method == name else 0.0
-            rows.append(make_row(spec.label, seed, method, values, fitted.temperature_, fit))
-    write_json(path, {"settings": settings, "rows": rows})
+        settings = {
+            "name": name,
+            "params": options,
+            "n_bins": cfg.n_bins,
+            "n_floor_draws": cfg.n_floor_draws,
+        }
+        path = rdir / f"clamping-{name}.json"
+        cached = cached_rows(path, settings)
+        if cached is None:
+            model = model or load_run_model(spec, data, rdir)
+            cached = _fit_rows(cfg, spec.label, seed, data, model, name, options, progress)
+            write_json(path, {"settings": settings, "rows": cached})
+        rows += cached
+    return rows
+
+
+def _fit_rows(
+    cfg: StudyConfig,
+    label: str,
+    seed: int,
+    data: StudyData,
+    model: nn.Module,
+    name: str,
+    options: dict[str, Any],
+    progress: bool,
+) -> list[dict[str, Any]]:
+    """Fit the input calibrator ``name`` on the run's calibration part; rows on its test part."""
+    (x_cal, y_cal), (x_test, y_test) = data.splits["cal"], data.splits["test"]
+    options = dict(options)
+    ablation = bool(options.pop("ablation", False))
+    options.setdefault("seed", seed)
+    options.setdefault("progress", progress)
+    start = time.perf_counter()
+    nc = INPUT_CALIBRATORS.get(name)(model, **options).fit(x_cal, y_cal.numpy())
+    seconds = time.perf_counter() - start
+    variants = [(name, nc)]
+    if ablation:
+        variants += [(f"{name}:{view}", nc.ablation(view)) for view in ABLATIONS]  # type: ignore[arg-type]
+    rows = []
+    for method, fitted in variants:
+        values = evaluate(
+            y_test.numpy(),
+            fitted.predict_proba(x_test),
+            n_bins=cfg.n_bins,
+            n_boot=0,
+            n_floor_draws=cfg.n_floor_draws,
+            seed=seed,
+        ).values
+        fit = seconds if method == name else 0.0
+        rows.append(make_row(label, seed, method, values, fitted.temperature_, fit))
     return rows
