@@ -160,22 +160,25 @@ def test_max_logit_histogram_skips_empty_groups_and_checks_input() -> None:
         max_logit_by_learned_epoch_figure([1.0, 2.0], np.array([1]), 3, title="t")
 
 
-def test_calibration_size_figure_lines_and_bands() -> None:
+def test_calibration_size_figure_panels_lines_and_bands() -> None:
     sizes = [50, 100, 400]
-    curves = {
+    ce = {
         "temperature_ece": np.array([[0.03, 0.01], [0.02, 0.005], [0.015, 0.002]]),
         "histogram": np.array([[0.06, 0.02], [0.04, 0.01], [0.02, 0.004]]),
     }
-    fig = calibration_size_figure(sizes, curves, title="ECE against calibration size")
+    focal = {"temperature_ece": np.array([[0.05, 0.01], [0.04, 0.01], [0.03, 0.01]])}
+    fig = calibration_size_figure(sizes, {"CE": ce, "Focal 3": focal}, title="ECE by size")
     _check_plain(fig)
-    (ax,) = fig.axes
-    assert ax.get_xscale() == "log"
-    assert [ln.get_label() for ln in ax.lines] == ["TS", "HB"]
-    for line, curve in zip(ax.lines, curves.values(), strict=True):
+    ts, hb = fig.axes
+    assert [ax.get_title() for ax in (ts, hb)] == ["after TS", "after HB"]
+    assert ts.get_xscale() == "log"
+    assert [ln.get_label() for ln in ts.lines] == ["CE", "Focal 3"]
+    assert [ln.get_label() for ln in hb.lines] == ["CE"]  # focal has no HB curve
+    for line, curve in zip(ts.lines, (ce, focal), strict=True):
         np.testing.assert_allclose(line.get_xdata(), sizes)
-        np.testing.assert_allclose(line.get_ydata(), curve[:, 0])
-    band = ax.collections[1].get_paths()[0].vertices[:, 1]
+        np.testing.assert_allclose(line.get_ydata(), curve["temperature_ece"][:, 0])
+    band = hb.collections[0].get_paths()[0].vertices[:, 1]
     assert band.min() == pytest.approx(0.02 - 0.004)
     assert band.max() == pytest.approx(0.06 + 0.02)
-    with pytest.raises(InputError):
-        calibration_size_figure(sizes, {"histogram": np.zeros((2, 2))}, title="t")
+    with pytest.raises(InputError, match="Focal"):
+        calibration_size_figure(sizes, {"Focal": {"histogram": np.zeros((2, 2))}}, title="t")

@@ -62,6 +62,8 @@ def test_loss_study_report_has_the_paper_tables_and_figures(tmp_path: Path) -> N
         "loss_ece_vs_coefficient.png",
         "loss_optimal_ece_per_epoch.png",
         "loss_max_logit_ce.png",
+        "loss_max_logit_ls_0.1.png",
+        "loss_max_logit_focal_3.png",
         "loss_calibration_size.png",
     } <= figures
     before = (out / "report.md").read_text()

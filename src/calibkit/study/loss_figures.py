@@ -234,28 +234,39 @@ def max_logit_by_learned_epoch_figure(
 
 
 def calibration_size_figure(
-    sizes: Sequence[int], curves: Mapping[str, npt.ArrayLike], *, title: str
+    sizes: Sequence[int],
+    curves: Mapping[str, Mapping[str, npt.ArrayLike]],
+    *,
+    title: str,
 ) -> Figure:
     """Test ECE against the calibration-set size (log x): mean line, mean ± std band.
 
-    ``curves`` is the output of :func:`calibkit.study.analysis.calibration_size_curve`:
-    ``{calibrator: array (len(sizes), 2)}`` of mean and standard deviation.
+    ``curves`` maps a model's name to the output of
+    :func:`calibkit.study.analysis.calibration_size_curve` for it: ``{calibrator: array
+    (len(sizes), 2)}`` of mean and standard deviation. One panel per calibrator, one line
+    per model, so each panel shows whether a model's lead holds at every size.
     """
     x = np.asarray(sizes, dtype=np.float64)
-    fig = _new_figure(6.0, 3.8)
-    ax = fig.subplots()
-    for i, (name, curve) in enumerate(curves.items()):
-        c = np.asarray(curve, dtype=np.float64)
-        if c.shape != (x.size, 2):
-            raise InputError(f"curves[{name!r}]", f"a ({x.size}, 2) array", str(c.shape))
-        colour = _COLOURS[i % len(_COLOURS)]
-        label = plain(CALIBRATOR_NAMES.get(name, name))
-        ax.plot(x, c[:, 0], color=colour, marker="o", markersize=4, label=label)
-        ax.fill_between(x, c[:, 0] - c[:, 1], c[:, 0] + c[:, 1], color=colour, alpha=0.18)
-    ax.set_xscale("log")
-    ax.set_xlabel("Calibration samples (log scale)")
-    ax.set_ylabel("Test ECE (mean ± std)")
-    ax.set_title(plain(title), fontsize=10)
-    ax.legend(fontsize=8, frameon=False)
-    _style(ax)
+    calibrators = list(dict.fromkeys(c for per in curves.values() for c in per))
+    fig = _new_figure(4.2 * max(len(calibrators), 1), 3.8)
+    axes = np.atleast_1d(fig.subplots(1, max(len(calibrators), 1), sharey=True))
+    for ax, cal in zip(axes, calibrators, strict=False):
+        for i, (model, per) in enumerate(curves.items()):
+            if cal not in per:
+                continue
+            c = np.asarray(per[cal], dtype=np.float64)
+            if c.shape != (x.size, 2):
+                raise InputError(
+                    f"curves[{model!r}][{cal!r}]", f"a ({x.size}, 2) array", str(c.shape)
+                )
+            colour = _COLOURS[i % len(_COLOURS)]
+            ax.plot(x, c[:, 0], color=colour, marker="o", markersize=4, label=plain(model))
+            ax.fill_between(x, c[:, 0] - c[:, 1], c[:, 0] + c[:, 1], color=colour, alpha=0.15)
+        ax.set_xscale("log")
+        ax.set_xlabel("Calibration samples (log scale)")
+        ax.set_title(plain(f"after {CALIBRATOR_NAMES.get(cal, cal)}"), fontsize=10)
+        _style(ax)
+    axes[0].set_ylabel("Test ECE (mean ± std)")
+    axes[0].legend(fontsize=8, frameon=False)
+    fig.suptitle(plain(title), fontsize=10)
     return fig
