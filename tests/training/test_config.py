@@ -51,9 +51,15 @@ def test_defaults_are_valid() -> None:
         ({"milestones": (0, 2)}, r"^milestones: expected an integer >= 1, got 0"),
         ({"milestones": (1.5,)}, r"^milestones: expected an integer >= 1, got 1\.5"),
         ({"loss_params": [1]}, r"^loss_params: expected a table of loss parameters"),
-        ({"loss": "focal", "loss_params": {"gama": 2}}, r"^loss 'focal': expected parameters"),
-        ({"loss_params": {"epsilon": 0.1}}, r"^loss 'cross_entropy': expected "),
-        ({"loss": "focal", "loss_params": {"gamma": -1}}, r"^gamma: expected"),
+        (
+            {"loss": "focal", "loss_params": {"gama": 2}},
+            r"^loss_params: expected parameters among gamma.* \(of loss 'focal'\), got 'gama'",
+        ),
+        (
+            {"loss_params": {"epsilon": 0.1}},
+            r"^loss_params: expected .*\(of loss 'cross_entropy'\), got 'epsilon'",
+        ),
+        ({"loss": "focal", "loss_params": {"gamma": -1}}, r"^loss_params\.gamma: expected"),
     ],
 )
 def test_validation(changes: dict[str, Any], pattern: str) -> None:

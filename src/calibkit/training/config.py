@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from calibkit.errors import InputError
+from calibkit.errors import InputError, UnknownNameError
 
 OPTIMIZERS = ("adam", "sgd")
 SCHEDULES = ("none", "step", "cosine", "onecycle")
@@ -100,7 +100,16 @@ class TrainConfig:
         if self.loss != "cross_entropy" or self.loss_params:
             from calibkit.losses import build_loss
 
-            build_loss({"name": self.loss, **self.loss_params})  # checks name and parameters
+            try:  # checks the name and the parameters
+                build_loss({"name": self.loss, **self.loss_params})
+            except UnknownNameError:
+                raise
+            except InputError as exc:  # name the key where the value came from
+                arg = exc.argument
+                if arg.startswith("loss"):  # an unknown parameter
+                    expected = f"{exc.expected} (of loss {self.loss!r})"
+                    raise InputError("loss_params", expected, exc.got) from None
+                raise InputError(f"loss_params.{arg}", exc.expected, exc.got) from None
 
     def replace(self, **changes: Any) -> TrainConfig:
         """A copy with ``changes`` applied (and validated)."""
