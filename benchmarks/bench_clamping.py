@@ -2,17 +2,20 @@
 forward and backward passes.
 
     .venv/bin/python benchmarks/bench_clamping.py [--n 5000] [--epochs 100] [--batch-size 512]
-        [--threads N] [--scale-to-n 5000 --scale-to-epochs 100]
+        [--repeats 3] [--threads N] [--scale-to-n 5000 --scale-to-epochs 100]
 
 Needs ``../shared/data`` (``cifar10-jpeg.zip``, ``pretrained/resnet20-12fca82f.th``). The
 first ``n / 10`` test images of each class are the calibration set. Timed: the joint fit
-(``epochs`` epochs of SGD on delta and log T) and the fast variant (data-driven delta, then
-T alone). One extra, instrumented epoch times the forward pass (model and focal loss, with
-the autograd graph) and the backward pass separately, and the same for the data-driven
-initialisation (entropy and its input gradient). Fit times scale linearly in n and in the
-number of epochs; the last column extrapolates to ``--scale-to-n`` images and
-``--scale-to-epochs`` epochs (for the joint fit: init + 2 plain forward passes + epochs x the
-instrumented epoch), so the quick mode, ``--n 1000 --epochs 2``, gives the full-size estimate.
+(``epochs`` epochs of SGD on delta and log T), in float32 and with the model's passes in
+bfloat16 (``precision="bfloat16"``), and the fast variant (data-driven delta, then T
+alone). Instrumented epochs, through the same batch-norm-folded channels-last copy the fit
+uses, time the forward pass (model and focal loss, with the autograd graph) and the
+backward pass separately, and the same for the data-driven initialisation (entropy and its
+input gradient). Everything runs ``--repeats`` times, interleaved; medians. Fit times
+scale linearly in n and in the number of epochs; the last column extrapolates to
+``--scale-to-n`` images and ``--scale-to-epochs`` epochs (for the joint fit: init + 2 plain
+forward passes + epochs x the instrumented epoch), so the quick mode, ``--n 1000 --epochs
+2``, gives the full-size estimate.
 """
 
 from __future__ import annotations
@@ -21,15 +24,16 @@ import argparse
 import io
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from _bench import fmt_time, machine, table
+from _bench import fmt_time, interleaved, machine, median, table
 
 from calibkit.calibrators.clamping import NeuralClamping
-from calibkit.calibrators.clamping_init import focal_loss
+from calibkit.calibrators.clamping_init import focal_loss, fused_copy, layout
 from calibkit.models import load_pretrained_cifar_resnet
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -55,14 +59,19 @@ def read_jpeg_cifar10(n: int) -> tuple[torch.Tensor, torch.Tensor]:
     return x.contiguous(), torch.tensor(labels)
 
 
-def timed_epoch(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, bs: int) -> list[float]:
-    """[forward, backward] seconds of one SGD epoch on (delta, log T)."""
+def timed_epoch(
+    model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, bs: int, bf16: bool
+) -> list[float]:
+    """[forward, backward] seconds of one SGD epoch on (delta, log T), as the fit runs it."""
     delta = torch.zeros(x.shape[1:], requires_grad=True)
     log_t = torch.zeros((), requires_grad=True)
     fwd = bwd = 0.0
     for start in range(0, x.shape[0], bs):
         t0 = time.perf_counter()
-        logits = model(x[start : start + bs] + delta) / log_t.exp()
+        xb = layout(x[start : start + bs])
+        with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+            out = model(xb + delta)
+        logits = out.float() / log_t.exp()
         loss = focal_loss(logits, y[start : start + bs], 1.0) + 0.1 * delta.pow(2).sum()
         t1 = time.perf_counter()
         loss.backward()
@@ -77,7 +86,7 @@ def timed_init(model: torch.nn.Module, x: torch.Tensor, bs: int) -> list[float]:
     for start in range(0, x.shape[0], bs):
         d = torch.zeros(x.shape[1:], requires_grad=True)
         t0 = time.perf_counter()
-        logp = F.log_softmax(model(x[start : start + bs] + d), dim=1)
+        logp = F.log_softmax(model(layout(x[start : start + bs]) + d), dim=1)
         entropy = -(logp.exp() * logp).sum()
         t1 = time.perf_counter()
         torch.autograd.grad(entropy, d)
@@ -91,6 +100,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=5000, help="calibration images (default 5000)")
     parser.add_argument("--epochs", type=int, default=100, help="joint-fit epochs (default 100)")
     parser.add_argument("--batch-size", type=int, default=512)
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds (median)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--scale-to-n", type=int, default=5000)
     parser.add_argument("--scale-to-epochs", type=int, default=100)
@@ -104,45 +114,70 @@ def main() -> None:
     print(f"Decoded {len(y):,} JPEGs in {fmt_time(time.perf_counter() - t0)}\n")
     for p in model.parameters():
         p.requires_grad_(False)
+    fast_model = fused_copy(model)  # what the fit runs: batch norm folded, channels-last
     bs = args.batch_size
+    parts: dict[str, list[float]] = {}
 
-    def fit(nc: NeuralClamping) -> float:
-        t = time.perf_counter()
-        nc.fit(x, y)
-        return time.perf_counter() - t
+    def keep(name: str, value: list[float]) -> list[float]:
+        parts.setdefault(name, []).append(value[0])
+        parts.setdefault(name + " backward", []).append(value[1])
+        return value
 
-    joint = fit(NeuralClamping(model, epochs=args.epochs, batch_size=bs, progress=False))
-    fast = fit(NeuralClamping.fast(model, batch_size=bs, progress=False))
-    epoch = timed_epoch(model, x, y, bs)
-    init = timed_init(model, x, bs)
-    with torch.no_grad():
-        t = time.perf_counter()
-        for start in range(0, len(y), bs):
-            model(x[start : start + bs])
-        plain = time.perf_counter() - t
+    def plain_pass() -> None:
+        with torch.no_grad():
+            for start in range(0, len(y), bs):
+                fast_model(layout(x[start : start + bs]))
 
+    kw = {"epochs": args.epochs, "batch_size": bs, "progress": False}
+    contenders: dict[str, Callable[[], object]] = {
+        "joint float32": lambda: NeuralClamping(model, **kw).fit(x, y),  # type: ignore[arg-type]
+        "joint bfloat16": lambda: NeuralClamping(model, **kw, precision="bfloat16").fit(x, y),  # type: ignore[arg-type]
+        "fast": lambda: NeuralClamping.fast(model, batch_size=bs, progress=False).fit(x, y),
+        "epoch float32": lambda: keep("epoch float32", timed_epoch(fast_model, x, y, bs, False)),
+        "epoch bfloat16": lambda: keep("epoch bfloat16", timed_epoch(fast_model, x, y, bs, True)),
+        "init": lambda: keep("init", timed_init(fast_model, x, bs)),
+        "plain": plain_pass,
+    }
+    warm = [k for k in contenders if not k.startswith("joint")]  # the joint fits are long
+    times = {k: median(v) for k, v in interleaved(contenders, args.repeats, warm=warm).items()}
+    split = {k: median(v[1:]) for k, v in parts.items()}  # v[0]: the warm-up run
     scale_n = args.scale_to_n / len(y)
-    # joint = data-driven init + 2 no-grad passes (initial and final logits) + epochs of SGD
-    joint_scaled = scale_n * (sum(init) + 2 * plain + args.scale_to_epochs * sum(epoch))
-    target = f"{args.scale_to_n:,} images"
+    init_s = times["init"]
+
+    def scaled_joint(precision: str) -> float:
+        # init + 2 no-grad passes (initial and final logits) + epochs of SGD
+        epoch = times[f"epoch {precision}"]
+        return scale_n * (init_s + 2 * times["plain"] + args.scale_to_epochs * epoch)
+
+    def row(what: str, key: str, split_key: str | None, scaled: float) -> list[str]:
+        fwd = bwd = ""
+        if split_key is not None:
+            fwd, bwd = fmt_time(split[split_key]), fmt_time(split[split_key + " backward"])
+        return [what, fmt_time(times[key]), fwd, bwd, fmt_time(scaled)]
+
     rows = [
-        [f"joint, {args.epochs} epochs", fmt_time(joint), "", "", fmt_time(joint_scaled)],
-        ["fast variant (Appendix F)", fmt_time(fast), "", "", fmt_time(fast * scale_n)],
-        ["one SGD epoch", fmt_time(sum(epoch)), fmt_time(epoch[0]), fmt_time(epoch[1]),
-         fmt_time(sum(epoch) * scale_n)],
-        ["data-driven init (entropy gradient)", fmt_time(sum(init)), fmt_time(init[0]),
-         fmt_time(init[1]), fmt_time(sum(init) * scale_n)],
-        ["plain forward pass (no grad)", fmt_time(plain), fmt_time(plain), "",
-         fmt_time(plain * scale_n)],
+        row(f"joint, {args.epochs} epochs, float32", "joint float32", None,
+            scaled_joint("float32")),
+        row(f"joint, {args.epochs} epochs, bfloat16 passes", "joint bfloat16", None,
+            scaled_joint("bfloat16")),
+        row("fast variant (Appendix F)", "fast", None, times["fast"] * scale_n),
+        row("one SGD epoch, float32", "epoch float32", "epoch float32",
+            times["epoch float32"] * scale_n),
+        row("one SGD epoch, bfloat16 passes", "epoch bfloat16", "epoch bfloat16",
+            times["epoch bfloat16"] * scale_n),
+        row("data-driven init (entropy gradient)", "init", "init", init_s * scale_n),
+        row("plain forward pass (no grad)", "plain", None, times["plain"] * scale_n),
     ]  # fmt: skip
     head = (
-        f"### Neural Clamping fit, ResNet-20, {len(y):,} JPEG CIFAR-10 images, "
-        f"batch {bs} (one run each)\n\n"
+        f"### Neural Clamping fit, ResNet-20 (batch norm folded, channels-last), {len(y):,} "
+        f"JPEG CIFAR-10 images, batch {bs}, median of {args.repeats} interleaved rounds\n\n"
     )
-    last = f"scaled to {target}" + (
+    last = f"scaled to {args.scale_to_n:,} images" + (
         f", {args.scale_to_epochs} epochs" if args.scale_to_epochs != args.epochs else ""
     )
     print(head + table(["what", "measured", "forward", "backward", last], rows))
+    ratio = times["epoch float32"] / times["epoch bfloat16"]
+    print(f"\nbfloat16 passes: {ratio:.2f}x faster per SGD epoch (same run)")
 
 
 if __name__ == "__main__":

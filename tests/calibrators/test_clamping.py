@@ -406,3 +406,23 @@ def test_fused_and_plain_fits_agree() -> None:
     ]
     assert torch.allclose(fits[0].delta_, fits[1].delta_, atol=1e-4)
     assert fits[0].temperature_ == pytest.approx(fits[1].temperature_, rel=1e-4)
+
+
+def test_bfloat16_fit_is_close_to_float32_and_predicts_in_float32() -> None:
+    model = _conv_bn()
+    x, y = torch.randn(96, 3, 4, 4), torch.arange(96) % 3
+    kw = {"epochs": 5, "batch_size": 32, "lr": 0.05, "progress": False}
+    full = NeuralClamping(model, **kw).fit(x, y)  # type: ignore[arg-type]
+    low = NeuralClamping(model, **kw, precision="bfloat16").fit(x, y)  # type: ignore[arg-type]
+    again = NeuralClamping(model, **kw, precision="bfloat16").fit(x, y)  # type: ignore[arg-type]
+    assert torch.equal(low.delta_, again.delta_)  # deterministic
+    assert low.delta_.dtype == torch.float32
+    start = NeuralClamping.fast(model, progress=False).fit(x, y).delta_  # the shared init
+    step = (full.delta_ - start).norm()
+    assert step > 0
+    assert (low.delta_ - full.delta_).norm() < 0.05 * step  # rounds the passes, not the method
+    assert low.temperature_ == pytest.approx(full.temperature_, rel=0.02)
+    assert not torch.equal(low.delta_, full.delta_)  # the option does take effect
+    assert low.predict_proba(x).dtype == np.float64
+    with pytest.raises(InputError, match="^precision:"):
+        NeuralClamping(model, precision="float16")

@@ -22,6 +22,11 @@ Training (``train``):
   (:meth:`NeuralClamping.fast`); with ``init="zero"`` it is temperature scaling fitted by
   focal loss (:meth:`NeuralClamping.focal_temperature_scaling`; NLL for gamma 0).
 
+``precision="bfloat16"`` runs the model's passes of that SGD (the cost of the fit) under
+bfloat16 autocast: about 1.8x faster on a CPU with AVX-512 BF16 (or a GPU with bfloat16),
+with the same ECE within noise (see ``docs/neural-clamping.md``). The data-driven
+initialisation, the temperature search and every prediction stay in float32.
+
 Initial ``delta`` (``init``): ``"zero"``, ``"random"`` (Gaussian, sd 0.01) or ``"data"``
 (Theorem 3.2, see :func:`~calibkit.calibrators.clamping_init.data_driven_delta`).
 
@@ -86,6 +91,7 @@ from calibkit.outputs import check_labels, log_softmax64
 FORMAT_VERSION = 1
 INITS = ("data", "random", "zero")
 TRAINS = ("joint", "delta", "temperature")
+PRECISIONS = ("float32", "bfloat16")
 Ablation = Literal["delta_only", "temperature_only"]
 
 
@@ -128,6 +134,7 @@ class NeuralClamping:
         device: str | torch.device | None = None,
         progress: bool = True,
         fuse: bool = True,
+        precision: str = "float32",
     ) -> None:
         if not isinstance(model, nn.Module):
             raise InputError("model", "a torch.nn.Module", type(model).__name__)
@@ -150,6 +157,7 @@ class NeuralClamping:
         self.device = device
         self.progress = bool(progress)
         self.fuse = bool(fuse)
+        self.precision = choice(precision, PRECISIONS, "precision")
 
     @classmethod
     def fast(cls, model: nn.Module, **params: Any) -> NeuralClamping:
@@ -262,12 +270,15 @@ class NeuralClamping:
         params = [delta, log_t] if self.train == "joint" else [delta]
         opt = torch.optim.SGD(params, lr=self.lr, momentum=self.momentum)
         n, history = x.shape[0], []
+        low_precision = self.precision == "bfloat16"
         for epoch in range(self.epochs):
             order, total = torch.randperm(n, generator=gen), 0.0
             for start in range(0, n, self.batch_size):
                 idx = order[start : start + self.batch_size]
                 xb = layout(x[idx].to(device=device, dtype=torch.float32))
-                logits = model(xb + delta) / log_t.exp()
+                with torch.autocast(device.type, torch.bfloat16, enabled=low_precision):
+                    out = model(xb + delta)
+                logits = out.float() / log_t.exp()
                 loss = focal_loss(logits, y[idx].to(device), gamma) + lam * delta.pow(2).sum()
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
