@@ -424,5 +424,27 @@ def test_bfloat16_fit_is_close_to_float32_and_predicts_in_float32() -> None:
     assert low.temperature_ == pytest.approx(full.temperature_, rel=0.02)
     assert not torch.equal(low.delta_, full.delta_)  # the option does take effect
     assert low.predict_proba(x).dtype == np.float64
-    with pytest.raises(InputError, match="^precision:"):
+    with pytest.raises(InputError, match=r"^precision:"):
         NeuralClamping(model, precision="float16")
+
+
+def test_a_dataset_of_the_loaders_is_taken_as_it_is() -> None:
+    from calibkit.data import ImageArrays
+
+    gen = np.random.default_rng(0)
+    images = gen.integers(0, 256, size=(60, 4, 4, 3), dtype=np.uint8)
+    data = ImageArrays(images, np.arange(60) % 3, ("a", "b", "c"))
+    mean, std = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
+    kw = {"epochs": 2, "batch_size": 16, "lr": 0.05, "progress": False}
+    model = _conv_bn()
+    by_data = NeuralClamping(model, **kw, mean=mean, std=std).fit(data)  # type: ignore[arg-type]
+    x = data.to_tensor(mean, std)
+    by_tensor = NeuralClamping(model, **kw).fit(x, data.labels)  # type: ignore[arg-type]
+    assert torch.equal(by_data.delta_, by_tensor.delta_)
+    np.testing.assert_array_equal(by_data.predict_proba(data), by_tensor.predict_proba(x))
+    with pytest.raises(InputError, match=r"^labels:"):
+        NeuralClamping(model, **kw).fit(x)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"^mean:"):
+        NeuralClamping(model, mean="abc")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"^mean/std:"):
+        NeuralClamping(model, mean=(0.5,), std=(1.0,)).fit(data)

@@ -34,9 +34,10 @@ Unlike the logit calibrators of :mod:`calibkit.calibrators.base`, Neural Clampin
 model and its inputs, so it mirrors that contract (``fit -> self``, fitted ``_``
 attributes, :class:`~calibkit.errors.NotFittedError`, :class:`~calibkit.errors.InputError`
 naming the argument) without joining the logit registry. ``inputs`` are float tensors
-``(N, C, H, W)`` (or arrays) already normalised as the model expects, e.g.
-``ImageArrays.to_tensor(mean, std)``; they stay where the caller keeps them and go to the
-device batch by batch.
+``(N, C, H, W)`` (or arrays) already normalised as the model expects, or a dataset of
+calibkit's loaders (:class:`~calibkit.data.ImageArrays`, normalised by the ``mean`` and
+``std`` given here; its labels come with it). They stay where the caller keeps them and go
+to the device batch by batch.
 
 >>> torch.manual_seed(0) and None
 >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3)).eval()
@@ -84,6 +85,7 @@ from calibkit.calibrators.clamping_init import (
     range_tensors,
 )
 from calibkit.calibrators.temperature import positive_param
+from calibkit.data.arrays import ImageArrays
 from calibkit.errors import InputError, NotFittedError
 from calibkit.metrics import ece
 from calibkit.outputs import check_labels, log_softmax64
@@ -135,6 +137,8 @@ class NeuralClamping:
         progress: bool = True,
         fuse: bool = True,
         precision: str = "float32",
+        mean: Sequence[float] | None = None,
+        std: Sequence[float] | None = None,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise InputError("model", "a torch.nn.Module", type(model).__name__)
@@ -158,6 +162,8 @@ class NeuralClamping:
         self.progress = bool(progress)
         self.fuse = bool(fuse)
         self.precision = choice(precision, PRECISIONS, "precision")
+        self.mean = None if mean is None else _floats(mean, "mean")
+        self.std = None if std is None else _floats(std, "std")
 
     @classmethod
     def fast(cls, model: nn.Module, **params: Any) -> NeuralClamping:
@@ -175,9 +181,18 @@ class NeuralClamping:
         return {k: v for k, v in vars(self).items() if k not in skip and not k.endswith("_")}
 
     # ----- fitting -------------------------------------------------------------------------
-    def fit(self, inputs: object, labels: object) -> Self:
-        """Learn ``delta`` and ``T`` on calibration ``inputs`` (N, ...) and ``labels`` (N,)."""
-        x = as_inputs(inputs)
+    def fit(self, inputs: object, labels: object = None) -> Self:
+        """Learn ``delta`` and ``T`` on calibration ``inputs`` (N, ...) and ``labels`` (N,).
+
+        ``inputs`` may be an :class:`~calibkit.data.ImageArrays` (a dataset of calibkit's
+        loaders), normalised by this object's ``mean`` and ``std``; its labels are used when
+        ``labels`` is None.
+        """
+        x = as_inputs(inputs, self.mean, self.std)
+        if labels is None:
+            if not isinstance(inputs, ImageArrays):
+                raise InputError("labels", "labels (N,) for tensor or array inputs", "None")
+            labels = inputs.labels
         device = self._device()
         with frozen(self.model), torch.enable_grad():
             k = self._n_outputs(x, device)
@@ -313,7 +328,7 @@ class NeuralClamping:
     def logits(self, inputs: object) -> np.ndarray:
         """Calibrated logits ``model(x + delta_) / temperature_`` (float64, N x K)."""
         self.check_is_fitted()
-        x = as_inputs(inputs)
+        x = as_inputs(inputs, self.mean, self.std)
         if tuple(x.shape[1:]) != tuple(self.delta_.shape):
             raise InputError(
                 "inputs",
@@ -414,6 +429,16 @@ class NeuralClamping:
 def _paths(path: str | Path) -> tuple[Path, Path]:
     p = Path(path)
     return p.with_suffix(".safetensors"), p.with_suffix(".json")
+
+
+def _floats(values: object, name: str) -> tuple[float, ...]:
+    try:
+        out = tuple(float(v) for v in values)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        out = ()
+    if not out or not all(math.isfinite(v) for v in out):
+        raise InputError(name, "a sequence of finite numbers, one per channel", repr(values))
+    return out
 
 
 def _sq(delta: Tensor) -> float:

@@ -25,6 +25,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 from torch import Tensor, nn
 
+from calibkit.data.arrays import ImageArrays
 from calibkit.errors import InputError
 
 #: Range of the temperature searched by :func:`fit_focal_temperature`.
@@ -238,11 +239,23 @@ def fused_copy(model: nn.Module) -> nn.Module:
     return copy
 
 
-def as_inputs(inputs: object) -> Tensor:
+def as_inputs(
+    inputs: object, mean: Sequence[float] | None = None, std: Sequence[float] | None = None
+) -> Tensor:
+    """``inputs`` as a float tensor: a tensor or array as it is, or the images of an
+    :class:`~calibkit.data.ImageArrays` scaled to [0, 1] and normalised by ``mean``/``std``
+    (per channel; None: 0 and 1)."""
+    if isinstance(inputs, ImageArrays):
+        c = inputs.images.shape[-1]
+        return inputs.to_tensor(
+            [0.0] * c if mean is None else mean, [1.0] * c if std is None else std
+        )
     if isinstance(inputs, np.ndarray):
         inputs = torch.from_numpy(inputs)
     if not isinstance(inputs, Tensor):
-        raise InputError("inputs", "a float tensor or array (N, C, H, W)", type(inputs).__name__)
+        raise InputError(
+            "inputs", "a float tensor or array (N, C, H, W), or ImageArrays", type(inputs).__name__
+        )
     if not inputs.is_floating_point() or inputs.ndim < 2 or inputs.shape[0] == 0:
         raise InputError(
             "inputs",
