@@ -32,6 +32,7 @@ from calibkit.calibrators import (
     TemperatureScaling,
     TemperatureScalingECE,
     VectorScaling,
+    ece_grid_minimum,
     ece_temperature_curve,
     get_calibrator,
 )
@@ -141,6 +142,7 @@ __all__ = [
     "create_model",
     "debiased_ece",
     "ece",
+    "ece_grid_minimum",
     "ece_temperature_curve",
     "ece_temperature_figure",
     "entropy",

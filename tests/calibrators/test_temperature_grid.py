@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from calibkit.calibrators import TemperatureScalingECE, ece_temperature_curve
+from calibkit.calibrators.temperature_grid import ece_grid_minimum
 from calibkit.errors import InputError
 from calibkit.metrics import ece
 from tests.calibrators.problems import random_problem
@@ -49,3 +50,35 @@ def test_curve_rejects_bad_temperatures(temps: object) -> None:
     with pytest.raises(InputError) as info:
         ece_temperature_curve(z, y, temps)
     assert info.value.argument == "temperatures"
+    with pytest.raises(InputError) as info:
+        ece_grid_minimum(z, y, temps)
+    assert info.value.argument == "temperatures"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_grid_minimum_is_the_minimum_of_the_whole_curve(seed: int) -> None:
+    # over- and underconfident problems, few and many classes and samples, shuffled grids
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(20, 3000)), int(rng.integers(2, 40))
+    temperature = float(rng.choice([0.5, 1.0, 2.0, 4.0]))
+    z, y = random_problem(
+        n, k, temperature=temperature, scale=float(rng.uniform(0.5, 8)), seed=seed
+    )
+    grid = np.round(np.arange(1, 1001) * 0.01, 2)
+    if seed % 3 == 0:
+        grid = rng.permutation(grid)
+    n_bins = int(rng.integers(5, 30)) if seed % 4 == 0 else 15
+    curve = ece_temperature_curve(z, y, grid, n_bins)
+    i, value = ece_grid_minimum(z, y, grid, n_bins)
+    assert value == pytest.approx(curve.min(), abs=1e-12)
+    assert i == int(np.flatnonzero(curve <= curve.min() + 1e-12).min())
+
+
+def test_grid_minimum_with_constant_stretches_and_a_single_temperature() -> None:
+    z = np.array([[2.0, 2.0], [1.0, 0.0], [0.0, 3.0]])  # a tie: confidence 1/2 at every T
+    y = np.array([0, 0, 1])
+    for grid in ([1.0], [0.5, 1.0, 2.0], [5.0, 0.1]):
+        curve = ece_temperature_curve(z, y, grid)
+        i, value = ece_grid_minimum(z, y, grid)
+        assert value == pytest.approx(curve.min(), abs=1e-12)
+        assert i == int(np.argmin(curve))

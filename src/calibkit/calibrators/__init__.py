@@ -11,7 +11,11 @@ from __future__ import annotations
 # isort: off
 from calibkit.calibrators.base import CALIBRATORS, Calibrator, get_calibrator
 from calibkit.calibrators.temperature import TemperatureScaling
-from calibkit.calibrators.temperature_grid import TemperatureScalingECE, ece_temperature_curve
+from calibkit.calibrators.temperature_grid import (
+    TemperatureScalingECE,
+    ece_grid_minimum,
+    ece_temperature_curve,
+)
 from calibkit.calibrators.linear import (
     VectorScaling,
     MatrixScaling,
@@ -43,6 +47,7 @@ __all__ = [
     "TemperatureScaling",
     "TemperatureScalingECE",
     "VectorScaling",
+    "ece_grid_minimum",
     "ece_temperature_curve",
     "get_calibrator",
 ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators.temperature_grid import ece_temperature_curve
+from calibkit.calibrators.temperature_grid import ece_grid_minimum
 from calibkit.metrics import accuracy, ece, nll
 from calibkit.outputs import as_outputs
 
@@ -30,12 +30,11 @@ TRACKED = ("accuracy", "nll", "ece", "optimal_ece", "optimal_temperature")
 def track_split(logits: object, labels: object, n_bins: int = 15) -> dict[str, float]:
     """Accuracy, NLL, ECE, optimal ECE and its temperature of one split's logits."""
     out = as_outputs(labels, logits=logits)
-    curve = ece_temperature_curve(out.scores, out.labels, TRACKING_TEMPERATURES, n_bins)
-    best = int(np.argmin(curve))
+    best, optimal = ece_grid_minimum(out.scores, out.labels, TRACKING_TEMPERATURES, n_bins)
     return {
         "accuracy": accuracy(out.labels, logits=out.scores),
         "nll": nll(out.labels, logits=out.scores),
         "ece": ece(out.labels, logits=out.scores, n_bins=n_bins),
-        "optimal_ece": float(curve[best]),
+        "optimal_ece": optimal,
         "optimal_temperature": float(TRACKING_TEMPERATURES[best]),
     }
