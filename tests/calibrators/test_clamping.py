@@ -224,6 +224,43 @@ def test_ablations_and_calibrated_model() -> None:
     assert np.allclose(nc.predict_proba(x).sum(axis=1), 1.0)
     with pytest.raises(InputError, match="view"):
         nc.ablation("both")  # type: ignore[arg-type]
+    sgd = nc.ablation("sgd")
+    assert sgd.temperature_ == pytest.approx(math.exp(nc.sgd_log_temperature_))
+    assert torch.equal(sgd.delta_, nc.delta_)
+    fast = NeuralClamping.fast(model, progress=False).fit(x, y)
+    assert math.isnan(fast.sgd_log_temperature_)
+    with pytest.raises(InputError, match="view"):
+        fast.ablation("sgd")  # no SGD in the fast variant
+
+
+@pytest.mark.parametrize("gamma", [0.0, 1.0])
+def test_final_temperature_is_the_exact_minimum_at_the_learnt_delta(gamma: float) -> None:
+    from calibkit.calibrators.clamping_init import fit_focal_temperature
+
+    model, x, y = problem()
+    kw = {"init": "random", "epochs": 4, "batch_size": 64, "progress": False, "gamma": gamma}
+    nc = NeuralClamping(model, **kw).fit(x, y)  # type: ignore[arg-type]
+    plain = NeuralClamping(model, **kw, refine_temperature=False).fit(x, y)  # type: ignore[arg-type]
+    assert torch.equal(nc.delta_, plain.delta_)  # the SGD is the same
+    assert nc.sgd_log_temperature_ == plain.log_temperature_ == plain.sgd_log_temperature_
+    z = nc.ablation("delta_only").logits(x)
+    assert nc.log_temperature_ == pytest.approx(fit_focal_temperature(z, y.numpy(), gamma))
+    # at lr 1e-3 the SGD barely moves T (the model is overconfident by a factor 2) ...
+    assert abs(nc.sgd_log_temperature_) < 0.2
+    assert nc.temperature_ > 1.5
+    # ... and the exact step never raises the objective the SGD was minimising
+    yn = y.numpy()
+    assert focal_np(z / nc.temperature_, yn, gamma) <= focal_np(
+        z / math.exp(nc.sgd_log_temperature_), yn, gamma
+    )
+
+
+def test_with_delta_at_zero_the_joint_fit_is_temperature_scaling() -> None:
+    model, x, y = problem()
+    nc = NeuralClamping(model, init="zero", lr=1e-12, gamma=0.0, epochs=1, progress=False)
+    nc.fit(x, y)
+    ts = TemperatureScaling().fit(model(x).detach().double().numpy(), y.numpy())
+    assert nc.temperature_ == pytest.approx(ts.temperature_, rel=1e-6)
 
 
 def test_save_load_round_trip(tmp_path: Path) -> None:
@@ -239,8 +276,13 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
     assert back.fitted_state().keys() == nc.fitted_state().keys()
     assert back.history_ == nc.history_
     assert back.ece_by_gamma_ == nc.ece_by_gamma_
+    assert back.sgd_log_temperature_ == nc.sgd_log_temperature_
     assert back.get_params() == nc.get_params()
     assert np.array_equal(back.predict_proba(x), nc.predict_proba(x))
+    fast = NeuralClamping.fast(model, progress=False).fit(x, y)
+    fast.save(tmp_path / "fast")  # no SGD temperature: null in the JSON, NaN again on load
+    assert json.loads((tmp_path / "fast.json").read_text())["state"]["sgd_log_temperature_"] is None
+    assert math.isnan(NeuralClamping.load(tmp_path / "fast", model).sgd_log_temperature_)
     (tmp_path / "nc.safetensors").write_bytes(b"garbage")
     with pytest.raises(InputError, match="checksum"):
         NeuralClamping.load(tmp_path / "nc", model)

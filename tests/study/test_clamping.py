@@ -34,6 +34,7 @@ def test_input_calibrators_add_rows_and_are_cached(tmp_path: Path) -> None:
         "nc_fl",
         "nc_fl:delta_only",
         "nc_fl:temperature_only",
+        "nc_fl:sgd",
     ]
     by = {r["calibrator"]: r for r in rows}
     assert by["nc_fl:delta_only"]["temperature"] == 1.0

@@ -13,11 +13,13 @@ Names (``input_calibrators`` in a study config; parameters in ``input_calibrator
 - ``nc_fast``: the fast variant (data-driven delta, then the temperature alone);
 - ``ts_focal``: temperature scaling fitted by focal loss (delta fixed at 0);
 - ``<name>:delta_only`` / ``<name>:temperature_only``: the halves of a fitted pair (the
-  paper's Table 4 ablation), listed after their method with ``ablation = true``.
+  paper's Table 4 ablation), and ``<name>:sgd``: the pair where SGD left it, before the
+  exact final temperature step; listed after their method with ``ablation = true``.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +28,7 @@ from typing import Any
 from safetensors.torch import load_file
 from torch import nn
 
-from calibkit.calibrators.clamping import NeuralClamping
+from calibkit.calibrators.clamping import ABLATIONS, NeuralClamping
 from calibkit.errors import InputError
 from calibkit.metrics import evaluate
 from calibkit.registry import Registry
@@ -54,7 +56,8 @@ INPUT_CALIBRATORS.register("nc_fl")(_nc_fl)
 INPUT_CALIBRATORS.register("nc_fast")(NeuralClamping.fast)
 INPUT_CALIBRATORS.register("ts_focal")(NeuralClamping.focal_temperature_scaling)
 
-ABLATIONS = ("delta_only", "temperature_only")
+#: Bumped when a method's fit changes, so that rows cached by an older fit are refitted.
+FIT_VERSION = 2
 
 
 def check_input_calibrators(names: tuple[str, ...], params: dict[str, Any]) -> None:
@@ -97,6 +100,7 @@ def clamp_run(
     for name in cfg.input_calibrators:
         options = dict(cfg.input_calibrator_params.get(name, {}))
         settings = {
+            "fit_version": FIT_VERSION,
             "name": name,
             "params": options,
             "n_bins": cfg.n_bins,
@@ -133,7 +137,8 @@ def _fit_rows(
     seconds = time.perf_counter() - start
     variants = [(name, nc)]
     if ablation:
-        variants += [(f"{name}:{view}", nc.ablation(view)) for view in ABLATIONS]  # type: ignore[arg-type]
+        views = [v for v in ABLATIONS if v != "sgd" or math.isfinite(nc.sgd_log_temperature_)]
+        variants += [(f"{name}:{view}", nc.ablation(view)) for view in views]  # type: ignore[arg-type]
     rows = []
     for method, fitted in variants:
         values = evaluate(
