@@ -39,7 +39,7 @@ DATASETS: dict[str, tuple[str, str]] = {
     "cifar10": (
         "CIFAR-10 JPEG, all 10 classes",
         'dataset = "cifar10-jpeg"\ndata_dir = "../../shared/data"\n'
-        "calibration_from = \"test\"\ncalibration_size = 5000\ntrain_size = 5000\n",
+        'calibration_from = "test"\ncalibration_size = 5000\ntrain_size = 5000\n',
     ),
     "bloodmnist": (
         "BloodMNIST (official val split for calibration)",
