@@ -4,10 +4,10 @@ Plain :class:`matplotlib.figure.Figure` objects with an Agg canvas (pyplot is ne
 touched); ECE axes are in percent. Every plotted value is the input's value, so tests
 (and readers) can take the numbers back from the artists.
 
->>> fig = calibration_size_figure([50, 100], {"histogram": np.array([[0.1, 0.02], [0.05, 0.01]])},
-...                               title="sizes")
->>> fig.axes[0].lines[0].get_ydata().tolist()
-[0.1, 0.05]
+>>> curve = {"histogram": np.array([[0.1, 0.02], [0.05, 0.01]])}
+>>> fig = calibration_size_figure([50, 100], {"CE": curve}, title="sizes")
+>>> fig.axes[0].lines[0].get_ydata().tolist(), fig.axes[0].lines[0].get_label()
+([0.1, 0.05], 'CE')
 """
 
 from __future__ import annotations
