@@ -342,6 +342,9 @@ def test_bad_fit_input(change: object, argument: str) -> None:
         ({"input_range": (1.0, -1.0)}, "input_range"),
         ({"input_range": ((0.0, 0.0), (1.0,))}, "input_range"),
         ({"seed": "0"}, "seed"),
+        ({"refine_temperature": "yes"}, "refine_temperature"),
+        ({"precision": "half"}, "precision"),
+        ({"std": (1.0, math.inf)}, "std"),
     ],
 )
 def test_bad_params(params: dict[str, object], argument: str) -> None:
