@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 from pathlib import Path
@@ -364,6 +365,20 @@ def test_bad_predict_input_and_channel_count() -> None:
 
 
 # ----- real data ------------------------------------------------------------------------------
+@functools.cache
+def pretrained_resnet20() -> tuple[nn.Module, torch.Tensor, torch.Tensor, np.ndarray]:
+    """The pretrained CIFAR-10 ResNet-20, 1,000 JPEG test images (100 per class), their
+    labels and the model's logits (loaded once for the slow tests)."""
+    from calibkit.models import load_pretrained_cifar_resnet
+    from tests.models.test_models import read_cifar10_test
+
+    x, y = read_cifar10_test(shared_path("cifar10-jpeg.zip"), per_class=100)
+    model = load_pretrained_cifar_resnet(shared_path("pretrained/resnet20-12fca82f.th"), 20)
+    with torch.no_grad():
+        z = torch.cat([model(x[i : i + 250]) for i in range(0, len(x), 250)]).numpy()
+    return model, x, y, z
+
+
 @pytest.mark.slow
 @pytest.mark.shared_data
 def test_fast_variant_on_pretrained_resnet20_jpeg_cifar10() -> None:
@@ -373,13 +388,7 @@ def test_fast_variant_on_pretrained_resnet20_jpeg_cifar10() -> None:
     scaling: on one split of 500 test images the ECE's sampling noise (about 1 point) is
     larger than the tolerance, so the mean over 4 splits is compared.
     """
-    from calibkit.models import load_pretrained_cifar_resnet
-    from tests.models.test_models import read_cifar10_test
-
-    x, y = read_cifar10_test(shared_path("cifar10-jpeg.zip"), per_class=100)
-    model = load_pretrained_cifar_resnet(shared_path("pretrained/resnet20-12fca82f.th"), 20)
-    with torch.no_grad():
-        z = torch.cat([model(x[i : i + 250]) for i in range(0, len(x), 250)]).numpy()
+    model, x, y, z = pretrained_resnet20()
     labels = y.numpy()
     gaps, raw = [], []
     for seed in range(4):
@@ -407,13 +416,7 @@ def test_joint_fit_on_pretrained_resnet20_is_not_worse_than_temperature_scaling(
     500 calibration / 500 test JPEG CIFAR-10 images, 2 seeded splits, 30 epochs of SGD in
     bfloat16 (the SGD alone leaves T near 1 on so few steps: 30 epochs x 1 batch).
     """
-    from calibkit.models import load_pretrained_cifar_resnet
-    from tests.models.test_models import read_cifar10_test
-
-    x, y = read_cifar10_test(shared_path("cifar10-jpeg.zip"), per_class=100)
-    model = load_pretrained_cifar_resnet(shared_path("pretrained/resnet20-12fca82f.th"), 20)
-    with torch.no_grad():
-        z = torch.cat([model(x[i : i + 250]) for i in range(0, len(x), 250)]).numpy()
+    model, x, y, z = pretrained_resnet20()
     labels = y.numpy()
     gaps, sgd_gaps = [], []
     for seed in range(2):
