@@ -199,6 +199,86 @@ def test_gamma_pool_picks_the_lowest_calibration_ece() -> None:
     )
 
 
+# ----- the held-out guard -----------------------------------------------------------------------
+def exact_log_t(z: np.ndarray, y: np.ndarray, gamma: float) -> float:
+    res = minimize_scalar(
+        lambda t: focal_np(z / math.exp(t), y, gamma),
+        bounds=(-5, 5),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    return float(res.x)
+
+
+@pytest.mark.parametrize("gamma", [0.0, 1.0])
+def test_holdout_keeps_a_delta_that_helps_on_held_out_data(gamma: float) -> None:
+    """Inputs shifted by +1 from what the model saw: delta = -1 helps on any data."""
+    model, x, y = problem(n=400)
+    nc = NeuralClamping(
+        model,
+        gamma=gamma,
+        holdout=0.25,
+        init="zero",
+        lam=0.0,
+        lr=0.05,
+        epochs=30,
+        batch_size=50,
+        progress=False,
+    ).fit(x + 1.0, y)
+    assert nc.delta_kept_
+    assert nc.holdout_losses_[0] < nc.holdout_losses_[1]
+    assert float(nc.delta_.mean()) < -0.3
+    # the held-out losses, recomputed: each candidate's T fitted on the learning part
+    held = torch.randperm(400, generator=torch.Generator().manual_seed(0))[:100]
+    learn = np.setdiff1d(np.arange(400), held.numpy())
+    for delta, loss in zip((nc.delta_, torch.zeros(SHAPE)), nc.holdout_losses_, strict=True):
+        with torch.no_grad():
+            z = model(x + 1.0 + delta).double().numpy()
+        t = exact_log_t(z[learn], y.numpy()[learn], gamma)
+        expected = focal_np(z[held.numpy()] / math.exp(t), y.numpy()[held.numpy()], gamma)
+        assert loss == pytest.approx(expected, rel=1e-6)
+
+
+def test_holdout_drops_a_delta_that_only_fits_the_learning_part() -> None:
+    """80 samples, a large step, no penalty: the learnt delta fits the learning part and
+    loses on the held-out part, so delta = 0 is kept, and the fit is then temperature
+    scaling (NLL) on the whole calibration set."""
+    model, x, y = problem(n=80)
+    kw = {"gamma": 0.0, "init": "random", "lam": 0.0, "lr": 0.2, "epochs": 60, "batch_size": 20}
+    nc = NeuralClamping(model, holdout=0.25, progress=False, **kw).fit(x, y)  # type: ignore[arg-type]
+    assert not nc.delta_kept_
+    assert nc.holdout_losses_[0] >= nc.holdout_losses_[1]
+    assert torch.equal(nc.delta_, torch.zeros(SHAPE))
+    assert math.isnan(nc.sgd_log_temperature_)
+    ts = TemperatureScaling().fit(model(x).detach().numpy(), y.numpy())
+    assert nc.temperature_ == pytest.approx(ts.temperature_, rel=1e-5)
+    with pytest.raises(InputError, match="^view:"):
+        nc.ablation("sgd")
+    plain = NeuralClamping(model, progress=False, **kw).fit(x, y)  # type: ignore[arg-type]
+    assert plain.delta_kept_ and plain.holdout_losses_ == []
+
+
+def test_holdout_needs_samples_on_both_sides() -> None:
+    model, x, y = problem(n=3)
+    with pytest.raises(InputError, match="^holdout:"):
+        NeuralClamping(model, holdout=0.1, epochs=1, progress=False).fit(x, y)
+
+
+def test_fast_gamma_selection_trains_only_the_candidate_the_fast_variant_prefers() -> None:
+    model, x, y = problem()
+    pool = (0.0, 1.0, 3.0)
+    fast = NeuralClamping.fast(model, gamma=pool, progress=False).fit(x, y)
+    nc = NeuralClamping(
+        model, gamma=pool, gamma_select="fast", epochs=2, batch_size=64, progress=False
+    ).fit(x, y)
+    assert nc.gamma_ == fast.gamma_
+    assert len(nc.history_) == 2
+    others = {g: e for g, e in fast.ece_by_gamma_.items() if g != fast.gamma_}
+    assert {g: nc.ece_by_gamma_[g] for g in others} == others
+    one = NeuralClamping(model, gamma=fast.gamma_, epochs=2, batch_size=64, progress=False)
+    assert torch.equal(one.fit(x, y).delta_, nc.delta_)
+
+
 def test_progress_line(capsys: pytest.CaptureFixture[str]) -> None:
     model, x, y = problem()
     NeuralClamping(model, epochs=2, progress=True).fit(x, y)
@@ -278,6 +358,11 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
     assert back.history_ == nc.history_
     assert back.ece_by_gamma_ == nc.ece_by_gamma_
     assert back.sgd_log_temperature_ == nc.sgd_log_temperature_
+    assert back.delta_kept_ and back.holdout_losses_ == []
+    held = NeuralClamping(model, init="random", epochs=2, holdout=0.2, progress=False).fit(x, y)
+    held.save(tmp_path / "held")
+    again = NeuralClamping.load(tmp_path / "held", model)
+    assert (again.delta_kept_, again.holdout_losses_) == (held.delta_kept_, held.holdout_losses_)
     assert back.get_params() == nc.get_params()
     assert np.array_equal(back.predict_proba(x), nc.predict_proba(x))
     fast = NeuralClamping.fast(model, progress=False).fit(x, y)
@@ -346,6 +431,11 @@ def test_bad_fit_input(change: object, argument: str) -> None:
         ({"refine_temperature": "yes"}, "refine_temperature"),
         ({"precision": "half"}, "precision"),
         ({"std": (1.0, math.inf)}, "std"),
+        ({"gamma_select": "all"}, "gamma_select"),
+        ({"holdout": 0.7}, "holdout"),
+        ({"holdout": -0.1}, "holdout"),
+        ({"holdout": True}, "holdout"),
+        ({"holdout": 0.2, "train": "temperature"}, "holdout"),
     ],
 )
 def test_bad_params(params: dict[str, object], argument: str) -> None:

@@ -65,12 +65,37 @@ def test_input_calibrators_add_rows_and_are_cached(tmp_path: Path) -> None:
         ('"nc_fast", "nc_fl"', '"nc_slow"', InputError, "nc_ce, nc_fast, nc_fl, ts_focal"),
         ("epochs = 2,", "epochz = 2,", InputError, r"input_calibrator_params\.nc_fl"),
         ('"entropy", "ece"', '"entropie", "ece"', InputError, "report_metrics"),
+        ('"nc_fast", "nc_fl"', '"nc_fast", "nc_fast"', InputError, "input_calibrators"),
+        ('"nc_fast", "nc_fl"', '"nc_fast@"', InputError, "input_calibrators"),
+        ('"nc_fast", "nc_fl"', '"nc_slow@held"', InputError, "nc_ce, nc_fast"),
+        ("nc_fl = {", '"nc_fl@held" = { holdout = 0.2 }, nc_fl = {', InputError, "listed in"),
+        ("nc_fl = {", '"nc_fl@x" = { holdout = 2.0 }, nc_fl = {', InputError, "c.toml: holdout"),
     ],
 )
 def test_bad_input_calibrator_settings(
     tmp_path: Path, old: str, new: str, error: type[Exception], match: str
 ) -> None:
     path = tmp_path / "c.toml"
-    path.write_text(CLAMPED.replace(old, new), encoding="utf-8")
+    text = CLAMPED.replace(old, new)
+    if "nc_fl@x" in new:
+        text = text.replace('"nc_fl"]', '"nc_fl", "nc_fl@x"]')
+    path.write_text(text, encoding="utf-8")
     with pytest.raises(error, match=match):
         load_study_config(path)
+
+
+def test_a_labelled_copy_of_a_method_fits_with_its_own_parameters(tmp_path: Path) -> None:
+    text = CLAMPED.replace('"nc_fast", "nc_fl"', '"nc_ce", "nc_ce@held"').replace(
+        "nc_fl = { epochs = 2, batch_size = 64, ablation = true }",
+        'nc_ce = { epochs = 2 }, "nc_ce@held" = { epochs = 2, holdout = 0.25 }',
+    )
+    path = tmp_path / "c.toml"
+    path.write_text(text, encoding="utf-8")
+    cfg = load_study_config(path).select(models=["mlp"])
+    out = tmp_path / "out"
+    rows = run(cfg, out, progress=False).records[0].rows
+    assert [r["calibrator"] for r in rows] == ["none", "temperature", "nc_ce", "nc_ce@held"]
+    rdir = out / "runs" / "mlp" / "seed-0"
+    assert (rdir / "clamping-nc_ce@held.json").exists()
+    by = {r["calibrator"]: r for r in rows}
+    assert by["nc_ce"]["ece"] != by["nc_ce@held"]["ece"]

@@ -14,7 +14,10 @@ Names (``input_calibrators`` in a study config; parameters in ``input_calibrator
 - ``ts_focal``: temperature scaling fitted by focal loss (delta fixed at 0);
 - ``<name>:delta_only`` / ``<name>:temperature_only``: the halves of a fitted pair (the
   paper's Table 4 ablation), and ``<name>:sgd``: the pair where SGD left it, before the
-  exact final temperature step; listed after their method with ``ablation = true``.
+  exact final temperature step; listed after their method with ``ablation = true``;
+- ``<name>@<label>``: a second copy of a method with its own parameters, e.g.
+  ``nc_ce@holdout`` with ``input_calibrator_params = { "nc_ce@holdout" = { holdout = 0.2 } }``;
+  its rows are named ``nc_ce@holdout``.
 """
 
 from __future__ import annotations
@@ -60,11 +63,18 @@ INPUT_CALIBRATORS.register("ts_focal")(NeuralClamping.focal_temperature_scaling)
 FIT_VERSION = 2
 
 
+def base_name(name: str) -> str:
+    """The registered method of ``name`` (``"nc_ce@holdout"`` -> ``"nc_ce"``)."""
+    return name.split("@", 1)[0]
+
+
 def check_input_calibrators(names: tuple[str, ...], params: dict[str, Any]) -> None:
     """Fail early on unknown names or parameters (with a stand-in model)."""
     stand_in = nn.Linear(1, 2)
     for name in names:
-        factory = INPUT_CALIBRATORS.get(name)
+        if name.endswith("@") or len(set(names)) != len(names):
+            raise InputError("input_calibrators", "distinct names, NAME or NAME@LABEL", repr(name))
+        factory = INPUT_CALIBRATORS.get(base_name(name))
         options = {k: v for k, v in params.get(name, {}).items() if k != "ablation"}
         try:
             factory(stand_in, **options)
@@ -72,6 +82,13 @@ def check_input_calibrators(names: tuple[str, ...], params: dict[str, Any]) -> N
             raise InputError(
                 f"input_calibrator_params.{name}", "its parameters", str(exc)
             ) from None
+    for key in params:
+        if key not in names:
+            raise InputError(
+                f"input_calibrator_params.{key}",
+                "parameters of a method listed in input_calibrators (" + ", ".join(names) + ")",
+                repr(key),
+            )
 
 
 def load_run_model(spec: ModelSpec, data: StudyData, rdir: Path) -> nn.Module:
@@ -133,7 +150,7 @@ def _fit_rows(
     options.setdefault("seed", seed)
     options.setdefault("progress", progress)
     start = time.perf_counter()
-    nc = INPUT_CALIBRATORS.get(name)(model, **options).fit(x_cal, y_cal.numpy())
+    nc = INPUT_CALIBRATORS.get(base_name(name))(model, **options).fit(x_cal, y_cal.numpy())
     seconds = time.perf_counter() - start
     variants = [(name, nc)]
     if ablation:
