@@ -29,6 +29,7 @@ from calibkit.study.artifacts import COLUMNS, load_logits, write_json
 from calibkit.study.config import StudyConfig
 from calibkit.study.figures import confusion_counts, confusion_figure, training_curves_figure
 from calibkit.study.loss_report import loss_section
+from calibkit.study.paired import paired_table
 from calibkit.study.runner import RunRecord
 from calibkit.tables import Cell, Table, html_table, markdown_table, metric_info
 
@@ -57,7 +58,9 @@ HOW_TO_READ = (
     "confidences would show on this test part: an ECE near its floor is as small as this "
     "test part can measure, and differences below the floor or within a standard deviation "
     "are noise. T is the fitted temperature of the temperature-scaling methods. Bold marks "
-    "the best mean of each column."
+    "the best mean of each column, italics the second best. The paired tables subtract "
+    "temperature scaling's ECE and NLL on the same run from each calibrator's and test the "
+    "seed-paired differences (two-sided paired t-test, 'better'/'worse' at p < 0.05)."
 )
 
 
@@ -266,9 +269,12 @@ def write_study_report(
     metrics = cfg.report_metrics or SHOWN
     stats = aggregate(records, tuple(dict.fromkeys((*SHOWN, *metrics))))
     n_seeds = len(cfg.seeds)
-    tables = [summary_table(records, stats)] + [
-        model_table(m, s, n_seeds, metrics) for m, s in stats.items()
-    ]
+    all_rows = [row for rec in records for row in rec.rows]
+    tables = [summary_table(records, stats)]
+    for m, s in stats.items():
+        tables.append(model_table(m, s, n_seeds, metrics))
+        paired = paired_table(all_rows, m) if n_seeds > 1 else None
+        tables += [paired] if paired is not None else []
     figures = study_figures(cfg, records, classes)
     section = loss_section(cfg, records)
     header = _header(cfg, records, sizes)
@@ -317,7 +323,7 @@ def write_study_report(
         out / "results.json",
         {
             "name": cfg.name,
-            "rows": [row for rec in records for row in rec.rows],
+            "rows": all_rows,
             "summary": summary,
             "runs": [
                 {
