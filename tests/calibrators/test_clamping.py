@@ -259,6 +259,26 @@ def test_holdout_drops_a_delta_that_only_fits_the_learning_part() -> None:
     assert plain.holdout_losses_ == []
 
 
+def test_holdout_guards_the_fast_variant_against_a_wrecking_initial_delta() -> None:
+    """One input dimension spans 1% of its channel's range: the data-driven delta moves it
+    by about 3 standard deviations, and the fast variant needs T = 31 to recover."""
+    model = linear_model()
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn((400, *SHAPE), generator=gen)
+    x[:, 0, 0, 0] *= 0.01
+    with torch.no_grad():
+        p = torch.softmax(model(x) / 2.0, dim=1)
+    y = torch.multinomial(p, 1, generator=gen).squeeze(1)
+    plain = NeuralClamping.fast(model, gamma=0.0, progress=False).fit(x, y)
+    held = NeuralClamping.fast(model, gamma=0.0, holdout=0.25, progress=False).fit(x, y)
+    assert float(plain.delta_.abs().max()) > 3.0
+    assert plain.temperature_ > 10.0
+    assert not held.delta_kept_
+    assert torch.equal(held.delta_, torch.zeros(SHAPE))
+    ts = TemperatureScaling().fit(model(x).detach().numpy(), y.numpy())
+    assert held.temperature_ == pytest.approx(ts.temperature_, rel=1e-5)
+
+
 def test_holdout_needs_samples_on_both_sides() -> None:
     model, x, y = problem(n=3)
     with pytest.raises(InputError, match=r"^holdout:"):
@@ -437,7 +457,7 @@ def test_bad_fit_input(change: object, argument: str) -> None:
         ({"holdout": 0.7}, "holdout"),
         ({"holdout": -0.1}, "holdout"),
         ({"holdout": True}, "holdout"),
-        ({"holdout": 0.2, "train": "temperature"}, "holdout"),
+        ({"holdout": 0.2, "train": "delta"}, "holdout"),
     ],
 )
 def test_bad_params(params: dict[str, object], argument: str) -> None:

@@ -28,7 +28,9 @@ Training (``train``):
   ``holdout`` (a fraction, e.g. 0.2; off by default, as in the paper), ``delta`` is learnt
   on the rest of the calibration set and kept only if it beats ``delta = 0`` on the
   held-out part (:mod:`~calibkit.calibrators.clamping_holdout`): a guard against a
-  ``delta`` that fits a small calibration set and not new data (``delta_kept_``);
+  ``delta`` that fits a small calibration set and not new data (``delta_kept_``). It
+  guards the fast variant the same way (its data-driven ``delta`` can wreck a model
+  whose inputs never reach the range's edges: BloodMNIST);
 - ``"delta"``: SGD on ``delta`` alone, T = 1;
 - ``"temperature"``: ``delta`` stays at its initial value and ``log_t`` minimises the
   focal objective exactly (one forward pass, then a 1-D search in float64; the penalty is
@@ -189,8 +191,8 @@ class NeuralClamping:
         self.std = None if std is None else _floats(std, "std")
         self.holdout = check_holdout(holdout)
         self.gamma_select = choice(gamma_select, GAMMA_SELECTS, "gamma_select")
-        if self.holdout and self.train != "joint":
-            raise InputError("holdout", "0 unless train='joint'", f"{holdout!r} with {train!r}")
+        if self.holdout and self.train == "delta":
+            raise InputError("holdout", "0 with train='delta'", repr(holdout))
 
     @classmethod
     def fast(cls, model: nn.Module, **params: Any) -> NeuralClamping:
@@ -255,28 +257,25 @@ class NeuralClamping:
                 pool = (min(pool, key=eces.__getitem__),)
             for g in pool:
                 lam = 0.1 * focal_loss_np(z0, y_np, g) if self.lam is None else self.lam
+                hist: list[float] = []
                 if self.train == "temperature":
-                    delta, log_t = delta0, fit_focal_temperature(z0, y_np, g)
-                    z, sgd_log_t = z0, math.nan
-                    hist = [focal_loss_np(z / math.exp(log_t), y_np, g) + lam * _sq(delta)]
-                    held_losses: list[float] = []
+                    delta, z, sgd_log_t = delta0, z0, math.nan
                 else:
                     delta, sgd_log_t, hist = self._sgd(
                         fast, x_learn, y_learn, delta0, g, lam, device
                     )
                     z = self._logits(x, delta, 1.0, device).numpy()
-                    held_losses = []
-                    if split is not None:
-                        held_losses = [
-                            held_out_loss(zz, y_np, learn, held, g) for zz in (z, z_zero)
-                        ]
-                        if not held_losses[0] < held_losses[1]:  # delta = 0 does as well
-                            delta, z, sgd_log_t = zero, z_zero, math.nan
-                    refine = self.refine_temperature and self.train == "joint"
-                    # the objective's exact minimum over T at the learnt delta (the penalty
-                    # does not depend on T): never above where SGD stopped
-                    exact = refine or math.isnan(sgd_log_t)
-                    log_t = fit_focal_temperature(z, y_np, g) if exact else sgd_log_t
+                held_losses: list[float] = []
+                if split is not None:
+                    held_losses = [held_out_loss(zz, y_np, learn, held, g) for zz in (z, z_zero)]
+                    if not held_losses[0] < held_losses[1]:  # delta = 0 does as well
+                        delta, z, sgd_log_t = zero, z_zero, math.nan
+                # the objective's exact minimum over T at this delta (the penalty does not
+                # depend on T): never above where SGD stopped
+                exact = math.isnan(sgd_log_t) or (self.refine_temperature and self.train == "joint")
+                log_t = fit_focal_temperature(z, y_np, g) if exact else sgd_log_t
+                if not hist:
+                    hist = [focal_loss_np(z / math.exp(log_t), y_np, g) + lam * _sq(delta)]
                 eces[g] = ece(y_np, logits=z / math.exp(log_t))
                 if best is None or eces[g] < best[0]:
                     best = (eces[g], delta, log_t, lam, hist, g, sgd_log_t, held_losses)

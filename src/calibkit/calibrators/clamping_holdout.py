@@ -3,7 +3,10 @@
 Neural Clamping contains temperature scaling (``delta = 0``), but its ``delta`` has one
 free value per input dimension (3,072 on CIFAR) and is learnt on the calibration set
 alone: on a small calibration set it can lower the objective there and raise it on new
-data, so that the pair ends worse than plain temperature scaling. With ``holdout`` set,
+data, so that the pair ends worse than plain temperature scaling. The fast variant's
+data-driven ``delta`` (no learning at all) can do worse: it moves every input dimension to
+the edge of the feasible range, which is far when the calibration inputs never reach it
+there (BloodMNIST's bright backgrounds). With ``holdout`` set,
 :class:`~calibkit.calibrators.clamping.NeuralClamping` learns ``delta`` on part of the
 calibration set and keeps it only if, on the held-out rest, it beats ``delta = 0`` under
 the same objective, each candidate with its temperature fitted exactly on the learning
