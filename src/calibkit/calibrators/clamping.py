@@ -65,8 +65,6 @@ to the device batch by batch.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import sys
 from collections.abc import Sequence
@@ -75,10 +73,8 @@ from typing import Any, Literal, Self
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
-from calibkit.atomic import atomic_write_bytes, atomic_write_text
 from calibkit.calibrators.clamping_holdout import check_holdout, held_out_loss, holdout_split
 from calibkit.calibrators.clamping_init import (
     RANDOM_INIT_SCALE,
@@ -101,13 +97,13 @@ from calibkit.calibrators.clamping_init import (
     positive_int,
     range_tensors,
 )
+from calibkit.calibrators.clamping_io import load_clamping, save_clamping
 from calibkit.calibrators.temperature import positive_param
 from calibkit.data.arrays import ImageArrays
 from calibkit.errors import InputError, NotFittedError
 from calibkit.metrics import ece
 from calibkit.outputs import check_labels, log_softmax64
 
-FORMAT_VERSION = 1
 INITS = ("data", "random", "zero")
 TRAINS = ("joint", "delta", "temperature")
 PRECISIONS = ("float32", "bfloat16")
@@ -433,61 +429,12 @@ class NeuralClamping:
     # ----- persistence ---------------------------------------------------------------------
     def save(self, path: str | Path) -> None:
         """Write ``delta_`` to ``path`` with suffix ``.safetensors``, the rest to ``.json``."""
-        self.check_is_fitted()
-        tensors, sidecar = _paths(path)
-        tmp = tensors.with_name(tensors.name + ".tmp")
-        save_file({"delta": self.delta_.contiguous()}, str(tmp))
-        data = tmp.read_bytes()
-        tmp.unlink()
-        atomic_write_bytes(tensors, data)
-        params = self.get_params()
-        params["device"] = None if params["device"] is None else str(params["device"])
-        state = {k: v for k, v in self.fitted_state().items() if k != "delta_"}
-        state["ece_by_gamma_"] = [[g, e] for g, e in self.ece_by_gamma_.items()]
-        sgd = self.sgd_log_temperature_
-        state["sgd_log_temperature_"] = sgd if math.isfinite(sgd) else None
-        doc = {
-            "calibkit_neural_clamping": FORMAT_VERSION,
-            "params": params,
-            "state": state,
-            "delta_file": tensors.name,
-            "delta_sha256": hashlib.sha256(data).hexdigest(),
-        }
-        atomic_write_text(sidecar, json.dumps(doc, indent=1, allow_nan=False))
+        save_clamping(self, path)
 
     @classmethod
     def load(cls, path: str | Path, model: nn.Module) -> NeuralClamping:
         """Read a Neural Clamping written by :meth:`save`, applied to ``model``."""
-        tensors, sidecar = _paths(path)
-        try:
-            doc = json.loads(sidecar.read_text(encoding="utf-8"))
-            data = tensors.read_bytes()
-        except FileNotFoundError as exc:
-            raise InputError(
-                "path", "an existing saved Neural Clamping", str(exc.filename)
-            ) from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError("path", "a valid JSON sidecar", f"{sidecar}: {exc}") from None
-        if not isinstance(doc, dict) or doc.get("calibkit_neural_clamping") != FORMAT_VERSION:
-            raise InputError(
-                "path", f"a Neural Clamping sidecar (version {FORMAT_VERSION})", str(sidecar)
-            )
-        if hashlib.sha256(data).hexdigest() != doc.get("delta_sha256"):
-            raise InputError("path", "a delta file matching its sidecar's checksum", str(tensors))
-        try:
-            params, state = doc["params"], doc["state"]
-            params["gamma"] = tuple(params["gamma"])
-            obj = cls(model, **params)
-            state["ece_by_gamma_"] = {float(g): float(e) for g, e in state["ece_by_gamma_"]}
-            state["history_"] = [float(v) for v in state["history_"]]
-            sgd = state.get("sgd_log_temperature_")
-            state["sgd_log_temperature_"] = math.nan if sgd is None else float(sgd)
-            obj.__dict__.update({k: v for k, v in state.items() if k.endswith("_")})
-            obj.delta_ = load_file(str(tensors))["delta"]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError("path", "valid params and state", repr(exc)) from None
-        obj.check_is_fitted()
-        return obj
+        return load_clamping(cls, path, model)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
@@ -495,11 +442,6 @@ class NeuralClamping:
 
 
 # ----- helpers --------------------------------------------------------------------------------
-def _paths(path: str | Path) -> tuple[Path, Path]:
-    p = Path(path)
-    return p.with_suffix(".safetensors"), p.with_suffix(".json")
-
-
 def _floats(values: object, name: str) -> tuple[float, ...]:
     try:
         out = tuple(float(v) for v in values)  # type: ignore[attr-defined]
