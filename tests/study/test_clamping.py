@@ -42,6 +42,8 @@ def test_input_calibrators_add_rows_and_are_cached(tmp_path: Path) -> None:
     assert {"entropy", "sce"} <= set(by["nc_fast"])
     md = (out / "report.md").read_text()
     assert "| Calibrator | Accuracy | Entropy | ECE | SCE | Fit time (s) |" in md
+    none_row = next(line for line in md.splitlines() if line.startswith("| none |"))
+    assert none_row.endswith("| – |")  # no fit of its own
     rdir = out / "runs" / "mlp" / "seed-0"
 
     def stamps() -> dict[str, int]:

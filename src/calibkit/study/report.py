@@ -79,6 +79,14 @@ def _fmt(mean: float, std: float, percent: bool) -> str:
     return f"{mean:.4f} ± {std:.4f}"
 
 
+def _seconds(mean: float, std: float) -> str:
+    """A fit time: '–' for rows without a fit of their own (none, ablation views)."""
+    if not math.isfinite(mean) or mean == 0:
+        return "–"
+    digits = 0 if mean >= 10 else 2 if mean >= 0.1 else 4
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
 def _pct(pair: tuple[float, float]) -> str:
     return _fmt(pair[0], pair[1], True)
 
@@ -125,7 +133,7 @@ def model_table(
         for key in metrics:
             mean, std = s[key]
             first, second = ranks[key]
-            text = _fmt(mean, std, _label(key)[1])
+            text = _seconds(mean, std) if key == "fit_seconds" else _fmt(mean, std, _label(key)[1])
             cells.append(Cell(text, best=mean == first, second=mean == second))
         rows.append(cells)
     title = f"{model}: mean ± std over {n_seeds} seed{'s' if n_seeds > 1 else ''}"
