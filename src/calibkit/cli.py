@@ -170,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     _opt(p, "--epochs", "N", "override every model's epochs", type=_int_at_least(1))
     _opt(p, "--data-dir", "DIR", "folder of the dataset files (overrides the config)")
     p.add_argument("--quiet", action="store_true", help="no per-epoch progress")
+    text = "write the report from the runs and fits finished so far; train and fit nothing"
+    p.add_argument("--report-only", action="store_true", help=text)
     p.set_defaults(run=cmd_study)
 
     sub.add_parser("methods", help="list the calibrators").set_defaults(run=cmd_methods)

@@ -272,7 +272,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
     )
     out = _check_output(Path(args.out or f"study-{path.stem}"), "--out", folder=True)
-    runs = run(cfg, out, progress=not args.quiet, log=_say)
+    runs = run(cfg, out, progress=not args.quiet, log=_say, report_only=args.report_only)
     print(f"{len(runs.records)} runs; report: {out / 'report.html'}")
     return 0
 

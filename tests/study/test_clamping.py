@@ -101,3 +101,22 @@ def test_a_labelled_copy_of_a_method_fits_with_its_own_parameters(tmp_path: Path
     assert (rdir / "clamping-nc_ce@held.json").exists()
     by = {r["calibrator"]: r for r in rows}
     assert by["nc_ce"]["ece"] != by["nc_ce@held"]["ece"]
+
+
+def test_report_only_marks_methods_fitted_on_fewer_runs(tmp_path: Path) -> None:
+    text = CLAMPED.replace("seeds = [0]", "seeds = [0, 1]").replace(
+        '"nc_fast", "nc_fl"', '"nc_fast"'
+    )
+    text = text.replace("nc_fl = { epochs = 2, batch_size = 64, ablation = true }", "")
+    path = tmp_path / "c.toml"
+    path.write_text(text.replace('input_calibrators = ["nc_fast"]', ""), encoding="utf-8")
+    out = tmp_path / "out"
+    run(load_study_config(path).select(models=["mlp"]), out, progress=False)  # 2 runs, no NC
+    path.write_text(text, encoding="utf-8")
+    cfg = load_study_config(path).select(models=["mlp"])
+    run(cfg.select(seeds=[0]), out, progress=False)  # nc_fast on seed 0 only
+    runs = run(cfg, out, progress=False, report_only=True)
+    assert [len(r.rows) for r in runs.records] == [3, 2]
+    md = (out / "report.md").read_text()
+    assert "| nc_fast (n = 1) |" in md
+    assert "| temperature |" in md

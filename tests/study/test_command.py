@@ -22,6 +22,26 @@ def test_study_command_runs_part_of_a_study(
     assert "epochs = 1" in (out / "config.toml").read_text()
 
 
+def test_report_only_writes_what_is_finished_and_trains_nothing(
+    tiny_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    base = ["study", str(tiny_config), "--out", str(out), "--quiet"]
+    assert main([*base, "--report-only"]) == 2  # nothing trained yet
+    assert "at least one trained run" in capsys.readouterr().err
+    assert main([*base, "--models", "mlp", "--seeds", "1"]) == 0
+    config = (out / "config.toml").read_text()
+    (out / "report.md").unlink()
+    assert main([*base, "--report-only"]) == 0
+    assert "1 runs; report:" in capsys.readouterr().out
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["mlp"]  # nothing trained
+    assert [p.name for p in (out / "runs" / "mlp").iterdir()] == ["seed-1"]
+    md = (out / "report.md").read_text()
+    assert "1 runs: 1 models x 1 seeds" in md
+    assert "## mlp: mean ± std over 1 seed\n" in md
+    assert (out / "config.toml").read_text() == config  # the folder's config is kept
+
+
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [

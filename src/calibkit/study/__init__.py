@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from calibkit.errors import InputError
 from calibkit.study.artifacts import COLUMNS
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig, load_study_config
 from calibkit.study.prepare import StudyData, prepare_data
@@ -32,9 +33,19 @@ __all__ = [
 ]
 
 
-def run(cfg: StudyConfig, out: Path, *, progress: bool = True, log: Log | None = None) -> StudyRuns:
-    """Run (or resume) the study ``cfg`` into ``out`` and write its report there."""
-    runs = run_study(cfg, Path(out), progress=progress, log=log)
+def run(
+    cfg: StudyConfig,
+    out: Path,
+    *,
+    progress: bool = True,
+    log: Log | None = None,
+    report_only: bool = False,
+) -> StudyRuns:
+    """Run (or resume) the study ``cfg`` into ``out`` and write its report there
+    (``report_only``: from what is finished, training and fitting nothing)."""
+    runs = run_study(cfg, Path(out), progress=progress, log=log, report_only=report_only)
+    if not runs.records:
+        raise InputError("--out", "a study folder with at least one trained run", str(out))
     if log is not None:
         log("writing the report")
     write_study_report(cfg, runs.records, Path(out), runs.classes, runs.sizes)

@@ -104,13 +104,21 @@ def load_run_model(spec: ModelSpec, data: StudyData, rdir: Path) -> nn.Module:
 
 
 def clamp_run(
-    cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData, rdir: Path, progress: bool
+    cfg: StudyConfig,
+    spec: ModelSpec,
+    seed: int,
+    data: StudyData,
+    rdir: Path,
+    progress: bool,
+    *,
+    fit: bool = True,
 ) -> list[dict[str, Any]]:
     """Rows of every input calibrator of ``cfg`` for one finished run.
 
     Each method's rows are cached on their own, in ``clamping-<name>.json`` keyed by that
     method's settings: a study killed during a long fit keeps the methods fitted before it,
-    and changing one method's parameters refits that method alone.
+    and changing one method's parameters refits that method alone. With ``fit=False``,
+    only the cached rows are returned.
     """
     rows: list[dict[str, Any]] = []
     model: nn.Module | None = None
@@ -125,6 +133,8 @@ def clamp_run(
         }
         path = rdir / f"clamping-{name}.json"
         cached = cached_rows(path, settings)
+        if cached is None and not fit:
+            continue
         if cached is None:
             model = model or load_run_model(spec, data, rdir)
             cached = _fit_rows(cfg, spec.label, seed, data, model, name, options, progress)

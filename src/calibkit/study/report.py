@@ -11,6 +11,7 @@ import csv
 import html
 import io
 import math
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -261,7 +262,7 @@ def _header(
         n = "; ".join(f"{', '.join(models)}: {text}" for text, models in splits.items())
     return (
         f"Dataset {cfg.data.dataset} ({n}); {len(records)} runs: "
-        f"{len({r.model for r in records})} models x {len(cfg.seeds)} seeds; "
+        f"{len({r.model for r in records})} models x {len({r.seed for r in records})} seeds; "
         f"{cfg.n_bins} equal-width bins."
     )
 
@@ -276,12 +277,16 @@ def write_study_report(
     """Write results.csv/json, report.md/html and figures/ into ``out``; return the stats."""
     metrics = cfg.report_metrics or SHOWN
     stats = aggregate(records, tuple(dict.fromkeys((*SHOWN, *metrics))))
-    n_seeds = len(cfg.seeds)
+    n_runs = {m: sum(r.model == m for r in records) for m in stats}
     all_rows = [row for rec in records for row in rec.rows]
     tables = [summary_table(records, stats)]
     for m, s in stats.items():
-        tables.append(model_table(m, s, n_seeds, metrics))
-        paired = paired_table(all_rows, m) if n_seeds > 1 else None
+        counts = Counter(row["calibrator"] for r in records if r.model == m for row in r.rows)
+        shown = {
+            (c if counts[c] == n_runs[m] else f"{c} (n = {counts[c]})"): v for c, v in s.items()
+        }
+        tables.append(model_table(m, shown, n_runs[m], metrics))
+        paired = paired_table(all_rows, m) if n_runs[m] > 1 else None
         tables += [paired] if paired is not None else []
     figures = study_figures(cfg, records, classes)
     section = loss_section(cfg, records)

@@ -217,21 +217,36 @@ class StudyRuns:
 
 
 def run_study(
-    cfg: StudyConfig, out: Path, *, progress: bool = True, log: Log | None = None
+    cfg: StudyConfig,
+    out: Path,
+    *,
+    progress: bool = True,
+    log: Log | None = None,
+    report_only: bool = False,
 ) -> StudyRuns:
-    """Run (or resume) every (model, seed) of ``cfg`` into ``out``."""
+    """Run (or resume) every (model, seed) of ``cfg`` into ``out``.
+
+    With ``report_only``, nothing is trained and no input calibrator is fitted: the
+    records are the runs already trained, with the input calibrators already fitted
+    (while another process is still running the study, or when it was stopped early).
+    """
     say = log or (lambda _m: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out / "config.toml", to_toml(cfg).encode("utf-8"))
+    if not report_only:
+        atomic_write_bytes(out / "config.toml", to_toml(cfg).encode("utf-8"))
     start = time.perf_counter()
     prepared: dict[tuple[DataConfig, int], StudyData] = {}
     sizes: dict[str, dict[str, int]] = {}
     records = []
+    classes: tuple[str, ...] = ()
     total = len(cfg.models) * len(cfg.seeds)
     for i, (spec, seed) in enumerate(((m, s) for m in cfg.models for s in cfg.seeds), start=1):
         rdir = out / "runs" / spec.label / f"seed-{seed}"
         done = (rdir / "train.json").exists()
+        if report_only and not done:
+            say(f"[{i}/{total}] {spec.label} seed {seed}: not trained yet, left out")
+            continue
         say(f"[{i}/{total}] {spec.label} seed {seed}" + (" (finished before)" if done else ""))
         data_cfg = cfg.model_data(spec)
         key = (data_cfg, seed if data_cfg.split_by_seed else 0)
@@ -242,10 +257,11 @@ def run_study(
             counts = ", ".join(f"{k} {len(v[1]):,}" for k, v in data.splits.items())
             say(f"{data.n_classes} classes ({', '.join(data.classes)}); {counts}")
         data = prepared[key]
+        classes = data.classes
         sizes[spec.label] = {k: len(v[1]) for k, v in data.splits.items()}
         train_run(cfg, spec, seed, data, rdir, progress)
         rows = calibrate_run(cfg, spec.label, seed, rdir)
-        rows = rows + clamp_run(cfg, spec, seed, data, rdir, progress)
+        rows = rows + clamp_run(cfg, spec, seed, data, rdir, progress, fit=not report_only)
         info = read_json(rdir / "train.json")
         records.append(
             RunRecord(
@@ -260,4 +276,4 @@ def run_study(
         )
     seconds = time.perf_counter() - start
     say(f"all {total} runs done in {seconds:.0f}s")
-    return StudyRuns(records, data.classes, sizes, seconds)
+    return StudyRuns(records, classes, sizes, seconds)
