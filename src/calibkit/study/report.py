@@ -291,7 +291,10 @@ def write_study_report(
     figures = study_figures(cfg, records, classes)
     section = loss_section(cfg, records)
     header = _header(cfg, records, sizes)
-    md = [f"# {cfg.name}", "", header, "", "## How to read this", "", HOW_TO_READ, ""]
+    how = HOW_TO_READ
+    if any(cfg.model_data(m).split_by_seed for m in cfg.models):
+        how = how.replace("the data split is fixed", "each seed also draws another data split")
+    md = [f"# {cfg.name}", "", header, "", "## How to read this", "", how, ""]
     if section is not None:
         md += ["## Training objectives", "", section.finding, ""]
         md += [f"### {t.title}\n\n{markdown_table(t)}\n" for t in section.tables]
@@ -306,7 +309,7 @@ def write_study_report(
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{e(cfg.name)}</title><style>{CSS}</style></head><body>",
         f"<h1>{e(cfg.name)}</h1>",
-        f'<p class="meta">{e(header)}</p><h2>How to read this</h2><p>{e(HOW_TO_READ)}</p>',
+        f'<p class="meta">{e(header)}</p><h2>How to read this</h2><p>{e(how)}</p>',
     ]
     if section is not None:
         body += ["<h2>Training objectives</h2>", f"<p>{e(section.finding)}</p>"]
