@@ -42,6 +42,22 @@ def test_report_only_writes_what_is_finished_and_trains_nothing(
     assert (out / "config.toml").read_text() == config  # the folder's config is kept
 
 
+def test_report_says_whether_seeds_draw_the_split(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for split_by_seed, words in ((False, "the data split is fixed"), (True, "another data split")):
+        cfg = tmp_path / f"c{split_by_seed}.toml"
+        text = TINY.replace(
+            "calibration_size = 120",
+            f"calibration_size = 120\nsplit_by_seed = {str(split_by_seed).lower()}",
+        )
+        cfg.write_text(text, encoding="utf-8")
+        out = tmp_path / f"out{split_by_seed}"
+        args = ["study", str(cfg), "--out", str(out), "--models", "mlp", "--seeds", "0"]
+        assert main([*args, "--epochs", "1", "--quiet"]) == 0
+        assert words in (out / "report.md").read_text()
+
+
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
