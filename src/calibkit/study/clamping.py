@@ -71,8 +71,8 @@ def base_name(name: str) -> str:
 def check_input_calibrators(names: tuple[str, ...], params: dict[str, Any]) -> None:
     """Fail early on unknown names or parameters (with a stand-in model)."""
     stand_in = nn.Linear(1, 2)
-    for name in names:
-        if name.endswith("@") or len(set(names)) != len(names):
+    for i, name in enumerate(names):
+        if name.endswith("@") or name in names[:i]:
             raise InputError("input_calibrators", "distinct names, NAME or NAME@LABEL", repr(name))
         factory = INPUT_CALIBRATORS.get(base_name(name))
         options = {k: v for k, v in params.get(name, {}).items() if k != "ablation"}

@@ -67,16 +67,14 @@ def paired_differences(
         a = np.array([values[s] for s in seeds])
         b = np.array([ref[s] for s in seeds])
         d = a - b
+        mean = float(d.mean())
         std = float(d.std(ddof=1)) if d.size > 1 else math.nan
         p = math.nan
         if d.size > 1 and np.any(d != 0):
-            mean = float(d.mean())
-            if std <= 1e-12 * abs(mean):  # the same difference on every seed (to rounding)
-                p = 0.0
-            else:
-                t = mean / (std / math.sqrt(d.size))
-                p = float(2 * stats.t.sf(abs(t), d.size - 1))
-        out[cal] = Paired(float(d.mean()), std, int(d.size), p)
+            # the same difference on every seed (to rounding): scipy would divide by ~0
+            constant = std <= 1e-12 * abs(mean)
+            p = 0.0 if constant else float(stats.ttest_rel(a, b).pvalue)
+        out[cal] = Paired(mean, std, int(d.size), p)
     return out
 
 
