@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from _bench import fmt_time, interleaved, machine, median, table
 
 from calibkit.calibrators.clamping import NeuralClamping
-from calibkit.calibrators.clamping_init import focal_loss, fused_copy, layout
+from calibkit.calibrators.clamping.init import focal_loss, fused_copy, layout
 from calibkit.models import load_pretrained_cifar_resnet
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -15,8 +15,8 @@ import time
 import numpy as np
 from _bench import fmt_time, machine, median, synthetic, table
 
+from calibkit.core.outputs import as_outputs
 from calibkit.metrics import MetricSuite, evaluate
-from calibkit.outputs import as_outputs
 
 
 def main() -> None:

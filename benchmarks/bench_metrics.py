@@ -16,8 +16,8 @@ import warnings
 import torch
 from _bench import fmt_time, interleaved, machine, median, synthetic, table
 
+from calibkit.core.outputs import check_scores, top_label_from_logits
 from calibkit.metrics import ece
-from calibkit.outputs import check_scores, top_label_from_logits
 
 SHAPES = [(50_000, 1_000), (1_000_000, 10)]
 QUICK_SHAPES = [(5_000, 1_000), (100_000, 10)]

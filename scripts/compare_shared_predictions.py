@@ -16,10 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from calibkit.atomic import atomic_write_text
-from calibkit.compare import compare, split_outputs
-from calibkit.predfile import load_predictions
-from calibkit.report import write_compare_report
+from calibkit.io.atomic import atomic_write_text
+from calibkit.io.predictions import load_predictions
+from calibkit.reporting.compare_report import write_compare_report
+from calibkit.workflows.compare import compare, split_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOWN = (

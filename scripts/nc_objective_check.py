@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 
 from calibkit.calibrators.clamping import NeuralClamping
-from calibkit.calibrators.clamping_init import fit_focal_temperature, focal_loss_np
+from calibkit.calibrators.clamping.init import fit_focal_temperature, focal_loss_np
 from calibkit.metrics import ece, nll
 from calibkit.study import load_study_config
 from calibkit.study.clamping import load_run_model

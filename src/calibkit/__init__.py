@@ -1,169 +1,183 @@
 """calibkit: measure and fix the confidence calibration of neural-network classifiers.
 
-The public API: metrics (``ece``, ``evaluate``, ...), calibrators (``TemperatureScaling``,
-``get_calibrator``, ...), prediction files (``load_predictions``), the compare workflow
-(``split_outputs``, ``compare``) and, imported on first use because they load matplotlib,
-the figures and reports (``reliability_figure``, ``write_compare_report``), and the training
-side: datasets, models, losses, the trainer and studies (``load_dataset``, ``create_model``,
-``create_loss``, ``train``, ``run_study``).
+The public API, by layer (see "How the code is laid out" in the README):
+
+- core: ``as_outputs``, ``ClassifierOutputs``, ``bin_stats``, the errors;
+- files: ``load_predictions``, ``save_predictions``;
+- metrics: ``ece``, ``nll``, ``evaluate``, ... and ``METRICS``;
+- losses: ``create_loss`` and ``LOSSES``;
+- calibrators: ``TemperatureScaling`` ... ``NeuralClamping``, ``get_calibrator``;
+- models and data: ``create_model``, ``load_dataset``;
+- training: ``TrainConfig``, ``train``;
+- workflows: ``split_outputs``, ``compare``;
+- reporting: ``reliability_figure``, ``write_compare_report``;
+- studies: ``StudyConfig``, ``load_study_config``, ``run_study``.
+
+``import calibkit`` is cheap: each name imports its module on first use, so a program that
+only computes metrics never loads matplotlib, Pillow or the dataset loaders.
+
+>>> import calibkit as ck
+>>> round(ck.ece([0, 1], probs=[[0.9, 0.1], [0.2, 0.8]]), 6)
+0.15
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from calibkit.core.version import __version__
 
-from calibkit.binning import BinStats, bin_stats
-from calibkit.calibrators import (
-    CALIBRATORS,
-    AutoCalibrator,
-    BetaCalibration,
-    CalibratedModel,
-    Calibrator,
-    ClasswiseHistogramBinning,
-    DirichletCalibration,
-    HistogramBinning,
-    IsotonicCalibrator,
-    MatrixScaling,
-    MatrixScalingODIR,
-    NeuralClamping,
-    PlattScaling,
-    TemperatureScaling,
-    TemperatureScalingECE,
-    VectorScaling,
-    ece_grid_minimum,
-    ece_temperature_curve,
-    get_calibrator,
-)
-from calibkit.compare import Comparison, MethodResult, compare, split_outputs
-from calibkit.errors import CalibkitError, InputError, NotFittedError, UnknownNameError
-from calibkit.metrics import (
-    METRIC_NAMES,
-    METRICS,
-    BootstrapInterval,
-    CalibrationMetrics,
-    Evaluation,
-    accuracy,
-    aece,
-    bootstrap_ci,
-    brier,
-    calibration_error,
-    debiased_ece,
-    ece,
-    entropy,
-    evaluate,
-    ks_error,
-    mce,
-    mmce,
-    nll,
-    reliability_stats,
-    rmsce,
-    sce,
-)
-from calibkit.outputs import ClassifierOutputs, as_outputs
-from calibkit.predfile import load_predictions, save_predictions
-
-_LAZY = {
-    "reliability_figure": "calibkit.plots",
-    "reliability_grid": "calibkit.plots",
-    "ece_temperature_figure": "calibkit.plots",
-    "save_figure": "calibkit.plots",
-    "write_compare_report": "calibkit.report",
-    "DATASETS": "calibkit.data",
-    "load_dataset": "calibkit.data",
-    "MODELS": "calibkit.models",
-    "create_model": "calibkit.models",
-    "LOSSES": "calibkit.losses",
-    "build_loss": "calibkit.losses",
-    "create_loss": "calibkit.losses",
-    "TrainConfig": "calibkit.training",
-    "train": "calibkit.training",
-    "StudyConfig": "calibkit.study",
-    "load_study_config": "calibkit.study",
-    "run_study": "calibkit.study",
+#: Public name -> the module that defines it (imported on first access).
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        ("CalibkitError", "InputError", "NotFittedError", "UnknownNameError"),
+        "calibkit.core.errors",
+    ),
+    **dict.fromkeys(("ClassifierOutputs", "as_outputs"), "calibkit.core.outputs"),
+    **dict.fromkeys(("BinStats", "bin_stats"), "calibkit.core.binning"),
+    **dict.fromkeys(("load_predictions", "save_predictions"), "calibkit.io.predictions"),
+    **dict.fromkeys(
+        (
+            "METRICS",
+            "METRIC_NAMES",
+            "BootstrapInterval",
+            "CalibrationMetrics",
+            "Evaluation",
+            "accuracy",
+            "aece",
+            "bootstrap_ci",
+            "brier",
+            "calibration_error",
+            "debiased_ece",
+            "ece",
+            "entropy",
+            "evaluate",
+            "ks_error",
+            "mce",
+            "mmce",
+            "nll",
+            "reliability_stats",
+            "rmsce",
+            "sce",
+        ),
+        "calibkit.metrics",
+    ),
+    **dict.fromkeys(("LOSSES", "build_loss", "create_loss"), "calibkit.losses"),
+    **dict.fromkeys(
+        (
+            "CALIBRATORS",
+            "AutoCalibrator",
+            "BetaCalibration",
+            "CalibratedModel",
+            "Calibrator",
+            "ClasswiseHistogramBinning",
+            "DirichletCalibration",
+            "HistogramBinning",
+            "IsotonicCalibrator",
+            "MatrixScaling",
+            "MatrixScalingODIR",
+            "NeuralClamping",
+            "PlattScaling",
+            "TemperatureScaling",
+            "TemperatureScalingECE",
+            "VectorScaling",
+            "ece_grid_minimum",
+            "ece_temperature_curve",
+            "get_calibrator",
+        ),
+        "calibkit.calibrators",
+    ),
+    **dict.fromkeys(("MODELS", "create_model"), "calibkit.models"),
+    **dict.fromkeys(("DATASETS", "load_dataset"), "calibkit.data"),
+    **dict.fromkeys(("TrainConfig", "train"), "calibkit.training"),
+    **dict.fromkeys(
+        ("Comparison", "MethodResult", "compare", "split_outputs"), "calibkit.workflows.compare"
+    ),
+    **dict.fromkeys(
+        ("reliability_figure", "reliability_grid", "ece_temperature_figure", "save_figure"),
+        "calibkit.reporting.figures",
+    ),
+    "write_compare_report": "calibkit.reporting.compare_report",
+    **dict.fromkeys(("StudyConfig", "load_study_config", "run_study"), "calibkit.study"),
 }
+
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    """Import the matplotlib-backed parts on first use."""
-    if name in _LAZY:
-        import importlib
+    """Import the module that defines ``name`` on first use (PEP 562)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'calibkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'calibkit' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
 
 
-__all__ = [
-    "CALIBRATORS",
-    "DATASETS",
-    "LOSSES",
-    "METRICS",
-    "METRIC_NAMES",
-    "MODELS",
-    "AutoCalibrator",
-    "BetaCalibration",
-    "BinStats",
-    "BootstrapInterval",
-    "CalibkitError",
-    "CalibratedModel",
-    "CalibrationMetrics",
-    "Calibrator",
-    "ClassifierOutputs",
-    "ClasswiseHistogramBinning",
-    "Comparison",
-    "DirichletCalibration",
-    "Evaluation",
-    "HistogramBinning",
-    "InputError",
-    "IsotonicCalibrator",
-    "MatrixScaling",
-    "MatrixScalingODIR",
-    "MethodResult",
-    "NeuralClamping",
-    "NotFittedError",
-    "PlattScaling",
-    "StudyConfig",
-    "TemperatureScaling",
-    "TemperatureScalingECE",
-    "TrainConfig",
-    "UnknownNameError",
-    "VectorScaling",
-    "accuracy",
-    "aece",
-    "as_outputs",
-    "bin_stats",
-    "bootstrap_ci",
-    "brier",
-    "build_loss",
-    "calibration_error",
-    "compare",
-    "create_loss",
-    "create_model",
-    "debiased_ece",
-    "ece",
-    "ece_grid_minimum",
-    "ece_temperature_curve",
-    "ece_temperature_figure",
-    "entropy",
-    "evaluate",
-    "get_calibrator",
-    "ks_error",
-    "load_dataset",
-    "load_predictions",
-    "load_study_config",
-    "mce",
-    "mmce",
-    "nll",
-    "reliability_figure",
-    "reliability_grid",
-    "reliability_stats",
-    "rmsce",
-    "run_study",
-    "save_figure",
-    "save_predictions",
-    "sce",
-    "split_outputs",
-    "train",
-    "write_compare_report",
-]
+if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
+    from calibkit.calibrators import (
+        CALIBRATORS,
+        AutoCalibrator,
+        BetaCalibration,
+        CalibratedModel,
+        Calibrator,
+        ClasswiseHistogramBinning,
+        DirichletCalibration,
+        HistogramBinning,
+        IsotonicCalibrator,
+        MatrixScaling,
+        MatrixScalingODIR,
+        NeuralClamping,
+        PlattScaling,
+        TemperatureScaling,
+        TemperatureScalingECE,
+        VectorScaling,
+        ece_grid_minimum,
+        ece_temperature_curve,
+        get_calibrator,
+    )
+    from calibkit.core.binning import BinStats, bin_stats
+    from calibkit.core.errors import CalibkitError, InputError, NotFittedError, UnknownNameError
+    from calibkit.core.outputs import ClassifierOutputs, as_outputs
+    from calibkit.data import DATASETS, load_dataset
+    from calibkit.io.predictions import load_predictions, save_predictions
+    from calibkit.losses import LOSSES, build_loss, create_loss
+    from calibkit.metrics import (
+        METRIC_NAMES,
+        METRICS,
+        BootstrapInterval,
+        CalibrationMetrics,
+        Evaluation,
+        accuracy,
+        aece,
+        bootstrap_ci,
+        brier,
+        calibration_error,
+        debiased_ece,
+        ece,
+        entropy,
+        evaluate,
+        ks_error,
+        mce,
+        mmce,
+        nll,
+        reliability_stats,
+        rmsce,
+        sce,
+    )
+    from calibkit.models import MODELS, create_model
+    from calibkit.reporting.compare_report import write_compare_report
+    from calibkit.reporting.figures import (
+        ece_temperature_figure,
+        reliability_figure,
+        reliability_grid,
+        save_figure,
+    )
+    from calibkit.study import StudyConfig, load_study_config, run_study
+    from calibkit.training import TrainConfig, train
+    from calibkit.workflows.compare import Comparison, MethodResult, compare, split_outputs

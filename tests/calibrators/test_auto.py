@@ -9,7 +9,7 @@ import pytest
 from sklearn.model_selection import StratifiedKFold
 
 from calibkit.calibrators import CALIBRATORS, AutoCalibrator, Calibrator, get_calibrator
-from calibkit.errors import InputError, NotFittedError, UnknownNameError
+from calibkit.core.errors import InputError, NotFittedError, UnknownNameError
 from calibkit.metrics import ece, nll
 from tests.calibrators.problems import (
     CIFAR10,

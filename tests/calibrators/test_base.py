@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from calibkit.calibrators import CALIBRATORS, Calibrator, get_calibrator
-from calibkit.errors import InputError, NotFittedError
+from calibkit.core.errors import InputError, NotFittedError
 from calibkit.metrics import nll
 from tests.calibrators.problems import random_problem
 

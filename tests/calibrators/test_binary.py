@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 
 from calibkit.calibrators import BetaCalibration, Calibrator, PlattScaling
 from calibkit.calibrators.binary import logistic_nll
-from calibkit.errors import InputError, NotFittedError
+from calibkit.core.errors import InputError, NotFittedError
 from calibkit.metrics import ece, nll
 from tests.calibrators.problems import CIFAR10, cat_vs_dog, load_logits, needs_cifar10, seeded_split
 

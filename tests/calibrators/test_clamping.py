@@ -17,13 +17,13 @@ from torch import nn
 
 from calibkit.calibrators import TemperatureScaling
 from calibkit.calibrators.clamping import CalibratedModel, NeuralClamping
-from calibkit.calibrators.clamping_init import (
+from calibkit.calibrators.clamping.init import (
     data_driven_delta,
     entropy_gradient,
     input_bounds,
     pixel_range,
 )
-from calibkit.errors import InputError, NotFittedError
+from calibkit.core.errors import InputError, NotFittedError
 from calibkit.metrics import ece
 from tests.calibrators.problems import seeded_split
 from tests.conftest import shared_path
@@ -337,7 +337,7 @@ def test_ablations_and_calibrated_model() -> None:
 
 @pytest.mark.parametrize("gamma", [0.0, 1.0])
 def test_final_temperature_is_the_exact_minimum_at_the_learnt_delta(gamma: float) -> None:
-    from calibkit.calibrators.clamping_init import fit_focal_temperature
+    from calibkit.calibrators.clamping.init import fit_focal_temperature
 
     model, x, y = problem()
     kw = {"init": "random", "epochs": 4, "batch_size": 64, "progress": False, "gamma": gamma}
@@ -574,7 +574,7 @@ def _conv_bn() -> nn.Module:
 
 
 def test_fused_copy_folds_batch_norm_and_leaves_the_model_alone() -> None:
-    from calibkit.calibrators.clamping_init import fused_copy
+    from calibkit.calibrators.clamping.init import fused_copy
 
     model = _conv_bn()
     before = {k: v.clone() for k, v in model.state_dict().items()}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from calibkit.calibrators import Calibrator, ClasswiseHistogramBinning, HistogramBinning
-from calibkit.errors import InputError, NotFittedError
+from calibkit.core.errors import InputError, NotFittedError
 from calibkit.metrics import ece
 from tests.calibrators.problems import (
     CIFAR10,

@@ -10,7 +10,7 @@ from sklearn.isotonic import IsotonicRegression
 
 from calibkit.calibrators import Calibrator, IsotonicCalibrator
 from calibkit.calibrators.histogram import renormalise_or_keep
-from calibkit.errors import InputError, NotFittedError
+from calibkit.core.errors import InputError, NotFittedError
 from calibkit.metrics import ece
 from tests.calibrators.problems import (
     CIFAR10,

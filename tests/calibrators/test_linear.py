@@ -24,7 +24,7 @@ from calibkit.calibrators import (
     get_calibrator,
 )
 from calibkit.calibrators import linear_solver as lin
-from calibkit.errors import InputError, NotFittedError
+from calibkit.core.errors import InputError, NotFittedError
 from calibkit.metrics import ece, nll
 from tests.calibrators.problems import CIFAR100, load_logits, needs_cifar100, seeded_split
 

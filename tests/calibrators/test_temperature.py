@@ -12,7 +12,7 @@ from scipy.special import logsumexp
 
 from calibkit.calibrators import TemperatureScaling, TemperatureScalingECE
 from calibkit.calibrators.temperature import fit_inverse_temperature, nll_derivatives
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.metrics import nll
 from tests.calibrators.problems import random_problem
 

@@ -9,7 +9,7 @@ import pytest
 
 from calibkit.calibrators import TemperatureScalingECE, ece_temperature_curve
 from calibkit.calibrators.temperature_grid import ece_grid_minimum
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.metrics import ece
 from tests.calibrators.problems import random_problem
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from calibkit.core.errors import InputError
 from calibkit.data.arrays import ImageArrays
-from calibkit.errors import InputError
 
 
 def _data() -> ImageArrays:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from calibkit.core.errors import InputError
 from calibkit.data.augment import crop_and_flip, random_crop, random_hflip
-from calibkit.errors import InputError
 
 
 def _batch() -> torch.Tensor:

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from calibkit.core.errors import InputError
 from calibkit.data import DATASETS, load_cifar, load_dataset
 from calibkit.data import cifar as cifar_mod
 from calibkit.data.cifar import ARCHIVES, read_cifar
-from calibkit.errors import InputError
 
 C10_NAMES = "airplane automobile bird cat deer dog frog horse ship truck".split()  # noqa: SIM905
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from calibkit.core.errors import InputError
 from calibkit.data import image_folder
 from calibkit.data.image_folder import load_image_folder, read_image_folder
-from calibkit.errors import InputError
 from tests.conftest import shared_path
 
 CLASSES = ("cat", "ant", "bee")  # sorted: ant, bee, cat

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.data import DATASETS, load_dataset, load_digits
-from calibkit.errors import InputError, UnknownNameError
 from tests.conftest import shared_path
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from calibkit.core.errors import InputError
 from calibkit.data.medmnist import KNOWN_MD5, file_md5, load_medmnist
-from calibkit.errors import InputError
 from tests.conftest import shared_path
 
 

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.losses import (
     BrierLoss,
     LabelSmoothingLoss,

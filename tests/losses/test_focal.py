@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.losses import (
     AdaptiveFocalLoss,
     DualFocalLoss,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 
-from calibkit.errors import InputError, UnknownNameError
+from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.losses import (
     LOSSES,
     PENALTIES,

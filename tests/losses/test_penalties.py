@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.losses import (
     MDCA,
     MMCE,

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import as_outputs
 from calibkit.metrics import METRIC_NAMES, CalibrationMetrics
 from calibkit.metrics.suite import MetricSuite
-from calibkit.outputs import as_outputs
 from tests.metrics import reference as ref
 
 

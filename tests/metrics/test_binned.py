@@ -15,8 +15,8 @@ from torchmetrics.functional.classification import (
     multiclass_calibration_error,
 )
 
-from calibkit.binning import torchmetrics_edges
-from calibkit.errors import InputError
+from calibkit.core.binning import torchmetrics_edges
+from calibkit.core.errors import InputError
 from calibkit.metrics import (
     aece,
     calibration_error,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.metrics import accuracy, ece, evaluate
 from calibkit.metrics.bootstrap import bootstrap_ci
 

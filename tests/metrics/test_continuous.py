@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from netcal.metrics import MMCE as NetcalMMCE
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.metrics import ks_error, mmce
 from calibkit.metrics.continuous import ks_from_sorted, mmce_from_sorted
 from tests.metrics import reference as ref

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calibkit.binning import equal_mass_index
-from calibkit.errors import InputError
+from calibkit.core.binning import equal_mass_index
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import as_outputs
 from calibkit.metrics import METRIC_NAMES, METRICS, evaluate
 from calibkit.metrics.suite import MetricSuite
-from calibkit.outputs import as_outputs
 from tests.metrics import reference as ref
 
 FUNCTIONAL = {name: METRICS.get(name) for name in METRIC_NAMES}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from calibkit.core.outputs import as_outputs
 from calibkit.metrics import METRIC_NAMES, MetricSuite
 from calibkit.metrics.continuous import mmce_from_sorted, mmce_from_sorted_batch
-from calibkit.outputs import as_outputs
 
 
 @pytest.mark.parametrize(("n", "k", "n_bins", "mode"), [

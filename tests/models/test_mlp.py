@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.models import MLP, MODELS, create_model, mlp
 
 

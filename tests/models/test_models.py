@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from calibkit.errors import InputError, UnknownNameError
+from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.models import MODELS, create_model, lenet5, load_pretrained_cifar_resnet
 from tests.conftest import shared_path
 

@@ -10,8 +10,9 @@ import pytest
 from scipy import stats
 
 from calibkit.calibrators import get_calibrator
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.metrics import ece
+from calibkit.reporting.tables import markdown_table
 from calibkit.study.analysis import (
     DOWN,
     UP,
@@ -21,7 +22,6 @@ from calibkit.study.analysis import (
     table2,
     welch_test,
 )
-from calibkit.tables import markdown_table
 
 METHODS = {
     "ce": ("cross_entropy", 0.0),

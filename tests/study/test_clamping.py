@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.study import load_study_config, run
 from tests.study.conftest import TINY
 

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from calibkit.errors import InputError, UnknownNameError
+from calibkit.core.errors import InputError, UnknownNameError
+from calibkit.io.toml import to_toml
 from calibkit.study.config import DEFAULT_CONFIG, StudyConfig, load_study_config
-from calibkit.tomlconfig import to_toml
 from tests.study.conftest import TINY
 
 

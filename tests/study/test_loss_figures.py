@@ -14,7 +14,7 @@ from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.study.loss_figures import (
     calibration_size_figure,
     ece_vs_coefficient_figure,

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.study import COLUMNS, load_study_config, run
 from calibkit.study.artifacts import load_logits
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from calibkit.errors import InputError, UnknownNameError
+from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.training import OPTIMIZERS, SCHEDULES, TrainConfig
 
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.models import mlp
 from calibkit.training import TRACKED, TrainConfig, TrainResult, predict_logits, train
 

@@ -37,9 +37,9 @@ from typing import Literal
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, get_calibrator, register
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import ClassifierOutputs
 from calibkit.metrics import ece, nll
-from calibkit.outputs import ClassifierOutputs
 
 Criterion = Literal["nll", "ece"]
 CRITERIA: tuple[str, ...] = ("nll", "ece")

@@ -6,7 +6,7 @@ A calibrator maps a classifier's logits to calibrated probabilities:
 - ``predict_proba(logits)`` returns float64 probabilities (rows sum to 1);
 - ``transform(logits)`` returns calibrated logits, for methods that map logits to logits;
 - fitted state lives in attributes ending in ``_``; using an unfitted calibrator raises
-  :class:`~calibkit.errors.NotFittedError`;
+  :class:`~calibkit.core.errors.NotFittedError`;
 - ``save(path)`` / ``load(path)`` use JSON (never pickle); the round trip is bit-exact.
 
 Inputs are numpy arrays or torch tensors. For models that only published probabilities,
@@ -24,9 +24,9 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.errors import InputError, NotFittedError
-from calibkit.outputs import ClassifierOutputs, as_outputs, check_scores, log_softmax64
-from calibkit.registry import Registry
+from calibkit.core.errors import InputError, NotFittedError
+from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_scores, log_softmax64
+from calibkit.core.registry import Registry
 
 F64 = npt.NDArray[np.float64]
 FORMAT_VERSION = 1
@@ -151,7 +151,7 @@ class Calibrator(ABC):
 
     def save(self, path: str | Path) -> None:
         """Write the fitted calibrator to a JSON file (atomically)."""
-        from calibkit.atomic import atomic_write_text
+        from calibkit.io.atomic import atomic_write_text
 
         atomic_write_text(Path(path), json.dumps(self.to_json(), indent=1, allow_nan=False))
 

@@ -33,7 +33,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 
 from calibkit.calibrators.base import F64, Calibrator, register
-from calibkit.outputs import ClassifierOutputs, FloatArray, log_softmax64
+from calibkit.core.outputs import ClassifierOutputs, FloatArray, log_softmax64
 
 
 def logistic_nll(weights: F64, features: F64, y: F64) -> tuple[float, F64]:

@@ -1,6 +1,6 @@
 """Histogram binning (Zadrozny & Elkan 2001): replace a score by its bin's observed frequency.
 
-Two flavours share one step map, built with :mod:`calibkit.binning`:
+Two flavours share one step map, built with :mod:`calibkit.core.binning`:
 
 ``"histogram"`` (top-label, as in Gupta & Ramdas 2021)
     Bin the top-label confidence ``c`` of ``softmax(logits)`` and replace it by the bin's
@@ -16,8 +16,8 @@ Two flavours share one step map, built with :mod:`calibkit.binning`:
 Empty bins: a score that falls into a bin holding no calibration sample is left unchanged
 (the identity on the *input* score, not the bin centre), so the output is never NaN.
 
-Equal-width bins follow the ``floor(score * n_bins)`` rule of :mod:`calibkit.binning`.
-Equal-mass edges come from :func:`~calibkit.binning.bin_index` on the calibration scores;
+Equal-width bins follow the ``floor(score * n_bins)`` rule of :mod:`calibkit.core.binning`.
+Equal-mass edges come from :func:`~calibkit.core.binning.bin_index` on the calibration scores;
 any score (at fit and at predict time) then goes to the bin ``[e_k, e_{k+1})`` holding it.
 
 Does top-label binning keep the argmax? Not always. Write ``c`` for the top probability,
@@ -42,7 +42,8 @@ from typing import cast
 
 import numpy as np
 
-from calibkit.binning import (
+from calibkit.calibrators.base import F64, Calibrator, register
+from calibkit.core.binning import (
     I64,
     SCHEMES,
     Scheme,
@@ -51,9 +52,8 @@ from calibkit.binning import (
     index_from_edges,
     stats_from_index,
 )
-from calibkit.calibrators.base import F64, Calibrator, register
-from calibkit.errors import InputError
-from calibkit.outputs import ClassifierOutputs, log_softmax64
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 
 
 def check_scheme(scheme: object) -> Scheme:

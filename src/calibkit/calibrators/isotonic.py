@@ -28,7 +28,7 @@ import numpy as np
 
 from calibkit.calibrators.base import F64, Calibrator, register
 from calibkit.calibrators.histogram import one_vs_rest_classes, renormalise_or_keep
-from calibkit.outputs import ClassifierOutputs, log_softmax64
+from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 
 
 def fit_isotonic(score: F64, outcome: F64) -> tuple[F64, F64]:

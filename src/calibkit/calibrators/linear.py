@@ -67,8 +67,8 @@ from calibkit.calibrators.linear_solver import (
     identity_map,
     odir_coefficients,
 )
-from calibkit.errors import InputError
-from calibkit.outputs import ClassifierOutputs, log_softmax64
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 
 I64 = npt.NDArray[np.int64]
 #: The default ODIR grid (that of the Neural Clamping paper): 1e-2, 1e-1, ..., 1e4.

@@ -17,7 +17,7 @@ from scipy.linalg import solve_triangular
 from scipy.optimize import minimize
 
 from calibkit.calibrators.base import F64
-from calibkit.outputs import log_softmax64
+from calibkit.core.outputs import log_softmax64
 
 I64 = npt.NDArray[np.int64]
 

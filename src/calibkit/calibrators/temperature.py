@@ -27,8 +27,8 @@ import math
 import numpy as np
 
 from calibkit.calibrators.base import F64, Calibrator, register
-from calibkit.errors import InputError
-from calibkit.outputs import ClassifierOutputs, FloatArray, IntArray
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import ClassifierOutputs, FloatArray, IntArray
 
 #: Logits per chunk of a pass: two float32 buffers of this size stay in a 2 MB L2 cache.
 CHUNK_ELEMENTS = 1 << 16

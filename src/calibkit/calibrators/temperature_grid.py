@@ -19,15 +19,15 @@ import math
 
 import numpy as np
 
-from calibkit.binning import check_n_bins
 from calibkit.calibrators.base import F64, Calibrator, register
 from calibkit.calibrators.temperature import (
     CHUNK_ELEMENTS,
     check_temperature_bounds,
     positive_param,
 )
-from calibkit.errors import InputError
-from calibkit.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.binning import check_n_bins
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import ClassifierOutputs, as_outputs
 
 # Direct evaluation costs one exp per (temperature, sample, class). Where the grid is dense
 # in b (large T), a window [b0 - w, b0 + w] is served by the Taylor series of S around b0:

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
+from calibkit.core.errors import InputError
+from calibkit.core.registry import Registry
+from calibkit.core.splits import stratified_folds, stratified_split
 from calibkit.data.arrays import ImageArrays
 from calibkit.data.augment import crop_and_flip, random_crop, random_hflip
 from calibkit.data.cifar import default_data_dir, load_cifar
 from calibkit.data.image_folder import default_cache_dir, load_image_folder, read_image_folder
 from calibkit.data.medmnist import load_medmnist
-from calibkit.data.splits import stratified_folds, stratified_split
-from calibkit.errors import InputError
-from calibkit.registry import Registry
 
 __all__ = [
     "DATASETS",

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 
 
 @dataclass(frozen=True)

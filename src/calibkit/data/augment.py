@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 
 
 def _check_batch(x: torch.Tensor) -> None:

@@ -38,11 +38,11 @@ from typing import IO, Any
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.atomic import atomic_write_bytes
+from calibkit.core.errors import InputError
 from calibkit.data.arrays import ImageArrays
 from calibkit.data.image_folder import default_cache_dir
 from calibkit.data.medmnist import file_md5
-from calibkit.errors import InputError
+from calibkit.io.atomic import atomic_write_bytes
 
 SPLITS = ("train", "test")
 _CACHE_VERSION = "1"

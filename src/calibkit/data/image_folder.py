@@ -31,9 +31,9 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, UnidentifiedImageError
 
-from calibkit.atomic import atomic_write_bytes
+from calibkit.core.errors import InputError
 from calibkit.data.arrays import ImageArrays
-from calibkit.errors import InputError
+from calibkit.io.atomic import atomic_write_bytes
 
 SPLITS = ("train", "test")
 _CACHE_VERSION = "1"

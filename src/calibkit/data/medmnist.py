@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from calibkit.core.errors import InputError
 from calibkit.data.arrays import ImageArrays
-from calibkit.errors import InputError
 
 SPLITS = ("train", "val", "test")
 

@@ -29,10 +29,11 @@ CombinedLoss(
 >>> value.backward()
 >>> round(float(value.detach()), 4)
 0.6818
->>> create_loss("focal", gama=2)
-Traceback (most recent call last):
-...
-calibkit.errors.InputError: loss 'focal': expected parameters among gamma, reduction, got 'gama'
+>>> try:
+...     create_loss("focal", gama=2)
+... except InputError as err:
+...     print(err)
+loss 'focal': expected parameters among gamma, reduction, got 'gama'
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ from typing import Any
 
 from torch import nn
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
+from calibkit.core.registry import Registry
 from calibkit.losses.basic import (
     BrierLoss,
     CrossEntropyLoss,
@@ -76,7 +78,6 @@ from calibkit.losses.penalties import (
     mmce,
     soft_ece,
 )
-from calibkit.registry import Registry
 
 #: A loss factory: keyword hyper-parameters -> ``nn.Module``.
 LossFactory = Callable[..., nn.Module]
@@ -160,8 +161,8 @@ def _check_params(
 def create_loss(name: str, **params: Any) -> nn.Module:
     """The loss registered under ``name`` built with ``params``.
 
-    An unknown ``name`` raises :class:`~calibkit.errors.UnknownNameError` listing the valid
-    ones; an unknown parameter raises :class:`~calibkit.errors.InputError` listing the
+    An unknown ``name`` raises :class:`~calibkit.core.errors.UnknownNameError` listing the valid
+    ones; an unknown parameter raises :class:`~calibkit.core.errors.InputError` listing the
     accepted ones; invalid values raise InputError naming the parameter.
     """
     factory = LOSSES.get(name)

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 
 Reduction = Literal["mean", "sum", "none"]
 REDUCTIONS: tuple[str, ...] = ("mean", "sum", "none")

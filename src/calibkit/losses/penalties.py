@@ -54,8 +54,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from calibkit.binning import check_n_bins
-from calibkit.errors import InputError
+from calibkit.core.binning import check_n_bins
+from calibkit.core.errors import InputError
 from calibkit.losses.basic import check_inputs, check_real, log_probs
 
 SoftNorm = Literal["l1", "l2"]

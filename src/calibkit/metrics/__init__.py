@@ -2,11 +2,12 @@
 
 Every function takes ``labels`` and exactly one of ``probs`` or ``logits`` (never guessed),
 as numpy arrays or torch tensors, and returns a float64 Python float (a fraction, not a
-percentage). Binned metrics follow the bin rule of :mod:`calibkit.binning`.
+percentage). Binned metrics follow the bin rule of :mod:`calibkit.core.binning`.
 """
 
 from __future__ import annotations
 
+from calibkit.core.registry import Registry
 from calibkit.metrics.accumulator import CalibrationMetrics
 from calibkit.metrics.binned import (
     aece,
@@ -22,7 +23,6 @@ from calibkit.metrics.bootstrap import BootstrapInterval, bootstrap_ci
 from calibkit.metrics.continuous import ks_error, mmce
 from calibkit.metrics.scores import accuracy, brier, entropy, nll
 from calibkit.metrics.suite import METRIC_NAMES, Evaluation, MetricSuite, evaluate
-from calibkit.registry import Registry
 
 METRICS: Registry[object] = Registry("metric")
 for _name, _fn in (

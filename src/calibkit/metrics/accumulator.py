@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibkit.binning import check_n_bins, equal_width_index
-from calibkit.errors import InputError
+from calibkit.core.binning import check_n_bins, equal_width_index
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics.binned import sce_index
 from calibkit.metrics.samples import (
     F64,
@@ -26,7 +27,6 @@ from calibkit.metrics.samples import (
     nll_per_sample,
 )
 from calibkit.metrics.suite import METRIC_NAMES, MetricSuite
-from calibkit.outputs import ClassifierOutputs, as_outputs
 
 
 class CalibrationMetrics:

@@ -1,6 +1,6 @@
 """Binned calibration errors: ECE, adaptive ECE, MCE, RMSCE, debiased ECE and SCE.
 
-All binning goes through :mod:`calibkit.binning` (bin rule, tie handling, conventions and
+All binning goes through :mod:`calibkit.core.binning` (bin rule, tie handling, conventions and
 binary semantics are stated there). Sums are accumulated in float64.
 
 With per-bin outcome rate ``acc_b``, mean confidence ``conf_b`` and weight ``w_b`` (the
@@ -24,7 +24,7 @@ from typing import Literal
 
 import numpy as np
 
-from calibkit.binning import (
+from calibkit.core.binning import (
     BinStats,
     Convention,
     Scheme,
@@ -33,9 +33,9 @@ from calibkit.binning import (
     check_n_bins,
     equal_width_index,
 )
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics.samples import F64, Mode, calibration_target, check_weight
-from calibkit.outputs import ClassifierOutputs, as_outputs
 
 Norm = Literal["l1", "l2", "max"]
 NORMS: tuple[str, ...] = ("l1", "l2", "max")
@@ -176,7 +176,7 @@ def aece(
     mode: Mode = "top_label",
     sample_weight: object = None,
 ) -> float:
-    """Adaptive ECE: ECE with equal-mass bins; ties are never split (see calibkit.binning)."""
+    """Adaptive ECE: ECE with equal-mass bins; ties are never split (see calibkit.core.binning)."""
     return calibration_error(
         labels,
         probs,

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.errors import InputError
-from calibkit.outputs import as_outputs
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import as_outputs
 
 
 @dataclass(frozen=True)

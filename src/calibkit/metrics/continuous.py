@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import as_outputs
 from calibkit.metrics.samples import F64, Mode, calibration_target, check_weight
-from calibkit.outputs import as_outputs
 
 MMCE_WIDTH = 0.4
 _MAX_EXPONENT = 500.0

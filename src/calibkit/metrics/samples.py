@@ -11,8 +11,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.errors import InputError
-from calibkit.outputs import ClassifierOutputs, check_labels, to_numpy
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import ClassifierOutputs, check_labels, to_numpy
 
 Mode = Literal["top_label", "positive_class"]
 MODES: tuple[str, ...] = ("top_label", "positive_class")

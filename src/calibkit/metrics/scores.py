@@ -13,6 +13,7 @@ Each takes ``labels`` and exactly one of ``probs`` or ``logits``, plus optional
 
 from __future__ import annotations
 
+from calibkit.core.outputs import as_outputs
 from calibkit.metrics.samples import (
     brier_per_sample,
     check_weight,
@@ -20,7 +21,6 @@ from calibkit.metrics.samples import (
     nll_per_sample,
     weighted_mean,
 )
-from calibkit.outputs import as_outputs
 
 
 def accuracy(

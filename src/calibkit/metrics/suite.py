@@ -26,14 +26,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import sparse
 
-from calibkit.binning import (
+from calibkit.core.binning import (
     check_n_bins,
     equal_mass_cuts,
     equal_mass_edges,
     equal_width_index,
     stats_from_index,
 )
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics.binned import (
     debiased_from_stats,
     error_from_stats,
@@ -55,7 +56,6 @@ from calibkit.metrics.samples import (
     nll_per_sample,
     weighted_mean,
 )
-from calibkit.outputs import ClassifierOutputs, as_outputs
 
 #: Metric names in report order; ``*_floor`` values are added by :func:`evaluate`.
 METRIC_NAMES: tuple[str, ...] = (

@@ -19,7 +19,8 @@ from typing import Any
 
 from torch import nn
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
+from calibkit.core.registry import Registry
 from calibkit.models.lenet import LeNet5, lenet5, lenet5_dropout
 from calibkit.models.mlp import MLP, mlp
 from calibkit.models.resnet import ResNet18, WideResNet, resnet18, wide_resnet
@@ -33,7 +34,6 @@ from calibkit.models.resnet_cifar import (
     resnet56,
     resnet110,
 )
-from calibkit.registry import Registry
 
 #: A model factory: ``(num_classes, in_channels=3, **kw) -> nn.Module``.
 ModelFactory = Callable[..., nn.Module]
@@ -61,7 +61,8 @@ for _name, _factory in _FACTORIES.items():
 def create_model(name: str, num_classes: int, **kw: Any) -> nn.Module:
     """The model registered under ``name`` for ``num_classes`` classes; ``kw`` go to its factory.
 
-    An unknown ``name`` raises :class:`~calibkit.errors.UnknownNameError` listing the valid ones.
+    An unknown ``name`` raises :class:`~calibkit.core.errors.UnknownNameError` listing the
+    valid ones.
     """
     factory = MODELS.get(name)
     if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:

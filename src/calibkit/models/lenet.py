@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 
 #: Input sizes LeNet-5 supports, mapped to the padding of its first convolution.
 PADDING = {28: 2, 32: 0}

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from torch import Tensor, nn
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 
 
 class MLP(nn.Module):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.models.resnet_cifar import BasicBlock
 
 

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 
 #: Supported depths (6n + 2).
 DEPTHS = (20, 32, 44, 56, 110)
@@ -134,7 +134,7 @@ def load_pretrained_cifar_resnet(path: str | Path, depth: int) -> CifarResNet:
     The checkpoint is either a state dict or a dict holding one under ``state_dict``; a
     ``module.`` prefix (from ``nn.DataParallel``) is stripped, the number of classes is read
     from ``linear.weight``, and the weights load strictly. A missing, unreadable or
-    mismatched file raises :class:`~calibkit.errors.InputError`.
+    mismatched file raises :class:`~calibkit.core.errors.InputError`.
     """
     path = Path(path)
     if not path.is_file():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.study.artifacts import COLUMNS
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig, load_study_config
 from calibkit.study.prepare import StudyData, prepare_data

@@ -21,10 +21,10 @@ import numpy.typing as npt
 from scipy import stats
 
 from calibkit.calibrators import get_calibrator
-from calibkit.data.splits import stratified_split
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
+from calibkit.core.splits import stratified_split
 from calibkit.metrics import ece
-from calibkit.tables import Cell, Table
+from calibkit.reporting.tables import Cell, Table
 
 F64 = npt.NDArray[np.float64]
 Row = Mapping[str, Any]

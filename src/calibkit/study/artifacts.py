@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.atomic import atomic_write_bytes
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
+from calibkit.io.atomic import atomic_write_bytes
 
 #: Columns of ``results.csv``, in order (metric values are fractions).
 COLUMNS = (

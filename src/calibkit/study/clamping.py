@@ -32,9 +32,9 @@ from safetensors.torch import load_file
 from torch import nn
 
 from calibkit.calibrators.clamping import ABLATIONS, NeuralClamping
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
+from calibkit.core.registry import Registry
 from calibkit.metrics import evaluate
-from calibkit.registry import Registry
 from calibkit.study.artifacts import cached_rows, make_row, write_json
 from calibkit.study.components import build_model
 from calibkit.study.config import ModelSpec, StudyConfig

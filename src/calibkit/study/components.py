@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from calibkit.errors import InputError
+from calibkit.core.errors import InputError
 from calibkit.models import MODELS, create_model, keep_classes, load_pretrained_cifar_resnet
 from calibkit.study.config import ModelSpec
 from calibkit.study.prepare import StudyData

@@ -37,11 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from calibkit.calibrators import CALIBRATORS
+from calibkit.core.errors import InputError
 from calibkit.data import DATASETS
-from calibkit.errors import InputError
+from calibkit.io.toml import from_mapping, load_toml
 from calibkit.metrics import METRIC_NAMES
 from calibkit.models import MODELS
-from calibkit.tomlconfig import from_mapping, load_toml
 from calibkit.training import TrainConfig
 
 

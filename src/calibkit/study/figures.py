@@ -1,8 +1,9 @@
 """Figures of a study: training curves and confusion matrices.
 
-Reliability diagrams and the ECE-versus-temperature curve come from :mod:`calibkit.plots`
-(the same code as every other report). Here: per-epoch curves averaged over seeds (with
-the min-max band), and a confusion matrix of counts summed over seeds, row-normalised.
+Reliability diagrams and the ECE-versus-temperature curve come from
+:mod:`calibkit.reporting.figures` (the same code as every other report). Here: per-epoch
+curves averaged over seeds (with the min-max band), and a confusion matrix of counts summed
+over seeds, row-normalised.
 
 >>> hist = [[{"epoch": 1.0, "train_loss": 0.7, "test_nll": 0.6, "train_accuracy": 0.5,
 ...           "test_accuracy": 0.6, "test_ece": 0.1, "test_optimal_ece": 0.05}]]
@@ -22,8 +23,8 @@ import numpy.typing as npt
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
-from calibkit.errors import InputError
-from calibkit.plots import plain
+from calibkit.core.errors import InputError
+from calibkit.reporting.figures import plain
 
 _COLOURS = {"train": "#3366a8", "cal": "#7b5ea7", "test": "#d1495b", "optimal": "#2a9d8f"}
 

@@ -23,8 +23,8 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
-from calibkit.errors import InputError
-from calibkit.plots import plain
+from calibkit.core.errors import InputError
+from calibkit.reporting.figures import plain
 from calibkit.study.analysis import (
     CALIBRATOR_NAMES,
     CE,

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibkit.plots import figure_png_bytes
+from calibkit.reporting.figures import figure_png_bytes
+from calibkit.reporting.tables import Table
 from calibkit.study.analysis import (
     CE,
     Methods,
@@ -35,7 +36,6 @@ from calibkit.study.loss_figures import (
     optimal_ece_per_epoch_figure,
 )
 from calibkit.study.runner import RunRecord
-from calibkit.tables import Table
 
 #: Post-hoc methods of the paper, in the order of its Table 2 (TS with T searched for the
 #: lowest calibration ECE, histogram binning), then TS fitted by NLL (the usual TS, whose

@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from calibkit.core.errors import InputError
 from calibkit.data import ImageArrays, load_dataset, stratified_split
-from calibkit.errors import InputError
 from calibkit.study.config import DataConfig
 
 Split = tuple[Tensor, Tensor]

@@ -18,21 +18,21 @@ from typing import Any
 
 import numpy as np
 
-from calibkit import __version__
-from calibkit.atomic import atomic_directory, atomic_write_bytes
 from calibkit.calibrators import TemperatureScaling
 from calibkit.calibrators.temperature_grid import ece_temperature_curve
-from calibkit.compare import TEMPERATURE_GRID
+from calibkit.core.version import __version__
+from calibkit.io.atomic import atomic_directory, atomic_write_bytes
 from calibkit.metrics import ece, reliability_stats
-from calibkit.plots import ece_temperature_figure, figure_png_bytes, reliability_grid
-from calibkit.report import CSS
+from calibkit.reporting.compare_report import CSS
+from calibkit.reporting.figures import ece_temperature_figure, figure_png_bytes, reliability_grid
+from calibkit.reporting.tables import Cell, Table, html_table, markdown_table, metric_info
 from calibkit.study.artifacts import COLUMNS, load_logits, write_json
 from calibkit.study.config import StudyConfig
 from calibkit.study.figures import confusion_counts, confusion_figure, training_curves_figure
 from calibkit.study.loss_report import loss_section
 from calibkit.study.paired import paired_table
 from calibkit.study.runner import RunRecord
-from calibkit.tables import Cell, Table, html_table, markdown_table, metric_info
+from calibkit.workflows.compare import TEMPERATURE_GRID
 
 #: Default metrics of the mean +- std tables (a study's ``report_metrics`` replaces them).
 SHOWN = ("accuracy", "nll", "ece", "ece_floor", "aece", "mce", "brier", "temperature")

@@ -34,10 +34,10 @@ import numpy as np
 import torch
 from safetensors.torch import save as safetensors_bytes
 
-from calibkit.atomic import atomic_write_bytes
-from calibkit.compare import compare
-from calibkit.errors import InputError
-from calibkit.outputs import as_outputs
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import as_outputs
+from calibkit.io.atomic import atomic_write_bytes
+from calibkit.io.toml import to_toml
 from calibkit.study.artifacts import (
     cached_rows,
     load_logits,
@@ -49,8 +49,8 @@ from calibkit.study.clamping import clamp_run
 from calibkit.study.components import build_model, loss_function, resolve_device
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig
 from calibkit.study.prepare import StudyData, prepare_data
-from calibkit.tomlconfig import to_toml
 from calibkit.training import TrainConfig, train
+from calibkit.workflows.compare import compare
 
 Log = Callable[[str], None]
 FORMAT_VERSION = 1

@@ -6,7 +6,7 @@
 >>> TrainConfig(optimizer="rmsprop")
 Traceback (most recent call last):
 ...
-calibkit.errors.InputError: optimizer: expected one of adam, sgd, got 'rmsprop'
+calibkit.core.errors.InputError: optimizer: expected one of adam, sgd, got 'rmsprop'
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from calibkit.errors import InputError, UnknownNameError
+from calibkit.core.errors import InputError, UnknownNameError
 
 OPTIMIZERS = ("adam", "sgd")
 SCHEDULES = ("none", "step", "cosine", "onecycle")

@@ -17,8 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators.temperature_grid import ece_grid_minimum
+from calibkit.core.outputs import as_outputs
 from calibkit.metrics import accuracy, ece, nll
-from calibkit.outputs import as_outputs
 
 #: Temperatures searched for the optimal ECE: 0.01, 0.02, ..., 10 (as Wang et al. 2021).
 TRACKING_TEMPERATURES: npt.NDArray[np.float64] = np.round(np.arange(1, 1001) * 0.01, 2)

@@ -42,9 +42,9 @@ import numpy.typing as npt
 import torch
 from torch import Tensor, nn
 
-from calibkit.atomic import atomic_write_bytes
+from calibkit.core.errors import InputError
 from calibkit.data.augment import crop_and_flip
-from calibkit.errors import InputError
+from calibkit.io.atomic import atomic_write_bytes
 from calibkit.training.config import TrainConfig
 from calibkit.training.optim import build_optimizer, build_scheduler, steps_per_batch
 from calibkit.training.progress import Progress

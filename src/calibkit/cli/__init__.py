@@ -1,0 +1,55 @@
+"""The ``calibkit`` command line.
+
+Subcommands (one module each in this package): ``evaluate`` (every metric of one prediction
+file, plus a reliability diagram), ``compare`` (fit every calibrator on a calibration part,
+judge them on a test part, write a report), ``fit`` and ``apply`` (one calibrator, saved as
+JSON), ``demo`` (the built-in example), ``study`` (train, calibrate and report from a TOML
+config) and ``methods`` (the registered calibrators). Prediction file layouts are described
+in :mod:`calibkit.io.predictions`.
+
+Any bad input (a :class:`~calibkit.core.errors.CalibkitError`, an unreadable or unwritable
+path, a malformed command line) prints one line ``calibkit: error: <message>`` on stderr and
+exits with status 2, leaving no output behind (every output is written atomically, after the
+work is done). Results go to stdout; progress lines go to stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import sys
+
+from calibkit.cli.parser import PROG, build_parser
+from calibkit.core.errors import CalibkitError
+
+EXIT_INPUT = 2
+
+__all__ = ["EXIT_INPUT", "PROG", "build_parser", "main"]
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    return " ".join(str(exc).split())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0, or 2 for bad input)."""
+    try:
+        args = build_parser().parse_args(argv)
+        command = importlib.import_module(f"calibkit.cli.{args.command}")
+        return int(command.run(args))
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else 0
+    except BrokenPipeError:  # stdout closed early (| head): stop quietly
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (CalibkitError, OSError) as exc:
+        print(f"{PROG}: error: {_message(exc)}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print(f"{PROG}: error: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,99 @@
+"""Pieces every subcommand shares: messages, output checks, reading prediction files.
+
+Errors are raised as :class:`~calibkit.core.errors.InputError` naming the command-line
+option; :func:`calibkit.cli.main` turns them into one line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from calibkit.core.errors import InputError
+
+if TYPE_CHECKING:
+    from calibkit.calibrators import Calibrator
+    from calibkit.core.outputs import ClassifierOutputs
+
+
+def say(message: str) -> None:
+    """A progress line on stderr (results go to stdout)."""
+    print(f"calibkit: {message}", file=sys.stderr, flush=True)
+
+
+def renamed(exc: InputError, argument: str) -> InputError:
+    """The same complaint, naming the command-line option instead of the library argument."""
+    return InputError(argument, exc.expected, exc.got)
+
+
+def check_output(path: Path, option: str, *, folder: bool = False) -> Path:
+    """Fail early, naming ``option``, when ``path`` cannot be written."""
+    parent = path.parent
+    if not parent.exists():
+        raise InputError(option, "a path in an existing folder", f"{path} ({parent} is missing)")
+    if not parent.is_dir():
+        raise InputError(option, "a path in a folder", f"{path} ({parent} is not a folder)")
+    if not os.access(parent, os.W_OK):
+        raise InputError(option, "a path in a writable folder", f"{path} ({parent} is read-only)")
+    if folder and path.exists() and not path.is_dir():
+        raise InputError(option, "a folder path", f"{path} (an existing file)")
+    if not folder and path.is_dir():
+        raise InputError(option, "a file path", f"{path} (an existing folder)")
+    return path
+
+
+def read_outputs(args: argparse.Namespace, path: str, labels: str | None) -> ClassifierOutputs:
+    """The prediction file ``path`` as the input options of ``args`` describe it."""
+    from calibkit.io.predictions import load_predictions
+
+    if args.scores_key and not args.kind:
+        raise InputError("--scores-key", "--kind logits or --kind probs beside it", "no --kind")
+    key = {"logits_key": None, "probs_key": None}
+    if args.scores_key:
+        key[f"{args.kind}_key"] = args.scores_key
+    kind, labels_key = args.kind, args.labels_key
+    return load_predictions(path, kind=kind, labels_path=labels, labels_key=labels_key, **key)
+
+
+def json_ready(obj: Any) -> Any:
+    """``obj`` with every non-finite float replaced by ``None`` (JSON has no NaN)."""
+    if isinstance(obj, dict):
+        return {str(k): json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_ready(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def dumps(obj: Any) -> str:
+    """``obj`` as indented JSON, NaN written as null."""
+    return json.dumps(json_ready(obj), indent=1, allow_nan=False)
+
+
+def method_class(name: str, option: str) -> type[Calibrator]:
+    """The calibrator class registered as ``name``; an unknown name is blamed on ``option``."""
+    from calibkit.calibrators import CALIBRATORS
+
+    try:
+        return CALIBRATORS.get(name)
+    except InputError as exc:
+        raise renamed(exc, option) from None
+
+
+def method_list(text: str | None) -> list[str] | None:
+    """``--methods A,B,C`` as checked names (``None``: the default methods)."""
+    if text is None:
+        return None
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    if not names:
+        raise InputError("--methods", "comma-separated method names", repr(text))
+    for name in names:
+        if name != "none":
+            method_class(name, "--methods")
+    return names

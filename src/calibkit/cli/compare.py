@@ -1,0 +1,87 @@
+"""``calibkit compare``: fit calibrators on a calibration part, judge them on a test part."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from calibkit.cli.common import check_output, method_list, read_outputs, renamed, say
+from calibkit.cli.options import (
+    EVERY_METHOD,
+    FILES,
+    Subparsers,
+    add_input_options,
+    add_numbers,
+    opt,
+    split_size,
+)
+from calibkit.core.errors import InputError
+
+
+def _check_sources(args: argparse.Namespace) -> bool:
+    """Whether the input is a ``--cal`` / ``--test`` pair (else one FILE to split)."""
+    pair = args.cal is not None or args.test is not None
+    if pair and (args.file is not None or args.cal is None or args.test is None):
+        raise InputError("FILE/--cal/--test", "either FILE or both --cal and --test", "a mix")
+    if not pair and args.file is None:
+        raise InputError("FILE", "a prediction file (or --cal and --test)", "neither")
+    if pair and args.split is not None:
+        raise InputError("--split", "no split with --cal and --test (already split)", "--split")
+    if args.labels is not None and pair:
+        raise InputError("--labels", "only beside FILE (use --cal-labels/--test-labels)", "--cal")
+    return pair
+
+
+def add_arguments(sub: Subparsers) -> None:
+    """The ``compare`` subcommand and its options."""
+    text = "fit calibrators on one part, judge them on another"
+    p = sub.add_parser("compare", help=text, description=FILES)
+    p.add_argument("file", metavar="FILE", nargs="?", help="split into calibration / test")
+    opt(p, "--cal", "FILE", "calibration part (with --test)")
+    opt(p, "--test", "FILE", "test part (with --cal)")
+    opt(p, "--cal-labels", "L.npy", "labels beside a .npy --cal file")
+    opt(p, "--test-labels", "L.npy", "labels beside a .npy --test file")
+    add_input_options(p)
+    text = "calibration part of FILE: fraction or count (default 0.5)"
+    opt(p, "--split", "SIZE", text, type=split_size)
+    opt(p, "--methods", "A,B,C", EVERY_METHOD)
+    opt(p, "--out", "DIR", "report folder (default %(default)s)", default="calibkit-report")
+    add_numbers(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compare the methods and write the report folder."""
+    from calibkit.reporting.compare_report import write_compare_report
+    from calibkit.reporting.tables import format_comparison_summary
+    from calibkit.workflows.compare import compare, resolve_methods, split_outputs
+
+    pair = _check_sources(args)
+    methods = method_list(args.methods)
+    out_dir = check_output(Path(args.out), "--out", folder=True)
+    if pair:
+        cal = read_outputs(args, args.cal, args.cal_labels)
+        test = read_outputs(args, args.test, args.test_labels)
+        source = f"calibration part {args.cal}, test part {args.test}"
+    else:
+        whole = read_outputs(args, args.file, args.labels)
+        size = 0.5 if args.split is None else args.split
+        try:
+            cal, test = split_outputs(whole, size, args.seed)
+        except InputError as exc:
+            raise renamed(exc, "--split") from None
+        source = f"{args.file}, split {cal.n_samples:,} / {test.n_samples:,} (seed {args.seed})"
+    if len(set(cal.labels.tolist())) < 2:
+        raise InputError(
+            "calibration part", "at least 2 distinct labels", f"only label {int(cal.labels[0])}"
+        )
+    try:
+        names = resolve_methods(methods, cal.n_classes)
+    except InputError as exc:
+        raise renamed(exc, "--methods") from None
+    numbers = {"n_bins": args.n_bins, "n_boot": args.n_boot, "seed": args.seed, "mode": args.mode}
+    comp = compare(cal, test, names, source=source, progress=say, **numbers)
+    say(f"writing the report to {out_dir}")
+    write_compare_report(comp, out_dir, title=f"Calibration report: {source.split(',')[0]}")
+    print(format_comparison_summary(comp))
+    print(f"report: {out_dir / 'report.html'}")
+    return 0

@@ -1,0 +1,33 @@
+"""``calibkit demo``: one overconfident MLP on digits, every calibrator compared."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from calibkit.cli.common import check_output, method_list, say
+from calibkit.cli.options import EVERY_METHOD, Subparsers, add_numbers, int_at_least, opt
+
+
+def add_arguments(sub: Subparsers) -> None:
+    """The ``demo`` subcommand and its options."""
+    p = sub.add_parser("demo", help="train an overconfident MLP on digits, compare the fixes")
+    opt(p, "--out", "DIR", "report folder (default %(default)s)", default="demo-report")
+    opt(p, "--epochs", "N", "default %(default)s", type=int_at_least(1), default=100)
+    opt(p, "--methods", "A,B,C", EVERY_METHOD)
+    add_numbers(p, bins=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train the demo model, compare the calibrators, write the report."""
+    from calibkit.workflows.demo import DemoSettings, run_demo
+
+    out_dir = check_output(Path(args.out), "--out", folder=True)
+    methods = method_list(args.methods)
+    settings = DemoSettings(
+        n_boot=args.n_boot, epochs=args.epochs, methods=None if methods is None else tuple(methods)
+    )
+    res = run_demo(out_dir, seed=args.seed, settings=settings, progress=say)
+    print(res.summary())
+    print(f"report: {out_dir / 'report.html'}")
+    return 0

@@ -1,0 +1,38 @@
+"""The argument parser: one subparser per command, each defined in its own module.
+
+Building the parser imports only the command modules themselves (argparse and the standard
+library); a command's real work, and torch, are imported when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import NoReturn
+
+from calibkit.core.errors import CalibkitError
+from calibkit.core.version import __version__
+
+PROG = "calibkit"
+#: The subcommands, in the order ``--help`` lists them; each is ``calibkit.cli.<name>``.
+COMMANDS = ("evaluate", "compare", "fit", "apply", "demo", "study", "methods")
+
+
+class UsageError(CalibkitError):
+    """The command line itself is malformed (reported like any other input error)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand; ``args.command`` names the one chosen."""
+    about = "Measure and fix the confidence calibration of neural-network classifiers."
+    parser = _Parser(prog=PROG, description=about)
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"calibkit.cli.{name}").add_arguments(sub)
+    return parser

@@ -1,0 +1,51 @@
+"""``calibkit study [CONFIG]``: train models x seeds, calibrate, report (resumable)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from calibkit.cli.common import check_output, say
+from calibkit.cli.options import Subparsers, int_at_least, opt
+from calibkit.core.errors import InputError
+
+
+def _int_list(text: str, option: str) -> list[int]:
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise InputError(option, "comma-separated integers", repr(text)) from None
+
+
+def add_arguments(sub: Subparsers) -> None:
+    """The ``study`` subcommand and its options."""
+    text = "train models x seeds from a TOML config, calibrate, report (resumable)"
+    p = sub.add_parser("study", help=text, description=text)
+    p.add_argument("config", metavar="CONFIG", nargs="?", help="TOML file (default: digits)")
+    opt(p, "--out", "DIR", "output folder (default: study-<config name>)")
+    opt(p, "--models", "A,B", "run only these model labels")
+    opt(p, "--seeds", "0,1", "run only these seeds")
+    opt(p, "--epochs", "N", "override every model's epochs", type=int_at_least(1))
+    opt(p, "--data-dir", "DIR", "folder of the dataset files (overrides the config)")
+    p.add_argument("--quiet", action="store_true", help="no per-epoch progress")
+    text = "write the report from the runs and fits finished so far; train and fit nothing"
+    p.add_argument("--report-only", action="store_true", help=text)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run (or resume) the study and write its report."""
+    from calibkit.study import load_study_config, run
+    from calibkit.study.config import DEFAULT_CONFIG
+
+    path = Path(args.config) if args.config else DEFAULT_CONFIG
+    cfg = load_study_config(path)
+    cfg = cfg.select(
+        models=[m.strip() for m in args.models.split(",")] if args.models else None,
+        seeds=_int_list(args.seeds, "--seeds") if args.seeds else None,
+        epochs=args.epochs,
+        data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
+    )
+    out = check_output(Path(args.out or f"study-{path.stem}"), "--out", folder=True)
+    runs = run(cfg, out, progress=not args.quiet, log=say, report_only=args.report_only)
+    print(f"{len(runs.records)} runs; report: {out / 'report.html'}")
+    return 0

@@ -1,0 +1,324 @@
+"""Prediction files: read a classifier's scores and labels from disk, write them back.
+
+Supported layouts (the score kind is never guessed from the values):
+
+``.npz``
+    Arrays ``logits`` or ``probs`` plus ``labels`` (names overridable with ``logits_key``,
+    ``probs_key`` and ``labels_key``). A file holding both ``logits`` and ``probs`` is read
+    as logits (softmax gives the probabilities, so nothing is lost); pass ``kind="probs"``
+    to read its ``probs`` instead. The returned ``ClassifierOutputs.kind`` says which.
+``.npy``
+    A score matrix alone: the caller gives its ``kind`` and a ``labels_path`` (``.npy``).
+``.csv``
+    A header row, then one row per sample: a ``label`` column and score columns
+    ``logit_0 .. logit_{K-1}`` or ``prob_0 .. prob_{K-1}`` (one kind per file, any column
+    order, no other columns), comma-separated. Labels may be written as ``3`` or ``3.0``.
+``.pt`` / ``.pth``
+    A dict of tensors saved with ``torch.save``, same keys as ``.npz``. It is read with
+    ``torch.load(weights_only=True)``: a pickle holding other objects is refused, never run.
+
+Every array load refuses pickles (``allow_pickle=False``). Bad files raise
+:class:`~calibkit.core.errors.InputError` naming the file.
+
+>>> import tempfile
+>>> tmp = tempfile.TemporaryDirectory()
+>>> path = Path(tmp.name) / "p.npz"
+>>> save_predictions(path, [0, 1], probs=[[0.9, 0.1], [0.2, 0.8]])
+>>> out = load_predictions(path)
+>>> out.kind, out.n_samples, out.labels.tolist()
+('probs', 2, [0, 1])
+>>> load_predictions(path, kind="logits")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+calibkit.core.errors.InputError: ...p.npz: expected a 'logits' array, got keys labels, probs
+>>> tmp.cleanup()
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import warnings
+import zipfile
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import ClassifierOutputs, ScoreKind, check_labels, check_scores
+from calibkit.io.atomic import atomic_write_bytes
+
+SUFFIXES: tuple[str, ...] = (".npz", ".npy", ".csv", ".pt", ".pth")
+_NPY_MAGIC = b"\x93NUMPY"
+_ZIP_MAGIC = b"PK\x03\x04"
+_LOAD_ERRORS = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, KeyError)
+
+
+def load_predictions(
+    path: str | Path,
+    *,
+    kind: ScoreKind | None = None,
+    labels_path: str | Path | None = None,
+    logits_key: str | None = None,
+    probs_key: str | None = None,
+    labels_key: str | None = None,
+) -> ClassifierOutputs:
+    """Read labels and scores from a prediction file (layouts in the module docstring)."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise InputError("predictions file", "a file ending in " + ", ".join(SUFFIXES), p.name)
+    if kind is not None and kind not in ("logits", "probs"):
+        raise InputError("kind", "'logits' or 'probs'", repr(kind))
+    _check_exists(p, "predictions file")
+    if suffix == ".npy":
+        if kind is None or labels_path is None:
+            raise InputError(
+                "predictions file",
+                f"a .npy score file with its kind and a labels file ({p})",
+                "no kind given" if kind is None else "no labels file given",
+            )
+        if logits_key or probs_key or labels_key:
+            raise InputError("keys", "no key names for a .npy file (it holds one array)", "some")
+        scores = _load_npy(p)
+        lp = Path(labels_path)
+        _check_exists(lp, "labels file")
+        labels = _load_npy(lp)
+        return _validate(scores, labels, kind, f"{kind} in {p}", f"labels in {lp}")
+    if labels_path is not None:
+        raise InputError(
+            "labels file", "a labels file only beside a .npy score file", f"one beside {p.name}"
+        )
+    if suffix == ".csv":
+        if logits_key or probs_key or labels_key:
+            raise InputError("keys", "no key names for a .csv file (see its column layout)", "some")
+        return _load_csv(p, kind)
+    arrays = _load_npz(p) if suffix == ".npz" else _load_torch(p)
+    score_key, kind = _choose_scores(arrays, p, kind, logits_key, probs_key)
+    lkey = labels_key or "labels"
+    if lkey not in arrays:
+        raise InputError(str(p), f"a {lkey!r} array", _keys_present(arrays))
+    return _validate(arrays[score_key], arrays[lkey], kind, f"{score_key} in {p}", f"{lkey} in {p}")
+
+
+def save_predictions(
+    path: str | Path, labels: object, *, probs: object = None, logits: object = None
+) -> None:
+    """Write labels and scores to an ``.npz`` file atomically.
+
+    ``labels`` may be a :class:`~calibkit.core.outputs.ClassifierOutputs` (its scores are written
+    under its kind); otherwise give ``probs`` (written as float64), ``logits``, or both.
+    """
+    p = Path(path)
+    if p.suffix.lower() != ".npz":
+        raise InputError("output", "a file name ending in .npz", p.name)
+    if isinstance(labels, ClassifierOutputs):
+        if probs is not None or logits is not None:
+            raise InputError("probs/logits", "nothing beside a ClassifierOutputs", "arrays")
+        out = labels
+        probs, logits = (out.scores, None) if out.kind == "probs" else (None, out.scores)
+        labels = out.labels
+    if probs is None and logits is None:
+        raise InputError("probs/logits", "at least one of probs= or logits=", "neither")
+    arrays: dict[str, np.ndarray] = {}
+    if logits is not None:
+        arrays["logits"] = check_scores(logits, "logits")
+    if probs is not None:
+        arrays["probs"] = np.asarray(check_scores(probs, "probs"), dtype=np.float64)
+    shapes = {a.shape for a in arrays.values()}
+    if len(shapes) > 1:
+        raise InputError("probs/logits", "arrays of the same shape", " and ".join(map(str, shapes)))
+    n, k = next(iter(shapes))
+    arrays["labels"] = check_labels(labels, n_samples=n, n_classes=k)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]
+    atomic_write_bytes(p, buf.getvalue())
+
+
+# ----- validation ------------------------------------------------------------------------
+def _validate(
+    scores: object, labels: object, kind: ScoreKind, scores_name: str, labels_name: str
+) -> ClassifierOutputs:
+    s = check_scores(scores, kind, name=scores_name)
+    y = check_labels(
+        labels,
+        n_samples=s.shape[0],
+        n_classes=s.shape[1],
+        name=labels_name,
+        scores_name=scores_name,
+    )
+    return ClassifierOutputs(labels=y, scores=s, kind=kind)
+
+
+def _check_exists(p: Path, what: str) -> None:
+    if not p.exists():
+        raise InputError(what, "an existing file", f"{p} (not found)")
+    if not p.is_file():
+        raise InputError(what, "a regular file", f"{p} (a folder or special file)")
+
+
+def _keys_present(arrays: Mapping[str, object]) -> str:
+    return "keys " + ", ".join(sorted(arrays)) if arrays else "no arrays at all"
+
+
+def _choose_scores(
+    arrays: Mapping[str, object],
+    p: Path,
+    kind: ScoreKind | None,
+    logits_key: str | None,
+    probs_key: str | None,
+) -> tuple[str, ScoreKind]:
+    """The key and kind of the score array, from explicit keys, ``kind`` or the defaults."""
+    if logits_key and probs_key:
+        raise InputError("logits_key/probs_key", "at most one of them", "both")
+    if logits_key or probs_key:
+        key_kind: ScoreKind = "logits" if logits_key else "probs"
+        if kind is not None and kind != key_kind:
+            raise InputError("kind", f"{key_kind!r} (a {key_kind} key was given)", repr(kind))
+        key = str(logits_key or probs_key)
+        if key not in arrays:
+            raise InputError(str(p), f"a {key!r} array", _keys_present(arrays))
+        return key, key_kind
+    if kind is not None:
+        if kind not in arrays:
+            raise InputError(str(p), f"a {kind!r} array", _keys_present(arrays))
+        return kind, kind
+    if "logits" in arrays:  # preferred: logits hold everything probs do
+        return "logits", "logits"
+    if "probs" in arrays:
+        return "probs", "probs"
+    raise InputError(str(p), "a 'logits' or 'probs' array (or name the key)", _keys_present(arrays))
+
+
+# ----- readers -----------------------------------------------------------------------------
+def _sniff(p: Path) -> bytes:
+    with p.open("rb") as f:
+        return f.read(6)
+
+
+def _refuse_foreign(p: Path, head: bytes, expected: str) -> None:
+    if not head:
+        raise InputError(str(p), expected, "an empty file")
+    if head[:1] == b"\x80":
+        raise InputError(str(p), expected, "a pickle where arrays were expected (refused)")
+
+
+def _load_npy(p: Path) -> np.ndarray:
+    head = _sniff(p)
+    _refuse_foreign(p, head, "a .npy array file")
+    if head.startswith(_ZIP_MAGIC):
+        raise InputError(str(p), "a .npy array file", "a zip archive (an .npz? rename it)")
+    if not head.startswith(_NPY_MAGIC):
+        raise InputError(str(p), "a .npy array file", "unrecognised content")
+    try:
+        arr = np.load(p, allow_pickle=False)
+    except _LOAD_ERRORS as exc:
+        raise _load_error(p, "a .npy array file", exc) from None
+    return np.asarray(arr)
+
+
+def _load_npz(p: Path) -> dict[str, np.ndarray]:
+    head = _sniff(p)
+    _refuse_foreign(p, head, "an .npz archive")
+    if head.startswith(_NPY_MAGIC):
+        raise InputError(str(p), "an .npz archive of named arrays", "a single .npy array")
+    if not head.startswith(_ZIP_MAGIC):
+        raise InputError(str(p), "an .npz archive", "unrecognised content (corrupt?)")
+    try:
+        with np.load(p, allow_pickle=False) as npz:
+            return {key: np.asarray(npz[key]) for key in npz.files}
+    except _LOAD_ERRORS as exc:
+        raise _load_error(p, "an .npz archive", exc) from None
+
+
+def _load_error(p: Path, expected: str, exc: BaseException) -> InputError:
+    text = str(exc)
+    if "pickle" in text or "Object arrays" in text:
+        return InputError(str(p), expected, "a pickle where arrays were expected (refused)")
+    return InputError(str(p), expected, f"a truncated or corrupt file ({type(exc).__name__})")
+
+
+def _load_torch(p: Path) -> dict[str, object]:
+    """A dict of tensors, loaded without executing pickled code."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            obj: Any = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises several types for bad files
+        text = str(exc)
+        if "Weights only load failed" in text or "Unpickl" in type(exc).__name__:
+            raise InputError(
+                str(p),
+                "a dict of tensors saved with torch.save",
+                "a pickle with objects other than tensors (refused, not executed)",
+            ) from None
+        raise InputError(
+            str(p),
+            "a dict of tensors saved with torch.save",
+            f"a truncated or corrupt file ({type(exc).__name__})",
+        ) from None
+    if not isinstance(obj, dict):
+        raise InputError(str(p), "a dict of tensors", f"a {type(obj).__name__}")
+    bad = [str(k) for k, v in obj.items() if not isinstance(v, torch.Tensor | np.ndarray)]
+    if bad:
+        raise InputError(str(p), "a dict whose values are tensors", f"other values at {bad}")
+    return {str(k): v for k, v in obj.items()}
+
+
+def _load_csv(p: Path, kind: ScoreKind | None) -> ClassifierOutputs:
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(str(p), "a UTF-8 text CSV file", "binary or non-UTF-8 content") from None
+    header, _, body = text.partition("\n")
+    names = [c.strip().strip('"').strip() for c in header.split(",")]
+    label_col, score_cols, csv_kind = _csv_columns(p, names)
+    if kind is not None and kind != csv_kind:
+        raise InputError("kind", f"{csv_kind!r} (the columns of {p.name})", repr(kind))
+    if not body.strip():
+        raise InputError(str(p), "at least one data row after the header", "no rows")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            data = np.loadtxt(io.StringIO(body), delimiter=",", dtype=np.float64, ndmin=2)
+    except ValueError as exc:
+        detail = str(exc).split("\n")[0]
+        detail = re.sub(r"at row (\d+)", lambda m: f"in data row {int(m[1]) + 1}", detail)
+        raise InputError(str(p), "numbers in every cell", detail) from None
+    if data.shape[1] != len(names):
+        raise InputError(str(p), f"{len(names)} cells per row", f"{data.shape[1]}")
+    prefix = "logit" if csv_kind == "logits" else "prob"
+    return _validate(
+        data[:, score_cols],
+        data[:, label_col],
+        csv_kind,
+        f"{prefix}_* columns of {p}",
+        f"label column of {p}",
+    )
+
+
+def _csv_columns(p: Path, names: list[str]) -> tuple[int, list[int], ScoreKind]:
+    """Index of the label column, indices of the score columns in class order, the kind."""
+    layout = "a header 'label,logit_0,...,logit_{K-1}' or 'label,prob_0,...,prob_{K-1}'"
+    if names.count("label") != 1:
+        raise InputError(str(p), f"{layout} (one 'label' column)", f"header {names[:6]}")
+    found: dict[str, dict[int, int]] = {"logit": {}, "prob": {}}
+    for col, name in enumerate(names):
+        if name == "label":
+            continue
+        prefix, _, idx = name.partition("_")
+        if prefix not in found or not idx.isdigit() or int(idx) in found[prefix]:
+            raise InputError(str(p), layout, f"a column named {name!r}")
+        found[prefix][int(idx)] = col
+    kinds = [k for k, cols in found.items() if cols]
+    if len(kinds) != 1:
+        raise InputError(str(p), f"{layout} (one kind of score column)", f"header {names[:6]}")
+    cols = found[kinds[0]]
+    if sorted(cols) != list(range(len(cols))):
+        raise InputError(str(p), f"{kinds[0]}_0 .. {kinds[0]}_{len(cols) - 1}", str(sorted(cols)))
+    kind: ScoreKind = "logits" if kinds[0] == "logit" else "probs"
+    return names.index("label"), [cols[i] for i in range(len(cols))], kind

@@ -1,0 +1,317 @@
+"""Calibration figures: reliability diagrams and the ECE-versus-temperature curve.
+
+Every figure is a plain :class:`matplotlib.figure.Figure` rendered with the Agg canvas,
+so nothing touches pyplot's global state and no display is needed. Reliability diagrams
+are drawn from a :class:`~calibkit.core.binning.BinStats` (the output of
+:func:`calibkit.metrics.reliability_stats`), never by re-binning: the bars show exactly
+the numbers behind the ECE printed next to them.
+
+Drawing rules
+    One bar per non-empty bin, as wide as the bin, as tall as the bin's accuracy; an
+    empty bin draws nothing (its accuracy is undefined, not zero). The shaded "gap"
+    spans from the accuracy to the bin's mean confidence. The histogram below shows the
+    fraction of samples in each bin, with the overall accuracy and mean confidence.
+
+>>> from calibkit.core.binning import bin_stats
+>>> stats = bin_stats(np.array([0.15, 0.55, 0.95, 0.97]), np.array([0.0, 1.0, 1.0, 0.0]), 10)
+>>> fig = reliability_figure(stats, title="demo", ece=0.3)
+>>> bars = bar_heights(fig.axes[0], ACCURACY_LABEL)
+>>> bars.tolist() == stats.accuracy[stats.nonempty].tolist()
+True
+>>> figure_png_bytes(fig)[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+True
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.container import BarContainer
+from matplotlib.figure import Figure
+from matplotlib.ticker import PercentFormatter
+
+from calibkit.core.binning import BinStats
+from calibkit.core.errors import InputError
+from calibkit.io.atomic import atomic_write_bytes
+
+DPI = 120
+ACCURACY_LABEL = "Accuracy"
+GAP_LABEL = "Gap to mean confidence"
+FRACTION_LABEL = "Samples"
+
+_BAR = "#3366a8"
+_GAP = "#d1495b"
+_HIST = "#7f8fa6"
+_IDEAL = "#555555"
+_CONF_LINE = "#d1495b"
+_ACC_LINE = "#1b3a63"
+_FITTED_COLOURS = ("#d1495b", "#2a9d8f", "#e9a03b", "#7b5ea7", "#3d5a80")
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def plain(text: str) -> str:
+    """``text`` with ``$`` escaped, so matplotlib never reads user text as mathtext."""
+    return text.replace("$", r"\$")
+
+
+def _style(ax: Axes) -> None:
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.grid(True, color="#e4e4e4", linewidth=0.7)
+    ax.set_axisbelow(True)
+
+
+def bar_heights(ax: Axes, label: str) -> npt.NDArray[np.float64]:
+    """Heights of the bars of the container labelled ``label`` on ``ax`` (for checks)."""
+    for container in ax.containers:
+        if isinstance(container, BarContainer) and container.get_label() == label:
+            return np.array([p.get_height() for p in container.patches], dtype=np.float64)
+    raise InputError("label", "the label of a bar container on these axes", repr(label))
+
+
+def _check_stats(stats: object) -> BinStats:
+    if not isinstance(stats, BinStats):
+        raise InputError("stats", "a BinStats (from reliability_stats)", type(stats).__name__)
+    if stats.total <= 0:
+        raise InputError("stats", "bin statistics of at least one sample", "an empty binning")
+    return stats
+
+
+def draw_reliability(
+    ax: Axes, stats: BinStats, *, ece: float | None = None, square: bool = True
+) -> None:
+    """Draw the reliability bars, gap shading and diagonal of ``stats`` on ``ax``."""
+    keep = stats.nonempty
+    left = stats.edges[:-1][keep]
+    width = np.diff(stats.edges)[keep]
+    acc = stats.accuracy[keep]
+    conf = stats.mean_confidence[keep]
+    ax.plot(
+        [0, 1], [0, 1], linestyle="--", color=_IDEAL, linewidth=1.0, label="Perfect calibration"
+    )
+    ax.bar(
+        left,
+        acc,
+        width=width,
+        align="edge",
+        color=_BAR,
+        edgecolor="white",
+        linewidth=0.6,
+        label=ACCURACY_LABEL,
+        zorder=2,
+    )
+    ax.bar(
+        left,
+        np.abs(conf - acc),
+        bottom=np.minimum(acc, conf),
+        width=width,
+        align="edge",
+        color=_GAP,
+        alpha=0.3,
+        edgecolor=_GAP,
+        linewidth=0.6,
+        hatch="///",
+        label=GAP_LABEL,
+        zorder=3,
+    )
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    if square:
+        ax.set_aspect("equal", adjustable="box")
+    ax.set_ylabel("Accuracy")
+    _style(ax)
+    if ece is not None:
+        ax.text(
+            0.04,
+            0.95,
+            f"ECE = {100 * ece:.2f}%\nn = {stats.total:,.0f}",
+            transform=ax.transAxes,
+            va="top",
+            ha="left",
+            fontsize=9,
+            bbox={
+                "boxstyle": "round,pad=0.35",
+                "facecolor": "white",
+                "edgecolor": "#bbbbbb",
+                "linewidth": 0.7,
+            },
+        )
+
+
+def draw_histogram(ax: Axes, stats: BinStats) -> None:
+    """Draw the fraction of samples per non-empty bin, overall accuracy and confidence."""
+    keep = stats.nonempty
+    ax.bar(
+        stats.edges[:-1][keep],
+        stats.weights[keep],
+        width=np.diff(stats.edges)[keep],
+        align="edge",
+        color=_HIST,
+        edgecolor="white",
+        linewidth=0.6,
+        label=FRACTION_LABEL,
+    )
+    total = stats.total
+    acc = float(stats.accuracy_sum.sum() / total)
+    conf = float(stats.confidence_sum.sum() / total)
+    lines = [
+        ax.axvline(acc, color=_ACC_LINE, linewidth=1.6, label=f"Accuracy {100 * acc:.1f}%"),
+        ax.axvline(
+            conf,
+            color=_CONF_LINE,
+            linewidth=1.6,
+            linestyle="--",
+            label=f"Mean confidence {100 * conf:.1f}%",
+        ),
+    ]
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, max(1e-9, float(stats.weights.max())) * 1.4)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.set_ylabel("% of samples")
+    ax.set_xlabel("Confidence")
+    ax.legend(
+        handles=lines, loc="upper center", ncols=2, fontsize=8, framealpha=0.9, edgecolor="none"
+    )
+    _style(ax)
+
+
+def reliability_figure(
+    stats: BinStats, *, title: str, ece: float | None = None, subtitle: str | None = None
+) -> Figure:
+    """Reliability diagram of ``stats`` stacked above its confidence histogram.
+
+    ``ece`` (a fraction) is printed in the diagram when given; pass the value from the
+    same evaluation so that figure and table agree.
+    """
+    stats = _check_stats(stats)
+    fig = _new_figure(5.2, 6.6)
+    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3.3, 1.2]})
+    draw_reliability(top, stats, ece=ece, square=False)
+    top.legend(
+        loc="upper left", bbox_to_anchor=(0.0, 0.86), fontsize=8, framealpha=0.85, edgecolor="none"
+    )
+    draw_histogram(bottom, stats)
+    fig.suptitle(plain(title), fontsize=12)
+    if subtitle:
+        top.set_title(plain(subtitle), fontsize=9, color="#555555")
+    return fig
+
+
+def reliability_grid(
+    panels: Sequence[tuple[str, BinStats, float]], *, ncols: int = 4, title: str | None = None
+) -> Figure:
+    """Reliability diagrams side by side: one ``(name, stats, ece)`` per panel."""
+    if not panels:
+        raise InputError("panels", "at least one (title, stats, ece) panel", "none")
+    n = len(panels)
+    cols = max(1, min(ncols, n))
+    rows = math.ceil(n / cols)
+    fig = _new_figure(2.9 * cols, 3.0 * rows + 0.3)
+    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).reshape(-1)
+    for i, (ax, (name, stats, ece)) in enumerate(zip(axes, panels, strict=False)):
+        draw_reliability(ax, _check_stats(stats), ece=ece)
+        ax.set_title(plain(name), fontsize=10)
+        if i % cols:
+            ax.set_ylabel("")
+        if i >= n - cols:
+            ax.set_xlabel("Confidence")
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(plain(title), fontsize=12)
+    return fig
+
+
+def ece_temperature_figure(
+    temperatures: object,
+    eces: object,
+    *,
+    fitted: Mapping[str, float],
+    title: str = "ECE versus temperature",
+) -> Figure:
+    """ECE (y, percent) of ``softmax(logits / T)`` against T, marking fitted temperatures.
+
+    ``fitted`` maps a method name to the temperature it chose; T = 1 (the uncalibrated
+    model) and the minimum of the curve are marked too.
+    """
+    t = np.asarray(temperatures, dtype=np.float64).reshape(-1)
+    e = np.asarray(eces, dtype=np.float64).reshape(-1)
+    if t.size < 2 or t.shape != e.shape or not np.all(np.diff(t) > 0):
+        raise InputError(
+            "temperatures/eces",
+            "two equal-length arrays, temperatures increasing",
+            f"shapes {t.shape} and {e.shape}",
+        )
+    fig = _new_figure(6.4, 4.0)
+    ax = fig.subplots()
+    ax.plot(t, e, color=_BAR, linewidth=1.8, label="ECE on the test part")
+    best = int(np.argmin(e))
+    ax.plot(
+        t[best],
+        e[best],
+        marker="v",
+        color=_BAR,
+        markerfacecolor="none",
+        markersize=10,
+        markeredgewidth=1.5,
+        linestyle="none",
+        zorder=5,
+        label=f"Minimum: T = {t[best]:.2f}, ECE = {100 * e[best]:.2f}%",
+    )
+    if t[0] <= 1.0 <= t[-1]:
+        ax.axvline(
+            1.0,
+            color=_IDEAL,
+            linestyle=":",
+            linewidth=1.2,
+            label=f"T = 1 (uncalibrated), ECE = {100 * np.interp(1.0, t, e):.2f}%",
+        )
+    for i, (name, temp) in enumerate(fitted.items()):
+        colour = _FITTED_COLOURS[i % len(_FITTED_COLOURS)]
+        ax.axvline(temp, color=colour, linestyle="--", linewidth=1.2)
+        ax.plot(
+            temp,
+            np.interp(temp, t, e),
+            marker="o",
+            color=colour,
+            linestyle="none",
+            label=f"{plain(name)}: T = {temp:.3f}",
+        )
+    ax.set_xscale("log")
+    ax.set_xlim(t[0], t[-1])
+    ticks = [v for v in (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10) if t[0] <= v <= t[-1]]
+    ax.set_xticks(ticks, [f"{v:g}" for v in ticks])
+    ax.minorticks_off()
+    ax.set_ylim(0, float(np.nanmax(e)) * 1.05)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.set_xlabel("Temperature T (log scale)")
+    ax.set_ylabel("ECE")
+    ax.set_title(plain(title), fontsize=11)
+    ax.legend(fontsize=8, frameon=False)
+    _style(ax)
+    return fig
+
+
+def figure_png_bytes(fig: Figure, *, dpi: int = DPI) -> bytes:
+    """The figure as PNG bytes (no timestamp or version metadata, so output is stable)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, facecolor="white", metadata={"Software": None})
+    return buf.getvalue()
+
+
+def save_figure(fig: Figure, path: str | Path, *, dpi: int = DPI) -> None:
+    """Write the figure to ``path`` as a PNG, atomically."""
+    atomic_write_bytes(Path(path), figure_png_bytes(fig, dpi=dpi))

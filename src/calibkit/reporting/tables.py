@@ -1,0 +1,239 @@
+"""Metric tables as people read them: labels, formatting, ranking; text, Markdown and HTML.
+
+Calibration errors and accuracy are shown in percent with two decimals, scores with four;
+JSON and CSV (see :mod:`calibkit.reporting.compare_report`) keep fractions.
+
+>>> from calibkit.metrics import Evaluation
+>>> ev = Evaluation({"accuracy": 0.9, "ece": 0.05, "ece_floor": 0.01}, {"ece": (0.04, 0.06)})
+>>> print(format_evaluation_table(ev))
+Metric     Value          95% CI  Noise floor
+Accuracy  90.00%
+ECE        5.00%  [4.00%, 6.00%]        1.00%
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+
+from calibkit.metrics import METRIC_NAMES, Evaluation
+from calibkit.workflows.compare import Comparison, MethodResult
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """How a metric is shown: its label, whether in percent, and which way is better."""
+
+    label: str
+    percent: bool
+    better: str | None  # "min", "max" or None (no ranking)
+
+
+METRIC_INFO: dict[str, MetricInfo] = {
+    "accuracy": MetricInfo("Accuracy", True, "max"),
+    "nll": MetricInfo("NLL", False, "min"),
+    "brier": MetricInfo("Brier", False, "min"),
+    "entropy": MetricInfo("Entropy", False, None),
+    "ece": MetricInfo("ECE", True, "min"),
+    "aece": MetricInfo("Adaptive ECE", True, "min"),
+    "mce": MetricInfo("MCE", True, "min"),
+    "rmsce": MetricInfo("RMSCE", True, "min"),
+    "ece_debiased": MetricInfo("Debiased ECE", True, "min"),
+    "sce": MetricInfo("SCE", True, "min"),
+    "ks": MetricInfo("KS", True, "min"),
+    "mmce": MetricInfo("MMCE", True, "min"),
+}
+SCORE_METRICS: tuple[str, ...] = ("accuracy", "nll", "brier", "entropy")
+
+
+def metric_info(name: str) -> MetricInfo:
+    """How the metric (or ``<metric>_floor``) ``name`` is shown."""
+    return _info(name)
+
+
+def _info(name: str) -> MetricInfo:
+    if name.endswith("_floor"):
+        base = _info(name.removesuffix("_floor"))
+        return MetricInfo(f"{base.label} floor", base.percent, None)
+    return METRIC_INFO.get(name, MetricInfo(name, False, None))
+
+
+def finite_or_none(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def format_value(name: str, value: float | None) -> str:
+    """A metric value as shown to people: percent with 2 decimals, or 4 decimals.
+
+    >>> format_value("ece", 0.05612), format_value("nll", 0.36909), format_value("ks", None)
+    ('5.61%', '0.3691', 'n/a')
+    """
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{100 * value:.2f}%" if _info(name).percent else f"{value:.4f}"
+
+
+def _interval(name: str, ci: tuple[float, float] | None) -> str:
+    if ci is None:
+        return ""
+    return f"[{format_value(name, ci[0])}, {format_value(name, ci[1])}]"
+
+
+def metric_names(evaluation: Evaluation) -> list[str]:
+    extra = [k for k in evaluation.values if k not in METRIC_NAMES and not k.endswith("_floor")]
+    return [k for k in METRIC_NAMES if k in evaluation.values] + extra
+
+
+def format_evaluation_table(evaluation: Evaluation) -> str:
+    """A plain-text table: metric, value, bootstrap interval and noise floor (if any)."""
+    level = f"{evaluation.level:.0%} CI"
+    rows = [("Metric", "Value", level, "Noise floor")]
+    for name in metric_names(evaluation):
+        floor = evaluation.values.get(f"{name}_floor")
+        rows.append(
+            (
+                _info(name).label,
+                format_value(name, evaluation.values[name]),
+                _interval(name, evaluation.ci.get(name)),
+                "" if floor is None else format_value(name, floor),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = [
+        f"{r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]:>{widths[3]}}"
+        for r in rows
+    ]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+# ----- the comparison tables (one model, rendered as Markdown and as HTML) ------------------
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    best: bool = False
+    second: bool = False  # second best: italic in Markdown, underlined in HTML
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    header: list[str]
+    rows: list[list[Cell]]
+    n_left: int = 1  # leading text columns (left-aligned); the rest are numbers
+
+
+def _column(name: str, results: list[MethodResult], ranked: bool = True) -> tuple[str, list[Cell]]:
+    info = _info(name)
+    values = [r.evaluation.values.get(name, math.nan) for r in results]
+    shown = [format_value(name, v) for v in values]
+    best_text = None
+    finite = [v for v in values if math.isfinite(v)]
+    if ranked and info.better and finite:
+        best_text = format_value(name, max(finite) if info.better == "max" else min(finite))
+    cells = [
+        Cell(f"{s} {_interval(name, r.evaluation.ci.get(name))}".strip(), s == best_text)
+        for s, r in zip(shown, results, strict=True)
+    ]
+    return info.label, cells
+
+
+def _metric_table(title: str, names: list[str], comp: Comparison) -> Table:
+    header = ["Method"]
+    columns: list[list[Cell]] = [[Cell(r.method) for r in comp.rows]]
+    for name in names:
+        label, cells = _column(name, comp.rows)
+        header.append(label)
+        columns.append(cells)
+        if any(f"{name}_floor" in r.evaluation.values for r in comp.rows):
+            floor_label, floors = _column(f"{name}_floor", comp.rows, ranked=False)
+            header.append(floor_label)
+            columns.append(floors)
+    return Table(title, header, [list(row) for row in zip(*columns, strict=True)])
+
+
+def format_params(params: dict[str, float]) -> str:
+    """Fitted parameters as ``name=value`` pairs (4 significant digits), or a dash."""
+    return ", ".join(f"{k}={v:.4g}" for k, v in params.items()) or "–"
+
+
+def comparison_tables(comp: Comparison) -> list[Table]:
+    """The tables of a comparison report: calibration errors, scores, fitted parameters."""
+    names = metric_names(comp.rows[0].evaluation)
+    errors = [n for n in names if n not in SCORE_METRICS]
+    scores = [n for n in names if n in SCORE_METRICS]
+    fitted = Table(
+        "Fitted calibrators",
+        ["Method", "Fitted parameters", "Fit time (s)"],
+        [
+            [Cell(r.method), Cell(format_params(r.params)), Cell(f"{r.fit_seconds:.3f}")]
+            for r in comp.rows
+        ],
+        n_left=2,
+    )
+    return [
+        _metric_table("Calibration errors on the test part", errors, comp),
+        _metric_table("Accuracy and proper scores on the test part", scores, comp),
+        fitted,
+    ]
+
+
+def _md_cell(cell: Cell) -> str:
+    text = cell.text.replace("|", "\\|")
+    if cell.best and text:
+        return f"**{text}**"
+    return f"_{text}_" if cell.second and text else text
+
+
+def markdown_table(table: Table) -> str:
+    """A GitHub-flavoured Markdown table (text columns left-aligned, numbers right)."""
+    n_right = len(table.header) - table.n_left
+    lines = [
+        "| " + " | ".join(table.header) + " |",
+        "|" + "|".join([":---"] * table.n_left + ["---:"] * n_right) + "|",
+    ]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
+    return "\n".join(lines)
+
+
+def html_table(table: Table) -> str:
+    """An HTML table with escaped cells; best cells get ``class="best"``, second best
+    ``class="second"``."""
+    e = html.escape
+
+    def attr(i: int, best: bool = False, second: bool = False) -> str:
+        flags = (("l", i < table.n_left), ("best", best), ("second", second))
+        classes = " ".join(c for c, on in flags if on)
+        return f' class="{classes}"' if classes else ""
+
+    head = "".join(f"<th{attr(i)}>{e(h)}</th>" for i, h in enumerate(table.header))
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td{attr(i, c.best, c.second)}>{e(c.text)}</td>" for i, c in enumerate(row))
+        + "</tr>\n"
+        for row in table.rows
+    )
+    return (
+        f'<h2>{e(table.title)}</h2>\n<div class="scroll"><table>\n<thead><tr>{head}</tr></thead>'
+        f"\n<tbody>\n{body}</tbody></table></div>"
+    )
+
+
+def format_comparison_summary(comp: Comparison) -> str:
+    """A short plain-text summary of a comparison: ECE with its interval, NLL, accuracy."""
+    width = max(len(r.method) for r in comp.rows)
+    level = f"{comp.rows[0].evaluation.level:.0%} CI"
+    lines = [
+        f"{comp.n_cal:,} calibration / {comp.n_test:,} test samples, {comp.n_classes} classes",
+        f"{'Method':<{width}}  {'ECE':>7}  {level:>18}  {'NLL':>7}  {'Accuracy':>8}  Parameters",
+    ]
+    for r in comp.rows:
+        v = r.evaluation.values
+        line = (
+            f"{r.method:<{width}}  {format_value('ece', v['ece']):>7}  "
+            f"{_interval('ece', r.evaluation.ci.get('ece')):>18}  "
+            f"{format_value('nll', v['nll']):>7}  {format_value('accuracy', v['accuracy']):>8}  "
+            f"{format_params(r.params)}"
+        )
+        lines.append(line.rstrip())
+    return "\n".join(lines)

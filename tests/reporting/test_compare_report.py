@@ -1,0 +1,200 @@
+"""Report folders: contents, JSON/CSV schema, escaping, self-contained HTML, atomicity."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import dataclasses
+import io
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import calibkit.reporting.compare_report as report
+from calibkit.calibrators.temperature import TemperatureScaling
+from calibkit.core.outputs import as_outputs
+from calibkit.metrics import METRIC_NAMES, Evaluation
+from calibkit.reporting.compare_report import write_compare_report
+from calibkit.reporting.tables import format_evaluation_table
+from calibkit.workflows.compare import Comparison, compare, split_outputs
+
+TITLE = 'Model <b>"A" & B</b>'
+
+
+@pytest.fixture(scope="module")
+def comp() -> Comparison:
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(600, 3)) * 3.0
+    y = np.argmax(z / 2.0 + rng.gumbel(size=z.shape), axis=1)
+    cal, test = split_outputs(as_outputs(y, logits=z), 0.5, seed=0)
+    return compare(cal, test, ["temperature"], n_boot=25, source="synthetic <data>.npz")
+
+
+@pytest.fixture(scope="module")
+def folder(comp: Comparison, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("reports") / "rep"
+    write_compare_report(comp, out, title=TITLE)
+    return out
+
+
+def test_folder_contents(folder: Path) -> None:
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "figures",
+        "report.html",
+        "report.md",
+        "results.csv",
+        "results.json",
+    ]
+    assert sorted(p.name for p in (folder / "figures").iterdir()) == [
+        "ece_temperature.png",
+        "reliability_grid.png",
+        "reliability_none.png",
+        "reliability_temperature.png",
+    ]
+    for png in (folder / "figures").iterdir():
+        assert png.read_bytes().startswith(b"\x89PNG")
+    assert [p.name for p in folder.parent.iterdir()] == ["rep"]  # no temporary leftovers
+
+
+def test_json_holds_every_number_as_fractions(folder: Path, comp: Comparison) -> None:
+    data = json.loads((folder / "results.json").read_text())
+    assert data["calibkit_report"] == 1
+    assert data["title"] == TITLE
+    assert data["source"] == "synthetic <data>.npz"
+    meta = ("n_cal", "n_test", "n_classes", "n_bins", "n_boot", "seed")
+    assert [data[k] for k in meta] == [300, 300, 3, 15, 25, 0]
+    assert data["ci_level"] == 0.95
+    assert data["metrics"] == list(METRIC_NAMES)
+    assert [m["method"] for m in data["methods"]] == ["none", "temperature"]
+    for m, row in zip(data["methods"], comp.rows, strict=True):
+        assert m["values"] == row.evaluation.values  # exact round trip
+        assert set(m["values"]) == {*METRIC_NAMES, "ece_floor", "aece_floor"}
+        assert m["ci"] == {k: list(v) for k, v in row.evaluation.ci.items()}
+        assert m["params"] == row.params
+        assert m["fit_seconds"] == row.fit_seconds
+        assert m["reliability"]["counts"] == row.reliability.counts.tolist()
+        acc = [None if math.isnan(v) else v for v in row.reliability.accuracy.tolist()]
+        assert m["reliability"]["accuracy"] == acc
+        assert 0 <= m["values"]["ece"] < 1
+        assert 0 < m["values"]["accuracy"] <= 1
+    assert "temperature" in data["methods"][1]["params"]
+    curve = data["ece_vs_temperature"]
+    assert curve["temperatures"] == comp.temperatures.tolist()
+    assert curve["ece"] == comp.ece_curve.tolist()
+
+
+def test_csv_has_one_row_per_method_with_intervals(folder: Path, comp: Comparison) -> None:
+    rows = list(csv.DictReader(io.StringIO((folder / "results.csv").read_text())))
+    assert [r["method"] for r in rows] == ["none", "temperature"]
+    for r, res in zip(rows, comp.rows, strict=True):
+        for name in METRIC_NAMES:
+            assert float(r[name]) == res.evaluation.values[name]
+            assert (float(r[f"{name}_lo"]), float(r[f"{name}_hi"])) == res.evaluation.ci[name]
+        assert float(r["ece_floor"]) == res.evaluation.values["ece_floor"]
+    assert rows[1]["params"].startswith("temperature=")
+
+
+def test_markdown_tables_mark_the_best_values(folder: Path, comp: Comparison) -> None:
+    md = (folder / "report.md").read_text()
+    assert "## How to read this" in md
+    for label in ("ECE", "ECE floor", "Adaptive ECE", "MCE", "KS", "MMCE", "NLL", "Brier"):
+        assert f"| {label} |" in md
+    lines = [ln for ln in md.splitlines() if ln.startswith("| temperature |")]
+    none_lines = [ln for ln in md.splitlines() if ln.startswith("| none |")]
+    ts_ece = 100 * comp.rows[1].evaluation.values["ece"]
+    assert f"**{ts_ece:.2f}% [" in lines[0]  # temperature scaling has the lower ECE
+    assert f"{100 * comp.rows[0].evaluation.values['ece']:.2f}% [" in none_lines[0]
+    assert "**" not in none_lines[0].split("|")[2]
+    assert "![Reliability diagrams, every method](figures/reliability_grid.png)" in md
+    assert "Fit time (s)" in md
+
+
+def test_html_is_self_contained_and_escaped(folder: Path) -> None:
+    page = (folder / "report.html").read_text()
+    text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", page)
+    assert not re.search(r"(https?:|ftp:)?//", text)
+    assert "url(" not in text
+    assert "@import" not in text
+    assert "<link" not in page
+    assert "<script" not in page
+    srcs = re.findall(r'src="([^"]*)"', page)
+    assert len(srcs) == 4
+    assert all(s.startswith("data:image/png;base64,") for s in srcs)
+    embedded = {base64.b64decode(s.split(",", 1)[1]) for s in srcs}
+    on_disk = {p.read_bytes() for p in (folder / "figures").iterdir()}
+    assert embedded == on_disk
+    assert "<b>" not in page
+    assert "Model &lt;b&gt;&quot;A&quot; &amp; B&lt;/b&gt;" in page
+    assert "synthetic &lt;data&gt;.npz" in page
+    assert page.count('class="best"') >= 10
+
+
+def test_nan_values_become_null_and_empty(comp: Comparison) -> None:
+    row = comp.rows[1]
+    values = dict(row.evaluation.values, mce=math.nan)
+    bad = dataclasses.replace(row, evaluation=dataclasses.replace(row.evaluation, values=values))
+    broken = dataclasses.replace(comp, rows=[comp.rows[0], bad])
+    data = report.results_dict(broken, "t")
+    assert data["methods"][1]["values"]["mce"] is None
+    json.dumps(data, allow_nan=False)
+    csv_rows = list(csv.DictReader(io.StringIO(report.results_csv(broken))))
+    assert csv_rows[1]["mce"] == ""
+
+
+def test_failure_while_writing_leaves_no_folder(
+    comp: Comparison, folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(*args: object) -> str:
+        raise RuntimeError("disk full")
+
+    figures = {p.name: ("", p.read_bytes()) for p in (folder / "figures").iterdir()}
+    monkeypatch.setattr(report, "comparison_figures", lambda *args: figures)
+    monkeypatch.setattr(report, "results_csv", boom)
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_compare_report(comp, tmp_path / "rep", title="t")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "keep.txt").write_text("previous report")
+    with pytest.raises(RuntimeError):
+        write_compare_report(comp, tmp_path / "old", title="t")
+    assert [p.name for p in tmp_path.iterdir()] == ["old"]
+    assert (tmp_path / "old" / "keep.txt").read_text() == "previous report"
+
+
+def test_failing_method_leaves_no_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(self: object, out: object) -> None:
+        raise RuntimeError("fit failed")
+
+    monkeypatch.setattr(TemperatureScaling, "_fit", boom)
+    rng = np.random.default_rng(1)
+    out = as_outputs(rng.integers(0, 3, 200), logits=rng.normal(size=(200, 3)))
+    cal, test = split_outputs(out, 0.5, seed=0)
+    with pytest.raises(RuntimeError, match="fit failed"):
+        write_compare_report(
+            compare(cal, test, ["temperature"], n_boot=0), tmp_path / "r", title="t"
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_evaluation_table_lists_every_metric_with_interval_and_floor(comp: Comparison) -> None:
+    ev = comp.rows[0].evaluation
+    lines = format_evaluation_table(ev).splitlines()
+    assert lines[0].split() == ["Metric", "Value", "95%", "CI", "Noise", "floor"]
+    assert len(lines) == 1 + len(METRIC_NAMES)
+    ece_line = next(ln for ln in lines if ln.startswith("ECE "))
+    lo, hi = ev.ci["ece"]
+    assert ece_line.split() == [
+        "ECE",
+        f"{100 * ev.values['ece']:.2f}%",
+        f"[{100 * lo:.2f}%,",
+        f"{100 * hi:.2f}%]",
+        f"{100 * ev.values['ece_floor']:.2f}%",
+    ]
+    nll_line = next(ln for ln in lines if ln.startswith("NLL "))
+    assert nll_line.split()[1] == f"{ev.values['nll']:.4f}"
+    bare = format_evaluation_table(Evaluation({"ece": 0.031}))
+    assert bare.splitlines()[1].split() == ["ECE", "3.10%"]

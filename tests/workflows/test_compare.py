@@ -1,0 +1,198 @@
+"""Stratified splits and method comparisons (synthetic data; one real-data check)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from calibkit.calibrators import CALIBRATORS, Calibrator, get_calibrator
+from calibkit.calibrators.temperature import TemperatureScaling
+from calibkit.core.errors import InputError, UnknownNameError
+from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.metrics import ece, evaluate
+from calibkit.metrics.binned import error_from_stats
+from calibkit.workflows.compare import (
+    TEMPERATURE_GRID,
+    applicable_methods,
+    compare,
+    split_indices,
+    split_outputs,
+)
+
+REAL = "predictions/cifar10_resnet18.npz"
+
+
+def synthetic(n: int = 600, k: int = 3, seed: int = 0) -> ClassifierOutputs:
+    """Over-confident logits: labels drawn from softmax(z / 2)."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 3.0
+    y = np.argmax(z / 2.0 + rng.gumbel(size=z.shape), axis=1)
+    return as_outputs(y, logits=z)
+
+
+class FakeBinary(Calibrator):
+    """A binary-only method, registered only for the tests that need it."""
+
+    binary_only: ClassVar[bool] = True
+
+    def _fit(self, out: ClassifierOutputs) -> None:
+        self.slope_ = 1.0
+
+    def _transform(self, logits: Any) -> Any:
+        return logits
+
+
+@pytest.fixture
+def fake_binary(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(FakeBinary, "name", "fake_binary")
+    monkeypatch.setitem(CALIBRATORS._items, "fake_binary", FakeBinary)
+    return "fake_binary"
+
+
+# ----- splitting ---------------------------------------------------------------------------
+@pytest.mark.parametrize(("n_cal", "expected"), [(250, 250), (0.3, 180), (1, 1), (599, 599)])
+def test_split_sizes_are_exact_and_parts_partition(n_cal: int | float, expected: int) -> None:
+    out = synthetic()
+    cal_idx, test_idx = split_indices(out.labels, n_cal, seed=4)
+    assert cal_idx.shape == (expected,)
+    np.testing.assert_array_equal(np.sort(np.concatenate([cal_idx, test_idx])), np.arange(600))
+    cal, test = split_outputs(out, n_cal, seed=4)
+    np.testing.assert_array_equal(cal.scores, out.scores[cal_idx])
+    np.testing.assert_array_equal(test.labels, out.labels[test_idx])
+
+
+def test_split_is_stratified() -> None:
+    y = np.repeat([0, 1, 2, 3], [500, 300, 150, 50])
+    cal_idx, _ = split_indices(y, 0.5, seed=0)
+    np.testing.assert_array_equal(np.bincount(y[cal_idx]), [250, 150, 75, 25])
+    cal_idx, _ = split_indices(y, 333, seed=1)
+    ideal = 333 * np.bincount(y) / y.size
+    assert np.all(np.abs(np.bincount(y[cal_idx]) - ideal) < 1)
+    assert cal_idx.size == 333
+
+
+def test_split_depends_on_the_seed_only() -> None:
+    y = synthetic().labels
+    a, _ = split_indices(y, 300, seed=7)
+    b, _ = split_indices(y, 300, seed=7)
+    c, _ = split_indices(y, 300, seed=8)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+@pytest.mark.parametrize("bad", [0, 600, -3, 0.0, 1.0, float("nan"), True, "half", None])
+def test_bad_split_sizes_are_input_errors(bad: object) -> None:
+    with pytest.raises(InputError, match="n_cal"):
+        split_outputs(synthetic(), bad, seed=0)  # type: ignore[arg-type]
+
+
+# ----- method lists ------------------------------------------------------------------------
+def test_applicable_methods_follow_the_registry(fake_binary: str) -> None:
+    multi = applicable_methods(3)
+    assert "temperature" in multi
+    assert "temperature_ece" in multi
+    assert "auto" not in multi
+    assert fake_binary not in multi
+    assert fake_binary in applicable_methods(2)
+    expected = [
+        n for n in CALIBRATORS.names() if n != "auto" and not CALIBRATORS.get(n).binary_only
+    ]
+    assert multi == expected
+    with pytest.raises(InputError, match="n_classes"):
+        applicable_methods(1)
+
+
+# ----- compare -----------------------------------------------------------------------------
+def test_compare_rows_match_independent_computations() -> None:
+    cal, test = split_outputs(synthetic(800), 0.5, seed=0)
+    msgs: list[str] = []
+    comp = compare(cal, test, ["temperature"], n_boot=30, seed=3, progress=msgs.append)
+    assert [r.method for r in comp.rows] == ["none", "temperature"]
+    assert (comp.n_cal, comp.n_test, comp.n_classes, comp.n_bins) == (400, 400, 3, 15)
+    none, ts = comp.rows
+    assert none.evaluation.values == evaluate(test, n_boot=30, seed=3).values
+    assert none.params == {}
+    assert none.fit_seconds == 0.0
+    fitted = get_calibrator("temperature").fit(cal.scores, cal.labels)
+    assert ts.params == {"temperature": fitted.temperature_}
+    probs = fitted.predict_proba(test.scores)
+    assert ts.evaluation.values["ece"] == ece(test.labels, probs=probs)
+    assert ts.evaluation.values["ece"] < none.evaluation.values["ece"]
+    assert ts.evaluation.ci["ece"][0] <= ts.evaluation.ci["ece"][1]
+    assert ts.fit_seconds > 0
+    for row in comp.rows:  # the figure's bins are the table's bins
+        assert error_from_stats(row.reliability) == row.evaluation.values["ece"]
+    assert comp.fitted_temperatures == {"temperature": fitted.temperature_}
+    assert len(msgs) == 2
+    assert "temperature" in msgs[1]
+
+
+def test_ece_curve_at_unit_temperature_is_the_uncalibrated_ece() -> None:
+    cal, test = split_outputs(synthetic(500, 4, seed=2), 250, seed=1)
+    comp = compare(cal, test, [], n_boot=0)
+    assert [r.method for r in comp.rows] == ["none"]
+    np.testing.assert_array_equal(comp.temperatures, TEMPERATURE_GRID)
+    assert comp.temperatures[0] == 0.05
+    assert comp.temperatures[-1] == 5.0
+    at_one = comp.ece_curve[comp.temperatures == 1.0]
+    assert at_one.shape == (1,)
+    assert at_one[0] == pytest.approx(comp.rows[0].evaluation.values["ece"], abs=1e-12)
+
+
+def test_method_names_are_checked() -> None:
+    cal, test = split_outputs(synthetic(), 0.5, seed=0)
+    with pytest.raises(UnknownNameError, match="temperature"):
+        compare(cal, test, ["no_such_method"], n_boot=0)
+    with pytest.raises(InputError, match="list of method names"):
+        compare(cal, test, "temperature", n_boot=0)
+    comp = compare(cal, test, ["none", "temperature", "temperature"], n_boot=0)
+    assert [r.method for r in comp.rows] == ["none", "temperature"]
+
+
+def test_binary_method_on_multiclass_is_an_input_error(fake_binary: str) -> None:
+    cal, test = split_outputs(synthetic(k=3), 0.5, seed=0)
+    with pytest.raises(InputError, match="2 classes only"):
+        compare(cal, test, [fake_binary], n_boot=0)
+    cal2, test2 = split_outputs(synthetic(k=2), 0.5, seed=0)
+    comp = compare(cal2, test2, [fake_binary], n_boot=0)
+    assert comp.rows[1].params == {"slope": 1.0}
+
+
+def test_class_count_mismatch_is_an_input_error() -> None:
+    cal, _ = split_outputs(synthetic(k=3), 0.5, seed=0)
+    _, test = split_outputs(synthetic(k=4), 0.5, seed=0)
+    with pytest.raises(InputError, match="3 classes"):
+        compare(cal, test, ["temperature"], n_boot=0)
+    with pytest.raises(InputError, match="ClassifierOutputs"):
+        compare(cal, np.zeros((3, 3)), n_boot=0)  # type: ignore[arg-type]
+
+
+def test_a_failing_method_propagates(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(self: object, out: object) -> None:
+        raise RuntimeError("fit failed")
+
+    monkeypatch.setattr(TemperatureScaling, "_fit", boom)
+    cal, test = split_outputs(synthetic(), 0.5, seed=0)
+    with pytest.raises(RuntimeError, match="fit failed"):
+        compare(cal, test, ["temperature"], n_boot=0)
+
+
+@pytest.mark.shared_data
+def test_temperature_scaling_lowers_ece_on_real_predictions(shared_data: Path) -> None:
+    path = shared_data / REAL
+    if not path.exists():
+        pytest.skip(f"real data not available: {path} is absent")
+    data = np.load(path)
+    out = as_outputs(data["labels"], logits=np.log(data["probs"]))
+    cal, test = split_outputs(out, 5000, seed=0)
+    assert (cal.n_samples, test.n_samples) == (5000, 5000)
+    np.testing.assert_array_equal(np.bincount(cal.labels), np.bincount(test.labels))
+    comp = compare(cal, test, ["temperature"], n_boot=50, source=path.name)
+    none, ts = comp.rows
+    assert 1.2 < ts.params["temperature"] < 2.0  # over-confident ResNet-18
+    assert ts.evaluation.values["ece"] < 0.6 * none.evaluation.values["ece"]
+    assert ts.evaluation.values["nll"] < none.evaluation.values["nll"]
+    assert ts.evaluation.values["accuracy"] == none.evaluation.values["accuracy"]

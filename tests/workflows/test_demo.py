@@ -1,0 +1,116 @@
+"""The built-in demo (calibkit.workflows.demo and ``calibkit demo``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from calibkit.cli import main
+from calibkit.core.errors import InputError
+from calibkit.workflows.demo import (
+    DemoSettings,
+    load_digits_data,
+    network_outputs,
+    run_demo,
+    three_way_split,
+    train_mlp,
+)
+
+SMALL = DemoSettings(epochs=30, n_boot=10, methods=("temperature",))
+
+
+def test_split_is_a_stratified_partition() -> None:
+    _, y = load_digits_data()
+    train, cal, test = three_way_split(y, 0.2, seed=3)
+    every = np.concatenate([train, cal, test])
+    assert sorted(every.tolist()) == list(range(len(y)))
+    assert (len(train), len(cal), len(test)) == (359, 719, 719)
+    for part in (train, cal, test):
+        share = np.bincount(y[part], minlength=10) / len(part)
+        np.testing.assert_allclose(share, np.bincount(y) / len(y), atol=0.01)
+
+
+def test_noise_is_seeded() -> None:
+    a, _ = load_digits_data(0.2, seed=0)
+    b, _ = load_digits_data(0.2, seed=0)
+    c, _ = load_digits_data(0.2, seed=1)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_training_is_deterministic_for_a_seed() -> None:
+    x, y = load_digits_data(0.2, seed=0)
+    settings = DemoSettings(epochs=2)
+    threads = torch.get_num_threads()
+    runs = [train_mlp(x[:300], y[:300], settings, seed)[0] for seed in (0, 0, 1)]
+    assert torch.get_num_threads() == threads  # restored after training
+    logits = [network_outputs(m, x[300:400], y[300:400]).scores for m in runs]
+    np.testing.assert_array_equal(logits[0], logits[1])
+    assert not np.array_equal(logits[0], logits[2])
+
+
+def test_settings_are_validated() -> None:
+    with pytest.raises(InputError, match="epochs"):
+        DemoSettings(epochs=0)
+    with pytest.raises(InputError, match="train_fraction"):
+        DemoSettings(train_fraction=1.0)
+    with pytest.raises(InputError, match="pixel_noise"):
+        DemoSettings(pixel_noise=-1.0)
+
+
+def test_small_demo_becomes_overconfident_and_writes_a_report(tmp_path: Path) -> None:
+    res = run_demo(tmp_path / "rep", seed=0, settings=SMALL)
+    comp = res.comparison
+    assert [r.method for r in comp.rows] == ["none", "temperature"]
+    assert res.train_accuracy > 0.99
+    assert comp.row("temperature").params["temperature"] > 1.2  # overconfident
+    assert comp.row("temperature").evaluation.values["ece"] < res.ece_before
+    assert {p.name for p in (tmp_path / "rep").iterdir()} >= {"report.html", "results.json"}
+    assert "lowest test ECE: temperature" in res.summary()
+
+
+def test_cli_demo_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["demo", "--out", str(tmp_path / "rep"), "--epochs", "30", "--n-boot", "0"]
+    assert main([*argv, "--methods", "temperature"]) == 0
+    out, err = capsys.readouterr()
+    assert "before calibration" in out
+    assert "after temperature (T = " in out
+    assert "epoch 30/30" in err
+    results = json.loads((tmp_path / "rep" / "results.json").read_text())
+    assert results["n_cal"] == results["n_test"] == 719
+
+
+def test_cli_demo_unknown_method_fails_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--out", str(tmp_path / "rep"), "--methods", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("calibkit: error: --methods: expected one of")
+    assert len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_full_demo_is_deterministic_and_fast(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    start = time.perf_counter()
+    assert main(["demo", "--out", str(tmp_path / "a")]) == 0
+    seconds = time.perf_counter() - start
+    first = capsys.readouterr().out
+    assert seconds < 30
+    assert main(["demo", "--out", str(tmp_path / "b")]) == 0
+    assert capsys.readouterr().out.replace("/b/", "/a/") == first
+    a = json.loads((tmp_path / "a" / "results.json").read_text())
+    b = json.loads((tmp_path / "b" / "results.json").read_text())
+    for ra, rb in zip(a["methods"], b["methods"], strict=True):
+        assert ra["values"] == rb["values"]
+    rows = {m["method"]: m["values"] for m in a["methods"]}
+    none, temp = rows["none"], rows["temperature"]
+    assert none["ece"] > 0.04  # clearly overconfident before calibration
+    assert temp["ece"] < none["ece"] / 2
