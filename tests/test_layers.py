@@ -56,7 +56,9 @@ def _modules() -> list[Path]:
 
 
 def test_every_module_is_in_a_layer() -> None:
-    outside = [str(p.relative_to(SRC)) for p in _modules() if p.relative_to(SRC).parts[0] not in LAYERS]
+    outside = [
+        str(p.relative_to(SRC)) for p in _modules() if p.relative_to(SRC).parts[0] not in LAYERS
+    ]
     assert outside == []
 
 
@@ -71,3 +73,16 @@ def test_no_upward_import(path: Path) -> None:
         elif other != own and LAYERS.get(other, 99) >= LAYERS[own]:
             bad.append(f"line {line}: {module} ({other} is not below {own})")
     assert bad == [], f"{path.relative_to(SRC)} imports upward"
+
+
+def test_readme_lists_the_layers_in_order() -> None:
+    readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## How the code is laid out", 1)[1].split("\n## ", 1)[0]
+    listed = [
+        name
+        for line in section.splitlines()
+        if line.startswith("- `")
+        for name in (p.strip("`/,: ") for p in line[2:].split(":")[0].split(","))
+    ]
+    assert listed == sorted(LAYERS, key=lambda name: (LAYERS[name], listed.index(name)))
+    assert set(listed) == set(LAYERS)

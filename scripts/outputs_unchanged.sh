@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Prove that a refactoring changed no number: run the digits study and a compare report with
+# the code of REV (default: the commit before the layering, 9234ebb) and with the working
+# tree, then compare the digits study's results.csv byte for byte and the compare report's
+# results.json byte for byte except its fit_seconds (timings). Needs .venv (scripts/setup.sh).
+# Usage: scripts/outputs_unchanged.sh [REV] [PREDICTIONS.npz]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rev="${1:-9234ebb}"
+preds="${2:-../shared/data/predictions/cifar10_resnet18.npz}"
+tmp="$(mktemp -d)"
+trap 'git worktree remove --force "$tmp/old" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+git worktree add --detach -q "$tmp/old" "$rev"
+export MPLBACKEND=Agg OMP_NUM_THREADS=1
+cli=(-c "import sys; from calibkit.cli import main; sys.exit(main(sys.argv[1:]))")
+for side in old new; do
+  src="$PWD/src"; [ "$side" = old ] && src="$tmp/old/src"
+  PYTHONPATH="$src" .venv/bin/python "${cli[@]}" study --out "$tmp/$side-study" --quiet >/dev/null 2>&1
+  PYTHONPATH="$src" .venv/bin/python "${cli[@]}" compare "$preds" --seed 0 --n-boot 200 \
+    --out "$tmp/$side-compare" >/dev/null 2>&1
+  sed -E 's/"fit_seconds": [-0-9.e]+/"fit_seconds": T/' "$tmp/$side-compare/results.json" \
+    >"$tmp/$side-results.json"
+done
+cmp "$tmp/old-study/results.csv" "$tmp/new-study/results.csv" && echo "digits study results.csv: byte-identical"
+cmp "$tmp/old-results.json" "$tmp/new-results.json" && echo "compare results.json: byte-identical (fit_seconds masked)"
