@@ -207,32 +207,36 @@ def _refuse_foreign(p: Path, head: bytes, expected: str) -> None:
         raise InputError(str(p), expected, "a pickle where arrays were expected (refused)")
 
 
-def _load_npy(p: Path) -> np.ndarray:
+def _check_magic(p: Path, archive: bool) -> str:
+    """Refuse a file whose first bytes are not those of a ``.npy`` (or ``.npz``) file."""
     head = _sniff(p)
-    _refuse_foreign(p, head, "a .npy array file")
-    if head.startswith(_ZIP_MAGIC):
-        raise InputError(str(p), "a .npy array file", "a zip archive (an .npz? rename it)")
-    if not head.startswith(_NPY_MAGIC):
-        raise InputError(str(p), "a .npy array file", "unrecognised content")
+    expected = "an .npz archive" if archive else "a .npy array file"
+    _refuse_foreign(p, head, expected)
+    if not archive and head.startswith(_ZIP_MAGIC):
+        raise InputError(str(p), expected, "a zip archive (an .npz? rename it)")
+    if archive and head.startswith(_NPY_MAGIC):
+        raise InputError(str(p), "an .npz archive of named arrays", "a single .npy array")
+    if not head.startswith(_ZIP_MAGIC if archive else _NPY_MAGIC):
+        raise InputError(str(p), expected, "unrecognised content" + (" (corrupt?)" * archive))
+    return expected
+
+
+def _load_npy(p: Path) -> np.ndarray:
+    expected = _check_magic(p, archive=False)
     try:
         arr = np.load(p, allow_pickle=False)
     except _LOAD_ERRORS as exc:
-        raise _load_error(p, "a .npy array file", exc) from None
+        raise _load_error(p, expected, exc) from None
     return np.asarray(arr)
 
 
 def _load_npz(p: Path) -> dict[str, np.ndarray]:
-    head = _sniff(p)
-    _refuse_foreign(p, head, "an .npz archive")
-    if head.startswith(_NPY_MAGIC):
-        raise InputError(str(p), "an .npz archive of named arrays", "a single .npy array")
-    if not head.startswith(_ZIP_MAGIC):
-        raise InputError(str(p), "an .npz archive", "unrecognised content (corrupt?)")
+    expected = _check_magic(p, archive=True)
     try:
         with np.load(p, allow_pickle=False) as npz:
             return {key: np.asarray(npz[key]) for key in npz.files}
     except _LOAD_ERRORS as exc:
-        raise _load_error(p, "an .npz archive", exc) from None
+        raise _load_error(p, expected, exc) from None
 
 
 def _load_error(p: Path, expected: str, exc: BaseException) -> InputError:
