@@ -324,3 +324,20 @@ def test_top_label_extreme_logits() -> None:
     conf, pred = top_label_from_logits(z)
     assert conf.tolist() == [1.0, 1.0]
     assert pred.tolist() == [0, 1]
+
+
+def test_probabilities_within_the_tolerance_never_give_a_confidence_above_one() -> None:
+    from calibkit.metrics import ece
+
+    probs = np.array([[1.00005, 0.0], [0.5, 0.5]])
+    out = as_outputs([0, 1], probs=probs)
+    assert out.confidence.max() == 1.0
+    assert ece([1, 1], probs=probs) <= 1.0
+    # one bin: mean confidence (1 + 0.5) / 2, accuracy 0 (both predict class 0, a tie to the lowest)
+    assert ece([1, 1], probs=probs, n_bins=1) == pytest.approx(0.75)
+
+
+def test_huge_unsigned_label_is_reported_as_itself() -> None:
+    labels = np.array([0, 2**64 - 1], dtype=np.uint64)
+    with pytest.raises(InputError, match="labels: .*fit in int64.*18446744073709551615"):
+        as_outputs(labels, probs=[[0.5, 0.5], [0.5, 0.5]])

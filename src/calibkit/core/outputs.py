@@ -7,7 +7,9 @@ or nested lists. A 1-D score array is read as a binary problem: the positive cla
 probability (``probs``) or its logit against a zero logit for class 0 (``logits``).
 
 Probability rows must be non-negative and sum to 1 within ``PROBS_ATOL`` (``1e-2`` for
-float16 and bfloat16 inputs, whose rounding is coarser).
+float16 and bfloat16 inputs, whose rounding is coarser). Accepted rows are kept as given,
+except that an entry above 1 (possible within the tolerance) is clipped to 1, so that no
+confidence, and no calibration error, ever exceeds 1.
 
 >>> out = as_outputs([0, 1], probs=[[0.8, 0.2], [0.3, 0.7]])
 >>> out.n_samples, out.n_classes
@@ -95,6 +97,8 @@ def check_labels(
             raise InputError(name, "class indices that fit in int64", f"a label of {bad!r}")
     elif not np.issubdtype(arr.dtype, np.integer):
         raise InputError(name, "integer class indices", _describe(arr))
+    elif arr.dtype.kind == "u" and int(arr.max()) > np.iinfo(np.int64).max:  # would wrap
+        raise InputError(name, "class indices that fit in int64", f"a label of {arr.max()}")
     out = arr.astype(np.int64, copy=False)
     if n_samples is not None and out.shape[0] != n_samples:
         raise InputError(
@@ -158,6 +162,8 @@ def check_scores(scores: object, kind: ScoreKind, *, name: str | None = None) ->
                 f"rows summing to 1 within {atol:g} (pass logits= if these are logits)",
                 f"a row summing to {sums[np.argmax(np.abs(sums - 1.0))]:.6g}",
             )
+        if arr.max() > 1.0:  # accepted within the tolerance: a probability is never above 1
+            arr = np.minimum(arr, 1.0)
     return arr
 
 
