@@ -339,5 +339,5 @@ def test_probabilities_within_the_tolerance_never_give_a_confidence_above_one() 
 
 def test_huge_unsigned_label_is_reported_as_itself() -> None:
     labels = np.array([0, 2**64 - 1], dtype=np.uint64)
-    with pytest.raises(InputError, match="labels: .*fit in int64.*18446744073709551615"):
+    with pytest.raises(InputError, match=r"labels: .*fit in int64.*18446744073709551615"):
         as_outputs(labels, probs=[[0.5, 0.5], [0.5, 0.5]])
