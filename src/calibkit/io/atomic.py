@@ -1,28 +1,42 @@
-"""Atomic output: files and folders appear whole or not at all.
+"""Atomic output that never destroys what calibkit did not write.
 
 A file is written to a temporary sibling and renamed over the target; a report folder is
 built in a temporary sibling folder and renamed into place, so an interrupted or failed
 run never leaves half-written output.
+
+The output rule: calibkit only ever replaces what it wrote itself. A folder written by
+:func:`atomic_directory` holds a manifest (``MANIFEST``) listing every file in it; an
+existing folder is replaced only when it is empty or when everything in it is listed in its
+manifest (or, for folders written before manifests existed, matches the ``legacy`` names
+the caller writes). Anything else (a folder holding other files, the current folder or one
+of its parents, an existing file) is refused by :func:`check_replaceable_folder` before
+any work starts.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from calibkit.core.errors import InputError
 
+#: The file in every folder :func:`atomic_directory` writes, listing the files it wrote.
+MANIFEST = ".calibkit-written.json"
+#: Names a folder written before manifests existed may hold (a relative path -> bool).
+Legacy = Callable[[str], bool]
 
-def _check_parent(path: Path) -> Path:
+
+def _check_parent(path: Path, argument: str = "output") -> Path:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.exists():
-        raise InputError("output", "a path inside an existing folder", f"{path} (no {parent})")
+        raise InputError(argument, "a path inside an existing folder", f"{path} (no {parent})")
     if not os.access(parent, os.W_OK):
-        raise InputError("output", "a writable folder", f"{parent} is not writable")
+        raise InputError(argument, "a writable folder", f"{parent} is not writable")
     return parent
 
 
@@ -51,28 +65,85 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def _files(folder: Path) -> list[str]:
+    """Every file and link below ``folder``, as sorted relative POSIX paths."""
+    found = [p for p in folder.rglob("*") if p.is_symlink() or not p.is_dir()]
+    return sorted(p.relative_to(folder).as_posix() for p in found)
+
+
+def _written(folder: Path) -> set[str]:
+    """The files the manifest of ``folder`` lists (empty if it has none or it is unreadable)."""
+    try:
+        listed = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    ok = isinstance(listed, list) and all(isinstance(x, str) for x in listed)
+    return set(listed) if ok else set()
+
+
+def check_replaceable_folder(path: Path, argument: str, legacy: Legacy | None = None) -> Path:
+    """Refuse, naming ``argument``, an output folder that calibkit may not replace.
+
+    ``path`` may be new, empty, or a folder calibkit wrote (see the module docstring).
+    """
+    path = Path(path)
+    _check_parent(path, argument)
+    if not path.exists():
+        return path
+    if not path.is_dir():
+        raise InputError(argument, "a folder path", f"{path} (an existing file)")
+    here = Path.cwd().resolve()
+    if path.resolve() == here or path.resolve() in here.parents:
+        raise InputError(argument, "a folder other than the current one or its parents", str(path))
+    written = _written(path) | {MANIFEST}
+    foreign = [f for f in _files(path) if f not in written and not (legacy and legacy(f))]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (
+            f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        )
+        raise InputError(
+            argument,
+            "a new or empty folder, or a report folder calibkit wrote",
+            f"{path}, which holds files calibkit did not write ({shown})",
+        )
+    return path
+
+
 @contextlib.contextmanager
-def atomic_directory(path: Path, *, overwrite: bool = True) -> Iterator[Path]:
-    """Yield a temporary folder that replaces ``path`` only if the block succeeds."""
+def atomic_directory(
+    path: Path, *, overwrite: bool = True, legacy: Legacy | None = None
+) -> Iterator[Path]:
+    """Yield a temporary folder that replaces ``path`` only if the block succeeds.
+
+    An existing ``path`` is replaced only if ``overwrite`` and
+    :func:`check_replaceable_folder` allows it (checked before and after the block).
+    """
     path = Path(path)
     parent = _check_parent(path)
-    if path.exists() and not path.is_dir():
-        raise InputError("output", "a folder path", f"{path} is an existing file")
     if path.exists() and not overwrite:
         raise InputError("output", "a folder that does not exist yet", f"{path} exists")
+    check_replaceable_folder(path, "output", legacy)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent))
     umask = os.umask(0)
     os.umask(umask)
     tmp.chmod(0o777 & ~umask)  # mkdtemp makes 0700; a report folder gets the usual mode
     try:
         yield tmp
-        if path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=parent))
-            os.replace(path, old / path.name)
-            os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
+        manifest = json.dumps([f for f in _files(tmp) if f != MANIFEST], indent=1)
+        (tmp / MANIFEST).write_text(manifest + "\n", encoding="utf-8")
+        _swap_in(tmp, path, parent, legacy)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _swap_in(tmp: Path, path: Path, parent: Path, legacy: Legacy | None) -> None:
+    """Move ``tmp`` to ``path``; an existing ``path`` (still replaceable) is removed after."""
+    if not path.exists():
+        os.replace(tmp, path)
+        return
+    check_replaceable_folder(path, "output", legacy)  # nothing new appeared in the meantime
+    old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=parent))
+    os.replace(path, old / path.name)
+    os.replace(tmp, path)
+    shutil.rmtree(old, ignore_errors=True)
