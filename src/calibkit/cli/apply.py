@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from calibkit.cli.common import check_output, read_outputs
-from calibkit.cli.options import FILES, Subparsers, add_input_options, opt
+from calibkit.cli.common import check_output_file, read_outputs
+from calibkit.cli.options import FILES, Subparsers, add_force, add_input_options, opt
 from calibkit.core.errors import InputError
 
 
@@ -18,6 +18,7 @@ def add_arguments(sub: Subparsers) -> None:
     p.add_argument("file", metavar="FILE")
     out = "probs, labels (+ logits for logit maps); default %(default)s"
     opt(p, "-o --output", "NPZ", out, default="calibrated.npz")
+    add_force(p)
     add_input_options(p)
 
 
@@ -27,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     from calibkit.io.predictions import save_predictions
     from calibkit.metrics import ece
 
-    output = check_output(Path(args.output), "--output")
+    inputs = [args.calibrator, args.file, args.labels]
+    output = check_output_file(Path(args.output), "--output", inputs, force=args.force)
     if output.suffix.lower() != ".npz":
         raise InputError("--output", "a file name ending in .npz", output.name)
     calibrator = Calibrator.load(args.calibrator)

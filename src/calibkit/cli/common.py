@@ -11,6 +11,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,26 @@ def check_output(path: Path, option: str, *, folder: bool = False) -> Path:
     if not folder and path.is_dir():
         raise InputError(option, "a file path", f"{path} (an existing folder)")
     return path
+
+
+def check_output_file(
+    path: Path, option: str, inputs: Sequence[str | None], *, force: bool = False
+) -> Path:
+    """Fail early unless ``path`` may be written: never an input, and an existing file only
+    with ``--force`` (calibkit never replaces a file it was not told to)."""
+    check_output(path, option)
+    for given in inputs:
+        if given is not None and _same_file(path, Path(given)):
+            raise InputError(option, "a path other than the inputs", f"{path}, which is {given}")
+    if path.exists() and not force:
+        raise InputError(option, "a new file (or --force to replace it)", f"{path} exists")
+    return path
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.exists() and b.exists():
+        return os.path.samefile(a, b)
+    return a.resolve() == b.resolve()
 
 
 def read_outputs(args: argparse.Namespace, path: str, labels: str | None) -> ClassifierOutputs:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from calibkit.cli.common import check_output, method_list, read_outputs, renamed, say
+from calibkit.cli.common import method_list, read_outputs, renamed, say
 from calibkit.cli.options import (
     EVERY_METHOD,
     FILES,
@@ -16,6 +16,7 @@ from calibkit.cli.options import (
     split_size,
 )
 from calibkit.core.errors import InputError
+from calibkit.io.atomic import check_replaceable_folder
 
 
 def _check_sources(args: argparse.Namespace) -> bool:
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
     pair = _check_sources(args)
     methods = method_list(args.methods)
-    out_dir = check_output(Path(args.out), "--out", folder=True)
+    out_dir = check_replaceable_folder(Path(args.out), "--out")
     if pair:
         cal = read_outputs(args, args.cal, args.cal_labels)
         test = read_outputs(args, args.test, args.test_labels)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from calibkit.cli.common import check_output, dumps, read_outputs, say
-from calibkit.cli.options import FILES, Subparsers, add_input_options, add_numbers, opt
+from calibkit.cli.common import check_output_file, dumps, read_outputs, say
+from calibkit.cli.options import FILES, Subparsers, add_force, add_input_options, add_numbers, opt
 
 
 def add_arguments(sub: Subparsers) -> None:
@@ -16,7 +16,8 @@ def add_arguments(sub: Subparsers) -> None:
     add_input_options(p)
     add_numbers(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
-    opt(p, "--plot", "PNG", "reliability diagram (default <FILE stem>.reliability.png; 'none')")
+    opt(p, "--plot", "PNG", "write the reliability diagram there (default: no file)")
+    add_force(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,13 +26,9 @@ def run(args: argparse.Namespace) -> int:
     from calibkit.reporting.figures import reliability_figure, save_figure
     from calibkit.reporting.tables import format_evaluation_table
 
-    plot: Path | None = None
-    if args.plot is None:
-        plot = Path(Path(args.file).stem + ".reliability.png")
-    elif args.plot.lower() != "none":
-        plot = Path(args.plot)
+    plot = None if args.plot is None or args.plot.lower() == "none" else Path(args.plot)
     if plot is not None:
-        check_output(plot, "--plot")
+        check_output_file(plot, "--plot", [args.file, args.labels], force=args.force)
     out = read_outputs(args, args.file, args.labels)
     say(f"evaluating {out.n_samples:,} samples ({args.n_boot} bootstrap resamples)")
     ev = evaluate(out, n_bins=args.n_bins, n_boot=args.n_boot, seed=args.seed, mode=args.mode)

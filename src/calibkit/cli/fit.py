@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from calibkit.cli.common import check_output, method_class, read_outputs, renamed
-from calibkit.cli.options import FILES, Subparsers, add_input_options, opt
+from calibkit.cli.common import check_output_file, method_class, read_outputs, renamed
+from calibkit.cli.options import FILES, Subparsers, add_force, add_input_options, opt
 from calibkit.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ def add_arguments(sub: Subparsers) -> None:
     text = "a parameter of the method (repeatable)"
     opt(p, "--param", "KEY=VALUE", text, action="append", default=[])
     add_input_options(p)
+    add_force(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
     from calibkit.workflows.compare import summarize_params
 
     calibrator = build_calibrator(args.method, args.param)
-    output = check_output(Path(args.output), "--output")
+    output = check_output_file(
+        Path(args.output), "--output", [args.file, args.labels], force=args.force
+    )
     out = read_outputs(args, args.file, args.labels)
     calibrator.fit(out.as_logits(), out.labels)
     calibrator.save(output)

@@ -50,6 +50,11 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
     opt(p, "--labels-key", "KEY", "name of the label array (default labels)")
 
 
+def add_force(p: argparse.ArgumentParser) -> None:
+    """``--force``: replace an existing output file (never an input)."""
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+
+
 def add_numbers(p: argparse.ArgumentParser, *, bins: bool = True) -> None:
     """Bins, bootstrap resamples, seed and (with ``bins``) the binary mode."""
     if bins:

@@ -35,6 +35,8 @@ def _check_parent(path: Path, argument: str = "output") -> Path:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.exists():
         raise InputError(argument, "a path inside an existing folder", f"{path} (no {parent})")
+    if not parent.is_dir():
+        raise InputError(argument, "a path inside a folder", f"{path} ({parent} is not a folder)")
     if not os.access(parent, os.W_OK):
         raise InputError(argument, "a writable folder", f"{parent} is not writable")
     return parent
