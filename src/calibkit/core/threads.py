@@ -1,0 +1,52 @@
+"""How many threads torch and the BLAS libraries use: set deliberately, never left to chance.
+
+On a busy machine, a process that starts one thread per core competes with the other
+processes for every core and runs several times slower (the digits study: 183 s with
+torch's default threads on a loaded 2-core machine, 47 s with one thread). calibkit
+therefore sets the thread count once per process, from ``--threads`` or from the cores
+that are free when it starts (:func:`free_cores`).
+
+>>> 1 <= free_cores() <= available_cores()
+True
+"""
+
+from __future__ import annotations
+
+import os
+
+from calibkit.core.errors import InputError
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def free_cores() -> int:
+    """Available cores minus the machine's current load (1-minute average), at least 1."""
+    cores = available_cores()
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average on this platform
+        return cores
+    return min(cores, max(1, round(cores - busy)))
+
+
+def set_threads(n: int | None = None) -> int:
+    """Use ``n`` threads (default :func:`free_cores`) in torch and the BLAS / OpenMP pools.
+
+    Returns the number set. ``n`` must be an integer between 1 and 1024.
+    """
+    if n is None:
+        n = free_cores()
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024:
+        raise InputError("threads", "an integer between 1 and 1024", repr(n))
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(n)
+    threadpool_limits(limits=n)
+    return n
