@@ -39,8 +39,6 @@ from __future__ import annotations
 import io
 import re
 import warnings
-import zipfile
-import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -51,11 +49,9 @@ import torch
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, ScoreKind, check_labels, check_scores
 from calibkit.io.atomic import atomic_write_bytes
+from calibkit.io.numpy_files import load_npy, load_npz
 
 SUFFIXES: tuple[str, ...] = (".npz", ".npy", ".csv", ".pt", ".pth")
-_NPY_MAGIC = b"\x93NUMPY"
-_ZIP_MAGIC = b"PK\x03\x04"
-_LOAD_ERRORS = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, KeyError)
 
 
 def load_predictions(
@@ -84,10 +80,10 @@ def load_predictions(
             )
         if logits_key or probs_key or labels_key:
             raise InputError("keys", "no key names for a .npy file (it holds one array)", "some")
-        scores = _load_npy(p)
+        scores = load_npy(p)
         lp = Path(labels_path)
         _check_exists(lp, "labels file")
-        labels = _load_npy(lp)
+        labels = load_npy(lp)
         return _validate(scores, labels, kind, f"{kind} in {p}", f"labels in {lp}")
     if labels_path is not None:
         raise InputError(
@@ -97,7 +93,7 @@ def load_predictions(
         if logits_key or probs_key or labels_key:
             raise InputError("keys", "no key names for a .csv file (see its column layout)", "some")
         return _load_csv(p, kind)
-    arrays = _load_npz(p) if suffix == ".npz" else _load_torch(p)
+    arrays = load_npz(p) if suffix == ".npz" else _load_torch(p)
     score_key, kind = _choose_scores(arrays, p, kind, logits_key, probs_key)
     lkey = labels_key or "labels"
     if lkey not in arrays:
@@ -195,57 +191,6 @@ def _choose_scores(
 
 
 # ----- readers -----------------------------------------------------------------------------
-def _sniff(p: Path) -> bytes:
-    with p.open("rb") as f:
-        return f.read(6)
-
-
-def _refuse_foreign(p: Path, head: bytes, expected: str) -> None:
-    if not head:
-        raise InputError(str(p), expected, "an empty file")
-    if head[:1] == b"\x80":
-        raise InputError(str(p), expected, "a pickle where arrays were expected (refused)")
-
-
-def _check_magic(p: Path, archive: bool) -> str:
-    """Refuse a file whose first bytes are not those of a ``.npy`` (or ``.npz``) file."""
-    head = _sniff(p)
-    expected = "an .npz archive" if archive else "a .npy array file"
-    _refuse_foreign(p, head, expected)
-    if not archive and head.startswith(_ZIP_MAGIC):
-        raise InputError(str(p), expected, "a zip archive (an .npz? rename it)")
-    if archive and head.startswith(_NPY_MAGIC):
-        raise InputError(str(p), "an .npz archive of named arrays", "a single .npy array")
-    if not head.startswith(_ZIP_MAGIC if archive else _NPY_MAGIC):
-        raise InputError(str(p), expected, "unrecognised content" + (" (corrupt?)" * archive))
-    return expected
-
-
-def _load_npy(p: Path) -> np.ndarray:
-    expected = _check_magic(p, archive=False)
-    try:
-        arr = np.load(p, allow_pickle=False)
-    except _LOAD_ERRORS as exc:
-        raise _load_error(p, expected, exc) from None
-    return np.asarray(arr)
-
-
-def _load_npz(p: Path) -> dict[str, np.ndarray]:
-    expected = _check_magic(p, archive=True)
-    try:
-        with np.load(p, allow_pickle=False) as npz:
-            return {key: np.asarray(npz[key]) for key in npz.files}
-    except _LOAD_ERRORS as exc:
-        raise _load_error(p, expected, exc) from None
-
-
-def _load_error(p: Path, expected: str, exc: BaseException) -> InputError:
-    text = str(exc)
-    if "pickle" in text or "Object arrays" in text:
-        return InputError(str(p), expected, "a pickle where arrays were expected (refused)")
-    return InputError(str(p), expected, f"a truncated or corrupt file ({type(exc).__name__})")
-
-
 def _load_torch(p: Path) -> dict[str, object]:
     """A dict of tensors, loaded without executing pickled code."""
     try:
