@@ -98,7 +98,9 @@ def fit_labels(inputs: object, labels: object, n_samples: int, n_classes: int) -
     y = torch.from_numpy(check_labels(labels, n_samples=n_samples, scores_name="inputs"))
     if int(y.max()) >= n_classes:
         raise InputError(
-            "labels", f"integers in [0, {n_classes}) (the model's outputs)", f"a label of {int(y.max())}"
+            "labels",
+            f"integers in [0, {n_classes}) (the model's outputs)",
+            f"a label of {int(y.max())}",
         )
     if int(y.min()) == int(y.max()):
         raise InputError("labels", "at least 2 distinct labels", f"only {int(y[0])}")

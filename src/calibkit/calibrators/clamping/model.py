@@ -18,11 +18,12 @@ holds the fast variant's ECE of the others).
 Training (``train``):
 
 - ``"joint"`` (the method): SGD with momentum (lr 1e-3, momentum 0.9, as in the authors'
-  NCToolkit; :mod:`~calibkit.calibrators.clamping.sgd`) on ``delta`` and ``log_t``, one step per batch, ``epochs`` passes. Then, with
-  ``refine_temperature`` (the default), ``log_t`` is set to the exact minimum of the same
-  objective at the learnt ``delta`` (one forward pass and a 1-D search): at the paper's
-  learning rate, 100 epochs of a small calibration set (1,000 images: 200 steps) leave T
-  far from its optimum, so a fit could end worse than plain temperature scaling. With
+  NCToolkit; :mod:`~calibkit.calibrators.clamping.sgd`) on ``delta`` and ``log_t``, one
+  step per batch, ``epochs`` passes. Then, with ``refine_temperature`` (the default),
+  ``log_t`` is set to the exact minimum of the same objective at the learnt ``delta`` (one
+  forward pass and a 1-D search): at the paper's learning rate, 100 epochs of a small
+  calibration set (1,000 images: 200 steps) leave T far from its optimum, so a fit could
+  end worse than plain temperature scaling. With
   ``delta = 0`` the refined fit is TS under the same loss, so Neural Clamping contains it.
   ``ablation("sgd")`` gives the pair where SGD left it (the paper's procedure). With
   ``holdout`` (a fraction, e.g. 0.2; off by default, as in the paper), ``delta`` is learnt
@@ -60,7 +61,8 @@ to the device batch by batch.
 >>> torch.manual_seed(0) and None
 >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3)).eval()
 >>> x, y = torch.randn(64, 1, 2, 2), torch.arange(64) % 3
->>> nc = NeuralClamping(model, sgd=SGDSettings(epochs=3, progress=False)).fit(x, y)
+>>> quiet = SGDSettings(epochs=3, progress=False)
+>>> nc = NeuralClamping(model, sgd=quiet).fit(x, y)
 >>> nc.predict_proba(x).shape, nc.delta_.shape
 ((64, 3), torch.Size([1, 2, 2]))
 """

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
+import torch  # noqa: F401  (the doctests)
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 from torch import Tensor

@@ -96,4 +96,3 @@ def create_input_calibrator(name: str, model: nn.Module, **params: Any) -> Neura
     'zero'
     """
     return INPUT_CALIBRATORS.get(base_name(name))(model, **params)
-

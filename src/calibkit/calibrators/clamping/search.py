@@ -159,7 +159,9 @@ def fit_gamma(nc: NeuralClamping, start: _Start, gamma: float, device: torch.dev
     held_losses: list[float] = []
     if start.split is not None and start.z_zero is not None:
         learn_np, held_np = (i.numpy() for i in start.split)
-        held_losses = [held_out_loss(zz, labels, learn_np, held_np, gamma) for zz in (z, start.z_zero)]
+        held_losses = [
+            held_out_loss(zz, labels, learn_np, held_np, gamma) for zz in (z, start.z_zero)
+        ]
         if not held_losses[0] < held_losses[1]:  # delta = 0 does as well
             delta, z, sgd_log_t = torch.zeros_like(start.delta0), start.z_zero, math.nan
     # the objective's exact minimum over T at this delta (the penalty does not depend on

@@ -10,10 +10,11 @@ Configs (a study's ``input_calibrator_params``, a saved fit's JSON) hold these s
 flat, beside the method's own parameters; :func:`split_params` and :func:`flat_params`
 convert between the two forms.
 
->>> SGDSettings(epochs=3)
-SGDSettings(lr=0.001, momentum=0.9, batch_size=512, epochs=3, precision='float32', fuse=True, progress=True, device=None)
->>> split_params({"gamma": 0.0, "epochs": 3})
-{'gamma': 0.0, 'sgd': SGDSettings(lr=0.001, momentum=0.9, batch_size=512, epochs=3, precision='float32', fuse=True, progress=True, device=None)}
+>>> params = split_params({"gamma": 0.0, "epochs": 3, "precision": "bfloat16"})
+>>> params["gamma"], params["sgd"].epochs, params["sgd"].precision, params["sgd"].lr
+(0.0, 3, 'bfloat16', 0.001)
+>>> flat_params(params)["epochs"]
+3
 """
 
 from __future__ import annotations
@@ -115,4 +116,3 @@ def flat_params(params: Mapping[str, Any]) -> dict[str, Any]:
     sgd = params.get("sgd", SGDSettings())
     out.update({name: getattr(sgd, name) for name in SGD_FIELDS})
     return out
-
