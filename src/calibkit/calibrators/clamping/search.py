@@ -151,10 +151,19 @@ def fit_gamma(nc: NeuralClamping, start: _Start, gamma: float, device: torch.dev
     else:
         learn = slice(None) if start.split is None else start.split[0]
         joint = nc.train == "joint"
+        x, y = start.x[learn], start.y[learn]
         delta, sgd_log_t, history = run_sgd(
-            start.model, start.x[learn], start.y[learn], start.delta0, gamma, lam, nc.sgd,
-            joint=joint, seed=nc.seed, device=device,
-        )  # fmt: skip
+            start.model,
+            x,
+            y,
+            start.delta0,
+            gamma,
+            lam,
+            nc.sgd,
+            joint=joint,
+            seed=nc.seed,
+            device=device,
+        )
         z = logits_pass(nc.model, start.x, delta, nc.sgd.batch_size, device).numpy()
     held_losses: list[float] = []
     if start.split is not None and start.z_zero is not None:
