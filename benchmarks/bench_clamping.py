@@ -32,8 +32,9 @@ import torch
 import torch.nn.functional as F
 from _bench import fmt_time, interleaved, machine, median, table
 
-from calibkit.calibrators.clamping import NeuralClamping
-from calibkit.calibrators.clamping.init import focal_loss, fused_copy, layout
+from calibkit.calibrators.clamping import NeuralClamping, SGDSettings
+from calibkit.calibrators.clamping.objective import objective
+from calibkit.calibrators.clamping.passes import fused_copy, layout
 from calibkit.models import load_pretrained_cifar_resnet
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -72,7 +73,7 @@ def timed_epoch(
         with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
             out = model(xb + delta)
         logits = out.float() / log_t.exp()
-        loss = focal_loss(logits, y[start : start + bs], 1.0) + 0.1 * delta.pow(2).sum()
+        loss = objective(logits, y[start : start + bs], delta, 1.0, 0.1)
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()
@@ -128,11 +129,12 @@ def main() -> None:
             for start in range(0, len(y), bs):
                 fast_model(layout(x[start : start + bs]))
 
-    kw = {"epochs": args.epochs, "batch_size": bs, "progress": False}
+    sgd = SGDSettings(epochs=args.epochs, batch_size=bs, progress=False)
+    bf16 = SGDSettings(epochs=args.epochs, batch_size=bs, progress=False, precision="bfloat16")
     contenders: dict[str, Callable[[], object]] = {
-        "joint float32": lambda: NeuralClamping(model, **kw).fit(x, y),  # type: ignore[arg-type]
-        "joint bfloat16": lambda: NeuralClamping(model, **kw, precision="bfloat16").fit(x, y),  # type: ignore[arg-type]
-        "fast": lambda: NeuralClamping.fast(model, batch_size=bs, progress=False).fit(x, y),
+        "joint float32": lambda: NeuralClamping(model, sgd=sgd).fit(x, y),
+        "joint bfloat16": lambda: NeuralClamping(model, sgd=bf16).fit(x, y),
+        "fast": lambda: NeuralClamping.fast(model, sgd=sgd).fit(x, y),
         "epoch float32": lambda: keep("epoch float32", timed_epoch(fast_model, x, y, bs, False)),
         "epoch bfloat16": lambda: keep("epoch bfloat16", timed_epoch(fast_model, x, y, bs, True)),
         "init": lambda: keep("init", timed_init(fast_model, x, bs)),

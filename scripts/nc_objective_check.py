@@ -16,8 +16,8 @@ import argparse
 import math
 from pathlib import Path
 
-from calibkit.calibrators.clamping import NeuralClamping
-from calibkit.calibrators.clamping.init import fit_focal_temperature, focal_loss_np
+from calibkit.calibrators.clamping import NeuralClamping, SGDSettings
+from calibkit.calibrators.clamping.objective import fit_focal_temperature, focal_loss_np
 from calibkit.metrics import ece, nll
 from calibkit.study import load_study_config
 from calibkit.study.clamping import load_run_model
@@ -40,9 +40,10 @@ def main() -> None:
     model = load_run_model(spec, data, rdir)
     (xc, yc), (xt, yt) = data.splits["cal"], data.splits["test"]
     y, y_test, g = yc.numpy(), yt.numpy(), args.gamma
-    kw = {"gamma": g, "seed": args.seed, "progress": False}
+    kw = {"gamma": g, "seed": args.seed, "sgd": SGDSettings(progress=False)}
+    sgd = SGDSettings(precision=args.precision, progress=False)
     fitted = {
-        "learnt delta": NeuralClamping(model, precision=args.precision, **kw).fit(xc, y),
+        "learnt delta": NeuralClamping(model, **{**kw, "sgd": sgd}).fit(xc, y),
         "initial delta": NeuralClamping.fast(model, **kw).fit(xc, y),
         "delta = 0": NeuralClamping.focal_temperature_scaling(model, **kw).fit(xc, y),
     }

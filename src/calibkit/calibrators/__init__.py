@@ -28,9 +28,10 @@ from calibkit.calibrators.binary import PlattScaling, BetaCalibration
 from calibkit.calibrators.auto import AutoCalibrator
 
 # isort: on
-from calibkit.calibrators.clamping import CalibratedModel, NeuralClamping
+from calibkit.calibrators.clamping import ABLATIONS, CalibratedModel, NeuralClamping, SGDSettings
 
 __all__ = [
+    "ABLATIONS",
     "CALIBRATORS",
     "AutoCalibrator",
     "BetaCalibration",
@@ -44,6 +45,7 @@ __all__ = [
     "MatrixScalingODIR",
     "NeuralClamping",
     "PlattScaling",
+    "SGDSettings",
     "TemperatureScaling",
     "TemperatureScalingECE",
     "VectorScaling",

@@ -6,66 +6,38 @@ rows are cached in ``clamping-<name>.json`` beside ``calibration.json``, keyed b
 settings, so adding a logit calibrator never refits Neural Clamping, and a study killed
 during one fit keeps the fits finished before it.
 
-Names (``input_calibrators`` in a study config; parameters in ``input_calibrator_params``):
-
-- ``nc_ce``: Neural Clamping with cross-entropy (focal gamma 0), data-driven delta;
-- ``nc_fl``: Neural Clamping with focal loss (gamma 1, or a candidate pool);
-- ``nc_fast``: the fast variant (data-driven delta, then the temperature alone);
-- ``ts_focal``: temperature scaling fitted by focal loss (delta fixed at 0);
-- ``<name>:delta_only`` / ``<name>:temperature_only``: the halves of a fitted pair (the
-  paper's Table 4 ablation), and ``<name>:sgd``: the pair where SGD left it, before the
-  exact final temperature step; listed after their method with ``ablation = true``;
-- ``<name>@<label>``: a second copy of a method with its own parameters, e.g.
-  ``nc_ce@holdout`` with ``input_calibrator_params = { "nc_ce@holdout" = { holdout = 0.2 } }``;
-  its rows are named ``nc_ce@holdout``.
+Names (``input_calibrators`` in a study config; parameters in ``input_calibrator_params``)
+are those of :data:`~calibkit.calibrators.clamping.INPUT_CALIBRATORS` (``nc_ce``, ``nc_fl``,
+``nc_fast``, ``ts_focal``), or ``<name>@<label>``: a second copy of a method with its own
+parameters, e.g. ``nc_ce@holdout`` with
+``input_calibrator_params = { "nc_ce@holdout" = { holdout = 0.2 } }``; its rows are named
+``nc_ce@holdout``. ``ablation = true`` among a method's parameters adds rows
+``<name>:delta_only`` / ``<name>:temperature_only`` (the halves of a fitted pair, the
+paper's Table 4) and ``<name>:sgd`` (the pair where SGD left it, before the exact final
+temperature step), listed after their method.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from safetensors.torch import load_file
 from torch import nn
 
-from calibkit.calibrators.clamping import ABLATIONS, NeuralClamping
+from calibkit.calibrators.clamping import ABLATIONS
+from calibkit.calibrators.clamping.registry import create_input_calibrator
 from calibkit.core.errors import InputError
-from calibkit.core.registry import Registry
 from calibkit.metrics import evaluate
 from calibkit.study.artifacts import cached_rows, make_row, write_json
 from calibkit.study.components import build_model
 from calibkit.study.config import ModelSpec, StudyConfig
 from calibkit.study.prepare import StudyData
 
-Factory = Callable[..., NeuralClamping]
-
-#: Neural Clamping variants by name: ``(model, **params) -> NeuralClamping``.
-INPUT_CALIBRATORS: Registry[Factory] = Registry("input calibrator")
-
-
-def _nc_ce(model: nn.Module, **params: Any) -> NeuralClamping:
-    return NeuralClamping(model, **{**params, "gamma": 0.0})
-
-
-def _nc_fl(model: nn.Module, **params: Any) -> NeuralClamping:
-    return NeuralClamping(model, **{"gamma": 1.0, **params})
-
-
-INPUT_CALIBRATORS.register("nc_ce")(_nc_ce)
-INPUT_CALIBRATORS.register("nc_fl")(_nc_fl)
-INPUT_CALIBRATORS.register("nc_fast")(NeuralClamping.fast)
-INPUT_CALIBRATORS.register("ts_focal")(NeuralClamping.focal_temperature_scaling)
-
 #: Bumped when a method's fit changes, so that rows cached by an older fit are refitted.
 FIT_VERSION = 2
-
-
-def base_name(name: str) -> str:
-    """The registered method of ``name`` (``"nc_ce@holdout"`` -> ``"nc_ce"``)."""
-    return name.split("@", 1)[0]
 
 
 def check_input_calibrators(names: tuple[str, ...], params: dict[str, Any]) -> None:
@@ -74,10 +46,9 @@ def check_input_calibrators(names: tuple[str, ...], params: dict[str, Any]) -> N
     for i, name in enumerate(names):
         if name.endswith("@") or name in names[:i]:
             raise InputError("input_calibrators", "distinct names, NAME or NAME@LABEL", repr(name))
-        factory = INPUT_CALIBRATORS.get(base_name(name))
         options = {k: v for k, v in params.get(name, {}).items() if k != "ablation"}
         try:
-            factory(stand_in, **options)
+            create_input_calibrator(name, stand_in, **options)
         except TypeError as exc:
             raise InputError(
                 f"input_calibrator_params.{name}", "its parameters", str(exc)
@@ -160,7 +131,7 @@ def _fit_rows(
     options.setdefault("seed", seed)
     options.setdefault("progress", progress)
     start = time.perf_counter()
-    nc = INPUT_CALIBRATORS.get(base_name(name))(model, **options).fit(x_cal, y_cal.numpy())
+    nc = create_input_calibrator(name, model, **options).fit(x_cal, y_cal.numpy())
     seconds = time.perf_counter() - start
     variants = [(name, nc)]
     if ablation:

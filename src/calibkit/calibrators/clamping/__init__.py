@@ -1,11 +1,30 @@
 """Neural Clamping (Tang, Chen & Ho 2024): a learnt input perturbation plus a temperature.
 
 :class:`NeuralClamping` wraps a model and is fitted on its inputs (not its logits);
-:class:`CalibratedModel` deploys the result as one ``nn.Module``.
+:class:`CalibratedModel` deploys the result as one ``nn.Module``. The modules, top to
+bottom: :mod:`.objective` (focal loss + ``lam ||delta||^2`` and the exact temperature),
+:mod:`.inputs` (inputs and arguments), :mod:`.passes` (batched passes of the frozen
+model), :mod:`.init` (the initial perturbation), :mod:`.settings` (:class:`SGDSettings`),
+:mod:`.sgd`, :mod:`.holdout` (the held-out guard), :mod:`.search` (the gamma pool,
+:class:`GammaFit`), :mod:`.persistence`, :mod:`.model` and :mod:`.registry` (the
+variants by name, :data:`INPUT_CALIBRATORS`).
 """
 
 from __future__ import annotations
 
+from calibkit.calibrators.clamping.inputs import ImageDataset
 from calibkit.calibrators.clamping.model import ABLATIONS, CalibratedModel, NeuralClamping
+from calibkit.calibrators.clamping.registry import INPUT_CALIBRATORS, create_input_calibrator
+from calibkit.calibrators.clamping.search import GammaFit
+from calibkit.calibrators.clamping.settings import SGDSettings
 
-__all__ = ["ABLATIONS", "CalibratedModel", "NeuralClamping"]
+__all__ = [
+    "ABLATIONS",
+    "INPUT_CALIBRATORS",
+    "CalibratedModel",
+    "GammaFit",
+    "ImageDataset",
+    "NeuralClamping",
+    "SGDSettings",
+    "create_input_calibrator",
+]

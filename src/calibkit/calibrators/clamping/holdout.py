@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from calibkit.calibrators.clamping.init import fit_focal_temperature, focal_loss_np
+from calibkit.calibrators.clamping.objective import fit_focal_temperature, focal_loss_np
 from calibkit.core.errors import InputError
 
 

@@ -1,92 +1,88 @@
-"""Pieces of Neural Clamping that do not hold state: focal loss, the data-driven initial
-perturbation (Tang, Chen & Ho, TMLR 2024, Theorem 3.2) and the focal-loss temperature fit.
+"""The initial perturbation of Neural Clamping: zero, random, or data-driven.
 
-All passes over the inputs go batch by batch: the inputs stay where the caller keeps them
-and each batch is moved to ``device``. The model is only called, never changed (callers
-freeze it; see :class:`~calibkit.calibrators.clamping.NeuralClamping`).
+The data-driven ``delta`` (Tang, Chen & Ho, TMLR 2024, Theorem 3.2) moves every input
+dimension as far as the feasible input range allows in the direction that raises the
+summed prediction entropy of the calibration set: a first-order step towards less
+confident predictions, from which the fit starts.
 
->>> z = torch.tensor([[2.0, 0.0], [0.0, 1.0]])
->>> round(float(focal_loss(z, torch.tensor([0, 1]), 0.0)), 4)  # gamma 0: the mean NLL
-0.2201
+>>> g = torch.tensor([1.0, -2.0, 0.0])
+>>> low, high = torch.tensor([-1.0, -1.0, -1.0]), torch.tensor([0.5, 0.5, 0.5])
+>>> data_driven_delta(g, low, high, torch.full((3,), -2.0), torch.full((3,), 2.0)).tolist()
+[1.5, -1.0, 0.0]
 """
 
 from __future__ import annotations
 
-import contextlib
-import math
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import cast
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy.optimize import minimize_scalar
-from scipy.special import log_softmax
 from torch import Tensor, nn
 
+from calibkit.calibrators.clamping.passes import batches
 from calibkit.core.errors import InputError
-from calibkit.data.arrays import ImageArrays
 
-#: Range of the temperature searched by :func:`fit_focal_temperature`.
-T_BOUNDS = (0.01, 100.0)
+#: The initial perturbations: ``"data"`` (Theorem 3.2), ``"random"`` and ``"zero"``.
+INITS = ("data", "random", "zero")
 #: Scale of the Gaussian initial perturbation for ``init="random"`` (as in NCToolkit).
 RANDOM_INIT_SCALE = 0.01
 
 Range = tuple[float | Sequence[float], float | Sequence[float]]
 
 
-def batches(inputs: Tensor, batch_size: int, device: torch.device) -> Iterator[Tensor]:
-    """Consecutive batches of ``inputs`` as float32 tensors on ``device``."""
-    for start in range(0, inputs.shape[0], batch_size):
-        yield layout(inputs[start : start + batch_size].to(device=device, dtype=torch.float32))
+def initial_delta(
+    init: str,
+    model: nn.Module,
+    x: Tensor,
+    *,
+    input_range: Range | None,
+    seed: int,
+    batch_size: int,
+    device: torch.device,
+) -> Tensor:
+    """The initial ``delta`` (shaped like one input, on the CPU) for ``init`` in INITS.
 
+    Parameters
+    ----------
+    init : str
+        ``"zero"``, ``"random"`` (Gaussian, sd ``RANDOM_INIT_SCALE``, seeded by ``seed``)
+        or ``"data"`` (:func:`data_driven_delta` within ``input_range``).
+    model : nn.Module
+        The frozen classifier (only called for ``"data"``).
+    x : Tensor
+        Calibration inputs ``(N, ...)``.
+    input_range : Range or None
+        The feasible range ``(alpha, beta)``; None: the inputs' per-channel range.
+    seed, batch_size : int
+        Seed of the random draw; size of the batches of the passes over ``x``.
+    device : torch.device
+        Where the passes run.
 
-def layout(x: Tensor) -> Tensor:
-    """Image batches in the channels-last layout (what :func:`fused_copy` runs fastest on)."""
-    return x.contiguous(memory_format=torch.channels_last) if x.ndim == 4 else x
+    Returns
+    -------
+    Tensor
+        ``delta``, shape ``x.shape[1:]``.
 
-
-def focal_loss(logits: Tensor, labels: Tensor, gamma: float) -> Tensor:
-    """Mean focal loss ``-(1 - p_y)^gamma log p_y`` of ``softmax(logits)`` (Lin et al. 2017).
-
-    ``gamma = 0`` is the mean negative log-likelihood.
+    Examples
+    --------
+    >>> cpu = torch.device("cpu")
+    >>> initial_delta("zero", nn.Identity(), torch.ones(4, 3), input_range=None, seed=0,
+    ...               batch_size=2, device=cpu).tolist()
+    [0.0, 0.0, 0.0]
     """
-    logp = F.log_softmax(logits, dim=1).gather(1, labels.view(-1, 1)).squeeze(1)
-    if gamma == 0:
-        return -logp.mean()
-    return -((1.0 - logp.exp()).clamp_min(0.0).pow(gamma) * logp).mean()
-
-
-def focal_loss_np(logits: np.ndarray, labels: np.ndarray, gamma: float) -> float:
-    """:func:`focal_loss` in float64 numpy."""
-    logp = log_softmax(np.asarray(logits, dtype=np.float64), axis=1)
-    lp = logp[np.arange(labels.shape[0]), labels]
-    weight = np.maximum(-np.expm1(lp), 0.0) ** gamma if gamma else 1.0
-    return float(-np.mean(weight * lp))
-
-
-def fit_focal_temperature(logits: np.ndarray, labels: np.ndarray, gamma: float) -> float:
-    """``log T`` minimising the mean focal loss of ``softmax(logits / T)`` (T in T_BOUNDS).
-
-    A grid of 81 temperatures, log-spaced, picks the best bracket (the focal loss need not
-    be unimodal in T for gamma > 0), then scipy's bounded Brent refines ``log T`` in it to
-    ``1e-10``. With ``gamma = 0`` this is temperature scaling by NLL.
-    """
-    z = np.asarray(logits, dtype=np.float64)
-    y = np.asarray(labels, dtype=np.int64)
-    lo, hi = math.log(T_BOUNDS[0]), math.log(T_BOUNDS[1])
-    grid = np.linspace(lo, hi, 81)
-    values = [focal_loss_np(z / math.exp(g), y, gamma) for g in grid]
-    i = int(np.argmin(values))
-    a, b = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
-    res = minimize_scalar(
-        lambda g: focal_loss_np(z / math.exp(g), y, gamma),
-        bounds=(float(a), float(b)),
-        method="bounded",
-        options={"xatol": 1e-10},
-    )
-    return float(res.x) if res.fun <= values[i] else float(grid[i])
+    shape = x.shape[1:]
+    if init == "zero":
+        return torch.zeros(shape)
+    if init == "random":
+        gen = torch.Generator().manual_seed(seed)
+        return torch.randn(shape, generator=gen) * RANDOM_INIT_SCALE
+    check_input_range(input_range, shape[0] if len(shape) else 1)
+    low, high = input_bounds(x, batch_size, device)
+    alpha, beta = range_tensors(input_range, low, high)
+    grad = entropy_gradient(model, x, batch_size, device)
+    return data_driven_delta(grad, low, high, alpha, beta).cpu()
 
 
 @torch.no_grad()
@@ -196,98 +192,3 @@ def data_driven_delta(
     up = (beta - high).clamp_min(0.0)
     down = (low - alpha).clamp_min(0.0)
     return torch.where(grad > 0, up, torch.where(grad < 0, -down, torch.zeros_like(grad)))
-
-
-# ----- the frozen model and argument checks ------------------------------------------------
-@contextlib.contextmanager
-def frozen(model: nn.Module) -> Iterator[None]:
-    """Eval mode and ``requires_grad=False`` on every parameter; both restored afterwards."""
-    grads = [p.requires_grad for p in model.parameters()]
-    modes = [m.training for m in model.modules()]
-    model.eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
-    try:
-        yield
-    finally:
-        for p, g in zip(model.parameters(), grads, strict=True):
-            p.requires_grad_(g)
-        for m, t in zip(model.modules(), modes, strict=True):
-            m.training = t
-
-
-def fused_copy(model: nn.Module) -> nn.Module:
-    """A faster stand-in for a frozen eval-mode ``model``, for the many passes of a fit.
-
-    Batch norm is folded into the preceding convolutions (``torch.fx``) and the copy uses
-    the channels-last layout: about 1.5x faster forward and backward passes for a CIFAR
-    ResNet-20 on a CPU. Its logits agree with the model's to float32 rounding (1e-5). A
-    model that ``torch.fx`` cannot trace is returned as it is. The model is never changed.
-    """
-    try:
-        with warnings.catch_warnings():  # torch.fx imports deprecated torch.jit helpers
-            warnings.simplefilter("ignore", DeprecationWarning)
-            from torch.fx.experimental.optimization import fuse
-
-            copy = fuse(model, inplace=False)
-    except Exception:  # untraceable (data-dependent control flow, ...): use the model
-        return model
-    copy.requires_grad_(False)
-    for param in copy.parameters():  # Module.to(memory_format=...) is not in torch's stubs
-        if param.ndim == 4:
-            param.data = param.data.contiguous(memory_format=torch.channels_last)
-    return copy
-
-
-def as_inputs(
-    inputs: object, mean: Sequence[float] | None = None, std: Sequence[float] | None = None
-) -> Tensor:
-    """``inputs`` as a float tensor: a tensor or array as it is, or the images of an
-    :class:`~calibkit.data.ImageArrays` scaled to [0, 1] and normalised by ``mean``/``std``
-    (per channel; None: 0 and 1)."""
-    if isinstance(inputs, ImageArrays):
-        c = inputs.images.shape[-1]
-        return inputs.to_tensor(
-            [0.0] * c if mean is None else mean, [1.0] * c if std is None else std
-        )
-    if isinstance(inputs, np.ndarray):
-        inputs = torch.from_numpy(inputs)
-    if not isinstance(inputs, Tensor):
-        raise InputError(
-            "inputs", "a float tensor or array (N, C, H, W), or ImageArrays", type(inputs).__name__
-        )
-    if not inputs.is_floating_point() or inputs.ndim < 2 or inputs.shape[0] == 0:
-        raise InputError(
-            "inputs",
-            "a non-empty float tensor (N, C, H, W)",
-            f"{inputs.dtype} of shape {tuple(inputs.shape)}",
-        )
-    return inputs.detach()
-
-
-def check_finite(x: Tensor, batch_size: int) -> None:
-    for start in range(0, x.shape[0], batch_size):
-        if not bool(torch.isfinite(x[start : start + batch_size]).all()):
-            raise InputError("inputs", "finite values", "NaN or infinity")
-
-
-def is_number(v: object) -> bool:
-    return not isinstance(v, bool) and isinstance(v, int | float | np.integer | np.floating)
-
-
-def nonnegative(v: object, name: str) -> float:
-    if not is_number(v) or not 0 <= float(v) < math.inf:  # type: ignore[arg-type]
-        raise InputError(name, "a finite number >= 0", repr(v))
-    return float(v)  # type: ignore[arg-type]
-
-
-def positive_int(v: object, name: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-        raise InputError(name, "a positive integer", repr(v))
-    return int(v)
-
-
-def choice(v: object, options: tuple[str, ...], name: str) -> str:
-    if v not in options:
-        raise InputError(name, "one of " + ", ".join(repr(o) for o in options), repr(v))
-    return str(v)

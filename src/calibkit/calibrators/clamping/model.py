@@ -18,11 +18,12 @@ holds the fast variant's ECE of the others).
 Training (``train``):
 
 - ``"joint"`` (the method): SGD with momentum (lr 1e-3, momentum 0.9, as in the authors'
-  NCToolkit) on ``delta`` and ``log_t``, one step per batch, ``epochs`` passes. Then, with
-  ``refine_temperature`` (the default), ``log_t`` is set to the exact minimum of the same
-  objective at the learnt ``delta`` (one forward pass and a 1-D search): at the paper's
-  learning rate, 100 epochs of a small calibration set (1,000 images: 200 steps) leave T
-  far from its optimum, so a fit could end worse than plain temperature scaling. With
+  NCToolkit; :mod:`~calibkit.calibrators.clamping.sgd`) on ``delta`` and ``log_t``, one
+  step per batch, ``epochs`` passes. Then, with ``refine_temperature`` (the default),
+  ``log_t`` is set to the exact minimum of the same objective at the learnt ``delta`` (one
+  forward pass and a 1-D search): at the paper's learning rate, 100 epochs of a small
+  calibration set (1,000 images: 200 steps) leave T far from its optimum, so a fit could
+  end worse than plain temperature scaling. With
   ``delta = 0`` the refined fit is TS under the same loss, so Neural Clamping contains it.
   ``ablation("sgd")`` gives the pair where SGD left it (the paper's procedure). With
   ``holdout`` (a fraction, e.g. 0.2; off by default, as in the paper), ``delta`` is learnt
@@ -38,10 +39,10 @@ Training (``train``):
   (:meth:`NeuralClamping.fast`); with ``init="zero"`` it is temperature scaling fitted by
   focal loss (:meth:`NeuralClamping.focal_temperature_scaling`; NLL for gamma 0).
 
-``precision="bfloat16"`` runs the model's passes of that SGD (the cost of the fit) under
-bfloat16 autocast: 2.2x faster per epoch on a CPU with AVX-512 BF16 (``benchmarks/``), with
-the same ECE to about 0.05 points on the bird-vs-cat models. The data-driven
-initialisation, the temperature step and every prediction stay in float32.
+How the SGD and the passes over the inputs run (lr, momentum, batch size, epochs,
+precision, device, ...) is one :class:`~calibkit.calibrators.clamping.settings.SGDSettings`
+(``sgd``). The search over a pool of ``gamma`` is in
+:mod:`~calibkit.calibrators.clamping.search`.
 
 Initial ``delta`` (``init``): ``"zero"``, ``"random"`` (Gaussian, sd 0.01) or ``"data"``
 (Theorem 3.2, see :func:`~calibkit.calibrators.clamping.init.data_driven_delta`).
@@ -50,15 +51,18 @@ Unlike the logit calibrators of :mod:`calibkit.calibrators.base`, Neural Clampin
 model and its inputs, so it mirrors that contract (``fit -> self``, fitted ``_``
 attributes, :class:`~calibkit.core.errors.NotFittedError`, :class:`~calibkit.core.errors.InputError`
 naming the argument) without joining the logit registry. ``inputs`` are float tensors
-``(N, C, H, W)`` (or arrays) already normalised as the model expects, or a dataset of
-calibkit's loaders (:class:`~calibkit.data.ImageArrays`, normalised by the ``mean`` and
-``std`` given here; its labels come with it). They stay where the caller keeps them and go
+``(N, C, H, W)`` (or arrays) already normalised as the model expects, or a dataset with
+uint8 ``images`` and ``labels``
+(:class:`~calibkit.calibrators.clamping.inputs.ImageDataset`, e.g. calibkit's
+``ImageArrays``; normalised by the ``mean`` and ``std`` given here; its labels come with
+it). They stay where the caller keeps them and go
 to the device batch by batch.
 
 >>> torch.manual_seed(0) and None
 >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3)).eval()
 >>> x, y = torch.randn(64, 1, 2, 2), torch.arange(64) % 3
->>> nc = NeuralClamping(model, epochs=3, progress=False).fit(x, y)
+>>> quiet = SGDSettings(epochs=3, progress=False)
+>>> nc = NeuralClamping(model, sgd=quiet).fit(x, y)
 >>> nc.predict_proba(x).shape, nc.delta_.shape
 ((64, 3), torch.Size([1, 2, 2]))
 """
@@ -66,7 +70,6 @@ to the device batch by batch.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -75,45 +78,49 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from calibkit.calibrators.clamping.holdout import check_holdout, held_out_loss, holdout_split
-from calibkit.calibrators.clamping.init import (
-    RANDOM_INIT_SCALE,
+from calibkit.calibrators.clamping.holdout import check_holdout
+from calibkit.calibrators.clamping.init import INITS, check_input_range
+from calibkit.calibrators.clamping.inputs import (
     as_inputs,
-    batches,
     check_finite,
-    check_input_range,
     choice,
-    data_driven_delta,
-    entropy_gradient,
-    fit_focal_temperature,
-    focal_loss,
-    focal_loss_np,
-    frozen,
-    fused_copy,
-    input_bounds,
+    fit_labels,
+    flag,
+    floats,
     is_number,
-    layout,
     nonnegative,
-    positive_int,
-    range_tensors,
 )
+from calibkit.calibrators.clamping.passes import frozen, logits_pass, n_outputs
 from calibkit.calibrators.clamping.persistence import load_clamping, save_clamping
-from calibkit.calibrators.temperature import positive_param
+from calibkit.calibrators.clamping.search import GammaFit, search_gamma
+from calibkit.calibrators.clamping.settings import SGDSettings
 from calibkit.core.errors import InputError, NotFittedError
-from calibkit.core.outputs import check_labels, log_softmax64
-from calibkit.data.arrays import ImageArrays
-from calibkit.metrics import ece
+from calibkit.core.outputs import log_softmax64
 
-INITS = ("data", "random", "zero")
 TRAINS = ("joint", "delta", "temperature")
-PRECISIONS = ("float32", "bfloat16")
 GAMMA_SELECTS = ("each", "fast")
 Ablation = Literal["delta_only", "temperature_only", "sgd"]
 ABLATIONS = ("delta_only", "temperature_only", "sgd")
 
 
 class CalibratedModel(nn.Module):
-    """A classifier with Neural Clamping built in: ``forward(x) = model(x + delta) / T``."""
+    """A classifier with Neural Clamping built in: ``forward(x) = model(x + delta) / T``.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The classifier.
+    delta : Tensor
+        The input perturbation, shaped like one input.
+    temperature : float
+        The temperature ``T > 0``.
+
+    Examples
+    --------
+    >>> m = CalibratedModel(nn.Identity(), torch.tensor([1.0, 0.0]), 2.0)
+    >>> m(torch.tensor([[1.0, 2.0]])).tolist()
+    [[1.0, 1.0]]
+    """
 
     def __init__(self, model: nn.Module, delta: Tensor, temperature: float) -> None:
         super().__init__()
@@ -130,7 +137,41 @@ class CalibratedModel(nn.Module):
 
 
 class NeuralClamping:
-    """Neural Clamping of a frozen ``model`` (see the module docstring)."""
+    """Neural Clamping of a frozen ``model`` (see the module docstring).
+
+    Parameters
+    ----------
+    model : nn.Module
+        The classifier, returning logits ``(N, K)``; never changed.
+    gamma : float or sequence of float
+        The focal exponent, or a pool of candidates (the lowest calibration ECE wins).
+    lam : float or None
+        Weight of ``||delta||^2``; None: 0.1 times the focal loss at the initial ``delta``.
+    init : str
+        Initial ``delta``: ``"data"``, ``"random"`` or ``"zero"``.
+    train : str
+        ``"joint"``, ``"delta"`` or ``"temperature"``.
+    gamma_select : str
+        ``"each"`` (fit every candidate) or ``"fast"`` (rank them by the fast variant).
+    holdout : float
+        Held-out fraction of the calibration set guarding ``delta`` (0: off).
+    refine_temperature : bool
+        Set T to the objective's exact minimum after a joint SGD.
+    input_range : (alpha, beta) or None
+        Feasible input range of the data-driven ``delta``; None: the inputs' range.
+    mean, std : sequence of float or None
+        Per-channel normalisation of a dataset's uint8 images.
+    seed : int
+        Seed of the random ``delta``, the SGD's shuffling and the hold-out draw.
+    sgd : SGDSettings or None
+        How the SGD and the passes run; None: ``SGDSettings()``.
+
+    Examples
+    --------
+    >>> nc = NeuralClamping.fast(nn.Linear(2, 3), gamma=(0.0, 1.0))
+    >>> nc.train, nc.gamma, nc.sgd.epochs
+    ('temperature', (0.0, 1.0), 100)
+    """
 
     name = "neural_clamping"
 
@@ -140,23 +181,16 @@ class NeuralClamping:
         *,
         gamma: float | Sequence[float] = 1.0,
         lam: float | None = None,
-        lr: float = 1e-3,
-        momentum: float = 0.9,
-        batch_size: int = 512,
-        epochs: int = 100,
         init: str = "data",
-        input_range: Any = None,
         train: str = "joint",
-        seed: int = 0,
-        device: str | torch.device | None = None,
-        progress: bool = True,
-        fuse: bool = True,
-        precision: str = "float32",
+        gamma_select: str = "each",
+        holdout: float = 0.0,
         refine_temperature: bool = True,
+        input_range: Any = None,
         mean: Sequence[float] | None = None,
         std: Sequence[float] | None = None,
-        holdout: float = 0.0,
-        gamma_select: str = "each",
+        seed: int = 0,
+        sgd: SGDSettings | None = None,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise InputError("model", "a torch.nn.Module", type(model).__name__)
@@ -166,29 +200,22 @@ class NeuralClamping:
             raise InputError("gamma", "a number >= 0 or a non-empty sequence of them", repr(gamma))
         self.gamma = tuple(float(g) for g in pool)
         self.lam = None if lam is None else nonnegative(lam, "lam")
-        self.lr = positive_param(lr, "lr")
-        self.momentum = nonnegative(momentum, "momentum")
-        self.batch_size = positive_int(batch_size, "batch_size")
-        self.epochs = positive_int(epochs, "epochs")
         self.init = choice(init, INITS, "init")
         self.train = choice(train, TRAINS, "train")
+        self.gamma_select = choice(gamma_select, GAMMA_SELECTS, "gamma_select")
+        self.holdout = check_holdout(holdout)
+        if self.holdout and self.train == "delta":
+            raise InputError("holdout", "0 with train='delta'", repr(holdout))
+        self.refine_temperature = flag(refine_temperature, "refine_temperature")
         self.input_range = check_input_range(input_range)
+        self.mean = None if mean is None else floats(mean, "mean")
+        self.std = None if std is None else floats(std, "std")
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise InputError("seed", "an integer", repr(seed))
         self.seed = seed
-        self.device = device
-        self.progress = bool(progress)
-        self.fuse = bool(fuse)
-        self.precision = choice(precision, PRECISIONS, "precision")
-        if not isinstance(refine_temperature, bool):
-            raise InputError("refine_temperature", "true or false", repr(refine_temperature))
-        self.refine_temperature = refine_temperature
-        self.mean = None if mean is None else _floats(mean, "mean")
-        self.std = None if std is None else _floats(std, "std")
-        self.holdout = check_holdout(holdout)
-        self.gamma_select = choice(gamma_select, GAMMA_SELECTS, "gamma_select")
-        if self.holdout and self.train == "delta":
-            raise InputError("holdout", "0 with train='delta'", repr(holdout))
+        if sgd is not None and not isinstance(sgd, SGDSettings):
+            raise InputError("sgd", "an SGDSettings", type(sgd).__name__)
+        self.sgd = SGDSettings() if sgd is None else sgd
 
     @classmethod
     def fast(cls, model: nn.Module, **params: Any) -> NeuralClamping:
@@ -207,175 +234,47 @@ class NeuralClamping:
 
     # ----- fitting -------------------------------------------------------------------------
     def fit(self, inputs: object, labels: object = None) -> Self:
-        """Learn ``delta`` and ``T`` on calibration ``inputs`` (N, ...) and ``labels`` (N,).
+        """Learn ``delta`` and ``T`` on calibration ``inputs`` and ``labels``.
 
-        ``inputs`` may be an :class:`~calibkit.data.ImageArrays` (a dataset of calibkit's
-        loaders), normalised by this object's ``mean`` and ``std``; its labels are used when
-        ``labels`` is None.
+        Parameters
+        ----------
+        inputs : Tensor, array or ImageDataset
+            Calibration inputs ``(N, ...)``; a dataset is normalised by ``mean``/``std``.
+        labels : array-like or None
+            Class indices ``(N,)``; None: the dataset's labels.
+
+        Returns
+        -------
+        NeuralClamping
+            ``self``, with ``delta_``, ``temperature_``, ``gamma_`` and the other fitted
+            attributes set.
         """
         x = as_inputs(inputs, self.mean, self.std)
-        if labels is None:
-            if not isinstance(inputs, ImageArrays):
-                raise InputError("labels", "labels (N,) for tensor or array inputs", "None")
-            labels = inputs.labels
-        device = self._device()
+        device = self.sgd.torch_device(self.model)
         with frozen(self.model), torch.enable_grad():
-            k = self._n_outputs(x, device)
-            y = torch.from_numpy(check_labels(labels, n_samples=x.shape[0], scores_name="inputs"))
-            if int(y.max()) >= k:
-                raise InputError(
-                    "labels",
-                    f"integers in [0, {k}) (the model's outputs)",
-                    f"a label of {int(y.max())}",
-                )
-            if int(y.min()) == int(y.max()):
-                raise InputError("labels", "at least 2 distinct labels", f"only {int(y[0])}")
-            check_finite(x, self.batch_size)
-            fast = fused_copy(self.model) if self.fuse else self.model
-            delta0 = self._initial_delta(x, device, fast)
-            z0 = self._logits(x, delta0, 1.0, device).numpy()
-            y_np = y.numpy()
-            split = holdout_split(len(y_np), self.holdout, self.seed) if self.holdout else None
-            if split is not None:
-                zero = torch.zeros_like(delta0)
-                z_zero = self._logits(x, zero, 1.0, device).numpy()
-                learn, held = (i.numpy() for i in split)
-                x_learn, y_learn = x[split[0]], y[split[0]]
-            else:
-                x_learn, y_learn = x, y
-            best: tuple[float, Tensor, float, float, list[float], float, float, list[float]] | None
-            best = None
-            eces: dict[float, float] = {}
-            pool = self.gamma
-            if self.gamma_select == "fast" and self.train == "joint" and len(pool) > 1:
-                for g in pool:
-                    eces[g] = ece(y_np, logits=z0 / math.exp(fit_focal_temperature(z0, y_np, g)))
-                pool = (min(pool, key=eces.__getitem__),)
-            for g in pool:
-                lam = 0.1 * focal_loss_np(z0, y_np, g) if self.lam is None else self.lam
-                hist: list[float] = []
-                if self.train == "temperature":
-                    delta, z, sgd_log_t = delta0, z0, math.nan
-                else:
-                    delta, sgd_log_t, hist = self._sgd(
-                        fast, x_learn, y_learn, delta0, g, lam, device
-                    )
-                    z = self._logits(x, delta, 1.0, device).numpy()
-                held_losses: list[float] = []
-                if split is not None:
-                    held_losses = [held_out_loss(zz, y_np, learn, held, g) for zz in (z, z_zero)]
-                    if not held_losses[0] < held_losses[1]:  # delta = 0 does as well
-                        delta, z, sgd_log_t = zero, z_zero, math.nan
-                # the objective's exact minimum over T at this delta (the penalty does not
-                # depend on T): never above where SGD stopped
-                exact = math.isnan(sgd_log_t) or (self.refine_temperature and self.train == "joint")
-                log_t = fit_focal_temperature(z, y_np, g) if exact else sgd_log_t
-                if not hist:
-                    hist = [focal_loss_np(z / math.exp(log_t), y_np, g) + lam * _sq(delta)]
-                eces[g] = ece(y_np, logits=z / math.exp(log_t))
-                if best is None or eces[g] < best[0]:
-                    best = (eces[g], delta, log_t, lam, hist, g, sgd_log_t, held_losses)
-        assert best is not None
-        _, self.delta_, self.log_temperature_, self.lam_, self.history_, self.gamma_, sgd, h = best
-        self.sgd_log_temperature_ = sgd
-        self.holdout_losses_ = h
-        self.delta_kept_ = not h or h[0] < h[1]
-        self.temperature_ = math.exp(self.log_temperature_)
-        self.ece_by_gamma_ = eces
-        self.n_classes_ = k
+            k = n_outputs(self.model, x, device)
+            y = fit_labels(inputs, labels, x.shape[0], k)
+            check_finite(x, self.sgd.batch_size)
+            best, eces = search_gamma(self, x, y, device)
+        self._set_fitted(best, eces, k)
         return self
 
-    def _device(self) -> torch.device:
-        if self.device is not None:
-            return torch.device(self.device)
-        param = next(iter(self.model.parameters()), None)
-        return param.device if param is not None else torch.device("cpu")
-
-    def _n_outputs(self, x: Tensor, device: torch.device) -> int:
-        try:
-            with torch.no_grad():
-                out = self.model(x[:1].to(device=device, dtype=torch.float32))
-        except (RuntimeError, ValueError, TypeError) as exc:
-            msg = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
-            raise InputError(
-                "inputs", "inputs of the shape the model takes", f"shape {tuple(x.shape)} ({msg})"
-            ) from None
-        if not isinstance(out, Tensor) or out.ndim != 2 or out.shape[1] < 2:
-            raise InputError(
-                "model",
-                "a classifier returning logits (N, K), K >= 2",
-                repr(getattr(out, "shape", type(out).__name__)),
-            )
-        return int(out.shape[1])
-
-    def _initial_delta(self, x: Tensor, device: torch.device, model: nn.Module) -> Tensor:
-        shape = x.shape[1:]
-        if self.init == "zero":
-            return torch.zeros(shape)
-        if self.init == "random":
-            gen = torch.Generator().manual_seed(self.seed)
-            return torch.randn(shape, generator=gen) * RANDOM_INIT_SCALE
-        n_channels = shape[0] if len(shape) else 1
-        check_input_range(self.input_range, n_channels)
-        low, high = input_bounds(x, self.batch_size, device)
-        alpha, beta = range_tensors(self.input_range, low, high)
-        grad = entropy_gradient(model, x, self.batch_size, device)
-        return data_driven_delta(grad, low, high, alpha, beta).cpu()
-
-    def _sgd(
-        self,
-        model: nn.Module,
-        x: Tensor,
-        y: Tensor,
-        delta0: Tensor,
-        gamma: float,
-        lam: float,
-        device: torch.device,
-    ) -> tuple[Tensor, float, list[float]]:
-        """SGD with momentum on the objective; one step per batch, seeded shuffling."""
-        gen = torch.Generator().manual_seed(self.seed)
-        delta = delta0.clone().to(device).requires_grad_(True)
-        log_t = torch.zeros((), device=device, requires_grad=self.train == "joint")
-        params = [delta, log_t] if self.train == "joint" else [delta]
-        opt = torch.optim.SGD(params, lr=self.lr, momentum=self.momentum)
-        n, history = x.shape[0], []
-        low_precision = self.precision == "bfloat16"
-        for epoch in range(self.epochs):
-            order, total = torch.randperm(n, generator=gen), 0.0
-            for start in range(0, n, self.batch_size):
-                idx = order[start : start + self.batch_size]
-                xb = layout(x[idx].to(device=device, dtype=torch.float32))
-                with torch.autocast(device.type, torch.bfloat16, enabled=low_precision):
-                    out = model(xb + delta)
-                logits = out.float() / log_t.exp()
-                loss = focal_loss(logits, y[idx].to(device), gamma) + lam * delta.pow(2).sum()
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                total += float(loss.detach()) * idx.shape[0]
-            history.append(total / n)
-            if self.progress:
-                end = "\n" if epoch + 1 == self.epochs else ""
-                print(
-                    f"\rneural clamping (gamma {gamma:g}): epoch {epoch + 1}/{self.epochs}, "
-                    f"loss {history[-1]:.5f}",
-                    end=end,
-                    file=sys.stderr,
-                    flush=True,
-                )
-        return delta.detach().cpu(), float(log_t.detach()), history
-
-    @torch.no_grad()
-    def _logits(self, x: Tensor, delta: Tensor, temperature: float, device: torch.device) -> Tensor:
-        """``model(x + delta) / temperature`` for all of ``x`` (float32, on the CPU)."""
-        d = delta.to(device)
-        out = [
-            (self.model(xb + d) / temperature).cpu() for xb in batches(x, self.batch_size, device)
-        ]
-        return torch.cat(out)
+    def _set_fitted(self, best: GammaFit, eces: dict[float, float], n_classes: int) -> None:
+        self.delta_ = best.delta
+        self.log_temperature_ = best.log_t
+        self.lam_ = best.lam
+        self.history_ = best.history
+        self.gamma_ = best.gamma
+        self.sgd_log_temperature_ = best.sgd_log_t
+        self.holdout_losses_ = best.holdout_losses
+        self.delta_kept_ = best.delta_kept
+        self.temperature_ = best.temperature
+        self.ece_by_gamma_ = eces
+        self.n_classes_ = n_classes
 
     # ----- prediction ----------------------------------------------------------------------
     def check_is_fitted(self) -> None:
+        """NotFittedError unless :meth:`fit` has run."""
         if not hasattr(self, "n_classes_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit() first")
 
@@ -389,8 +288,9 @@ class NeuralClamping:
                 f"inputs of shape (N, {', '.join(map(str, self.delta_.shape))})",
                 f"shape {tuple(x.shape)}",
             )
+        device = self.sgd.torch_device(self.model)
         with frozen(self.model):
-            z = self._logits(x, self.delta_, 1.0, self._device())
+            z = logits_pass(self.model, x, self.delta_, self.sgd.batch_size, device)
         out: np.ndarray = z.numpy().astype(np.float64) / self.temperature_
         return out
 
@@ -424,6 +324,7 @@ class NeuralClamping:
         return other
 
     def fitted_state(self) -> dict[str, Any]:
+        """The fitted attributes (names ending in ``_``)."""
         return {k: v for k, v in vars(self).items() if k.endswith("_")}
 
     # ----- persistence ---------------------------------------------------------------------
@@ -439,18 +340,3 @@ class NeuralClamping:
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({type(self.model).__name__}, {params})"
-
-
-# ----- helpers --------------------------------------------------------------------------------
-def _floats(values: object, name: str) -> tuple[float, ...]:
-    try:
-        out = tuple(float(v) for v in values)  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
-        out = ()
-    if not out or not all(math.isfinite(v) for v in out):
-        raise InputError(name, "a sequence of finite numbers, one per channel", repr(values))
-    return out
-
-
-def _sq(delta: Tensor) -> float:
-    return float(delta.double().pow(2).sum())

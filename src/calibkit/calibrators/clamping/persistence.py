@@ -3,8 +3,11 @@
 A saved :class:`~calibkit.calibrators.clamping.NeuralClamping` is two files next to each
 other: ``delta_`` in a ``.safetensors`` file, and everything else (the constructor
 parameters, the other fitted attributes, the name of the delta file and its sha256) in a
-``.json`` sidecar. Loading checks the sidecar's format version and the delta's checksum,
-and applies the result to a model given by the caller (the model itself is not saved).
+``.json`` sidecar. The sidecar keeps the fields of
+:class:`~calibkit.calibrators.clamping.settings.SGDSettings` flat among the other
+parameters, as format version 1 always has, so files written before they were grouped
+still load. Loading checks the sidecar's format version and the delta's checksum, and
+applies the result to a model given by the caller (the model itself is not saved).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from safetensors.torch import load_file, save_file
 
+from calibkit.calibrators.clamping.settings import flat_params, split_params
 from calibkit.core.errors import InputError
 from calibkit.io.atomic import atomic_write_bytes, atomic_write_text
 
@@ -38,7 +42,7 @@ def save_clamping(nc: NeuralClamping, path: str | Path) -> None:
     data = tmp.read_bytes()
     tmp.unlink()
     atomic_write_bytes(tensors, data)
-    params = nc.get_params()
+    params = flat_params(nc.get_params())
     params["device"] = None if params["device"] is None else str(params["device"])
     state = {k: v for k, v in nc.fitted_state().items() if k != "delta_"}
     state["ece_by_gamma_"] = [[g, e] for g, e in nc.ece_by_gamma_.items()]
@@ -74,7 +78,7 @@ def load_clamping(cls: type[NeuralClamping], path: str | Path, model: nn.Module)
     try:
         params, state = doc["params"], doc["state"]
         params["gamma"] = tuple(params["gamma"])
-        obj = cls(model, **params)
+        obj = cls(model, **split_params(params))
         state["ece_by_gamma_"] = {float(g): float(e) for g, e in state["ece_by_gamma_"]}
         state["history_"] = [float(v) for v in state["history_"]]
         sgd = state.get("sgd_log_temperature_")

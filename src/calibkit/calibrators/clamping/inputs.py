@@ -1,0 +1,159 @@
+"""The inputs and arguments Neural Clamping takes, checked.
+
+Inputs are float tensors or arrays ``(N, C, H, W)`` already normalised as the model
+expects, or any dataset with ``images`` and ``labels`` (:class:`ImageDataset`, e.g.
+calibkit's :class:`~calibkit.data.ImageArrays`): its uint8 pixels ``(N, H, W, C)`` are
+scaled to [0, 1] and normalised by a per-channel ``mean`` and ``std``.
+
+>>> class Pixels:
+...     images = np.full((2, 1, 1, 3), 255, dtype=np.uint8)
+...     labels = np.array([0, 1])
+>>> as_inputs(Pixels(), mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5)).flatten().tolist()
+[1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import check_labels
+
+
+@runtime_checkable
+class ImageDataset(Protocol):
+    """A dataset of images: uint8 ``images`` ``(N, H, W, C)`` and integer ``labels`` ``(N,)``.
+
+    Any object with these two attributes will do (calibkit's
+    :class:`~calibkit.data.ImageArrays` is one).
+
+    Examples
+    --------
+    >>> class Tiny:
+    ...     images = np.zeros((1, 2, 2, 1), dtype=np.uint8)
+    ...     labels = np.zeros(1, dtype=np.int64)
+    >>> isinstance(Tiny(), ImageDataset)
+    True
+    """
+
+    images: Any
+    labels: Any
+
+
+def image_tensor(images: np.ndarray, mean: Sequence[float], std: Sequence[float]) -> Tensor:
+    """Float32 ``(N, C, H, W)`` tensor ``(x / 255 - mean) / std`` of uint8 ``(N, H, W, C)``."""
+    pixels = np.asarray(images)
+    if pixels.dtype != np.uint8 or pixels.ndim != 4:
+        expected = "uint8 images of shape (N, H, W, C)"
+        raise InputError("inputs", expected, f"{pixels.dtype} of shape {pixels.shape}")
+    c = pixels.shape[-1]
+    m = np.asarray(mean, dtype=np.float64).reshape(-1)
+    s = np.asarray(std, dtype=np.float64).reshape(-1)
+    if m.shape != (c,) or s.shape != (c,) or not np.all(s > 0):
+        raise InputError("mean/std", f"{c} values each, std > 0", f"{m.tolist()} / {s.tolist()}")
+    per_channel = (1, c, 1, 1)
+    scale = torch.from_numpy((1.0 / (255.0 * s)).astype(np.float32)).view(per_channel)
+    shift = torch.from_numpy((m / s).astype(np.float32)).view(per_channel)
+    x = torch.from_numpy(pixels).permute(0, 3, 1, 2).to(torch.float32)
+    return (x * scale - shift).contiguous()
+
+
+def as_inputs(
+    inputs: object, mean: Sequence[float] | None = None, std: Sequence[float] | None = None
+) -> Tensor:
+    """``inputs`` as a float tensor: a tensor or array as it is, or the images of an
+    :class:`ImageDataset` scaled to [0, 1] and normalised by ``mean``/``std`` (per channel;
+    None: 0 and 1)."""
+    if isinstance(inputs, ImageDataset):
+        c = np.shape(inputs.images)[-1]
+        return image_tensor(
+            inputs.images, [0.0] * c if mean is None else mean, [1.0] * c if std is None else std
+        )
+    if isinstance(inputs, np.ndarray):
+        inputs = torch.from_numpy(inputs)
+    if not isinstance(inputs, Tensor):
+        expected = "a float tensor or array (N, C, H, W), or a dataset with images and labels"
+        raise InputError("inputs", expected, type(inputs).__name__)
+    if not inputs.is_floating_point() or inputs.ndim < 2 or inputs.shape[0] == 0:
+        raise InputError(
+            "inputs",
+            "a non-empty float tensor (N, C, H, W)",
+            f"{inputs.dtype} of shape {tuple(inputs.shape)}",
+        )
+    return inputs.detach()
+
+
+def fit_labels(inputs: object, labels: object, n_samples: int, n_classes: int) -> Tensor:
+    """Checked int64 labels ``(N,)``: ``labels``, or the dataset's when ``labels`` is None."""
+    if labels is None:
+        if not isinstance(inputs, ImageDataset):
+            raise InputError("labels", "labels (N,) for tensor or array inputs", "None")
+        labels = inputs.labels
+    y = torch.from_numpy(check_labels(labels, n_samples=n_samples, scores_name="inputs"))
+    if int(y.max()) >= n_classes:
+        raise InputError(
+            "labels",
+            f"integers in [0, {n_classes}) (the model's outputs)",
+            f"a label of {int(y.max())}",
+        )
+    if int(y.min()) == int(y.max()):
+        raise InputError("labels", "at least 2 distinct labels", f"only {int(y[0])}")
+    return y
+
+
+def check_finite(x: Tensor, batch_size: int) -> None:
+    """InputError if ``x`` holds a NaN or an infinity (checked batch by batch)."""
+    for start in range(0, x.shape[0], batch_size):
+        if not bool(torch.isfinite(x[start : start + batch_size]).all()):
+            raise InputError("inputs", "finite values", "NaN or infinity")
+
+
+# ----- arguments --------------------------------------------------------------------------------
+def is_number(v: object) -> bool:
+    """A real number, not a bool."""
+    return not isinstance(v, bool) and isinstance(v, int | float | np.integer | np.floating)
+
+
+def nonnegative(v: object, name: str) -> float:
+    """``v`` as a finite float >= 0, else InputError naming ``name``."""
+    if not is_number(v) or not 0 <= float(v) < math.inf:  # type: ignore[arg-type]
+        raise InputError(name, "a finite number >= 0", repr(v))
+    return float(v)  # type: ignore[arg-type]
+
+
+def positive_int(v: object, name: str) -> int:
+    """``v`` as an int >= 1, else InputError naming ``name``."""
+    if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+        raise InputError(name, "a positive integer", repr(v))
+    return int(v)
+
+
+def choice(v: object, options: tuple[str, ...], name: str) -> str:
+    """``v`` if it is one of ``options``, else InputError naming ``name``."""
+    if v not in options:
+        raise InputError(name, "one of " + ", ".join(repr(o) for o in options), repr(v))
+    return str(v)
+
+
+def flag(v: object, name: str) -> bool:
+    """``v`` if it is a bool, else InputError naming ``name``."""
+    if not isinstance(v, bool):
+        raise InputError(name, "true or false", repr(v))
+    return v
+
+
+def floats(values: object, name: str) -> tuple[float, ...]:
+    """A non-empty sequence of finite numbers (one per channel) as a tuple of floats."""
+    try:
+        out = tuple(float(v) for v in values)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        out = ()
+    if not out or not all(math.isfinite(v) for v in out):
+        raise InputError(name, "a sequence of finite numbers, one per channel", repr(values))
+    return out

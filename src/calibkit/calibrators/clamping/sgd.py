@@ -1,0 +1,80 @@
+"""The SGD of Neural Clamping: momentum SGD on ``delta`` (and ``log T``), seeded shuffling.
+
+One step per batch of the calibration set, ``epochs`` passes, on the objective of
+:func:`~calibkit.calibrators.clamping.objective.objective`. The model's passes may run
+under bfloat16 autocast (``SGDSettings.precision``); the loss is always float32.
+
+>>> torch.manual_seed(0) and None
+>>> model = nn.Linear(2, 2)
+>>> x, y = torch.randn(8, 2), torch.tensor([0, 1] * 4)
+>>> settings = SGDSettings(epochs=2, batch_size=4, progress=False)
+>>> delta, log_t, history = run_sgd(model, x, y, torch.zeros(2), 1.0, 0.1, settings,
+...                                 joint=True, seed=0, device=torch.device("cpu"))
+>>> delta.shape, len(history)
+(torch.Size([2]), 2)
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+from torch import Tensor, nn
+
+from calibkit.calibrators.clamping.objective import objective
+from calibkit.calibrators.clamping.passes import layout
+from calibkit.calibrators.clamping.settings import SGDSettings
+
+
+def run_sgd(
+    model: nn.Module,
+    x: Tensor,
+    y: Tensor,
+    delta0: Tensor,
+    gamma: float,
+    lam: float,
+    settings: SGDSettings,
+    *,
+    joint: bool,
+    seed: int,
+    device: torch.device,
+) -> tuple[Tensor, float, list[float]]:
+    """Minimise the objective from ``delta0`` (and ``log T = 0``) by momentum SGD.
+
+    ``joint`` learns ``log T`` too; otherwise T stays 1. Returns ``delta`` (on the CPU),
+    ``log T`` where SGD left it, and the mean objective of each epoch.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    delta = delta0.clone().to(device).requires_grad_(True)
+    log_t = torch.zeros((), device=device, requires_grad=joint)
+    opt = torch.optim.SGD(
+        [delta, log_t] if joint else [delta], lr=settings.lr, momentum=settings.momentum
+    )
+    n, history = x.shape[0], []
+    low_precision = settings.precision == "bfloat16"
+    for epoch in range(settings.epochs):
+        order, total = torch.randperm(n, generator=gen), 0.0
+        for start in range(0, n, settings.batch_size):
+            idx = order[start : start + settings.batch_size]
+            xb = layout(x[idx].to(device=device, dtype=torch.float32))
+            with torch.autocast(device.type, torch.bfloat16, enabled=low_precision):
+                out = model(xb + delta)
+            loss = objective(out.float() / log_t.exp(), y[idx].to(device), delta, gamma, lam)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * idx.shape[0]
+        history.append(total / n)
+        if settings.progress:
+            _progress(gamma, epoch, settings.epochs, history[-1])
+    return delta.detach().cpu(), float(log_t.detach()), history
+
+
+def _progress(gamma: float, epoch: int, epochs: int, loss: float) -> None:
+    end = "\n" if epoch + 1 == epochs else ""
+    print(
+        f"\rneural clamping (gamma {gamma:g}): epoch {epoch + 1}/{epochs}, loss {loss:.5f}",
+        end=end,
+        file=sys.stderr,
+        flush=True,
+    )

@@ -1,0 +1,81 @@
+"""Tests of saving and loading a fitted Neural Clamping."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from calibkit.calibrators.clamping import NeuralClamping, SGDSettings
+from calibkit.core.errors import InputError
+from tests.calibrators.clamping.problems import problem
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_save_load_round_trip(tmp_path: Path) -> None:
+    model, x, y = problem()
+    nc = NeuralClamping(
+        model, gamma=(0.0, 1.0), init="random", sgd=SGDSettings(epochs=2, progress=False)
+    )
+    nc.fit(x, y)
+    nc.save(tmp_path / "nc")
+    sidecar = json.loads((tmp_path / "nc.json").read_text())
+    assert sidecar["calibkit_neural_clamping"] == 1
+    back = NeuralClamping.load(tmp_path / "nc", model)
+    assert torch.equal(back.delta_, nc.delta_)
+    assert back.temperature_ == nc.temperature_
+    assert back.fitted_state().keys() == nc.fitted_state().keys()
+    assert back.history_ == nc.history_
+    assert back.ece_by_gamma_ == nc.ece_by_gamma_
+    assert back.sgd_log_temperature_ == nc.sgd_log_temperature_
+    assert back.delta_kept_
+    assert back.holdout_losses_ == []
+    held = NeuralClamping(
+        model, init="random", holdout=0.2, sgd=SGDSettings(epochs=2, progress=False)
+    ).fit(x, y)
+    held.save(tmp_path / "held")
+    again = NeuralClamping.load(tmp_path / "held", model)
+    assert (again.delta_kept_, again.holdout_losses_) == (held.delta_kept_, held.holdout_losses_)
+    assert back.get_params() == nc.get_params()
+    assert np.array_equal(back.predict_proba(x), nc.predict_proba(x))
+    fast = NeuralClamping.fast(model, sgd=SGDSettings(progress=False)).fit(x, y)
+    fast.save(tmp_path / "fast")  # no SGD temperature: null in the JSON, NaN again on load
+    assert json.loads((tmp_path / "fast.json").read_text())["state"]["sgd_log_temperature_"] is None
+    assert math.isnan(NeuralClamping.load(tmp_path / "fast", model).sgd_log_temperature_)
+    (tmp_path / "nc.safetensors").write_bytes(b"garbage")
+    with pytest.raises(InputError, match="checksum"):
+        NeuralClamping.load(tmp_path / "nc", model)
+    with pytest.raises(InputError, match="path"):
+        NeuralClamping.load(tmp_path / "absent", model)
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_a_file_written_before_the_settings_were_grouped_loads() -> None:
+    """``data/nc_v1.*``: written by the flat-constructor code (format version 1), a fit of
+    ``problem()`` with gamma (0, 1), random init, 2 epochs of batches of 64, hold-out 0.2."""
+    model, x, _ = problem()
+    nc = NeuralClamping.load(DATA / "nc_v1", model)
+    doc = json.loads((DATA / "nc_v1.json").read_text())
+    assert nc.sgd == SGDSettings(batch_size=64, epochs=2, progress=False)
+    assert (nc.gamma, nc.init, nc.holdout) == ((0.0, 1.0), "random", 0.2)
+    assert nc.temperature_ == doc["state"]["temperature_"]
+    assert nc.history_ == doc["state"]["history_"]
+    assert nc.ece_by_gamma_ == {0.0: doc["state"]["ece_by_gamma_"][0][1], 1.0: 0.08439543221295}
+    np.testing.assert_allclose(nc.predict_proba(x), np.load(DATA / "nc_v1_proba.npy"), rtol=1e-12)
+
+
+def test_the_sidecar_keeps_the_settings_flat(tmp_path: Path) -> None:
+    model, x, y = problem()
+    sgd = SGDSettings(epochs=1, batch_size=64, progress=False)
+    NeuralClamping(model, sgd=sgd).fit(x, y).save(tmp_path / "nc")
+    params = json.loads((tmp_path / "nc.json").read_text())["params"]
+    old = json.loads((DATA / "nc_v1.json").read_text())["params"]
+    assert set(params) == set(old)
+    assert (params["epochs"], params["batch_size"]) == (1, 64)

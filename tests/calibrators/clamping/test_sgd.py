@@ -1,0 +1,86 @@
+"""Tests of the SGD of Neural Clamping."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from calibkit.calibrators.clamping import NeuralClamping, SGDSettings
+from calibkit.core.errors import InputError
+from tests.calibrators.clamping.problems import conv_bn, focal_np, problem
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_joint_fit_is_deterministic_and_lowers_the_loss() -> None:
+    model, x, y = problem()
+    kw = {"init": "random", "sgd": SGDSettings(epochs=15, batch_size=64, lr=0.01, progress=False)}
+    a = NeuralClamping(model, **kw).fit(x, y)  # type: ignore[arg-type]
+    b = NeuralClamping(model, **kw).fit(x, y)  # type: ignore[arg-type]
+    assert torch.equal(a.delta_, b.delta_)
+    assert a.temperature_ == b.temperature_
+    assert a.history_ == b.history_
+    assert len(a.history_) == 15
+    assert a.history_[-1] < a.history_[0]
+    assert a.temperature_ > 1.0  # an overconfident model is cooled
+    c = NeuralClamping(model, **{**kw, "seed": 1}).fit(x, y)  # type: ignore[arg-type]
+    assert not torch.equal(a.delta_, c.delta_)
+
+
+def test_model_is_never_changed() -> None:
+    model, x, y = problem()
+    model[1].bias.requires_grad_(True)
+    model[1].weight.requires_grad_(False)
+    before = copy.deepcopy(model.state_dict())
+    nc = NeuralClamping(model, sgd=SGDSettings(epochs=3, batch_size=64, progress=False)).fit(x, y)
+    nc.predict_proba(x)
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert not model.training
+    assert model[1].bias.requires_grad
+    assert not model[1].weight.requires_grad
+    assert model[1].weight.grad is None
+
+
+def test_train_delta_keeps_t_at_one_and_default_lambda() -> None:
+    model, x, y = problem()
+    nc = NeuralClamping(model, train="delta", sgd=SGDSettings(epochs=2, progress=False)).fit(x, y)
+    assert nc.temperature_ == 1.0
+    with torch.no_grad():
+        z0 = model(x + NeuralClamping.fast(model, sgd=SGDSettings(progress=False)).fit(x, y).delta_)
+    assert nc.lam_ == pytest.approx(0.1 * focal_np(z0.double().numpy(), y.numpy(), 1.0))
+
+
+def test_progress_line(capsys: pytest.CaptureFixture[str]) -> None:
+    model, x, y = problem()
+    NeuralClamping(model, sgd=SGDSettings(epochs=2, progress=True)).fit(x, y)
+    err = capsys.readouterr().err
+    assert "epoch 2/2" in err
+    assert "loss" in err
+
+
+def test_bfloat16_fit_is_close_to_float32_and_predicts_in_float32() -> None:
+    model = conv_bn()
+    x, y = torch.randn(96, 3, 4, 4), torch.arange(96) % 3
+    sgd = SGDSettings(epochs=5, batch_size=32, lr=0.05, progress=False)
+    bf16 = dataclasses.replace(sgd, precision="bfloat16")
+    full = NeuralClamping(model, sgd=sgd).fit(x, y)
+    low = NeuralClamping(model, sgd=bf16).fit(x, y)
+    again = NeuralClamping(model, sgd=bf16).fit(x, y)
+    assert torch.equal(low.delta_, again.delta_)  # deterministic
+    assert low.delta_.dtype == torch.float32
+    start = (
+        NeuralClamping.fast(model, sgd=SGDSettings(progress=False)).fit(x, y).delta_
+    )  # the shared init
+    step = (full.delta_ - start).norm()
+    assert step > 0
+    assert (low.delta_ - full.delta_).norm() < 0.05 * step  # rounds the passes, not the method
+    assert low.temperature_ == pytest.approx(full.temperature_, rel=0.02)
+    assert not torch.equal(low.delta_, full.delta_)  # the option does take effect
+    assert low.predict_proba(x).dtype == np.float64
+    with pytest.raises(InputError, match=r"^precision:"):
+        NeuralClamping(model, sgd=SGDSettings(precision="float16"))
