@@ -76,17 +76,15 @@ def bootstrap_ci(
 ) -> BootstrapInterval:
     """Percentile bootstrap interval of ``metric`` over resamples of the samples (seeded).
 
-    Binned calibration errors are biased upwards at finite N, so near calibration the
-    interval can lie above the estimate.
+    Binned errors are biased upwards at finite N: the interval can lie above the estimate.
 
     Parameters
     ----------
     metric : callable
         ``metric(labels, probs=...)`` or ``metric(labels, logits=...)`` returning a float.
-    labels, probs, logits
-        The outputs, as for every metric.
-    n_boot, level, seed
-        Number of resamples (>= 1), confidence level in (0, 1) and the seed.
+    labels, probs, logits, n_boot, level, seed
+        The outputs, as for every metric; the number of resamples (>= 1), the confidence
+        level in (0, 1) and the seed.
     **kwargs
         Further arguments of ``metric`` (e.g. ``n_bins=10``).
 
@@ -97,7 +95,7 @@ def bootstrap_ci(
 
     Examples
     --------
-    >>> from calibkit.metrics import accuracy
+    >>> from calibkit.metrics.scores import accuracy
     >>> ci = bootstrap_ci(accuracy, [0, 1], probs=[[0.9, 0.1], [0.2, 0.8]], n_boot=20)
     >>> ci.estimate, ci.low, ci.high  # every resample is all correct
     (1.0, 1.0, 1.0)
