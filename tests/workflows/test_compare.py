@@ -130,6 +130,18 @@ def test_compare_rows_match_independent_computations() -> None:
     assert "temperature" in msgs[1]
 
 
+def test_temperature_scaling_lowers_ece_on_over_confident_logits() -> None:
+    """The workflow end to end: split, compare, the calibrated row beats the raw one."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(600, 3)) * 3
+    y = np.argmax(z + rng.gumbel(size=z.shape) * 3, axis=1)
+    cal, test = split_outputs(as_outputs(y, logits=z), 0.5, seed=0)
+    assert (cal.n_samples, test.n_samples) == (300, 300)
+    comp = compare(cal, test, ["temperature"], n_boot=20)
+    assert [row.method for row in comp.rows] == ["none", "temperature"]
+    assert comp.rows[1].evaluation.values["ece"] < comp.rows[0].evaluation.values["ece"]
+
+
 def test_ece_curve_at_unit_temperature_is_the_uncalibrated_ece() -> None:
     cal, test = split_outputs(synthetic(500, 4, seed=2), 250, seed=1)
     comp = compare(cal, test, [], n_boot=0)
