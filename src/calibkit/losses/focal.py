@@ -65,19 +65,15 @@ def focal_loss(
 
     Parameters
     ----------
-    logits : Tensor of shape (N, K)
-        Raw scores.
-    targets : Tensor of shape (N,)
-        int64 class indices.
+    logits, targets, reduction
+        As in :func:`~calibkit.losses.basic.cross_entropy`.
     gamma : float
         Exponent, finite and >= 0; 0 gives cross-entropy.
-    reduction : {"mean", "sum", "none"}
-        How to reduce the per-sample losses.
 
     Returns
     -------
     Tensor
-        The loss (shape ``(N,)`` for ``"none"``).
+        The loss.
 
     Examples
     --------
@@ -104,19 +100,15 @@ def adaptive_focal_loss(
 
     Parameters
     ----------
-    logits : Tensor of shape (N, K)
-        Raw scores.
-    targets : Tensor of shape (N,)
-        int64 class indices.
+    logits, targets, reduction
+        As in :func:`~calibkit.losses.basic.cross_entropy`.
     gamma : float
         Exponent where ``p_y >= 0.5`` (3 gives FLSD-53).
-    reduction : {"mean", "sum", "none"}
-        How to reduce the per-sample losses.
 
     Returns
     -------
     Tensor
-        The loss (shape ``(N,)`` for ``"none"``).
+        The loss.
 
     Examples
     --------
@@ -139,19 +131,15 @@ def inverse_focal_loss(
 
     Parameters
     ----------
-    logits : Tensor of shape (N, K)
-        Raw scores.
-    targets : Tensor of shape (N,)
-        int64 class indices.
+    logits, targets, reduction
+        As in :func:`~calibkit.losses.basic.cross_entropy`.
     gamma : float
         Exponent, finite and >= 0; 0 gives cross-entropy.
-    reduction : {"mean", "sum", "none"}
-        How to reduce the per-sample losses.
 
     Returns
     -------
     Tensor
-        The loss (shape ``(N,)`` for ``"none"``).
+        The loss.
 
     Examples
     --------
@@ -173,19 +161,15 @@ def dual_focal_loss(
 
     Parameters
     ----------
-    logits : Tensor of shape (N, K)
-        Raw scores.
-    targets : Tensor of shape (N,)
-        int64 class indices.
+    logits, targets, reduction
+        As in :func:`~calibkit.losses.basic.cross_entropy`.
     gamma : float
         Exponent, finite and >= 0; 0 gives cross-entropy.
-    reduction : {"mean", "sum", "none"}
-        How to reduce the per-sample losses.
 
     Returns
     -------
     Tensor
-        The loss (shape ``(N,)`` for ``"none"``).
+        The loss.
 
     Examples
     --------

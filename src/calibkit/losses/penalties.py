@@ -76,10 +76,8 @@ def l1_logit_norm(logits: Tensor, targets: Tensor) -> Tensor:
 
     Parameters
     ----------
-    logits : Tensor of shape (N, K)
-        Raw scores.
-    targets : Tensor of shape (N,)
-        int64 class indices.
+    logits, targets
+        Logits ``(N, K)`` and int64 class indices ``(N,)``.
 
     Returns
     -------
@@ -100,10 +98,8 @@ def mmce(logits: Tensor, targets: Tensor, bandwidth: float = 0.4, weighted: bool
 
     Parameters
     ----------
-    logits : Tensor of shape (N, K)
-        Raw scores.
-    targets : Tensor of shape (N,)
-        int64 class indices.
+    logits, targets
+        Logits ``(N, K)`` and int64 class indices ``(N,)``.
     bandwidth : float
         Kernel width, > 0.
     weighted : bool
@@ -136,10 +132,8 @@ def mdca(logits: Tensor, targets: Tensor) -> Tensor:
 
     Parameters
     ----------
-    logits : Tensor of shape (N, K)
-        Raw scores.
-    targets : Tensor of shape (N,)
-        int64 class indices.
+    logits, targets
+        Logits ``(N, K)`` and int64 class indices ``(N,)``.
 
     Returns
     -------
@@ -167,10 +161,8 @@ def soft_ece(
 
     Parameters
     ----------
-    logits : Tensor of shape (N, K)
-        Raw scores.
-    targets : Tensor of shape (N,)
-        int64 class indices.
+    logits, targets
+        Logits ``(N, K)`` and int64 class indices ``(N,)``.
     n_bins : int
         Number of soft bins.
     temperature : float
