@@ -13,7 +13,7 @@ from calibkit.calibrators.temperature import TemperatureScaling
 from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics import ece, evaluate
-from calibkit.metrics.binned import error_from_stats
+from calibkit.metrics.bin_errors import error_from_stats
 from calibkit.workflows.compare import (
     TEMPERATURE_GRID,
     applicable_methods,
