@@ -13,7 +13,7 @@ from calibkit.calibrators.temperature import TemperatureScaling
 from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics import ece, evaluate
-from calibkit.metrics.binned import error_from_stats
+from calibkit.metrics.bin_errors import error_from_stats
 from calibkit.workflows.compare import (
     TEMPERATURE_GRID,
     applicable_methods,
@@ -128,6 +128,18 @@ def test_compare_rows_match_independent_computations() -> None:
     assert comp.fitted_temperatures == {"temperature": fitted.temperature_}
     assert len(msgs) == 2
     assert "temperature" in msgs[1]
+
+
+def test_temperature_scaling_lowers_ece_on_over_confident_logits() -> None:
+    """The workflow end to end: split, compare, the calibrated row beats the raw one."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(600, 3)) * 3
+    y = np.argmax(z + rng.gumbel(size=z.shape) * 3, axis=1)
+    cal, test = split_outputs(as_outputs(y, logits=z), 0.5, seed=0)
+    assert (cal.n_samples, test.n_samples) == (300, 300)
+    comp = compare(cal, test, ["temperature"], n_boot=20)
+    assert [row.method for row in comp.rows] == ["none", "temperature"]
+    assert comp.rows[1].evaluation.values["ece"] < comp.rows[0].evaluation.values["ece"]
 
 
 def test_ece_curve_at_unit_temperature_is_the_uncalibrated_ece() -> None:

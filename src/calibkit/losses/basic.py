@@ -3,7 +3,8 @@
 All losses take raw ``logits`` of shape ``(N, K)`` and integer ``targets`` of shape ``(N,)``
 (int64, values in ``[0, K)``) and work from ``log p = F.log_softmax(logits)``; probabilities
 are ``p = exp(log p)``, never ``softmax`` followed by ``log``. ``reduction`` is ``"mean"``
-(default), ``"sum"`` or ``"none"`` (the ``(N,)`` per-sample values).
+(default), ``"sum"`` or ``"none"`` (the ``(N,)`` per-sample values). The examples use
+``logits = torch.zeros(1, 2)`` where they can: ``p = (0.5, 0.5)``, cross-entropy ``log 2``.
 
 - cross-entropy: ``-log p_y``
 - label smoothing (Szegedy et al. 2016): cross-entropy against the smoothed target
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from typing import Literal
 
 import torch
@@ -42,7 +44,29 @@ def _number(value: object) -> float | None:
 
 
 def check_real(name: str, value: object, *, low: float = 0.0, strict: bool = False) -> float:
-    """A finite real ``value >= low`` (``> low`` when ``strict``) as a float, else InputError."""
+    """A finite real ``value >= low`` (``> low`` when ``strict``) as a float, else InputError.
+
+    Parameters
+    ----------
+    name : str
+        Argument name for the error message.
+    value : object
+        The value to check.
+    low : float
+        Lower bound.
+    strict : bool
+        Whether ``value`` must exceed ``low``.
+
+    Returns
+    -------
+    float
+        ``value`` as a float.
+
+    Examples
+    --------
+    >>> check_real("gamma", 2)
+    2.0
+    """
     x = _number(value)
     if x is not None and math.isfinite(x) and (x > low if strict else x >= low):
         return x
@@ -51,7 +75,25 @@ def check_real(name: str, value: object, *, low: float = 0.0, strict: bool = Fal
 
 
 def check_fraction(name: str, value: object) -> float:
-    """A real number in ``[0, 1)`` as a float, else InputError."""
+    """A real number in ``[0, 1)`` as a float, else InputError.
+
+    Parameters
+    ----------
+    name : str
+        Argument name for the error message.
+    value : object
+        The value to check.
+
+    Returns
+    -------
+    float
+        ``value`` as a float.
+
+    Examples
+    --------
+    >>> check_fraction("epsilon", 0.1)
+    0.1
+    """
     x = _number(value)
     if x is not None and 0.0 <= x < 1.0:
         return x
@@ -59,7 +101,23 @@ def check_fraction(name: str, value: object) -> float:
 
 
 def check_reduction(reduction: object) -> Reduction:
-    """``"mean"``, ``"sum"`` or ``"none"``, else InputError."""
+    """``"mean"``, ``"sum"`` or ``"none"``, else InputError.
+
+    Parameters
+    ----------
+    reduction : object
+        The value to check.
+
+    Returns
+    -------
+    {"mean", "sum", "none"}
+        ``reduction`` itself.
+
+    Examples
+    --------
+    >>> check_reduction("sum")
+    'sum'
+    """
     if reduction not in REDUCTIONS:
         raise InputError("reduction", "one of " + ", ".join(REDUCTIONS), repr(reduction))
     return reduction  # type: ignore[return-value]
@@ -70,6 +128,20 @@ def check_inputs(logits: object, targets: object) -> None:
 
     ``logits`` must be a floating ``(N, K)`` tensor with ``N, K >= 1`` and ``targets`` an
     int64 ``(N,)`` tensor; target values are not range-checked here (``gather`` raises).
+
+    Parameters
+    ----------
+    logits, targets : object
+        The loss inputs.
+
+    Examples
+    --------
+    >>> check_inputs(torch.zeros(2, 3), torch.tensor([0, 2]))
+    >>> try:
+    ...     check_inputs(torch.zeros(2, 3), torch.tensor([0.0, 2.0]))
+    ... except InputError as err:
+    ...     print(err.argument)
+    targets
     """
     if not isinstance(logits, Tensor) or logits.ndim != 2 or not logits.is_floating_point():
         got = f"{type(logits).__name__} {_describe(logits)}"
@@ -85,7 +157,23 @@ def check_inputs(logits: object, targets: object) -> None:
 
 
 def log_probs(logits: Tensor, targets: Tensor) -> Tensor:
-    """``F.log_softmax(logits, dim=1)`` after :func:`check_inputs`."""
+    """``F.log_softmax(logits, dim=1)`` after :func:`check_inputs`.
+
+    Parameters
+    ----------
+    logits, targets : Tensor
+        Logits ``(N, K)`` and int64 targets ``(N,)``.
+
+    Returns
+    -------
+    Tensor of shape (N, K)
+        Log-probabilities.
+
+    Examples
+    --------
+    >>> log_probs(torch.zeros(1, 2), torch.tensor([0]))
+    tensor([[-0.6931, -0.6931]])
+    """
     check_inputs(logits, targets)
     return F.log_softmax(logits, dim=1)
 
@@ -97,12 +185,48 @@ def _describe(x: object) -> str:
 
 
 def target_log_prob(logp: Tensor, targets: Tensor) -> Tensor:
-    """``log p_y`` per sample, shape ``(N,)``."""
+    """``log p_y`` per sample, shape ``(N,)``.
+
+    Parameters
+    ----------
+    logp : Tensor of shape (N, K)
+        Log-probabilities.
+    targets : Tensor of shape (N,)
+        int64 targets.
+
+    Returns
+    -------
+    Tensor of shape (N,)
+        The target's log-probability.
+
+    Examples
+    --------
+    >>> target_log_prob(torch.tensor([[-0.1, -2.0], [-3.0, -0.2]]), torch.tensor([1, 1]))
+    tensor([-2.0000, -0.2000])
+    """
     return logp.gather(1, targets[:, None])[:, 0]
 
 
 def reduce(loss: Tensor, reduction: Reduction) -> Tensor:
-    """Mean, sum or the per-sample tensor itself."""
+    """Mean, sum or the per-sample tensor itself.
+
+    Parameters
+    ----------
+    loss : Tensor of shape (N,)
+        Per-sample values.
+    reduction : {"mean", "sum", "none"}
+        How to reduce.
+
+    Returns
+    -------
+    Tensor
+        A scalar, or ``loss`` for ``"none"``.
+
+    Examples
+    --------
+    >>> reduce(torch.tensor([1.0, 3.0]), "mean")
+    tensor(2.)
+    """
     if reduction == "mean":
         return loss.mean()
     if reduction == "sum":
@@ -111,7 +235,27 @@ def reduce(loss: Tensor, reduction: Reduction) -> Tensor:
 
 
 def cross_entropy(logits: Tensor, targets: Tensor, reduction: Reduction = "mean") -> Tensor:
-    """Cross-entropy ``-log p_y``."""
+    """Cross-entropy ``-log p_y``.
+
+    Parameters
+    ----------
+    logits : Tensor of shape (N, K)
+        Raw scores.
+    targets : Tensor of shape (N,)
+        int64 class indices.
+    reduction : {"mean", "sum", "none"}
+        How to reduce the per-sample losses.
+
+    Returns
+    -------
+    Tensor
+        The loss (shape ``(N,)`` for ``"none"``).
+
+    Examples
+    --------
+    >>> cross_entropy(torch.zeros(1, 2), torch.tensor([0]))  # log 2
+    tensor(0.6931)
+    """
     reduction = check_reduction(reduction)
     return reduce(-target_log_prob(log_probs(logits, targets), targets), reduction)
 
@@ -122,6 +266,25 @@ def label_smoothing_loss(
     """Cross-entropy against ``(1 - eps) onehot(y) + eps / K`` (Szegedy et al. 2016).
 
     Per sample: ``-(1 - eps) log p_y - (eps / K) sum_k log p_k``; ``eps = 0`` is cross-entropy.
+
+    Parameters
+    ----------
+    logits, targets, reduction
+        As in :func:`cross_entropy`.
+    epsilon : float
+        Smoothing in ``[0, 1)``.
+
+    Returns
+    -------
+    Tensor
+        The loss (shape ``(N,)`` for ``"none"``).
+
+    Examples
+    --------
+    >>> logits = torch.tensor([[0.0, math.log(3.0)]])  # p = (1/4, 3/4)
+    >>> loss = label_smoothing_loss(logits, torch.tensor([1]), epsilon=0.5)
+    >>> round(float(loss), 4), round(-0.75 * math.log(0.75) - 0.25 * math.log(0.25), 4)
+    (0.5623, 0.5623)
     """
     epsilon = check_fraction("epsilon", epsilon)
     reduction = check_reduction(reduction)
@@ -131,26 +294,76 @@ def label_smoothing_loss(
 
 
 def brier_loss(logits: Tensor, targets: Tensor, reduction: Reduction = "mean") -> Tensor:
-    """Brier score (Brier 1950): ``sum_k (p_k - onehot(y)_k)^2`` per sample, in ``[0, 2]``."""
+    """Brier score (Brier 1950): ``sum_k (p_k - onehot(y)_k)^2`` per sample, in ``[0, 2]``.
+
+    Parameters
+    ----------
+    logits, targets, reduction
+        As in :func:`cross_entropy`.
+
+    Returns
+    -------
+    Tensor
+        The loss (shape ``(N,)`` for ``"none"``).
+
+    Examples
+    --------
+    >>> brier_loss(torch.zeros(1, 2), torch.tensor([0]))  # 0.5^2 + 0.5^2
+    tensor(0.5000)
+    """
     reduction = check_reduction(reduction)
     p = log_probs(logits, targets).exp()
     onehot = F.one_hot(targets, p.shape[1]).to(p.dtype)
     return reduce((p - onehot).square().sum(dim=1), reduction)
 
 
-class CrossEntropyLoss(nn.Module):
-    """Cross-entropy ``-log p_y`` as a module (see :func:`cross_entropy`)."""
+class _ReducedLoss(nn.Module):
+    """``function(logits, targets, reduction)`` as a module."""
 
-    def __init__(self, reduction: Reduction = "mean") -> None:
+    def __init__(
+        self, function: Callable[[Tensor, Tensor, Reduction], Tensor], reduction: Reduction
+    ) -> None:
         super().__init__()
+        self.function = function
         self.reduction = check_reduction(reduction)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return cross_entropy(logits, targets, self.reduction)
+        return self.function(logits, targets, self.reduction)
+
+
+class CrossEntropyLoss(_ReducedLoss):
+    """Cross-entropy ``-log p_y`` as a module (see :func:`cross_entropy`).
+
+    Parameters
+    ----------
+    reduction : {"mean", "sum", "none"}
+        How to reduce the per-sample losses.
+
+    Examples
+    --------
+    >>> CrossEntropyLoss()(torch.zeros(1, 2), torch.tensor([0]))
+    tensor(0.6931)
+    """
+
+    def __init__(self, reduction: Reduction = "mean") -> None:
+        super().__init__(cross_entropy, reduction)
 
 
 class LabelSmoothingLoss(nn.Module):
-    """Label-smoothed cross-entropy, ``epsilon`` in [0, 1); see :func:`label_smoothing_loss`."""
+    """Label-smoothed cross-entropy, ``epsilon`` in [0, 1); see :func:`label_smoothing_loss`.
+
+    Parameters
+    ----------
+    epsilon : float
+        Smoothing in ``[0, 1)``.
+    reduction : {"mean", "sum", "none"}
+        How to reduce the per-sample losses.
+
+    Examples
+    --------
+    >>> LabelSmoothingLoss(0.1)(torch.zeros(1, 2), torch.tensor([0]))  # log 2 for any epsilon
+    tensor(0.6931)
+    """
 
     def __init__(self, epsilon: float = 0.1, reduction: Reduction = "mean") -> None:
         super().__init__()
@@ -164,12 +377,19 @@ class LabelSmoothingLoss(nn.Module):
         return f"epsilon={self.epsilon}, reduction={self.reduction!r}"
 
 
-class BrierLoss(nn.Module):
-    """Brier score of the softmax probabilities (see :func:`brier_loss`)."""
+class BrierLoss(_ReducedLoss):
+    """Brier score of the softmax probabilities (see :func:`brier_loss`).
+
+    Parameters
+    ----------
+    reduction : {"mean", "sum", "none"}
+        How to reduce the per-sample losses.
+
+    Examples
+    --------
+    >>> BrierLoss(reduction="none")(torch.zeros(2, 2), torch.tensor([0, 1]))
+    tensor([0.5000, 0.5000])
+    """
 
     def __init__(self, reduction: Reduction = "mean") -> None:
-        super().__init__()
-        self.reduction = check_reduction(reduction)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return brier_loss(logits, targets, self.reduction)
+        super().__init__(brier_loss, reduction)

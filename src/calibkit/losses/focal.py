@@ -36,6 +36,8 @@ tensor([0.0018, 0.7019])
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor, nn
 
@@ -59,7 +61,29 @@ def _power(base: Tensor, gamma: float | Tensor) -> Tensor:
 def focal_loss(
     logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
 ) -> Tensor:
-    """Focal loss ``-(1 - p_y)^gamma log p_y`` (Lin et al. 2017; Mukhoti et al. 2020)."""
+    """Focal loss ``-(1 - p_y)^gamma log p_y`` (Lin et al. 2017; Mukhoti et al. 2020).
+
+    Parameters
+    ----------
+    logits, targets, reduction
+        As in :func:`~calibkit.losses.basic.cross_entropy`.
+    gamma : float
+        Exponent, finite and >= 0; 0 gives cross-entropy.
+
+    Returns
+    -------
+    Tensor
+        The loss.
+
+    Examples
+    --------
+    >>> from calibkit.losses.basic import cross_entropy
+    >>> logits, targets = torch.tensor([[2.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 0])
+    >>> torch.allclose(focal_loss(logits, targets, gamma=0.0), cross_entropy(logits, targets))
+    True
+    >>> focal_loss(torch.zeros(1, 2), torch.tensor([0]), gamma=1.0)  # 0.5 * log 2
+    tensor(0.3466)
+    """
     gamma = check_real("gamma", gamma)
     reduction = check_reduction(reduction)
     logp_y = target_log_prob(log_probs(logits, targets), targets)
@@ -73,6 +97,23 @@ def adaptive_focal_loss(
 
     The per-sample exponent is 5 where ``p_y < 0.2``, 3 where ``p_y < 0.5`` and ``gamma``
     elsewhere, chosen from ``p_y`` without gradient.
+
+    Parameters
+    ----------
+    logits, targets, reduction
+        As in :func:`~calibkit.losses.basic.cross_entropy`.
+    gamma : float
+        Exponent where ``p_y >= 0.5`` (3 gives FLSD-53).
+
+    Returns
+    -------
+    Tensor
+        The loss.
+
+    Examples
+    --------
+    >>> adaptive_focal_loss(torch.zeros(1, 2), torch.tensor([0]))  # p_y = 0.5: 0.5^3 log 2
+    tensor(0.0866)
     """
     gamma = check_real("gamma", gamma)
     reduction = check_reduction(reduction)
@@ -86,7 +127,25 @@ def adaptive_focal_loss(
 def inverse_focal_loss(
     logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
 ) -> Tensor:
-    """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021)."""
+    """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021).
+
+    Parameters
+    ----------
+    logits, targets, reduction
+        As in :func:`~calibkit.losses.basic.cross_entropy`.
+    gamma : float
+        Exponent, finite and >= 0; 0 gives cross-entropy.
+
+    Returns
+    -------
+    Tensor
+        The loss.
+
+    Examples
+    --------
+    >>> inverse_focal_loss(torch.zeros(1, 2), torch.tensor([0]), gamma=1.0)  # 1.5 log 2
+    tensor(1.0397)
+    """
     gamma = check_real("gamma", gamma)
     reduction = check_reduction(reduction)
     logp_y = target_log_prob(log_probs(logits, targets), targets)
@@ -99,6 +158,24 @@ def dual_focal_loss(
     """Dual focal loss ``-(1 - p_y + p_j)^gamma log p_y`` (Tao et al. 2023).
 
     ``p_j = max{p_k : p_k < p_y}`` (0 if no class is less probable than the target).
+
+    Parameters
+    ----------
+    logits, targets, reduction
+        As in :func:`~calibkit.losses.basic.cross_entropy`.
+    gamma : float
+        Exponent, finite and >= 0; 0 gives cross-entropy.
+
+    Returns
+    -------
+    Tensor
+        The loss.
+
+    Examples
+    --------
+    >>> logits = torch.log(torch.tensor([[1.0, 2.0, 1.0]]))  # p = (1/4, 1/2, 1/4)
+    >>> dual_focal_loss(logits, torch.tensor([1]), gamma=1.0)  # (1 - 1/2 + 1/4) log 2
+    tensor(0.5199)
     """
     gamma = check_real("gamma", gamma)
     reduction = check_reduction(reduction)
@@ -111,55 +188,103 @@ def dual_focal_loss(
 
 
 class _GammaLoss(nn.Module):
-    """A loss with one exponent ``gamma`` (finite, >= 0) and a reduction."""
+    """``function(logits, targets, gamma, reduction)`` as a module (``gamma`` finite, >= 0)."""
 
-    def __init__(self, gamma: float, reduction: Reduction = "mean") -> None:
+    def __init__(
+        self,
+        function: Callable[[Tensor, Tensor, float, Reduction], Tensor],
+        gamma: float,
+        reduction: Reduction,
+    ) -> None:
         super().__init__()
+        self.function = function
         self.gamma = check_real("gamma", gamma)
         self.reduction = check_reduction(reduction)
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return self.function(logits, targets, self.gamma, self.reduction)
 
     def extra_repr(self) -> str:
         return f"gamma={self.gamma}, reduction={self.reduction!r}"
 
 
 class FocalLoss(_GammaLoss):
-    """Focal loss ``-(1 - p_y)^gamma log p_y``; default ``gamma = 3`` (FL-3, Mukhoti et al.)."""
+    """Focal loss ``-(1 - p_y)^gamma log p_y``; default ``gamma = 3`` (FL-3, Mukhoti et al.).
+
+    Parameters
+    ----------
+    gamma : float
+        Exponent, finite and >= 0.
+    reduction : {"mean", "sum", "none"}
+        How to reduce the per-sample losses.
+
+    Examples
+    --------
+    >>> FocalLoss(gamma=1.0)(torch.zeros(1, 2), torch.tensor([0]))  # 0.5 log 2
+    tensor(0.3466)
+    """
 
     def __init__(self, gamma: float = 3.0, reduction: Reduction = "mean") -> None:
-        super().__init__(gamma, reduction)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return focal_loss(logits, targets, self.gamma, self.reduction)
+        super().__init__(focal_loss, gamma, reduction)
 
 
 class AdaptiveFocalLoss(_GammaLoss):
-    """FLSD-53: ``gamma`` 5 if ``p_y < 0.2``, 3 if ``p_y < 0.5``, else ``gamma`` (default 3)."""
+    """FLSD-53: ``gamma`` 5 if ``p_y < 0.2``, 3 if ``p_y < 0.5``, else ``gamma`` (default 3).
+
+    Parameters
+    ----------
+    gamma : float
+        Exponent where ``p_y >= 0.5``.
+    reduction : {"mean", "sum", "none"}
+        How to reduce the per-sample losses.
+
+    Examples
+    --------
+    >>> AdaptiveFocalLoss()(torch.zeros(1, 2), torch.tensor([0]))  # 0.5^3 log 2
+    tensor(0.0866)
+    """
 
     def __init__(self, gamma: float = 3.0, reduction: Reduction = "mean") -> None:
-        super().__init__(gamma, reduction)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return adaptive_focal_loss(logits, targets, self.gamma, self.reduction)
+        super().__init__(adaptive_focal_loss, gamma, reduction)
 
 
 class InverseFocalLoss(_GammaLoss):
-    """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021); default gamma 2."""
+    """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021); default gamma 2.
+
+    Parameters
+    ----------
+    gamma : float
+        Exponent, finite and >= 0.
+    reduction : {"mean", "sum", "none"}
+        How to reduce the per-sample losses.
+
+    Examples
+    --------
+    >>> InverseFocalLoss(gamma=1.0)(torch.zeros(1, 2), torch.tensor([0]))  # 1.5 log 2
+    tensor(1.0397)
+    """
 
     def __init__(self, gamma: float = 2.0, reduction: Reduction = "mean") -> None:
-        super().__init__(gamma, reduction)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return inverse_focal_loss(logits, targets, self.gamma, self.reduction)
+        super().__init__(inverse_focal_loss, gamma, reduction)
 
 
 class DualFocalLoss(_GammaLoss):
     """Dual focal loss ``-(1 - p_y + p_j)^gamma log p_y`` (Tao et al. 2023); default gamma 2.
 
     ``p_j`` is the largest probability below ``p_y`` (see the module docstring).
+
+    Parameters
+    ----------
+    gamma : float
+        Exponent, finite and >= 0.
+    reduction : {"mean", "sum", "none"}
+        How to reduce the per-sample losses.
+
+    Examples
+    --------
+    >>> DualFocalLoss(gamma=1.0)(torch.zeros(1, 2), torch.tensor([0]))  # no p_j: 0.5 log 2
+    tensor(0.3466)
     """
 
     def __init__(self, gamma: float = 2.0, reduction: Reduction = "mean") -> None:
-        super().__init__(gamma, reduction)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return dual_focal_loss(logits, targets, self.gamma, self.reduction)
+        super().__init__(dual_focal_loss, gamma, reduction)

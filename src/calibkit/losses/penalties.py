@@ -72,13 +72,49 @@ def _sqrt(x: Tensor) -> Tensor:
 
 
 def l1_logit_norm(logits: Tensor, targets: Tensor) -> Tensor:
-    """Mean L1 norm of the logits, ``mean_i sum_k |z_ik|`` (``targets`` only checked)."""
+    """Mean L1 norm of the logits, ``mean_i sum_k |z_ik|`` (``targets`` only checked).
+
+    Parameters
+    ----------
+    logits, targets
+        Logits ``(N, K)`` and int64 class indices ``(N,)``.
+
+    Returns
+    -------
+    Tensor
+        A scalar.
+
+    Examples
+    --------
+    >>> l1_logit_norm(torch.tensor([[2.0, 0.0], [0.0, -1.0]]), torch.tensor([0, 0]))
+    tensor(1.5000)
+    """
     check_inputs(logits, targets)
     return logits.abs().sum(dim=1).mean()
 
 
 def mmce(logits: Tensor, targets: Tensor, bandwidth: float = 0.4, weighted: bool = True) -> Tensor:
-    """MMCE (Kumar et al. 2018) with a Laplacian kernel; weighted MMCE_w by default."""
+    """MMCE (Kumar et al. 2018) with a Laplacian kernel; weighted MMCE_w by default.
+
+    Parameters
+    ----------
+    logits, targets
+        Logits ``(N, K)`` and int64 class indices ``(N,)``.
+    bandwidth : float
+        Kernel width, > 0.
+    weighted : bool
+        MMCE_w (correct and wrong samples balanced) or the plain MMCE.
+
+    Returns
+    -------
+    Tensor
+        A scalar.
+
+    Examples
+    --------
+    >>> mmce(torch.zeros(1, 2), torch.tensor([0]))  # one correct sample at r = 0.5
+    tensor(0.5000)
+    """
     bandwidth = check_real("bandwidth", bandwidth, strict=True)
     r, one_minus_r, c = _confidence(logits, targets)
     if weighted:
@@ -92,7 +128,23 @@ def mmce(logits: Tensor, targets: Tensor, bandwidth: float = 0.4, weighted: bool
 
 
 def mdca(logits: Tensor, targets: Tensor) -> Tensor:
-    """MDCA (Hebbalaguppe et al. 2022): ``(1/K) sum_j |mean_i p_ij - mean_i 1[y_i = j]|``."""
+    """MDCA (Hebbalaguppe et al. 2022): ``(1/K) sum_j |mean_i p_ij - mean_i 1[y_i = j]|``.
+
+    Parameters
+    ----------
+    logits, targets
+        Logits ``(N, K)`` and int64 class indices ``(N,)``.
+
+    Returns
+    -------
+    Tensor
+        A scalar.
+
+    Examples
+    --------
+    >>> mdca(torch.zeros(2, 2), torch.tensor([0, 0]))  # (|0.5 - 1| + |0.5 - 0|) / 2
+    tensor(0.5000)
+    """
     p = log_probs(logits, targets).exp()
     freq = F.one_hot(targets, p.shape[1]).to(p.dtype).mean(dim=0)
     return (p.mean(dim=0) - freq).abs().mean()
@@ -105,7 +157,29 @@ def soft_ece(
     temperature: float = 1e-3,
     norm: SoftNorm = "l1",
 ) -> Tensor:
-    """Soft-binned top-label ECE (Karandikar et al. 2021); see the module docstring."""
+    """Soft-binned top-label ECE (Karandikar et al. 2021); see the module docstring.
+
+    Parameters
+    ----------
+    logits, targets
+        Logits ``(N, K)`` and int64 class indices ``(N,)``.
+    n_bins : int
+        Number of soft bins.
+    temperature : float
+        Softness of the bin assignment, > 0 (towards 0: hard ``[a, b)`` bins).
+    norm : {"l1", "l2"}
+        Weighted mean or root-mean-square of the per-bin gaps.
+
+    Returns
+    -------
+    Tensor
+        A scalar.
+
+    Examples
+    --------
+    >>> soft_ece(torch.zeros(1, 2), torch.tensor([0]))  # r = 0.5 correct: gap 0.5
+    tensor(0.5000)
+    """
     n_bins = check_n_bins(n_bins)
     temperature = check_real("temperature", temperature, strict=True)
     if norm not in ("l1", "l2"):
@@ -123,14 +197,26 @@ def soft_ece(
 class Penalty(nn.Module):
     """A batch-level calibration penalty ``(logits, targets) -> scalar``.
 
-    ``weight_param`` names its weight in the combined losses and configs.
+    ``weight_param`` names its weight in the combined losses and configs. Subclasses
+    implement ``forward(logits, targets)``.
+
+    Examples
+    --------
+    >>> Penalty.weight_param, L1LogitNorm.weight_param
+    ('beta', 'alpha')
     """
 
     weight_param: ClassVar[str] = "beta"
 
 
 class L1LogitNorm(Penalty):
-    """Mean L1 norm of the logits (Joo & Chung 2021); see :func:`l1_logit_norm`."""
+    """Mean L1 norm of the logits (Joo & Chung 2021); see :func:`l1_logit_norm`.
+
+    Examples
+    --------
+    >>> L1LogitNorm()(torch.tensor([[2.0, -2.0]]), torch.tensor([0]))
+    tensor(4.)
+    """
 
     weight_param: ClassVar[str] = "alpha"
 
@@ -139,7 +225,20 @@ class L1LogitNorm(Penalty):
 
 
 class MMCE(Penalty):
-    """MMCE with Laplacian kernel of width ``bandwidth``; weighted (MMCE_w) by default."""
+    """MMCE with Laplacian kernel of width ``bandwidth``; weighted (MMCE_w) by default.
+
+    Parameters
+    ----------
+    bandwidth : float
+        Kernel width, > 0.
+    weighted : bool
+        MMCE_w or the plain MMCE (see :func:`mmce`).
+
+    Examples
+    --------
+    >>> MMCE(weighted=False)(torch.zeros(1, 2), torch.tensor([0]))
+    tensor(0.5000)
+    """
 
     def __init__(self, bandwidth: float = 0.4, weighted: bool = True) -> None:
         super().__init__()
@@ -156,14 +255,31 @@ class MMCE(Penalty):
 
 
 class MDCA(Penalty):
-    """Multi-class difference in confidence and accuracy (Hebbalaguppe et al. 2022)."""
+    """Multi-class difference in confidence and accuracy (Hebbalaguppe et al. 2022).
+
+    Examples
+    --------
+    >>> MDCA()(torch.zeros(2, 2), torch.tensor([0, 1]))  # mean p equals label frequency
+    tensor(0.)
+    """
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
         return mdca(logits, targets)
 
 
 class SoftECE(Penalty):
-    """Soft-binned ECE with ``n_bins`` bins and soft-binning ``temperature``."""
+    """Soft-binned ECE with ``n_bins`` bins and soft-binning ``temperature``.
+
+    Parameters
+    ----------
+    n_bins, temperature, norm
+        As in :func:`soft_ece`.
+
+    Examples
+    --------
+    >>> SoftECE(n_bins=15)(torch.zeros(1, 2), torch.tensor([1]))  # r = 0.5 wrong: gap 0.5
+    tensor(0.5000)
+    """
 
     def __init__(self, n_bins: int = 15, temperature: float = 1e-3, norm: SoftNorm = "l1") -> None:
         super().__init__()
@@ -185,6 +301,22 @@ class CombinedLoss(nn.Module):
 
     ``base`` must reduce to a scalar (``reduction`` "mean" or "sum"), since the penalty is a
     batch statistic; ``weight`` is a finite number >= 0.
+
+    Parameters
+    ----------
+    base : nn.Module
+        The loss, reducing to a scalar.
+    penalty : nn.Module
+        The penalty, e.g. a :class:`Penalty`.
+    weight : float
+        Weight of the penalty.
+
+    Examples
+    --------
+    >>> from calibkit.losses.basic import CrossEntropyLoss
+    >>> loss = CombinedLoss(CrossEntropyLoss(), L1LogitNorm(), weight=0.5)
+    >>> loss(torch.tensor([[1.0, -1.0]]), torch.tensor([0]))  # log(1 + e^-2) + 0.5 * 2
+    tensor(1.1269)
     """
 
     def __init__(self, base: nn.Module, penalty: nn.Module, weight: float) -> None:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibkit.core.binning import check_n_bins, equal_width_index
+from calibkit.core.binning import check_n_bins
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
-from calibkit.metrics.binned import sce_index
+from calibkit.metrics.bin_errors import sce_hit_index, sce_index
 from calibkit.metrics.samples import (
     F64,
     Mode,
@@ -30,7 +30,25 @@ from calibkit.metrics.suite import METRIC_NAMES, MetricSuite
 
 
 class CalibrationMetrics:
-    """Accumulate outputs batch by batch; :meth:`compute` returns every metric."""
+    """Accumulate outputs batch by batch; :meth:`compute` returns every metric.
+
+    Parameters
+    ----------
+    n_bins : int
+        Number of bins of the binned metrics (equal width, ``[a, b)``, last closed at 1.0).
+    mode : {"top_label", "positive_class"}
+        What the calibration metrics measure for a binary problem (see
+        :mod:`calibkit.core.binning`).
+
+    Examples
+    --------
+    >>> acc = CalibrationMetrics(n_bins=10)
+    >>> acc.update([1], probs=[[0.2, 0.8]])
+    >>> acc.update([0], probs=[[0.4, 0.6]])
+    >>> res = acc.compute()
+    >>> acc.n_samples, res["accuracy"], round(res["ece"], 4)  # as ece() on both samples
+    (2, 0.5, 0.4)
+    """
 
     def __init__(self, *, n_bins: int = 15, mode: Mode = "top_label") -> None:
         self.n_bins = check_n_bins(n_bins)
@@ -78,12 +96,12 @@ class CalibrationMetrics:
         self._sce_conf += np.bincount(
             sce_index(out.probs, self.n_bins), weights=out.probs.reshape(-1), minlength=size
         )
-        p_true = out.probs[np.arange(out.n_samples), out.labels]
-        hit = out.labels * self.n_bins + equal_width_index(p_true, self.n_bins)
+        hit = sce_hit_index(out.probs, out.labels, self.n_bins)
         self._sce_hits += np.bincount(hit, minlength=size)
 
     @property
     def n_samples(self) -> int:
+        """Number of samples added since the last reset."""
         return int(sum(p.shape[0] for p in self._parts["conf"]))
 
     def compute(self) -> dict[str, float]:

@@ -1,14 +1,19 @@
 """Binned calibration errors: ECE, adaptive ECE, MCE, RMSCE, debiased ECE and SCE.
 
-All binning goes through :mod:`calibkit.core.binning` (bin rule, tie handling, conventions and
-binary semantics are stated there). Sums are accumulated in float64.
+All binning goes through :mod:`calibkit.core.binning`: equal-width bins are ``[a, b)`` with
+the last bin closed at 1.0; tie handling, the parity conventions and the binary semantics
+(``mode="top_label"``: max probability vs "prediction correct"; ``mode="positive_class"``:
+``P(y = 1)`` vs ``y == 1``) are stated there. The formulas (ECE = l1, RMSCE = l2,
+MCE = max norm of the per-bin gaps) are in :mod:`calibkit.metrics.bin_errors`; sums are
+accumulated in float64.
 
-With per-bin outcome rate ``acc_b``, mean confidence ``conf_b`` and weight ``w_b`` (the
-fraction of samples in bin ``b``):
+Every metric takes ``labels`` (``(N,)`` integers, or a
+:class:`~calibkit.core.outputs.ClassifierOutputs`) and exactly one of ``probs`` or
+``logits`` (``(N, K)``; a 1-D ``probs`` is ``P(y = 1)`` of a binary problem), plus optional
+non-negative ``sample_weight`` ``(N,)``; it returns a float64 Python float (a fraction).
 
-- ``norm="l1"`` (ECE): ``sum_b w_b |acc_b - conf_b|``
-- ``norm="l2"`` (RMSCE): ``sqrt(sum_b w_b (acc_b - conf_b)^2)``
-- ``norm="max"`` (MCE): ``max_b |acc_b - conf_b|`` over non-empty bins
+The examples use two samples: confidence 0.8 correct and 0.6 wrong, so with 10 bins the
+ECE is ``0.5 * 0.2 + 0.5 * 0.6 = 0.4``.
 
 >>> labels = [0, 0, 1, 1, 1]
 >>> p1 = [0.25, 0.25, 0.55, 0.75, 0.75]
@@ -20,10 +25,6 @@ fraction of samples in bin ``b``):
 
 from __future__ import annotations
 
-from typing import Literal
-
-import numpy as np
-
 from calibkit.core.binning import (
     BinStats,
     Convention,
@@ -31,53 +32,16 @@ from calibkit.core.binning import (
     TorchDtype,
     bin_stats,
     check_n_bins,
-    equal_width_index,
 )
-from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
-from calibkit.metrics.samples import F64, Mode, calibration_target, check_weight
-
-Norm = Literal["l1", "l2", "max"]
-NORMS: tuple[str, ...] = ("l1", "l2", "max")
-
-
-def errors_from_sums(counts: F64, conf_sum: F64, acc_sum: F64) -> dict[str, F64]:
-    """ECE (l1), RMSCE (l2), MCE (max) and debiased ECE from per-bin sums, row by row.
-
-    The arrays are ``(..., n_bins)``: one row per weighting (e.g. bootstrap replicate).
-    The debiased l2 error (Kumar et al. 2019) is
-    ``sqrt(max(0, sum_b w_b [(acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1)]))`` with
-    bins of fewer than 2 samples contributing 0.
-    """
-    total = counts.sum(axis=-1, keepdims=True)
-    nonempty = counts > 0
-    safe = np.where(nonempty, counts, 1.0)
-    diff = np.abs(acc_sum - conf_sum)
-    gaps = np.where(nonempty, diff / safe, 0.0)
-    weights = counts / total
-    use = counts >= 2
-    n = np.where(use, counts, 2.0)
-    acc, conf = acc_sum / n, conf_sum / n
-    terms = np.where(use, (acc - conf) ** 2 - acc * (1.0 - acc) / (n - 1.0), 0.0)
-    return {
-        "l1": diff.sum(axis=-1) / total[..., 0],
-        "l2": np.sqrt((weights * gaps**2).sum(axis=-1)),
-        "max": np.where(nonempty, gaps, -np.inf).max(axis=-1),
-        "debiased": np.sqrt(np.maximum(0.0, (weights * terms).sum(axis=-1))),
-    }
-
-
-def error_from_stats(stats: BinStats, norm: Norm = "l1") -> float:
-    """Calibration error of precomputed bin sums under ``norm``."""
-    if norm not in NORMS:
-        raise InputError("norm", "one of " + ", ".join(NORMS), repr(norm))
-    return float(errors_from_sums(stats.counts, stats.confidence_sum, stats.accuracy_sum)[norm])
-
-
-def debiased_from_stats(stats: BinStats) -> float:
-    """Debiased l2 calibration error (Kumar et al. 2019) of precomputed bin sums."""
-    sums = errors_from_sums(stats.counts, stats.confidence_sum, stats.accuracy_sum)
-    return float(sums["debiased"])
+from calibkit.metrics.bin_errors import (
+    Norm,
+    debiased_from_stats,
+    error_from_stats,
+    sce_from_index,
+    sce_index,
+)
+from calibkit.metrics.samples import Mode, calibration_target, check_weight
 
 
 def reliability_stats(
@@ -91,7 +55,32 @@ def reliability_stats(
     convention: Convention = "calibkit",
     sample_weight: object = None,
 ) -> BinStats:
-    """Per-bin sums behind a reliability diagram and every binned metric."""
+    """Per-bin sums behind a reliability diagram and every binned metric.
+
+    Parameters
+    ----------
+    labels, probs, logits, sample_weight
+        The outputs (see the module docstring).
+    n_bins : int
+        Number of bins.
+    scheme : {"equal_width", "equal_mass"}
+        Bin scheme (see :mod:`calibkit.core.binning`).
+    mode : {"top_label", "positive_class"}
+        What is binned for a binary problem.
+    convention : {"calibkit", "torchmetrics", "netcal", "sklearn"}
+        Equal-width bin rule; "calibkit" is ``[a, b)``, last bin closed at 1.0.
+
+    Returns
+    -------
+    BinStats
+        Edges, weight, confidence sum and outcome sum per bin.
+
+    Examples
+    --------
+    >>> stats = reliability_stats([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], n_bins=2)
+    >>> stats.counts.tolist(), round(float(stats.mean_confidence[1]), 4)
+    ([0.0, 2.0], 0.7)
+    """
     out = as_outputs(labels, probs, logits=logits)
     return _stats(out, n_bins, scheme, mode, convention, sample_weight)
 
@@ -122,6 +111,25 @@ def torchmetrics_dtype(out: ClassifierOutputs, mode: Mode) -> TorchDtype:
 
     Its multiclass (top-label) metric casts confidences to float32; its binary
     (positive-class) metric keeps the input's dtype, so float64 input is binned in float64.
+
+    Parameters
+    ----------
+    out : ClassifierOutputs
+        Validated outputs (their input dtype is recorded).
+    mode : {"top_label", "positive_class"}
+        What is binned.
+
+    Returns
+    -------
+    {"float32", "float64"}
+        The dtype to pass as ``torchmetrics_dtype`` to :mod:`calibkit.core.binning`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out = as_outputs([1, 0], probs=np.array([0.8, 0.4]))
+    >>> torchmetrics_dtype(out, "top_label"), torchmetrics_dtype(out, "positive_class")
+    ('float32', 'float64')
     """
     return "float64" if mode == "positive_class" and out.input_dtype == "float64" else "float32"
 
@@ -138,9 +146,30 @@ def calibration_error(
     convention: Convention = "calibkit",
     sample_weight: object = None,
 ) -> float:
-    """Binned calibration error of the given ``norm`` (see the module docstring)."""
-    if norm not in NORMS:
-        raise InputError("norm", "one of " + ", ".join(NORMS), repr(norm))
+    """Binned calibration error of the given ``norm`` (see :mod:`calibkit.metrics.bin_errors`).
+
+    Parameters
+    ----------
+    labels, probs, logits, sample_weight
+        The outputs (see the module docstring).
+    n_bins : int
+        Number of bins.
+    norm : {"l1", "l2", "max"}
+        ECE, RMSCE or MCE.
+    scheme, mode, convention
+        As in :func:`reliability_stats`.
+
+    Returns
+    -------
+    float
+        The calibration error, a fraction.
+
+    Examples
+    --------
+    >>> p = [[0.2, 0.8], [0.4, 0.6]]
+    >>> round(calibration_error([1, 0], p, n_bins=10, norm="l2"), 4)  # sqrt(0.02 + 0.18)
+    0.4472
+    """
     out = as_outputs(labels, probs, logits=logits)
     return error_from_stats(_stats(out, n_bins, scheme, mode, convention, sample_weight), norm)
 
@@ -155,7 +184,23 @@ def ece(
     convention: Convention = "calibkit",
     sample_weight: object = None,
 ) -> float:
-    """Expected calibration error with ``n_bins`` equal-width bins (Guo et al. 2017)."""
+    """Expected calibration error with ``n_bins`` equal-width bins (Guo et al. 2017).
+
+    Parameters
+    ----------
+    labels, probs, logits, sample_weight, n_bins, mode, convention
+        As in :func:`reliability_stats` (equal-width bins).
+
+    Returns
+    -------
+    float
+        ``sum_b w_b |acc_b - conf_b|``, a fraction in [0, 1].
+
+    Examples
+    --------
+    >>> round(ece([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], n_bins=10), 4)
+    0.4
+    """
     return calibration_error(
         labels,
         probs,
@@ -176,7 +221,23 @@ def aece(
     mode: Mode = "top_label",
     sample_weight: object = None,
 ) -> float:
-    """Adaptive ECE: ECE with equal-mass bins; ties are never split (see calibkit.core.binning)."""
+    """Adaptive ECE: ECE with equal-mass bins; ties are never split (see calibkit.core.binning).
+
+    Parameters
+    ----------
+    labels, probs, logits, sample_weight, n_bins, mode
+        As in :func:`reliability_stats` (equal-mass bins).
+
+    Returns
+    -------
+    float
+        The adaptive ECE, a fraction in [0, 1].
+
+    Examples
+    --------
+    >>> round(aece([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], n_bins=2), 4)  # one sample a bin
+    0.4
+    """
     return calibration_error(
         labels,
         probs,
@@ -198,7 +259,23 @@ def mce(
     convention: Convention = "calibkit",
     sample_weight: object = None,
 ) -> float:
-    """Maximum calibration error: the largest gap over non-empty equal-width bins."""
+    """Maximum calibration error: the largest gap over non-empty equal-width bins.
+
+    Parameters
+    ----------
+    labels, probs, logits, sample_weight, n_bins, mode, convention
+        As in :func:`reliability_stats` (equal-width bins).
+
+    Returns
+    -------
+    float
+        ``max_b |acc_b - conf_b|``, a fraction in [0, 1].
+
+    Examples
+    --------
+    >>> round(mce([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], n_bins=10), 4)
+    0.6
+    """
     return calibration_error(
         labels,
         probs,
@@ -221,7 +298,23 @@ def rmsce(
     convention: Convention = "calibkit",
     sample_weight: object = None,
 ) -> float:
-    """Root-mean-square calibration error (l2 norm) with equal-width bins."""
+    """Root-mean-square calibration error (l2 norm) with equal-width bins.
+
+    Parameters
+    ----------
+    labels, probs, logits, sample_weight, n_bins, mode, convention
+        As in :func:`reliability_stats` (equal-width bins).
+
+    Returns
+    -------
+    float
+        ``sqrt(sum_b w_b (acc_b - conf_b)^2)``.
+
+    Examples
+    --------
+    >>> round(rmsce([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], n_bins=10), 4)  # sqrt(0.2)
+    0.4472
+    """
     return calibration_error(
         labels,
         probs,
@@ -244,27 +337,25 @@ def debiased_ece(
     mode: Mode = "top_label",
     sample_weight: object = None,
 ) -> float:
-    """Debiased l2 calibration error (Kumar et al. 2019, "Verified uncertainty calibration")."""
+    """Debiased l2 calibration error (Kumar et al. 2019, "Verified uncertainty calibration").
+
+    Parameters
+    ----------
+    labels, probs, logits, sample_weight, n_bins, scheme, mode
+        As in :func:`reliability_stats`.
+
+    Returns
+    -------
+    float
+        The debiased error (formula in :func:`~calibkit.metrics.bin_errors.errors_from_sums`).
+
+    Examples
+    --------
+    >>> round(debiased_ece([0, 0, 0], probs=[[0.5, 0.5]] * 3, n_bins=1), 4)
+    0.5
+    """
     out = as_outputs(labels, probs, logits=logits)
     return debiased_from_stats(_stats(out, n_bins, scheme, mode, "calibkit", sample_weight))
-
-
-def sce_index(probs: F64, n_bins: int) -> np.ndarray:
-    """Flat (class, bin) index of every entry of ``probs``: ``k * n_bins + bin(p_ik)``."""
-    idx = equal_width_index(probs.reshape(-1), n_bins).reshape(probs.shape)
-    return (idx + np.arange(probs.shape[1], dtype=np.int64) * n_bins).reshape(-1)
-
-
-def sce_from_index(
-    flat_idx: np.ndarray, probs: F64, labels: np.ndarray, n_bins: int, weight: F64 | None
-) -> float:
-    """SCE from precomputed flat indices (see :func:`sce`)."""
-    n, k = probs.shape
-    w = np.ones(n) if weight is None else weight
-    conf_sum = np.bincount(flat_idx, weights=(probs * w[:, None]).reshape(-1), minlength=k * n_bins)
-    hit_idx = labels * n_bins + equal_width_index(probs[np.arange(n), labels], n_bins)
-    acc_sum = np.bincount(hit_idx, weights=w, minlength=k * n_bins)
-    return float(np.abs(acc_sum - conf_sum).sum() / (k * w.sum()))
 
 
 def sce(
@@ -277,12 +368,28 @@ def sce(
 ) -> float:
     """Static calibration error (Nixon et al. 2019): classwise ECE averaged over classes.
 
-    For every class k, all N probabilities ``p_k`` are binned (equal width) and compared
-    with the frequency of ``y = k`` in the bin: ``SCE = 1/K sum_k sum_b (n_kb / N)
+    For every class k, all N probabilities ``p_k`` are binned (equal width, ``[a, b)``) and
+    compared with the frequency of ``y = k`` in the bin: ``SCE = 1/K sum_k sum_b (n_kb / N)
     |freq_kb - conf_kb|``.
 
+    Parameters
+    ----------
+    labels, probs, logits, sample_weight
+        The outputs (see the module docstring).
+    n_bins : int
+        Number of equal-width bins per class.
+
+    Returns
+    -------
+    float
+        The static calibration error, a fraction.
+
+    Examples
+    --------
     >>> sce([0, 1], probs=[[1.0, 0.0], [0.0, 1.0]])
     0.0
+    >>> round(sce([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], n_bins=10), 4)  # (0.2 + 0.6) * 2 / 4
+    0.4
     """
     out = as_outputs(labels, probs, logits=logits)
     n_bins = check_n_bins(n_bins)

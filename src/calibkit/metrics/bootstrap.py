@@ -30,7 +30,24 @@ from calibkit.core.outputs import as_outputs
 
 @dataclass(frozen=True)
 class BootstrapInterval:
-    """A metric's value on the whole data and its percentile bootstrap interval."""
+    """A metric's value on the whole data and its percentile bootstrap interval.
+
+    Attributes
+    ----------
+    estimate : float
+        The metric on all samples.
+    low, high : float
+        The ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles over the replicates.
+    level : float
+        Confidence level of the interval.
+    n_boot : int
+        Number of bootstrap replicates.
+
+    Examples
+    --------
+    >>> BootstrapInterval(0.04, 0.03, 0.05, 0.95, 1000).high
+    0.05
+    """
 
     estimate: float
     low: float
@@ -59,8 +76,29 @@ def bootstrap_ci(
 ) -> BootstrapInterval:
     """Percentile bootstrap interval of ``metric`` over resamples of the samples (seeded).
 
-    ``kwargs`` go to ``metric`` (e.g. ``n_bins=10``). Binned calibration errors are biased
-    upwards at finite N, so near calibration the interval can lie above the estimate.
+    Binned errors are biased upwards at finite N: the interval can lie above the estimate.
+
+    Parameters
+    ----------
+    metric : callable
+        ``metric(labels, probs=...)`` or ``metric(labels, logits=...)`` returning a float.
+    labels, probs, logits, n_boot, level, seed
+        The outputs, as for every metric; the number of resamples (>= 1), the confidence
+        level in (0, 1) and the seed.
+    **kwargs
+        Further arguments of ``metric`` (e.g. ``n_bins=10``).
+
+    Returns
+    -------
+    BootstrapInterval
+        The estimate and its interval.
+
+    Examples
+    --------
+    >>> from calibkit.metrics.scores import accuracy
+    >>> ci = bootstrap_ci(accuracy, [0, 1], probs=[[0.9, 0.1], [0.2, 0.8]], n_boot=20)
+    >>> ci.estimate, ci.low, ci.high  # every resample is all correct
+    (1.0, 1.0, 1.0)
     """
     if not callable(metric):
         raise InputError("metric", "a callable metric(labels, probs=..., ...)", repr(metric))

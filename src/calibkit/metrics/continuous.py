@@ -1,6 +1,9 @@
 """Bin-free calibration errors: KS error (Gupta et al. 2021) and MMCE (Kumar et al. 2018).
 
-Both are computed exactly in O(N log N) from the sorted confidences.
+Both are computed exactly in O(N log N) from the sorted confidences. Like the binned
+metrics (:mod:`calibkit.metrics.binned`), they take ``labels``, exactly one of ``probs`` or
+``logits``, optional ``sample_weight`` and ``mode`` (top-label or positive-class, see
+:mod:`calibkit.core.binning`).
 
 >>> round(ks_error([0, 1], probs=[[0.6, 0.4], [0.2, 0.8]]), 6)
 0.3
@@ -23,6 +26,25 @@ def ks_from_sorted(conf: F64, outcome: F64, weight: F64 | None = None) -> float:
 
     ``max_i |sum_{j <= i} w_j (outcome_j - conf_j)| / sum_j w_j``, read only at the ends
     of runs of tied confidences so that the order within a tie cannot matter.
+
+    Parameters
+    ----------
+    conf : ndarray of shape (N,)
+        Confidences, sorted ascending.
+    outcome : ndarray of shape (N,)
+        Outcomes (1 = correct / positive) in the same order.
+    weight : ndarray of shape (N,), optional
+        Sample weights in the same order.
+
+    Returns
+    -------
+    float
+        The KS error.
+
+    Examples
+    --------
+    >>> round(ks_from_sorted(np.array([0.6, 0.8]), np.array([0.0, 1.0])), 4)  # |-0.6| / 2
+    0.3
     """
     diff = outcome - conf if weight is None else weight * (outcome - conf)
     total = conf.shape[0] if weight is None else float(weight.sum())
@@ -39,7 +61,25 @@ def ks_error(
     mode: Mode = "top_label",
     sample_weight: object = None,
 ) -> float:
-    """Kolmogorov-Smirnov calibration error (Gupta et al. 2021), top-label by default."""
+    """Kolmogorov-Smirnov calibration error (Gupta et al. 2021), top-label by default.
+
+    Parameters
+    ----------
+    labels, probs, logits, sample_weight
+        The outputs (see :mod:`calibkit.metrics.binned`).
+    mode : {"top_label", "positive_class"}
+        What is measured for a binary problem.
+
+    Returns
+    -------
+    float
+        The largest gap between cumulative outcome and cumulative confidence, over N.
+
+    Examples
+    --------
+    >>> round(ks_error([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]]), 4)
+    0.3
+    """
     out = as_outputs(labels, probs, logits=logits)
     conf, outcome = calibration_target(out, mode)
     w = check_weight(sample_weight, out.n_samples)
@@ -57,6 +97,25 @@ def mmce_from_sorted(
     and because the kernel factorises, ``P`` is a cumulative sum. Confidences are taken in
     blocks spanning at most ``_MAX_EXPONENT * width`` so that no exponential overflows,
     whatever the width (one block for widths above 0.002).
+
+    Parameters
+    ----------
+    conf : ndarray of shape (N,)
+        Confidences, sorted ascending.
+    outcome : ndarray of shape (N,)
+        Outcomes in the same order.
+    weight : ndarray of shape (N,), optional
+        Sample weights in the same order.
+    width : float
+        Kernel width.
+
+    Returns
+    -------
+    float
+        The MMCE.
+
+    Examples
+    --------
 
     >>> conf = np.array([0.2, 0.5, 0.9])
     >>> outcome = np.array([0.0, 1.0, 1.0])
@@ -94,6 +153,29 @@ def mmce_from_sorted_batch(conf: F64, signed: F64, total: F64, width: float = MM
 
     The formula of :func:`mmce_from_sorted`, vectorised over the rows when the confidences
     span a single block (every width above 0.002); row by row otherwise.
+
+    Parameters
+    ----------
+    conf : ndarray of shape (N,)
+        Confidences, sorted ascending.
+    signed : ndarray of shape (B, N)
+        ``w * (outcome - conf)`` per row (one row per weighting).
+    total : ndarray of shape (B,)
+        Total weight of each row.
+    width : float
+        Kernel width.
+
+    Returns
+    -------
+    ndarray of shape (B,)
+        The MMCE of each row.
+
+    Examples
+    --------
+    >>> conf, a = np.array([0.6, 0.8]), np.array([-0.6, 0.2])
+    >>> mm = mmce_from_sorted_batch(conf, np.stack([a, 2 * a]), np.array([2.0, 4.0]))
+    >>> np.round(mm, 4).tolist()  # both rows: the two samples once
+    [0.2522, 0.2522]
     """
     x = (conf - conf[0]) / width
     if x[-1] >= _MAX_EXPONENT:
@@ -115,7 +197,28 @@ def mmce(
     mode: Mode = "top_label",
     sample_weight: object = None,
 ) -> float:
-    """Maximum mean calibration error (Kumar et al. 2018), Laplacian kernel of ``width`` 0.4."""
+    """Maximum mean calibration error (Kumar et al. 2018), Laplacian kernel of ``width`` 0.4.
+
+    Parameters
+    ----------
+    labels, probs, logits, sample_weight
+        The outputs (see :mod:`calibkit.metrics.binned`).
+    width : float
+        Width of the kernel ``exp(-|r - r'| / width)``, > 0.
+    mode : {"top_label", "positive_class"}
+        What is measured for a binary problem.
+
+    Returns
+    -------
+    float
+        ``sqrt(sum_ij a_i a_j k(r_i, r_j)) / N`` with ``a_i = outcome_i - r_i``.
+
+    Examples
+    --------
+    >>> value = mmce([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]])  # a = (0.2, -0.6)
+    >>> round(value, 4), round(float(np.sqrt(0.4 - 0.24 * np.exp(-0.5))) / 2, 4)
+    (0.2522, 0.2522)
+    """
     if not (isinstance(width, int | float) and width > 0):
         raise InputError("width", "a positive number", repr(width))
     out = as_outputs(labels, probs, logits=logits)

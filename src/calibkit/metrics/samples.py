@@ -24,6 +24,27 @@ def calibration_target(outputs: ClassifierOutputs, mode: Mode = "top_label") -> 
 
     ``top_label``: confidence = max probability, outcome = 1 if the prediction is correct.
     ``positive_class`` (binary problems only): confidence = P(y = 1), outcome = 1 if y = 1.
+
+    Parameters
+    ----------
+    outputs : ClassifierOutputs
+        Validated outputs.
+    mode : {"top_label", "positive_class"}
+        Which confidence and outcome (see :mod:`calibkit.core.binning`).
+
+    Returns
+    -------
+    conf, outcome : ndarray of shape (N,)
+        Confidences and 0/1 outcomes, float64.
+
+    Examples
+    --------
+    >>> from calibkit.core.outputs import as_outputs
+    >>> out = as_outputs([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]])
+    >>> [c.tolist() for c in calibration_target(out)]
+    [[0.8, 0.6], [1.0, 0.0]]
+    >>> [c.tolist() for c in calibration_target(out, "positive_class")]
+    [[0.8, 0.6], [1.0, 0.0]]
     """
     if mode == "top_label":
         return outputs.confidence, outputs.correct
@@ -39,7 +60,25 @@ def calibration_target(outputs: ClassifierOutputs, mode: Mode = "top_label") -> 
 
 
 def check_weight(sample_weight: object, n: int) -> F64 | None:
-    """Validate optional non-negative sample weights (one per sample, not all zero)."""
+    """Validate optional non-negative sample weights (one per sample, not all zero).
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n,) or None
+        The weights.
+    n : int
+        Number of samples.
+
+    Returns
+    -------
+    ndarray of shape (n,) or None
+        The weights as float64 (None stays None).
+
+    Examples
+    --------
+    >>> check_weight([1, 2], 2).tolist()
+    [1.0, 2.0]
+    """
     if sample_weight is None:
         return None
     w = np.asarray(to_numpy(sample_weight, "sample_weight"), dtype=np.float64)
@@ -56,21 +95,75 @@ def check_weight(sample_weight: object, n: int) -> F64 | None:
 
 
 def weighted_mean(values: F64, weight: F64 | None) -> float:
-    """Mean of ``values``, weighted by ``weight`` when given (float64)."""
+    """Mean of ``values``, weighted by ``weight`` when given (float64).
+
+    Parameters
+    ----------
+    values : ndarray of shape (N,)
+        Per-sample values.
+    weight : ndarray of shape (N,) or None
+        Sample weights (None: the plain mean).
+
+    Returns
+    -------
+    float
+        The (weighted) mean.
+
+    Examples
+    --------
+    >>> weighted_mean(np.array([1.0, 3.0]), np.array([3.0, 1.0]))
+    1.5
+    """
     if weight is None:
         return float(np.mean(values, dtype=np.float64))
     return float(np.dot(values, weight) / weight.sum())
 
 
 def nll_per_sample(outputs: ClassifierOutputs) -> F64:
-    """``-log p(y_i)``; a probability of exactly 0 counts as ``-log(tiny)`` (about 708)."""
+    """``-log p(y_i)``; a probability of exactly 0 counts as ``-log(tiny)`` (about 708).
+
+    Parameters
+    ----------
+    outputs : ClassifierOutputs
+        Validated outputs.
+
+    Returns
+    -------
+    ndarray of shape (N,)
+        The per-sample negative log-likelihood in nats.
+
+    Examples
+    --------
+    >>> from calibkit.core.outputs import as_outputs
+    >>> out = as_outputs([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]])
+    >>> np.round(nll_per_sample(out), 4).tolist()  # -log 0.8, -log 0.4
+    [0.2231, 0.9163]
+    """
     lp = outputs.log_probs
     out: F64 = -np.take_along_axis(lp, outputs.labels[:, None], axis=1)[:, 0]
     return out
 
 
 def brier_per_sample(outputs: ClassifierOutputs) -> F64:
-    """``sum_k (p_k - [y = k])^2``, in [0, 2] (the multiclass Brier score; not halved)."""
+    """``sum_k (p_k - [y = k])^2``, in [0, 2] (the multiclass Brier score; not halved).
+
+    Parameters
+    ----------
+    outputs : ClassifierOutputs
+        Validated outputs.
+
+    Returns
+    -------
+    ndarray of shape (N,)
+        The per-sample Brier score.
+
+    Examples
+    --------
+    >>> from calibkit.core.outputs import as_outputs
+    >>> out = as_outputs([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]])
+    >>> np.round(brier_per_sample(out), 4).tolist()  # 0.2^2 + 0.2^2, 0.6^2 + 0.6^2
+    [0.08, 0.72]
+    """
     p = outputs.probs
     p_true = np.take_along_axis(p, outputs.labels[:, None], axis=1)[:, 0]
     out: F64 = np.einsum("ij,ij->i", p, p) - 2.0 * p_true + 1.0
@@ -78,7 +171,25 @@ def brier_per_sample(outputs: ClassifierOutputs) -> F64:
 
 
 def entropy_per_sample(outputs: ClassifierOutputs) -> F64:
-    """Predictive entropy ``-sum_k p_k log p_k`` in nats (``0 log 0 = 0``)."""
+    """Predictive entropy ``-sum_k p_k log p_k`` in nats (``0 log 0 = 0``).
+
+    Parameters
+    ----------
+    outputs : ClassifierOutputs
+        Validated outputs.
+
+    Returns
+    -------
+    ndarray of shape (N,)
+        The per-sample entropy.
+
+    Examples
+    --------
+    >>> from calibkit.core.outputs import as_outputs
+    >>> out = as_outputs([0, 1], probs=[[0.5, 0.5], [0.5, 0.5]])
+    >>> np.round(entropy_per_sample(out), 4).tolist()  # log 2 each
+    [0.6931, 0.6931]
+    """
     p = outputs.probs
     lp = outputs.log_probs
     out: F64 = -np.einsum("ij,ij->i", p, np.where(p > 0, lp, 0.0))

@@ -1,7 +1,8 @@
 """Proper scores and summary statistics: accuracy, NLL, Brier, predictive entropy.
 
-Each takes ``labels`` and exactly one of ``probs`` or ``logits``, plus optional
-``sample_weight``; all return a float64 Python float.
+Each takes ``labels`` (``(N,)`` integers, or a :class:`~calibkit.core.outputs.ClassifierOutputs`)
+and exactly one of ``probs`` or ``logits`` (``(N, K)``), plus optional non-negative
+``sample_weight`` ``(N,)``; all return a float64 Python float.
 
 >>> accuracy([0, 1, 1], probs=[[0.9, 0.1], [0.4, 0.6], [0.7, 0.3]])
 0.6666666666666666
@@ -26,7 +27,25 @@ from calibkit.metrics.samples import (
 def accuracy(
     labels: object, probs: object = None, *, logits: object = None, sample_weight: object = None
 ) -> float:
-    """Fraction of samples whose argmax class equals the label."""
+    """Fraction of samples whose argmax class equals the label.
+
+    Parameters
+    ----------
+    labels, probs, logits, sample_weight
+        The outputs (see the module docstring).
+
+    Returns
+    -------
+    float
+        The (weighted) accuracy in [0, 1].
+
+    Examples
+    --------
+    >>> accuracy([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]])
+    0.5
+    >>> accuracy([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], sample_weight=[3, 1])
+    0.75
+    """
     out = as_outputs(labels, probs, logits=logits)
     return weighted_mean(out.correct, check_weight(sample_weight, out.n_samples))
 
@@ -34,7 +53,23 @@ def accuracy(
 def nll(
     labels: object, probs: object = None, *, logits: object = None, sample_weight: object = None
 ) -> float:
-    """Mean negative log-likelihood of the labels (nats), from log-softmax for logits."""
+    """Mean negative log-likelihood of the labels (nats), from log-softmax for logits.
+
+    Parameters
+    ----------
+    labels, probs, logits, sample_weight
+        The outputs (see the module docstring).
+
+    Returns
+    -------
+    float
+        ``mean_i -log p_i(y_i)``; a probability of exactly 0 counts as about 708.
+
+    Examples
+    --------
+    >>> round(nll([0], logits=[[0.0, 0.0]]), 4)  # log 2
+    0.6931
+    """
     out = as_outputs(labels, probs, logits=logits)
     return weighted_mean(nll_per_sample(out), check_weight(sample_weight, out.n_samples))
 
@@ -46,6 +81,21 @@ def brier(
 
     For two classes this is twice scikit-learn's ``brier_score_loss`` (which scores only
     the positive class).
+
+    Parameters
+    ----------
+    labels, probs, logits, sample_weight
+        The outputs (see the module docstring).
+
+    Returns
+    -------
+    float
+        The Brier score (not halved).
+
+    Examples
+    --------
+    >>> round(brier([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]]), 4)  # (0.08 + 0.72) / 2
+    0.4
     """
     out = as_outputs(labels, probs, logits=logits)
     return weighted_mean(brier_per_sample(out), check_weight(sample_weight, out.n_samples))
@@ -54,6 +104,22 @@ def brier(
 def entropy(
     labels: object, probs: object = None, *, logits: object = None, sample_weight: object = None
 ) -> float:
-    """Mean predictive entropy in nats (labels are checked but do not enter)."""
+    """Mean predictive entropy in nats (labels are checked but do not enter).
+
+    Parameters
+    ----------
+    labels, probs, logits, sample_weight
+        The outputs (see the module docstring).
+
+    Returns
+    -------
+    float
+        ``mean_i -sum_k p_ik log p_ik`` (``0 log 0 = 0``).
+
+    Examples
+    --------
+    >>> round(entropy([0, 1], probs=[[0.5, 0.5], [1.0, 0.0]]), 4)  # (log 2 + 0) / 2
+    0.3466
+    """
     out = as_outputs(labels, probs, logits=logits)
     return weighted_mean(entropy_per_sample(out), check_weight(sample_weight, out.n_samples))

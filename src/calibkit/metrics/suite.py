@@ -35,7 +35,7 @@ from calibkit.core.binning import (
 )
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
-from calibkit.metrics.binned import (
+from calibkit.metrics.bin_errors import (
     debiased_from_stats,
     error_from_stats,
     errors_from_sums,
@@ -78,7 +78,35 @@ _BATCH_MAX_N = 30_000
 
 
 class MetricSuite:
-    """All metrics of one set of outputs, for any sample weighting."""
+    """All metrics of one set of outputs, for any sample weighting.
+
+    Usually built with :meth:`from_outputs`. Binned metrics use equal-width ``[a, b)`` bins
+    (last closed at 1.0) and equal-mass bins as in :mod:`calibkit.core.binning`.
+
+    Parameters
+    ----------
+    conf, outcome, correct : ndarray of shape (N,)
+        Confidence and outcome (see :func:`~calibkit.metrics.samples.calibration_target`),
+        and top-label correctness (for accuracy).
+    per_sample : dict of str to ndarray of shape (N,)
+        Per-sample values averaged into a metric of the same name (``"nll"``, ...).
+    n_bins : int
+        Number of bins.
+    sce : tuple of two sparse matrices, optional
+        SCE's per-sample confidence and hit maps (built by :meth:`from_outputs`); without
+        them SCE is not computed.
+
+    Examples
+    --------
+    >>> from calibkit.core.outputs import as_outputs
+    >>> out = as_outputs([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]])
+    >>> suite = MetricSuite.from_outputs(out, n_bins=10)
+    >>> res = suite.compute()
+    >>> round(res["ece"], 4), round(res["sce"], 4), res["accuracy"]
+    (0.4, 0.4, 0.5)
+    >>> round(suite.compute(np.array([1.0, 0.0]))["ece"], 4)  # only the first sample
+    0.2
+    """
 
     def __init__(
         self,
@@ -276,7 +304,24 @@ def _bin_map(idx: np.ndarray, n_bins: int, values: F64 | None) -> sparse.csr_mat
 
 @dataclass(frozen=True)
 class Evaluation:
-    """Metric values (fractions), their bootstrap intervals and the noise floors."""
+    """Metric values (fractions), their bootstrap intervals and the noise floors.
+
+    Attributes
+    ----------
+    values : dict of str to float
+        Every metric of :data:`METRIC_NAMES`, plus ``"<name>_floor"`` noise floors.
+    ci : dict of str to (float, float)
+        Bootstrap interval of each metric (empty without bootstrap).
+    level : float
+        Confidence level of the intervals.
+    n_samples, n_classes, n_bins : int
+        Sizes of the evaluated data and the bin count.
+
+    Examples
+    --------
+    >>> Evaluation({"ece": 0.25}, n_samples=2, n_classes=2, n_bins=10).to_dict()["ece"]
+    0.25
+    """
 
     values: dict[str, float]
     ci: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -306,7 +351,30 @@ def evaluate(
     n_floor_draws: int = 200,
     seed: int = 0,
 ) -> Evaluation:
-    """Every metric, with percentile-bootstrap intervals (``n_boot=0`` skips them) and floors."""
+    """Every metric, with percentile-bootstrap intervals (``n_boot=0`` skips them) and floors.
+
+    Parameters
+    ----------
+    labels, probs, logits
+        The outputs, as for every metric.
+    n_bins, mode
+        Bin count and binary semantics (see :mod:`calibkit.core.binning`).
+    n_boot, level
+        Bootstrap replicates (0: none) and confidence level of the intervals.
+    n_floor_draws, seed
+        Noise-floor draws (0: none) and the seed of bootstrap and floors.
+
+    Returns
+    -------
+    Evaluation
+        Values, intervals and sizes.
+
+    Examples
+    --------
+    >>> res = evaluate([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], n_bins=10, n_boot=0)
+    >>> round(res.values["ece"], 4), res.ci, res.n_samples
+    (0.4, {}, 2)
+    """
     if not 0.0 < level < 1.0:
         raise InputError("level", "a number in (0, 1)", repr(level))
     if n_boot < 0 or n_floor_draws < 0:

@@ -15,18 +15,6 @@ Default methods (:func:`applicable_methods`)
     ``"auto"``: it selects one of the other methods by itself, so its row would repeat one
     of theirs at the price of another full model selection. Ask for it by name to include
     it. ``"temperature_ece"`` (temperature chosen by calibration-set ECE) is included.
-
->>> rng = np.random.default_rng(0)
->>> z = rng.normal(size=(600, 3)) * 3
->>> y = np.argmax(z + rng.gumbel(size=z.shape) * 3, axis=1)
->>> cal, test = split_outputs(as_outputs(y, logits=z), 0.5, seed=0)
->>> cal.n_samples, test.n_samples
-(300, 300)
->>> comp = compare(cal, test, ["temperature"], n_boot=20)
->>> [row.method for row in comp.rows]
-['none', 'temperature']
->>> comp.rows[1].evaluation.values["ece"] < comp.rows[0].evaluation.values["ece"]
-True
 """
 
 from __future__ import annotations
@@ -61,7 +49,23 @@ TEMPERATURE_GRID: F64 = np.round(np.arange(2, 201) * 0.025, 3)
 
 @dataclass(frozen=True)
 class MethodResult:
-    """One row of a comparison: a calibrator judged on the test part."""
+    """One row of a comparison: a calibrator judged on the test part.
+
+    Attributes
+    ----------
+    method, evaluation, reliability
+        Calibrator name (``"none"``: uncalibrated), its :class:`Evaluation` and reliability
+        bin sums (:class:`BinStats`) on the test part.
+    params, fit_seconds
+        Scalar fitted parameters (:func:`summarize_params`) and the fit's wall time.
+
+    Examples
+    --------
+    >>> out = as_outputs([0, 1], probs=[[0.8, 0.2], [0.4, 0.6]])
+    >>> row = compare(out, out, [], n_bins=10, n_boot=0).row("none")
+    >>> row.method, round(row.evaluation.values["ece"], 4), row.reliability.counts[6:9].tolist()
+    ('none', 0.3, [1.0, 0.0, 1.0])
+    """
 
     method: str
     evaluation: Evaluation
@@ -72,7 +76,24 @@ class MethodResult:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Every method's result on the same test part, the uncalibrated row first."""
+    """Every method's result on the same test part, the uncalibrated row first.
+
+    Attributes
+    ----------
+    rows : list of MethodResult
+        One row per method, ``"none"`` first.
+    n_cal, n_test, n_classes, n_bins, n_boot, seed : int
+        Sizes of the parts, class and bin counts, bootstrap replicates and seed.
+    temperatures, ece_curve, source
+        Test ECE of the uncalibrated logits over temperatures; where the data came from.
+
+    Examples
+    --------
+    >>> out = as_outputs([0, 1], logits=[[1.0, 0.0], [0.0, 1.0]])
+    >>> comp = compare(out, out, [], n_boot=0)
+    >>> [r.method for r in comp.rows], comp.n_test, float(comp.temperatures[0])
+    (['none'], 2, 0.05)
+    """
 
     rows: list[MethodResult]
     n_cal: int
@@ -86,7 +107,7 @@ class Comparison:
     seed: int = 0
 
     def row(self, method: str) -> MethodResult:
-        """The result of ``method``."""
+        """The result of ``method`` (InputError if it was not compared)."""
         for r in self.rows:
             if r.method == method:
                 return r
@@ -98,7 +119,6 @@ class Comparison:
         return {r.method: r.params["temperature"] for r in self.rows if "temperature" in r.params}
 
 
-# ----- splitting ---------------------------------------------------------------------------
 def _cal_count(n_cal: object, n: int) -> int:
     if n < 2:
         raise InputError("outputs", "at least 2 samples to split", f"{n}")
@@ -120,6 +140,18 @@ def split_indices(labels: object, n_cal: int | float, seed: int) -> tuple[I64, I
     in proportion, rounding by largest remainder (random tie-break) so that the
     calibration part holds exactly ``n_cal`` samples.
 
+    Parameters
+    ----------
+    labels, n_cal, seed
+        Integer labels ``(N,)``; a count in ``[1, N - 1]`` or a fraction in (0, 1); the seed.
+
+    Returns
+    -------
+    cal, test : ndarray of int64
+        Sorted indices of the two parts.
+
+    Examples
+    --------
     >>> cal, test = split_indices([0, 0, 0, 0, 1, 1, 1, 1], 4, seed=1)
     >>> len(cal), len(test), sorted(np.array([0, 0, 0, 0, 1, 1, 1, 1])[cal].tolist())
     (4, 4, [0, 0, 1, 1])
@@ -129,40 +161,88 @@ def split_indices(labels: object, n_cal: int | float, seed: int) -> tuple[I64, I
     return cal, test
 
 
-def subset(out: ClassifierOutputs, idx: I64) -> ClassifierOutputs:
-    """The samples ``idx`` of ``out``."""
+def _subset(out: ClassifierOutputs, idx: I64) -> ClassifierOutputs:
     return ClassifierOutputs(labels=out.labels[idx], scores=out.scores[idx], kind=out.kind)
 
 
 def split_outputs(
     out: ClassifierOutputs, n_cal: int | float, seed: int
 ) -> tuple[ClassifierOutputs, ClassifierOutputs]:
-    """Seeded stratified ``(calibration, test)`` split (see :func:`split_indices`)."""
+    """Seeded stratified ``(calibration, test)`` split (see :func:`split_indices`).
+
+    Parameters
+    ----------
+    out, n_cal, seed
+        Validated outputs; size and seed as in :func:`split_indices`.
+
+    Returns
+    -------
+    cal, test : ClassifierOutputs
+        The two parts.
+
+    Examples
+    --------
+    >>> out = as_outputs([0, 0, 1, 1], logits=np.zeros((4, 2)))
+    >>> cal, test = split_outputs(out, 0.5, seed=0)
+    >>> sorted(cal.labels.tolist()), sorted(test.labels.tolist())
+    ([0, 1], [0, 1])
+    """
     if not isinstance(out, ClassifierOutputs):
         raise InputError("out", "ClassifierOutputs (from as_outputs)", type(out).__name__)
     cal_idx, test_idx = split_indices(out.labels, n_cal, seed)
-    return subset(out, cal_idx), subset(out, test_idx)
+    return _subset(out, cal_idx), _subset(out, test_idx)
 
 
-# ----- methods -----------------------------------------------------------------------------
-def applies_to(method: str, n_classes: int) -> bool:
+def _applies_to(method: str, n_classes: int) -> bool:
     """Whether the registered ``method`` can calibrate a ``n_classes``-class problem."""
     return n_classes == 2 or not CALIBRATORS.get(method).binary_only
 
 
 def applicable_methods(n_classes: int) -> list[str]:
-    """Default methods for ``n_classes`` classes (see the module docstring)."""
+    """Default methods for ``n_classes`` classes (see the module docstring).
+
+    Parameters
+    ----------
+    n_classes : int
+        Number of classes, >= 2.
+
+    Returns
+    -------
+    list of str
+        Registered names in registration order, ``"auto"`` left out.
+
+    Examples
+    --------
+    >>> "temperature" in applicable_methods(10), "auto" in applicable_methods(10)
+    (True, False)
+    """
     if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 2:
         raise InputError("n_classes", "an integer >= 2", repr(n_classes))
     return [
         name
         for name in CALIBRATORS.names()
-        if name not in EXCLUDED_BY_DEFAULT and applies_to(name, n_classes)
+        if name not in EXCLUDED_BY_DEFAULT and _applies_to(name, n_classes)
     ]
 
 
 def resolve_methods(methods: Sequence[str] | None, n_classes: int) -> list[str]:
-    """Validated, de-duplicated method names (``"none"`` dropped: it is always the first row)."""
+    """Validated, de-duplicated method names (``"none"`` dropped: it is always the first row).
+
+    Parameters
+    ----------
+    methods, n_classes
+        Requested names (None: :func:`applicable_methods`) and the number of classes.
+
+    Returns
+    -------
+    list of str
+        The names in the order given.
+
+    Examples
+    --------
+    >>> resolve_methods(["none", "temperature", "temperature"], 3)
+    ['temperature']
+    """
     if methods is None:
         return applicable_methods(n_classes)
     if isinstance(methods, str):
@@ -171,7 +251,7 @@ def resolve_methods(methods: Sequence[str] | None, n_classes: int) -> list[str]:
     for name in methods:
         if name == UNCALIBRATED or name in names:
             continue
-        if not applies_to(name, n_classes):  # unknown names raise UnknownNameError here
+        if not _applies_to(name, n_classes):  # unknown names raise UnknownNameError here
             raise InputError(
                 "methods",
                 f"methods for {n_classes} classes",
@@ -185,6 +265,23 @@ def summarize_params(calibrator: Calibrator) -> dict[str, float]:
     """Scalar fitted parameters, trailing ``_`` removed (``log_t`` dropped beside ``t``).
 
     Arrays (weight matrices, bin tables) are left out; the class count too.
+
+    Parameters
+    ----------
+    calibrator : Calibrator
+        A fitted calibrator.
+
+    Returns
+    -------
+    dict of str to float
+        Parameter name to value.
+
+    Examples
+    --------
+    >>> from calibkit.calibrators import get_calibrator
+    >>> ts = get_calibrator("temperature").fit(np.zeros((4, 2)), np.array([0, 1, 0, 1]))
+    >>> sorted(summarize_params(ts))
+    ['temperature']
     """
     res: dict[str, float] = {}
     for key, val in calibrator.fitted_state().items():
@@ -198,7 +295,6 @@ def summarize_params(calibrator: Calibrator) -> dict[str, float]:
     return {k: v for k, v in res.items() if not (k.startswith("log_") and k[4:] in res)}
 
 
-# ----- the comparison ----------------------------------------------------------------------
 def _judge(
     method: str,
     test: ClassifierOutputs,
@@ -206,13 +302,41 @@ def _judge(
     seconds: float,
     settings: dict[str, Any],
 ) -> MethodResult:
-    return MethodResult(
-        method=method,
-        evaluation=evaluate(test, **settings),
-        params=params,
-        fit_seconds=seconds,
-        reliability=reliability_stats(test, n_bins=settings["n_bins"], mode=settings["mode"]),
-    )
+    reliability = reliability_stats(test, n_bins=settings["n_bins"], mode=settings["mode"])
+    return MethodResult(method, evaluate(test, **settings), params, seconds, reliability)
+
+
+def _check_parts(cal: ClassifierOutputs, test: ClassifierOutputs) -> None:
+    for arg, val in (("cal", cal), ("test", test)):
+        if not isinstance(val, ClassifierOutputs):
+            raise InputError(arg, "ClassifierOutputs (from as_outputs)", type(val).__name__)
+    if cal.n_classes != test.n_classes:
+        got = f"{test.n_classes} classes"
+        raise InputError("test", f"{cal.n_classes} classes, as in the calibration part", got)
+
+
+def _rows(
+    cal: ClassifierOutputs,
+    test: ClassifierOutputs,
+    names: list[str],
+    settings: dict[str, Any],
+    progress: Callable[[str], None] | None,
+    params: Mapping[str, Mapping[str, Any]],
+) -> list[MethodResult]:
+    """The uncalibrated row, then each method fitted on ``cal`` and judged on ``test``."""
+    say = progress or (lambda _msg: None)
+    say(f"evaluating the uncalibrated model on {test.n_samples:,} test samples")
+    rows = [_judge(UNCALIBRATED, test, {}, 0.0, settings)]
+    cal_logits, test_logits = cal.as_logits(), test.as_logits()
+    for i, name in enumerate(names, start=1):
+        say(f"[{i}/{len(names)}] fitting {name} on {cal.n_samples:,} calibration samples")
+        start = time.perf_counter()
+        calibrator = get_calibrator(name, **params.get(name, {}))
+        calibrator.fit(cal_logits, cal.labels)
+        seconds = time.perf_counter() - start
+        calibrated = as_outputs(test.labels, probs=calibrator.predict_proba(test_logits))
+        rows.append(_judge(name, calibrated, summarize_params(calibrator), seconds, settings))
+    return rows
 
 
 def compare(
@@ -230,36 +354,37 @@ def compare(
 ) -> Comparison:
     """Fit each method on ``cal``, evaluate it on ``test``; the ``"none"`` row comes first.
 
-    ``methods`` defaults to :func:`applicable_methods`; ``params`` maps a method name to
-    the parameters of its calibrator (e.g. ``{"temperature_ece": {"t_max": 10.0}}``).
-    ``mode`` says what the calibration metrics and diagrams measure for a binary problem
-    (see :mod:`calibkit.core.binning`). An error in any method propagates (nothing is returned,
-    so no report is written from a partial comparison).
+    An error in any method propagates (no report is written from a partial comparison).
+
+    Parameters
+    ----------
+    cal, test : ClassifierOutputs
+        Calibration and test parts, with the same number of classes.
+    methods : sequence of str, optional
+        Calibrator names (default: :func:`applicable_methods`).
+    n_bins, n_boot, seed, mode
+        As in :func:`calibkit.metrics.evaluate` (``mode``: see :mod:`calibkit.core.binning`).
+    source, progress
+        Where the outputs came from (kept in the result); a callback given each step.
+    params : mapping, optional
+        Calibrator parameters by method, e.g. ``{"temperature_ece": {"t_max": 10.0}}``.
+
+    Returns
+    -------
+    Comparison
+        Every row and the test part's ECE-versus-temperature curve.
+
+    Examples
+    --------
+    >>> out = as_outputs([0, 1, 0, 1], logits=[[2.0, 0], [0, 2.0], [1.0, 0], [0, 1.0]])
+    >>> [r.method for r in compare(out, out, ["temperature"], n_boot=0).rows]
+    ['none', 'temperature']
     """
-    for arg, val in (("cal", cal), ("test", test)):
-        if not isinstance(val, ClassifierOutputs):
-            raise InputError(arg, "ClassifierOutputs (from as_outputs)", type(val).__name__)
-    if cal.n_classes != test.n_classes:
-        raise InputError(
-            "test",
-            f"{cal.n_classes} classes, as in the calibration part",
-            f"{test.n_classes} classes",
-        )
+    _check_parts(cal, test)
     names = resolve_methods(methods, cal.n_classes)
-    say = progress or (lambda _msg: None)
     settings: dict[str, Any] = {"n_bins": n_bins, "n_boot": n_boot, "seed": seed, "mode": mode}
-    say(f"evaluating the uncalibrated model on {test.n_samples:,} test samples")
-    rows = [_judge(UNCALIBRATED, test, {}, 0.0, settings)]
-    cal_logits, test_logits = cal.as_logits(), test.as_logits()
-    for i, name in enumerate(names, start=1):
-        say(f"[{i}/{len(names)}] fitting {name} on {cal.n_samples:,} calibration samples")
-        start = time.perf_counter()
-        calibrator = get_calibrator(name, **(params or {}).get(name, {}))
-        calibrator.fit(cal_logits, cal.labels)
-        seconds = time.perf_counter() - start
-        calibrated = as_outputs(test.labels, probs=calibrator.predict_proba(test_logits))
-        rows.append(_judge(name, calibrated, summarize_params(calibrator), seconds, settings))
-    curve = ece_temperature_curve(test_logits, test.labels, TEMPERATURE_GRID, n_bins)
+    rows = _rows(cal, test, names, settings, progress, params or {})
+    curve = ece_temperature_curve(test.as_logits(), test.labels, TEMPERATURE_GRID, n_bins)
     return Comparison(
         rows=rows,
         n_cal=cal.n_samples,
