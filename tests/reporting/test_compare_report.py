@@ -19,6 +19,7 @@ from calibkit.calibrators.temperature import TemperatureScaling
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics import METRIC_NAMES, Evaluation
 from calibkit.reporting.compare_report import write_compare_report
+from calibkit.reporting.document import Figure
 from calibkit.reporting.tables import format_evaluation_table
 from calibkit.workflows.compare import Comparison, compare, split_outputs
 
@@ -151,7 +152,7 @@ def test_failure_while_writing_leaves_no_folder(
     def boom(*args: object) -> str:
         raise RuntimeError("disk full")
 
-    figures = {p.name: ("", p.read_bytes()) for p in (folder / "figures").iterdir()}
+    figures = [Figure(p.name, "", p.read_bytes()) for p in (folder / "figures").iterdir()]
     monkeypatch.setattr(report, "comparison_figures", lambda *args: figures)
     monkeypatch.setattr(report, "results_csv", boom)
     with pytest.raises(RuntimeError, match="disk full"):

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from calibkit.core.errors import InputError
-from calibkit.study import COLUMNS, load_study_config, run
+from calibkit.study import COLUMNS, load_study_config
+from calibkit.study import run_study as run
 from calibkit.study.artifacts import load_logits
 
 
@@ -61,6 +62,7 @@ def test_tiny_study_writes_every_output(tiny_config: Path, tmp_path: Path) -> No
         "model.safetensors",
         "train.json",
         "calibration.json",
+        "temperature.json",
     }
     z = load_logits(run_dir)
     assert z["cal_logits"].shape == (120, 3)
