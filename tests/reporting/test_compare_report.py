@@ -16,9 +16,12 @@ import pytest
 
 import calibkit.reporting.compare_report as report
 from calibkit.calibrators.temperature import TemperatureScaling
+from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
+from calibkit.io.atomic import MANIFEST
 from calibkit.metrics import METRIC_NAMES, Evaluation
 from calibkit.reporting.compare_report import write_compare_report
+from calibkit.reporting.document import Figure
 from calibkit.reporting.tables import format_evaluation_table
 from calibkit.workflows.compare import Comparison, compare, split_outputs
 
@@ -43,6 +46,7 @@ def folder(comp: Comparison, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_folder_contents(folder: Path) -> None:
     assert sorted(p.name for p in folder.iterdir()) == [
+        MANIFEST,
         "figures",
         "report.html",
         "report.md",
@@ -151,18 +155,44 @@ def test_failure_while_writing_leaves_no_folder(
     def boom(*args: object) -> str:
         raise RuntimeError("disk full")
 
-    figures = {p.name: ("", p.read_bytes()) for p in (folder / "figures").iterdir()}
+    figures = [Figure(p.name, "", p.read_bytes()) for p in (folder / "figures").iterdir()]
     monkeypatch.setattr(report, "comparison_figures", lambda *args: figures)
     monkeypatch.setattr(report, "results_csv", boom)
     with pytest.raises(RuntimeError, match="disk full"):
         write_compare_report(comp, tmp_path / "rep", title="t")
     assert list(tmp_path.iterdir()) == []
-    (tmp_path / "old").mkdir()
-    (tmp_path / "old" / "keep.txt").write_text("previous report")
+    monkeypatch.undo()
+    write_compare_report(comp, tmp_path / "old", title="previous")
+    before = {p: p.read_bytes() for p in (tmp_path / "old").rglob("*") if p.is_file()}
+    monkeypatch.setattr(report, "comparison_figures", lambda *args: figures)
+    monkeypatch.setattr(report, "results_csv", boom)
     with pytest.raises(RuntimeError):
         write_compare_report(comp, tmp_path / "old", title="t")
     assert [p.name for p in tmp_path.iterdir()] == ["old"]
-    assert (tmp_path / "old" / "keep.txt").read_text() == "previous report"
+    assert {p: p.read_bytes() for p in (tmp_path / "old").rglob("*") if p.is_file()} == before
+
+
+def test_a_folder_holding_other_files_is_refused_before_any_work(
+    comp: Comparison, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "keep.txt").write_text("the user's")
+    monkeypatch.setattr(report, "comparison_figures", lambda *args: pytest.fail("drew figures"))
+    with pytest.raises(InputError, match=r"^output: .*calibkit did not write \(keep\.txt\)"):
+        write_compare_report(comp, tmp_path / "old", title="t")
+    assert [p.name for p in (tmp_path / "old").iterdir()] == ["keep.txt"]
+
+
+def test_a_report_written_before_manifests_may_be_replaced(
+    comp: Comparison, tmp_path: Path
+) -> None:
+    old = tmp_path / "old"
+    (old / "figures").mkdir(parents=True)
+    for name in ("report.md", "report.html", "results.json", "results.csv", "figures/x.png"):
+        (old / name).write_text("older calibkit")
+    write_compare_report(comp, old, title="t")
+    assert not (old / "figures" / "x.png").exists()
+    assert (old / MANIFEST).exists()
 
 
 def test_failing_method_leaves_no_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,7 +12,7 @@ from scipy import stats
 from calibkit.calibrators import get_calibrator
 from calibkit.core.errors import InputError
 from calibkit.metrics import ece
-from calibkit.reporting.tables import markdown_table
+from calibkit.reporting.render import markdown_table
 from calibkit.study.analysis import (
     DOWN,
     UP,

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from calibkit.core.errors import InputError
-from calibkit.study import load_study_config, run
+from calibkit.study import load_study_config
+from calibkit.study import run_study as run
 from tests.study.conftest import TINY
 
 CLAMPED = TINY.replace(

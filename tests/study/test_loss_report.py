@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from calibkit.study import load_study_config, run
+from calibkit.study import load_study_config, run_study
 from calibkit.study.loss_report import loss_methods
 
 LOSS_STUDY = """
@@ -53,7 +53,7 @@ def test_loss_study_report_has_the_paper_tables_and_figures(tmp_path: Path) -> N
         "focal_3": ("focal", 3.0),
     }
     out = tmp_path / "out"
-    run(cfg, out, progress=False)
+    run_study(cfg, out, progress=False)
     md = (out / "report.md").read_text()
     assert "## Training objectives" in md
     assert "Welch" in md
@@ -67,7 +67,7 @@ def test_loss_study_report_has_the_paper_tables_and_figures(tmp_path: Path) -> N
         "loss_calibration_size.png",
     } <= figures
     before = (out / "report.md").read_text()
-    run(cfg, out, progress=False)  # every row from the cache now (NaN stored as null)
+    run_study(cfg, out, progress=False)  # every row from the cache now (NaN stored as null)
     assert (out / "report.md").read_text() == before
 
 

@@ -7,13 +7,11 @@ option; :func:`calibkit.cli.main` turns them into one line and exit status 2.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from calibkit.core.errors import InputError
 
@@ -79,22 +77,6 @@ def read_outputs(args: argparse.Namespace, path: str, labels: str | None) -> Cla
         key[f"{args.kind}_key"] = args.scores_key
     kind, labels_key = args.kind, args.labels_key
     return load_predictions(path, kind=kind, labels_path=labels, labels_key=labels_key, **key)
-
-
-def json_ready(obj: Any) -> Any:
-    """``obj`` with every non-finite float replaced by ``None`` (JSON has no NaN)."""
-    if isinstance(obj, dict):
-        return {str(k): json_ready(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [json_ready(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
-def dumps(obj: Any) -> str:
-    """``obj`` as indented JSON, NaN written as null."""
-    return json.dumps(json_ready(obj), indent=1, allow_nan=False)
 
 
 def method_class(name: str, option: str) -> type[Calibrator]:

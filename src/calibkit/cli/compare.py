@@ -52,13 +52,13 @@ def add_arguments(sub: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Compare the methods and write the report folder."""
-    from calibkit.reporting.compare_report import write_compare_report
+    from calibkit.reporting.compare_report import write_compare_report, written_before_manifests
     from calibkit.reporting.tables import format_comparison_summary
     from calibkit.workflows.compare import compare, resolve_methods, split_outputs
 
     pair = _check_sources(args)
     methods = method_list(args.methods)
-    out_dir = check_replaceable_folder(Path(args.out), "--out")
+    out_dir = check_replaceable_folder(Path(args.out), "--out", written_before_manifests)
     if pair:
         cal = read_outputs(args, args.cal, args.cal_labels)
         test = read_outputs(args, args.test, args.test_labels)

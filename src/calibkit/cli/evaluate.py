@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from calibkit.cli.common import check_output_file, dumps, read_outputs, say
+from calibkit.cli.common import check_output_file, read_outputs, say
 from calibkit.cli.options import FILES, Subparsers, add_force, add_input_options, add_numbers, opt
+from calibkit.io.jsonfile import json_text
 
 
 def add_arguments(sub: Subparsers) -> None:
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         fig = reliability_figure(stats, title=Path(args.file).name, ece=ev.values["ece"])
         save_figure(fig, plot)
     if args.format == "json":
-        print(dumps(ev.to_dict()))
+        print(json_text(ev.to_dict()))
     else:
         print(f"{args.file}: {out.n_samples:,} samples, {out.n_classes} classes, {out.kind}")
         print(format_evaluation_table(ev))

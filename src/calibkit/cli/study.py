@@ -34,7 +34,7 @@ def add_arguments(sub: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run (or resume) the study and write its report."""
-    from calibkit.study import load_study_config, run
+    from calibkit.study import load_study_config, run_study
     from calibkit.study.config import DEFAULT_CONFIG
 
     path = Path(args.config) if args.config else DEFAULT_CONFIG
@@ -46,6 +46,6 @@ def run(args: argparse.Namespace) -> int:
         data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
     )
     out = check_output(Path(args.out or f"study-{path.stem}"), "--out", folder=True)
-    runs = run(cfg, out, progress=not args.quiet, log=say, report_only=args.report_only)
+    runs = run_study(cfg, out, progress=not args.quiet, log=say, report_only=args.report_only)
     print(f"{len(runs.records)} runs; report: {out / 'report.html'}")
     return 0

@@ -1,2 +1,2 @@
-"""The file layer: atomic writes, prediction files and TOML configs. It imports only
-:mod:`calibkit.core`."""
+"""The file layer: atomic writes, JSON files, prediction files and TOML configs. It imports
+only :mod:`calibkit.core`."""

@@ -7,7 +7,6 @@ percentage). Binned metrics follow the bin rule of :mod:`calibkit.core.binning`.
 
 from __future__ import annotations
 
-from calibkit.core.registry import Registry
 from calibkit.metrics.accumulator import CalibrationMetrics
 from calibkit.metrics.binned import (
     aece,
@@ -21,32 +20,18 @@ from calibkit.metrics.binned import (
 )
 from calibkit.metrics.bootstrap import BootstrapInterval, bootstrap_ci
 from calibkit.metrics.continuous import ks_error, mmce
+from calibkit.metrics.info import FLOOR_METRICS, METRIC_NAMES, METRICS, MetricInfo
 from calibkit.metrics.scores import accuracy, brier, entropy, nll
-from calibkit.metrics.suite import METRIC_NAMES, Evaluation, MetricSuite, evaluate
-
-METRICS: Registry[object] = Registry("metric")
-for _name, _fn in (
-    ("accuracy", accuracy),
-    ("nll", nll),
-    ("brier", brier),
-    ("entropy", entropy),
-    ("ece", ece),
-    ("aece", aece),
-    ("mce", mce),
-    ("rmsce", rmsce),
-    ("ece_debiased", debiased_ece),
-    ("sce", sce),
-    ("ks", ks_error),
-    ("mmce", mmce),
-):
-    METRICS.register(_name)(_fn)
+from calibkit.metrics.suite import Evaluation, MetricSuite, evaluate
 
 __all__ = [
+    "FLOOR_METRICS",
     "METRICS",
     "METRIC_NAMES",
     "BootstrapInterval",
     "CalibrationMetrics",
     "Evaluation",
+    "MetricInfo",
     "MetricSuite",
     "accuracy",
     "aece",

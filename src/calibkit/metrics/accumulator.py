@@ -18,6 +18,7 @@ from calibkit.core.binning import check_n_bins
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics.bin_errors import sce_hit_index, sce_index
+from calibkit.metrics.info import METRIC_NAMES
 from calibkit.metrics.samples import (
     F64,
     Mode,
@@ -26,7 +27,7 @@ from calibkit.metrics.samples import (
     entropy_per_sample,
     nll_per_sample,
 )
-from calibkit.metrics.suite import METRIC_NAMES, MetricSuite
+from calibkit.metrics.suite import MetricSuite
 
 
 class CalibrationMetrics:

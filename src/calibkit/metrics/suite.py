@@ -47,6 +47,7 @@ from calibkit.metrics.continuous import (
     mmce_from_sorted,
     mmce_from_sorted_batch,
 )
+from calibkit.metrics.info import FLOOR_METRICS, METRIC_NAMES
 from calibkit.metrics.samples import (
     F64,
     Mode,
@@ -57,22 +58,6 @@ from calibkit.metrics.samples import (
     weighted_mean,
 )
 
-#: Metric names in report order; ``*_floor`` values are added by :func:`evaluate`.
-METRIC_NAMES: tuple[str, ...] = (
-    "accuracy",
-    "nll",
-    "brier",
-    "entropy",
-    "ece",
-    "aece",
-    "mce",
-    "rmsce",
-    "ece_debiased",
-    "sce",
-    "ks",
-    "mmce",
-)
-FLOOR_METRICS: tuple[str, ...] = ("ece", "aece")
 #: Largest sample count for which the bootstrap evaluates blocks of replicates at once.
 _BATCH_MAX_N = 30_000
 

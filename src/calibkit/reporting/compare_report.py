@@ -16,34 +16,36 @@ Human tables show calibration errors and accuracy in percent; JSON and CSV keep 
 
 from __future__ import annotations
 
-import base64
-import csv
-import html
-import io
-import json
 import math
 import re
 from pathlib import Path
 from typing import Any
 
 from calibkit.core.version import __version__
-from calibkit.io.atomic import atomic_directory
+from calibkit.io.atomic import atomic_directory, check_replaceable_folder
+from calibkit.io.jsonfile import json_ready, write_json
+from calibkit.reporting.csv_text import csv_number, csv_text
+from calibkit.reporting.document import (
+    Document,
+    Figure,
+    Gallery,
+    Paragraph,
+    Section,
+    table_section,
+)
 from calibkit.reporting.figures import (
     ece_temperature_figure,
     figure_png_bytes,
     reliability_figure,
     reliability_grid,
 )
-from calibkit.reporting.tables import (
-    comparison_tables,
-    finite_or_none,
-    html_table,
-    markdown_table,
-    metric_names,
-)
+from calibkit.reporting.render import to_html, to_markdown
+from calibkit.reporting.tables import comparison_tables, metric_names
 from calibkit.workflows.compare import Comparison
 
 REPORT_FORMAT = 1
+#: The two figures shown full width; one reliability diagram per method follows in a gallery.
+GRID, CURVE = "reliability_grid.png", "ece_temperature.png"
 
 HOW_TO_READ = (
     "Each calibrator was fitted on the calibration part only and is judged on the test part; "
@@ -68,18 +70,21 @@ def figure_name(method: str) -> str:
     return "reliability_" + re.sub(r"[^A-Za-z0-9_.-]", "_", method) + ".png"
 
 
-def comparison_figures(comp: Comparison, title: str) -> dict[str, tuple[str, bytes]]:
-    """File name -> (caption, PNG bytes) of every figure of the report."""
-    figs: dict[str, tuple[str, bytes]] = {}
+def comparison_figures(comp: Comparison, title: str) -> list[Figure]:
+    """Every figure of the report: the reliability grid, ECE(T), one diagram per method."""
     panels = [(r.method, r.reliability, r.evaluation.values["ece"]) for r in comp.rows]
     grid = reliability_grid(
         panels, title=f"{title}: reliability on the test part, before and after calibration"
     )
-    figs["reliability_grid.png"] = ("Reliability diagrams, every method", figure_png_bytes(grid))
     curve = ece_temperature_figure(
         comp.temperatures, comp.ece_curve, fitted=comp.fitted_temperatures
     )
-    figs["ece_temperature.png"] = ("Test-part ECE versus temperature", figure_png_bytes(curve))
+    figs = [
+        Figure(
+            "reliability_grid.png", "Reliability diagrams, every method", figure_png_bytes(grid)
+        ),
+        Figure("ece_temperature.png", "Test-part ECE versus temperature", figure_png_bytes(curve)),
+    ]
     for r in comp.rows:
         fig = reliability_figure(
             r.reliability,
@@ -87,7 +92,8 @@ def comparison_figures(comp: Comparison, title: str) -> dict[str, tuple[str, byt
             ece=r.evaluation.values["ece"],
             subtitle=f"test part, {comp.n_test:,} samples, {comp.n_bins} bins",
         )
-        figs[figure_name(r.method)] = (f"Reliability diagram: {r.method}", figure_png_bytes(fig))
+        caption = f"Reliability diagram: {r.method}"
+        figs.append(Figure(figure_name(r.method), caption, figure_png_bytes(fig)))
     return figs
 
 
@@ -99,21 +105,19 @@ def results_dict(comp: Comparison, title: str) -> dict[str, Any]:
         methods.append(
             {
                 "method": r.method,
-                "values": {k: finite_or_none(v) for k, v in ev.values.items()},
-                "ci": {
-                    k: [finite_or_none(lo), finite_or_none(hi)] for k, (lo, hi) in ev.ci.items()
-                },
-                "params": {k: finite_or_none(v) for k, v in r.params.items()},
+                "values": dict(ev.values),
+                "ci": {k: [lo, hi] for k, (lo, hi) in ev.ci.items()},
+                "params": dict(r.params),
                 "fit_seconds": r.fit_seconds,
                 "reliability": {
                     "edges": rel.edges.tolist(),
                     "counts": rel.counts.tolist(),
-                    "accuracy": [finite_or_none(v) for v in rel.accuracy.tolist()],
-                    "mean_confidence": [finite_or_none(v) for v in rel.mean_confidence.tolist()],
+                    "accuracy": rel.accuracy.tolist(),
+                    "mean_confidence": rel.mean_confidence.tolist(),
                 },
             }
         )
-    return {
+    results = {
         "calibkit_report": REPORT_FORMAT,
         "calibkit_version": __version__,
         "title": title,
@@ -129,9 +133,10 @@ def results_dict(comp: Comparison, title: str) -> dict[str, Any]:
         "methods": methods,
         "ece_vs_temperature": {
             "temperatures": comp.temperatures.tolist(),
-            "ece": [finite_or_none(v) for v in comp.ece_curve.tolist()],
+            "ece": comp.ece_curve.tolist(),
         },
     }
+    return json_ready(results)  # type: ignore[no-any-return]
 
 
 def results_csv(comp: Comparison) -> str:
@@ -139,23 +144,17 @@ def results_csv(comp: Comparison) -> str:
     names = metric_names(comp.rows[0].evaluation)
     floors = [k for k in comp.rows[0].evaluation.values if k.endswith("_floor")]
     triples = [c for n in names for c in (n, f"{n}_lo", f"{n}_hi")]
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["method", *triples, *floors, "fit_seconds", "params"])
-
-    def num(x: float | None) -> str:
-        return "" if x is None or not math.isfinite(x) else repr(float(x))
-
+    rows = []
     for r in comp.rows:
         ev = r.evaluation
         row = [r.method]
         for n in names:
             lo, hi = ev.ci.get(n, (math.nan, math.nan))
-            row += [num(ev.values.get(n)), num(lo), num(hi)]
-        row += [num(ev.values.get(f)) for f in floors]
-        row += [num(r.fit_seconds), ";".join(f"{k}={v!r}" for k, v in r.params.items())]
-        writer.writerow(row)
-    return buf.getvalue()
+            row += [csv_number(ev.values.get(n)), csv_number(lo), csv_number(hi)]
+        row += [csv_number(ev.values.get(f)) for f in floors]
+        row += [csv_number(r.fit_seconds), ";".join(f"{k}={v!r}" for k, v in r.params.items())]
+        rows.append(row)
+    return csv_text(["method", *triples, *floors, "fit_seconds", "params"], rows)
 
 
 # ----- the documents --------------------------------------------------------------------------
@@ -168,74 +167,44 @@ def _summary(comp: Comparison) -> str:
     )
 
 
-def markdown_report(comp: Comparison, title: str, figures: dict[str, tuple[str, bytes]]) -> str:
-    """The Markdown report (figures linked from ``figures/``)."""
-    parts = [f"# {title}", ""]
-    if comp.source:
-        parts += [f"Source: {comp.source}", ""]
-    parts += [_summary(comp), "", "## How to read this", ""]
-    parts += [HOW_TO_READ.format(level=comp.rows[0].evaluation.level), ""]
-    for table in comparison_tables(comp):
-        parts += [f"## {table.title}", "", markdown_table(table), ""]
-    parts += ["## Figures", ""]
-    for name, (caption, _) in figures.items():
-        parts += [f"![{caption}](figures/{name})", ""]
-    parts += [f"Written by calibkit {__version__}.", ""]
-    return "\n".join(parts)
+def compare_document(comp: Comparison, title: str, figures: list[Figure]) -> Document:
+    """The report as a document: summary, how to read it, the tables, the figures."""
+    intro = [Paragraph(f"Source: {comp.source}", meta=True)] if comp.source else []
+    how = HOW_TO_READ.format(level=comp.rows[0].evaluation.level)
+    big = [f for f in figures if f.name in (GRID, CURVE)]
+    singles = [f for f in figures if f.name not in (GRID, CURVE)]
+    return Document(
+        title,
+        [
+            *intro,
+            Paragraph(_summary(comp), meta=True),
+            Section("How to read this", [Paragraph(how)]),
+            *(table_section(t) for t in comparison_tables(comp)),
+            Section("Figures", [*big, Gallery(singles)]),
+        ],
+    )
 
 
-CSS = """
-body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}
-h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2rem}p.meta{color:#555}.scroll{overflow-x:auto}
-table{border-collapse:collapse;font-size:.85rem;font-variant-numeric:tabular-nums}
-th,td{padding:.3rem .6rem;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
-th{background:#f3f5f8;border-bottom:2px solid #bbb}th.l,td.l{text-align:left}
-tbody tr:nth-child(even){background:#fafbfc}td.best{font-weight:700;color:#1b5e20}
-td.second{text-decoration:underline}
-figcaption{color:#555;font-size:.85rem}img{max-width:100%;height:auto}
-.gallery{display:flex;flex-wrap:wrap;gap:1rem}.gallery figure{width:360px;margin:0}
-"""
-
-
-def html_report(comp: Comparison, title: str, figures: dict[str, tuple[str, bytes]]) -> str:
-    """The self-contained HTML report (inline CSS, figures as base64 data URIs)."""
-    e = html.escape
-
-    def figure(name: str) -> str:
-        caption, png = figures[name]
-        data = base64.b64encode(png).decode("ascii")
-        return (
-            f'<figure><img src="data:image/png;base64,{data}" alt="{e(caption)}">'
-            f"<figcaption>{e(caption)}</figcaption></figure>"
-        )
-
-    singles = [n for n in figures if n not in ("reliability_grid.png", "ece_temperature.png")]
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{e(title)}</title><style>{CSS}</style></head><body>",
-        f"<h1>{e(title)}</h1>",
-    ]
-    if comp.source:
-        parts.append(f'<p class="meta">Source: {e(comp.source)}</p>')
-    parts += [f'<p class="meta">{e(_summary(comp))}</p>', "<h2>How to read this</h2>"]
-    parts.append(f"<p>{e(HOW_TO_READ.format(level=comp.rows[0].evaluation.level))}</p>")
-    parts += [html_table(t) for t in comparison_tables(comp)]
-    parts += ["<h2>Figures</h2>", figure("reliability_grid.png"), figure("ece_temperature.png")]
-    parts.append('<div class="gallery">' + "".join(figure(n) for n in singles) + "</div>")
-    parts += [f'<p class="meta">Written by calibkit {e(__version__)}.</p>', "</body></html>", ""]
-    return "\n".join(parts)
+def written_before_manifests(name: str) -> bool:
+    """Whether ``name`` (a path inside a report folder) is one a compare report has always
+    held: such a folder written by an older calibkit, without a manifest, may be replaced."""
+    top = ("report.md", "report.html", "results.json", "results.csv")
+    return name in top or (name.startswith("figures/") and name.endswith(".png"))
 
 
 def write_compare_report(comp: Comparison, out_dir: Path, *, title: str) -> None:
-    """Write the report folder ``out_dir`` atomically (replacing an existing one)."""
-    figures = comparison_figures(comp, title)
-    with atomic_directory(Path(out_dir)) as tmp:
+    """Write the report folder ``out_dir`` atomically.
+
+    An existing ``out_dir`` is replaced only if calibkit wrote everything in it (see
+    :mod:`calibkit.io.atomic`); otherwise an InputError is raised before any work.
+    """
+    check_replaceable_folder(Path(out_dir), "output", legacy=written_before_manifests)
+    doc = compare_document(comp, title, comparison_figures(comp, title))
+    with atomic_directory(Path(out_dir), legacy=written_before_manifests) as tmp:
         (tmp / "figures").mkdir()
-        for name, (_, png) in figures.items():
-            (tmp / "figures" / name).write_bytes(png)
-        (tmp / "report.md").write_text(markdown_report(comp, title, figures), encoding="utf-8")
-        (tmp / "report.html").write_text(html_report(comp, title, figures), encoding="utf-8")
-        text = json.dumps(results_dict(comp, title), indent=1, allow_nan=False)
-        (tmp / "results.json").write_text(text + "\n", encoding="utf-8")
+        for fig in doc.figures():
+            (tmp / "figures" / fig.name).write_bytes(fig.png)
+        (tmp / "report.md").write_text(to_markdown(doc), encoding="utf-8")
+        (tmp / "report.html").write_text(to_html(doc), encoding="utf-8")
+        write_json(tmp / "results.json", results_dict(comp, title))
         (tmp / "results.csv").write_text(results_csv(comp), encoding="utf-8")

@@ -55,7 +55,9 @@ _ACC_LINE = "#1b3a63"
 _FITTED_COLOURS = ("#d1495b", "#2a9d8f", "#e9a03b", "#7b5ea7", "#3d5a80")
 
 
-def _new_figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
+    """An empty figure of ``width`` x ``height`` inches, constrained layout, Agg canvas
+    (no pyplot state); every calibkit figure starts here."""
     fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
@@ -66,7 +68,8 @@ def plain(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-def _style(ax: Axes) -> None:
+def style_axes(ax: Axes) -> None:
+    """The house style of an axes: no top or right spine, a light grid behind the data."""
     ax.spines[["top", "right"]].set_visible(False)
     ax.grid(True, color="#e4e4e4", linewidth=0.7)
     ax.set_axisbelow(True)
@@ -130,7 +133,7 @@ def draw_reliability(
     if square:
         ax.set_aspect("equal", adjustable="box")
     ax.set_ylabel("Accuracy")
-    _style(ax)
+    style_axes(ax)
     if ece is not None:
         ax.text(
             0.04,
@@ -183,7 +186,7 @@ def draw_histogram(ax: Axes, stats: BinStats) -> None:
     ax.legend(
         handles=lines, loc="upper center", ncols=2, fontsize=8, framealpha=0.9, edgecolor="none"
     )
-    _style(ax)
+    style_axes(ax)
 
 
 def reliability_figure(
@@ -195,7 +198,7 @@ def reliability_figure(
     same evaluation so that figure and table agree.
     """
     stats = _check_stats(stats)
-    fig = _new_figure(5.2, 6.6)
+    fig = new_figure(5.2, 6.6)
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3.3, 1.2]})
     draw_reliability(top, stats, ece=ece, square=False)
     top.legend(
@@ -217,7 +220,7 @@ def reliability_grid(
     n = len(panels)
     cols = max(1, min(ncols, n))
     rows = math.ceil(n / cols)
-    fig = _new_figure(2.9 * cols, 3.0 * rows + 0.3)
+    fig = new_figure(2.9 * cols, 3.0 * rows + 0.3)
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).reshape(-1)
     for i, (ax, (name, stats, ece)) in enumerate(zip(axes, panels, strict=False)):
         draw_reliability(ax, _check_stats(stats), ece=ece)
@@ -255,9 +258,29 @@ def ece_temperature_figure(
             "two equal-length arrays, temperatures increasing",
             f"shapes {t.shape} and {e.shape}",
         )
-    fig = _new_figure(6.4, 4.0)
+    fig = new_figure(6.4, 4.0)
     ax = fig.subplots()
     ax.plot(t, e, color=_BAR, linewidth=1.8, label="ECE on the test part")
+    _mark_temperatures(ax, t, e, fitted)
+    ax.set_xscale("log")
+    ax.set_xlim(t[0], t[-1])
+    ticks = [v for v in (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10) if t[0] <= v <= t[-1]]
+    ax.set_xticks(ticks, [f"{v:g}" for v in ticks])
+    ax.minorticks_off()
+    ax.set_ylim(0, float(np.nanmax(e)) * 1.05)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.set_xlabel("Temperature T (log scale)")
+    ax.set_ylabel("ECE")
+    ax.set_title(plain(title), fontsize=11)
+    ax.legend(fontsize=8, frameon=False)
+    style_axes(ax)
+    return fig
+
+
+def _mark_temperatures(
+    ax: Axes, t: npt.NDArray[np.float64], e: npt.NDArray[np.float64], fitted: Mapping[str, float]
+) -> None:
+    """Mark the curve's minimum, T = 1 (when in range) and each fitted temperature."""
     best = int(np.argmin(e))
     ax.plot(
         t[best],
@@ -290,19 +313,6 @@ def ece_temperature_figure(
             linestyle="none",
             label=f"{plain(name)}: T = {temp:.3f}",
         )
-    ax.set_xscale("log")
-    ax.set_xlim(t[0], t[-1])
-    ticks = [v for v in (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10) if t[0] <= v <= t[-1]]
-    ax.set_xticks(ticks, [f"{v:g}" for v in ticks])
-    ax.minorticks_off()
-    ax.set_ylim(0, float(np.nanmax(e)) * 1.05)
-    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-    ax.set_xlabel("Temperature T (log scale)")
-    ax.set_ylabel("ECE")
-    ax.set_title(plain(title), fontsize=11)
-    ax.legend(fontsize=8, frameon=False)
-    _style(ax)
-    return fig
 
 
 def figure_png_bytes(fig: Figure, *, dpi: int = DPI) -> bytes:

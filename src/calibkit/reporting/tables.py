@@ -1,7 +1,8 @@
-"""Metric tables as people read them: labels, formatting, ranking; text, Markdown and HTML.
+"""Metric tables as people read them: labels, formatting, ranking; plain text and tables.
 
 Calibration errors and accuracy are shown in percent with two decimals, scores with four;
-JSON and CSV (see :mod:`calibkit.reporting.compare_report`) keep fractions.
+JSON and CSV (see :mod:`calibkit.reporting.compare_report`) keep fractions. The comparison
+tables are document tables, rendered by :mod:`calibkit.reporting.render`.
 
 >>> from calibkit.metrics import Evaluation
 >>> ev = Evaluation({"accuracy": 0.9, "ece": 0.05, "ece_floor": 0.01}, {"ece": (0.04, 0.06)})
@@ -13,54 +14,40 @@ ECE        5.00%  [4.00%, 6.00%]        1.00%
 
 from __future__ import annotations
 
-import html
 import math
 from dataclasses import dataclass
 
-from calibkit.metrics import METRIC_NAMES, Evaluation
+from calibkit.metrics import METRIC_NAMES, METRICS, Evaluation
+from calibkit.reporting.document import Cell, Table
 from calibkit.workflows.compare import Comparison, MethodResult
 
 
 @dataclass(frozen=True)
-class MetricInfo:
-    """How a metric is shown: its label, whether in percent, and which way is better."""
+class ColumnInfo:
+    """How a row key is shown: its label, whether in percent, and which way is better."""
 
     label: str
     percent: bool
     better: str | None  # "min", "max" or None (no ranking)
 
 
-METRIC_INFO: dict[str, MetricInfo] = {
-    "accuracy": MetricInfo("Accuracy", True, "max"),
-    "nll": MetricInfo("NLL", False, "min"),
-    "brier": MetricInfo("Brier", False, "min"),
-    "entropy": MetricInfo("Entropy", False, None),
-    "ece": MetricInfo("ECE", True, "min"),
-    "aece": MetricInfo("Adaptive ECE", True, "min"),
-    "mce": MetricInfo("MCE", True, "min"),
-    "rmsce": MetricInfo("RMSCE", True, "min"),
-    "ece_debiased": MetricInfo("Debiased ECE", True, "min"),
-    "sce": MetricInfo("SCE", True, "min"),
-    "ks": MetricInfo("KS", True, "min"),
-    "mmce": MetricInfo("MMCE", True, "min"),
+#: Row quantities that are not metrics (never ranked); metrics are described by
+#: :data:`calibkit.metrics.METRICS`.
+ROW_QUANTITIES: dict[str, ColumnInfo] = {
+    "temperature": ColumnInfo("T", False, None),
+    "fit_seconds": ColumnInfo("Fit time (s)", False, None),
 }
-SCORE_METRICS: tuple[str, ...] = ("accuracy", "nll", "brier", "entropy")
 
 
-def metric_info(name: str) -> MetricInfo:
-    """How the metric (or ``<metric>_floor``) ``name`` is shown."""
-    return _info(name)
-
-
-def _info(name: str) -> MetricInfo:
-    if name.endswith("_floor"):
-        base = _info(name.removesuffix("_floor"))
-        return MetricInfo(f"{base.label} floor", base.percent, None)
-    return METRIC_INFO.get(name, MetricInfo(name, False, None))
-
-
-def finite_or_none(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
+def column_info(key: str) -> ColumnInfo:
+    """How the metric, ``<metric>_floor`` or row quantity ``key`` is shown."""
+    if key in METRICS:
+        m = METRICS.get(key)
+        return ColumnInfo(m.label, m.percent, m.better)
+    if key.endswith("_floor"):
+        base = column_info(key.removesuffix("_floor"))
+        return ColumnInfo(f"{base.label} floor", base.percent, None)
+    return ROW_QUANTITIES.get(key, ColumnInfo(key, False, None))
 
 
 def format_value(name: str, value: float | None) -> str:
@@ -71,7 +58,7 @@ def format_value(name: str, value: float | None) -> str:
     """
     if value is None or not math.isfinite(value):
         return "n/a"
-    return f"{100 * value:.2f}%" if _info(name).percent else f"{value:.4f}"
+    return f"{100 * value:.2f}%" if column_info(name).percent else f"{value:.4f}"
 
 
 def _interval(name: str, ci: tuple[float, float] | None) -> str:
@@ -93,7 +80,7 @@ def format_evaluation_table(evaluation: Evaluation) -> str:
         floor = evaluation.values.get(f"{name}_floor")
         rows.append(
             (
-                _info(name).label,
+                column_info(name).label,
                 format_value(name, evaluation.values[name]),
                 _interval(name, evaluation.ci.get(name)),
                 "" if floor is None else format_value(name, floor),
@@ -107,24 +94,9 @@ def format_evaluation_table(evaluation: Evaluation) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-# ----- the comparison tables (one model, rendered as Markdown and as HTML) ------------------
-@dataclass(frozen=True)
-class Cell:
-    text: str
-    best: bool = False
-    second: bool = False  # second best: italic in Markdown, underlined in HTML
-
-
-@dataclass(frozen=True)
-class Table:
-    title: str
-    header: list[str]
-    rows: list[list[Cell]]
-    n_left: int = 1  # leading text columns (left-aligned); the rest are numbers
-
-
+# ----- the comparison tables (rendered by calibkit.reporting.render) --------------------------
 def _column(name: str, results: list[MethodResult], ranked: bool = True) -> tuple[str, list[Cell]]:
-    info = _info(name)
+    info = column_info(name)
     values = [r.evaluation.values.get(name, math.nan) for r in results]
     shown = [format_value(name, v) for v in values]
     best_text = None
@@ -160,8 +132,8 @@ def format_params(params: dict[str, float]) -> str:
 def comparison_tables(comp: Comparison) -> list[Table]:
     """The tables of a comparison report: calibration errors, scores, fitted parameters."""
     names = metric_names(comp.rows[0].evaluation)
-    errors = [n for n in names if n not in SCORE_METRICS]
-    scores = [n for n in names if n in SCORE_METRICS]
+    errors = [n for n in names if n not in METRICS or METRICS.get(n).kind == "error"]
+    scores = [n for n in names if n in METRICS and METRICS.get(n).kind == "score"]
     fitted = Table(
         "Fitted calibrators",
         ["Method", "Fitted parameters", "Fit time (s)"],
@@ -176,47 +148,6 @@ def comparison_tables(comp: Comparison) -> list[Table]:
         _metric_table("Accuracy and proper scores on the test part", scores, comp),
         fitted,
     ]
-
-
-def _md_cell(cell: Cell) -> str:
-    text = cell.text.replace("|", "\\|")
-    if cell.best and text:
-        return f"**{text}**"
-    return f"_{text}_" if cell.second and text else text
-
-
-def markdown_table(table: Table) -> str:
-    """A GitHub-flavoured Markdown table (text columns left-aligned, numbers right)."""
-    n_right = len(table.header) - table.n_left
-    lines = [
-        "| " + " | ".join(table.header) + " |",
-        "|" + "|".join([":---"] * table.n_left + ["---:"] * n_right) + "|",
-    ]
-    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
-    return "\n".join(lines)
-
-
-def html_table(table: Table) -> str:
-    """An HTML table with escaped cells; best cells get ``class="best"``, second best
-    ``class="second"``."""
-    e = html.escape
-
-    def attr(i: int, best: bool = False, second: bool = False) -> str:
-        flags = (("l", i < table.n_left), ("best", best), ("second", second))
-        classes = " ".join(c for c, on in flags if on)
-        return f' class="{classes}"' if classes else ""
-
-    head = "".join(f"<th{attr(i)}>{e(h)}</th>" for i, h in enumerate(table.header))
-    body = "".join(
-        "<tr>"
-        + "".join(f"<td{attr(i, c.best, c.second)}>{e(c.text)}</td>" for i, c in enumerate(row))
-        + "</tr>\n"
-        for row in table.rows
-    )
-    return (
-        f'<h2>{e(table.title)}</h2>\n<div class="scroll"><table>\n<thead><tr>{head}</tr></thead>'
-        f"\n<tbody>\n{body}</tbody></table></div>"
-    )
 
 
 def format_comparison_summary(comp: Comparison) -> str:

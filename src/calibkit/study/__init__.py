@@ -1,6 +1,6 @@
 """Config-driven studies: models x seeds, trained, calibrated by every method, reported.
 
-:func:`run` reads nothing but its :class:`StudyConfig`; it trains (or resumes) every
+:func:`run_study` reads nothing but its :class:`StudyConfig`; it trains (or resumes) every
 (model, seed) into ``out/runs``, fits every calibrator on the calibration logits, and
 writes ``results.csv``, ``results.json``, ``report.md``, ``report.html`` and ``figures/``
 (see :mod:`calibkit.study.runner` for the layout).
@@ -11,11 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from calibkit.core.errors import InputError
+from calibkit.study import runner
 from calibkit.study.artifacts import COLUMNS
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig, load_study_config
 from calibkit.study.prepare import StudyData, prepare_data
 from calibkit.study.report import write_study_report
-from calibkit.study.runner import Log, RunRecord, StudyRuns, run_study
+from calibkit.study.runner import Log, RunRecord, StudyRuns
 
 __all__ = [
     "COLUMNS",
@@ -27,13 +28,12 @@ __all__ = [
     "StudyRuns",
     "load_study_config",
     "prepare_data",
-    "run",
     "run_study",
     "write_study_report",
 ]
 
 
-def run(
+def run_study(
     cfg: StudyConfig,
     out: Path,
     *,
@@ -43,7 +43,7 @@ def run(
 ) -> StudyRuns:
     """Run (or resume) the study ``cfg`` into ``out`` and write its report there
     (``report_only``: from what is finished, training and fitting nothing)."""
-    runs = run_study(cfg, Path(out), progress=progress, log=log, report_only=report_only)
+    runs = runner.run_study(cfg, Path(out), progress=progress, log=log, report_only=report_only)
     if not runs.records:
         raise InputError("--out", "a study folder with at least one trained run", str(out))
     if log is not None:

@@ -24,7 +24,7 @@ from calibkit.calibrators import get_calibrator
 from calibkit.core.errors import InputError
 from calibkit.core.splits import stratified_split
 from calibkit.metrics import ece
-from calibkit.reporting.tables import Cell, Table
+from calibkit.reporting.document import Cell, Table
 
 F64 = npt.NDArray[np.float64]
 Row = Mapping[str, Any]

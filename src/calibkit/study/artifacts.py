@@ -1,16 +1,29 @@
-"""The files of a study's runs: JSON written atomically, saved logits, result rows."""
+"""The files of a study's runs: saved logits, the fitted temperature, result rows (JSON
+through :mod:`calibkit.io.jsonfile`)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from calibkit.calibrators import TemperatureScaling
 from calibkit.core.errors import InputError
-from calibkit.io.atomic import atomic_write_bytes
+from calibkit.io.jsonfile import read_json, write_json
+
+__all__ = [
+    "COLUMNS",
+    "TEMPERATURE_FILE",
+    "cached_rows",
+    "load_logits",
+    "load_temperature",
+    "make_row",
+    "read_json",
+    "save_temperature",
+    "write_json",
+]
 
 #: Columns of ``results.csv``, in order (metric values are fractions).
 COLUMNS = (
@@ -25,29 +38,9 @@ COLUMNS = (
     "brier",
     "temperature",
 )
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Write ``obj`` as JSON atomically (no NaN: they become null)."""
-    text = json.dumps(_finite(obj), indent=1, allow_nan=False)
-    atomic_write_bytes(path, (text + "\n").encode("utf-8"))
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if np.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(str(path), "a readable JSON file written by calibkit", str(exc)) from None
+#: The run's temperature scaling (default bounds, fitted by NLL on its calibration part),
+#: saved by the runner; the report draws the before/after-TS figures from it.
+TEMPERATURE_FILE = "temperature.json"
 
 
 def load_logits(rdir: Path) -> dict[str, np.ndarray]:
@@ -58,6 +51,24 @@ def load_logits(rdir: Path) -> dict[str, np.ndarray]:
         raise InputError(
             str(rdir / "logits.npz"), "the logits of a finished run", str(exc)
         ) from None
+
+
+def save_temperature(rdir: Path) -> None:
+    """Fit temperature scaling on the run's calibration logits and save it in
+    :data:`TEMPERATURE_FILE` (atomically), unless the run has it already."""
+    path = rdir / TEMPERATURE_FILE
+    if path.exists():
+        return
+    z = load_logits(rdir)
+    TemperatureScaling().fit(z["cal_logits"], z["cal_labels"]).save(path)
+
+
+def load_temperature(rdir: Path) -> TemperatureScaling:
+    """The temperature scaling saved by :func:`save_temperature` for the run ``rdir``."""
+    ts = TemperatureScaling.load(rdir / TEMPERATURE_FILE)
+    if not isinstance(ts, TemperatureScaling):
+        raise InputError(str(rdir / TEMPERATURE_FILE), "a saved temperature scaling", ts.name)
+    return ts
 
 
 def make_row(

@@ -40,7 +40,7 @@ from calibkit.calibrators import CALIBRATORS
 from calibkit.core.errors import InputError
 from calibkit.data import DATASETS
 from calibkit.io.toml import from_mapping, load_toml
-from calibkit.metrics import METRIC_NAMES
+from calibkit.metrics import FLOOR_METRICS, METRIC_NAMES
 from calibkit.models import MODELS
 from calibkit.training import TrainConfig
 
@@ -171,9 +171,11 @@ class StudyConfig:
         from calibkit.study.clamping import check_input_calibrators
 
         check_input_calibrators(self.input_calibrators, self.input_calibrator_params)
-        known = [*METRIC_NAMES, *(f"{m}_floor" for m in ("ece", "aece")), "temperature"]
+        from calibkit.reporting.tables import ROW_QUANTITIES
+
+        known = [*METRIC_NAMES, *(f"{m}_floor" for m in FLOOR_METRICS), *ROW_QUANTITIES]
         for name in self.report_metrics:
-            if name not in [*known, "fit_seconds"]:
+            if name not in known:
                 raise InputError("report_metrics", "names among " + ", ".join(known), repr(name))
         if self.n_bins < 1 or self.n_floor_draws < 0:
             raise InputError(

@@ -24,17 +24,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from calibkit.core.errors import InputError
-from calibkit.reporting.figures import plain
+from calibkit.reporting.figures import new_figure, plain
 
 _COLOURS = {"train": "#3366a8", "cal": "#7b5ea7", "test": "#d1495b", "optimal": "#2a9d8f"}
-
-
-def _new_figure(width: float, height: float) -> Figure:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    fig = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
 
 
 def _series(histories: Sequence[Sequence[dict[str, float]]], key: str) -> npt.NDArray[np.float64]:
@@ -50,7 +42,7 @@ def training_curves_figure(
     if not histories or not all(histories):
         raise InputError("histories", "at least one non-empty history", "none")
     epochs = _series(histories, "epoch")[0]
-    fig = _new_figure(12.0, 3.6)
+    fig = new_figure(12.0, 3.6)
     panels = fig.subplots(1, 3)
     spec = (
         (
@@ -115,7 +107,7 @@ def confusion_figure(counts: npt.ArrayLike, classes: Sequence[str], *, title: st
         raise InputError("counts", f"a ({k}, {k}) matrix", str(c.shape))
     rates = c / np.maximum(c.sum(axis=1, keepdims=True), 1)
     size = min(3.2 + 0.45 * k, 12.0)
-    fig = _new_figure(size, size * 0.88)
+    fig = new_figure(size, size * 0.88)
     ax = fig.subplots()
     image = ax.imshow(rates, cmap="Blues", vmin=0.0, vmax=1.0)
     if k <= 20:

@@ -18,13 +18,12 @@ import numpy as np
 import numpy.typing as npt
 from matplotlib import colormaps
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
 from calibkit.core.errors import InputError
-from calibkit.reporting.figures import plain
+from calibkit.reporting.figures import new_figure, plain, style_axes
 from calibkit.study.analysis import (
     CALIBRATOR_NAMES,
     CE,
@@ -40,18 +39,10 @@ _COLOURS = ("#3366a8", "#d1495b", "#2a9d8f", "#e9a03b", "#7b5ea7", "#3d5a80", "#
 NEVER_COLOUR = "#9e9e9e"
 
 
-def _new_figure(width: float, height: float) -> Figure:
-    fig = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
 def _style(ax: Axes, *, percent: bool = True) -> None:
     if percent:
         ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=1))
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.grid(True, color="#e4e4e4", linewidth=0.7)
-    ax.set_axisbelow(True)
+    style_axes(ax)
 
 
 def ece_vs_coefficient_figure(
@@ -71,7 +62,7 @@ def ece_vs_coefficient_figure(
     panels = [(m, pairs) for m, pairs in index.by_method.items() if m != CE]
     if not panels:
         raise InputError("methods", "at least one method besides cross-entropy", "none")
-    fig = _new_figure(3.4 * len(panels), 3.4)
+    fig = new_figure(3.4 * len(panels), 3.4)
     axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True, squeeze=False)).reshape(-1)
     for ax, (method, pairs) in zip(axes, panels, strict=True):
         for i, cal in enumerate(("none", *calibrators)):
@@ -132,7 +123,7 @@ def optimal_ece_per_epoch_figure(
     missing = [lb for lb in labels if lb not in histories_by_label]
     if not labels or missing:
         raise InputError("labels", "labels of histories_by_label", repr(missing or labels))
-    fig = _new_figure(10.0, 3.8)
+    fig = new_figure(10.0, 3.8)
     panels = fig.subplots(1, 2, sharey=True)
     keys = (("test_optimal_ece", "Test ECE at the best temperature"), ("test_ece", "Test ECE"))
     for ax, (key, panel_title) in zip(panels, keys, strict=True):
@@ -206,7 +197,7 @@ def max_logit_by_learned_epoch_figure(
         for i, (a, b) in enumerate(bands)
     ]
     groups.append(("never learned", np.asarray(e == 0), NEVER_COLOUR))
-    fig = _new_figure(6.4, 4.0)
+    fig = new_figure(6.4, 4.0)
     ax = fig.subplots()
     bottom = np.zeros(n_bins)
     for label, mask, colour in groups:
@@ -248,7 +239,7 @@ def calibration_size_figure(
     """
     x = np.asarray(sizes, dtype=np.float64)
     calibrators = list(dict.fromkeys(c for per in curves.values() for c in per))
-    fig = _new_figure(4.2 * max(len(calibrators), 1), 3.8)
+    fig = new_figure(4.2 * max(len(calibrators), 1), 3.8)
     axes = np.atleast_1d(fig.subplots(1, max(len(calibrators), 1), sharey=True))
     for ax, cal in zip(axes, calibrators, strict=False):
         for i, (model, per) in enumerate(curves.items()):

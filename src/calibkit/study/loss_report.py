@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from calibkit.reporting.document import Figure, Table
 from calibkit.reporting.figures import figure_png_bytes
-from calibkit.reporting.tables import Table
 from calibkit.study.analysis import (
     CE,
     Methods,
@@ -45,11 +45,11 @@ POST_HOC = ("temperature_ece", "histogram", "temperature")
 
 @dataclass(frozen=True)
 class LossSection:
-    """Tables, the finding and ``{file: (caption, png)}`` figures of the section."""
+    """Tables, the finding and the figures of the section."""
 
     tables: list[Table]
     finding: str
-    figures: dict[str, tuple[str, bytes]]
+    figures: list[Figure]
 
 
 def loss_methods(cfg: StudyConfig) -> Methods | None:
@@ -96,9 +96,9 @@ def loss_section(cfg: StudyConfig, records: Sequence[RunRecord]) -> LossSection 
     post_hoc = tuple(c for c in POST_HOC if c in present)
     tables = [table1(rows, methods), table2(rows, methods, post_hoc)]
     text = finding(rows, methods, post_hoc)
-    figures: dict[str, tuple[str, bytes]] = {}
     fig = ece_vs_coefficient_figure(rows, methods, post_hoc)
-    figures["loss_ece_vs_coefficient.png"] = ("ECE against the coefficient", figure_png_bytes(fig))
+    caption = "ECE against the coefficient"
+    figures = [Figure("loss_ece_vs_coefficient.png", caption, figure_png_bytes(fig))]
     by_method: dict[str, list[str]] = {}
     for lb, (m, _) in methods.items():
         by_method.setdefault(m, []).append(lb)
@@ -106,10 +106,8 @@ def loss_section(cfg: StudyConfig, records: Sequence[RunRecord]) -> LossSection 
     histories = {lb: [rec.history for rec in records if rec.model == lb] for lb in best}
     names = {lb: model_name(*methods[lb]) for lb in best}
     fig = optimal_ece_per_epoch_figure(histories, best, names=names, title="Test ECE per epoch")
-    figures["loss_optimal_ece_per_epoch.png"] = (
-        "Optimal ECE (T searched on the test part) per epoch, CE and each method's best",
-        figure_png_bytes(fig),
-    )
+    caption = "Optimal ECE (T searched on the test part) per epoch, CE and each method's best"
+    figures.append(Figure("loss_optimal_ece_per_epoch.png", caption, figure_png_bytes(fig)))
     for lb in best:
         rec = next(r for r in records if r.model == lb)
         z = load_logits(rec.directory)
@@ -120,19 +118,17 @@ def loss_section(cfg: StudyConfig, records: Sequence[RunRecord]) -> LossSection 
                 len(rec.history),
                 title=f"{names[lb]}, seed {rec.seed}: max logit of training samples",
             )
-            figures[f"loss_max_logit_{lb}.png"] = (
-                f"{names[lb]}: max training logit by the epoch learned",
-                figure_png_bytes(fig),
-            )
+            caption = f"{names[lb]}: max training logit by the epoch learned"
+            figures.append(Figure(f"loss_max_logit_{lb}.png", caption, figure_png_bytes(fig)))
     sizes, curves = _size_curves(cfg, records, best, names, post_hoc)
     fig = calibration_size_figure(
         sizes, curves, title="ECE after calibration against the calibration-set size"
     )
-    figures["loss_calibration_size.png"] = (
+    caption = (
         "ECE after calibration against the calibration-set size: CE and each method's best "
-        "(first seed; mean ± std over 5 draws per size)",
-        figure_png_bytes(fig),
+        "(first seed; mean ± std over 5 draws per size)"
     )
+    figures.append(Figure("loss_calibration_size.png", caption, figure_png_bytes(fig)))
     return LossSection(tables, text, figures)
 
 

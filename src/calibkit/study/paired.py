@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from calibkit.reporting.tables import Cell, Table
+from calibkit.reporting.document import Cell, Table
 
 #: The calibrator every other one is paired with.
 REFERENCE = "temperature"

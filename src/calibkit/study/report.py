@@ -6,10 +6,6 @@ never half-written; running the study again rewrites it from the finished runs.
 
 from __future__ import annotations
 
-import base64
-import csv
-import html
-import io
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -18,15 +14,26 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.calibrators import TemperatureScaling
 from calibkit.calibrators.temperature_grid import ece_temperature_curve
-from calibkit.core.version import __version__
 from calibkit.io.atomic import atomic_directory, atomic_write_bytes
+from calibkit.io.jsonfile import write_json
 from calibkit.metrics import ece, reliability_stats
-from calibkit.reporting.compare_report import CSS
+from calibkit.reporting.csv_text import csv_number, csv_text
+from calibkit.reporting.document import (
+    Block,
+    Cell,
+    Document,
+    Figure,
+    Gallery,
+    Paragraph,
+    Section,
+    Table,
+    table_section,
+)
 from calibkit.reporting.figures import ece_temperature_figure, figure_png_bytes, reliability_grid
-from calibkit.reporting.tables import Cell, Table, html_table, markdown_table, metric_info
-from calibkit.study.artifacts import COLUMNS, load_logits, write_json
+from calibkit.reporting.render import to_html, to_markdown
+from calibkit.reporting.tables import column_info
+from calibkit.study.artifacts import COLUMNS, load_logits, load_temperature
 from calibkit.study.config import StudyConfig
 from calibkit.study.figures import confusion_counts, confusion_figure, training_curves_figure
 from calibkit.study.loss_report import loss_section
@@ -36,20 +43,6 @@ from calibkit.workflows.compare import TEMPERATURE_GRID
 
 #: Default metrics of the mean +- std tables (a study's ``report_metrics`` replaces them).
 SHOWN = ("accuracy", "nll", "ece", "ece_floor", "aece", "mce", "brier", "temperature")
-#: Metrics computed for every row but not in METRIC_INFO: (label, percent).
-EXTRA = {"temperature": ("T", False), "fit_seconds": ("Fit time (s)", False)}
-#: Columns without a best: floors, temperatures, times.
-UNRANKED = ("temperature", "fit_seconds")
-
-
-def _label(key: str) -> tuple[str, bool, str | None]:
-    """Label, percent?, and which way is better (None: not ranked) of a row key."""
-    if key in EXTRA:
-        return (*EXTRA[key], None)
-    info = metric_info(key)
-    return info.label, info.percent, info.better
-
-
 HOW_TO_READ = (
     "Every model was trained once per seed; each calibrator was fitted on that run's "
     "calibration part and judged on the test part. Cells are mean ± standard deviation over "
@@ -126,19 +119,19 @@ def model_table(
     """Calibrators x metrics, mean ± std; best mean in bold, second best marked."""
     ranks = {}
     for key in metrics:
-        _, _, better = _label(key)
-        ranks[key] = _ranks([s[key][0] for s in stats.values()], better)
+        ranks[key] = _ranks([s[key][0] for s in stats.values()], column_info(key).better)
     rows = []
     for cal, s in stats.items():
         cells = [Cell(cal)]
         for key in metrics:
             mean, std = s[key]
             first, second = ranks[key]
-            text = _seconds(mean, std) if key == "fit_seconds" else _fmt(mean, std, _label(key)[1])
+            percent = column_info(key).percent
+            text = _seconds(mean, std) if key == "fit_seconds" else _fmt(mean, std, percent)
             cells.append(Cell(text, best=mean == first, second=mean == second))
         rows.append(cells)
     title = f"{model}: mean ± std over {n_seeds} seed{'s' if n_seeds > 1 else ''}"
-    return Table(title, ["Calibrator", *[_label(k)[0] for k in metrics]], rows)
+    return Table(title, ["Calibrator", *[column_info(k).label for k in metrics]], rows)
 
 
 def summary_table(records: Sequence[RunRecord], stats: dict[str, Any]) -> Table:
@@ -179,16 +172,15 @@ def summary_table(records: Sequence[RunRecord], stats: dict[str, Any]) -> Table:
 
 def study_figures(
     cfg: StudyConfig, records: Sequence[RunRecord], classes: Sequence[str]
-) -> dict[str, tuple[str, bytes]]:
-    """``{file: (caption, png)}`` per model: training curves, confusion, reliability, ECE(T)."""
-    figures: dict[str, tuple[str, bytes]] = {}
+) -> list[Figure]:
+    """Per model: training curves, confusion, reliability before/after TS, ECE(T)."""
+    figures: list[Figure] = []
     for model in dict.fromkeys(r.model for r in records):
         runs = [r for r in records if r.model == model]
-        first = runs[0]
-        name = f"training_{model}.png"
         if all(r.history for r in runs):
             fig = training_curves_figure([r.history for r in runs], title=model)
-            figures[name] = (f"{model}: training curves (test part)", figure_png_bytes(fig))
+            caption = f"{model}: training curves (test part)"
+            figures.append(Figure(f"training_{model}.png", caption, figure_png_bytes(fig)))
         counts = sum(
             (
                 confusion_counts(z["test_labels"], z["test_logits"].argmax(1), len(classes))
@@ -199,55 +191,61 @@ def study_figures(
         fig = confusion_figure(
             counts, classes, title=f"{model}: test confusion, {len(runs)} seeds summed"
         )
-        figures[f"confusion_{model}.png"] = (f"{model}: confusion matrix", figure_png_bytes(fig))
-        z = load_logits(first.directory)
-        ts = TemperatureScaling().fit(z["cal_logits"], z["cal_labels"])
-        probs = ts.predict_proba(z["test_logits"])
-        y, logits = z["test_labels"], z["test_logits"]
-        panels = [
-            (
-                "none",
-                reliability_stats(y, logits=logits, n_bins=cfg.n_bins),
-                ece(y, logits=logits, n_bins=cfg.n_bins),
-            ),
-            (
-                f"temperature (T={ts.temperature_:.2f})",
-                reliability_stats(y, probs, n_bins=cfg.n_bins),
-                ece(y, probs, n_bins=cfg.n_bins),
-            ),
-        ]
-        fig = reliability_grid(
-            panels, ncols=2, title=f"{model}, seed {first.seed}: before and after TS"
-        )
-        figures[f"reliability_{model}.png"] = (
-            f"{model}: reliability before/after TS",
-            figure_png_bytes(fig),
-        )
-        curve = ece_temperature_curve(logits, y, TEMPERATURE_GRID, cfg.n_bins)
-        fig = ece_temperature_figure(
-            TEMPERATURE_GRID,
-            curve,
-            fitted={"temperature (NLL)": ts.temperature_},
-            title=f"{model}, seed {first.seed}: test ECE against temperature",
-        )
-        figures[f"ece_temperature_{model}.png"] = (f"{model}: ECE against T", figure_png_bytes(fig))
+        caption = f"{model}: confusion matrix"
+        figures.append(Figure(f"confusion_{model}.png", caption, figure_png_bytes(fig)))
+        figures += temperature_figures(cfg, runs[0])
     return figures
 
 
+def temperature_figures(cfg: StudyConfig, run: RunRecord) -> list[Figure]:
+    """Reliability before and after the run's saved temperature scaling, and its test ECE
+    against the temperature."""
+    z = load_logits(run.directory)
+    ts = load_temperature(run.directory)
+    probs = ts.predict_proba(z["test_logits"])
+    y, logits, n_bins = z["test_labels"], z["test_logits"], cfg.n_bins
+    panels = [
+        (
+            "none",
+            reliability_stats(y, logits=logits, n_bins=n_bins),
+            ece(y, logits=logits, n_bins=n_bins),
+        ),
+        (
+            f"temperature (T={ts.temperature_:.2f})",
+            reliability_stats(y, probs, n_bins=n_bins),
+            ece(y, probs, n_bins=n_bins),
+        ),
+    ]
+    title = f"{run.model}, seed {run.seed}"
+    grid = reliability_grid(panels, ncols=2, title=f"{title}: before and after TS")
+    curve = ece_temperature_figure(
+        TEMPERATURE_GRID,
+        ece_temperature_curve(logits, y, TEMPERATURE_GRID, n_bins),
+        fitted={"temperature (NLL)": ts.temperature_},
+        title=f"{title}: test ECE against temperature",
+    )
+    return [
+        Figure(
+            f"reliability_{run.model}.png",
+            f"{run.model}: reliability before/after TS",
+            figure_png_bytes(grid),
+        ),
+        Figure(
+            f"ece_temperature_{run.model}.png",
+            f"{run.model}: ECE against T",
+            figure_png_bytes(curve),
+        ),
+    ]
+
+
 def results_csv(records: Sequence[RunRecord]) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    for rec in records:
-        for row in rec.rows:
-            writer.writerow(
-                [row[c] if c in ("model", "seed", "calibrator") else _num(row[c]) for c in COLUMNS]
-            )
-    return buf.getvalue()
-
-
-def _num(x: float | None) -> str:
-    return "" if x is None or not math.isfinite(x) else repr(float(x))
+    """One line per (run, calibrator): the :data:`COLUMNS` (metric values as fractions)."""
+    rows = [
+        [row[c] if c in ("model", "seed", "calibrator") else csv_number(row[c]) for c in COLUMNS]
+        for rec in records
+        for row in rec.rows
+    ]
+    return csv_text(COLUMNS, rows)
 
 
 def _header(
@@ -267,14 +265,11 @@ def _header(
     )
 
 
-def write_study_report(
-    cfg: StudyConfig,
-    records: Sequence[RunRecord],
-    out: Path,
-    classes: Sequence[str],
-    sizes: dict[str, dict[str, int]],
-) -> dict[str, Any]:
-    """Write results.csv/json, report.md/html and figures/ into ``out``; return the stats."""
+def study_tables(
+    cfg: StudyConfig, records: Sequence[RunRecord]
+) -> tuple[list[Table], dict[str, Any]]:
+    """The summary, then per model its mean ± std table and (with seeds) its paired table;
+    and the statistics ``{model: {calibrator: {metric: (mean, std)}}}``."""
     metrics = cfg.report_metrics or SHOWN
     stats = aggregate(records, tuple(dict.fromkeys((*SHOWN, *metrics))))
     n_runs = {m: sum(r.model == m for r in records) for m in stats}
@@ -288,71 +283,66 @@ def write_study_report(
         tables.append(model_table(m, shown, n_runs[m], metrics))
         paired = paired_table(all_rows, m) if n_runs[m] > 1 else None
         tables += [paired] if paired is not None else []
-    figures = study_figures(cfg, records, classes)
-    section = loss_section(cfg, records)
-    header = _header(cfg, records, sizes)
+    return tables, stats
+
+
+def study_document(
+    cfg: StudyConfig,
+    records: Sequence[RunRecord],
+    tables: list[Table],
+    classes: Sequence[str],
+    sizes: dict[str, dict[str, int]],
+) -> Document:
+    """The report as a document: header, how to read it, the loss section (when the models
+    differ by training loss), the tables, the figures."""
     how = HOW_TO_READ
     if any(cfg.model_data(m).split_by_seed for m in cfg.models):
         how = how.replace("the data split is fixed", "each seed also draws another data split")
-    md = [f"# {cfg.name}", "", header, "", "## How to read this", "", how, ""]
-    if section is not None:
-        md += ["## Training objectives", "", section.finding, ""]
-        md += [f"### {t.title}\n\n{markdown_table(t)}\n" for t in section.tables]
-        figures = {**section.figures, **figures}
-    for t in tables:
-        md += [f"## {t.title}", "", markdown_table(t), ""]
-    md += ["## Figures", ""] + [f"![{c}](figures/{n})" for n, (c, _) in figures.items()]
-    md += ["", f"Written by calibkit {__version__}.", ""]
-    e = html.escape
-    body = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{e(cfg.name)}</title><style>{CSS}</style></head><body>",
-        f"<h1>{e(cfg.name)}</h1>",
-        f'<p class="meta">{e(header)}</p><h2>How to read this</h2><p>{e(how)}</p>',
+    body: list[Block] = [
+        Paragraph(_header(cfg, records, sizes), meta=True),
+        Section("How to read this", [Paragraph(how)]),
     ]
+    figures = study_figures(cfg, records, classes)
+    section = loss_section(cfg, records)
     if section is not None:
-        body += ["<h2>Training objectives</h2>", f"<p>{e(section.finding)}</p>"]
-        body += [html_table(t) for t in section.tables]
-    body += [html_table(t) for t in tables]
-    body.append('<h2>Figures</h2><div class="gallery wide">')
-    for _, (caption, png) in figures.items():
-        data = base64.b64encode(png).decode("ascii")
-        body.append(
-            f'<figure><img src="data:image/png;base64,{data}" alt="{e(caption)}">'
-            f"<figcaption>{e(caption)}</figcaption></figure>"
-        )
-    body += [
-        "</div>",
-        f'<p class="meta">Written by calibkit {e(__version__)}.</p>',
-        "</body></html>",
-        "",
+        blocks: list[Block] = [Paragraph(section.finding)]
+        blocks += [table_section(t) for t in section.tables]
+        body.append(Section("Training objectives", blocks))
+        figures = section.figures + figures
+    body += [table_section(t) for t in tables]
+    body.append(Section("Figures", [Gallery(figures)]))
+    return Document(cfg.name, body)
+
+
+def results_json(cfg: StudyConfig, records: Sequence[RunRecord], summary: Any) -> dict[str, Any]:
+    """Every row, the summary and each run's history: the content of ``results.json``."""
+    runs = [
+        {"model": r.model, "seed": r.seed, "train_seconds": r.train_seconds, "history": r.history}
+        for r in records
     ]
+    rows = [row for rec in records for row in rec.rows]
+    return {"name": cfg.name, "rows": rows, "summary": summary, "runs": runs}
+
+
+def write_study_report(
+    cfg: StudyConfig,
+    records: Sequence[RunRecord],
+    out: Path,
+    classes: Sequence[str],
+    sizes: dict[str, dict[str, int]],
+) -> dict[str, Any]:
+    """Write results.csv/json, report.md/html and figures/ into ``out``; return the stats."""
+    tables, stats = study_tables(cfg, records)
+    doc = study_document(cfg, records, tables, classes, sizes)
     summary = {
         model: {cal: {k: {"mean": m, "std": s} for k, (m, s) in d.items()} for cal, d in by.items()}
         for model, by in stats.items()
     }
-    with atomic_directory(out / "figures") as tmp:
-        for name, (_, png) in figures.items():
-            (tmp / name).write_bytes(png)
-    write_json(
-        out / "results.json",
-        {
-            "name": cfg.name,
-            "rows": all_rows,
-            "summary": summary,
-            "runs": [
-                {
-                    "model": r.model,
-                    "seed": r.seed,
-                    "train_seconds": r.train_seconds,
-                    "history": r.history,
-                }
-                for r in records
-            ],
-        },
-    )
+    with atomic_directory(out / "figures", legacy=lambda name: name.endswith(".png")) as tmp:
+        for fig in doc.figures():
+            (tmp / fig.name).write_bytes(fig.png)
+    write_json(out / "results.json", results_json(cfg, records, summary))
     atomic_write_bytes(out / "results.csv", results_csv(records).encode("utf-8"))
-    atomic_write_bytes(out / "report.md", "\n".join(md).encode("utf-8"))
-    atomic_write_bytes(out / "report.html", "\n".join(body).encode("utf-8"))
+    atomic_write_bytes(out / "report.md", to_markdown(doc).encode("utf-8"))
+    atomic_write_bytes(out / "report.html", to_html(doc).encode("utf-8"))
     return summary

@@ -11,6 +11,7 @@ Layout of the output folder::
         model.safetensors          the trained weights
         train.json                 per-epoch history; written last: the run is finished
         calibration.json           one row per calibrator, for the current calibrator list
+        temperature.json           temperature scaling fitted on the calibration part
     results.csv, results.json, report.md, report.html, figures/   (see study.report)
 
 Every file is written atomically. A run is done when ``train.json`` exists; killed
@@ -43,6 +44,7 @@ from calibkit.study.artifacts import (
     load_logits,
     make_row,
     read_json,
+    save_temperature,
     write_json,
 )
 from calibkit.study.clamping import clamp_run
@@ -173,7 +175,9 @@ def train_run(
 
 
 def calibrate_run(cfg: StudyConfig, label: str, seed: int, rdir: Path) -> list[dict[str, Any]]:
-    """Rows of every calibrator for one run (cached in ``calibration.json``)."""
+    """Rows of every calibrator for one run (cached in ``calibration.json``); saves the
+    run's temperature scaling (``temperature.json``) for the report's figures."""
+    save_temperature(rdir)
     settings = {
         "calibrators": list(cfg.calibrators),
         "params": cfg.calibrator_params,

@@ -1,0 +1,67 @@
+"""What calibkit knows about each metric, in one place: one :class:`MetricInfo` per metric.
+
+:data:`METRICS` holds them in report order. Everything else (the suite's metric names and
+noise floors, table labels and formatting, a study's allowed report metrics) is read from
+here.
+
+>>> METRICS.get("ece").label, METRICS.get("ece").better, METRICS.get("ece").has_floor
+('ECE', 'min', True)
+>>> METRICS.get("accuracy")([0, 1], probs=[[0.8, 0.2], [0.3, 0.7]])
+1.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from calibkit.core.registry import Registry
+from calibkit.metrics.binned import aece, debiased_ece, ece, mce, rmsce, sce
+from calibkit.metrics.continuous import ks_error, mmce
+from calibkit.metrics.scores import accuracy, brier, entropy, nll
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """One metric: its name, how it is shown, which way is better, and its function.
+
+    ``kind`` is ``"score"`` (accuracy, the proper scores, entropy) or ``"error"`` (a
+    calibration error); ``better`` is ``"min"`` (lower is better), ``"max"`` or ``None``
+    (not ranked); ``percent``: shown in percent (a fraction otherwise); ``has_floor``: the
+    suite estimates its noise floor. Calling a ``MetricInfo`` calls its function.
+    """
+
+    name: str
+    label: str
+    kind: Literal["score", "error"]
+    percent: bool
+    better: Literal["min", "max"] | None
+    has_floor: bool
+    function: Callable[..., float]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> float:
+        return self.function(*args, **kwargs)
+
+
+METRICS: Registry[MetricInfo] = Registry("metric")
+for _info in (  # name, label, kind, percent, better, has_floor, function
+    MetricInfo("accuracy", "Accuracy", "score", True, "max", False, accuracy),
+    MetricInfo("nll", "NLL", "score", False, "min", False, nll),
+    MetricInfo("brier", "Brier", "score", False, "min", False, brier),
+    MetricInfo("entropy", "Entropy", "score", False, None, False, entropy),
+    MetricInfo("ece", "ECE", "error", True, "min", True, ece),
+    MetricInfo("aece", "Adaptive ECE", "error", True, "min", True, aece),
+    MetricInfo("mce", "MCE", "error", True, "min", False, mce),
+    MetricInfo("rmsce", "RMSCE", "error", True, "min", False, rmsce),
+    MetricInfo("ece_debiased", "Debiased ECE", "error", True, "min", False, debiased_ece),
+    MetricInfo("sce", "SCE", "error", True, "min", False, sce),
+    MetricInfo("ks", "KS", "error", True, "min", False, ks_error),
+    MetricInfo("mmce", "MMCE", "error", True, "min", False, mmce),
+):
+    METRICS.register(_info.name)(_info)
+
+#: Metric names in report order; ``*_floor`` values are added by the suite's evaluate.
+METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
+#: Metrics whose noise floor the suite estimates.
+FLOOR_METRICS: tuple[str, ...] = tuple(n for n in METRICS if METRICS.get(n).has_floor)

@@ -1,0 +1,100 @@
+"""The report document model: a title and blocks (paragraphs, tables, figures, sections).
+
+A report is built once as a :class:`Document` and rendered by :mod:`calibkit.reporting.render`
+to Markdown (figures linked from ``figures/``) and to self-contained HTML. The document
+holds text, never markup: the renderers escape it.
+
+>>> doc = Document("Demo", [Section("Results", [Table("t", ["Method", "ECE"], [[Cell("ts"),
+...     Cell("1.00%", best=True)]])])])
+>>> [type(b).__name__ for b in doc.body[0].blocks]
+['Table']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A table cell: its text, and whether it holds the best or second-best value."""
+
+    text: str
+    best: bool = False
+    second: bool = False  # second best: italic in Markdown, underlined in HTML
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of text cells; the first ``n_left`` columns are text (left-aligned), the rest
+    numbers. ``title`` names the table (a report shows it as the heading of its section)."""
+
+    title: str
+    header: list[str]
+    rows: list[list[Cell]]
+    n_left: int = 1
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """A paragraph of plain text; ``meta`` paragraphs (sources, sizes) are shown muted."""
+
+    text: str
+    meta: bool = False
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A PNG figure: its file name under ``figures/``, its caption and its bytes."""
+
+    name: str
+    caption: str
+    png: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Gallery:
+    """Figures shown side by side (as many per row as fit)."""
+
+    figures: list[Figure]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A heading and its blocks; a section inside a section is one heading level lower."""
+
+    title: str
+    blocks: list[Block]
+
+
+#: What a document or a section holds.
+Block: TypeAlias = Paragraph | Table | Figure | Gallery | Section
+
+
+@dataclass(frozen=True)
+class Document:
+    """A report: its title and its blocks, in reading order."""
+
+    title: str
+    body: list[Block]
+
+    def figures(self) -> Iterator[Figure]:
+        """Every figure of the document, in reading order."""
+        yield from _figures(self.body)
+
+
+def _figures(blocks: list[Block]) -> Iterator[Figure]:
+    for block in blocks:
+        if isinstance(block, Figure):
+            yield block
+        elif isinstance(block, Gallery):
+            yield from block.figures
+        elif isinstance(block, Section):
+            yield from _figures(block.blocks)
+
+
+def table_section(table: Table) -> Section:
+    """A section holding ``table`` alone, headed by its title."""
+    return Section(table.title, [table])

@@ -1,0 +1,148 @@
+"""Render a :class:`~calibkit.reporting.document.Document` as Markdown or as HTML.
+
+Markdown: GitHub-flavoured; figures are linked from ``figures/<name>``; best cells are
+bold, second-best italic. HTML: one self-contained page (inline CSS, figures as base64
+data URIs, every text escaped); best cells get ``class="best"``, second best
+``class="second"``. Both end with the calibkit version that wrote them.
+
+>>> from calibkit.reporting.document import Cell, Document, Paragraph, Section, Table
+>>> table = Table("Errors", ["Method", "ECE"], [[Cell("a|b"), Cell("1.00%", best=True)]])
+>>> doc = Document("Demo", [Paragraph("x < y"), Section("Errors", [table])])
+>>> print(to_markdown(doc).replace(__version__, "V"))
+# Demo
+<BLANKLINE>
+x < y
+<BLANKLINE>
+## Errors
+<BLANKLINE>
+| Method | ECE |
+|:---|---:|
+| a\\|b | **1.00%** |
+<BLANKLINE>
+Written by calibkit V.
+<BLANKLINE>
+>>> "<p>x &lt; y</p>" in to_html(doc)
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+
+from calibkit.core.version import __version__
+from calibkit.reporting.document import (
+    Block,
+    Cell,
+    Document,
+    Figure,
+    Gallery,
+    Section,
+    Table,
+)
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}
+h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2rem}p.meta{color:#555}.scroll{overflow-x:auto}
+table{border-collapse:collapse;font-size:.85rem;font-variant-numeric:tabular-nums}
+th,td{padding:.3rem .6rem;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
+th{background:#f3f5f8;border-bottom:2px solid #bbb}th.l,td.l{text-align:left}
+tbody tr:nth-child(even){background:#fafbfc}td.best{font-weight:700;color:#1b5e20}
+td.second{text-decoration:underline}
+figcaption{color:#555;font-size:.85rem}img{max-width:100%;height:auto}
+.gallery{display:flex;flex-wrap:wrap;gap:1rem}.gallery figure{width:360px;margin:0}
+"""
+_e = html.escape
+
+
+# ----- Markdown -------------------------------------------------------------------------------
+def to_markdown(doc: Document) -> str:
+    """The document as Markdown: blocks separated by blank lines, figures linked."""
+    parts = [f"# {doc.title}", *(_md(b, 2) for b in doc.body)]
+    parts.append(f"Written by calibkit {__version__}.")
+    return "\n\n".join(parts) + "\n"
+
+
+def _md(block: Block, level: int) -> str:
+    if isinstance(block, Section):
+        heading = f"{'#' * level} {block.title}"
+        return "\n\n".join([heading, *(_md(b, level + 1) for b in block.blocks)])
+    if isinstance(block, Table):
+        return markdown_table(block)
+    if isinstance(block, Figure):
+        return f"![{block.caption}](figures/{block.name})"
+    if isinstance(block, Gallery):
+        return "\n\n".join(_md(f, level) for f in block.figures)
+    return block.text
+
+
+def _md_cell(cell: Cell) -> str:
+    text = cell.text.replace("|", "\\|")
+    if cell.best and text:
+        return f"**{text}**"
+    return f"_{text}_" if cell.second and text else text
+
+
+def markdown_table(table: Table) -> str:
+    """A GitHub-flavoured Markdown table (text columns left-aligned, numbers right)."""
+    n_right = len(table.header) - table.n_left
+    lines = [
+        "| " + " | ".join(table.header) + " |",
+        "|" + "|".join([":---"] * table.n_left + ["---:"] * n_right) + "|",
+    ]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
+    return "\n".join(lines)
+
+
+# ----- HTML -----------------------------------------------------------------------------------
+def to_html(doc: Document) -> str:
+    """The document as one self-contained HTML page (inline CSS, figures as data URIs)."""
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{_e(doc.title)}</title><style>{CSS}</style></head><body>",
+        f"<h1>{_e(doc.title)}</h1>",
+        *(_html(b, 2) for b in doc.body),
+        f'<p class="meta">Written by calibkit {_e(__version__)}.</p>',
+        "</body></html>",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def _html(block: Block, level: int) -> str:
+    if isinstance(block, Section):
+        heading = f"<h{level}>{_e(block.title)}</h{level}>"
+        return "\n".join([heading, *(_html(b, level + 1) for b in block.blocks)])
+    if isinstance(block, Table):
+        return html_table(block)
+    if isinstance(block, Figure):
+        data = base64.b64encode(block.png).decode("ascii")
+        return (
+            f'<figure><img src="data:image/png;base64,{data}" alt="{_e(block.caption)}">'
+            f"<figcaption>{_e(block.caption)}</figcaption></figure>"
+        )
+    if isinstance(block, Gallery):
+        return '<div class="gallery">' + "".join(_html(f, level) for f in block.figures) + "</div>"
+    return f'<p class="meta">{_e(block.text)}</p>' if block.meta else f"<p>{_e(block.text)}</p>"
+
+
+def html_table(table: Table) -> str:
+    """An HTML table with escaped cells (its title is the heading of its section)."""
+
+    def attr(i: int, best: bool = False, second: bool = False) -> str:
+        flags = (("l", i < table.n_left), ("best", best), ("second", second))
+        classes = " ".join(c for c, on in flags if on)
+        return f' class="{classes}"' if classes else ""
+
+    head = "".join(f"<th{attr(i)}>{_e(h)}</th>" for i, h in enumerate(table.header))
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td{attr(i, c.best, c.second)}>{_e(c.text)}</td>" for i, c in enumerate(row))
+        + "</tr>\n"
+        for row in table.rows
+    )
+    return (
+        f'<div class="scroll"><table>\n<thead><tr>{head}</tr></thead>'
+        f"\n<tbody>\n{body}</tbody></table></div>"
+    )
