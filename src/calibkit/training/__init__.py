@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from calibkit.training.checkpoint import TrainingState
 from calibkit.training.config import OPTIMIZERS, SCHEDULES, TrainConfig
 from calibkit.training.optim import build_optimizer, build_scheduler
-from calibkit.training.progress import Progress
 from calibkit.training.tracking import TRACKED, TRACKING_TEMPERATURES, track_split
 from calibkit.training.trainer import TrainResult, predict_logits, train
 
@@ -13,9 +13,9 @@ __all__ = [
     "SCHEDULES",
     "TRACKED",
     "TRACKING_TEMPERATURES",
-    "Progress",
     "TrainConfig",
     "TrainResult",
+    "TrainingState",
     "build_optimizer",
     "build_scheduler",
     "predict_logits",
