@@ -46,7 +46,7 @@ def report_step(logger: logging.Logger, event: ProgressEvent, level: int = loggi
     """Log ``event`` (message ``label text``) at ``level``, the event attached to the record."""
     if logger.isEnabledFor(level):
         message = f"{event.label} {event.text}".rstrip()
-        logger.log(level, "%s", message, extra={"progress": event})
+        logger.log(level, "%s", message, extra={"progress": event}, stacklevel=2)
 
 
 def progress_of(record: logging.LogRecord) -> ProgressEvent | None:
