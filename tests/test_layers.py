@@ -56,9 +56,7 @@ def _modules() -> list[Path]:
 
 
 def test_every_module_is_in_a_layer() -> None:
-    outside = [
-        str(p.relative_to(SRC)) for p in _modules() if p.relative_to(SRC).parts[0] not in LAYERS
-    ]
+    outside = [str(p.relative_to(SRC)) for p in _modules() if p.relative_to(SRC).parts[0] not in LAYERS]
     assert outside == []
 
 
