@@ -16,7 +16,14 @@ from torch import Tensor, nn
 from calibkit.core.errors import InputError
 from calibkit.core.progress import ProgressEvent, progress_of
 from calibkit.models import mlp
-from calibkit.training import TRACKED, TrainConfig, TrainResult, predict_logits, train
+from calibkit.training import (
+    TRACKED,
+    TrainConfig,
+    TrainResult,
+    predict_logits,
+    train,
+    training_loss,
+)
 
 TIMING = ("seconds", "train_seconds", "eval_seconds", "tracking_seconds")
 
@@ -408,6 +415,18 @@ def test_custom_loss_is_used() -> None:
     result = train(_model(), (x, y), cfg, seed=0, held_out={}, loss_fn=counting_loss)
     assert calls == [16, 16, 8, 16, 16, 8]
     assert [h["train_loss"] for h in result.history] == pytest.approx([7.0, 7.0])
+
+
+def test_the_loss_named_in_the_settings_is_trained() -> None:
+    """``cfg.loss`` is used when no ``loss_fn`` is given: the same run as passing it."""
+    cfg = TrainConfig(epochs=2, batch_size=16, loss="focal", loss_params={"gamma": 2.0})
+    assert training_loss(TrainConfig()) is nn.functional.cross_entropy
+    m1, r1 = _run(cfg)
+    m2, r2 = _run(cfg, loss_fn=training_loss(cfg))
+    m3, _ = _run(cfg.replace(loss="cross_entropy", loss_params={}))
+    assert _same_state(m1, m2)  # the same computation, run twice
+    assert _strip(r1.history) == _strip(r2.history)
+    assert not _same_state(m1, m3)
 
 
 # --- (g) progress output ------------------------------------------------------------------

@@ -49,7 +49,7 @@ from calibkit.study.artifacts import (
     write_json,
 )
 from calibkit.study.clamping import clamp_run
-from calibkit.study.components import build_model, loss_function, resolve_device
+from calibkit.study.components import build_model, resolve_device
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig
 from calibkit.study.prepare import StudyData, prepare_data
 from calibkit.training import TrainConfig, train
@@ -144,7 +144,6 @@ def train_run(cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData, rdi
         tcfg,
         seed=seed,
         held_out={"cal": data.splits["cal"], "test": data.splits["test"]},
-        loss_fn=loss_function(tcfg),
         checkpoint=rdir / "checkpoint.pt",
         label=f"{spec.label} seed {seed} ",
     )

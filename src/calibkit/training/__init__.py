@@ -6,7 +6,7 @@ from calibkit.training.checkpoint import TrainingState
 from calibkit.training.config import OPTIMIZERS, SCHEDULES, TrainConfig
 from calibkit.training.optim import build_optimizer, build_scheduler
 from calibkit.training.tracking import TRACKED, TRACKING_TEMPERATURES, track_split
-from calibkit.training.trainer import TrainResult, predict_logits, train
+from calibkit.training.trainer import TrainResult, predict_logits, train, training_loss
 
 __all__ = [
     "OPTIMIZERS",
@@ -21,4 +21,5 @@ __all__ = [
     "predict_logits",
     "track_split",
     "train",
+    "training_loss",
 ]

@@ -91,6 +91,16 @@ def _check_split(name: str, split: Split) -> Split:
     return x, y
 
 
+def training_loss(cfg: TrainConfig) -> LossFn:
+    """The loss named in ``cfg`` with its parameters (plain cross-entropy by default)."""
+    if cfg.loss == "cross_entropy" and not cfg.loss_params:
+        return nn.functional.cross_entropy
+    from calibkit.losses import build_loss
+
+    loss: LossFn = build_loss({"name": cfg.loss, **cfg.loss_params})
+    return loss
+
+
 def predict_logits(model: nn.Module, x: Tensor, batch_size: int = 1024) -> Tensor:
     """Logits of ``model`` in eval mode on ``x``, in batches, on ``x``'s device."""
     model.eval()
@@ -116,7 +126,8 @@ def train(
 ) -> TrainResult:
     """Train ``model`` on ``train_split`` under ``cfg``; track and return ``held_out`` logits.
 
-    ``label`` starts every progress line (e.g. ``"mlp seed 0 "``).
+    ``loss_fn`` replaces the loss ``cfg`` names (see :func:`training_loss`); ``label`` starts
+    every progress line (e.g. ``"mlp seed 0 "``).
     """
     x, y = _check_split("train_split", train_split)
     if x.shape[0] == 0:
@@ -177,7 +188,7 @@ def _train_epoch(
     """One pass over the shuffled training split; the epoch's loss and accuracy."""
     x, y = split
     model, opt, gen = state.model, state.optimizer, state.generator
-    loss = loss_fn if loss_fn is not None else nn.functional.cross_entropy
+    loss = loss_fn if loss_fn is not None else training_loss(cfg)
     device = next(model.parameters()).device
     n, per_batch = x.shape[0], steps_per_batch(cfg)
     batches = (n + cfg.batch_size - 1) // cfg.batch_size
