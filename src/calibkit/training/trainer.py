@@ -133,11 +133,12 @@ def train(
     if x.shape[0] == 0:
         raise InputError("train_split", "at least one sample", "an empty split")
     held = {name: _check_split(name, s) for name, s in held_out.items()}
+    loss = loss_fn if loss_fn is not None else training_loss(cfg)
     state = _start(model, cfg, seed, n=x.shape[0], checkpoint=checkpoint)
     start = time.perf_counter() - sum(h["seconds"] for h in state.history)
     for epoch in range(len(state.history) + 1, cfg.epochs + 1):
         t0 = time.perf_counter()
-        record = _train_epoch(state, (x, y), cfg, epoch, loss_fn, label)
+        record = _train_epoch(state, (x, y), cfg, epoch, loss, label)
         train_seconds = time.perf_counter() - t0
         tracked, eval_seconds, tracking_seconds = _track_held_out(model, held, cfg)
         record.update(tracked)
@@ -182,13 +183,12 @@ def _train_epoch(
     split: Split,
     cfg: TrainConfig,
     epoch: int,
-    loss_fn: LossFn | None,
+    loss: LossFn,
     label: str,
 ) -> dict[str, float]:
     """One pass over the shuffled training split; the epoch's loss and accuracy."""
     x, y = split
     model, opt, gen = state.model, state.optimizer, state.generator
-    loss = loss_fn if loss_fn is not None else training_loss(cfg)
     device = next(model.parameters()).device
     n, per_batch = x.shape[0], steps_per_batch(cfg)
     batches = (n + cfg.batch_size - 1) // cfg.batch_size
