@@ -83,7 +83,6 @@ def main() -> None:
                 seed=0,
                 held_out={"cal": data.splits["cal"], "test": data.splits["test"]},
                 checkpoint=Path(tmp) / "ck.pt",
-                progress=False,
             )
         last["history"] = result.history
 

@@ -136,3 +136,24 @@ def test_the_embedded_default_study_runs_offline(
     assert (out / "report.html").exists()
     assert (out / "results.csv").read_text().startswith("model,seed,calibrator,accuracy")
     assert f"report: {Path('study-digits') / 'report.html'}" in capsys.readouterr().out
+
+
+def test_progress_lines_on_stderr_and_quiet_drops_the_epochs(
+    tiny_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["study", str(tiny_config), "--models", "mlp", "--seeds", "0", "--epochs", "2"]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert lines[0] == "calibkit: [1/1] mlp seed 0"
+    assert [line.split(" loss ")[0] for line in lines if " epoch " in line] == [
+        "mlp seed 0 epoch 1/2",
+        "mlp seed 0 epoch 2/2",
+    ]
+    assert lines[-1] == "calibkit: writing the report"
+    assert "report:" in out
+    assert "report:" not in err
+    assert main([*args, "--out", str(tmp_path / "b"), "--quiet"]) == 0
+    quiet = capsys.readouterr().err.splitlines()
+    plain = [line for line in lines if line.startswith("calibkit: ")]
+    assert [line.split(" in ")[0] for line in quiet] == [line.split(" in ")[0] for line in plain]

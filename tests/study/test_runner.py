@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import csv
+import logging
 import os
 import signal
 import subprocess
@@ -68,6 +69,25 @@ def test_tiny_study_writes_every_output(tiny_config: Path, tmp_path: Path) -> No
     z = load_logits(run_dir)
     assert z["cal_logits"].shape == (120, 3)
     assert z["test_logits"].shape[1] == 3
+
+
+def test_progress_is_logged_not_printed(
+    tiny_config: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cfg = load_study_config(tiny_config).select(models=["mlp"], seeds=[0], epochs=1)
+    with caplog.at_level(logging.INFO, logger="calibkit"):
+        run(cfg, tmp_path / "out", progress=False)
+    assert capsys.readouterr() == ("", "")
+    by_module = {(r.name, r.getMessage().split(" loss ")[0]) for r in caplog.records}
+    assert by_module >= {
+        ("calibkit.study.runner", "[1/1] mlp seed 0"),
+        ("calibkit.study.runner", "loading digits:0,1,2"),
+        ("calibkit.training.trainer", "mlp seed 0 epoch 1/1"),
+        ("calibkit.study", "writing the report"),
+    }
 
 
 def test_rows_match_the_saved_logits(tiny_config: Path, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -13,8 +14,16 @@ import torch
 from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
+from calibkit.core.progress import ProgressEvent, progress_of
 from calibkit.models import mlp
-from calibkit.training import TRACKED, TrainConfig, TrainResult, predict_logits, train
+from calibkit.training import (
+    TRACKED,
+    TrainConfig,
+    TrainResult,
+    predict_logits,
+    train,
+    training_loss,
+)
 
 TIMING = ("seconds", "train_seconds", "eval_seconds", "tracking_seconds")
 
@@ -65,7 +74,6 @@ def _run(
         held_out={"val": (hx, hy)},
         loss_fn=loss_fn,
         checkpoint=checkpoint,
-        progress=False,
     )
     return model, result
 
@@ -96,7 +104,7 @@ def test_init_seed_matters_and_train_reseeds_global_rng() -> None:
     for burn in (0, 10):
         model = _model(dropout=0.5)
         torch.rand(burn)
-        train(model, (x, y), cfg, seed=3, held_out={}, progress=False)
+        train(model, (x, y), cfg, seed=3, held_out={})
         models.append(model)
     assert _same_state(*models)
 
@@ -208,6 +216,46 @@ def test_foreign_checkpoint_version_raises_input_error(tmp_path: Path) -> None:
         _run(TrainConfig(epochs=1, batch_size=16), checkpoint=ck)
 
 
+def test_checkpoint_missing_keys_is_refused(tmp_path: Path) -> None:
+    ck = tmp_path / "ck.pt"
+    torch.save({"version": 1, "config": {}, "model": {}}, ck)
+    with pytest.raises(InputError, match=r"^checkpoint: expected a complete training checkpoint"):
+        _run(TrainConfig(epochs=1, batch_size=16), checkpoint=ck)
+
+
+def test_checkpoint_of_other_settings_is_refused_before_loading(tmp_path: Path) -> None:
+    ck = tmp_path / "ck.pt"
+    _run(TrainConfig(epochs=1, batch_size=16, lr=0.01), checkpoint=ck)
+    model = _model(init=5)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    x, y = _images()
+    with pytest.raises(InputError, match=r"^checkpoint: .*these training settings.*ck\.pt"):
+        train(
+            model, (x, y), TrainConfig(epochs=1, batch_size=8), seed=0, held_out={}, checkpoint=ck
+        )
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+
+
+def test_checkpoint_of_another_model_is_refused_before_loading(tmp_path: Path) -> None:
+    ck = tmp_path / "ck.pt"
+    cfg = TrainConfig(epochs=1, batch_size=16)
+    _run(cfg, checkpoint=ck)
+    x, y = _images()
+    torch.manual_seed(0)
+    wider = mlp(3, in_channels=1, input_size=8, hidden=(32,))
+    shapes = r"\(net\.1\.weight: \(32, 64\)\), got .*ck\.pt \(net\.1\.weight: \(16, 64\)"
+    with pytest.raises(
+        InputError, match=r"^checkpoint: expected the weights of this model " + shapes
+    ):
+        train(wider, (x, y), cfg, seed=0, held_out={}, checkpoint=ck)
+    deeper = mlp(3, in_channels=1, input_size=8, hidden=(16, 16))
+    with pytest.raises(
+        InputError,
+        match=r"^checkpoint: expected the weights of this model, got .*other parameter names",
+    ):
+        train(deeper, (x, y), cfg, seed=0, held_out={}, checkpoint=ck)
+
+
 # --- (d) bad splits -----------------------------------------------------------------------
 
 
@@ -218,7 +266,6 @@ def _bad(train_split: tuple[object, object], held: dict[str, tuple[object, objec
         TrainConfig(epochs=1),
         seed=0,
         held_out=held,  # type: ignore[arg-type]
-        progress=False,
     )
 
 
@@ -276,7 +323,7 @@ def test_history_logits_and_eval_mode() -> None:
     held = {"val": _images(30, seed=1), "test": _images(21, seed=2)}
     model = _model(dropout=0.2)
     cfg = TrainConfig(epochs=6, batch_size=20, lr=0.01, eval_batch_size=8)
-    result = train(model, (x, y), cfg, seed=0, held_out=held, progress=False)
+    result = train(model, (x, y), cfg, seed=0, held_out=held)
     assert len(result.history) == 6
     for i, h in enumerate(result.history, start=1):
         assert h["epoch"] == float(i)
@@ -299,7 +346,13 @@ def test_history_logits_and_eval_mode() -> None:
     for name, (hx, hy) in held.items():
         assert result.logits[name].dtype == np.float32
         assert result.logits[name].shape == (len(hy), 3)
-        np.testing.assert_array_equal(result.logits[name], predict_logits(model, hx).numpy())
+        # other batch sizes (8 vs 1024): the same values up to float32 rounding
+        torch.testing.assert_close(
+            torch.from_numpy(result.logits[name]), predict_logits(model, hx, batch_size=8)
+        )
+        torch.testing.assert_close(
+            torch.from_numpy(result.logits[name]), predict_logits(model, hx), rtol=1e-5, atol=1e-5
+        )
         np.testing.assert_array_equal(result.labels[name], hy.numpy())
         assert result.labels[name].dtype == np.int64
     last = result.history[-1]
@@ -315,7 +368,7 @@ def test_train_loss_is_the_mean_batch_loss() -> None:
     with torch.no_grad():
         initial = nn.functional.cross_entropy(model(x), y).item()
     cfg = TrainConfig(epochs=1, batch_size=10, optimizer="sgd", momentum=0.0, lr=1e-9)
-    result = train(model, (x, y), cfg, seed=0, held_out={}, progress=False)
+    result = train(model, (x, y), cfg, seed=0, held_out={})
     assert result.history[0]["train_loss"] == pytest.approx(initial, rel=1e-6)
     assert result.logits == {}
     assert result.labels == {}
@@ -359,49 +412,76 @@ def test_custom_loss_is_used() -> None:
 
     x, y = _images(40)
     cfg = TrainConfig(epochs=2, batch_size=16)
-    result = train(
-        _model(), (x, y), cfg, seed=0, held_out={}, loss_fn=counting_loss, progress=False
-    )
+    result = train(_model(), (x, y), cfg, seed=0, held_out={}, loss_fn=counting_loss)
     assert calls == [16, 16, 8, 16, 16, 8]
     assert [h["train_loss"] for h in result.history] == pytest.approx([7.0, 7.0])
+
+
+def test_the_loss_named_in_the_settings_is_trained() -> None:
+    """``cfg.loss`` is used when no ``loss_fn`` is given: the same run as passing it."""
+    cfg = TrainConfig(epochs=2, batch_size=16, loss="focal", loss_params={"gamma": 2.0})
+    assert training_loss(TrainConfig()) is nn.functional.cross_entropy
+    m1, r1 = _run(cfg)
+    m2, r2 = _run(cfg, loss_fn=training_loss(cfg))
+    m3, _ = _run(cfg.replace(loss="cross_entropy", loss_params={}))
+    assert _same_state(m1, m2)  # the same computation, run twice
+    assert _strip(r1.history) == _strip(r2.history)
+    assert not _same_state(m1, m3)
 
 
 # --- (g) progress output ------------------------------------------------------------------
 
 
-def test_progress_summary_lines(capsys: pytest.CaptureFixture[str]) -> None:
+def _epoch_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+
+
+def test_progress_summary_lines(caplog: pytest.LogCaptureFixture) -> None:
     x, y = _images(8)
     cfg = TrainConfig(epochs=20, batch_size=8)
-    train(_model(), (x, y), cfg, seed=0, held_out={"val": (x, y)}, label="m/0 ")
-    err = capsys.readouterr().err
-    lines = err.splitlines()
+    with caplog.at_level(logging.INFO, logger="calibkit.training"):
+        train(_model(), (x, y), cfg, seed=0, held_out={"val": (x, y)}, label="m/0 ")
+    lines = _epoch_lines(caplog)
     shown = [int(m.group(1)) for m in map(re.compile(r"^m/0 epoch (\d+)/20 ").match, lines) if m]
     assert shown == [1, *range(2, 21, 2)]
     assert len(lines) == len(shown)
     assert re.search(r"loss \d+\.\d{4} acc [\d.]+% \| val: acc [\d.]+% nll [\d.]+ ece ", lines[0])
     assert "(opt " in lines[0]
     assert lines[0].endswith("s")
+    events = [progress_of(r) for r in caplog.records]
+    assert events[0] == ProgressEvent(
+        "m/0 epoch 1/20", 1, 20, lines[0].removeprefix("m/0 epoch 1/20 ")
+    )
 
 
 @pytest.mark.parametrize(("epochs", "expected"), [(3, [1, 2, 3]), (25, [1, 2, 4, 6])])
 def test_progress_epochs_shown(
-    capsys: pytest.CaptureFixture[str], epochs: int, expected: list[int]
+    caplog: pytest.LogCaptureFixture, epochs: int, expected: list[int]
 ) -> None:
     x, y = _images(8)
-    train(_model(), (x, y), TrainConfig(epochs=epochs, batch_size=8), seed=0, held_out={})
-    lines = capsys.readouterr().err.splitlines()
-    shown = [int(line.split()[1].split("/")[0]) for line in lines]
+    with caplog.at_level(logging.INFO, logger="calibkit.training"):
+        train(_model(), (x, y), TrainConfig(epochs=epochs, batch_size=8), seed=0, held_out={})
+    shown = [int(line.split()[1].split("/")[0]) for line in _epoch_lines(caplog)]
     assert shown[: len(expected)] == expected
     assert shown[-1] == epochs
     if epochs == 25:
         assert shown == [1, *range(2, 25, 2), 25]
 
 
-def test_progress_false_is_silent(capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_batch_is_reported_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+    x, y = _images(20)
+    with caplog.at_level(logging.DEBUG, logger="calibkit.training"):
+        train(_model(), (x, y), TrainConfig(epochs=2, batch_size=8), seed=0, held_out={})
+    steps = [progress_of(r) for r in caplog.records if r.levelno == logging.DEBUG]
+    assert [(e.label, e.step, e.total) for e in steps if e is not None] == [
+        (f"epoch {i}/2", b, 3) for i in (1, 2) for b in (1, 2, 3)
+    ]
+    assert all(e is not None and re.fullmatch(r"loss \d+\.\d{4}", e.text) for e in steps)
+
+
+def test_train_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     x, y = _images(8)
-    train(
-        _model(), (x, y), TrainConfig(epochs=2, batch_size=8), seed=0, held_out={}, progress=False
-    )
+    train(_model(), (x, y), TrainConfig(epochs=2, batch_size=8), seed=0, held_out={})
     captured = capsys.readouterr()
     assert captured.err == ""
     assert captured.out == ""
@@ -414,7 +494,7 @@ def test_learned_epoch_of_a_frozen_model_is_its_correctness() -> None:
     x, y = torch.randn(60, 1, 8, 8), torch.randint(0, 3, (60,))
     model = mlp(3, in_channels=1, input_size=8, hidden=(8,))
     cfg = TrainConfig(epochs=3, batch_size=16, optimizer="sgd", lr=1e-30, track_learning=True)
-    result = train(model, (x, y), cfg, seed=0, held_out={}, progress=False)
+    result = train(model, (x, y), cfg, seed=0, held_out={})
     correct = result.logits["train"].argmax(1) == y.numpy()
     assert result.learned_epoch is not None
     assert result.learned_epoch.tolist() == np.where(correct, 1, 0).tolist()
@@ -436,7 +516,6 @@ def test_learned_epoch_survives_resume(tmp_path: Path) -> None:
             seed=0,
             held_out={},
             checkpoint=checkpoint,
-            progress=False,
         )
         assert res.learned_epoch is not None
         return res.learned_epoch
@@ -455,7 +534,7 @@ def test_zero_epochs_only_evaluates_the_model_as_it_is() -> None:
     before = {k: v.clone() for k, v in model.state_dict().items()}
     for schedule in ("none", "onecycle", "cosine"):
         cfg = TrainConfig(epochs=0, schedule=schedule)
-        result = train(model, (x, y), cfg, seed=0, held_out={"t": (x, y)}, progress=False)
+        result = train(model, (x, y), cfg, seed=0, held_out={"t": (x, y)})
         assert result.history == []
         assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
         assert np.array_equal(result.logits["t"], predict_logits(model, x).numpy())

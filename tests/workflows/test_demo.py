@@ -12,20 +12,14 @@ import torch
 
 from calibkit.cli import main
 from calibkit.core.errors import InputError
-from calibkit.workflows.demo import (
-    DemoSettings,
-    load_digits_data,
-    network_outputs,
-    run_demo,
-    three_way_split,
-    train_mlp,
-)
+from calibkit.workflows.demo import DemoSettings, noisy_digits, run_demo, three_way_split
 
 SMALL = DemoSettings(epochs=30, n_boot=10, methods=("temperature",))
 
 
 def test_split_is_a_stratified_partition() -> None:
-    _, y = load_digits_data()
+    _, labels = noisy_digits()
+    y = labels.numpy()
     train, cal, test = three_way_split(y, 0.2, seed=3)
     every = np.concatenate([train, cal, test])
     assert sorted(every.tolist()) == list(range(len(y)))
@@ -36,22 +30,24 @@ def test_split_is_a_stratified_partition() -> None:
 
 
 def test_noise_is_seeded() -> None:
-    a, _ = load_digits_data(0.2, seed=0)
-    b, _ = load_digits_data(0.2, seed=0)
-    c, _ = load_digits_data(0.2, seed=1)
-    np.testing.assert_array_equal(a, b)
-    assert not np.array_equal(a, c)
+    a, _ = noisy_digits(0.2, seed=0)
+    b, _ = noisy_digits(0.2, seed=0)
+    c, _ = noisy_digits(0.2, seed=1)
+    clean, _ = noisy_digits()
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)
+    assert float((a - clean).std()) == pytest.approx(0.2, rel=0.02)
 
 
-def test_training_is_deterministic_for_a_seed() -> None:
-    x, y = load_digits_data(0.2, seed=0)
-    settings = DemoSettings(epochs=2)
+def test_demo_is_deterministic_for_a_seed() -> None:
+    tiny = DemoSettings(epochs=2, n_boot=0, methods=("temperature",))
     threads = torch.get_num_threads()
-    runs = [train_mlp(x[:300], y[:300], settings, seed)[0] for seed in (0, 0, 1)]
+    runs = [run_demo(seed=seed, settings=tiny) for seed in (0, 0, 1)]
     assert torch.get_num_threads() == threads  # restored after training
-    logits = [network_outputs(m, x[300:400], y[300:400]).scores for m in runs]
-    np.testing.assert_array_equal(logits[0], logits[1])
-    assert not np.array_equal(logits[0], logits[2])
+    values = [[r.evaluation.values for r in run.comparison.rows] for run in runs]
+    assert values[0] == values[1]  # the same computation, run twice
+    assert values[0] != values[2]
+    assert runs[0].summary() == runs[1].summary()
 
 
 def test_settings_are_validated() -> None:
@@ -63,14 +59,13 @@ def test_settings_are_validated() -> None:
         DemoSettings(pixel_noise=-1.0)
 
 
-def test_small_demo_becomes_overconfident_and_writes_a_report(tmp_path: Path) -> None:
-    res = run_demo(tmp_path / "rep", seed=0, settings=SMALL)
+def test_small_demo_becomes_overconfident() -> None:
+    res = run_demo(seed=0, settings=SMALL)
     comp = res.comparison
     assert [r.method for r in comp.rows] == ["none", "temperature"]
     assert res.train_accuracy > 0.99
     assert comp.row("temperature").params["temperature"] > 1.2  # overconfident
     assert comp.row("temperature").evaluation.values["ece"] < res.ece_before
-    assert {p.name for p in (tmp_path / "rep").iterdir()} >= {"report.html", "results.json"}
     assert "lowest test ECE: temperature" in res.summary()
 
 
@@ -83,6 +78,11 @@ def test_cli_demo_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "epoch 30/30" in err
     results = json.loads((tmp_path / "rep" / "results.json").read_text())
     assert results["n_cal"] == results["n_test"] == 719
+    assert {p.name for p in (tmp_path / "rep").iterdir()} >= {"report.html", "results.json"}
+    assert (
+        "calibkit demo: an overconfident MLP on digits"
+        in (tmp_path / "rep" / "report.html").read_text()
+    )
 
 
 def test_cli_demo_unknown_method_fails_before_training(

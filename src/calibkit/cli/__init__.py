@@ -10,7 +10,8 @@ in :mod:`calibkit.io.predictions`.
 Any bad input (a :class:`~calibkit.core.errors.CalibkitError`, an unreadable or unwritable
 path, a malformed command line) prints one line ``calibkit: error: <message>`` on stderr and
 exits with status 2, leaving no output behind (every output is written atomically, after the
-work is done). Results go to stdout; progress lines go to stderr.
+work is done). Results go to stdout; progress lines go to stderr: the library logs, and
+:func:`~calibkit.cli.progress.show_progress` displays its records while a command runs.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import os
 import sys
 
 from calibkit.cli.parser import PROG, build_parser
+from calibkit.cli.progress import show_progress
 from calibkit.core.errors import CalibkitError
 
 EXIT_INPUT = 2
@@ -40,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         command = importlib.import_module(f"calibkit.cli.{args.command}")
-        return int(command.run(args))
+        with show_progress(quiet=bool(getattr(args, "quiet", False))):
+            return int(command.run(args))
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0
     except BrokenPipeError:  # stdout closed early (| head): stop quietly

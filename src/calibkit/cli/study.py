@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from calibkit.cli.common import check_output, say
+from calibkit.cli.common import check_output
 from calibkit.cli.options import Subparsers, int_at_least, opt
 from calibkit.core.errors import InputError
 
@@ -46,6 +46,6 @@ def run(args: argparse.Namespace) -> int:
         data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
     )
     out = check_output(Path(args.out or f"study-{path.stem}"), "--out", folder=True)
-    runs = run_study(cfg, out, progress=not args.quiet, log=say, report_only=args.report_only)
+    runs = run_study(cfg, out, progress=not args.quiet, report_only=args.report_only)
     print(f"{len(runs.records)} runs; report: {out / 'report.html'}")
     return 0

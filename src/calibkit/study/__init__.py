@@ -8,6 +8,7 @@ writes ``results.csv``, ``results.json``, ``report.md``, ``report.html`` and ``f
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from calibkit.core.errors import InputError
@@ -16,7 +17,7 @@ from calibkit.study.artifacts import COLUMNS
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig, load_study_config
 from calibkit.study.prepare import StudyData, prepare_data
 from calibkit.study.report import write_study_report
-from calibkit.study.runner import Log, RunRecord, StudyRuns
+from calibkit.study.runner import RunRecord, StudyRuns
 
 __all__ = [
     "COLUMNS",
@@ -38,15 +39,13 @@ def run_study(
     out: Path,
     *,
     progress: bool = True,
-    log: Log | None = None,
     report_only: bool = False,
 ) -> StudyRuns:
     """Run (or resume) the study ``cfg`` into ``out`` and write its report there
     (``report_only``: from what is finished, training and fitting nothing)."""
-    runs = runner.run_study(cfg, Path(out), progress=progress, log=log, report_only=report_only)
+    runs = runner.run_study(cfg, Path(out), progress=progress, report_only=report_only)
     if not runs.records:
         raise InputError("--out", "a study folder with at least one trained run", str(out))
-    if log is not None:
-        log("writing the report")
+    logging.getLogger(__name__).info("writing the report")
     write_study_report(cfg, runs.records, Path(out), runs.classes, runs.sizes)
     return runs

@@ -1,9 +1,9 @@
-"""The model, loss and device of a study's run, built from its configuration."""
+"""The model and device of a study's run, built from its configuration (the loss is the
+trainer's: :func:`calibkit.training.training_loss`)."""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -12,10 +12,10 @@ from calibkit.core.errors import InputError
 from calibkit.models import MODELS, create_model, keep_classes, load_pretrained_cifar_resnet
 from calibkit.study.config import ModelSpec
 from calibkit.study.prepare import StudyData
-from calibkit.training import TrainConfig
 
 
 def resolve_device(name: str) -> torch.device:
+    """The device ``name`` (``auto``: CUDA when this machine has it, else the CPU)."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
@@ -50,15 +50,3 @@ def build_model(spec: ModelSpec, data: StudyData) -> nn.Module:
         return keep_classes(model, spec.init_rows)
     model.linear = nn.Linear(model.linear.in_features, data.n_classes)
     return model
-
-
-def loss_function(cfg: TrainConfig) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    """The training loss named in ``cfg`` (cross-entropy by default)."""
-    if cfg.loss == "cross_entropy" and not cfg.loss_params:
-        return nn.functional.cross_entropy
-    from calibkit.losses import build_loss
-
-    module: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = build_loss(
-        {"name": cfg.loss, **cfg.loss_params}
-    )
-    return module

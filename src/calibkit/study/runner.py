@@ -18,6 +18,9 @@ Every file is written atomically. A run is done when ``train.json`` exists; kill
 midway (even by SIGKILL), a study started again skips finished runs, resumes an
 interrupted one from its last finished epoch, and ends with the same table. A folder
 holding a run made with different settings is refused rather than mixed.
+
+Progress (which run, which dataset, each epoch's summary) is logged, not printed (see
+:mod:`calibkit.core.progress`).
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,14 +51,15 @@ from calibkit.study.artifacts import (
     write_json,
 )
 from calibkit.study.clamping import clamp_run
-from calibkit.study.components import build_model, loss_function, resolve_device
+from calibkit.study.components import build_model, resolve_device
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig
 from calibkit.study.prepare import StudyData, prepare_data
 from calibkit.training import TrainConfig, train
 from calibkit.workflows.compare import compare
 
-Log = Callable[[str], None]
 FORMAT_VERSION = 1
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -127,9 +131,7 @@ def _check_identity(rdir: Path, identity: dict[str, Any]) -> None:
         write_json(path, identity)
 
 
-def train_run(
-    cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData, rdir: Path, progress: bool
-) -> None:
+def train_run(cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData, rdir: Path) -> None:
     """Train one (model, seed) into ``rdir`` unless it is finished; resume a partial one."""
     _check_identity(rdir, run_identity(cfg, spec, seed, data))
     if (rdir / "train.json").exists():
@@ -144,9 +146,7 @@ def train_run(
         tcfg,
         seed=seed,
         held_out={"cal": data.splits["cal"], "test": data.splits["test"]},
-        loss_fn=loss_function(tcfg),
         checkpoint=rdir / "checkpoint.pt",
-        progress=progress,
         label=f"{spec.label} seed {seed} ",
     )
     arrays = {
@@ -221,20 +221,15 @@ class StudyRuns:
 
 
 def run_study(
-    cfg: StudyConfig,
-    out: Path,
-    *,
-    progress: bool = True,
-    log: Log | None = None,
-    report_only: bool = False,
+    cfg: StudyConfig, out: Path, *, progress: bool = True, report_only: bool = False
 ) -> StudyRuns:
     """Run (or resume) every (model, seed) of ``cfg`` into ``out``.
 
     With ``report_only``, nothing is trained and no input calibrator is fitted: the
     records are the runs already trained, with the input calibrators already fitted
     (while another process is still running the study, or when it was stopped early).
+    ``progress=False`` silences the calibrators that report their own epochs.
     """
-    say = log or (lambda _m: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if not report_only:
@@ -249,35 +244,45 @@ def run_study(
         rdir = out / "runs" / spec.label / f"seed-{seed}"
         done = (rdir / "train.json").exists()
         if report_only and not done:
-            say(f"[{i}/{total}] {spec.label} seed {seed}: not trained yet, left out")
+            log.info("[%d/%d] %s seed %d: not trained yet, left out", i, total, spec.label, seed)
             continue
-        say(f"[{i}/{total}] {spec.label} seed {seed}" + (" (finished before)" if done else ""))
-        data_cfg = cfg.model_data(spec)
-        key = (data_cfg, seed if data_cfg.split_by_seed else 0)
-        if key not in prepared:
-            prepared.clear()  # one dataset in memory at a time (runs come grouped by model)
-            say(f"loading {data_cfg.dataset}")
-            prepared[key] = data = prepare_data(data_cfg, seed)
-            counts = ", ".join(f"{k} {len(v[1]):,}" for k, v in data.splits.items())
-            say(f"{data.n_classes} classes ({', '.join(data.classes)}); {counts}")
-        data = prepared[key]
+        again = " (finished before)" if done else ""
+        log.info("[%d/%d] %s seed %d%s", i, total, spec.label, seed, again)
+        data = _prepared(prepared, cfg.model_data(spec), seed)
         classes = data.classes
         sizes[spec.label] = {k: len(v[1]) for k, v in data.splits.items()}
-        train_run(cfg, spec, seed, data, rdir, progress)
+        train_run(cfg, spec, seed, data, rdir)
         rows = calibrate_run(cfg, spec.label, seed, rdir)
         rows = rows + clamp_run(cfg, spec, seed, data, rdir, progress, fit=not report_only)
-        info = read_json(rdir / "train.json")
-        records.append(
-            RunRecord(
-                spec.label,
-                seed,
-                info["history"],
-                rows,
-                float(info["train_seconds"]),
-                int(info["n_parameters"]),
-                rdir,
-            )
-        )
+        records.append(_record(spec.label, seed, rows, rdir))
     seconds = time.perf_counter() - start
-    say(f"all {total} runs done in {seconds:.0f}s")
+    log.info("all %d runs done in %.0fs", total, seconds)
     return StudyRuns(records, classes, sizes, seconds)
+
+
+def _prepared(
+    cache: dict[tuple[DataConfig, int], StudyData], data_cfg: DataConfig, seed: int
+) -> StudyData:
+    """The data of a run, loaded once (one dataset in memory: runs come grouped by model)."""
+    key = (data_cfg, seed if data_cfg.split_by_seed else 0)
+    if key not in cache:
+        cache.clear()
+        log.info("loading %s", data_cfg.dataset)
+        cache[key] = data = prepare_data(data_cfg, seed)
+        counts = ", ".join(f"{k} {len(v[1]):,}" for k, v in data.splits.items())
+        log.info("%d classes (%s); %s", data.n_classes, ", ".join(data.classes), counts)
+    return cache[key]
+
+
+def _record(label: str, seed: int, rows: list[dict[str, Any]], rdir: Path) -> RunRecord:
+    """A finished run's record, its history read back from ``train.json``."""
+    info = read_json(rdir / "train.json")
+    return RunRecord(
+        label,
+        seed,
+        info["history"],
+        rows,
+        float(info["train_seconds"]),
+        int(info["n_parameters"]),
+        rdir,
+    )

@@ -1,42 +1,45 @@
 """The built-in demo: miscalibrate a small network on purpose, then compare the fixes.
 
-Everything runs offline in a few seconds on a CPU:
+Everything runs offline in a few seconds on a CPU, on the library's own parts:
 
-1. scikit-learn's bundled handwritten digits (1,797 8x8 images, 10 classes; no download)
-   get fixed Gaussian pixel noise (sigma 0.2 on [0, 1] pixels, seeded: part of the data,
-   not an augmentation) so that the task is hard enough to be gotten wrong, and are split,
-   stratified and seeded, into train / calibration / test parts (20% / 40% / 40%);
-2. a 64-128-10 MLP is trained with Adam on the small train part for many epochs, far past
-   the point where the training loss is near zero: its logits grow and it becomes
+1. the ``digits`` dataset (:func:`calibkit.data.load_dataset`: scikit-learn's bundled 1,797
+   8x8 images, 10 classes, no download), pixels scaled to [0, 1], gets fixed Gaussian pixel
+   noise (sigma 0.2, seeded: part of the data, not an augmentation) so that the task is hard
+   enough to be gotten wrong, and is split, stratified and seeded, into train / calibration
+   / test parts (20% / 40% / 40%);
+2. a 64-128-10 ``mlp`` (:func:`calibkit.models.create_model`) is trained by
+   :func:`calibkit.training.train` with Adam on the small train part for many epochs, far
+   past the point where the training loss is near zero: its logits grow and it becomes
    overconfident on unseen digits, the classic failure temperature scaling fixes;
-3. the compare workflow (:func:`calibkit.workflows.compare.compare`) fits every applicable
-   calibrator on the calibration logits, judges them on the test logits and writes the report.
+3. :func:`calibkit.workflows.compare.compare` fits every applicable calibrator on the
+   calibration logits and judges them on the test logits.
 
-The run is deterministic for a seed: the weights are initialised after
-``torch.manual_seed(seed)``, mini-batches are shuffled by an explicit ``torch.Generator``,
-and training uses one CPU thread (tiny matrices are faster that way, and the sums are
-reduced in a fixed order).
+:func:`run_demo` returns the comparison; ``calibkit demo`` writes it as a report. The run is
+deterministic for a seed (the trainer's seeding, and one CPU thread while training).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import torch
-from torch import nn
+from torch import Tensor
 
 from calibkit.core.errors import InputError
-from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.outputs import as_outputs
+from calibkit.data import load_dataset
+from calibkit.models import create_model
+from calibkit.training import TrainConfig, train
 from calibkit.workflows.compare import Comparison, compare, split_indices
 
-F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
-Progress = Callable[[str], None]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -65,10 +68,20 @@ class DemoSettings:
         if not self.pixel_noise >= 0:
             raise InputError("pixel_noise", "a non-negative noise level", repr(self.pixel_noise))
 
+    def training(self) -> TrainConfig:
+        """The trainer's settings (Adam, no schedule; eval-mode logits of the train part)."""
+        return TrainConfig(
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            n_bins=self.n_bins,
+            track_learning=True,
+        )
+
 
 @dataclass(frozen=True)
 class DemoResult:
-    """What the demo did: part sizes, accuracies and the comparison it reported."""
+    """What the demo did: part sizes, accuracies and the comparison it made."""
 
     comparison: Comparison
     n_train: int
@@ -92,7 +105,7 @@ class DemoResult:
         before = comp.rows[0].evaluation.values
         lines = [
             f"trained a 64-{s.hidden}-10 MLP on {self.n_train} noisy digits for {s.epochs} "
-            f"epochs (train accuracy {100 * self.train_accuracy:.1f}%, last batch loss "
+            f"epochs (train accuracy {100 * self.train_accuracy:.1f}%, last epoch's loss "
             f"{self.final_loss:.4f})",
             f"test part, {comp.n_test} samples: accuracy {100 * before['accuracy']:.1f}%, ECE "
             f"{100 * before['ece']:.2f}% before calibration (noise floor "
@@ -111,20 +124,20 @@ class DemoResult:
         return "\n".join(lines)
 
 
-def load_digits_data(pixel_noise: float = 0.0, seed: int = 0) -> tuple[F32, I64]:
-    """The bundled digits: float32 pixels in [0, 1] plus seeded Gaussian noise, int64 labels.
+def noisy_digits(pixel_noise: float = 0.0, seed: int = 0) -> tuple[Tensor, Tensor]:
+    """Every digit image as ``(N, 1, 8, 8)`` pixels in [0, 1] plus seeded Gaussian noise.
 
-    >>> x, y = load_digits_data()
-    >>> x.shape, y.shape, float(x.max()), np.bincount(y).min()
-    ((1797, 64), (1797,), 1.0, np.int64(174))
+    >>> x, y = noisy_digits()
+    >>> tuple(x.shape), float(x.max()), np.bincount(y.numpy()).min()
+    ((1797, 1, 8, 8), 1.0, np.int64(174))
     """
-    from sklearn.datasets import load_digits
-
-    x, y = load_digits(return_X_y=True)
-    pixels = np.asarray(x, dtype=np.float64) / 16.0
+    parts = load_dataset("digits").values()
+    x = torch.cat([part.to_tensor((0.0,), (1.0,)) for part in parts])
+    y = torch.from_numpy(np.concatenate([part.labels for part in parts]))
     if pixel_noise > 0:
-        pixels += pixel_noise * np.random.default_rng(seed).standard_normal(pixels.shape)
-    return pixels.astype(np.float32), np.asarray(y, dtype=np.int64)
+        noise = pixel_noise * np.random.default_rng(seed).standard_normal(tuple(x.shape))
+        x = x + torch.from_numpy(noise.astype(np.float32))
+    return x, y
 
 
 def three_way_split(labels: I64, train_fraction: float, seed: int) -> tuple[I64, I64, I64]:
@@ -143,100 +156,50 @@ def three_way_split(labels: I64, train_fraction: float, seed: int) -> tuple[I64,
 @contextlib.contextmanager
 def _one_thread() -> Iterator[None]:
     before = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(1)  # tiny matrices: faster, and the sums in a fixed order
     try:
         yield
     finally:
         torch.set_num_threads(before)
 
 
-def train_mlp(
-    x: F32, y: I64, settings: DemoSettings, seed: int, progress: Progress | None = None
-) -> tuple[nn.Module, float]:
-    """Train the 64-hidden-10 MLP with Adam; returns it (in eval mode) and the last loss."""
-    say = progress or (lambda _msg: None)
+def run_demo(*, seed: int = 0, settings: DemoSettings | None = None) -> DemoResult:
+    """Train the overconfident MLP and compare the calibrators on its logits."""
+    s = settings or DemoSettings()
+    x, y = noisy_digits(s.pixel_noise, seed)
+    train_idx, cal_idx, test_idx = three_way_split(y.numpy(), s.train_fraction, seed)
+    log.info(
+        "digits (pixel noise %g): %s images split %d train / %d calibration / %d test "
+        "(stratified, seed %d)",
+        *(s.pixel_noise, f"{len(y):,}", len(train_idx), len(cal_idx), len(test_idx), seed),
+    )
+    log.info(
+        "training a 64-%d-10 MLP with Adam for %d epochs (long enough to overfit and "
+        "become overconfident)",
+        s.hidden,
+        s.epochs,
+    )
     torch.manual_seed(seed)
-    gen = torch.Generator().manual_seed(seed)
-    n_classes = int(y.max()) + 1
-    model = nn.Sequential(
-        nn.Linear(x.shape[1], settings.hidden), nn.ReLU(), nn.Linear(settings.hidden, n_classes)
-    )
-    opt = torch.optim.Adam(model.parameters(), lr=settings.lr)
-    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
-    loss = torch.tensor(float("nan"))
-    report_every = max(1, settings.epochs // 5)
+    model = create_model("mlp", 10, in_channels=1, input_size=8, hidden=(s.hidden,))
+    held = {"cal": (x[cal_idx], y[cal_idx]), "test": (x[test_idx], y[test_idx])}
     with _one_thread():
-        for epoch in range(1, settings.epochs + 1):
-            order = torch.randperm(xt.shape[0], generator=gen)
-            for start in range(0, xt.shape[0], settings.batch_size):
-                batch = order[start : start + settings.batch_size]
-                opt.zero_grad()
-                loss = nn.functional.cross_entropy(model(xt[batch]), yt[batch])
-                loss.backward()
-                opt.step()
-            if epoch % report_every == 0 or epoch == settings.epochs:
-                say(f"epoch {epoch}/{settings.epochs}: last batch loss {loss.item():.4f}")
-    return model.eval(), float(loss.item())
-
-
-def network_outputs(model: nn.Module, x: F32, y: I64) -> ClassifierOutputs:
-    """Validated float64 logits of ``model`` on ``x`` with labels ``y``."""
-    with torch.no_grad(), _one_thread():
-        logits = model(torch.from_numpy(x)).double().numpy()
-    return as_outputs(y, logits=logits)
-
-
-def run_demo(
-    out_dir: str | Path | None,
-    *,
-    seed: int = 0,
-    settings: DemoSettings | None = None,
-    progress: Progress | None = None,
-) -> DemoResult:
-    """Train, miscalibrate, compare the calibrators and write the report to ``out_dir``.
-
-    ``out_dir=None`` skips the report (the comparison is still returned).
-    """
-    settings = settings or DemoSettings()
-    say = progress or (lambda _msg: None)
-    x, y = load_digits_data(settings.pixel_noise, seed)
-    train, cal_idx, test_idx = three_way_split(y, settings.train_fraction, seed)
-    say(
-        f"digits (pixel noise {settings.pixel_noise:g}): {len(y):,} images split "
-        f"{len(train)} train / {len(cal_idx)} calibration / {len(test_idx)} test "
-        f"(stratified, seed {seed})"
-    )
-    say(
-        f"training a 64-{settings.hidden}-10 MLP with Adam for {settings.epochs} epochs "
-        "(long enough to overfit and become overconfident)"
-    )
-    model, final_loss = train_mlp(x[train], y[train], settings, seed, say)
-    train_out = network_outputs(model, x[train], y[train])
-    cal, test = (
-        network_outputs(model, x[cal_idx], y[cal_idx]),
-        network_outputs(model, x[test_idx], y[test_idx]),
-    )
+        result = train(model, (x[train_idx], y[train_idx]), s.training(), seed=seed, held_out=held)
+    cal, test = (as_outputs(result.labels[k], logits=result.logits[k]) for k in ("cal", "test"))
     comp = compare(
         cal,
         test,
-        list(settings.methods) if settings.methods is not None else None,
-        n_bins=settings.n_bins,
-        n_boot=settings.n_boot,
+        list(s.methods) if s.methods is not None else None,
+        n_bins=s.n_bins,
+        n_boot=s.n_boot,
         seed=seed,
         source=f"calibkit demo: MLP on scikit-learn digits (seed {seed})",
-        progress=say,
+        progress=log.info,
     )
-    if out_dir is not None:
-        from calibkit.reporting.compare_report import write_compare_report
-
-        say(f"writing the report to {out_dir}")
-        write_compare_report(
-            comp, Path(out_dir), title="calibkit demo: an overconfident MLP on digits"
-        )
+    train_logits, train_labels = result.logits["train"], result.labels["train"]
     return DemoResult(
         comparison=comp,
-        n_train=len(train),
-        train_accuracy=float(train_out.correct.mean()),
-        final_loss=final_loss,
-        settings=settings,
+        n_train=len(train_idx),
+        train_accuracy=float(np.mean(train_logits.argmax(1) == train_labels)),
+        final_loss=result.history[-1]["train_loss"],
+        settings=s,
     )
