@@ -7,7 +7,11 @@ A calibrator maps a classifier's logits to calibrated probabilities:
 - ``transform(logits)`` returns calibrated logits, for methods that map logits to logits;
 - fitted state lives in attributes ending in ``_``; using an unfitted calibrator raises
   :class:`~calibkit.core.errors.NotFittedError`;
-- ``save(path)`` / ``load(path)`` use JSON (never pickle); the round trip is bit-exact.
+- ``save(path)`` / ``load(path)`` use JSON (never pickle); the round trip is bit-exact;
+- the constructor parameters are declared in ``param_constraints`` (name -> a
+  :class:`~calibkit.core.validation.Constraint`, in signature order): constructors check
+  their arguments against it, :meth:`Calibrator.get_params` returns exactly those
+  parameters, and configuration files and the CLI's ``--param`` read it too.
 
 Inputs are numpy arrays or torch tensors. For models that only published probabilities,
 pass ``log(probs)`` as logits (softmax ignores the per-row constant).
@@ -27,21 +31,19 @@ import numpy.typing as npt
 from calibkit.core.errors import InputError, NotFittedError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_scores, log_softmax64
 from calibkit.core.registry import Registry
+from calibkit.core.validation import Constraints, check_params
 
 F64 = npt.NDArray[np.float64]
 FORMAT_VERSION = 1
 
-CALIBRATORS: Registry[type[Calibrator]] = Registry("calibrator")
 
 
-def register(name: str) -> Any:
-    """Class decorator: register a calibrator under ``name`` and set its ``name``."""
+def _set_name(name: str, cls: type[Calibrator]) -> None:
+    cls.name = name
 
-    def add(cls: type[Calibrator]) -> type[Calibrator]:
-        cls.name = name
-        return CALIBRATORS.register(name)(cls)
 
-    return add
+#: Calibrator classes by name; registering a class sets its ``name``.
+CALIBRATORS: Registry[type[Calibrator]] = Registry("calibrator", on_register=_set_name)
 
 
 def get_calibrator(name: str, **params: Any) -> Calibrator:
@@ -57,6 +59,8 @@ class Calibrator(ABC):
     binary_only: ClassVar[bool] = False
     #: True for methods whose output is logits (``transform`` is available).
     maps_logits: ClassVar[bool] = False
+    #: The constructor parameters: name -> constraint, in signature order.
+    param_constraints: ClassVar[Constraints] = {}
 
     # ----- the contract ---------------------------------------------------------------
     def fit(self, logits: object, labels: object) -> Self:
@@ -92,11 +96,14 @@ class Calibrator(ABC):
         raise NotImplementedError
 
     # ----- parameters and fitted state ---------------------------------------------------
+    def _set_params(self, **params: Any) -> None:
+        """Check ``params`` against :attr:`param_constraints` and store them as attributes."""
+        for name, value in check_params(self.param_constraints, params, self.name).items():
+            setattr(self, name, value)
+
     def get_params(self) -> dict[str, Any]:
-        """Constructor parameters (public attributes not ending in ``_``)."""
-        return {
-            k: v for k, v in vars(self).items() if not k.startswith("_") and not k.endswith("_")
-        }
+        """The declared constructor parameters (:attr:`param_constraints`), in order."""
+        return {name: getattr(self, name) for name in self.param_constraints}
 
     def fitted_state(self) -> dict[str, Any]:
         """The fitted attributes (names ending in ``_``)."""
