@@ -32,7 +32,7 @@ auto chose 'temperature': lowest mean NLL over 5 stratified folds (seed 0)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, get_calibrat
 from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs
-from calibkit.core.validation import Choice, Integer, ListOf, NoneOr, String
+from calibkit.core.validation import Choice, Constraints, Integer, ListOf, NoneOr, String
 from calibkit.metrics import ece, nll
 
 Criterion = Literal["nll", "ece"]
@@ -80,7 +80,7 @@ class AutoCalibrator(Calibrator):
     {'methods': ['temperature', 'platt'], 'criterion': 'ece', 'n_folds': 5, 'seed': 0, 'n_bins': 15}
     """
 
-    param_constraints = {
+    param_constraints: ClassVar[Constraints] = {
         "methods": NoneOr(ListOf(String(), as_list=True)),
         "criterion": Choice(*CRITERIA),
         "n_folds": Integer(low=2),

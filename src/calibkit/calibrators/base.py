@@ -37,7 +37,6 @@ F64 = npt.NDArray[np.float64]
 FORMAT_VERSION = 1
 
 
-
 def _set_name(name: str, cls: type[Calibrator]) -> None:
     cls.name = name
 

@@ -38,6 +38,8 @@ separate step map per class, can change the argmax too.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
@@ -51,7 +53,7 @@ from calibkit.core.binning import (
     stats_from_index,
 )
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
-from calibkit.core.validation import Choice
+from calibkit.core.validation import Choice, Constraints
 
 #: The parameters of both histogram binnings.
 BINNING_PARAMS = {"n_bins": N_BINS, "scheme": Choice(*SCHEMES)}
@@ -113,7 +115,7 @@ class HistogramBinning(Calibrator):
     {'n_bins': 10, 'scheme': 'equal_width'}
     """
 
-    param_constraints = BINNING_PARAMS
+    param_constraints: ClassVar[Constraints] = BINNING_PARAMS
     n_bins: int
     scheme: Scheme
 
@@ -162,7 +164,7 @@ class ClasswiseHistogramBinning(Calibrator):
     [[0.5, 0.5]]
     """
 
-    param_constraints = BINNING_PARAMS
+    param_constraints: ClassVar[Constraints] = BINNING_PARAMS
     n_bins: int
     scheme: Scheme
 

@@ -68,7 +68,7 @@ from calibkit.calibrators.linear_solver import (
 )
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
-from calibkit.core.validation import Integer, ListOf, NoneOr, Real
+from calibkit.core.validation import Constraints, Integer, ListOf, NoneOr, Real
 
 I64 = npt.NDArray[np.int64]
 #: The default ODIR grid (that of the Neural Clamping paper): 1e-2, 1e-1, ..., 1e4.
@@ -137,7 +137,7 @@ class VectorScaling(_Linear):
     ((2,), [1.0, 1.0, 1.0, 1.0, 1.0])
     """
 
-    param_constraints = {"max_iter": MAX_ITER, "tol": TOL}
+    param_constraints: ClassVar[Constraints] = {"max_iter": MAX_ITER, "tol": TOL}
     max_iter: int
     tol: float
 
@@ -172,7 +172,7 @@ class MatrixScaling(_Linear):
     MatrixScaling(reg_l2=0.1, max_iter=500, tol=1e-12)
     """
 
-    param_constraints = {"reg_l2": PENALTY, "max_iter": MAX_ITER, "tol": TOL}
+    param_constraints: ClassVar[Constraints] = {"reg_l2": PENALTY, "max_iter": MAX_ITER, "tol": TOL}
     reg_l2: float
     max_iter: int
     tol: float
@@ -197,7 +197,7 @@ class _ODIR(_Linear):
     ``reg_lambda_``, ``reg_mu_``, ``cv_lambdas_`` (ascending) and their ``cv_nll_``.
     """
 
-    param_constraints = {
+    param_constraints: ClassVar[Constraints] = {
         "reg_lambda": NoneOr(PENALTY),
         "reg_mu": NoneOr(PENALTY),
         "lambda_grid": ListOf(PENALTY),

@@ -23,13 +23,14 @@ True
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, IntArray
-from calibkit.core.validation import Real
+from calibkit.core.validation import Constraints, Real
 
 #: Logits per chunk of a pass: two float32 buffers of this size stay in a 2 MB L2 cache.
 CHUNK_ELEMENTS = 1 << 16
@@ -265,7 +266,7 @@ class TemperatureScaling(Calibrator):
     """
 
     maps_logits = True
-    param_constraints = {"t_min": POSITIVE, "t_max": POSITIVE}
+    param_constraints: ClassVar[Constraints] = {"t_min": POSITIVE, "t_max": POSITIVE}
     t_min: float
     t_max: float
 

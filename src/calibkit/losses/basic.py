@@ -20,8 +20,6 @@ tensor([0.1269, 1.3133])
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Literal
 
 import torch
@@ -29,40 +27,17 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
+from calibkit.core.validation import FRACTION, Choice, check_fraction
+from calibkit.losses.registry import LOSSES
 
 Reduction = Literal["mean", "sum", "none"]
 REDUCTIONS: tuple[str, ...] = ("mean", "sum", "none")
-
-
-def _number(value: object) -> float | None:
-    """``value`` as a float if it is a real number (not a bool), else None."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    return float(value)
-
-
-def check_real(name: str, value: object, *, low: float = 0.0, strict: bool = False) -> float:
-    """A finite real ``value >= low`` (``> low`` when ``strict``) as a float, else InputError."""
-    x = _number(value)
-    if x is not None and math.isfinite(x) and (x > low if strict else x >= low):
-        return x
-    expected = f"a finite number {'>' if strict else '>='} {low:g}"
-    raise InputError(name, expected, repr(value))
-
-
-def check_fraction(name: str, value: object) -> float:
-    """A real number in ``[0, 1)`` as a float, else InputError."""
-    x = _number(value)
-    if x is not None and 0.0 <= x < 1.0:
-        return x
-    raise InputError(name, "a number in [0, 1)", repr(value))
+REDUCTION = Choice(*REDUCTIONS)
 
 
 def check_reduction(reduction: object) -> Reduction:
     """``"mean"``, ``"sum"`` or ``"none"``, else InputError."""
-    if reduction not in REDUCTIONS:
-        raise InputError("reduction", "one of " + ", ".join(REDUCTIONS), repr(reduction))
-    return reduction  # type: ignore[return-value]
+    return REDUCTION.check("reduction", reduction)  # type: ignore[no-any-return]
 
 
 def check_inputs(logits: object, targets: object) -> None:
@@ -138,6 +113,7 @@ def brier_loss(logits: Tensor, targets: Tensor, reduction: Reduction = "mean") -
     return reduce((p - onehot).square().sum(dim=1), reduction)
 
 
+@LOSSES.register("cross_entropy", params={"reduction": REDUCTION})
 class CrossEntropyLoss(nn.Module):
     """Cross-entropy ``-log p_y`` as a module (see :func:`cross_entropy`)."""
 
@@ -149,6 +125,7 @@ class CrossEntropyLoss(nn.Module):
         return cross_entropy(logits, targets, self.reduction)
 
 
+@LOSSES.register("label_smoothing", params={"epsilon": FRACTION, "reduction": REDUCTION})
 class LabelSmoothingLoss(nn.Module):
     """Label-smoothed cross-entropy, ``epsilon`` in [0, 1); see :func:`label_smoothing_loss`."""
 
@@ -164,6 +141,7 @@ class LabelSmoothingLoss(nn.Module):
         return f"epsilon={self.epsilon}, reduction={self.reduction!r}"
 
 
+@LOSSES.register("brier", params={"reduction": REDUCTION})
 class BrierLoss(nn.Module):
     """Brier score of the softmax probabilities (see :func:`brier_loss`)."""
 

@@ -39,14 +39,20 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from calibkit.core.validation import Real
 from calibkit.losses.basic import (
+    REDUCTION,
     Reduction,
-    check_real,
     check_reduction,
     log_probs,
     reduce,
     target_log_prob,
 )
+from calibkit.losses.registry import LOSSES
+
+#: The focusing parameter: a finite number >= 0.
+GAMMA = Real(0.0)
+GAMMA_PARAMS = {"gamma": GAMMA, "reduction": REDUCTION}
 
 
 def _power(base: Tensor, gamma: float | Tensor) -> Tensor:
@@ -60,7 +66,7 @@ def focal_loss(
     logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
 ) -> Tensor:
     """Focal loss ``-(1 - p_y)^gamma log p_y`` (Lin et al. 2017; Mukhoti et al. 2020)."""
-    gamma = check_real("gamma", gamma)
+    gamma = GAMMA.check("gamma", gamma)
     reduction = check_reduction(reduction)
     logp_y = target_log_prob(log_probs(logits, targets), targets)
     return reduce(-_power(-torch.expm1(logp_y), gamma) * logp_y, reduction)
@@ -74,7 +80,7 @@ def adaptive_focal_loss(
     The per-sample exponent is 5 where ``p_y < 0.2``, 3 where ``p_y < 0.5`` and ``gamma``
     elsewhere, chosen from ``p_y`` without gradient.
     """
-    gamma = check_real("gamma", gamma)
+    gamma = GAMMA.check("gamma", gamma)
     reduction = check_reduction(reduction)
     logp_y = target_log_prob(log_probs(logits, targets), targets)
     p = logp_y.detach().exp()
@@ -87,7 +93,7 @@ def inverse_focal_loss(
     logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
 ) -> Tensor:
     """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021)."""
-    gamma = check_real("gamma", gamma)
+    gamma = GAMMA.check("gamma", gamma)
     reduction = check_reduction(reduction)
     logp_y = target_log_prob(log_probs(logits, targets), targets)
     return reduce(-_power(1.0 + logp_y.exp(), gamma) * logp_y, reduction)
@@ -100,7 +106,7 @@ def dual_focal_loss(
 
     ``p_j = max{p_k : p_k < p_y}`` (0 if no class is less probable than the target).
     """
-    gamma = check_real("gamma", gamma)
+    gamma = GAMMA.check("gamma", gamma)
     reduction = check_reduction(reduction)
     logp = log_probs(logits, targets)
     logp_y = target_log_prob(logp, targets)
@@ -115,13 +121,14 @@ class _GammaLoss(nn.Module):
 
     def __init__(self, gamma: float, reduction: Reduction = "mean") -> None:
         super().__init__()
-        self.gamma = check_real("gamma", gamma)
+        self.gamma = GAMMA.check("gamma", gamma)
         self.reduction = check_reduction(reduction)
 
     def extra_repr(self) -> str:
         return f"gamma={self.gamma}, reduction={self.reduction!r}"
 
 
+@LOSSES.register("focal", params=GAMMA_PARAMS)
 class FocalLoss(_GammaLoss):
     """Focal loss ``-(1 - p_y)^gamma log p_y``; default ``gamma = 3`` (FL-3, Mukhoti et al.)."""
 
@@ -132,6 +139,7 @@ class FocalLoss(_GammaLoss):
         return focal_loss(logits, targets, self.gamma, self.reduction)
 
 
+@LOSSES.register("adaptive_focal", params=GAMMA_PARAMS)
 class AdaptiveFocalLoss(_GammaLoss):
     """FLSD-53: ``gamma`` 5 if ``p_y < 0.2``, 3 if ``p_y < 0.5``, else ``gamma`` (default 3)."""
 
@@ -142,6 +150,7 @@ class AdaptiveFocalLoss(_GammaLoss):
         return adaptive_focal_loss(logits, targets, self.gamma, self.reduction)
 
 
+@LOSSES.register("inverse_focal", params=GAMMA_PARAMS)
 class InverseFocalLoss(_GammaLoss):
     """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021); default gamma 2."""
 
@@ -152,6 +161,7 @@ class InverseFocalLoss(_GammaLoss):
         return inverse_focal_loss(logits, targets, self.gamma, self.reduction)
 
 
+@LOSSES.register("dual_focal", params=GAMMA_PARAMS)
 class DualFocalLoss(_GammaLoss):
     """Dual focal loss ``-(1 - p_y + p_j)^gamma log p_y`` (Tao et al. 2023); default gamma 2.
 

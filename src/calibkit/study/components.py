@@ -56,9 +56,9 @@ def loss_function(cfg: TrainConfig) -> Callable[[torch.Tensor, torch.Tensor], to
     """The training loss named in ``cfg`` (cross-entropy by default)."""
     if cfg.loss == "cross_entropy" and not cfg.loss_params:
         return nn.functional.cross_entropy
-    from calibkit.losses import build_loss
+    from calibkit.losses import create_loss
 
-    module: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = build_loss(
-        {"name": cfg.loss, **cfg.loss_params}
+    module: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = create_loss(
+        cfg.loss, **cfg.loss_params
     )
     return module
