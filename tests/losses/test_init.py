@@ -1,4 +1,4 @@
-"""The loss registry: create_loss (with or without a penalty), every loss's gradients and reductions."""
+"""The loss registry: create_loss (alone or with a penalty), gradients and reductions."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
+from calibkit.models.registry import MODELS
 
 
 class MLP(nn.Module):
@@ -45,6 +46,7 @@ class MLP(nn.Module):
         return out
 
 
+@MODELS.register("mlp", family="mlp")
 def mlp(
     num_classes: int,
     in_channels: int = 3,

@@ -39,7 +39,7 @@ def build_model(spec: ModelSpec, data: StudyData) -> nn.Module:
         )
     if spec.init is None:
         return create_model(spec.name, data.n_classes, **params)
-    model = load_pretrained_cifar_resnet(spec.init, int(spec.name.removeprefix("resnet")))
+    model = load_pretrained_cifar_resnet(spec.init, MODELS.info(spec.name)["depth"])
     if spec.init_rows:
         if len(spec.init_rows) != data.n_classes:
             raise InputError(
