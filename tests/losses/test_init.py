@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from typing import Any
@@ -164,3 +165,28 @@ def test_gradcheck_every_loss(name: str) -> None:
     params = {"temperature": 0.05} if name == "soft_ece" else {}
     loss = create_loss(name, **params)
     assert torch.autograd.gradcheck(lambda x: loss(x, y), (z,))
+
+
+@pytest.mark.parametrize("name", LOSSES.names())
+def test_declared_parameters_match_the_factory(name: str) -> None:
+    declared = list(LOSSES.info(name)["params"])
+    accepted = [p for p in inspect.signature(LOSSES.get(name)).parameters if p != "base"]
+    assert accepted == declared
+
+
+@pytest.mark.parametrize(
+    ("name", "param"), [(n, p) for n in LOSSES.names() for p in LOSSES.info(n)["params"]]
+)
+def test_every_declared_constraint_refuses_a_bad_value_by_name(name: str, param: str) -> None:
+    expected = re.escape(LOSSES.info(name)["params"][param].describe())
+    with pytest.raises(InputError, match=rf"^{param}: expected {expected}, got 'nope'"):
+        create_loss(name, **{param: "nope"})
+    with pytest.raises(InputError, match=rf"^{param}: expected {expected}, got 'nope'"):
+        LOSSES.get(name)(**{param: "nope"})  # the factory checks the same declaration
+
+
+def test_penalties_are_registered_with_their_parameters() -> None:
+    assert PENALTIES.names() == ["l1_norm", "mmce", "mdca", "soft_ece"]
+    for name in PENALTIES.names():
+        penalty_params = list(PENALTIES.info(name)["params"])
+        assert list(LOSSES.info(name)["params"])[1:] == penalty_params  # after the weight

@@ -46,8 +46,13 @@ CALIBRATORS: Registry[type[Calibrator]] = Registry("calibrator", on_register=_se
 
 
 def get_calibrator(name: str, **params: Any) -> Calibrator:
-    """A new calibrator of the registered ``name`` with ``params``."""
-    return CALIBRATORS.get(name)(**params)
+    """A new calibrator of the registered ``name`` with ``params``.
+
+    An undeclared parameter raises :class:`~calibkit.core.errors.InputError` listing the
+    declared ones (see :attr:`Calibrator.param_constraints`).
+    """
+    klass = CALIBRATORS.get(name)
+    return klass(**check_params(klass.param_constraints, params, name))
 
 
 class Calibrator(ABC):

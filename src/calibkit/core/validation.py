@@ -188,7 +188,12 @@ class NoneOr(Constraint):
         self.inner = inner
 
     def check(self, name: str, value: object) -> Any:
-        return None if value is None else self.inner.check(name, value)
+        if value is None:
+            return None
+        try:
+            return self.inner.check(name, value)
+        except InputError:
+            self.fail(name, value)
 
     def describe(self) -> str:
         return f"{self.inner.describe()}, or None"

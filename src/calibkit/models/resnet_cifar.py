@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
+from calibkit.core.validation import Choice
 from calibkit.models.registry import MODELS
 
 #: Supported depths (6n + 2).
@@ -77,8 +78,7 @@ class CifarResNet(nn.Module):
 
     def __init__(self, depth: int, num_classes: int, in_channels: int = 3) -> None:
         super().__init__()
-        if depth not in DEPTHS:
-            raise InputError("depth", "one of " + ", ".join(map(str, DEPTHS)), repr(depth))
+        depth = Choice(*DEPTHS).check("depth", depth)
         n = (depth - 2) // 6
         self.conv1 = nn.Conv2d(in_channels, 16, 3, 1, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(16)
