@@ -91,8 +91,19 @@ def replace_top_label(probs: F64, top: I64, new_conf: F64) -> F64:
     return out
 
 
+class _Binning(Calibrator):
+    """The parameters shared by both histogram binnings."""
+
+    param_constraints: ClassVar[Constraints] = BINNING_PARAMS
+    n_bins: int
+    scheme: Scheme
+
+    def __init__(self, n_bins: int = 15, scheme: Scheme = "equal_width") -> None:
+        self._set_params(n_bins=n_bins, scheme=scheme)
+
+
 @CALIBRATORS.register("histogram")
-class HistogramBinning(Calibrator):
+class HistogramBinning(_Binning):
     """Top-label histogram binning with ``n_bins`` bins (``scheme`` equal_width/equal_mass).
 
     Parameters
@@ -115,13 +126,6 @@ class HistogramBinning(Calibrator):
     {'n_bins': 10, 'scheme': 'equal_width'}
     """
 
-    param_constraints: ClassVar[Constraints] = BINNING_PARAMS
-    n_bins: int
-    scheme: Scheme
-
-    def __init__(self, n_bins: int = 15, scheme: Scheme = "equal_width") -> None:
-        self._set_params(n_bins=n_bins, scheme=scheme)
-
     def _fit(self, out: ClassifierOutputs) -> None:
         probs = out.probs
         top = np.argmax(probs, axis=1)
@@ -140,15 +144,13 @@ class HistogramBinning(Calibrator):
 
 
 @CALIBRATORS.register("histogram_classwise")
-class ClasswiseHistogramBinning(Calibrator):
+class ClasswiseHistogramBinning(_Binning):
     """One-vs-rest histogram binning of every class's probability, renormalised.
 
     Parameters
     ----------
-    n_bins : int
-        Number of bins (>= 1).
-    scheme : {"equal_width", "equal_mass"}
-        How the bin edges are placed.
+    n_bins, scheme
+        As for :class:`HistogramBinning`.
 
     Attributes
     ----------
@@ -163,13 +165,6 @@ class ClasswiseHistogramBinning(Calibrator):
     >>> h.bin_frequency_.tolist()
     [[0.5, 0.5]]
     """
-
-    param_constraints: ClassVar[Constraints] = BINNING_PARAMS
-    n_bins: int
-    scheme: Scheme
-
-    def __init__(self, n_bins: int = 15, scheme: Scheme = "equal_width") -> None:
-        self._set_params(n_bins=n_bins, scheme=scheme)
 
     def _fit(self, out: ClassifierOutputs) -> None:
         probs = out.probs

@@ -68,7 +68,7 @@ from calibkit.calibrators.linear_solver import (
 )
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
-from calibkit.core.validation import Constraints, Integer, ListOf, NoneOr, Real
+from calibkit.core.validation import NON_NEGATIVE, POSITIVE, Constraints, Integer, ListOf, NoneOr
 
 I64 = npt.NDArray[np.int64]
 #: The default ODIR grid (that of the Neural Clamping paper): 1e-2, 1e-1, ..., 1e4.
@@ -77,8 +77,8 @@ DEFAULT_LAMBDA_GRID: tuple[float, ...] = tuple(float(v) for v in np.logspace(-2,
 
 #: Shared parameter declarations (the optimiser's budget and the penalties).
 MAX_ITER = Integer(low=1)
-TOL = Real(0.0, closed="neither")
-PENALTY = Real(0.0)
+TOL = POSITIVE
+PENALTY = NON_NEGATIVE
 
 
 # ----- calibrators -----------------------------------------------------------------------
@@ -156,10 +156,8 @@ class MatrixScaling(_Linear):
     ----------
     reg_l2 : float
         Weight of the L2 penalty on ``W`` (>= 0).
-    max_iter : int
-        L-BFGS iterations at most.
-    tol : float
-        Convergence tolerance (> 0).
+    max_iter, tol
+        As for :class:`VectorScaling`.
 
     Attributes
     ----------
@@ -300,17 +298,8 @@ class DirichletCalibration(_ODIR):
 
     Parameters
     ----------
-    reg_lambda, reg_mu : float or None
-        The ODIR weights ``lam`` and ``mu`` (>= 0); ``None``: ``lam`` by cross-validation
-        over ``lambda_grid``, ``mu = lam``.
-    lambda_grid : sequence of float
-        Candidate values of ``lam`` (>= 0).
-    n_folds : int
-        Stratified cross-validation folds (>= 2), shuffled with ``random_state``.
-    max_iter, cv_max_iter : int
-        L-BFGS iterations of the final fit and of each cross-validation fit.
-    tol : float
-        Convergence tolerance (> 0).
+    reg_lambda, reg_mu, lambda_grid, n_folds, random_state, max_iter, cv_max_iter, tol
+        As for :class:`MatrixScalingODIR`.
 
     Examples
     --------

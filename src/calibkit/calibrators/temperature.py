@@ -30,7 +30,7 @@ import numpy as np
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, IntArray
-from calibkit.core.validation import Constraints, Real
+from calibkit.core.validation import POSITIVE, Constraints
 
 #: Logits per chunk of a pass: two float32 buffers of this size stay in a 2 MB L2 cache.
 CHUNK_ELEMENTS = 1 << 16
@@ -39,10 +39,6 @@ _SUBSAMPLE_ABOVE = 1 << 20
 _SUBSAMPLE_ROWS = 2048
 #: Rows with fewer classes are stored transposed (class-major) for the passes.
 _NARROW = 32
-
-
-#: A temperature (or a bound or step of one): a finite number > 0.
-POSITIVE = Real(0.0, closed="neither")
 
 
 def positive_param(value: object, name: str) -> float:

@@ -21,11 +21,11 @@ from typing import ClassVar
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
-from calibkit.calibrators.temperature import CHUNK_ELEMENTS, POSITIVE, check_temperature_bounds
+from calibkit.calibrators.temperature import CHUNK_ELEMENTS, check_temperature_bounds
 from calibkit.core.binning import N_BINS, check_n_bins
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
-from calibkit.core.validation import Constraints
+from calibkit.core.validation import POSITIVE, Constraints
 
 # Direct evaluation costs one exp per (temperature, sample, class). Where the grid is dense
 # in b (large T), a window [b0 - w, b0 + w] is served by the Taylor series of S around b0:

@@ -262,7 +262,9 @@ def check_bool(name: str, value: object) -> bool:
     return Boolean().check(name, value)
 
 
-#: A fraction of a whole: a number in [0, 1).
+#: The common ranges, stated once: a finite number > 0, >= 0, and in [0, 1).
+POSITIVE = Real(0.0, closed="neither")
+NON_NEGATIVE = Real(0.0)
 FRACTION = Real(0.0, 1.0, closed="left")
 
 

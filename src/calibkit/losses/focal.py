@@ -39,7 +39,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from calibkit.core.validation import Real
+from calibkit.core.validation import NON_NEGATIVE
 from calibkit.losses.basic import (
     REDUCTION,
     Reduction,
@@ -51,7 +51,7 @@ from calibkit.losses.basic import (
 from calibkit.losses.registry import LOSSES
 
 #: The focusing parameter: a finite number >= 0.
-GAMMA = Real(0.0)
+GAMMA = NON_NEGATIVE
 GAMMA_PARAMS = {"gamma": GAMMA, "reduction": REDUCTION}
 
 

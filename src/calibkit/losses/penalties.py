@@ -56,14 +56,12 @@ from torch import Tensor, nn
 
 from calibkit.core.binning import N_BINS, check_n_bins
 from calibkit.core.errors import InputError
-from calibkit.core.validation import Boolean, Choice, Real
+from calibkit.core.validation import NON_NEGATIVE, POSITIVE, Boolean, Choice
 from calibkit.losses.basic import check_inputs, log_probs
 from calibkit.losses.registry import PENALTIES
 
-#: A kernel bandwidth or soft-binning temperature: a finite number > 0.
-POSITIVE = Real(0.0, closed="neither")
 #: The weight of a penalty: a finite number >= 0.
-WEIGHT = Real(0.0)
+WEIGHT = NON_NEGATIVE
 NORM = Choice("l1", "l2")
 MMCE_PARAMS = {"bandwidth": POSITIVE, "weighted": Boolean()}
 SOFT_ECE_PARAMS = {"n_bins": N_BINS, "temperature": POSITIVE, "norm": NORM}

@@ -16,7 +16,15 @@ from typing import Any
 
 from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError, UnknownNameError
-from calibkit.core.validation import Boolean, Choice, Constraints, Integer, Real
+from calibkit.core.validation import (
+    FRACTION,
+    NON_NEGATIVE,
+    POSITIVE,
+    Boolean,
+    Choice,
+    Constraints,
+    Integer,
+)
 
 OPTIMIZERS = ("adam", "sgd")
 SCHEDULES = ("none", "step", "cosine", "onecycle")
@@ -26,12 +34,12 @@ PARAM_CONSTRAINTS: Constraints = {
     "epochs": Integer(low=0),
     "batch_size": Integer(low=1),
     "optimizer": Choice(*OPTIMIZERS),
-    "lr": Real(0.0, closed="neither"),
-    "momentum": Real(0.0, 1.0, closed="left"),
+    "lr": POSITIVE,
+    "momentum": FRACTION,
     "nesterov": Boolean(),
-    "weight_decay": Real(0.0),
+    "weight_decay": NON_NEGATIVE,
     "schedule": Choice(*SCHEDULES),
-    "lr_decay": Real(0.0, closed="neither"),
+    "lr_decay": POSITIVE,
     "augment": Boolean(),
     "eval_batch_size": Integer(low=1),
     "n_bins": N_BINS,
