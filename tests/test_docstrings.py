@@ -93,7 +93,6 @@ def test_public_api_has_numpydoc_sections(name: str) -> None:
     check_module(name)
 
 
-@pytest.mark.xfail(strict=False, reason="documented on the registries branch")
 @pytest.mark.parametrize("name", CALIBRATOR_MODULES)
 def test_calibrator_classes_have_numpydoc_sections(name: str) -> None:
     check_module(name, classes_only=True)

@@ -63,7 +63,7 @@ _EXPORTS: dict[str, str] = {
         ),
         "calibkit.metrics",
     ),
-    **dict.fromkeys(("LOSSES", "build_loss", "create_loss"), "calibkit.losses"),
+    **dict.fromkeys(("LOSSES", "create_loss"), "calibkit.losses"),
     **dict.fromkeys(
         (
             "CALIBRATORS",
@@ -146,7 +146,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
     from calibkit.core.outputs import ClassifierOutputs, as_outputs
     from calibkit.data import DATASETS, load_dataset
     from calibkit.io.predictions import load_predictions, save_predictions
-    from calibkit.losses import LOSSES, build_loss, create_loss
+    from calibkit.losses import LOSSES, create_loss
     from calibkit.metrics import (
         METRIC_NAMES,
         METRICS,

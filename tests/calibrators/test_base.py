@@ -7,8 +7,10 @@ is checked without editing this file. Binary-only methods get two-class data.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import pickle
+import re
 from pathlib import Path
 
 import numpy as np
@@ -199,3 +201,42 @@ def test_nll_methods_never_end_above_the_identity(name: str, seed: int) -> None:
     before = nll(y, logits=z)
     after = nll(y, probs=get_calibrator(name).fit(z, y).predict_proba(z))
     assert after <= before * (1 + 1e-9)
+
+
+# ----- declared parameters ------------------------------------------------------------------
+@pytest.mark.parametrize("name", NAMES)
+def test_get_params_returns_exactly_the_declared_parameters(name: str) -> None:
+    klass = CALIBRATORS.get(name)
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    signature = inspect.signature(klass.__init__).parameters.values()
+    declared = list(klass.param_constraints)
+    assert [p.name for p in signature if p.kind in named and p.name != "self"] == declared
+    params = klass().get_params()
+    assert list(params) == declared
+    for key, value in params.items():  # the defaults pass their own checks unchanged
+        assert klass.param_constraints[key].check(key, value) == value
+    assert list(get_calibrator(name, **params).get_params()) == declared
+
+
+@pytest.mark.parametrize(
+    ("name", "param"),
+    [(name, param) for name in NAMES for param in CALIBRATORS.get(name).param_constraints],
+)
+def test_every_declared_constraint_refuses_a_bad_value_by_name(name: str, param: str) -> None:
+    expected = CALIBRATORS.get(name).param_constraints[param].describe()
+    with pytest.raises(InputError, match=rf"^{param}: expected {re.escape(expected)}, got"):
+        get_calibrator(name, **{param: "nope"})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_undeclared_parameter_is_refused(name: str) -> None:
+    with pytest.raises(InputError, match=rf"^{name}: expected (parameters among|no param)"):
+        get_calibrator(name, not_a_parameter=1)
+
+
+def test_numpy_scalars_are_accepted_and_stored_as_python_numbers() -> None:
+    cal = get_calibrator("temperature_ece", t_min=np.float32(0.5), n_bins=np.int64(10))
+    assert cal.get_params() == {"t_min": 0.5, "t_max": 5.0, "t_step": 0.001, "n_bins": 10}
+    assert type(cal.n_bins) is int  # type: ignore[attr-defined]
+    with pytest.raises(InputError, match=r"^n_bins: expected an integer >= 1, got True"):
+        get_calibrator("histogram", n_bins=True)

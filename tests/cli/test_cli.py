@@ -261,6 +261,22 @@ def test_unwritable_apply_output(work: Path, capsys: pytest.CaptureFixture[str])
         (["fit", "--method", "temperature", "preds.npz", "--param", "t_min"], ("--param",)),
         (["fit", "--method", "temperature", "preds.npz", "--param", "zz=1"], ("--param", "t_max")),
         (["fit", "--method", "temperature", "preds.npz", "--param", "t_max=0"], ("--param",)),
+        (
+            ["fit", "--method", "histogram", "preds.npz", "--param", "n_bins=abc"],
+            ("--param n_bins: expected an integer >= 1, got 'abc'",),
+        ),
+        (
+            ["fit", "--method", "histogram", "preds.npz", "--param", "n_bins=0"],
+            ("--param n_bins: expected an integer >= 1, got 0",),
+        ),
+        (
+            ["fit", "--method", "temperature", "preds.npz", "--param", "t_min=20"],
+            ("--param t_max: expected a value above t_min",),
+        ),
+        (
+            ["fit", "--method", "auto", "preds.npz", "--param", "criterion=brier"],
+            ("--param criterion: expected one of nll, ece",),
+        ),
         (["apply", "absent.json", "preds.npz"], ("calibrator file",)),
     ],
 )

@@ -61,5 +61,7 @@ def test_crop_and_flip_seeded() -> None:
 def test_bad_input() -> None:
     with pytest.raises(InputError, match="N, C, H, W"):
         random_crop(torch.zeros(3, 8, 8), generator=torch.Generator())
-    with pytest.raises(InputError, match="probability"):
+    with pytest.raises(InputError, match=r"^p: expected a finite number in \[0, 1\], got 2\.0"):
         random_hflip(_batch(), p=2.0, generator=torch.Generator())
+    with pytest.raises(InputError, match=r"^pad: expected an integer >= 0, got -1"):
+        random_crop(_batch(), pad=-1, generator=torch.Generator())

@@ -48,3 +48,14 @@ def test_bloodmnist_spec() -> None:
     data = load_dataset("bloodmnist:platelet,basophil", folder)
     assert data["val"].classes == ("platelet", "basophil")
     assert sorted(np.unique(data["val"].labels).tolist()) == [0, 1]
+
+
+def test_registry_metadata_says_which_datasets_need_a_folder(tmp_path: object) -> None:
+    assert DATASETS.info("digits")["bundled"] is True
+    assert {n for n in DATASETS.names() if "default_dir" in DATASETS.info(n)} == {
+        "cifar10",
+        "cifar100",
+    }
+    for name in ("cifar10-jpeg", "bloodmnist"):
+        with pytest.raises(InputError, match=rf"^data_dir: expected the folder holding the {name}"):
+            load_dataset(name)

@@ -1,7 +1,8 @@
-"""The loss registry: create_loss / build_loss, every loss's gradients and reductions."""
+"""The loss registry: create_loss (alone or with a penalty), gradients and reductions."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from typing import Any
@@ -15,7 +16,6 @@ from calibkit.losses import (
     PENALTIES,
     CombinedLoss,
     FocalLoss,
-    build_loss,
     create_loss,
     cross_entropy,
     focal_loss,
@@ -57,7 +57,7 @@ def test_unknown_loss_lists_the_valid_names() -> None:
 
 
 def test_unknown_parameter_lists_the_accepted_ones() -> None:
-    message = "loss 'mmce': expected parameters among beta, bandwidth, weighted, base, got 'gamma'"
+    message = "loss 'mmce': expected parameters among beta, bandwidth, weighted, got 'gamma'"
     with pytest.raises(InputError, match=re.escape(message)):
         create_loss("mmce", gamma=2.0)
     with pytest.raises(InputError, match=r"^loss 'brier': .*reduction, got 'epsilon'"):
@@ -102,24 +102,23 @@ def test_penalised_losses_are_cross_entropy_plus_the_penalty() -> None:
         torch.testing.assert_close(create_loss(name, **params)(z, y), ce + penalty)
 
 
-def test_build_loss_focal_plus_mdca() -> None:
+def test_create_loss_focal_plus_mdca() -> None:
     z, y = example()
-    loss = build_loss({"name": "focal", "gamma": 3, "penalty": {"name": "mdca", "beta": 1.0}})
+    loss = create_loss("focal", gamma=3, penalty={"name": "mdca", "beta": 1.0})
     assert isinstance(loss, CombinedLoss)
     assert isinstance(loss.base, FocalLoss)
     torch.testing.assert_close(loss(z, y), focal_loss(z, y, 3.0) + mdca(z, y))
-    l1 = build_loss({"name": "brier", "penalty": {"name": "l1_norm", "alpha": 0.5}})
+    l1 = create_loss("brier", penalty={"name": "l1_norm", "alpha": 0.5})
     assert isinstance(l1, CombinedLoss)
     assert l1.weight == 0.5
-    assert isinstance(build_loss({"name": "dual_focal", "gamma": 1}), torch.nn.Module)
+    assert isinstance(create_loss("dual_focal", gamma=1), torch.nn.Module)
 
 
 @pytest.mark.parametrize(
     ("spec", "pattern"),
     [
-        ({"gamma": 3}, "^spec: expected a mapping with a string 'name'"),
-        ("focal", "^spec: "),
         ({"name": "focal", "penalty": "mdca"}, "^penalty: expected a mapping"),
+        ({"name": "focal", "penalty": {"beta": 1.0}}, "^penalty: expected a mapping with a str"),
         ({"name": "focal", "penalty": {"name": "ece"}}, "^penalty: expected one of l1_norm, mdca"),
         ({"name": "focal", "penalty": {"name": "mdca", "gamma": 1}}, "^penalty 'mdca': .*'gamma'"),
         ({"name": "focal", "penalty": {"name": "mdca", "base": None}}, "^penalty 'mdca': .*'base'"),
@@ -127,9 +126,10 @@ def test_build_loss_focal_plus_mdca() -> None:
         ({"name": "focall"}, "^loss: expected one of"),
     ],
 )
-def test_build_loss_rejects_bad_specs(spec: Any, pattern: str) -> None:
+def test_create_loss_rejects_bad_penalties(spec: Any, pattern: str) -> None:
+    params = dict(spec)
     with pytest.raises(InputError, match=pattern):
-        build_loss(spec)
+        create_loss(params.pop("name"), **params)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -165,3 +165,28 @@ def test_gradcheck_every_loss(name: str) -> None:
     params = {"temperature": 0.05} if name == "soft_ece" else {}
     loss = create_loss(name, **params)
     assert torch.autograd.gradcheck(lambda x: loss(x, y), (z,))
+
+
+@pytest.mark.parametrize("name", LOSSES.names())
+def test_declared_parameters_match_the_factory(name: str) -> None:
+    declared = list(LOSSES.info(name)["params"])
+    accepted = [p for p in inspect.signature(LOSSES.get(name)).parameters if p != "base"]
+    assert accepted == declared
+
+
+@pytest.mark.parametrize(
+    ("name", "param"), [(n, p) for n in LOSSES.names() for p in LOSSES.info(n)["params"]]
+)
+def test_every_declared_constraint_refuses_a_bad_value_by_name(name: str, param: str) -> None:
+    expected = re.escape(LOSSES.info(name)["params"][param].describe())
+    with pytest.raises(InputError, match=rf"^{param}: expected {expected}, got 'nope'"):
+        create_loss(name, **{param: "nope"})
+    with pytest.raises(InputError, match=rf"^{param}: expected {expected}, got 'nope'"):
+        LOSSES.get(name)(**{param: "nope"})  # the factory checks the same declaration
+
+
+def test_penalties_are_registered_with_their_parameters() -> None:
+    assert PENALTIES.names() == ["l1_norm", "mmce", "mdca", "soft_ece"]
+    for name in PENALTIES.names():
+        penalty_params = list(PENALTIES.info(name)["params"])
+        assert list(LOSSES.info(name)["params"])[1:] == penalty_params  # after the weight

@@ -51,7 +51,9 @@ def test_dropout_layers_and_train_eval() -> None:
 
 @pytest.mark.parametrize("p", [-0.1, 1.0, 1.5])
 def test_dropout_validation(p: float) -> None:
-    with pytest.raises(InputError, match=rf"^dropout: expected a probability in \[0, 1\), got {p}"):
+    with pytest.raises(
+        InputError, match=rf"^dropout: expected a finite number in \[0, 1\), got {p}"
+    ):
         mlp(3, dropout=p)
 
 

@@ -149,3 +149,20 @@ def test_pretrained_resnet20_accuracy_on_jpeg_cifar10() -> None:
         accuracy = float((model(x).argmax(1) == y).float().mean())
     print(f"ResNet-20 accuracy on 500 JPEG CIFAR-10 test images: {accuracy:.3f}")
     assert 0.70 <= accuracy <= 0.92
+
+
+@pytest.mark.parametrize("name", MODELS.names())
+def test_every_model_is_registered_with_its_family(name: str) -> None:
+    info = MODELS.info(name)
+    assert info["family"] in ("lenet", "cifar_resnet", "resnet", "wide_resnet", "mlp")
+    if info["family"] == "cifar_resnet":  # the depth that loads a checkpoint
+        assert f"resnet{info['depth']}" == name
+        assert 6 * len(create_model(name, 3).layer1) + 2 == info["depth"]  # type: ignore[arg-type]
+
+
+def test_num_classes_is_checked_once_for_every_model() -> None:
+    for bad in (0, True, 2.0):
+        with pytest.raises(InputError, match=r"^num_classes: expected an integer >= 1, got"):
+            create_model("lenet5", bad)  # type: ignore[arg-type]
+    model = create_model("mlp", np.int64(3), input_size=8)  # type: ignore[arg-type]
+    assert model(torch.zeros(2, 3, 8, 8)).shape == (2, 3)

@@ -32,13 +32,15 @@ auto chose 'temperature': lowest mean NLL over 5 stratified folds (seed 0)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, get_calibrator, register
+from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, get_calibrator
+from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs
+from calibkit.core.validation import Choice, Constraints, Integer, ListOf, NoneOr, String
 from calibkit.metrics import ece, nll
 
 Criterion = Literal["nll", "ece"]
@@ -47,9 +49,49 @@ CRITERIA: tuple[str, ...] = ("nll", "ece")
 EXCLUDED_BY_DEFAULT: tuple[str, ...] = ("auto", "temperature_ece")
 
 
-@register("auto")
+@CALIBRATORS.register("auto")
 class AutoCalibrator(Calibrator):
-    """Pick the calibrator with the best cross-validated ``criterion`` (see the module doc)."""
+    """Pick the calibrator with the best cross-validated ``criterion`` (see the module doc).
+
+    Parameters
+    ----------
+    methods : list of str or None
+        The candidates (not ``"auto"``); ``None``: every method that applies, except those
+        in ``EXCLUDED_BY_DEFAULT``.
+    criterion : {"nll", "ece"}
+        The held-out score to minimise.
+    n_folds : int
+        Stratified folds (>= 2), shuffled with ``seed``.
+    seed : int
+        Seed of the fold assignment.
+    n_bins : int
+        Equal-width bins of the ECE criterion.
+
+    Attributes
+    ----------
+    chosen_ : str
+        The method picked; ``chosen`` is the calibrator itself, refitted on all the data.
+    cv_scores_ : dict
+        Mean held-out score of each candidate.
+
+    Examples
+    --------
+    >>> AutoCalibrator(methods=["temperature", "platt"], criterion="ece").get_params()
+    {'methods': ['temperature', 'platt'], 'criterion': 'ece', 'n_folds': 5, 'seed': 0, 'n_bins': 15}
+    """
+
+    param_constraints: ClassVar[Constraints] = {
+        "methods": NoneOr(ListOf(String(), as_list=True)),
+        "criterion": Choice(*CRITERIA),
+        "n_folds": Integer(low=2),
+        "seed": Integer(),
+        "n_bins": N_BINS,
+    }
+    methods: list[str] | None
+    criterion: Criterion
+    n_folds: int
+    seed: int
+    n_bins: int
 
     def __init__(
         self,
@@ -59,25 +101,11 @@ class AutoCalibrator(Calibrator):
         seed: int = 0,
         n_bins: int = 15,
     ) -> None:
-        if methods is not None:
-            if isinstance(methods, str) or not all(isinstance(m, str) for m in methods):
-                raise InputError("methods", "a list of calibrator names or None", repr(methods))
-            if len(methods) == 0 or "auto" in methods:
-                raise InputError(
-                    "methods", "a non-empty list of names other than 'auto'", repr(methods)
-                )
-        if criterion not in CRITERIA:
-            raise InputError("criterion", "one of " + ", ".join(CRITERIA), repr(criterion))
-        for name, value, low in (("n_folds", n_folds, 2), ("n_bins", n_bins, 1)):
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-                raise InputError(name, f"an integer >= {low}", repr(value))
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-            raise InputError("seed", "an integer", repr(seed))
-        self.methods = None if methods is None else list(methods)
-        self.criterion: Criterion = criterion
-        self.n_folds = int(n_folds)
-        self.seed = int(seed)
-        self.n_bins = int(n_bins)
+        self._set_params(
+            methods=methods, criterion=criterion, n_folds=n_folds, seed=seed, n_bins=n_bins
+        )
+        if self.methods is not None and "auto" in self.methods:
+            raise InputError("methods", "names other than 'auto'", repr(methods))
         self._chosen: Calibrator | None = None
 
     def candidates(self, n_classes: int) -> list[str]:

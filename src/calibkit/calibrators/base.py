@@ -7,7 +7,11 @@ A calibrator maps a classifier's logits to calibrated probabilities:
 - ``transform(logits)`` returns calibrated logits, for methods that map logits to logits;
 - fitted state lives in attributes ending in ``_``; using an unfitted calibrator raises
   :class:`~calibkit.core.errors.NotFittedError`;
-- ``save(path)`` / ``load(path)`` use JSON (never pickle); the round trip is bit-exact.
+- ``save(path)`` / ``load(path)`` use JSON (never pickle); the round trip is bit-exact;
+- the constructor parameters are declared in ``param_constraints`` (name -> a
+  :class:`~calibkit.core.validation.Constraint`, in signature order): constructors check
+  their arguments against it, :meth:`Calibrator.get_params` returns exactly those
+  parameters, and configuration files and the CLI's ``--param`` read it too.
 
 Inputs are numpy arrays or torch tensors. For models that only published probabilities,
 pass ``log(probs)`` as logits (softmax ignores the per-row constant).
@@ -27,36 +31,54 @@ import numpy.typing as npt
 from calibkit.core.errors import InputError, NotFittedError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_scores, log_softmax64
 from calibkit.core.registry import Registry
+from calibkit.core.validation import Constraints, check_params
 
 F64 = npt.NDArray[np.float64]
 FORMAT_VERSION = 1
 
-CALIBRATORS: Registry[type[Calibrator]] = Registry("calibrator")
+
+def _set_name(name: str, cls: type[Calibrator]) -> None:
+    cls.name = name
 
 
-def register(name: str) -> Any:
-    """Class decorator: register a calibrator under ``name`` and set its ``name``."""
-
-    def add(cls: type[Calibrator]) -> type[Calibrator]:
-        cls.name = name
-        return CALIBRATORS.register(name)(cls)
-
-    return add
+#: Calibrator classes by name; registering a class sets its ``name``.
+CALIBRATORS: Registry[type[Calibrator]] = Registry("calibrator", on_register=_set_name)
 
 
 def get_calibrator(name: str, **params: Any) -> Calibrator:
-    """A new calibrator of the registered ``name`` with ``params``."""
-    return CALIBRATORS.get(name)(**params)
+    """A new calibrator of the registered ``name`` with ``params``.
+
+    An undeclared parameter raises :class:`~calibkit.core.errors.InputError` listing the
+    declared ones (see :attr:`Calibrator.param_constraints`).
+    """
+    klass = CALIBRATORS.get(name)
+    return klass(**check_params(klass.param_constraints, params, name))
 
 
 class Calibrator(ABC):
-    """Base class of post-hoc calibrators (see the module docstring)."""
+    """Base class of post-hoc calibrators (see the module docstring).
+
+    A subclass declares ``param_constraints`` and implements ``_fit`` plus ``_transform``
+    (logit maps) or ``_predict_proba``; registering it with ``CALIBRATORS.register`` gives
+    it its ``name``.
+
+    Examples
+    --------
+    >>> from calibkit.calibrators import get_calibrator
+    >>> ts = get_calibrator("temperature").fit([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0]], [0, 1, 1])
+    >>> isinstance(ts, Calibrator), ts.name, ts.is_fitted
+    (True, 'temperature', True)
+    >>> ts.predict_proba([[0.0, 0.0]]).tolist()
+    [[0.5, 0.5]]
+    """
 
     name: ClassVar[str] = "base"
     #: True for methods defined only for two classes (Platt, beta).
     binary_only: ClassVar[bool] = False
     #: True for methods whose output is logits (``transform`` is available).
     maps_logits: ClassVar[bool] = False
+    #: The constructor parameters: name -> constraint, in signature order.
+    param_constraints: ClassVar[Constraints] = {}
 
     # ----- the contract ---------------------------------------------------------------
     def fit(self, logits: object, labels: object) -> Self:
@@ -92,11 +114,14 @@ class Calibrator(ABC):
         raise NotImplementedError
 
     # ----- parameters and fitted state ---------------------------------------------------
+    def _set_params(self, **params: Any) -> None:
+        """Check ``params`` against :attr:`param_constraints` and store them as attributes."""
+        for name, value in check_params(self.param_constraints, params, self.name).items():
+            setattr(self, name, value)
+
     def get_params(self) -> dict[str, Any]:
-        """Constructor parameters (public attributes not ending in ``_``)."""
-        return {
-            k: v for k, v in vars(self).items() if not k.startswith("_") and not k.endswith("_")
-        }
+        """The declared constructor parameters (:attr:`param_constraints`), in order."""
+        return {name: getattr(self, name) for name in self.param_constraints}
 
     def fitted_state(self) -> dict[str, Any]:
         """The fitted attributes (names ending in ``_``)."""

@@ -32,7 +32,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from calibkit.calibrators.base import F64, Calibrator, register
+from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, log_softmax64
 
 
@@ -63,9 +63,24 @@ def two_class_probs(t: F64) -> F64:
     return np.column_stack([expit(-t), expit(t)])
 
 
-@register("platt")
+@CALIBRATORS.register("platt")
 class PlattScaling(Calibrator):
-    """Platt scaling: ``sigmoid(slope_ * (z_1 - z_0) + intercept_)`` fitted by NLL."""
+    """Platt scaling: ``sigmoid(slope_ * (z_1 - z_0) + intercept_)`` fitted by NLL.
+
+    Takes no parameters; two classes only.
+
+    Attributes
+    ----------
+    slope_, intercept_ : float
+        The fitted logistic map of the positive-class logit.
+
+    Examples
+    --------
+    >>> z = np.array([[0.0, -1.0], [0.0, 0.0], [0.0, 1.0], [0.0, 2.0]])
+    >>> platt = PlattScaling().fit(z, [0, 1, 0, 1])
+    >>> bool(platt.slope_ > 0)
+    True
+    """
 
     binary_only = True
 
@@ -80,9 +95,24 @@ class PlattScaling(Calibrator):
         return two_class_probs(self.slope_ * _positive_logit(logits) + self.intercept_)
 
 
-@register("beta")
+@CALIBRATORS.register("beta")
 class BetaCalibration(Calibrator):
-    """Beta calibration: ``sigmoid(a_ ln p - b_ ln(1 - p) + c_)`` with ``a_, b_ >= 0``."""
+    """Beta calibration: ``sigmoid(a_ ln p - b_ ln(1 - p) + c_)`` with ``a_, b_ >= 0``.
+
+    Takes no parameters; two classes only.
+
+    Attributes
+    ----------
+    a_, b_, c_ : float
+        The fitted coefficients (``a_, b_ >= 0``).
+
+    Examples
+    --------
+    >>> z = np.array([[0.0, -1.0], [0.0, 0.0], [0.0, 1.0], [0.0, 2.0]])
+    >>> beta = BetaCalibration().fit(z, [0, 1, 0, 1])
+    >>> bool(beta.a_ >= 0 and beta.b_ >= 0)
+    True
+    """
 
     binary_only = True
 

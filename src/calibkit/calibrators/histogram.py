@@ -38,29 +38,25 @@ separate step map per class, can change the argmax too.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import ClassVar
 
 import numpy as np
 
-from calibkit.calibrators.base import F64, Calibrator, register
+from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.core.binning import (
     I64,
+    N_BINS,
     SCHEMES,
     Scheme,
     bin_index,
-    check_n_bins,
     index_from_edges,
     stats_from_index,
 )
-from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
+from calibkit.core.validation import Choice, Constraints
 
-
-def check_scheme(scheme: object) -> Scheme:
-    """Validate a binning scheme name."""
-    if scheme not in SCHEMES:
-        raise InputError("scheme", "one of " + ", ".join(SCHEMES), repr(scheme))
-    return cast(Scheme, scheme)
+#: The parameters of both histogram binnings.
+BINNING_PARAMS = {"n_bins": N_BINS, "scheme": Choice(*SCHEMES)}
 
 
 def fit_bin_map(score: F64, outcome: F64, n_bins: int, scheme: Scheme) -> tuple[F64, I64, F64]:
@@ -95,17 +91,40 @@ def replace_top_label(probs: F64, top: I64, new_conf: F64) -> F64:
     return out
 
 
-@register("histogram")
-class HistogramBinning(Calibrator):
-    """Top-label histogram binning with ``n_bins`` bins (``scheme`` equal_width/equal_mass).
+class _Binning(Calibrator):
+    """The parameters shared by both histogram binnings."""
 
-    Fitted: ``edges_`` (``n_bins + 1``), ``bin_counts_`` and ``bin_accuracy_`` (per bin;
-    the accuracy of an empty bin is stored as 0.0 and never used: see the module doc).
-    """
+    param_constraints: ClassVar[Constraints] = BINNING_PARAMS
+    n_bins: int
+    scheme: Scheme
 
     def __init__(self, n_bins: int = 15, scheme: Scheme = "equal_width") -> None:
-        self.n_bins = check_n_bins(n_bins)
-        self.scheme = check_scheme(scheme)
+        self._set_params(n_bins=n_bins, scheme=scheme)
+
+
+@CALIBRATORS.register("histogram")
+class HistogramBinning(_Binning):
+    """Top-label histogram binning with ``n_bins`` bins (``scheme`` equal_width/equal_mass).
+
+    Parameters
+    ----------
+    n_bins : int
+        Number of bins (>= 1).
+    scheme : {"equal_width", "equal_mass"}
+        How the bin edges are placed.
+
+    Attributes
+    ----------
+    edges_ : ndarray of shape (n_bins + 1,)
+    bin_counts_, bin_accuracy_ : ndarray of shape (n_bins,)
+        Calibration samples and accuracy per bin (the accuracy of an empty bin is stored
+        as 0.0 and never used: see the module doc).
+
+    Examples
+    --------
+    >>> HistogramBinning(n_bins=np.int64(10)).get_params()
+    {'n_bins': 10, 'scheme': 'equal_width'}
+    """
 
     def _fit(self, out: ClassifierOutputs) -> None:
         probs = out.probs
@@ -124,17 +143,28 @@ class HistogramBinning(Calibrator):
         return replace_top_label(probs, top, new)
 
 
-@register("histogram_classwise")
-class ClasswiseHistogramBinning(Calibrator):
+@CALIBRATORS.register("histogram_classwise")
+class ClasswiseHistogramBinning(_Binning):
     """One-vs-rest histogram binning of every class's probability, renormalised.
 
-    Fitted arrays have one row per binned class (only class 1 for two classes, else every
-    class): ``edges_``, ``bin_counts_`` and ``bin_frequency_`` (0.0 in empty bins, unused).
-    """
+    Parameters
+    ----------
+    n_bins, scheme
+        As for :class:`HistogramBinning`.
 
-    def __init__(self, n_bins: int = 15, scheme: Scheme = "equal_width") -> None:
-        self.n_bins = check_n_bins(n_bins)
-        self.scheme = check_scheme(scheme)
+    Attributes
+    ----------
+    edges_, bin_counts_, bin_frequency_ : ndarray
+        One row per binned class (only class 1 for two classes, else every class); the
+        frequency of an empty bin is stored as 0.0 and never used.
+
+    Examples
+    --------
+    >>> z = np.log([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.2, 0.8]])
+    >>> h = ClasswiseHistogramBinning(n_bins=2).fit(z, [0, 1, 0, 1])
+    >>> h.bin_frequency_.tolist()
+    [[0.5, 0.5]]
+    """
 
     def _fit(self, out: ClassifierOutputs) -> None:
         probs = out.probs

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibkit.calibrators.base import F64, Calibrator, register
+from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.histogram import one_vs_rest_classes, renormalise_or_keep
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 
@@ -41,12 +41,23 @@ def fit_isotonic(score: F64, outcome: F64) -> tuple[F64, F64]:
     return x, y
 
 
-@register("isotonic")
+@CALIBRATORS.register("isotonic")
 class IsotonicCalibrator(Calibrator):
     """One-vs-rest isotonic regression on the softmax probabilities, renormalised.
 
-    Fitted: ``x_thresholds_`` and ``y_thresholds_``, lists of float64 arrays, one pair per
-    fitted class (only class 1 for two classes, else every class).
+    Takes no parameters.
+
+    Attributes
+    ----------
+    x_thresholds_, y_thresholds_ : list of ndarray
+        One pair of float64 arrays per fitted class (only class 1 for two classes, else
+        every class).
+
+    Examples
+    --------
+    >>> z = np.log([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.2, 0.8]])
+    >>> IsotonicCalibrator().fit(z, [0, 0, 1, 1]).predict_proba(z)[:, 1].tolist()
+    [0.0, 0.0, 1.0, 1.0]
     """
 
     def _fit(self, out: ClassifierOutputs) -> None:

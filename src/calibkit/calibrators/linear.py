@@ -48,7 +48,6 @@ True
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import ClassVar, Self
 
@@ -56,7 +55,7 @@ import numpy as np
 import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
-from calibkit.calibrators.base import F64, Calibrator, register
+from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.linear_solver import (
     Design,
     Penalty,
@@ -69,34 +68,20 @@ from calibkit.calibrators.linear_solver import (
 )
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
+from calibkit.core.validation import NON_NEGATIVE, POSITIVE, Constraints, Integer, ListOf, NoneOr
 
 I64 = npt.NDArray[np.int64]
 #: The default ODIR grid (that of the Neural Clamping paper): 1e-2, 1e-1, ..., 1e4.
 DEFAULT_LAMBDA_GRID: tuple[float, ...] = tuple(float(v) for v in np.logspace(-2, 4, 7))
 
 
+#: Shared parameter declarations (the optimiser's budget and the penalties).
+MAX_ITER = Integer(low=1)
+TOL = POSITIVE
+PENALTY = NON_NEGATIVE
+
+
 # ----- calibrators -----------------------------------------------------------------------
-def _check_int(name: str, value: object, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise InputError(name, f"an integer >= {low}", repr(value))
-    return int(value)
-
-
-def _check_float(name: str, value: object, *, positive: bool = False) -> float:
-    x = math.nan
-    if isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool):
-        x = float(value)
-    if not (math.isfinite(x) and (x > 0 if positive else x >= 0)):
-        raise InputError(name, f"a finite number {'>' if positive else '>='} 0", repr(value))
-    return x
-
-
-def _check_grid(grid: object) -> tuple[float, ...]:
-    if isinstance(grid, str) or not isinstance(grid, Sequence | np.ndarray) or len(grid) == 0:
-        raise InputError("lambda_grid", "a non-empty list of numbers >= 0", repr(grid))
-    return tuple(_check_float("lambda_grid", v) for v in grid)
-
-
 class _Linear(Calibrator):
     """Shared parts: ``weights_`` and ``bias_`` applied to the features of the logits."""
 
@@ -128,26 +113,70 @@ class _Linear(Calibrator):
         self.bias_ = np.ascontiguousarray(wb[:, -1])
 
 
-@register("vector")
+@CALIBRATORS.register("vector")
 class VectorScaling(_Linear):
-    """Vector scaling: ``softmax(w * z + b)`` with per-class ``w`` and ``b`` (no penalty)."""
+    """Vector scaling: ``softmax(w * z + b)`` with per-class ``w`` and ``b`` (no penalty).
+
+    Parameters
+    ----------
+    max_iter : int
+        L-BFGS iterations at most.
+    tol : float
+        Convergence tolerance (> 0).
+
+    Attributes
+    ----------
+    weights_, bias_ : ndarray of shape (n_classes,)
+        The fitted ``w`` and ``b``.
+
+    Examples
+    --------
+    >>> z = np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [0.0, 2.0], [1.0, 0.0]])
+    >>> vs = VectorScaling().fit(z, [0, 1, 0, 0, 1])
+    >>> vs.weights_.shape, vs.predict_proba(z).sum(axis=1).round(12).tolist()
+    ((2,), [1.0, 1.0, 1.0, 1.0, 1.0])
+    """
+
+    param_constraints: ClassVar[Constraints] = {"max_iter": MAX_ITER, "tol": TOL}
+    max_iter: int
+    tol: float
 
     def __init__(self, max_iter: int = 500, tol: float = 1e-12) -> None:
-        self.max_iter = _check_int("max_iter", max_iter, 1)
-        self.tol = _check_float("tol", tol, positive=True)
+        self._set_params(max_iter=max_iter, tol=tol)
 
     def _fit(self, out: ClassifierOutputs) -> None:
         self.weights_, self.bias_ = fit_diagonal(self._design(out), self.max_iter, self.tol)
 
 
-@register("matrix")
+@CALIBRATORS.register("matrix")
 class MatrixScaling(_Linear):
-    """Matrix scaling: ``softmax(W z + b)``, full ``W``, penalty ``reg_l2 * sum(W**2) / K**2``."""
+    """Matrix scaling: ``softmax(W z + b)``, full ``W``, penalty ``reg_l2 * sum(W**2) / K**2``.
+
+    Parameters
+    ----------
+    reg_l2 : float
+        Weight of the L2 penalty on ``W`` (>= 0).
+    max_iter, tol
+        As for :class:`VectorScaling`.
+
+    Attributes
+    ----------
+    weights_ : ndarray of shape (n_classes, n_classes)
+    bias_ : ndarray of shape (n_classes,)
+
+    Examples
+    --------
+    >>> MatrixScaling(reg_l2=0.1)
+    MatrixScaling(reg_l2=0.1, max_iter=500, tol=1e-12)
+    """
+
+    param_constraints: ClassVar[Constraints] = {"reg_l2": PENALTY, "max_iter": MAX_ITER, "tol": TOL}
+    reg_l2: float
+    max_iter: int
+    tol: float
 
     def __init__(self, reg_l2: float = 0.0, max_iter: int = 500, tol: float = 1e-12) -> None:
-        self.reg_l2 = _check_float("reg_l2", reg_l2)
-        self.max_iter = _check_int("max_iter", max_iter, 1)
-        self.tol = _check_float("tol", tol, positive=True)
+        self._set_params(reg_l2=reg_l2, max_iter=max_iter, tol=tol)
 
     def _fit(self, out: ClassifierOutputs) -> None:
         design = self._design(out)
@@ -166,6 +195,25 @@ class _ODIR(_Linear):
     ``reg_lambda_``, ``reg_mu_``, ``cv_lambdas_`` (ascending) and their ``cv_nll_``.
     """
 
+    param_constraints: ClassVar[Constraints] = {
+        "reg_lambda": NoneOr(PENALTY),
+        "reg_mu": NoneOr(PENALTY),
+        "lambda_grid": ListOf(PENALTY),
+        "n_folds": Integer(low=2),
+        "random_state": Integer(low=0),
+        "max_iter": MAX_ITER,
+        "cv_max_iter": MAX_ITER,
+        "tol": TOL,
+    }
+    reg_lambda: float | None
+    reg_mu: float | None
+    lambda_grid: tuple[float, ...]
+    n_folds: int
+    random_state: int
+    max_iter: int
+    cv_max_iter: int
+    tol: float
+
     def __init__(
         self,
         reg_lambda: float | None = None,
@@ -177,14 +225,16 @@ class _ODIR(_Linear):
         cv_max_iter: int = 10,
         tol: float = 1e-12,
     ) -> None:
-        self.reg_lambda = None if reg_lambda is None else _check_float("reg_lambda", reg_lambda)
-        self.reg_mu = None if reg_mu is None else _check_float("reg_mu", reg_mu)
-        self.lambda_grid = _check_grid(lambda_grid)
-        self.n_folds = _check_int("n_folds", n_folds, 2)
-        self.random_state = _check_int("random_state", random_state, 0)
-        self.max_iter = _check_int("max_iter", max_iter, 1)
-        self.cv_max_iter = _check_int("cv_max_iter", cv_max_iter, 1)
-        self.tol = _check_float("tol", tol, positive=True)
+        self._set_params(
+            reg_lambda=reg_lambda,
+            reg_mu=reg_mu,
+            lambda_grid=lambda_grid,
+            n_folds=n_folds,
+            random_state=random_state,
+            max_iter=max_iter,
+            cv_max_iter=cv_max_iter,
+            tol=tol,
+        )
 
     def _fit(self, out: ClassifierOutputs) -> None:
         design = self._design(out)
@@ -217,13 +267,44 @@ class _ODIR(_Linear):
         self.reg_lambda_, self.reg_mu_ = float(lambdas[best]), float(mus[best])
 
 
-@register("ms_odir")
+@CALIBRATORS.register("ms_odir")
 class MatrixScalingODIR(_ODIR):
-    """Matrix scaling on logits with ODIR; ``lam`` by cross-validation unless given."""
+    """Matrix scaling on logits with ODIR; ``lam`` by cross-validation unless given.
+
+    Parameters
+    ----------
+    reg_lambda, reg_mu : float or None
+        The ODIR weights ``lam`` and ``mu`` (>= 0); ``None``: ``lam`` by cross-validation
+        over ``lambda_grid``, ``mu = lam``.
+    lambda_grid : sequence of float
+        Candidate values of ``lam`` (>= 0).
+    n_folds : int
+        Stratified cross-validation folds (>= 2), shuffled with ``random_state``.
+    max_iter, cv_max_iter : int
+        L-BFGS iterations of the final fit and of each cross-validation fit.
+    tol : float
+        Convergence tolerance (> 0).
+
+    Examples
+    --------
+    >>> MatrixScalingODIR(reg_lambda=1.0).get_params()["reg_mu"] is None
+    True
+    """
 
 
-@register("dirichlet")
+@CALIBRATORS.register("dirichlet")
 class DirichletCalibration(_ODIR):
-    """Dirichlet calibration (Dir-ODIR): the ODIR linear map on log-probabilities."""
+    """Dirichlet calibration (Dir-ODIR): the ODIR linear map on log-probabilities.
+
+    Parameters
+    ----------
+    reg_lambda, reg_mu, lambda_grid, n_folds, random_state, max_iter, cv_max_iter, tol
+        As for :class:`MatrixScalingODIR`.
+
+    Examples
+    --------
+    >>> DirichletCalibration(lambda_grid=[0.1, 1.0]).lambda_grid
+    (0.1, 1.0)
+    """
 
     on_log_probs = True

@@ -55,6 +55,19 @@ class Design:
 
     ``x1`` is float64, (N, K+1), in Fortran order: the two products of each objective
     evaluation, :meth:`scores` and ``grad.T @ x1``, run about a third faster that way.
+
+    Parameters
+    ----------
+    x : ndarray of float64, shape (N, K)
+        The features (logits or log-probabilities).
+    labels : ndarray of int64, shape (N,)
+        The class of each row.
+
+    Examples
+    --------
+    >>> d = Design(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([0, 1]))
+    >>> d.n_classes, d.x1.tolist()
+    (2, [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
     """
 
     def __init__(self, x: F64, labels: I64) -> None:
@@ -126,7 +139,21 @@ def preconditioner(curv: F64, coef: F64) -> F64:
 
 @dataclass(frozen=True)
 class Penalty:
-    """The quadratic penalty ``sum(coef * wb ** 2)`` on ``[W | b]``, with its preconditioner."""
+    """The quadratic penalty ``sum(coef * wb ** 2)`` on ``[W | b]``, with its preconditioner.
+
+    Attributes
+    ----------
+    coef : ndarray of float64
+        The weight of each squared parameter.
+    factor : ndarray of float64
+        The diagonal preconditioner of the penalised problem.
+
+    Examples
+    --------
+    >>> p = Penalty(np.array([[1.0, 0.0]]), np.ones((1, 2)))
+    >>> p(np.array([[3.0, 5.0]]))
+    9.0
+    """
 
     coef: F64
     factor: F64

@@ -23,12 +23,14 @@ True
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
-from calibkit.calibrators.base import F64, Calibrator, register
+from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, IntArray
+from calibkit.core.validation import POSITIVE, Constraints
 
 #: Logits per chunk of a pass: two float32 buffers of this size stay in a 2 MB L2 cache.
 CHUNK_ELEMENTS = 1 << 16
@@ -41,19 +43,13 @@ _NARROW = 32
 
 def positive_param(value: object, name: str) -> float:
     """``value`` as a finite positive float, or an InputError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise InputError(name, "a finite positive number", repr(value))
-    out = float(value)
-    if not (math.isfinite(out) and out > 0):
-        raise InputError(name, "a finite positive number", repr(value))
-    return out
+    return POSITIVE.check(name, value)
 
 
-def check_temperature_bounds(t_min: object, t_max: object) -> tuple[float, float]:
-    lo, hi = positive_param(t_min, "t_min"), positive_param(t_max, "t_max")
-    if not lo < hi:
-        raise InputError("t_max", f"a value above t_min ({lo:g})", f"{hi:g}")
-    return lo, hi
+def check_temperature_bounds(t_min: float, t_max: float) -> None:
+    """An InputError unless ``t_min < t_max`` (both already checked as positive)."""
+    if not t_min < t_max:
+        raise InputError("t_max", f"a value above t_min ({t_min:g})", f"{t_max:g}")
 
 
 # ----- NLL and its derivatives in the inverse temperature ---------------------------------
@@ -241,14 +237,38 @@ def fit_inverse_temperature(
     return _solve(data, b_min, b_max, start, tol)
 
 
-@register("temperature")
+@CALIBRATORS.register("temperature")
 class TemperatureScaling(Calibrator):
-    """Temperature scaling fitted by NLL (T in ``[t_min, t_max]``, default [0.1, 10])."""
+    """Temperature scaling fitted by NLL (T in ``[t_min, t_max]``, default [0.1, 10]).
+
+    Parameters
+    ----------
+    t_min, t_max : float
+        The range searched for the temperature (finite, ``0 < t_min < t_max``).
+
+    Attributes
+    ----------
+    temperature_ : float
+        The fitted temperature; ``log_temperature_`` is its logarithm.
+
+    Examples
+    --------
+    >>> z = np.array([[4.0, 0.0], [0.0, 4.0], [4.0, 0.0], [0.0, 4.0]])
+    >>> ts = TemperatureScaling(t_max=100.0).fit(z, [0, 1, 1, 0])
+    >>> round(ts.temperature_)
+    100
+    >>> ts.get_params()
+    {'t_min': 0.1, 't_max': 100.0}
+    """
 
     maps_logits = True
+    param_constraints: ClassVar[Constraints] = {"t_min": POSITIVE, "t_max": POSITIVE}
+    t_min: float
+    t_max: float
 
     def __init__(self, t_min: float = 0.1, t_max: float = 10.0) -> None:
-        self.t_min, self.t_max = check_temperature_bounds(t_min, t_max)
+        self._set_params(t_min=t_min, t_max=t_max)
+        check_temperature_bounds(self.t_min, self.t_max)
 
     def _fit(self, out: ClassifierOutputs) -> None:
         b = fit_inverse_temperature(out.as_logits(), out.labels, 1.0 / self.t_max, 1.0 / self.t_min)

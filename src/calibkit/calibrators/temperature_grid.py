@@ -16,18 +16,16 @@ True
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 
-from calibkit.calibrators.base import F64, Calibrator, register
-from calibkit.calibrators.temperature import (
-    CHUNK_ELEMENTS,
-    check_temperature_bounds,
-    positive_param,
-)
-from calibkit.core.binning import check_n_bins
+from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.temperature import CHUNK_ELEMENTS, check_temperature_bounds
+from calibkit.core.binning import N_BINS, check_n_bins
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.validation import POSITIVE, Constraints
 
 # Direct evaluation costs one exp per (temperature, sample, class). Where the grid is dense
 # in b (large T), a window [b0 - w, b0 + w] is served by the Taylor series of S around b0:
@@ -282,20 +280,51 @@ def _check_temperatures(temperatures: object) -> F64:
     return temps
 
 
-@register("temperature_ece")
+@CALIBRATORS.register("temperature_ece")
 class TemperatureScalingECE(Calibrator):
-    """Temperature scaling with T chosen on a grid by the lowest calibration-set ECE."""
+    """Temperature scaling with T chosen on a grid by the lowest calibration-set ECE.
+
+    Parameters
+    ----------
+    t_min, t_max, t_step : float
+        The grid ``t_min, t_min + t_step, ..., <= t_max`` (at most 1e6 points).
+    n_bins : int
+        Equal-width bins of the top-label ECE.
+
+    Attributes
+    ----------
+    temperature_ : float
+        The grid temperature of lowest ECE (the smallest among ties).
+    calibration_ece_ : float
+        Its ECE on the calibration set.
+
+    Examples
+    --------
+    >>> z = np.array([[4.0, 0.0], [0.0, 4.0], [4.0, 0.0], [0.0, 4.0]])
+    >>> ts = TemperatureScalingECE(t_min=1.0, t_max=100.0, t_step=1.0).fit(z, [0, 1, 1, 0])
+    >>> ts.temperature_, ts.grid().size
+    (100.0, 100)
+    """
 
     maps_logits = True
+    param_constraints: ClassVar[Constraints] = {
+        "t_min": POSITIVE,
+        "t_max": POSITIVE,
+        "t_step": POSITIVE,
+        "n_bins": N_BINS,
+    }
+    t_min: float
+    t_max: float
+    t_step: float
+    n_bins: int
 
     def __init__(
         self, t_min: float = 0.001, t_max: float = 5.0, t_step: float = 0.001, n_bins: int = 15
     ) -> None:
-        self.t_min, self.t_max = check_temperature_bounds(t_min, t_max)
-        self.t_step = positive_param(t_step, "t_step")
+        self._set_params(t_min=t_min, t_max=t_max, t_step=t_step, n_bins=n_bins)
+        check_temperature_bounds(self.t_min, self.t_max)
         if (self.t_max - self.t_min) / self.t_step > 1e6:
             raise InputError("t_step", "a step giving at most 1e6 grid points", repr(t_step))
-        self.n_bins = check_n_bins(n_bins)
 
     def grid(self) -> F64:
         """The temperatures searched."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,24 +28,28 @@ def param_value(text: str) -> Any:
 
 
 def build_calibrator(method: str, params: list[str]) -> Calibrator:
-    """A new calibrator of ``method`` with the ``key=value`` parameters ``params``."""
+    """A new calibrator of ``method`` with the ``key=value`` parameters ``params``.
+
+    The valid names and values are those the method declares (its ``param_constraints``).
+    """
+    from calibkit.core.validation import check_params
+
     klass = method_class(method, "--method")
-    accepted = [n for n in inspect.signature(klass.__init__).parameters if n != "self"]
+    declared = klass.param_constraints
     kwargs: dict[str, Any] = {}
     for item in params:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise InputError("--param", "key=value", repr(item))
-        if key.strip() not in accepted:
-            valid = ", ".join(accepted) or "none"
+        if key.strip() not in declared:
+            valid = ", ".join(declared) or "none"
             raise InputError("--param", f"a parameter of {method} ({valid})", repr(key.strip()))
         kwargs[key.strip()] = param_value(value)
+    checked = check_params(declared, kwargs, "--param", prefix="--param ")
     try:
-        return klass(**kwargs)
-    except (TypeError, ValueError) as exc:
-        if isinstance(exc, InputError):
-            raise renamed(exc, f"--param {exc.argument}") from None
-        raise InputError("--param", f"valid parameters of {method}", str(exc)) from None
+        return klass(**checked)
+    except InputError as exc:  # a relation between parameters (e.g. t_min < t_max)
+        raise renamed(exc, f"--param {exc.argument}") from None
 
 
 def add_arguments(sub: Subparsers) -> None:

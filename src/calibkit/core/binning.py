@@ -50,6 +50,7 @@ import numpy.typing as npt
 import torch
 
 from calibkit.core.errors import InputError
+from calibkit.core.validation import Integer
 
 Scheme = Literal["equal_width", "equal_mass"]
 Convention = Literal["calibkit", "torchmetrics", "netcal", "sklearn"]
@@ -61,11 +62,13 @@ F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
 
+#: A number of bins: an integer >= 1.
+N_BINS = Integer(low=1)
+
+
 def check_n_bins(n_bins: object) -> int:
     """Validate a bin count (an integer >= 1)."""
-    if isinstance(n_bins, bool) or not isinstance(n_bins, int | np.integer) or n_bins < 1:
-        raise InputError("n_bins", "an integer >= 1", repr(n_bins))
-    return int(n_bins)
+    return N_BINS.check("n_bins", n_bins)
 
 
 def torchmetrics_edges(n_bins: int, torchmetrics_dtype: TorchDtype = "float32") -> F64:

@@ -50,10 +50,12 @@ __all__ = [
 #: A loader takes the data folder and returns ``{split: ImageArrays}``.
 Loader = Callable[[Path], dict[str, ImageArrays]]
 
+#: Dataset loaders by name. Metadata: ``bundled=True`` for data that needs no folder, and
+#: ``default_dir``, a function giving the folder used when none is passed.
 DATASETS: Registry[Loader] = Registry("dataset")
 
 
-@DATASETS.register("digits")
+@DATASETS.register("digits", bundled=True)
 def load_digits(data_dir: Path | None = None) -> dict[str, ImageArrays]:
     """scikit-learn's bundled 8x8 digits (1,797 images, offline), 0..16 scaled to 0..255.
 
@@ -78,13 +80,13 @@ def load_cifar10_jpeg(data_dir: Path) -> dict[str, ImageArrays]:
     return load_image_folder(Path(data_dir) / "cifar10-jpeg.zip")
 
 
-@DATASETS.register("cifar10")
+@DATASETS.register("cifar10", default_dir=default_data_dir)
 def load_cifar10(data_dir: Path) -> dict[str, ImageArrays]:
     """CIFAR-10 from ``<data_dir>/cifar-10-python.tar.gz`` (downloaded if absent), cached."""
     return load_cifar("cifar10", data_dir)
 
 
-@DATASETS.register("cifar100")
+@DATASETS.register("cifar100", default_dir=default_data_dir)
 def load_cifar100(data_dir: Path) -> dict[str, ImageArrays]:
     """CIFAR-100 (fine labels) from ``<data_dir>/cifar-100-python.tar.gz``, cached."""
     return load_cifar("cifar100", data_dir)
@@ -101,17 +103,19 @@ def load_dataset(
 ) -> dict[str, ImageArrays]:
     """Load ``name`` or ``name:class_a,class_b`` from :data:`DATASETS`.
 
-    ``data_dir`` may be None for ``digits`` and for ``cifar10``/``cifar100`` (then
-    :func:`~calibkit.data.cifar.default_data_dir`); the other datasets need it.
+    ``data_dir`` may be None for bundled datasets (``digits``) and for those registered with
+    a ``default_dir`` (``cifar10``/``cifar100``: :func:`~calibkit.data.cifar.default_data_dir`);
+    the other datasets need it.
     """
     name, sep, subset = spec.partition(":")
     name = name.strip()
     loader = DATASETS.get(name)
+    info = DATASETS.info(name)
     if data_dir is not None:
         folder = Path(data_dir)
-    elif name in ("cifar10", "cifar100"):
-        folder = default_data_dir()
-    elif name == "digits":
+    elif "default_dir" in info:
+        folder = info["default_dir"]()
+    elif info.get("bundled", False):
         folder = Path(".")
     else:
         raise InputError("data_dir", f"the folder holding the {name} file", "None")

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from calibkit.core.errors import InputError
+from calibkit.core.validation import check_int, check_real
 
 
 def _check_batch(x: torch.Tensor) -> None:
@@ -27,8 +28,7 @@ def _check_batch(x: torch.Tensor) -> None:
 def random_crop(x: torch.Tensor, pad: int = 4, *, generator: torch.Generator) -> torch.Tensor:
     """Zero-pad each side by ``pad`` and crop back to ``H x W`` at a random offset per image."""
     _check_batch(x)
-    if pad < 0:
-        raise InputError("pad", "an int >= 0", str(pad))
+    pad = check_int("pad", pad, low=0)
     if pad == 0:
         return x.clone()
     n, c, h, w = x.shape
@@ -46,8 +46,7 @@ def random_crop(x: torch.Tensor, pad: int = 4, *, generator: torch.Generator) ->
 def random_hflip(x: torch.Tensor, p: float = 0.5, *, generator: torch.Generator) -> torch.Tensor:
     """Mirror each image left-right with probability ``p`` (independently per image)."""
     _check_batch(x)
-    if not 0.0 <= p <= 1.0:
-        raise InputError("p", "a probability in [0, 1]", repr(p))
+    p = check_real("p", p, 0.0, 1.0)
     flip = torch.rand(x.shape[0], generator=generator) < p
     mask = flip.to(x.device)[:, None, None, None]
     return torch.where(mask, x.flip(3), x)

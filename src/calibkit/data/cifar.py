@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.core.errors import InputError
+from calibkit.core.validation import check_choice
 from calibkit.data.arrays import ImageArrays
 from calibkit.data.image_folder import default_cache_dir
 from calibkit.data.medmnist import file_md5
@@ -133,9 +134,7 @@ def default_data_dir() -> Path:
 
 
 def _spec(name: str) -> CifarArchive:
-    if name not in ARCHIVES:
-        raise InputError("name", "one of " + ", ".join(ARCHIVES), repr(name))
-    return ARCHIVES[name]
+    return ARCHIVES[check_choice("name", name, tuple(ARCHIVES))]
 
 
 def _make_dir(folder: Path, argument: str) -> Path:

@@ -29,7 +29,6 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 import numpy.typing as npt
-from PIL import Image, UnidentifiedImageError
 
 from calibkit.core.errors import InputError
 from calibkit.data.arrays import ImageArrays
@@ -48,6 +47,8 @@ def default_cache_dir() -> Path:
 
 def _decode(data: bytes, name: str) -> npt.NDArray[np.uint8]:
     """Decode one encoded image to an ``(H, W, 3)`` uint8 array; InputError names the file."""
+    from PIL import Image, UnidentifiedImageError  # lazy: only image loaders need Pillow
+
     try:
         with Image.open(io.BytesIO(data)) as im:
             rgb = im if im.mode == "RGB" else im.convert("RGB")

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from calibkit.core.errors import InputError
+from calibkit.core.validation import Boolean, Constraint, Integer, Real, String
 
 T = TypeVar("T")
 
@@ -48,15 +49,30 @@ def _describe(value: object) -> str:
     return f"{value!r} ({type(value).__name__})"
 
 
+#: The checks of scalar field types (a float field also takes an int, and inf or nan).
+_SCALARS: dict[Any, Constraint] = {
+    bool: Boolean(),
+    int: Integer(),
+    float: Real(finite=False),
+    str: String(),
+}
+
+
+def _scalar_value(tp: Any, value: object, where: str, key: str) -> Any:
+    try:
+        return _SCALARS[tp].check(key, value)
+    except InputError as exc:
+        raise _fail(where, key, exc.expected, _describe(value)) from None
+
+
 def _convert(tp: Any, value: object, where: str, key: str) -> Any:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
         options = [a for a in args if a is not type(None)]
-        if set(options) == {int, float}:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise _fail(where, key, "a number", _describe(value))
+        if set(options) == {int, float}:  # checked as a number, kept as it came
+            _scalar_value(float, value, where, key)
             return value
         return _convert(options[0], value, where, key)
     if dataclasses.is_dataclass(tp):
@@ -71,22 +87,8 @@ def _convert(tp: Any, value: object, where: str, key: str) -> Any:
         if not isinstance(value, Mapping):
             raise _fail(where, key, "a table", _describe(value))
         return dict(value)
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise _fail(where, key, "true or false", _describe(value))
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _fail(where, key, "an integer", _describe(value))
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _fail(where, key, "a number", _describe(value))
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise _fail(where, key, "a string", _describe(value))
-        return value
+    if tp in _SCALARS:
+        return _scalar_value(tp, value, where, key)
     raise TypeError(f"unsupported config field type {tp!r}")  # a programming error
 
 

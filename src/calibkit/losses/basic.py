@@ -21,8 +21,6 @@ tensor([0.1269, 1.3133])
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Callable
 from typing import Literal
 
@@ -31,73 +29,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
+from calibkit.core.validation import FRACTION, Choice, check_fraction
+from calibkit.losses.registry import LOSSES
 
 Reduction = Literal["mean", "sum", "none"]
 REDUCTIONS: tuple[str, ...] = ("mean", "sum", "none")
 
 
-def _number(value: object) -> float | None:
-    """``value`` as a float if it is a real number (not a bool), else None."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    return float(value)
-
-
-def check_real(name: str, value: object, *, low: float = 0.0, strict: bool = False) -> float:
-    """A finite real ``value >= low`` (``> low`` when ``strict``) as a float, else InputError.
-
-    Parameters
-    ----------
-    name : str
-        Argument name for the error message.
-    value : object
-        The value to check.
-    low : float
-        Lower bound.
-    strict : bool
-        Whether ``value`` must exceed ``low``.
-
-    Returns
-    -------
-    float
-        ``value`` as a float.
-
-    Examples
-    --------
-    >>> check_real("gamma", 2)
-    2.0
-    """
-    x = _number(value)
-    if x is not None and math.isfinite(x) and (x > low if strict else x >= low):
-        return x
-    expected = f"a finite number {'>' if strict else '>='} {low:g}"
-    raise InputError(name, expected, repr(value))
-
-
-def check_fraction(name: str, value: object) -> float:
-    """A real number in ``[0, 1)`` as a float, else InputError.
-
-    Parameters
-    ----------
-    name : str
-        Argument name for the error message.
-    value : object
-        The value to check.
-
-    Returns
-    -------
-    float
-        ``value`` as a float.
-
-    Examples
-    --------
-    >>> check_fraction("epsilon", 0.1)
-    0.1
-    """
-    x = _number(value)
-    if x is not None and 0.0 <= x < 1.0:
-        return x
-    raise InputError(name, "a number in [0, 1)", repr(value))
+REDUCTION = Choice(*REDUCTIONS)
 
 
 def check_reduction(reduction: object) -> Reduction:
@@ -118,9 +57,7 @@ def check_reduction(reduction: object) -> Reduction:
     >>> check_reduction("sum")
     'sum'
     """
-    if reduction not in REDUCTIONS:
-        raise InputError("reduction", "one of " + ", ".join(REDUCTIONS), repr(reduction))
-    return reduction  # type: ignore[return-value]
+    return REDUCTION.check("reduction", reduction)  # type: ignore[no-any-return]
 
 
 def check_inputs(logits: object, targets: object) -> None:
@@ -281,6 +218,7 @@ def label_smoothing_loss(
 
     Examples
     --------
+    >>> import math
     >>> logits = torch.tensor([[0.0, math.log(3.0)]])  # p = (1/4, 3/4)
     >>> loss = label_smoothing_loss(logits, torch.tensor([1]), epsilon=0.5)
     >>> round(float(loss), 4), round(-0.75 * math.log(0.75) - 0.25 * math.log(0.25), 4)
@@ -331,6 +269,7 @@ class _ReducedLoss(nn.Module):
         return self.function(logits, targets, self.reduction)
 
 
+@LOSSES.register("cross_entropy", params={"reduction": REDUCTION})
 class CrossEntropyLoss(_ReducedLoss):
     """Cross-entropy ``-log p_y`` as a module (see :func:`cross_entropy`).
 
@@ -349,6 +288,7 @@ class CrossEntropyLoss(_ReducedLoss):
         super().__init__(cross_entropy, reduction)
 
 
+@LOSSES.register("label_smoothing", params={"epsilon": FRACTION, "reduction": REDUCTION})
 class LabelSmoothingLoss(nn.Module):
     """Label-smoothed cross-entropy, ``epsilon`` in [0, 1); see :func:`label_smoothing_loss`.
 
@@ -377,6 +317,7 @@ class LabelSmoothingLoss(nn.Module):
         return f"epsilon={self.epsilon}, reduction={self.reduction!r}"
 
 
+@LOSSES.register("brier", params={"reduction": REDUCTION})
 class BrierLoss(_ReducedLoss):
     """Brier score of the softmax probabilities (see :func:`brier_loss`).
 

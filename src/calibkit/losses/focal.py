@@ -41,14 +41,20 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from calibkit.core.validation import NON_NEGATIVE
 from calibkit.losses.basic import (
+    REDUCTION,
     Reduction,
-    check_real,
     check_reduction,
     log_probs,
     reduce,
     target_log_prob,
 )
+from calibkit.losses.registry import LOSSES
+
+#: The focusing parameter: a finite number >= 0.
+GAMMA = NON_NEGATIVE
+GAMMA_PARAMS = {"gamma": GAMMA, "reduction": REDUCTION}
 
 
 def _power(base: Tensor, gamma: float | Tensor) -> Tensor:
@@ -84,7 +90,7 @@ def focal_loss(
     >>> focal_loss(torch.zeros(1, 2), torch.tensor([0]), gamma=1.0)  # 0.5 * log 2
     tensor(0.3466)
     """
-    gamma = check_real("gamma", gamma)
+    gamma = GAMMA.check("gamma", gamma)
     reduction = check_reduction(reduction)
     logp_y = target_log_prob(log_probs(logits, targets), targets)
     return reduce(-_power(-torch.expm1(logp_y), gamma) * logp_y, reduction)
@@ -115,7 +121,7 @@ def adaptive_focal_loss(
     >>> adaptive_focal_loss(torch.zeros(1, 2), torch.tensor([0]))  # p_y = 0.5: 0.5^3 log 2
     tensor(0.0866)
     """
-    gamma = check_real("gamma", gamma)
+    gamma = GAMMA.check("gamma", gamma)
     reduction = check_reduction(reduction)
     logp_y = target_log_prob(log_probs(logits, targets), targets)
     p = logp_y.detach().exp()
@@ -146,7 +152,7 @@ def inverse_focal_loss(
     >>> inverse_focal_loss(torch.zeros(1, 2), torch.tensor([0]), gamma=1.0)  # 1.5 log 2
     tensor(1.0397)
     """
-    gamma = check_real("gamma", gamma)
+    gamma = GAMMA.check("gamma", gamma)
     reduction = check_reduction(reduction)
     logp_y = target_log_prob(log_probs(logits, targets), targets)
     return reduce(-_power(1.0 + logp_y.exp(), gamma) * logp_y, reduction)
@@ -177,7 +183,7 @@ def dual_focal_loss(
     >>> dual_focal_loss(logits, torch.tensor([1]), gamma=1.0)  # (1 - 1/2 + 1/4) log 2
     tensor(0.5199)
     """
-    gamma = check_real("gamma", gamma)
+    gamma = GAMMA.check("gamma", gamma)
     reduction = check_reduction(reduction)
     logp = log_probs(logits, targets)
     logp_y = target_log_prob(logp, targets)
@@ -198,7 +204,7 @@ class _GammaLoss(nn.Module):
     ) -> None:
         super().__init__()
         self.function = function
-        self.gamma = check_real("gamma", gamma)
+        self.gamma = GAMMA.check("gamma", gamma)
         self.reduction = check_reduction(reduction)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
@@ -208,6 +214,7 @@ class _GammaLoss(nn.Module):
         return f"gamma={self.gamma}, reduction={self.reduction!r}"
 
 
+@LOSSES.register("focal", params=GAMMA_PARAMS)
 class FocalLoss(_GammaLoss):
     """Focal loss ``-(1 - p_y)^gamma log p_y``; default ``gamma = 3`` (FL-3, Mukhoti et al.).
 
@@ -228,6 +235,7 @@ class FocalLoss(_GammaLoss):
         super().__init__(focal_loss, gamma, reduction)
 
 
+@LOSSES.register("adaptive_focal", params=GAMMA_PARAMS)
 class AdaptiveFocalLoss(_GammaLoss):
     """FLSD-53: ``gamma`` 5 if ``p_y < 0.2``, 3 if ``p_y < 0.5``, else ``gamma`` (default 3).
 
@@ -248,6 +256,7 @@ class AdaptiveFocalLoss(_GammaLoss):
         super().__init__(adaptive_focal_loss, gamma, reduction)
 
 
+@LOSSES.register("inverse_focal", params=GAMMA_PARAMS)
 class InverseFocalLoss(_GammaLoss):
     """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021); default gamma 2.
 
@@ -268,6 +277,7 @@ class InverseFocalLoss(_GammaLoss):
         super().__init__(inverse_focal_loss, gamma, reduction)
 
 
+@LOSSES.register("dual_focal", params=GAMMA_PARAMS)
 class DualFocalLoss(_GammaLoss):
     """Dual focal loss ``-(1 - p_y + p_j)^gamma log p_y`` (Tao et al. 2023); default gamma 2.
 

@@ -54,9 +54,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from calibkit.core.binning import check_n_bins
+from calibkit.core.binning import N_BINS, check_n_bins
 from calibkit.core.errors import InputError
-from calibkit.losses.basic import check_inputs, check_real, log_probs
+from calibkit.core.validation import NON_NEGATIVE, POSITIVE, Boolean, Choice
+from calibkit.losses.basic import check_inputs, log_probs
+from calibkit.losses.registry import PENALTIES
+
+#: The weight of a penalty: a finite number >= 0.
+WEIGHT = NON_NEGATIVE
+NORM = Choice("l1", "l2")
+MMCE_PARAMS = {"bandwidth": POSITIVE, "weighted": Boolean()}
+SOFT_ECE_PARAMS = {"n_bins": N_BINS, "temperature": POSITIVE, "norm": NORM}
 
 SoftNorm = Literal["l1", "l2"]
 
@@ -115,7 +123,7 @@ def mmce(logits: Tensor, targets: Tensor, bandwidth: float = 0.4, weighted: bool
     >>> mmce(torch.zeros(1, 2), torch.tensor([0]))  # one correct sample at r = 0.5
     tensor(0.5000)
     """
-    bandwidth = check_real("bandwidth", bandwidth, strict=True)
+    bandwidth = POSITIVE.check("bandwidth", bandwidth)
     r, one_minus_r, c = _confidence(logits, targets)
     if weighted:
         n_correct = c.sum()
@@ -181,9 +189,8 @@ def soft_ece(
     tensor(0.5000)
     """
     n_bins = check_n_bins(n_bins)
-    temperature = check_real("temperature", temperature, strict=True)
-    if norm not in ("l1", "l2"):
-        raise InputError("norm", "'l1' or 'l2'", repr(norm))
+    temperature = POSITIVE.check("temperature", temperature)
+    NORM.check("norm", norm)
     r, _, c = _confidence(logits, targets)
     centres = (torch.arange(n_bins, dtype=r.dtype, device=r.device) + 0.5) / n_bins
     u = torch.softmax(-(r[:, None] - centres).square() / temperature, dim=1)  # (N, n_bins)
@@ -209,6 +216,7 @@ class Penalty(nn.Module):
     weight_param: ClassVar[str] = "beta"
 
 
+@PENALTIES.register("l1_norm", params={})
 class L1LogitNorm(Penalty):
     """Mean L1 norm of the logits (Joo & Chung 2021); see :func:`l1_logit_norm`.
 
@@ -224,6 +232,7 @@ class L1LogitNorm(Penalty):
         return l1_logit_norm(logits, targets)
 
 
+@PENALTIES.register("mmce", params=MMCE_PARAMS)
 class MMCE(Penalty):
     """MMCE with Laplacian kernel of width ``bandwidth``; weighted (MMCE_w) by default.
 
@@ -242,10 +251,8 @@ class MMCE(Penalty):
 
     def __init__(self, bandwidth: float = 0.4, weighted: bool = True) -> None:
         super().__init__()
-        self.bandwidth = check_real("bandwidth", bandwidth, strict=True)
-        if not isinstance(weighted, bool):
-            raise InputError("weighted", "a bool", repr(weighted))
-        self.weighted = weighted
+        self.bandwidth = POSITIVE.check("bandwidth", bandwidth)
+        self.weighted = Boolean().check("weighted", weighted)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
         return mmce(logits, targets, self.bandwidth, self.weighted)
@@ -254,6 +261,7 @@ class MMCE(Penalty):
         return f"bandwidth={self.bandwidth}, weighted={self.weighted}"
 
 
+@PENALTIES.register("mdca", params={})
 class MDCA(Penalty):
     """Multi-class difference in confidence and accuracy (Hebbalaguppe et al. 2022).
 
@@ -267,6 +275,7 @@ class MDCA(Penalty):
         return mdca(logits, targets)
 
 
+@PENALTIES.register("soft_ece", params=SOFT_ECE_PARAMS)
 class SoftECE(Penalty):
     """Soft-binned ECE with ``n_bins`` bins and soft-binning ``temperature``.
 
@@ -284,10 +293,8 @@ class SoftECE(Penalty):
     def __init__(self, n_bins: int = 15, temperature: float = 1e-3, norm: SoftNorm = "l1") -> None:
         super().__init__()
         self.n_bins = check_n_bins(n_bins)
-        self.temperature = check_real("temperature", temperature, strict=True)
-        if norm not in ("l1", "l2"):
-            raise InputError("norm", "'l1' or 'l2'", repr(norm))
-        self.norm: SoftNorm = norm
+        self.temperature = POSITIVE.check("temperature", temperature)
+        self.norm: SoftNorm = NORM.check("norm", norm)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
         return soft_ece(logits, targets, self.n_bins, self.temperature, self.norm)
@@ -325,7 +332,7 @@ class CombinedLoss(nn.Module):
             raise InputError("base", "a loss reducing to a scalar", "reduction='none'")
         self.base = base
         self.penalty = penalty
-        self.weight = check_real("weight", weight)
+        self.weight = WEIGHT.check("weight", weight)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
         loss: Tensor = self.base(logits, targets)

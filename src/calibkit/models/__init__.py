@@ -13,17 +13,16 @@ torch.Size([2, 10])
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from torch import nn
 
-from calibkit.core.errors import InputError
-from calibkit.core.registry import Registry
+from calibkit.core.validation import Integer
+
+# Import order is registration order (that of ``MODELS.names()``).
+# isort: off
+from calibkit.models.registry import MODELS, ModelFactory
 from calibkit.models.lenet import LeNet5, lenet5, lenet5_dropout
-from calibkit.models.mlp import MLP, mlp
-from calibkit.models.resnet import ResNet18, WideResNet, resnet18, wide_resnet
 from calibkit.models.resnet_cifar import (
     CifarResNet,
     keep_classes,
@@ -34,28 +33,10 @@ from calibkit.models.resnet_cifar import (
     resnet56,
     resnet110,
 )
+from calibkit.models.resnet import ResNet18, WideResNet, resnet18, wide_resnet, wrn16_4, wrn28_10
+from calibkit.models.mlp import MLP, mlp
 
-#: A model factory: ``(num_classes, in_channels=3, **kw) -> nn.Module``.
-ModelFactory = Callable[..., nn.Module]
-
-#: Model factories by name, in registration order.
-MODELS: Registry[ModelFactory] = Registry("model")
-
-_FACTORIES: dict[str, ModelFactory] = {
-    "lenet5": lenet5,
-    "lenet5_dropout": lenet5_dropout,
-    "resnet20": resnet20,
-    "resnet32": resnet32,
-    "resnet44": resnet44,
-    "resnet56": resnet56,
-    "resnet110": resnet110,
-    "resnet18": resnet18,
-    "wrn16_4": partial(wide_resnet, 16, 4),
-    "wrn28_10": partial(wide_resnet, 28, 10),
-    "mlp": mlp,
-}
-for _name, _factory in _FACTORIES.items():
-    MODELS.register(_name)(_factory)
+# isort: on
 
 
 def create_model(name: str, num_classes: int, **kw: Any) -> nn.Module:
@@ -65,9 +46,7 @@ def create_model(name: str, num_classes: int, **kw: Any) -> nn.Module:
     valid ones.
     """
     factory = MODELS.get(name)
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-        raise InputError("num_classes", "a positive integer", repr(num_classes))
-    return factory(num_classes, **kw)
+    return factory(Integer(low=1).check("num_classes", num_classes), **kw)
 
 
 __all__ = [
@@ -91,4 +70,6 @@ __all__ = [
     "resnet56",
     "resnet110",
     "wide_resnet",
+    "wrn16_4",
+    "wrn28_10",
 ]

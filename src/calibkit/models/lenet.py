@@ -17,6 +17,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
+from calibkit.models.registry import MODELS
 
 #: Input sizes LeNet-5 supports, mapped to the padding of its first convolution.
 PADDING = {28: 2, 32: 0}
@@ -69,11 +70,13 @@ class LeNet5(nn.Module):
         return out
 
 
+@MODELS.register("lenet5", family="lenet")
 def lenet5(num_classes: int, in_channels: int = 3, input_size: int = 32) -> LeNet5:
     """LeNet-5 without dropout."""
     return LeNet5(num_classes, in_channels, input_size)
 
 
+@MODELS.register("lenet5_dropout", family="lenet")
 def lenet5_dropout(
     num_classes: int, in_channels: int = 3, input_size: int = 32, dropout: float = 0.2
 ) -> LeNet5:

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
+from calibkit.core.validation import check_fraction, is_integer
+from calibkit.models.registry import MODELS
 
 
 class MLP(nn.Module):
@@ -22,14 +24,13 @@ class MLP(nn.Module):
         self, num_classes: int, n_inputs: int, hidden: Sequence[int], dropout: float = 0.0
     ) -> None:
         super().__init__()
-        if not 0.0 <= dropout < 1.0:
-            raise InputError("dropout", "a probability in [0, 1)", repr(dropout))
-        if isinstance(n_inputs, bool) or not isinstance(n_inputs, int) or n_inputs < 1:
+        dropout = check_fraction("dropout", dropout)
+        if not is_integer(n_inputs) or n_inputs < 1:
             raise InputError(
                 "n_inputs", "a positive integer (channels x size x size)", repr(n_inputs)
             )
         widths = [n_inputs, *hidden]
-        if any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in widths):
+        if not all(is_integer(w) and w >= 1 for w in widths):
             raise InputError("hidden", "positive integer widths", repr(list(hidden)))
         layers: list[nn.Module] = [nn.Flatten()]
         for a, b in itertools.pairwise(widths):
@@ -45,6 +46,7 @@ class MLP(nn.Module):
         return out
 
 
+@MODELS.register("mlp", family="mlp")
 def mlp(
     num_classes: int,
     in_channels: int = 3,

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
+from calibkit.models.registry import MODELS
 from calibkit.models.resnet_cifar import BasicBlock
 
 
@@ -111,6 +112,7 @@ class WideResNet(nn.Module):
         return logits
 
 
+@MODELS.register("resnet18", family="resnet")
 def resnet18(num_classes: int, in_channels: int = 3) -> ResNet18:
     """ResNet-18 with a CIFAR stem (11.2M parameters for K = 10)."""
     return ResNet18(num_classes, in_channels)
@@ -121,3 +123,15 @@ def wide_resnet(
 ) -> WideResNet:
     """WRN-``depth``-``widen`` (e.g. 28, 10) with dropout ``dropout`` inside each block."""
     return WideResNet(depth, widen, num_classes, in_channels, dropout)
+
+
+@MODELS.register("wrn16_4", family="wide_resnet")
+def wrn16_4(num_classes: int, in_channels: int = 3, dropout: float = 0.0) -> WideResNet:
+    """WRN-16-4."""
+    return wide_resnet(16, 4, num_classes, in_channels, dropout)
+
+
+@MODELS.register("wrn28_10", family="wide_resnet")
+def wrn28_10(num_classes: int, in_channels: int = 3, dropout: float = 0.0) -> WideResNet:
+    """WRN-28-10."""
+    return wide_resnet(28, 10, num_classes, in_channels, dropout)

@@ -24,6 +24,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
+from calibkit.core.validation import Choice
+from calibkit.models.registry import MODELS
 
 #: Supported depths (6n + 2).
 DEPTHS = (20, 32, 44, 56, 110)
@@ -76,8 +78,7 @@ class CifarResNet(nn.Module):
 
     def __init__(self, depth: int, num_classes: int, in_channels: int = 3) -> None:
         super().__init__()
-        if depth not in DEPTHS:
-            raise InputError("depth", "one of " + ", ".join(map(str, DEPTHS)), repr(depth))
+        depth = Choice(*DEPTHS).check("depth", depth)
         n = (depth - 2) // 6
         self.conv1 = nn.Conv2d(in_channels, 16, 3, 1, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(16)
@@ -103,26 +104,31 @@ class CifarResNet(nn.Module):
         return logits
 
 
+@MODELS.register("resnet20", family="cifar_resnet", depth=20)
 def resnet20(num_classes: int, in_channels: int = 3) -> CifarResNet:
     """ResNet-20 (n = 3, 0.27M parameters for K = 10)."""
     return CifarResNet(20, num_classes, in_channels)
 
 
+@MODELS.register("resnet32", family="cifar_resnet", depth=32)
 def resnet32(num_classes: int, in_channels: int = 3) -> CifarResNet:
     """ResNet-32 (n = 5, 0.46M parameters for K = 10)."""
     return CifarResNet(32, num_classes, in_channels)
 
 
+@MODELS.register("resnet44", family="cifar_resnet", depth=44)
 def resnet44(num_classes: int, in_channels: int = 3) -> CifarResNet:
     """ResNet-44 (n = 7)."""
     return CifarResNet(44, num_classes, in_channels)
 
 
+@MODELS.register("resnet56", family="cifar_resnet", depth=56)
 def resnet56(num_classes: int, in_channels: int = 3) -> CifarResNet:
     """ResNet-56 (n = 9)."""
     return CifarResNet(56, num_classes, in_channels)
 
 
+@MODELS.register("resnet110", family="cifar_resnet", depth=110)
 def resnet110(num_classes: int, in_channels: int = 3) -> CifarResNet:
     """ResNet-110 (n = 18)."""
     return CifarResNet(110, num_classes, in_channels)

@@ -38,11 +38,33 @@ from typing import Any
 
 from calibkit.calibrators import CALIBRATORS
 from calibkit.core.errors import InputError
+from calibkit.core.validation import (
+    AnyOf,
+    Boolean,
+    Choice,
+    Constraints,
+    Integer,
+    NoneOr,
+    Real,
+    check_params,
+)
 from calibkit.data import DATASETS
 from calibkit.io.toml import from_mapping, load_toml
 from calibkit.metrics import FLOOR_METRICS, METRIC_NAMES
 from calibkit.models import MODELS
 from calibkit.training import TrainConfig
+
+#: A part of a split: a count of samples, or a fraction of the split.
+PART_SIZE = AnyOf(Integer(low=1), Real(0.0, 1.0, closed="neither"))
+#: The declared fields of :class:`DataConfig` that hold one checked value.
+DATA_CONSTRAINTS: Constraints = {
+    "calibration_size": PART_SIZE,
+    "calibration_from": Choice("train", "test"),
+    "train_size": NoneOr(PART_SIZE),
+    "split_seed": Integer(),
+    "split_by_seed": Boolean(),
+    "normalize": Boolean(),
+}
 
 
 @dataclass(frozen=True)
@@ -78,18 +100,8 @@ class DataConfig:
 
     def __post_init__(self) -> None:
         DATASETS.get(self.dataset.partition(":")[0].strip())
-        size = self.calibration_size
-        bad_fraction = isinstance(size, float) and not 0.0 < size < 1.0
-        if bad_fraction or (isinstance(size, int) and size < 1):
-            raise InputError("calibration_size", "a count >= 1 or a fraction in (0, 1)", repr(size))
-        tsize = self.train_size
-        if tsize is not None and (
-            (isinstance(tsize, float) and not 0.0 < tsize < 1.0)
-            or (isinstance(tsize, int) and tsize < 1)
-        ):
-            raise InputError("train_size", "a count >= 1 or a fraction in (0, 1)", repr(tsize))
-        if self.calibration_from not in ("train", "test"):
-            raise InputError("calibration_from", "train or test", repr(self.calibration_from))
+        for name, constraint in DATA_CONSTRAINTS.items():
+            object.__setattr__(self, name, constraint.check(name, getattr(self, name)))
         if len(self.mean) != len(self.std) or any(s <= 0 for s in self.std):
             raise InputError("mean/std", "as many means as stds > 0", f"{self.mean} / {self.std}")
 
@@ -124,7 +136,7 @@ class ModelSpec:
             object.__setattr__(self, "label", self.name)
         if not self.label.replace("_", "").replace("-", "").replace(".", "").isalnum():
             raise InputError("label", "letters, digits, '_', '-' or '.'", repr(self.label))
-        cifar_resnet = self.name.startswith("resnet") and self.name != "resnet18"
+        cifar_resnet = MODELS.info(self.name).get("family") == "cifar_resnet"
         if self.init is not None and not cifar_resnet:
             raise InputError("init", "a CIFAR ResNet (resnet20..resnet110)", repr(self.name))
         if self.init_rows and self.init is None:
@@ -162,12 +174,15 @@ class StudyConfig:
         for name in self.calibrators:
             CALIBRATORS.get(name)
         for name, params in self.calibrator_params.items():
+            where = f"calibrator_params.{name}"
             if not isinstance(params, dict):
-                raise InputError(f"calibrator_params.{name}", "a table of parameters", repr(params))
+                raise InputError(where, "a table of parameters", repr(params))
+            klass = CALIBRATORS.get(name)
+            values = check_params(klass.param_constraints, params, where, prefix=where + ".")
             try:
-                CALIBRATORS.get(name)(**params)
-            except TypeError as exc:
-                raise InputError(f"calibrator_params.{name}", "its parameters", str(exc)) from None
+                klass(**values)
+            except InputError as exc:  # a relation between parameters
+                raise InputError(f"{where}.{exc.argument}", exc.expected, exc.got) from None
         from calibkit.study.clamping import check_input_calibrators
 
         check_input_calibrators(self.input_calibrators, self.input_calibrator_params)

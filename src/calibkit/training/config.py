@@ -11,34 +11,41 @@ calibkit.core.errors.InputError: optimizer: expected one of adam, sgd, got 'rmsp
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError, UnknownNameError
+from calibkit.core.validation import (
+    FRACTION,
+    NON_NEGATIVE,
+    POSITIVE,
+    Boolean,
+    Choice,
+    Constraints,
+    Integer,
+)
 
 OPTIMIZERS = ("adam", "sgd")
 SCHEDULES = ("none", "step", "cosine", "onecycle")
 
-
-def _check_int(name: str, value: object, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise InputError(name, f"an integer >= {low}", repr(value))
-
-
-def _check_float(
-    name: str, value: object, *, positive: bool = False, below_one: bool = False
-) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if ok and positive:
-        ok = float(value) > 0  # type: ignore[arg-type]
-    elif ok:
-        ok = float(value) >= 0  # type: ignore[arg-type]
-    if ok and below_one:
-        ok = float(value) < 1  # type: ignore[arg-type]
-    if not ok:
-        what = "a finite number > 0" if positive else "a finite number >= 0"
-        raise InputError(name, what + (" and < 1" if below_one else ""), repr(value))
+#: The declared fields of :class:`TrainConfig` that hold one checked value.
+PARAM_CONSTRAINTS: Constraints = {
+    "epochs": Integer(low=0),
+    "batch_size": Integer(low=1),
+    "optimizer": Choice(*OPTIMIZERS),
+    "lr": POSITIVE,
+    "momentum": FRACTION,
+    "nesterov": Boolean(),
+    "weight_decay": NON_NEGATIVE,
+    "schedule": Choice(*SCHEDULES),
+    "lr_decay": POSITIVE,
+    "augment": Boolean(),
+    "eval_batch_size": Integer(low=1),
+    "n_bins": N_BINS,
+    "track_learning": Boolean(),
+}
+MILESTONE = Integer(low=1)
 
 
 @dataclass(frozen=True)
@@ -72,36 +79,21 @@ class TrainConfig:
     track_learning: bool = False
 
     def __post_init__(self) -> None:
-        _check_int("epochs", self.epochs, 0)
-        _check_int("batch_size", self.batch_size, 1)
-        _check_int("eval_batch_size", self.eval_batch_size, 1)
-        _check_int("n_bins", self.n_bins, 1)
-        if self.optimizer not in OPTIMIZERS:
-            raise InputError("optimizer", "one of " + ", ".join(OPTIMIZERS), repr(self.optimizer))
-        if self.schedule not in SCHEDULES:
-            raise InputError("schedule", "one of " + ", ".join(SCHEDULES), repr(self.schedule))
-        _check_float("lr", self.lr, positive=True)
-        _check_float("momentum", self.momentum, below_one=True)
-        _check_float("weight_decay", self.weight_decay)
-        _check_float("lr_decay", self.lr_decay, positive=True)
-        for flag in ("nesterov", "augment", "track_learning"):
-            if not isinstance(getattr(self, flag), bool):
-                raise InputError(flag, "true or false", repr(getattr(self, flag)))
+        for name, constraint in PARAM_CONSTRAINTS.items():
+            object.__setattr__(self, name, constraint.check(name, getattr(self, name)))
         if self.nesterov and (self.optimizer != "sgd" or self.momentum == 0):
             raise InputError("nesterov", "sgd with momentum > 0", f"{self.optimizer}")
-        milestones = tuple(self.milestones)
-        for m in milestones:
-            _check_int("milestones", m, 1)
+        milestones = tuple(MILESTONE.check("milestones", m) for m in self.milestones)
         if list(milestones) != sorted(set(milestones)):
             raise InputError("milestones", "increasing epoch numbers", repr(list(milestones)))
         object.__setattr__(self, "milestones", milestones)
         if not isinstance(self.loss_params, dict):
             raise InputError("loss_params", "a table of loss parameters", repr(self.loss_params))
         if self.loss != "cross_entropy" or self.loss_params:
-            from calibkit.losses import build_loss
+            from calibkit.losses import create_loss
 
             try:  # checks the name and the parameters
-                build_loss({"name": self.loss, **self.loss_params})
+                create_loss(self.loss, **self.loss_params)
             except UnknownNameError:
                 raise
             except InputError as exc:  # name the key where the value came from

@@ -95,9 +95,9 @@ def training_loss(cfg: TrainConfig) -> LossFn:
     """The loss named in ``cfg`` with its parameters (plain cross-entropy by default)."""
     if cfg.loss == "cross_entropy" and not cfg.loss_params:
         return nn.functional.cross_entropy
-    from calibkit.losses import build_loss
+    from calibkit.losses import create_loss
 
-    loss: LossFn = build_loss({"name": cfg.loss, **cfg.loss_params})
+    loss: LossFn = create_loss(cfg.loss, **cfg.loss_params)
     return loss
 
 

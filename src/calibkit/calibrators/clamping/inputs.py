@@ -24,6 +24,7 @@ from torch import Tensor
 
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import check_labels
+from calibkit.core.validation import NON_NEGATIVE, Boolean, Choice, Integer
 
 
 @runtime_checkable
@@ -122,30 +123,22 @@ def is_number(v: object) -> bool:
 
 def nonnegative(v: object, name: str) -> float:
     """``v`` as a finite float >= 0, else InputError naming ``name``."""
-    if not is_number(v) or not 0 <= float(v) < math.inf:  # type: ignore[arg-type]
-        raise InputError(name, "a finite number >= 0", repr(v))
-    return float(v)  # type: ignore[arg-type]
+    return float(NON_NEGATIVE.check(name, v))
 
 
 def positive_int(v: object, name: str) -> int:
     """``v`` as an int >= 1, else InputError naming ``name``."""
-    if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-        raise InputError(name, "a positive integer", repr(v))
-    return int(v)
+    return int(Integer(low=1).check(name, v))
 
 
 def choice(v: object, options: tuple[str, ...], name: str) -> str:
     """``v`` if it is one of ``options``, else InputError naming ``name``."""
-    if v not in options:
-        raise InputError(name, "one of " + ", ".join(repr(o) for o in options), repr(v))
-    return str(v)
+    return str(Choice(*options).check(name, v))
 
 
 def flag(v: object, name: str) -> bool:
     """``v`` if it is a bool, else InputError naming ``name``."""
-    if not isinstance(v, bool):
-        raise InputError(name, "true or false", repr(v))
-    return v
+    return bool(Boolean().check(name, v))
 
 
 def floats(values: object, name: str) -> tuple[float, ...]:

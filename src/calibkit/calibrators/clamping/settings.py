@@ -62,7 +62,7 @@ class SGDSettings:
     >>> SGDSettings(lr=0.0)
     Traceback (most recent call last):
     ...
-    calibkit.core.errors.InputError: lr: expected a finite positive number, got 0.0
+    calibkit.core.errors.InputError: lr: expected a finite number > 0, got 0.0
     """
 
     lr: float = 1e-3

@@ -1,0 +1,288 @@
+"""Parameter checks with one semantics, and parameter declarations built from them.
+
+A :class:`Constraint` checks one value: ``check(name, value)`` returns it normalised (numpy
+scalars become Python ones) or raises :class:`~calibkit.core.errors.InputError` naming
+``name``; ``describe()`` says what it accepts. Everywhere in calibkit:
+
+- a number is a Python or numpy int or float, never a bool;
+- an integer is a Python or numpy int, never a bool or a float;
+- NaN and infinities are refused unless a :class:`Real` is built with ``finite=False``.
+
+A component declares its parameters as a mapping ``name -> Constraint`` (as scikit-learn's
+estimators do); :func:`check_params` checks a whole mapping of values against it, so
+constructors, configuration files and the command line read the same declaration.
+
+>>> N_BINS = Integer(low=1)
+>>> N_BINS.check("n_bins", np.int64(10))
+10
+>>> Real(0, 1, closed="left").describe()
+'a finite number in [0, 1)'
+>>> check_params({"n_bins": N_BINS}, {"n_bins": True}, owner="histogram")
+Traceback (most recent call last):
+...
+calibkit.core.errors.InputError: n_bins: expected an integer >= 1, got True
+>>> check_params({"n_bins": N_BINS}, {"bins": 3}, owner="histogram")
+Traceback (most recent call last):
+...
+calibkit.core.errors.InputError: histogram: expected parameters among n_bins, got 'bins'
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, NoReturn, cast
+
+import numpy as np
+
+from calibkit.core.errors import InputError
+
+Closed = Literal["both", "left", "right", "neither"]
+#: A parameter declaration: parameter name -> its constraint, in signature order.
+Constraints = Mapping[str, "Constraint"]
+
+
+def is_integer(value: object) -> bool:
+    """True for Python and numpy integers, False for bools and everything else."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
+def is_number(value: object) -> bool:
+    """True for Python and numpy ints and floats, False for bools and everything else."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+class Constraint(ABC):
+    """What one parameter accepts."""
+
+    @abstractmethod
+    def check(self, name: str, value: object) -> Any:
+        """``value`` normalised, or an InputError naming ``name``."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """What is accepted, as the "expected ..." part of an error message."""
+
+    def fail(self, name: str, value: object) -> NoReturn:
+        raise InputError(name, self.describe(), repr(value))
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {self.describe()}>"
+
+
+def _bounds(low: float | None, high: float | None, closed: Closed) -> str:
+    left, right = closed in ("both", "left"), closed in ("both", "right")
+    if low is not None and high is not None:
+        return f" in {'[' if left else '('}{low:g}, {high:g}{']' if right else ')'}"
+    if low is not None:
+        return f" {'>=' if left else '>'} {low:g}"
+    if high is not None:
+        return f" {'<=' if right else '<'} {high:g}"
+    return ""
+
+
+def _inside(x: float, low: float | None, high: float | None, closed: Closed) -> bool:
+    left, right = closed in ("both", "left"), closed in ("both", "right")
+    if low is not None and not (x >= low if left else x > low):
+        return False
+    return high is None or (x <= high if right else x < high)
+
+
+class Integer(Constraint):
+    """An integer in ``[low, high]`` (``None``: unbounded), returned as an ``int``."""
+
+    def __init__(self, low: int | None = None, high: int | None = None) -> None:
+        self.low, self.high = low, high
+
+    def check(self, name: str, value: object) -> int:
+        if not is_integer(value):
+            self.fail(name, value)
+        x = int(cast(int, value))
+        if not _inside(x, self.low, self.high, "both"):
+            self.fail(name, value)
+        return x
+
+    def describe(self) -> str:
+        return "an integer" + _bounds(self.low, self.high, "both")
+
+
+class Real(Constraint):
+    """A number between ``low`` and ``high``, ends included as ``closed`` says; a ``float``.
+
+    With ``finite=False`` infinities (and NaN, when unbounded) are accepted too.
+    """
+
+    def __init__(
+        self,
+        low: float | None = None,
+        high: float | None = None,
+        closed: Closed = "both",
+        *,
+        finite: bool = True,
+    ) -> None:
+        self.low, self.high, self.closed, self.finite = low, high, closed, finite
+
+    def check(self, name: str, value: object) -> float:
+        if not is_number(value):
+            self.fail(name, value)
+        x = float(cast(float, value))
+        unbounded = self.low is None and self.high is None
+        if self.finite and not math.isfinite(x):
+            self.fail(name, value)
+        if not (math.isnan(x) and unbounded) and not _inside(x, self.low, self.high, self.closed):
+            self.fail(name, value)
+        return x
+
+    def describe(self) -> str:
+        return ("a finite number" if self.finite else "a number") + _bounds(
+            self.low, self.high, self.closed
+        )
+
+
+class Choice(Constraint):
+    """One of a fixed set of values (compared by type and value)."""
+
+    def __init__(self, *options: object) -> None:
+        self.options = options
+
+    def check(self, name: str, value: object) -> Any:
+        for option in self.options:
+            if type(value) is type(option) and value == option:
+                return value
+        self.fail(name, value)
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(str(o) for o in self.options)
+
+
+class Boolean(Constraint):
+    """``True`` or ``False`` (a Python or numpy bool)."""
+
+    def check(self, name: str, value: object) -> bool:
+        if not isinstance(value, bool | np.bool_):
+            self.fail(name, value)
+        return bool(value)
+
+    def describe(self) -> str:
+        return "true or false"
+
+
+class String(Constraint):
+    """Any string."""
+
+    def check(self, name: str, value: object) -> str:
+        if not isinstance(value, str):
+            self.fail(name, value)
+        return value
+
+    def describe(self) -> str:
+        return "a string"
+
+
+class NoneOr(Constraint):
+    """``None`` or what ``inner`` accepts."""
+
+    def __init__(self, inner: Constraint) -> None:
+        self.inner = inner
+
+    def check(self, name: str, value: object) -> Any:
+        if value is None:
+            return None
+        try:
+            return self.inner.check(name, value)
+        except InputError:
+            self.fail(name, value)
+
+    def describe(self) -> str:
+        return f"{self.inner.describe()}, or None"
+
+
+class AnyOf(Constraint):
+    """What the first accepting constraint of ``options`` returns."""
+
+    def __init__(self, *options: Constraint) -> None:
+        self.options = options
+
+    def check(self, name: str, value: object) -> Any:
+        for option in self.options:
+            try:
+                return option.check(name, value)
+            except InputError:
+                continue
+        self.fail(name, value)
+
+    def describe(self) -> str:
+        return " or ".join(o.describe() for o in self.options)
+
+
+class ListOf(Constraint):
+    """A non-empty sequence (not a string) of items ``item`` accepts, as a tuple or list."""
+
+    def __init__(self, item: Constraint, *, as_list: bool = False) -> None:
+        self.item, self.as_list = item, as_list
+
+    def check(self, name: str, value: object) -> tuple[Any, ...] | list[Any]:
+        if isinstance(value, str) or not isinstance(value, Sequence | np.ndarray) or not len(value):
+            self.fail(name, value)
+        try:
+            items = [self.item.check(name, v) for v in value]
+        except InputError:
+            self.fail(name, value)
+        return items if self.as_list else tuple(items)
+
+    def describe(self) -> str:
+        return f"a non-empty list, each {self.item.describe()}"
+
+
+def check_int(name: str, value: object, low: int | None = None, high: int | None = None) -> int:
+    """``value`` as an int in ``[low, high]``, else an InputError naming ``name``."""
+    return Integer(low, high).check(name, value)
+
+
+def check_real(
+    name: str,
+    value: object,
+    low: float | None = None,
+    high: float | None = None,
+    closed: Closed = "both",
+) -> float:
+    """``value`` as a finite float between ``low`` and ``high``, else an InputError."""
+    return Real(low, high, closed).check(name, value)
+
+
+def check_choice(name: str, value: object, options: Sequence[object]) -> Any:
+    """``value`` if it is one of ``options``, else an InputError listing them."""
+    return Choice(*options).check(name, value)
+
+
+def check_bool(name: str, value: object) -> bool:
+    """``value`` as a bool, else an InputError."""
+    return Boolean().check(name, value)
+
+
+#: The common ranges, stated once: a finite number > 0, >= 0, and in [0, 1).
+POSITIVE = Real(0.0, closed="neither")
+NON_NEGATIVE = Real(0.0)
+FRACTION = Real(0.0, 1.0, closed="left")
+
+
+def check_fraction(name: str, value: object) -> float:
+    """``value`` as a float in ``[0, 1)``, else an InputError."""
+    return FRACTION.check(name, value)
+
+
+def check_params(
+    constraints: Constraints, params: Mapping[str, object], owner: str, prefix: str = ""
+) -> dict[str, Any]:
+    """The values of ``params`` checked against their declared ``constraints``.
+
+    An undeclared name raises an InputError naming ``owner`` and listing the declared
+    ones; a refused value raises one naming ``prefix + name``.
+    """
+    unknown = [key for key in params if key not in constraints]
+    if unknown:
+        expected = "parameters among " + ", ".join(constraints) if constraints else "no parameters"
+        raise InputError(owner, expected, ", ".join(map(repr, unknown)))
+    return {key: constraints[key].check(prefix + key, value) for key, value in params.items()}

@@ -1,0 +1,22 @@
+"""The registry of model factories.
+
+Every entry is a factory ``(num_classes, in_channels=3, **kw) -> nn.Module`` registered with
+its metadata: ``family`` (``"lenet"``, ``"cifar_resnet"``, ``"resnet"``, ``"wide_resnet"`` or
+``"mlp"``) and, for the CIFAR ResNets, ``depth``, which
+:func:`~calibkit.models.resnet_cifar.load_pretrained_cifar_resnet` needs to start one from a
+checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from torch import nn
+
+from calibkit.core.registry import Registry
+
+#: A model factory: ``(num_classes, in_channels=3, **kw) -> nn.Module``.
+ModelFactory = Callable[..., nn.Module]
+
+#: Model factories by name, in registration order.
+MODELS: Registry[ModelFactory] = Registry("model")
