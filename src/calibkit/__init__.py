@@ -28,79 +28,37 @@ from typing import TYPE_CHECKING, Any
 
 from calibkit.core.version import __version__
 
-#: Public name -> the module that defines it (imported on first access).
-_EXPORTS: dict[str, str] = {
-    **dict.fromkeys(
-        ("CalibkitError", "InputError", "NotFittedError", "UnknownNameError"),
-        "calibkit.core.errors",
+#: Each module of the public API -> the names it gives the package (loaded on first access).
+_MODULES: dict[str, str] = {
+    "calibkit.core.errors": "CalibkitError InputError NotFittedError UnknownNameError",
+    "calibkit.core.outputs": "ClassifierOutputs as_outputs",
+    "calibkit.core.binning": "BinStats bin_stats",
+    "calibkit.io.predictions": "load_predictions save_predictions",
+    "calibkit.metrics": (
+        "METRICS METRIC_NAMES BootstrapInterval CalibrationMetrics Evaluation accuracy aece "
+        "bootstrap_ci brier calibration_error debiased_ece ece entropy evaluate ks_error mce "
+        "mmce nll reliability_stats rmsce sce"
     ),
-    **dict.fromkeys(("ClassifierOutputs", "as_outputs"), "calibkit.core.outputs"),
-    **dict.fromkeys(("BinStats", "bin_stats"), "calibkit.core.binning"),
-    **dict.fromkeys(("load_predictions", "save_predictions"), "calibkit.io.predictions"),
-    **dict.fromkeys(
-        (
-            "METRICS",
-            "METRIC_NAMES",
-            "BootstrapInterval",
-            "CalibrationMetrics",
-            "Evaluation",
-            "accuracy",
-            "aece",
-            "bootstrap_ci",
-            "brier",
-            "calibration_error",
-            "debiased_ece",
-            "ece",
-            "entropy",
-            "evaluate",
-            "ks_error",
-            "mce",
-            "mmce",
-            "nll",
-            "reliability_stats",
-            "rmsce",
-            "sce",
-        ),
-        "calibkit.metrics",
+    "calibkit.losses": "LOSSES create_loss",
+    "calibkit.calibrators": (
+        "CALIBRATORS AutoCalibrator BetaCalibration CalibratedModel Calibrator "
+        "ClasswiseHistogramBinning DirichletCalibration HistogramBinning IsotonicCalibrator "
+        "MatrixScaling MatrixScalingODIR NeuralClamping PlattScaling TemperatureScaling "
+        "TemperatureScalingECE VectorScaling ece_grid_minimum ece_temperature_curve "
+        "get_calibrator"
     ),
-    **dict.fromkeys(("LOSSES", "create_loss"), "calibkit.losses"),
-    **dict.fromkeys(
-        (
-            "CALIBRATORS",
-            "AutoCalibrator",
-            "BetaCalibration",
-            "CalibratedModel",
-            "Calibrator",
-            "ClasswiseHistogramBinning",
-            "DirichletCalibration",
-            "HistogramBinning",
-            "IsotonicCalibrator",
-            "MatrixScaling",
-            "MatrixScalingODIR",
-            "NeuralClamping",
-            "PlattScaling",
-            "TemperatureScaling",
-            "TemperatureScalingECE",
-            "VectorScaling",
-            "ece_grid_minimum",
-            "ece_temperature_curve",
-            "get_calibrator",
-        ),
-        "calibkit.calibrators",
+    "calibkit.models": "MODELS create_model",
+    "calibkit.data": "DATASETS load_dataset",
+    "calibkit.training": "TrainConfig train",
+    "calibkit.workflows.compare": "Comparison MethodResult compare split_outputs",
+    "calibkit.reporting.figures": (
+        "reliability_figure reliability_grid ece_temperature_figure save_figure"
     ),
-    **dict.fromkeys(("MODELS", "create_model"), "calibkit.models"),
-    **dict.fromkeys(("DATASETS", "load_dataset"), "calibkit.data"),
-    **dict.fromkeys(("TrainConfig", "train"), "calibkit.training"),
-    **dict.fromkeys(
-        ("Comparison", "MethodResult", "compare", "split_outputs"), "calibkit.workflows.compare"
-    ),
-    **dict.fromkeys(
-        ("reliability_figure", "reliability_grid", "ece_temperature_figure", "save_figure"),
-        "calibkit.reporting.figures",
-    ),
-    "write_compare_report": "calibkit.reporting.compare_report",
-    **dict.fromkeys(("StudyConfig", "load_study_config", "run_study"), "calibkit.study"),
+    "calibkit.reporting.compare_report": "write_compare_report",
+    "calibkit.study": "StudyConfig load_study_config run_study",
 }
+#: Public name -> the module that defines it.
+_EXPORTS: dict[str, str] = {name: mod for mod, names in _MODULES.items() for name in names.split()}
 
 __all__ = sorted(_EXPORTS)
 

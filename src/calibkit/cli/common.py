@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from calibkit.core.errors import InputError
+from calibkit.io.atomic import check_parent
 
 if TYPE_CHECKING:
     from calibkit.calibrators import Calibrator
@@ -32,13 +33,7 @@ def renamed(exc: InputError, argument: str) -> InputError:
 
 def check_output(path: Path, option: str, *, folder: bool = False) -> Path:
     """Fail early, naming ``option``, when ``path`` cannot be written."""
-    parent = path.parent
-    if not parent.exists():
-        raise InputError(option, "a path in an existing folder", f"{path} ({parent} is missing)")
-    if not parent.is_dir():
-        raise InputError(option, "a path in a folder", f"{path} ({parent} is not a folder)")
-    if not os.access(parent, os.W_OK):
-        raise InputError(option, "a path in a writable folder", f"{path} ({parent} is read-only)")
+    check_parent(path, option)
     if folder and path.exists() and not path.is_dir():
         raise InputError(option, "a folder path", f"{path} (an existing file)")
     if not folder and path.is_dir():

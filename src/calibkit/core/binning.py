@@ -43,7 +43,7 @@ the confidence is the maximum probability and the outcome is "prediction correct
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 import numpy as np
 import numpy.typing as npt
@@ -294,25 +294,24 @@ def stats_from_index(
     return BinStats(edges=edges, counts=counts, confidence_sum=cs, accuracy_sum=acc)
 
 
+class BinningOptions(TypedDict, total=False):
+    """The keyword options of :func:`bin_index`, passed on by :func:`bin_stats`."""
+
+    scheme: Scheme
+    convention: Convention
+    weight: F64 | None
+    torchmetrics_dtype: TorchDtype
+
+
 def bin_stats(
-    conf: F64,
-    outcome: F64,
-    n_bins: int = 15,
-    *,
-    scheme: Scheme = "equal_width",
-    convention: Convention = "calibkit",
-    weight: F64 | None = None,
-    torchmetrics_dtype: TorchDtype = "float32",
+    conf: F64, outcome: F64, n_bins: int = 15, **options: Unpack[BinningOptions]
 ) -> BinStats:
-    """Bin ``conf`` and sum confidence and ``outcome`` (1 = correct / positive) per bin."""
+    """Bin ``conf`` and sum confidence and ``outcome`` (1 = correct / positive) per bin.
+
+    ``options`` are those of :func:`bin_index` (scheme, convention, weight, torchmetrics'
+    float precision), with the same defaults.
+    """
     conf = np.asarray(conf, dtype=np.float64)
     outcome = np.asarray(outcome, dtype=np.float64)
-    idx, edges, used = bin_index(
-        conf,
-        n_bins,
-        scheme=scheme,
-        convention=convention,
-        weight=weight,
-        torchmetrics_dtype=torchmetrics_dtype,
-    )
-    return stats_from_index(idx, edges, used, conf, outcome, weight)
+    idx, edges, used = bin_index(conf, n_bins, **options)
+    return stats_from_index(idx, edges, used, conf, outcome, options.get("weight"))

@@ -31,21 +31,23 @@ MANIFEST = ".calibkit-written.json"
 Legacy = Callable[[str], bool]
 
 
-def _check_parent(path: Path, argument: str = "output") -> Path:
+def check_parent(path: Path, argument: str = "output") -> Path:
+    """The folder ``path`` will be written in; an InputError naming ``argument`` unless it is
+    an existing, writable folder."""
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.exists():
-        raise InputError(argument, "a path inside an existing folder", f"{path} (no {parent})")
+        raise InputError(argument, "a path in an existing folder", f"{path} ({parent} is missing)")
     if not parent.is_dir():
-        raise InputError(argument, "a path inside a folder", f"{path} ({parent} is not a folder)")
+        raise InputError(argument, "a path in a folder", f"{path} ({parent} is not a folder)")
     if not os.access(parent, os.W_OK):
-        raise InputError(argument, "a writable folder", f"{parent} is not writable")
+        raise InputError(argument, "a path in a writable folder", f"{path} ({parent} is read-only)")
     return parent
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (temporary file + rename)."""
     path = Path(path)
-    parent = _check_parent(path)
+    parent = check_parent(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
     umask = os.umask(0)
     os.umask(umask)
@@ -89,7 +91,7 @@ def check_replaceable_folder(path: Path, argument: str, legacy: Legacy | None = 
     ``path`` may be new, empty, or a folder calibkit wrote (see the module docstring).
     """
     path = Path(path)
-    _check_parent(path, argument)
+    check_parent(path, argument)
     if not path.exists():
         return path
     if not path.is_dir():
@@ -121,7 +123,7 @@ def atomic_directory(
     :func:`check_replaceable_folder` allows it (checked before and after the block).
     """
     path = Path(path)
-    parent = _check_parent(path)
+    parent = check_parent(path)
     if path.exists() and not overwrite:
         raise InputError("output", "a folder that does not exist yet", f"{path} exists")
     check_replaceable_folder(path, "output", legacy)

@@ -28,6 +28,7 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -75,6 +76,19 @@ def style_axes(ax: Axes) -> None:
     ax.set_axisbelow(True)
 
 
+def bin_bars(
+    ax: Axes, left: npt.ArrayLike, heights: npt.ArrayLike, width: npt.ArrayLike, **style: Any
+) -> BarContainer:
+    """One bar per bin, from its left edge, white-edged (``style`` adds to or overrides)."""
+    return ax.bar(
+        left,
+        heights,
+        width=width,
+        align="edge",
+        **{"edgecolor": "white", "linewidth": 0.6, **style},
+    )
+
+
 def bar_heights(ax: Axes, label: str) -> npt.NDArray[np.float64]:
     """Heights of the bars of the container labelled ``label`` on ``ax`` (for checks)."""
     for container in ax.containers:
@@ -103,17 +117,7 @@ def draw_reliability(
     ax.plot(
         [0, 1], [0, 1], linestyle="--", color=_IDEAL, linewidth=1.0, label="Perfect calibration"
     )
-    ax.bar(
-        left,
-        acc,
-        width=width,
-        align="edge",
-        color=_BAR,
-        edgecolor="white",
-        linewidth=0.6,
-        label=ACCURACY_LABEL,
-        zorder=2,
-    )
+    bin_bars(ax, left, acc, width, color=_BAR, label=ACCURACY_LABEL, zorder=2)
     ax.bar(
         left,
         np.abs(conf - acc),
@@ -155,16 +159,9 @@ def draw_reliability(
 def draw_histogram(ax: Axes, stats: BinStats) -> None:
     """Draw the fraction of samples per non-empty bin, overall accuracy and confidence."""
     keep = stats.nonempty
-    ax.bar(
-        stats.edges[:-1][keep],
-        stats.weights[keep],
-        width=np.diff(stats.edges)[keep],
-        align="edge",
-        color=_HIST,
-        edgecolor="white",
-        linewidth=0.6,
-        label=FRACTION_LABEL,
-    )
+    edges = stats.edges
+    left, width = edges[:-1][keep], np.diff(edges)[keep]
+    bin_bars(ax, left, stats.weights[keep], width, color=_HIST, label=FRACTION_LABEL)
     total = stats.total
     acc = float(stats.accuracy_sum.sum() / total)
     conf = float(stats.confidence_sum.sum() / total)

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from calibkit.core.version import __version__
 from calibkit.reporting.document import (
@@ -37,6 +39,7 @@ from calibkit.reporting.document import (
     Document,
     Figure,
     Gallery,
+    Paragraph,
     Section,
     Table,
 )
@@ -55,25 +58,38 @@ figcaption{color:#555;font-size:.85rem}img{max-width:100%;height:auto}
 _e = html.escape
 
 
+@dataclass(frozen=True)
+class _Format:
+    """How each kind of block is written in one output format."""
+
+    heading: Callable[[str, int], str]
+    table: Callable[[Table], str]
+    figure: Callable[[Figure], str]
+    gallery: Callable[[list[str]], str]
+    paragraph: Callable[[Paragraph], str]
+    separator: str
+
+
+def _render(block: Block, level: int, fmt: _Format) -> str:
+    """``block`` in ``fmt``; a section's heading is of ``level``, its blocks one below."""
+    if isinstance(block, Section):
+        inner = (_render(b, level + 1, fmt) for b in block.blocks)
+        return fmt.separator.join([fmt.heading(block.title, level), *inner])
+    if isinstance(block, Table):
+        return fmt.table(block)
+    if isinstance(block, Figure):
+        return fmt.figure(block)
+    if isinstance(block, Gallery):
+        return fmt.gallery([fmt.figure(f) for f in block.figures])
+    return fmt.paragraph(block)
+
+
 # ----- Markdown -------------------------------------------------------------------------------
 def to_markdown(doc: Document) -> str:
     """The document as Markdown: blocks separated by blank lines, figures linked."""
-    parts = [f"# {doc.title}", *(_md(b, 2) for b in doc.body)]
+    parts = [f"# {doc.title}", *(_render(b, 2, _MARKDOWN) for b in doc.body)]
     parts.append(f"Written by calibkit {__version__}.")
     return "\n\n".join(parts) + "\n"
-
-
-def _md(block: Block, level: int) -> str:
-    if isinstance(block, Section):
-        heading = f"{'#' * level} {block.title}"
-        return "\n\n".join([heading, *(_md(b, level + 1) for b in block.blocks)])
-    if isinstance(block, Table):
-        return markdown_table(block)
-    if isinstance(block, Figure):
-        return f"![{block.caption}](figures/{block.name})"
-    if isinstance(block, Gallery):
-        return "\n\n".join(_md(f, level) for f in block.figures)
-    return block.text
 
 
 def _md_cell(cell: Cell) -> str:
@@ -102,7 +118,7 @@ def to_html(doc: Document) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{_e(doc.title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{_e(doc.title)}</h1>",
-        *(_html(b, 2) for b in doc.body),
+        *(_render(b, 2, _HTML) for b in doc.body),
         f'<p class="meta">Written by calibkit {_e(__version__)}.</p>',
         "</body></html>",
         "",
@@ -110,20 +126,15 @@ def to_html(doc: Document) -> str:
     return "\n".join(parts)
 
 
-def _html(block: Block, level: int) -> str:
-    if isinstance(block, Section):
-        heading = f"<h{level}>{_e(block.title)}</h{level}>"
-        return "\n".join([heading, *(_html(b, level + 1) for b in block.blocks)])
-    if isinstance(block, Table):
-        return html_table(block)
-    if isinstance(block, Figure):
-        data = base64.b64encode(block.png).decode("ascii")
-        return (
-            f'<figure><img src="data:image/png;base64,{data}" alt="{_e(block.caption)}">'
-            f"<figcaption>{_e(block.caption)}</figcaption></figure>"
-        )
-    if isinstance(block, Gallery):
-        return '<div class="gallery">' + "".join(_html(f, level) for f in block.figures) + "</div>"
+def _html_figure(block: Figure) -> str:
+    data = base64.b64encode(block.png).decode("ascii")
+    return (
+        f'<figure><img src="data:image/png;base64,{data}" alt="{_e(block.caption)}">'
+        f"<figcaption>{_e(block.caption)}</figcaption></figure>"
+    )
+
+
+def _html_paragraph(block: Paragraph) -> str:
     return f'<p class="meta">{_e(block.text)}</p>' if block.meta else f"<p>{_e(block.text)}</p>"
 
 
@@ -146,3 +157,21 @@ def html_table(table: Table) -> str:
         f'<div class="scroll"><table>\n<thead><tr>{head}</tr></thead>'
         f"\n<tbody>\n{body}</tbody></table></div>"
     )
+
+
+_MARKDOWN = _Format(
+    heading=lambda title, level: f"{'#' * level} {title}",
+    table=markdown_table,
+    figure=lambda f: f"![{f.caption}](figures/{f.name})",
+    gallery="\n\n".join,
+    paragraph=lambda p: p.text,
+    separator="\n\n",
+)
+_HTML = _Format(
+    heading=lambda title, level: f"<h{level}>{_e(title)}</h{level}>",
+    table=html_table,
+    figure=_html_figure,
+    gallery=lambda figures: '<div class="gallery">' + "".join(figures) + "</div>",
+    paragraph=_html_paragraph,
+    separator="\n",
+)

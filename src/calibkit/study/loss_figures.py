@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
 from calibkit.core.errors import InputError
-from calibkit.reporting.figures import new_figure, plain, style_axes
+from calibkit.reporting.figures import bin_bars, new_figure, plain, style_axes
 from calibkit.study.analysis import (
     CALIBRATOR_NAMES,
     CE,
@@ -204,17 +204,8 @@ def max_logit_by_learned_epoch_figure(
         if not mask.any():
             continue
         counts = np.histogram(z[mask], bins=edges)[0].astype(np.float64)
-        ax.bar(
-            edges[:-1],
-            counts,
-            width=np.diff(edges),
-            bottom=bottom,
-            align="edge",
-            color=colour,
-            edgecolor="white",
-            linewidth=0.3,
-            label=label,
-        )
+        style = {"bottom": bottom, "color": colour, "linewidth": 0.3, "label": label}
+        bin_bars(ax, edges[:-1], counts, np.diff(edges), **style)
         bottom += counts
     ax.set_xlabel("Maximum logit")
     ax.set_ylabel("Training samples")
