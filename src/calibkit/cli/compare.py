@@ -38,10 +38,11 @@ def add_arguments(sub: Subparsers) -> None:
     text = "fit calibrators on one part, judge them on another"
     p = sub.add_parser("compare", help=text, description=FILES)
     p.add_argument("file", metavar="FILE", nargs="?", help="split into calibration / test")
-    opt(p, "--cal", "FILE", "calibration part (with --test)")
-    opt(p, "--test", "FILE", "test part (with --cal)")
-    opt(p, "--cal-labels", "L.npy", "labels beside a .npy --cal file")
-    opt(p, "--test-labels", "L.npy", "labels beside a .npy --test file")
+    parts = p.add_argument_group("already split", "the two parts as separate files, not FILE")
+    opt(parts, "--cal", "FILE", "calibration part (with --test)")
+    opt(parts, "--test", "FILE", "test part (with --cal)")
+    opt(parts, "--cal-labels", "L.npy", "labels beside a .npy --cal file")
+    opt(parts, "--test-labels", "L.npy", "labels beside a .npy --test file")
     add_input_options(p)
     text = "calibration part of FILE: fraction or count (default 0.5)"
     opt(p, "--split", "SIZE", text, type=split_size)

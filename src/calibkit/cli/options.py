@@ -36,7 +36,7 @@ def split_size(text: str) -> int | float:
     raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1) or a count, got {text!r}")
 
 
-def opt(p: argparse.ArgumentParser, flags: str, metavar: str, text: str, **kw: Any) -> None:
+def opt(p: argparse._ActionsContainer, flags: str, metavar: str, text: str, **kw: Any) -> None:
     """Add an option: ``flags`` space-separated, ``text`` its help (``%(default)s`` allowed)."""
     p.add_argument(*flags.split(), metavar=metavar, help=text, **kw)
 

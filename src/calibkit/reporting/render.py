@@ -33,16 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from calibkit.core.version import __version__
-from calibkit.reporting.document import (
-    Block,
-    Cell,
-    Document,
-    Figure,
-    Gallery,
-    Paragraph,
-    Section,
-    Table,
-)
+from calibkit.reporting import document
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}
@@ -63,43 +54,43 @@ class _Format:
     """How each kind of block is written in one output format."""
 
     heading: Callable[[str, int], str]
-    table: Callable[[Table], str]
-    figure: Callable[[Figure], str]
+    table: Callable[[document.Table], str]
+    figure: Callable[[document.Figure], str]
     gallery: Callable[[list[str]], str]
-    paragraph: Callable[[Paragraph], str]
+    paragraph: Callable[[document.Paragraph], str]
     separator: str
 
 
-def _render(block: Block, level: int, fmt: _Format) -> str:
+def _render(block: document.Block, level: int, fmt: _Format) -> str:
     """``block`` in ``fmt``; a section's heading is of ``level``, its blocks one below."""
-    if isinstance(block, Section):
+    if isinstance(block, document.Section):
         inner = (_render(b, level + 1, fmt) for b in block.blocks)
         return fmt.separator.join([fmt.heading(block.title, level), *inner])
-    if isinstance(block, Table):
+    if isinstance(block, document.Table):
         return fmt.table(block)
-    if isinstance(block, Figure):
+    if isinstance(block, document.Figure):
         return fmt.figure(block)
-    if isinstance(block, Gallery):
+    if isinstance(block, document.Gallery):
         return fmt.gallery([fmt.figure(f) for f in block.figures])
     return fmt.paragraph(block)
 
 
 # ----- Markdown -------------------------------------------------------------------------------
-def to_markdown(doc: Document) -> str:
+def to_markdown(doc: document.Document) -> str:
     """The document as Markdown: blocks separated by blank lines, figures linked."""
     parts = [f"# {doc.title}", *(_render(b, 2, _MARKDOWN) for b in doc.body)]
     parts.append(f"Written by calibkit {__version__}.")
     return "\n\n".join(parts) + "\n"
 
 
-def _md_cell(cell: Cell) -> str:
+def _md_cell(cell: document.Cell) -> str:
     text = cell.text.replace("|", "\\|")
     if cell.best and text:
         return f"**{text}**"
     return f"_{text}_" if cell.second and text else text
 
 
-def markdown_table(table: Table) -> str:
+def markdown_table(table: document.Table) -> str:
     """A GitHub-flavoured Markdown table (text columns left-aligned, numbers right)."""
     n_right = len(table.header) - table.n_left
     lines = [
@@ -111,7 +102,7 @@ def markdown_table(table: Table) -> str:
 
 
 # ----- HTML -----------------------------------------------------------------------------------
-def to_html(doc: Document) -> str:
+def to_html(doc: document.Document) -> str:
     """The document as one self-contained HTML page (inline CSS, figures as data URIs)."""
     parts = [
         "<!DOCTYPE html>",
@@ -126,7 +117,7 @@ def to_html(doc: Document) -> str:
     return "\n".join(parts)
 
 
-def _html_figure(block: Figure) -> str:
+def _html_figure(block: document.Figure) -> str:
     data = base64.b64encode(block.png).decode("ascii")
     return (
         f'<figure><img src="data:image/png;base64,{data}" alt="{_e(block.caption)}">'
@@ -134,11 +125,11 @@ def _html_figure(block: Figure) -> str:
     )
 
 
-def _html_paragraph(block: Paragraph) -> str:
+def _html_paragraph(block: document.Paragraph) -> str:
     return f'<p class="meta">{_e(block.text)}</p>' if block.meta else f"<p>{_e(block.text)}</p>"
 
 
-def html_table(table: Table) -> str:
+def html_table(table: document.Table) -> str:
     """An HTML table with escaped cells (its title is the heading of its section)."""
 
     def attr(i: int, best: bool = False, second: bool = False) -> str:
