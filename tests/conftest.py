@@ -45,3 +45,13 @@ def one_thread() -> Iterator[None]:
     torch.manual_seed(0)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def _neural_clamping_in_float32(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neural Clamping's ``precision="auto"`` picks bfloat16 on CPUs that compute it natively;
+    the tests pin it to float32 so that they check the same numbers on every CPU (the choice
+    itself is tested in tests/core/test_precision.py and tests/calibrators/clamping)."""
+    monkeypatch.setattr(
+        "calibkit.calibrators.clamping.settings.fastest_precision", lambda device: "float32"
+    )

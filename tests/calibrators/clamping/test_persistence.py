@@ -63,7 +63,8 @@ def test_a_file_written_before_the_settings_were_grouped_loads() -> None:
     model, x, _ = problem()
     nc = NeuralClamping.load(DATA / "nc_v1", model)
     doc = json.loads((DATA / "nc_v1.json").read_text())
-    assert nc.sgd == SGDSettings(batch_size=64, epochs=2, progress=False)
+    # the file records the precision it was fitted in (float32, the default then)
+    assert nc.sgd == SGDSettings(batch_size=64, epochs=2, progress=False, precision="float32")
     assert (nc.gamma, nc.init, nc.holdout) == ((0.0, 1.0), "random", 0.2)
     assert nc.temperature_ == doc["state"]["temperature_"]
     assert nc.history_ == doc["state"]["history_"]

@@ -16,7 +16,7 @@ from calibkit.core.errors import InputError
 def test_defaults_are_the_authors() -> None:
     sgd = SGDSettings()
     assert (sgd.lr, sgd.momentum, sgd.batch_size, sgd.epochs) == (1e-3, 0.9, 512, 100)
-    assert (sgd.precision, sgd.fuse, sgd.progress, sgd.device) == ("float32", True, True, None)
+    assert (sgd.precision, sgd.fuse, sgd.progress, sgd.device) == ("auto", True, True, None)
     assert NeuralClamping(nn.Linear(2, 2)).sgd == sgd
 
 
@@ -77,3 +77,21 @@ def test_every_old_flat_constructor_parameter_has_one_home() -> None:
     assert len(old) == 19  # the model was the 20th
     assert set(flat_params(params)) == old
     assert set(SGD_FIELDS).isdisjoint(params)
+
+
+@pytest.mark.parametrize("fastest", ["float32", "bfloat16"])
+def test_auto_precision_is_the_fastest_on_the_device(
+    monkeypatch: pytest.MonkeyPatch, fastest: str
+) -> None:
+    seen = []
+
+    def fake(device: str) -> str:
+        seen.append(device)
+        return fastest
+
+    monkeypatch.setattr("calibkit.calibrators.clamping.settings.fastest_precision", fake)
+    cpu = torch.device("cpu")
+    assert SGDSettings().resolved_precision(cpu) == fastest
+    assert SGDSettings(precision="float32").resolved_precision(cpu) == "float32"
+    assert SGDSettings(precision="bfloat16").resolved_precision(cpu) == "bfloat16"
+    assert seen == ["cpu"]

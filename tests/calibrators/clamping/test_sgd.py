@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import torch
 
 from calibkit.calibrators.clamping import NeuralClamping, SGDSettings
 from calibkit.core.errors import InputError
+from calibkit.core.progress import progress_of
 from tests.calibrators.clamping.problems import conv_bn, focal_np, problem
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -55,12 +57,17 @@ def test_train_delta_keeps_t_at_one_and_default_lambda() -> None:
     assert nc.lam_ == pytest.approx(0.1 * focal_np(z0.double().numpy(), y.numpy(), 1.0))
 
 
-def test_progress_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_progress_is_logged_not_printed(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
     model, x, y = problem()
-    NeuralClamping(model, sgd=SGDSettings(epochs=2, progress=True)).fit(x, y)
-    err = capsys.readouterr().err
-    assert "epoch 2/2" in err
-    assert "loss" in err
+    with caplog.at_level(logging.INFO, logger="calibkit"):
+        NeuralClamping(model, sgd=SGDSettings(epochs=2, progress=True)).fit(x, y)
+    events = [progress_of(r) for r in caplog.records]
+    steps = [(e.step, e.total) for e in events if e is not None and "neural clamping" in e.label]
+    assert steps[-2:] == [(1, 2), (2, 2)]
+    assert "loss" in caplog.records[-1].getMessage()
+    assert capsys.readouterr() == ("", "")
 
 
 def test_bfloat16_fit_is_close_to_float32_and_predicts_in_float32() -> None:

@@ -2,9 +2,12 @@
 
 The defaults are the authors' (NCToolkit): SGD with momentum 0.9, lr 1e-3, batches of 512,
 100 epochs. ``precision="bfloat16"`` runs the model's passes of the SGD (the cost of a
-fit) under bfloat16 autocast: 2.2x faster per epoch on a CPU with AVX-512 BF16
-(``benchmarks/``), with the same ECE to about 0.05 points on the bird-vs-cat models; the
-data-driven initialisation, the temperature step and every prediction stay in float32.
+fit) under bfloat16 autocast, with the same ECE to about 0.05 points on the bird-vs-cat
+models; the data-driven initialisation, the temperature step and every prediction stay in
+float32. It pays only where the hardware computes bfloat16 natively: 2.1x faster per epoch
+on a CPU with AVX-512 BF16, 2.6x slower on one without (``benchmarks/README.md``). The
+default, ``"auto"``, is :func:`~calibkit.core.precision.fastest_precision` of the device
+the passes run on.
 
 Configs (a study's ``input_calibrator_params``, a saved fit's JSON) hold these settings
 flat, beside the method's own parameters; :func:`split_params` and :func:`flat_params`
@@ -28,8 +31,9 @@ import torch
 
 from calibkit.calibrators.clamping.inputs import choice, nonnegative, positive_int
 from calibkit.calibrators.temperature import positive_param
+from calibkit.core.precision import fastest_precision
 
-PRECISIONS = ("float32", "bfloat16")
+PRECISIONS = ("auto", "float32", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,8 @@ class SGDSettings:
     epochs : int
         Passes of SGD over the calibration set (one step per batch).
     precision : str
-        ``"float32"`` or ``"bfloat16"`` (autocast of the SGD's model passes).
+        ``"float32"``, ``"bfloat16"`` (autocast of the SGD's model passes) or ``"auto"``:
+        the faster of the two on the device (see the module docstring).
     fuse : bool
         Run the SGD on :func:`~calibkit.calibrators.clamping.passes.fused_copy` of the model.
     progress : bool
@@ -69,7 +74,7 @@ class SGDSettings:
     momentum: float = 0.9
     batch_size: int = 512
     epochs: int = 100
-    precision: str = "float32"
+    precision: str = "auto"
     fuse: bool = True
     progress: bool = True
     device: str | torch.device | None = None
@@ -86,6 +91,10 @@ class SGDSettings:
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)
+
+    def resolved_precision(self, device: torch.device) -> str:
+        """``precision``, with ``"auto"`` resolved for ``device``."""
+        return fastest_precision(device.type) if self.precision == "auto" else self.precision
 
     def torch_device(self, model: torch.nn.Module) -> torch.device:
         """``device``, or the device of ``model``'s first parameter (CPU if it has none)."""

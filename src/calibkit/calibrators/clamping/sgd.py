@@ -16,7 +16,7 @@ under bfloat16 autocast (``SGDSettings.precision``); the loss is always float32.
 
 from __future__ import annotations
 
-import sys
+import logging
 
 import torch
 from torch import Tensor, nn
@@ -24,6 +24,9 @@ from torch import Tensor, nn
 from calibkit.calibrators.clamping.objective import objective
 from calibkit.calibrators.clamping.passes import layout
 from calibkit.calibrators.clamping.settings import SGDSettings
+from calibkit.core.progress import ProgressEvent, report_step
+
+_log = logging.getLogger(__name__)
 
 
 def run_sgd(
@@ -51,7 +54,7 @@ def run_sgd(
         [delta, log_t] if joint else [delta], lr=settings.lr, momentum=settings.momentum
     )
     n, history = x.shape[0], []
-    low_precision = settings.precision == "bfloat16"
+    low_precision = settings.resolved_precision(device) == "bfloat16"
     for epoch in range(settings.epochs):
         order, total = torch.randperm(n, generator=gen), 0.0
         for start in range(0, n, settings.batch_size):
@@ -71,10 +74,6 @@ def run_sgd(
 
 
 def _progress(gamma: float, epoch: int, epochs: int, loss: float) -> None:
-    end = "\n" if epoch + 1 == epochs else ""
-    print(
-        f"\rneural clamping (gamma {gamma:g}): epoch {epoch + 1}/{epochs}, loss {loss:.5f}",
-        end=end,
-        file=sys.stderr,
-        flush=True,
-    )
+    """The epoch's mean objective, as a progress record (shown by the command line)."""
+    label = f"neural clamping (gamma {gamma:g}): epoch {epoch + 1}/{epochs}"
+    report_step(_log, ProgressEvent(label, epoch + 1, epochs, f"loss {loss:.5f}"), logging.INFO)
