@@ -19,14 +19,7 @@ from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics.bin_errors import sce_hit_index, sce_index
 from calibkit.metrics.info import METRIC_NAMES
-from calibkit.metrics.samples import (
-    F64,
-    Mode,
-    brier_per_sample,
-    calibration_target,
-    entropy_per_sample,
-    nll_per_sample,
-)
+from calibkit.metrics.samples import F64, Mode, calibration_target, per_sample_scores
 from calibkit.metrics.suite import MetricSuite
 
 
@@ -79,14 +72,8 @@ class CalibrationMetrics:
                 f"{self._n_classes} columns as in earlier batches",
                 f"{out.n_classes} columns",
             )
-        for key, val in (
-            ("conf", conf),
-            ("outcome", outcome),
-            ("correct", out.correct),
-            ("nll", nll_per_sample(out)),
-            ("brier", brier_per_sample(out)),
-            ("entropy", entropy_per_sample(out)),
-        ):
+        parts = {"conf": conf, "outcome": outcome, "correct": out.correct, **per_sample_scores(out)}
+        for key, val in parts.items():
             self._parts[key].append(val)
         self._add_sce(out)
 

@@ -185,12 +185,8 @@ def sce_from_index(
     ----------
     flat_idx : ndarray of shape (N * K,)
         :func:`sce_index` of ``probs``.
-    probs : ndarray of shape (N, K)
-        Probabilities.
-    labels : ndarray of shape (N,)
-        Integer labels.
-    n_bins : int
-        Number of equal-width bins per class.
+    probs, labels, n_bins
+        As in :func:`sce_hit_index`.
     weight : ndarray of shape (N,) or None
         Sample weights (None: every sample once).
 

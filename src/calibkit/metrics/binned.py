@@ -25,6 +25,8 @@ ECE is ``0.5 * 0.2 + 0.5 * 0.6 = 0.4``.
 
 from __future__ import annotations
 
+from typing import TypedDict, Unpack
+
 from calibkit.core.binning import (
     BinStats,
     Convention,
@@ -42,6 +44,27 @@ from calibkit.metrics.bin_errors import (
     sce_index,
 )
 from calibkit.metrics.samples import Mode, calibration_target, check_weight
+
+
+class _Binning(TypedDict, total=False):
+    """The keyword options every binned metric takes (defaults: :func:`reliability_stats`)."""
+
+    logits: object
+    n_bins: int
+    mode: Mode
+    sample_weight: object
+
+
+class _EqualWidth(_Binning, total=False):
+    convention: Convention
+
+
+class _Schemed(_Binning, total=False):
+    scheme: Scheme
+
+
+class _Options(_EqualWidth, _Schemed, total=False):
+    """Every keyword option of :func:`reliability_stats`."""
 
 
 def reliability_stats(
@@ -82,26 +105,14 @@ def reliability_stats(
     ([0.0, 2.0], 0.7)
     """
     out = as_outputs(labels, probs, logits=logits)
-    return _stats(out, n_bins, scheme, mode, convention, sample_weight)
-
-
-def _stats(
-    out: ClassifierOutputs,
-    n_bins: int,
-    scheme: Scheme,
-    mode: Mode,
-    convention: Convention,
-    sample_weight: object,
-) -> BinStats:
     conf, outcome = calibration_target(out, mode)
-    w = check_weight(sample_weight, out.n_samples)
     return bin_stats(
         conf,
         outcome,
         n_bins,
         scheme=scheme,
         convention=convention,
-        weight=w,
+        weight=check_weight(sample_weight, out.n_samples),
         torchmetrics_dtype=torchmetrics_dtype(out, mode),
     )
 
@@ -135,29 +146,16 @@ def torchmetrics_dtype(out: ClassifierOutputs, mode: Mode) -> TorchDtype:
 
 
 def calibration_error(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    n_bins: int = 15,
-    norm: Norm = "l1",
-    scheme: Scheme = "equal_width",
-    mode: Mode = "top_label",
-    convention: Convention = "calibkit",
-    sample_weight: object = None,
+    labels: object, probs: object = None, *, norm: Norm = "l1", **options: Unpack[_Options]
 ) -> float:
     """Binned calibration error of the given ``norm`` (see :mod:`calibkit.metrics.bin_errors`).
 
     Parameters
     ----------
-    labels, probs, logits, sample_weight
-        The outputs (see the module docstring).
-    n_bins : int
-        Number of bins.
+    labels, probs, logits, sample_weight, n_bins, scheme, mode, convention
+        As in :func:`reliability_stats`.
     norm : {"l1", "l2", "max"}
         ECE, RMSCE or MCE.
-    scheme, mode, convention
-        As in :func:`reliability_stats`.
 
     Returns
     -------
@@ -170,20 +168,10 @@ def calibration_error(
     >>> round(calibration_error([1, 0], p, n_bins=10, norm="l2"), 4)  # sqrt(0.02 + 0.18)
     0.4472
     """
-    out = as_outputs(labels, probs, logits=logits)
-    return error_from_stats(_stats(out, n_bins, scheme, mode, convention, sample_weight), norm)
+    return error_from_stats(reliability_stats(labels, probs, **options), norm)
 
 
-def ece(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    n_bins: int = 15,
-    mode: Mode = "top_label",
-    convention: Convention = "calibkit",
-    sample_weight: object = None,
-) -> float:
+def ece(labels: object, probs: object = None, **options: Unpack[_EqualWidth]) -> float:
     """Expected calibration error with ``n_bins`` equal-width bins (Guo et al. 2017).
 
     Parameters
@@ -201,26 +189,10 @@ def ece(
     >>> round(ece([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], n_bins=10), 4)
     0.4
     """
-    return calibration_error(
-        labels,
-        probs,
-        logits=logits,
-        n_bins=n_bins,
-        mode=mode,
-        convention=convention,
-        sample_weight=sample_weight,
-    )
+    return calibration_error(labels, probs, **options)
 
 
-def aece(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    n_bins: int = 15,
-    mode: Mode = "top_label",
-    sample_weight: object = None,
-) -> float:
+def aece(labels: object, probs: object = None, **options: Unpack[_Binning]) -> float:
     """Adaptive ECE: ECE with equal-mass bins; ties are never split (see calibkit.core.binning).
 
     Parameters
@@ -238,33 +210,16 @@ def aece(
     >>> round(aece([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], n_bins=2), 4)  # one sample a bin
     0.4
     """
-    return calibration_error(
-        labels,
-        probs,
-        logits=logits,
-        n_bins=n_bins,
-        scheme="equal_mass",
-        mode=mode,
-        sample_weight=sample_weight,
-    )
+    return calibration_error(labels, probs, scheme="equal_mass", **options)
 
 
-def mce(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    n_bins: int = 15,
-    mode: Mode = "top_label",
-    convention: Convention = "calibkit",
-    sample_weight: object = None,
-) -> float:
+def mce(labels: object, probs: object = None, **options: Unpack[_EqualWidth]) -> float:
     """Maximum calibration error: the largest gap over non-empty equal-width bins.
 
     Parameters
     ----------
     labels, probs, logits, sample_weight, n_bins, mode, convention
-        As in :func:`reliability_stats` (equal-width bins).
+        As in :func:`ece`.
 
     Returns
     -------
@@ -276,34 +231,16 @@ def mce(
     >>> round(mce([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], n_bins=10), 4)
     0.6
     """
-    return calibration_error(
-        labels,
-        probs,
-        logits=logits,
-        n_bins=n_bins,
-        norm="max",
-        mode=mode,
-        convention=convention,
-        sample_weight=sample_weight,
-    )
+    return calibration_error(labels, probs, norm="max", **options)
 
 
-def rmsce(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    n_bins: int = 15,
-    mode: Mode = "top_label",
-    convention: Convention = "calibkit",
-    sample_weight: object = None,
-) -> float:
+def rmsce(labels: object, probs: object = None, **options: Unpack[_EqualWidth]) -> float:
     """Root-mean-square calibration error (l2 norm) with equal-width bins.
 
     Parameters
     ----------
     labels, probs, logits, sample_weight, n_bins, mode, convention
-        As in :func:`reliability_stats` (equal-width bins).
+        As in :func:`ece`.
 
     Returns
     -------
@@ -315,28 +252,10 @@ def rmsce(
     >>> round(rmsce([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], n_bins=10), 4)  # sqrt(0.2)
     0.4472
     """
-    return calibration_error(
-        labels,
-        probs,
-        logits=logits,
-        n_bins=n_bins,
-        norm="l2",
-        mode=mode,
-        convention=convention,
-        sample_weight=sample_weight,
-    )
+    return calibration_error(labels, probs, norm="l2", **options)
 
 
-def debiased_ece(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    n_bins: int = 15,
-    scheme: Scheme = "equal_width",
-    mode: Mode = "top_label",
-    sample_weight: object = None,
-) -> float:
+def debiased_ece(labels: object, probs: object = None, **options: Unpack[_Schemed]) -> float:
     """Debiased l2 calibration error (Kumar et al. 2019, "Verified uncertainty calibration").
 
     Parameters
@@ -354,8 +273,7 @@ def debiased_ece(
     >>> round(debiased_ece([0, 0, 0], probs=[[0.5, 0.5]] * 3, n_bins=1), 4)
     0.5
     """
-    out = as_outputs(labels, probs, logits=logits)
-    return debiased_from_stats(_stats(out, n_bins, scheme, mode, "calibkit", sample_weight))
+    return debiased_from_stats(reliability_stats(labels, probs, **options))
 
 
 def sce(

@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack, get_args, get_origin, get_type_hints
 
 import numpy as np
 
@@ -57,10 +57,15 @@ class BootstrapInterval:
 
 
 def _takes_weights(metric: Callable[..., float]) -> bool:
+    """Whether ``metric`` takes ``sample_weight``: by name, or in its ``**options`` TypedDict."""
     try:
-        return "sample_weight" in inspect.signature(metric).parameters
-    except (TypeError, ValueError):
+        if "sample_weight" in inspect.signature(metric).parameters:
+            return True
+        hints = get_type_hints(metric).values()
+    except Exception:  # not inspectable, or annotations that do not evaluate
         return False
+    typed = [get_args(h)[0] for h in hints if get_origin(h) is Unpack]
+    return any("sample_weight" in options.__annotations__ for options in typed)
 
 
 def bootstrap_ci(

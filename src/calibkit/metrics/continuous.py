@@ -11,6 +11,8 @@ metrics (:mod:`calibkit.metrics.binned`), they take ``labels``, exactly one of `
 
 from __future__ import annotations
 
+from typing import TypedDict, Unpack
+
 import numpy as np
 
 from calibkit.core.errors import InputError
@@ -19,6 +21,52 @@ from calibkit.metrics.samples import F64, Mode, calibration_target, check_weight
 
 MMCE_WIDTH = 0.4
 _MAX_EXPONENT = 500.0
+
+
+class _Options(TypedDict, total=False):
+    """The keyword options both metrics take (defaults: :func:`sorted_target`)."""
+
+    logits: object
+    mode: Mode
+    sample_weight: object
+
+
+def sorted_target(
+    labels: object,
+    probs: object = None,
+    *,
+    logits: object = None,
+    mode: Mode = "top_label",
+    sample_weight: object = None,
+) -> tuple[F64, F64, F64 | None]:
+    """Confidence, outcome and weight of every sample, sorted by confidence (stable).
+
+    Parameters
+    ----------
+    labels, probs, logits, sample_weight
+        The outputs (see :mod:`calibkit.metrics.binned`).
+    mode : {"top_label", "positive_class"}
+        What is measured for a binary problem.
+
+    Returns
+    -------
+    conf, outcome : ndarray of shape (N,)
+        Sorted confidences and their outcomes (see
+        :func:`~calibkit.metrics.samples.calibration_target`).
+    weight : ndarray of shape (N,) or None
+        The sample weights in the same order.
+
+    Examples
+    --------
+    >>> conf, outcome, weight = sorted_target([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]])
+    >>> conf.tolist(), outcome.tolist(), weight
+    ([0.6, 0.8], [0.0, 1.0], None)
+    """
+    out = as_outputs(labels, probs, logits=logits)
+    conf, outcome = calibration_target(out, mode)
+    w = check_weight(sample_weight, out.n_samples)
+    order = np.argsort(conf, kind="stable")
+    return conf[order], outcome[order], None if w is None else w[order]
 
 
 def ks_from_sorted(conf: F64, outcome: F64, weight: F64 | None = None) -> float:
@@ -53,22 +101,13 @@ def ks_from_sorted(conf: F64, outcome: F64, weight: F64 | None = None) -> float:
     return float(np.max(np.abs(cum[run_end])) / total)
 
 
-def ks_error(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    mode: Mode = "top_label",
-    sample_weight: object = None,
-) -> float:
+def ks_error(labels: object, probs: object = None, **options: Unpack[_Options]) -> float:
     """Kolmogorov-Smirnov calibration error (Gupta et al. 2021), top-label by default.
 
     Parameters
     ----------
-    labels, probs, logits, sample_weight
-        The outputs (see :mod:`calibkit.metrics.binned`).
-    mode : {"top_label", "positive_class"}
-        What is measured for a binary problem.
+    labels, probs, logits, mode, sample_weight
+        As in :func:`sorted_target`.
 
     Returns
     -------
@@ -80,11 +119,7 @@ def ks_error(
     >>> round(ks_error([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]]), 4)
     0.3
     """
-    out = as_outputs(labels, probs, logits=logits)
-    conf, outcome = calibration_target(out, mode)
-    w = check_weight(sample_weight, out.n_samples)
-    order = np.argsort(conf, kind="stable")
-    return ks_from_sorted(conf[order], outcome[order], None if w is None else w[order])
+    return ks_from_sorted(*sorted_target(labels, probs, **options))
 
 
 def mmce_from_sorted(
@@ -189,24 +224,16 @@ def mmce_from_sorted_batch(conf: F64, signed: F64, total: F64, width: float = MM
 
 
 def mmce(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    width: float = MMCE_WIDTH,
-    mode: Mode = "top_label",
-    sample_weight: object = None,
+    labels: object, probs: object = None, *, width: float = MMCE_WIDTH, **options: Unpack[_Options]
 ) -> float:
     """Maximum mean calibration error (Kumar et al. 2018), Laplacian kernel of ``width`` 0.4.
 
     Parameters
     ----------
-    labels, probs, logits, sample_weight
-        The outputs (see :mod:`calibkit.metrics.binned`).
+    labels, probs, logits, mode, sample_weight
+        As in :func:`sorted_target`.
     width : float
         Width of the kernel ``exp(-|r - r'| / width)``, > 0.
-    mode : {"top_label", "positive_class"}
-        What is measured for a binary problem.
 
     Returns
     -------
@@ -221,10 +248,4 @@ def mmce(
     """
     if not (isinstance(width, int | float) and width > 0):
         raise InputError("width", "a positive number", repr(width))
-    out = as_outputs(labels, probs, logits=logits)
-    conf, outcome = calibration_target(out, mode)
-    w = check_weight(sample_weight, out.n_samples)
-    order = np.argsort(conf, kind="stable")
-    return mmce_from_sorted(
-        conf[order], outcome[order], None if w is None else w[order], float(width)
-    )
+    return mmce_from_sorted(*sorted_target(labels, probs, **options), float(width))

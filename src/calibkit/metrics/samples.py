@@ -196,6 +196,33 @@ def entropy_per_sample(outputs: ClassifierOutputs) -> F64:
     return out
 
 
+def per_sample_scores(outputs: ClassifierOutputs) -> dict[str, F64]:
+    """The per-sample NLL, Brier score and entropy, keyed by their metric names.
+
+    Parameters
+    ----------
+    outputs : ClassifierOutputs
+        Validated outputs.
+
+    Returns
+    -------
+    dict of str to ndarray of shape (N,)
+        ``"nll"``, ``"brier"`` and ``"entropy"``, each averaged into the metric of its name.
+
+    Examples
+    --------
+    >>> from calibkit.core.outputs import as_outputs
+    >>> out = as_outputs([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]])
+    >>> {k: np.round(v, 4).tolist() for k, v in per_sample_scores(out).items()}
+    {'nll': [0.2231, 0.9163], 'brier': [0.08, 0.72], 'entropy': [0.5004, 0.673]}
+    """
+    return {
+        "nll": nll_per_sample(outputs),
+        "brier": brier_per_sample(outputs),
+        "entropy": entropy_per_sample(outputs),
+    }
+
+
 __all__ = [
     "MODES",
     "Mode",
@@ -205,5 +232,6 @@ __all__ = [
     "check_weight",
     "entropy_per_sample",
     "nll_per_sample",
+    "per_sample_scores",
     "weighted_mean",
 ]

@@ -14,14 +14,29 @@ and exactly one of ``probs`` or ``logits`` (``(N, K)``), plus optional non-negat
 
 from __future__ import annotations
 
-from calibkit.core.outputs import as_outputs
+from collections.abc import Callable
+
+from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics.samples import (
+    F64,
     brier_per_sample,
     check_weight,
     entropy_per_sample,
     nll_per_sample,
     weighted_mean,
 )
+
+
+def _mean(
+    per_sample: Callable[[ClassifierOutputs], F64],
+    labels: object,
+    probs: object,
+    logits: object,
+    sample_weight: object,
+) -> float:
+    """The (weighted) mean of ``per_sample`` over the validated outputs."""
+    out = as_outputs(labels, probs, logits=logits)
+    return weighted_mean(per_sample(out), check_weight(sample_weight, out.n_samples))
 
 
 def accuracy(
@@ -46,8 +61,7 @@ def accuracy(
     >>> accuracy([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], sample_weight=[3, 1])
     0.75
     """
-    out = as_outputs(labels, probs, logits=logits)
-    return weighted_mean(out.correct, check_weight(sample_weight, out.n_samples))
+    return _mean(lambda out: out.correct, labels, probs, logits, sample_weight)
 
 
 def nll(
@@ -70,8 +84,7 @@ def nll(
     >>> round(nll([0], logits=[[0.0, 0.0]]), 4)  # log 2
     0.6931
     """
-    out = as_outputs(labels, probs, logits=logits)
-    return weighted_mean(nll_per_sample(out), check_weight(sample_weight, out.n_samples))
+    return _mean(nll_per_sample, labels, probs, logits, sample_weight)
 
 
 def brier(
@@ -97,8 +110,7 @@ def brier(
     >>> round(brier([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]]), 4)  # (0.08 + 0.72) / 2
     0.4
     """
-    out = as_outputs(labels, probs, logits=logits)
-    return weighted_mean(brier_per_sample(out), check_weight(sample_weight, out.n_samples))
+    return _mean(brier_per_sample, labels, probs, logits, sample_weight)
 
 
 def entropy(
@@ -121,5 +133,4 @@ def entropy(
     >>> round(entropy([0, 1], probs=[[0.5, 0.5], [1.0, 0.0]]), 4)  # (log 2 + 0) / 2
     0.3466
     """
-    out = as_outputs(labels, probs, logits=logits)
-    return weighted_mean(entropy_per_sample(out), check_weight(sample_weight, out.n_samples))
+    return _mean(entropy_per_sample, labels, probs, logits, sample_weight)

@@ -39,6 +39,7 @@ from calibkit.metrics.bin_errors import (
     debiased_from_stats,
     error_from_stats,
     errors_from_sums,
+    sce_hit_index,
     sce_index,
 )
 from calibkit.metrics.continuous import (
@@ -48,15 +49,7 @@ from calibkit.metrics.continuous import (
     mmce_from_sorted_batch,
 )
 from calibkit.metrics.info import FLOOR_METRICS, METRIC_NAMES
-from calibkit.metrics.samples import (
-    F64,
-    Mode,
-    brier_per_sample,
-    calibration_target,
-    entropy_per_sample,
-    nll_per_sample,
-    weighted_mean,
-)
+from calibkit.metrics.samples import F64, Mode, calibration_target, per_sample_scores, weighted_mean
 
 #: Largest sample count for which the bootstrap evaluates blocks of replicates at once.
 _BATCH_MAX_N = 30_000
@@ -121,20 +114,15 @@ class MetricSuite:
         """Prepare every per-sample quantity of ``outputs``."""
         n_bins = check_n_bins(n_bins)
         conf, outcome = calibration_target(outputs, mode)
-        per_sample = {
-            "nll": nll_per_sample(outputs),
-            "brier": brier_per_sample(outputs),
-            "entropy": entropy_per_sample(outputs),
-        }
         probs = outputs.probs
         n, k = probs.shape
         rows = np.repeat(np.arange(n), k)
         shape = (n, k * n_bins)
         conf_map = sparse.csr_matrix((probs.reshape(-1), (rows, sce_index(probs, n_bins))), shape)
-        p_true = probs[np.arange(n), outputs.labels]
-        hits = outputs.labels * n_bins + equal_width_index(p_true, n_bins)
+        hits = sce_hit_index(probs, outputs.labels, n_bins)
         hit_map = sparse.csr_matrix((np.ones(n), (np.arange(n), hits)), shape)
         sce = (conf_map, hit_map)
+        per_sample = per_sample_scores(outputs)
         return cls(conf, outcome, outputs.correct, per_sample, n_bins=n_bins, sce=sce)
 
     def _equal_mass_index(self, weight: F64 | None) -> tuple[np.ndarray, F64]:
