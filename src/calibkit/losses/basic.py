@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from calibkit.core.docs import fill_doc
 from calibkit.core.errors import InputError
 from calibkit.core.validation import FRACTION, Choice, check_fraction
 from calibkit.losses.registry import LOSSES
@@ -37,6 +38,26 @@ REDUCTIONS: tuple[str, ...] = ("mean", "sum", "none")
 
 
 REDUCTION = Choice(*REDUCTIONS)
+
+
+#: The Parameters section of CrossEntropyLoss and BrierLoss, and the Examples header.
+_PARAMETERS = """Parameters
+----------
+reduction : {"mean", "sum", "none"}
+    How to reduce the per-sample losses.
+
+Examples
+--------"""
+
+
+#: The Returns section of the losses' functions, and the Examples header.
+_RETURNS_LOSS = """Returns
+-------
+Tensor
+    The loss (shape ``(N,)`` for ``"none"``).
+
+Examples
+--------"""
 
 
 def check_reduction(reduction: object) -> Reduction:
@@ -171,6 +192,7 @@ def reduce(loss: Tensor, reduction: Reduction) -> Tensor:
     return loss
 
 
+@fill_doc(returns=_RETURNS_LOSS)
 def cross_entropy(logits: Tensor, targets: Tensor, reduction: Reduction = "mean") -> Tensor:
     """Cross-entropy ``-log p_y``.
 
@@ -183,13 +205,7 @@ def cross_entropy(logits: Tensor, targets: Tensor, reduction: Reduction = "mean"
     reduction : {"mean", "sum", "none"}
         How to reduce the per-sample losses.
 
-    Returns
-    -------
-    Tensor
-        The loss (shape ``(N,)`` for ``"none"``).
-
-    Examples
-    --------
+    {returns}
     >>> cross_entropy(torch.zeros(1, 2), torch.tensor([0]))  # log 2
     tensor(0.6931)
     """
@@ -197,6 +213,7 @@ def cross_entropy(logits: Tensor, targets: Tensor, reduction: Reduction = "mean"
     return reduce(-target_log_prob(log_probs(logits, targets), targets), reduction)
 
 
+@fill_doc(returns=_RETURNS_LOSS)
 def label_smoothing_loss(
     logits: Tensor, targets: Tensor, epsilon: float, reduction: Reduction = "mean"
 ) -> Tensor:
@@ -211,13 +228,7 @@ def label_smoothing_loss(
     epsilon : float
         Smoothing in ``[0, 1)``.
 
-    Returns
-    -------
-    Tensor
-        The loss (shape ``(N,)`` for ``"none"``).
-
-    Examples
-    --------
+    {returns}
     >>> import math
     >>> logits = torch.tensor([[0.0, math.log(3.0)]])  # p = (1/4, 3/4)
     >>> loss = label_smoothing_loss(logits, torch.tensor([1]), epsilon=0.5)
@@ -231,6 +242,7 @@ def label_smoothing_loss(
     return reduce(loss, reduction)
 
 
+@fill_doc(returns=_RETURNS_LOSS)
 def brier_loss(logits: Tensor, targets: Tensor, reduction: Reduction = "mean") -> Tensor:
     """Brier score (Brier 1950): ``sum_k (p_k - onehot(y)_k)^2`` per sample, in ``[0, 2]``.
 
@@ -239,13 +251,7 @@ def brier_loss(logits: Tensor, targets: Tensor, reduction: Reduction = "mean") -
     logits, targets, reduction
         As in :func:`cross_entropy`.
 
-    Returns
-    -------
-    Tensor
-        The loss (shape ``(N,)`` for ``"none"``).
-
-    Examples
-    --------
+    {returns}
     >>> brier_loss(torch.zeros(1, 2), torch.tensor([0]))  # 0.5^2 + 0.5^2
     tensor(0.5000)
     """
@@ -270,16 +276,11 @@ class _ReducedLoss(nn.Module):
 
 
 @LOSSES.register("cross_entropy", params={"reduction": REDUCTION})
+@fill_doc(parameters=_PARAMETERS)
 class CrossEntropyLoss(_ReducedLoss):
     """Cross-entropy ``-log p_y`` as a module (see :func:`cross_entropy`).
 
-    Parameters
-    ----------
-    reduction : {"mean", "sum", "none"}
-        How to reduce the per-sample losses.
-
-    Examples
-    --------
+    {parameters}
     >>> CrossEntropyLoss()(torch.zeros(1, 2), torch.tensor([0]))
     tensor(0.6931)
     """
@@ -318,16 +319,11 @@ class LabelSmoothingLoss(nn.Module):
 
 
 @LOSSES.register("brier", params={"reduction": REDUCTION})
+@fill_doc(parameters=_PARAMETERS)
 class BrierLoss(_ReducedLoss):
     """Brier score of the softmax probabilities (see :func:`brier_loss`).
 
-    Parameters
-    ----------
-    reduction : {"mean", "sum", "none"}
-        How to reduce the per-sample losses.
-
-    Examples
-    --------
+    {parameters}
     >>> BrierLoss(reduction="none")(torch.zeros(2, 2), torch.tensor([0, 1]))
     tensor([0.5000, 0.5000])
     """

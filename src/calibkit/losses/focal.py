@@ -41,6 +41,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from calibkit.core.docs import fill_doc
 from calibkit.core.validation import NON_NEGATIVE
 from calibkit.losses.basic import (
     REDUCTION,
@@ -57,6 +58,33 @@ GAMMA = NON_NEGATIVE
 GAMMA_PARAMS = {"gamma": GAMMA, "reduction": REDUCTION}
 
 
+#: The Parameters and Returns sections of focal_loss, inverse_focal_loss, dual_focal_loss.
+_FUNCTION_SIGNATURE = """Parameters
+----------
+logits, targets, reduction
+    As in :func:`~calibkit.losses.basic.cross_entropy`.
+gamma : float
+    Exponent, finite and >= 0; 0 gives cross-entropy.
+
+Returns
+-------
+Tensor
+    The loss.
+
+Examples
+--------"""
+#: The Parameters section of FocalLoss, InverseFocalLoss, DualFocalLoss, and the Examples header.
+_MODULE_PARAMETERS = """Parameters
+----------
+gamma : float
+    Exponent, finite and >= 0.
+reduction : {"mean", "sum", "none"}
+    How to reduce the per-sample losses.
+
+Examples
+--------"""
+
+
 def _power(base: Tensor, gamma: float | Tensor) -> Tensor:
     """``base^gamma`` for ``base >= 0`` with finite gradients at ``base = 0`` (see module doc)."""
     if isinstance(gamma, float) and gamma == 0.0:
@@ -64,25 +92,13 @@ def _power(base: Tensor, gamma: float | Tensor) -> Tensor:
     return base.clamp_min(torch.finfo(base.dtype).tiny).pow(gamma)
 
 
+@fill_doc(signature=_FUNCTION_SIGNATURE)
 def focal_loss(
     logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
 ) -> Tensor:
     """Focal loss ``-(1 - p_y)^gamma log p_y`` (Lin et al. 2017; Mukhoti et al. 2020).
 
-    Parameters
-    ----------
-    logits, targets, reduction
-        As in :func:`~calibkit.losses.basic.cross_entropy`.
-    gamma : float
-        Exponent, finite and >= 0; 0 gives cross-entropy.
-
-    Returns
-    -------
-    Tensor
-        The loss.
-
-    Examples
-    --------
+    {signature}
     >>> from calibkit.losses.basic import cross_entropy
     >>> logits, targets = torch.tensor([[2.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 0])
     >>> torch.allclose(focal_loss(logits, targets, gamma=0.0), cross_entropy(logits, targets))
@@ -130,25 +146,13 @@ def adaptive_focal_loss(
     return reduce(-_power(-torch.expm1(logp_y), per_sample) * logp_y, reduction)
 
 
+@fill_doc(signature=_FUNCTION_SIGNATURE)
 def inverse_focal_loss(
     logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
 ) -> Tensor:
     """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021).
 
-    Parameters
-    ----------
-    logits, targets, reduction
-        As in :func:`~calibkit.losses.basic.cross_entropy`.
-    gamma : float
-        Exponent, finite and >= 0; 0 gives cross-entropy.
-
-    Returns
-    -------
-    Tensor
-        The loss.
-
-    Examples
-    --------
+    {signature}
     >>> inverse_focal_loss(torch.zeros(1, 2), torch.tensor([0]), gamma=1.0)  # 1.5 log 2
     tensor(1.0397)
     """
@@ -158,6 +162,7 @@ def inverse_focal_loss(
     return reduce(-_power(1.0 + logp_y.exp(), gamma) * logp_y, reduction)
 
 
+@fill_doc(signature=_FUNCTION_SIGNATURE)
 def dual_focal_loss(
     logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
 ) -> Tensor:
@@ -165,20 +170,7 @@ def dual_focal_loss(
 
     ``p_j = max{p_k : p_k < p_y}`` (0 if no class is less probable than the target).
 
-    Parameters
-    ----------
-    logits, targets, reduction
-        As in :func:`~calibkit.losses.basic.cross_entropy`.
-    gamma : float
-        Exponent, finite and >= 0; 0 gives cross-entropy.
-
-    Returns
-    -------
-    Tensor
-        The loss.
-
-    Examples
-    --------
+    {signature}
     >>> logits = torch.log(torch.tensor([[1.0, 2.0, 1.0]]))  # p = (1/4, 1/2, 1/4)
     >>> dual_focal_loss(logits, torch.tensor([1]), gamma=1.0)  # (1 - 1/2 + 1/4) log 2
     tensor(0.5199)
@@ -215,18 +207,11 @@ class _GammaLoss(nn.Module):
 
 
 @LOSSES.register("focal", params=GAMMA_PARAMS)
+@fill_doc(parameters=_MODULE_PARAMETERS)
 class FocalLoss(_GammaLoss):
     """Focal loss ``-(1 - p_y)^gamma log p_y``; default ``gamma = 3`` (FL-3, Mukhoti et al.).
 
-    Parameters
-    ----------
-    gamma : float
-        Exponent, finite and >= 0.
-    reduction : {"mean", "sum", "none"}
-        How to reduce the per-sample losses.
-
-    Examples
-    --------
+    {parameters}
     >>> FocalLoss(gamma=1.0)(torch.zeros(1, 2), torch.tensor([0]))  # 0.5 log 2
     tensor(0.3466)
     """
@@ -257,19 +242,15 @@ class AdaptiveFocalLoss(_GammaLoss):
 
 
 @LOSSES.register("inverse_focal", params=GAMMA_PARAMS)
+@fill_doc(parameters=_MODULE_PARAMETERS)
 class InverseFocalLoss(_GammaLoss):
     """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021); default gamma 2.
 
-    Parameters
-    ----------
-    gamma : float
-        Exponent, finite and >= 0.
-    reduction : {"mean", "sum", "none"}
-        How to reduce the per-sample losses.
-
-    Examples
-    --------
-    >>> InverseFocalLoss(gamma=1.0)(torch.zeros(1, 2), torch.tensor([0]))  # 1.5 log 2
+    {parameters}
+    >>> loss = InverseFocalLoss(gamma=1.0)
+    >>> loss
+    InverseFocalLoss(gamma=1.0, reduction='mean')
+    >>> loss(torch.zeros(1, 2), torch.tensor([0]))  # 1.5 log 2
     tensor(1.0397)
     """
 
@@ -278,20 +259,13 @@ class InverseFocalLoss(_GammaLoss):
 
 
 @LOSSES.register("dual_focal", params=GAMMA_PARAMS)
+@fill_doc(parameters=_MODULE_PARAMETERS)
 class DualFocalLoss(_GammaLoss):
     """Dual focal loss ``-(1 - p_y + p_j)^gamma log p_y`` (Tao et al. 2023); default gamma 2.
 
     ``p_j`` is the largest probability below ``p_y`` (see the module docstring).
 
-    Parameters
-    ----------
-    gamma : float
-        Exponent, finite and >= 0.
-    reduction : {"mean", "sum", "none"}
-        How to reduce the per-sample losses.
-
-    Examples
-    --------
+    {parameters}
     >>> DualFocalLoss(gamma=1.0)(torch.zeros(1, 2), torch.tensor([0]))  # no p_j: 0.5 log 2
     tensor(0.3466)
     """

@@ -55,6 +55,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from calibkit.core.binning import N_BINS, check_n_bins
+from calibkit.core.docs import fill_doc
 from calibkit.core.errors import InputError
 from calibkit.core.validation import NON_NEGATIVE, POSITIVE, Boolean, Choice
 from calibkit.losses.basic import check_inputs, log_probs
@@ -69,6 +70,26 @@ SOFT_ECE_PARAMS = {"n_bins": N_BINS, "temperature": POSITIVE, "norm": NORM}
 SoftNorm = Literal["l1", "l2"]
 
 
+#: The Returns section of the penalty functions, and the Examples header.
+_RETURNS = """Returns
+-------
+Tensor
+    A scalar.
+
+Examples
+--------"""
+#: The Parameters and Returns sections of the penalties without parameters.
+_SIGNATURE = (
+    """Parameters
+----------
+logits, targets
+    Logits ``(N, K)`` and int64 class indices ``(N,)``.
+
+"""
+    + _RETURNS
+)
+
+
 def _confidence(logits: Tensor, targets: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """``(r, 1 - r, c)``: top-label confidence, its complement (exact near 1), correctness."""
     top_logp, pred = log_probs(logits, targets).max(dim=1)
@@ -79,21 +100,11 @@ def _sqrt(x: Tensor) -> Tensor:
     return x.clamp_min(torch.finfo(x.dtype).tiny).sqrt()
 
 
+@fill_doc(signature=_SIGNATURE)
 def l1_logit_norm(logits: Tensor, targets: Tensor) -> Tensor:
     """Mean L1 norm of the logits, ``mean_i sum_k |z_ik|`` (``targets`` only checked).
 
-    Parameters
-    ----------
-    logits, targets
-        Logits ``(N, K)`` and int64 class indices ``(N,)``.
-
-    Returns
-    -------
-    Tensor
-        A scalar.
-
-    Examples
-    --------
+    {signature}
     >>> l1_logit_norm(torch.tensor([[2.0, 0.0], [0.0, -1.0]]), torch.tensor([0, 0]))
     tensor(1.5000)
     """
@@ -101,6 +112,7 @@ def l1_logit_norm(logits: Tensor, targets: Tensor) -> Tensor:
     return logits.abs().sum(dim=1).mean()
 
 
+@fill_doc(returns=_RETURNS)
 def mmce(logits: Tensor, targets: Tensor, bandwidth: float = 0.4, weighted: bool = True) -> Tensor:
     """MMCE (Kumar et al. 2018) with a Laplacian kernel; weighted MMCE_w by default.
 
@@ -113,13 +125,7 @@ def mmce(logits: Tensor, targets: Tensor, bandwidth: float = 0.4, weighted: bool
     weighted : bool
         MMCE_w (correct and wrong samples balanced) or the plain MMCE.
 
-    Returns
-    -------
-    Tensor
-        A scalar.
-
-    Examples
-    --------
+    {returns}
     >>> mmce(torch.zeros(1, 2), torch.tensor([0]))  # one correct sample at r = 0.5
     tensor(0.5000)
     """
@@ -135,21 +141,11 @@ def mmce(logits: Tensor, targets: Tensor, bandwidth: float = 0.4, weighted: bool
     return _sqrt(w @ kernel @ w)
 
 
+@fill_doc(signature=_SIGNATURE)
 def mdca(logits: Tensor, targets: Tensor) -> Tensor:
     """MDCA (Hebbalaguppe et al. 2022): ``(1/K) sum_j |mean_i p_ij - mean_i 1[y_i = j]|``.
 
-    Parameters
-    ----------
-    logits, targets
-        Logits ``(N, K)`` and int64 class indices ``(N,)``.
-
-    Returns
-    -------
-    Tensor
-        A scalar.
-
-    Examples
-    --------
+    {signature}
     >>> mdca(torch.zeros(2, 2), torch.tensor([0, 0]))  # (|0.5 - 1| + |0.5 - 0|) / 2
     tensor(0.5000)
     """
@@ -158,6 +154,7 @@ def mdca(logits: Tensor, targets: Tensor) -> Tensor:
     return (p.mean(dim=0) - freq).abs().mean()
 
 
+@fill_doc(returns=_RETURNS)
 def soft_ece(
     logits: Tensor,
     targets: Tensor,
@@ -178,13 +175,7 @@ def soft_ece(
     norm : {"l1", "l2"}
         Weighted mean or root-mean-square of the per-bin gaps.
 
-    Returns
-    -------
-    Tensor
-        A scalar.
-
-    Examples
-    --------
+    {returns}
     >>> soft_ece(torch.zeros(1, 2), torch.tensor([0]))  # r = 0.5 correct: gap 0.5
     tensor(0.5000)
     """
@@ -204,8 +195,9 @@ def soft_ece(
 class Penalty(nn.Module):
     """A batch-level calibration penalty ``(logits, targets) -> scalar``.
 
-    ``weight_param`` names its weight in the combined losses and configs. Subclasses
-    implement ``forward(logits, targets)``.
+    ``weight_param`` names its weight in the combined losses and configs. A penalty
+    without parameters sets ``penalty`` to its function; one with parameters overrides
+    ``forward(logits, targets)``.
 
     Examples
     --------
@@ -214,6 +206,14 @@ class Penalty(nn.Module):
     """
 
     weight_param: ClassVar[str] = "beta"
+
+    @staticmethod
+    def penalty(logits: Tensor, targets: Tensor) -> Tensor:
+        """The penalty of a batch; a penalty without parameters defines only this."""
+        raise NotImplementedError
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return self.penalty(logits, targets)
 
 
 @PENALTIES.register("l1_norm", params={})
@@ -227,9 +227,7 @@ class L1LogitNorm(Penalty):
     """
 
     weight_param: ClassVar[str] = "alpha"
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return l1_logit_norm(logits, targets)
+    penalty = staticmethod(l1_logit_norm)
 
 
 @PENALTIES.register("mmce", params=MMCE_PARAMS)
@@ -271,8 +269,7 @@ class MDCA(Penalty):
     tensor(0.)
     """
 
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return mdca(logits, targets)
+    penalty = staticmethod(mdca)
 
 
 @PENALTIES.register("soft_ece", params=SOFT_ECE_PARAMS)

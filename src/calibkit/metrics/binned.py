@@ -35,6 +35,7 @@ from calibkit.core.binning import (
     bin_stats,
     check_n_bins,
 )
+from calibkit.core.docs import fill_doc
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics.bin_errors import (
     Norm,
@@ -44,6 +45,16 @@ from calibkit.metrics.bin_errors import (
     sce_index,
 )
 from calibkit.metrics.samples import Mode, calibration_target, check_weight
+
+#: The Parameters section and the return type of mce, rmsce.
+_SIGNATURE = """Parameters
+----------
+labels, probs, logits, sample_weight, n_bins, mode, convention
+    As in :func:`ece`.
+
+Returns
+-------
+float"""
 
 
 class _Binning(TypedDict, total=False):
@@ -213,17 +224,11 @@ def aece(labels: object, probs: object = None, **options: Unpack[_Binning]) -> f
     return calibration_error(labels, probs, scheme="equal_mass", **options)
 
 
+@fill_doc(signature=_SIGNATURE)
 def mce(labels: object, probs: object = None, **options: Unpack[_EqualWidth]) -> float:
     """Maximum calibration error: the largest gap over non-empty equal-width bins.
 
-    Parameters
-    ----------
-    labels, probs, logits, sample_weight, n_bins, mode, convention
-        As in :func:`ece`.
-
-    Returns
-    -------
-    float
+    {signature}
         ``max_b |acc_b - conf_b|``, a fraction in [0, 1].
 
     Examples
@@ -234,17 +239,11 @@ def mce(labels: object, probs: object = None, **options: Unpack[_EqualWidth]) ->
     return calibration_error(labels, probs, norm="max", **options)
 
 
+@fill_doc(signature=_SIGNATURE)
 def rmsce(labels: object, probs: object = None, **options: Unpack[_EqualWidth]) -> float:
     """Root-mean-square calibration error (l2 norm) with equal-width bins.
 
-    Parameters
-    ----------
-    labels, probs, logits, sample_weight, n_bins, mode, convention
-        As in :func:`ece`.
-
-    Returns
-    -------
-    float
+    {signature}
         ``sqrt(sum_b w_b (acc_b - conf_b)^2)``.
 
     Examples

@@ -11,12 +11,20 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from calibkit.core.docs import fill_doc
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, check_labels, to_numpy
 
 Mode = Literal["top_label", "positive_class"]
 MODES: tuple[str, ...] = ("top_label", "positive_class")
 F64 = npt.NDArray[np.float64]
+
+
+#: The Parameters section of the per-sample scores.
+_PARAMETERS = """Parameters
+----------
+outputs : ClassifierOutputs
+    Validated outputs."""
 
 
 def calibration_target(outputs: ClassifierOutputs, mode: Mode = "top_label") -> tuple[F64, F64]:
@@ -119,13 +127,11 @@ def weighted_mean(values: F64, weight: F64 | None) -> float:
     return float(np.dot(values, weight) / weight.sum())
 
 
+@fill_doc(parameters=_PARAMETERS)
 def nll_per_sample(outputs: ClassifierOutputs) -> F64:
     """``-log p(y_i)``; a probability of exactly 0 counts as ``-log(tiny)`` (about 708).
 
-    Parameters
-    ----------
-    outputs : ClassifierOutputs
-        Validated outputs.
+    {parameters}
 
     Returns
     -------
@@ -144,13 +150,11 @@ def nll_per_sample(outputs: ClassifierOutputs) -> F64:
     return out
 
 
+@fill_doc(parameters=_PARAMETERS)
 def brier_per_sample(outputs: ClassifierOutputs) -> F64:
     """``sum_k (p_k - [y = k])^2``, in [0, 2] (the multiclass Brier score; not halved).
 
-    Parameters
-    ----------
-    outputs : ClassifierOutputs
-        Validated outputs.
+    {parameters}
 
     Returns
     -------
@@ -170,13 +174,11 @@ def brier_per_sample(outputs: ClassifierOutputs) -> F64:
     return out
 
 
+@fill_doc(parameters=_PARAMETERS)
 def entropy_per_sample(outputs: ClassifierOutputs) -> F64:
     """Predictive entropy ``-sum_k p_k log p_k`` in nats (``0 log 0 = 0``).
 
-    Parameters
-    ----------
-    outputs : ClassifierOutputs
-        Validated outputs.
+    {parameters}
 
     Returns
     -------
@@ -196,13 +198,11 @@ def entropy_per_sample(outputs: ClassifierOutputs) -> F64:
     return out
 
 
+@fill_doc(parameters=_PARAMETERS)
 def per_sample_scores(outputs: ClassifierOutputs) -> dict[str, F64]:
     """The per-sample NLL, Brier score and entropy, keyed by their metric names.
 
-    Parameters
-    ----------
-    outputs : ClassifierOutputs
-        Validated outputs.
+    {parameters}
 
     Returns
     -------

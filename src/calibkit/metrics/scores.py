@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from calibkit.core.docs import fill_doc
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics.samples import (
     F64,
@@ -25,6 +26,16 @@ from calibkit.metrics.samples import (
     nll_per_sample,
     weighted_mean,
 )
+
+#: The Parameters section and the return type of accuracy, nll, brier, entropy.
+_SIGNATURE = """Parameters
+----------
+labels, probs, logits, sample_weight
+    The outputs (see the module docstring).
+
+Returns
+-------
+float"""
 
 
 def _mean(
@@ -39,19 +50,13 @@ def _mean(
     return weighted_mean(per_sample(out), check_weight(sample_weight, out.n_samples))
 
 
+@fill_doc(signature=_SIGNATURE)
 def accuracy(
     labels: object, probs: object = None, *, logits: object = None, sample_weight: object = None
 ) -> float:
     """Fraction of samples whose argmax class equals the label.
 
-    Parameters
-    ----------
-    labels, probs, logits, sample_weight
-        The outputs (see the module docstring).
-
-    Returns
-    -------
-    float
+    {signature}
         The (weighted) accuracy in [0, 1].
 
     Examples
@@ -64,19 +69,13 @@ def accuracy(
     return _mean(lambda out: out.correct, labels, probs, logits, sample_weight)
 
 
+@fill_doc(signature=_SIGNATURE)
 def nll(
     labels: object, probs: object = None, *, logits: object = None, sample_weight: object = None
 ) -> float:
     """Mean negative log-likelihood of the labels (nats), from log-softmax for logits.
 
-    Parameters
-    ----------
-    labels, probs, logits, sample_weight
-        The outputs (see the module docstring).
-
-    Returns
-    -------
-    float
+    {signature}
         ``mean_i -log p_i(y_i)``; a probability of exactly 0 counts as about 708.
 
     Examples
@@ -87,6 +86,7 @@ def nll(
     return _mean(nll_per_sample, labels, probs, logits, sample_weight)
 
 
+@fill_doc(signature=_SIGNATURE)
 def brier(
     labels: object, probs: object = None, *, logits: object = None, sample_weight: object = None
 ) -> float:
@@ -95,14 +95,7 @@ def brier(
     For two classes this is twice scikit-learn's ``brier_score_loss`` (which scores only
     the positive class).
 
-    Parameters
-    ----------
-    labels, probs, logits, sample_weight
-        The outputs (see the module docstring).
-
-    Returns
-    -------
-    float
+    {signature}
         The Brier score (not halved).
 
     Examples
@@ -113,19 +106,13 @@ def brier(
     return _mean(brier_per_sample, labels, probs, logits, sample_weight)
 
 
+@fill_doc(signature=_SIGNATURE)
 def entropy(
     labels: object, probs: object = None, *, logits: object = None, sample_weight: object = None
 ) -> float:
     """Mean predictive entropy in nats (labels are checked but do not enter).
 
-    Parameters
-    ----------
-    labels, probs, logits, sample_weight
-        The outputs (see the module docstring).
-
-    Returns
-    -------
-    float
+    {signature}
         ``mean_i -sum_k p_ik log p_ik`` (``0 log 0 = 0``).
 
     Examples
