@@ -37,3 +37,11 @@ def tiny_config(tmp_path: Path) -> Path:
     path = tmp_path / "tiny.toml"
     path.write_text(TINY, encoding="utf-8")
     return path
+
+
+def tree(root: Path) -> dict[str, bytes | None]:
+    """Every path below ``root`` with its bytes (None for a folder): names and contents."""
+    return {
+        p.relative_to(root).as_posix(): None if p.is_dir() else p.read_bytes()
+        for p in sorted(root.rglob("*"))
+    }

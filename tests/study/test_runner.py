@@ -14,6 +14,7 @@ import pytest
 
 from calibkit.core.errors import InputError
 from calibkit.io.atomic import MANIFEST
+from calibkit.io.lock import LOCK
 from calibkit.study import COLUMNS, load_study_config
 from calibkit.study import run_study as run
 from calibkit.study.artifacts import load_logits
@@ -160,8 +161,10 @@ def test_a_study_killed_midway_resumes_to_the_same_table(tmp_path: Path) -> None
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not (killed / "results.csv").exists()
+    assert (killed / LOCK).exists()  # the killed study's lock, taken over below
     assert _calibkit("study", str(cfg), "--out", str(killed), "--quiet", **quiet).wait() == 0
     assert (killed / "results.csv").read_text() == (whole / "results.csv").read_text()
+    assert not (killed / LOCK).exists()
     for run_dir in (killed / "runs").glob("*/seed-*"):
         twin = whole / run_dir.relative_to(killed)
         a, b = load_logits(run_dir), load_logits(twin)

@@ -1,11 +1,15 @@
-"""``calibkit demo``: one overconfident MLP on digits, every calibrator compared."""
+"""``calibkit demo``: one overconfident MLP on digits, every calibrator compared.
+
+``--out`` follows the report folder rule of ``compare`` (:mod:`calibkit.io.atomic`): a new
+or empty folder, or a report folder calibkit wrote, checked before the model is trained.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from calibkit.cli.common import check_output, method_list, say
+from calibkit.cli.common import method_list, say
 from calibkit.cli.options import EVERY_METHOD, Subparsers, add_numbers, int_at_least, opt
 
 TITLE = "calibkit demo: an overconfident MLP on digits"
@@ -22,10 +26,11 @@ def add_arguments(sub: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train the demo model, compare the calibrators, write the report."""
-    from calibkit.reporting.compare_report import write_compare_report
+    from calibkit.io.atomic import check_replaceable_folder
+    from calibkit.reporting.compare_report import write_compare_report, written_before_manifests
     from calibkit.workflows.demo import DemoSettings, run_demo
 
-    out_dir = check_output(Path(args.out), "--out", folder=True)
+    out_dir = check_replaceable_folder(Path(args.out), "--out", written_before_manifests)
     methods = method_list(args.methods)
     settings = DemoSettings(
         n_boot=args.n_boot, epochs=args.epochs, methods=None if methods is None else tuple(methods)

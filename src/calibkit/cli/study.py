@@ -1,11 +1,16 @@
-"""``calibkit study [CONFIG]``: train models x seeds, calibrate, report (resumable)."""
+"""``calibkit study [CONFIG]``: train models x seeds, calibrate, report (resumable).
+
+``--out`` is a new or empty folder, or a study folder (holding only files a study writes,
+see :mod:`calibkit.study.folder`); the current folder and its parents are refused. Every
+input is checked before any file is written. A folder another study is writing is
+refused, not waited for.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from calibkit.cli.common import check_output
 from calibkit.cli.options import Subparsers, int_at_least, opt
 from calibkit.core.errors import InputError
 
@@ -22,7 +27,11 @@ def add_arguments(sub: Subparsers) -> None:
     text = "train models x seeds from a TOML config, calibrate, report (resumable)"
     p = sub.add_parser("study", help=text, description=text)
     p.add_argument("config", metavar="CONFIG", nargs="?", help="TOML file (default: digits)")
-    opt(p, "--out", "DIR", "output folder (default: study-<config name>)")
+    text = (
+        "output folder (default: study-<config name>): new, empty, or a study folder; "
+        "one another study is writing is refused, not waited for"
+    )
+    opt(p, "--out", "DIR", text)
     part = p.add_argument_group("part of the study", "narrow or adapt the config's runs")
     opt(part, "--models", "A,B", "run only these model labels")
     opt(part, "--seeds", "0,1", "run only these seeds")
@@ -37,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     """Run (or resume) the study and write its report."""
     from calibkit.study import load_study_config, run_study
     from calibkit.study.config import DEFAULT_CONFIG
+    from calibkit.study.folder import check_study_folder
 
     path = Path(args.config) if args.config else DEFAULT_CONFIG
     cfg = load_study_config(path)
@@ -46,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         epochs=args.epochs,
         data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
     )
-    out = check_output(Path(args.out or f"study-{path.stem}"), "--out", folder=True)
+    out = check_study_folder(Path(args.out or f"study-{path.stem}"), "--out")
     runs = run_study(cfg, out, progress=not args.quiet, report_only=args.report_only)
     print(f"{len(runs.records)} runs; report: {out / 'report.html'}")
     return 0

@@ -4,6 +4,10 @@
 (model, seed) into ``out/runs``, fits every calibrator on the calibration logits, and
 writes ``results.csv``, ``results.json``, ``report.md``, ``report.html`` and ``figures/``
 (see :mod:`calibkit.study.runner` for the layout).
+
+Nothing is written before everything is checked (:func:`calibkit.study.runner.check_study`),
+and a study holds its folder's lock while it runs: a second study on the same folder is
+refused, not waited for (:mod:`calibkit.study.folder`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from calibkit.core.errors import InputError
 from calibkit.study import runner
 from calibkit.study.artifacts import COLUMNS
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig, load_study_config
+from calibkit.study.folder import locked_study_folder
 from calibkit.study.prepare import StudyData, prepare_data
 from calibkit.study.report import write_study_report
 from calibkit.study.runner import RunRecord, StudyRuns
@@ -42,10 +47,15 @@ def run_study(
     report_only: bool = False,
 ) -> StudyRuns:
     """Run (or resume) the study ``cfg`` into ``out`` and write its report there
-    (``report_only``: from what is finished, training and fitting nothing)."""
-    runs = runner.run_study(cfg, Path(out), progress=progress, report_only=report_only)
-    if not runs.records:
-        raise InputError("--out", "a study folder with at least one trained run", str(out))
-    logging.getLogger(__name__).info("writing the report")
-    write_study_report(cfg, runs.records, Path(out), runs.classes, runs.sizes)
+    (``report_only``: from what is finished, training and fitting nothing).
+
+    Everything is checked before anything is written; a refused study changes no file."""
+    out = Path(out)
+    cache = runner.check_study(cfg, out, report_only=report_only)
+    with locked_study_folder(out):
+        runs = runner.run_study(cfg, out, progress=progress, report_only=report_only, cache=cache)
+        if not runs.records:  # every finished run was removed since the check
+            raise InputError("--out", "a study folder with at least one trained run", str(out))
+        logging.getLogger(__name__).info("writing the report")
+        write_study_report(cfg, runs.records, out, runs.classes, runs.sizes)
     return runs

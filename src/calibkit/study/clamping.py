@@ -40,9 +40,11 @@ from calibkit.study.prepare import StudyData
 FIT_VERSION = 2
 
 
-def check_input_calibrators(names: tuple[str, ...], params: dict[str, Any]) -> None:
-    """Fail early on unknown names or parameters (with a stand-in model)."""
-    stand_in = nn.Linear(1, 2)
+def check_input_calibrators(
+    names: tuple[str, ...], params: dict[str, Any], model: nn.Module | None = None
+) -> None:
+    """Fail early on unknown names or parameters (with ``model``, or a stand-in model)."""
+    stand_in = nn.Linear(1, 2) if model is None else model
     for i, name in enumerate(names):
         if name.endswith("@") or name in names[:i]:
             raise InputError("input_calibrators", "distinct names, NAME or NAME@LABEL", repr(name))

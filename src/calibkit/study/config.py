@@ -54,6 +54,8 @@ from calibkit.metrics import FLOOR_METRICS, METRIC_NAMES
 from calibkit.models import MODELS
 from calibkit.training import TrainConfig
 
+#: The largest seed of a run (torch and numpy seeds are 64-bit; a run adds to its seed).
+MAX_SEED = 2**32 - 1
 #: A part of a split: a count of samples, or a fraction of the split.
 PART_SIZE = AnyOf(Integer(low=1), Real(0.0, 1.0, closed="neither"))
 #: The declared fields of :class:`DataConfig` that hold one checked value.
@@ -61,7 +63,7 @@ DATA_CONSTRAINTS: Constraints = {
     "calibration_size": PART_SIZE,
     "calibration_from": Choice("train", "test"),
     "train_size": NoneOr(PART_SIZE),
-    "split_seed": Integer(),
+    "split_seed": Integer(low=0),
     "split_by_seed": Boolean(),
     "normalize": Boolean(),
 }
@@ -169,8 +171,8 @@ class StudyConfig:
             raise InputError("models", "distinct labels", ", ".join(labels))
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise InputError("seeds", "at least one seed, no repeats", repr(list(self.seeds)))
-        if any(s < 0 for s in self.seeds):
-            raise InputError("seeds", "integers >= 0", repr(list(self.seeds)))
+        if any(not 0 <= s <= MAX_SEED for s in self.seeds):
+            raise InputError("seeds", f"integers in [0, {MAX_SEED}]", repr(list(self.seeds)))
         for name in self.calibrators:
             CALIBRATORS.get(name)
         for name, params in self.calibrator_params.items():

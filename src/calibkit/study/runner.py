@@ -2,7 +2,8 @@
 
 Layout of the output folder::
 
-    config.toml                    the resolved configuration of the last invocation
+    config.toml                    the resolved configuration of the last study that ran
+    .calibkit.lock                 while a study runs: its host and process id
     runs/<model>/seed-<s>/
         identity.json              what this run is (data, model, training, seed)
         checkpoint.pt              while training: the state after the last epoch
@@ -16,8 +17,19 @@ Layout of the output folder::
 
 Every file is written atomically. A run is done when ``train.json`` exists; killed
 midway (even by SIGKILL), a study started again skips finished runs, resumes an
-interrupted one from its last finished epoch, and ends with the same table. A folder
-holding a run made with different settings is refused rather than mixed.
+interrupted one from its last finished epoch, and ends with the same table.
+
+Nothing is written before everything is checked (:func:`check_study`): the folder (only
+files a study writes, see :mod:`calibkit.study.folder`), the device, every run's data,
+model and calibrators, and the settings of the runs already in the folder (a run made with
+different settings is refused rather than mixed). ``config.toml`` is written only when the
+study starts for real, and a run's ``identity.json`` once its model is built. A refused
+study leaves the folder as it was, so the corrected config runs on the same ``--out``.
+
+One study at a time: the study holds the folder's lock (:class:`~calibkit.io.lock.FolderLock`)
+from its start to its report. A second study on the same folder is refused, not waited
+for, naming the holder's host and process id; the lock of a study that was killed is
+taken over by the next one.
 
 Progress (which run, which dataset, each epoch's summary) is logged, not printed (see
 :mod:`calibkit.core.progress`).
@@ -25,9 +37,7 @@ Progress (which run, which dataset, each epoch's summary) is logged, not printed
 
 from __future__ import annotations
 
-import dataclasses
 import io
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -50,14 +60,14 @@ from calibkit.study.artifacts import (
     save_temperature,
     write_json,
 )
-from calibkit.study.clamping import clamp_run
+from calibkit.study.clamping import check_input_calibrators, clamp_run
 from calibkit.study.components import build_model, resolve_device
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig
+from calibkit.study.folder import check_study_folder
+from calibkit.study.identity import IDENTITY_FILE, check_identity, run_identity
 from calibkit.study.prepare import StudyData, prepare_data
-from calibkit.training import TrainConfig, train
-from calibkit.workflows.compare import compare
-
-FORMAT_VERSION = 1
+from calibkit.training import train
+from calibkit.workflows.compare import compare, resolve_methods
 
 log = logging.getLogger(__name__)
 
@@ -75,75 +85,24 @@ class RunRecord:
     directory: Path
 
 
-def run_identity(cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData) -> dict[str, Any]:
-    """What makes two runs the same (the data folder is left out: data may move)."""
-    data_cfg = dataclasses.asdict(cfg.model_data(spec))
-    data_cfg.pop("data_dir")
-    return {
-        "format": FORMAT_VERSION,
-        "data": data_cfg,
-        "classes": list(data.classes),
-        "n": {k: len(v[1]) for k, v in data.splits.items()},
-        "model": {
-            "name": spec.name,
-            "params": spec.params,
-            "init": None if spec.init is None else Path(spec.init).name,
-            "init_rows": list(spec.init_rows),
-        },
-        "training": dataclasses.asdict(cfg.model_training(spec)),
-        "seed": seed,
-    }
-
-
-def _with_new_defaults(found: dict[str, Any], identity: dict[str, Any]) -> dict[str, Any]:
-    """A stored identity with settings added to calibkit since then set to their defaults.
-
-    A setting that did not exist when a run was made cannot have changed it; filling in the
-    default keeps runs made by an older calibkit resumable.
-    """
-    for key, cls in (("data", DataConfig), ("training", TrainConfig)):
-        stored, now = found.get(key), identity.get(key, {})
-        if isinstance(stored, dict):
-            defaults = {
-                f.name: json.loads(json.dumps(f.default))
-                for f in dataclasses.fields(cls)
-                if f.default is not dataclasses.MISSING and f.name in now
-            }
-            found[key] = {**{k: v for k, v in defaults.items() if k not in stored}, **stored}
-    return found
-
-
-def _check_identity(rdir: Path, identity: dict[str, Any]) -> None:
-    path = rdir / "identity.json"
-    identity = json.loads(json.dumps(identity))
-    if path.exists():
-        found = _with_new_defaults(read_json(path), identity)
-        if found != identity:
-            diff = sorted(k for k in set(found) | set(identity) if found.get(k) != identity.get(k))
-            raise InputError(
-                "out",
-                f"a folder whose run {rdir.name} of {rdir.parent.name} has this study's settings "
-                "(use another --out, or delete that run)",
-                "different " + ", ".join(diff),
-            )
-    else:
-        rdir.mkdir(parents=True, exist_ok=True)
-        write_json(path, identity)
-
-
 def train_run(cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData, rdir: Path) -> None:
-    """Train one (model, seed) into ``rdir`` unless it is finished; resume a partial one."""
-    _check_identity(rdir, run_identity(cfg, spec, seed, data))
+    """Train one (model, seed) into ``rdir`` unless it is finished; resume a partial one.
+
+    ``identity.json`` is written once the model is built, just before training starts."""
+    identity = run_identity(cfg, spec, seed, data)
+    check_identity(rdir, identity)
     if (rdir / "train.json").exists():
         return
-    tcfg = cfg.model_training(spec)
     device = resolve_device(cfg.device)
     torch.manual_seed(seed)
     model = build_model(spec, data).to(device)
+    if not (rdir / IDENTITY_FILE).exists():
+        rdir.mkdir(parents=True, exist_ok=True)
+        write_json(rdir / IDENTITY_FILE, identity)
     result = train(
         model,
         data.splits["train"],
-        tcfg,
+        cfg.model_training(spec),
         seed=seed,
         held_out={"cal": data.splits["cal"], "test": data.splits["test"]},
         checkpoint=rdir / "checkpoint.pt",
@@ -210,6 +169,57 @@ def calibrate_run(cfg: StudyConfig, label: str, seed: int, rdir: Path) -> list[d
     return rows
 
 
+#: The data of a study's runs, loaded once: ``(data settings, seed or 0) -> data``.
+DataCache = dict[tuple[DataConfig, int], StudyData]
+
+
+def _runs(cfg: StudyConfig, out: Path, report_only: bool) -> list[tuple[ModelSpec, int, Path]]:
+    """Every (model, seed, run folder) of ``cfg`` (``report_only``: the finished ones)."""
+    runs = [
+        (spec, seed, out / "runs" / spec.label / f"seed-{seed}")
+        for spec in cfg.models
+        for seed in cfg.seeds
+    ]
+    return [r for r in runs if not report_only or (r[2] / "train.json").exists()]
+
+
+def check_study(cfg: StudyConfig, out: Path, *, report_only: bool = False) -> DataCache:
+    """Check everything a study needs before it writes a file; it reads, and writes nothing.
+
+    The folder ``out`` must follow the study folder rule (:mod:`calibkit.study.folder`); the
+    device must exist; every run's data must load, its model build for that data, every
+    calibrator and input calibrator apply to it; a run already in ``out`` must have this
+    study's settings; with ``report_only``, at least one run must be finished. Returns the
+    data loaded (the first run's, kept for the study).
+    """
+    check_study_folder(out)
+    resolve_device(cfg.device)
+    runs = _runs(cfg, out, report_only)
+    if not runs:
+        raise InputError("--out", "a study folder with at least one trained run", str(out))
+    cache: DataCache = {}
+    built: set[tuple[str, DataConfig]] = set()
+    for spec, seed, rdir in reversed(runs):  # the cache ends on the first run's data
+        data_cfg = cfg.model_data(spec)
+        data = _prepared(cache, data_cfg, seed, announce=None)
+        if (spec.label, data_cfg) not in built:
+            built.add((spec.label, data_cfg))
+            check_calibrators(cfg, spec, data)
+        check_identity(rdir, run_identity(cfg, spec, seed, data))
+    return cache
+
+
+def check_calibrators(cfg: StudyConfig, spec: ModelSpec, data: StudyData) -> None:
+    """Refuse a model that cannot be built for ``data``, or a calibrator that cannot
+    calibrate it (a binary-only method for more classes, an input calibrator's options)."""
+    try:
+        resolve_methods(list(cfg.calibrators) or None, data.n_classes)
+    except InputError as exc:
+        raise InputError("calibrators", exc.expected, exc.got) from None
+    model = build_model(spec, data)
+    check_input_calibrators(cfg.input_calibrators, cfg.input_calibrator_params, model)
+
+
 @dataclass(frozen=True)
 class StudyRuns:
     """Every finished run of a study, with the class names and each model's split sizes."""
@@ -221,9 +231,15 @@ class StudyRuns:
 
 
 def run_study(
-    cfg: StudyConfig, out: Path, *, progress: bool = True, report_only: bool = False
+    cfg: StudyConfig,
+    out: Path,
+    *,
+    progress: bool = True,
+    report_only: bool = False,
+    cache: DataCache | None = None,
 ) -> StudyRuns:
-    """Run (or resume) every (model, seed) of ``cfg`` into ``out``.
+    """Run (or resume) every (model, seed) of ``cfg`` into ``out``, checked by
+    :func:`check_study` (``cache``: the data it loaded) and locked by the caller.
 
     With ``report_only``, nothing is trained and no input calibrator is fitted: the
     records are the runs already trained, with the input calibrators already fitted
@@ -231,24 +247,23 @@ def run_study(
     ``progress=False`` silences the calibrators that report their own epochs.
     """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     if not report_only:
         atomic_write_bytes(out / "config.toml", to_toml(cfg).encode("utf-8"))
     start = time.perf_counter()
-    prepared: dict[tuple[DataConfig, int], StudyData] = {}
+    prepared: DataCache = {} if cache is None else cache
     sizes: dict[str, dict[str, int]] = {}
     records = []
     classes: tuple[str, ...] = ()
     total = len(cfg.models) * len(cfg.seeds)
-    for i, (spec, seed) in enumerate(((m, s) for m in cfg.models for s in cfg.seeds), start=1):
-        rdir = out / "runs" / spec.label / f"seed-{seed}"
+    shown: list[tuple[DataConfig, int]] = []
+    for i, (spec, seed, rdir) in enumerate(_runs(cfg, out, False), start=1):
         done = (rdir / "train.json").exists()
         if report_only and not done:
             log.info("[%d/%d] %s seed %d: not trained yet, left out", i, total, spec.label, seed)
             continue
         again = " (finished before)" if done else ""
         log.info("[%d/%d] %s seed %d%s", i, total, spec.label, seed, again)
-        data = _prepared(prepared, cfg.model_data(spec), seed)
+        data = _prepared(prepared, cfg.model_data(spec), seed, announce=shown)
         classes = data.classes
         sizes[spec.label] = {k: len(v[1]) for k, v in data.splits.items()}
         train_run(cfg, spec, seed, data, rdir)
@@ -261,17 +276,25 @@ def run_study(
 
 
 def _prepared(
-    cache: dict[tuple[DataConfig, int], StudyData], data_cfg: DataConfig, seed: int
+    cache: DataCache,
+    data_cfg: DataConfig,
+    seed: int,
+    announce: list[tuple[DataConfig, int]] | None,
 ) -> StudyData:
-    """The data of a run, loaded once (one dataset in memory: runs come grouped by model)."""
+    """The data of a run, loaded once (one dataset in memory: runs come grouped by model).
+
+    With ``announce`` (the data used so far), a change of data is logged and appended."""
     key = (data_cfg, seed if data_cfg.split_by_seed else 0)
     if key not in cache:
         cache.clear()
+        cache[key] = prepare_data(data_cfg, seed)
+    data = cache[key]
+    if announce is not None and announce[-1:] != [key]:
+        announce.append(key)
         log.info("loading %s", data_cfg.dataset)
-        cache[key] = data = prepare_data(data_cfg, seed)
         counts = ", ".join(f"{k} {len(v[1]):,}" for k, v in data.splits.items())
         log.info("%d classes (%s); %s", data.n_classes, ", ".join(data.classes), counts)
-    return cache[key]
+    return data
 
 
 def _record(label: str, seed: int, rows: list[dict[str, Any]], rdir: Path) -> RunRecord:
