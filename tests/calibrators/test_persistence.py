@@ -20,7 +20,7 @@ import pytest
 
 from calibkit.calibrators import CALIBRATORS, Calibrator, get_calibrator
 from calibkit.core.errors import InputError
-from calibkit.core.validation import Array, ArrayList
+from calibkit.core.fitted_state import Array, ArrayList
 from tests.calibrators.problems import random_problem
 
 NAMES = CALIBRATORS.names()

@@ -39,6 +39,7 @@ import numpy as np
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, get_calibrator
 from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError
+from calibkit.core.fitted_state import MappingOf
 from calibkit.core.outputs import ClassifierOutputs
 from calibkit.core.validation import (
     Choice,
@@ -46,7 +47,6 @@ from calibkit.core.validation import (
     Constraints,
     Integer,
     ListOf,
-    MappingOf,
     NoneOr,
     Real,
     String,
@@ -59,7 +59,7 @@ CRITERIA: tuple[str, ...] = ("nll", "ece")
 EXCLUDED_BY_DEFAULT: tuple[str, ...] = ("auto", "temperature_ece")
 
 
-class SavedCalibrator(Constraint):
+class _SavedCalibrator(Constraint):
     """A fitted calibrator's :meth:`~calibkit.calibrators.base.Calibrator.to_json` dict,
     checked by rebuilding it (see :meth:`~calibkit.calibrators.base.Calibrator.from_json`)."""
 
@@ -113,7 +113,7 @@ class AutoCalibrator(Calibrator):
         "chosen_": String(),
         "cv_scores_": MappingOf(Real()),
         "cv_fold_scores_": MappingOf(ListOf(Real(), as_list=True)),
-        "chosen_state_": SavedCalibrator(),
+        "chosen_state_": _SavedCalibrator(),
     }
     methods: list[str] | None
     criterion: Criterion

@@ -31,17 +31,10 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.core.errors import InputError, NotFittedError
+from calibkit.core.fitted_state import Dims, check_state
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_scores, log_softmax64
 from calibkit.core.registry import Registry
-from calibkit.core.validation import (
-    Constraint,
-    Constraints,
-    Dims,
-    Integer,
-    check_params,
-    check_state,
-    is_integer,
-)
+from calibkit.core.validation import Constraint, Constraints, Integer, check_params, is_integer
 
 F64 = npt.NDArray[np.float64]
 FORMAT_VERSION = 1

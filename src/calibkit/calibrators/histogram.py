@@ -52,8 +52,9 @@ from calibkit.core.binning import (
     index_from_edges,
     stats_from_index,
 )
+from calibkit.core.fitted_state import Array, Dims
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
-from calibkit.core.validation import Array, Choice, Constraints, Dims
+from calibkit.core.validation import Choice, Constraints
 
 #: The parameters of both histogram binnings.
 BINNING_PARAMS = {"n_bins": N_BINS, "scheme": Choice(*SCHEMES)}

@@ -30,8 +30,9 @@ import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.histogram import one_vs_rest_classes, renormalise_or_keep
+from calibkit.core.fitted_state import Array, ArrayList, Dims
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
-from calibkit.core.validation import Array, ArrayList, Constraints, Dims
+from calibkit.core.validation import Constraints
 
 
 def fit_isotonic(score: F64, outcome: F64) -> tuple[F64, F64]:

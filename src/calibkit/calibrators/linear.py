@@ -67,11 +67,11 @@ from calibkit.calibrators.linear_solver import (
     odir_coefficients,
 )
 from calibkit.core.errors import InputError
+from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import (
     NON_NEGATIVE,
     POSITIVE,
-    Array,
     Constraints,
     Integer,
     ListOf,

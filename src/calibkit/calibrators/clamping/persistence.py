@@ -28,6 +28,7 @@ from calibkit.calibrators.base import MAX_FILE_BYTES
 from calibkit.calibrators.clamping.settings import SGD_FIELDS, flat_params, split_params
 from calibkit.calibrators.temperature import check_log_temperature
 from calibkit.core.errors import InputError
+from calibkit.core.fitted_state import check_state
 from calibkit.core.validation import (
     NON_NEGATIVE,
     POSITIVE,
@@ -42,7 +43,6 @@ from calibkit.core.validation import (
     Real,
     String,
     check_params,
-    check_state,
 )
 from calibkit.io.atomic import atomic_write_bytes, atomic_write_text
 
