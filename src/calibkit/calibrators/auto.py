@@ -39,14 +39,36 @@ import numpy as np
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, get_calibrator
 from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError
+from calibkit.core.fitted_state import MappingOf
 from calibkit.core.outputs import ClassifierOutputs
-from calibkit.core.validation import Choice, Constraints, Integer, ListOf, NoneOr, String
+from calibkit.core.validation import (
+    Choice,
+    Constraint,
+    Constraints,
+    Integer,
+    ListOf,
+    NoneOr,
+    Real,
+    String,
+)
 from calibkit.metrics import ece, nll
 
 Criterion = Literal["nll", "ece"]
 CRITERIA: tuple[str, ...] = ("nll", "ece")
 #: Registered methods left out of the default candidates.
 EXCLUDED_BY_DEFAULT: tuple[str, ...] = ("auto", "temperature_ece")
+
+
+class _SavedCalibrator(Constraint):
+    """A fitted calibrator's :meth:`~calibkit.calibrators.base.Calibrator.to_json` dict,
+    checked by rebuilding it (see :meth:`~calibkit.calibrators.base.Calibrator.from_json`)."""
+
+    def check(self, name: str, value: object) -> object:
+        Calibrator.from_json(value, source=name)
+        return value
+
+    def describe(self) -> str:
+        return "a saved calibrator"
 
 
 @CALIBRATORS.register("auto")
@@ -86,6 +108,12 @@ class AutoCalibrator(Calibrator):
         "n_folds": Integer(low=2),
         "seed": Integer(),
         "n_bins": N_BINS,
+    }
+    state_constraints: ClassVar[Constraints] = {
+        "chosen_": String(),
+        "cv_scores_": MappingOf(Real()),
+        "cv_fold_scores_": MappingOf(ListOf(Real(), as_list=True)),
+        "chosen_state_": _SavedCalibrator(),
     }
     methods: list[str] | None
     criterion: Criterion
@@ -160,6 +188,16 @@ class AutoCalibrator(Calibrator):
         if self.criterion == "nll":
             return nll(labels, probs=probs)
         return ece(labels, probs=probs, n_bins=self.n_bins)
+
+    def _check_state(self) -> None:
+        chosen = Calibrator.from_json(self.chosen_state_, source="state.chosen_state_")
+        if chosen.name != self.chosen_ or self.chosen_ not in self.cv_scores_:
+            expected = f"{chosen.name!r}, the method of chosen_state_ and one of cv_scores_"
+            raise InputError("state.chosen_", expected, repr(self.chosen_))
+        if chosen.n_classes_ != self.n_classes_ or isinstance(chosen, AutoCalibrator):
+            expected = f"a calibrator other than 'auto' for {self.n_classes_} classes"
+            raise InputError("state.chosen_state_", expected, repr(chosen))
+        self._chosen = chosen
 
     @property
     def chosen(self) -> Calibrator:

@@ -19,9 +19,11 @@ pass ``log(probs)`` as logits (softmax ignores the per-row constant).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -29,12 +31,19 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.core.errors import InputError, NotFittedError
+from calibkit.core.fitted_state import Dims, check_state
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_scores, log_softmax64
 from calibkit.core.registry import Registry
-from calibkit.core.validation import Constraints, check_params
+from calibkit.core.validation import Constraint, Constraints, Integer, check_params, is_integer
 
 F64 = npt.NDArray[np.float64]
 FORMAT_VERSION = 1
+#: The fields of a saved calibrator, in the order :meth:`Calibrator.to_json` writes them.
+DOCUMENT_KEYS = ("calibkit_calibrator", "method", "params", "state")
+#: Largest calibrator file read (a real one is far smaller; a larger one exhausts memory).
+MAX_FILE_BYTES = 256 << 20
+#: Deepest JSON nesting read (a real file, "auto" included, is under 10 levels deep).
+MAX_DEPTH = 32
 
 
 def _set_name(name: str, cls: type[Calibrator]) -> None:
@@ -79,6 +88,10 @@ class Calibrator(ABC):
     maps_logits: ClassVar[bool] = False
     #: The constructor parameters: name -> constraint, in signature order.
     param_constraints: ClassVar[Constraints] = {}
+    #: The fitted attributes besides ``n_classes_``, in the order ``fit`` sets them: name
+    #: -> constraint (shapes name ``k``, the classes, and the dimensions of
+    #: :meth:`_state_dims`); a loaded state is checked against them.
+    state_constraints: ClassVar[Constraints] = {}
 
     # ----- the contract ---------------------------------------------------------------
     def fit(self, logits: object, labels: object) -> Self:
@@ -181,37 +194,71 @@ class Calibrator(ABC):
         atomic_write_text(Path(path), json.dumps(self.to_json(), indent=1, allow_nan=False))
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Calibrator:
-        """Rebuild a fitted calibrator from :meth:`to_json` output."""
-        if not isinstance(data, dict) or data.get("calibkit_calibrator") != FORMAT_VERSION:
-            raise InputError(
-                "calibrator file",
-                f"a calibkit calibrator JSON (version {FORMAT_VERSION})",
-                "something else",
-            )
-        klass = CALIBRATORS.get(str(data.get("method")))
+    def from_json(cls, data: object, source: str = "calibrator") -> Calibrator:
+        """Rebuild a fitted calibrator from :meth:`to_json` output.
+
+        The document, the parameters (:attr:`param_constraints`) and the fitted state
+        (:meth:`fitted_constraints`) are checked field by field: an unknown or missing
+        field, a wrong type, shape or range, or a non-finite value raises one InputError
+        naming ``source`` and the field (e.g. ``state.temperature_``).
+        """
         try:
-            obj = klass(**_decode(data["params"]))
-            for key, val in _decode(data["state"]).items():
-                if not key.endswith("_"):
-                    raise KeyError(key)
-                setattr(obj, key, val)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError("calibrator file", "valid params and state", repr(exc)) from None
-        obj.check_is_fitted()
-        return obj
+            return _rebuild(data)
+        except InputError as exc:
+            got = exc.got if len(exc.got) <= 80 else exc.got[:77] + "..."
+            raise InputError(f"{source}: {exc.argument}", exc.expected, got) from None
 
     @classmethod
     def load(cls, path: str | Path) -> Calibrator:
-        """Read a calibrator written by :meth:`save`."""
+        """Read a calibrator written by :meth:`save` (checked as :meth:`from_json` says)."""
         p = Path(path)
+        source = f"calibrator file {p}"
+        if not p.exists():
+            raise InputError("calibrator file", "an existing file", str(p))
+        if not p.is_file():
+            raise InputError(source, "a regular file", "something else")
+        if p.stat().st_size > MAX_FILE_BYTES:
+            limit = f"a file of at most {MAX_FILE_BYTES >> 20} MB"
+            raise InputError(source, limit, f"{p.stat().st_size:,} bytes")
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError("calibrator file", "an existing file", str(p)) from None
+            data = json.loads(p.read_bytes().decode("utf-8"))
+        except OSError as exc:
+            raise InputError(source, "a readable file", str(exc.strerror)) from None
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError("calibrator file", "valid JSON", f"{p}: {exc}") from None
-        return cls.from_json(data)
+            raise InputError(source, "valid JSON", str(exc)) from None
+        except RecursionError:
+            raise InputError(
+                source, f"JSON nested at most {MAX_DEPTH} levels deep", "deeper nesting"
+            ) from None
+        return cls.from_json(data, source=source)
+
+    @classmethod
+    def fitted_constraints(cls) -> dict[str, Constraint]:
+        """Every fitted attribute, as checked on load: ``n_classes_``, then
+        :attr:`state_constraints` (in the order :meth:`fit` sets them)."""
+        classes = Integer(2, 2) if cls.binary_only else Integer(low=2)
+        return {"n_classes_": classes, **cls.state_constraints}
+
+    def _state_dims(self, n_classes: int) -> Dims:
+        """The lengths the state's array shapes name (``k``: the number of classes)."""
+        return {"k": n_classes}
+
+    def _check_state(self) -> None:
+        """Refuse loaded fitted attributes whose relations the declarations cannot state."""
+        return None
+
+    def _load_state(self, state: object) -> None:
+        if not isinstance(state, dict):
+            raise InputError("state", "a mapping of fitted attributes", type(state).__name__)
+        declared = self.fitted_constraints()
+        dims: Dims = {}
+        if "n_classes_" in state:  # the shapes depend on it: check it first
+            dims = self._state_dims(
+                declared["n_classes_"].check("state.n_classes_", state["n_classes_"])
+            )
+        for key, value in check_state(declared, state, dims, prefix="state.").items():
+            setattr(self, key, value)
+        self._check_state()
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
@@ -233,14 +280,85 @@ def _encode(obj: Any) -> Any:
     return obj
 
 
-def _decode(obj: Any) -> Any:
+def _rebuild(data: object) -> Calibrator:
+    """A fitted calibrator from a :meth:`Calibrator.to_json` document, every field checked."""
+    if not isinstance(data, dict) or data.get("calibkit_calibrator") != FORMAT_VERSION:
+        expected = f"a calibkit calibrator JSON (version {FORMAT_VERSION})"
+        raise InputError("document", expected, "something else")
+    unknown = [key for key in data if key not in DOCUMENT_KEYS]
+    missing = [key for key in DOCUMENT_KEYS if key not in data]
+    if unknown or missing:
+        got = f"unknown {unknown[0]!r}" if unknown else f"no {missing[0]!r}"
+        raise InputError("document", "the fields " + ", ".join(DOCUMENT_KEYS), got)
+    method = data["method"]
+    try:
+        klass = CALIBRATORS.get(method if isinstance(method, str) else repr(method))
+    except InputError as exc:
+        raise InputError("method", exc.expected, exc.got) from None
+    params = _decode(data["params"], "params")
+    if not isinstance(params, dict):
+        raise InputError("params", "a mapping of parameters", type(params).__name__)
+    checked = check_params(klass.param_constraints, params, "params", prefix="params.")
+    try:
+        obj = klass(**checked)
+    except InputError as exc:  # a relation between parameters (t_min < t_max, ...)
+        raise InputError(f"params.{exc.argument}", exc.expected, exc.got) from None
+    obj._load_state(_decode(data["state"], "state"))
+    return obj
+
+
+def _decode(obj: Any, name: str, depth: int = 0) -> Any:
+    """The JSON value ``obj`` (field ``name``) with arrays and non-finite floats decoded."""
+    if depth > MAX_DEPTH:
+        raise InputError(name, f"JSON nested at most {MAX_DEPTH} levels deep", "deeper nesting")
     if isinstance(obj, dict):
         if "__ndarray__" in obj:
-            arr = np.array(obj["__ndarray__"], dtype=np.dtype(obj["dtype"]))
-            return arr.reshape(obj["shape"])
+            return _decode_array(obj, name)
         if "__float__" in obj:
+            if set(obj) != {"__float__"} or obj["__float__"] not in ("nan", "inf", "-inf"):
+                raise InputError(name, "a float encoded as nan, inf or -inf", repr(obj))
             return float(obj["__float__"])
-        return {k: _decode(v) for k, v in obj.items()}
+        return {k: _decode(v, f"{name}.{k}", depth + 1) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_decode(v) for v in obj]
+        return [
+            _decode(v, f"{name}[{i}]", depth + 1) if isinstance(v, dict | list) else v
+            for i, v in enumerate(obj)
+        ]
     return obj
+
+
+def _decode_array(obj: dict[str, Any], name: str) -> np.ndarray:
+    """An array encoded by :func:`_encode`: float64 or int64 numbers of the stated shape."""
+    if set(obj) != {"__ndarray__", "dtype", "shape"}:
+        raise InputError(name, "an array as __ndarray__, dtype and shape", repr(sorted(obj)))
+    dtype, shape, values = obj["dtype"], obj["shape"], obj["__ndarray__"]
+    if dtype not in ("float64", "int64"):
+        raise InputError(f"{name}.dtype", "float64 or int64", repr(dtype))
+    if (
+        not isinstance(shape, list)
+        or len(shape) > 4
+        or not all(is_integer(n) and n >= 0 for n in shape)
+    ):
+        raise InputError(f"{name}.shape", "a list of at most 4 lengths", repr(shape))
+    try:
+        arr = np.array(values)
+    except (ValueError, TypeError, OverflowError):
+        arr = np.array(None)
+    expected = f"{dtype} numbers of shape {tuple(shape)}"
+    if arr.dtype.kind not in "ifb":
+        raise InputError(name, expected, "values that are not all numbers")
+    if arr.shape != tuple(shape):
+        raise InputError(name, expected, f"shape {arr.shape}")
+    if arr.size and (arr.dtype.kind not in ("if" if dtype == "float64" else "i")):
+        raise InputError(name, expected, f"{arr.dtype} values")
+    if _has_bool(values, len(shape)):
+        raise InputError(name, expected, "true or false among the numbers")
+    return arr.astype(dtype)
+
+
+def _has_bool(values: Any, ndim: int) -> bool:
+    """Whether a nested list of ``ndim`` levels (shape already checked) holds a JSON bool."""
+    flat: Iterable[Any] = [values] if ndim == 0 else values
+    for _ in range(ndim - 1):
+        flat = itertools.chain.from_iterable(flat)
+    return any(type(v) is bool for v in flat)

@@ -28,12 +28,15 @@ stops at a large finite slope (the optimiser's gradient tolerance).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, log_softmax64
+from calibkit.core.validation import NON_NEGATIVE, Constraints, Real
 
 
 def logistic_nll(weights: F64, features: F64, y: F64) -> tuple[float, F64]:
@@ -83,6 +86,7 @@ class PlattScaling(Calibrator):
     """
 
     binary_only = True
+    state_constraints: ClassVar[Constraints] = {"slope_": Real(), "intercept_": Real()}
 
     def _fit(self, out: ClassifierOutputs) -> None:
         s = _positive_logit(out.as_logits())
@@ -115,6 +119,11 @@ class BetaCalibration(Calibrator):
     """
 
     binary_only = True
+    state_constraints: ClassVar[Constraints] = {
+        "a_": NON_NEGATIVE,
+        "b_": NON_NEGATIVE,
+        "c_": Real(),
+    }
 
     def _fit(self, out: ClassifierOutputs) -> None:
         feats = _beta_features(out.as_logits())

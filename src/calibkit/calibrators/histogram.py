@@ -52,11 +52,22 @@ from calibkit.core.binning import (
     index_from_edges,
     stats_from_index,
 )
+from calibkit.core.fitted_state import Array, Dims
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import Choice, Constraints
 
 #: The parameters of both histogram binnings.
 BINNING_PARAMS = {"n_bins": N_BINS, "scheme": Choice(*SCHEMES)}
+
+
+def step_map_state(rate: str, *maps: str) -> Constraints:
+    """The fitted state of step maps: edges, counts and the ``rate`` attribute, with the
+    leading dimensions ``maps`` (none for top-label binning, ``"m"`` for class-wise)."""
+    return {
+        "edges_": Array(shape=(*maps, "n_bins+1"), low=0.0, high=1.0, sorted=True),
+        "bin_counts_": Array("int64", shape=(*maps, "n_bins"), low=0),
+        rate: Array(shape=(*maps, "n_bins"), low=0.0, high=1.0),
+    }
 
 
 def fit_bin_map(score: F64, outcome: F64, n_bins: int, scheme: Scheme) -> tuple[F64, I64, F64]:
@@ -101,6 +112,9 @@ class _Binning(Calibrator):
     def __init__(self, n_bins: int = 15, scheme: Scheme = "equal_width") -> None:
         self._set_params(n_bins=n_bins, scheme=scheme)
 
+    def _state_dims(self, n_classes: int) -> Dims:
+        return {"k": n_classes, "m": len(one_vs_rest_classes(n_classes)), "n_bins": self.n_bins}
+
 
 @CALIBRATORS.register("histogram")
 class HistogramBinning(_Binning):
@@ -125,6 +139,8 @@ class HistogramBinning(_Binning):
     >>> HistogramBinning(n_bins=np.int64(10)).get_params()
     {'n_bins': 10, 'scheme': 'equal_width'}
     """
+
+    state_constraints: ClassVar[Constraints] = step_map_state("bin_accuracy_")
 
     def _fit(self, out: ClassifierOutputs) -> None:
         probs = out.probs
@@ -165,6 +181,9 @@ class ClasswiseHistogramBinning(_Binning):
     >>> h.bin_frequency_.tolist()
     [[0.5, 0.5]]
     """
+
+    #: ``m`` maps: one per class of :func:`one_vs_rest_classes`.
+    state_constraints: ClassVar[Constraints] = step_map_state("bin_frequency_", "m")
 
     def _fit(self, out: ClassifierOutputs) -> None:
         probs = out.probs

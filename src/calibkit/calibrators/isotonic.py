@@ -24,11 +24,15 @@ saved calibrator needs no scikit-learn object.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.histogram import one_vs_rest_classes, renormalise_or_keep
+from calibkit.core.fitted_state import Array, ArrayList, Dims
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
+from calibkit.core.validation import Constraints
 
 
 def fit_isotonic(score: F64, outcome: F64) -> tuple[F64, F64]:
@@ -39,6 +43,10 @@ def fit_isotonic(score: F64, outcome: F64) -> tuple[F64, F64]:
     x = np.asarray(iso.X_thresholds_, dtype=np.float64)
     y = np.asarray(iso.y_thresholds_, dtype=np.float64)
     return x, y
+
+
+#: The thresholds of one fitted map: probabilities, non-decreasing (as ``np.interp`` needs).
+THRESHOLDS = Array(shape=("n",), low=0.0, high=1.0, sorted=True, nonempty=True)
 
 
 @CALIBRATORS.register("isotonic")
@@ -59,6 +67,15 @@ class IsotonicCalibrator(Calibrator):
     >>> IsotonicCalibrator().fit(z, [0, 0, 1, 1]).predict_proba(z)[:, 1].tolist()
     [0.0, 0.0, 1.0, 1.0]
     """
+
+    #: ``m`` maps (see :func:`one_vs_rest_classes`); map ``i`` has ``n`` thresholds.
+    state_constraints: ClassVar[Constraints] = {
+        "x_thresholds_": ArrayList(THRESHOLDS, "m"),
+        "y_thresholds_": ArrayList(THRESHOLDS, "m"),
+    }
+
+    def _state_dims(self, n_classes: int) -> Dims:
+        return {"k": n_classes, "m": len(one_vs_rest_classes(n_classes))}
 
     def _fit(self, out: ClassifierOutputs) -> None:
         probs = out.probs

@@ -67,8 +67,16 @@ from calibkit.calibrators.linear_solver import (
     odir_coefficients,
 )
 from calibkit.core.errors import InputError
+from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
-from calibkit.core.validation import NON_NEGATIVE, POSITIVE, Constraints, Integer, ListOf, NoneOr
+from calibkit.core.validation import (
+    NON_NEGATIVE,
+    POSITIVE,
+    Constraints,
+    Integer,
+    ListOf,
+    NoneOr,
+)
 
 I64 = npt.NDArray[np.int64]
 #: The default ODIR grid (that of the Neural Clamping paper): 1e-2, 1e-1, ..., 1e4.
@@ -79,6 +87,9 @@ DEFAULT_LAMBDA_GRID: tuple[float, ...] = tuple(float(v) for v in np.logspace(-2,
 MAX_ITER = Integer(low=1)
 TOL = POSITIVE
 PENALTY = NON_NEGATIVE
+#: The fitted map's shapes: a weight per class (vector scaling) or a full matrix, a bias.
+PER_CLASS = Array(shape=("k",))
+FULL_MATRIX = Array(shape=("k", "k"))
 
 
 # ----- calibrators -----------------------------------------------------------------------
@@ -138,6 +149,7 @@ class VectorScaling(_Linear):
     """
 
     param_constraints: ClassVar[Constraints] = {"max_iter": MAX_ITER, "tol": TOL}
+    state_constraints: ClassVar[Constraints] = {"weights_": PER_CLASS, "bias_": PER_CLASS}
     max_iter: int
     tol: float
 
@@ -171,6 +183,7 @@ class MatrixScaling(_Linear):
     """
 
     param_constraints: ClassVar[Constraints] = {"reg_l2": PENALTY, "max_iter": MAX_ITER, "tol": TOL}
+    state_constraints: ClassVar[Constraints] = {"weights_": FULL_MATRIX, "bias_": PER_CLASS}
     reg_l2: float
     max_iter: int
     tol: float
@@ -204,6 +217,15 @@ class _ODIR(_Linear):
         "max_iter": MAX_ITER,
         "cv_max_iter": MAX_ITER,
         "tol": TOL,
+    }
+    #: ``g``: the cross-validated values of ``lam`` (none without cross-validation).
+    state_constraints: ClassVar[Constraints] = {
+        "cv_lambdas_": Array(shape=("g",), low=0.0, sorted=True),
+        "cv_nll_": Array(shape=("g",), low=0.0),
+        "weights_": FULL_MATRIX,
+        "bias_": PER_CLASS,
+        "reg_lambda_": PENALTY,
+        "reg_mu_": PENALTY,
     }
     reg_lambda: float | None
     reg_mu: float | None

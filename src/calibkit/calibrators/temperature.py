@@ -30,7 +30,7 @@ import numpy as np
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, IntArray
-from calibkit.core.validation import POSITIVE, Constraints
+from calibkit.core.validation import POSITIVE, Constraints, Real
 
 #: Logits per chunk of a pass: two float32 buffers of this size stay in a 2 MB L2 cache.
 CHUNK_ELEMENTS = 1 << 16
@@ -44,6 +44,18 @@ _NARROW = 32
 def positive_param(value: object, name: str) -> float:
     """``value`` as a finite positive float, or an InputError naming ``name``."""
     return POSITIVE.check(name, value)
+
+
+#: The fitted state of both temperature scalings (besides ``n_classes_``).
+TEMPERATURE_STATE: Constraints = {"log_temperature_": Real(), "temperature_": POSITIVE}
+
+
+def check_log_temperature(log_t: float, t: float) -> None:
+    """An InputError unless ``exp(log_t)`` is ``t`` (to rounding): a loaded state's check."""
+    if not math.isclose(math.exp(log_t), t, rel_tol=1e-9):
+        raise InputError(
+            "state.log_temperature_", f"log(temperature_) = {math.log(t)!r}", repr(log_t)
+        )
 
 
 def check_temperature_bounds(t_min: float, t_max: float) -> None:
@@ -263,6 +275,7 @@ class TemperatureScaling(Calibrator):
 
     maps_logits = True
     param_constraints: ClassVar[Constraints] = {"t_min": POSITIVE, "t_max": POSITIVE}
+    state_constraints: ClassVar[Constraints] = TEMPERATURE_STATE
     t_min: float
     t_max: float
 
@@ -274,6 +287,9 @@ class TemperatureScaling(Calibrator):
         b = fit_inverse_temperature(out.as_logits(), out.labels, 1.0 / self.t_max, 1.0 / self.t_min)
         self.log_temperature_ = float(-np.log(b))
         self.temperature_ = float(1.0 / b)
+
+    def _check_state(self) -> None:
+        check_log_temperature(self.log_temperature_, self.temperature_)
 
     def _transform(self, logits: F64) -> F64:
         return logits / self.temperature_

@@ -21,11 +21,15 @@ from typing import ClassVar
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
-from calibkit.calibrators.temperature import CHUNK_ELEMENTS, check_temperature_bounds
+from calibkit.calibrators.temperature import (
+    CHUNK_ELEMENTS,
+    check_log_temperature,
+    check_temperature_bounds,
+)
 from calibkit.core.binning import N_BINS, check_n_bins
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
-from calibkit.core.validation import POSITIVE, Constraints
+from calibkit.core.validation import POSITIVE, Constraints, Real
 
 # Direct evaluation costs one exp per (temperature, sample, class). Where the grid is dense
 # in b (large T), a window [b0 - w, b0 + w] is served by the Taylor series of S around b0:
@@ -313,6 +317,11 @@ class TemperatureScalingECE(Calibrator):
         "t_step": POSITIVE,
         "n_bins": N_BINS,
     }
+    state_constraints: ClassVar[Constraints] = {
+        "temperature_": POSITIVE,
+        "log_temperature_": Real(),
+        "calibration_ece_": Real(0.0, 1.0),
+    }
     t_min: float
     t_max: float
     t_step: float
@@ -337,6 +346,9 @@ class TemperatureScalingECE(Calibrator):
         self.temperature_ = float(grid[best])
         self.log_temperature_ = float(np.log(self.temperature_))
         self.calibration_ece_ = value
+
+    def _check_state(self) -> None:
+        check_log_temperature(self.log_temperature_, self.temperature_)
 
     def _transform(self, logits: F64) -> F64:
         return logits / self.temperature_

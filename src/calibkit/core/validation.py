@@ -83,6 +83,11 @@ def _bounds(low: float | None, high: float | None, closed: Closed) -> str:
     return ""
 
 
+def describe_range(low: float | None, high: float | None) -> str:
+    """The closed range ``[low, high]`` as an error message says it (" >= 0", ...)."""
+    return _bounds(low, high, "both")
+
+
 def _inside(x: float, low: float | None, high: float | None, closed: Closed) -> bool:
     left, right = closed in ("both", "left"), closed in ("both", "right")
     if low is not None and not (x >= low if left else x > low):

@@ -13,15 +13,37 @@ applies the result to a model given by the caller (the model itself is not saved
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
+from torch import Tensor
 
-from calibkit.calibrators.clamping.settings import flat_params, split_params
+from calibkit.calibrators.base import MAX_FILE_BYTES
+from calibkit.calibrators.clamping.settings import SGD_FIELDS, flat_params, split_params
+from calibkit.calibrators.temperature import check_log_temperature
 from calibkit.core.errors import InputError
+from calibkit.core.fitted_state import check_state
+from calibkit.core.validation import (
+    NON_NEGATIVE,
+    POSITIVE,
+    AnyOf,
+    Boolean,
+    Choice,
+    Constraint,
+    Constraints,
+    Integer,
+    ListOf,
+    NoneOr,
+    Real,
+    String,
+    check_params,
+)
 from calibkit.io.atomic import atomic_write_bytes, atomic_write_text
 
 if TYPE_CHECKING:
@@ -58,16 +80,39 @@ def save_clamping(nc: NeuralClamping, path: str | Path) -> None:
     atomic_write_text(sidecar, json.dumps(doc, indent=1, allow_nan=False))
 
 
+#: The sidecar's fields, and the fitted attributes it holds (``delta_`` is in the tensor
+#: file), checked on load like a logit calibrator's state.
+SIDECAR_KEYS = ("calibkit_neural_clamping", "params", "state", "delta_file", "delta_sha256")
+STATE: Constraints = {
+    "log_temperature_": Real(),
+    "lam_": NON_NEGATIVE,
+    "history_": ListOf(Real(), as_list=True),
+    "gamma_": NON_NEGATIVE,
+    "sgd_log_temperature_": NoneOr(Real()),
+    "holdout_losses_": AnyOf(Choice([]), ListOf(Real(), as_list=True)),
+    "delta_kept_": Boolean(),
+    "temperature_": POSITIVE,
+    "ece_by_gamma_": ListOf(ListOf(Real(0.0, 1.0), as_list=True), as_list=True),
+    "n_classes_": Integer(low=2),
+}
+#: Parameters checked here because :class:`SGDSettings` coerces or does not check them.
+PARAMS: Constraints = {"fuse": Boolean(), "progress": Boolean(), "device": NoneOr(String())}
+
+
 def load_clamping(cls: type[NeuralClamping], path: str | Path, model: nn.Module) -> NeuralClamping:
     """A ``cls`` written by :func:`save_clamping`, applied to ``model``: the ``.json``
-    sidecar's version and the ``.safetensors`` delta's sha256 are checked (no pickle)."""
+    sidecar's version, fields and values, and the ``.safetensors`` delta's sha256, dtype
+    and values are checked (no pickle); anything else raises one InputError naming the
+    file and the field."""
     tensors, sidecar = _paths(path)
     try:
+        if sidecar.stat().st_size > MAX_FILE_BYTES:
+            raise InputError(str(sidecar), f"at most {MAX_FILE_BYTES >> 20} MB", "a larger file")
         doc = json.loads(sidecar.read_text(encoding="utf-8"))
         data = tensors.read_bytes()
     except FileNotFoundError as exc:
         raise InputError("path", "an existing saved Neural Clamping", str(exc.filename)) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise InputError("path", "a valid JSON sidecar", f"{sidecar}: {exc}") from None
     if not isinstance(doc, dict) or doc.get("calibkit_neural_clamping") != FORMAT_VERSION:
         raise InputError(
@@ -76,19 +121,73 @@ def load_clamping(cls: type[NeuralClamping], path: str | Path, model: nn.Module)
     if hashlib.sha256(data).hexdigest() != doc.get("delta_sha256"):
         raise InputError("path", "a delta file matching its sidecar's checksum", str(tensors))
     try:
-        params, state = doc["params"], doc["state"]
-        params["gamma"] = tuple(params["gamma"])
-        obj = cls(model, **split_params(params))
-        state["ece_by_gamma_"] = {float(g): float(e) for g, e in state["ece_by_gamma_"]}
-        state["history_"] = [float(v) for v in state["history_"]]
-        sgd = state.get("sgd_log_temperature_")
-        state["sgd_log_temperature_"] = math.nan if sgd is None else float(sgd)
-        obj.__dict__.update({k: v for k, v in state.items() if k.endswith("_")})
-        obj.delta_ = load_file(str(tensors))["delta"]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError("path", "valid params and state", repr(exc)) from None
-    obj.check_is_fitted()
+        obj = _rebuild(cls, doc, model)
+        obj.delta_ = _delta(tensors)
+    except InputError as exc:
+        raise InputError(f"{sidecar}: {exc.argument}", exc.expected, exc.got[:80]) from None
     return obj
+
+
+def _rebuild(cls: type[NeuralClamping], doc: dict[str, Any], model: nn.Module) -> NeuralClamping:
+    """``cls`` with the sidecar's parameters and fitted state, every field checked."""
+    check_state(dict.fromkeys(SIDECAR_KEYS, _ANY), doc, {}, prefix="")
+    params, state = doc["params"], doc["state"]
+    if not isinstance(params, dict):
+        raise InputError("params", "a mapping of parameters", type(params).__name__)
+    names = [p for p in inspect.signature(cls).parameters if p not in ("model", "sgd")]
+    check_state(dict.fromkeys([*names, *SGD_FIELDS], _ANY), params, {}, prefix="params.")
+    check_params(PARAMS, {k: params[k] for k in PARAMS}, "params", prefix="params.")
+    if isinstance(params["gamma"], list):
+        params = {**params, "gamma": tuple(params["gamma"])}
+    try:
+        obj = cls(model, **split_params(params))
+    except InputError as exc:
+        raise InputError(f"params.{exc.argument}", exc.expected, exc.got) from None
+    if not isinstance(state, dict):
+        raise InputError("state", "a mapping of fitted attributes", type(state).__name__)
+    checked = check_state(STATE, state, {}, prefix="state.")
+    pairs = checked["ece_by_gamma_"]
+    if any(len(pair) != 2 for pair in pairs):
+        raise InputError("state.ece_by_gamma_", "a list of [gamma, ECE] pairs", repr(pairs))
+    checked["ece_by_gamma_"] = {g: e for g, e in pairs}
+    check_log_temperature(checked["log_temperature_"], checked["temperature_"])
+    if checked["gamma_"] not in obj.gamma:
+        raise InputError("state.gamma_", f"one of params.gamma {obj.gamma}", repr(state["gamma_"]))
+    sgd = checked["sgd_log_temperature_"]
+    checked["sgd_log_temperature_"] = math.nan if sgd is None else sgd
+    obj.__dict__.update({k: checked[k] for k in state})
+    return obj
+
+
+def _delta(tensors: Path) -> Tensor:
+    """The tensor file's one finite floating-point ``delta``."""
+    try:
+        loaded = load_file(str(tensors))
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise InputError(str(tensors), "a safetensors file", str(exc)) from None
+    delta = loaded.get("delta")
+    if set(loaded) != {"delta"} or delta is None or not delta.is_floating_point():
+        raise InputError(
+            str(tensors), "one floating-point tensor named delta", repr(sorted(loaded))
+        )
+    if delta.ndim < 1 or not bool(torch.isfinite(delta).all()):
+        raise InputError(
+            str(tensors), "a finite delta of one input's shape", f"shape {tuple(delta.shape)}"
+        )
+    return delta
+
+
+class _Anything(Constraint):
+    """Any value (a field whose presence alone is checked here)."""
+
+    def check(self, name: str, value: object) -> object:
+        return value
+
+    def describe(self) -> str:
+        return "a value"
+
+
+_ANY = _Anything()
 
 
 def _paths(path: str | Path) -> tuple[Path, Path]:

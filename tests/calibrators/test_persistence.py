@@ -1,0 +1,215 @@
+"""Loaded calibrator files are checked against the declared fitted state (the family).
+
+Parametrised over every registered calibrator and every declared field: a file with a
+field missing, unknown, of the wrong type, shape or range, non-finite, too deeply nested
+or truncated is refused with one InputError naming the file and the field; good files
+still round-trip (see ``test_base.py``).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from calibkit.calibrators import CALIBRATORS, Calibrator, get_calibrator
+from calibkit.core.errors import InputError
+from calibkit.core.fitted_state import Array, ArrayList
+from tests.calibrators.problems import random_problem
+
+NAMES = CALIBRATORS.names()
+NAN = float("nan")
+
+
+@functools.cache
+def _document(name: str) -> str:
+    """The JSON text of ``name`` fitted on a small problem (3 classes, 2 if binary-only)."""
+    k = 2 if CALIBRATORS.get(name).binary_only else 3
+    z, y = random_problem(300, k, seed=0, temperature=1.5, scale=2.5)
+    y[:k] = np.arange(k)
+    return json.dumps(get_calibrator(name).fit(z, y).to_json())
+
+
+def _refused(tmp_path: Path, doc: Any, *fields: str) -> str:
+    """Write ``doc`` (JSON-encoded unless text), load it: one InputError naming ``fields``."""
+    path = tmp_path / "bad.json"
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc), encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        Calibrator.load(path)
+    message = str(info.value)
+    assert message.startswith(f"calibrator file {path}: "), message
+    assert "\n" not in message
+    for field in fields:
+        assert field in message, (field, message)
+    return message
+
+
+def _fields(name: str) -> list[str]:
+    return list(CALIBRATORS.get(name).fitted_constraints())
+
+
+CASES = [(name, field) for name in NAMES for field in _fields(name)]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_declaration_is_the_fitted_state_in_fit_order(name: str) -> None:
+    state = json.loads(_document(name))["state"]
+    assert list(state) == _fields(name)
+
+
+@pytest.mark.parametrize(("name", "field"), CASES)
+def test_a_missing_field_is_named(name: str, field: str, tmp_path: Path) -> None:
+    doc = json.loads(_document(name))
+    del doc["state"][field]
+    message = _refused(tmp_path, doc, f"state.{field}: expected", "the field is missing")
+    assert "fit()" not in message
+
+
+#: Values refused for every declared field: a string, NaN, null, an object, a 1 x 1 array.
+BAD_VALUES = {
+    "string": "abc",
+    "nan": NAN,
+    "null": None,
+    "object": {"__dict__": {}},
+    "array": {"__ndarray__": [[1.0]], "dtype": "float64", "shape": [1, 1]},
+    "object_array": {"__ndarray__": [[1.0]], "dtype": "object", "shape": [1, 1]},
+}
+
+
+#: Numbers, each refused wherever the field's declared constraint refuses it.
+NUMBERS = [-1.0, 0.0, 1e400, -1e400, True, 2.5, 10**30]
+
+
+@pytest.mark.parametrize(("name", "field"), CASES)
+def test_a_wrong_value_is_named(name: str, field: str, tmp_path: Path) -> None:
+    constraint = CALIBRATORS.get(name).fitted_constraints()[field]
+    for value in [*BAD_VALUES.values(), *NUMBERS]:
+        if value in NUMBERS:
+            try:
+                constraint.check(field, value)
+                continue  # a number the field accepts
+            except InputError:
+                pass
+        doc = json.loads(_document(name))
+        doc["state"][field] = value
+        _refused(tmp_path, doc, f"state.{field}")
+
+
+def _arrays(name: str) -> list[str]:
+    declared = CALIBRATORS.get(name).fitted_constraints()
+    return [f for f, c in declared.items() if isinstance(c, Array | ArrayList)]
+
+
+ARRAY_CASES = [(name, field) for name in NAMES for field in _arrays(name)]
+
+
+def _first_encoded(value: Any) -> dict[str, Any]:
+    return value[0] if isinstance(value, list) else value
+
+
+CHANGES = ["nan", "string", "bool", "object", "longer", "dtype", "shape", "extra_key"]
+
+
+@pytest.mark.parametrize(("name", "field"), ARRAY_CASES)
+def test_a_corrupt_array_is_named(name: str, field: str, tmp_path: Path) -> None:
+    for change in CHANGES:
+        _refused(tmp_path, _corrupt_array(json.loads(_document(name)), field, change), field)
+
+
+def _corrupt_array(doc: dict[str, Any], field: str, change: str) -> dict[str, Any]:
+    enc = _first_encoded(doc["state"][field])
+    data = enc["__ndarray__"]
+    row = data if not isinstance(data[0], list) else data[0]
+    if change in ("nan", "string", "bool", "object"):
+        row[0] = {"nan": NAN, "string": "0.5", "bool": True, "object": {"a": 1}}[change]
+    elif change == "longer":  # the data no longer has the stated shape
+        row.append(row[-1])
+    elif change == "dtype":
+        enc["dtype"] = "object"
+    elif change == "shape":
+        enc["shape"] = [2**40]
+    else:
+        enc["__class__"] = "os.system"
+    return doc
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("where", ["document", "state", "params"])
+def test_an_unknown_field_is_refused_by_name(name: str, where: str, tmp_path: Path) -> None:
+    doc = json.loads(_document(name))
+    (doc if where == "document" else doc[where])["__dict__"] = {"temperature_": -1.0}
+    _refused(tmp_path, doc, "'__dict__'")
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("depth", [100, 200_000])
+def test_deep_nesting_is_refused(name: str, depth: int, tmp_path: Path) -> None:
+    text = _document(name).replace(
+        '"state": {', '"state": {"x_": ' + "[" * depth + "]" * depth + ", "
+    )
+    _refused(tmp_path, text, "nested at most")
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("cut", [0.3, 0.6, 0.9])
+def test_a_truncated_file_is_refused(name: str, cut: float, tmp_path: Path) -> None:
+    text = _document(name)
+    _refused(tmp_path, text[: int(len(text) * cut)], "valid JSON")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_wrong_parameter_is_named(name: str, tmp_path: Path) -> None:
+    doc = json.loads(_document(name))
+    for param in doc["params"]:
+        bad = copy.deepcopy(doc)
+        bad["params"][param] = "nope"
+        _refused(tmp_path, bad, f"params.{param}: expected")
+
+
+@pytest.mark.parametrize("value", [-1.5, 0.0, NAN, "abc"])
+def test_a_bad_temperature_is_blamed_on_the_file(value: object, tmp_path: Path) -> None:
+    """A negative temperature would flip every prediction; NaN or 0 would blame the logits."""
+    doc = json.loads(_document("temperature"))
+    doc["state"]["temperature_"] = value
+    message = _refused(tmp_path, doc, "state.temperature_: expected a finite number > 0")
+    assert "logits" not in message
+
+
+def test_inconsistent_temperatures_are_refused(tmp_path: Path) -> None:
+    doc = json.loads(_document("temperature"))
+    doc["state"]["log_temperature_"] += 1.0
+    _refused(tmp_path, doc, "state.log_temperature_")
+
+
+def test_a_nested_chosen_state_is_checked_too(tmp_path: Path) -> None:
+    doc = json.loads(_document("auto"))
+    first = next(iter(doc["state"]["chosen_state_"]["state"]))
+    del doc["state"]["chosen_state_"]["state"][first]
+    _refused(tmp_path, doc, f"state.chosen_state_: state.{first}")
+    doc = json.loads(_document("auto"))
+    doc["state"]["chosen_"] = "isotonic" if doc["state"]["chosen_"] != "isotonic" else "vector"
+    _refused(tmp_path, doc, "state.chosen_")
+
+
+def test_a_huge_or_special_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from calibkit.calibrators import base
+
+    path = tmp_path / "t.json"
+    path.write_text(_document("temperature"), encoding="utf-8")
+    monkeypatch.setattr(base, "MAX_FILE_BYTES", 100)
+    with pytest.raises(InputError, match=re.escape("expected a file of at most")):
+        Calibrator.load(path)
+    with pytest.raises(InputError, match="a regular file"):
+        Calibrator.load(tmp_path)
+
+
+def test_a_long_value_is_shortened_in_the_message(tmp_path: Path) -> None:
+    doc = json.loads(_document("temperature"))
+    doc["state"]["temperature_"] = "x" * 10_000
+    assert len(_refused(tmp_path, doc, "state.temperature_")) < 300
