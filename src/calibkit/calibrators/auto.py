@@ -37,20 +37,11 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, get_calibrator
+from calibkit.core import validation as v
 from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import MappingOf
 from calibkit.core.outputs import ClassifierOutputs
-from calibkit.core.validation import (
-    Choice,
-    Constraint,
-    Constraints,
-    Integer,
-    ListOf,
-    NoneOr,
-    Real,
-    String,
-)
 from calibkit.metrics import ece, nll
 
 Criterion = Literal["nll", "ece"]
@@ -59,7 +50,7 @@ CRITERIA: tuple[str, ...] = ("nll", "ece")
 EXCLUDED_BY_DEFAULT: tuple[str, ...] = ("auto", "temperature_ece")
 
 
-class _SavedCalibrator(Constraint):
+class _SavedCalibrator(v.Constraint):
     """A fitted calibrator's :meth:`~calibkit.calibrators.base.Calibrator.to_json` dict,
     checked by rebuilding it (see :meth:`~calibkit.calibrators.base.Calibrator.from_json`)."""
 
@@ -102,17 +93,17 @@ class AutoCalibrator(Calibrator):
     {'methods': ['temperature', 'platt'], 'criterion': 'ece', 'n_folds': 5, 'seed': 0, 'n_bins': 15}
     """
 
-    param_constraints: ClassVar[Constraints] = {
-        "methods": NoneOr(ListOf(String(), as_list=True)),
-        "criterion": Choice(*CRITERIA),
-        "n_folds": Integer(low=2),
-        "seed": Integer(),
+    param_constraints: ClassVar[v.Constraints] = {
+        "methods": v.NoneOr(v.ListOf(v.String(), as_list=True)),
+        "criterion": v.Choice(*CRITERIA),
+        "n_folds": v.Integer(low=2),
+        "seed": v.Integer(),
         "n_bins": N_BINS,
     }
-    state_constraints: ClassVar[Constraints] = {
-        "chosen_": String(),
-        "cv_scores_": MappingOf(Real()),
-        "cv_fold_scores_": MappingOf(ListOf(Real(), as_list=True)),
+    state_constraints: ClassVar[v.Constraints] = {
+        "chosen_": v.String(),
+        "cv_scores_": MappingOf(v.Real()),
+        "cv_fold_scores_": MappingOf(v.ListOf(v.Real(), as_list=True)),
         "chosen_state_": _SavedCalibrator(),
     }
     methods: list[str] | None
