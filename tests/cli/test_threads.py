@@ -42,7 +42,9 @@ def test_help_version_and_bad_counts_set_nothing(
     for bad in ("0", "1025", "-1", "1.5", "two"):
         assert main(["--threads", bad, "methods"]) == 2
         err = capsys.readouterr().err
-        assert err.startswith("calibkit: error: argument --threads: expected an integer in [1, 1024]")
+        assert err.startswith(
+            "calibkit: error: argument --threads: expected an integer in [1, 1024]"
+        )
     assert calls == []
 
 

@@ -13,13 +13,12 @@ from pathlib import Path
 import numpy as np
 
 from calibkit.core.errors import InputError
-from calibkit.core.validation import Integer
 from calibkit.data.arrays import ImageArrays
 from calibkit.io.numpy_files import load_npz
 
 SPLITS = ("train", "val", "test")
-#: How many classes labels may name when the class names are not given.
-N_CLASSES = Integer(1, 100_000)
+#: The most classes labels may name when the class names are not given.
+MAX_CLASSES = 100_000
 
 #: Published MD5 of the official MedMNIST v2 files, by file name.
 KNOWN_MD5: dict[str, str] = {"bloodmnist.npz": "7053d0359d879ad8a5505303e11de1dc"}
@@ -77,7 +76,10 @@ def load_medmnist(
     names = classes or KNOWN_CLASSES.get(p.name)
     if names is None:
         top = max((int(labels.max()) for _, labels in raw.values() if labels.size), default=0)
-        names = tuple(str(i) for i in range(N_CLASSES.check(f"{p}: classes", top + 1)))
+        if top >= MAX_CLASSES:
+            expected = f"class indices below {MAX_CLASSES:,} (or class names)"
+            raise InputError(f"{p}: labels", expected, f"label {top}")
+        names = tuple(str(i) for i in range(top + 1))
     out: dict[str, ImageArrays] = {}
     for split, (images, labels) in raw.items():
         if images.ndim == 3:
