@@ -112,7 +112,7 @@ def test_the_ranges_are_stated_in_the_messages(
     work: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     err = _refused(work, capsys, ["study", "--seeds", f"0,{2**64}"])
-    assert f"each an integer in [0, {2**32 - 1}], got '0,{2**64}'" in err
+    assert f"--seeds: expected comma-separated integers in [0, {2**32 - 1}], got '0," in err
     err = _refused(work, capsys, ["compare", "preds.npz", "--split", "1e3"])
     assert "an integer in [1, 1000000000] or a finite number in (0, 1)" in err
 

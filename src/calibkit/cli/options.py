@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeAlias
 
 from calibkit.core.errors import InputError
-from calibkit.core.validation import N_BINS, RESAMPLES, SEED, SPLIT_SIZE, Constraint
+from calibkit.core.validation import N_BINS, RESAMPLES, SEED, SPLIT_SIZE, Constraint, Integer
 
 #: The object ``add_subparsers`` returns; each subcommand module adds its parser to it.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -48,19 +48,19 @@ def number(constraint: Constraint) -> Callable[[str], Any]:
     return parse
 
 
-def number_list(constraint: Constraint) -> Callable[[str], list[Any]]:
-    """An argparse type: comma-separated numbers, each checked by ``constraint``."""
+def int_list(constraint: Integer) -> Callable[[str], list[int]]:
+    """An argparse type: comma-separated integers, each checked by ``constraint``."""
     one = number(constraint)
+    what = "comma-separated integers " + constraint.describe().removeprefix("an integer ")
 
-    def parse(text: str) -> list[Any]:
-        items = [s for s in text.split(",") if s.strip()]
-        if not items:
-            raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
+    def parse(text: str) -> list[int]:
         try:
-            return [one(s) for s in items]
+            items = [one(s) for s in text.split(",") if s.strip()]
         except argparse.ArgumentTypeError:
-            what = f"comma-separated values, each {constraint.describe()}"
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+            items = []
+        if not items:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return items
 
     return parse
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from calibkit.cli.common import check_output
-from calibkit.cli.options import Subparsers, number, number_list, opt
+from calibkit.cli.options import Subparsers, int_list, number, opt
 from calibkit.core.validation import EPOCHS, SEED
 
 
@@ -18,7 +18,7 @@ def add_arguments(sub: Subparsers) -> None:
     opt(p, "--out", "DIR", "output folder (default: study-<config name>)")
     part = p.add_argument_group("part of the study", "narrow or adapt the config's runs")
     opt(part, "--models", "A,B", "run only these model labels")
-    opt(part, "--seeds", "0,1", "run only these seeds", type=number_list(SEED))
+    opt(part, "--seeds", "0,1", "run only these seeds", type=int_list(SEED))
     opt(part, "--epochs", "N", "override every model's epochs", type=number(EPOCHS))
     opt(part, "--data-dir", "DIR", "folder of the dataset files (overrides the config)")
     p.add_argument("--quiet", action="store_true", help="no per-epoch progress")
