@@ -7,6 +7,11 @@ JSON), ``demo`` (the built-in example), ``study`` (train, calibrate and report f
 config) and ``methods`` (the registered calibrators). Prediction file layouts are described
 in :mod:`calibkit.io.predictions`.
 
+The global option ``--threads N``, given before the command (``calibkit --threads 1 study``),
+sets how many threads torch and the BLAS libraries use; by default, the cores free when
+calibkit starts (:func:`~calibkit.core.threads.free_cores`). It is set once the command
+line is parsed, before the command runs (so never for ``--help`` and ``--version``).
+
 Any bad input (a :class:`~calibkit.core.errors.CalibkitError`, an unreadable or unwritable
 path, a malformed command line) prints one line ``calibkit: error: <message>`` on stderr and
 exits with status 2, leaving no output behind (every output is written atomically, after the
@@ -24,9 +29,9 @@ import sys
 from calibkit.cli.parser import PROG, build_parser
 from calibkit.cli.progress import show_progress
 from calibkit.core.errors import CalibkitError
+from calibkit.core.threads import set_threads
 
 EXIT_INPUT = 2
-
 __all__ = ["EXIT_INPUT", "PROG", "build_parser", "main"]
 
 
@@ -42,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         command = importlib.import_module(f"calibkit.cli.{args.command}")
+        set_threads(args.threads)  # before any work; never for --help and --version
         with show_progress(quiet=bool(getattr(args, "quiet", False))):
             return int(command.run(args))
     except SystemExit as exc:  # --help and --version

@@ -10,7 +10,8 @@ import argparse
 from pathlib import Path
 
 from calibkit.cli.common import method_list, say
-from calibkit.cli.options import EVERY_METHOD, Subparsers, add_numbers, int_at_least, opt
+from calibkit.cli.options import EVERY_METHOD, Subparsers, add_numbers, number, opt
+from calibkit.core.validation import TRAINED_EPOCHS
 
 TITLE = "calibkit demo: an overconfident MLP on digits"
 
@@ -19,7 +20,7 @@ def add_arguments(sub: Subparsers) -> None:
     """The ``demo`` subcommand and its options."""
     p = sub.add_parser("demo", help="train an overconfident MLP on digits, compare the fixes")
     opt(p, "--out", "DIR", "report folder (default %(default)s)", default="demo-report")
-    opt(p, "--epochs", "N", "default %(default)s", type=int_at_least(1), default=100)
+    opt(p, "--epochs", "N", "default %(default)s", type=number(TRAINED_EPOCHS), default=100)
     opt(p, "--methods", "A,B,C", EVERY_METHOD)
     add_numbers(p, bins=False)
 

@@ -1,4 +1,9 @@
-"""Command-line option helpers shared by the subcommands: argument types and option groups."""
+"""Command-line option helpers shared by the subcommands: argument types and option groups.
+
+A numeric option's type is built from its declared range (:func:`number`), so the command
+line, the configuration files and the library check one constraint, and a refused value is
+reported with that range before any work starts.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,9 @@ import argparse
 import re
 from collections.abc import Callable
 from typing import Any, TypeAlias
+
+from calibkit.core.errors import InputError
+from calibkit.core.validation import N_BINS, RESAMPLES, SEED, SPLIT_SIZE, Constraint, Integer
 
 #: The object ``add_subparsers`` returns; each subcommand module adds its parser to it.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -16,24 +24,49 @@ FILES = "FILE: .npz, .csv, .pt, or .npy with --labels (layouts: see calibkit.io.
 EVERY_METHOD = "comma-separated (default: every method that applies)"
 
 
-def int_at_least(low: int) -> Callable[[str], int]:
-    """An argparse type: an integer ``>= low``."""
-
-    def parse(text: str) -> int:
-        if not re.fullmatch(r"[+-]?\d+", text.strip()) or int(text) < low:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
+def _read_number(text: str) -> object:
+    """``text`` as an int (``12``), a float (``0.5``, ``1e3``), or unchanged (refused later)."""
+    text = text.strip()
+    if re.fullmatch(r"[+-]?\d+", text):
         return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def number(constraint: Constraint) -> Callable[[str], Any]:
+    """An argparse type: the text read as a number and checked by ``constraint``; a refused
+    value's message states the range (argparse adds the option's name)."""
+
+    def parse(text: str) -> Any:
+        try:
+            return constraint.check("", _read_number(text))
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(f"expected {exc.expected}, got {text!r}") from None
 
     return parse
 
 
-def split_size(text: str) -> int | float:
-    """``--split``: a count of calibration samples (``5000``) or a fraction (``0.5``)."""
-    if re.fullmatch(r"\d+", text.strip()) and int(text) >= 1:
-        return int(text)
-    if re.fullmatch(r"0?\.\d+", text.strip()) and 0.0 < float(text) < 1.0:
-        return float(text)
-    raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1) or a count, got {text!r}")
+def int_list(constraint: Integer) -> Callable[[str], list[int]]:
+    """An argparse type: comma-separated integers, each checked by ``constraint``."""
+    one = number(constraint)
+    what = "comma-separated integers " + constraint.describe().removeprefix("an integer ")
+
+    def parse(text: str) -> list[int]:
+        try:
+            items = [one(s) for s in text.split(",") if s.strip()]
+        except argparse.ArgumentTypeError:
+            items = []
+        if not items:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return items
+
+    return parse
+
+
+#: ``--split``: a count of calibration samples (``5000``) or a fraction (``0.5``).
+split_size = number(SPLIT_SIZE)
 
 
 def opt(p: argparse._ActionsContainer, flags: str, metavar: str, text: str, **kw: Any) -> None:
@@ -58,10 +91,10 @@ def add_force(p: argparse.ArgumentParser) -> None:
 def add_numbers(p: argparse.ArgumentParser, *, bins: bool = True) -> None:
     """Bins, bootstrap resamples, seed and (with ``bins``) the binary mode."""
     if bins:
-        opt(p, "--n-bins", "N", "bins (default %(default)s)", type=int_at_least(1), default=15)
+        opt(p, "--n-bins", "N", "bins (default %(default)s)", type=number(N_BINS), default=15)
     boot = "bootstrap resamples for 95%% intervals (0: none; default %(default)s)"
-    opt(p, "--n-boot", "N", boot, type=int_at_least(0), default=1000)
-    opt(p, "--seed", "N", "random seed (default %(default)s)", type=int_at_least(0), default=0)
+    opt(p, "--n-boot", "N", boot, type=number(RESAMPLES), default=1000)
+    opt(p, "--seed", "N", "random seed (default %(default)s)", type=number(SEED), default=0)
     if bins:
         what = "binary problems: top_label or positive_class (default %(default)s)"
         opt(p, "--mode", "MODE", what, choices=("top_label", "positive_class"), default="top_label")

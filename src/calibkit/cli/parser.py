@@ -10,7 +10,9 @@ import argparse
 import importlib
 from typing import NoReturn
 
+from calibkit.cli.options import number, opt
 from calibkit.core.errors import CalibkitError
+from calibkit.core.threads import THREADS
 from calibkit.core.version import __version__
 
 PROG = "calibkit"
@@ -32,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
     about = "Measure and fix the confidence calibration of neural-network classifiers."
     parser = _Parser(prog=PROG, description=about)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    text = (
+        "threads of torch and the BLAS libraries, given before the command "
+        "('calibkit --threads 1 study'; default: the cores free when calibkit starts)"
+    )
+    opt(parser, "--threads", "N", text, type=number(THREADS))
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"calibkit.cli.{name}").add_arguments(sub)

@@ -11,15 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from calibkit.cli.options import Subparsers, int_at_least, opt
-from calibkit.core.errors import InputError
-
-
-def _int_list(text: str, option: str) -> list[int]:
-    try:
-        return [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise InputError(option, "comma-separated integers", repr(text)) from None
+from calibkit.cli.options import Subparsers, int_list, number, opt
+from calibkit.core.validation import EPOCHS, SEED
 
 
 def add_arguments(sub: Subparsers) -> None:
@@ -34,8 +27,8 @@ def add_arguments(sub: Subparsers) -> None:
     opt(p, "--out", "DIR", text)
     part = p.add_argument_group("part of the study", "narrow or adapt the config's runs")
     opt(part, "--models", "A,B", "run only these model labels")
-    opt(part, "--seeds", "0,1", "run only these seeds")
-    opt(part, "--epochs", "N", "override every model's epochs", type=int_at_least(1))
+    opt(part, "--seeds", "0,1", "run only these seeds", type=int_list(SEED))
+    opt(part, "--epochs", "N", "override every model's epochs", type=number(EPOCHS))
     opt(part, "--data-dir", "DIR", "folder of the dataset files (overrides the config)")
     p.add_argument("--quiet", action="store_true", help="no per-epoch progress")
     text = "write the report from the runs and fits finished so far; train and fit nothing"
@@ -52,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = load_study_config(path)
     cfg = cfg.select(
         models=[m.strip() for m in args.models.split(",")] if args.models else None,
-        seeds=_int_list(args.seeds, "--seeds") if args.seeds else None,
+        seeds=args.seeds,
         epochs=args.epochs,
         data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
     )

@@ -50,7 +50,7 @@ import numpy.typing as npt
 import torch
 
 from calibkit.core.errors import InputError
-from calibkit.core.validation import Integer
+from calibkit.core.validation import N_BINS as N_BINS  # bins: an integer in [1, 100000]
 
 Scheme = Literal["equal_width", "equal_mass"]
 Convention = Literal["calibkit", "torchmetrics", "netcal", "sklearn"]
@@ -62,12 +62,8 @@ F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
 
-#: A number of bins: an integer >= 1.
-N_BINS = Integer(low=1)
-
-
 def check_n_bins(n_bins: object) -> int:
-    """Validate a bin count (an integer >= 1)."""
+    """Validate a bin count (:data:`~calibkit.core.validation.N_BINS`)."""
     return N_BINS.check("n_bins", n_bins)
 
 

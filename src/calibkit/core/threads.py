@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import os
 
-from calibkit.core.errors import InputError
+from calibkit.core.validation import Integer
+
+#: A thread count (``--threads``): an integer in [1, 1024].
+THREADS = Integer(1, 1024)
 
 
 def available_cores() -> int:
@@ -38,12 +41,9 @@ def free_cores() -> int:
 def set_threads(n: int | None = None) -> int:
     """Use ``n`` threads (default :func:`free_cores`) in torch and the BLAS / OpenMP pools.
 
-    Returns the number set. ``n`` must be an integer between 1 and 1024.
+    Returns the number set. ``n`` must be in :data:`THREADS`.
     """
-    if n is None:
-        n = free_cores()
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1024:
-        raise InputError("threads", "an integer between 1 and 1024", repr(n))
+    n = THREADS.check("threads", free_cores() if n is None else n)
     import torch
     from threadpoolctl import threadpool_limits
 

@@ -12,15 +12,18 @@ A component declares its parameters as a mapping ``name -> Constraint`` (as scik
 estimators do); :func:`check_params` checks a whole mapping of values against it, so
 constructors, configuration files and the command line read the same declaration.
 
->>> N_BINS = Integer(low=1)
+>>> import numpy as np
 >>> N_BINS.check("n_bins", np.int64(10))
 10
+>>> SEED.describe()
+'an integer in [0, 4294967295]'
+
 >>> Real(0, 1, closed="left").describe()
 'a finite number in [0, 1)'
 >>> check_params({"n_bins": N_BINS}, {"n_bins": True}, owner="histogram")
 Traceback (most recent call last):
 ...
-calibkit.core.errors.InputError: n_bins: expected an integer >= 1, got True
+calibkit.core.errors.InputError: n_bins: expected an integer in [1, 100000], got True
 >>> check_params({"n_bins": N_BINS}, {"bins": 3}, owner="histogram")
 Traceback (most recent call last):
 ...
@@ -31,11 +34,10 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NoReturn, cast
-
-import numpy as np
 
 from calibkit.core.errors import InputError
 
@@ -44,14 +46,26 @@ Closed = Literal["both", "left", "right", "neither"]
 Constraints = Mapping[str, "Constraint"]
 
 
+def _numpy_type(name: str) -> type | tuple[()]:
+    """``numpy.<name>``, or no type at all while numpy is not imported (then no value can be
+    a numpy one): this module stays importable without numpy, as the CLI's parser needs."""
+    np = sys.modules.get("numpy")
+    return getattr(np, name) if np is not None else ()
+
+
+def is_bool(value: object) -> bool:
+    """True for Python and numpy bools."""
+    return isinstance(value, (bool, _numpy_type("bool_")))
+
+
 def is_integer(value: object) -> bool:
     """True for Python and numpy integers, False for bools and everything else."""
-    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+    return isinstance(value, numbers.Integral) and not is_bool(value)
 
 
 def is_number(value: object) -> bool:
     """True for Python and numpy ints and floats, False for bools and everything else."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+    return isinstance(value, numbers.Real) and not is_bool(value)
 
 
 class Constraint(ABC):
@@ -72,14 +86,18 @@ class Constraint(ABC):
         return f"<{type(self).__name__}: {self.describe()}>"
 
 
+def _show(x: float) -> str:
+    return str(x) if isinstance(x, int) else f"{x:g}"  # integers exactly, however large
+
+
 def _bounds(low: float | None, high: float | None, closed: Closed) -> str:
     left, right = closed in ("both", "left"), closed in ("both", "right")
     if low is not None and high is not None:
-        return f" in {'[' if left else '('}{low:g}, {high:g}{']' if right else ')'}"
+        return f" in {'[' if left else '('}{_show(low)}, {_show(high)}{']' if right else ')'}"
     if low is not None:
-        return f" {'>=' if left else '>'} {low:g}"
+        return f" {'>=' if left else '>'} {_show(low)}"
     if high is not None:
-        return f" {'<=' if right else '<'} {high:g}"
+        return f" {'<=' if right else '<'} {_show(high)}"
     return ""
 
 
@@ -166,7 +184,7 @@ class Boolean(Constraint):
     """``True`` or ``False`` (a Python or numpy bool)."""
 
     def check(self, name: str, value: object) -> bool:
-        if not isinstance(value, bool | np.bool_):
+        if not is_bool(value):
             self.fail(name, value)
         return bool(value)
 
@@ -229,10 +247,14 @@ class ListOf(Constraint):
         self.item, self.as_list = item, as_list
 
     def check(self, name: str, value: object) -> tuple[Any, ...] | list[Any]:
-        if isinstance(value, str) or not isinstance(value, Sequence | np.ndarray) or not len(value):
+        array = _numpy_type("ndarray")
+        if isinstance(value, str) or not isinstance(value, (Sequence, array)):
+            self.fail(name, value)
+        values = cast("Sequence[object]", value)
+        if not len(values):
             self.fail(name, value)
         try:
-            items = [self.item.check(name, v) for v in value]
+            items = [self.item.check(name, v) for v in values]
         except InputError:
             self.fail(name, value)
         return items if self.as_list else tuple(items)
@@ -271,6 +293,24 @@ def check_bool(name: str, value: object) -> bool:
 POSITIVE = Real(0.0, closed="neither")
 NON_NEGATIVE = Real(0.0)
 FRACTION = Real(0.0, 1.0, closed="left")
+
+
+#: The ranges of calibkit's counts and seeds, stated once: constructors, configuration files
+#: and the command line (its option types) all check these, before any work is done.
+#: Bins of a calibration metric or calibrator (``core.binning`` re-exports it).
+N_BINS = Integer(1, 100_000)
+#: A random seed: what every generator calibkit seeds accepts (numpy's ``default_rng`` and
+#: legacy ``RandomState``, torch's ``manual_seed``, Python's ``random``).
+SEED = Integer(0, 2**32 - 1)
+#: Bootstrap resamples and noise-floor draws (0: none).
+RESAMPLES = Integer(0, 100_000)
+#: Training epochs (0: not trained), and epochs of a model that must be trained.
+EPOCHS = Integer(0, 100_000)
+TRAINED_EPOCHS = Integer(1, 100_000)
+#: Samples per training or evaluation batch.
+BATCH_SIZE = Integer(1, 1 << 20)
+#: A part of a split: a count of samples, or a fraction of the split in (0, 1).
+SPLIT_SIZE = AnyOf(Integer(1, 10**9), Real(0.0, 1.0, closed="neither"))
 
 
 def check_fraction(name: str, value: object) -> float:

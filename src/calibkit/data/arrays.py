@@ -41,13 +41,13 @@ class ImageArrays:
             raise InputError("labels", f"shape ({images.shape[0]},)", str(labels.shape))
         if labels.size and not np.issubdtype(labels.dtype, np.integer):
             raise InputError("labels", "integer class indices", str(labels.dtype))
-        labels = labels.astype(np.int64, copy=False)
         if labels.size and (labels.min() < 0 or labels.max() >= len(self.classes)):
-            raise InputError(
+            raise InputError(  # checked before the cast: a uint64 label is shown as it is
                 "labels",
                 f"values in 0..{len(self.classes) - 1}",
                 f"range {labels.min()}..{labels.max()}",
             )
+        labels = labels.astype(np.int64, copy=False)
         object.__setattr__(self, "images", images)
         object.__setattr__(self, "labels", labels)
         object.__setattr__(self, "classes", tuple(str(c) for c in self.classes))

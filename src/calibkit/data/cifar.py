@@ -20,7 +20,6 @@ import codecs
 import contextlib
 import hashlib
 import http.client
-import io
 import os
 import pickle
 import sys
@@ -28,7 +27,6 @@ import tarfile
 import tempfile
 import urllib.error
 import urllib.request
-import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,9 +39,9 @@ import numpy.typing as npt
 from calibkit.core.errors import InputError
 from calibkit.core.validation import check_choice
 from calibkit.data.arrays import ImageArrays
+from calibkit.data.cache import load_splits, save_splits
 from calibkit.data.image_folder import default_cache_dir
 from calibkit.data.medmnist import file_md5
-from calibkit.io.atomic import atomic_write_bytes
 
 SPLITS = ("train", "test")
 _CACHE_VERSION = "1"
@@ -225,7 +223,12 @@ def _read_members(path: Path, wanted: set[str]) -> dict[str, dict[bytes, Any]]:
     found: dict[str, dict[bytes, Any]] = {}
     with tarfile.open(path, "r:gz") as tar:
         for member in tar:
-            if member.name in wanted and member.isfile():
+            if member.name.startswith("/") or ".." in member.name.split("/"):
+                where = f"{member.name!r} in {path}"
+                raise InputError("archive", "members inside its folder", where)
+            if member.name in wanted:
+                if not member.isfile():  # a link or a folder where a batch file belongs
+                    raise InputError("archive", "regular batch files", f"{member.name} in {path}")
                 file = tar.extractfile(member)
                 assert file is not None  # a regular file always has a reader
                 found[member.name] = _unpickle(file, f"{path}:{member.name}")
@@ -273,22 +276,6 @@ def read_cifar(name: str, archive: str | os.PathLike[str]) -> dict[str, ImageArr
     return out
 
 
-def _save_cache(target: Path, data: dict[str, ImageArrays]) -> None:
-    arrays: dict[str, npt.NDArray[Any]] = {"classes": np.array(data["train"].classes)}
-    for s in SPLITS:
-        arrays[f"{s}_images"] = data[s].images
-        arrays[f"{s}_labels"] = data[s].labels
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)  # type: ignore[arg-type]
-    atomic_write_bytes(target, buf.getvalue())
-
-
-def _load_cache(target: Path) -> dict[str, ImageArrays]:
-    with np.load(target, allow_pickle=False) as npz:
-        classes = tuple(str(c) for c in npz["classes"])
-        return {s: ImageArrays(npz[f"{s}_images"], npz[f"{s}_labels"], classes) for s in SPLITS}
-
-
 def load_cifar(
     name: str,
     data_dir: str | os.PathLike[str] | None = None,
@@ -305,10 +292,10 @@ def load_cifar(
     spec = _spec(name)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     target = cache / f"{name}-{spec.md5[:12]}-v{_CACHE_VERSION}.npz"
-    if target.is_file():
-        with contextlib.suppress(OSError, ValueError, KeyError, zipfile.BadZipFile):
-            return _load_cache(target)  # an unreadable cache is rebuilt below
+    cached = load_splits(target, SPLITS)  # None: absent or unreadable (rebuilt below)
+    if cached is not None:
+        return cached
     folder = _make_dir(Path(data_dir) if data_dir is not None else default_data_dir(), "data_dir")
     data = read_cifar(name, _archive(spec, folder, download))
-    _save_cache(_make_dir(cache, "cache_dir") / target.name, data)
+    save_splits(_make_dir(cache, "cache_dir") / target.name, data)
     return data

@@ -22,7 +22,10 @@ import io
 import multiprocessing
 import multiprocessing.context
 import os
+import struct
+import warnings
 import zipfile
+import zlib
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path, PurePosixPath
@@ -32,11 +35,28 @@ import numpy.typing as npt
 
 from calibkit.core.errors import InputError
 from calibkit.data.arrays import ImageArrays
-from calibkit.io.atomic import atomic_write_bytes
+from calibkit.data.cache import load_splits, save_splits
+from calibkit.io.numpy_files import memory_bytes
 
 SPLITS = ("train", "test")
 _CACHE_VERSION = "1"
 _PARALLEL_MIN = 4096  # fewer images are decoded in-process
+#: The largest image accepted, in pixels (4096 x 4096), and in bytes of its file: a bigger
+#: one (a decompression bomb, say) is refused by name before it is decoded.
+MAX_IMAGE_PIXELS = 1 << 24
+MAX_IMAGE_BYTES = 4 * MAX_IMAGE_PIXELS
+#: What Pillow and zipfile raise on a damaged, forged or unsupported file.
+_DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, struct.error, IndexError, TypeError)
+_ZIP_ERRORS = (  # NotImplementedError: an unknown method; RuntimeError: encrypted
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    EOFError,
+    OSError,
+    zlib.error,
+    NotImplementedError,
+    RuntimeError,
+    ValueError,
+)
 
 
 def default_cache_dir() -> Path:
@@ -46,14 +66,27 @@ def default_cache_dir() -> Path:
 
 
 def _decode(data: bytes, name: str) -> npt.NDArray[np.uint8]:
-    """Decode one encoded image to an ``(H, W, 3)`` uint8 array; InputError names the file."""
-    from PIL import Image, UnidentifiedImageError  # lazy: only image loaders need Pillow
+    """Decode one encoded image to an ``(H, W, 3)`` uint8 array; InputError names the file.
 
+    Images above :data:`MAX_IMAGE_PIXELS` are refused from their header, before decoding;
+    Pillow's own decompression-bomb warning is turned into an error too.
+    """
+    from PIL import Image  # lazy: only image loaders need Pillow
+
+    bomb = (Image.DecompressionBombError, Image.DecompressionBombWarning)
     try:
-        with Image.open(io.BytesIO(data)) as im:
-            rgb = im if im.mode == "RGB" else im.convert("RGB")
-            return np.asarray(rgb, dtype=np.uint8)
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as im:
+                if im.width * im.height > MAX_IMAGE_PIXELS:
+                    size = f"{im.width}x{im.height}"
+                    limit = f"an image of at most {MAX_IMAGE_PIXELS:,} pixels"
+                    raise InputError("image", limit, f"{name} ({size}, refused)")
+                rgb = im if im.mode == "RGB" else im.convert("RGB")
+                return np.asarray(rgb, dtype=np.uint8)
+    except InputError:
+        raise
+    except (*bomb, *_DECODE_ERRORS) as exc:
         raise InputError("image", "a file Pillow can decode", f"{name} ({exc})") from None
 
 
@@ -91,6 +124,17 @@ def _index(source: str, names: Sequence[str]) -> tuple[list[tuple[str, int, str]
 
 def _bytes(src: bytes | Path) -> bytes:
     return src.read_bytes() if isinstance(src, Path) else src
+
+
+def _check_sizes(sizes: Sequence[tuple[str, int]]) -> None:
+    """Refuse an image file above :data:`MAX_IMAGE_BYTES`, or more than memory in all."""
+    for name, size in sizes:
+        if size > MAX_IMAGE_BYTES:
+            expected = f"image files of at most {MAX_IMAGE_BYTES:,} bytes"
+            raise InputError("image", expected, f"{name} ({size:,} bytes, refused)")
+    total = sum(size for _, size in sizes)
+    if total > memory_bytes():
+        raise InputError("source", "images that fit in memory", f"{total:,} bytes of files")
 
 
 _Failure = tuple[str, str, str]
@@ -166,13 +210,16 @@ def _source_key(path: Path) -> str:
 def _read_zip(path: Path, workers: int | None) -> dict[str, ImageArrays]:
     try:
         with zipfile.ZipFile(path) as zf:
-            names = [i.filename for i in zf.infolist() if not i.is_dir()]
-            members, classes = _index(str(path), names)
+            infos = {i.filename: i for i in zf.infolist() if not i.is_dir()}
+            members, classes = _index(str(path), list(infos))
+            _check_sizes([(f"{path}:{n}", infos[n].file_size) for _, _, n in members])
             # Read sequentially (one archive handle; inflating is fast), decode in parallel.
             blobs: list[tuple[str, bytes | Path]] = [
                 (f"{path}:{name}", zf.read(name)) for _, _, name in members
             ]
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as exc:
+    except InputError:
+        raise
+    except _ZIP_ERRORS as exc:
         raise InputError("source", "a readable zip archive", f"{path} ({exc})") from None
     return _assemble(members, classes, blobs, workers)
 
@@ -181,6 +228,7 @@ def _read_folder(path: Path, workers: int | None) -> dict[str, ImageArrays]:
     names = [p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file()]
     members, classes = _index(str(path), names)
     items: list[tuple[str, bytes | Path]] = [(str(path / n), path / n) for _, _, n in members]
+    _check_sizes([(name, Path(name).stat().st_size) for name, _ in items])
     return _assemble(members, classes, items, workers)
 
 
@@ -221,24 +269,10 @@ def load_image_folder(
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     key = _source_key(path)
     target = cache / f"{path.stem}-{key[:20]}-v{_CACHE_VERSION}.npz"
-    if target.is_file():
-        try:
-            return _load_cache(target)
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-            pass  # unreadable cache: decode again and overwrite it
+    cached = load_splits(target, SPLITS)  # None: absent or unreadable (decoded again)
+    if cached is not None:
+        return cached
     data = read_image_folder(path, workers=workers)
     cache.mkdir(parents=True, exist_ok=True)
-    buf = io.BytesIO()
-    arrays: dict[str, npt.NDArray[np.generic]] = {"classes": np.array(data["train"].classes)}
-    for s in SPLITS:
-        arrays[f"{s}_images"] = data[s].images
-        arrays[f"{s}_labels"] = data[s].labels
-    np.savez(buf, **arrays)  # type: ignore[arg-type]
-    atomic_write_bytes(target, buf.getvalue())
+    save_splits(target, data)
     return data
-
-
-def _load_cache(target: Path) -> dict[str, ImageArrays]:
-    with np.load(target, allow_pickle=False) as npz:
-        classes = tuple(str(c) for c in npz["classes"])
-        return {s: ImageArrays(npz[f"{s}_images"], npz[f"{s}_labels"], classes) for s in SPLITS}

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from calibkit.core.errors import InputError
 from calibkit.data.arrays import ImageArrays
+from calibkit.io.numpy_files import load_npz
 
 SPLITS = ("train", "val", "test")
+#: The most classes labels may name when the class names are not given.
+MAX_CLASSES = 100_000
 
 #: Published MD5 of the official MedMNIST v2 files, by file name.
 KNOWN_MD5: dict[str, str] = {"bloodmnist.npz": "7053d0359d879ad8a5505303e11de1dc"}
@@ -65,24 +67,37 @@ def load_medmnist(
         got = file_md5(p)
         if got != expected.lower():
             raise InputError("path", f"MD5 {expected} (checksum mismatch)", f"{got} for {p}")
-    try:
-        with np.load(p, allow_pickle=False) as npz:
-            raw = {s: (npz[f"{s}_images"], npz[f"{s}_labels"]) for s in SPLITS}
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as exc:
-        raise InputError(
-            "path", "an .npz with {train,val,test}_{images,labels}", f"{p} ({exc})"
-        ) from None
+    npz = load_npz(p)  # refuses pickles, forged sizes and damaged archives, by name
+    missing = [f"{s}_{a}" for s in SPLITS for a in ("images", "labels") if f"{s}_{a}" not in npz]
+    if missing:
+        layout = "an .npz with {train,val,test}_{images,labels}"
+        raise InputError("path", layout, f"{p} without {', '.join(missing)}")
+    raw = {s: (npz[f"{s}_images"], _labels(npz[f"{s}_labels"], f"{p}: {s}_labels")) for s in SPLITS}
     names = classes or KNOWN_CLASSES.get(p.name)
     if names is None:
-        top = max(int(labels.max()) for _, labels in raw.values() if labels.size)
+        top = max((int(labels.max()) for _, labels in raw.values() if labels.size), default=0)
+        if top >= MAX_CLASSES:
+            expected = f"class indices below {MAX_CLASSES:,} (or class names)"
+            raise InputError(f"{p}: labels", expected, f"label {top}")
         names = tuple(str(i) for i in range(top + 1))
     out: dict[str, ImageArrays] = {}
     for split, (images, labels) in raw.items():
         if images.ndim == 3:
             images = images[..., None]
-        if labels.ndim == 2 and labels.shape[1] != 1:
-            raise InputError(
-                f"{split}_labels", "single-label (N,) or (N, 1)", f"{p}: {labels.shape}"
-            )
-        out[split] = ImageArrays(images, labels.reshape(-1).astype(np.int64), tuple(names))
+        try:
+            out[split] = ImageArrays(images, labels, tuple(names))
+        except InputError as exc:  # name the file and the split
+            raise InputError(f"{p}: {split}_{exc.argument}", exc.expected, exc.got) from None
     return out
+
+
+def _labels(labels: np.ndarray, where: str) -> np.ndarray:
+    """Single-label class indices ``(N,)`` or ``(N, 1)`` as ``(N,)``; refused by ``where``."""
+    if labels.ndim not in (1, 2) or (labels.ndim == 2 and labels.shape[1] != 1):
+        raise InputError(where, "single-label (N,) or (N, 1)", str(labels.shape))
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise InputError(where, "integer class indices", str(labels.dtype))
+    labels = labels.reshape(-1)
+    if labels.size and labels.min() < 0:
+        raise InputError(where, "class indices >= 0", str(labels.min()))
+    return labels

@@ -124,6 +124,8 @@ def load_toml(cls: type[T], path: str | Path) -> T:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(str(p), "valid TOML", str(exc)) from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise InputError(str(p), "valid TOML", "arrays or tables nested too deeply") from None
     return from_mapping(cls, data, str(p))
 
 

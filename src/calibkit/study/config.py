@@ -39,13 +39,14 @@ from typing import Any
 from calibkit.calibrators import CALIBRATORS
 from calibkit.core.errors import InputError
 from calibkit.core.validation import (
-    AnyOf,
+    N_BINS,
+    RESAMPLES,
+    SEED,
+    SPLIT_SIZE,
     Boolean,
     Choice,
     Constraints,
-    Integer,
     NoneOr,
-    Real,
     check_params,
 )
 from calibkit.data import DATASETS
@@ -54,16 +55,12 @@ from calibkit.metrics import FLOOR_METRICS, METRIC_NAMES
 from calibkit.models import MODELS
 from calibkit.training import TrainConfig
 
-#: The largest seed of a run (torch and numpy seeds are 64-bit; a run adds to its seed).
-MAX_SEED = 2**32 - 1
-#: A part of a split: a count of samples, or a fraction of the split.
-PART_SIZE = AnyOf(Integer(low=1), Real(0.0, 1.0, closed="neither"))
 #: The declared fields of :class:`DataConfig` that hold one checked value.
 DATA_CONSTRAINTS: Constraints = {
-    "calibration_size": PART_SIZE,
+    "calibration_size": SPLIT_SIZE,
     "calibration_from": Choice("train", "test"),
-    "train_size": NoneOr(PART_SIZE),
-    "split_seed": Integer(low=0),
+    "train_size": NoneOr(SPLIT_SIZE),
+    "split_seed": SEED,
     "split_by_seed": Boolean(),
     "normalize": Boolean(),
 }
@@ -171,8 +168,7 @@ class StudyConfig:
             raise InputError("models", "distinct labels", ", ".join(labels))
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise InputError("seeds", "at least one seed, no repeats", repr(list(self.seeds)))
-        if any(not 0 <= s <= MAX_SEED for s in self.seeds):
-            raise InputError("seeds", f"integers in [0, {MAX_SEED}]", repr(list(self.seeds)))
+        object.__setattr__(self, "seeds", tuple(SEED.check("seeds", s) for s in self.seeds))
         for name in self.calibrators:
             CALIBRATORS.get(name)
         for name, params in self.calibrator_params.items():
@@ -194,10 +190,9 @@ class StudyConfig:
         for name in self.report_metrics:
             if name not in known:
                 raise InputError("report_metrics", "names among " + ", ".join(known), repr(name))
-        if self.n_bins < 1 or self.n_floor_draws < 0:
-            raise InputError(
-                "n_bins/n_floor_draws", ">= 1 / >= 0", f"{self.n_bins}/{self.n_floor_draws}"
-            )
+        draws = RESAMPLES.check("n_floor_draws", self.n_floor_draws)
+        object.__setattr__(self, "n_bins", N_BINS.check("n_bins", self.n_bins))
+        object.__setattr__(self, "n_floor_draws", draws)
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
             raise InputError("device", "auto, cpu, cuda or cuda:N", repr(self.device))
         for i, spec in enumerate(self.models):

@@ -17,13 +17,15 @@ from typing import Any
 from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.core.validation import (
+    BATCH_SIZE,
+    EPOCHS,
     FRACTION,
     NON_NEGATIVE,
     POSITIVE,
+    TRAINED_EPOCHS,
     Boolean,
     Choice,
     Constraints,
-    Integer,
 )
 
 OPTIMIZERS = ("adam", "sgd")
@@ -31,8 +33,8 @@ SCHEDULES = ("none", "step", "cosine", "onecycle")
 
 #: The declared fields of :class:`TrainConfig` that hold one checked value.
 PARAM_CONSTRAINTS: Constraints = {
-    "epochs": Integer(low=0),
-    "batch_size": Integer(low=1),
+    "epochs": EPOCHS,
+    "batch_size": BATCH_SIZE,
     "optimizer": Choice(*OPTIMIZERS),
     "lr": POSITIVE,
     "momentum": FRACTION,
@@ -41,11 +43,11 @@ PARAM_CONSTRAINTS: Constraints = {
     "schedule": Choice(*SCHEDULES),
     "lr_decay": POSITIVE,
     "augment": Boolean(),
-    "eval_batch_size": Integer(low=1),
+    "eval_batch_size": BATCH_SIZE,
     "n_bins": N_BINS,
     "track_learning": Boolean(),
 }
-MILESTONE = Integer(low=1)
+MILESTONE = TRAINED_EPOCHS  # an epoch number
 
 
 @dataclass(frozen=True)
