@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -17,11 +19,12 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
     """The thread counts the CLI asked for (nothing is set for real)."""
     seen: list[int | None] = []
 
-    def record(n: int | None = None) -> int:
+    @contextlib.contextmanager
+    def record(n: int | None = None) -> Iterator[int]:
         seen.append(n)
-        return n or 1
+        yield n or 1
 
-    monkeypatch.setattr(calibkit.cli, "set_threads", record)
+    monkeypatch.setattr(calibkit.cli, "using_threads", record)
     return seen
 
 
@@ -30,7 +33,7 @@ def test_the_parsed_count_is_set_before_the_command(
 ) -> None:
     assert main(["--threads", "3", "methods"]) == 0
     assert main(["methods"]) == 0
-    assert calls == [3, None]  # None: set_threads uses the free cores
+    assert calls == [3, None]  # None: the free cores
 
 
 def test_help_version_and_bad_counts_set_nothing(
@@ -49,14 +52,18 @@ def test_help_version_and_bad_counts_set_nothing(
 
 
 @pytest.mark.parametrize("n", [1, 2])
-def test_torch_uses_the_given_count(n: int) -> None:
-    code = (
-        "import contextlib, io, torch; from calibkit.cli import main;"
-        f"contextlib.redirect_stdout(io.StringIO()).__enter__(); main(['--threads', '{n}', "
-        "'methods']); print(torch.get_num_threads(), file=__import__('sys').stderr)"
-    )
+def test_torch_uses_the_given_count_during_the_command_only(n: int) -> None:
+    code = f"""
+import contextlib, io, sys, torch
+import calibkit.cli.methods as methods
+from calibkit.cli import main
+torch.set_num_threads(3)
+methods.run = lambda args: print(torch.get_num_threads(), file=sys.stderr) or 0
+main(["--threads", "{n}", "methods"])
+print(torch.get_num_threads(), file=sys.stderr)
+"""
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
-    assert out.stderr.split()[-1] == str(n)
+    assert out.stderr.split()[-2:] == [str(n), "3"]  # n while it runs, the caller's after

@@ -29,7 +29,7 @@ import sys
 from calibkit.cli.parser import PROG, build_parser
 from calibkit.cli.progress import show_progress
 from calibkit.core.errors import CalibkitError
-from calibkit.core.threads import set_threads
+from calibkit.core.threads import using_threads
 
 EXIT_INPUT = 2
 __all__ = ["EXIT_INPUT", "PROG", "build_parser", "main"]
@@ -47,8 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         command = importlib.import_module(f"calibkit.cli.{args.command}")
-        set_threads(args.threads)  # before any work; never for --help and --version
-        with show_progress(quiet=bool(getattr(args, "quiet", False))):
+        quiet = bool(getattr(args, "quiet", False))
+        # threads are set before any work, and never for --help and --version
+        with using_threads(args.threads), show_progress(quiet=quiet):
             return int(command.run(args))
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0

@@ -12,7 +12,9 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 
 from calibkit.core.validation import Integer
 
@@ -50,3 +52,19 @@ def set_threads(n: int | None = None) -> int:
     torch.set_num_threads(n)
     threadpool_limits(limits=n)
     return n
+
+
+@contextlib.contextmanager
+def using_threads(n: int | None = None) -> Iterator[int]:
+    """:func:`set_threads` for the ``with`` block; the previous counts come back after it
+    (so that a program calling the command line in-process keeps its own settings)."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    before = torch.get_num_threads()
+    limits = threadpool_limits(limits=None)  # records the current limits
+    try:
+        yield set_threads(n)
+    finally:
+        torch.set_num_threads(before)
+        limits.restore_original_limits()

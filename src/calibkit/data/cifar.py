@@ -20,9 +20,9 @@ import codecs
 import contextlib
 import hashlib
 import http.client
+import logging
 import os
 import pickle
-import sys
 import tarfile
 import tempfile
 import urllib.error
@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.core.errors import InputError
+from calibkit.core.progress import ProgressEvent, report_step
 from calibkit.core.validation import check_choice
 from calibkit.data.arrays import ImageArrays
 from calibkit.data.cache import load_splits, save_splits
@@ -46,6 +47,8 @@ from calibkit.data.medmnist import file_md5
 SPLITS = ("train", "test")
 _CACHE_VERSION = "1"
 _CHUNK = 1 << 20
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -149,11 +152,11 @@ def _check_md5(what: str, expected: str, got: str) -> None:
 
 
 def _progress(name: str, done: int, total: int, last: int) -> int:
-    """Print the percentage on stderr when it changed; returns the percentage shown."""
+    """Report the percentage when it changed (a progress record); returns the percentage."""
     pct = 100 * done // total
     if pct != last:
-        end = "\n" if done >= total else ""
-        print(f"\rdownloading {name}: {pct:3d}%", end=end, file=sys.stderr, flush=True)
+        event = ProgressEvent(f"downloading {name}", pct, 100, f"{pct:3d}%")
+        report_step(_log, event, logging.INFO)
     return pct
 
 
