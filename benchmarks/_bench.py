@@ -5,6 +5,7 @@ Not a test module: the scripts print Markdown and are run by hand (see README.md
 
 from __future__ import annotations
 
+import argparse
 import gc
 import os
 import platform
@@ -89,3 +90,16 @@ def machine() -> str:
         f"{cpu}, {os.cpu_count()} CPUs (load average {load}); numpy {np.__version__}, "
         f"torch {torch.__version__} ({torch.get_num_threads()} threads)"
     )
+
+
+def parse_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """``parser``'s arguments plus ``--threads N``, applied before anything is timed: torch and
+    the BLAS pools use ``N`` threads, by default the cores free at the start
+    (``calibkit.core.threads``), so a busy machine is not oversubscribed."""
+    from calibkit.core.threads import set_threads
+
+    help_text = "threads for torch and BLAS (default: the free cores)"
+    parser.add_argument("--threads", type=int, default=None, help=help_text)
+    args = parser.parse_args()
+    args.threads = set_threads(args.threads)
+    return args

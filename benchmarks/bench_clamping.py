@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from _bench import fmt_time, interleaved, machine, median, table
+from _bench import fmt_time, interleaved, machine, median, parse_args, table
 
 from calibkit.calibrators.clamping import NeuralClamping, SGDSettings
 from calibkit.calibrators.clamping.objective import objective
@@ -102,12 +102,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=100, help="joint-fit epochs (default 100)")
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds (median)")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--scale-to-n", type=int, default=5000)
     parser.add_argument("--scale-to-epochs", type=int, default=100)
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_args(parser)
     print(f"Machine: {machine()}\n")
     t0 = time.perf_counter()
     x, y = read_jpeg_cifar10(args.n)

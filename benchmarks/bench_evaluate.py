@@ -13,7 +13,7 @@ import argparse
 import time
 
 import numpy as np
-from _bench import fmt_time, machine, median, synthetic, table
+from _bench import fmt_time, machine, median, parse_args, synthetic, table
 
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics import MetricSuite, evaluate
@@ -22,7 +22,7 @@ from calibkit.metrics import MetricSuite, evaluate
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=3)
-    args = ap.parse_args()
+    args = parse_args(ap)
     print(machine())
     rows = []
     for n, k in ((5_000, 10), (10_000, 100), (100_000, 10)):

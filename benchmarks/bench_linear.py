@@ -16,7 +16,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-from _bench import fmt_time, interleaved, machine, median, synthetic, table
+from _bench import fmt_time, interleaved, machine, median, parse_args, synthetic, table
 
 from calibkit.calibrators import get_calibrator
 
@@ -36,7 +36,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
-    args = ap.parse_args()
+    args = parse_args(ap)
     print(machine())
     cases = {"synthetic 10,000 x 100": synthetic(10_000, 100)}
     cifar = args.data / "predictions" / "cifar100_wideresnet-16-4.npz"

@@ -16,7 +16,7 @@ import copy
 from collections.abc import Callable
 
 import torch
-from _bench import fmt_time, interleaved, machine, median, table
+from _bench import fmt_time, interleaved, machine, median, parse_args, table
 from torch import nn
 
 from calibkit.losses import create_loss
@@ -59,10 +59,7 @@ def loss_only_fn(loss: nn.Module, logits: torch.Tensor, y: torch.Tensor) -> Call
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30, help="timed steps (default 30)")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_args(parser)
     torch.manual_seed(0)
     x = torch.randn(BATCH, 3, 32, 32)
     y = torch.randint(0, CLASSES, (BATCH,))

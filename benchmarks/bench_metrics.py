@@ -14,7 +14,7 @@ import argparse
 import warnings
 
 import torch
-from _bench import fmt_time, interleaved, machine, median, synthetic, table
+from _bench import fmt_time, interleaved, machine, median, parse_args, synthetic, table
 
 from calibkit.core.outputs import check_scores, top_label_from_logits
 from calibkit.metrics import ece
@@ -73,10 +73,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7, help="timed rounds (default 7)")
     parser.add_argument("--quick", action="store_true", help="10x smaller shapes, 3 rounds")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_args(parser)
     repeats = 3 if args.quick and args.repeats == 7 else args.repeats
     print(f"Machine: {machine()}\n")
     for n, k in QUICK_SHAPES if args.quick else SHAPES:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from _bench import fmt_time, interleaved, machine, median, synthetic, table
+from _bench import fmt_time, interleaved, machine, median, parse_args, synthetic, table
 from scipy.optimize import minimize_scalar
 from scipy.special import logsumexp
 
@@ -180,11 +180,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds (default 3)")
     parser.add_argument("--quick", action="store_true", help="10x smaller fit shapes")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--only", choices=["fit", "grid"], help="run one section")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parse_args(parser)
     print(f"Machine: {machine()}\n")
     if args.only in (None, "fit"):
         for n, k in QUICK_FIT_SHAPES if args.quick else FIT_SHAPES:

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-from _bench import interleaved, machine, median, table
+from _bench import interleaved, machine, median, parse_args, table
 from torch import nn
 
 from calibkit.data.augment import crop_and_flip
@@ -56,7 +56,7 @@ def main() -> None:
     parser.add_argument("--dataset", default="cifar10-jpeg:bird,cat")
     here = Path(__file__).resolve().parents[2]
     parser.add_argument("--data-dir", default=str(here / "shared" / "data"))
-    args = parser.parse_args()
+    args = parse_args(parser)
 
     data = prepare_data(DataConfig(args.dataset, args.data_dir, calibration_size=1000))
     x, y = data.splits["train"]

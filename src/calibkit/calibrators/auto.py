@@ -96,8 +96,8 @@ class AutoCalibrator(Calibrator):
     param_constraints: ClassVar[v.Constraints] = {
         "methods": v.NoneOr(v.ListOf(v.String(), as_list=True)),
         "criterion": v.Choice(*CRITERIA),
-        "n_folds": v.Integer(low=2),
-        "seed": v.Integer(),
+        "n_folds": v.Integer(2, 100),
+        "seed": v.SEED,
         "n_bins": N_BINS,
     }
     state_constraints: ClassVar[v.Constraints] = {

@@ -72,6 +72,7 @@ from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import (
     NON_NEGATIVE,
     POSITIVE,
+    SEED,
     Constraints,
     Integer,
     ListOf,
@@ -84,7 +85,7 @@ DEFAULT_LAMBDA_GRID: tuple[float, ...] = tuple(float(v) for v in np.logspace(-2,
 
 
 #: Shared parameter declarations (the optimiser's budget and the penalties).
-MAX_ITER = Integer(low=1)
+MAX_ITER = Integer(1, 1_000_000)
 TOL = POSITIVE
 PENALTY = NON_NEGATIVE
 #: The fitted map's shapes: a weight per class (vector scaling) or a full matrix, a bias.
@@ -212,8 +213,8 @@ class _ODIR(_Linear):
         "reg_lambda": NoneOr(PENALTY),
         "reg_mu": NoneOr(PENALTY),
         "lambda_grid": ListOf(PENALTY),
-        "n_folds": Integer(low=2),
-        "random_state": Integer(low=0),
+        "n_folds": Integer(2, 100),
+        "random_state": SEED,
         "max_iter": MAX_ITER,
         "cv_max_iter": MAX_ITER,
         "tol": TOL,
