@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -106,10 +107,11 @@ def test_applicable_methods_follow_the_registry(fake_binary: str) -> None:
 
 
 # ----- compare -----------------------------------------------------------------------------
-def test_compare_rows_match_independent_computations() -> None:
+def test_compare_rows_match_independent_computations(caplog: pytest.LogCaptureFixture) -> None:
     cal, test = split_outputs(synthetic(800), 0.5, seed=0)
-    msgs: list[str] = []
-    comp = compare(cal, test, ["temperature"], n_boot=30, seed=3, progress=msgs.append)
+    with caplog.at_level(logging.INFO, logger="calibkit"):
+        comp = compare(cal, test, ["temperature"], n_boot=30, seed=3)
+    msgs = [r.getMessage() for r in caplog.records]
     assert [r.method for r in comp.rows] == ["none", "temperature"]
     assert (comp.n_cal, comp.n_test, comp.n_classes, comp.n_bins) == (400, 400, 3, 15)
     none, ts = comp.rows

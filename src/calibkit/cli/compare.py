@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         raise renamed(exc, "--methods") from None
     numbers = {"n_bins": args.n_bins, "n_boot": args.n_boot, "seed": args.seed, "mode": args.mode}
-    comp = compare(cal, test, names, source=source, progress=say, **numbers)
+    comp = compare(cal, test, names, source=source, **numbers)
     say(f"writing the report to {out_dir}")
     write_compare_report(comp, out_dir, title=f"Calibration report: {source.split(',')[0]}")
     print(format_comparison_summary(comp))

@@ -19,9 +19,10 @@ Default methods (:func:`applicable_methods`)
 
 from __future__ import annotations
 
+import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,7 @@ UNCALIBRATED = "none"
 EXCLUDED_BY_DEFAULT: tuple[str, ...] = ("auto",)
 #: Temperatures of the ECE-versus-temperature curve: 0.05, 0.075, ..., 5.
 TEMPERATURE_GRID: F64 = np.round(np.arange(2, 201) * 0.025, 3)
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -320,16 +322,14 @@ def _rows(
     test: ClassifierOutputs,
     names: list[str],
     settings: dict[str, Any],
-    progress: Callable[[str], None] | None,
     params: Mapping[str, Mapping[str, Any]],
 ) -> list[MethodResult]:
     """The uncalibrated row, then each method fitted on ``cal`` and judged on ``test``."""
-    say = progress or (lambda _msg: None)
-    say(f"evaluating the uncalibrated model on {test.n_samples:,} test samples")
+    _log.info(f"evaluating the uncalibrated model on {test.n_samples:,} test samples")
     rows = [_judge(UNCALIBRATED, test, {}, 0.0, settings)]
     cal_logits, test_logits = cal.as_logits(), test.as_logits()
     for i, name in enumerate(names, start=1):
-        say(f"[{i}/{len(names)}] fitting {name} on {cal.n_samples:,} calibration samples")
+        _log.info(f"[{i}/{len(names)}] fitting {name} on {cal.n_samples:,} calibration samples")
         start = time.perf_counter()
         calibrator = get_calibrator(name, **params.get(name, {}))
         calibrator.fit(cal_logits, cal.labels)
@@ -349,7 +349,6 @@ def compare(
     seed: int = 0,
     mode: Mode = "top_label",
     source: str = "",
-    progress: Callable[[str], None] | None = None,
     params: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Comparison:
     """Fit each method on ``cal``, evaluate it on ``test``; the ``"none"`` row comes first.
@@ -364,8 +363,8 @@ def compare(
         Calibrator names (default: :func:`applicable_methods`).
     n_bins, n_boot, seed, mode
         As in :func:`calibkit.metrics.evaluate` (``mode``: see :mod:`calibkit.core.binning`).
-    source, progress
-        Where the outputs came from (kept in the result); a callback given each step.
+    source : str
+        Where the outputs came from (kept in the result). Each step is logged (INFO).
     params : mapping, optional
         Calibrator parameters by method, e.g. ``{"temperature_ece": {"t_max": 10.0}}``.
 
@@ -383,7 +382,7 @@ def compare(
     _check_parts(cal, test)
     names = resolve_methods(methods, cal.n_classes)
     settings: dict[str, Any] = {"n_bins": n_bins, "n_boot": n_boot, "seed": seed, "mode": mode}
-    rows = _rows(cal, test, names, settings, progress, params or {})
+    rows = _rows(cal, test, names, settings, params or {})
     curve = ece_temperature_curve(test.as_logits(), test.labels, TEMPERATURE_GRID, n_bins)
     return Comparison(
         rows=rows,

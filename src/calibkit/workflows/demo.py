@@ -193,7 +193,6 @@ def run_demo(*, seed: int = 0, settings: DemoSettings | None = None) -> DemoResu
         n_boot=s.n_boot,
         seed=seed,
         source=f"calibkit demo: MLP on scikit-learn digits (seed {seed})",
-        progress=log.info,
     )
     train_logits, train_labels = result.logits["train"], result.labels["train"]
     return DemoResult(
