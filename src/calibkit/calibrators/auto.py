@@ -145,7 +145,7 @@ class AutoCalibrator(Calibrator):
                 )
         return list(self.methods)
 
-    def _fit(self, out: ClassifierOutputs) -> None:
+    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         names = self.candidates(out.n_classes)
         z = np.asarray(out.as_logits(), dtype=np.float64)
         folds = self._folds(out.labels)

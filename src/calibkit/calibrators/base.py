@@ -2,7 +2,8 @@
 
 A calibrator maps a classifier's logits to calibrated probabilities:
 
-- ``fit(logits, labels) -> self`` learns from a calibration set;
+- ``fit(logits, labels, sample_weight=None) -> self`` learns from a calibration set
+  (weighted where the method allows it: :attr:`Calibrator.accepts_sample_weight`);
 - ``predict_proba(logits)`` returns float64 probabilities (rows sum to 1);
 - ``transform(logits)`` returns calibrated logits, for methods that map logits to logits;
 - fitted state lives in attributes ending in ``_``; using an unfitted calibrator raises
@@ -12,6 +13,11 @@ A calibrator maps a classifier's logits to calibrated probabilities:
   :class:`~calibkit.core.validation.Constraint`, in signature order): constructors check
   their arguments against it, :meth:`Calibrator.get_params` returns exactly those
   parameters, and configuration files and the CLI's ``--param`` read it too.
+
+Calibrators are scikit-learn estimators without importing scikit-learn (which costs a
+second): ``get_params(deep=...)``, ``set_params`` (checked against the declaration),
+``sklearn.base.clone``, estimator tags and ``n_features_in_`` (the number of classes). The
+samples ``X`` of scikit-learn's API are rows of logits, ``y`` their labels.
 
 Inputs are numpy arrays or torch tensors. For models that only published probabilities,
 pass ``log(probs)`` as logits (softmax ignores the per-row constant).
@@ -30,7 +36,8 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.core.errors import InputError, NotFittedError
+from calibkit.core import errors
+from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Dims, check_state
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_scores, log_softmax64
 from calibkit.core.registry import Registry
@@ -92,13 +99,25 @@ class Calibrator(ABC):
     #: -> constraint (shapes name ``k``, the classes, and the dimensions of
     #: :meth:`_state_dims`); a loaded state is checked against them.
     state_constraints: ClassVar[Constraints] = {}
+    #: Whether ``fit`` takes ``sample_weight`` (the others refuse it with an InputError).
+    accepts_sample_weight: ClassVar[bool] = False
 
     # ----- the contract ---------------------------------------------------------------
-    def fit(self, logits: object, labels: object) -> Self:
-        """Learn the calibration map from calibration-set ``logits`` and ``labels``."""
+    def fit(self, logits: object, labels: object, sample_weight: object = None) -> Self:
+        """Learn the calibration map from calibration-set ``logits`` and ``labels``.
+
+        ``sample_weight`` (non-negative, one per row, not all 0) weighs each row as that
+        many repetitions of it would; ``None`` weighs all rows equally.
+        """
         out = self._check_fit_input(logits, labels)
+        weights = None
+        if sample_weight is not None:
+            if not self.accepts_sample_weight:
+                expected = f"None for {self.name!r}, a method that cannot weight samples"
+                raise InputError("sample_weight", expected, "weights")
+            weights = check_sample_weight(sample_weight, out.labels.shape[0])
         self.n_classes_ = out.n_classes
-        self._fit(out)
+        self._fit(out, weights)
         return self
 
     def predict_proba(self, logits: object) -> F64:
@@ -118,7 +137,8 @@ class Calibrator(ABC):
         return self._transform(z)
 
     @abstractmethod
-    def _fit(self, out: ClassifierOutputs) -> None: ...
+    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
+        """Fit on ``out``, each row weighted by ``weights`` (``None``: all equal)."""
 
     def _predict_proba(self, logits: F64) -> F64:
         return np.exp(log_softmax64(self._transform(logits)))
@@ -130,11 +150,40 @@ class Calibrator(ABC):
     def _set_params(self, **params: Any) -> None:
         """Check ``params`` against :attr:`param_constraints` and store them as attributes."""
         for name, value in check_params(self.param_constraints, params, self.name).items():
-            setattr(self, name, value)
+            # keep the caller's object when checking did not change it (clone needs that)
+            setattr(self, name, params[name] if _same(value, params[name]) else value)
 
-    def get_params(self) -> dict[str, Any]:
-        """The declared constructor parameters (:attr:`param_constraints`), in order."""
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The declared constructor parameters (:attr:`param_constraints`), in order.
+
+        ``deep`` is scikit-learn's flag; calibrators hold no sub-estimators.
+        """
         return {name: getattr(self, name) for name in self.param_constraints}
+
+    def set_params(self, **params: Any) -> Self:
+        """Set declared parameters, checked as the constructor checks them (all or none).
+
+        >>> from calibkit.calibrators import get_calibrator
+        >>> get_calibrator("histogram").set_params(n_bins=5).n_bins
+        5
+        """
+        checked = check_params(self.param_constraints, params, self.name)
+        trial = type(self)(**{**self.get_params(), **checked})  # relations between params
+        for name in checked:
+            setattr(self, name, getattr(trial, name))
+        return self
+
+    @property
+    def n_features_in_(self) -> int:
+        """The number of columns seen by ``fit`` (scikit-learn's name for ``n_classes_``)."""
+        self.check_is_fitted()
+        return int(self.n_classes_)
+
+    def __sklearn_tags__(self) -> Any:
+        """scikit-learn's estimator tags: 2-D finite float logits, labels required."""
+        from sklearn.utils import Tags, TargetTags  # lazy: sklearn costs a second
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=True))
 
     def fitted_state(self) -> dict[str, Any]:
         """The fitted attributes (names ending in ``_``)."""
@@ -146,7 +195,7 @@ class Calibrator(ABC):
 
     def check_is_fitted(self) -> None:
         if not self.is_fitted:
-            raise NotFittedError(
+            raise errors.NotFittedError(
                 f"this {type(self).__name__} ({self.name!r}) is not fitted yet: call fit() first"
             )
 
@@ -263,6 +312,30 @@ class Calibrator(ABC):
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
+
+
+def _same(a: object, b: object) -> bool:
+    """Whether ``a`` and ``b`` are equal values of the same types (element-wise for lists)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def check_sample_weight(sample_weight: object, n_samples: int) -> F64:
+    """``sample_weight`` as float64: one finite, non-negative weight per row, not all 0."""
+    expected = f"{n_samples} finite non-negative weights, not all 0"
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError("sample_weight", expected, type(sample_weight).__name__) from None
+    if w.shape != (n_samples,):
+        raise InputError("sample_weight", expected, f"shape {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
+        bad = "all 0" if np.all(w == 0) else "negative or non-finite values"
+        raise InputError("sample_weight", expected, bad)
+    return w
 
 
 def _encode(obj: Any) -> Any:

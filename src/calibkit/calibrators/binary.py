@@ -39,21 +39,29 @@ from calibkit.core.outputs import ClassifierOutputs, FloatArray, log_softmax64
 from calibkit.core.validation import NON_NEGATIVE, Constraints, Real
 
 
-def logistic_nll(weights: F64, features: F64, y: F64) -> tuple[float, F64]:
-    """Mean NLL of ``sigmoid(features @ w[:-1] + w[-1])`` and its exact gradient."""
+def logistic_nll(
+    weights: F64, features: F64, y: F64, sample_weight: F64 | None = None
+) -> tuple[float, F64]:
+    """Mean NLL of ``sigmoid(features @ w[:-1] + w[-1])`` and its exact gradient (the
+    ``sample_weight``-weighted mean when given)."""
     t = features @ weights[:-1] + weights[-1]
     resid = expit(t) - y
-    loss = float(np.mean(np.logaddexp(0.0, t) - y * t))
-    grad = np.append(features.T @ resid, resid.sum()) / y.shape[0]
-    return loss, grad
+    if sample_weight is None:
+        loss = float(np.mean(np.logaddexp(0.0, t) - y * t))
+        grad = np.append(features.T @ resid, resid.sum()) / y.shape[0]
+        return loss, grad
+    w = sample_weight / sample_weight.sum()
+    loss = float(w @ (np.logaddexp(0.0, t) - y * t))
+    resid *= w
+    return loss, np.append(features.T @ resid, resid.sum())
 
 
-def fit_logistic(features: F64, y: F64, start: F64) -> F64:
+def fit_logistic(features: F64, y: F64, start: F64, sample_weight: F64 | None = None) -> F64:
     """Maximum-likelihood weights (coefficients, then intercept), L-BFGS from ``start``."""
     res = minimize(
         logistic_nll,
         np.asarray(start, dtype=np.float64),
-        args=(features, y),
+        args=(features, y, sample_weight),
         jac=True,
         method="L-BFGS-B",
         options={"maxiter": 2000, "gtol": 1e-10, "ftol": 1e-15},
@@ -86,12 +94,13 @@ class PlattScaling(Calibrator):
     """
 
     binary_only = True
+    accepts_sample_weight = True
     state_constraints: ClassVar[Constraints] = {"slope_": Real(), "intercept_": Real()}
 
-    def _fit(self, out: ClassifierOutputs) -> None:
+    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         s = _positive_logit(out.as_logits())
         y = out.labels.astype(np.float64)
-        slope, intercept = fit_logistic(s[:, None], y, np.array([1.0, 0.0]))
+        slope, intercept = fit_logistic(s[:, None], y, np.array([1.0, 0.0]), weights)
         self.slope_ = float(slope)
         self.intercept_ = float(intercept)
 
@@ -119,21 +128,23 @@ class BetaCalibration(Calibrator):
     """
 
     binary_only = True
+    accepts_sample_weight = True
     state_constraints: ClassVar[Constraints] = {
         "a_": NON_NEGATIVE,
         "b_": NON_NEGATIVE,
         "c_": Real(),
     }
 
-    def _fit(self, out: ClassifierOutputs) -> None:
+    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         feats = _beta_features(out.as_logits())
         y = out.labels.astype(np.float64)
-        a, b, c = fit_logistic(feats, y, np.array([1.0, 1.0, 0.0]))
+        a, b, c = fit_logistic(feats, y, np.array([1.0, 1.0, 0.0]), weights)
         if a < 0 or b < 0:
             keep = 1 if a < 0 else 0  # drop the offending feature (a first, as in the paper)
-            coef, c = fit_logistic(feats[:, [keep]], y, np.array([1.0, 0.0]))
+            coef, c = fit_logistic(feats[:, [keep]], y, np.array([1.0, 0.0]), weights)
             if coef < 0:  # no monotone use of the remaining feature either
-                coef, c = 0.0, float(np.log(y.mean()) - np.log1p(-y.mean()))
+                rate = y.mean() if weights is None else np.average(y, weights=weights)
+                coef, c = 0.0, float(np.log(rate) - np.log1p(-rate))
             a, b = (0.0, coef) if keep == 1 else (coef, 0.0)
         self.a_, self.b_, self.c_ = float(a), float(b), float(c)
 

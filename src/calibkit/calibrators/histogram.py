@@ -70,13 +70,25 @@ def step_map_state(rate: str, *maps: str) -> Constraints:
     }
 
 
-def fit_bin_map(score: F64, outcome: F64, n_bins: int, scheme: Scheme) -> tuple[F64, I64, F64]:
-    """Edges, sample counts and outcome rate (0.0 where empty) of a 1-D score's bins."""
-    _, edges, used = bin_index(score, n_bins, scheme=scheme)
+def fit_bin_map(
+    score: F64, outcome: F64, n_bins: int, scheme: Scheme, weights: F64 | None = None
+) -> tuple[F64, I64, F64]:
+    """Edges, sample counts and outcome rate (0.0 where empty) of a 1-D score's bins.
+
+    With ``weights``, equal-mass edges hold equal weight, a bin's rate is its weighted
+    outcome rate and its count the number of its rows of positive weight (a bin of only
+    zero-weight rows is empty).
+    """
+    _, edges, used = bin_index(score, n_bins, scheme=scheme, weight=weights)
     idx = index_from_edges(score, edges, scheme)
-    stats = stats_from_index(idx, edges, used, score, outcome)
-    rate = np.where(stats.nonempty, stats.accuracy_sum / np.maximum(stats.counts, 1.0), 0.0)
-    return edges, stats.counts.astype(np.int64), rate
+    stats = stats_from_index(idx, edges, used, score, outcome, weights)
+    if weights is None:
+        rate = np.where(stats.nonempty, stats.accuracy_sum / np.maximum(stats.counts, 1.0), 0.0)
+        return edges, stats.counts.astype(np.int64), rate
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(stats.nonempty, stats.accuracy_sum / stats.counts, 0.0)
+    counts = np.bincount(idx[weights > 0], minlength=used).astype(np.int64)
+    return edges, counts, rate
 
 
 def apply_bin_map(score: F64, edges: F64, counts: I64, rate: F64, scheme: Scheme) -> F64:
@@ -106,6 +118,7 @@ class _Binning(Calibrator):
     """The parameters shared by both histogram binnings."""
 
     param_constraints: ClassVar[Constraints] = BINNING_PARAMS
+    accepts_sample_weight = True
     n_bins: int
     scheme: Scheme
 
@@ -142,13 +155,13 @@ class HistogramBinning(_Binning):
 
     state_constraints: ClassVar[Constraints] = step_map_state("bin_accuracy_")
 
-    def _fit(self, out: ClassifierOutputs) -> None:
+    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         probs = out.probs
         top = np.argmax(probs, axis=1)
         conf = probs[np.arange(probs.shape[0]), top]
         correct = (top == out.labels).astype(np.float64)
         self.edges_, self.bin_counts_, self.bin_accuracy_ = fit_bin_map(
-            conf, correct, self.n_bins, self.scheme
+            conf, correct, self.n_bins, self.scheme, weights
         )
 
     def _predict_proba(self, logits: F64) -> F64:
@@ -185,10 +198,12 @@ class ClasswiseHistogramBinning(_Binning):
     #: ``m`` maps: one per class of :func:`one_vs_rest_classes`.
     state_constraints: ClassVar[Constraints] = step_map_state("bin_frequency_", "m")
 
-    def _fit(self, out: ClassifierOutputs) -> None:
+    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         probs = out.probs
         maps = [
-            fit_bin_map(probs[:, k], (out.labels == k).astype(np.float64), self.n_bins, self.scheme)
+            fit_bin_map(
+                probs[:, k], (out.labels == k).astype(np.float64), self.n_bins, self.scheme, weights
+            )
             for k in one_vs_rest_classes(out.n_classes)
         ]
         self.edges_ = np.stack([m[0] for m in maps])

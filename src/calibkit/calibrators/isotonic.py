@@ -35,11 +35,12 @@ from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import Constraints
 
 
-def fit_isotonic(score: F64, outcome: F64) -> tuple[F64, F64]:
-    """Thresholds ``(x, y)`` of the clipped non-decreasing isotonic fit of outcome on score."""
+def fit_isotonic(score: F64, outcome: F64, weights: F64 | None = None) -> tuple[F64, F64]:
+    """Thresholds ``(x, y)`` of the clipped non-decreasing isotonic fit of outcome on score
+    (rows weighted by ``weights``, as scikit-learn's ``sample_weight``)."""
     from sklearn.isotonic import IsotonicRegression  # lazy: sklearn costs seconds at import
 
-    iso = IsotonicRegression(out_of_bounds="clip").fit(score, outcome)
+    iso = IsotonicRegression(out_of_bounds="clip").fit(score, outcome, sample_weight=weights)
     x = np.asarray(iso.X_thresholds_, dtype=np.float64)
     y = np.asarray(iso.y_thresholds_, dtype=np.float64)
     return x, y
@@ -68,6 +69,7 @@ class IsotonicCalibrator(Calibrator):
     [0.0, 0.0, 1.0, 1.0]
     """
 
+    accepts_sample_weight = True
     #: ``m`` maps (see :func:`one_vs_rest_classes`); map ``i`` has ``n`` thresholds.
     state_constraints: ClassVar[Constraints] = {
         "x_thresholds_": ArrayList(THRESHOLDS, "m"),
@@ -77,10 +79,10 @@ class IsotonicCalibrator(Calibrator):
     def _state_dims(self, n_classes: int) -> Dims:
         return {"k": n_classes, "m": len(one_vs_rest_classes(n_classes))}
 
-    def _fit(self, out: ClassifierOutputs) -> None:
+    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         probs = out.probs
         fits = [
-            fit_isotonic(probs[:, k], (out.labels == k).astype(np.float64))
+            fit_isotonic(probs[:, k], (out.labels == k).astype(np.float64), weights)
             for k in one_vs_rest_classes(out.n_classes)
         ]
         self.x_thresholds_ = [f[0] for f in fits]

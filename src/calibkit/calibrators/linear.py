@@ -98,21 +98,22 @@ class _Linear(Calibrator):
     """Shared parts: ``weights_`` and ``bias_`` applied to the features of the logits."""
 
     maps_logits = True
+    accepts_sample_weight = True
     #: Whether the map acts on log-probabilities (Dirichlet) rather than logits.
     on_log_probs: ClassVar[bool] = False
     weights_: F64
     bias_: F64
 
-    def fit(self, logits: object, labels: object) -> Self:
+    def fit(self, logits: object, labels: object, sample_weight: object = None) -> Self:
         """Fit with single-threaded BLAS (see the module docstring)."""
         with threadpool_limits(limits=1, user_api="blas"):
-            return super().fit(logits, labels)
+            return super().fit(logits, labels, sample_weight)
 
     def _features(self, logits: F64) -> F64:
         return log_softmax64(logits) if self.on_log_probs else np.asarray(logits, np.float64)
 
-    def _design(self, out: ClassifierOutputs) -> Design:
-        return Design(self._features(np.asarray(out.as_logits())), out.labels)
+    def _design(self, out: ClassifierOutputs, weights: F64 | None = None) -> Design:
+        return Design(self._features(np.asarray(out.as_logits())), out.labels, weights)
 
     def _transform(self, logits: F64) -> F64:
         x = self._features(logits)
@@ -157,8 +158,9 @@ class VectorScaling(_Linear):
     def __init__(self, max_iter: int = 500, tol: float = 1e-12) -> None:
         self._set_params(max_iter=max_iter, tol=tol)
 
-    def _fit(self, out: ClassifierOutputs) -> None:
-        self.weights_, self.bias_ = fit_diagonal(self._design(out), self.max_iter, self.tol)
+    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
+        design = self._design(out, weights)
+        self.weights_, self.bias_ = fit_diagonal(design, self.max_iter, self.tol)
 
 
 @CALIBRATORS.register("matrix")
@@ -192,8 +194,8 @@ class MatrixScaling(_Linear):
     def __init__(self, reg_l2: float = 0.0, max_iter: int = 500, tol: float = 1e-12) -> None:
         self._set_params(reg_l2=reg_l2, max_iter=max_iter, tol=tol)
 
-    def _fit(self, out: ClassifierOutputs) -> None:
-        design = self._design(out)
+    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
+        design = self._design(out, weights)
         k = design.n_classes
         coef = np.zeros((k, k + 1))
         coef[:, :k] = self.reg_l2 / k**2
@@ -259,8 +261,8 @@ class _ODIR(_Linear):
             tol=tol,
         )
 
-    def _fit(self, out: ClassifierOutputs) -> None:
-        design = self._design(out)
+    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
+        design = self._design(out, weights)
         k = design.n_classes
         lambdas = np.unique(self.lambda_grid)[::-1]  # strongest penalty first
         if self.reg_lambda is not None:

@@ -23,8 +23,10 @@ I64 = npt.NDArray[np.int64]
 
 
 # ----- objective ---------------------------------------------------------------------------
-def softmax_nll_grad(scores: F64, labels: I64) -> tuple[float, F64]:
+def softmax_nll_grad(scores: F64, labels: I64, weights: F64 | None = None) -> tuple[float, F64]:
     """Mean NLL of ``softmax(scores)`` and its gradient in ``scores`` (overwrites ``scores``).
+
+    ``weights`` (of mean 1) weigh the rows; ``None``: all 1.
 
     >>> loss, grad = softmax_nll_grad(np.array([[0.0, 0.0]]), np.array([1]))
     >>> round(loss, 6), grad.tolist()
@@ -33,6 +35,13 @@ def softmax_nll_grad(scores: F64, labels: I64) -> tuple[float, F64]:
     n = scores.shape[0]
     rows = np.arange(n)
     scores -= scores.max(axis=1, keepdims=True)
+    if weights is not None:
+        picked_w = float(weights @ scores[rows, labels])
+        np.exp(scores, out=scores)
+        total = scores.sum(axis=1)
+        scores *= (weights / (n * total))[:, None]
+        scores[rows, labels] -= weights / n
+        return (float(weights @ np.log(total)) - picked_w) / n, scores
     picked = float(scores[rows, labels].sum())
     np.exp(scores, out=scores)
     total = scores.sum(axis=1)
@@ -62,6 +71,8 @@ class Design:
         The features (logits or log-probabilities).
     labels : ndarray of int64, shape (N,)
         The class of each row.
+    weights : ndarray of float64, shape (N,), optional
+        The weight of each row (rescaled to mean 1); ``None``: all rows weigh 1.
 
     Examples
     --------
@@ -70,8 +81,9 @@ class Design:
     (2, [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
     """
 
-    def __init__(self, x: F64, labels: I64) -> None:
+    def __init__(self, x: F64, labels: I64, weights: F64 | None = None) -> None:
         n, k = x.shape
+        self.weights = None if weights is None else weights * (n / weights.sum())
         self.x1 = np.empty((n, k + 1), order="F")
         self.x1[:, :k] = x
         self.x1[:, k] = 1.0
@@ -84,7 +96,18 @@ class Design:
         return int(self.x1.shape[1] - 1)
 
     def subset(self, rows: I64) -> Design:
-        return Design(self.x1[rows, :-1], self.labels[rows])
+        weights = None if self.weights is None else self.weights[rows]
+        return Design(self.x1[rows, :-1], self.labels[rows], weights)
+
+    def mean_identity_nll(self) -> float:
+        """The (weighted) mean NLL of the identity map."""
+        if self.weights is None:
+            return float(self.identity_nll.mean())
+        return float(self.weights @ self.identity_nll) / self.identity_nll.shape[0]
+
+    def weight_of(self, rows: I64) -> float:
+        """The total weight of ``rows`` (their number without weights)."""
+        return rows.shape[0] if self.weights is None else float(self.weights[rows].sum())
 
     def scores(self, wb: F64) -> F64:
         """``[x, 1] @ wb.T``, (N, K) in Fortran order."""
@@ -92,7 +115,7 @@ class Design:
 
     def nll(self, wb: F64) -> float:
         """Mean NLL of ``softmax([x, 1] @ wb.T)``."""
-        return softmax_nll_grad(self.scores(wb), self.labels)[0]
+        return softmax_nll_grad(self.scores(wb), self.labels, self.weights)[0]
 
 
 def identity_map(k: int) -> F64:
@@ -195,7 +218,7 @@ def full_objective(design: Design, pen: Penalty, start: F64) -> Callable[[F64], 
 
     def objective(u: F64) -> tuple[float, F64]:
         wb = start + _rows_times(u.reshape(k, k + 1), factor)
-        loss, dz = softmax_nll_grad(design.scores(wb), design.labels)
+        loss, dz = softmax_nll_grad(design.scores(wb), design.labels, design.weights)
         grad = dz.T @ design.x1 + 2.0 * pen.coef * wb
         return loss + pen(wb), _rows_times(grad, factor_t).ravel()
 
@@ -232,12 +255,12 @@ def fit_diagonal(design: Design, max_iter: int, tol: float) -> tuple[F64, F64]:
 
     def objective(u: F64) -> tuple[float, F64]:
         theta = start + u * scale
-        loss, dz = softmax_nll_grad(x * theta[:k] + theta[k:], y)
+        loss, dz = softmax_nll_grad(x * theta[:k] + theta[k:], y, design.weights)
         grad = np.concatenate([np.einsum("ij,ij->j", dz, x), dz.sum(axis=0)])
         return loss, grad * scale
 
     u, fun = _lbfgs(objective, 2 * k, max_iter, tol)
-    if fun > float(design.identity_nll.mean()):  # L-BFGS only goes down
+    if fun > design.mean_identity_nll():  # L-BFGS only goes down
         u = np.zeros_like(u)
     theta = start + u * scale
     return theta[:k], theta[k:]
@@ -253,7 +276,7 @@ def fit_path(
     above the identity's objective.
     """
     eye = identity_map(design.n_classes)
-    id_nll = float(design.identity_nll.mean())
+    id_nll = design.mean_identity_nll()
     wb, wb_nll = (eye, id_nll) if start is None else (start, design.nll(start))
     out = []
     for pen in pens:
@@ -279,7 +302,7 @@ def cross_validate(
         train, test = fold
         path = fit_path(design.subset(train), pens, max_iter, tol)
         held_out = design.subset(test)
-        return [held_out.nll(wb) * test.shape[0] for wb in path], path
+        return [held_out.nll(wb) * design.weight_of(test) for wb in path], path
 
     with ThreadPoolExecutor(max_workers=max(1, min(n_folds, _n_cores()))) as pool:
         results = list(pool.map(run, folds.split(np.zeros(y.shape[0]), y)))

@@ -249,6 +249,28 @@ def fit_inverse_temperature(
     return _solve(data, b_min, b_max, start, tol)
 
 
+def fit_weighted_inverse_temperature(
+    logits: FloatArray, labels: IntArray, weights: F64, b_min: float, b_max: float
+) -> float:
+    """The inverse temperature in ``[b_min, b_max]`` minimising the ``weights``-weighted
+    mean NLL: Brent's bounded search over ``log b`` (the NLL is convex in ``b``), to a
+    relative accuracy of about 1e-12 in ``b``."""
+    from scipy.optimize import minimize_scalar
+
+    z = np.asarray(logits, dtype=np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    zy = z[np.arange(z.shape[0]), np.asarray(labels)]
+    w = weights / weights.sum()
+
+    def nll(log_b: float) -> float:
+        b = math.exp(log_b)
+        return float(w @ (np.log(np.exp(b * z).sum(axis=1)) - b * zy))
+
+    bounds = (math.log(b_min), math.log(b_max))
+    res = minimize_scalar(nll, bounds=bounds, method="bounded", options={"xatol": 1e-12})
+    return math.exp(float(res.x))
+
+
 @CALIBRATORS.register("temperature")
 class TemperatureScaling(Calibrator):
     """Temperature scaling fitted by NLL (T in ``[t_min, t_max]``, default [0.1, 10]).
@@ -274,6 +296,7 @@ class TemperatureScaling(Calibrator):
     """
 
     maps_logits = True
+    accepts_sample_weight = True
     param_constraints: ClassVar[Constraints] = {"t_min": POSITIVE, "t_max": POSITIVE}
     state_constraints: ClassVar[Constraints] = TEMPERATURE_STATE
     t_min: float
@@ -283,8 +306,12 @@ class TemperatureScaling(Calibrator):
         self._set_params(t_min=t_min, t_max=t_max)
         check_temperature_bounds(self.t_min, self.t_max)
 
-    def _fit(self, out: ClassifierOutputs) -> None:
-        b = fit_inverse_temperature(out.as_logits(), out.labels, 1.0 / self.t_max, 1.0 / self.t_min)
+    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
+        b_min, b_max = 1.0 / self.t_max, 1.0 / self.t_min
+        if weights is None:
+            b = fit_inverse_temperature(out.as_logits(), out.labels, b_min, b_max)
+        else:
+            b = fit_weighted_inverse_temperature(out.as_logits(), out.labels, weights, b_min, b_max)
         self.log_temperature_ = float(-np.log(b))
         self.temperature_ = float(1.0 / b)
 

@@ -340,7 +340,7 @@ class TemperatureScalingECE(Calibrator):
         count = int(np.floor((self.t_max - self.t_min) / self.t_step + 1e-9)) + 1
         return self.t_min + self.t_step * np.arange(count, dtype=np.float64)
 
-    def _fit(self, out: ClassifierOutputs) -> None:
+    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         grid = self.grid()
         best, value = _grid_minimum(out, grid, self.n_bins)  # the smallest T among ties
         self.temperature_ = float(grid[best])

@@ -3,9 +3,17 @@
 Every error caused by what a caller passed in is an :class:`InputError`: a ``ValueError``
 whose message names the argument, what was expected and what came. The CLI turns these
 into one line on stderr and exit status 2.
+
+:class:`NotFittedError` is also scikit-learn's ``sklearn.exceptions.NotFittedError``
+(so ``except`` clauses and estimator checks written for scikit-learn catch it). Importing
+scikit-learn costs about a second, which the CLI's ``--help`` and ``import calibkit`` must
+not pay, so the class is made on first use (the module's ``__getattr__``): only code that
+raises or catches it imports scikit-learn.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 
 class CalibkitError(Exception):
@@ -22,8 +30,27 @@ class InputError(CalibkitError, ValueError):
         super().__init__(f"{argument}: expected {expected}, got {got}")
 
 
-class NotFittedError(CalibkitError, RuntimeError):
-    """A calibrator was used before ``fit``."""
+if TYPE_CHECKING:  # what the class made by _not_fitted_error() is, for type checkers
+
+    class NotFittedError(CalibkitError, ValueError, AttributeError, RuntimeError):
+        """A calibrator was used before ``fit``."""
+
+
+def _not_fitted_error() -> type[Exception]:
+    from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+
+    class NotFittedError(CalibkitError, SklearnNotFittedError, RuntimeError):  # type: ignore[misc]
+        """A calibrator was used before ``fit`` (scikit-learn's NotFittedError too)."""
+
+    NotFittedError.__module__, NotFittedError.__qualname__ = __name__, "NotFittedError"
+    return NotFittedError
+
+
+def __getattr__(name: str) -> Any:
+    if name == "NotFittedError":
+        cls = globals()[name] = _not_fitted_error()
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class UnknownNameError(InputError, KeyError):

@@ -94,7 +94,8 @@ from calibkit.calibrators.clamping.passes import frozen, logits_pass, n_outputs
 from calibkit.calibrators.clamping.persistence import load_clamping, save_clamping
 from calibkit.calibrators.clamping.search import GammaFit, search_gamma
 from calibkit.calibrators.clamping.settings import SGDSettings
-from calibkit.core.errors import InputError, NotFittedError
+from calibkit.core import errors
+from calibkit.core.errors import InputError
 from calibkit.core.outputs import log_softmax64
 
 TRAINS = ("joint", "delta", "temperature")
@@ -276,7 +277,7 @@ class NeuralClamping:
     def check_is_fitted(self) -> None:
         """NotFittedError unless :meth:`fit` has run."""
         if not hasattr(self, "n_classes_"):
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit() first")
+            raise errors.NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit() first")
 
     def logits(self, inputs: object) -> np.ndarray:
         """Calibrated logits ``model(x + delta_) / temperature_`` (float64, N x K)."""
