@@ -29,7 +29,7 @@ import itertools
 import json
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -125,14 +125,12 @@ class Calibrator(ABC):
         z = self._check_predict_input(logits)
         return self._predict_proba(z)
 
-    def transform(self, logits: object) -> F64:
+    def _fit_transform(self, logits: object, labels: object, sample_weight: object = None) -> F64:
+        self.fit(logits, labels, sample_weight)
+        return self._transform_logits(logits)
+
+    def _transform_logits(self, logits: object) -> F64:
         """Calibrated logits (only for methods that map logits to logits)."""
-        if not self.maps_logits:
-            raise InputError(
-                "method",
-                "a calibrator that maps logits to logits for transform()",
-                f"{self.name!r}, which outputs probabilities; use predict_proba()",
-            )
         z = self._check_predict_input(logits)
         return self._transform(z)
 
@@ -167,9 +165,9 @@ class Calibrator(ABC):
         >>> get_calibrator("histogram").set_params(n_bins=5).n_bins
         5
         """
-        checked = check_params(self.param_constraints, params, self.name)
-        trial = type(self)(**{**self.get_params(), **checked})  # relations between params
-        for name in checked:
+        check_params(self.param_constraints, params, self.name)
+        trial = type(self)(**{**self.get_params(), **params})  # relations between params too
+        for name in params:
             setattr(self, name, getattr(trial, name))
         return self
 
@@ -181,9 +179,12 @@ class Calibrator(ABC):
 
     def __sklearn_tags__(self) -> Any:
         """scikit-learn's estimator tags: 2-D finite float logits, labels required."""
-        from sklearn.utils import Tags, TargetTags  # lazy: sklearn costs a second
+        from sklearn.utils import Tags, TargetTags, TransformerTags  # lazy: costs a second
 
-        return Tags(estimator_type=None, target_tags=TargetTags(required=True))
+        maps = TransformerTags(preserves_dtype=["float64"]) if self.maps_logits else None
+        return Tags(
+            estimator_type=None, target_tags=TargetTags(required=True), transformer_tags=maps
+        )
 
     def fitted_state(self) -> dict[str, Any]:
         """The fitted attributes (names ending in ``_``)."""
@@ -309,9 +310,39 @@ class Calibrator(ABC):
             setattr(self, key, value)
         self._check_state()
 
+    @property
+    def transform(self) -> Callable[[object], F64]:
+        """``transform(logits)``: calibrated logits, for methods that map logits to logits.
+
+        For the others the attribute is missing: reading it raises an InputError that is
+        an AttributeError too, so ``hasattr(calibrator, "transform")`` is False (the duck
+        typing by which scikit-learn tells transformers apart).
+        """
+        self._require_logit_map("transform")
+        return self._transform_logits
+
+    @property
+    def fit_transform(self) -> Callable[[object, object, object], F64]:
+        """``fit_transform(logits, labels, sample_weight=None)``: ``fit``, then ``transform``
+        the same logits (missing as :attr:`transform` is)."""
+        self._require_logit_map("fit_transform")
+        return self._fit_transform
+
+    def _require_logit_map(self, method: str) -> None:
+        if not self.maps_logits:
+            raise _NoTransformError(
+                "method",
+                f"a calibrator that maps logits to logits for {method}()",
+                f"{self.name!r}, which outputs probabilities; use predict_proba()",
+            )
+
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
+
+
+class _NoTransformError(InputError, AttributeError):
+    """``transform`` read on a calibrator whose output is probabilities."""
 
 
 def _same(a: object, b: object) -> bool:
@@ -325,7 +356,7 @@ def _same(a: object, b: object) -> bool:
 
 def check_sample_weight(sample_weight: object, n_samples: int) -> F64:
     """``sample_weight`` as float64: one finite, non-negative weight per row, not all 0."""
-    expected = f"{n_samples} finite non-negative weights, not all 0"
+    expected = f"{n_samples} finite non-negative weights, not all zero"
     try:
         w = np.asarray(sample_weight, dtype=np.float64)
     except (TypeError, ValueError):
@@ -333,7 +364,7 @@ def check_sample_weight(sample_weight: object, n_samples: int) -> F64:
     if w.shape != (n_samples,):
         raise InputError("sample_weight", expected, f"shape {w.shape}")
     if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
-        bad = "all 0" if np.all(w == 0) else "negative or non-finite values"
+        bad = "all zero" if np.all(w == 0) else "negative or non-finite values"
         raise InputError("sample_weight", expected, bad)
     return w
 
