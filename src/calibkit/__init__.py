@@ -47,6 +47,7 @@ _MODULES: dict[str, str] = {
         "TemperatureScalingECE VectorScaling ece_grid_minimum ece_temperature_curve "
         "get_calibrator"
     ),
+    "calibkit.calibrators.sklearn_wrapper": "CalibratedClassifier",
     "calibkit.models": "MODELS create_model",
     "calibkit.data": "DATASETS load_dataset",
     "calibkit.training": "TrainConfig train",
@@ -99,6 +100,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
         ece_temperature_curve,
         get_calibrator,
     )
+    from calibkit.calibrators.sklearn_wrapper import CalibratedClassifier
     from calibkit.core.binning import BinStats, bin_stats
     from calibkit.core.errors import CalibkitError, InputError, NotFittedError, UnknownNameError
     from calibkit.core.outputs import ClassifierOutputs, as_outputs

@@ -103,7 +103,7 @@ class Design:
         """The (weighted) mean NLL of the identity map."""
         if self.weights is None:
             return float(self.identity_nll.mean())
-        return float(self.weights @ self.identity_nll) / self.identity_nll.shape[0]
+        return float(self.weights @ self.identity_nll) / float(self.identity_nll.shape[0])
 
     def weight_of(self, rows: I64) -> float:
         """The total weight of ``rows`` (their number without weights)."""

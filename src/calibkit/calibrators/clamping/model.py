@@ -277,7 +277,9 @@ class NeuralClamping:
     def check_is_fitted(self) -> None:
         """NotFittedError unless :meth:`fit` has run."""
         if not hasattr(self, "n_classes_"):
-            raise errors.NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit() first")
+            raise errors.NotFittedError(
+                f"this {type(self).__name__} is not fitted yet: call fit() first"
+            )
 
     def logits(self, inputs: object) -> np.ndarray:
         """Calibrated logits ``model(x + delta_) / temperature_`` (float64, N x K)."""

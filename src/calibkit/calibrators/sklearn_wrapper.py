@@ -1,0 +1,198 @@
+"""Any scikit-learn classifier calibrated by any calibkit method, with cross-fitting.
+
+:class:`CalibratedClassifier` does what scikit-learn's ``CalibratedClassifierCV`` does, with
+every registered calibrator (or a configured :class:`~calibkit.calibrators.base.Calibrator`):
+
+``cv="prefit"``
+    ``estimator`` is already fitted; one calibrator is fitted on its scores of ``X``.
+``cv=k`` (an int, stratified k-fold) or a splitter (``KFold(...)``, ...), ``ensemble=True``
+    for each split, a clone of ``estimator`` is fitted on the training part and a
+    calibrator on that clone's scores of the held-out part; ``predict_proba`` averages the
+    k calibrated models' probabilities.
+``ensemble=False``
+    one calibrator is fitted on the cross-validated scores of all of ``X``
+    (``cross_val_predict``), and ``estimator`` is refitted on all of ``X``.
+
+The scores a calibrator sees are logits, chosen as scikit-learn chooses its response:
+``decision_function`` where the estimator has one (a binary problem's 1-D score is the
+positive class's logit against a zero logit, as calibkit reads 1-D logits), else the log of
+``predict_proba`` (probabilities below the smallest normal float are raised to it, so that
+no logit is infinite). ``sample_weight`` goes to the estimator's ``fit`` where it takes one
+and to the calibrator (on the held-out part).
+
+Differences from ``CalibratedClassifierCV``: its ``"sigmoid"`` is Platt's fit with smoothed
+targets ``(N+ + 1) / (N+ + 2)``, calibkit's ``"platt"`` the maximum-likelihood fit, so they
+differ by about ``1 / N``; ``"isotonic"`` on a ``decision_function`` fits the raw scores in
+scikit-learn and the softmax probabilities in calibkit (the same map for a binary problem's
+probabilities, not for multi-class scores); temperature scaling agrees.
+"""
+
+from __future__ import annotations
+
+from inspect import signature
+from typing import Any, Literal, Self
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.model_selection import StratifiedKFold, cross_val_predict
+from sklearn.utils.validation import check_is_fitted
+
+from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, check_sample_weight
+from calibkit.core.errors import InputError
+from calibkit.core.validation import check_bool, check_int
+
+#: The smallest log-probability a ``predict_proba`` score becomes (log of the smallest
+#: normal float64).
+MIN_LOG_PROB = float(np.log(np.finfo(np.float64).tiny))
+
+
+def response_method(estimator: Any) -> str:
+    """``"decision_function"`` if ``estimator`` has one, else ``"predict_proba"``."""
+    for method in ("decision_function", "predict_proba"):
+        if hasattr(estimator, method):
+            return method
+    raise InputError(
+        "estimator", "a classifier with decision_function or predict_proba", repr(estimator)
+    )
+
+
+def scores_to_logits(scores: F64, method: str) -> F64:
+    """Logits from a response: decision values as they are, probabilities as logs."""
+    s = np.asarray(scores, dtype=np.float64)
+    if method == "predict_proba":
+        return np.maximum(np.log(np.maximum(s, np.finfo(np.float64).tiny)), MIN_LOG_PROB)
+    return s
+
+
+def estimator_logits(estimator: Any, x: Any) -> F64:
+    """The logits a calibrator sees for ``estimator`` on ``x`` (see the module docstring)."""
+    method = response_method(estimator)
+    return scores_to_logits(getattr(estimator, method)(x), method)
+
+
+class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
+    """A scikit-learn classifier whose probabilities a calibkit calibrator calibrates.
+
+    Parameters
+    ----------
+    estimator : scikit-learn classifier
+        With ``decision_function`` or ``predict_proba``; already fitted for
+        ``cv="prefit"``.
+    method : str or Calibrator
+        A registered method name (``calibkit.CALIBRATORS.names()``) or a configured
+        calibrator, cloned for each fit.
+    cv : "prefit", int or splitter
+        ``"prefit"``, the number of stratified folds (>= 2), or an object with ``split``.
+    ensemble : bool
+        Average the calibrated fold models (True) or fit one calibrator on cross-validated
+        scores (False); ignored for ``"prefit"``.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The class labels, sorted.
+    calibrated_classifiers_ : list of (estimator, Calibrator)
+        The fitted pairs whose probabilities ``predict_proba`` averages.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> X, y = make_classification(n_samples=300, random_state=0)
+    >>> clf = CalibratedClassifier(LogisticRegression(), method="temperature", cv=3).fit(X, y)
+    >>> clf.predict_proba(X[:2]).shape, len(clf.calibrated_classifiers_)
+    ((2, 2), 3)
+    """
+
+    def __init__(
+        self,
+        estimator: Any,
+        method: str | Calibrator = "temperature",
+        cv: Literal["prefit"] | int | Any = 5,
+        ensemble: bool = True,
+    ) -> None:
+        self.estimator = estimator
+        self.method = method
+        self.cv = cv
+        self.ensemble = ensemble
+
+    def _calibrator(self) -> Calibrator:
+        if isinstance(self.method, Calibrator):
+            return clone(self.method)  # type: ignore[no-any-return]
+        if not isinstance(self.method, str):
+            raise InputError("method", "a calibrator name or a Calibrator", repr(self.method))
+        return CALIBRATORS.get(self.method)()
+
+    def _splitter(self) -> Any:
+        if isinstance(self.cv, str) or not hasattr(self.cv, "split"):
+            return StratifiedKFold(check_int("cv", self.cv, low=2))
+        return self.cv
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> Self:
+        """Fit the estimator(s) and calibrator(s) on ``X`` and labels ``y`` (see the class)."""
+        self.classes_, labels = np.unique(np.asarray(y), return_inverse=True)
+        weights = None if sample_weight is None else check_sample_weight(sample_weight, len(y))
+        self._calibrator()  # a bad method fails before any model is fitted
+        if isinstance(self.cv, str):
+            if self.cv != "prefit":
+                raise InputError("cv", "'prefit', an int >= 2 or a splitter", repr(self.cv))
+            check_is_fitted(self.estimator)
+            cal = self._calibrator().fit(estimator_logits(self.estimator, X), labels, weights)
+            self.calibrated_classifiers_ = [(self.estimator, cal)]
+        elif check_bool("ensemble", self.ensemble):
+            splits = self._splitter().split(X, labels)
+            self.calibrated_classifiers_ = [
+                self._fit_pair(X, labels, weights, train, test) for train, test in splits
+            ]
+        else:
+            self.calibrated_classifiers_ = [self._fit_on_predictions(X, labels, weights)]
+        return self
+
+    def _fit_estimator(self, x: Any, labels: Any, weights: F64 | None) -> Any:
+        est = clone(self.estimator)
+        takes_weights = "sample_weight" in signature(est.fit).parameters
+        if weights is not None and takes_weights:
+            est.fit(x, self.classes_[labels], sample_weight=weights)
+        else:
+            est.fit(x, self.classes_[labels])
+        if len(getattr(est, "classes_", self.classes_)) != len(self.classes_):
+            raise InputError("cv", "training folds that hold every class", "a fold without one")
+        return est
+
+    def _fit_pair(
+        self, x: Any, labels: Any, weights: F64 | None, train: Any, test: Any
+    ) -> tuple[Any, Calibrator]:
+        x_train, x_test = _rows(x, train), _rows(x, test)
+        est = self._fit_estimator(
+            x_train, labels[train], None if weights is None else weights[train]
+        )
+        w_test = None if weights is None else weights[test]
+        cal = self._calibrator().fit(estimator_logits(est, x_test), labels[test], w_test)
+        return est, cal
+
+    def _fit_on_predictions(
+        self, x: Any, labels: Any, weights: F64 | None
+    ) -> tuple[Any, Calibrator]:
+        method = response_method(self.estimator)
+        scores = cross_val_predict(
+            clone(self.estimator), x, self.classes_[labels], cv=self._splitter(), method=method
+        )
+        cal = self._calibrator().fit(scores_to_logits(scores, method), labels, weights)
+        return self._fit_estimator(x, labels, weights), cal
+
+    def predict_proba(self, X: Any) -> F64:
+        """The mean of the calibrated models' probabilities (columns: ``classes_``)."""
+        check_is_fitted(self, "calibrated_classifiers_")
+        probs = [
+            cal.predict_proba(estimator_logits(est, X)) for est, cal in self.calibrated_classifiers_
+        ]
+        return np.asarray(np.mean(probs, axis=0), dtype=np.float64)
+
+    def predict(self, X: Any) -> Any:
+        """The class of highest calibrated probability."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+def _rows(x: Any, index: Any) -> Any:
+    """Rows ``index`` of an array or a data frame."""
+    return x.iloc[index] if hasattr(x, "iloc") else np.asarray(x)[index]

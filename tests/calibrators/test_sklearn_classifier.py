@@ -1,0 +1,130 @@
+"""CalibratedClassifier against scikit-learn's CalibratedClassifierCV on the same folds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.datasets import make_classification
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
+from sklearn.naive_bayes import GaussianNB
+
+import calibkit
+from calibkit.calibrators import get_calibrator
+from calibkit.calibrators.sklearn_wrapper import CalibratedClassifier, estimator_logits
+from calibkit.core.errors import InputError
+
+
+def _data(n_classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Training rows and labels, then held-out rows and labels."""
+    x, y = make_classification(
+        n_samples=600, n_features=8, n_informative=5, n_classes=n_classes, random_state=0
+    )
+    return x[200:], y[200:], x[:200], y[:200]
+
+
+#: (estimator, scikit-learn's method, calibkit's method): the methods both libraries have.
+#: Isotonic uses estimators without decision_function (see the module docstring).
+PAIRS = [
+    (LogisticRegression(C=0.05), "temperature", "temperature"),
+    (GaussianNB(), "temperature", "temperature"),
+    (GaussianNB(), "isotonic", "isotonic"),
+    (RandomForestClassifier(n_estimators=20, random_state=0), "isotonic", "isotonic"),
+]
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize(("estimator", "sk_method", "ck_method"), PAIRS)
+@pytest.mark.parametrize("ensemble", [True, False])
+@pytest.mark.parametrize("splitter", [StratifiedKFold, KFold])
+def test_same_probabilities_as_sklearn_on_the_same_folds(
+    n_classes: int,
+    estimator: object,
+    sk_method: str,
+    ck_method: str,
+    ensemble: bool,
+    splitter: type,
+) -> None:
+    x, y, test, _ = _data(n_classes)
+    cv = splitter(4, shuffle=True, random_state=1)
+    ref = CalibratedClassifierCV(estimator, method=sk_method, cv=cv, ensemble=ensemble)
+    ours = CalibratedClassifier(estimator, method=ck_method, cv=cv, ensemble=ensemble)
+    expected = ref.fit(x, y).predict_proba(test)
+    np.testing.assert_allclose(ours.fit(x, y).predict_proba(test), expected, rtol=0, atol=1e-6)
+    assert len(ours.calibrated_classifiers_) == (4 if ensemble else 1)
+
+
+@pytest.mark.parametrize(("estimator", "sk_method", "ck_method"), PAIRS)
+def test_prefit_matches_a_frozen_estimator(
+    estimator: object, sk_method: str, ck_method: str
+) -> None:
+    x, y, test, y_test = _data(3)
+    fitted = clone(estimator).fit(x, y)
+    ref = CalibratedClassifierCV(FrozenEstimator(fitted), method=sk_method)
+    expected = ref.fit(test[:100], y_test[:100]).predict_proba(test[100:])
+    ours = CalibratedClassifier(fitted, method=ck_method, cv="prefit")
+    ours.fit(test[:100], y_test[:100])
+    np.testing.assert_allclose(ours.predict_proba(test[100:]), expected, rtol=0, atol=1e-6)
+    assert ours.calibrated_classifiers_[0][0] is fitted
+
+
+def test_platt_is_the_maximum_likelihood_logistic_fit_of_the_decision_function() -> None:
+    """scikit-learn's "sigmoid" smooths the targets (Platt's prior), so it differs from the
+    maximum-likelihood "platt" by about 1/N; the unpenalised logistic regression is equal."""
+    x, y, test, y_test = _data(2)
+    fitted = LogisticRegression(C=0.05).fit(x, y)
+    ours = CalibratedClassifier(fitted, method="platt", cv="prefit").fit(test, y_test)
+    s = fitted.decision_function(test)[:, None]
+    ml = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(s, y_test)
+    np.testing.assert_allclose(
+        ours.predict_proba(x), ml.predict_proba(fitted.decision_function(x)[:, None]), atol=1e-6
+    )
+
+
+def test_any_method_by_name_or_instance_and_sklearn_tools_work() -> None:
+    x, y, test, _ = _data(3)
+    for method in ("vector", "histogram", get_calibrator("dirichlet", reg_lambda=0.1)):
+        clf = CalibratedClassifier(LogisticRegression(), method=method, cv=3).fit(x, y)
+        p = clf.predict_proba(test)
+        np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-12)
+        assert set(clf.predict(test)) <= set(clf.classes_)
+    search = GridSearchCV(
+        CalibratedClassifier(LogisticRegression(), cv=3),
+        {"method": ["temperature", "isotonic"], "estimator__C": [0.1, 1.0]},
+        cv=2,
+    )
+    assert search.fit(x, y).best_params_["method"] in ("temperature", "isotonic")
+    assert calibkit.CalibratedClassifier is CalibratedClassifier
+
+
+def test_string_labels_and_weights() -> None:
+    x, y, test, _ = _data(2)
+    labels = np.array(["no", "yes"])[y]
+    w = np.random.default_rng(0).integers(1, 3, size=y.shape[0]).astype(float)
+    clf = CalibratedClassifier(LogisticRegression(), method="isotonic", cv=3)
+    assert clf.fit(x, labels, sample_weight=w).classes_.tolist() == ["no", "yes"]
+    assert set(clf.predict(test)) <= {"no", "yes"}
+
+
+def test_binary_decision_function_is_the_positive_logit() -> None:
+    x, y, _, _ = _data(2)
+    fitted = LogisticRegression().fit(x, y)
+    z = estimator_logits(fitted, x)
+    assert z.ndim == 1
+    np.testing.assert_allclose(fitted.predict_proba(x)[:, 1], 1.0 / (1.0 + np.exp(-z)))
+
+
+def test_bad_settings_are_refused_by_name() -> None:
+    x, y, _, _ = _data(3)
+    with pytest.raises(InputError, match="calibrator"):
+        CalibratedClassifier(LogisticRegression(), method="nope").fit(x, y)
+    with pytest.raises(InputError, match="cv"):
+        CalibratedClassifier(LogisticRegression(), cv="later").fit(x, y)
+    with pytest.raises(InputError, match="cv"):
+        CalibratedClassifier(LogisticRegression(), cv=1).fit(x, y)
+    with pytest.raises(InputError, match="2 classes"):
+        CalibratedClassifier(LogisticRegression(), method="platt", cv=3).fit(x, y)
