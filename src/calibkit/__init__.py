@@ -56,6 +56,7 @@ _MODULES: dict[str, str] = {
         "reliability_figure reliability_grid ece_temperature_figure save_figure"
     ),
     "calibkit.reporting.compare_report": "write_compare_report",
+    "calibkit.reporting.display": "ReliabilityDisplay",
     "calibkit.study": "StudyConfig load_study_config run_study",
 }
 #: Public name -> the module that defines it.
@@ -132,6 +133,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
     )
     from calibkit.models import MODELS, create_model
     from calibkit.reporting.compare_report import write_compare_report
+    from calibkit.reporting.display import ReliabilityDisplay
     from calibkit.reporting.figures import (
         ece_temperature_figure,
         reliability_figure,

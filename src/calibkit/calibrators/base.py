@@ -29,13 +29,14 @@ import itertools
 import json
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 
+from calibkit.calibrators.estimator import EstimatorAPI, check_sample_weight, same_value
 from calibkit.core import errors
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Dims, check_state
@@ -71,7 +72,7 @@ def get_calibrator(name: str, **params: Any) -> Calibrator:
     return klass(**check_params(klass.param_constraints, params, name))
 
 
-class Calibrator(ABC):
+class Calibrator(EstimatorAPI, ABC):
     """Base class of post-hoc calibrators (see the module docstring).
 
     A subclass declares ``param_constraints`` and implements ``_fit`` plus ``_transform``
@@ -125,10 +126,6 @@ class Calibrator(ABC):
         z = self._check_predict_input(logits)
         return self._predict_proba(z)
 
-    def _fit_transform(self, logits: object, labels: object, sample_weight: object = None) -> F64:
-        self.fit(logits, labels, sample_weight)
-        return self._transform_logits(logits)
-
     def _transform_logits(self, logits: object) -> F64:
         """Calibrated logits (only for methods that map logits to logits)."""
         z = self._check_predict_input(logits)
@@ -149,42 +146,7 @@ class Calibrator(ABC):
         """Check ``params`` against :attr:`param_constraints` and store them as attributes."""
         for name, value in check_params(self.param_constraints, params, self.name).items():
             # keep the caller's object when checking did not change it (clone needs that)
-            setattr(self, name, params[name] if _same(value, params[name]) else value)
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The declared constructor parameters (:attr:`param_constraints`), in order.
-
-        ``deep`` is scikit-learn's flag; calibrators hold no sub-estimators.
-        """
-        return {name: getattr(self, name) for name in self.param_constraints}
-
-    def set_params(self, **params: Any) -> Self:
-        """Set declared parameters, checked as the constructor checks them (all or none).
-
-        >>> from calibkit.calibrators import get_calibrator
-        >>> get_calibrator("histogram").set_params(n_bins=5).n_bins
-        5
-        """
-        check_params(self.param_constraints, params, self.name)
-        trial = type(self)(**{**self.get_params(), **params})  # relations between params too
-        for name in params:
-            setattr(self, name, getattr(trial, name))
-        return self
-
-    @property
-    def n_features_in_(self) -> int:
-        """The number of columns seen by ``fit`` (scikit-learn's name for ``n_classes_``)."""
-        self.check_is_fitted()
-        return int(self.n_classes_)
-
-    def __sklearn_tags__(self) -> Any:
-        """scikit-learn's estimator tags: 2-D finite float logits, labels required."""
-        from sklearn.utils import Tags, TargetTags, TransformerTags  # lazy: costs a second
-
-        maps = TransformerTags(preserves_dtype=["float64"]) if self.maps_logits else None
-        return Tags(
-            estimator_type=None, target_tags=TargetTags(required=True), transformer_tags=maps
-        )
+            setattr(self, name, params[name] if same_value(value, params[name]) else value)
 
     def fitted_state(self) -> dict[str, Any]:
         """The fitted attributes (names ending in ``_``)."""
@@ -310,63 +272,9 @@ class Calibrator(ABC):
             setattr(self, key, value)
         self._check_state()
 
-    @property
-    def transform(self) -> Callable[[object], F64]:
-        """``transform(logits)``: calibrated logits, for methods that map logits to logits.
-
-        For the others the attribute is missing: reading it raises an InputError that is
-        an AttributeError too, so ``hasattr(calibrator, "transform")`` is False (the duck
-        typing by which scikit-learn tells transformers apart).
-        """
-        self._require_logit_map("transform")
-        return self._transform_logits
-
-    @property
-    def fit_transform(self) -> Callable[[object, object, object], F64]:
-        """``fit_transform(logits, labels, sample_weight=None)``: ``fit``, then ``transform``
-        the same logits (missing as :attr:`transform` is)."""
-        self._require_logit_map("fit_transform")
-        return self._fit_transform
-
-    def _require_logit_map(self, method: str) -> None:
-        if not self.maps_logits:
-            raise _NoTransformError(
-                "method",
-                f"a calibrator that maps logits to logits for {method}()",
-                f"{self.name!r}, which outputs probabilities; use predict_proba()",
-            )
-
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
-
-
-class _NoTransformError(InputError, AttributeError):
-    """``transform`` read on a calibrator whose output is probabilities."""
-
-
-def _same(a: object, b: object) -> bool:
-    """Whether ``a`` and ``b`` are equal values of the same types (element-wise for lists)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
-def check_sample_weight(sample_weight: object, n_samples: int) -> F64:
-    """``sample_weight`` as float64: one finite, non-negative weight per row, not all 0."""
-    expected = f"{n_samples} finite non-negative weights, not all zero"
-    try:
-        w = np.asarray(sample_weight, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError("sample_weight", expected, type(sample_weight).__name__) from None
-    if w.shape != (n_samples,):
-        raise InputError("sample_weight", expected, f"shape {w.shape}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
-        bad = "all zero" if np.all(w == 0) else "negative or non-finite values"
-        raise InputError("sample_weight", expected, bad)
-    return w
 
 
 def _encode(obj: Any) -> Any:

@@ -37,7 +37,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.utils.validation import check_is_fitted
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, check_sample_weight
+from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.estimator import check_sample_weight
 from calibkit.core.errors import InputError
 from calibkit.core.validation import check_bool, check_int
 
