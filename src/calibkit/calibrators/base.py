@@ -118,7 +118,10 @@ class Calibrator(EstimatorAPI, ABC):
                 raise InputError("sample_weight", expected, "weights")
             weights = check_sample_weight(sample_weight, out.labels.shape[0])
         self.n_classes_ = out.n_classes
-        self._fit(out, weights)
+        if weights is None:  # subclasses that take no weights define _fit(out)
+            self._fit(out)
+        else:
+            self._fit(out, weights)
         return self
 
     def predict_proba(self, logits: object) -> F64:

@@ -25,7 +25,7 @@ from calibkit.core.validation import Constraints, check_params
 F64 = npt.NDArray[np.float64]
 
 
-class NoTransformError(InputError, AttributeError):
+class _NoTransformError(InputError, AttributeError):
     """``transform`` read on a calibrator whose output is probabilities."""
 
 
@@ -54,7 +54,17 @@ def check_sample_weight(sample_weight: object, n_samples: int) -> F64:
 
 
 class EstimatorAPI:
-    """scikit-learn's estimator interface over declared parameters (see the module doc)."""
+    """scikit-learn's estimator interface over declared parameters (see the module doc).
+
+    Examples
+    --------
+    >>> from sklearn.base import clone
+    >>> from calibkit.calibrators import get_calibrator
+    >>> clone(get_calibrator("histogram", n_bins=5).set_params(scheme="equal_mass"))
+    HistogramBinning(n_bins=5, scheme='equal_mass')
+    >>> hasattr(get_calibrator("histogram"), "transform")
+    False
+    """
 
     name: ClassVar[str]
     maps_logits: ClassVar[bool]
@@ -122,7 +132,7 @@ class EstimatorAPI:
 
     def _require_logit_map(self, method: str) -> None:
         if not self.maps_logits:
-            raise NoTransformError(
+            raise _NoTransformError(
                 "method",
                 f"a calibrator that maps logits to logits for {method}()",
                 f"{self.name!r}, which outputs probabilities; use predict_proba()",
