@@ -6,11 +6,12 @@ The public API, by layer (see "How the code is laid out" in the README):
 - files: ``load_predictions``, ``save_predictions``;
 - metrics: ``ece``, ``nll``, ``evaluate``, ... and ``METRICS``;
 - losses: ``create_loss`` and ``LOSSES``;
-- calibrators: ``TemperatureScaling`` ... ``NeuralClamping``, ``get_calibrator``;
+- calibrators: ``TemperatureScaling`` ... ``NeuralClamping``, ``get_calibrator``,
+  ``CalibratedClassifier`` (any scikit-learn classifier, calibrated);
 - models and data: ``create_model``, ``load_dataset``;
 - training: ``TrainConfig``, ``train``;
 - workflows: ``split_outputs``, ``compare``;
-- reporting: ``reliability_figure``, ``write_compare_report``;
+- reporting: ``reliability_figure``, ``ReliabilityDisplay``, ``write_compare_report``;
 - studies: ``StudyConfig``, ``load_study_config``, ``run_study``.
 
 ``import calibkit`` is cheap: each name imports its module on first use, so a program that
