@@ -14,7 +14,7 @@ scikit-learn tells transformers apart). ``X`` in scikit-learn's terms is rows of
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +23,10 @@ from calibkit.core.errors import InputError
 from calibkit.core.validation import Constraints, check_params
 
 F64 = npt.NDArray[np.float64]
+
+
+class _FitTransform(Protocol):
+    def __call__(self, logits: object, labels: object, sample_weight: object = None) -> F64: ...
 
 
 class _NoTransformError(InputError, AttributeError):
@@ -124,7 +128,7 @@ class EstimatorAPI:
         return self._transform_logits
 
     @property
-    def fit_transform(self) -> Callable[[object, object, object], F64]:
+    def fit_transform(self) -> _FitTransform:
         """``fit_transform(logits, labels, sample_weight=None)``: ``fit``, then ``transform``
         the same logits (missing as :attr:`transform` is)."""
         self._require_logit_map("fit_transform")
