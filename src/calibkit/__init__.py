@@ -35,9 +35,9 @@ _MODULES: dict[str, str] = {
     "calibkit.core.binning": "BinStats bin_stats",
     "calibkit.io.predictions": "load_predictions save_predictions",
     "calibkit.metrics": (
-        "METRICS METRIC_NAMES BootstrapInterval CalibrationMetrics Evaluation accuracy aece "
-        "bootstrap_ci brier calibration_error debiased_ece ece entropy evaluate ks_error mce "
-        "mmce nll reliability_stats rmsce sce"
+        "METRICS METRIC_NAMES BootstrapInterval CalibrationMetrics Evaluation StreamingCalibration "
+        "accuracy aece bootstrap_ci brier calibration_error debiased_ece ece entropy evaluate "
+        "ks_error mce mmce nll reliability_stats rmsce sce"
     ),
     "calibkit.losses": "LOSSES create_loss",
     "calibkit.calibrators": (
@@ -111,6 +111,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
         BootstrapInterval,
         CalibrationMetrics,
         Evaluation,
+        StreamingCalibration,
         accuracy,
         aece,
         bootstrap_ci,

@@ -1,4 +1,4 @@
-"""Calibration metrics: pure functions, a metric suite with bootstrap CIs, an accumulator.
+"""Calibration metrics: pure functions, a suite with bootstrap CIs, accumulators.
 
 Every function takes ``labels`` and exactly one of ``probs`` or ``logits`` (never guessed),
 as numpy arrays or torch tensors, and returns a float64 Python float (a fraction, not a
@@ -22,6 +22,7 @@ from calibkit.metrics.bootstrap import BootstrapInterval, bootstrap_ci
 from calibkit.metrics.continuous import ks_error, mmce
 from calibkit.metrics.info import FLOOR_METRICS, METRIC_NAMES, METRICS, MetricInfo
 from calibkit.metrics.scores import accuracy, brier, entropy, nll
+from calibkit.metrics.streaming import StreamingCalibration
 from calibkit.metrics.suite import Evaluation, MetricSuite, evaluate
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "Evaluation",
     "MetricInfo",
     "MetricSuite",
+    "StreamingCalibration",
     "accuracy",
     "aece",
     "bootstrap_ci",
