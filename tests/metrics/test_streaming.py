@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -157,3 +159,9 @@ def test_two_gloo_processes_sync_to_the_single_process_result() -> None:
     for _, _, n, k, got in results:
         assert (n, k) == (2001, 5)
         assert_equal(got, want)
+
+
+def test_importing_the_metrics_loads_no_lightning() -> None:
+    code = "import sys, calibkit.metrics; print('lightning' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
