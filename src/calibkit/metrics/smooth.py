@@ -239,6 +239,23 @@ def _curves(conf: F64, outcome: F64, weight: F64, sigma: float, grid: F64) -> F6
     return out
 
 
+def _resampled(
+    conf: F64, outcome: F64, weight: F64, sigma: float, grid: F64, n_boot: int, seed: int
+) -> tuple[F64, F64]:
+    """Curves ``(n_boot, G)`` and smooth ECEs ``(n_boot,)`` of bootstrap resamples (in
+    blocks of 50: a resample is a vector of multinomial counts times the weights)."""
+    rng = np.random.default_rng(seed)
+    n = conf.shape[0]
+    curves, values = [], []
+    for start in range(0, n_boot, 50):
+        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=min(50, n_boot - start))
+        w = counts * weight
+        w *= n / w.sum(axis=1, keepdims=True)
+        curves.append(_curves(conf, outcome, w, sigma, grid))
+        values.append(_at_bandwidth(conf, outcome, w, sigma))
+    return np.vstack(curves), np.concatenate(values)
+
+
 def smooth_reliability(
     labels: object,
     probs: object = None,
@@ -280,19 +297,11 @@ def smooth_reliability(
     conf, outcome, weight = _prepare(labels, probs, logits, mode, sample_weight)
     sigma = _bandwidth(conf, outcome, weight) if bandwidth is None else bandwidth
     grid = np.linspace(0.0, 1.0, CURVE_POINTS)
-    rng = np.random.default_rng(seed)
-    n = conf.shape[0]
-    curves, values = [], []
-    for start in range(0, n_boot, 50):
-        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=min(50, n_boot - start))
-        w = counts * weight
-        w *= n / w.sum(axis=1, keepdims=True)
-        curves.append(_curves(conf, outcome, w, sigma, grid))
-        values.append(_at_bandwidth(conf, outcome, w, sigma))
+    curves, values = _resampled(conf, outcome, weight, sigma, grid, n_boot, seed)
     alpha = (1.0 - level) / 2.0
-    lower, upper = np.quantile(np.vstack(curves), [alpha, 1.0 - alpha], axis=0)
-    lo, hi = np.quantile(np.concatenate(values), [alpha, 1.0 - alpha])
-    density = kernel_sums(conf, weight, sigma, grid)[0] / n
+    lower, upper = np.quantile(curves, [alpha, 1.0 - alpha], axis=0)
+    lo, hi = np.quantile(values, [alpha, 1.0 - alpha])
+    density = kernel_sums(conf, weight, sigma, grid)[0] / conf.shape[0]
     return SmoothReliability(
         grid=grid,
         curve=_curves(conf, outcome, weight, sigma, grid)[0],
