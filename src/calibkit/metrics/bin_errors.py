@@ -216,6 +216,22 @@ def sce_maps(probs: F64, labels: np.ndarray, n_bins: int) -> tuple[sparse.csc_ma
 
     Column ``i`` of the first holds ``p_ik`` in row :func:`sce_index`; of the second, 1 in
     row :func:`sce_hit_index`. :func:`sce_batch` multiplies them by weights.
+
+    Parameters
+    ----------
+    probs, labels, n_bins
+        As in :func:`sce_hit_index`.
+
+    Returns
+    -------
+    tuple of two sparse matrices
+        The confidence and hit maps.
+
+    Examples
+    --------
+    >>> conf, hits = sce_maps(np.array([[0.2, 0.8]]), np.array([1]), 10)
+    >>> conf.shape, hits.nnz
+    ((20, 1), 1)
     """
     from scipy import sparse
 
@@ -234,6 +250,20 @@ def sce_batch(maps: tuple[sparse.csc_matrix, ...], n_classes: int, weights: F64)
     Every (class, bin) sum adds its samples in index order, so a row gives exactly the value
     of the sums taken for one weighting. Cost ``N K`` per row (sparse);
     :func:`sce_batch_split` is faster when ``K`` is large.
+
+    Parameters
+    ----------
+    maps : tuple of two sparse matrices
+        From :func:`sce_maps`.
+    n_classes : int
+        Number of classes.
+    weights : ndarray of shape (B, N)
+        Sample weights, one row per weighting.
+
+    Returns
+    -------
+    ndarray of shape (B,)
+        The SCE of each row.
 
     Examples
     --------
@@ -255,6 +285,21 @@ def sce_split_map(probs: F64, labels: np.ndarray, n_bins: int) -> sparse.csc_mat
     ``b >= 1``; row ``K * n_bins + k`` holds those ``p_ik`` (bins ``>= 1``) again, with a plus
     sign. The first bin's confidence sums are left out: they are the class totals (one dense
     product) minus the rest, and that bin holds most of the ``N K`` probabilities.
+
+    Parameters
+    ----------
+    probs, labels, n_bins
+        As in :func:`sce_hit_index`.
+
+    Returns
+    -------
+    scipy.sparse.csc_matrix
+        The map, one column per sample.
+
+    Examples
+    --------
+    >>> sce_split_map(np.array([[0.2, 0.8]]), np.array([1]), 10).shape
+    (22, 1)
     """
     from scipy import sparse
 
@@ -279,6 +324,22 @@ def sce_batch_split(probs: F64, split: sparse.csc_matrix, n_bins: int, weights: 
     The first bin's gap of class ``k`` is its hits minus (the class's weighted probability
     total minus its sums in the other bins); the totals are one dense product. Sums are taken
     in another order than :func:`sce_batch` (equal to rounding).
+
+    Parameters
+    ----------
+    probs : ndarray of shape (N, K)
+        Probabilities.
+    split : scipy.sparse.csc_matrix
+        :func:`sce_split_map` of ``probs``.
+    n_bins : int
+        Number of bins per class.
+    weights : ndarray of shape (B, N)
+        Sample weights, one row per weighting.
+
+    Returns
+    -------
+    ndarray of shape (B,)
+        The SCE of each row.
 
     Examples
     --------
