@@ -215,9 +215,12 @@ class MetricSuite:
                 row[:] = np.bincount(rng.integers(0, n, n), minlength=n)
             if n <= _BATCH_MAX_N:
                 batch = self.compute_batch(weights, names)
-            else:
-                rows = [self.compute(w, names) for w in weights]
-                batch = {name: np.array([r[name] for r in rows]) for name in names}
+            else:  # SCE still by block: one product reads the probabilities per block
+                rest = tuple(name for name in names if name != "sce")
+                rows = [self.compute(w, rest) for w in weights]
+                batch = {name: np.array([r[name] for r in rows]) for name in rest}
+                if "sce" in names and self._sce is not None:
+                    batch["sce"] = self._sce_batch(weights)
             for name, vals in batch.items():
                 values[name].append(vals)
         alpha = (1.0 - level) / 2.0
