@@ -220,3 +220,26 @@ def test_evaluate_argument_errors() -> None:
         suite.bootstrap(0)
     with pytest.raises(InputError, match=r"^level"):
         suite.bootstrap(10, level=2.0)
+
+
+@pytest.mark.parametrize("k", [2, 7, 60])
+def test_sce_split_equals_sample_order_sums(k: int) -> None:
+    """The large-N SCE (first bin from class totals) equals the per-bin sums, row by row."""
+    from calibkit.metrics.bin_errors import (
+        sce_batch,
+        sce_batch_split,
+        sce_from_index,
+        sce_index,
+        sce_maps,
+        sce_split_map,
+    )
+
+    rng = np.random.default_rng(k)
+    probs = rng.dirichlet(np.full(k, 0.3), size=300)
+    labels = rng.integers(0, k, 300)
+    weights = rng.integers(0, 3, size=(4, 300)).astype(np.float64)
+    exact = sce_batch(sce_maps(probs, labels, 15), k, weights)
+    split = sce_batch_split(probs, sce_split_map(probs, labels, 15), 15, weights)
+    one = [sce_from_index(sce_index(probs, 15), probs, labels, 15, w) for w in weights]
+    np.testing.assert_allclose(split, exact, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(exact, one, rtol=1e-12, atol=0)
