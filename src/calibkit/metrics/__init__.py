@@ -9,6 +9,8 @@ and the calibration / refinement split of NLL and Brier are outside the default 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from calibkit.metrics.accumulator import CalibrationMetrics
 from calibkit.metrics.binned import (
     aece,
@@ -26,7 +28,6 @@ from calibkit.metrics.decomposition import ScoreDecomposition, score_decompositi
 from calibkit.metrics.info import EXTRA_METRICS, FLOOR_METRICS, METRIC_NAMES, METRICS, MetricInfo
 from calibkit.metrics.scores import accuracy, brier, entropy, nll
 from calibkit.metrics.smooth import SmoothReliability, smooth_ece, smooth_reliability
-from calibkit.metrics.streaming import StreamingCalibration
 from calibkit.metrics.suite import Evaluation, MetricSuite, evaluate
 
 __all__ = [
@@ -62,3 +63,15 @@ __all__ = [
     "smooth_ece",
     "smooth_reliability",
 ]
+
+if TYPE_CHECKING:
+    from calibkit.metrics.streaming import StreamingCalibration
+
+
+def __getattr__(name: str) -> Any:
+    """``StreamingCalibration`` holds torch tensors: torch is imported when it is first used."""
+    if name == "StreamingCalibration":
+        from calibkit.metrics.streaming import StreamingCalibration
+
+        return StreamingCalibration
+    raise AttributeError(f"module 'calibkit.metrics' has no attribute {name!r}")
