@@ -21,6 +21,7 @@ from typing import ClassVar
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.modules import Temperature
 from calibkit.calibrators.temperature import (
     CHUNK_ELEMENTS,
     check_log_temperature,
@@ -352,3 +353,6 @@ class TemperatureScalingECE(Calibrator):
 
     def _transform(self, logits: F64) -> F64:
         return logits / self.temperature_
+
+    def _module(self) -> Temperature:
+        return Temperature(self.temperature_)
