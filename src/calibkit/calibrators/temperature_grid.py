@@ -348,11 +348,11 @@ class TemperatureScalingECE(Calibrator):
         self.log_temperature_ = float(np.log(self.temperature_))
         self.calibration_ece_ = value
 
+    def _module(self) -> Temperature:
+        return Temperature(self.temperature_)
+
     def _check_state(self) -> None:
         check_log_temperature(self.log_temperature_, self.temperature_)
 
     def _transform(self, logits: F64) -> F64:
         return logits / self.temperature_
-
-    def _module(self) -> Temperature:
-        return Temperature(self.temperature_)
