@@ -8,16 +8,6 @@ inputs: ``calibration(model(x))`` for a logit calibrator (its
 The probabilities are float64, as from ``predict_proba`` (see
 :mod:`calibkit.calibrators.modules` for the precision). The model is used as it is: put
 it in ``eval()`` mode first if it has dropout or batch norm.
-
->>> import numpy as np
->>> import torch
->>> from torch import nn
->>> from calibkit.calibrators import TemperatureScaling
->>> z = np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [0.0, 2.0]])
->>> ts = TemperatureScaling().fit(z, [0, 1, 1, 1])
->>> deployed = CalibratedModel(nn.Identity(), ts)
->>> bool(np.allclose(deployed(torch.tensor(z)).numpy(), ts.predict_proba(z)))
-True
 """
 
 from __future__ import annotations
@@ -48,6 +38,17 @@ class CalibratedModel(nn.Module):
         What the inputs go through first (Neural Clamping's ``x + delta``, else identity).
     calibration : nn.Module
         The map from the model's logits to probabilities.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> from calibkit.calibrators import TemperatureScaling
+    >>> z = np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [0.0, 2.0]])
+    >>> ts = TemperatureScaling().fit(z, [0, 1, 1, 1])
+    >>> deployed = CalibratedModel(nn.Identity(), ts)
+    >>> bool(np.allclose(deployed(torch.tensor(z)).numpy(), ts.predict_proba(z)))
+    True
     """
 
     def __init__(

@@ -73,7 +73,18 @@ def combine_one_vs_rest(q: Tensor, probs: Tensor, binary: bool) -> Tensor:
 
 
 class Temperature(nn.Module):
-    """``softmax(logits / T)`` (temperature scaling; the T of Neural Clamping)."""
+    """``softmax(logits / T)`` (temperature scaling; the T of Neural Clamping).
+
+    Parameters
+    ----------
+    temperature : float
+        The temperature ``T > 0``.
+
+    Examples
+    --------
+    >>> Temperature(2.0)(torch.tensor([[0.0, 2.0]])).round(decimals=6).tolist()
+    [[0.268941, 0.731059]]
+    """
 
     def __init__(self, temperature: float) -> None:
         super().__init__()
@@ -86,8 +97,23 @@ class Temperature(nn.Module):
 
 
 class Affine(nn.Module):
-    """``softmax(W x + b)``: ``x`` the logits, or their log-softmax with ``on_log_probs``
-    (Dirichlet); ``W`` a full matrix or, as a vector, a diagonal one (vector scaling)."""
+    """``softmax(W x + b)``: ``x`` the logits, or their log-softmax with ``on_log_probs``.
+
+    Parameters
+    ----------
+    weights : ndarray of shape (K, K) or (K,)
+        ``W``: a full matrix, or the diagonal of a diagonal one (vector scaling).
+    bias : ndarray of shape (K,)
+        ``b``.
+    on_log_probs : bool
+        Whether ``W`` acts on the log-probabilities (Dirichlet calibration).
+
+    Examples
+    --------
+    >>> m = Affine(np.array([1.0, 1.0]), np.array([0.0, np.log(3.0)]))
+    >>> m(torch.tensor([[0.0, 0.0]])).round(decimals=6).tolist()
+    [[0.25, 0.75]]
+    """
 
     def __init__(self, weights: F64, bias: F64, on_log_probs: bool = False) -> None:
         super().__init__()
@@ -109,8 +135,20 @@ class Affine(nn.Module):
 class BinaryLogistic(nn.Module):
     """Two classes: ``P(y = 1) = sigmoid(features @ coef + intercept)``.
 
-    The features are the positive-class logit ``z_1 - z_0`` (Platt), or with
-    ``on_log_probs`` ``[ln p, -ln(1 - p)]`` for ``p = softmax(z)_1`` (beta calibration).
+    Parameters
+    ----------
+    coef : sequence of float
+        One coefficient per feature.
+    intercept : float
+        The intercept.
+    on_log_probs : bool
+        False: the feature is the positive-class logit ``z_1 - z_0`` (Platt); True: the
+        features are ``[ln p, -ln(1 - p)]`` for ``p = softmax(z)_1`` (beta calibration).
+
+    Examples
+    --------
+    >>> BinaryLogistic([2.0], 0.0, on_log_probs=False)(torch.tensor([[0.0, 0.0]])).tolist()
+    [[0.5, 0.5]]
     """
 
     def __init__(self, coef: Sequence[float], intercept: float, on_log_probs: bool) -> None:
@@ -134,7 +172,23 @@ class BinaryLogistic(nn.Module):
 
 class StepMaps(nn.Module):
     """Histogram-binning step maps: a score goes to its bin's rate, or stays as it is
-    where its bin held no calibration sample (one map per row of the arguments)."""
+    where its bin held no calibration sample.
+
+    Parameters
+    ----------
+    edges : ndarray of shape (maps, n_bins + 1) or (n_bins + 1,)
+        The bin edges of each map (ascending, from 0 to 1).
+    counts : ndarray of shape (maps, n_bins) or (n_bins,)
+        Calibration samples per bin (0: the bin is empty).
+    rates : ndarray of shape (maps, n_bins) or (n_bins,)
+        The value of each bin.
+
+    Examples
+    --------
+    >>> maps = StepMaps(np.array([0.0, 0.5, 1.0]), np.array([0, 4]), np.array([0.0, 0.75]))
+    >>> maps(torch.tensor([[0.2], [0.5]], dtype=torch.float64)).tolist()
+    [[0.2], [0.75]]
+    """
 
     def __init__(self, edges: F64, counts: npt.NDArray[np.int64], rates: F64) -> None:
         super().__init__()
@@ -152,8 +206,19 @@ class StepMaps(nn.Module):
 
 
 class Interpolation(nn.Module):
-    """Piecewise-linear maps through thresholds ``(x_i, y_i)``, clipped at both ends
-    (``np.interp``); one map per pair of threshold arrays."""
+    """Piecewise-linear maps through thresholds, clipped at both ends (``np.interp``).
+
+    Parameters
+    ----------
+    x, y : sequence of ndarray
+        One pair of threshold arrays per map (``x`` increasing; lengths may differ).
+
+    Examples
+    --------
+    >>> maps = Interpolation([np.array([0.2, 0.6])], [np.array([0.0, 1.0])])
+    >>> maps(torch.tensor([[0.1], [0.4], [0.9]], dtype=torch.float64)).tolist()
+    [[0.0], [0.5], [1.0]]
+    """
 
     def __init__(self, x: Sequence[F64], y: Sequence[F64]) -> None:
         super().__init__()
@@ -174,8 +239,20 @@ class Interpolation(nn.Module):
 
 
 class TopLabel(nn.Module):
-    """Top-label histogram binning: the top probability goes through ``maps`` (one map);
-    the other classes share the rest in proportion (uniformly if they had nothing)."""
+    """Top-label histogram binning: the top probability goes through ``maps``; the other
+    classes share the rest in proportion (uniformly if they had nothing).
+
+    Parameters
+    ----------
+    maps : StepMaps
+        One step map, of the top-label confidence.
+
+    Examples
+    --------
+    >>> maps = StepMaps(np.array([0.0, 0.5, 1.0]), np.array([0, 4]), np.array([0.0, 0.75]))
+    >>> TopLabel(maps)(torch.log(torch.tensor([[0.1, 0.3, 0.6]]))).round(decimals=6).tolist()
+    [[0.0625, 0.1875, 0.75]]
+    """
 
     def __init__(self, maps: StepMaps) -> None:
         super().__init__()
@@ -195,8 +272,22 @@ class TopLabel(nn.Module):
 
 
 class OneVsRest(nn.Module):
-    """One map per class of the softmax probabilities (only class 1 with ``binary``),
-    combined by :func:`combine_one_vs_rest` (class-wise binning, isotonic regression)."""
+    """One map per class of the softmax probabilities, combined by
+    :func:`combine_one_vs_rest` (class-wise histogram binning, isotonic regression).
+
+    Parameters
+    ----------
+    maps : StepMaps or Interpolation
+        One map per class, or only that of class 1 with ``binary``.
+    binary : bool
+        Whether the problem has two classes (``P(y = 0) = 1 - P(y = 1)``).
+
+    Examples
+    --------
+    >>> maps = Interpolation([np.array([0.0, 1.0])], [np.array([0.0, 0.5])])
+    >>> OneVsRest(maps, binary=True)(torch.tensor([[0.0, 0.0]])).tolist()
+    [[0.75, 0.25]]
+    """
 
     def __init__(self, maps: StepMaps | Interpolation, binary: bool) -> None:
         super().__init__()
@@ -210,7 +301,18 @@ class OneVsRest(nn.Module):
 
 
 class InputShift(nn.Module):
-    """``x + delta``: the input perturbation of Neural Clamping."""
+    """``x + delta``: the input perturbation of Neural Clamping.
+
+    Parameters
+    ----------
+    delta : Tensor
+        The perturbation, shaped like one input (a copy is kept).
+
+    Examples
+    --------
+    >>> InputShift(torch.tensor([1.0, 0.0]))(torch.tensor([[1.0, 2.0]])).tolist()
+    [[2.0, 2.0]]
+    """
 
     def __init__(self, delta: Tensor) -> None:
         super().__init__()
