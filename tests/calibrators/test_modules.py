@@ -30,7 +30,6 @@ from tests.calibrators.problems import random_problem
 pytestmark = [
     pytest.mark.usefixtures("one_thread"),
     pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore:`isinstance\\(treespec, LeafSpec\\)`:FutureWarning"),
 ]
 
 TOLERANCE = 1e-6
