@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from calibkit.core.binning import BinStats, equal_width_index
+from calibkit.core.docs import fill_doc
 from calibkit.core.errors import InputError
 from calibkit.metrics.samples import F64
 
@@ -211,19 +212,24 @@ def sce_from_index(
     return float(np.abs(acc_sum - conf_sum).sum() / (k * w.sum()))
 
 
+#: The Parameters section of the SCE maps, and their Returns header.
+_MAPS = """Parameters
+----------
+probs, labels, n_bins
+    As in :func:`sce_hit_index`.
+
+Returns
+-------"""
+
+
+@fill_doc(maps=_MAPS)
 def sce_maps(probs: F64, labels: np.ndarray, n_bins: int) -> tuple[sparse.csc_matrix, ...]:
     """SCE's confidence and hit maps: shape ``(K * n_bins, N)``, one column per sample.
 
     Column ``i`` of the first holds ``p_ik`` in row :func:`sce_index`; of the second, 1 in
     row :func:`sce_hit_index`. :func:`sce_batch` multiplies them by weights.
 
-    Parameters
-    ----------
-    probs, labels, n_bins
-        As in :func:`sce_hit_index`.
-
-    Returns
-    -------
+    {maps}
     tuple of two sparse matrices
         The confidence and hit maps.
 
@@ -244,6 +250,22 @@ def sce_maps(probs: F64, labels: np.ndarray, n_bins: int) -> tuple[sparse.csc_ma
     return conf, hits
 
 
+#: The end of the Parameters section of the batched SCEs, their Returns, and their example's data.
+_BATCH = """weights : ndarray of shape (B, N)
+    Sample weights, one row per weighting.
+
+Returns
+-------
+ndarray of shape (B,)
+    The SCE of each row.
+
+Examples
+--------
+>>> p, y = np.array([[0.2, 0.8], [0.4, 0.6]]), np.array([1, 0])
+>>> w = np.array([[1.0, 1.0], [1.0, 0.0]])"""
+
+
+@fill_doc(batch=_BATCH)
 def sce_batch(maps: tuple[sparse.csc_matrix, ...], n_classes: int, weights: F64) -> F64:
     """SCE for each row of ``weights`` (shape ``(B, N)``) from :func:`sce_maps`.
 
@@ -257,18 +279,7 @@ def sce_batch(maps: tuple[sparse.csc_matrix, ...], n_classes: int, weights: F64)
         From :func:`sce_maps`.
     n_classes : int
         Number of classes.
-    weights : ndarray of shape (B, N)
-        Sample weights, one row per weighting.
-
-    Returns
-    -------
-    ndarray of shape (B,)
-        The SCE of each row.
-
-    Examples
-    --------
-    >>> p, y = np.array([[0.2, 0.8], [0.4, 0.6]]), np.array([1, 0])
-    >>> w = np.array([[1.0, 1.0], [1.0, 0.0]])
+    {batch}
     >>> np.round(sce_batch(sce_maps(p, y, 10), 2, w), 4).tolist()
     [0.4, 0.2]
     """
@@ -277,6 +288,7 @@ def sce_batch(maps: tuple[sparse.csc_matrix, ...], n_classes: int, weights: F64)
     return np.asarray(gap.sum(axis=0) / (n_classes * weights.sum(axis=1)), dtype=np.float64)
 
 
+@fill_doc(maps=_MAPS)
 def sce_split_map(probs: F64, labels: np.ndarray, n_bins: int) -> sparse.csc_matrix:
     """The sparse part of :func:`sce_batch_split`: shape ``(K * n_bins + K, N)``.
 
@@ -286,13 +298,7 @@ def sce_split_map(probs: F64, labels: np.ndarray, n_bins: int) -> sparse.csc_mat
     sign. The first bin's confidence sums are left out: they are the class totals (one dense
     product) minus the rest, and that bin holds most of the ``N K`` probabilities.
 
-    Parameters
-    ----------
-    probs, labels, n_bins
-        As in :func:`sce_hit_index`.
-
-    Returns
-    -------
+    {maps}
     scipy.sparse.csc_matrix
         The map, one column per sample.
 
@@ -318,6 +324,7 @@ def sce_split_map(probs: F64, labels: np.ndarray, n_bins: int) -> sparse.csc_mat
     return sparse.csc_matrix(data, shape=(k * n_bins + k, n))
 
 
+@fill_doc(batch=_BATCH)
 def sce_batch_split(probs: F64, split: sparse.csc_matrix, n_bins: int, weights: F64) -> F64:
     """SCE for each row of ``weights``: :func:`sce_batch` in ``O(N K)`` per row with BLAS.
 
@@ -333,18 +340,7 @@ def sce_batch_split(probs: F64, split: sparse.csc_matrix, n_bins: int, weights: 
         :func:`sce_split_map` of ``probs``.
     n_bins : int
         Number of bins per class.
-    weights : ndarray of shape (B, N)
-        Sample weights, one row per weighting.
-
-    Returns
-    -------
-    ndarray of shape (B,)
-        The SCE of each row.
-
-    Examples
-    --------
-    >>> p, y = np.array([[0.2, 0.8], [0.4, 0.6]]), np.array([1, 0])
-    >>> w = np.array([[1.0, 1.0], [1.0, 0.0]])
+    {batch}
     >>> np.round(sce_batch_split(p, sce_split_map(p, y, 10), 10, w), 4).tolist()
     [0.4, 0.2]
     """
