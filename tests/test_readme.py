@@ -36,3 +36,12 @@ def test_pytorch_quick_start_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     deployed, x = namespace["deployed"], namespace["x"]
     probs = namespace["program"].module()(x)  # type: ignore[attr-defined]
     assert torch.allclose(probs, deployed(x))  # type: ignore[operator]
+
+
+def test_streaming_quick_start_runs() -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    code = next((block for block in blocks if "ck.StreamingCalibration(" in block), None)
+    assert code is not None, "README has no streaming block"
+    namespace: dict[str, object] = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert 0.0 < namespace["metric"].compute()["ece"] < 1.0  # type: ignore[attr-defined]
