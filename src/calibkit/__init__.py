@@ -36,9 +36,10 @@ _MODULES: dict[str, str] = {
     "calibkit.core.binning": "BinStats bin_stats",
     "calibkit.io.predictions": "load_predictions save_predictions",
     "calibkit.metrics": (
-        "METRICS METRIC_NAMES BootstrapInterval CalibrationMetrics Evaluation accuracy aece "
-        "bootstrap_ci brier calibration_error debiased_ece ece entropy evaluate ks_error mce "
-        "mmce nll reliability_stats rmsce sce"
+        "METRICS METRIC_NAMES EXTRA_METRICS BootstrapInterval CalibrationMetrics Evaluation "
+        "ScoreDecomposition SmoothReliability StreamingCalibration accuracy aece bootstrap_ci "
+        "brier calibration_error debiased_ece ece entropy evaluate ks_error mce mmce nll "
+        "reliability_stats rmsce sce score_decomposition smooth_ece smooth_reliability"
     ),
     "calibkit.losses": "LOSSES create_loss",
     "calibkit.calibrators": (
@@ -55,6 +56,7 @@ _MODULES: dict[str, str] = {
     "calibkit.workflows.compare": "Comparison MethodResult compare split_outputs",
     "calibkit.reporting.figures": (
         "reliability_figure reliability_grid ece_temperature_figure save_figure"
+        " smooth_reliability_figure"
     ),
     "calibkit.reporting.compare_report": "write_compare_report",
     "calibkit.reporting.display": "ReliabilityDisplay",
@@ -110,11 +112,15 @@ if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
     from calibkit.io.predictions import load_predictions, save_predictions
     from calibkit.losses import LOSSES, create_loss
     from calibkit.metrics import (
+        EXTRA_METRICS,
         METRIC_NAMES,
         METRICS,
         BootstrapInterval,
         CalibrationMetrics,
         Evaluation,
+        ScoreDecomposition,
+        SmoothReliability,
+        StreamingCalibration,
         accuracy,
         aece,
         bootstrap_ci,
@@ -131,6 +137,9 @@ if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
         reliability_stats,
         rmsce,
         sce,
+        score_decomposition,
+        smooth_ece,
+        smooth_reliability,
     )
     from calibkit.models import MODELS, create_model
     from calibkit.reporting.compare_report import write_compare_report
@@ -140,6 +149,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
         reliability_figure,
         reliability_grid,
         save_figure,
+        smooth_reliability_figure,
     )
     from calibkit.study import StudyConfig, load_study_config, run_study
     from calibkit.training import TrainConfig, train

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibkit.metrics import FLOOR_METRICS, METRIC_NAMES, METRICS, MetricInfo, ece, evaluate
+from calibkit.metrics import (
+    EXTRA_METRICS,
+    FLOOR_METRICS,
+    METRIC_NAMES,
+    METRICS,
+    MetricInfo,
+    ece,
+    evaluate,
+)
 
 
 def test_names_and_floors_are_derived_in_report_order() -> None:
-    assert tuple(METRICS.names()) == METRIC_NAMES
+    assert tuple(METRICS.names()) == METRIC_NAMES + EXTRA_METRICS
+    assert EXTRA_METRICS[0] == "smooth_ece"
     assert METRIC_NAMES[:5] == ("accuracy", "nll", "brier", "entropy", "ece")
     assert FLOOR_METRICS == ("ece", "aece")
 

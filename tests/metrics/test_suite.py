@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from calibkit.core.binning import equal_mass_index
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
-from calibkit.metrics import METRIC_NAMES, METRICS, evaluate
+from calibkit.metrics import EXTRA_METRICS, METRIC_NAMES, METRICS, evaluate
 from calibkit.metrics.suite import MetricSuite
 from tests.metrics import reference as ref
 
@@ -24,7 +24,7 @@ def functional_values(labels: np.ndarray, probs: np.ndarray, **kw: object) -> di
 
 
 def test_registry_holds_every_metric() -> None:
-    assert set(METRICS.names()) == set(METRIC_NAMES)
+    assert set(METRICS.names()) == set(METRIC_NAMES) | set(EXTRA_METRICS)
 
 
 @pytest.mark.parametrize(("k", "n_bins"), [(2, 15), (5, 10), (10, 7)])
@@ -220,3 +220,26 @@ def test_evaluate_argument_errors() -> None:
         suite.bootstrap(0)
     with pytest.raises(InputError, match=r"^level"):
         suite.bootstrap(10, level=2.0)
+
+
+@pytest.mark.parametrize("k", [2, 7, 60])
+def test_sce_split_equals_sample_order_sums(k: int) -> None:
+    """The large-N SCE (first bin from class totals) equals the per-bin sums, row by row."""
+    from calibkit.metrics.bin_errors import (
+        sce_batch,
+        sce_batch_split,
+        sce_from_index,
+        sce_index,
+        sce_maps,
+        sce_split_map,
+    )
+
+    rng = np.random.default_rng(k)
+    probs = rng.dirichlet(np.full(k, 0.3), size=300)
+    labels = rng.integers(0, k, 300)
+    weights = rng.integers(0, 3, size=(4, 300)).astype(np.float64)
+    exact = sce_batch(sce_maps(probs, labels, 15), k, weights)
+    split = sce_batch_split(probs, sce_split_map(probs, labels, 15), 15, weights)
+    one = [sce_from_index(sce_index(probs, 15), probs, labels, 15, w) for w in weights]
+    np.testing.assert_allclose(split, exact, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(exact, one, rtol=1e-12, atol=0)

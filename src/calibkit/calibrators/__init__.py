@@ -3,6 +3,9 @@
 Look one up by name with :func:`get_calibrator`; ``CALIBRATORS.names()`` lists them all.
 :class:`NeuralClamping` (input perturbation + temperature) wraps a model and takes inputs,
 not logits, so it follows the same conventions outside the logit-calibrator registry.
+Every fitted calibrator's ``to_module()`` is its map as a torch module
+(:mod:`calibkit.calibrators.modules`); :class:`CalibratedModel` puts a classifier and
+its calibration in one module.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from calibkit.calibrators.binary import PlattScaling, BetaCalibration
 from calibkit.calibrators.auto import AutoCalibrator
 
 # isort: on
-from calibkit.calibrators.clamping import ABLATIONS, CalibratedModel, NeuralClamping, SGDSettings
+from calibkit.calibrators.calibrated_model import CalibratedModel
+from calibkit.calibrators.clamping import ABLATIONS, NeuralClamping, SGDSettings
 
 __all__ = [
     "ABLATIONS",

@@ -32,7 +32,7 @@ auto chose 'temperature': lowest mean NLL over 5 stratified folds (seed 0)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import numpy as np
 
@@ -43,6 +43,9 @@ from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import MappingOf
 from calibkit.core.outputs import ClassifierOutputs
 from calibkit.metrics import ece, nll
+
+if TYPE_CHECKING:
+    from torch import nn
 
 Criterion = Literal["nll", "ece"]
 CRITERIA: tuple[str, ...] = ("nll", "ece")
@@ -200,6 +203,9 @@ class AutoCalibrator(Calibrator):
 
     def _predict_proba(self, logits: F64) -> F64:
         return self.chosen.predict_proba(logits)
+
+    def _module(self) -> nn.Module:
+        return self.chosen.to_module()
 
     def summary(self) -> str:
         """Which method was picked and why: the mean cross-validated score of each candidate."""

@@ -31,7 +31,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +43,9 @@ from calibkit.core.fitted_state import Dims, check_state
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_scores, log_softmax64
 from calibkit.core.registry import Registry
 from calibkit.core.validation import Constraint, Constraints, Integer, check_params, is_integer
+
+if TYPE_CHECKING:
+    from torch import nn
 
 F64 = npt.NDArray[np.float64]
 FORMAT_VERSION = 1
@@ -143,6 +146,15 @@ class Calibrator(EstimatorAPI, ABC):
 
     def _transform(self, logits: F64) -> F64:
         raise NotImplementedError
+
+    def to_module(self) -> nn.Module:
+        """The fitted map as a torch module: logits in, ``predict_proba``'s probabilities
+        out (float64 buffers and arithmetic; see :mod:`calibkit.calibrators.modules`)."""
+        self.check_is_fitted()
+        return self._module().eval()
+
+    def _module(self) -> nn.Module:
+        raise InputError("method", "a calibrator with a torch module", repr(self.name))
 
     # ----- parameters and fitted state ---------------------------------------------------
     def _set_params(self, **params: Any) -> None:

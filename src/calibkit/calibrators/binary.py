@@ -35,6 +35,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.modules import BinaryLogistic
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, log_softmax64
 from calibkit.core.validation import NON_NEGATIVE, Constraints, Real
 
@@ -107,6 +108,9 @@ class PlattScaling(Calibrator):
     def _predict_proba(self, logits: F64) -> F64:
         return two_class_probs(self.slope_ * _positive_logit(logits) + self.intercept_)
 
+    def _module(self) -> BinaryLogistic:
+        return BinaryLogistic([self.slope_], self.intercept_, on_log_probs=False)
+
 
 @CALIBRATORS.register("beta")
 class BetaCalibration(Calibrator):
@@ -150,6 +154,9 @@ class BetaCalibration(Calibrator):
 
     def _predict_proba(self, logits: F64) -> F64:
         return two_class_probs(_beta_features(logits) @ np.array([self.a_, self.b_]) + self.c_)
+
+    def _module(self) -> BinaryLogistic:
+        return BinaryLogistic([self.a_, self.b_], self.c_, on_log_probs=True)
 
 
 def _positive_logit(logits: FloatArray) -> F64:

@@ -43,6 +43,7 @@ from typing import ClassVar
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.modules import OneVsRest, StepMaps, TopLabel
 from calibkit.core.binning import (
     I64,
     N_BINS,
@@ -171,6 +172,9 @@ class HistogramBinning(_Binning):
         new = apply_bin_map(conf, self.edges_, self.bin_counts_, self.bin_accuracy_, self.scheme)
         return replace_top_label(probs, top, new)
 
+    def _module(self) -> TopLabel:
+        return TopLabel(StepMaps(self.edges_, self.bin_counts_, self.bin_accuracy_))
+
 
 @CALIBRATORS.register("histogram_classwise")
 class ClasswiseHistogramBinning(_Binning):
@@ -228,6 +232,10 @@ class ClasswiseHistogramBinning(_Binning):
         if self.n_classes_ == 2:
             return np.column_stack([1.0 - q[:, 0], q[:, 0]])
         return renormalise_or_keep(q, probs)
+
+    def _module(self) -> OneVsRest:
+        maps = StepMaps(self.edges_, self.bin_counts_, self.bin_frequency_)
+        return OneVsRest(maps, binary=self.n_classes_ == 2)
 
 
 def one_vs_rest_classes(n_classes: int) -> list[int]:

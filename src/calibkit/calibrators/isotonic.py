@@ -30,6 +30,7 @@ import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.histogram import one_vs_rest_classes, renormalise_or_keep
+from calibkit.calibrators.modules import Interpolation, OneVsRest
 from calibkit.core.fitted_state import Array, ArrayList, Dims
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import Constraints
@@ -99,3 +100,7 @@ class IsotonicCalibrator(Calibrator):
         if self.n_classes_ == 2:
             return np.column_stack([1.0 - q[:, 0], q[:, 0]])
         return renormalise_or_keep(q, probs)
+
+    def _module(self) -> OneVsRest:
+        maps = Interpolation(self.x_thresholds_, self.y_thresholds_)
+        return OneVsRest(maps, binary=self.n_classes_ == 2)

@@ -66,6 +66,7 @@ from calibkit.calibrators.linear_solver import (
     identity_map,
     odir_coefficients,
 )
+from calibkit.calibrators.modules import Affine
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
@@ -120,6 +121,9 @@ class _Linear(Calibrator):
         if self.weights_.ndim == 1:
             return np.asarray(x * self.weights_ + self.bias_)
         return np.asarray(x @ self.weights_.T + self.bias_)
+
+    def _module(self) -> Affine:
+        return Affine(self.weights_, self.bias_, self.on_log_probs)
 
     def _store(self, wb: F64) -> None:
         self.weights_ = np.ascontiguousarray(wb[:, :-1])

@@ -28,6 +28,7 @@ from typing import ClassVar
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.modules import Temperature
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, IntArray
 from calibkit.core.validation import POSITIVE, Constraints, Real
@@ -320,6 +321,9 @@ class TemperatureScaling(Calibrator):
 
     def _transform(self, logits: F64) -> F64:
         return logits / self.temperature_
+
+    def _module(self) -> Temperature:
+        return Temperature(self.temperature_)
 
 
 # ----- ECE as a function of the temperature --------------------------------------------

@@ -21,6 +21,7 @@ from typing import ClassVar
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.modules import Temperature
 from calibkit.calibrators.temperature import (
     CHUNK_ELEMENTS,
     check_log_temperature,
@@ -346,6 +347,9 @@ class TemperatureScalingECE(Calibrator):
         self.temperature_ = float(grid[best])
         self.log_temperature_ = float(np.log(self.temperature_))
         self.calibration_ece_ = value
+
+    def _module(self) -> Temperature:
+        return Temperature(self.temperature_)
 
     def _check_state(self) -> None:
         check_log_temperature(self.log_temperature_, self.temperature_)

@@ -47,7 +47,6 @@ from typing import Literal, TypedDict, Unpack
 
 import numpy as np
 import numpy.typing as npt
-import torch
 
 from calibkit.core.errors import InputError
 from calibkit.core.validation import N_BINS as N_BINS  # bins: an integer in [1, 100000]
@@ -71,6 +70,8 @@ def torchmetrics_edges(n_bins: int, torchmetrics_dtype: TorchDtype = "float32") 
     """torchmetrics' bin boundaries (``torch.linspace``), exactly, as float64."""
     if torchmetrics_dtype not in ("float32", "float64"):
         raise InputError("torchmetrics_dtype", "'float32' or 'float64'", repr(torchmetrics_dtype))
+    import torch  # only for torchmetrics' own float edges
+
     edges = torch.linspace(0.0, 1.0, n_bins + 1, dtype=getattr(torch, torchmetrics_dtype))
     return edges.numpy().astype(np.float64)
 

@@ -25,13 +25,13 @@ labels: expected integers in [0, 2) (the number of columns of probs), got a labe
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-import torch
 
 from calibkit.core.errors import InputError
 
@@ -43,13 +43,24 @@ PROBS_ATOL = 1e-4
 _LOW_PRECISION_ATOL = 1e-2
 
 
+def _tensor_dtype(x: object) -> str | None:
+    """The dtype name of a torch tensor (``"float16"``, ...), None for anything else.
+
+    torch is never imported here: a tensor exists only if its caller imported torch.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(x, torch.Tensor):
+        return None
+    return str(x.dtype).removeprefix("torch.")
+
+
 def to_numpy(x: object, name: str) -> np.ndarray:
     """Convert a tensor, array or nested list to a numpy array without copying if possible."""
-    if isinstance(x, torch.Tensor):
-        t = x.detach()
-        if t.dtype in (torch.float16, torch.bfloat16):
+    if _tensor_dtype(x) is not None:
+        t = x.detach()  # type: ignore[attr-defined]
+        if _tensor_dtype(t) in ("float16", "bfloat16"):
             t = t.float()
-        return t.cpu().numpy()
+        return np.asarray(t.cpu().numpy())
     if isinstance(x, np.ndarray):
         return x.astype(np.float32) if x.dtype == np.float16 else x
     try:
@@ -121,9 +132,9 @@ def check_scores(scores: object, kind: ScoreKind, *, name: str | None = None) ->
     name = name or kind
     if kind not in ("probs", "logits"):
         raise InputError("kind", "'probs' or 'logits'", repr(kind))
-    low_precision = (
-        isinstance(scores, torch.Tensor) and scores.dtype in (torch.float16, torch.bfloat16)
-    ) or (isinstance(scores, np.ndarray) and scores.dtype == np.float16)
+    low_precision = (_tensor_dtype(scores) in ("float16", "bfloat16")) or (
+        isinstance(scores, np.ndarray) and scores.dtype == np.float16
+    )
     arr = to_numpy(scores, name)
     if arr.dtype == bool or not (
         np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
@@ -314,8 +325,8 @@ def as_outputs(labels: object, probs: object = None, *, logits: object = None) -
 
 
 def _dtype_name(x: object) -> str | None:
-    if isinstance(x, torch.Tensor):
-        return str(x.dtype).removeprefix("torch.")
+    if (name := _tensor_dtype(x)) is not None:
+        return name
     if isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.floating):
         return str(x.dtype)
     return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 
 from calibkit.core.validation import Integer
@@ -40,31 +41,47 @@ def free_cores() -> int:
     return min(cores, max(1, round(cores - busy)))
 
 
+#: The variables that thread pools loaded later read when they start.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def set_threads(n: int | None = None) -> int:
     """Use ``n`` threads (default :func:`free_cores`) in torch and the BLAS / OpenMP pools.
 
-    Returns the number set. ``n`` must be in :data:`THREADS`.
+    Pools already loaded are set now (torch through ``torch.set_num_threads``, the BLAS
+    libraries through threadpoolctl); pools loaded later read :data:`THREAD_VARIABLES`,
+    which are set too, so that setting threads never imports torch by itself. Returns the
+    number set; ``n`` must be in :data:`THREADS`.
     """
     n = THREADS.check("threads", free_cores() if n is None else n)
-    import torch
     from threadpoolctl import threadpool_limits
 
-    torch.set_num_threads(n)
+    os.environ.update(dict.fromkeys(THREAD_VARIABLES, str(n)))
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(n)
     threadpool_limits(limits=n)
     return n
 
 
 @contextlib.contextmanager
 def using_threads(n: int | None = None) -> Iterator[int]:
-    """:func:`set_threads` for the ``with`` block; the previous counts come back after it
-    (so that a program calling the command line in-process keeps its own settings)."""
-    import torch
+    """:func:`set_threads` for the ``with`` block; the previous settings come back after it
+    (so that a program calling the command line in-process keeps its own)."""
     from threadpoolctl import threadpool_limits
 
-    before = torch.get_num_threads()
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    variables = {name: os.environ.get(name) for name in THREAD_VARIABLES}
     limits = threadpool_limits(limits=None)  # records the current limits
     try:
         yield set_threads(n)
     finally:
-        torch.set_num_threads(before)
+        for name, value in variables.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if before is not None:
+            sys.modules["torch"].set_num_threads(before)
         limits.restore_original_limits()

@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, ScoreKind, check_labels, check_scores
@@ -193,6 +192,8 @@ def _choose_scores(
 # ----- readers -----------------------------------------------------------------------------
 def _load_torch(p: Path) -> dict[str, object]:
     """A dict of tensors, loaded without executing pickled code."""
+    import torch
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -1,11 +1,15 @@
-"""Calibration metrics: pure functions, a metric suite with bootstrap CIs, an accumulator.
+"""Calibration metrics: pure functions, a suite with bootstrap CIs, accumulators.
 
 Every function takes ``labels`` and exactly one of ``probs`` or ``logits`` (never guessed),
 as numpy arrays or torch tensors, and returns a float64 Python float (a fraction, not a
-percentage). Binned metrics follow the bin rule of :mod:`calibkit.core.binning`.
+percentage). Binned metrics follow the bin rule of :mod:`calibkit.core.binning`. Smooth ECE
+and the calibration / refinement split of NLL and Brier are outside the default suite
+(:data:`EXTRA_METRICS`).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from calibkit.metrics.accumulator import CalibrationMetrics
 from calibkit.metrics.binned import (
@@ -20,11 +24,14 @@ from calibkit.metrics.binned import (
 )
 from calibkit.metrics.bootstrap import BootstrapInterval, bootstrap_ci
 from calibkit.metrics.continuous import ks_error, mmce
-from calibkit.metrics.info import FLOOR_METRICS, METRIC_NAMES, METRICS, MetricInfo
+from calibkit.metrics.decomposition import ScoreDecomposition, score_decomposition
+from calibkit.metrics.info import EXTRA_METRICS, FLOOR_METRICS, METRIC_NAMES, METRICS, MetricInfo
 from calibkit.metrics.scores import accuracy, brier, entropy, nll
+from calibkit.metrics.smooth import SmoothReliability, smooth_ece, smooth_reliability
 from calibkit.metrics.suite import Evaluation, MetricSuite, evaluate
 
 __all__ = [
+    "EXTRA_METRICS",
     "FLOOR_METRICS",
     "METRICS",
     "METRIC_NAMES",
@@ -33,6 +40,9 @@ __all__ = [
     "Evaluation",
     "MetricInfo",
     "MetricSuite",
+    "ScoreDecomposition",
+    "SmoothReliability",
+    "StreamingCalibration",
     "accuracy",
     "aece",
     "bootstrap_ci",
@@ -49,4 +59,19 @@ __all__ = [
     "reliability_stats",
     "rmsce",
     "sce",
+    "score_decomposition",
+    "smooth_ece",
+    "smooth_reliability",
 ]
+
+if TYPE_CHECKING:
+    from calibkit.metrics.streaming import StreamingCalibration
+
+
+def __getattr__(name: str) -> Any:
+    """``StreamingCalibration`` holds torch tensors: torch is imported when it is first used."""
+    if name == "StreamingCalibration":
+        from calibkit.metrics.streaming import StreamingCalibration
+
+        return StreamingCalibration
+    raise AttributeError(f"module 'calibkit.metrics' has no attribute {name!r}")

@@ -22,9 +22,9 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
 
 from calibkit.core.binning import (
     check_n_bins,
@@ -39,8 +39,10 @@ from calibkit.metrics.bin_errors import (
     debiased_from_stats,
     error_from_stats,
     errors_from_sums,
-    sce_hit_index,
-    sce_index,
+    sce_batch,
+    sce_batch_split,
+    sce_maps,
+    sce_split_map,
 )
 from calibkit.metrics.continuous import (
     MMCE_WIDTH,
@@ -51,7 +53,12 @@ from calibkit.metrics.continuous import (
 from calibkit.metrics.info import FLOOR_METRICS, METRIC_NAMES
 from calibkit.metrics.samples import F64, Mode, calibration_target, per_sample_scores, weighted_mean
 
-#: Largest sample count for which the bootstrap evaluates blocks of replicates at once.
+if TYPE_CHECKING:
+    from scipy import sparse
+
+#: Largest sample count for which the bootstrap evaluates blocks of replicates at once and
+#: SCE sums its bins in sample order; above it, replicates go one by one and SCE through
+#: :func:`~calibkit.metrics.bin_errors.sce_batch_split` (equal to rounding, far less memory).
 _BATCH_MAX_N = 30_000
 
 
@@ -70,9 +77,9 @@ class MetricSuite:
         Per-sample values averaged into a metric of the same name (``"nll"``, ...).
     n_bins : int
         Number of bins.
-    sce : tuple of two sparse matrices, optional
-        SCE's per-sample confidence and hit maps (built by :meth:`from_outputs`); without
-        them SCE is not computed.
+    sce : tuple of (ndarray of shape (N, K), ndarray of shape (N,)), optional
+        Probabilities and labels for SCE (given by :meth:`from_outputs`); without them SCE
+        is not computed.
 
     Examples
     --------
@@ -94,7 +101,7 @@ class MetricSuite:
         per_sample: dict[str, F64],
         *,
         n_bins: int = 15,
-        sce: tuple[sparse.csr_matrix, sparse.csr_matrix] | None = None,
+        sce: tuple[F64, np.ndarray] | None = None,
     ) -> None:
         self.n_bins = n_bins = check_n_bins(n_bins)
         self.conf, self.outcome, self.correct = conf, outcome, correct
@@ -104,7 +111,8 @@ class MetricSuite:
         self.ew_idx = equal_width_index(conf, n_bins)
         self.ew_edges = np.arange(n_bins + 1, dtype=np.float64) / n_bins
         self._sce = sce
-        self._ew_maps = [_bin_map(self.ew_idx, n_bins, v) for v in (None, conf, outcome)]
+        self._sce_maps: tuple[sparse.csc_matrix, ...] | None = None
+        self._sce_split: sparse.csc_matrix | None = None
         self._run_end = np.append(self.sorted_conf[1:] != self.sorted_conf[:-1], True)
 
     @classmethod
@@ -114,14 +122,7 @@ class MetricSuite:
         """Prepare every per-sample quantity of ``outputs``."""
         n_bins = check_n_bins(n_bins)
         conf, outcome = calibration_target(outputs, mode)
-        probs = outputs.probs
-        n, k = probs.shape
-        rows = np.repeat(np.arange(n), k)
-        shape = (n, k * n_bins)
-        conf_map = sparse.csr_matrix((probs.reshape(-1), (rows, sce_index(probs, n_bins))), shape)
-        hits = sce_hit_index(probs, outputs.labels, n_bins)
-        hit_map = sparse.csr_matrix((np.ones(n), (np.arange(n), hits)), shape)
-        sce = (conf_map, hit_map)
+        sce = (outputs.probs, outputs.labels)
         per_sample = per_sample_scores(outputs)
         return cls(conf, outcome, outputs.correct, per_sample, n_bins=n_bins, sce=sce)
 
@@ -205,17 +206,21 @@ class MetricSuite:
         rng = np.random.default_rng(seed)
         # Blocks of replicates (about 2**20 weights) go through compute_batch, which saves
         # Python overhead; past _BATCH_MAX_N samples memory traffic dominates and plain
-        # compute() per replicate is faster (benchmarks/bench_evaluate.py). Same numbers.
+        # compute() per replicate is faster (benchmarks/bench_evaluate.py). Same draws.
         block = max(1, min(n_boot, (1 << 20) // n))
         values: dict[str, list[F64]] = {name: [] for name in names}
         for start in range(0, n_boot, block):
-            draws = [rng.integers(0, n, n) for _ in range(min(block, n_boot - start))]
-            weights = np.stack([np.bincount(d, minlength=n) for d in draws]).astype(np.float64)
+            weights = np.empty((min(block, n_boot - start), n))
+            for row in weights:
+                row[:] = np.bincount(rng.integers(0, n, n), minlength=n)
             if n <= _BATCH_MAX_N:
                 batch = self.compute_batch(weights, names)
-            else:
-                rows = [self.compute(w, names) for w in weights]
-                batch = {name: np.array([r[name] for r in rows]) for name in names}
+            else:  # SCE still by block: one product reads the probabilities per block
+                rest = tuple(name for name in names if name != "sce")
+                rows = [self.compute(w, rest) for w in weights]
+                batch = {name: np.array([r[name] for r in rows]) for name in rest}
+                if "sce" in names and self._sce is not None:
+                    batch["sce"] = self._sce_batch(weights)
             for name, vals in batch.items():
                 values[name].append(vals)
         alpha = (1.0 - level) / 2.0
@@ -226,11 +231,30 @@ class MetricSuite:
         return out
 
     def _sce_batch(self, weights: F64) -> F64:
+        """SCE of each row of ``weights``: sums in sample order up to :data:`_BATCH_MAX_N`."""
         assert self._sce is not None
-        conf_map, hit_map = self._sce
-        k = conf_map.shape[1] // self.n_bins
-        gap = np.abs(hit_map.T @ weights.T - conf_map.T @ weights.T)
-        return np.asarray(gap.sum(axis=0) / (k * weights.sum(axis=1)), dtype=np.float64)
+        probs, labels = self._sce
+        if weights.shape[1] <= _BATCH_MAX_N:
+            if self._sce_maps is None:  # built on first use: O(N K) memory
+                self._sce_maps = sce_maps(probs, labels, self.n_bins)
+            return sce_batch(self._sce_maps, probs.shape[1], weights)
+        if self._sce_split is None:
+            self._sce_split = sce_split_map(probs, labels, self.n_bins)
+        return sce_batch_split(probs, self._sce_split, self.n_bins, weights)
+
+    def _ew_sums(self, weights: F64) -> list[F64]:
+        """Equal-width bin weight, confidence and outcome sums, shape ``(B, n_bins)`` each.
+
+        One ``bincount`` per sum over a (bin, row) index: each bin adds its samples in index
+        order, as the one-weighting formula does.
+        """
+        b, nb = weights.shape[0], self.n_bins
+        idx = ((self.ew_idx * b)[None, :] + np.arange(b)[:, None]).reshape(-1)
+        out = []
+        for v in (weights, weights * self.conf, weights * self.outcome):
+            total = np.bincount(idx, weights=v.reshape(-1), minlength=nb * b)
+            out.append(np.asarray(total, dtype=np.float64).reshape(nb, b).T)
+        return out
 
     def compute_batch(self, weights: F64, names: tuple[str, ...] = METRIC_NAMES) -> dict[str, F64]:
         """Every metric in ``names`` for each row of ``weights`` (shape ``(b, N)``) at once.
@@ -246,7 +270,7 @@ class MetricSuite:
         for name, v in self.per_sample.items():
             if name in names:
                 res[name] = weights @ v / total
-        counts, conf_sum, acc_sum = (np.asarray((m.T @ weights.T).T) for m in self._ew_maps)
+        counts, conf_sum, acc_sum = self._ew_sums(weights)
         errors = errors_from_sums(counts, conf_sum, acc_sum)
         for name, key in (("ece", "l1"), ("mce", "max"), ("rmsce", "l2")):
             if name in names:
@@ -266,13 +290,6 @@ class MetricSuite:
         if "sce" in names and self._sce is not None:
             res["sce"] = self._sce_batch(weights)
         return {name: res[name] for name in names if name in res}
-
-
-def _bin_map(idx: np.ndarray, n_bins: int, values: F64 | None) -> sparse.csr_matrix:
-    """Sparse (N, n_bins) matrix holding each sample's value (or 1) in its bin's column."""
-    n = idx.shape[0]
-    data = np.ones(n) if values is None else values
-    return sparse.csr_matrix((data, (np.arange(n), idx)), shape=(n, n_bins))
 
 
 @dataclass(frozen=True)

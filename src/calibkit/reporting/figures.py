@@ -28,7 +28,7 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -42,10 +42,15 @@ from calibkit.core.binning import BinStats
 from calibkit.core.errors import InputError
 from calibkit.io.atomic import atomic_write_bytes
 
+if TYPE_CHECKING:
+    from calibkit.metrics.smooth import SmoothReliability
+
 DPI = 120
 ACCURACY_LABEL = "Accuracy"
 GAP_LABEL = "Gap to mean confidence"
 FRACTION_LABEL = "Samples"
+SMOOTH_LABEL = "Smoothed accuracy"
+BAND_LABEL = "Bootstrap band"
 
 _BAR = "#3366a8"
 _GAP = "#d1495b"
@@ -205,6 +210,48 @@ def reliability_figure(
     fig.suptitle(plain(title), fontsize=12)
     if subtitle:
         top.set_title(plain(subtitle), fontsize=9, color="#555555")
+    return fig
+
+
+def smooth_reliability_figure(rel: SmoothReliability, *, title: str) -> Figure:
+    """The kernel-smoothed reliability curve of ``rel`` (from
+    :func:`calibkit.metrics.smooth_reliability`) with its bootstrap band, above the
+    kernel density of the confidences; the smooth ECE and its interval in the legend."""
+    fig = new_figure(5.2, 6.6)
+    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3.3, 1.2]})
+    top.plot(
+        [0, 1], [0, 1], linestyle="--", color=_IDEAL, linewidth=1.0, label="Perfect calibration"
+    )
+    top.fill_between(
+        rel.grid,
+        rel.lower,
+        rel.upper,
+        color=_BAR,
+        alpha=0.25,
+        linewidth=0,
+        label=f"{BAND_LABEL} ({rel.level:.0%})",
+    )
+    lo, hi = rel.interval
+    top.plot(
+        rel.grid,
+        rel.curve,
+        color=_BAR,
+        linewidth=2.0,
+        label=f"{SMOOTH_LABEL}; smooth ECE {100 * rel.value:.2f}% "
+        f"[{100 * lo:.2f}%, {100 * hi:.2f}%]",
+    )
+    top.set_xlim(0, 1)
+    top.set_ylim(0, 1.02)
+    top.set_ylabel("Accuracy")
+    top.set_title(f"Bandwidth {rel.bandwidth:.4g}", fontsize=9, color="#555555")
+    top.legend(loc="upper left", fontsize=8, framealpha=0.85, edgecolor="none")
+    style_axes(top)
+    bottom.fill_between(rel.grid, 0, rel.density, color=_HIST, linewidth=0, label="Density")
+    bottom.set_ylim(0, max(1e-9, float(rel.density.max())) * 1.1)
+    bottom.set_ylabel("Density")
+    bottom.set_xlabel("Confidence")
+    style_axes(bottom)
+    fig.suptitle(plain(title), fontsize=12)
     return fig
 
 

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from calibkit.metrics import METRIC_NAMES, METRICS, Evaluation
 from calibkit.reporting.document import Cell, Table
-from calibkit.workflows.compare import Comparison, MethodResult
+
+if TYPE_CHECKING:  # evaluate's table needs neither the calibrators nor their imports
+    from calibkit.workflows.compare import Comparison, MethodResult
 
 
 @dataclass(frozen=True)

@@ -246,6 +246,45 @@ def finding(
     )
 
 
+#: Columns of :func:`decomposition_table`: (key, header), the parts of
+#: :func:`calibkit.metrics.score_decomposition` on the test part without post-hoc calibration.
+DECOMPOSITION_COLUMNS = (
+    ("nll", "NLL"),
+    ("nll_calibration", "NLL calibration"),
+    ("nll_refinement", "NLL refinement"),
+    ("brier_calibration", "Brier calibration"),
+    ("brier_refinement", "Brier refinement"),
+)
+
+
+def decomposition_table(
+    parts: Mapping[str, Mapping[str, Sequence[float]]], methods: Methods
+) -> Table:
+    """NLL and Brier split into calibration (what a temperature removes) and refinement.
+
+    ``parts`` maps a model label to ``{column key: one value per seed}``; mean ± std over
+    the seeds, four decimals. Bold: the lowest mean of each column.
+    """
+    index = RowIndex([{"model": lb, "calibrator": "none"} for lb in parts], methods)
+    labels = index.labels()
+    columns = []
+    for key, _ in DECOMPOSITION_COLUMNS:
+        values = [np.asarray(parts[lb][key], dtype=np.float64) for lb in labels]
+        means = [_mean_std(v)[0] for v in values]
+        best = min((m for m in means if math.isfinite(m)), default=math.nan)
+        columns.append(
+            [Cell(_pct(v, 1.0, 4), m == best) for v, m in zip(values, means, strict=True)]
+        )
+    body = [index.head(lb) + [col[i] for col in columns] for i, lb in enumerate(labels)]
+    title = (
+        f"How calibratable each model is: NLL and Brier on the test part without post-hoc "
+        f"calibration = calibration (removed by the best temperature, fitted in-sample) + "
+        f"refinement (mean ± std over {index.n_seeds()} seeds)"
+    )
+    header = ["Method", "Coefficient", *(h for _, h in DECOMPOSITION_COLUMNS)]
+    return Table(title, header, body, n_left=2)
+
+
 def calibration_size_curve(
     cal_logits: npt.ArrayLike,
     cal_labels: npt.ArrayLike,

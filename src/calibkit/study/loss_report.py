@@ -16,12 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from calibkit.metrics import score_decomposition
 from calibkit.reporting.document import Figure, Table
 from calibkit.reporting.figures import figure_png_bytes
 from calibkit.study.analysis import (
     CE,
     Methods,
     calibration_size_curve,
+    decomposition_table,
     finding,
     model_name,
     table1,
@@ -95,6 +97,7 @@ def loss_section(cfg: StudyConfig, records: Sequence[RunRecord]) -> LossSection 
     present = sorted({r["calibrator"] for r in rows})
     post_hoc = tuple(c for c in POST_HOC if c in present)
     tables = [table1(rows, methods), table2(rows, methods, post_hoc)]
+    tables.append(decomposition_table(_decompositions(records, methods), methods))
     text = finding(rows, methods, post_hoc)
     fig = ece_vs_coefficient_figure(rows, methods, post_hoc)
     caption = "ECE against the coefficient"
@@ -130,6 +133,24 @@ def loss_section(cfg: StudyConfig, records: Sequence[RunRecord]) -> LossSection 
     )
     figures.append(Figure("loss_calibration_size.png", caption, figure_png_bytes(fig)))
     return LossSection(tables, text, figures)
+
+
+def _decompositions(
+    records: Sequence[RunRecord], methods: Methods
+) -> dict[str, dict[str, list[float]]]:
+    """Per model label, the NLL and Brier parts of each seed's test outputs (by seed)."""
+    parts: dict[str, dict[str, list[float]]] = {}
+    for rec in sorted(records, key=lambda r: r.seed):
+        if rec.model not in methods:
+            continue
+        z = load_logits(rec.directory)
+        into = parts.setdefault(rec.model, {})
+        for score in ("nll", "brier"):
+            d = score_decomposition(z["test_labels"], logits=z["test_logits"], score=score)
+            into.setdefault(score, []).append(d.value)
+            into.setdefault(f"{score}_calibration", []).append(d.calibration)
+            into.setdefault(f"{score}_refinement", []).append(d.refinement)
+    return parts
 
 
 def _size_curves(

@@ -1,7 +1,8 @@
 """Neural Clamping (Tang, Chen & Ho 2024): a learnt input perturbation plus a temperature.
 
-:class:`NeuralClamping` wraps a model and is fitted on its inputs (not its logits);
-:class:`CalibratedModel` deploys the result as one ``nn.Module``. The modules, top to
+:class:`NeuralClamping` wraps a model and is fitted on its inputs (not its logits); its
+``to_module()`` deploys the result as one ``nn.Module``
+(:class:`~calibkit.calibrators.calibrated_model.CalibratedModel`). The modules, top to
 bottom: :mod:`.objective` (focal loss + ``lam ||delta||^2`` and the exact temperature),
 :mod:`.inputs` (inputs and arguments), :mod:`.passes` (batched passes of the frozen
 model), :mod:`.init` (the initial perturbation), :mod:`.settings` (:class:`SGDSettings`),
@@ -13,7 +14,7 @@ variants by name, :data:`INPUT_CALIBRATORS`).
 from __future__ import annotations
 
 from calibkit.calibrators.clamping.inputs import ImageDataset
-from calibkit.calibrators.clamping.model import ABLATIONS, CalibratedModel, NeuralClamping
+from calibkit.calibrators.clamping.model import ABLATIONS, NeuralClamping
 from calibkit.calibrators.clamping.registry import INPUT_CALIBRATORS, create_input_calibrator
 from calibkit.calibrators.clamping.search import GammaFit
 from calibkit.calibrators.clamping.settings import SGDSettings
@@ -21,7 +22,6 @@ from calibkit.calibrators.clamping.settings import SGDSettings
 __all__ = [
     "ABLATIONS",
     "INPUT_CALIBRATORS",
-    "CalibratedModel",
     "GammaFit",
     "ImageDataset",
     "NeuralClamping",

@@ -72,11 +72,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import nn
 
 from calibkit.calibrators.clamping.holdout import check_holdout
 from calibkit.calibrators.clamping.init import INITS, check_input_range
@@ -98,43 +98,13 @@ from calibkit.core import errors
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import log_softmax64
 
+if TYPE_CHECKING:
+    from calibkit.calibrators.calibrated_model import CalibratedModel
+
 TRAINS = ("joint", "delta", "temperature")
 GAMMA_SELECTS = ("each", "fast")
 Ablation = Literal["delta_only", "temperature_only", "sgd"]
 ABLATIONS = ("delta_only", "temperature_only", "sgd")
-
-
-class CalibratedModel(nn.Module):
-    """A classifier with Neural Clamping built in: ``forward(x) = model(x + delta) / T``.
-
-    Parameters
-    ----------
-    model : nn.Module
-        The classifier.
-    delta : Tensor
-        The input perturbation, shaped like one input.
-    temperature : float
-        The temperature ``T > 0``.
-
-    Examples
-    --------
-    >>> m = CalibratedModel(nn.Identity(), torch.tensor([1.0, 0.0]), 2.0)
-    >>> m(torch.tensor([[1.0, 2.0]])).tolist()
-    [[1.0, 1.0]]
-    """
-
-    def __init__(self, model: nn.Module, delta: Tensor, temperature: float) -> None:
-        super().__init__()
-        self.model = model
-        self.delta: Tensor
-        self.temperature: Tensor
-        self.register_buffer("delta", delta.detach().clone())
-        self.register_buffer("temperature", torch.tensor(float(temperature)))
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Calibrated logits of the batch ``x``."""
-        logits: Tensor = self.model(x + self.delta) / self.temperature
-        return logits
 
 
 class NeuralClamping:
@@ -302,9 +272,12 @@ class NeuralClamping:
         return np.exp(log_softmax64(self.logits(inputs)))
 
     def to_module(self) -> CalibratedModel:
-        """The model with ``delta_`` and ``temperature_`` built in, for deployment."""
+        """The model with ``delta_`` and ``temperature_`` built in, for deployment: one
+        module returning the calibrated probabilities (``CalibratedModel(model, self)``)."""
+        from calibkit.calibrators.calibrated_model import CalibratedModel
+
         self.check_is_fitted()
-        return CalibratedModel(self.model, self.delta_, self.temperature_)
+        return CalibratedModel(self.model, self)
 
     def ablation(self, view: Ablation) -> NeuralClamping:
         """A copy keeping part of the fitted pair: ``"delta_only"`` (T = 1) or

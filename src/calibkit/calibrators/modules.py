@@ -1,0 +1,323 @@
+"""The calibration maps as torch modules: logits in, calibrated probabilities out.
+
+A fitted calibrator's ``to_module()`` returns one of these (``"auto"``: that of the method
+it chose); :class:`~calibkit.calibrators.calibrated_model.CalibratedModel` puts one behind
+a classifier. Each computes what the calibrator's ``predict_proba`` computes, step by step:
+
+- Precision: the fitted state is held in float64 buffers and the map runs in the buffers'
+  dtype. Logits of any float dtype are cast to it, so by default the map runs in float64
+  and returns float64 probabilities, as ``predict_proba`` does, and a piecewise map puts
+  every score in the bin ``predict_proba`` puts it in. ``module.float()`` gives a float32
+  module (faster on a GPU) whose bins are then decided on float32 scores.
+- Piecewise maps use comparisons rather than ``searchsorted`` (which ONNX lacks): a
+  score's bin is the number of inner edges at or below it, the ``[e_k, e_{k+1})`` rule
+  with the last bin closed of :mod:`calibkit.core.binning` (equal-width edges are the
+  exact quotients ``k / n``); isotonic thresholds are interpolated as ``np.interp`` does,
+  clipped at both ends. Memory is O(rows x maps x edges) for these maps.
+
+Every module scripts (``torch.jit.script``), passes ``torch.export.export`` and exports to
+ONNX. The modules check no input: ``predict_proba`` does that.
+
+>>> m = Temperature(2.0)
+>>> m(torch.tensor([[0.0, 2.0]])).round(decimals=6).tolist()
+[[0.268941, 0.731059]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import Tensor, nn
+
+F64 = npt.NDArray[np.float64]
+
+
+def _buffer(value: object) -> Tensor:
+    """A float64 tensor holding a copy of ``value`` (a number or an array)."""
+    return torch.tensor(np.asarray(value, dtype=np.float64))
+
+
+def log_softmax_rows(z: Tensor) -> Tensor:
+    """Row-wise log-softmax, computed as :func:`calibkit.core.outputs.log_softmax64` does."""
+    z = z - z.max(dim=1, keepdim=True).values
+    return z - torch.log(torch.exp(z).sum(dim=1, keepdim=True))
+
+
+def gather_rows(table: Tensor, index: Tensor) -> Tensor:
+    """``table[i, index[:, i]]`` for a ``(maps, width)`` table and ``(N, maps)`` indices."""
+    offsets = torch.arange(table.shape[0], device=index.device) * table.shape[1]
+    return table.reshape(-1)[index + offsets]
+
+
+def bin_of(score: Tensor, inner_edges: Tensor) -> Tensor:
+    """The bin of every score: how many of its map's inner edges are at or below it.
+
+    ``score`` is ``(N, maps)``, ``inner_edges`` ``(maps, n_bins - 1)`` (ascending).
+    """
+    return (score.unsqueeze(-1) >= inner_edges).sum(dim=-1)
+
+
+def combine_one_vs_rest(q: Tensor, probs: Tensor, binary: bool) -> Tensor:
+    """Calibrated class probabilities from the one-vs-rest maps' outputs ``q``.
+
+    Binary: ``q`` is ``P(y = 1)``, and ``P(y = 0) = 1 - q``. Otherwise the rows of ``q`` are
+    renormalised; a row summing to 0 keeps its uncalibrated ``probs``.
+    """
+    if binary:
+        return torch.cat([1.0 - q, q], dim=1)
+    total = q.sum(dim=1, keepdim=True)
+    return torch.where(total > 0, q / total, probs)
+
+
+class Temperature(nn.Module):
+    """``softmax(logits / T)`` (temperature scaling; the T of Neural Clamping).
+
+    Parameters
+    ----------
+    temperature : float
+        The temperature ``T > 0``.
+
+    Examples
+    --------
+    >>> Temperature(2.0)(torch.tensor([[0.0, 2.0]])).round(decimals=6).tolist()
+    [[0.268941, 0.731059]]
+    """
+
+    def __init__(self, temperature: float) -> None:
+        super().__init__()
+        self.temperature: Tensor
+        self.register_buffer("temperature", _buffer(temperature))
+
+    def forward(self, logits: Tensor) -> Tensor:
+        z = logits.to(self.temperature.dtype) / self.temperature
+        return torch.exp(log_softmax_rows(z))
+
+
+class Affine(nn.Module):
+    """``softmax(W x + b)``: ``x`` the logits, or their log-softmax with ``on_log_probs``.
+
+    Parameters
+    ----------
+    weights : ndarray of shape (K, K) or (K,)
+        ``W``: a full matrix, or the diagonal of a diagonal one (vector scaling).
+    bias : ndarray of shape (K,)
+        ``b``.
+    on_log_probs : bool
+        Whether ``W`` acts on the log-probabilities (Dirichlet calibration).
+
+    Examples
+    --------
+    >>> m = Affine(np.array([1.0, 1.0]), np.array([0.0, np.log(3.0)]))
+    >>> m(torch.tensor([[0.0, 0.0]])).round(decimals=6).tolist()
+    [[0.25, 0.75]]
+    """
+
+    def __init__(self, weights: F64, bias: F64, on_log_probs: bool = False) -> None:
+        super().__init__()
+        self.weights: Tensor
+        self.bias: Tensor
+        self.register_buffer("weights", _buffer(weights))
+        self.register_buffer("bias", _buffer(bias))
+        self.on_log_probs = on_log_probs
+        self.diagonal = self.weights.dim() == 1
+
+    def forward(self, logits: Tensor) -> Tensor:
+        x = logits.to(self.bias.dtype)
+        if self.on_log_probs:
+            x = log_softmax_rows(x)
+        z = x * self.weights + self.bias if self.diagonal else x @ self.weights.T + self.bias
+        return torch.exp(log_softmax_rows(z))
+
+
+class BinaryLogistic(nn.Module):
+    """Two classes: ``P(y = 1) = sigmoid(features @ coef + intercept)``.
+
+    Parameters
+    ----------
+    coef : sequence of float
+        One coefficient per feature.
+    intercept : float
+        The intercept.
+    on_log_probs : bool
+        False: the feature is the positive-class logit ``z_1 - z_0`` (Platt); True: the
+        features are ``[ln p, -ln(1 - p)]`` for ``p = softmax(z)_1`` (beta calibration).
+
+    Examples
+    --------
+    >>> BinaryLogistic([2.0], 0.0, on_log_probs=False)(torch.tensor([[0.0, 0.0]])).tolist()
+    [[0.5, 0.5]]
+    """
+
+    def __init__(self, coef: Sequence[float], intercept: float, on_log_probs: bool) -> None:
+        super().__init__()
+        self.coef: Tensor
+        self.intercept: Tensor
+        self.register_buffer("coef", _buffer(coef))
+        self.register_buffer("intercept", _buffer(intercept))
+        self.on_log_probs = on_log_probs
+
+    def forward(self, logits: Tensor) -> Tensor:
+        z = logits.to(self.coef.dtype)
+        if self.on_log_probs:
+            log_p = log_softmax_rows(z)
+            features = torch.stack([log_p[:, 1], -log_p[:, 0]], dim=1)
+        else:
+            features = (z[:, 1] - z[:, 0]).unsqueeze(1)
+        t = (features @ self.coef + self.intercept).unsqueeze(1)
+        return torch.cat([torch.sigmoid(-t), torch.sigmoid(t)], dim=1)
+
+
+class StepMaps(nn.Module):
+    """Histogram-binning step maps: a score goes to its bin's rate, or stays as it is
+    where its bin held no calibration sample.
+
+    Parameters
+    ----------
+    edges : ndarray of shape (maps, n_bins + 1) or (n_bins + 1,)
+        The bin edges of each map (ascending, from 0 to 1).
+    counts : ndarray of shape (maps, n_bins) or (n_bins,)
+        Calibration samples per bin (0: the bin is empty).
+    rates : ndarray of shape (maps, n_bins) or (n_bins,)
+        The value of each bin.
+
+    Examples
+    --------
+    >>> maps = StepMaps(np.array([0.0, 0.5, 1.0]), np.array([0, 4]), np.array([0.0, 0.75]))
+    >>> maps(torch.tensor([[0.2], [0.5]], dtype=torch.float64)).tolist()
+    [[0.2], [0.75]]
+    """
+
+    def __init__(self, edges: F64, counts: npt.NDArray[np.int64], rates: F64) -> None:
+        super().__init__()
+        self.inner_edges: Tensor
+        self.filled: Tensor
+        self.values: Tensor  # the bins' rates
+        self.register_buffer("inner_edges", _buffer(np.atleast_2d(edges)[:, 1:-1]))
+        self.register_buffer("filled", torch.tensor(np.atleast_2d(counts) > 0))
+        self.register_buffer("values", _buffer(np.atleast_2d(rates)))
+
+    def forward(self, score: Tensor) -> Tensor:
+        """Map the ``(N, maps)`` scores, column ``i`` by map ``i``."""
+        idx = bin_of(score, self.inner_edges)
+        return torch.where(gather_rows(self.filled, idx), gather_rows(self.values, idx), score)
+
+
+class Interpolation(nn.Module):
+    """Piecewise-linear maps through thresholds, clipped at both ends (``np.interp``).
+
+    Parameters
+    ----------
+    x, y : sequence of ndarray
+        One pair of threshold arrays per map (``x`` increasing; lengths may differ).
+
+    Examples
+    --------
+    >>> maps = Interpolation([np.array([0.2, 0.6])], [np.array([0.0, 1.0])])
+    >>> maps(torch.tensor([[0.1], [0.4], [0.9]], dtype=torch.float64)).tolist()
+    [[0.0], [0.5], [1.0]]
+    """
+
+    def __init__(self, x: Sequence[F64], y: Sequence[F64]) -> None:
+        super().__init__()
+        width = max(2, *(len(t) for t in x))  # padded by repeating the last threshold
+        self.x: Tensor
+        self.values: Tensor  # the thresholds' y
+        self.register_buffer("x", _buffer([np.pad(t, (0, width - len(t)), "edge") for t in x]))
+        self.register_buffer("values", _buffer([np.pad(t, (0, width - len(t)), "edge") for t in y]))
+
+    def forward(self, score: Tensor) -> Tensor:
+        """Map the ``(N, maps)`` scores, column ``i`` by map ``i``."""
+        j = (bin_of(score, self.x) - 1).clamp(0, self.x.shape[1] - 2)
+        x0, x1 = gather_rows(self.x, j), gather_rows(self.x, j + 1)
+        y0, y1 = gather_rows(self.values, j), gather_rows(self.values, j + 1)
+        inside = (score > x0) & (score < x1)
+        slope = (y1 - y0) / torch.where(inside, x1 - x0, torch.ones_like(x0))
+        return torch.where(inside, slope * (score - x0) + y0, torch.where(score < x1, y0, y1))
+
+
+class TopLabel(nn.Module):
+    """Top-label histogram binning: the top probability goes through ``maps``; the other
+    classes share the rest in proportion (uniformly if they had nothing).
+
+    Parameters
+    ----------
+    maps : StepMaps
+        One step map, of the top-label confidence.
+
+    Examples
+    --------
+    >>> maps = StepMaps(np.array([0.0, 0.5, 1.0]), np.array([0, 4]), np.array([0.0, 0.75]))
+    >>> TopLabel(maps)(torch.log(torch.tensor([[0.1, 0.3, 0.6]]))).round(decimals=6).tolist()
+    [[0.0625, 0.1875, 0.75]]
+    """
+
+    def __init__(self, maps: StepMaps) -> None:
+        super().__init__()
+        self.maps = maps
+
+    def forward(self, logits: Tensor) -> Tensor:
+        probs = torch.exp(log_softmax_rows(logits.to(self.maps.values.dtype)))
+        top = probs.argmax(dim=1, keepdim=True)
+        new = self.maps(probs.gather(1, top))
+        is_top = torch.arange(probs.shape[1], device=probs.device) == top
+        rest = torch.where(is_top, torch.zeros_like(probs), probs)
+        rest_sum = rest.sum(dim=1, keepdim=True)
+        remaining = 1.0 - new
+        uniform = remaining / (probs.shape[1] - 1)
+        shared = torch.where(rest_sum > 0, rest * (remaining / rest_sum), uniform)
+        return torch.where(is_top, new, shared)
+
+
+class OneVsRest(nn.Module):
+    """One map per class of the softmax probabilities, combined by
+    :func:`combine_one_vs_rest` (class-wise histogram binning, isotonic regression).
+
+    Parameters
+    ----------
+    maps : StepMaps or Interpolation
+        One map per class, or only that of class 1 with ``binary``.
+    binary : bool
+        Whether the problem has two classes (``P(y = 0) = 1 - P(y = 1)``).
+
+    Examples
+    --------
+    >>> maps = Interpolation([np.array([0.0, 1.0])], [np.array([0.0, 0.5])])
+    >>> OneVsRest(maps, binary=True)(torch.tensor([[0.0, 0.0]])).tolist()
+    [[0.75, 0.25]]
+    """
+
+    def __init__(self, maps: StepMaps | Interpolation, binary: bool) -> None:
+        super().__init__()
+        self.maps = maps
+        self.binary = binary
+
+    def forward(self, logits: Tensor) -> Tensor:
+        probs = torch.exp(log_softmax_rows(logits.to(self.maps.values.dtype)))
+        scores = probs[:, 1:] if self.binary else probs
+        return combine_one_vs_rest(self.maps(scores), probs, self.binary)
+
+
+class InputShift(nn.Module):
+    """``x + delta``: the input perturbation of Neural Clamping.
+
+    Parameters
+    ----------
+    delta : Tensor
+        The perturbation, shaped like one input (a copy is kept).
+
+    Examples
+    --------
+    >>> InputShift(torch.tensor([1.0, 0.0]))(torch.tensor([[1.0, 2.0]])).tolist()
+    [[2.0, 2.0]]
+    """
+
+    def __init__(self, delta: Tensor) -> None:
+        super().__init__()
+        self.delta: Tensor
+        self.register_buffer("delta", delta.detach().clone())
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x + self.delta

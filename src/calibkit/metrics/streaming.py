@@ -1,0 +1,199 @@
+"""A streaming calibration metric whose state is a few torch tensors, mergeable across processes.
+
+:class:`StreamingCalibration` keeps only sums: per bin the sample count, the confidence sum
+and the outcome sum (for the top-label or positive-class target of
+:func:`~calibkit.metrics.samples.calibration_target`), and the totals of the sample count,
+the correct predictions, the NLL, the Brier score and the entropy. All sums are float64.
+Memory is O(n_bins) whatever the number of samples, so a model evaluated over several GPUs or
+machines needs one ``all_reduce`` of these tensors (:meth:`~StreamingCalibration.sync`) to
+give every process the metrics of the whole data.
+
+Nothing is computed twice: :meth:`~StreamingCalibration.update` bins with
+:func:`~calibkit.core.binning.bin_stats` and scores with
+:func:`~calibkit.metrics.samples.per_sample_scores`, and
+:meth:`~StreamingCalibration.compute` applies
+:func:`~calibkit.metrics.bin_errors.errors_from_sums`, so the values equal those of
+:func:`~calibkit.metrics.evaluate` on the concatenated data (to rounding). Equal-width bins
+follow :mod:`calibkit.core.binning`: ``[a, b)``, the last bin closed at 1.0.
+
+>>> metric = StreamingCalibration(n_bins=10)
+>>> metric.update([1], probs=[[0.2, 0.8]])
+>>> other = StreamingCalibration(n_bins=10)
+>>> other.update([0], probs=[[0.4, 0.6]])
+>>> res = metric.merge(other).compute()
+>>> res["accuracy"], round(res["ece"], 4), round(res["mce"], 4)  # as ece() on both samples
+(0.5, 0.4, 0.6)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from calibkit.core.binning import bin_stats, check_n_bins
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import as_outputs
+from calibkit.metrics.bin_errors import errors_from_sums
+from calibkit.metrics.info import METRIC_NAMES
+from calibkit.metrics.samples import MODES, Mode, calibration_target, per_sample_scores
+
+#: The totals kept beside the bin sums, in the order of :attr:`StreamingCalibration.totals`.
+TOTALS = ("samples", "correct", "nll", "brier", "entropy")
+#: The metrics :meth:`StreamingCalibration.compute` returns, in the order of METRIC_NAMES.
+STREAMED = tuple(
+    n for n in METRIC_NAMES if n in {"accuracy", "nll", "brier", "entropy", "ece", "mce", "rmsce"}
+)
+#: Metric name -> norm of :func:`~calibkit.metrics.bin_errors.errors_from_sums`.
+_NORMS = {"ece": "l1", "mce": "max", "rmsce": "l2"}
+
+
+class StreamingCalibration:
+    """ECE, MCE, RMSCE, accuracy, NLL, Brier score and entropy from batches, as tensor sums.
+
+    Parameters
+    ----------
+    n_bins : int
+        Number of equal-width bins (``[a, b)``, last closed at 1.0).
+    mode : {"top_label", "positive_class"}
+        What the binned metrics measure (see :mod:`calibkit.core.binning`).
+    device : torch.device or str, optional
+        Where the state tensors live (CPU by default; a CUDA device for ``sync`` over NCCL).
+
+    Attributes
+    ----------
+    bin_counts, bin_confidence, bin_outcome : torch.Tensor of shape (n_bins,)
+        Per-bin sample count, confidence sum and outcome sum (float64).
+    totals : torch.Tensor of shape (5,)
+        Sums of :data:`TOTALS`: samples, correct predictions, NLL, Brier score, entropy.
+    synced : bool
+        True after :meth:`sync` on an initialised process group: the state then holds every
+        process's data and is read-only until :meth:`reset`.
+
+    Examples
+    --------
+    >>> metric = StreamingCalibration(n_bins=10)
+    >>> metric.update(labels=[1, 0], logits=[[0.0, 2.0], [1.0, 0.0]])
+    >>> metric.n_samples, metric.compute()["accuracy"]
+    (2, 1.0)
+    >>> metric.bin_counts.tolist()[7:]  # confidences 0.731 and 0.881
+    [1.0, 1.0, 0.0]
+    """
+
+    def __init__(
+        self,
+        *,
+        n_bins: int = 15,
+        mode: Mode = "top_label",
+        device: torch.device | str | None = None,
+    ) -> None:
+        self.n_bins = check_n_bins(n_bins)
+        if mode not in MODES:
+            raise InputError("mode", "one of " + ", ".join(MODES), repr(mode))
+        self.mode: Mode = mode
+        self.device = torch.device("cpu" if device is None else device)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every batch (and a previous :meth:`sync`)."""
+        self.bin_counts, self.bin_confidence, self.bin_outcome = (
+            torch.zeros(self.n_bins, dtype=torch.float64, device=self.device) for _ in range(3)
+        )
+        self.totals = torch.zeros(len(TOTALS), dtype=torch.float64, device=self.device)
+        self.n_classes: int | None = None
+        self.synced = False
+
+    @property
+    def state(self) -> tuple[torch.Tensor, ...]:
+        """The state tensors (what :meth:`merge` adds and :meth:`sync` all-reduces)."""
+        return (self.bin_counts, self.bin_confidence, self.bin_outcome, self.totals)
+
+    @property
+    def n_samples(self) -> int:
+        """Number of samples added since the last reset (all processes' after a sync)."""
+        return int(self.totals[0].item())
+
+    def update(self, labels: object, probs: object = None, *, logits: object = None) -> None:
+        """Add one batch: ``labels`` with exactly one of ``probs`` or ``logits`` (never guessed).
+
+        Tensors on any device (gradients are ignored), arrays and nested lists are accepted.
+        """
+        self._check_writable("update")
+        out = as_outputs(labels, probs, logits=logits)
+        conf, outcome = calibration_target(out, self.mode)  # may raise: before any state change
+        self._check_classes(out.n_classes)
+        stats = bin_stats(conf, outcome, self.n_bins)
+        scores = per_sample_scores(out)
+        totals = [float(out.n_samples), out.correct.sum()] + [scores[k].sum() for k in TOTALS[2:]]
+        sums = np.stack([stats.counts, stats.confidence_sum, stats.accuracy_sum])
+        self._add(torch.from_numpy(sums), torch.from_numpy(np.array(totals, dtype=np.float64)))
+        self.n_classes = out.n_classes
+
+    def merge(self, other: StreamingCalibration) -> StreamingCalibration:
+        """Add the state of ``other`` (same ``n_bins`` and ``mode``) to this one; returns self."""
+        self._check_writable("merge")
+        if not isinstance(other, StreamingCalibration):
+            raise InputError("other", "a StreamingCalibration", type(other).__name__)
+        if (other.n_bins, other.mode) != (self.n_bins, self.mode):
+            expected = f"n_bins={self.n_bins}, mode={self.mode!r}"
+            raise InputError("other", expected, f"n_bins={other.n_bins}, mode={other.mode!r}")
+        if other.n_classes is not None:
+            self._check_classes(other.n_classes)
+            self.n_classes = other.n_classes
+        bins = torch.stack([other.bin_counts, other.bin_confidence, other.bin_outcome])
+        self._add(bins, other.totals)
+        return self
+
+    def sync(self) -> StreamingCalibration:
+        """Sum the state over every process of the default ``torch.distributed`` group.
+
+        Every process must call it (it is a collective ``all_reduce``); afterwards each holds
+        the state of the whole data. A no-op without an initialised process group, or when
+        already synced (calling it twice does not count the data twice). Returns self.
+        """
+        import torch.distributed as dist
+
+        if self.synced or not (dist.is_available() and dist.is_initialized()):
+            return self
+        k = 0 if self.n_classes is None else self.n_classes
+        seen = torch.tensor([k, -k if k else -(2**62)], dtype=torch.int64, device=self.device)
+        dist.all_reduce(seen, op=dist.ReduceOp.MAX)  # [largest K, -smallest K] over processes
+        if seen[0] > 0 and int(seen[0]) != -int(seen[1]):
+            got = f"between {-int(seen[1])} and {int(seen[0])} columns"
+            raise InputError("probs/logits", "the same number of columns on every process", got)
+        for tensor in self.state:
+            dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+        self.n_classes = int(seen[0]) or None
+        self.synced = True
+        return self
+
+    def compute(self) -> dict[str, float]:
+        """The metrics of :data:`STREAMED` over every sample so far (float64 Python floats)."""
+        n = self.n_samples
+        if n == 0:
+            raise InputError(
+                "StreamingCalibration", "at least one update() before compute()", "none"
+            )
+        counts, conf, outcome = (t.cpu().numpy() for t in self.state[:3])
+        errors = errors_from_sums(counts, conf, outcome)
+        totals = dict(zip(TOTALS, self.totals.cpu().tolist(), strict=True))
+        res = {name: float(errors[norm]) for name, norm in _NORMS.items()}
+        res["accuracy"] = totals["correct"] / n
+        res.update({k: totals[k] / n for k in ("nll", "brier", "entropy")})
+        return {name: res[name] for name in STREAMED}
+
+    def _add(self, bins: torch.Tensor, totals: torch.Tensor) -> None:
+        bins = bins.to(self.device, torch.float64)
+        self.bin_counts += bins[0]
+        self.bin_confidence += bins[1]
+        self.bin_outcome += bins[2]
+        self.totals += totals.to(self.device, torch.float64)
+
+    def _check_classes(self, n_classes: int) -> None:
+        if self.n_classes is not None and n_classes != self.n_classes:
+            raise InputError(
+                "probs/logits", f"{self.n_classes} columns as in earlier batches", f"{n_classes}"
+            )
+
+    def _check_writable(self, action: str) -> None:
+        if self.synced:
+            raise InputError(action, "reset() first: a synced metric is read-only", "synced")

@@ -1,0 +1,167 @@
+"""StreamingCalibration: batches, merges and a two-process gloo sync equal ``evaluate``."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from calibkit.core.errors import InputError
+from calibkit.metrics import StreamingCalibration, evaluate
+from calibkit.metrics.streaming import STREAMED
+from tests.metrics import reference as ref
+
+BATCHES = ((0, 1), (1, 700), (700, 701), (701, 3000))  # uneven, incl. one-row batches
+
+
+def expected(labels: np.ndarray, **outputs: object) -> dict[str, float]:
+    """The functional suite's values on the whole data (no bootstrap, no floor)."""
+    res = evaluate(labels, n_boot=0, n_floor_draws=0, **outputs)  # type: ignore[arg-type]
+    return {name: res.values[name] for name in STREAMED}
+
+
+def assert_equal(got: dict[str, float], want: dict[str, float]) -> None:
+    assert list(got) == list(STREAMED)
+    for name in STREAMED:
+        assert got[name] == pytest.approx(want[name], abs=1e-12, rel=0), name
+
+
+def logit_data(n: int = 3000, k: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 3
+    return np.argmax(z / 2 + rng.gumbel(size=z.shape), axis=1), z
+
+
+def test_hand_computed_values() -> None:
+    # confidences 0.8 (correct) and 0.6 (wrong), 10 bins: ECE 0.5 * 0.2 + 0.5 * 0.6
+    metric = StreamingCalibration(n_bins=10)
+    metric.update([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]])
+    res = metric.compute()
+    assert res["ece"] == pytest.approx(0.4, abs=1e-15)
+    assert res["mce"] == pytest.approx(0.6, abs=1e-15)
+    assert res["rmsce"] == pytest.approx(np.sqrt(0.2), abs=1e-15)
+    assert res["accuracy"] == 0.5
+    assert res["nll"] == pytest.approx(-(np.log(0.8) + np.log(0.4)) / 2, abs=1e-15)
+    assert res["brier"] == pytest.approx((0.08 + 0.72) / 2, abs=1e-15)
+    assert metric.bin_counts.dtype == torch.float64
+    assert metric.bin_counts.tolist() == [0.0] * 6 + [1.0, 0.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("k", "n_bins", "mode"), [(2, 15, "top_label"), (2, 10, "positive_class"), (7, 10, "top_label")]
+)
+def test_batches_equal_evaluate(k: int, n_bins: int, mode: str) -> None:
+    labels, probs = ref.overconfident_data(3000, k, seed=k)
+    metric = StreamingCalibration(n_bins=n_bins, mode=mode)  # type: ignore[arg-type]
+    for lo, hi in BATCHES:
+        metric.update(labels[lo:hi], probs=probs[lo:hi])
+    assert metric.n_samples == 3000
+    assert_equal(metric.compute(), expected(labels, probs=probs, n_bins=n_bins, mode=mode))
+
+
+def test_logit_tensors_with_gradients() -> None:
+    labels, z = logit_data()
+    metric = StreamingCalibration()
+    for lo, hi in BATCHES:
+        logits = torch.tensor(z[lo:hi], requires_grad=True)
+        metric.update(torch.as_tensor(labels[lo:hi]), logits=logits)
+    assert_equal(metric.compute(), expected(labels, logits=z))
+
+
+def test_merge_equals_one_stream_and_reset_forgets() -> None:
+    labels, z = logit_data(seed=1)
+    parts = [StreamingCalibration(n_bins=12) for _ in BATCHES]
+    for part, (lo, hi) in zip(parts, BATCHES, strict=True):
+        part.update(labels[lo:hi], logits=z[lo:hi])
+    merged = StreamingCalibration(n_bins=12)
+    for part in parts:
+        merged.merge(part)
+    assert_equal(merged.compute(), expected(labels, logits=z, n_bins=12))
+    merged.merge(StreamingCalibration(n_bins=12))  # an empty one changes nothing
+    assert merged.n_samples == 3000
+    merged.reset()
+    assert merged.n_samples == 0
+    assert merged.n_classes is None
+
+
+def test_sync_without_process_group_is_a_no_op() -> None:
+    metric = StreamingCalibration()
+    metric.update([0], probs=[[0.7, 0.3]])
+    assert metric.sync() is metric
+    assert metric.synced is False
+    metric.update([1], probs=[[0.7, 0.3]])  # still writable
+    assert metric.n_samples == 2
+
+
+def test_errors_name_the_argument() -> None:
+    metric = StreamingCalibration()
+    with pytest.raises(InputError, match="probs/logits"):
+        metric.update([0, 1])  # neither: never guessed
+    with pytest.raises(InputError, match="probs/logits"):
+        metric.update([0], probs=[[0.5, 0.5]], logits=[[0.0, 0.0]])
+    with pytest.raises(InputError, match="at least one update"):
+        metric.compute()
+    metric.update([0], probs=[[0.5, 0.5]])
+    with pytest.raises(InputError, match="2 columns"):
+        metric.update([0], probs=[[0.2, 0.3, 0.5]])
+    with pytest.raises(InputError, match="n_bins=15"):
+        metric.merge(StreamingCalibration(n_bins=10))
+    with pytest.raises(InputError, match="mode"):
+        StreamingCalibration(mode="classwise")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="mode"):
+        StreamingCalibration(mode="positive_class").update([0], probs=[[0.2, 0.3, 0.5]])
+    assert metric.n_samples == 1  # failed updates change nothing
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _worker(rank: int, port: int, labels: np.ndarray, z: np.ndarray, queue: mp.Queue) -> None:
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    try:
+        metric = StreamingCalibration(n_bins=15)
+        half = np.array_split(np.arange(labels.shape[0]), 2)[rank]
+        for rows in np.array_split(half, 3):  # a few batches per process
+            metric.update(torch.as_tensor(labels[rows]), logits=torch.as_tensor(z[rows]))
+        local = metric.n_samples
+        metric.sync()
+        metric.sync()  # idempotent: the data is not counted twice
+        queue.put((rank, local, metric.n_samples, metric.n_classes, metric.compute()))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_gloo_processes_sync_to_the_single_process_result() -> None:
+    labels, z = logit_data(n=2001, seed=2)  # odd: the halves differ in size
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = mp.start_processes(
+        _worker, args=(_free_port(), labels, z, queue), nprocs=2, join=False, start_method="spawn"
+    )
+    results = sorted(queue.get(timeout=60) for _ in range(2))
+    while not procs.join(timeout=30):
+        pass
+    single = StreamingCalibration(n_bins=15)
+    single.update(labels, logits=z)
+    want = expected(labels, logits=z, n_bins=15)
+    assert_equal(single.compute(), want)
+    assert [r[1] for r in results] == [1001, 1000]
+    for _, _, n, k, got in results:
+        assert (n, k) == (2001, 5)
+        assert_equal(got, want)
+
+
+def test_importing_the_metrics_loads_no_lightning() -> None:
+    code = "import sys, calibkit.metrics; print('lightning' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
