@@ -52,7 +52,7 @@ from calibkit.metrics.continuous import (
 )
 from calibkit.metrics.info import FLOOR_METRICS, METRIC_NAMES
 from calibkit.metrics.resampled import SortedSamples, calibrated_draw_errors, resample_counts
-from calibkit.metrics.samples import F64, Mode, calibration_target, per_sample_scores, weighted_mean
+from calibkit.metrics.samples import F64, Mode, calibration_target, probs_and_scores, weighted_mean
 
 if TYPE_CHECKING:
     from scipy import sparse
@@ -122,8 +122,8 @@ class MetricSuite:
         """Prepare every per-sample quantity of ``outputs``."""
         n_bins = check_n_bins(n_bins)
         conf, outcome = calibration_target(outputs, mode)
-        sce = (outputs.probs, outputs.labels)
-        per_sample = per_sample_scores(outputs)
+        probs, per_sample = probs_and_scores(outputs)  # no (N, K) float64 temporaries
+        sce = (probs, outputs.labels)
         return cls(conf, outcome, outputs.correct, per_sample, n_bins=n_bins, sce=sce)
 
     def _equal_mass_index(self, weight: F64 | None) -> tuple[np.ndarray, F64]:
