@@ -122,11 +122,14 @@ def equal_width_index(
     raise InputError("convention", "one of " + ", ".join(CONVENTIONS), repr(convention))
 
 
-def equal_mass_cuts(sorted_conf: F64, n_bins: int, sorted_weight: F64 | None = None) -> I64:
+def equal_mass_cuts(
+    sorted_conf: F64, n_bins: int, sorted_weight: F64 | None = None, *, cum: F64 | None = None
+) -> I64:
     """Cut positions (length ``n_bins + 1``, from 0 to N) into sorted confidences.
 
     Bin ``k`` is ``sorted_conf[cuts[k]:cuts[k + 1]]``. Cuts sit at the weighted ranks
-    ``k * total / n_bins`` and never split a run of tied values (see module doc).
+    ``k * total / n_bins`` and never split a run of tied values (see module doc). ``cum``,
+    the cumulative sum of ``sorted_weight`` when the caller has it, saves that pass.
 
     >>> equal_mass_cuts(np.array([0.1, 0.2, 0.5, 0.5, 0.5, 0.9]), 3).tolist()
     [0, 2, 5, 6]
@@ -134,10 +137,10 @@ def equal_mass_cuts(sorted_conf: F64, n_bins: int, sorted_weight: F64 | None = N
     n = sorted_conf.shape[0]
     if n == 0:
         return np.zeros(n_bins + 1, dtype=np.int64)
-    if sorted_weight is None:
+    if cum is None and sorted_weight is None:
         cum = np.arange(1, n + 1, dtype=np.float64)
-    else:
-        cum = np.cumsum(sorted_weight, dtype=np.float64)
+    elif cum is None:
+        cum = np.cumsum(np.asarray(sorted_weight), dtype=np.float64)
     total = cum[-1]
     targets = total * np.arange(1, n_bins, dtype=np.float64) / n_bins
     # first position whose cumulative weight exceeds the target (a cut before it)
@@ -146,9 +149,8 @@ def equal_mass_cuts(sorted_conf: F64, n_bins: int, sorted_weight: F64 | None = N
     run_start = np.searchsorted(sorted_conf, values, side="left")
     run_end = np.searchsorted(sorted_conf, values, side="right")
     # weighted distance from the target to either end of the tie run
-    cum0 = np.concatenate([[0.0], cum])
-    dist_start = np.abs(cum0[run_start] - targets)
-    dist_end = np.abs(cum0[run_end] - targets)
+    dist_start = np.abs(np.where(run_start > 0, cum[run_start - 1], 0.0) - targets)
+    dist_end = np.abs(np.where(run_end > 0, cum[run_end - 1], 0.0) - targets)
     cuts = np.where(dist_end < dist_start, run_end, run_start)
     cuts = np.maximum.accumulate(cuts)
     return np.concatenate([[0], cuts, [n]]).astype(np.int64)

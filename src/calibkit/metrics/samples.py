@@ -223,6 +223,46 @@ def per_sample_scores(outputs: ClassifierOutputs) -> dict[str, F64]:
     }
 
 
+def probs_and_scores(outputs: ClassifierOutputs) -> tuple[F64, dict[str, F64]]:
+    """The float64 probabilities and :func:`per_sample_scores`, by blocks of rows.
+
+    Row by row the numbers of ``outputs.probs`` and :func:`per_sample_scores`, without
+    their ``(N, K)`` float64 temporaries: the log-probabilities are never held whole.
+
+    Parameters
+    ----------
+    outputs : ClassifierOutputs
+        Validated outputs.
+
+    Returns
+    -------
+    probs : ndarray of shape (N, K)
+        The probabilities (``outputs.probs`` itself for probability inputs).
+    scores : dict of str to ndarray of shape (N,)
+        As :func:`per_sample_scores`.
+
+    Examples
+    --------
+    >>> from calibkit.core.outputs import as_outputs
+    >>> out = as_outputs([1, 0], logits=[[0.0, 1.0], [2.0, 0.0]])
+    >>> p, s = probs_and_scores(out)
+    >>> bool(np.array_equal(p, out.probs)), np.round(s["nll"], 4).tolist()
+    (True, [0.3133, 0.1269])
+    """
+    n, k = outputs.n_samples, outputs.n_classes
+    probs = outputs.probs if outputs.kind == "probs" else np.empty((n, k))
+    scores = {name: np.empty(n) for name in ("nll", "brier", "entropy")}
+    step = max(1, (1 << 18) // max(k, 1))
+    for start in range(0, n, step):
+        rows = slice(start, start + step)
+        part = ClassifierOutputs(outputs.labels[rows], outputs.scores[rows], outputs.kind)
+        if outputs.kind != "probs":
+            probs[rows] = part.probs
+        for name, values in per_sample_scores(part).items():
+            scores[name][rows] = values
+    return probs, scores
+
+
 __all__ = [
     "MODES",
     "Mode",
@@ -233,5 +273,6 @@ __all__ = [
     "entropy_per_sample",
     "nll_per_sample",
     "per_sample_scores",
+    "probs_and_scores",
     "weighted_mean",
 ]

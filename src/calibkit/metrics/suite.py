@@ -51,14 +51,14 @@ from calibkit.metrics.continuous import (
     mmce_from_sorted_batch,
 )
 from calibkit.metrics.info import FLOOR_METRICS, METRIC_NAMES
-from calibkit.metrics.samples import F64, Mode, calibration_target, per_sample_scores, weighted_mean
+from calibkit.metrics.resampled import SortedSamples, calibrated_draw_errors, resample_counts
+from calibkit.metrics.samples import F64, Mode, calibration_target, probs_and_scores, weighted_mean
 
 if TYPE_CHECKING:
     from scipy import sparse
 
-#: Largest sample count for which the bootstrap evaluates blocks of replicates at once and
-#: SCE sums its bins in sample order; above it, replicates go one by one and SCE through
-#: :func:`~calibkit.metrics.bin_errors.sce_batch_split` (equal to rounding, far less memory).
+#: Largest sample count for which the bootstrap uses :meth:`MetricSuite.compute_batch` and SCE
+#: sums in sample order; above it, :mod:`.resampled` and ``sce_batch_split`` (equal to rounding).
 _BATCH_MAX_N = 30_000
 
 
@@ -122,8 +122,8 @@ class MetricSuite:
         """Prepare every per-sample quantity of ``outputs``."""
         n_bins = check_n_bins(n_bins)
         conf, outcome = calibration_target(outputs, mode)
-        sce = (outputs.probs, outputs.labels)
-        per_sample = per_sample_scores(outputs)
+        probs, per_sample = probs_and_scores(outputs)  # no (N, K) float64 temporaries
+        sce = (probs, outputs.labels)
         return cls(conf, outcome, outputs.correct, per_sample, n_bins=n_bins, sce=sce)
 
     def _equal_mass_index(self, weight: F64 | None) -> tuple[np.ndarray, F64]:
@@ -175,15 +175,21 @@ class MetricSuite:
     def noise_floor(
         self, n_draws: int = 200, seed: int = 0, names: tuple[str, ...] = FLOOR_METRICS
     ) -> dict[str, float]:
-        """Mean of each metric over ``n_draws`` perfectly calibrated outcome draws."""
+        """Mean of each metric over ``n_draws`` perfectly calibrated outcome draws.
+
+        The bins do not move with the outcomes: only the outcome sums per bin are redrawn
+        (:func:`~calibkit.metrics.resampled.calibrated_draw_errors`).
+        """
         rng = np.random.default_rng(seed)
-        draws = [
-            self.binned(
-                (rng.random(self.conf.shape[0]) < self.conf).astype(np.float64), None, names
-            )
-            for _ in range(n_draws)
-        ]
-        return {name: float(np.mean([d[name] for d in draws])) for name in names}
+        n, nb = self.conf.shape[0], self.n_bins
+        em_idx, em_edges = self._equal_mass_index(None)
+        zero = np.zeros(n)
+        fixed = {  # bin index and the outcome-free sums of each scheme
+            "ew": (self.ew_idx, stats_from_index(self.ew_idx, self.ew_edges, nb, self.conf, zero)),
+            "em": (em_idx, stats_from_index(em_idx, em_edges, nb, self.conf, zero)),
+        }
+        draws = calibrated_draw_errors(self.conf, fixed, names, n_draws, rng)
+        return {name: float(np.mean(draws[name])) for name in names}
 
     def bootstrap(
         self,
@@ -204,23 +210,22 @@ class MetricSuite:
             raise InputError("n_boot", "at least 1 replicate", repr(n_boot))
         n = self.conf.shape[0]
         rng = np.random.default_rng(seed)
-        # Blocks of replicates (about 2**20 weights) go through compute_batch, which saves
-        # Python overhead; past _BATCH_MAX_N samples memory traffic dominates and plain
-        # compute() per replicate is faster (benchmarks/bench_evaluate.py). Same draws.
+        ss = None
+        if n > _BATCH_MAX_N:
+            means = {"accuracy": self.correct, **self.per_sample}
+            ss = SortedSamples(self.conf, self.outcome, means, self.n_bins)
+        # Blocks of about 2**20 counts; rng.integers(0, n, (b, n)) draws what b calls
+        # rng.integers(0, n, n) do, so the resamples do not depend on the block size.
         block = max(1, min(n_boot, (1 << 20) // n))
         values: dict[str, list[F64]] = {name: [] for name in names}
         for start in range(0, n_boot, block):
-            weights = np.empty((min(block, n_boot - start), n))
-            for row in weights:
-                row[:] = np.bincount(rng.integers(0, n, n), minlength=n)
-            if n <= _BATCH_MAX_N:
-                batch = self.compute_batch(weights, names)
-            else:  # SCE still by block: one product reads the probabilities per block
-                rest = tuple(name for name in names if name != "sce")
-                rows = [self.compute(w, rest) for w in weights]
-                batch = {name: np.array([r[name] for r in rows]) for name in rest}
+            counts = resample_counts(rng.integers(0, n, (min(block, n_boot - start), n)))
+            if ss is None:
+                batch = self.compute_batch(counts.astype(np.float64), names)
+            else:
+                batch = ss.compute(counts[:, ss.order], names)
                 if "sce" in names and self._sce is not None:
-                    batch["sce"] = self._sce_batch(weights)
+                    batch["sce"] = self._sce_batch(counts.astype(np.float64))
             for name, vals in batch.items():
                 values[name].append(vals)
         alpha = (1.0 - level) / 2.0
