@@ -70,14 +70,21 @@ def figure_name(method: str) -> str:
     return "reliability_" + re.sub(r"[^A-Za-z0-9_.-]", "_", method) + ".png"
 
 
-def comparison_figures(comp: Comparison, title: str) -> list[Figure]:
-    """Every figure of the report: the reliability grid, ECE(T), one diagram per method."""
+def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
+    """Every figure of the report: the reliability grid, ECE(T), one diagram per method.
+
+    ``name`` says what was compared (a file's name, not its path); every title holds it,
+    after the method where there is one, so each figure reads on its own.
+    """
     panels = [(r.method, r.reliability, r.evaluation.values["ece"]) for r in comp.rows]
     grid = reliability_grid(
-        panels, title=f"{title}: reliability on the test part, before and after calibration"
+        panels, title=f"{name}: reliability on the test part, before and after calibration"
     )
     curve = ece_temperature_figure(
-        comp.temperatures, comp.ece_curve, fitted=comp.fitted_temperatures
+        comp.temperatures,
+        comp.ece_curve,
+        fitted=comp.fitted_temperatures,
+        title=f"{name}: test-part ECE of the uncalibrated logits / T",
     )
     figs = [
         Figure(
@@ -88,7 +95,7 @@ def comparison_figures(comp: Comparison, title: str) -> list[Figure]:
     for r in comp.rows:
         fig = reliability_figure(
             r.reliability,
-            title=f"{title}: {r.method}",
+            title=f"{r.method}: {name}",
             ece=r.evaluation.values["ece"],
             subtitle=f"test part, {comp.n_test:,} samples, {comp.n_bins} bins",
         )
@@ -192,14 +199,19 @@ def written_before_manifests(name: str) -> bool:
     return name in top or (name.startswith("figures/") and name.endswith(".png"))
 
 
-def write_compare_report(comp: Comparison, out_dir: Path, *, title: str) -> None:
+def write_compare_report(
+    comp: Comparison, out_dir: Path, *, title: str, name: str | None = None
+) -> None:
     """Write the report folder ``out_dir`` atomically.
+
+    ``title`` heads the report (and is kept in results.json); ``name``, what the figures
+    say they show (default: ``title``), should be the input file's name, not its path.
 
     An existing ``out_dir`` is replaced only if calibkit wrote everything in it (see
     :mod:`calibkit.io.atomic`); otherwise an InputError is raised before any work.
     """
     check_replaceable_folder(Path(out_dir), "output", legacy=written_before_manifests)
-    doc = compare_document(comp, title, comparison_figures(comp, title))
+    doc = compare_document(comp, title, comparison_figures(comp, name or title))
     with atomic_directory(Path(out_dir), legacy=written_before_manifests) as tmp:
         (tmp / "figures").mkdir()
         for fig in doc.figures():
