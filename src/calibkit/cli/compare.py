@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             "calibration part", "at least 2 distinct labels", f"only label {int(cal.labels[0])}"
         )
     try:
-        names = resolve_methods(methods, cal.n_classes)
+        names = resolve_methods(methods, cal.n_classes, cal.n_samples)
     except InputError as exc:
         raise renamed(exc, "--methods") from None
     numbers = {"n_bins": args.n_bins, "n_boot": args.n_boot, "seed": args.seed, "mode": args.mode}

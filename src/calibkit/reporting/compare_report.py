@@ -40,7 +40,7 @@ from calibkit.reporting.figures import (
     reliability_grid,
 )
 from calibkit.reporting.render import to_html, to_markdown
-from calibkit.reporting.tables import comparison_tables, metric_names
+from calibkit.reporting.tables import comparison_tables, marks_note, metric_names
 from calibkit.workflows.compare import Comparison
 
 REPORT_FORMAT = 1
@@ -53,7 +53,9 @@ HOW_TO_READ = (
     "brackets hold the {level:.0%} bootstrap interval over the test part (every method is "
     "judged on the same resamples). Binned calibration errors are biased upwards at finite "
     "sample size, and a resample repeats samples, so for a well-calibrated model the interval "
-    "can lie wholly above the estimate: it shows the spread, not the truth. A floor is the "
+    "can lie wholly above the estimate: it shows the spread, not the truth. The debiased "
+    "ECE, shown beside the ECE, subtracts an estimate of that upward bias: read the two "
+    "together. A floor is the "
     "error a perfectly calibrated model with the same confidences would show at this sample "
     "size: an error near its floor is as small as this test part can measure. Bold marks the "
     "best value of each column, but where the intervals of two methods overlap widely the "
@@ -114,7 +116,7 @@ def results_dict(comp: Comparison, title: str) -> dict[str, Any]:
                 "method": r.method,
                 "values": dict(ev.values),
                 "ci": {k: [lo, hi] for k, (lo, hi) in ev.ci.items()},
-                "params": dict(r.params),
+                "params": {**({"chosen": r.chosen} if r.chosen else {}), **r.params},
                 "fit_seconds": r.fit_seconds,
                 "reliability": {
                     "edges": rel.edges.tolist(),
@@ -159,7 +161,8 @@ def results_csv(comp: Comparison) -> str:
             lo, hi = ev.ci.get(n, (math.nan, math.nan))
             row += [csv_number(ev.values.get(n)), csv_number(lo), csv_number(hi)]
         row += [csv_number(ev.values.get(f)) for f in floors]
-        row += [csv_number(r.fit_seconds), ";".join(f"{k}={v!r}" for k, v in r.params.items())]
+        params = {**({"chosen": r.chosen} if r.chosen else {}), **r.params}
+        row += [csv_number(r.fit_seconds), ";".join(f"{k}={v!r}" for k, v in params.items())]
         rows.append(row)
     return csv_text(["method", *triples, *floors, "fit_seconds", "params"], rows)
 
@@ -185,7 +188,7 @@ def compare_document(comp: Comparison, title: str, figures: list[Figure]) -> Doc
         [
             *intro,
             Paragraph(_summary(comp), meta=True),
-            Section("How to read this", [Paragraph(how)]),
+            Section("How to read this", [Paragraph(p) for p in (how, marks_note(comp)) if p]),
             *(table_section(t) for t in comparison_tables(comp)),
             Section("Figures", [*big, Gallery(singles)]),
         ],
