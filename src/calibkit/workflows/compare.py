@@ -19,7 +19,7 @@ Default methods (:func:`applicable_methods`, in :mod:`calibkit.workflows.methods
     calibration-set ECE) is included. Unregularised ``"matrix"`` scaling, with K (K + 1)
     parameters, is left out when it cannot be fitted well: from K = 50 classes on (on 100
     classes it gives 26-38% ECE and an NLL of 64), or when the calibration part holds fewer
-    than 5 samples per parameter (550 for 10 classes). Name it to include it anyway.
+    than 2 samples per parameter (220 for 10 classes). Name it to include it anyway.
 
 Rows that say more than their numbers (:class:`Comparison`)
     :attr:`Comparison.same_maps`: methods whose maps equal an earlier row's by construction

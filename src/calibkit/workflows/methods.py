@@ -22,7 +22,7 @@ EXCLUDED_BY_DEFAULT: tuple[str, ...] = ("auto",)
 #: Unregularised matrix scaling is left out of the defaults from this many classes on ...
 MATRIX_MAX_CLASSES = 50
 #: ... and when the calibration part has fewer than this many samples per fitted parameter.
-MATRIX_SAMPLES_PER_PARAMETER = 5
+MATRIX_SAMPLES_PER_PARAMETER = 2
 
 
 def _applies_to(method: str, n_classes: int) -> bool:
@@ -35,7 +35,7 @@ def matrix_fits(n_classes: int, n_cal: int | None = None) -> bool:
     fewer than :data:`MATRIX_MAX_CLASSES` classes and, when ``n_cal`` is given, at least
     :data:`MATRIX_SAMPLES_PER_PARAMETER` calibration samples per parameter.
 
-    >>> matrix_fits(10, 5000), matrix_fits(10, 500), matrix_fits(100)
+    >>> matrix_fits(10, 5000), matrix_fits(10, 200), matrix_fits(100)
     (True, False, False)
     """
     if n_classes >= MATRIX_MAX_CLASSES:
