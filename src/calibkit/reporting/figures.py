@@ -85,7 +85,7 @@ def wrapped(text: str, width_inches: float, fontsize: float) -> str:
     'aaaaaaaaaa\\nbbbbbbbbbb'
     """
     per_line = max(10, int(width_inches * 72 / (0.62 * fontsize)))
-    return textwrap.fill(plain(text), per_line, break_long_words=False, break_on_hyphens=False)
+    return textwrap.fill(plain(text), per_line, break_on_hyphens=False)
 
 
 def unit_limits(ax: Axes, *, y: bool = True) -> None:
