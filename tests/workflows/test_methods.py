@@ -101,3 +101,13 @@ def test_the_debiased_ece_stands_beside_the_ece() -> None:
     cal, test = parts(3)
     binned = comparison_tables(compare(cal, test, ["temperature"], n_boot=5))[0]
     assert binned.header[:4] == ["Method", "ECE", "ECE floor", "Debiased ECE"]
+
+
+def test_auto_is_marked_as_the_method_it_chose_when_that_has_a_row() -> None:
+    cal, test = parts(3)
+    comp = compare(cal, test, ["temperature", "histogram", "auto"], n_boot=0)
+    chosen = comp.row("auto").chosen
+    assert chosen is not None
+    assert comp.same_maps.get("auto") == (
+        chosen if chosen in ("temperature", "histogram") else None
+    )

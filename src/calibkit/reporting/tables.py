@@ -137,8 +137,8 @@ def marks_note(comp: Comparison) -> str:
         notes.append(
             f"'(= X)' marks a method whose map equals method X's by construction ({pairs}): "
             "Dirichlet calibration and MS-ODIR fit the same map on probabilities, vector and "
-            "matrix scaling the same map for two classes; differences between such rows are "
-            "the optimiser's tolerance."
+            "matrix scaling the same map for two classes, and 'auto' repeats the method it "
+            "chose; differences between such rows are the optimiser's tolerance."
         )
     if comp.accuracy_changed:
         notes.append(

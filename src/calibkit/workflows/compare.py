@@ -161,8 +161,12 @@ class Comparison:
 
     @property
     def same_maps(self) -> dict[str, str]:
-        """Method -> the earlier method whose map it equals by construction (see above)."""
-        return same_maps([r.method for r in self.rows], self.n_classes, self.kind)
+        """Method -> the method whose map it equals by construction (see above); ``"auto"``
+        -> the method it chose, when that method has a row too."""
+        names = [r.method for r in self.rows]
+        marks = same_maps(names, self.n_classes, self.kind)
+        chose = {r.method: r.chosen for r in self.rows if r.chosen in names}
+        return {**marks, **{m: c for m, c in chose.items() if c is not None}}
 
     @property
     def accuracy_changed(self) -> list[str]:
