@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         cal = read_outputs(args, args.cal, args.cal_labels)
         test = read_outputs(args, args.test, args.test_labels)
         source = f"calibration part {args.cal}, test part {args.test}"
+        name = f"{Path(args.cal).name} / {Path(args.test).name}"
     else:
         whole = read_outputs(args, args.file, args.labels)
         size = 0.5 if args.split is None else args.split
@@ -72,18 +73,20 @@ def run(args: argparse.Namespace) -> int:
         except InputError as exc:
             raise renamed(exc, "--split") from None
         source = f"{args.file}, split {cal.n_samples:,} / {test.n_samples:,} (seed {args.seed})"
+        name = Path(args.file).name
     if len(set(cal.labels.tolist())) < 2:
         raise InputError(
             "calibration part", "at least 2 distinct labels", f"only label {int(cal.labels[0])}"
         )
     try:
-        names = resolve_methods(methods, cal.n_classes)
+        names = resolve_methods(methods, cal.n_classes, cal.n_samples)
     except InputError as exc:
         raise renamed(exc, "--methods") from None
     numbers = {"n_bins": args.n_bins, "n_boot": args.n_boot, "seed": args.seed, "mode": args.mode}
     comp = compare(cal, test, names, source=source, **numbers)
     say(f"writing the report to {out_dir}")
-    write_compare_report(comp, out_dir, title=f"Calibration report: {source.split(',')[0]}")
+    title = f"Calibration report: {source.split(',')[0]}"
+    write_compare_report(comp, out_dir, title=title, name=name)
     print(format_comparison_summary(comp))
     print(f"report: {out_dir / 'report.html'}")
     return 0

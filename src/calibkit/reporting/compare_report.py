@@ -40,7 +40,7 @@ from calibkit.reporting.figures import (
     reliability_grid,
 )
 from calibkit.reporting.render import to_html, to_markdown
-from calibkit.reporting.tables import comparison_tables, metric_names
+from calibkit.reporting.tables import comparison_tables, marks_note, metric_names
 from calibkit.workflows.compare import Comparison
 
 REPORT_FORMAT = 1
@@ -53,7 +53,9 @@ HOW_TO_READ = (
     "brackets hold the {level:.0%} bootstrap interval over the test part (every method is "
     "judged on the same resamples). Binned calibration errors are biased upwards at finite "
     "sample size, and a resample repeats samples, so for a well-calibrated model the interval "
-    "can lie wholly above the estimate: it shows the spread, not the truth. A floor is the "
+    "can lie wholly above the estimate: it shows the spread, not the truth. The debiased "
+    "ECE, shown beside the ECE, subtracts an estimate of that upward bias: read the two "
+    "together. A floor is the "
     "error a perfectly calibrated model with the same confidences would show at this sample "
     "size: an error near its floor is as small as this test part can measure. Bold marks the "
     "best value of each column, but where the intervals of two methods overlap widely the "
@@ -70,14 +72,21 @@ def figure_name(method: str) -> str:
     return "reliability_" + re.sub(r"[^A-Za-z0-9_.-]", "_", method) + ".png"
 
 
-def comparison_figures(comp: Comparison, title: str) -> list[Figure]:
-    """Every figure of the report: the reliability grid, ECE(T), one diagram per method."""
+def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
+    """Every figure of the report: the reliability grid, ECE(T), one diagram per method.
+
+    ``name`` says what was compared (a file's name, not its path); every title holds it,
+    after the method where there is one, so each figure reads on its own.
+    """
     panels = [(r.method, r.reliability, r.evaluation.values["ece"]) for r in comp.rows]
     grid = reliability_grid(
-        panels, title=f"{title}: reliability on the test part, before and after calibration"
+        panels, title=f"{name}: reliability on the test part, before and after calibration"
     )
     curve = ece_temperature_figure(
-        comp.temperatures, comp.ece_curve, fitted=comp.fitted_temperatures
+        comp.temperatures,
+        comp.ece_curve,
+        fitted=comp.fitted_temperatures,
+        title=f"{name}: test-part ECE of the uncalibrated logits / T",
     )
     figs = [
         Figure(
@@ -88,7 +97,7 @@ def comparison_figures(comp: Comparison, title: str) -> list[Figure]:
     for r in comp.rows:
         fig = reliability_figure(
             r.reliability,
-            title=f"{title}: {r.method}",
+            title=f"{r.method}: {name}",
             ece=r.evaluation.values["ece"],
             subtitle=f"test part, {comp.n_test:,} samples, {comp.n_bins} bins",
         )
@@ -107,7 +116,7 @@ def results_dict(comp: Comparison, title: str) -> dict[str, Any]:
                 "method": r.method,
                 "values": dict(ev.values),
                 "ci": {k: [lo, hi] for k, (lo, hi) in ev.ci.items()},
-                "params": dict(r.params),
+                "params": {**({"chosen": r.chosen} if r.chosen else {}), **r.params},
                 "fit_seconds": r.fit_seconds,
                 "reliability": {
                     "edges": rel.edges.tolist(),
@@ -152,7 +161,8 @@ def results_csv(comp: Comparison) -> str:
             lo, hi = ev.ci.get(n, (math.nan, math.nan))
             row += [csv_number(ev.values.get(n)), csv_number(lo), csv_number(hi)]
         row += [csv_number(ev.values.get(f)) for f in floors]
-        row += [csv_number(r.fit_seconds), ";".join(f"{k}={v!r}" for k, v in r.params.items())]
+        params = {**({"chosen": r.chosen} if r.chosen else {}), **r.params}
+        row += [csv_number(r.fit_seconds), ";".join(f"{k}={v!r}" for k, v in params.items())]
         rows.append(row)
     return csv_text(["method", *triples, *floors, "fit_seconds", "params"], rows)
 
@@ -178,7 +188,7 @@ def compare_document(comp: Comparison, title: str, figures: list[Figure]) -> Doc
         [
             *intro,
             Paragraph(_summary(comp), meta=True),
-            Section("How to read this", [Paragraph(how)]),
+            Section("How to read this", [Paragraph(p) for p in (how, marks_note(comp)) if p]),
             *(table_section(t) for t in comparison_tables(comp)),
             Section("Figures", [*big, Gallery(singles)]),
         ],
@@ -192,14 +202,19 @@ def written_before_manifests(name: str) -> bool:
     return name in top or (name.startswith("figures/") and name.endswith(".png"))
 
 
-def write_compare_report(comp: Comparison, out_dir: Path, *, title: str) -> None:
+def write_compare_report(
+    comp: Comparison, out_dir: Path, *, title: str, name: str | None = None
+) -> None:
     """Write the report folder ``out_dir`` atomically.
+
+    ``title`` heads the report (and is kept in results.json); ``name``, what the figures
+    say they show (default: ``title``), should be the input file's name, not its path.
 
     An existing ``out_dir`` is replaced only if calibkit wrote everything in it (see
     :mod:`calibkit.io.atomic`); otherwise an InputError is raised before any work.
     """
     check_replaceable_folder(Path(out_dir), "output", legacy=written_before_manifests)
-    doc = compare_document(comp, title, comparison_figures(comp, title))
+    doc = compare_document(comp, title, comparison_figures(comp, name or title))
     with atomic_directory(Path(out_dir), legacy=written_before_manifests) as tmp:
         (tmp / "figures").mkdir()
         for fig in doc.figures():

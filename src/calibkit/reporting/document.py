@@ -23,7 +23,7 @@ class Cell:
 
     text: str
     best: bool = False
-    second: bool = False  # second best: italic in Markdown, underlined in HTML
+    second: bool = False  # second best: italic (Markdown and HTML)
 
 
 @dataclass(frozen=True)

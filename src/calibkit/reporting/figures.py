@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,8 @@ _IDEAL = "#555555"
 _CONF_LINE = "#d1495b"
 _ACC_LINE = "#1b3a63"
 _FITTED_COLOURS = ("#d1495b", "#2a9d8f", "#e9a03b", "#7b5ea7", "#3d5a80")
+#: Unit-interval axes reach this far past 0 and 1, so the bars and ticks at the ends show whole.
+_MARGIN = 0.05
 
 
 def new_figure(width: float, height: float) -> Figure:
@@ -72,6 +75,27 @@ def new_figure(width: float, height: float) -> Figure:
 def plain(text: str) -> str:
     """``text`` with ``$`` escaped, so matplotlib never reads user text as mathtext."""
     return text.replace("$", r"\$")
+
+
+def wrapped(text: str, width_inches: float, fontsize: float) -> str:
+    """``text`` (``$`` escaped, see :func:`plain`) broken into lines that fit ``width_inches``
+    at ``fontsize`` points, so a long title wraps instead of running off the figure.
+
+    >>> wrapped("a" * 10 + " " + "b" * 10, 1.0, 10)
+    'aaaaaaaaaa\\nbbbbbbbbbb'
+    """
+    per_line = max(10, int(width_inches * 72 / (0.62 * fontsize)))
+    return textwrap.fill(plain(text), per_line, break_on_hyphens=False)
+
+
+def unit_limits(ax: Axes, *, y: bool = True) -> None:
+    """Axis limits just past [0, 1] (a tick every 0.2) so the ends show whole."""
+    ticks = np.linspace(0.0, 1.0, 6)
+    ax.set_xlim(-_MARGIN, 1 + _MARGIN)
+    ax.set_xticks(ticks)
+    if y:
+        ax.set_ylim(-_MARGIN, 1 + _MARGIN)
+        ax.set_yticks(ticks)
 
 
 def style_axes(ax: Axes) -> None:
@@ -137,8 +161,7 @@ def draw_reliability(
         label=GAP_LABEL,
         zorder=3,
     )
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
+    unit_limits(ax)
     if square:
         ax.set_aspect("equal", adjustable="box")
     ax.set_ylabel("Accuracy")
@@ -166,7 +189,7 @@ def draw_histogram(ax: Axes, stats: BinStats) -> None:
     keep = stats.nonempty
     edges = stats.edges
     left, width = edges[:-1][keep], np.diff(edges)[keep]
-    bin_bars(ax, left, stats.weights[keep], width, color=_HIST, label=FRACTION_LABEL)
+    bars = bin_bars(ax, left, stats.weights[keep], width, color=_HIST, label=FRACTION_LABEL)
     total = stats.total
     acc = float(stats.accuracy_sum.sum() / total)
     conf = float(stats.confidence_sum.sum() / total)
@@ -180,13 +203,18 @@ def draw_histogram(ax: Axes, stats: BinStats) -> None:
             label=f"Mean confidence {100 * conf:.1f}%",
         ),
     ]
-    ax.set_xlim(0, 1)
+    unit_limits(ax, y=False)
     ax.set_ylim(0, max(1e-9, float(stats.weights.max())) * 1.4)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     ax.set_ylabel("% of samples")
     ax.set_xlabel("Confidence")
     ax.legend(
-        handles=lines, loc="upper center", ncols=2, fontsize=8, framealpha=0.9, edgecolor="none"
+        handles=[bars, *lines],
+        loc="upper center",
+        ncols=3,
+        fontsize=7,
+        framealpha=0.9,
+        edgecolor="none",
     )
     style_axes(ax)
 
@@ -207,9 +235,9 @@ def reliability_figure(
         loc="upper left", bbox_to_anchor=(0.0, 0.86), fontsize=8, framealpha=0.85, edgecolor="none"
     )
     draw_histogram(bottom, stats)
-    fig.suptitle(plain(title), fontsize=12)
+    fig.suptitle(wrapped(title, 5.0, 12), fontsize=12)
     if subtitle:
-        top.set_title(plain(subtitle), fontsize=9, color="#555555")
+        top.set_title(wrapped(subtitle, 5.0, 9), fontsize=9, color="#555555")
     return fig
 
 
@@ -240,8 +268,7 @@ def smooth_reliability_figure(rel: SmoothReliability, *, title: str) -> Figure:
         label=f"{SMOOTH_LABEL}; smooth ECE {100 * rel.value:.2f}% "
         f"[{100 * lo:.2f}%, {100 * hi:.2f}%]",
     )
-    top.set_xlim(0, 1)
-    top.set_ylim(0, 1.02)
+    unit_limits(top)
     top.set_ylabel("Accuracy")
     top.set_title(f"Bandwidth {rel.bandwidth:.4g}", fontsize=9, color="#555555")
     top.legend(loc="upper left", fontsize=8, framealpha=0.85, edgecolor="none")
@@ -251,7 +278,7 @@ def smooth_reliability_figure(rel: SmoothReliability, *, title: str) -> Figure:
     bottom.set_ylabel("Density")
     bottom.set_xlabel("Confidence")
     style_axes(bottom)
-    fig.suptitle(plain(title), fontsize=12)
+    fig.suptitle(wrapped(title, 5.0, 12), fontsize=12)
     return fig
 
 
@@ -268,7 +295,7 @@ def reliability_grid(
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).reshape(-1)
     for i, (ax, (name, stats, ece)) in enumerate(zip(axes, panels, strict=False)):
         draw_reliability(ax, _check_stats(stats), ece=ece)
-        ax.set_title(plain(name), fontsize=10)
+        ax.set_title(wrapped(name, 2.8, 10), fontsize=10)
         if i % cols:
             ax.set_ylabel("")
         if i >= n - cols:
@@ -278,7 +305,7 @@ def reliability_grid(
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
     if title:
-        fig.suptitle(plain(title), fontsize=12)
+        fig.suptitle(wrapped(title, 2.9 * cols - 0.2, 12), fontsize=12)
     return fig
 
 
@@ -315,7 +342,7 @@ def ece_temperature_figure(
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     ax.set_xlabel("Temperature T (log scale)")
     ax.set_ylabel("ECE")
-    ax.set_title(plain(title), fontsize=11)
+    ax.set_title(wrapped(title, 6.2, 11), fontsize=11)
     ax.legend(fontsize=8, frameon=False)
     style_axes(ax)
     return fig

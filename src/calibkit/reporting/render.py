@@ -2,8 +2,14 @@
 
 Markdown: GitHub-flavoured; figures are linked from ``figures/<name>``; best cells are
 bold, second-best italic. HTML: one self-contained page (inline CSS, figures as base64
-data URIs, every text escaped); best cells get ``class="best"``, second best
-``class="second"``. Both end with the calibkit version that wrote them.
+data URIs, every text escaped); best cells get ``class="best"`` (bold), second best
+``class="second"`` (italic, as in Markdown). Both end with the calibkit version that wrote
+them.
+
+Every HTML figure is a link to its full-size file, ``figures/<name>``, written beside the
+page by every calibkit report. Headers wrap; a table is wrapped in a horizontal scroller
+only when its estimated width (:func:`table_width`) exceeds the page's :data:`TEXT_WIDTH`,
+so at 1,400 px every column of a table that fits is in view.
 
 >>> from calibkit.reporting.document import Cell, Document, Paragraph, Section, Table
 >>> table = Table("Errors", ["Method", "ECE"], [[Cell("a|b"), Cell("1.00%", best=True)]])
@@ -35,14 +41,18 @@ from dataclasses import dataclass
 from calibkit.core.version import __version__
 from calibkit.reporting import document
 
+#: Width (CSS pixels) of the page's text column: ``max-width`` of the body.
+TEXT_WIDTH = 1320
+#: Conservative width of one character of a table cell (13.6 px font) and a cell's padding.
+_CHAR_PX, _PAD_PX = 8.0, 20.0
 CSS = """
-body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#222}
+body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1320px;padding:0 1rem;color:#222}
 h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2rem}p.meta{color:#555}.scroll{overflow-x:auto}
 table{border-collapse:collapse;font-size:.85rem;font-variant-numeric:tabular-nums}
 th,td{padding:.3rem .6rem;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
-th{background:#f3f5f8;border-bottom:2px solid #bbb}th.l,td.l{text-align:left}
+th{background:#f3f5f8;border-bottom:2px solid #bbb;white-space:normal}th.l,td.l{text-align:left}
 tbody tr:nth-child(even){background:#fafbfc}td.best{font-weight:700;color:#1b5e20}
-td.second{text-decoration:underline}
+td.second{font-style:italic}
 figcaption{color:#555;font-size:.85rem}img{max-width:100%;height:auto}
 .gallery{display:flex;flex-wrap:wrap;gap:1rem}.gallery figure{width:360px;margin:0}
 """
@@ -120,7 +130,8 @@ def to_html(doc: document.Document) -> str:
 def _html_figure(block: document.Figure) -> str:
     data = base64.b64encode(block.png).decode("ascii")
     return (
-        f'<figure><img src="data:image/png;base64,{data}" alt="{_e(block.caption)}">'
+        f'<figure><a href="figures/{_e(block.name)}" title="full size">'
+        f'<img src="data:image/png;base64,{data}" alt="{_e(block.caption)}"></a>'
         f"<figcaption>{_e(block.caption)}</figcaption></figure>"
     )
 
@@ -129,8 +140,23 @@ def _html_paragraph(block: document.Paragraph) -> str:
     return f'<p class="meta">{_e(block.text)}</p>' if block.meta else f"<p>{_e(block.text)}</p>"
 
 
+def table_width(table: document.Table) -> float:
+    """Estimated width in CSS pixels of ``table`` as :data:`CSS` lays it out: each column as
+    wide as its longest cell (headers wrap at spaces, so their longest word counts).
+
+    >>> table_width(document.Table("t", ["Method", "ECE"], [[document.Cell("ab")]]))
+    112.0
+    """
+    total = 0.0
+    for i, head in enumerate(table.header):
+        widths = [len(w) for w in head.split()] + [len(r[i].text) for r in table.rows if i < len(r)]
+        total += max(widths, default=0) * _CHAR_PX + _PAD_PX
+    return total
+
+
 def html_table(table: document.Table) -> str:
-    """An HTML table with escaped cells (its title is the heading of its section)."""
+    """An HTML table with escaped cells (its title is the heading of its section); wrapped
+    in a horizontal scroller only if it is wider than the text column."""
 
     def attr(i: int, best: bool = False, second: bool = False) -> str:
         flags = (("l", i < table.n_left), ("best", best), ("second", second))
@@ -144,10 +170,8 @@ def html_table(table: document.Table) -> str:
         + "</tr>\n"
         for row in table.rows
     )
-    return (
-        f'<div class="scroll"><table>\n<thead><tr>{head}</tr></thead>'
-        f"\n<tbody>\n{body}</tbody></table></div>"
-    )
+    text = f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody></table>"
+    return f'<div class="scroll">{text}</div>' if table_width(table) > TEXT_WIDTH else text
 
 
 _MARKDOWN = _Format(

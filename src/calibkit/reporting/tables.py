@@ -113,9 +113,44 @@ def _column(name: str, results: list[MethodResult], ranked: bool = True) -> tupl
     return info.label, cells
 
 
+#: The mark after a method whose test accuracy differs from the uncalibrated model's.
+ACCURACY_MARK = "†"
+#: Binned errors, shown together: the plug-in ECE beside its debiased estimate.
+BINNED = ("ece", "ece_debiased", "aece")
+
+
+def method_label(comp: Comparison, method: str) -> str:
+    """``method`` with its marks: ``(= other)`` when its map equals an earlier row's by
+    construction, :data:`ACCURACY_MARK` when it changes the test accuracy."""
+    twin = comp.same_maps.get(method)
+    marks = [f"(= {twin})"] if twin else []
+    if method in comp.accuracy_changed:
+        marks.append(ACCURACY_MARK)
+    return " ".join([method, *marks])
+
+
+def marks_note(comp: Comparison) -> str:
+    """What the marks of the method column mean in this comparison ('' when there are none)."""
+    notes = []
+    if comp.same_maps:
+        pairs = ", ".join(f"{m} = {t}" for m, t in comp.same_maps.items())
+        notes.append(
+            f"'(= X)' marks a method whose map equals method X's by construction ({pairs}): "
+            "Dirichlet calibration and MS-ODIR fit the same map on probabilities, vector and "
+            "matrix scaling the same map for two classes, and 'auto' repeats the method it "
+            "chose; differences between such rows are the optimiser's tolerance."
+        )
+    if comp.accuracy_changed:
+        notes.append(
+            f"{ACCURACY_MARK} marks a method whose test accuracy differs from 'none': its map "
+            "is not monotone within a sample, so it changes some predicted classes."
+        )
+    return " ".join(notes)
+
+
 def _metric_table(title: str, names: list[str], comp: Comparison) -> Table:
     header = ["Method"]
-    columns: list[list[Cell]] = [[Cell(r.method) for r in comp.rows]]
+    columns: list[list[Cell]] = [[Cell(method_label(comp, r.method)) for r in comp.rows]]
     for name in names:
         label, cells = _column(name, comp.rows)
         header.append(label)
@@ -127,30 +162,44 @@ def _metric_table(title: str, names: list[str], comp: Comparison) -> Table:
     return Table(title, header, [list(row) for row in zip(*columns, strict=True)])
 
 
-def format_params(params: dict[str, float]) -> str:
-    """Fitted parameters as ``name=value`` pairs (4 significant digits), or a dash."""
-    return ", ".join(f"{k}={v:.4g}" for k, v in params.items()) or "–"
+def format_params(params: dict[str, float], chosen: str | None = None) -> str:
+    """Fitted parameters as ``name=value`` pairs (4 significant digits), after the method
+    ``"auto"`` chose, or a dash."""
+    pairs = [f"chosen={chosen}"] if chosen else []
+    return ", ".join(pairs + [f"{k}={v:.4g}" for k, v in params.items()]) or "–"
 
 
 def comparison_tables(comp: Comparison) -> list[Table]:
-    """The tables of a comparison report: calibration errors, scores, fitted parameters."""
+    """The tables of a comparison report: binned calibration errors (the plug-in ECE beside
+    its debiased estimate), the other calibration errors, scores, fitted parameters."""
     names = metric_names(comp.rows[0].evaluation)
     errors = [n for n in names if n not in METRICS or METRICS.get(n).kind == "error"]
+    binned = [n for n in BINNED if n in errors]
     scores = [n for n in names if n in METRICS and METRICS.get(n).kind == "score"]
     fitted = Table(
         "Fitted calibrators",
         ["Method", "Fitted parameters", "Fit time (s)"],
         [
-            [Cell(r.method), Cell(format_params(r.params)), Cell(f"{r.fit_seconds:.3f}")]
+            [
+                Cell(r.method),
+                Cell(format_params(r.params, r.chosen)),
+                Cell(f"{r.fit_seconds:.3f}"),
+            ]
             for r in comp.rows
         ],
         n_left=2,
     )
-    return [
-        _metric_table("Calibration errors on the test part", errors, comp),
+    tables = [
+        _metric_table("Binned calibration errors on the test part", binned, comp),
+        _metric_table(
+            "Other calibration errors on the test part",
+            [n for n in errors if n not in binned],
+            comp,
+        ),
         _metric_table("Accuracy and proper scores on the test part", scores, comp),
         fitted,
     ]
+    return [t for t in tables if len(t.header) > 1 or t is fitted]
 
 
 def format_comparison_summary(comp: Comparison) -> str:
@@ -167,7 +216,7 @@ def format_comparison_summary(comp: Comparison) -> str:
             f"{r.method:<{width}}  {format_value('ece', v['ece']):>7}  "
             f"{_interval('ece', r.evaluation.ci.get('ece')):>18}  "
             f"{format_value('nll', v['nll']):>7}  {format_value('accuracy', v['accuracy']):>8}  "
-            f"{format_params(r.params)}"
+            f"{format_params(r.params, r.chosen)}"
         )
         lines.append(line.rstrip())
     return "\n".join(lines)

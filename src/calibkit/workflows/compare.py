@@ -9,16 +9,29 @@ named ``"none"``.
 Every row is evaluated with the same ``seed``, so all methods are judged on the same
 bootstrap resamples of the test part (a paired comparison).
 
-Default methods (:func:`applicable_methods`)
+Default methods (:func:`applicable_methods`, in :mod:`calibkit.workflows.methods`)
     Every registered calibrator that applies to the number of classes (binary-only ones
     such as Platt or beta scaling only when K = 2), in registration order, except
     ``"auto"``: it selects one of the other methods by itself, so its row would repeat one
     of theirs at the price of another full model selection. Ask for it by name to include
-    it. ``"temperature_ece"`` (temperature chosen by calibration-set ECE) is included.
+    it; its row names the method it chose (``chosen`` in its parameters) and shows that
+    method's fitted parameters. ``"temperature_ece"`` (temperature chosen by
+    calibration-set ECE) is included. Unregularised ``"matrix"`` scaling, with K (K + 1)
+    parameters, is left out when it cannot be fitted well: from K = 50 classes on (on 100
+    classes it gives 26-38% ECE and an NLL of 64), or when the calibration part holds fewer
+    than 2 samples per parameter (220 for 10 classes). Name it to include it anyway.
+
+Rows that say more than their numbers (:class:`Comparison`)
+    :attr:`Comparison.same_maps`: methods whose maps equal an earlier row's by construction
+    (Dirichlet and MS-ODIR on probabilities, vector and matrix scaling for two classes;
+    see :func:`calibkit.workflows.methods.same_maps`). :attr:`Comparison.accuracy_changed`:
+    methods whose test accuracy differs from the uncalibrated row's (only a map that is
+    not monotone within a sample can change the predicted class).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -29,21 +42,40 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators import CALIBRATORS, Calibrator, ece_temperature_curve, get_calibrator
+from calibkit.calibrators import ece_temperature_curve, get_calibrator
 from calibkit.core.binning import BinStats
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_labels
 from calibkit.core.splits import stratified_split
 from calibkit.metrics import Evaluation, evaluate, reliability_stats
 from calibkit.metrics.samples import Mode
+from calibkit.workflows.methods import (
+    EXCLUDED_BY_DEFAULT,
+    UNCALIBRATED,
+    applicable_methods,
+    chosen_method,
+    resolve_methods,
+    same_maps,
+    summarize_params,
+)
+
+__all__ = [
+    "EXCLUDED_BY_DEFAULT",
+    "TEMPERATURE_GRID",
+    "UNCALIBRATED",
+    "Comparison",
+    "MethodResult",
+    "applicable_methods",
+    "compare",
+    "resolve_methods",
+    "split_indices",
+    "split_outputs",
+    "summarize_params",
+]
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
-#: Name of the uncalibrated row.
-UNCALIBRATED = "none"
-#: Registered methods left out of the default list (see the module docstring).
-EXCLUDED_BY_DEFAULT: tuple[str, ...] = ("auto",)
 #: Temperatures of the ECE-versus-temperature curve: 0.05, 0.075, ..., 5.
 TEMPERATURE_GRID: F64 = np.round(np.arange(2, 201) * 0.025, 3)
 _log = logging.getLogger(__name__)
@@ -60,6 +92,8 @@ class MethodResult:
         bin sums (:class:`BinStats`) on the test part.
     params, fit_seconds
         Scalar fitted parameters (:func:`summarize_params`) and the fit's wall time.
+    chosen
+        The method ``"auto"`` picked (None for every other method).
 
     Examples
     --------
@@ -74,6 +108,7 @@ class MethodResult:
     params: dict[str, float]
     fit_seconds: float
     reliability: BinStats
+    chosen: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +123,9 @@ class Comparison:
         Sizes of the parts, class and bin counts, bootstrap replicates and seed.
     temperatures, ece_curve, source
         Test ECE of the uncalibrated logits over temperatures; where the data came from.
+    kind : str
+        What the calibrators were given: ``"logits"``, ``"probs"`` (log-probabilities
+        then), or ``"mixed"`` (one part of each).
 
     Examples
     --------
@@ -107,6 +145,7 @@ class Comparison:
     source: str
     n_boot: int = 0
     seed: int = 0
+    kind: str = "logits"
 
     def row(self, method: str) -> MethodResult:
         """The result of ``method`` (InputError if it was not compared)."""
@@ -119,6 +158,24 @@ class Comparison:
     def fitted_temperatures(self) -> dict[str, float]:
         """Temperature of every method that fitted one (temperature scaling variants)."""
         return {r.method: r.params["temperature"] for r in self.rows if "temperature" in r.params}
+
+    @property
+    def same_maps(self) -> dict[str, str]:
+        """Method -> the method whose map it equals by construction (see above); ``"auto"``
+        -> the method it chose, when that method has a row too."""
+        names = [r.method for r in self.rows]
+        marks = same_maps(names, self.n_classes, self.kind)
+        chose = {r.method: r.chosen for r in self.rows if r.chosen in names}
+        return {**marks, **{m: c for m, c in chose.items() if c is not None}}
+
+    @property
+    def accuracy_changed(self) -> list[str]:
+        """Methods whose count of correct test predictions differs from ``"none"``'s."""
+        accuracy = [r.evaluation.values.get("accuracy", math.nan) for r in self.rows]
+        if not all(math.isfinite(a) for a in accuracy):
+            return []
+        correct = [round(a * self.n_test) for a in accuracy]
+        return [r.method for r, c in zip(self.rows, correct, strict=True) if c != correct[0]]
 
 
 def _cal_count(n_cal: object, n: int) -> int:
@@ -195,108 +252,6 @@ def split_outputs(
     return _subset(out, cal_idx), _subset(out, test_idx)
 
 
-def _applies_to(method: str, n_classes: int) -> bool:
-    """Whether the registered ``method`` can calibrate a ``n_classes``-class problem."""
-    return n_classes == 2 or not CALIBRATORS.get(method).binary_only
-
-
-def applicable_methods(n_classes: int) -> list[str]:
-    """Default methods for ``n_classes`` classes (see the module docstring).
-
-    Parameters
-    ----------
-    n_classes : int
-        Number of classes, >= 2.
-
-    Returns
-    -------
-    list of str
-        Registered names in registration order, ``"auto"`` left out.
-
-    Examples
-    --------
-    >>> "temperature" in applicable_methods(10), "auto" in applicable_methods(10)
-    (True, False)
-    """
-    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 2:
-        raise InputError("n_classes", "an integer >= 2", repr(n_classes))
-    return [
-        name
-        for name in CALIBRATORS.names()
-        if name not in EXCLUDED_BY_DEFAULT and _applies_to(name, n_classes)
-    ]
-
-
-def resolve_methods(methods: Sequence[str] | None, n_classes: int) -> list[str]:
-    """Validated, de-duplicated method names (``"none"`` dropped: it is always the first row).
-
-    Parameters
-    ----------
-    methods, n_classes
-        Requested names (None: :func:`applicable_methods`) and the number of classes.
-
-    Returns
-    -------
-    list of str
-        The names in the order given.
-
-    Examples
-    --------
-    >>> resolve_methods(["none", "temperature", "temperature"], 3)
-    ['temperature']
-    """
-    if methods is None:
-        return applicable_methods(n_classes)
-    if isinstance(methods, str):
-        raise InputError("methods", "a list of method names", repr(methods))
-    names: list[str] = []
-    for name in methods:
-        if name == UNCALIBRATED or name in names:
-            continue
-        if not _applies_to(name, n_classes):  # unknown names raise UnknownNameError here
-            raise InputError(
-                "methods",
-                f"methods for {n_classes} classes",
-                f"{name!r}, which is defined for 2 classes only",
-            )
-        names.append(name)
-    return names
-
-
-def summarize_params(calibrator: Calibrator) -> dict[str, float]:
-    """Scalar fitted parameters, trailing ``_`` removed (``log_t`` dropped beside ``t``).
-
-    Arrays (weight matrices, bin tables) are left out; the class count too.
-
-    Parameters
-    ----------
-    calibrator : Calibrator
-        A fitted calibrator.
-
-    Returns
-    -------
-    dict of str to float
-        Parameter name to value.
-
-    Examples
-    --------
-    >>> from calibkit.calibrators import get_calibrator
-    >>> ts = get_calibrator("temperature").fit(np.zeros((4, 2)), np.array([0, 1, 0, 1]))
-    >>> sorted(summarize_params(ts))
-    ['temperature']
-    """
-    res: dict[str, float] = {}
-    for key, val in calibrator.fitted_state().items():
-        name = key.rstrip("_")
-        if name == "n_classes" or isinstance(val, bool | np.bool_):
-            continue
-        if isinstance(val, int | float | np.integer | np.floating):
-            res[name] = float(val)
-        elif isinstance(val, np.ndarray) and val.size == 1 and val.dtype.kind in "iuf":
-            res[name] = float(val.reshape(-1)[0])
-    return {k: v for k, v in res.items() if not (k.startswith("log_") and k[4:] in res)}
-
-
 def _judge(
     method: str,
     test: ClassifierOutputs,
@@ -335,7 +290,8 @@ def _rows(
         calibrator.fit(cal_logits, cal.labels)
         seconds = time.perf_counter() - start
         calibrated = as_outputs(test.labels, probs=calibrator.predict_proba(test_logits))
-        rows.append(_judge(name, calibrated, summarize_params(calibrator), seconds, settings))
+        row = _judge(name, calibrated, summarize_params(calibrator), seconds, settings)
+        rows.append(dataclasses.replace(row, chosen=chosen_method(calibrator)))
     return rows
 
 
@@ -380,7 +336,7 @@ def compare(
     ['none', 'temperature']
     """
     _check_parts(cal, test)
-    names = resolve_methods(methods, cal.n_classes)
+    names = resolve_methods(methods, cal.n_classes, cal.n_samples)
     settings: dict[str, Any] = {"n_bins": n_bins, "n_boot": n_boot, "seed": seed, "mode": mode}
     rows = _rows(cal, test, names, settings, params or {})
     curve = ece_temperature_curve(test.as_logits(), test.labels, TEMPERATURE_GRID, n_bins)
@@ -395,4 +351,5 @@ def compare(
         source=source,
         n_boot=n_boot,
         seed=seed,
+        kind=cal.kind if cal.kind == test.kind else "mixed",
     )

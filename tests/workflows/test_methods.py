@@ -1,0 +1,113 @@
+"""What the rows of a comparison say about each other: equal maps, changed accuracy, the
+method auto chose, matrix scaling where it can be fitted, the debiased ECE beside the ECE."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.reporting.compare_report import results_dict
+from calibkit.reporting.tables import ACCURACY_MARK, comparison_tables, marks_note
+from calibkit.workflows.compare import compare, split_outputs
+from calibkit.workflows.methods import applicable_methods, matrix_fits, same_maps
+
+#: The default list for the 10-class prediction files (as in every earlier report).
+TEN_CLASSES = [
+    "temperature",
+    "temperature_ece",
+    "vector",
+    "matrix",
+    "ms_odir",
+    "dirichlet",
+    "histogram",
+    "histogram_classwise",
+    "isotonic",
+]
+
+
+def parts(k: int, probs: bool = False, n: int = 800) -> tuple[ClassifierOutputs, ...]:
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=(n, k)) * 3.0
+    y = np.argmax(z / 2.0 + rng.gumbel(size=z.shape), axis=1)
+    p = np.exp(z - z.max(1, keepdims=True))
+    out = as_outputs(y, probs=p / p.sum(1, keepdims=True)) if probs else as_outputs(y, logits=z)
+    return split_outputs(out, 0.5, seed=0)
+
+
+def test_matrix_is_left_out_where_it_cannot_be_fitted() -> None:
+    assert applicable_methods(10) == TEN_CLASSES
+    assert applicable_methods(10, 5000) == TEN_CLASSES
+    assert "matrix" not in applicable_methods(100, 50_000)
+    assert "matrix" not in applicable_methods(10, 219)
+    assert (matrix_fits(10, 220), matrix_fits(49, 49 * 50 * 2), matrix_fits(50, 10**9)) == (
+        True,
+        True,
+        False,
+    )
+
+
+def test_same_map_rules() -> None:
+    names = ["none", "dirichlet", "ms_odir", "vector", "matrix"]
+    assert same_maps(names, 2, "probs") == {"ms_odir": "dirichlet", "matrix": "vector"}
+    assert same_maps(names, 3, "probs") == {"ms_odir": "dirichlet"}
+    assert same_maps(names, 2, "logits") == {"matrix": "vector"}
+    assert same_maps(names, 3, "logits") == {}
+    assert same_maps(["ms_odir"], 2, "probs") == {}
+
+
+@pytest.mark.parametrize(
+    ("k", "probs", "pair"), [(3, True, ("ms_odir", "dirichlet")), (2, False, ("vector", "matrix"))]
+)
+def test_marked_twins_give_the_same_numbers(k: int, probs: bool, pair: tuple[str, str]) -> None:
+    cal, test = parts(k, probs)
+    comp = compare(cal, test, list(pair), n_boot=0)
+    assert comp.same_maps == {pair[1]: pair[0]}
+    a, b = (comp.row(m).evaluation.values for m in pair)
+    for name in ("nll", "ece", "brier"):
+        assert a[name] == pytest.approx(b[name], rel=1e-4, abs=1e-6)
+    label = comparison_tables(comp)[0].rows[2][0].text
+    assert label.startswith(f"{pair[1]} (= {pair[0]})")
+    assert f"{pair[1]} = {pair[0]}" in marks_note(comp)
+
+
+def test_methods_that_change_the_accuracy_are_flagged() -> None:
+    cal, test = parts(4)
+    comp = compare(cal, test, ["temperature", "vector", "histogram_classwise"], n_boot=0)
+    correct = {r.method: round(r.evaluation.values["accuracy"] * comp.n_test) for r in comp.rows}
+    changed = [m for m, c in correct.items() if c != correct["none"]]
+    assert "temperature" not in changed
+    assert changed  # the per-class maps change some predicted classes here
+    assert comp.accuracy_changed == changed
+    labels = {row[0].text.split()[0]: row[0].text for row in comparison_tables(comp)[0].rows}
+    for method, label in labels.items():
+        assert label.endswith(ACCURACY_MARK) == (method in changed)
+    assert ACCURACY_MARK in marks_note(comp)
+
+
+def test_auto_names_the_method_it_chose() -> None:
+    cal, test = parts(3)
+    comp = compare(cal, test, ["auto"], n_boot=0)
+    row = comp.row("auto")
+    assert row.chosen in TEN_CLASSES
+    params = results_dict(comp, "t")["methods"][1]["params"]
+    assert params["chosen"] == row.chosen
+    fitted = comparison_tables(comp)[-1]
+    assert fitted.rows[1][1].text.startswith(f"chosen={row.chosen}")
+    assert comp.rows[0].chosen is None
+
+
+def test_the_debiased_ece_stands_beside_the_ece() -> None:
+    cal, test = parts(3)
+    binned = comparison_tables(compare(cal, test, ["temperature"], n_boot=5))[0]
+    assert binned.header[:4] == ["Method", "ECE", "ECE floor", "Debiased ECE"]
+
+
+def test_auto_is_marked_as_the_method_it_chose_when_that_has_a_row() -> None:
+    cal, test = parts(3)
+    comp = compare(cal, test, ["temperature", "histogram", "auto"], n_boot=0)
+    chosen = comp.row("auto").chosen
+    assert chosen is not None
+    assert comp.same_maps.get("auto") == (
+        chosen if chosen in ("temperature", "histogram") else None
+    )
