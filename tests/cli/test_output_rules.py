@@ -122,3 +122,10 @@ def test_compare_replaces_its_own_report(work: Path) -> None:
     assert MANIFEST in first
     assert main([*argv[:-2], "--seed", "1", "--out", "rep"]) == 0
     assert set(tree(work / "rep")) == set(first)
+
+
+def test_the_two_evaluate_figures_never_share_a_path(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["evaluate", "preds.npz", "--n-boot", "0", "--plot", "f.png", "--smooth-plot", "f.png"]
+    assert "other than --plot's" in refused(capsys, work, argv, "--smooth-plot")

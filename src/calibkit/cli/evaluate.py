@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from calibkit.cli.common import check_output_file, read_outputs, say
 from calibkit.cli.options import FILES, Subparsers, add_force, add_input_options, add_numbers, opt
+from calibkit.core.errors import InputError
 from calibkit.io.jsonfile import json_text
 
 if TYPE_CHECKING:
@@ -77,7 +78,10 @@ def run(args: argparse.Namespace) -> int:
     if plot is not None:
         check_output_file(plot, "--plot", inputs, force=args.force)
     if args.smooth_plot is not None:
-        check_output_file(Path(args.smooth_plot), "--smooth-plot", inputs, force=args.force)
+        smooth_plot = Path(args.smooth_plot)
+        if plot is not None and smooth_plot.resolve() == plot.resolve():
+            raise InputError("--smooth-plot", "a path other than --plot's", str(smooth_plot))
+        check_output_file(smooth_plot, "--smooth-plot", inputs, force=args.force)
     out = read_outputs(args, args.file, args.labels)
     say(f"evaluating {out.n_samples:,} samples ({args.n_boot} bootstrap resamples)")
     ev = evaluate(out, n_bins=args.n_bins, n_boot=args.n_boot, seed=args.seed, mode=args.mode)
