@@ -20,9 +20,7 @@ deterministic for a seed (the trainer's seeding, and one CPU thread while traini
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +30,7 @@ from torch import Tensor
 
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
+from calibkit.core.threads import using_threads
 from calibkit.data import load_dataset
 from calibkit.models import create_model
 from calibkit.training import TrainConfig, train
@@ -153,16 +152,6 @@ def three_way_split(labels: I64, train_fraction: float, seed: int) -> tuple[I64,
     return train, rest[cal_in_rest], rest[test_in_rest]
 
 
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: faster, and the sums in a fixed order
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def run_demo(*, seed: int = 0, settings: DemoSettings | None = None) -> DemoResult:
     """Train the overconfident MLP and compare the calibrators on its logits."""
     s = settings or DemoSettings()
@@ -182,7 +171,7 @@ def run_demo(*, seed: int = 0, settings: DemoSettings | None = None) -> DemoResu
     torch.manual_seed(seed)
     model = create_model("mlp", 10, in_channels=1, input_size=8, hidden=(s.hidden,))
     held = {"cal": (x[cal_idx], y[cal_idx]), "test": (x[test_idx], y[test_idx])}
-    with _one_thread():
+    with using_threads(1):  # tiny matrices: faster, and the sums in a fixed order
         result = train(model, (x[train_idx], y[train_idx]), s.training(), seed=seed, held_out=held)
     cal, test = (as_outputs(result.labels[k], logits=result.logits[k]) for k in ("cal", "test"))
     comp = compare(
