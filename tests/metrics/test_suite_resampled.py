@@ -42,7 +42,8 @@ def test_resample_counts_are_bincounts_of_each_row() -> None:
 
 
 def test_noise_floor_equals_one_draw_at_a_time() -> None:
-    """Blocks of draws give bitwise the floors of drawing and binning one outcome at a time."""
+    """Blocks of draws give the floors of drawing and binning one outcome at a time (the same
+    draws; the two paths may sum in another order, so not compared bit for bit)."""
     suite = _suite(900, 5)
     names = ("ece", "aece", "mce", "rmsce", "ece_debiased")
     rng = np.random.default_rng(4)
@@ -51,4 +52,7 @@ def test_noise_floor_equals_one_draw_at_a_time() -> None:
         for _ in range(30)
     ]
     want = {name: float(np.mean([d[name] for d in draws])) for name in names}
-    assert suite.noise_floor(30, seed=4, names=names) == want
+    got = suite.noise_floor(30, seed=4, names=names)
+    assert list(got) == list(want)
+    for name in names:
+        assert got[name] == pytest.approx(want[name], rel=1e-12, abs=1e-15), name
