@@ -1,0 +1,56 @@
+"""Neural Clamping's Figure 2, Figure 3 and Appendix D from the fits of nc_figure_fits.py.
+
+    .venv/bin/python scripts/nc_figures.py FITS_OUT/MODEL_LABEL FIGURES MODEL_NAME
+
+Writes ``nc_ece_vs_gamma_<MODEL_NAME>.png``, ``nc_init_<MODEL_NAME>.png`` and
+``nc_bins_<MODEL_NAME>.png`` to ``FIGURES`` and prints the numbers quoted in
+docs/neural-clamping.md (test ECE in percent, mean ± std over seeds; Welch and paired
+t-tests where two fits are compared).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from calibkit.study.clamping_figures import (
+    BIN_COUNTS,
+    load_fits,
+    noise_floor,
+    write_clamping_figures,
+)
+
+
+def _ms(v: np.ndarray) -> str:
+    return f"{100 * v.mean():.2f} ± {100 * v.std(ddof=1) if v.size > 1 else 0:.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("fits", type=Path)
+    parser.add_argument("figures", type=Path)
+    parser.add_argument("model")
+    args = parser.parse_args()
+    fits = load_fits(args.fits)
+    print(f"seeds {fits.seeds}; ECE noise floor after TS {100 * noise_floor(fits):.2f}%")
+    for fit in sorted(fits.probs):
+        t = np.array(list(fits.temperature[fit].values()))
+        print(f"  {fit:18s} n={t.size} ECE {_ms(fits.ece(fit))}  T {t.min():.2f}-{t.max():.2f}")
+    for family in ("nc", "nc_sgd", "ts_focal"):
+        print(family, "gammas", fits.gammas(family))
+    a, b = fits.ece("nc@g1"), fits.ece("nc_random@g1")
+    if a.size == b.size and a.size > 1:
+        p = stats.ttest_rel(a, b).pvalue
+        print(f"data-driven minus random (gamma 1): {100 * (a - b).mean():+.2f} points, p {p:.3f}")
+    for fit in ("none", "ts_focal@g0", "nc@g0", "nc@g1"):
+        row = [f"{b}: {_ms(fits.ece(fit, b))}" for b in BIN_COUNTS]
+        print(f"  bins {fit}: " + "; ".join(row))
+    for path in write_clamping_figures(fits, args.figures, args.model).values():
+        print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()
