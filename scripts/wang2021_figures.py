@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from calibkit.reporting.figures import save_figure
-from calibkit.study import load_study_config, run_study
+from calibkit.study import load_study_config
 from calibkit.study.loss_figures import optimal_ece_per_epoch_figure
-from calibkit.study.runner import RunRecord
+from calibkit.study.runner import RunRecord, run_study  # unlocked: reads while a study runs
 from calibkit.study.wang_figures import (
     best_coefficient_figure,
     best_coefficients,
@@ -88,6 +88,7 @@ def main() -> None:
     for cal in CALS:
         print(f"best coefficient by {cal}: {best_coefficients(table, cal)}")
     fig_dir = args.figures
+    fig_dir.mkdir(parents=True, exist_ok=True)
     n_seeds = len({r.seed for r in main_recs})
     title = (
         f"Best label-smoothing coefficient against the training-set size ({WHERE}, {n_seeds} seeds)"
@@ -96,7 +97,8 @@ def main() -> None:
         best_coefficient_figure(table, CALS, title=title),
         fig_dir / "wang_fig1d_best_coefficient.png",
     )
-    shown = {k: NAMES[k] for k in ("ce", "ls_0.05", "ls_0.09", "inverse_focal_2")}
+    done = {r.model for r in main_recs if r.seed == 0}
+    shown = {k: NAMES[k] for k in ("ce", "ls_0.05", "ls_0.09", "inverse_focal_2") if k in done}
     title = f"Test reliability before (top) and after TS (bottom), {WHERE}, seed 0"
     fig = reliability_after_ts_figure(main_recs, shown, title=title)
     save_figure(fig, fig_dir / "wang_fig2_reliability_ts.png")

@@ -57,7 +57,7 @@ def test_reliability_after_ts_divides_by_the_rows_temperature(tmp_path: Path) ->
     rec = _record("ce", 0, {"temperature_ece": 0.01}, tmp_path)
     fig = reliability_after_ts_figure([rec], {"ce": "CE"}, title="t")
     titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
-    assert titles == ["CE: no post-hoc", "CE: after TS, T = 2.00"]
+    assert titles == ["CE: raw", "CE: TS, T = 2.00"]
     with pytest.raises(InputError, match="labels"):
         reliability_after_ts_figure([rec], {"ls": "LS"}, title="t")
 

@@ -157,8 +157,8 @@ def reliability_after_ts_figure(
         y = z["test_labels"]
         t = next(float(r["temperature"]) for r in rec.rows if r["calibrator"] == calibrator)
         for panels, temp, what in (
-            (before, 1.0, "no post-hoc"),
-            (after, t, f"after TS, T = {t:.2f}"),
+            (before, 1.0, "raw"),
+            (after, t, f"TS, T = {t:.2f}"),
         ):
             p = _probs(z["test_logits"], temp)
             panels.append(
