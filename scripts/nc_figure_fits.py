@@ -12,7 +12,7 @@ on the run's calibration part:
 - ``ts_focal@g<G>``: temperature scaling fitted by focal loss (delta = 0) per gamma;
   ``ts_focal@g0`` is TS by NLL;
 - ``nc_random@g<G>``: Neural Clamping from a random delta (Gaussian, sd 0.01, seeded by S),
-  for ``--random-gamma``;
+  for ``--random-gamma``, and ``nc_random_sgd@g<G>`` (T where SGD left it);
 - ``none``: the model's own logits.
 
 Each fit's calibrated test logits are written to ``FITS_OUT/MODEL_LABEL/seed-S/<fit>.npz``
@@ -75,9 +75,10 @@ def fit_seed(args: argparse.Namespace, seed: int) -> None:
         start = time.perf_counter()
         nc = NeuralClamping(model, seed=seed, sgd=sgd, **params).fit(xc, yc.numpy())
         seconds = time.perf_counter() - start
-        if name.startswith("nc@"):  # before the fit's own file: a resumed run never misses it
+        if params.get("train", "joint") == "joint":  # before the fit's file: never missed
             view = nc.ablation("sgd")
-            sgd_path = out / f"{name.replace('nc@', 'nc_sgd@')}.npz"
+            family, _, gamma = name.partition("@")
+            sgd_path = out / f"{family}_sgd@{gamma}.npz"
             _save(sgd_path, logits=view.logits(xt), temperature=view.temperature_, seconds=0.0)
         _save(path, logits=nc.logits(xt), temperature=nc.temperature_, seconds=seconds)
         print(

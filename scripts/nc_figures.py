@@ -1,9 +1,9 @@
 """Neural Clamping's Figure 2, Figure 3 and Appendix D from the fits of nc_figure_fits.py.
 
-    .venv/bin/python scripts/nc_figures.py FITS_OUT/MODEL_LABEL FIGURES MODEL_NAME
+    .venv/bin/python scripts/nc_figures.py FITS_OUT/MODEL_LABEL FIGURES SLUG NAME
 
-Writes ``nc_ece_vs_gamma_<MODEL_NAME>.png``, ``nc_init_<MODEL_NAME>.png`` and
-``nc_bins_<MODEL_NAME>.png`` to ``FIGURES`` and prints the numbers quoted in
+Writes ``nc_ece_vs_gamma_<SLUG>.png``, ``nc_init_<SLUG>.png`` and ``nc_bins_<SLUG>.png``
+to ``FIGURES`` and prints the numbers quoted in
 docs/neural-clamping.md (test ECE in percent, mean ± std over seeds; Welch and paired
 t-tests where two fits are compared).
 """
@@ -32,7 +32,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("fits", type=Path)
     parser.add_argument("figures", type=Path)
-    parser.add_argument("model")
+    parser.add_argument("slug", help="the figures' file name suffix, e.g. birdcat_lenet5")
+    parser.add_argument("name", help="the model's name in the titles")
     args = parser.parse_args()
     fits = load_fits(args.fits)
     print(f"seeds {fits.seeds}; ECE noise floor after TS {100 * noise_floor(fits):.2f}%")
@@ -48,7 +49,7 @@ def main() -> None:
     for fit in ("none", "ts_focal@g0", "nc@g0", "nc@g1"):
         row = [f"{b}: {_ms(fits.ece(fit, b))}" for b in BIN_COUNTS]
         print(f"  bins {fit}: " + "; ".join(row))
-    for path in write_clamping_figures(fits, args.figures, args.model).values():
+    for path in write_clamping_figures(fits, args.figures, args.slug, args.name).values():
         print("wrote", path)
 
 

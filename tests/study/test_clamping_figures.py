@@ -97,8 +97,8 @@ def test_load_fits_refuses_an_empty_folder(tmp_path: Path) -> None:
 
 def test_write_clamping_figures_writes_three_pngs(tmp_path: Path) -> None:
     _fits(tmp_path / "fits")
-    paths = write_clamping_figures(load_fits(tmp_path / "fits"), tmp_path / "out", "toy")
-    assert sorted(paths) == ["bins", "gamma", "init"]
+    paths = write_clamping_figures(load_fits(tmp_path / "fits"), tmp_path / "out", "toy", "a toy")
+    assert sorted(paths) == ["bins", "ece_vs_gamma", "init"]
     for path in paths.values():
         assert path.read_bytes()[:4] == b"\x89PNG"
     assert len(BIN_COUNTS) >= 5

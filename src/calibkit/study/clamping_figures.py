@@ -38,7 +38,7 @@ F64 = npt.NDArray[np.float64]
 _COLOURS = ("#3366a8", "#d1495b", "#2a9d8f", "#e9a03b", "#7b5ea7", "#3d5a80")
 #: The bin counts of the Appendix D figure.
 BIN_COUNTS = (5, 10, 15, 20, 30, 50, 100)
-_GAMMA = re.compile(r"^(nc|nc_sgd|ts_focal|nc_random)@g([0-9.]+)$")
+_GAMMA = re.compile(r"^(nc|nc_sgd|ts_focal|nc_random|nc_random_sgd)@g([0-9.]+)$")
 #: Legend names of the fit families.
 FAMILY_NAMES = {
     "nc": "NC (data-driven delta, exact final T)",
@@ -60,10 +60,15 @@ class ClampingFits:
     def seeds(self) -> list[int]:
         return sorted(self.labels)
 
-    def ece(self, fit: str, n_bins: int = 15) -> F64:
-        """The fit's test ECE on every seed that has it, in seed order."""
+    def ece(self, fit: str, n_bins: int = 15, seeds: Sequence[int] | None = None) -> F64:
+        """The fit's test ECE on ``seeds`` (default: every seed that has it), in order."""
         runs = self.probs.get(fit, {})
-        return np.array([ece(self.labels[s], runs[s], n_bins=n_bins) for s in sorted(runs)])
+        chosen = sorted(runs) if seeds is None else seeds
+        return np.array([ece(self.labels[s], runs[s], n_bins=n_bins) for s in chosen])
+
+    def common_seeds(self, fits: Sequence[str]) -> list[int]:
+        """The seeds that have every fit of ``fits``."""
+        return [s for s in self.seeds if all(s in self.probs.get(f, {}) for f in fits)]
 
     def gammas(self, family: str) -> list[float]:
         """The gammas fitted for ``family`` (``"nc"``, ``"ts_focal"``, ...), ascending."""
@@ -149,8 +154,8 @@ def init_box_figure(groups: Mapping[str, F64], *, title: str) -> Figure:
     """Box plots of the test ECE over seeds, one box per initialisation, seeds as dots."""
     if not groups:
         raise InputError("groups", "at least one group of ECE values", "none")
-    fig = new_figure(4.8, 4.2)
-    ax = _percent_axes(fig, title, 4.8)
+    fig = new_figure(6.4, 4.2)
+    ax = _percent_axes(fig, title, 6.4)
     names = list(groups)
     data = [np.asarray(groups[n], dtype=np.float64) for n in names]
     ax.boxplot(data, tick_labels=[wrapped(n, 1.8, 8) for n in names], widths=0.5)
@@ -190,11 +195,7 @@ def gamma_curves(
     gammas = sorted(set.intersection(*(set(fits.gammas(f)) for f in families)))
     if not gammas:
         raise InputError("fits", "gammas fitted by every family of " + ", ".join(families), "none")
-    seeds = [
-        s
-        for s in fits.seeds
-        if all(s in fits.probs[f"{f}@g{g:g}"] for f in families for g in gammas)
-    ]
+    seeds = fits.common_seeds([f"{f}@g{g:g}" for f in families for g in gammas])
     curves = {
         FAMILY_NAMES[f]: np.array(
             [[ece(fits.labels[s], fits.probs[f"{f}@g{g:g}"][s]) for g in gammas] for s in seeds]
@@ -204,44 +205,52 @@ def gamma_curves(
     return gammas, curves
 
 
+def _bin_curves(fits: ClampingFits, chosen: Mapping[str, str]) -> dict[str, F64]:
+    """``(seeds, bin counts)`` ECE of each chosen fit, on the seeds every one of them has."""
+    present = {name: fit for name, fit in chosen.items() if fit in fits.probs}
+    seeds = fits.common_seeds(list(present.values()))
+    return {
+        name: np.array([fits.ece(fit, b, seeds) for b in BIN_COUNTS]).T
+        for name, fit in present.items()
+    }
+
+
 def write_clamping_figures(
-    fits: ClampingFits, out: str | Path, model: str, *, init_gamma: float = 1.0
+    fits: ClampingFits, out: str | Path, slug: str, name: str, *, init_gamma: float = 1.0
 ) -> dict[str, Path]:
-    """The three figures of ``fits`` (one model's) as PNGs in ``out``; their paths by name."""
+    """The three figures of ``fits`` (one model's, called ``name`` in the titles) as PNGs
+    ``nc_<figure>_<slug>.png`` in ``out``; their paths by figure."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    n = len(fits.seeds)
-    floor = noise_floor(fits)
+    paths = {key: out / f"nc_{key}_{slug}.png" for key in ("ece_vs_gamma", "init", "bins")}
     gammas, curves = gamma_curves(fits)
     lines = {
         "TS by NLL": float(fits.ece("ts_focal@g0").mean()),
-        "ECE noise floor (after TS)": floor,
+        "ECE noise floor (after TS)": noise_floor(fits),
     }
-    paths = {
-        "gamma": out / f"nc_ece_vs_gamma_{model}.png",
-        "init": out / f"nc_init_{model}.png",
-        "bins": out / f"nc_bins_{model}.png",
-    }
-    title = f"Neural Clamping on {model}: test ECE against the focal gamma ({n} seeds)"
-    save_figure(gamma_figure(gammas, curves, title=title, lines=lines), paths["gamma"])
+    n = min(len(v) for v in curves.values())
+    title = f"Neural Clamping on {name}: test ECE against the focal gamma ({n} seeds)"
+    save_figure(gamma_figure(gammas, curves, title=title, lines=lines), paths["ece_vs_gamma"])
     g = f"g{init_gamma:g}"
     groups = {
         "data-driven delta": fits.ece(f"nc@{g}"),
         "random delta (sd 0.01)": fits.ece(f"nc_random@{g}"),
+        "data-driven, SGD's T": fits.ece(f"nc_sgd@{g}"),
+        "random, SGD's T": fits.ece(f"nc_random_sgd@{g}"),
     }
-    title = f"NC (gamma {init_gamma:g}) on {model}: initial delta, over {n} seeds"
+    groups = {k: v for k, v in groups.items() if v.size}
+    n = min(v.size for v in groups.values())
+    title = f"NC (gamma {init_gamma:g}) on {name}: data-driven or random initial delta ({n}+ seeds)"
     save_figure(init_box_figure(groups, title=title), paths["init"])
     chosen = {
         "uncalibrated": "none",
         "TS by NLL": "ts_focal@g0",
         "NC (CE), gamma 0": "nc@g0",
         f"NC (FL), gamma {init_gamma:g}": f"nc@{g}",
+        f"NC (FL), gamma {init_gamma:g}, SGD's T": f"nc_sgd@{g}",
     }
-    table = {
-        name: np.array([fits.ece(fit, b) for b in BIN_COUNTS]).T
-        for name, fit in chosen.items()
-        if fit in fits.probs
-    }
-    title = f"The same fits on {model}, test ECE with other numbers of bins ({n} seeds)"
+    table = _bin_curves(fits, chosen)
+    n = min(len(v) for v in table.values())
+    title = f"The same fits on {name}: test ECE with other numbers of bins ({n} seeds)"
     save_figure(bins_figure(BIN_COUNTS, table, title=title), paths["bins"])
     return paths
