@@ -24,6 +24,7 @@ import numpy as np
 
 from calibkit.reporting.figures import save_figure
 from calibkit.study import load_study_config
+from calibkit.study.analysis import welch_test
 from calibkit.study.loss_figures import optimal_ece_per_epoch_figure
 from calibkit.study.runner import RunRecord, run_study  # unlocked: reads while a study runs
 from calibkit.study.wang_figures import (
@@ -87,6 +88,12 @@ def main() -> None:
             table[n] = ece_by_coefficient(recs, LS)
     for cal in CALS:
         print(f"best coefficient by {cal}: {best_coefficients(table, cal)}")
+        for size, best in best_coefficients(table, cal).items():
+            b, ce = table[size][best][cal], table[size][0.0][cal]
+            p = welch_test(b, ce)[1]
+            print(f"  {size}: best {100 * b.mean():.2f}, CE {100 * ce.mean():.2f}, Welch p {p:.2f}")
+    floor = [x["ece_floor"] for r in main_recs for x in r.rows if x["calibrator"] == "temperature"]
+    print(f"ECE noise floor after TS (NLL), {FULL:,} training images: {100 * np.mean(floor):.2f}%")
     fig_dir = args.figures
     fig_dir.mkdir(parents=True, exist_ok=True)
     n_seeds = len({r.seed for r in main_recs})
