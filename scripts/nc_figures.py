@@ -42,11 +42,15 @@ def main() -> None:
         print(f"  {fit:18s} n={t.size} ECE {_ms(fits.ece(fit))}  T {t.min():.2f}-{t.max():.2f}")
     for family in ("nc", "nc_sgd", "ts_focal"):
         print(family, "gammas", fits.gammas(family))
-    a, b = fits.ece("nc@g1"), fits.ece("nc_random@g1")
-    if a.size == b.size and a.size > 1:
-        p = stats.ttest_rel(a, b).pvalue
-        print(f"data-driven minus random (gamma 1): {100 * (a - b).mean():+.2f} points, p {p:.3f}")
-    for fit in ("none", "ts_focal@g0", "nc@g0", "nc@g1"):
+    for data, rand in (("nc@g1", "nc_random@g1"), ("nc_sgd@g1", "nc_random_sgd@g1")):
+        seeds = fits.common_seeds([data, rand])
+        a, b = fits.ece(data, 15, seeds), fits.ece(rand, 15, seeds)
+        if a.size > 1:
+            p = stats.ttest_rel(a, b).pvalue
+            print(f"{data} minus {rand}: {100 * (a - b).mean():+.2f} points, paired p {p:.3f}")
+    for b in BIN_COUNTS:
+        print(f"  noise floor, {b} bins: {100 * noise_floor(fits, n_bins=b):.2f}")
+    for fit in ("none", "ts_focal@g0", "nc@g0", "nc@g1", "nc_sgd@g1"):
         row = [f"{b}: {_ms(fits.ece(fit, b))}" for b in BIN_COUNTS]
         print(f"  bins {fit}: " + "; ".join(row))
     for path in write_clamping_figures(fits, args.figures, args.slug, args.name).values():

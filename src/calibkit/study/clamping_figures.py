@@ -98,14 +98,21 @@ def load_fits(folder: str | Path) -> ClampingFits:
     return ClampingFits(labels, probs, temperature)
 
 
-def noise_floor(fits: ClampingFits, fit: str = "ts_focal@g0", n_bins: int = 15) -> float:
-    """Mean over seeds of the ECE noise floor of ``fit``'s confidences (default: TS)."""
+def noise_floors(fits: ClampingFits, fit: str = "ts_focal@g0", n_bins: int = 15) -> F64:
+    """Per seed, the ECE noise floor of ``fit``'s confidences (default: TS by NLL): the ECE
+    a perfectly calibrated model with these confidences shows on this test set."""
     runs = fits.probs[fit]
-    floors = [
-        evaluate(fits.labels[s], runs[s], n_bins=n_bins, n_boot=0, seed=s).values["ece_floor"]
-        for s in sorted(runs)
-    ]
-    return float(np.mean(floors))
+    return np.array(
+        [
+            evaluate(fits.labels[s], runs[s], n_bins=n_bins, n_boot=0, seed=s).values["ece_floor"]
+            for s in sorted(runs)
+        ]
+    )
+
+
+def noise_floor(fits: ClampingFits, fit: str = "ts_focal@g0", n_bins: int = 15) -> float:
+    """Mean over seeds of :func:`noise_floors`."""
+    return float(noise_floors(fits, fit, n_bins).mean())
 
 
 def _percent_axes(fig: Figure, title: str, width: float) -> Axes:
@@ -250,6 +257,9 @@ def write_clamping_figures(
         f"NC (FL), gamma {init_gamma:g}, SGD's T": f"nc_sgd@{g}",
     }
     table = _bin_curves(fits, chosen)
+    table["ECE noise floor (after TS)"] = np.array(
+        [noise_floors(fits, n_bins=b) for b in BIN_COUNTS]
+    ).T
     n = min(len(v) for v in table.values())
     title = f"The same fits on {name}: test ECE with other numbers of bins ({n} seeds)"
     save_figure(bins_figure(BIN_COUNTS, table, title=title), paths["bins"])
