@@ -174,8 +174,11 @@ def init_box_figure(groups: Mapping[str, F64], *, title: str) -> Figure:
     return fig
 
 
-def bins_figure(bins: Sequence[int], curves: Mapping[str, F64], *, title: str) -> Figure:
-    """Mean test ECE (± std over seeds) of fixed fits against the number of bins."""
+def bins_figure(
+    bins: Sequence[int], curves: Mapping[str, F64], *, title: str, floor: F64 | None = None
+) -> Figure:
+    """Mean test ECE (± std over seeds) of fixed fits against the number of bins; ``floor``
+    (one value per bin count: the noise floor) is drawn dashed."""
     fig = new_figure(6.4, 4.2)
     ax = _percent_axes(fig, title, 6.4)
     x = np.asarray(bins, dtype=np.float64)
@@ -185,6 +188,8 @@ def bins_figure(bins: Sequence[int], curves: Mapping[str, F64], *, title: str) -
         std = v.std(axis=0, ddof=1) if v.shape[0] > 1 else np.zeros(x.size)
         ax.plot(x, v.mean(axis=0), color=colour, marker="o", markersize=4, label=name)
         ax.fill_between(x, v.mean(axis=0) - std, v.mean(axis=0) + std, color=colour, alpha=0.12)
+    if floor is not None:
+        ax.plot(x, floor, color="#555555", linestyle="--", label="ECE noise floor (after TS)")
     ax.set_xscale("log")
     ax.set_xticks(x, [f"{b:g}" for b in bins])
     ax.minorticks_off()
@@ -257,10 +262,8 @@ def write_clamping_figures(
         f"NC (FL), gamma {init_gamma:g}, SGD's T": f"nc_sgd@{g}",
     }
     table = _bin_curves(fits, chosen)
-    table["ECE noise floor (after TS)"] = np.array(
-        [noise_floors(fits, n_bins=b) for b in BIN_COUNTS]
-    ).T
+    floor = np.array([noise_floor(fits, n_bins=b) for b in BIN_COUNTS])
     n = min(len(v) for v in table.values())
     title = f"The same fits on {name}: test ECE with other numbers of bins ({n} seeds)"
-    save_figure(bins_figure(BIN_COUNTS, table, title=title), paths["bins"])
+    save_figure(bins_figure(BIN_COUNTS, table, title=title, floor=floor), paths["bins"])
     return paths
