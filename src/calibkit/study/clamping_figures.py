@@ -165,7 +165,7 @@ def init_box_figure(groups: Mapping[str, F64], *, title: str) -> Figure:
     ax = _percent_axes(fig, title, 6.4)
     names = list(groups)
     data = [np.asarray(groups[n], dtype=np.float64) for n in names]
-    ax.boxplot(data, tick_labels=[wrapped(n, 1.8, 8) for n in names], widths=0.5)
+    ax.boxplot(data, tick_labels=[wrapped(n, 1.0, 8) for n in names], widths=0.5)
     for i, v in enumerate(data, start=1):
         ax.plot(np.full(v.size, float(i)), v, "o", color=_COLOURS[1], alpha=0.7, markersize=4)
     ax.plot([], [], "o", color=_COLOURS[1], label="one seed (model and fit)")
@@ -252,7 +252,7 @@ def write_clamping_figures(
     }
     groups = {k: v for k, v in groups.items() if v.size}
     n = min(v.size for v in groups.values())
-    title = f"NC (gamma {init_gamma:g}) on {name}: data-driven or random initial delta ({n}+ seeds)"
+    title = f"NC (gamma {init_gamma:g}) on {name}: data-driven or random initial delta ({n} seeds)"
     save_figure(init_box_figure(groups, title=title), paths["init"])
     chosen = {
         "uncalibrated": "none",
