@@ -3,7 +3,8 @@
 For each study folder (made by ``calibkit study configs/guo2017_*.toml --out DIR``) and its
 config: the config (as config.toml), the folder's report.md and figures/ are copied, and
 ``factors.md`` is written beside them with the one-factor-at-a-time tables (Welch tests
-against the base, rank correlations), the NLL-overfitting table, the per-epoch tables and their figures (calibkit.study.factor_figures).
+against the base, rank correlations), the NLL-overfitting table, the per-epoch tables and
+their figures (calibkit.study.factor_figures).
 
     python scripts/guo2017_report.py \\
         configs/guo2017_birdcat.toml:/work/runs/guo2017_birdcat:birdcat \\
