@@ -95,7 +95,8 @@ def test_factor_figure_plots_the_means() -> None:
     fig = factor_figure(_rows(), levels)
     ece_width = fig.axes[3]  # row ECE, column width (row-major: 3 columns per row)
     y = np.asarray(ece_width.lines[0].get_ydata(), dtype=np.float64)
-    np.testing.assert_allclose(y, [np.mean(ECES[k]) for k in ("width_0.5", "base", "width_2")])
+    expected = np.array([np.mean(ECES[k]) for k in ("width_0.5", "base", "width_2")])
+    np.testing.assert_allclose(y, expected)
 
 
 HISTORY = [
@@ -120,6 +121,7 @@ def test_overfitting_summary_and_table() -> None:
 
 def test_epoch_figure_and_table() -> None:
     fig = nll_accuracy_epochs_figure({"m": [HISTORY, HISTORY]})
-    np.testing.assert_allclose(fig.axes[0].lines[0].get_ydata(), [0.6, 0.5, 0.7])
+    y = np.asarray(fig.axes[0].lines[0].get_ydata(), dtype=np.float64)
+    np.testing.assert_allclose(y, np.array([0.6, 0.5, 0.7]))
     table = epoch_table([HISTORY], "m")
     assert [r[2].text for r in table.rows] == ["3.00 ± 0.00", "2.00 ± 0.00", "6.00 ± 0.00"]
