@@ -72,7 +72,7 @@ def document(config: Path, study: Path) -> Document:
     blocks: list[Any] = [Paragraph(intro)]
     blocks += [table_section(factor_table(rows, levels, base, c)) for c in ("none", "temperature")]
     blocks += [table_section(trend_table(rows, levels, "none"))]
-    fig = factor_figure(rows, levels, "none", title=f"{cfg.name}: each factor alone")
+    fig = factor_figure(rows, levels, "none")
     caption = "Accuracy, ECE and NLL against each factor"
     blocks += [Figure("factors.png", caption, figure_png_bytes(fig))]
     blocks += [table_section(overfitting_table(hist))]

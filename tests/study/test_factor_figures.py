@@ -113,7 +113,7 @@ def test_overfitting_summary_and_table() -> None:
     assert s["accuracy_after"] == pytest.approx(0.03)
     assert (s["ece_at_best_nll"], s["ece_last"]) == (0.02, 0.06)
     table = overfitting_table({"m": [HISTORY, HISTORY]})
-    assert table.rows[0][1].text == "2.0000 ± 0.0000"
+    assert table.rows[0][1].text == "2.0 ± 0.0"
     assert table.rows[0][-1].text == "2/2"
     with pytest.raises(InputError, match="history"):
         overfitting_summary([])

@@ -105,10 +105,12 @@ def _values(rows: Iterable[Row], label: str, key: str, calibrator: str) -> F64:
     return v[np.isfinite(v)]
 
 
-def _cell(v: F64, percent: bool) -> str:
+def _cell(v: F64, percent: bool, digits: int | None = None) -> str:
+    """``mean ± std`` (ddof 1) of ``v``, in percent with 2 decimals or plain with 4."""
     if v.size == 0:
         return "–"
-    scale, digits = (100.0, 2) if percent else (1.0, 4)
+    scale, places = (100.0, 2) if percent else (1.0, 4)
+    digits = places if digits is None else digits
     sd = float(v.std(ddof=1)) if v.size > 1 else 0.0
     return f"{scale * v.mean():.{digits}f} ± {scale * sd:.{digits}f}"
 
@@ -250,7 +252,8 @@ def overfitting_table(histories: Mapping[str, Sequence[History]], split: str = "
         summaries = [overfitting_summary(h, split) for h in runs]
 
         def cell(key: str, percent: bool, s: list[dict[str, float]] = summaries) -> Cell:
-            return Cell(_cell(np.array([x[key] for x in s], dtype=np.float64), percent))
+            digits = 1 if key.endswith("epoch") else None
+            return Cell(_cell(np.array([x[key] for x in s], dtype=np.float64), percent, digits))
 
         n_up = sum(x["nll_rise"] > 0 and x["accuracy_after"] > 0 for x in summaries)
         cells = [Cell(label), cell("nll_best_epoch", False), cell("accuracy_best_epoch", False)]
