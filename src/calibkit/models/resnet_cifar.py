@@ -1,4 +1,4 @@
-"""CIFAR ResNet-20/32/44/56/110 (He et al., 2016, section 4.2) with option-A shortcuts.
+"""CIFAR ResNet-8/14/20/32/44/56/110 (He et al., 2016, section 4.2) with option-A shortcuts.
 
 conv3x3(16) + BN + ReLU, three stages of n BasicBlocks (16, 32, 64 channels, the last two
 starting with stride 2), global average pooling and linear(64, K); depth = 6n + 2. Where a
@@ -28,7 +28,7 @@ from calibkit.core.validation import Choice
 from calibkit.models.registry import MODELS
 
 #: Supported depths (6n + 2).
-DEPTHS = (20, 32, 44, 56, 110)
+DEPTHS = (8, 14, 20, 32, 44, 56, 110)
 
 
 class PadShortcut(nn.Module):
@@ -102,6 +102,18 @@ class CifarResNet(nn.Module):
         out = self.layer3(self.layer2(self.layer1(out)))
         logits: Tensor = self.linear(F.adaptive_avg_pool2d(out, 1).flatten(1))
         return logits
+
+
+@MODELS.register("resnet8", family="cifar_resnet", depth=8)
+def resnet8(num_classes: int, in_channels: int = 3) -> CifarResNet:
+    """ResNet-8 (n = 1), the shallowest of the family: for depth studies."""
+    return CifarResNet(8, num_classes, in_channels)
+
+
+@MODELS.register("resnet14", family="cifar_resnet", depth=14)
+def resnet14(num_classes: int, in_channels: int = 3) -> CifarResNet:
+    """ResNet-14 (n = 2): for depth studies."""
+    return CifarResNet(14, num_classes, in_channels)
 
 
 @MODELS.register("resnet20", family="cifar_resnet", depth=20)
