@@ -47,7 +47,7 @@ _MODULES: dict[str, str] = {
         "ClasswiseHistogramBinning DirichletCalibration HistogramBinning IsotonicCalibrator "
         "MatrixScaling MatrixScalingODIR NeuralClamping PlattScaling TemperatureScaling "
         "TemperatureScalingECE VectorScaling ece_grid_minimum ece_temperature_curve "
-        "get_calibrator"
+        "get_calibrator CentredIsotonicCalibrator ScalingBinning SplineCalibration VennAbers"
     ),
     "calibkit.calibrators.sklearn_wrapper": "CalibratedClassifier",
     "calibkit.models": "MODELS create_model",
@@ -89,6 +89,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
         BetaCalibration,
         CalibratedModel,
         Calibrator,
+        CentredIsotonicCalibrator,
         ClasswiseHistogramBinning,
         DirichletCalibration,
         HistogramBinning,
@@ -97,9 +98,12 @@ if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
         MatrixScalingODIR,
         NeuralClamping,
         PlattScaling,
+        ScalingBinning,
+        SplineCalibration,
         TemperatureScaling,
         TemperatureScalingECE,
         VectorScaling,
+        VennAbers,
         ece_grid_minimum,
         ece_temperature_curve,
         get_calibrator,
