@@ -40,6 +40,7 @@ _MODULES: dict[str, str] = {
         "ScoreDecomposition SmoothReliability StreamingCalibration accuracy aece bootstrap_ci "
         "brier calibration_error debiased_ece ece entropy evaluate ks_error mce mmce nll "
         "reliability_stats rmsce sce score_decomposition smooth_ece smooth_reliability"
+        " debiased_marginal_ce"
     ),
     "calibkit.losses": "LOSSES create_loss",
     "calibkit.calibrators": (
@@ -131,6 +132,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
         brier,
         calibration_error,
         debiased_ece,
+        debiased_marginal_ce,
         ece,
         entropy,
         evaluate,
