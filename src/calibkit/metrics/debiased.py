@@ -47,8 +47,8 @@ def class_squared_error(score: F64, outcome: F64, n_bins: int, scheme: DebiasedS
     else:
         idx, _, width = bin_index(score, n_bins, scheme=scheme)
     counts = np.bincount(idx, minlength=width).astype(np.float64)
-    conf = np.bincount(idx, weights=score, minlength=width)
-    acc = np.bincount(idx, weights=outcome, minlength=width)
+    conf = np.bincount(idx, weights=score, minlength=width).astype(np.float64)
+    acc = np.bincount(idx, weights=outcome, minlength=width).astype(np.float64)
     return float(errors_from_sums(counts, conf, acc)["debiased"]) ** 2
 
 
