@@ -47,12 +47,16 @@ I64 = np.ndarray
 
 def block_starts(weight: F64, total: F64) -> I64:
     """For every prefix ``0..u`` of the groups, the first group of its isotonic fit's last
-    block (pool-adjacent-violators; block ``[a, b]`` has mean ``sum total / sum weight``)."""
+    block (pool-adjacent-violators; block ``[a, b]`` has mean ``sum total / sum weight``).
+
+    Blocks of equal means are pooled too, so the blocks' means strictly increase (a long
+    run of outcomes 0 is one block, which keeps the merges of :func:`venn_abers_values`
+    few)."""
     starts = np.empty(weight.shape[0], dtype=np.int64)
     stack: list[tuple[int, float, float]] = []  # (first group, weight, total) per block
     for u in range(weight.shape[0]):
         a, w, t = u, float(weight[u]), float(total[u])
-        while stack and stack[-1][2] * w > t * stack[-1][1]:  # previous mean > this mean
+        while stack and stack[-1][2] * w >= t * stack[-1][1]:  # previous mean >= this mean
             a, w0, t0 = stack.pop()
             w, t = w + w0, t + t0
         stack.append((a, w, t))
@@ -78,19 +82,21 @@ def venn_abers_values(score: F64, outcome: F64, label: float) -> tuple[F64, F64]
     cur_t = label + np.where(on_score, total[np.minimum(own, n - 1)], 0.0)
     left = own - 1
     right = np.where(on_score, own + 1, own)
-    while True:
-        lp, rp = np.maximum(left, 0), np.minimum(right, n - 1)
+    todo = place  # the places whose block may still grow
+    while todo.size:
+        lp, rp = np.maximum(left[todo], 0), np.minimum(right[todo], n - 1)
         a, e = starts[lp], ends[rp]
         lw, lt = cum_w[lp + 1] - cum_w[a], cum_t[lp + 1] - cum_t[a]
         rw, rt = cum_w[e + 1] - cum_w[rp], cum_t[e + 1] - cum_t[rp]
-        take_left = (left >= 0) & (lt * cur_w > cur_t * lw)
-        take_right = ~take_left & (right < n) & (rt * cur_w < cur_t * rw)
-        if not (take_left.any() or take_right.any()):
-            return x, cur_t / cur_w
-        cur_w = cur_w + np.where(take_left, lw, 0.0) + np.where(take_right, rw, 0.0)
-        cur_t = cur_t + np.where(take_left, lt, 0.0) + np.where(take_right, rt, 0.0)
-        left = np.where(take_left, a - 1, left)
-        right = np.where(take_right, e + 1, right)
+        cw, ct = cur_w[todo], cur_t[todo]
+        take_left = (left[todo] >= 0) & (lt * cw > ct * lw)
+        take_right = ~take_left & (right[todo] < n) & (rt * cw < ct * rw)
+        cur_w[todo] = cw + np.where(take_left, lw, 0.0) + np.where(take_right, rw, 0.0)
+        cur_t[todo] = ct + np.where(take_left, lt, 0.0) + np.where(take_right, rt, 0.0)
+        left[todo] = np.where(take_left, a - 1, left[todo])
+        right[todo] = np.where(take_right, e + 1, right[todo])
+        todo = todo[take_left | take_right]
+    return x, cur_t / cur_w
 
 
 def place_of(score: F64, x: F64) -> I64:
