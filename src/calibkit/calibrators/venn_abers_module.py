@@ -2,11 +2,6 @@
 
 Kept apart from :mod:`calibkit.calibrators.modules` (the maps of the other calibrators);
 the same conventions hold: float64 buffers, comparisons instead of ``searchsorted``.
-
->>> maps = VennAbersMaps([np.array([0.5])], [np.array([0.2, 0.3, 0.4])],
-...                      [np.array([0.6, 0.7, 0.8])], binary=True)
->>> maps(torch.tensor([[0.0, -1.0], [0.0, 0.0]], dtype=torch.float64)).round(decimals=4).tolist()
-[[0.5714, 0.4286], [0.5, 0.5]]
 """
 
 from __future__ import annotations
@@ -47,6 +42,14 @@ class VennAbersMaps(nn.Module):
         Per map: ``n`` increasing scores and ``2 n + 1`` values.
     binary : bool
         Whether the problem has two classes (one map, of class 1).
+
+    Examples
+    --------
+    >>> p0, p1 = [np.array([0.2, 0.3, 0.4])], [np.array([0.6, 0.7, 0.8])]
+    >>> maps = VennAbersMaps([np.array([0.5])], p0, p1, binary=True)
+    >>> z = torch.tensor([[0.0, -1.0], [0.0, 0.0]], dtype=torch.float64)
+    >>> maps(z).round(decimals=4).tolist()  # 0.6 / 1.4, then on the score 0.5: 0.7 / 1.4
+    [[0.5714, 0.4286], [0.5, 0.5]]
     """
 
     def __init__(
