@@ -40,6 +40,7 @@ _MODULES: dict[str, str] = {
         "ScoreDecomposition SmoothReliability StreamingCalibration accuracy aece bootstrap_ci "
         "brier calibration_error debiased_ece ece entropy evaluate ks_error mce mmce nll "
         "reliability_stats rmsce sce score_decomposition smooth_ece smooth_reliability"
+        " debiased_marginal_ce"
     ),
     "calibkit.losses": "LOSSES create_loss",
     "calibkit.calibrators": (
@@ -47,7 +48,7 @@ _MODULES: dict[str, str] = {
         "ClasswiseHistogramBinning DirichletCalibration HistogramBinning IsotonicCalibrator "
         "MatrixScaling MatrixScalingODIR NeuralClamping PlattScaling TemperatureScaling "
         "TemperatureScalingECE VectorScaling ece_grid_minimum ece_temperature_curve "
-        "get_calibrator"
+        "get_calibrator CentredIsotonicCalibrator ScalingBinning SplineCalibration VennAbers"
     ),
     "calibkit.calibrators.sklearn_wrapper": "CalibratedClassifier",
     "calibkit.models": "MODELS create_model",
@@ -89,6 +90,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
         BetaCalibration,
         CalibratedModel,
         Calibrator,
+        CentredIsotonicCalibrator,
         ClasswiseHistogramBinning,
         DirichletCalibration,
         HistogramBinning,
@@ -97,9 +99,12 @@ if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
         MatrixScalingODIR,
         NeuralClamping,
         PlattScaling,
+        ScalingBinning,
+        SplineCalibration,
         TemperatureScaling,
         TemperatureScalingECE,
         VectorScaling,
+        VennAbers,
         ece_grid_minimum,
         ece_temperature_curve,
         get_calibrator,
@@ -127,6 +132,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
         brier,
         calibration_error,
         debiased_ece,
+        debiased_marginal_ce,
         ece,
         entropy,
         evaluate,

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from calibkit.calibrators import CALIBRATORS, Calibrator, get_calibrator
+from calibkit.calibrators.auto import NAMED_ONLY
 from calibkit.calibrators.temperature import TemperatureScaling
 from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
@@ -99,7 +100,9 @@ def test_applicable_methods_follow_the_registry(fake_binary: str) -> None:
     assert fake_binary not in multi
     assert fake_binary in applicable_methods(2)
     expected = [
-        n for n in CALIBRATORS.names() if n != "auto" and not CALIBRATORS.get(n).binary_only
+        n
+        for n in CALIBRATORS.names()
+        if n not in ("auto", *NAMED_ONLY) and not CALIBRATORS.get(n).binary_only
     ]
     assert multi == expected
     with pytest.raises(InputError, match="n_classes"):

@@ -28,6 +28,10 @@ from calibkit.calibrators.linear import (
 from calibkit.calibrators.histogram import HistogramBinning, ClasswiseHistogramBinning
 from calibkit.calibrators.isotonic import IsotonicCalibrator
 from calibkit.calibrators.binary import PlattScaling, BetaCalibration
+from calibkit.calibrators.scaling_binning import ScalingBinning
+from calibkit.calibrators.venn_abers import VennAbers
+from calibkit.calibrators.centred_isotonic import CentredIsotonicCalibrator
+from calibkit.calibrators.spline import SplineCalibration
 from calibkit.calibrators.auto import AutoCalibrator
 
 # isort: on
@@ -41,6 +45,7 @@ __all__ = [
     "BetaCalibration",
     "CalibratedModel",
     "Calibrator",
+    "CentredIsotonicCalibrator",
     "ClasswiseHistogramBinning",
     "DirichletCalibration",
     "HistogramBinning",
@@ -50,9 +55,12 @@ __all__ = [
     "NeuralClamping",
     "PlattScaling",
     "SGDSettings",
+    "ScalingBinning",
+    "SplineCalibration",
     "TemperatureScaling",
     "TemperatureScalingECE",
     "VectorScaling",
+    "VennAbers",
     "ece_grid_minimum",
     "ece_temperature_curve",
     "get_calibrator",

@@ -49,8 +49,11 @@ if TYPE_CHECKING:
 
 Criterion = Literal["nll", "ece"]
 CRITERIA: tuple[str, ...] = ("nll", "ece")
+#: Registered methods run only when named (by ``auto`` and by ``compare``), so that adding
+#: them changed no default output (issue 15's post-hoc methods).
+NAMED_ONLY: tuple[str, ...] = ("scaling_binning", "venn_abers", "isotonic_centred", "spline")
 #: Registered methods left out of the default candidates.
-EXCLUDED_BY_DEFAULT: tuple[str, ...] = ("auto", "temperature_ece")
+EXCLUDED_BY_DEFAULT: tuple[str, ...] = ("auto", "temperature_ece", *NAMED_ONLY)
 
 
 class _SavedCalibrator(v.Constraint):

@@ -24,6 +24,7 @@ from calibkit.metrics.binned import (
 )
 from calibkit.metrics.bootstrap import BootstrapInterval, bootstrap_ci
 from calibkit.metrics.continuous import ks_error, mmce
+from calibkit.metrics.debiased import debiased_marginal_ce
 from calibkit.metrics.decomposition import ScoreDecomposition, score_decomposition
 from calibkit.metrics.info import EXTRA_METRICS, FLOOR_METRICS, METRIC_NAMES, METRICS, MetricInfo
 from calibkit.metrics.scores import accuracy, brier, entropy, nll
@@ -49,6 +50,7 @@ __all__ = [
     "brier",
     "calibration_error",
     "debiased_ece",
+    "debiased_marginal_ce",
     "ece",
     "entropy",
     "evaluate",

@@ -13,12 +13,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from calibkit.calibrators import CALIBRATORS, Calibrator
+from calibkit.calibrators.auto import NAMED_ONLY
 from calibkit.core.errors import InputError
 
 #: Name of the uncalibrated row.
 UNCALIBRATED = "none"
 #: Registered methods left out of the default list (see the module docstring).
-EXCLUDED_BY_DEFAULT: tuple[str, ...] = ("auto",)
+EXCLUDED_BY_DEFAULT: tuple[str, ...] = ("auto", *NAMED_ONLY)
 #: Unregularised matrix scaling is left out of the defaults from this many classes on ...
 MATRIX_MAX_CLASSES = 50
 #: ... and when the calibration part has fewer than this many samples per fitted parameter.

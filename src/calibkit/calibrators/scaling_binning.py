@@ -1,0 +1,195 @@
+"""Scaling-binning (Kumar, Liang & Ma 2019, "Verified uncertainty calibration"), top-label.
+
+The calibration set is split in two (stratified by label, seeded): a parametric scaler is
+fitted on the first part; the second part's scaled top-label confidences are cut into
+``n_bins`` equal-mass bins, and every bin outputs the *mean of the scaled confidences* in
+it (not their accuracy, as histogram binning would). The output takes few values, so its
+calibration error can be measured (with the debiased estimator,
+:func:`calibkit.metrics.debiased_ece` / :func:`calibkit.metrics.debiased_marginal_ce`),
+while keeping the scaler's low variance.
+
+``scaler="temperature"``
+    Temperature scaling (:class:`~calibkit.calibrators.TemperatureScaling`): the scaled
+    confidence is the top probability of ``softmax(z / T)``.
+``scaler="platt"``
+    Platt scaling of the top-label confidence, as in the authors' top-label code:
+    ``sigmoid(a logit(c) + b)`` fitted by maximum likelihood to "top class is correct".
+
+The top class then gets its bin's value and the other classes share the rest in proportion
+to their (scaled, for temperature) probabilities, as in top-label histogram binning
+(:mod:`calibkit.calibrators.histogram`); bins follow :mod:`calibkit.core.binning`'s
+equal-mass rule, and a score in a bin no second-part row fell into keeps its scaled value.
+
+>>> rng = np.random.default_rng(0)
+>>> z = rng.normal(size=(400, 3)) * 3
+>>> y = (z / 2 + rng.gumbel(size=z.shape)).argmax(axis=1)
+>>> sb = ScalingBinning(n_bins=4).fit(z, y)
+>>> top = sb.predict_proba(z)[np.arange(400), z.argmax(axis=1)]  # at most 4 values
+>>> len(np.unique(top.round(12)))
+4
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import numpy as np
+import torch
+from scipy.special import expit
+from torch import Tensor, nn
+
+from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.binary import fit_logistic
+from calibkit.calibrators.histogram import apply_bin_map, fit_bin_map, replace_top_label
+from calibkit.calibrators.modules import StepMaps, TopLabel
+from calibkit.calibrators.temperature import TemperatureScaling
+from calibkit.core.binning import N_BINS
+from calibkit.core.fitted_state import Array, Dims
+from calibkit.core.outputs import ClassifierOutputs, log_softmax64
+from calibkit.core.splits import stratified_split
+from calibkit.core.validation import Choice, Constraints, Integer, Real
+
+Scaler = Literal["temperature", "platt"]
+
+
+def top_log_odds(logits: F64, temperature: float = 1.0) -> tuple[np.ndarray, F64, F64]:
+    """The top class, the softmax probabilities of ``logits / temperature`` and the log-odds
+    ``log(c / (1 - c))`` of the top probability ``c`` (from the log-softmax: no clipping)."""
+    log_p = log_softmax64(logits / temperature)
+    top = np.argmax(log_p, axis=1)
+    rows = np.arange(log_p.shape[0])
+    log_c = log_p[rows, top]
+    rest = log_p.copy()
+    rest[rows, top] = -np.inf
+    log_rest = np.logaddexp.reduce(rest, axis=1)
+    return top, np.exp(log_p), log_c - log_rest
+
+
+@CALIBRATORS.register("scaling_binning")
+class ScalingBinning(Calibrator):
+    """Top-label scaling-binning: a scaler, then equal-mass bins of its confidences.
+
+    Parameters
+    ----------
+    n_bins : int
+        Number of equal-mass bins (>= 1).
+    scaler : {"temperature", "platt"}
+        The parametric scaler fitted on the first part.
+    scaler_fraction : float
+        Fraction of the calibration rows that fit the scaler, in (0, 1); the others place
+        the bins and give their values.
+    seed : int
+        Seed of the stratified split.
+
+    Attributes
+    ----------
+    temperature_ : float
+        The scaler's temperature (1.0 with ``scaler="platt"``).
+    slope_, intercept_ : float
+        Platt's map of the top-label log-odds (1.0 and 0.0 with ``scaler="temperature"``).
+    edges_, bin_counts_, bin_mean_ : ndarray
+        The bins of the second part and the mean scaled confidence of each (0.0 where
+        empty, never used).
+
+    References
+    ----------
+    A. Kumar, P. Liang and T. Ma, "Verified uncertainty calibration", NeurIPS 2019.
+
+    Examples
+    --------
+    >>> ScalingBinning().get_params()
+    {'n_bins': 15, 'scaler': 'temperature', 'scaler_fraction': 0.5, 'seed': 0}
+    """
+
+    param_constraints: ClassVar[Constraints] = {
+        "n_bins": N_BINS,
+        "scaler": Choice("temperature", "platt"),
+        "scaler_fraction": Real(0.0, 1.0, closed="neither"),
+        "seed": Integer(low=0),
+    }
+    state_constraints: ClassVar[Constraints] = {
+        "temperature_": Real(0.0, None, closed="neither"),
+        "slope_": Real(),
+        "intercept_": Real(),
+        "edges_": Array(shape=("n_bins+1",), low=0.0, high=1.0, sorted=True),
+        "bin_counts_": Array("int64", shape=("n_bins",), low=0),
+        "bin_mean_": Array(shape=("n_bins",), low=0.0, high=1.0),
+    }
+    n_bins: int
+    scaler: Scaler
+    scaler_fraction: float
+    seed: int
+
+    def __init__(
+        self,
+        n_bins: int = 15,
+        scaler: Scaler = "temperature",
+        scaler_fraction: float = 0.5,
+        seed: int = 0,
+    ) -> None:
+        self._set_params(n_bins=n_bins, scaler=scaler, scaler_fraction=scaler_fraction, seed=seed)
+
+    def _state_dims(self, n_classes: int) -> Dims:
+        return {"k": n_classes, "n_bins": self.n_bins}
+
+    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
+        z = np.asarray(out.as_logits(), dtype=np.float64)
+        first, second = stratified_split(
+            out.labels, 1.0 - self.scaler_fraction, self.seed, every_class_in_both=False
+        )
+        self.temperature_, self.slope_, self.intercept_ = 1.0, 1.0, 0.0
+        if self.scaler == "temperature":
+            ts = TemperatureScaling().fit(z[first], out.labels[first])
+            self.temperature_ = float(ts.temperature_)
+        else:
+            top, _, s = top_log_odds(z[first])
+            correct = (top == out.labels[first]).astype(np.float64)
+            slope, intercept = fit_logistic(s[:, None], correct, np.array([1.0, 0.0]))
+            self.slope_, self.intercept_ = float(slope), float(intercept)
+        _, scaled = self._scaled(z[second])
+        self.edges_, self.bin_counts_, self.bin_mean_ = fit_bin_map(
+            scaled, scaled, self.n_bins, "equal_mass"
+        )
+
+    def _scaled(self, logits: F64) -> tuple[F64, F64]:
+        """The (scaled) probabilities the other classes share from, and the scaled
+        top-label confidence."""
+        _, probs, s = top_log_odds(logits, self.temperature_)
+        return probs, expit(self.slope_ * s + self.intercept_)
+
+    def _predict_proba(self, logits: F64) -> F64:
+        probs, scaled = self._scaled(logits)
+        new = apply_bin_map(scaled, self.edges_, self.bin_counts_, self.bin_mean_, "equal_mass")
+        return replace_top_label(probs, np.argmax(probs, axis=1), new)
+
+    def _module(self) -> nn.Module:
+        maps = StepMaps(self.edges_, self.bin_counts_, self.bin_mean_)
+        binned = _ScaledBins(maps, self.slope_, self.intercept_)
+        return nn.Sequential(_Divide(self.temperature_), TopLabel(binned))  # type: ignore[arg-type]
+
+
+class _Divide(nn.Module):
+    """``logits / T`` in float64."""
+
+    def __init__(self, temperature: float) -> None:
+        super().__init__()
+        self.temperature = float(temperature)
+
+    def forward(self, logits: Tensor) -> Tensor:
+        return logits.to(torch.float64) / self.temperature
+
+
+class _ScaledBins(nn.Module):
+    """The step maps of ``sigmoid(slope logit(c) + intercept)`` for a confidence ``c``."""
+
+    def __init__(self, maps: StepMaps, slope: float, intercept: float) -> None:
+        super().__init__()
+        self.maps = maps
+        self.values: Tensor
+        self.register_buffer("values", maps.values)
+        self.slope, self.intercept = float(slope), float(intercept)
+
+    def forward(self, score: Tensor) -> Tensor:
+        log_odds = torch.log(score) - torch.log1p(-score)
+        binned: Tensor = self.maps(torch.sigmoid(self.slope * log_odds + self.intercept))
+        return binned
