@@ -51,7 +51,12 @@ from calibkit.metrics.continuous import (
     mmce_from_sorted_batch,
 )
 from calibkit.metrics.info import FLOOR_METRICS, METRIC_NAMES
-from calibkit.metrics.resampled import SortedSamples, calibrated_draw_errors, resample_counts
+from calibkit.metrics.resampled import (
+    SortedSamples,
+    SortedSCE,
+    calibrated_draw_errors,
+    resample_counts,
+)
 from calibkit.metrics.samples import F64, Mode, calibration_target, probs_and_scores, weighted_mean
 
 if TYPE_CHECKING:
@@ -218,16 +223,22 @@ class MetricSuite:
         # rng.integers(0, n, n) do, so the resamples do not depend on the block size.
         block = max(1, min(n_boot, (1 << 20) // n))
         values: dict[str, list[F64]] = {name: [] for name in names}
+        sce = None
+        if ss is not None and self._sce is not None and "sce" in names:
+            sce = SortedSCE(self._sce[0], self._split_map(), self.n_bins, ss.order, n_boot)
         for start in range(0, n_boot, block):
-            counts = resample_counts(rng.integers(0, n, (min(block, n_boot - start), n)))
+            draws = rng.integers(0, n, (min(block, n_boot - start), n))
             if ss is None:
-                batch = self.compute_batch(counts.astype(np.float64), names)
+                batch = self.compute_batch(resample_counts(draws).astype(np.float64), names)
             else:
-                batch = ss.compute(counts[:, ss.order], names)
-                if "sce" in names and self._sce is not None:
-                    batch["sce"] = self._sce_batch(counts.astype(np.float64))
+                counts = ss.counts(draws)  # in confidence order
+                batch = ss.compute(counts, names)
+                if sce is not None:
+                    sce.add(start, counts)
             for name, vals in batch.items():
                 values[name].append(vals)
+        if sce is not None:
+            values["sce"] = [sce.values()]
         alpha = (1.0 - level) / 2.0
         out = {}
         for name in names:
@@ -243,9 +254,14 @@ class MetricSuite:
             if self._sce_maps is None:  # built on first use: O(N K) memory
                 self._sce_maps = sce_maps(probs, labels, self.n_bins)
             return sce_batch(self._sce_maps, probs.shape[1], weights)
+        return sce_batch_split(probs, self._split_map(), self.n_bins, weights)
+
+    def _split_map(self) -> sparse.csc_matrix:
+        """:func:`~calibkit.metrics.bin_errors.sce_split_map` of the SCE data, built once."""
+        assert self._sce is not None
         if self._sce_split is None:
-            self._sce_split = sce_split_map(probs, labels, self.n_bins)
-        return sce_batch_split(probs, self._sce_split, self.n_bins, weights)
+            self._sce_split = sce_split_map(*self._sce, self.n_bins)
+        return self._sce_split
 
     def _ew_sums(self, weights: F64) -> list[F64]:
         """Equal-width bin weight, confidence and outcome sums, shape ``(B, n_bins)`` each.
