@@ -65,14 +65,15 @@ def test_fixed_point_prefix_sums_are_within_their_bound() -> None:
     values = rng.normal(size=1000) * 3.0
     w = rng.integers(0, 4, (3, 1000))
     cum, scale = _fixed_cumsum(w, values, float(w.sum(axis=1).max()))
-    assert cum.dtype == np.int64 and scale < 1.0
+    assert cum.dtype == np.int64
+    assert scale < 1.0
     want = np.cumsum(w * values, axis=1)
     bound = w.sum(axis=1).max() * np.abs(values).max() * 2.0**-31
     assert np.abs(cum * scale - want).max() <= bound
 
 
 @pytest.mark.parametrize("k", [6, 120])
-def test_sce_of_kept_counts_equals_the_blockwise_sce(monkeypatch: pytest.MonkeyPatch, k: int) -> None:
+def test_sce_of_kept_counts_equals_blockwise_sce(monkeypatch: pytest.MonkeyPatch, k: int) -> None:
     """The large-input SCE (counts kept, class totals at the end; float32 products from 100
     classes) against the sums of the small-input path on the same draws."""
     import calibkit.metrics.resampled as resampled_module
