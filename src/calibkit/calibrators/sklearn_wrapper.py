@@ -20,11 +20,16 @@ positive class's logit against a zero logit, as calibkit reads 1-D logits), else
 no logit is infinite). ``sample_weight`` goes to the estimator's ``fit`` where it takes one
 and to the calibrator (on the held-out part).
 
-Differences from ``CalibratedClassifierCV``: its ``"sigmoid"`` is Platt's fit with smoothed
-targets ``(N+ + 1) / (N+ + 2)``, calibkit's ``"platt"`` the maximum-likelihood fit, so they
-differ by about ``1 / N``; ``"isotonic"`` on a ``decision_function`` fits the raw scores in
-scikit-learn and the softmax probabilities in calibkit (the same map for a binary problem's
-probabilities, not for multi-class scores); temperature scaling agrees.
+``method="sigmoid"`` is scikit-learn's ``"sigmoid"`` (:class:`SigmoidOneVsRest`): one Platt
+map per class (one for two classes) on the raw response (decision values or probabilities,
+not their logits), fitted to Platt's smoothed targets (``PlattScaling(targets="platt")``),
+the class probabilities then divided by their sum; it gives ``CalibratedClassifierCV``'s
+probabilities on the same folds. Other differences from ``CalibratedClassifierCV``:
+calibkit's ``"platt"`` is the maximum-likelihood fit on the positive-class logit, so it
+differs from ``"sigmoid"`` by about ``1 / N``; ``"isotonic"`` on a ``decision_function``
+fits the raw scores in scikit-learn and the softmax probabilities in calibkit (the same map
+for a binary problem's probabilities, not for multi-class scores); temperature scaling
+agrees.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.utils.validation import check_is_fitted
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.binary import PlattScaling
 from calibkit.calibrators.estimator import check_sample_weight
 from calibkit.core.errors import InputError
 from calibkit.core.validation import check_bool, check_int
@@ -71,6 +77,62 @@ def estimator_logits(estimator: Any, x: Any) -> F64:
     return scores_to_logits(getattr(estimator, method)(x), method)
 
 
+def raw_columns(scores: Any) -> F64:
+    """A response as columns, as scikit-learn's ``"sigmoid"`` reads it: one column (the
+    positive class's) for two classes, one per class otherwise."""
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim == 1:
+        return s[:, None]
+    return s[:, 1:] if s.shape[1] == 2 else s
+
+
+def estimator_response(estimator: Any, x: Any) -> F64:
+    """:func:`raw_columns` of ``estimator``'s response on ``x``."""
+    return raw_columns(getattr(estimator, response_method(estimator))(x))
+
+
+class SigmoidOneVsRest:
+    """scikit-learn's ``"sigmoid"``: Platt's fit per class on the raw response columns.
+
+    Column ``k`` of :func:`raw_columns` gets ``PlattScaling(targets="platt")`` against
+    "the class is ``k``" (with one column, "the class is 1"); the probabilities of several
+    columns are divided by their sum (uniform where they are all 0).
+
+    Examples
+    --------
+    >>> f = np.array([-2.0, -1.0, 0.0, 1.0, 2.0, 3.0])[:, None]
+    >>> sig = SigmoidOneVsRest().fit(f, np.array([0, 1, 0, 0, 1, 1]))
+    >>> sig.predict_proba(f).shape
+    (6, 2)
+    """
+
+    def fit(self, columns: F64, labels: Any, sample_weight: F64 | None = None) -> Self:
+        """One Platt map per column (see the class)."""
+        labels = np.asarray(labels)
+        classes = [1] if columns.shape[1] == 1 else range(columns.shape[1])
+        self.maps_ = [
+            PlattScaling(targets="platt").fit(_as_logit(col), (labels == k) * 1, sample_weight)
+            for k, col in zip(classes, columns.T, strict=True)
+        ]
+        return self
+
+    def predict_proba(self, columns: F64) -> F64:
+        """The calibrated class probabilities, ``(N, K)``."""
+        p = np.column_stack(
+            [m.predict_proba(_as_logit(col))[:, 1] for m, col in zip(self.maps_, columns.T, strict=True)]
+        )
+        if p.shape[1] == 1:
+            return np.column_stack([1.0 - p[:, 0], p[:, 0]])
+        total = p.sum(axis=1, keepdims=True)
+        uniform = np.full_like(p, 1.0 / p.shape[1])
+        return np.asarray(np.divide(p, total, out=uniform, where=total != 0), dtype=np.float64)
+
+
+def _as_logit(column: F64) -> F64:
+    """A score as two-class logits ``[0, s]``: Platt's positive-class logit is ``s``."""
+    return np.column_stack([np.zeros_like(column), column])
+
+
 class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     """A scikit-learn classifier whose probabilities a calibkit calibrator calibrates.
 
@@ -80,8 +142,9 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
         With ``decision_function`` or ``predict_proba``; already fitted for
         ``cv="prefit"``.
     method : str or Calibrator
-        A registered method name (``calibkit.CALIBRATORS.names()``) or a configured
-        calibrator, cloned for each fit.
+        A registered method name (``calibkit.CALIBRATORS.names()``), ``"sigmoid"``
+        (scikit-learn's, :class:`SigmoidOneVsRest`) or a configured calibrator, cloned for
+        each fit.
     cv : "prefit", int or splitter
         ``"prefit"``, the number of stratified folds (>= 2), or an object with ``split``.
     ensemble : bool
@@ -92,7 +155,7 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
     ----------
     classes_ : ndarray
         The class labels, sorted.
-    calibrated_classifiers_ : list of (estimator, Calibrator)
+    calibrated_classifiers_ : list of (estimator, Calibrator or SigmoidOneVsRest)
         The fitted pairs whose probabilities ``predict_proba`` averages.
 
     Examples
@@ -117,12 +180,20 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
         self.cv = cv
         self.ensemble = ensemble
 
-    def _calibrator(self) -> Calibrator:
+    def _calibrator(self) -> Any:
+        if self.method == "sigmoid":
+            return SigmoidOneVsRest()
         if isinstance(self.method, Calibrator):
-            return clone(self.method)  # type: ignore[no-any-return]
+            return clone(self.method)
         if not isinstance(self.method, str):
             raise InputError("method", "a calibrator name or a Calibrator", repr(self.method))
         return CALIBRATORS.get(self.method)()
+
+    def _features(self, estimator: Any, x: Any) -> F64:
+        """What the calibrator reads: the raw response for ``"sigmoid"``, else logits."""
+        if self.method == "sigmoid":
+            return estimator_response(estimator, x)
+        return estimator_logits(estimator, x)
 
     def _splitter(self) -> Any:
         if isinstance(self.cv, str) or not hasattr(self.cv, "split"):
@@ -138,7 +209,7 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
             if self.cv != "prefit":
                 raise InputError("cv", "'prefit', an int >= 2 or a splitter", repr(self.cv))
             check_is_fitted(self.estimator)
-            cal = self._calibrator().fit(estimator_logits(self.estimator, X), labels, weights)
+            cal = self._calibrator().fit(self._features(self.estimator, X), labels, weights)
             self.calibrated_classifiers_ = [(self.estimator, cal)]
         elif check_bool("ensemble", self.ensemble):
             splits = self._splitter().split(X, labels)
@@ -168,7 +239,7 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
             x_train, labels[train], None if weights is None else weights[train]
         )
         w_test = None if weights is None else weights[test]
-        cal = self._calibrator().fit(estimator_logits(est, x_test), labels[test], w_test)
+        cal = self._calibrator().fit(self._features(est, x_test), labels[test], w_test)
         return est, cal
 
     def _fit_on_predictions(
@@ -178,14 +249,17 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
         scores = cross_val_predict(
             clone(self.estimator), x, self.classes_[labels], cv=self._splitter(), method=method
         )
-        cal = self._calibrator().fit(scores_to_logits(scores, method), labels, weights)
+        features = raw_columns(scores) if self.method == "sigmoid" else None
+        if features is None:
+            features = scores_to_logits(scores, method)
+        cal = self._calibrator().fit(features, labels, weights)
         return self._fit_estimator(x, labels, weights), cal
 
     def predict_proba(self, X: Any) -> F64:
         """The mean of the calibrated models' probabilities (columns: ``classes_``)."""
         check_is_fitted(self, "calibrated_classifiers_")
         probs = [
-            cal.predict_proba(estimator_logits(est, X)) for est, cal in self.calibrated_classifiers_
+            cal.predict_proba(self._features(est, X)) for est, cal in self.calibrated_classifiers_
         ]
         return np.asarray(np.mean(probs, axis=0), dtype=np.float64)
 
