@@ -118,9 +118,8 @@ class SigmoidOneVsRest:
 
     def predict_proba(self, columns: F64) -> F64:
         """The calibrated class probabilities, ``(N, K)``."""
-        p = np.column_stack(
-            [m.predict_proba(_as_logit(col))[:, 1] for m, col in zip(self.maps_, columns.T, strict=True)]
-        )
+        pairs = zip(self.maps_, columns.T, strict=True)
+        p = np.column_stack([m.predict_proba(_as_logit(col))[:, 1] for m, col in pairs])
         if p.shape[1] == 1:
             return np.column_stack([1.0 - p[:, 0], p[:, 0]])
         total = p.sum(axis=1, keepdims=True)
