@@ -34,13 +34,17 @@ agrees.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from inspect import signature
 from typing import Any, Literal, Self
 
 import numpy as np
+from scipy.sparse import issparse
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.model_selection import StratifiedKFold, cross_val_predict
-from sklearn.utils.validation import check_is_fitted
+from sklearn.model_selection import StratifiedKFold, check_cv, cross_val_predict
+from sklearn.utils import get_tags
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.binary import PlattScaling
@@ -144,8 +148,9 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
         A registered method name (``calibkit.CALIBRATORS.names()``), ``"sigmoid"``
         (scikit-learn's, :class:`SigmoidOneVsRest`) or a configured calibrator, cloned for
         each fit.
-    cv : "prefit", int or splitter
-        ``"prefit"``, the number of stratified folds (>= 2), or an object with ``split``.
+    cv : "prefit", int, splitter or iterable
+        ``"prefit"``, the number of stratified folds (>= 2), an object with ``split``, or
+        (train, test) index pairs.
     ensemble : bool
         Average the calibrated fold models (True) or fit one calibrator on cross-validated
         scores (False); ignored for ``"prefit"``.
@@ -195,14 +200,24 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
         return estimator_logits(estimator, x)
 
     def _splitter(self) -> Any:
-        if isinstance(self.cv, str) or not hasattr(self.cv, "split"):
-            return StratifiedKFold(check_int("cv", self.cv, low=2))
-        return self.cv
+        if hasattr(self.cv, "split"):
+            return self.cv
+        if isinstance(self.cv, Iterable) and not isinstance(self.cv, str):
+            return check_cv(self.cv)  # (train, test) index pairs
+        return StratifiedKFold(check_int("cv", self.cv, low=2))
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = get_tags(self.estimator).input_tags.sparse
+        return tags
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> Self:
         """Fit the estimator(s) and calibrator(s) on ``X`` and labels ``y`` (see the class)."""
-        self.classes_, labels = np.unique(np.asarray(y), return_inverse=True)
-        weights = None if sample_weight is None else check_sample_weight(sample_weight, len(y))
+        self.classes_, labels = np.unique(_check_targets(y), return_inverse=True)
+        n = labels.shape[0]
+        if len(self.classes_) < 2:
+            raise InputError("y", "labels of at least 2 classes", f"{len(self.classes_)} class(es)")
+        weights = None if sample_weight is None else check_sample_weight(sample_weight, n)
         self._calibrator()  # a bad method fails before any model is fitted
         if isinstance(self.cv, str):
             if self.cv != "prefit":
@@ -217,6 +232,10 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
             ]
         else:
             self.calibrated_classifiers_ = [self._fit_on_predictions(X, labels, weights)]
+        first = self.calibrated_classifiers_[0][0]
+        for name in ("n_features_in_", "feature_names_in_"):  # as the estimators saw X
+            if hasattr(first, name):
+                setattr(self, name, getattr(first, name))
         return self
 
     def _fit_estimator(self, x: Any, labels: Any, weights: F64 | None) -> Any:
@@ -245,11 +264,14 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
         self, x: Any, labels: Any, weights: F64 | None
     ) -> tuple[Any, Calibrator]:
         method = response_method(self.estimator)
-        scores = cross_val_predict(
-            clone(self.estimator), x, self.classes_[labels], cv=self._splitter(), method=method
-        )
-        features = raw_columns(scores) if self.method == "sigmoid" else None
-        if features is None:
+        takes_weights = "sample_weight" in signature(self.estimator.fit).parameters
+        params = {"sample_weight": weights} if weights is not None and takes_weights else None
+        y = self.classes_[labels]
+        est = clone(self.estimator)
+        scores = cross_val_predict(est, x, y, cv=self._splitter(), method=method, params=params)
+        if self.method == "sigmoid":
+            features = raw_columns(scores)
+        else:
             features = scores_to_logits(scores, method)
         cal = self._calibrator().fit(features, labels, weights)
         return self._fit_estimator(x, labels, weights), cal
@@ -264,9 +286,22 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
 
     def predict(self, X: Any) -> Any:
         """The class of highest calibrated probability."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        best = np.argmax(self.predict_proba(X), axis=1)
+        return self.classes_[best]
 
 
 def _rows(x: Any, index: Any) -> Any:
-    """Rows ``index`` of an array or a data frame."""
-    return x.iloc[index] if hasattr(x, "iloc") else np.asarray(x)[index]
+    """Rows ``index`` of an array, a sparse matrix or a data frame."""
+    if hasattr(x, "iloc"):
+        return x.iloc[index]
+    return x.tocsr()[index] if issparse(x) else np.asarray(x)[index]
+
+
+def _check_targets(y: Any) -> np.ndarray:
+    """``y`` as one class label per row (scikit-learn's checks, calibkit's error)."""
+    try:
+        labels = column_or_1d(y, warn=True)
+        check_classification_targets(labels)
+    except ValueError as err:
+        raise InputError("y", "class labels, one per row", str(err)) from None
+    return np.asarray(labels)
