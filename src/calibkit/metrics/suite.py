@@ -35,6 +35,7 @@ from calibkit.core.binning import (
 )
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.metrics import resampled as rs
 from calibkit.metrics.bin_errors import (
     debiased_from_stats,
     error_from_stats,
@@ -51,12 +52,6 @@ from calibkit.metrics.continuous import (
     mmce_from_sorted_batch,
 )
 from calibkit.metrics.info import FLOOR_METRICS, METRIC_NAMES
-from calibkit.metrics.resampled import (
-    SortedSamples,
-    SortedSCE,
-    calibrated_draw_errors,
-    resample_counts,
-)
 from calibkit.metrics.samples import F64, Mode, calibration_target, probs_and_scores, weighted_mean
 
 if TYPE_CHECKING:
@@ -193,7 +188,7 @@ class MetricSuite:
             "ew": (self.ew_idx, stats_from_index(self.ew_idx, self.ew_edges, nb, self.conf, zero)),
             "em": (em_idx, stats_from_index(em_idx, em_edges, nb, self.conf, zero)),
         }
-        draws = calibrated_draw_errors(self.conf, fixed, names, n_draws, rng)
+        draws = rs.calibrated_draw_errors(self.conf, fixed, names, n_draws, rng)
         return {name: float(np.mean(draws[name])) for name in names}
 
     def bootstrap(
@@ -215,21 +210,19 @@ class MetricSuite:
             raise InputError("n_boot", "at least 1 replicate", repr(n_boot))
         n = self.conf.shape[0]
         rng = np.random.default_rng(seed)
-        ss = None
-        if n > _BATCH_MAX_N:
-            means = {"accuracy": self.correct, **self.per_sample}
-            ss = SortedSamples(self.conf, self.outcome, means, self.n_bins)
+        m = {"accuracy": self.correct, **self.per_sample}
+        ss = rs.SortedSamples(self.conf, self.outcome, m, self.n_bins) if n > _BATCH_MAX_N else None
         # Blocks of about 2**20 counts; rng.integers(0, n, (b, n)) draws what b calls
         # rng.integers(0, n, n) do, so the resamples do not depend on the block size.
         block = max(1, min(n_boot, (1 << 20) // n))
         values: dict[str, list[F64]] = {name: [] for name in names}
         sce = None
         if ss is not None and self._sce is not None and "sce" in names:
-            sce = SortedSCE(self._sce[0], self._split_map(), self.n_bins, ss.order, n_boot)
+            sce = rs.SortedSCE(self._sce[0], self._split_map(), self.n_bins, ss.order, n_boot)
         for start in range(0, n_boot, block):
             draws = rng.integers(0, n, (min(block, n_boot - start), n))
             if ss is None:
-                batch = self.compute_batch(resample_counts(draws).astype(np.float64), names)
+                batch = self.compute_batch(rs.resample_counts(draws).astype(np.float64), names)
             else:
                 counts = ss.counts(draws)  # in confidence order
                 batch = ss.compute(counts, names)
@@ -240,11 +233,8 @@ class MetricSuite:
         if sce is not None:
             values["sce"] = [sce.values()]
         alpha = (1.0 - level) / 2.0
-        out = {}
-        for name in names:
-            lo, hi = np.quantile(np.concatenate(values[name]), [alpha, 1.0 - alpha])
-            out[name] = (float(lo), float(hi))
-        return out
+        q = {name: np.quantile(np.concatenate(v), [alpha, 1 - alpha]) for name, v in values.items()}
+        return {name: (float(lo), float(hi)) for name, (lo, hi) in q.items()}
 
     def _sce_batch(self, weights: F64) -> F64:
         """SCE of each row of ``weights``: sums in sample order up to :data:`_BATCH_MAX_N`."""
