@@ -202,7 +202,9 @@ class MetricSuite:
 
         Binned calibration errors are biased upwards at finite N and a resample repeats
         samples, so near calibration the interval can lie wholly above the estimate (it
-        shows the estimator's spread); read it beside the noise floor.
+        shows the estimator's spread); read it beside the noise floor. Above
+        :data:`_BATCH_MAX_N` samples, sums go in fixed point and SCE's class totals from 100
+        classes in float32 (:mod:`.resampled`; both bounded far below the printed digits).
         """
         if not 0.0 < level < 1.0:
             raise InputError("level", "a number in (0, 1)", repr(level))
