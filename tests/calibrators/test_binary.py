@@ -170,3 +170,22 @@ def test_cifar10_cat_vs_dog_test_ece_goes_down(cls: type[Calibrator]) -> None:
     fitted = cls().fit(z[cal], y[cal])
     assert nll(y[cal], probs=fitted.predict_proba(z[cal])) <= nll(y[cal], logits=z[cal])
     assert ece(y[test], probs=fitted.predict_proba(z[test])) < ece(y[test], logits=z[test])
+
+
+def test_platt_targets_are_platts_smoothed_labels() -> None:
+    """Platt (1999), section 2.2: (N+ + 1) / (N+ + 2) and 1 / (N- + 2); by weight sums."""
+    from calibkit.calibrators.binary import platt_targets
+
+    y = np.array([1.0, 1.0, 0.0, 1.0, 0.0])
+    np.testing.assert_allclose(platt_targets(y), [0.8, 0.8, 0.25, 0.8, 0.25])
+    w = np.array([2.0, 1.0, 0.5, 1.0, 1.5])  # N+ = 4, N- = 2
+    np.testing.assert_allclose(platt_targets(y, w), [5 / 6, 5 / 6, 0.25, 5 / 6, 0.25])
+
+
+def test_platt_targets_option_moves_the_fit_towards_the_prior() -> None:
+    z = np.column_stack([np.zeros(6), np.array([-2.0, -1.0, 0.0, 1.0, 2.0, 3.0])])
+    y = [0, 0, 0, 1, 1, 1]  # separable: the maximum-likelihood slope runs off
+    ml = PlattScaling().fit(z, y)
+    smoothed = PlattScaling(targets="platt").fit(z, y)
+    assert PlattScaling().targets == "labels"
+    assert 0 < smoothed.slope_ < 10 < ml.slope_

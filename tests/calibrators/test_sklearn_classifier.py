@@ -34,6 +34,8 @@ PAIRS = [
     (GaussianNB(), "temperature", "temperature"),
     (GaussianNB(), "isotonic", "isotonic"),
     (RandomForestClassifier(n_estimators=20, random_state=0), "isotonic", "isotonic"),
+    (LogisticRegression(C=0.05), "sigmoid", "sigmoid"),  # decision_function
+    (GaussianNB(), "sigmoid", "sigmoid"),  # predict_proba
 ]
 
 
@@ -128,3 +130,16 @@ def test_bad_settings_are_refused_by_name() -> None:
         CalibratedClassifier(LogisticRegression(), cv=1).fit(x, y)
     with pytest.raises(InputError, match="2 classes"):
         CalibratedClassifier(LogisticRegression(), method="platt", cv=3).fit(x, y)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_sigmoid_with_weights_matches_sklearn(n_classes: int) -> None:
+    """Platt's targets count the positives and negatives by weight, as scikit-learn does."""
+    x, y, test, _ = _data(n_classes)
+    w = np.random.default_rng(0).uniform(0.2, 3.0, y.shape[0])
+    cv = StratifiedKFold(3)
+    ref = CalibratedClassifierCV(LogisticRegression(C=0.05), method="sigmoid", cv=cv)
+    ours = CalibratedClassifier(LogisticRegression(C=0.05), method="sigmoid", cv=cv)
+    expected = ref.fit(x, y, sample_weight=w).predict_proba(test)
+    got = ours.fit(x, y, sample_weight=w).predict_proba(test)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)

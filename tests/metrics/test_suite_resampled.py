@@ -56,3 +56,38 @@ def test_noise_floor_equals_one_draw_at_a_time() -> None:
     assert list(got) == list(want)
     for name in names:
         assert got[name] == pytest.approx(want[name], rel=1e-12, abs=1e-15), name
+
+
+def test_fixed_point_prefix_sums_are_within_their_bound() -> None:
+    from calibkit.metrics.resampled import _fixed_cumsum
+
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=1000) * 3.0
+    w = rng.integers(0, 4, (3, 1000))
+    cum, scale = _fixed_cumsum(w, values, float(w.sum(axis=1).max()))
+    assert cum.dtype == np.int64
+    assert scale < 1.0
+    want = np.cumsum(w * values, axis=1)
+    bound = w.sum(axis=1).max() * np.abs(values).max() * 2.0**-31
+    assert np.abs(cum * scale - want).max() <= bound
+
+
+@pytest.mark.parametrize("k", [6, 120])
+def test_sce_of_kept_counts_equals_blockwise_sce(monkeypatch: pytest.MonkeyPatch, k: int) -> None:
+    """The large-input SCE (counts kept, class totals at the end; float32 products from 100
+    classes) against the sums of the small-input path on the same draws."""
+    import calibkit.metrics.resampled as resampled_module
+    import calibkit.metrics.suite as suite_module
+
+    rng = np.random.default_rng(k)
+    p = rng.dirichlet(np.ones(k) * 0.2, size=500)
+    y = rng.integers(0, k, 500)
+    suite = MetricSuite.from_outputs(as_outputs(y, probs=p), n_bins=10)
+    small = suite.bootstrap(40, seed=2)
+    monkeypatch.setattr(suite_module, "_BATCH_MAX_N", 0)
+    monkeypatch.setattr(resampled_module, "_SCE_SMALL", 0)
+    large = MetricSuite.from_outputs(as_outputs(y, probs=p), n_bins=10).bootstrap(40, seed=2)
+    bound = 6.2e-5 / k if k >= 100 else 1e-12  # float32 class totals: see _class_totals
+    for name in METRIC_NAMES:
+        tol = bound if name == "sce" else 1e-12
+        assert large[name] == pytest.approx(small[name], rel=1e-10, abs=tol), name

@@ -6,9 +6,13 @@ identity map so the calibration-set NLL can only go down):
 
 ``"platt"`` (Platt 1999)
     ``P(y = 1) = sigmoid(a s + b)`` with ``s = z_1 - z_0``, the positive-class logit (for
-    probabilities passed as ``log(probs)``, ``s = logit(p)``). Platt's smoothed targets
-    ``(N+ + 1) / (N+ + 2)`` are not used: this is the maximum-likelihood fit, as
-    ``LogisticRegression`` without penalty on ``s`` would give. ``a`` may be negative.
+    probabilities passed as ``log(probs)``, ``s = logit(p)``). By default
+    (``targets="labels"``) this is the maximum-likelihood fit, as ``LogisticRegression``
+    without penalty on ``s`` would give; ``targets="platt"`` fits Platt's smoothed targets
+    instead, ``(N+ + 1) / (N+ + 2)`` for the positives and ``1 / (N- + 2)`` for the
+    negatives (``N+``, ``N-``: the positives' and negatives' counts, or weight sums), the
+    prior Platt puts on the labels against overfitting small calibration sets, and what
+    scikit-learn's ``CalibratedClassifierCV(method="sigmoid")`` fits. ``a`` may be negative.
 
 ``"beta"`` (Kull, Silva Filho & Flach 2017)
     ``P(y = 1) = sigmoid(a ln p + b (-ln(1 - p)) + c)`` with ``p = softmax(z)_1``, and
@@ -28,7 +32,7 @@ stops at a large finite slope (the optimiser's gradient tolerance).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 from scipy.optimize import minimize
@@ -37,7 +41,7 @@ from scipy.special import expit
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.modules import BinaryLogistic
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, log_softmax64
-from calibkit.core.validation import NON_NEGATIVE, Constraints, Real
+from calibkit.core.validation import NON_NEGATIVE, Choice, Constraints, Real
 
 
 def logistic_nll(
@@ -75,11 +79,36 @@ def two_class_probs(t: F64) -> F64:
     return np.column_stack([expit(-t), expit(t)])
 
 
+#: The targets :class:`PlattScaling` can fit: the labels, or Platt's smoothed ones.
+PLATT_TARGETS = ("labels", "platt")
+
+
+def platt_targets(y: F64, sample_weight: F64 | None = None) -> F64:
+    """Platt's targets: ``(N+ + 1) / (N+ + 2)`` for the positives, ``1 / (N- + 2)`` else.
+
+    ``N+`` and ``N-`` count the positives and the negatives (sum their weights when
+    ``sample_weight`` is given).
+
+    >>> platt_targets(np.array([1.0, 0.0, 0.0])).round(4).tolist()
+    [0.6667, 0.25, 0.25]
+    """
+    pos = y > 0
+    w = np.ones_like(y) if sample_weight is None else sample_weight
+    n_pos, n_neg = float(w[pos].sum()), float(w[~pos].sum())
+    return np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+
+
 @CALIBRATORS.register("platt")
 class PlattScaling(Calibrator):
     """Platt scaling: ``sigmoid(slope_ * (z_1 - z_0) + intercept_)`` fitted by NLL.
 
-    Takes no parameters; two classes only.
+    Two classes only.
+
+    Parameters
+    ----------
+    targets : {"labels", "platt"}
+        Fit the labels (maximum likelihood, the default) or Platt's smoothed targets
+        (:func:`platt_targets`; scikit-learn's ``"sigmoid"``).
 
     Attributes
     ----------
@@ -96,11 +125,18 @@ class PlattScaling(Calibrator):
 
     binary_only = True
     accepts_sample_weight = True
+    param_constraints: ClassVar[Constraints] = {"targets": Choice(*PLATT_TARGETS)}
     state_constraints: ClassVar[Constraints] = {"slope_": Real(), "intercept_": Real()}
+    targets: str
+
+    def __init__(self, targets: Literal["labels", "platt"] = "labels") -> None:
+        self._set_params(targets=targets)
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         s = _positive_logit(out.as_logits())
         y = out.labels.astype(np.float64)
+        if self.targets == "platt":
+            y = platt_targets(y, weights)
         slope, intercept = fit_logistic(s[:, None], y, np.array([1.0, 0.0]), weights)
         self.slope_ = float(slope)
         self.intercept_ = float(intercept)

@@ -20,24 +20,34 @@ positive class's logit against a zero logit, as calibkit reads 1-D logits), else
 no logit is infinite). ``sample_weight`` goes to the estimator's ``fit`` where it takes one
 and to the calibrator (on the held-out part).
 
-Differences from ``CalibratedClassifierCV``: its ``"sigmoid"`` is Platt's fit with smoothed
-targets ``(N+ + 1) / (N+ + 2)``, calibkit's ``"platt"`` the maximum-likelihood fit, so they
-differ by about ``1 / N``; ``"isotonic"`` on a ``decision_function`` fits the raw scores in
-scikit-learn and the softmax probabilities in calibkit (the same map for a binary problem's
-probabilities, not for multi-class scores); temperature scaling agrees.
+``method="sigmoid"`` is scikit-learn's ``"sigmoid"`` (:class:`SigmoidOneVsRest`): one Platt
+map per class (one for two classes) on the raw response (decision values or probabilities,
+not their logits), fitted to Platt's smoothed targets (``PlattScaling(targets="platt")``),
+the class probabilities then divided by their sum; it gives ``CalibratedClassifierCV``'s
+probabilities on the same folds. Other differences from ``CalibratedClassifierCV``:
+calibkit's ``"platt"`` is the maximum-likelihood fit on the positive-class logit, so it
+differs from ``"sigmoid"`` by about ``1 / N``; ``"isotonic"`` on a ``decision_function``
+fits the raw scores in scikit-learn and the softmax probabilities in calibkit (the same map
+for a binary problem's probabilities, not for multi-class scores); temperature scaling
+agrees.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from inspect import signature
 from typing import Any, Literal, Self
 
 import numpy as np
+from scipy.sparse import issparse
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.model_selection import StratifiedKFold, cross_val_predict
-from sklearn.utils.validation import check_is_fitted
+from sklearn.model_selection import StratifiedKFold, check_cv, cross_val_predict
+from sklearn.utils import get_tags
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.binary import PlattScaling
 from calibkit.calibrators.estimator import check_sample_weight
 from calibkit.core.errors import InputError
 from calibkit.core.validation import check_bool, check_int
@@ -71,6 +81,61 @@ def estimator_logits(estimator: Any, x: Any) -> F64:
     return scores_to_logits(getattr(estimator, method)(x), method)
 
 
+def raw_columns(scores: Any) -> F64:
+    """A response as columns, as scikit-learn's ``"sigmoid"`` reads it: one column (the
+    positive class's) for two classes, one per class otherwise."""
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim == 1:
+        return s[:, None]
+    return s[:, 1:] if s.shape[1] == 2 else s
+
+
+def estimator_response(estimator: Any, x: Any) -> F64:
+    """:func:`raw_columns` of ``estimator``'s response on ``x``."""
+    return raw_columns(getattr(estimator, response_method(estimator))(x))
+
+
+class SigmoidOneVsRest:
+    """scikit-learn's ``"sigmoid"``: Platt's fit per class on the raw response columns.
+
+    Column ``k`` of :func:`raw_columns` gets ``PlattScaling(targets="platt")`` against
+    "the class is ``k``" (with one column, "the class is 1"); the probabilities of several
+    columns are divided by their sum (uniform where they are all 0).
+
+    Examples
+    --------
+    >>> f = np.array([-2.0, -1.0, 0.0, 1.0, 2.0, 3.0])[:, None]
+    >>> sig = SigmoidOneVsRest().fit(f, np.array([0, 1, 0, 0, 1, 1]))
+    >>> sig.predict_proba(f).shape
+    (6, 2)
+    """
+
+    def fit(self, columns: F64, labels: Any, sample_weight: F64 | None = None) -> Self:
+        """One Platt map per column (see the class)."""
+        labels = np.asarray(labels)
+        classes = [1] if columns.shape[1] == 1 else range(columns.shape[1])
+        self.maps_ = [
+            PlattScaling(targets="platt").fit(_as_logit(col), (labels == k) * 1, sample_weight)
+            for k, col in zip(classes, columns.T, strict=True)
+        ]
+        return self
+
+    def predict_proba(self, columns: F64) -> F64:
+        """The calibrated class probabilities, ``(N, K)``."""
+        pairs = zip(self.maps_, columns.T, strict=True)
+        p = np.column_stack([m.predict_proba(_as_logit(col))[:, 1] for m, col in pairs])
+        if p.shape[1] == 1:
+            return np.column_stack([1.0 - p[:, 0], p[:, 0]])
+        total = p.sum(axis=1, keepdims=True)
+        uniform = np.full_like(p, 1.0 / p.shape[1])
+        return np.asarray(np.divide(p, total, out=uniform, where=total != 0), dtype=np.float64)
+
+
+def _as_logit(column: F64) -> F64:
+    """A score as two-class logits ``[0, s]``: Platt's positive-class logit is ``s``."""
+    return np.column_stack([np.zeros_like(column), column])
+
+
 class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     """A scikit-learn classifier whose probabilities a calibkit calibrator calibrates.
 
@@ -80,10 +145,12 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
         With ``decision_function`` or ``predict_proba``; already fitted for
         ``cv="prefit"``.
     method : str or Calibrator
-        A registered method name (``calibkit.CALIBRATORS.names()``) or a configured
-        calibrator, cloned for each fit.
-    cv : "prefit", int or splitter
-        ``"prefit"``, the number of stratified folds (>= 2), or an object with ``split``.
+        A registered method name (``calibkit.CALIBRATORS.names()``), ``"sigmoid"``
+        (scikit-learn's, :class:`SigmoidOneVsRest`) or a configured calibrator, cloned for
+        each fit.
+    cv : "prefit", int, splitter or iterable
+        ``"prefit"``, the number of stratified folds (>= 2), an object with ``split``, or
+        (train, test) index pairs.
     ensemble : bool
         Average the calibrated fold models (True) or fit one calibrator on cross-validated
         scores (False); ignored for ``"prefit"``.
@@ -92,7 +159,7 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
     ----------
     classes_ : ndarray
         The class labels, sorted.
-    calibrated_classifiers_ : list of (estimator, Calibrator)
+    calibrated_classifiers_ : list of (estimator, Calibrator or SigmoidOneVsRest)
         The fitted pairs whose probabilities ``predict_proba`` averages.
 
     Examples
@@ -117,28 +184,46 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
         self.cv = cv
         self.ensemble = ensemble
 
-    def _calibrator(self) -> Calibrator:
+    def _calibrator(self) -> Any:
+        if self.method == "sigmoid":
+            return SigmoidOneVsRest()
         if isinstance(self.method, Calibrator):
-            return clone(self.method)  # type: ignore[no-any-return]
+            return clone(self.method)
         if not isinstance(self.method, str):
             raise InputError("method", "a calibrator name or a Calibrator", repr(self.method))
         return CALIBRATORS.get(self.method)()
 
+    def _features(self, estimator: Any, x: Any) -> F64:
+        """What the calibrator reads: the raw response for ``"sigmoid"``, else logits."""
+        if self.method == "sigmoid":
+            return estimator_response(estimator, x)
+        return estimator_logits(estimator, x)
+
     def _splitter(self) -> Any:
-        if isinstance(self.cv, str) or not hasattr(self.cv, "split"):
-            return StratifiedKFold(check_int("cv", self.cv, low=2))
-        return self.cv
+        if hasattr(self.cv, "split"):
+            return self.cv
+        if isinstance(self.cv, Iterable) and not isinstance(self.cv, str):
+            return check_cv(self.cv)  # (train, test) index pairs
+        return StratifiedKFold(check_int("cv", self.cv, low=2))
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = get_tags(self.estimator).input_tags.sparse
+        return tags
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> Self:
         """Fit the estimator(s) and calibrator(s) on ``X`` and labels ``y`` (see the class)."""
-        self.classes_, labels = np.unique(np.asarray(y), return_inverse=True)
-        weights = None if sample_weight is None else check_sample_weight(sample_weight, len(y))
+        self.classes_, labels = np.unique(_check_targets(y), return_inverse=True)
+        n = labels.shape[0]
+        if len(self.classes_) < 2:
+            raise InputError("y", "labels of at least 2 classes", f"{len(self.classes_)} class(es)")
+        weights = None if sample_weight is None else check_sample_weight(sample_weight, n)
         self._calibrator()  # a bad method fails before any model is fitted
         if isinstance(self.cv, str):
             if self.cv != "prefit":
                 raise InputError("cv", "'prefit', an int >= 2 or a splitter", repr(self.cv))
             check_is_fitted(self.estimator)
-            cal = self._calibrator().fit(estimator_logits(self.estimator, X), labels, weights)
+            cal = self._calibrator().fit(self._features(self.estimator, X), labels, weights)
             self.calibrated_classifiers_ = [(self.estimator, cal)]
         elif check_bool("ensemble", self.ensemble):
             splits = self._splitter().split(X, labels)
@@ -147,6 +232,10 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
             ]
         else:
             self.calibrated_classifiers_ = [self._fit_on_predictions(X, labels, weights)]
+        first = self.calibrated_classifiers_[0][0]
+        for name in ("n_features_in_", "feature_names_in_"):  # as the estimators saw X
+            if hasattr(first, name):
+                setattr(self, name, getattr(first, name))
         return self
 
     def _fit_estimator(self, x: Any, labels: Any, weights: F64 | None) -> Any:
@@ -168,32 +257,51 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
             x_train, labels[train], None if weights is None else weights[train]
         )
         w_test = None if weights is None else weights[test]
-        cal = self._calibrator().fit(estimator_logits(est, x_test), labels[test], w_test)
+        cal = self._calibrator().fit(self._features(est, x_test), labels[test], w_test)
         return est, cal
 
     def _fit_on_predictions(
         self, x: Any, labels: Any, weights: F64 | None
     ) -> tuple[Any, Calibrator]:
         method = response_method(self.estimator)
-        scores = cross_val_predict(
-            clone(self.estimator), x, self.classes_[labels], cv=self._splitter(), method=method
-        )
-        cal = self._calibrator().fit(scores_to_logits(scores, method), labels, weights)
+        takes_weights = "sample_weight" in signature(self.estimator.fit).parameters
+        params = {"sample_weight": weights} if weights is not None and takes_weights else None
+        y = self.classes_[labels]
+        est = clone(self.estimator)
+        scores = cross_val_predict(est, x, y, cv=self._splitter(), method=method, params=params)
+        if self.method == "sigmoid":
+            features = raw_columns(scores)
+        else:
+            features = scores_to_logits(scores, method)
+        cal = self._calibrator().fit(features, labels, weights)
         return self._fit_estimator(x, labels, weights), cal
 
     def predict_proba(self, X: Any) -> F64:
         """The mean of the calibrated models' probabilities (columns: ``classes_``)."""
         check_is_fitted(self, "calibrated_classifiers_")
         probs = [
-            cal.predict_proba(estimator_logits(est, X)) for est, cal in self.calibrated_classifiers_
+            cal.predict_proba(self._features(est, X)) for est, cal in self.calibrated_classifiers_
         ]
         return np.asarray(np.mean(probs, axis=0), dtype=np.float64)
 
     def predict(self, X: Any) -> Any:
         """The class of highest calibrated probability."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        best = np.argmax(self.predict_proba(X), axis=1)
+        return self.classes_[best]
 
 
 def _rows(x: Any, index: Any) -> Any:
-    """Rows ``index`` of an array or a data frame."""
-    return x.iloc[index] if hasattr(x, "iloc") else np.asarray(x)[index]
+    """Rows ``index`` of an array, a sparse matrix or a data frame."""
+    if hasattr(x, "iloc"):
+        return x.iloc[index]
+    return x.tocsr()[index] if issparse(x) else np.asarray(x)[index]
+
+
+def _check_targets(y: Any) -> np.ndarray:
+    """``y`` as one class label per row (scikit-learn's checks, calibkit's error)."""
+    try:
+        labels = column_or_1d(y, warn=True)
+        check_classification_targets(labels)
+    except ValueError as err:
+        raise InputError("y", "class labels, one per row", str(err)) from None
+    return np.asarray(labels)

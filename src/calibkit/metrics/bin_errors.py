@@ -325,7 +325,9 @@ def sce_split_map(probs: F64, labels: np.ndarray, n_bins: int) -> sparse.csc_mat
 
 
 @fill_doc(batch=_BATCH)
-def sce_batch_split(probs: F64, split: sparse.csc_matrix, n_bins: int, weights: F64) -> F64:
+def sce_batch_split(
+    probs: F64, split: sparse.csc_matrix, n_bins: int, weights: F64, *, totals: F64 | None = None
+) -> F64:
     """SCE for each row of ``weights``: :func:`sce_batch` in ``O(N K)`` per row with BLAS.
 
     The first bin's gap of class ``k`` is its hits minus (the class's weighted probability
@@ -340,6 +342,8 @@ def sce_batch_split(probs: F64, split: sparse.csc_matrix, n_bins: int, weights: 
         :func:`sce_split_map` of ``probs``.
     n_bins : int
         Number of bins per class.
+    totals : ndarray of shape (B, K), optional
+        The class totals ``weights @ probs`` when the caller has them.
     {batch}
     >>> np.round(sce_batch_split(p, sce_split_map(p, y, 10), 10, w), 4).tolist()
     [0.4, 0.2]
@@ -348,5 +352,5 @@ def sce_batch_split(probs: F64, split: sparse.csc_matrix, n_bins: int, weights: 
     size = k * n_bins
     sums = np.asarray(split @ weights.T)  # (K * n_bins + K, B)
     gap = sums[:size].reshape(k, n_bins, -1)
-    gap[:, 0, :] += sums[size:] - (weights @ probs).T
+    gap[:, 0, :] += sums[size:] - (weights @ probs if totals is None else totals).T
     return np.asarray(np.abs(gap).sum(axis=(0, 1)) / (k * weights.sum(axis=1)), dtype=np.float64)

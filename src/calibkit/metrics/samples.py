@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from calibkit.core.docs import fill_doc
 from calibkit.core.errors import InputError
-from calibkit.core.outputs import ClassifierOutputs, check_labels, to_numpy
+from calibkit.core.outputs import ClassifierOutputs, check_labels, log_softmax64, to_numpy
 
 Mode = Literal["top_label", "positive_class"]
 MODES: tuple[str, ...] = ("top_label", "positive_class")
@@ -256,8 +256,9 @@ def probs_and_scores(outputs: ClassifierOutputs) -> tuple[F64, dict[str, F64]]:
     for start in range(0, n, step):
         rows = slice(start, start + step)
         part = ClassifierOutputs(outputs.labels[rows], outputs.scores[rows], outputs.kind)
-        if outputs.kind != "probs":
-            probs[rows] = part.probs
+        if outputs.kind != "probs":  # one log-softmax for both (the properties' numbers)
+            part.log_probs = log_softmax64(part.scores)
+            probs[rows] = part.probs = np.exp(part.log_probs)
         for name, values in per_sample_scores(part).items():
             scores[name][rows] = values
     return probs, scores

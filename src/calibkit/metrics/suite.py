@@ -35,6 +35,7 @@ from calibkit.core.binning import (
 )
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.metrics import resampled as rs
 from calibkit.metrics.bin_errors import (
     debiased_from_stats,
     error_from_stats,
@@ -51,7 +52,6 @@ from calibkit.metrics.continuous import (
     mmce_from_sorted_batch,
 )
 from calibkit.metrics.info import FLOOR_METRICS, METRIC_NAMES
-from calibkit.metrics.resampled import SortedSamples, calibrated_draw_errors, resample_counts
 from calibkit.metrics.samples import F64, Mode, calibration_target, probs_and_scores, weighted_mean
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ class MetricSuite:
             "ew": (self.ew_idx, stats_from_index(self.ew_idx, self.ew_edges, nb, self.conf, zero)),
             "em": (em_idx, stats_from_index(em_idx, em_edges, nb, self.conf, zero)),
         }
-        draws = calibrated_draw_errors(self.conf, fixed, names, n_draws, rng)
+        draws = rs.calibrated_draw_errors(self.conf, fixed, names, n_draws, rng)
         return {name: float(np.mean(draws[name])) for name in names}
 
     def bootstrap(
@@ -202,7 +202,9 @@ class MetricSuite:
 
         Binned calibration errors are biased upwards at finite N and a resample repeats
         samples, so near calibration the interval can lie wholly above the estimate (it
-        shows the estimator's spread); read it beside the noise floor.
+        shows the estimator's spread); read it beside the noise floor. Above
+        :data:`_BATCH_MAX_N` samples, sums go in fixed point and SCE's class totals from 100
+        classes in float32 (:mod:`.resampled`; both bounded far below the printed digits).
         """
         if not 0.0 < level < 1.0:
             raise InputError("level", "a number in (0, 1)", repr(level))
@@ -210,30 +212,31 @@ class MetricSuite:
             raise InputError("n_boot", "at least 1 replicate", repr(n_boot))
         n = self.conf.shape[0]
         rng = np.random.default_rng(seed)
-        ss = None
-        if n > _BATCH_MAX_N:
-            means = {"accuracy": self.correct, **self.per_sample}
-            ss = SortedSamples(self.conf, self.outcome, means, self.n_bins)
+        m = {"accuracy": self.correct, **self.per_sample}
+        ss = rs.SortedSamples(self.conf, self.outcome, m, self.n_bins) if n > _BATCH_MAX_N else None
         # Blocks of about 2**20 counts; rng.integers(0, n, (b, n)) draws what b calls
         # rng.integers(0, n, n) do, so the resamples do not depend on the block size.
         block = max(1, min(n_boot, (1 << 20) // n))
         values: dict[str, list[F64]] = {name: [] for name in names}
+        sce = None
+        if ss is not None and self._sce is not None and "sce" in names:
+            sce = rs.SortedSCE(self._sce[0], self._split_map(), self.n_bins, ss.order, n_boot)
         for start in range(0, n_boot, block):
-            counts = resample_counts(rng.integers(0, n, (min(block, n_boot - start), n)))
+            draws = rng.integers(0, n, (min(block, n_boot - start), n))
             if ss is None:
-                batch = self.compute_batch(counts.astype(np.float64), names)
+                batch = self.compute_batch(rs.resample_counts(draws).astype(np.float64), names)
             else:
-                batch = ss.compute(counts[:, ss.order], names)
-                if "sce" in names and self._sce is not None:
-                    batch["sce"] = self._sce_batch(counts.astype(np.float64))
+                counts = ss.counts(draws)  # in confidence order
+                batch = ss.compute(counts, names)
+                if sce is not None:
+                    sce.add(start, counts)
             for name, vals in batch.items():
                 values[name].append(vals)
+        if sce is not None:
+            values["sce"] = [sce.values()]
         alpha = (1.0 - level) / 2.0
-        out = {}
-        for name in names:
-            lo, hi = np.quantile(np.concatenate(values[name]), [alpha, 1.0 - alpha])
-            out[name] = (float(lo), float(hi))
-        return out
+        q = {name: np.quantile(np.concatenate(v), [alpha, 1 - alpha]) for name, v in values.items()}
+        return {name: (float(lo), float(hi)) for name, (lo, hi) in q.items()}
 
     def _sce_batch(self, weights: F64) -> F64:
         """SCE of each row of ``weights``: sums in sample order up to :data:`_BATCH_MAX_N`."""
@@ -243,9 +246,14 @@ class MetricSuite:
             if self._sce_maps is None:  # built on first use: O(N K) memory
                 self._sce_maps = sce_maps(probs, labels, self.n_bins)
             return sce_batch(self._sce_maps, probs.shape[1], weights)
+        return sce_batch_split(probs, self._split_map(), self.n_bins, weights)
+
+    def _split_map(self) -> sparse.csc_matrix:
+        """:func:`~calibkit.metrics.bin_errors.sce_split_map` of the SCE data, built once."""
+        assert self._sce is not None
         if self._sce_split is None:
-            self._sce_split = sce_split_map(probs, labels, self.n_bins)
-        return sce_batch_split(probs, self._sce_split, self.n_bins, weights)
+            self._sce_split = sce_split_map(*self._sce, self.n_bins)
+        return self._sce_split
 
     def _ew_sums(self, weights: F64) -> list[F64]:
         """Equal-width bin weight, confidence and outcome sums, shape ``(B, n_bins)`` each.
