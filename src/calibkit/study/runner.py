@@ -31,7 +31,14 @@ from its start to its report. A second study on the same folder is refused, not 
 for, naming the holder's host and process id; the lock of a study that was killed is
 taken over by the next one.
 
-Progress (which run, which dataset, each epoch's summary) is logged, not printed (see
+Where the work runs: each run's training (with its post-hoc calibrators) and each input
+calibrator's fit is a unit of work (:mod:`calibkit.study.units`), run by an executor
+(:mod:`calibkit.study.executors`: in this process, in worker processes, or on Ray); only this
+process writes the folder (:mod:`calibkit.study.driver`), so the table is the same whatever
+ran the units.
+
+Progress (which run, which dataset, each finished unit with where it ran and the time left,
+each epoch's summary when the units run here) is logged, not printed (see
 :mod:`calibkit.core.progress`).
 """
 
