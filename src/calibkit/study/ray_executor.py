@@ -71,7 +71,7 @@ class RayExecutor(Executor):
         self.address, self.verbose = address, verbose
         self._owner = False  # whether this executor started Ray (and shuts it down)
         self._data: dict[Hashable, Any] = {}
-        self._tasks: dict[Any, Unit] = {}
+        self._tasks: dict[Any, str] = {}  # the tasks running: what each is
         self._slots = 1
         self._remote: Any = None
 
@@ -119,7 +119,7 @@ class RayExecutor(Executor):
         task = self._remote.options(
             num_cpus=r.cpus, num_gpus=r.gpus, max_retries=ATTEMPTS - 1, name=unit.what
         )
-        self._tasks[task.remote(unit, self._data[key], r.cpus)] = unit
+        self._tasks[task.remote(unit, self._data[key], r.cpus)] = unit.what
 
     def _take(self, timeout: float | None) -> Finished | None:
         if not self._tasks:
