@@ -9,7 +9,7 @@ the data). Every results.csv must equal serial's byte for byte. Then Ray alone: 
 ``ray.init`` takes to start a local instance of 2 CPUs, and the round trip of one task once
 warm, a task taking the prepared data from the object store (put once) and a unit.
 
-    python benchmarks/bench_executors.py [--repeats 2] [--epochs 150]
+    python benchmarks/bench_executors.py [--repeats 2] [--epochs 150] [--rotate 0]
 """
 
 from __future__ import annotations
@@ -117,6 +117,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--epochs", type=int, default=150)
+    text = "shift the rotating order (a later single round: another executor first)"
+    p.add_argument("--rotate", type=int, default=0, help=text)
     args = p.parse_args()
     print(machine(), f"load {os.getloadavg()[0]:.1f}")
     tmp = Path(tempfile.mkdtemp(prefix="bench-executors-"))
@@ -125,7 +127,7 @@ def main() -> None:
     results: dict[str, list[dict[str, float]]] = {n: [] for n in EXECUTORS}
     names = list(EXECUTORS)
     reference = None
-    for r in range(args.repeats):
+    for r in range(args.rotate, args.rotate + args.repeats):
         for name in names[r % 3 :] + names[: r % 3]:
             out = tmp / f"{name}-{r}"
             results[name].append(run_once(config, out, name))
