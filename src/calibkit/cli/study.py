@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from calibkit.cli.options import Subparsers, int_list, number, opt
-from calibkit.core.validation import EPOCHS, SEED
+from calibkit.core.validation import EPOCHS, SEED, Integer
 
 
 def add_arguments(sub: Subparsers) -> None:
@@ -31,13 +31,26 @@ def add_arguments(sub: Subparsers) -> None:
     opt(part, "--epochs", "N", "override every model's epochs", type=number(EPOCHS))
     opt(part, "--data-dir", "DIR", "folder of the dataset files (overrides the config)")
     p.add_argument("--quiet", action="store_true", help="no per-epoch progress")
+    _add_executor_options(p)
     text = "write the report from the runs and fits finished so far; train and fit nothing"
     p.add_argument("--report-only", action="store_true", help=text)
 
 
+def _add_executor_options(p: argparse.ArgumentParser) -> None:
+    """Where the units of work run (see :mod:`calibkit.study.executors`)."""
+    where = p.add_argument_group("where the work runs", "one process, worker processes, Ray")
+    text = "serial (default), processes, or ray (pip install 'calibkit[ray]')"
+    opt(where, "--executor", "NAME", text, choices=("serial", "processes", "ray"))
+    text = "worker processes (--executor processes; default: the cores)"
+    opt(where, "--workers", "N", text, type=number(Integer(1, 1024)))
+    text = "a Ray cluster's head, HOST:PORT (--executor ray; default: a local Ray)"
+    opt(where, "--address", "ADDR", text)
+    where.add_argument("--verbose", action="store_true", help="show Ray's own logs")
+
+
 def run(args: argparse.Namespace) -> int:
     """Run (or resume) the study and write its report."""
-    from calibkit.study import load_study_config, run_study
+    from calibkit.study import load_study_config, make_executor, run_study
     from calibkit.study.config import DEFAULT_CONFIG
     from calibkit.study.folder import check_study_folder
 
@@ -50,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
         data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
     )
     out = check_study_folder(Path(args.out or f"study-{path.stem}"), "--out")
-    runs = run_study(cfg, out, progress=not args.quiet, report_only=args.report_only)
+    executor = make_executor(
+        args.executor or "serial", workers=args.workers, address=args.address, verbose=args.verbose
+    )
+    runs = run_study(
+        cfg, out, progress=not args.quiet, report_only=args.report_only, executor=executor
+    )
     print(f"{len(runs.records)} runs; report: {out / 'report.html'}")
     return 0

@@ -19,6 +19,7 @@ from calibkit.core.errors import InputError
 from calibkit.study import runner
 from calibkit.study.artifacts import COLUMNS
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig, load_study_config
+from calibkit.study.executors import Executor, SerialExecutor, make_executor
 from calibkit.study.folder import locked_study_folder
 from calibkit.study.prepare import StudyData, prepare_data
 from calibkit.study.report import write_study_report
@@ -33,6 +34,7 @@ __all__ = [
     "StudyData",
     "StudyRuns",
     "load_study_config",
+    "make_executor",
     "prepare_data",
     "run_study",
     "write_study_report",
@@ -45,17 +47,28 @@ def run_study(
     *,
     progress: bool = True,
     report_only: bool = False,
+    executor: Executor | None = None,
 ) -> StudyRuns:
     """Run (or resume) the study ``cfg`` into ``out`` and write its report there
-    (``report_only``: from what is finished, training and fitting nothing).
+    (``report_only``: from what is finished, training and fitting nothing), its units of
+    work on ``executor`` (default: one after another in this process; see
+    :mod:`calibkit.study.executors`), which it starts and closes.
 
-    Everything is checked before anything is written; a refused study changes no file."""
+    Everything is checked before anything is written (the executor's resources too); a
+    refused study changes no file."""
     out = Path(out)
     cache = runner.check_study(cfg, out, report_only=report_only)
-    with locked_study_folder(out):
-        runs = runner.run_study(cfg, out, progress=progress, report_only=report_only, cache=cache)
-        if not runs.records:  # every finished run was removed since the check
-            raise InputError("--out", "a study folder with at least one trained run", str(out))
-        logging.getLogger(__name__).info("writing the report")
-        write_study_report(cfg, runs.records, out, runs.classes, runs.sizes)
+    executor = executor or SerialExecutor()
+    try:
+        executor.start(cfg)
+        with locked_study_folder(out):
+            runs = runner.run_study(
+                cfg, out, progress=progress, report_only=report_only, cache=cache, executor=executor
+            )
+            if not runs.records:  # every finished run was removed since the check
+                raise InputError("--out", "a study folder with at least one trained run", str(out))
+            logging.getLogger(__name__).info("writing the report")
+            write_study_report(cfg, runs.records, out, runs.classes, runs.sizes)
+    finally:
+        executor.close()
     return runs

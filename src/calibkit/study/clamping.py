@@ -97,26 +97,31 @@ def clamp_run(
     model: nn.Module | None = None
     for name in cfg.input_calibrators:
         options = dict(cfg.input_calibrator_params.get(name, {}))
-        settings = {
-            "fit_version": FIT_VERSION,
-            "name": name,
-            "params": options,
-            "n_bins": cfg.n_bins,
-            "n_floor_draws": cfg.n_floor_draws,
-        }
+        settings = clamp_settings(cfg, name)
         path = rdir / f"clamping-{name}.json"
         cached = cached_rows(path, settings)
         if cached is None and not fit:
             continue
         if cached is None:
             model = model or load_run_model(spec, data, rdir)
-            cached = _fit_rows(cfg, spec.label, seed, data, model, name, options, progress)
+            cached = fit_rows(cfg, spec.label, seed, data, model, name, options, progress)
             write_json(path, {"settings": settings, "rows": cached})
         rows += cached
     return rows
 
 
-def _fit_rows(
+def clamp_settings(cfg: StudyConfig, name: str) -> dict[str, Any]:
+    """The settings that key the cached rows of the input calibrator ``name``."""
+    return {
+        "fit_version": FIT_VERSION,
+        "name": name,
+        "params": dict(cfg.input_calibrator_params.get(name, {})),
+        "n_bins": cfg.n_bins,
+        "n_floor_draws": cfg.n_floor_draws,
+    }
+
+
+def fit_rows(
     cfg: StudyConfig,
     label: str,
     seed: int,

@@ -40,12 +40,14 @@ from calibkit.calibrators import CALIBRATORS
 from calibkit.core.errors import InputError
 from calibkit.core.validation import (
     N_BINS,
+    NON_NEGATIVE,
     RESAMPLES,
     SEED,
     SPLIT_SIZE,
     Boolean,
     Choice,
     Constraints,
+    Integer,
     NoneOr,
     check_params,
 )
@@ -106,6 +108,21 @@ class DataConfig:
 
 
 @dataclass(frozen=True)
+class Resources:
+    """What one unit of work of a model asks of a Ray cluster (``resources`` of a
+    ``[[models]]`` table): ``cpus`` (also the worker's torch and BLAS threads) and ``gpus``
+    (a fraction shares one GPU; ``device = "auto"`` then uses the GPU the task was given)."""
+
+    cpus: int = 1
+    gpus: int | float = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cpus", Integer(1, 1024).check("cpus", self.cpus))
+        gpus = NON_NEGATIVE.check("gpus", self.gpus)
+        object.__setattr__(self, "gpus", int(gpus) if gpus.is_integer() else gpus)
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """One model of the study: a registered ``name``, its factory ``params``, and
     ``training`` settings that override the study's ``[training]`` table for this model.
@@ -119,7 +136,8 @@ class ModelSpec:
     ``init`` starts a CIFAR ResNet from a checkpoint (a path, relative to the config file)
     instead of random weights; ``init_rows`` picks the checkpoint's classifier rows to keep,
     one per class of the study (e.g. ``[2, 3]`` for bird and cat of a CIFAR-10 model);
-    without them the classifier starts at random."""
+    without them the classifier starts at random. ``resources`` (default: one CPU) is
+    what each of its units of work asks of the executor (see :class:`Resources`)."""
 
     name: str
     label: str = ""
@@ -128,6 +146,7 @@ class ModelSpec:
     data: dict[str, Any] = field(default_factory=dict)
     init: str | None = None
     init_rows: tuple[int, ...] = ()
+    resources: Resources | None = None
 
     def __post_init__(self) -> None:
         MODELS.get(self.name)

@@ -31,43 +31,45 @@ from its start to its report. A second study on the same folder is refused, not 
 for, naming the holder's host and process id; the lock of a study that was killed is
 taken over by the next one.
 
-Progress (which run, which dataset, each epoch's summary) is logged, not printed (see
+Where the work runs: each run's training (with its post-hoc calibrators) and each input
+calibrator's fit is a unit of work (:mod:`calibkit.study.units`), run by an executor
+(:mod:`calibkit.study.executors`: in this process, in worker processes, or on Ray); only this
+process writes the folder (:mod:`calibkit.study.driver`), so the table is the same whatever
+ran the units.
+
+Progress (which run, which dataset, each finished unit with where it ran and the time left,
+each epoch's summary when the units run here) is logged, not printed (see
 :mod:`calibkit.core.progress`).
 """
 
 from __future__ import annotations
 
-import io
 import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
-from safetensors.torch import save as safetensors_bytes
-
 from calibkit.core.errors import InputError
-from calibkit.core.outputs import as_outputs
 from calibkit.io.atomic import atomic_write_bytes
 from calibkit.io.toml import to_toml
 from calibkit.study.artifacts import (
     cached_rows,
     load_logits,
-    make_row,
     read_json,
     save_temperature,
     write_json,
 )
-from calibkit.study.clamping import check_input_calibrators, clamp_run
+from calibkit.study.clamping import check_input_calibrators, clamp_settings
 from calibkit.study.components import build_model, resolve_device
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig
+from calibkit.study.driver import Driver
+from calibkit.study.executors import Executor, SerialExecutor
 from calibkit.study.folder import check_study_folder
-from calibkit.study.identity import IDENTITY_FILE, check_identity, run_identity
+from calibkit.study.identity import check_identity, run_identity
 from calibkit.study.prepare import StudyData, prepare_data
-from calibkit.training import train
-from calibkit.workflows.compare import compare, resolve_methods
+from calibkit.study.units import calibration_rows, calibration_settings
+from calibkit.workflows.compare import resolve_methods
 
 log = logging.getLogger(__name__)
 
@@ -85,87 +87,16 @@ class RunRecord:
     directory: Path
 
 
-def train_run(cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData, rdir: Path) -> None:
-    """Train one (model, seed) into ``rdir`` unless it is finished; resume a partial one.
-
-    ``identity.json`` is written once the model is built, just before training starts."""
-    identity = run_identity(cfg, spec, seed, data)
-    check_identity(rdir, identity)
-    if (rdir / "train.json").exists():
-        return
-    device = resolve_device(cfg.device)
-    torch.manual_seed(seed)
-    model = build_model(spec, data).to(device)
-    if not (rdir / IDENTITY_FILE).exists():
-        rdir.mkdir(parents=True, exist_ok=True)
-        write_json(rdir / IDENTITY_FILE, identity)
-    result = train(
-        model,
-        data.splits["train"],
-        cfg.model_training(spec),
-        seed=seed,
-        held_out={"cal": data.splits["cal"], "test": data.splits["test"]},
-        checkpoint=rdir / "checkpoint.pt",
-        label=f"{spec.label} seed {seed} ",
-    )
-    arrays = {
-        f"{split}_{kind}": d[split]
-        for kind, d in (("logits", result.logits), ("labels", result.labels))
-        for split in d
-    }
-    if result.learned_epoch is not None:
-        arrays["train_learned_epoch"] = result.learned_epoch
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]
-    atomic_write_bytes(rdir / "logits.npz", buf.getvalue())
-    weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    atomic_write_bytes(rdir / "model.safetensors", safetensors_bytes(weights))
-    write_json(
-        rdir / "train.json",
-        {
-            "history": result.history,
-            "train_seconds": result.seconds,
-            "n_parameters": sum(p.numel() for p in model.parameters()),
-            "threads": torch.get_num_threads(),
-            "device": str(device),
-        },
-    )
-    (rdir / "checkpoint.pt").unlink(missing_ok=True)
-
-
 def calibrate_run(cfg: StudyConfig, label: str, seed: int, rdir: Path) -> list[dict[str, Any]]:
     """Rows of every calibrator for one run (cached in ``calibration.json``); saves the
     run's temperature scaling (``temperature.json``) for the report's figures."""
     save_temperature(rdir)
-    settings = {
-        "calibrators": list(cfg.calibrators),
-        "params": cfg.calibrator_params,
-        "n_bins": cfg.n_bins,
-        "n_floor_draws": cfg.n_floor_draws,
-    }
     path = rdir / "calibration.json"
-    cached = cached_rows(path, settings)
+    cached = cached_rows(path, calibration_settings(cfg))
     if cached is not None:
         return cached
-    z = load_logits(rdir)
-    cal = as_outputs(z["cal_labels"], logits=z["cal_logits"])
-    test = as_outputs(z["test_labels"], logits=z["test_logits"])
-    comp = compare(
-        cal,
-        test,
-        list(cfg.calibrators) or None,
-        n_bins=cfg.n_bins,
-        n_boot=0,
-        seed=seed,
-        params=cfg.calibrator_params,
-    )
-    rows = []
-    for r in comp.rows:
-        temperature = 1.0 if r.method == "none" else r.params.get("temperature", float("nan"))
-        rows.append(
-            make_row(label, seed, r.method, r.evaluation.values, temperature, r.fit_seconds)
-        )
-    write_json(path, {"settings": settings, "rows": rows})
+    rows = calibration_rows(cfg, label, seed, load_logits(rdir))
+    write_json(path, {"settings": calibration_settings(cfg), "rows": rows})
     return rows
 
 
@@ -201,7 +132,7 @@ def check_study(cfg: StudyConfig, out: Path, *, report_only: bool = False) -> Da
     built: set[tuple[str, DataConfig]] = set()
     for spec, seed, rdir in reversed(runs):  # the cache ends on the first run's data
         data_cfg = cfg.model_data(spec)
-        data = _prepared(cache, data_cfg, seed, announce=None)
+        _, data = _prepared(cache, data_cfg, seed, announce=None)
         if (spec.label, data_cfg) not in built:
             built.add((spec.label, data_cfg))
             check_calibrators(cfg, spec, data)
@@ -237,10 +168,14 @@ def run_study(
     progress: bool = True,
     report_only: bool = False,
     cache: DataCache | None = None,
+    executor: Executor | None = None,
 ) -> StudyRuns:
     """Run (or resume) every (model, seed) of ``cfg`` into ``out``, checked by
     :func:`check_study` (``cache``: the data it loaded) and locked by the caller.
 
+    The units of work (a run's training and calibration, each input calibrator's fit) run
+    on ``executor`` (default: in this process, one after another, started by the caller);
+    their artefacts are written here as they arrive, one at a time.
     With ``report_only``, nothing is trained and no input calibrator is fitted: the
     records are the runs already trained, with the input calibrators already fitted
     (while another process is still running the study, or when it was stopped early).
@@ -250,28 +185,34 @@ def run_study(
     if not report_only:
         atomic_write_bytes(out / "config.toml", to_toml(cfg).encode("utf-8"))
     start = time.perf_counter()
+    driver = Driver(cfg, executor or SerialExecutor(), progress)
     prepared: DataCache = {} if cache is None else cache
     sizes: dict[str, dict[str, int]] = {}
-    records = []
     classes: tuple[str, ...] = ()
-    total = len(cfg.models) * len(cfg.seeds)
+    runs = _runs(cfg, out, False)
+    n = len(runs)
     shown: list[tuple[DataConfig, int]] = []
-    for i, (spec, seed, rdir) in enumerate(_runs(cfg, out, False), start=1):
+    for i, (spec, seed, rdir) in enumerate(runs, start=1):
         done = (rdir / "train.json").exists()
         if report_only and not done:
-            log.info("[%d/%d] %s seed %d: not trained yet, left out", i, total, spec.label, seed)
+            log.info("[%d/%d] %s seed %d: not trained yet, left out", i, n, spec.label, seed)
             continue
         again = " (finished before)" if done else ""
-        log.info("[%d/%d] %s seed %d%s", i, total, spec.label, seed, again)
-        data = _prepared(prepared, cfg.model_data(spec), seed, announce=shown)
+        log.info("[%d/%d] %s seed %d%s", i, n, spec.label, seed, again)
+        key, data = _prepared(prepared, cfg.model_data(spec), seed, announce=shown)
         classes = data.classes
         sizes[spec.label] = {k: len(v[1]) for k, v in data.splits.items()}
-        train_run(cfg, spec, seed, data, rdir)
-        rows = calibrate_run(cfg, spec.label, seed, rdir)
-        rows = rows + clamp_run(cfg, spec, seed, data, rdir, progress, fit=not report_only)
-        records.append(_record(spec.label, seed, rows, rdir))
+        if not report_only:
+            driver.submit_run(spec, seed, rdir, key, data)
+            driver.store_ready(prepared)
+    driver.store_all(prepared)
+    records = [
+        _record(cfg, spec, seed, rdir)
+        for spec, seed, rdir in runs
+        if (rdir / "train.json").exists()
+    ]
     seconds = time.perf_counter() - start
-    log.info("all %d runs done in %.0fs", total, seconds)
+    log.info("all %d runs done in %.0fs", len(runs), seconds)
     return StudyRuns(records, classes, sizes, seconds)
 
 
@@ -280,7 +221,7 @@ def _prepared(
     data_cfg: DataConfig,
     seed: int,
     announce: list[tuple[DataConfig, int]] | None,
-) -> StudyData:
+) -> tuple[tuple[DataConfig, int], StudyData]:
     """The data of a run, loaded once (one dataset in memory: runs come grouped by model).
 
     With ``announce`` (the data used so far), a change of data is logged and appended."""
@@ -294,14 +235,19 @@ def _prepared(
         log.info("loading %s", data_cfg.dataset)
         counts = ", ".join(f"{k} {len(v[1]):,}" for k, v in data.splits.items())
         log.info("%d classes (%s); %s", data.n_classes, ", ".join(data.classes), counts)
-    return data
+    return key, data
 
 
-def _record(label: str, seed: int, rows: list[dict[str, Any]], rdir: Path) -> RunRecord:
-    """A finished run's record, its history read back from ``train.json``."""
+def _record(cfg: StudyConfig, spec: ModelSpec, seed: int, rdir: Path) -> RunRecord:
+    """A finished run's record: its history read back from ``train.json``, its rows from
+    ``calibration.json`` (refitted here if the calibrators changed) and the input
+    calibrators fitted so far."""
+    rows = calibrate_run(cfg, spec.label, seed, rdir)
+    for name in cfg.input_calibrators:
+        rows += cached_rows(rdir / f"clamping-{name}.json", clamp_settings(cfg, name)) or []
     info = read_json(rdir / "train.json")
     return RunRecord(
-        label,
+        spec.label,
         seed,
         info["history"],
         rows,

@@ -1,0 +1,209 @@
+"""A study's units of work, as pure functions: prepared data and a unit in, artefacts out.
+
+Two kinds of unit: a :class:`RunUnit` trains one (model, seed) and fits its post-hoc
+calibrators on the saved logits; a :class:`ClampUnit` fits one input calibrator (Neural
+Clamping) on a trained run's weights. :func:`execute` runs either one anywhere (in the
+driver, a worker process, a Ray task) and returns bytes and rows: the driver alone writes
+them to the study folder (:mod:`calibkit.study.runner`), so a cluster needs no shared file
+system. When the run's folder is visible where a run trains (the same machine, a shared file
+system), the trainer checkpoints there after each epoch, so that a retried unit resumes from
+its last finished epoch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load as safetensors_load
+from safetensors.torch import save as safetensors_bytes
+
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import as_outputs
+from calibkit.core.threads import using_threads
+from calibkit.study.artifacts import make_row
+from calibkit.study.clamping import clamp_settings, fit_rows
+from calibkit.study.components import build_model, resolve_device
+from calibkit.study.config import ModelSpec, Resources, StudyConfig
+from calibkit.study.identity import IDENTITY_FILE
+from calibkit.study.prepare import StudyData
+from calibkit.training import train
+from calibkit.workflows.compare import compare
+
+
+@dataclass(frozen=True)
+class RunUnit:
+    """Train ``spec`` with ``seed`` and calibrate it; ``rdir`` is its folder on the driver."""
+
+    cfg: StudyConfig
+    spec: ModelSpec
+    seed: int
+    rdir: str
+    progress: bool = False
+
+    @property
+    def what(self) -> str:
+        return f"{self.spec.label} seed {self.seed}"
+
+
+@dataclass(frozen=True)
+class ClampUnit:
+    """Fit the input calibrator ``name`` on the run's trained ``weights`` (safetensors)."""
+
+    cfg: StudyConfig
+    spec: ModelSpec
+    seed: int
+    rdir: str
+    name: str
+    weights: bytes
+    progress: bool = False
+
+    @property
+    def what(self) -> str:
+        return f"{self.name} of {self.spec.label} seed {self.seed}"
+
+
+Unit = RunUnit | ClampUnit
+
+
+def resources(unit: Unit) -> Resources:
+    """What ``unit`` asks of the executor (its model's ``resources``, default one CPU)."""
+    return unit.spec.resources or Resources()
+
+
+@dataclass(frozen=True)
+class RunArtefacts:
+    """A trained run: ``logits.npz`` and ``model.safetensors`` as bytes, the content of
+    ``train.json`` (``info``) and of ``calibration.json`` (``calibration``)."""
+
+    logits: bytes
+    weights: bytes
+    info: dict[str, Any]
+    calibration: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A unit done: its artefacts (a :class:`RunArtefacts`, or for a :class:`ClampUnit` the
+    content of ``clamping-<name>.json``), where it ran and how long it took."""
+
+    unit: Unit
+    artefacts: RunArtefacts | dict[str, Any]
+    where: str
+    seconds: float
+
+
+def execute(unit: Unit, data: StudyData, threads: int | None = None) -> Finished:
+    """Run ``unit`` on ``data`` (with ``threads``: under that many torch and BLAS threads)."""
+    start = time.perf_counter()
+    limit = using_threads(threads) if threads is not None else contextlib.nullcontext()
+    with limit:
+        if isinstance(unit, RunUnit):
+            out: RunArtefacts | dict[str, Any] = train_unit(unit, data)
+        else:
+            out = clamp_unit(unit, data)
+    where = f"{socket.gethostname()} pid {os.getpid()}"
+    return Finished(unit, out, where, time.perf_counter() - start)
+
+
+def calibration_settings(cfg: StudyConfig) -> dict[str, Any]:
+    """The settings that key a run's cached calibrator rows (``calibration.json``)."""
+    return {
+        "calibrators": list(cfg.calibrators),
+        "params": cfg.calibrator_params,
+        "n_bins": cfg.n_bins,
+        "n_floor_draws": cfg.n_floor_draws,
+    }
+
+
+def calibration_rows(
+    cfg: StudyConfig, label: str, seed: int, z: dict[str, np.ndarray]
+) -> list[dict[str, Any]]:
+    """One row per post-hoc calibrator of ``cfg``, fitted on the saved logits ``z``."""
+    cal = as_outputs(z["cal_labels"], logits=z["cal_logits"])
+    test = as_outputs(z["test_labels"], logits=z["test_logits"])
+    comp = compare(
+        cal,
+        test,
+        list(cfg.calibrators) or None,
+        n_bins=cfg.n_bins,
+        n_boot=0,
+        seed=seed,
+        params=cfg.calibrator_params,
+    )
+    rows = []
+    for r in comp.rows:
+        temperature = 1.0 if r.method == "none" else r.params.get("temperature", float("nan"))
+        rows.append(
+            make_row(label, seed, r.method, r.evaluation.values, temperature, r.fit_seconds)
+        )
+    return rows
+
+
+def _checkpoint(rdir: str) -> Path | None:
+    """The run's checkpoint file when its folder is visible here (it holds the identity
+    the driver wrote before submitting the run), else None."""
+    path = Path(rdir)
+    return path / "checkpoint.pt" if (path / IDENTITY_FILE).is_file() else None
+
+
+def train_unit(unit: RunUnit, data: StudyData) -> RunArtefacts:
+    """Train the run (resuming from its checkpoint if one is visible) and calibrate it."""
+    cfg, spec, seed = unit.cfg, unit.spec, unit.seed
+    device = resolve_device(cfg.device)
+    torch.manual_seed(seed)
+    model = build_model(spec, data).to(device)
+    result = train(
+        model,
+        data.splits["train"],
+        cfg.model_training(spec),
+        seed=seed,
+        held_out={"cal": data.splits["cal"], "test": data.splits["test"]},
+        checkpoint=_checkpoint(unit.rdir),
+        label=f"{spec.label} seed {seed} ",
+    )
+    arrays = {
+        f"{split}_{kind}": d[split]
+        for kind, d in (("logits", result.logits), ("labels", result.labels))
+        for split in d
+    }
+    if result.learned_epoch is not None:
+        arrays["train_learned_epoch"] = result.learned_epoch
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]
+    weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    info = {
+        "history": result.history,
+        "train_seconds": result.seconds,
+        "n_parameters": sum(p.numel() for p in model.parameters()),
+        "threads": torch.get_num_threads(),
+        "device": str(device),
+    }
+    with np.load(io.BytesIO(buf.getvalue()), allow_pickle=False) as f:
+        z = {k: f[k] for k in f.files}  # as the saved file holds them
+    rows = calibration_rows(cfg, spec.label, seed, z)
+    calibration = {"settings": calibration_settings(cfg), "rows": rows}
+    return RunArtefacts(buf.getvalue(), safetensors_bytes(weights), info, calibration)
+
+
+def clamp_unit(unit: ClampUnit, data: StudyData) -> dict[str, Any]:
+    """Fit the input calibrator on the run's weights: ``{"settings", "rows"}``."""
+    model = build_model(unit.spec, data)
+    try:
+        model.load_state_dict(safetensors_load(unit.weights))
+    except RuntimeError as exc:
+        where = str(Path(unit.rdir) / "model.safetensors")
+        raise InputError(where, "the weights of this run", str(exc)) from None
+    model.eval()
+    options = dict(unit.cfg.input_calibrator_params.get(unit.name, {}))
+    label, seed = unit.spec.label, unit.seed
+    rows = fit_rows(unit.cfg, label, seed, data, model, unit.name, options, unit.progress)
+    return {"settings": clamp_settings(unit.cfg, unit.name), "rows": rows}
