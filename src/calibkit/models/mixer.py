@@ -35,7 +35,8 @@ class MixerBlock(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """(N, tokens, dim) -> (N, tokens, dim)."""
         x = x + self.mlp_tokens(self.norm1(x).transpose(1, 2)).transpose(1, 2)
-        return x + self.mlp_channels(self.norm2(x))
+        out: Tensor = x + self.mlp_channels(self.norm2(x))
+        return out
 
 
 class MlpMixer(nn.Module):

@@ -34,7 +34,8 @@ class PatchEmbed(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """(N, C, H, W) -> (N, patches, dim)."""
-        return self.proj(x).flatten(2).transpose(1, 2)
+        patches: Tensor = self.proj(x)
+        return patches.flatten(2).transpose(1, 2)
 
 
 class Mlp(nn.Module):
@@ -82,7 +83,8 @@ class Block(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """Attention then MLP, each added to its input."""
         x = x + self.attn(self.norm1(x))
-        return x + self.mlp(self.norm2(x))
+        out: Tensor = x + self.mlp(self.norm2(x))
+        return out
 
 
 class VisionTransformer(nn.Module):
