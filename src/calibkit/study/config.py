@@ -263,8 +263,9 @@ class StudyConfig:
         """This study at toy size, to check it end to end in seconds: every model trains
         one epoch (none if it trains none) of two batches of :data:`SMOKE_BATCH_SIZE` on
         a few samples (:data:`SMOKE_SIZES`), for the first two seeds; input calibrators
-        run one epoch and the noise floors take 10 draws. The same models, data, calibrators and code paths;
-        ``data.smoke`` marks every run so that a real study refuses its folder."""
+        run one epoch and the noise floors take 10 draws. The same models, data,
+        calibrators and code paths; ``data.smoke`` marks every run so that a real study
+        refuses its folder."""
         fast = {"epochs": 1, "batch_size": 2 * SMOKE_BATCH_SIZE}
         specs = []
         for m in self.models:
