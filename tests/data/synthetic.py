@@ -65,3 +65,36 @@ def imagenet_folder(folder: Path, n_classes: int = 3, per_class: int = 4) -> Pat
             pixels = rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8)
             Image.fromarray(pixels).save(sub / f"ILSVRC2012_val_{c:03d}{i:05d}.JPEG")
     return folder
+
+
+def cifar10_jpeg_zip(folder: Path, per_class: int = 12) -> Path:
+    """Write ``cifar10-jpeg.zip`` (``{train,test}/<class>/<n>.jpg``, 32x32) into ``folder``."""
+    import zipfile
+
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "cifar10-jpeg.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        for split in ("train", "test"):
+            for name in CIFAR10_CLASSES:
+                for i in range(per_class):
+                    buf = io.BytesIO()
+                    pixels = rng.integers(0, 256, size=(32, 32, 3), dtype=np.uint8)
+                    Image.fromarray(pixels).save(buf, format="JPEG")
+                    zf.writestr(f"{split}/{name}/{i:04d}.jpg", buf.getvalue())
+    return path
+
+
+def bloodmnist_npz(folder: Path, per_split: int = 80) -> Path:
+    """Write ``bloodmnist.npz`` (MedMNIST's keys, 28x28 RGB, 8 classes) into ``folder``."""
+    rng = np.random.default_rng(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays = {}
+    for split in ("train", "val", "test"):
+        arrays[f"{split}_images"] = rng.integers(0, 256, (per_split, 28, 28, 3), dtype=np.uint8)
+        arrays[f"{split}_labels"] = (np.arange(per_split) % 8).reshape(-1, 1).astype(np.uint8)
+    path = folder / "bloodmnist.npz"
+    np.savez(path, **arrays)  # type: ignore[arg-type]
+    return path

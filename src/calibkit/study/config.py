@@ -70,7 +70,7 @@ DATA_CONSTRAINTS: Constraints = {
 #: What a smoke run keeps of each part (``DataConfig.smoke``): ``(random samples, at least
 #: this many of each class)``; calibrators that cross-validate need 5 of each class. And its
 #: batch size: one epoch of two batches.
-SMOKE_SIZES = {"train": (16, 0), "cal": (32, 5), "test": (32, 0)}
+SMOKE_SIZES = {"train": (16, 0), "cal": (16, 5), "test": (32, 0)}
 SMOKE_BATCH_SIZE = 8
 
 
@@ -262,7 +262,7 @@ class StudyConfig:
     def smoke(self) -> StudyConfig:
         """This study at toy size, to check it end to end in seconds: every model trains
         one epoch (none if it trains none) of two batches of :data:`SMOKE_BATCH_SIZE` on
-        a few samples (:data:`SMOKE_SIZES`), for the first two seeds; input calibrators
+        a few samples (:data:`SMOKE_SIZES`), for the first seed only; input calibrators
         run one epoch and the noise floors take 10 draws. The same models, data,
         calibrators and code paths; ``data.smoke`` marks every run so that a real study
         refuses its folder."""
@@ -274,10 +274,10 @@ class StudyConfig:
             specs.append(dataclasses.replace(m, training=training))
         return dataclasses.replace(
             self,
-            name=f"{self.name} (smoke)",
+            name=self.name if self.data.smoke else f"{self.name} (smoke)",
             data=dataclasses.replace(self.data, smoke=True),
             models=tuple(specs),
-            seeds=self.seeds[:2],
+            seeds=self.seeds[:1],
             input_calibrator_params={
                 name: {**self.input_calibrator_params.get(name, {}), **fast}
                 for name in self.input_calibrators
