@@ -11,9 +11,10 @@ from tests.conftest import shared_path
 
 
 def test_registry_names() -> None:
-    assert DATASETS.names() == ["digits", "cifar10-jpeg", "cifar10", "cifar100", "bloodmnist"]
+    names = ["digits", "cifar10-jpeg", "cifar10", "cifar100", "bloodmnist", "imagenet-val"]
+    assert DATASETS.names() == names
     with pytest.raises(
-        UnknownNameError, match="bloodmnist, cifar10, cifar10-jpeg, cifar100, digits"
+        UnknownNameError, match="bloodmnist, cifar10, cifar10-jpeg, cifar100, digits, imagenet-val"
     ):
         load_dataset("mnist")
 

@@ -28,7 +28,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 @pytest.mark.parametrize("name", MODELS.names())
 def test_forward_backward_and_eval_determinism(name: str) -> None:
     model = create_model(name, num_classes=10)
-    x = torch.randn(2, 3, 32, 32)
+    size = MODELS.info(name).get("input_size", 32)
+    x = torch.randn(2, 3, size, size)
     logits = model(x)
     assert logits.shape == (2, 10)
     assert torch.isfinite(logits).all()
@@ -45,8 +46,9 @@ def test_forward_backward_and_eval_determinism(name: str) -> None:
 @pytest.mark.parametrize("name", MODELS.names())
 def test_binary_head_and_grey_input(name: str) -> None:
     model = create_model(name, num_classes=2, in_channels=1).eval()
+    size = MODELS.info(name).get("input_size", 32)
     with torch.no_grad():
-        logits = model(torch.randn(2, 1, 32, 32))
+        logits = model(torch.randn(2, 1, size, size))
     assert logits.shape == (2, 2)
     assert torch.isfinite(logits).all()
 
@@ -154,7 +156,7 @@ def test_pretrained_resnet20_accuracy_on_jpeg_cifar10() -> None:
 @pytest.mark.parametrize("name", MODELS.names())
 def test_every_model_is_registered_with_its_family(name: str) -> None:
     info = MODELS.info(name)
-    assert info["family"] in ("lenet", "cifar_resnet", "resnet", "wide_resnet", "mlp")
+    assert info["family"] in ("lenet", "cifar_resnet", "resnet", "wide_resnet", "mlp", "timm")
     if info["family"] == "cifar_resnet":  # the depth that loads a checkpoint
         assert f"resnet{info['depth']}" == name
         assert 6 * len(create_model(name, 3).layer1) + 2 == info["depth"]  # type: ignore[arg-type]

@@ -10,7 +10,8 @@ from calibkit.data import DATASETS
 from calibkit.models import MODELS
 from calibkit.study import load_study_config
 
-CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.toml"))
+ROOT = Path(__file__).resolve().parents[2] / "configs"
+CONFIGS = sorted([*ROOT.glob("*.toml"), *ROOT.glob("fullscale/*.toml")])
 
 
 def test_there_are_configs() -> None:

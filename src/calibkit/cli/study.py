@@ -30,6 +30,8 @@ def add_arguments(sub: Subparsers) -> None:
     opt(part, "--seeds", "0,1", "run only these seeds", type=int_list(SEED))
     opt(part, "--epochs", "N", "override every model's epochs", type=number(EPOCHS))
     opt(part, "--data-dir", "DIR", "folder of the dataset files (overrides the config)")
+    text = "toy size (one epoch of two batches, small subsets, same code paths); marked smoke"
+    part.add_argument("--smoke", action="store_true", help=text)
     p.add_argument("--quiet", action="store_true", help="no per-epoch progress")
     _add_executor_options(p)
     text = "write the report from the runs and fits finished so far; train and fit nothing"
@@ -62,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
         epochs=args.epochs,
         data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
     )
+    if args.smoke:
+        cfg = cfg.smoke()
     out = check_study_folder(Path(args.out or f"study-{path.stem}"), "--out")
     executor = make_executor(
         args.executor or "serial", workers=args.workers, address=args.address, verbose=args.verbose

@@ -5,7 +5,7 @@ Loaders are registered by name in :data:`DATASETS`; :func:`load_dataset` takes a
 returns ``{split: ImageArrays}``. ``cifar10``/``cifar100`` read the official python
 archives (downloaded and MD5-checked when absent; ``data_dir=None`` means
 ``$CALIBKIT_DATA`` or the cache folder); ``cifar10-jpeg`` and ``bloodmnist`` need the folder
-holding their file.
+holding their file, ``imagenet-val`` a folder of class folders.
 
 >>> data = load_dataset("digits:3,8")
 >>> sorted(data), data["train"].classes, data["train"].images.shape[1:]
@@ -26,10 +26,14 @@ from calibkit.core.splits import stratified_folds, stratified_split
 from calibkit.data.arrays import ImageArrays
 from calibkit.data.augment import crop_and_flip, random_crop, random_hflip
 from calibkit.data.cifar import default_data_dir, load_cifar
+from calibkit.data.cifar_classes import CIFAR10_CLASSES, CIFAR100_CLASSES
 from calibkit.data.image_folder import default_cache_dir, load_image_folder, read_image_folder
+from calibkit.data.imagenet import load_imagenet_val, resize_center_crop
 from calibkit.data.medmnist import load_medmnist
 
 __all__ = [
+    "CIFAR10_CLASSES",
+    "CIFAR100_CLASSES",
     "DATASETS",
     "ImageArrays",
     "crop_and_flip",
@@ -39,10 +43,12 @@ __all__ = [
     "load_dataset",
     "load_digits",
     "load_image_folder",
+    "load_imagenet_val",
     "load_medmnist",
     "random_crop",
     "random_hflip",
     "read_image_folder",
+    "resize_center_crop",
     "stratified_folds",
     "stratified_split",
 ]
@@ -50,8 +56,9 @@ __all__ = [
 #: A loader takes the data folder and returns ``{split: ImageArrays}``.
 Loader = Callable[[Path], dict[str, ImageArrays]]
 
-#: Dataset loaders by name. Metadata: ``bundled=True`` for data that needs no folder, and
-#: ``default_dir``, a function giving the folder used when none is passed.
+#: Dataset loaders by name. Metadata: ``bundled=True`` for data that needs no folder,
+#: ``default_dir``, a function giving the folder used when none is passed, and ``classes``,
+#: the class names in label order where they are fixed.
 DATASETS: Registry[Loader] = Registry("dataset")
 
 
@@ -80,13 +87,13 @@ def load_cifar10_jpeg(data_dir: Path) -> dict[str, ImageArrays]:
     return load_image_folder(Path(data_dir) / "cifar10-jpeg.zip")
 
 
-@DATASETS.register("cifar10", default_dir=default_data_dir)
+@DATASETS.register("cifar10", default_dir=default_data_dir, classes=CIFAR10_CLASSES)
 def load_cifar10(data_dir: Path) -> dict[str, ImageArrays]:
     """CIFAR-10 from ``<data_dir>/cifar-10-python.tar.gz`` (downloaded if absent), cached."""
     return load_cifar("cifar10", data_dir)
 
 
-@DATASETS.register("cifar100", default_dir=default_data_dir)
+@DATASETS.register("cifar100", default_dir=default_data_dir, classes=CIFAR100_CLASSES)
 def load_cifar100(data_dir: Path) -> dict[str, ImageArrays]:
     """CIFAR-100 (fine labels) from ``<data_dir>/cifar-100-python.tar.gz``, cached."""
     return load_cifar("cifar100", data_dir)
@@ -96,6 +103,13 @@ def load_cifar100(data_dir: Path) -> dict[str, ImageArrays]:
 def load_bloodmnist(data_dir: Path) -> dict[str, ImageArrays]:
     """``<data_dir>/bloodmnist.npz`` (MD5-checked; train/val/test, 28x28 RGB, 8 classes)."""
     return load_medmnist(Path(data_dir) / "bloodmnist.npz")
+
+
+@DATASETS.register("imagenet-val")
+def load_imagenet(data_dir: Path) -> dict[str, ImageArrays]:
+    """An ImageNet validation folder ``<data_dir>/<wnid>/<image>``, resized to 256 and
+    centre-cropped to 224 (see :mod:`calibkit.data.imagenet`)."""
+    return load_imagenet_val(data_dir)
 
 
 def load_dataset(

@@ -2,7 +2,10 @@
 
 Every entry of :data:`MODELS` is a factory ``(num_classes, in_channels=3, **kw) -> nn.Module``
 taking 32x32 images (LeNet-5 also 28x28 with ``input_size=28``; the MLP
-any size); :func:`create_model` builds
+any size), except those registered with an ``input_size``: ``resnet50_28`` (28x28) and the
+ImageNet models with timm's parameter names (``family="timm"``, 224x224: ``resnet101``,
+``vit_small_patch16_224``, ``mixer_b16_224``), which :func:`load_checkpoint` starts from a
+timm checkpoint; :func:`create_model` builds
 one by name. ``MODELS.names()`` lists them all.
 
 >>> import torch
@@ -33,7 +36,19 @@ from calibkit.models.resnet_cifar import (
     resnet56,
     resnet110,
 )
-from calibkit.models.resnet import ResNet18, WideResNet, resnet18, wide_resnet, wrn16_4, wrn28_10
+from calibkit.models.resnet import (
+    ResNet18,
+    WideResNet,
+    resnet18,
+    wide_resnet,
+    wrn16_4,
+    wrn28_10,
+    wrn40_10,
+)
+from calibkit.models.bottleneck import BottleneckResNet, resnet50_28, resnet101
+from calibkit.models.vit import VisionTransformer, vit_small_patch16_224
+from calibkit.models.mixer import MlpMixer, mixer_b16_224
+from calibkit.models.checkpoint import load_checkpoint, read_state_dict
 from calibkit.models.mlp import MLP, mlp
 
 # isort: on
@@ -52,24 +67,34 @@ def create_model(name: str, num_classes: int, **kw: Any) -> nn.Module:
 __all__ = [
     "MLP",
     "MODELS",
+    "BottleneckResNet",
     "CifarResNet",
     "LeNet5",
+    "MlpMixer",
     "ModelFactory",
     "ResNet18",
+    "VisionTransformer",
     "WideResNet",
     "create_model",
     "keep_classes",
     "lenet5",
     "lenet5_dropout",
+    "load_checkpoint",
     "load_pretrained_cifar_resnet",
+    "mixer_b16_224",
     "mlp",
+    "read_state_dict",
     "resnet18",
     "resnet20",
     "resnet32",
     "resnet44",
+    "resnet50_28",
     "resnet56",
+    "resnet101",
     "resnet110",
+    "vit_small_patch16_224",
     "wide_resnet",
     "wrn16_4",
     "wrn28_10",
+    "wrn40_10",
 ]

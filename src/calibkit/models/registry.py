@@ -1,10 +1,11 @@
 """The registry of model factories.
 
 Every entry is a factory ``(num_classes, in_channels=3, **kw) -> nn.Module`` registered with
-its metadata: ``family`` (``"lenet"``, ``"cifar_resnet"``, ``"resnet"``, ``"wide_resnet"`` or
-``"mlp"``) and, for the CIFAR ResNets, ``depth``, which
+its metadata: ``family`` (``"lenet"``, ``"cifar_resnet"``, ``"resnet"``, ``"wide_resnet"``,
+``"mlp"`` or ``"timm"``: timm's names, started from a timm checkpoint by
+:func:`~calibkit.models.checkpoint.load_checkpoint`), for the CIFAR ResNets ``depth``, which
 :func:`~calibkit.models.resnet_cifar.load_pretrained_cifar_resnet` needs to start one from a
-checkpoint.
+checkpoint, and ``input_size`` for models made for another size than 32x32.
 """
 
 from __future__ import annotations

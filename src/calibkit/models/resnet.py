@@ -135,3 +135,9 @@ def wrn16_4(num_classes: int, in_channels: int = 3, dropout: float = 0.0) -> Wid
 def wrn28_10(num_classes: int, in_channels: int = 3, dropout: float = 0.0) -> WideResNet:
     """WRN-28-10."""
     return wide_resnet(28, 10, num_classes, in_channels, dropout)
+
+
+@MODELS.register("wrn40_10", family="wide_resnet")
+def wrn40_10(num_classes: int, in_channels: int = 3, dropout: float = 0.0) -> WideResNet:
+    """WRN-40-10 (55.9M parameters for K = 100)."""
+    return wide_resnet(40, 10, num_classes, in_channels, dropout)

@@ -9,7 +9,13 @@ import torch
 from torch import nn
 
 from calibkit.core.errors import InputError
-from calibkit.models import MODELS, create_model, keep_classes, load_pretrained_cifar_resnet
+from calibkit.models import (
+    MODELS,
+    create_model,
+    keep_classes,
+    load_checkpoint,
+    load_pretrained_cifar_resnet,
+)
 from calibkit.study.config import ModelSpec
 from calibkit.study.prepare import StudyData
 
@@ -39,6 +45,8 @@ def build_model(spec: ModelSpec, data: StudyData) -> nn.Module:
         )
     if spec.init is None:
         return create_model(spec.name, data.n_classes, **params)
+    if MODELS.info(spec.name).get("family") != "cifar_resnet":
+        return load_checkpoint(create_model(spec.name, data.n_classes, **params), spec.init)
     model = load_pretrained_cifar_resnet(spec.init, int(spec.name.removeprefix("resnet")))
     if spec.init_rows:
         if len(spec.init_rows) != data.n_classes:

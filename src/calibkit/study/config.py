@@ -25,7 +25,8 @@ A study is a TOML file (see ``configs/`` and the README)::
 
 Every key is checked (an unknown or mistyped one is named with its file), and so are the
 names of models and calibrators. :meth:`StudyConfig.select` narrows a study to some models,
-seeds or epochs without editing the file.
+seeds or epochs without editing the file; :meth:`StudyConfig.smoke` shrinks it to a toy size
+that runs the same code paths in seconds.
 """
 
 from __future__ import annotations
@@ -65,7 +66,14 @@ DATA_CONSTRAINTS: Constraints = {
     "split_seed": SEED,
     "split_by_seed": Boolean(),
     "normalize": Boolean(),
+    "smoke": Boolean(),
 }
+
+#: What a smoke run keeps of each part (``DataConfig.smoke``): ``(random samples, at least
+#: this many of each class)``; calibrators that cross-validate need 5 of each class. And its
+#: batch size: one epoch of two batches.
+SMOKE_SIZES = {"train": (16, 0), "cal": (16, 5), "test": (32, 0)}
+SMOKE_BATCH_SIZE = 8
 
 
 @dataclass(frozen=True)
@@ -85,7 +93,9 @@ class DataConfig:
     are not trained (``epochs = 0``), the seeds then measure the split's noise instead.
     Inputs are normalised by the training part's per-channel
     mean and standard deviation when ``normalize`` is true, or by ``mean`` and ``std`` when
-    given (e.g. the statistics a pretrained model was trained with).
+    given (e.g. the statistics a pretrained model was trained with). ``smoke`` marks a toy
+    run (:meth:`StudyConfig.smoke`): a few samples of each part (:data:`SMOKE_SIZES`). It is
+    part of every run's identity, so a smoke folder and a real one never mix.
     """
 
     dataset: str
@@ -98,6 +108,7 @@ class DataConfig:
     normalize: bool = True
     mean: tuple[float, ...] = ()
     std: tuple[float, ...] = ()
+    smoke: bool = False
 
     def __post_init__(self) -> None:
         DATASETS.get(self.dataset.partition(":")[0].strip())
@@ -133,10 +144,13 @@ class ModelSpec:
     ``calibration_from`` and the normalisation of a pretrained model); the dataset itself
     must stay the same.
 
-    ``init`` starts a CIFAR ResNet from a checkpoint (a path, relative to the config file)
-    instead of random weights; ``init_rows`` picks the checkpoint's classifier rows to keep,
-    one per class of the study (e.g. ``[2, 3]`` for bird and cat of a CIFAR-10 model);
-    without them the classifier starts at random. ``resources`` (default: one CPU) is
+    ``init`` starts the model from a checkpoint (a path, relative to the config file)
+    instead of random weights. For a CIFAR ResNet, ``init_rows`` picks the checkpoint's
+    classifier rows to keep, one per class of the study (e.g. ``[2, 3]`` for bird and cat of
+    a CIFAR-10 model); without them the classifier starts at random. Any other model loads
+    a checkpoint of itself for the study's classes strictly (e.g. timm's ImageNet weights
+    for ``resnet101``, ``vit_small_patch16_224``, ``mixer_b16_224``: see
+    :func:`~calibkit.models.load_checkpoint`). ``resources`` (default: one CPU) is
     what each of its units of work asks of the executor (see :class:`Resources`)."""
 
     name: str
@@ -155,8 +169,8 @@ class ModelSpec:
         if not self.label.replace("_", "").replace("-", "").replace(".", "").isalnum():
             raise InputError("label", "letters, digits, '_', '-' or '.'", repr(self.label))
         cifar_resnet = MODELS.info(self.name).get("family") == "cifar_resnet"
-        if self.init is not None and not cifar_resnet:
-            raise InputError("init", "a CIFAR ResNet (resnet20..resnet110)", repr(self.name))
+        if self.init_rows and not cifar_resnet:
+            raise InputError("init_rows", "a CIFAR ResNet (resnet20..resnet110)", repr(self.name))
         if self.init_rows and self.init is None:
             raise InputError("init_rows", "an init checkpoint to take rows from", "no init")
 
@@ -263,6 +277,32 @@ class StudyConfig:
         if data_dir is not None:
             cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, data_dir=data_dir))
         return cfg
+
+    def smoke(self) -> StudyConfig:
+        """This study at toy size, to check it end to end in seconds: every model trains
+        one epoch (none if it trains none) of two batches of :data:`SMOKE_BATCH_SIZE` on
+        a few samples (:data:`SMOKE_SIZES`), for the first seed only; input calibrators
+        run one epoch and the noise floors take 10 draws. The same models, data,
+        calibrators and code paths; ``data.smoke`` marks every run so that a real study
+        refuses its folder."""
+        fast = {"epochs": 1, "batch_size": 2 * SMOKE_BATCH_SIZE}
+        specs = []
+        for m in self.models:
+            epochs = min(1, self.model_training(m).epochs)
+            training = {**m.training, "epochs": epochs, "batch_size": SMOKE_BATCH_SIZE}
+            specs.append(dataclasses.replace(m, training=training))
+        return dataclasses.replace(
+            self,
+            name=self.name if self.data.smoke else f"{self.name} (smoke)",
+            data=dataclasses.replace(self.data, smoke=True),
+            models=tuple(specs),
+            seeds=self.seeds[:1],
+            input_calibrator_params={
+                name: {**self.input_calibrator_params.get(name, {}), **fast}
+                for name in self.input_calibrators
+            },
+            n_floor_draws=min(self.n_floor_draws, 10),
+        )
 
 
 #: The embedded default study (digits, offline): ``calibkit study`` with no file.

@@ -1,6 +1,6 @@
 """The data of a study as tensors: train, calibration and test parts, normalised.
 
->>> from calibkit.study.config import DataConfig
+>>> from calibkit.study.config import SMOKE_SIZES, DataConfig
 >>> data = prepare_data(DataConfig("digits", calibration_size=300))
 >>> {k: len(v[1]) for k, v in data.splits.items()}
 {'train': 898, 'cal': 300, 'test': 599}
@@ -18,7 +18,7 @@ from torch import Tensor
 
 from calibkit.core.errors import InputError
 from calibkit.data import ImageArrays, load_dataset, stratified_split
-from calibkit.study.config import DataConfig
+from calibkit.study.config import SMOKE_SIZES, DataConfig
 
 Split = tuple[Tensor, Tensor]
 
@@ -46,10 +46,23 @@ def _take(arrays: ImageArrays, idx: np.ndarray) -> ImageArrays:
     return ImageArrays(arrays.images[idx], arrays.labels[idx], arrays.classes)
 
 
+def _smoke_part(
+    arrays: ImageArrays, rng: np.random.Generator, size: int, per_class: int
+) -> ImageArrays:
+    """``size`` random samples of ``arrays`` and ``per_class`` of each class, in order."""
+    perm = rng.permutation(len(arrays))
+    keep = set(perm[:size].tolist())
+    for c in range(len(arrays.classes)):
+        keep.update(perm[arrays.labels[perm] == c][:per_class].tolist())
+    return _take(arrays, np.array(sorted(keep), dtype=np.int64))
+
+
 def prepare_data(cfg: DataConfig, seed: int = 0) -> StudyData:
     """Load ``cfg.dataset``, carve the calibration part, normalise by training statistics.
 
-    ``seed`` (a run's seed) shifts the carve only when ``cfg.split_by_seed``.
+    ``seed`` (a run's seed) shifts the carve only when ``cfg.split_by_seed``. A smoke run
+    (``cfg.smoke``) keeps a few seeded random samples of each part
+    (:data:`~calibkit.study.config.SMOKE_SIZES`).
     """
     split_seed = cfg.split_seed + (seed if cfg.split_by_seed else 0)
     parts = load_dataset(cfg.dataset, cfg.data_dir)
@@ -65,6 +78,12 @@ def prepare_data(cfg: DataConfig, seed: int = 0) -> StudyData:
     if cfg.train_size is not None:
         _, keep = stratified_split(train.labels, cfg.train_size, seed=split_seed + 1)
         train = _take(train, keep)
+    if cfg.smoke:
+        rng = np.random.default_rng(split_seed)
+        train, cal, test = (
+            _smoke_part(a, rng, *SMOKE_SIZES[name])
+            for name, a in (("train", train), ("cal", cal), ("test", test))
+        )
     c = train.images.shape[-1]
     if cfg.mean:
         if len(cfg.mean) != c:

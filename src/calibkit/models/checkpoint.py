@@ -1,0 +1,65 @@
+"""Start a model from a checkpoint saved under timm's (or torchvision's) parameter names.
+
+The file is a ``.safetensors`` file, or a ``torch.save`` file read with
+``weights_only=True`` (no code runs while loading): a state dict, or a dict holding one
+under ``state_dict`` or ``model``. A ``module.`` prefix (``nn.DataParallel``) is stripped.
+The weights load strictly: a missing or unexpected key, or a shape that differs, raises
+:class:`~calibkit.core.errors.InputError` naming them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+from torch import Tensor, nn
+
+from calibkit.core.errors import InputError
+
+
+def read_state_dict(path: str | os.PathLike[str]) -> dict[str, Tensor]:
+    """The tensors of checkpoint ``path`` by name (see the module docstring)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("path", "an existing checkpoint file", repr(str(p)))
+    try:
+        if p.suffix == ".safetensors":
+            checkpoint: object = load_file(str(p))
+        else:
+            checkpoint = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        expected = "a safetensors or torch.save checkpoint"
+        raise InputError("path", expected, f"{p} ({reason})") from None
+    if isinstance(checkpoint, dict):
+        for key in ("state_dict", "model"):
+            if isinstance(checkpoint.get(key), dict):
+                checkpoint = checkpoint[key]
+                break
+    if not isinstance(checkpoint, dict) or not all(
+        isinstance(v, Tensor) for v in checkpoint.values()
+    ):
+        raise InputError("path", "a checkpoint holding a state dict of tensors", str(p))
+    return {str(k).removeprefix("module."): v for k, v in checkpoint.items()}
+
+
+def load_checkpoint(model: nn.Module, path: str | os.PathLike[str]) -> nn.Module:
+    """``model`` with the weights of ``path`` loaded strictly (names and shapes checked)."""
+    state = read_state_dict(path)
+    own = model.state_dict()
+    missing = sorted(set(own) - set(state))
+    unexpected = sorted(set(state) - set(own))
+    shapes = [
+        f"{k} {tuple(state[k].shape)} (expected {tuple(v.shape)})"
+        for k, v in own.items()
+        if k in state and state[k].shape != v.shape
+    ]
+    if missing or unexpected or shapes:
+        got = f"{path}: {len(missing)} missing keys {missing[:3]}, "
+        got += f"{len(unexpected)} unexpected keys {unexpected[:3]}, "
+        got += f"{len(shapes)} shape mismatches {shapes[:3]}"
+        raise InputError("path", f"a checkpoint of this {type(model).__name__}", got)
+    model.load_state_dict(state, strict=True)
+    return model
