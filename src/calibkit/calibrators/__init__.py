@@ -25,6 +25,12 @@ from calibkit.calibrators.linear import (
     MatrixScalingODIR,
     DirichletCalibration,
 )
+from calibkit.calibrators.temperature_smoothed import SmoothedTemperatureScaling
+from calibkit.calibrators.structured import (
+    StructuredVectorScaling,
+    StructuredMatrixScaling,
+    StructuredMatrixScalingCV,
+)
 from calibkit.calibrators.histogram import HistogramBinning, ClasswiseHistogramBinning
 from calibkit.calibrators.isotonic import IsotonicCalibrator
 from calibkit.calibrators.binary import PlattScaling, BetaCalibration
@@ -50,6 +56,10 @@ __all__ = [
     "NeuralClamping",
     "PlattScaling",
     "SGDSettings",
+    "SmoothedTemperatureScaling",
+    "StructuredMatrixScaling",
+    "StructuredMatrixScalingCV",
+    "StructuredVectorScaling",
     "TemperatureScaling",
     "TemperatureScalingECE",
     "VectorScaling",
