@@ -43,7 +43,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
-from torch import nn
+import torch
+from torch import Tensor
 
 from calibkit.calibrators.base import CALIBRATORS, F64
 from calibkit.calibrators.linear import (
@@ -63,7 +64,7 @@ from calibkit.calibrators.linear_solver import (
     fit_path,
     identity_map,
 )
-from calibkit.calibrators.modules import Affine
+from calibkit.calibrators.modules import Affine, log_softmax_rows
 from calibkit.calibrators.temperature import (
     check_log_temperature,
     check_temperature_bounds,
@@ -141,7 +142,7 @@ class _Structured(_Linear):
         t_min: float = 0.1,
         t_max: float = 10.0,
         max_iter: int = 500,
-        tol: float = 1e-9,
+        tol: float = 1e-12,
     ) -> None:
         self._set_params(
             reg_intercept=reg_intercept,
@@ -179,9 +180,8 @@ class _Structured(_Linear):
     def _check_state(self) -> None:
         check_log_temperature(self.log_temperature_, self.temperature_)
 
-    def _module(self) -> nn.Module:
-        features = SmoothedTemperature(self.temperature_, self.smoothing_, log=True)
-        return nn.Sequential(features, Affine(self.weights_, self.bias_))
+    def _module(self) -> SmoothedAffine:
+        return SmoothedAffine(self.weights_, self.bias_, self.temperature_, self.smoothing_)
 
 
 @CALIBRATORS.register("svs")
@@ -228,10 +228,6 @@ class StructuredVectorScaling(_Structured):
         coef = self._coefficients(k, n)
         diag = np.concatenate([coef[np.arange(k), np.arange(k)], coef[:, k]])
         self.weights_, self.bias_ = fit_diagonal(design, self.max_iter, self.tol, diag)
-
-
-#: The defaults of ``"sms_cv"``'s grid of penalty scales (0.003 ... 1).
-DEFAULT_SCALE_GRID: tuple[float, ...] = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 
 
 @CALIBRATORS.register("sms")
@@ -365,7 +361,7 @@ class StructuredMatrixScalingCV(StructuredMatrixScaling):
         t_min: float = 0.1,
         t_max: float = 10.0,
         max_iter: int = 500,
-        tol: float = 1e-9,
+        tol: float = 1e-12,
         scale_grid: Sequence[float] = DEFAULT_SCALE_GRID,
         n_folds: int = 5,
         random_state: int = 0,
@@ -379,3 +375,30 @@ class StructuredMatrixScalingCV(StructuredMatrixScaling):
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         cv = (self.scale_grid, self.n_folds, self.random_state, self.cv_max_iter)
         self._fit_scaled(out, weights, cv)
+
+
+class SmoothedAffine(Affine):
+    """``softmax(W x + b)`` on the smoothed temperature-scaled log-probabilities ``x``.
+
+    Parameters
+    ----------
+    weights, bias : ndarray
+        ``W`` (full, or its diagonal) and ``b``.
+    temperature, smoothing : float
+        The temperature stage (see :class:`SmoothedTemperature`).
+
+    Examples
+    --------
+    >>> m = SmoothedAffine(np.eye(2), np.zeros(2), 1.0, 0.5)
+    >>> m(torch.tensor([[0.0, -1e4]])).round(decimals=12).tolist()
+    [[0.75, 0.25]]
+    """
+
+    def __init__(self, weights: F64, bias: F64, temperature: float, smoothing: float) -> None:
+        super().__init__(weights, bias)
+        self.features = SmoothedTemperature(temperature, smoothing, log=True)
+
+    def forward(self, logits: Tensor) -> Tensor:
+        x = self.features(logits)
+        z = x * self.weights + self.bias if self.diagonal else x @ self.weights.T + self.bias
+        return torch.exp(log_softmax_rows(z))

@@ -37,7 +37,7 @@ import torch
 from torch import Tensor, nn
 
 from calibkit.calibrators.base import CALIBRATORS, F64
-from calibkit.calibrators.modules import Temperature
+from calibkit.calibrators.modules import Temperature, log_softmax_rows
 from calibkit.calibrators.temperature import TEMPERATURE_STATE, TemperatureScaling
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import FRACTION, POSITIVE, Constraints, NoneOr
@@ -50,6 +50,17 @@ def default_smoothing(n_rows: int, weights: F64 | None) -> float:
     """``1 / (n + 1)``: ``n`` the number of calibration rows, or their total weight."""
     n = float(n_rows) if weights is None else float(weights.sum())
     return 1.0 / (n + 1.0)
+
+
+def mix_uniform(probs: F64, smoothing: float) -> F64:
+    """``(1 - eps) probs + eps / K`` (``probs`` itself when ``eps`` is 0).
+
+    >>> mix_uniform(np.array([[1.0, 0.0]]), 0.5).tolist()
+    [[0.75, 0.25]]
+    """
+    if smoothing == 0.0:
+        return probs
+    return np.asarray((1.0 - smoothing) * probs + smoothing / probs.shape[1], dtype=np.float64)
 
 
 def smoothed_log_probs(logits: F64, temperature: float, smoothing: float) -> F64:
@@ -120,7 +131,34 @@ class SmoothedTemperatureScaling(TemperatureScaling):
         return SmoothedTemperature(self.temperature_, self.smoothing_)
 
 
-class SmoothedTemperature(nn.Module):
+class MixUniform(nn.Module):
+    """The probabilities of ``inner`` mixed with the uniform distribution:
+    ``(1 - eps) inner(logits) + eps / K`` (the protection of the binning methods).
+
+    Examples
+    --------
+    >>> m = MixUniform(Temperature(1.0), 0.5)
+    >>> m(torch.tensor([[0.0, 0.0]])).tolist()
+    [[0.5, 0.5]]
+    """
+
+    def __init__(self, inner: nn.Module, smoothing: float) -> None:
+        super().__init__()
+        self.inner = inner
+        self.smoothing: Tensor
+        self.register_buffer("smoothing", torch.tensor(float(smoothing), dtype=torch.float64))
+
+    def forward(self, logits: Tensor) -> Tensor:
+        q: Tensor = self.inner(logits)
+        return (1.0 - self.smoothing) * q + self.smoothing / q.shape[1]
+
+
+def with_smoothing(module: nn.Module, smoothing: float) -> nn.Module:
+    """``module`` followed by :class:`MixUniform` (``module`` itself when ``eps`` is 0)."""
+    return module if smoothing == 0.0 else MixUniform(module, smoothing)
+
+
+class SmoothedTemperature(Temperature):
     """``(1 - eps) softmax(logits / T) + eps / K``, or its logarithm with ``log=True``.
 
     Parameters
@@ -140,13 +178,12 @@ class SmoothedTemperature(nn.Module):
     """
 
     def __init__(self, temperature: float, smoothing: float, log: bool = False) -> None:
-        super().__init__()
-        self.scale = Temperature(temperature)
+        super().__init__(temperature)
         self.smoothing: Tensor
         self.register_buffer("smoothing", torch.tensor(float(smoothing), dtype=torch.float64))
         self.log = log
 
     def forward(self, logits: Tensor) -> Tensor:
-        p = self.scale(logits)
+        p = torch.exp(log_softmax_rows(logits.to(self.temperature.dtype) / self.temperature))
         q = (1.0 - self.smoothing) * p + self.smoothing / p.shape[1]
         return torch.log(q) if self.log else q
