@@ -203,7 +203,15 @@ def test_integer_weights_equal_repeated_rows(name: str) -> None:
 
 
 #: Methods whose smoothing or penalty depends on the number of rows n (the total weight).
-BY_SIZE = ("temperature_smoothed", "svs", "sms", "sms_cv")
+BY_SIZE = (
+    "temperature_smoothed",
+    "svs",
+    "sms",
+    "sms_cv",
+    "histogram",
+    "histogram_classwise",
+    "isotonic",
+)
 
 
 @pytest.mark.parametrize("name", WEIGHTED)
