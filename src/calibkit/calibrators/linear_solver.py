@@ -123,13 +123,14 @@ def identity_map(k: int) -> F64:
     return np.eye(k, k + 1)
 
 
-def curvature(design: Design) -> F64:
+def curvature(design: Design, floor: float = 1e-3) -> F64:
     """Approximate diagonal blocks of the NLL Hessian at the identity, one per class row.
 
     Block ``j`` is ``mean_i v_ij [x_i, 1][x_i, 1]^T`` with ``v_ij = p_ij (1 - p_ij)``,
-    summed over the rows where ``v_ij`` exceeds a thousandth of its maximum (the rest adds
-    little). When ``(K+1)^2 > 4 N`` (the blocks would take over four times the design's
-    memory), one (K+1, K+1) matrix weighted by ``mean_j v_ij`` stands in for all of them.
+    summed over the rows where ``v_ij`` exceeds ``floor`` (default a thousandth) times its
+    maximum (the rest adds little). When ``(K+1)^2 > 4 N`` (the blocks would take over four
+    times the design's memory), one (K+1, K+1) matrix weighted by ``mean_j v_ij`` stands in
+    for all of them.
     """
     x1 = np.ascontiguousarray(design.x1)  # row gathers are faster in C order
     n, k1 = x1.shape
@@ -139,7 +140,7 @@ def curvature(design: Design) -> F64:
         return np.asarray((x1.T * var.mean(axis=1)) @ x1 / n)
     blocks = np.empty((k1 - 1, k1, k1))
     for j in range(k1 - 1):  # one (K+1, n_j) x (n_j, K+1) product per class
-        rows = np.flatnonzero(var[:, j] > 1e-3 * var[:, j].max())
+        rows = np.flatnonzero(var[:, j] > floor * var[:, j].max())
         blocks[j] = (x1[rows].T * var[rows, j]) @ x1[rows]
     blocks /= n
     return blocks
