@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -60,7 +61,6 @@ def run(data: Path, out: Path, n_boot: int, seed: int) -> list[dict[str, object]
                 n_boot=n_boot,
                 seed=seed,
                 source=f"{f.name}, 5000/5000 split, seed {seed}",
-                progress=lambda msg: print(f"  {msg}", file=sys.stderr),
             )
             write_compare_report(comp, folder, title=f"{f.stem}: post-hoc calibration")
             print(f"{f.stem}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
@@ -131,6 +131,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--doc", type=Path, default=ROOT / "docs" / "shared-predictions.tables.md")
     args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="  %(message)s")  # compare's progress
     args.out.mkdir(parents=True, exist_ok=True)
     results = run(args.data, args.out, args.n_boot, args.seed)
     text = (

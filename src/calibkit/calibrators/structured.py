@@ -43,8 +43,6 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from calibkit.calibrators.base import CALIBRATORS, F64
 from calibkit.calibrators.linear import (
@@ -64,16 +62,14 @@ from calibkit.calibrators.linear_solver import (
     fit_path,
     identity_map,
 )
-from calibkit.calibrators.modules import Affine, log_softmax_rows
 from calibkit.calibrators.temperature import (
     check_log_temperature,
     check_temperature_bounds,
-    fit_inverse_temperature,
-    fit_weighted_inverse_temperature,
+    nll_inverse_temperature,
 )
 from calibkit.calibrators.temperature_smoothed import (
     SMOOTHED_STATE,
-    SmoothedTemperature,
+    SmoothedAffine,
     default_smoothing,
     smoothed_log_probs,
 )
@@ -161,11 +157,7 @@ class _Structured(_Linear):
 
     def _fit_temperature(self, out: ClassifierOutputs, weights: F64 | None) -> float:
         """Fit ``T`` and ``eps`` (stored); the number (or total weight) of rows."""
-        z, b_min, b_max = out.as_logits(), 1.0 / self.t_max, 1.0 / self.t_min
-        if weights is None:
-            b = fit_inverse_temperature(z, out.labels, b_min, b_max)
-        else:
-            b = fit_weighted_inverse_temperature(z, out.labels, weights, b_min, b_max)
+        b = nll_inverse_temperature(out, weights, self.t_min, self.t_max)
         self.log_temperature_ = -math.log(b)
         self.temperature_ = 1.0 / b
         n = out.labels.shape[0]
@@ -377,30 +369,3 @@ class StructuredMatrixScalingCV(StructuredMatrixScaling):
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         cv = (self.scale_grid, self.n_folds, self.random_state, self.cv_max_iter)
         self._fit_scaled(out, weights, cv)
-
-
-class SmoothedAffine(Affine):
-    """``softmax(W x + b)`` on the smoothed temperature-scaled log-probabilities ``x``.
-
-    Parameters
-    ----------
-    weights, bias : ndarray
-        ``W`` (full, or its diagonal) and ``b``.
-    temperature, smoothing : float
-        The temperature stage (see :class:`SmoothedTemperature`).
-
-    Examples
-    --------
-    >>> m = SmoothedAffine(np.eye(2), np.zeros(2), 1.0, 0.5)
-    >>> m(torch.tensor([[0.0, -1e4]])).round(decimals=12).tolist()
-    [[0.75, 0.25]]
-    """
-
-    def __init__(self, weights: F64, bias: F64, temperature: float, smoothing: float) -> None:
-        super().__init__(weights, bias)
-        self.features = SmoothedTemperature(temperature, smoothing, log=True)
-
-    def forward(self, logits: Tensor) -> Tensor:
-        x = self.features(logits)
-        z = x * self.weights + self.bias if self.diagonal else x @ self.weights.T + self.bias
-        return torch.exp(log_softmax_rows(z))

@@ -37,7 +37,7 @@ import torch
 from torch import Tensor, nn
 
 from calibkit.calibrators.base import CALIBRATORS, F64
-from calibkit.calibrators.modules import Temperature, log_softmax_rows
+from calibkit.calibrators.modules import Affine, Temperature, log_softmax_rows
 from calibkit.calibrators.temperature import TEMPERATURE_STATE, TemperatureScaling
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import FRACTION, POSITIVE, Constraints, NoneOr
@@ -187,3 +187,30 @@ class SmoothedTemperature(Temperature):
         p = torch.exp(log_softmax_rows(logits.to(self.temperature.dtype) / self.temperature))
         q = (1.0 - self.smoothing) * p + self.smoothing / p.shape[1]
         return torch.log(q) if self.log else q
+
+
+class SmoothedAffine(Affine):
+    """``softmax(W x + b)`` on the smoothed temperature-scaled log-probabilities ``x``.
+
+    Parameters
+    ----------
+    weights, bias : ndarray
+        ``W`` (full, or its diagonal) and ``b``.
+    temperature, smoothing : float
+        The temperature stage (see :class:`SmoothedTemperature`).
+
+    Examples
+    --------
+    >>> m = SmoothedAffine(np.eye(2), np.zeros(2), 1.0, 0.5)
+    >>> m(torch.tensor([[0.0, -1e4]])).round(decimals=12).tolist()
+    [[0.75, 0.25]]
+    """
+
+    def __init__(self, weights: F64, bias: F64, temperature: float, smoothing: float) -> None:
+        super().__init__(weights, bias)
+        self.features = SmoothedTemperature(temperature, smoothing, log=True)
+
+    def forward(self, logits: Tensor) -> Tensor:
+        x = self.features(logits)
+        z = x * self.weights + self.bias if self.diagonal else x @ self.weights.T + self.bias
+        return torch.exp(log_softmax_rows(z))
