@@ -26,7 +26,7 @@ picked and why.
 >>> print(auto.summary())  # doctest: +ELLIPSIS
 auto chose 'temperature': lowest mean NLL over 5 stratified folds (seed 0)
   temperature  0.88...  <- chosen
-  histogram    2.2...
+  histogram    1.03...
 """
 
 from __future__ import annotations

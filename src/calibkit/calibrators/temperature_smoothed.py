@@ -135,6 +135,13 @@ class MixUniform(nn.Module):
     """The probabilities of ``inner`` mixed with the uniform distribution:
     ``(1 - eps) inner(logits) + eps / K`` (the protection of the binning methods).
 
+    Parameters
+    ----------
+    inner : nn.Module
+        A map from logits to probabilities.
+    smoothing : float
+        The weight ``eps`` of the uniform distribution, in ``[0, 1)``.
+
     Examples
     --------
     >>> m = MixUniform(Temperature(1.0), 0.5)
