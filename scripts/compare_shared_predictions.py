@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 from calibkit.io.atomic import atomic_write_text
 from calibkit.io.predictions import load_predictions
 from calibkit.reporting.compare_report import write_compare_report
-from calibkit.workflows.compare import compare, split_outputs
+from calibkit.workflows.compare import applicable_methods, compare, split_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOWN = (
@@ -31,8 +32,15 @@ SHOWN = (
     "ms_odir",
     "dirichlet",
     "histogram",
+    "histogram_classwise",
     "isotonic",
+    "temperature_smoothed",
+    "svs",
+    "sms",
+    "sms_cv",
 )
+#: Methods run besides compare's default list (issue 15's new calibrators).
+EXTRA = ("temperature_smoothed", "svs", "sms", "sms_cv")
 
 
 def run(data: Path, out: Path, n_boot: int, seed: int) -> list[dict[str, object]]:
@@ -45,13 +53,14 @@ def run(data: Path, out: Path, n_boot: int, seed: int) -> list[dict[str, object]
         if not (folder / "results.json").exists():
             t0 = time.perf_counter()
             cal, test = split_outputs(load_predictions(f), 5000, seed=seed)
+            methods = [*applicable_methods(cal.n_classes, cal.labels.shape[0]), *EXTRA]
             comp = compare(
                 cal,
                 test,
+                methods=methods,
                 n_boot=n_boot,
                 seed=seed,
                 source=f"{f.name}, 5000/5000 split, seed {seed}",
-                progress=lambda msg: print(f"  {msg}", file=sys.stderr),
             )
             write_compare_report(comp, folder, title=f"{f.stem}: post-hoc calibration")
             print(f"{f.stem}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
@@ -96,12 +105,21 @@ def summary(results: list[dict[str, object]]) -> str:
 
 def nll_summary(results: list[dict[str, object]]) -> str:
     methods = [m for m in SHOWN if m in {x["method"] for r in results for x in r["methods"]}]  # type: ignore[attr-defined]
-    lines = ["| model | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
+    lines = ["| model | " + " | ".join(methods) + " | best |", "|---" * (len(methods) + 2) + "|"]
     for r in results:
         rows = {m["method"]: m for m in r["methods"]}  # type: ignore[attr-defined]
         name = r["source"].split(",")[0].removesuffix(".npz")  # type: ignore[union-attr]
-        vals = [f"{rows[m]['values']['nll']:.4f}" if m in rows else "–" for m in methods]
-        lines.append(f"| {name} | " + " | ".join(vals) + " |")
+        nlls = {m: rows[m]["values"]["nll"] for m in methods if m in rows and m != "none"}
+        best = min(nlls, key=lambda m: nlls[m])
+        vals = [
+            "–"
+            if m not in rows
+            else f"**{nlls[m]:.4f}**"
+            if m == best
+            else f"{rows[m]['values']['nll']:.4f}"
+            for m in methods
+        ]
+        lines.append(f"| {name} | " + " | ".join(vals) + f" | {best} |")
     return "\n".join(lines)
 
 
@@ -113,6 +131,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--doc", type=Path, default=ROOT / "docs" / "shared-predictions.tables.md")
     args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="  %(message)s")  # compare's progress
     args.out.mkdir(parents=True, exist_ok=True)
     results = run(args.data, args.out, args.n_boot, args.seed)
     text = (

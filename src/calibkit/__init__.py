@@ -51,6 +51,10 @@ _MODULES: dict[str, str] = {
         "get_calibrator CentredIsotonicCalibrator ScalingBinning SplineCalibration VennAbers"
     ),
     "calibkit.calibrators.sklearn_wrapper": "CalibratedClassifier",
+    "calibkit.calibrators.structured": (
+        "StructuredMatrixScaling StructuredMatrixScalingCV StructuredVectorScaling"
+    ),
+    "calibkit.calibrators.temperature_smoothed": "SmoothedTemperatureScaling",
     "calibkit.models": "MODELS create_model",
     "calibkit.data": "DATASETS load_dataset",
     "calibkit.training": "TrainConfig train",
@@ -110,6 +114,12 @@ if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
         get_calibrator,
     )
     from calibkit.calibrators.sklearn_wrapper import CalibratedClassifier
+    from calibkit.calibrators.structured import (
+        StructuredMatrixScaling,
+        StructuredMatrixScalingCV,
+        StructuredVectorScaling,
+    )
+    from calibkit.calibrators.temperature_smoothed import SmoothedTemperatureScaling
     from calibkit.core.binning import BinStats, bin_stats
     from calibkit.core.errors import CalibkitError, InputError, NotFittedError, UnknownNameError
     from calibkit.core.outputs import ClassifierOutputs, as_outputs

@@ -25,7 +25,7 @@ def test_top_label_hand_computed() -> None:
     # (No confidence sits on a bin edge: softmax(log p) can land one ulp below 0.9.)
     probs = [[0.95, 0.03, 0.02], [0.95, 0.03, 0.02], [0.65, 0.25, 0.1], [0.65, 0.25, 0.1],
              [0.35, 0.33, 0.32]]  # fmt: skip
-    h = HistogramBinning(n_bins=10).fit(np.log(probs), [0, 1, 0, 0, 2])
+    h = HistogramBinning(n_bins=10, smoothing=0).fit(np.log(probs), [0, 1, 0, 0, 2])
     expected_counts = np.zeros(10, dtype=np.int64)
     expected_counts[[3, 6, 9]] = [1, 2, 2]
     np.testing.assert_array_equal(h.bin_counts_, expected_counts)
@@ -39,7 +39,7 @@ def test_top_label_hand_computed() -> None:
 
 def test_classwise_hand_computed() -> None:
     probs = np.array([[0.7, 0.2, 0.1], [0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]])
-    h = ClasswiseHistogramBinning(n_bins=2).fit(np.log(probs), [0, 1, 1, 2])
+    h = ClasswiseHistogramBinning(n_bins=2, smoothing=0).fit(np.log(probs), [0, 1, 1, 2])
     # class 0: p0 = .7,.7 (y=0 once) in bin 1; .1,.2 (never 0) in bin 0
     np.testing.assert_allclose(h.bin_frequency_[0], [0.0, 0.5])
     np.testing.assert_allclose(h.bin_frequency_[1], [1 / 3, 1.0])
@@ -50,7 +50,7 @@ def test_classwise_hand_computed() -> None:
 
 def test_binary_classwise_bins_only_the_positive_class() -> None:
     z = np.log([[0.8, 0.2], [0.7, 0.3], [0.2, 0.8], [0.4, 0.6]])
-    h = ClasswiseHistogramBinning(n_bins=2).fit(z, [0, 1, 1, 1])
+    h = ClasswiseHistogramBinning(n_bins=2, smoothing=0).fit(z, [0, 1, 1, 1])
     assert h.edges_.shape == (1, 3)
     np.testing.assert_allclose(h.bin_frequency_[0], [0.5, 1.0])
     np.testing.assert_allclose(h.predict_proba(z), [[0.5, 0.5]] * 2 + [[0.0, 1.0]] * 2)
@@ -58,12 +58,12 @@ def test_binary_classwise_bins_only_the_positive_class() -> None:
 
 def test_empty_bin_keeps_the_input_probabilities() -> None:
     z = np.log([[0.95, 0.05], [0.9, 0.1], [0.97, 0.03]])
-    h = HistogramBinning(n_bins=10).fit(z, [0, 1, 0])
+    h = HistogramBinning(n_bins=10, smoothing=0).fit(z, [0, 1, 0])
     new = np.log([[0.55, 0.45], [0.25, 0.75]])  # bins 5 and 7: empty at fit time
     out = h.predict_proba(new)
     assert np.all(np.isfinite(out))
     np.testing.assert_allclose(out, [[0.55, 0.45], [0.25, 0.75]], rtol=1e-12)
-    hc = ClasswiseHistogramBinning(n_bins=10).fit(z, [0, 1, 0])
+    hc = ClasswiseHistogramBinning(n_bins=10, smoothing=0).fit(z, [0, 1, 0])
     np.testing.assert_allclose(hc.predict_proba(new), [[0.55, 0.45], [0.25, 0.75]], rtol=1e-12)
 
 
@@ -71,7 +71,7 @@ def test_empty_bin_keeps_the_input_probabilities() -> None:
 @pytest.mark.parametrize("scheme", ["equal_width", "equal_mass"])
 def test_top_label_matches_a_brute_force_loop(scheme: str) -> None:
     z, y = random_problem(400, 4, seed=1)
-    h = HistogramBinning(n_bins=7, scheme=scheme).fit(z, y)
+    h = HistogramBinning(n_bins=7, scheme=scheme, smoothing=0).fit(z, y)
     p = softmax(z)
     conf, pred = p.max(axis=1), p.argmax(axis=1)
     edges = h.edges_
@@ -94,7 +94,7 @@ def test_classwise_matches_netcal_when_no_bin_is_empty() -> None:
     netcal_binning = pytest.importorskip("netcal.binning")
     z, y = random_problem(3000, 3, seed=3)
     p = softmax(z)
-    ours = ClasswiseHistogramBinning(n_bins=5).fit(z, y)
+    ours = ClasswiseHistogramBinning(n_bins=5, smoothing=0).fit(z, y)
     assert np.all(ours.bin_counts_ > 0)  # netcal puts bin centres in empty bins
     ref = netcal_binning.HistogramBinning(bins=5).fit(p, y)
     z_new, _ = random_problem(500, 3, seed=4)
@@ -103,7 +103,7 @@ def test_classwise_matches_netcal_when_no_bin_is_empty() -> None:
 
 def test_equal_mass_bins_hold_equal_counts_and_agree_with_fit_time() -> None:
     z, y = random_problem(600, 3, seed=5)
-    h = HistogramBinning(n_bins=6, scheme="equal_mass").fit(z, y)
+    h = HistogramBinning(n_bins=6, scheme="equal_mass", smoothing=0).fit(z, y)
     np.testing.assert_array_equal(h.bin_counts_, np.full(6, 100))
     # each calibration sample gets its own bin's accuracy
     p = softmax(z)
@@ -118,7 +118,7 @@ def test_equal_mass_bins_hold_equal_counts_and_agree_with_fit_time() -> None:
 def test_top_label_can_change_the_argmax_even_above_one_over_k() -> None:
     # 3 classes, bin [0.4, 0.5) has accuracy 0.4 >= 1/3; runner-up 0.44 -> 0.44 * 0.6 / 0.55
     row = [0.45, 0.44, 0.11]
-    h = HistogramBinning(n_bins=10).fit(np.log([row] * 5), [0, 0, 1, 1, 1])
+    h = HistogramBinning(n_bins=10, smoothing=0).fit(np.log([row] * 5), [0, 0, 1, 1, 1])
     assert h.bin_accuracy_[4] == pytest.approx(0.4)
     out = h.predict_proba(np.log([row]))
     np.testing.assert_allclose(out, [[0.4, 0.48, 0.12]], rtol=1e-12)
@@ -127,7 +127,7 @@ def test_top_label_can_change_the_argmax_even_above_one_over_k() -> None:
 
 def test_top_label_keeps_the_argmax_when_the_new_confidence_is_at_least_half() -> None:
     z, y = random_problem(2000, 5, seed=6)
-    h = HistogramBinning(n_bins=15).fit(z, y)
+    h = HistogramBinning(n_bins=15, smoothing=0).fit(z, y)
     z_new, _ = random_problem(2000, 5, seed=7)
     before = softmax(z_new).argmax(axis=1)
     out = h.predict_proba(z_new)

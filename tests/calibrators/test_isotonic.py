@@ -25,7 +25,7 @@ from tests.calibrators.problems import (
 
 def test_three_class_hand_computed() -> None:
     probs = np.array([[0.6, 0.3, 0.1], [0.5, 0.2, 0.3], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]])
-    iso = IsotonicCalibrator().fit(np.log(probs), [1, 0, 1, 2])
+    iso = IsotonicCalibrator(smoothing=0).fit(np.log(probs), [1, 0, 1, 2])
     # class 0: p0 = .1 .2 .5 .6 with y0 = 0 0 1 0 -> PAV pools (.5, .6) to 0.5
     np.testing.assert_allclose(iso.x_thresholds_[0], [0.1, 0.2, 0.5, 0.6])
     np.testing.assert_allclose(iso.y_thresholds_[0], [0.0, 0.0, 0.5, 0.5])
@@ -40,7 +40,7 @@ def test_three_class_hand_computed() -> None:
 def test_matches_sklearn_isotonic_regression_per_class() -> None:
     z, y = random_problem(800, 4, seed=1)
     p = softmax(z)
-    iso = IsotonicCalibrator().fit(z, y)
+    iso = IsotonicCalibrator(smoothing=0).fit(z, y)
     z_new, _ = random_problem(400, 4, seed=2)
     p_new = softmax(z_new)
     ref = np.column_stack(
@@ -56,7 +56,7 @@ def test_matches_sklearn_isotonic_regression_per_class() -> None:
 def test_binary_matches_sklearn_on_the_positive_class() -> None:
     z, y = random_problem(500, 2, seed=3)
     p1 = softmax(z)[:, 1]
-    iso = IsotonicCalibrator().fit(z, y)
+    iso = IsotonicCalibrator(smoothing=0).fit(z, y)
     assert len(iso.x_thresholds_) == 1
     ref = IsotonicRegression(out_of_bounds="clip").fit(p1, y).predict(np.array([0.0, 0.3, 1.0]))
     z_new = np.column_stack([np.zeros(3), np.log([1e-300, 0.3 / 0.7, 1e300])])
@@ -67,7 +67,7 @@ def test_binary_matches_sklearn_on_the_positive_class() -> None:
 
 def test_rows_mapped_to_all_zeros_keep_the_uncalibrated_probabilities() -> None:
     z, y = random_problem(200, 3, seed=4)
-    iso = IsotonicCalibrator().fit(z, y)
+    iso = IsotonicCalibrator(smoothing=0).fit(z, y)
     iso.y_thresholds_ = [np.zeros_like(t) for t in iso.y_thresholds_]  # every class -> 0
     z_new, _ = random_problem(5, 3, seed=5)
     np.testing.assert_allclose(iso.predict_proba(z_new), softmax(z_new), rtol=1e-12)

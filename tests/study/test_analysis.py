@@ -211,7 +211,7 @@ def _logits(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 CALIBRATORS: dict[str, dict[str, Any]] = {
     "none": {},
     "temperature_ece": {"t_min": 0.05, "t_max": 5.0, "t_step": 0.05},
-    "histogram": {"n_bins": 10},
+    "histogram": {"n_bins": 10, "smoothing": 0.0},
 }
 
 

@@ -17,6 +17,7 @@ from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics import ece, evaluate
 from calibkit.metrics.bin_errors import error_from_stats
 from calibkit.workflows.compare import (
+    EXCLUDED_BY_DEFAULT,
     TEMPERATURE_GRID,
     applicable_methods,
     compare,
@@ -102,7 +103,7 @@ def test_applicable_methods_follow_the_registry(fake_binary: str) -> None:
     expected = [
         n
         for n in CALIBRATORS.names()
-        if n not in ("auto", *NAMED_ONLY) and not CALIBRATORS.get(n).binary_only
+        if n not in EXCLUDED_BY_DEFAULT and not CALIBRATORS.get(n).binary_only
     ]
     assert multi == expected
     with pytest.raises(InputError, match="n_classes"):

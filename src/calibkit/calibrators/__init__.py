@@ -25,6 +25,12 @@ from calibkit.calibrators.linear import (
     MatrixScalingODIR,
     DirichletCalibration,
 )
+from calibkit.calibrators.temperature_smoothed import SmoothedTemperatureScaling
+from calibkit.calibrators.structured import (
+    StructuredVectorScaling,
+    StructuredMatrixScaling,
+    StructuredMatrixScalingCV,
+)
 from calibkit.calibrators.histogram import HistogramBinning, ClasswiseHistogramBinning
 from calibkit.calibrators.isotonic import IsotonicCalibrator
 from calibkit.calibrators.binary import PlattScaling, BetaCalibration
@@ -56,7 +62,11 @@ __all__ = [
     "PlattScaling",
     "SGDSettings",
     "ScalingBinning",
+    "SmoothedTemperatureScaling",
     "SplineCalibration",
+    "StructuredMatrixScaling",
+    "StructuredMatrixScalingCV",
+    "StructuredVectorScaling",
     "TemperatureScaling",
     "TemperatureScalingECE",
     "VectorScaling",

@@ -26,7 +26,7 @@ picked and why.
 >>> print(auto.summary())  # doctest: +ELLIPSIS
 auto chose 'temperature': lowest mean NLL over 5 stratified folds (seed 0)
   temperature  0.88...  <- chosen
-  histogram    2.2...
+  histogram    1.03...
 """
 
 from __future__ import annotations
@@ -51,7 +51,16 @@ Criterion = Literal["nll", "ece"]
 CRITERIA: tuple[str, ...] = ("nll", "ece")
 #: Registered methods run only when named (by ``auto`` and by ``compare``), so that adding
 #: them changed no default output (issue 15's post-hoc methods).
-NAMED_ONLY: tuple[str, ...] = ("scaling_binning", "venn_abers", "isotonic_centred", "spline")
+NAMED_ONLY: tuple[str, ...] = (
+    "scaling_binning",
+    "venn_abers",
+    "isotonic_centred",
+    "spline",
+    "temperature_smoothed",
+    "svs",
+    "sms",
+    "sms_cv",
+)
 #: Registered methods left out of the default candidates.
 EXCLUDED_BY_DEFAULT: tuple[str, ...] = ("auto", "temperature_ece", *NAMED_ONLY)
 

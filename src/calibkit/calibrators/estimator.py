@@ -65,7 +65,7 @@ class EstimatorAPI:
     >>> from sklearn.base import clone
     >>> from calibkit.calibrators import get_calibrator
     >>> clone(get_calibrator("histogram", n_bins=5).set_params(scheme="equal_mass"))
-    HistogramBinning(n_bins=5, scheme='equal_mass')
+    HistogramBinning(n_bins=5, scheme='equal_mass', smoothing=None)
     >>> hasattr(get_calibrator("histogram"), "transform")
     False
     """

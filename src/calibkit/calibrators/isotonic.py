@@ -7,6 +7,12 @@ calibrated row is renormalised. A row whose calibrated entries are all 0 (every 
 to 0, which isotonic fits do near the ends of the score range) keeps its *uncalibrated*
 probabilities rather than becoming uniform: nothing was learned about it.
 
+Zero probabilities: the maps reach 0 below the lowest score with a positive, so a true
+class can get probability 0 (test NLL 14 on the 100-class shared predictions file). The
+calibrated row is mixed with the uniform distribution, ``(1 - eps) q + eps / K``, with
+``eps = smoothing`` (default ``1 / (n + 1)``, as for the histogram binnings of
+:mod:`calibkit.calibrators.histogram`); ``smoothing=0`` turns it off.
+
 With two classes only ``P(y = 1)`` is fitted and ``P(y = 0) = 1 - P(y = 1)``, as in
 scikit-learn's ``CalibratedClassifierCV`` (the fit on class 0 would be its mirror image).
 
@@ -15,7 +21,7 @@ evaluated by linear interpolation (``np.interp``, which clips like the fitted mo
 saved calibrator needs no scikit-learn object.
 
 >>> z = np.log([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.2, 0.8]])
->>> iso = IsotonicCalibrator().fit(z, [0, 1, 0, 1])
+>>> iso = IsotonicCalibrator(smoothing=0).fit(z, [0, 1, 0, 1])
 >>> iso.x_thresholds_[0].round(6).tolist(), iso.y_thresholds_[0].tolist()
 ([0.1, 0.2, 0.7, 0.8], [0.0, 0.5, 0.5, 1.0])
 >>> iso.predict_proba(np.log([[0.85, 0.15], [0.5, 0.5]])).round(6).tolist()
@@ -27,13 +33,15 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
+from torch import nn
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
-from calibkit.calibrators.histogram import one_vs_rest_classes, renormalise_or_keep
+from calibkit.calibrators.histogram import combine_maps, one_vs_rest_classes
 from calibkit.calibrators.modules import Interpolation, OneVsRest
+from calibkit.calibrators.temperature_smoothed import default_smoothing, mix_uniform, with_smoothing
 from calibkit.core.fitted_state import Array, ArrayList, Dims
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
-from calibkit.core.validation import Constraints
+from calibkit.core.validation import FRACTION, Constraints, NoneOr
 
 
 def fit_isotonic(score: F64, outcome: F64, weights: F64 | None = None) -> tuple[F64, F64]:
@@ -55,27 +63,41 @@ THRESHOLDS = Array(shape=("n",), low=0.0, high=1.0, sorted=True, nonempty=True)
 class IsotonicCalibrator(Calibrator):
     """One-vs-rest isotonic regression on the softmax probabilities, renormalised.
 
-    Takes no parameters.
+    Parameters
+    ----------
+    smoothing : float or None
+        The weight ``eps`` of the uniform distribution in the output, in ``[0, 1)``;
+        ``None``: ``1 / (n + 1)`` for ``n`` calibration rows (their total weight).
 
     Attributes
     ----------
     x_thresholds_, y_thresholds_ : list of ndarray
         One pair of float64 arrays per fitted class (only class 1 for two classes, else
         every class).
+    smoothing_ : float
+        The ``eps`` used.
 
     Examples
     --------
     >>> z = np.log([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.2, 0.8]])
-    >>> IsotonicCalibrator().fit(z, [0, 0, 1, 1]).predict_proba(z)[:, 1].tolist()
+    >>> IsotonicCalibrator(smoothing=0).fit(z, [0, 0, 1, 1]).predict_proba(z)[:, 1].tolist()
     [0.0, 0.0, 1.0, 1.0]
+    >>> IsotonicCalibrator().fit(z, [0, 0, 1, 1]).predict_proba(z)[:, 1].tolist()
+    [0.1, 0.1, 0.9, 0.9]
     """
 
     accepts_sample_weight = True
+    param_constraints: ClassVar[Constraints] = {"smoothing": NoneOr(FRACTION)}
+    smoothing: float | None
     #: ``m`` maps (see :func:`one_vs_rest_classes`); map ``i`` has ``n`` thresholds.
     state_constraints: ClassVar[Constraints] = {
         "x_thresholds_": ArrayList(THRESHOLDS, "m"),
         "y_thresholds_": ArrayList(THRESHOLDS, "m"),
+        "smoothing_": FRACTION,
     }
+
+    def __init__(self, smoothing: float | None = None) -> None:
+        self._set_params(smoothing=smoothing)
 
     def _state_dims(self, n_classes: int) -> Dims:
         return {"k": n_classes, "m": len(one_vs_rest_classes(n_classes))}
@@ -88,6 +110,8 @@ class IsotonicCalibrator(Calibrator):
         ]
         self.x_thresholds_ = [f[0] for f in fits]
         self.y_thresholds_ = [f[1] for f in fits]
+        eps = self.smoothing
+        self.smoothing_ = default_smoothing(out.labels.shape[0], weights) if eps is None else eps
 
     def _predict_proba(self, logits: F64) -> F64:
         probs = np.exp(log_softmax64(logits))
@@ -97,10 +121,8 @@ class IsotonicCalibrator(Calibrator):
                 for i, k in enumerate(one_vs_rest_classes(self.n_classes_))
             ]
         )
-        if self.n_classes_ == 2:
-            return np.column_stack([1.0 - q[:, 0], q[:, 0]])
-        return renormalise_or_keep(q, probs)
+        return mix_uniform(combine_maps(q, probs), self.smoothing_)
 
-    def _module(self) -> OneVsRest:
+    def _module(self) -> nn.Module:
         maps = Interpolation(self.x_thresholds_, self.y_thresholds_)
-        return OneVsRest(maps, binary=self.n_classes_ == 2)
+        return with_smoothing(OneVsRest(maps, binary=self.n_classes_ == 2), self.smoothing_)

@@ -94,6 +94,18 @@ PER_CLASS = Array(shape=("k",))
 FULL_MATRIX = Array(shape=("k", "k"))
 
 
+def check_folds(n_folds: int, labels: I64) -> None:
+    """An InputError unless every class has at least ``n_folds`` rows (stratified k-fold)."""
+    smallest = int(np.unique(labels, return_counts=True)[1].min())
+    if n_folds > smallest:
+        raise InputError(
+            "n_folds",
+            f"at most the smallest class count of the calibration set ({smallest}) "
+            "for stratified cross-validation",
+            str(n_folds),
+        )
+
+
 # ----- calibrators -----------------------------------------------------------------------
 class _Linear(Calibrator):
     """Shared parts: ``weights_`` and ``bias_`` applied to the features of the logits."""
@@ -278,14 +290,7 @@ class _ODIR(_Linear):
         self.cv_lambdas_, self.cv_nll_ = np.empty(0), np.empty(0)
         best, start = 0, identity_map(k)
         if lambdas.size > 1:
-            smallest = int(np.unique(out.labels, return_counts=True)[1].min())
-            if self.n_folds > smallest:
-                raise InputError(
-                    "n_folds",
-                    f"at most the smallest class count of the calibration set ({smallest}) "
-                    "for stratified cross-validation",
-                    str(self.n_folds),
-                )
+            check_folds(self.n_folds, out.labels)
             budget = (self.n_folds, self.random_state, self.cv_max_iter, self.tol)
             scores, means = cross_validate(design, pens, *budget)
             best = int(np.argmin(scores))  # first minimum: the strongest penalty among ties

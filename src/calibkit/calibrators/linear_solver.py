@@ -123,13 +123,14 @@ def identity_map(k: int) -> F64:
     return np.eye(k, k + 1)
 
 
-def curvature(design: Design) -> F64:
+def curvature(design: Design, floor: float = 1e-3) -> F64:
     """Approximate diagonal blocks of the NLL Hessian at the identity, one per class row.
 
     Block ``j`` is ``mean_i v_ij [x_i, 1][x_i, 1]^T`` with ``v_ij = p_ij (1 - p_ij)``,
-    summed over the rows where ``v_ij`` exceeds a thousandth of its maximum (the rest adds
-    little). When ``(K+1)^2 > 4 N`` (the blocks would take over four times the design's
-    memory), one (K+1, K+1) matrix weighted by ``mean_j v_ij`` stands in for all of them.
+    summed over the rows where ``v_ij`` exceeds ``floor`` (default a thousandth) times its
+    maximum (the rest adds little). When ``(K+1)^2 > 4 N`` (the blocks would take over four
+    times the design's memory), one (K+1, K+1) matrix weighted by ``mean_j v_ij`` stands in
+    for all of them.
     """
     x1 = np.ascontiguousarray(design.x1)  # row gathers are faster in C order
     n, k1 = x1.shape
@@ -139,7 +140,7 @@ def curvature(design: Design) -> F64:
         return np.asarray((x1.T * var.mean(axis=1)) @ x1 / n)
     blocks = np.empty((k1 - 1, k1, k1))
     for j in range(k1 - 1):  # one (K+1, n_j) x (n_j, K+1) product per class
-        rows = np.flatnonzero(var[:, j] > 1e-3 * var[:, j].max())
+        rows = np.flatnonzero(var[:, j] > floor * var[:, j].max())
         blocks[j] = (x1[rows].T * var[rows, j]) @ x1[rows]
     blocks /= n
     return blocks
@@ -162,7 +163,8 @@ def preconditioner(curv: F64, coef: F64) -> F64:
 
 @dataclass(frozen=True)
 class Penalty:
-    """The quadratic penalty ``sum(coef * wb ** 2)`` on ``[W | b]``, with its preconditioner.
+    """The quadratic penalty ``sum(coef * (wb - centre) ** 2)`` on ``[W | b]``, with its
+    preconditioner.
 
     Attributes
     ----------
@@ -170,24 +172,38 @@ class Penalty:
         The weight of each squared parameter.
     factor : ndarray of float64
         The diagonal preconditioner of the penalised problem.
+    centre : ndarray of float64 or None
+        The parameters the penalty pulls towards; ``None``: zero.
 
     Examples
     --------
     >>> p = Penalty(np.array([[1.0, 0.0]]), np.ones((1, 2)))
     >>> p(np.array([[3.0, 5.0]]))
     9.0
+    >>> centred = Penalty(np.array([[1.0, 0.0]]), np.ones((1, 2)), np.array([[1.0, 0.0]]))
+    >>> centred(np.array([[3.0, 5.0]]))
+    4.0
     """
 
     coef: F64
     factor: F64
+    centre: F64 | None = None
 
     @classmethod
-    def make(cls, coef: F64, curv: F64) -> Penalty:
-        """The penalty ``coef`` preconditioned for the curvature ``curv``."""
-        return cls(coef, preconditioner(curv, coef))
+    def make(cls, coef: F64, curv: F64, centre: F64 | None = None) -> Penalty:
+        """The penalty ``coef`` (towards ``centre``) preconditioned for the curvature ``curv``."""
+        return cls(coef, preconditioner(curv, coef), centre)
+
+    def _offset(self, wb: F64) -> F64:
+        return wb if self.centre is None else wb - self.centre
 
     def __call__(self, wb: F64) -> float:
-        return float((self.coef * wb * wb).sum())
+        d = self._offset(wb)
+        return float((self.coef * d * d).sum())
+
+    def gradient(self, wb: F64) -> F64:
+        """The penalty's gradient in ``wb``."""
+        return 2.0 * self.coef * self._offset(wb)
 
 
 def _rows_times(u: F64, a: F64) -> F64:
@@ -219,7 +235,7 @@ def full_objective(design: Design, pen: Penalty, start: F64) -> Callable[[F64], 
     def objective(u: F64) -> tuple[float, F64]:
         wb = start + _rows_times(u.reshape(k, k + 1), factor)
         loss, dz = softmax_nll_grad(design.scores(wb), design.labels, design.weights)
-        grad = dz.T @ design.x1 + 2.0 * pen.coef * wb
+        grad = dz.T @ design.x1 + pen.gradient(wb)
         return loss + pen(wb), _rows_times(grad, factor_t).ravel()
 
     return objective
@@ -240,8 +256,11 @@ def fit_full(
     return wb, fun - pen(wb)
 
 
-def fit_diagonal(design: Design, max_iter: int, tol: float) -> tuple[F64, F64]:
-    """Vector scaling: minimise the NLL of ``softmax(x * w + b)`` from ``w = 1, b = 0``.
+def fit_diagonal(
+    design: Design, max_iter: int, tol: float, coef: F64 | None = None
+) -> tuple[F64, F64]:
+    """Vector scaling: minimise the NLL of ``softmax(x * w + b)`` from ``w = 1, b = 0``,
+    plus ``sum(coef * ([w, b] - [1, 0]) ** 2)`` when ``coef`` (2K weights) is given.
 
     Variables are scaled by the square root of the diagonal Hessian at the identity.
     """
@@ -250,14 +269,16 @@ def fit_diagonal(design: Design, max_iter: int, tol: float) -> tuple[F64, F64]:
     p = np.exp(log_softmax64(x))
     var = p * (1.0 - p)
     curv = np.concatenate([np.einsum("ij,ij->j", var, x * x), var.sum(axis=0)]) / y.shape[0]
+    pen = np.zeros(2 * k) if coef is None else coef
+    curv += 2.0 * pen
     scale = 1.0 / np.sqrt(curv + 1e-6 * curv.mean() + 1e-12)
     start = np.concatenate([np.ones(k), np.zeros(k)])
 
     def objective(u: F64) -> tuple[float, F64]:
-        theta = start + u * scale
-        loss, dz = softmax_nll_grad(x * theta[:k] + theta[k:], y, design.weights)
-        grad = np.concatenate([np.einsum("ij,ij->j", dz, x), dz.sum(axis=0)])
-        return loss, grad * scale
+        d = u * scale
+        loss, dz = softmax_nll_grad(x * (1.0 + d[:k]) + d[k:], y, design.weights)
+        grad = np.concatenate([np.einsum("ij,ij->j", dz, x), dz.sum(axis=0)]) + 2.0 * pen * d
+        return loss + float(pen @ (d * d)), grad * scale
 
     u, fun = _lbfgs(objective, 2 * k, max_iter, tol)
     if fun > design.mean_identity_nll():  # L-BFGS only goes down

@@ -272,6 +272,17 @@ def fit_weighted_inverse_temperature(
     return math.exp(float(res.x))
 
 
+def nll_inverse_temperature(
+    out: ClassifierOutputs, weights: F64 | None, t_min: float, t_max: float
+) -> float:
+    """The inverse temperature minimising the (``weights``-weighted) mean NLL of ``out``
+    for T in ``[t_min, t_max]``."""
+    b_min, b_max = 1.0 / t_max, 1.0 / t_min
+    if weights is None:
+        return fit_inverse_temperature(out.as_logits(), out.labels, b_min, b_max)
+    return fit_weighted_inverse_temperature(out.as_logits(), out.labels, weights, b_min, b_max)
+
+
 @CALIBRATORS.register("temperature")
 class TemperatureScaling(Calibrator):
     """Temperature scaling fitted by NLL (T in ``[t_min, t_max]``, default [0.1, 10]).
@@ -308,11 +319,7 @@ class TemperatureScaling(Calibrator):
         check_temperature_bounds(self.t_min, self.t_max)
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
-        b_min, b_max = 1.0 / self.t_max, 1.0 / self.t_min
-        if weights is None:
-            b = fit_inverse_temperature(out.as_logits(), out.labels, b_min, b_max)
-        else:
-            b = fit_weighted_inverse_temperature(out.as_logits(), out.labels, weights, b_min, b_max)
+        b = nll_inverse_temperature(out, weights, self.t_min, self.t_max)
         self.log_temperature_ = float(-np.log(b))
         self.temperature_ = float(1.0 / b)
 
