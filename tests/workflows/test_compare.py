@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from calibkit.calibrators import CALIBRATORS, Calibrator, get_calibrator
-from calibkit.calibrators.auto import NAMED_ONLY
 from calibkit.calibrators.temperature import TemperatureScaling
 from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
