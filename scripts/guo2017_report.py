@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from calibkit.reporting.document import Document, Figure, Paragraph, Section, table_section
+from calibkit.reporting.document import Document, Figure, Paragraph, table_section
 from calibkit.reporting.figures import figure_png_bytes
 from calibkit.reporting.render import to_markdown
 from calibkit.study import load_study_config
@@ -80,7 +80,7 @@ def document(config: Path, study: Path) -> Document:
     fig = nll_accuracy_epochs_figure(shown, title="Test NLL and test error per epoch")
     caption = "NLL overfitting while the error falls"
     blocks += [Figure("nll_error_epochs.png", caption, figure_png_bytes(fig))]
-    blocks += [Section("Per epoch", [epoch_table(hist[lb], lb) for lb in shown])]
+    blocks += [table_section(epoch_table(hist[lb], lb)) for lb in shown]
     return Document(f"Factors: {cfg.name}", blocks)
 
 

@@ -181,11 +181,15 @@ def trend_table(rows: Sequence[Row], levels: Levels, calibrator: str = "none") -
 
 
 def _factor_axis(ax: Any, values: list[float]) -> None:
-    """A log axis for a factor spanning a factor of 4 or more (0 kept via symlog)."""
+    """A log axis for a factor spanning a factor of 4 or more (0 kept via symlog, ticked at
+    the levels)."""
     positive = [v for v in values if v > 0]
     if positive and max(positive) / min(positive) >= 4:
         if min(values) <= 0:
             ax.set_xscale("symlog", linthresh=min(positive))
+            ticks = sorted(set(values))  # the default 0 and 1e-4 labels overlap
+            ax.set_xticks(ticks, labels=[f"{v:g}" for v in ticks])
+            ax.set_xticks([], minor=True)
         else:
             ax.set_xscale("log", base=2)
 
