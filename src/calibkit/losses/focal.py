@@ -1,4 +1,4 @@
-"""Focal-loss family: focal, adaptive (FLSD-53), inverse focal and dual focal.
+"""Focal-loss family: focal, adaptive (FLSD-53), inverse focal and dual focal (two forms).
 
 Each is a weighted cross-entropy ``-w(p) log p_y`` with ``p_y`` the probability of the
 target class:
@@ -19,7 +19,15 @@ target class:
   and the authors' code (``p_k < p_y`` mask, ties excluded); ``p_j`` carries gradient.
 
 At ``gamma = 0`` focal, inverse focal and dual focal are cross-entropy (``w = 1``), and so
-is the adaptive loss on samples with ``p_y >= 0.5``.
+is the adaptive loss on samples with ``p_y >= 0.5``. The survey's two-term dual focal loss,
+``-(1 - p_y)^gamma log p_y - p_m^gamma log(1 - p_m)`` with ``p_m`` the largest non-target
+probability, is in :mod:`calibkit.losses.dual_focal` (registered as ``dual_focal_two_term``).
+
+Class weight ``alpha`` (Lin et al. 2017, "Focal loss for dense object detection"): every
+loss here takes ``alpha`` and multiplies sample ``i``'s loss by ``alpha_t = alpha[y_i]``.
+``alpha`` is ``None`` (default: no weight, ``alpha_t = 1``), one number in ``[0, 1]`` for
+two classes (Lin et al.'s binary form: ``alpha_t = alpha`` for class 1 and ``1 - alpha``
+for class 0), or ``K`` weights ``>= 0``, one per class. ``alpha = 0.5`` halves the loss.
 
 Numerics (float32): ``1 - p_y`` is computed as ``-expm1(log p_y)``, exact near ``p_y = 1``.
 For ``gamma < 1`` the derivative of ``x^gamma`` is infinite at ``x = 0``, so the base of the
@@ -42,7 +50,8 @@ import torch
 from torch import Tensor, nn
 
 from calibkit.core.docs import fill_doc
-from calibkit.core.validation import NON_NEGATIVE
+from calibkit.core.errors import InputError
+from calibkit.core.validation import NON_NEGATIVE, AnyOf, ListOf, NoneOr, Real
 from calibkit.losses.basic import (
     REDUCTION,
     Reduction,
@@ -55,7 +64,12 @@ from calibkit.losses.registry import LOSSES
 
 #: The focusing parameter: a finite number >= 0.
 GAMMA = NON_NEGATIVE
-GAMMA_PARAMS = {"gamma": GAMMA, "reduction": REDUCTION}
+#: The class weight: None (off), a number in [0, 1] (two classes) or one weight >= 0 per class.
+ALPHA = NoneOr(AnyOf(Real(0.0, 1.0), ListOf(NON_NEGATIVE)))
+GAMMA_PARAMS = {"gamma": GAMMA, "reduction": REDUCTION, "alpha": ALPHA}
+
+#: A checked ``alpha``: None, a number, or a tuple of per-class weights.
+Alpha = float | tuple[float, ...] | None
 
 
 #: The Parameters and Returns sections of focal_loss, inverse_focal_loss, dual_focal_loss.
@@ -65,6 +79,8 @@ logits, targets, reduction
     As in :func:`~calibkit.losses.basic.cross_entropy`.
 gamma : float
     Exponent, finite and >= 0; 0 gives cross-entropy.
+alpha : None, float or sequence of float
+    Class weight ``alpha_t`` (see the module docstring); None: off.
 
 Returns
 -------
@@ -80,12 +96,42 @@ gamma : float
     Exponent, finite and >= 0.
 reduction : {"mean", "sum", "none"}
     How to reduce the per-sample losses.
+alpha : None, float or sequence of float
+    Class weight ``alpha_t`` (see the module docstring); None (default): off.
 
 Examples
 --------"""
 
 
-def _power(base: Tensor, gamma: float | Tensor) -> Tensor:
+def class_weight(alpha: object, targets: Tensor, n_classes: int, like: Tensor) -> Tensor | None:
+    """``alpha_t = alpha[y_i]`` per sample (shape ``(N,)``), or None when ``alpha`` is None.
+
+    >>> class_weight(0.25, torch.tensor([0, 1, 1]), 2, torch.zeros(1))  # 1 - alpha, alpha
+    tensor([0.7500, 0.2500, 0.2500])
+    """
+    checked: Alpha = ALPHA.check("alpha", alpha)
+    if checked is None:
+        return None
+    if isinstance(checked, float):
+        if n_classes != 2:
+            raise InputError(
+                "alpha",
+                "a list of one weight per class (a number needs 2 classes)",
+                f"{checked!r} with {n_classes} classes",
+            )
+        checked = (1.0 - checked, checked)
+    if len(checked) != n_classes:
+        got = f"{len(checked)} weights"
+        raise InputError("alpha", f"{n_classes} weights (one per class)", got)
+    return torch.tensor(checked, dtype=like.dtype, device=like.device)[targets]
+
+
+def weighted(loss: Tensor, weight: Tensor | None) -> Tensor:
+    """``loss * weight`` (``loss`` itself when ``weight`` is None)."""
+    return loss if weight is None else loss * weight
+
+
+def focal_power(base: Tensor, gamma: float | Tensor) -> Tensor:
     """``base^gamma`` for ``base >= 0`` with finite gradients at ``base = 0`` (see module doc)."""
     if isinstance(gamma, float) and gamma == 0.0:
         return torch.ones_like(base)
@@ -94,7 +140,11 @@ def _power(base: Tensor, gamma: float | Tensor) -> Tensor:
 
 @fill_doc(signature=_FUNCTION_SIGNATURE)
 def focal_loss(
-    logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
+    logits: Tensor,
+    targets: Tensor,
+    gamma: float,
+    reduction: Reduction = "mean",
+    alpha: object = None,
 ) -> Tensor:
     """Focal loss ``-(1 - p_y)^gamma log p_y`` (Lin et al. 2017; Mukhoti et al. 2020).
 
@@ -109,11 +159,16 @@ def focal_loss(
     gamma = GAMMA.check("gamma", gamma)
     reduction = check_reduction(reduction)
     logp_y = target_log_prob(log_probs(logits, targets), targets)
-    return reduce(-_power(-torch.expm1(logp_y), gamma) * logp_y, reduction)
+    weight = class_weight(alpha, targets, logits.shape[1], logp_y)
+    return reduce(weighted(-focal_power(-torch.expm1(logp_y), gamma) * logp_y, weight), reduction)
 
 
 def adaptive_focal_loss(
-    logits: Tensor, targets: Tensor, gamma: float = 3.0, reduction: Reduction = "mean"
+    logits: Tensor,
+    targets: Tensor,
+    gamma: float = 3.0,
+    reduction: Reduction = "mean",
+    alpha: object = None,
 ) -> Tensor:
     """FLSD-53 (Mukhoti et al. 2020): focal loss with ``gamma`` 5 / 3 / ``gamma`` by ``p_y``.
 
@@ -126,6 +181,8 @@ def adaptive_focal_loss(
         As in :func:`~calibkit.losses.basic.cross_entropy`.
     gamma : float
         Exponent where ``p_y >= 0.5`` (3 gives FLSD-53).
+    alpha : None, float or sequence of float
+        Class weight ``alpha_t`` (see the module docstring); None: off.
 
     Returns
     -------
@@ -143,12 +200,19 @@ def adaptive_focal_loss(
     p = logp_y.detach().exp()
     high = torch.full_like(p, gamma)
     per_sample = torch.where(p < 0.2, 5.0, torch.where(p < 0.5, 3.0, high))
-    return reduce(-_power(-torch.expm1(logp_y), per_sample) * logp_y, reduction)
+    weight = class_weight(alpha, targets, logits.shape[1], logp_y)
+    return reduce(
+        weighted(-focal_power(-torch.expm1(logp_y), per_sample) * logp_y, weight), reduction
+    )
 
 
 @fill_doc(signature=_FUNCTION_SIGNATURE)
 def inverse_focal_loss(
-    logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
+    logits: Tensor,
+    targets: Tensor,
+    gamma: float,
+    reduction: Reduction = "mean",
+    alpha: object = None,
 ) -> Tensor:
     """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021).
 
@@ -159,12 +223,17 @@ def inverse_focal_loss(
     gamma = GAMMA.check("gamma", gamma)
     reduction = check_reduction(reduction)
     logp_y = target_log_prob(log_probs(logits, targets), targets)
-    return reduce(-_power(1.0 + logp_y.exp(), gamma) * logp_y, reduction)
+    weight = class_weight(alpha, targets, logits.shape[1], logp_y)
+    return reduce(weighted(-focal_power(1.0 + logp_y.exp(), gamma) * logp_y, weight), reduction)
 
 
 @fill_doc(signature=_FUNCTION_SIGNATURE)
 def dual_focal_loss(
-    logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
+    logits: Tensor,
+    targets: Tensor,
+    gamma: float,
+    reduction: Reduction = "mean",
+    alpha: object = None,
 ) -> Tensor:
     """Dual focal loss ``-(1 - p_y + p_j)^gamma log p_y`` (Tao et al. 2023).
 
@@ -182,46 +251,60 @@ def dual_focal_loss(
     p = logp.exp()
     below = p < p.gather(1, targets[:, None])
     p_j = torch.where(below, p, torch.zeros_like(p)).amax(dim=1)
-    return reduce(-_power(-torch.expm1(logp_y) + p_j, gamma) * logp_y, reduction)
+    weight = class_weight(alpha, targets, logits.shape[1], logp_y)
+    return reduce(
+        weighted(-focal_power(-torch.expm1(logp_y) + p_j, gamma) * logp_y, weight), reduction
+    )
 
 
-class _GammaLoss(nn.Module):
-    """``function(logits, targets, gamma, reduction)`` as a module (``gamma`` finite, >= 0)."""
+class GammaLoss(nn.Module):
+    """``function(logits, targets, gamma, reduction, alpha)`` as a module.
+
+    ``gamma`` is finite and >= 0; ``alpha`` the class weight (None: off), shown by ``repr``
+    only when set.
+    """
 
     def __init__(
         self,
-        function: Callable[[Tensor, Tensor, float, Reduction], Tensor],
+        function: Callable[[Tensor, Tensor, float, Reduction, Alpha], Tensor],
         gamma: float,
         reduction: Reduction,
+        alpha: object = None,
     ) -> None:
         super().__init__()
         self.function = function
         self.gamma = GAMMA.check("gamma", gamma)
         self.reduction = check_reduction(reduction)
+        self.alpha: Alpha = ALPHA.check("alpha", alpha)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return self.function(logits, targets, self.gamma, self.reduction)
+        return self.function(logits, targets, self.gamma, self.reduction, self.alpha)
 
     def extra_repr(self) -> str:
-        return f"gamma={self.gamma}, reduction={self.reduction!r}"
+        alpha = "" if self.alpha is None else f", alpha={self.alpha}"
+        return f"gamma={self.gamma}, reduction={self.reduction!r}{alpha}"
 
 
 @LOSSES.register("focal", params=GAMMA_PARAMS)
 @fill_doc(parameters=_MODULE_PARAMETERS)
-class FocalLoss(_GammaLoss):
+class FocalLoss(GammaLoss):
     """Focal loss ``-(1 - p_y)^gamma log p_y``; default ``gamma = 3`` (FL-3, Mukhoti et al.).
 
     {parameters}
     >>> FocalLoss(gamma=1.0)(torch.zeros(1, 2), torch.tensor([0]))  # 0.5 log 2
     tensor(0.3466)
+    >>> FocalLoss(gamma=1.0, alpha=0.25)(torch.zeros(1, 2), torch.tensor([1]))  # 0.25 * that
+    tensor(0.0866)
     """
 
-    def __init__(self, gamma: float = 3.0, reduction: Reduction = "mean") -> None:
-        super().__init__(focal_loss, gamma, reduction)
+    def __init__(
+        self, gamma: float = 3.0, reduction: Reduction = "mean", alpha: object = None
+    ) -> None:
+        super().__init__(focal_loss, gamma, reduction, alpha)
 
 
 @LOSSES.register("adaptive_focal", params=GAMMA_PARAMS)
-class AdaptiveFocalLoss(_GammaLoss):
+class AdaptiveFocalLoss(GammaLoss):
     """FLSD-53: ``gamma`` 5 if ``p_y < 0.2``, 3 if ``p_y < 0.5``, else ``gamma`` (default 3).
 
     Parameters
@@ -230,6 +313,8 @@ class AdaptiveFocalLoss(_GammaLoss):
         Exponent where ``p_y >= 0.5``.
     reduction : {"mean", "sum", "none"}
         How to reduce the per-sample losses.
+    alpha : None, float or sequence of float
+        Class weight ``alpha_t`` (see the module docstring); None (default): off.
 
     Examples
     --------
@@ -237,13 +322,15 @@ class AdaptiveFocalLoss(_GammaLoss):
     tensor(0.0866)
     """
 
-    def __init__(self, gamma: float = 3.0, reduction: Reduction = "mean") -> None:
-        super().__init__(adaptive_focal_loss, gamma, reduction)
+    def __init__(
+        self, gamma: float = 3.0, reduction: Reduction = "mean", alpha: object = None
+    ) -> None:
+        super().__init__(adaptive_focal_loss, gamma, reduction, alpha)
 
 
 @LOSSES.register("inverse_focal", params=GAMMA_PARAMS)
 @fill_doc(parameters=_MODULE_PARAMETERS)
-class InverseFocalLoss(_GammaLoss):
+class InverseFocalLoss(GammaLoss):
     """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021); default gamma 2.
 
     {parameters}
@@ -254,13 +341,15 @@ class InverseFocalLoss(_GammaLoss):
     tensor(1.0397)
     """
 
-    def __init__(self, gamma: float = 2.0, reduction: Reduction = "mean") -> None:
-        super().__init__(inverse_focal_loss, gamma, reduction)
+    def __init__(
+        self, gamma: float = 2.0, reduction: Reduction = "mean", alpha: object = None
+    ) -> None:
+        super().__init__(inverse_focal_loss, gamma, reduction, alpha)
 
 
 @LOSSES.register("dual_focal", params=GAMMA_PARAMS)
 @fill_doc(parameters=_MODULE_PARAMETERS)
-class DualFocalLoss(_GammaLoss):
+class DualFocalLoss(GammaLoss):
     """Dual focal loss ``-(1 - p_y + p_j)^gamma log p_y`` (Tao et al. 2023); default gamma 2.
 
     ``p_j`` is the largest probability below ``p_y`` (see the module docstring).
@@ -270,5 +359,7 @@ class DualFocalLoss(_GammaLoss):
     tensor(0.3466)
     """
 
-    def __init__(self, gamma: float = 2.0, reduction: Reduction = "mean") -> None:
-        super().__init__(dual_focal_loss, gamma, reduction)
+    def __init__(
+        self, gamma: float = 2.0, reduction: Reduction = "mean", alpha: object = None
+    ) -> None:
+        super().__init__(dual_focal_loss, gamma, reduction, alpha)
