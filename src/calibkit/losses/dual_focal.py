@@ -36,14 +36,8 @@ from torch import Tensor
 
 from calibkit.core.errors import InputError
 from calibkit.losses.basic import Reduction, check_reduction, log_probs, reduce, target_log_prob
-from calibkit.losses.focal import (
-    GAMMA,
-    GAMMA_PARAMS,
-    GammaLoss,
-    class_weight,
-    focal_power,
-    weighted,
-)
+from calibkit.losses.class_weight import class_weight, weighted
+from calibkit.losses.focal import GAMMA, GAMMA_PARAMS, GammaLoss, focal_power
 from calibkit.losses.registry import LOSSES
 
 
@@ -63,7 +57,7 @@ def dual_focal_two_term_loss(
     gamma : float
         Exponent, finite and >= 0.
     alpha : None, float or sequence of float
-        Class weight ``alpha_t`` (see :mod:`calibkit.losses.focal`); None: off.
+        Class weight ``alpha_t`` (see :mod:`calibkit.losses.class_weight`); None: off.
 
     Returns
     -------

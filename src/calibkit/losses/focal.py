@@ -50,8 +50,7 @@ import torch
 from torch import Tensor, nn
 
 from calibkit.core.docs import fill_doc
-from calibkit.core.errors import InputError
-from calibkit.core.validation import NON_NEGATIVE, AnyOf, ListOf, NoneOr, Real
+from calibkit.core.validation import NON_NEGATIVE
 from calibkit.losses.basic import (
     REDUCTION,
     Reduction,
@@ -60,16 +59,12 @@ from calibkit.losses.basic import (
     reduce,
     target_log_prob,
 )
+from calibkit.losses.class_weight import ALPHA, Alpha, class_weight, weighted
 from calibkit.losses.registry import LOSSES
 
 #: The focusing parameter: a finite number >= 0.
 GAMMA = NON_NEGATIVE
-#: The class weight: None (off), a number in [0, 1] (two classes) or one weight >= 0 per class.
-ALPHA = NoneOr(AnyOf(Real(0.0, 1.0), ListOf(NON_NEGATIVE)))
 GAMMA_PARAMS = {"gamma": GAMMA, "reduction": REDUCTION, "alpha": ALPHA}
-
-#: A checked ``alpha``: None, a number, or a tuple of per-class weights.
-Alpha = float | tuple[float, ...] | None
 
 
 #: The Parameters and Returns sections of focal_loss, inverse_focal_loss, dual_focal_loss.
@@ -103,36 +98,26 @@ Examples
 --------"""
 
 
-def class_weight(alpha: object, targets: Tensor, n_classes: int, like: Tensor) -> Tensor | None:
-    """``alpha_t = alpha[y_i]`` per sample (shape ``(N,)``), or None when ``alpha`` is None.
-
-    >>> class_weight(0.25, torch.tensor([0, 1, 1]), 2, torch.zeros(1))  # 1 - alpha, alpha
-    tensor([0.7500, 0.2500, 0.2500])
-    """
-    checked: Alpha = ALPHA.check("alpha", alpha)
-    if checked is None:
-        return None
-    if isinstance(checked, float):
-        if n_classes != 2:
-            raise InputError(
-                "alpha",
-                "a list of one weight per class (a number needs 2 classes)",
-                f"{checked!r} with {n_classes} classes",
-            )
-        checked = (1.0 - checked, checked)
-    if len(checked) != n_classes:
-        got = f"{len(checked)} weights"
-        raise InputError("alpha", f"{n_classes} weights (one per class)", got)
-    return torch.tensor(checked, dtype=like.dtype, device=like.device)[targets]
-
-
-def weighted(loss: Tensor, weight: Tensor | None) -> Tensor:
-    """``loss * weight`` (``loss`` itself when ``weight`` is None)."""
-    return loss if weight is None else loss * weight
-
-
 def focal_power(base: Tensor, gamma: float | Tensor) -> Tensor:
-    """``base^gamma`` for ``base >= 0`` with finite gradients at ``base = 0`` (see module doc)."""
+    """``base^gamma`` for ``base >= 0`` with finite gradients at ``base = 0`` (see module doc).
+
+    Parameters
+    ----------
+    base : Tensor
+        Values >= 0, clamped below at the dtype's smallest normal number.
+    gamma : float or Tensor
+        Exponent(s) >= 0; a float 0 gives ones.
+
+    Returns
+    -------
+    Tensor
+        ``base^gamma``.
+
+    Examples
+    --------
+    >>> focal_power(torch.tensor([0.5, 0.0]), 2.0)
+    tensor([0.2500, 0.0000])
+    """
     if isinstance(gamma, float) and gamma == 0.0:
         return torch.ones_like(base)
     return base.clamp_min(torch.finfo(base.dtype).tiny).pow(gamma)
@@ -260,8 +245,21 @@ def dual_focal_loss(
 class GammaLoss(nn.Module):
     """``function(logits, targets, gamma, reduction, alpha)`` as a module.
 
-    ``gamma`` is finite and >= 0; ``alpha`` the class weight (None: off), shown by ``repr``
-    only when set.
+    Parameters
+    ----------
+    function : callable
+        The loss function, e.g. :func:`focal_loss`.
+    gamma : float
+        Exponent, finite and >= 0.
+    reduction : {"mean", "sum", "none"}
+        How to reduce the per-sample losses.
+    alpha : None, float or sequence of float
+        Class weight (None: off), shown by ``repr`` only when set.
+
+    Examples
+    --------
+    >>> GammaLoss(focal_loss, 1.0, "mean", alpha=[1, 3])
+    GammaLoss(gamma=1.0, reduction='mean', alpha=(1.0, 3.0))
     """
 
     def __init__(
