@@ -34,17 +34,27 @@ NAMES = [
     "adaptive_focal",
     "inverse_focal",
     "dual_focal",
+    "dual_focal_two_term",
     "l1_norm",
     "mmce",
     "mdca",
     "soft_ece",
+    "confidence_penalty",
+    "dca",
+    "dece",
 ]
-REDUCING = NAMES[:7]
+REDUCING = NAMES[:8]
+PENALTY_NAMES = ["l1_norm", "mmce", "mdca", "soft_ece", "confidence_penalty", "dca", "dece"]
+#: Softer temperatures for gradcheck's finite differences.
+GRADCHECK_PARAMS: dict[str, dict[str, float]] = {
+    "soft_ece": {"temperature": 0.05},
+    "dece": {"bin_temperature": 0.1, "accuracy_temperature": 0.1},
+}
 
 
 def test_registered_names() -> None:
     assert LOSSES.names() == NAMES
-    assert PENALTIES.names() == ["l1_norm", "mmce", "mdca", "soft_ece"]
+    assert PENALTIES.names() == PENALTY_NAMES
 
 
 def test_unknown_loss_lists_the_valid_names() -> None:
@@ -119,7 +129,10 @@ def test_create_loss_focal_plus_mdca() -> None:
     [
         ({"name": "focal", "penalty": "mdca"}, "^penalty: expected a mapping"),
         ({"name": "focal", "penalty": {"beta": 1.0}}, "^penalty: expected a mapping with a str"),
-        ({"name": "focal", "penalty": {"name": "ece"}}, "^penalty: expected one of l1_norm, mdca"),
+        (
+            {"name": "focal", "penalty": {"name": "ece"}},
+            "^penalty: expected one of confidence_penalty, dca, dece, l1_norm, mdca",
+        ),
         ({"name": "focal", "penalty": {"name": "mdca", "gamma": 1}}, "^penalty 'mdca': .*'gamma'"),
         ({"name": "focal", "penalty": {"name": "mdca", "base": None}}, "^penalty 'mdca': .*'base'"),
         ({"name": "focal", "reduction": "none", "penalty": {"name": "mdca"}}, "^base: "),
@@ -162,8 +175,7 @@ def test_reduction_none_gives_the_samples_of_mean_and_sum(name: str) -> None:
 def test_gradcheck_every_loss(name: str) -> None:
     z = torch.randn(6, 4, dtype=torch.float64, requires_grad=True)
     y = torch.randint(0, 4, (6,))
-    params = {"temperature": 0.05} if name == "soft_ece" else {}
-    loss = create_loss(name, **params)
+    loss = create_loss(name, **GRADCHECK_PARAMS.get(name, {}))
     assert torch.autograd.gradcheck(lambda x: loss(x, y), (z,))
 
 
@@ -186,7 +198,7 @@ def test_every_declared_constraint_refuses_a_bad_value_by_name(name: str, param:
 
 
 def test_penalties_are_registered_with_their_parameters() -> None:
-    assert PENALTIES.names() == ["l1_norm", "mmce", "mdca", "soft_ece"]
+    assert PENALTIES.names() == PENALTY_NAMES
     for name in PENALTIES.names():
         penalty_params = list(PENALTIES.info(name)["params"])
         assert list(LOSSES.info(name)["params"])[1:] == penalty_params  # after the weight

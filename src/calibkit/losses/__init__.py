@@ -6,11 +6,14 @@ computed from ``F.log_softmax(logits)``. :data:`LOSSES` maps names to factories 
 
 - ``cross_entropy``, ``label_smoothing`` (``epsilon``), ``brier`` (:mod:`.basic`)
 - ``focal`` (``gamma``), ``adaptive_focal`` (FLSD-53), ``inverse_focal``, ``dual_focal``
-  (:mod:`.focal`)
-- ``l1_norm`` (``alpha``), ``mmce``, ``mdca``, ``soft_ece`` (``beta``): cross-entropy plus
-  the weighted penalty of the same name, ``CE + beta * penalty`` (``alpha`` for the L1 logit
-  norm); pass ``base=`` to put the penalty on another loss. The penalties alone, returning
-  just the penalty, are in :data:`PENALTIES` (:mod:`.penalties` states their formulas).
+  (Tao et al.), all with the class weight ``alpha`` (:mod:`.focal`), and the survey's
+  ``dual_focal_two_term`` (:mod:`.dual_focal`)
+- ``l1_norm`` (``alpha``), ``mmce``, ``mdca``, ``soft_ece``, ``confidence_penalty``, ``dca``,
+  ``dece`` (``beta``): cross-entropy plus the weighted penalty of the same name,
+  ``CE + beta * penalty`` (``alpha`` for the L1 logit norm); pass ``base=`` to put the
+  penalty on another loss. The penalties alone, returning just the penalty, are in
+  :data:`PENALTIES` (:mod:`.penalties`, :mod:`.confidence` and :mod:`.dece` state their
+  formulas).
 
 Losses with a ``reduction`` accept "mean" (default), "sum" and "none"; the penalised losses
 always reduce to a scalar (the penalties are batch statistics). Every entry declares its
@@ -34,7 +37,7 @@ CombinedLoss(
 ...     create_loss("focal", gama=2)
 ... except InputError as err:
 ...     print(err)
-loss 'focal': expected parameters among gamma, reduction, got 'gama'
+loss 'focal': expected parameters among gamma, reduction, alpha, got 'gama'
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ from calibkit.losses.basic import (
     cross_entropy,
     label_smoothing_loss,
 )
+from calibkit.losses.confidence import DCA, ConfidencePenalty, dca, negative_entropy
+from calibkit.losses.dece import DECE, dece
+from calibkit.losses.dual_focal import DualFocalTwoTermLoss, dual_focal_two_term_loss
 from calibkit.losses.focal import (
     AdaptiveFocalLoss,
     DualFocalLoss,
@@ -120,6 +126,31 @@ def soft_ece_loss(
     return _penalised(base, SoftECE(n_bins, temperature, norm), WEIGHT.check("beta", beta))
 
 
+@LOSSES.register("confidence_penalty", params={"beta": WEIGHT})
+def confidence_penalty_loss(beta: float = 0.1, base: nn.Module | None = None) -> CombinedLoss:
+    """``CE - beta * H(p)`` (Pereyra et al. 2017): CE plus ``beta`` times the negative entropy."""
+    return _penalised(base, ConfidencePenalty(), WEIGHT.check("beta", beta))
+
+
+@LOSSES.register("dca", params={"beta": WEIGHT})
+def dca_loss(beta: float = 1.0, base: nn.Module | None = None) -> CombinedLoss:
+    """``CE + beta * |mean confidence - mean accuracy|`` (Liang et al. 2020)."""
+    return _penalised(base, DCA(), WEIGHT.check("beta", beta))
+
+
+@LOSSES.register("dece", params={"beta": WEIGHT, **PENALTIES.info("dece")["params"]})
+def dece_loss(
+    beta: float = 1.0,
+    n_bins: int = 15,
+    bin_temperature: float = 0.01,
+    accuracy_temperature: float = 0.01,
+    base: nn.Module | None = None,
+) -> CombinedLoss:
+    """``CE + beta * DECE`` (Bohdal et al. 2021, without their meta-learning)."""
+    penalty = DECE(n_bins, bin_temperature, accuracy_temperature)
+    return _penalised(base, penalty, WEIGHT.check("beta", beta))
+
+
 def _checked(kind: str, name: str, params: Mapping[str, Any]) -> dict[str, Any]:
     """``params`` of the loss ``name`` checked against its declaration."""
     return check_params(LOSSES.info(name)["params"], params, f"{kind} {name!r}")
@@ -152,6 +183,8 @@ def _spec_params(argument: str, spec: object) -> dict[str, Any]:
 
 
 __all__ = [
+    "DCA",
+    "DECE",
     "LOSSES",
     "MDCA",
     "MMCE",
@@ -159,8 +192,10 @@ __all__ = [
     "AdaptiveFocalLoss",
     "BrierLoss",
     "CombinedLoss",
+    "ConfidencePenalty",
     "CrossEntropyLoss",
     "DualFocalLoss",
+    "DualFocalTwoTermLoss",
     "FocalLoss",
     "InverseFocalLoss",
     "L1LogitNorm",
@@ -170,9 +205,15 @@ __all__ = [
     "SoftECE",
     "adaptive_focal_loss",
     "brier_loss",
+    "confidence_penalty_loss",
     "create_loss",
     "cross_entropy",
+    "dca",
+    "dca_loss",
+    "dece",
+    "dece_loss",
     "dual_focal_loss",
+    "dual_focal_two_term_loss",
     "focal_loss",
     "inverse_focal_loss",
     "l1_logit_norm",
@@ -182,6 +223,7 @@ __all__ = [
     "mdca_loss",
     "mmce",
     "mmce_loss",
+    "negative_entropy",
     "soft_ece",
     "soft_ece_loss",
 ]

@@ -1,4 +1,4 @@
-"""Focal-loss family: focal, adaptive (FLSD-53), inverse focal and dual focal.
+"""Focal-loss family: focal, adaptive (FLSD-53), inverse focal and dual focal (two forms).
 
 Each is a weighted cross-entropy ``-w(p) log p_y`` with ``p_y`` the probability of the
 target class:
@@ -19,7 +19,15 @@ target class:
   and the authors' code (``p_k < p_y`` mask, ties excluded); ``p_j`` carries gradient.
 
 At ``gamma = 0`` focal, inverse focal and dual focal are cross-entropy (``w = 1``), and so
-is the adaptive loss on samples with ``p_y >= 0.5``.
+is the adaptive loss on samples with ``p_y >= 0.5``. The survey's two-term dual focal loss,
+``-(1 - p_y)^gamma log p_y - p_m^gamma log(1 - p_m)`` with ``p_m`` the largest non-target
+probability, is in :mod:`calibkit.losses.dual_focal` (registered as ``dual_focal_two_term``).
+
+Class weight ``alpha`` (Lin et al. 2017, "Focal loss for dense object detection"): every
+loss here takes ``alpha`` and multiplies sample ``i``'s loss by ``alpha_t = alpha[y_i]``.
+``alpha`` is ``None`` (default: no weight, ``alpha_t = 1``), one number in ``[0, 1]`` for
+two classes (Lin et al.'s binary form: ``alpha_t = alpha`` for class 1 and ``1 - alpha``
+for class 0), or ``K`` weights ``>= 0``, one per class. ``alpha = 0.5`` halves the loss.
 
 Numerics (float32): ``1 - p_y`` is computed as ``-expm1(log p_y)``, exact near ``p_y = 1``.
 For ``gamma < 1`` the derivative of ``x^gamma`` is infinite at ``x = 0``, so the base of the
@@ -51,11 +59,12 @@ from calibkit.losses.basic import (
     reduce,
     target_log_prob,
 )
+from calibkit.losses.class_weight import ALPHA, Alpha, class_weight, weighted
 from calibkit.losses.registry import LOSSES
 
 #: The focusing parameter: a finite number >= 0.
 GAMMA = NON_NEGATIVE
-GAMMA_PARAMS = {"gamma": GAMMA, "reduction": REDUCTION}
+GAMMA_PARAMS = {"gamma": GAMMA, "reduction": REDUCTION, "alpha": ALPHA}
 
 
 #: The Parameters and Returns sections of focal_loss, inverse_focal_loss, dual_focal_loss.
@@ -65,6 +74,8 @@ logits, targets, reduction
     As in :func:`~calibkit.losses.basic.cross_entropy`.
 gamma : float
     Exponent, finite and >= 0; 0 gives cross-entropy.
+alpha : None, float or sequence of float
+    Class weight ``alpha_t`` (see the module docstring); None: off.
 
 Returns
 -------
@@ -80,13 +91,33 @@ gamma : float
     Exponent, finite and >= 0.
 reduction : {"mean", "sum", "none"}
     How to reduce the per-sample losses.
+alpha : None, float or sequence of float
+    Class weight ``alpha_t`` (see the module docstring); None (default): off.
 
 Examples
 --------"""
 
 
-def _power(base: Tensor, gamma: float | Tensor) -> Tensor:
-    """``base^gamma`` for ``base >= 0`` with finite gradients at ``base = 0`` (see module doc)."""
+def focal_power(base: Tensor, gamma: float | Tensor) -> Tensor:
+    """``base^gamma`` for ``base >= 0`` with finite gradients at ``base = 0`` (see module doc).
+
+    Parameters
+    ----------
+    base : Tensor
+        Values >= 0, clamped below at the dtype's smallest normal number.
+    gamma : float or Tensor
+        Exponent(s) >= 0; a float 0 gives ones.
+
+    Returns
+    -------
+    Tensor
+        ``base^gamma``.
+
+    Examples
+    --------
+    >>> focal_power(torch.tensor([0.5, 0.0]), 2.0)
+    tensor([0.2500, 0.0000])
+    """
     if isinstance(gamma, float) and gamma == 0.0:
         return torch.ones_like(base)
     return base.clamp_min(torch.finfo(base.dtype).tiny).pow(gamma)
@@ -94,7 +125,11 @@ def _power(base: Tensor, gamma: float | Tensor) -> Tensor:
 
 @fill_doc(signature=_FUNCTION_SIGNATURE)
 def focal_loss(
-    logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
+    logits: Tensor,
+    targets: Tensor,
+    gamma: float,
+    reduction: Reduction = "mean",
+    alpha: object = None,
 ) -> Tensor:
     """Focal loss ``-(1 - p_y)^gamma log p_y`` (Lin et al. 2017; Mukhoti et al. 2020).
 
@@ -109,11 +144,16 @@ def focal_loss(
     gamma = GAMMA.check("gamma", gamma)
     reduction = check_reduction(reduction)
     logp_y = target_log_prob(log_probs(logits, targets), targets)
-    return reduce(-_power(-torch.expm1(logp_y), gamma) * logp_y, reduction)
+    weight = class_weight(alpha, targets, logits.shape[1], logp_y)
+    return reduce(weighted(-focal_power(-torch.expm1(logp_y), gamma) * logp_y, weight), reduction)
 
 
 def adaptive_focal_loss(
-    logits: Tensor, targets: Tensor, gamma: float = 3.0, reduction: Reduction = "mean"
+    logits: Tensor,
+    targets: Tensor,
+    gamma: float = 3.0,
+    reduction: Reduction = "mean",
+    alpha: object = None,
 ) -> Tensor:
     """FLSD-53 (Mukhoti et al. 2020): focal loss with ``gamma`` 5 / 3 / ``gamma`` by ``p_y``.
 
@@ -126,6 +166,8 @@ def adaptive_focal_loss(
         As in :func:`~calibkit.losses.basic.cross_entropy`.
     gamma : float
         Exponent where ``p_y >= 0.5`` (3 gives FLSD-53).
+    alpha : None, float or sequence of float
+        Class weight ``alpha_t`` (see the module docstring); None: off.
 
     Returns
     -------
@@ -143,12 +185,19 @@ def adaptive_focal_loss(
     p = logp_y.detach().exp()
     high = torch.full_like(p, gamma)
     per_sample = torch.where(p < 0.2, 5.0, torch.where(p < 0.5, 3.0, high))
-    return reduce(-_power(-torch.expm1(logp_y), per_sample) * logp_y, reduction)
+    weight = class_weight(alpha, targets, logits.shape[1], logp_y)
+    return reduce(
+        weighted(-focal_power(-torch.expm1(logp_y), per_sample) * logp_y, weight), reduction
+    )
 
 
 @fill_doc(signature=_FUNCTION_SIGNATURE)
 def inverse_focal_loss(
-    logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
+    logits: Tensor,
+    targets: Tensor,
+    gamma: float,
+    reduction: Reduction = "mean",
+    alpha: object = None,
 ) -> Tensor:
     """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021).
 
@@ -159,12 +208,17 @@ def inverse_focal_loss(
     gamma = GAMMA.check("gamma", gamma)
     reduction = check_reduction(reduction)
     logp_y = target_log_prob(log_probs(logits, targets), targets)
-    return reduce(-_power(1.0 + logp_y.exp(), gamma) * logp_y, reduction)
+    weight = class_weight(alpha, targets, logits.shape[1], logp_y)
+    return reduce(weighted(-focal_power(1.0 + logp_y.exp(), gamma) * logp_y, weight), reduction)
 
 
 @fill_doc(signature=_FUNCTION_SIGNATURE)
 def dual_focal_loss(
-    logits: Tensor, targets: Tensor, gamma: float, reduction: Reduction = "mean"
+    logits: Tensor,
+    targets: Tensor,
+    gamma: float,
+    reduction: Reduction = "mean",
+    alpha: object = None,
 ) -> Tensor:
     """Dual focal loss ``-(1 - p_y + p_j)^gamma log p_y`` (Tao et al. 2023).
 
@@ -182,46 +236,73 @@ def dual_focal_loss(
     p = logp.exp()
     below = p < p.gather(1, targets[:, None])
     p_j = torch.where(below, p, torch.zeros_like(p)).amax(dim=1)
-    return reduce(-_power(-torch.expm1(logp_y) + p_j, gamma) * logp_y, reduction)
+    weight = class_weight(alpha, targets, logits.shape[1], logp_y)
+    return reduce(
+        weighted(-focal_power(-torch.expm1(logp_y) + p_j, gamma) * logp_y, weight), reduction
+    )
 
 
-class _GammaLoss(nn.Module):
-    """``function(logits, targets, gamma, reduction)`` as a module (``gamma`` finite, >= 0)."""
+class GammaLoss(nn.Module):
+    """``function(logits, targets, gamma, reduction, alpha)`` as a module.
+
+    Parameters
+    ----------
+    function : callable
+        The loss function, e.g. :func:`focal_loss`.
+    gamma : float
+        Exponent, finite and >= 0.
+    reduction : {"mean", "sum", "none"}
+        How to reduce the per-sample losses.
+    alpha : None, float or sequence of float
+        Class weight (None: off), shown by ``repr`` only when set.
+
+    Examples
+    --------
+    >>> GammaLoss(focal_loss, 1.0, "mean", alpha=[1, 3])
+    GammaLoss(gamma=1.0, reduction='mean', alpha=(1.0, 3.0))
+    """
 
     def __init__(
         self,
-        function: Callable[[Tensor, Tensor, float, Reduction], Tensor],
+        function: Callable[[Tensor, Tensor, float, Reduction, Alpha], Tensor],
         gamma: float,
         reduction: Reduction,
+        alpha: object = None,
     ) -> None:
         super().__init__()
         self.function = function
         self.gamma = GAMMA.check("gamma", gamma)
         self.reduction = check_reduction(reduction)
+        self.alpha: Alpha = ALPHA.check("alpha", alpha)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return self.function(logits, targets, self.gamma, self.reduction)
+        return self.function(logits, targets, self.gamma, self.reduction, self.alpha)
 
     def extra_repr(self) -> str:
-        return f"gamma={self.gamma}, reduction={self.reduction!r}"
+        alpha = "" if self.alpha is None else f", alpha={self.alpha}"
+        return f"gamma={self.gamma}, reduction={self.reduction!r}{alpha}"
 
 
 @LOSSES.register("focal", params=GAMMA_PARAMS)
 @fill_doc(parameters=_MODULE_PARAMETERS)
-class FocalLoss(_GammaLoss):
+class FocalLoss(GammaLoss):
     """Focal loss ``-(1 - p_y)^gamma log p_y``; default ``gamma = 3`` (FL-3, Mukhoti et al.).
 
     {parameters}
     >>> FocalLoss(gamma=1.0)(torch.zeros(1, 2), torch.tensor([0]))  # 0.5 log 2
     tensor(0.3466)
+    >>> FocalLoss(gamma=1.0, alpha=0.25)(torch.zeros(1, 2), torch.tensor([1]))  # 0.25 * that
+    tensor(0.0866)
     """
 
-    def __init__(self, gamma: float = 3.0, reduction: Reduction = "mean") -> None:
-        super().__init__(focal_loss, gamma, reduction)
+    def __init__(
+        self, gamma: float = 3.0, reduction: Reduction = "mean", alpha: object = None
+    ) -> None:
+        super().__init__(focal_loss, gamma, reduction, alpha)
 
 
 @LOSSES.register("adaptive_focal", params=GAMMA_PARAMS)
-class AdaptiveFocalLoss(_GammaLoss):
+class AdaptiveFocalLoss(GammaLoss):
     """FLSD-53: ``gamma`` 5 if ``p_y < 0.2``, 3 if ``p_y < 0.5``, else ``gamma`` (default 3).
 
     Parameters
@@ -230,6 +311,8 @@ class AdaptiveFocalLoss(_GammaLoss):
         Exponent where ``p_y >= 0.5``.
     reduction : {"mean", "sum", "none"}
         How to reduce the per-sample losses.
+    alpha : None, float or sequence of float
+        Class weight ``alpha_t`` (see the module docstring); None (default): off.
 
     Examples
     --------
@@ -237,13 +320,15 @@ class AdaptiveFocalLoss(_GammaLoss):
     tensor(0.0866)
     """
 
-    def __init__(self, gamma: float = 3.0, reduction: Reduction = "mean") -> None:
-        super().__init__(adaptive_focal_loss, gamma, reduction)
+    def __init__(
+        self, gamma: float = 3.0, reduction: Reduction = "mean", alpha: object = None
+    ) -> None:
+        super().__init__(adaptive_focal_loss, gamma, reduction, alpha)
 
 
 @LOSSES.register("inverse_focal", params=GAMMA_PARAMS)
 @fill_doc(parameters=_MODULE_PARAMETERS)
-class InverseFocalLoss(_GammaLoss):
+class InverseFocalLoss(GammaLoss):
     """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021); default gamma 2.
 
     {parameters}
@@ -254,13 +339,15 @@ class InverseFocalLoss(_GammaLoss):
     tensor(1.0397)
     """
 
-    def __init__(self, gamma: float = 2.0, reduction: Reduction = "mean") -> None:
-        super().__init__(inverse_focal_loss, gamma, reduction)
+    def __init__(
+        self, gamma: float = 2.0, reduction: Reduction = "mean", alpha: object = None
+    ) -> None:
+        super().__init__(inverse_focal_loss, gamma, reduction, alpha)
 
 
 @LOSSES.register("dual_focal", params=GAMMA_PARAMS)
 @fill_doc(parameters=_MODULE_PARAMETERS)
-class DualFocalLoss(_GammaLoss):
+class DualFocalLoss(GammaLoss):
     """Dual focal loss ``-(1 - p_y + p_j)^gamma log p_y`` (Tao et al. 2023); default gamma 2.
 
     ``p_j`` is the largest probability below ``p_y`` (see the module docstring).
@@ -270,5 +357,7 @@ class DualFocalLoss(_GammaLoss):
     tensor(0.3466)
     """
 
-    def __init__(self, gamma: float = 2.0, reduction: Reduction = "mean") -> None:
-        super().__init__(dual_focal_loss, gamma, reduction)
+    def __init__(
+        self, gamma: float = 2.0, reduction: Reduction = "mean", alpha: object = None
+    ) -> None:
+        super().__init__(dual_focal_loss, gamma, reduction, alpha)

@@ -3,7 +3,8 @@
 Every function takes ``labels`` and exactly one of ``probs`` or ``logits`` (never guessed),
 as numpy arrays or torch tensors, and returns a float64 Python float (a fraction, not a
 percentage). Binned metrics follow the bin rule of :mod:`calibkit.core.binning`. Smooth ECE
-and the calibration / refinement split of NLL and Brier are outside the default suite
+and the calibration / refinement split of NLL and Brier, and Murphy's reliability /
+resolution / uncertainty of the Brier score, are outside the default suite
 (:data:`EXTRA_METRICS`).
 """
 
@@ -27,6 +28,13 @@ from calibkit.metrics.continuous import ks_error, mmce
 from calibkit.metrics.debiased import debiased_marginal_ce
 from calibkit.metrics.decomposition import ScoreDecomposition, score_decomposition
 from calibkit.metrics.info import EXTRA_METRICS, FLOOR_METRICS, METRIC_NAMES, METRICS, MetricInfo
+from calibkit.metrics.murphy import (
+    BrierDecomposition,
+    brier_decomposition,
+    brier_reliability,
+    brier_resolution,
+    brier_uncertainty,
+)
 from calibkit.metrics.scores import accuracy, brier, entropy, nll
 from calibkit.metrics.smooth import SmoothReliability, smooth_ece, smooth_reliability
 from calibkit.metrics.suite import Evaluation, MetricSuite, evaluate
@@ -37,6 +45,7 @@ __all__ = [
     "METRICS",
     "METRIC_NAMES",
     "BootstrapInterval",
+    "BrierDecomposition",
     "CalibrationMetrics",
     "Evaluation",
     "MetricInfo",
@@ -48,6 +57,10 @@ __all__ = [
     "aece",
     "bootstrap_ci",
     "brier",
+    "brier_decomposition",
+    "brier_reliability",
+    "brier_resolution",
+    "brier_uncertainty",
     "calibration_error",
     "debiased_ece",
     "debiased_marginal_ce",

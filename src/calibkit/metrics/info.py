@@ -23,6 +23,7 @@ from calibkit.core.registry import Registry
 from calibkit.metrics.binned import aece, debiased_ece, ece, mce, rmsce, sce
 from calibkit.metrics.continuous import ks_error, mmce
 from calibkit.metrics.decomposition import decomposition_part
+from calibkit.metrics.murphy import murphy_part
 from calibkit.metrics.scores import accuracy, brier, entropy, nll
 from calibkit.metrics.smooth import smooth_ece
 
@@ -56,6 +57,10 @@ _NLL_CAL = decomposition_part("nll", "calibration")
 _NLL_REF = decomposition_part("nll", "refinement")
 _BS_CAL = decomposition_part("brier", "calibration")
 _BS_REF = decomposition_part("brier", "refinement")
+#: Murphy's binned parts of the Brier score (:mod:`~calibkit.metrics.murphy`).
+_BS_REL = murphy_part("reliability")
+_BS_RES = murphy_part("resolution")
+_BS_UNC = murphy_part("uncertainty")
 
 METRICS: Registry[MetricInfo] = Registry("metric")
 for _info in (  # name, label, kind, percent, better, has_floor, function[, in_suite]
@@ -79,6 +84,15 @@ for _info in (  # name, label, kind, percent, better, has_floor, function[, in_s
     ),
     MetricInfo(
         "brier_refinement", "Brier refinement", "score", False, "min", False, _BS_REF, False
+    ),
+    MetricInfo(
+        "brier_reliability", "Brier reliability", "score", False, "min", False, _BS_REL, False
+    ),
+    MetricInfo(
+        "brier_resolution", "Brier resolution", "score", False, "max", False, _BS_RES, False
+    ),
+    MetricInfo(
+        "brier_uncertainty", "Brier uncertainty", "score", False, None, False, _BS_UNC, False
     ),
 ):
     METRICS.register(_info.name)(_info)
