@@ -83,7 +83,9 @@ def config(key: str) -> str:
         f'name = "Calibrated vs calibratable (Wang et al. 2021): LeNet-5 on {title}"',
         "seeds = [0, 1, 2, 3, 4]",
         'calibrators = ["temperature_ece", "histogram", "temperature"]',
-        "calibrator_params = { temperature_ece = { t_min = 0.01, t_max = 10.0, t_step = 0.01 } }",
+        "# histogram binning without its zero-probability smoothing, as in the committed report",
+        "calibrator_params = { temperature_ece = { t_min = 0.01, t_max = 10.0, t_step = 0.01 }, "
+        "histogram = { smoothing = 0.0 } }",
         "",
         "[data]",
         data.rstrip(),

@@ -115,8 +115,13 @@ def execute(unit: Unit, data: StudyData, threads: int | None = None) -> Finished
 
 
 def calibration_settings(cfg: StudyConfig) -> dict[str, Any]:
-    """The settings that key a run's cached calibrator rows (``calibration.json``)."""
+    """The settings that key a run's cached calibrator rows (``calibration.json``).
+
+    ``rows`` is the version of what the calibrators compute: it went to 2 when histogram
+    binning and isotonic regression began to smooth toward the uniform distribution by
+    default, so rows cached before are computed again rather than reused."""
     return {
+        "rows": 2,
         "calibrators": list(cfg.calibrators),
         "params": cfg.calibrator_params,
         "n_bins": cfg.n_bins,
