@@ -4,13 +4,12 @@
 
 ``RUNS`` holds the study folders written by
 
-    M=ce,ls_0.01,ls_0.03,ls_0.05,ls_0.07,ls_0.09,inverse_focal_2
-    calibkit study configs/wang2021_birdcat.toml --models $M --out RUNS/wang2021_birdcat
-    calibkit study configs/wang2021_birdcat_n<N>.toml --out RUNS/wang2021_birdcat_n<N>
+    M=ce,ls_0.01,ls_0.03,ls_0.05,ls_0.07,ls_0.09,inverse_focal_2 S=0,1,2,3,4
+    calibkit study configs/wang2021_birdcat.toml --models $M --seeds $S --out RUNS/wang2021_birdcat
+    calibkit study configs/wang2021_birdcat_n<N>.toml --seeds $S --out RUNS/wang2021_birdcat_n<N>
 
-for N = 500, 1000, 3000 (add ``--seeds 0,1,2`` to the first to match the others)
-
-(the runs finished so far are used). The figures go to ``FIGURES`` and the numbers quoted
+for N = 500, 1000, 3000. Seeds 0-4 are read (``SEEDS``); of them, the runs finished so far
+are used. The figures go to ``FIGURES`` and the numbers quoted
 in docs/wang2021.md are printed.
 """
 
@@ -39,6 +38,7 @@ CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 LS = {"ce": 0.0, **{f"ls_{e}": float(e) for e in ("0.01", "0.03", "0.05", "0.07", "0.09")}}
 NAMES = {"ce": "CE", **{k: f"LS {v:g}" for k, v in LS.items() if k != "ce"}}
 NAMES["inverse_focal_2"] = "Inverse focal 2"
+SEEDS = [0, 1, 2, 3, 4]
 SIZES = (500, 1000, 3000)
 FULL = 9000
 CALS = ("none", "temperature_ece", "temperature")
@@ -49,7 +49,7 @@ def records(config: Path, out: Path) -> list[RunRecord]:
     """The finished runs of the study ``config`` in ``out`` (nothing is trained)."""
     cfg = load_study_config(config)
     labels = [m.label for m in cfg.models if m.label in NAMES]
-    cfg = cfg.select(models=labels)
+    cfg = cfg.select(models=labels, seeds=SEEDS)
     return run_study(cfg, out, progress=False, report_only=True).records
 
 
