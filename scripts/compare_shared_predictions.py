@@ -1,9 +1,12 @@
 """Run the compare workflow on every file in ../shared/data/predictions; summarise in docs/.
 
-Each file is split 5,000 / 5,000 (seeded, stratified); every applicable calibrator is fitted
-on the first part and judged on the second. One report folder per model goes to
+Each file is split 5,000 / 5,000 (seeded, stratified); every applicable calibrator, plus
+unregularised matrix scaling and the named-only methods of ``EXTRA``, is fitted on the first
+part and judged on the second. One report folder per model goes to
 ``runs/shared-predictions/<model>/`` (skipped when it already exists, so an interrupted run
-resumes); the summary table is written to ``docs/shared-predictions.md``.
+resumes); the tables (test ECE, test NLL, the best method per file against MS-ODIR /
+Dirichlet, and a paired bootstrap of sms_cv minus MS-ODIR) are written to
+``docs/shared-predictions.tables.md``.
 
     .venv/bin/python scripts/compare_shared_predictions.py [--data ../shared/data] [--n-boot 1000]
 """
@@ -16,6 +19,7 @@ import logging
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +64,7 @@ EXTRA = (
 )
 
 
-def run(data: Path, out: Path, n_boot: int, seed: int) -> list[dict[str, object]]:
+def run(data: Path, out: Path, n_boot: int, seed: int) -> list[dict[str, Any]]:
     files = sorted((data / "predictions").glob("*.npz"))
     if not files:
         sys.exit(f"no prediction files under {data / 'predictions'}")
@@ -87,32 +91,24 @@ def run(data: Path, out: Path, n_boot: int, seed: int) -> list[dict[str, object]
     return results
 
 
-def pct(x: object) -> str:
-    return "–" if x is None else f"{100 * float(x):.2f}"  # type: ignore[arg-type]
+def pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * float(x):.2f}"
 
 
-def summary(results: list[dict[str, object]]) -> str:
-    methods = [
-        m
-        for m in SHOWN
-        if any(
-            r2["method"] == m
-            for r in results
-            for r2 in r["methods"]  # type: ignore[attr-defined]
-        )
-    ]
+def summary(results: list[dict[str, Any]]) -> str:
+    methods = [m for m in SHOWN if any(r2["method"] == m for r in results for r2 in r["methods"])]
     lines = [
         "| model | K | acc. % | floor % (none / TS) | " + " | ".join(methods) + " | best |",
         "|---" * (len(methods) + 5) + "|",
     ]
     for r in results:
-        rows = {m["method"]: m for m in r["methods"]}  # type: ignore[attr-defined]
+        rows = {m["method"]: m for m in r["methods"]}
         eces = {m: rows[m]["values"]["ece"] for m in methods if m in rows}
         best = min((m for m in eces if m != "none"), key=lambda m: eces[m])
         none = rows["none"]["values"]
         cells = [
             f"{r['source'].split(',')[0].removesuffix('.npz')}",
-            str(r["n_classes"]),  # type: ignore[union-attr]
+            str(r["n_classes"]),
             pct(none["accuracy"]),
             f"{pct(none.get('ece_floor'))} / {pct(rows['temperature']['values'].get('ece_floor'))}",
         ]
@@ -122,12 +118,12 @@ def summary(results: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
-def nll_summary(results: list[dict[str, object]]) -> str:
-    methods = [m for m in SHOWN if m in {x["method"] for r in results for x in r["methods"]}]  # type: ignore[attr-defined]
+def nll_summary(results: list[dict[str, Any]]) -> str:
+    methods = [m for m in SHOWN if m in {x["method"] for r in results for x in r["methods"]}]
     lines = ["| model | " + " | ".join(methods) + " | best |", "|---" * (len(methods) + 2) + "|"]
     for r in results:
-        rows = {m["method"]: m for m in r["methods"]}  # type: ignore[attr-defined]
-        name = r["source"].split(",")[0].removesuffix(".npz")  # type: ignore[union-attr]
+        rows = {m["method"]: m for m in r["methods"]}
+        name = r["source"].split(",")[0].removesuffix(".npz")
         nlls = {m: rows[m]["values"]["nll"] for m in methods if m in rows and m != "none"}
         best = min(nlls, key=lambda m: nlls[m])
         vals = [
@@ -142,7 +138,7 @@ def nll_summary(results: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
-def best_summary(results: list[dict[str, object]]) -> str:
+def best_summary(results: list[dict[str, Any]]) -> str:
     """Per file: the best method by test NLL and by test ECE, against MS-ODIR / Dirichlet."""
     head = (
         "| model | best by NLL | best by ECE (%) | MS-ODIR / Dirichlet NLL | its ECE (%) "
@@ -150,8 +146,8 @@ def best_summary(results: list[dict[str, object]]) -> str:
     )
     lines = [head, "|---" * 6 + "|"]
     for r in results:
-        rows = {m["method"]: m["values"] for m in r["methods"] if m["method"] in SHOWN}  # type: ignore[attr-defined]
-        name = r["source"].split(",")[0].removesuffix(".npz")  # type: ignore[union-attr]
+        rows = {m["method"]: m["values"] for m in r["methods"] if m["method"] in SHOWN}
+        name = r["source"].split(",")[0].removesuffix(".npz")
         shown = [m for m in rows if m != "none"]
         by_nll = min(shown, key=lambda m: rows[m]["nll"])
         by_ece = min(shown, key=lambda m: rows[m]["ece"])
