@@ -1,9 +1,12 @@
 """Run the compare workflow on every file in ../shared/data/predictions; summarise in docs/.
 
-Each file is split 5,000 / 5,000 (seeded, stratified); every applicable calibrator is fitted
-on the first part and judged on the second. One report folder per model goes to
+Each file is split 5,000 / 5,000 (seeded, stratified); every applicable calibrator, plus
+unregularised matrix scaling and the named-only methods of ``EXTRA``, is fitted on the first
+part and judged on the second. One report folder per model goes to
 ``runs/shared-predictions/<model>/`` (skipped when it already exists, so an interrupted run
-resumes); the summary table is written to ``docs/shared-predictions.md``.
+resumes); the tables (test ECE, test NLL, the best method per file against MS-ODIR /
+Dirichlet, and a paired bootstrap of sms_cv minus MS-ODIR) are written to
+``docs/shared-predictions.tables.md``.
 
     .venv/bin/python scripts/compare_shared_predictions.py [--data ../shared/data] [--n-boot 1000]
 """
@@ -16,9 +19,14 @@ import logging
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+
+from calibkit.calibrators import get_calibrator
 from calibkit.io.atomic import atomic_write_text
 from calibkit.io.predictions import load_predictions
+from calibkit.metrics import ece
 from calibkit.reporting.compare_report import write_compare_report
 from calibkit.workflows.compare import applicable_methods, compare, split_outputs
 
@@ -38,12 +46,25 @@ SHOWN = (
     "svs",
     "sms",
     "sms_cv",
+    "scaling_binning",
+    "venn_abers",
+    "isotonic_centred",
+    "spline",
 )
 #: Methods run besides compare's default list (issue 15's new calibrators).
-EXTRA = ("temperature_smoothed", "svs", "sms", "sms_cv")
+EXTRA = (
+    "temperature_smoothed",
+    "svs",
+    "sms",
+    "sms_cv",
+    "scaling_binning",
+    "venn_abers",
+    "isotonic_centred",
+    "spline",
+)
 
 
-def run(data: Path, out: Path, n_boot: int, seed: int) -> list[dict[str, object]]:
+def run(data: Path, out: Path, n_boot: int, seed: int) -> list[dict[str, Any]]:
     files = sorted((data / "predictions").glob("*.npz"))
     if not files:
         sys.exit(f"no prediction files under {data / 'predictions'}")
@@ -53,7 +74,9 @@ def run(data: Path, out: Path, n_boot: int, seed: int) -> list[dict[str, object]
         if not (folder / "results.json").exists():
             t0 = time.perf_counter()
             cal, test = split_outputs(load_predictions(f), 5000, seed=seed)
-            methods = [*applicable_methods(cal.n_classes, cal.labels.shape[0]), *EXTRA]
+            methods = applicable_methods(cal.n_classes, cal.labels.shape[0])
+            # matrix too where compare leaves it out (100 classes): it shows what ODIR fixes
+            methods += [m for m in ("matrix", *EXTRA) if m not in methods]
             comp = compare(
                 cal,
                 test,
@@ -68,32 +91,24 @@ def run(data: Path, out: Path, n_boot: int, seed: int) -> list[dict[str, object]
     return results
 
 
-def pct(x: object) -> str:
-    return "–" if x is None else f"{100 * float(x):.2f}"  # type: ignore[arg-type]
+def pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * float(x):.2f}"
 
 
-def summary(results: list[dict[str, object]]) -> str:
-    methods = [
-        m
-        for m in SHOWN
-        if any(
-            r2["method"] == m
-            for r in results
-            for r2 in r["methods"]  # type: ignore[attr-defined]
-        )
-    ]
+def summary(results: list[dict[str, Any]]) -> str:
+    methods = [m for m in SHOWN if any(r2["method"] == m for r in results for r2 in r["methods"])]
     lines = [
         "| model | K | acc. % | floor % (none / TS) | " + " | ".join(methods) + " | best |",
         "|---" * (len(methods) + 5) + "|",
     ]
     for r in results:
-        rows = {m["method"]: m for m in r["methods"]}  # type: ignore[attr-defined]
+        rows = {m["method"]: m for m in r["methods"]}
         eces = {m: rows[m]["values"]["ece"] for m in methods if m in rows}
         best = min((m for m in eces if m != "none"), key=lambda m: eces[m])
         none = rows["none"]["values"]
         cells = [
             f"{r['source'].split(',')[0].removesuffix('.npz')}",
-            str(r["n_classes"]),  # type: ignore[union-attr]
+            str(r["n_classes"]),
             pct(none["accuracy"]),
             f"{pct(none.get('ece_floor'))} / {pct(rows['temperature']['values'].get('ece_floor'))}",
         ]
@@ -103,12 +118,12 @@ def summary(results: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
-def nll_summary(results: list[dict[str, object]]) -> str:
-    methods = [m for m in SHOWN if m in {x["method"] for r in results for x in r["methods"]}]  # type: ignore[attr-defined]
+def nll_summary(results: list[dict[str, Any]]) -> str:
+    methods = [m for m in SHOWN if m in {x["method"] for r in results for x in r["methods"]}]
     lines = ["| model | " + " | ".join(methods) + " | best |", "|---" * (len(methods) + 2) + "|"]
     for r in results:
-        rows = {m["method"]: m for m in r["methods"]}  # type: ignore[attr-defined]
-        name = r["source"].split(",")[0].removesuffix(".npz")  # type: ignore[union-attr]
+        rows = {m["method"]: m for m in r["methods"]}
+        name = r["source"].split(",")[0].removesuffix(".npz")
         nlls = {m: rows[m]["values"]["nll"] for m in methods if m in rows and m != "none"}
         best = min(nlls, key=lambda m: nlls[m])
         vals = [
@@ -120,6 +135,66 @@ def nll_summary(results: list[dict[str, object]]) -> str:
             for m in methods
         ]
         lines.append(f"| {name} | " + " | ".join(vals) + f" | {best} |")
+    return "\n".join(lines)
+
+
+def best_summary(results: list[dict[str, Any]]) -> str:
+    """Per file: the best method by test NLL and by test ECE, against MS-ODIR / Dirichlet."""
+    head = (
+        "| model | best by NLL | best by ECE (%) | MS-ODIR / Dirichlet NLL | its ECE (%) "
+        "| best beats its NLL without a worse ECE |"
+    )
+    lines = [head, "|---" * 6 + "|"]
+    for r in results:
+        rows = {m["method"]: m["values"] for m in r["methods"] if m["method"] in SHOWN}
+        name = r["source"].split(",")[0].removesuffix(".npz")
+        shown = [m for m in rows if m != "none"]
+        by_nll = min(shown, key=lambda m: rows[m]["nll"])
+        by_ece = min(shown, key=lambda m: rows[m]["ece"])
+        ref = min(("ms_odir", "dirichlet"), key=lambda m: rows[m]["nll"])
+        best, odir = rows[by_nll], rows[ref]
+        if by_nll in ("ms_odir", "dirichlet"):
+            verdict = "– (it is the best)"
+        elif best["ece"] <= odir["ece"]:
+            verdict = "yes"
+        else:
+            verdict = f"no: ECE {pct(best['ece'])}"
+        lines.append(
+            f"| {name} | {by_nll} ({best['nll']:.4f}) | {by_ece} ({pct(rows[by_ece]['ece'])}) "
+            f"| {odir['nll']:.4f} | {pct(odir['ece'])} | {verdict} |"
+        )
+    return "\n".join(lines)
+
+
+def paired_summary(data: Path, n_boot: int, seed: int) -> str:
+    """sms_cv minus MS-ODIR on each file: test NLL and ECE, with paired bootstrap intervals
+    (the same test resamples for both; the calibration half is not resampled)."""
+    lines = [
+        "| model | NLL difference [95% interval] | ECE difference, points [95% interval] |",
+        "|---|---|---|",
+    ]
+    for f in sorted((data / "predictions").glob("*.npz")):
+        cal, test = split_outputs(load_predictions(f), 5000, seed=seed)
+        y, n = test.labels, test.labels.shape[0]
+        probs = [
+            get_calibrator(m).fit(cal.as_logits(), cal.labels).predict_proba(test.as_logits())
+            for m in ("sms_cv", "ms_odir")
+        ]
+        losses = [-np.log(np.maximum(p[np.arange(n), y], 1e-300)) for p in probs]
+        rng = np.random.default_rng(seed)
+        d_nll, d_ece = [], []
+        for _ in range(n_boot):
+            i = rng.integers(0, n, n)
+            d_nll.append(losses[0][i].mean() - losses[1][i].mean())
+            d_ece.append(100 * (ece(y[i], probs[0][i]) - ece(y[i], probs[1][i])))
+        nll_lo, nll_hi = np.quantile(d_nll, [0.025, 0.975])
+        ece_lo, ece_hi = np.quantile(d_ece, [0.025, 0.975])
+        diff_nll = losses[0].mean() - losses[1].mean()
+        diff_ece = 100 * (ece(y, probs[0]) - ece(y, probs[1]))
+        lines.append(
+            f"| {f.stem} | {diff_nll:+.4f} [{nll_lo:+.4f}, {nll_hi:+.4f}] "
+            f"| {diff_ece:+.2f} [{ece_lo:+.2f}, {ece_hi:+.2f}] |"
+        )
     return "\n".join(lines)
 
 
@@ -137,7 +212,11 @@ def main() -> None:
     text = (
         "<!-- generated by scripts/compare_shared_predictions.py; do not edit -->\n\n"
         "### Test ECE (%), 15 equal-width bins, top-label\n\n" + summary(results) + "\n\n"
-        "### Test NLL\n\n" + nll_summary(results) + "\n"
+        "### Test NLL\n\n" + nll_summary(results) + "\n\n"
+        "### Best method per file\n\n" + best_summary(results) + "\n\n"
+        "### sms_cv minus MS-ODIR, paired bootstrap of the test half\n\n"
+        + paired_summary(args.data, args.n_boot, args.seed)
+        + "\n"
     )
     atomic_write_text(args.doc, text)
     print(text)
