@@ -7,6 +7,14 @@ KS and MMCE read is a contiguous range, so all of them come from a few cumulativ
 the whole block (no per-replicate loop over bins). The values equal
 :meth:`~calibkit.metrics.suite.MetricSuite.compute` on the same counts to rounding.
 
+The counts are multinomial (``n`` draws with replacement, the classic bootstrap) or, from
+:data:`POISSON_MIN_N` samples on, independent ``Poisson(1)`` weights (the Poisson bootstrap
+of Hanley & MacGibbon 2006 and Chamandy et al. 2012, the large-``n`` limit of the
+multinomial one: a resample's size is then ``Poisson(n)`` instead of exactly ``n``). Poisson
+weights need no index draws, no ``bincount`` and no permutation: being independent of the
+sample, they are drawn straight into confidence order, one byte each
+(:func:`poisson_counts`).
+
 >>> conf, outcome = np.array([0.8, 0.6]), np.array([1.0, 0.0])
 >>> ss = SortedSamples(conf, outcome, {"nll": np.array([0.2, 0.9])}, n_bins=10)
 >>> counts = resample_counts(np.array([[0, 1], [0, 0]]))[:, ss.order]
@@ -36,6 +44,51 @@ _EW_KEYS = (("ece", "l1"), ("mce", "max"), ("rmsce", "l2"), ("ece_debiased", "de
 _SCE_SMALL = 1 << 26
 #: The largest kernel-scaled confidence span for which MMCE's prefix sums go in fixed point.
 _FIXED_MAX_X = 8.0
+#: From this many samples on, the bootstrap of :class:`~calibkit.metrics.suite.MetricSuite`
+#: draws Poisson(1) weights (:func:`poisson_counts`) instead of multinomial counts.
+POISSON_MIN_N = 50_000
+#: Bits of the uniform numbers mapped to Poisson(1) weights (:func:`poisson_table`).
+POISSON_BITS = 16
+
+
+def poisson_table(bits: int = POISSON_BITS) -> np.ndarray:
+    """Lookup table from ``bits``-bit uniform integers to Poisson(1) weights (uint8).
+
+    Entry ``u`` is the smallest ``k`` with ``u < round(2^bits F(k))``, ``F`` the Poisson(1)
+    CDF: each ``k`` gets a share of the ``2^bits`` entries within ``2^-bits`` of
+    ``P(k) = e^-1 / k!``. With 16 bits the weights run from 0 to 8 (``P(X >= 9) = 1.1e-6``
+    is folded into 8 and below); the table's mean is exactly 1 and its variance
+    ``1 - 2^-15`` (0.99997).
+
+    >>> t = poisson_table()
+    >>> np.bincount(t).tolist()
+    [24109, 24110, 12054, 4019, 1004, 201, 34, 4, 1]
+    >>> float(t.mean()), round(float(t.var()), 6)
+    (1.0, 0.999969)
+    """
+    k = np.arange(64)
+    pmf = np.exp(-1.0 - np.cumsum(np.log(np.maximum(k, 1))))  # e^-1 / k!
+    ends = np.rint(np.cumsum(pmf) * 2.0**bits).astype(np.int64)
+    return np.searchsorted(ends, np.arange(1 << bits), side="right").astype(np.uint8)
+
+
+_TABLE = poisson_table()
+
+
+def poisson_counts(rng: np.random.Generator, b: int, n: int) -> np.ndarray:
+    """``(b, n)`` independent Poisson(1) weights (uint8) from ``rng``'s raw 64-bit outputs.
+
+    Each row takes ``ceil(n / 4)`` outputs of ``rng.bit_generator`` (four 16-bit numbers
+    each, mapped through :func:`poisson_table`), so the weights do not depend on how the
+    replicates are split into blocks: ``b`` rows are the rows of ``b`` calls with ``b=1``.
+
+    >>> w = poisson_counts(np.random.default_rng(0), 2, 5)
+    >>> w.shape, w.dtype.name
+    ((2, 5), 'uint8')
+    """
+    m = -(-n // 4)
+    raw = rng.bit_generator.random_raw(b * m).reshape(b, m)
+    return np.take(_TABLE, raw.view(np.uint16)[:, :n])
 
 
 class SortedSamples:
@@ -49,9 +102,21 @@ class SortedSamples:
         Per-sample values averaged into a metric of the same name (``"accuracy"``, ...).
     n_bins : int
         Number of bins (equal-width and equal-mass).
+    poisson : bool, optional
+        Whether :meth:`draw` gives Poisson(1) weights instead of multinomial counts
+        (default: from :data:`POISSON_MIN_N` samples on).
     """
 
-    def __init__(self, conf: F64, outcome: F64, means: dict[str, F64], n_bins: int) -> None:
+    def __init__(
+        self,
+        conf: F64,
+        outcome: F64,
+        means: dict[str, F64],
+        n_bins: int,
+        *,
+        poisson: bool | None = None,
+    ) -> None:
+        self.poisson = conf.shape[0] >= POISSON_MIN_N if poisson is None else poisson
         self.order = np.argsort(conf, kind="stable")
         self.rank = np.empty_like(self.order)
         self.rank[self.order] = np.arange(self.order.shape[0])
@@ -71,6 +136,15 @@ class SortedSamples:
         # MMCE's two factors exp(+-x) d, d = outcome - conf (bounded when x is; see _mmce)
         self.mmce_up = self.signed * np.exp(np.minimum(x, _FIXED_MAX_X))
         self.mmce_down = self.signed * np.exp(-x)
+
+    def draw(self, rng: np.random.Generator, b: int) -> np.ndarray:
+        """The resample counts of ``b`` replicates, in confidence order.
+
+        Poisson(1) weights (:func:`poisson_counts`, uint8) or the counts of
+        ``rng.integers(0, N, (b, N))`` (int64; the rows of ``b`` calls with ``b=1``).
+        """
+        n = self.order.shape[0]
+        return poisson_counts(rng, b, n) if self.poisson else self.counts(rng.integers(0, n, (b, n)))
 
     def counts(self, draws: np.ndarray) -> np.ndarray:
         """Resample counts of ``draws`` (sample indices, shape ``(B, N)``) in confidence order.
@@ -221,7 +295,8 @@ class SortedSCE:
     The sparse part of :func:`~calibkit.metrics.bin_errors.sce_batch_split` is permuted to
     that order once. The class totals ``counts @ probs`` are the cost (``N K`` per
     replicate): with up to :data:`_SCE_SMALL` bytes of probabilities, a block's totals are
-    one product with the permuted probabilities; above, the counts are kept (``uint16``)
+    one product with the permuted probabilities; above, the counts are kept (``uint8``,
+widened when a count exceeds 255)
     and the totals of all replicates come at the end from one pass over the probabilities,
     in blocks of 1,024 samples (:func:`_class_totals`).
 
@@ -247,7 +322,7 @@ class SortedSCE:
         small = probs.nbytes <= _SCE_SMALL
         self.sorted_probs = probs[order] if small else probs[:0]
         self.out = np.empty(n_boot)
-        self.store = None if small else np.empty((n_boot, order.shape[0]), np.uint16)
+        self.store = None if small else np.empty((n_boot, order.shape[0]), np.uint8)
 
     def add(self, start: int, counts: np.ndarray) -> None:
         """Take the counts of replicates ``start, start + 1, ...`` (one row each)."""
@@ -256,8 +331,8 @@ class SortedSCE:
             w = counts.astype(np.float64)
             self.out[rows] = sce_batch_split(self.sorted_probs, self.split, self.n_bins, w)
             return
-        if counts.max(initial=0) > np.iinfo(self.store.dtype).max:  # never in practice
-            self.store = self.store.astype(np.int64)
+        if counts.max(initial=0) > np.iinfo(self.store.dtype).max:  # multinomial: rarely
+            self.store = self.store.astype(np.int64 if counts.max() >= 1 << 16 else np.uint16)
         self.store[rows] = counts
 
     def values(self) -> F64:
