@@ -23,7 +23,8 @@ def _pmf(top: int) -> np.ndarray:
 
 def test_table_matches_the_poisson_pmf_to_its_resolution() -> None:
     table = rs.poisson_table()
-    assert table.dtype == np.uint8 and table.shape == (1 << rs.POISSON_BITS,)
+    assert table.dtype == np.uint8
+    assert table.shape == (1 << rs.POISSON_BITS,)
     share = np.bincount(table) / table.size
     assert table.max() == 8
     # each share is within one entry of its probability (two rounded CDF ends); the tail
@@ -56,7 +57,7 @@ def _suite(n: int = N) -> MetricSuite:
     rng = np.random.default_rng(11)
     z = rng.normal(size=(n, 3)) * 2.0
     p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
-    y = np.array([rng.choice(3, p=row) for row in p ** 0.8 / (p ** 0.8).sum(1, keepdims=True)])
+    y = np.array([rng.choice(3, p=row) for row in p**0.8 / (p**0.8).sum(1, keepdims=True)])
     return MetricSuite.from_outputs(as_outputs(y, probs=p), n_bins=15)
 
 

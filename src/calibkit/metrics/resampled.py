@@ -144,7 +144,9 @@ class SortedSamples:
         ``rng.integers(0, N, (b, N))`` (int64; the rows of ``b`` calls with ``b=1``).
         """
         n = self.order.shape[0]
-        return poisson_counts(rng, b, n) if self.poisson else self.counts(rng.integers(0, n, (b, n)))
+        if self.poisson:
+            return poisson_counts(rng, b, n)
+        return self.counts(rng.integers(0, n, (b, n)))
 
     def counts(self, draws: np.ndarray) -> np.ndarray:
         """Resample counts of ``draws`` (sample indices, shape ``(B, N)``) in confidence order.
@@ -292,26 +294,26 @@ def _range_errors(
 class SortedSCE:
     """SCE of bootstrap replicates whose counts come in confidence order (``order``).
 
-    The sparse part of :func:`~calibkit.metrics.bin_errors.sce_batch_split` is permuted to
-    that order once. The class totals ``counts @ probs`` are the cost (``N K`` per
-    replicate): with up to :data:`_SCE_SMALL` bytes of probabilities, a block's totals are
-    one product with the permuted probabilities; above, the counts are kept (``uint8``,
-widened when a count exceeds 255)
-    and the totals of all replicates come at the end from one pass over the probabilities,
-    in blocks of 1,024 samples (:func:`_class_totals`).
+        The sparse part of :func:`~calibkit.metrics.bin_errors.sce_batch_split` is permuted to
+        that order once. The class totals ``counts @ probs`` are the cost (``N K`` per
+        replicate): with up to :data:`_SCE_SMALL` bytes of probabilities, a block's totals are
+        one product with the permuted probabilities; above, the counts are kept (``uint8``,
+    widened when a count exceeds 255)
+        and the totals of all replicates come at the end from one pass over the probabilities,
+        in blocks of 1,024 samples (:func:`_class_totals`).
 
-    Parameters
-    ----------
-    probs : ndarray of shape (N, K)
-        Probabilities.
-    split : scipy.sparse.csc_matrix
-        :func:`~calibkit.metrics.bin_errors.sce_split_map` of ``probs`` and the labels.
-    n_bins : int
-        Bins per class.
-    order : ndarray of shape (N,)
-        The samples in the counts' column order.
-    n_boot : int
-        Number of replicates to come.
+        Parameters
+        ----------
+        probs : ndarray of shape (N, K)
+            Probabilities.
+        split : scipy.sparse.csc_matrix
+            :func:`~calibkit.metrics.bin_errors.sce_split_map` of ``probs`` and the labels.
+        n_bins : int
+            Bins per class.
+        order : ndarray of shape (N,)
+            The samples in the counts' column order.
+        n_boot : int
+            Number of replicates to come.
     """
 
     def __init__(
