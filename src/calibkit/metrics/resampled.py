@@ -132,10 +132,15 @@ class SortedSamples:
         idx = equal_width_index(self.conf, n_bins)
         self.ew_cuts = np.searchsorted(idx, np.arange(n_bins + 1), side="left")
         self.run_end = np.append(self.conf[1:] != self.conf[:-1], True)
+        # positions inside a run of equal confidences, and the run's last position
+        self.tied = np.flatnonzero(~self.run_end)
+        ends = np.flatnonzero(self.run_end)
+        self.tied_end = ends[np.searchsorted(ends, self.tied)]
         x = (self.conf - self.conf[0]) / MMCE_WIDTH if self.conf.size else self.conf
         # MMCE's two factors exp(+-x) d, d = outcome - conf (bounded when x is; see _mmce)
         self.mmce_up = self.signed * np.exp(np.minimum(x, _FIXED_MAX_X))
         self.mmce_down = self.signed * np.exp(-x)
+        self.signed2 = self.signed * self.signed
 
     def draw(self, rng: np.random.Generator, b: int) -> np.ndarray:
         """The resample counts of ``b`` replicates, in confidence order.
@@ -183,9 +188,9 @@ class SortedSamples:
             cum = cum_count.astype(np.float64)
             cuts = [equal_mass_cuts(self.conf, self.n_bins, cum=row) for row in cum]
             res["aece"] = _range_errors(cums, np.stack(cuts), scale)["l1"]
-        if "ks" in names:
-            at_ends = cum_signed if self.run_end.all() else cum_signed[:, self.run_end]
-            top = np.maximum(at_ends.max(axis=1), -at_ends.min(axis=1))
+        if "ks" in names:  # a tie run counts at its end only: its sum copied over the run
+            cum_signed[:, self.tied] = cum_signed[:, self.tied_end]
+            top = np.maximum(cum_signed.max(axis=1), -cum_signed.min(axis=1))
             res["ks"] = top * scale / total
         if "mmce" in names:
             res["mmce"] = self._mmce(w, wf, total, wmax)
@@ -203,8 +208,8 @@ class SortedSamples:
             signed = wf * self.signed
             return mmce_from_sorted_batch(self.conf, signed, total, MMCE_WIDTH)
         prefix, scale = _fixed_cumsum(w, self.mmce_up, wmax)
-        s = 2.0 * scale * np.einsum("ij,ij->i", wf * self.mmce_down, prefix.astype(np.float64))
-        s -= (wf * wf) @ (self.signed * self.signed)
+        s = 2.0 * scale * np.einsum("ij,ij,j->i", wf, prefix.astype(np.float64), self.mmce_down)
+        s -= (wf * wf) @ self.signed2
         return np.asarray(np.sqrt(np.maximum(s, 0.0)) / total, dtype=np.float64)
 
 
