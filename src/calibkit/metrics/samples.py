@@ -194,7 +194,8 @@ def entropy_per_sample(outputs: ClassifierOutputs) -> F64:
     """
     p = outputs.probs
     lp = outputs.log_probs
-    out: F64 = -np.einsum("ij,ij->i", p, np.where(p > 0, lp, 0.0))
+    finite = lp if p.min(initial=1.0) > 0 else np.where(p > 0, lp, 0.0)  # the same numbers
+    out: F64 = -np.einsum("ij,ij->i", p, finite)
     return out
 
 
