@@ -230,7 +230,7 @@ class MetricSuite:
                 counts = ss.draw(rng, b)  # in confidence order
                 batch = ss.compute(counts, names)
                 if sce is not None:
-                    sce.add(start, counts)
+                    sce.add(start, counts, ss.weights)
             for name, vals in batch.items():
                 values[name].append(vals)
         if sce is not None:
