@@ -13,7 +13,7 @@ of Hanley & MacGibbon 2006 and Chamandy et al. 2012, the large-``n`` limit of th
 multinomial one: a resample's size is then ``Poisson(n)`` instead of exactly ``n``). Poisson
 weights need no index draws, no ``bincount`` and no permutation: being independent of the
 sample, they are drawn straight into confidence order, one byte each
-(:func:`poisson_counts`).
+(:func:`~calibkit.metrics.poisson.poisson_counts`).
 
 >>> conf, outcome = np.array([0.8, 0.6]), np.array([1.0, 0.0])
 >>> ss = SortedSamples(conf, outcome, {"nll": np.array([0.2, 0.9])}, n_bins=10)
@@ -32,6 +32,7 @@ import numpy as np
 from calibkit.core.binning import BinStats, equal_mass_cuts, equal_width_index
 from calibkit.metrics.bin_errors import errors_from_sums, sce_batch_split
 from calibkit.metrics.continuous import MMCE_WIDTH, mmce_from_sorted_batch
+from calibkit.metrics.poisson import poisson_counts
 from calibkit.metrics.samples import F64
 
 if TYPE_CHECKING:
@@ -47,48 +48,6 @@ _FIXED_MAX_X = 8.0
 #: From this many samples on, the bootstrap of :class:`~calibkit.metrics.suite.MetricSuite`
 #: draws Poisson(1) weights (:func:`poisson_counts`) instead of multinomial counts.
 POISSON_MIN_N = 50_000
-#: Bits of the uniform numbers mapped to Poisson(1) weights (:func:`poisson_table`).
-POISSON_BITS = 16
-
-
-def poisson_table(bits: int = POISSON_BITS) -> np.ndarray:
-    """Lookup table from ``bits``-bit uniform integers to Poisson(1) weights (uint8).
-
-    Entry ``u`` is the smallest ``k`` with ``u < round(2^bits F(k))``, ``F`` the Poisson(1)
-    CDF: each ``k`` gets a share of the ``2^bits`` entries within ``2^-bits`` of
-    ``P(k) = e^-1 / k!``. With 16 bits the weights run from 0 to 8 (``P(X >= 9) = 1.1e-6``
-    is folded into 8 and below); the table's mean is exactly 1 and its variance
-    ``1 - 2^-15`` (0.99997).
-
-    >>> t = poisson_table()
-    >>> np.bincount(t).tolist()
-    [24109, 24110, 12054, 4019, 1004, 201, 34, 4, 1]
-    >>> float(t.mean()), round(float(t.var()), 6)
-    (1.0, 0.999969)
-    """
-    k = np.arange(64)
-    pmf = np.exp(-1.0 - np.cumsum(np.log(np.maximum(k, 1))))  # e^-1 / k!
-    ends = np.rint(np.cumsum(pmf) * 2.0**bits).astype(np.int64)
-    return np.searchsorted(ends, np.arange(1 << bits), side="right").astype(np.uint8)
-
-
-_TABLE = poisson_table()
-
-
-def poisson_counts(rng: np.random.Generator, b: int, n: int) -> np.ndarray:
-    """``(b, n)`` independent Poisson(1) weights (uint8) from ``rng``'s raw 64-bit outputs.
-
-    Each row takes ``ceil(n / 4)`` outputs of ``rng.bit_generator`` (four 16-bit numbers
-    each, mapped through :func:`poisson_table`), so the weights do not depend on how the
-    replicates are split into blocks: ``b`` rows are the rows of ``b`` calls with ``b=1``.
-
-    >>> w = poisson_counts(np.random.default_rng(0), 2, 5)
-    >>> w.shape, w.dtype.name
-    ((2, 5), 'uint8')
-    """
-    m = -(-n // 4)
-    raw = rng.bit_generator.random_raw(b * m).reshape(b, m)
-    return np.take(_TABLE, raw.view(np.uint16)[:, :n])
 
 
 class SortedSamples:
@@ -159,8 +118,9 @@ class SortedSamples:
     def draw(self, rng: np.random.Generator, b: int) -> np.ndarray:
         """The resample counts of ``b`` replicates, in confidence order.
 
-        Poisson(1) weights (:func:`poisson_counts`, uint8) or the counts of
-        ``rng.integers(0, N, (b, N))`` (int64; the rows of ``b`` calls with ``b=1``).
+        Poisson(1) weights (:func:`~calibkit.metrics.poisson.poisson_counts`, uint8) or
+        the counts of ``rng.integers(0, N, (b, N))`` (int64; the rows of ``b`` calls with
+        ``b=1``).
         """
         n = self.order.shape[0]
         if self.poisson:
