@@ -71,3 +71,43 @@ def test_seeded_and_estimates_untouched() -> None:
     boot = evaluate(y, probs=p, n_boot=10, n_floor_draws=0)
     assert boot.values == plain.values  # bit for bit: the estimates do not resample
     assert all(lo <= hi for lo, hi in boot.ci.values())
+
+
+@pytest.mark.parametrize("k", [5, 120])
+def test_poisson_sce_of_kept_counts_equals_blockwise_sce(
+    monkeypatch: pytest.MonkeyPatch, k: int
+) -> None:
+    """Poisson weights (forced on a small input): SCE from the kept uint8 counts equals the
+    blockwise SCE of the same draws (float32 class totals from 100 classes: see _class_totals)."""
+    import calibkit.metrics.suite as suite_module
+
+    rng = np.random.default_rng(k)
+    p = rng.dirichlet(np.ones(k) * 0.3, size=700)
+    y = rng.integers(0, k, 700)
+    monkeypatch.setattr(suite_module, "_BATCH_MAX_N", 0)
+    monkeypatch.setattr(rs, "POISSON_MIN_N", 0)
+    blockwise = MetricSuite.from_outputs(as_outputs(y, probs=p)).bootstrap(30, seed=4)
+    monkeypatch.setattr(rs, "_SCE_SMALL", 0)
+    kept = MetricSuite.from_outputs(as_outputs(y, probs=p)).bootstrap(30, seed=4)
+    bound = 6.2e-5 / k if k >= 100 else 1e-12
+    assert kept["sce"] == pytest.approx(blockwise["sce"], rel=1e-10, abs=bound)
+    assert kept["ece"] == blockwise["ece"]  # the same draws
+
+
+def test_kept_counts_widen_beyond_a_byte() -> None:
+    """Multinomial counts above 255 (tiny inputs) widen the kept uint8 counts, losslessly."""
+    from calibkit.metrics.bin_errors import sce_batch_split, sce_split_map
+
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(3), size=4)
+    y = rng.integers(0, 3, 4)
+    split = sce_split_map(p, y, 10)
+    sce = rs.SortedSCE(p, split, 10, np.arange(4), 2)
+    sce.store = np.zeros((2, 4), np.uint8)  # as above _SCE_SMALL
+    counts = np.array([[300, 0, 1, 3], [1, 70_000, 0, 2]])
+    sce.add(0, counts[:1])
+    sce.add(1, counts[1:])
+    assert sce.store is not None
+    np.testing.assert_array_equal(sce.store, counts)
+    want = sce_batch_split(p, split, 10, counts.astype(np.float64))
+    np.testing.assert_allclose(sce.values(), want, rtol=1e-12)
