@@ -49,3 +49,31 @@ def test_sce_indices_put_each_class_in_its_own_block() -> None:
     probs = np.array([[0.05, 0.95], [0.55, 0.45]])
     assert sce_index(probs, 10).tolist() == [0, 19, 5, 14]
     assert sce_hit_index(probs, np.array([1, 1]), 10).tolist() == [19, 14]
+
+
+@pytest.mark.parametrize("n_bins", [1, 7, 10])
+def test_sce_split_map_bins_only_the_entries_above_the_first_bin(n_bins: int) -> None:
+    """The map equals the one built from every entry's bin (entries on bin edges included)."""
+    from scipy import sparse
+
+    from calibkit.core.binning import equal_width_index
+    from calibkit.metrics.bin_errors import sce_hit_index, sce_split_map
+
+    rng = np.random.default_rng(n_bins)
+    probs = rng.dirichlet(np.ones(6) * 0.4, size=300)
+    probs[:60] = np.round(probs[:60] * n_bins) / n_bins  # on the edges, 0 and 1 included
+    labels = rng.integers(0, 6, 300)
+    n, k = probs.shape
+    idx = equal_width_index(probs.reshape(-1), n_bins).reshape(probs.shape)
+    i, c = np.nonzero(idx)
+    rows = np.concatenate(
+        [sce_hit_index(probs, labels, n_bins), c * n_bins + idx[i, c], k * n_bins + c]
+    )
+    cols = np.concatenate([np.arange(n), i, i])
+    vals = np.concatenate([np.ones(n), -probs[i, c], probs[i, c]])
+    want = sparse.csc_matrix((vals, (rows, cols)), shape=(k * n_bins + k, n))
+    got = sce_split_map(probs, labels, n_bins)
+    assert (got != want).nnz == 0
+    np.testing.assert_array_equal(got.indptr, want.indptr)
+    np.testing.assert_array_equal(got.indices, want.indices)
+    np.testing.assert_array_equal(got.data, want.data)

@@ -312,12 +312,12 @@ def sce_split_map(probs: F64, labels: np.ndarray, n_bins: int) -> sparse.csc_mat
     n, k = probs.shape
     rows, cols, vals = [sce_hit_index(probs, labels, n_bins)], [np.arange(n)], [np.ones(n)]
     step = max(1, (1 << 20) // k)
+    low = 1.0 / n_bins if n_bins > 1 else np.inf  # bin 0 is [0, 1 / n_bins) on the float edges
     for start in range(0, n, step):
         chunk = probs[start : start + step]
-        idx = equal_width_index(chunk.reshape(-1), n_bins).reshape(chunk.shape)
-        i, c = np.nonzero(idx)
+        i, c = np.nonzero(chunk >= low)  # only these few need their bin
         p = chunk[i, c]
-        rows += [c * n_bins + idx[i, c], k * n_bins + c]
+        rows += [c * n_bins + equal_width_index(p, n_bins), k * n_bins + c]
         cols += [i + start, i + start]
         vals += [-p, p]
     data = (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols)))

@@ -7,6 +7,14 @@ KS and MMCE read is a contiguous range, so all of them come from a few cumulativ
 the whole block (no per-replicate loop over bins). The values equal
 :meth:`~calibkit.metrics.suite.MetricSuite.compute` on the same counts to rounding.
 
+The counts are multinomial (``n`` draws with replacement, the classic bootstrap) or, from
+:data:`POISSON_MIN_N` samples on, independent ``Poisson(1)`` weights (the Poisson bootstrap
+of Hanley & MacGibbon 2006 and Chamandy et al. 2012, the large-``n`` limit of the
+multinomial one: a resample's size is then ``Poisson(n)`` instead of exactly ``n``). Poisson
+weights need no index draws, no ``bincount`` and no permutation: being independent of the
+sample, they are drawn straight into confidence order, one byte each
+(:func:`~calibkit.metrics.poisson.poisson_counts`).
+
 >>> conf, outcome = np.array([0.8, 0.6]), np.array([1.0, 0.0])
 >>> ss = SortedSamples(conf, outcome, {"nll": np.array([0.2, 0.9])}, n_bins=10)
 >>> counts = resample_counts(np.array([[0, 1], [0, 0]]))[:, ss.order]
@@ -24,6 +32,7 @@ import numpy as np
 from calibkit.core.binning import BinStats, equal_mass_cuts, equal_width_index
 from calibkit.metrics.bin_errors import errors_from_sums, sce_batch_split
 from calibkit.metrics.continuous import MMCE_WIDTH, mmce_from_sorted_batch
+from calibkit.metrics.poisson import poisson_counts
 from calibkit.metrics.samples import F64
 
 if TYPE_CHECKING:
@@ -36,6 +45,9 @@ _EW_KEYS = (("ece", "l1"), ("mce", "max"), ("rmsce", "l2"), ("ece_debiased", "de
 _SCE_SMALL = 1 << 26
 #: The largest kernel-scaled confidence span for which MMCE's prefix sums go in fixed point.
 _FIXED_MAX_X = 8.0
+#: From this many samples on, the bootstrap of :class:`~calibkit.metrics.suite.MetricSuite`
+#: draws Poisson(1) weights (:func:`poisson_counts`) instead of multinomial counts.
+POISSON_MIN_N = 50_000
 
 
 class SortedSamples:
@@ -49,9 +61,21 @@ class SortedSamples:
         Per-sample values averaged into a metric of the same name (``"accuracy"``, ...).
     n_bins : int
         Number of bins (equal-width and equal-mass).
+    poisson : bool, optional
+        Whether :meth:`draw` gives Poisson(1) weights instead of multinomial counts
+        (default: from :data:`POISSON_MIN_N` samples on).
     """
 
-    def __init__(self, conf: F64, outcome: F64, means: dict[str, F64], n_bins: int) -> None:
+    def __init__(
+        self,
+        conf: F64,
+        outcome: F64,
+        means: dict[str, F64],
+        n_bins: int,
+        *,
+        poisson: bool | None = None,
+    ) -> None:
+        self.poisson = conf.shape[0] >= POISSON_MIN_N if poisson is None else poisson
         self.order = np.argsort(conf, kind="stable")
         self.rank = np.empty_like(self.order)
         self.rank[self.order] = np.arange(self.order.shape[0])
@@ -67,10 +91,41 @@ class SortedSamples:
         idx = equal_width_index(self.conf, n_bins)
         self.ew_cuts = np.searchsorted(idx, np.arange(n_bins + 1), side="left")
         self.run_end = np.append(self.conf[1:] != self.conf[:-1], True)
+        # positions inside a run of equal confidences, and the run's last position
+        self.tied = np.flatnonzero(~self.run_end)
+        ends = np.flatnonzero(self.run_end)
+        self.tied_end = ends[np.searchsorted(ends, self.tied)]
         x = (self.conf - self.conf[0]) / MMCE_WIDTH if self.conf.size else self.conf
         # MMCE's two factors exp(+-x) d, d = outcome - conf (bounded when x is; see _mmce)
         self.mmce_up = self.signed * np.exp(np.minimum(x, _FIXED_MAX_X))
         self.mmce_down = self.signed * np.exp(-x)
+        self.signed2 = self.signed * self.signed
+        self._work: dict[str, np.ndarray] = {}
+        self.weights: F64 = np.empty((0, conf.shape[0]))  # the last block's, as float64
+
+    def _buffer(self, name: str, b: int, dtype: type) -> np.ndarray:
+        """A ``(b, N)`` work array kept from block to block.
+
+        A block's temporaries come to tens of MB; allocated afresh, they arrive as new pages
+        from the kernel every block (the allocator hands freed memory back), a page fault
+        per 4 KB: a third of the bootstrap's time at 100,000 samples.
+        """
+        buf = self._work.get(name)
+        if buf is None or buf.shape[0] < b or buf.dtype != dtype:
+            buf = self._work[name] = np.empty((b, self.order.shape[0]), dtype)
+        return buf[:b]
+
+    def draw(self, rng: np.random.Generator, b: int) -> np.ndarray:
+        """The resample counts of ``b`` replicates, in confidence order.
+
+        Poisson(1) weights (:func:`~calibkit.metrics.poisson.poisson_counts`, uint8) or
+        the counts of ``rng.integers(0, N, (b, N))`` (int64; the rows of ``b`` calls with
+        ``b=1``).
+        """
+        n = self.order.shape[0]
+        if self.poisson:
+            return poisson_counts(rng, b, n)
+        return self.counts(rng.integers(0, n, (b, n)))
 
     def counts(self, draws: np.ndarray) -> np.ndarray:
         """Resample counts of ``draws`` (sample indices, shape ``(B, N)``) in confidence order.
@@ -84,11 +139,14 @@ class SortedSamples:
 
         Bin sums are differences of prefix sums at the bin ends, all taken over integers:
         counts and outcome sums exactly, the signed (outcome minus confidence) sums and
-        MMCE's in fixed point (:func:`_fixed_cumsum`, relative error below 1e-9).
+        MMCE's in fixed point (:func:`_fixed_cumsum`, relative error below 1e-9). The
+        float64 counts stay in :attr:`weights` until the next call.
         """
-        w = np.asarray(counts, dtype=np.int64)
-        wf = w.astype(np.float64)
-        cum_count = np.cumsum(w, axis=1)
+        b = counts.shape[0]
+        w, self.weights = self._buffer("w", b, np.int64), self._buffer("wf", b, np.float64)
+        w[...], self.weights[...] = counts, counts
+        wf = self.weights
+        cum_count = np.cumsum(w, axis=1, out=self._buffer("count", b, np.int64))
         total = cum_count[:, -1].astype(np.float64)
         wmax = float(total.max(initial=0.0))
         res: dict[str, F64] = {}
@@ -96,20 +154,22 @@ class SortedSamples:
         for j, name in enumerate(self.mean_names):
             if name in names:
                 res[name] = means[:, j] / total
-        cum_signed, scale = _fixed_cumsum(w, self.signed, wmax)
-        cums = (cum_count, np.cumsum(w * self.hits, axis=1), cum_signed)
+        cum_signed, scale = _fixed_cumsum(w, self.signed, wmax, self._buffer("signed", b, np.int64))
+        hits = np.multiply(w, self.hits, out=self._buffer("hits", b, self.hits.dtype.type))
+        cums = (cum_count, np.cumsum(hits, axis=1, out=hits), cum_signed)
         ew_cuts = np.broadcast_to(self.ew_cuts, (w.shape[0], self.n_bins + 1))
         errors = _range_errors(cums, ew_cuts, scale)
         for name, key in _EW_KEYS:
             if name in names:
                 res[name] = errors[key]
         if "aece" in names:
-            cum = cum_count.astype(np.float64)
+            cum = self._buffer("float", b, np.float64)
+            cum[...] = cum_count
             cuts = [equal_mass_cuts(self.conf, self.n_bins, cum=row) for row in cum]
             res["aece"] = _range_errors(cums, np.stack(cuts), scale)["l1"]
-        if "ks" in names:
-            at_ends = cum_signed if self.run_end.all() else cum_signed[:, self.run_end]
-            top = np.maximum(at_ends.max(axis=1), -at_ends.min(axis=1))
+        if "ks" in names:  # a tie run counts at its end only: its sum copied over the run
+            cum_signed[:, self.tied] = cum_signed[:, self.tied_end]
+            top = np.maximum(cum_signed.max(axis=1), -cum_signed.min(axis=1))
             res["ks"] = top * scale / total
         if "mmce" in names:
             res["mmce"] = self._mmce(w, wf, total, wmax)
@@ -126,13 +186,18 @@ class SortedSamples:
         if self.conf[-1] - self.conf[0] > _FIXED_MAX_X * MMCE_WIDTH:
             signed = wf * self.signed
             return mmce_from_sorted_batch(self.conf, signed, total, MMCE_WIDTH)
-        prefix, scale = _fixed_cumsum(w, self.mmce_up, wmax)
-        s = 2.0 * scale * np.einsum("ij,ij->i", wf * self.mmce_down, prefix.astype(np.float64))
-        s -= (wf * wf) @ (self.signed * self.signed)
+        b = w.shape[0]
+        fixed, scale = _fixed_cumsum(w, self.mmce_up, wmax, self._buffer("up", b, np.int64))
+        prefix = self._buffer("float", b, np.float64)
+        prefix[...] = fixed
+        s = 2.0 * scale * np.einsum("ij,ij,j->i", wf, prefix, self.mmce_down)
+        s -= np.einsum("ij,ij,j->i", wf, wf, self.signed2)
         return np.asarray(np.sqrt(np.maximum(s, 0.0)) / total, dtype=np.float64)
 
 
-def _fixed_cumsum(w: np.ndarray, values: F64, wmax: float) -> tuple[np.ndarray, float]:
+def _fixed_cumsum(
+    w: np.ndarray, values: F64, wmax: float, out: np.ndarray | None = None
+) -> tuple[np.ndarray, float]:
     """``np.cumsum(w * values, axis=1)`` as int64 fixed point: the sums are ``cum * scale``.
 
     ``w`` are non-negative integer weights, no row summing to more than ``wmax``.
@@ -142,6 +207,7 @@ def _fixed_cumsum(w: np.ndarray, values: F64, wmax: float) -> tuple[np.ndarray, 
     prefix sum by at most ``wmax 2^-(s+1)``: relative to the largest possible sum
     ``wmax max|values|``, under ``2^-31`` when ``s + log2 max|values| >= 30`` (rows of
     up to about ``2^32`` samples); otherwise the float64 sums are returned (scale 1).
+    ``out`` (int64, the shape of ``w``) receives the fixed-point sums when given.
     """
     top = float(np.max(np.abs(values), initial=0.0))
     if top == 0.0 or wmax == 0.0:
@@ -150,7 +216,8 @@ def _fixed_cumsum(w: np.ndarray, values: F64, wmax: float) -> tuple[np.ndarray, 
     if shift + np.log2(top) < 30:
         return np.cumsum(w * values, axis=1), 1.0
     fixed = np.rint(np.ldexp(values, shift)).astype(np.int64)
-    return np.cumsum(w * fixed, axis=1), 2.0**-shift
+    terms = np.multiply(w, fixed, out=out)
+    return np.cumsum(terms, axis=1, out=terms), 2.0**-shift
 
 
 def resample_counts(draws: np.ndarray) -> np.ndarray:
@@ -218,25 +285,26 @@ def _range_errors(
 class SortedSCE:
     """SCE of bootstrap replicates whose counts come in confidence order (``order``).
 
-    The sparse part of :func:`~calibkit.metrics.bin_errors.sce_batch_split` is permuted to
-    that order once. The class totals ``counts @ probs`` are the cost (``N K`` per
-    replicate): with up to :data:`_SCE_SMALL` bytes of probabilities, a block's totals are
-    one product with the permuted probabilities; above, the counts are kept (``uint16``)
-    and the totals of all replicates come at the end from one pass over the probabilities,
-    in blocks of 1,024 samples (:func:`_class_totals`).
+        The sparse part of :func:`~calibkit.metrics.bin_errors.sce_batch_split` is permuted to
+        that order once. The class totals ``counts @ probs`` are the cost (``N K`` per
+        replicate): with up to :data:`_SCE_SMALL` bytes of probabilities, a block's totals are
+        one product with the permuted probabilities; above, the counts are kept (``uint8``,
+    widened when a count exceeds 255)
+        and the totals of all replicates come at the end from one pass over the probabilities,
+        in blocks of 1,024 samples (:func:`_class_totals`).
 
-    Parameters
-    ----------
-    probs : ndarray of shape (N, K)
-        Probabilities.
-    split : scipy.sparse.csc_matrix
-        :func:`~calibkit.metrics.bin_errors.sce_split_map` of ``probs`` and the labels.
-    n_bins : int
-        Bins per class.
-    order : ndarray of shape (N,)
-        The samples in the counts' column order.
-    n_boot : int
-        Number of replicates to come.
+        Parameters
+        ----------
+        probs : ndarray of shape (N, K)
+            Probabilities.
+        split : scipy.sparse.csc_matrix
+            :func:`~calibkit.metrics.bin_errors.sce_split_map` of ``probs`` and the labels.
+        n_bins : int
+            Bins per class.
+        order : ndarray of shape (N,)
+            The samples in the counts' column order.
+        n_boot : int
+            Number of replicates to come.
     """
 
     def __init__(
@@ -247,17 +315,20 @@ class SortedSCE:
         small = probs.nbytes <= _SCE_SMALL
         self.sorted_probs = probs[order] if small else probs[:0]
         self.out = np.empty(n_boot)
-        self.store = None if small else np.empty((n_boot, order.shape[0]), np.uint16)
+        self.store = None if small else np.empty((n_boot, order.shape[0]), np.uint8)
 
-    def add(self, start: int, counts: np.ndarray) -> None:
-        """Take the counts of replicates ``start, start + 1, ...`` (one row each)."""
+    def add(self, start: int, counts: np.ndarray, weights: F64 | None = None) -> None:
+        """Take the counts of replicates ``start, start + 1, ...`` (one row each).
+
+        ``weights``: the same counts as float64, when the caller has them.
+        """
         rows = slice(start, start + counts.shape[0])
         if self.store is None:
-            w = counts.astype(np.float64)
+            w = counts.astype(np.float64) if weights is None else weights
             self.out[rows] = sce_batch_split(self.sorted_probs, self.split, self.n_bins, w)
             return
-        if counts.max(initial=0) > np.iinfo(self.store.dtype).max:  # never in practice
-            self.store = self.store.astype(np.int64)
+        if counts.max(initial=0) > np.iinfo(self.store.dtype).max:  # multinomial: rarely
+            self.store = self.store.astype(np.int64 if counts.max() >= 1 << 16 else np.uint16)
         self.store[rows] = counts
 
     def values(self) -> F64:
@@ -290,7 +361,17 @@ def _class_totals(counts: np.ndarray, probs: F64, order: np.ndarray) -> F64:
     k = probs.shape[1]
     dtype = np.float32 if k >= 100 else np.float64
     out = np.zeros((b, k))
+    # the work arrays are reused: fresh ones would be new pages (faults) every block
+    w, p, p64, prod = (
+        np.empty((b, 1024), dtype),
+        np.empty((1024, k), dtype),
+        np.empty((1024, k)),
+        np.empty((b, k), dtype),
+    )
     for start in range(0, n, 1024):
-        cols = slice(start, start + 1024)
-        out += counts[:, cols].astype(dtype) @ probs[order[cols]].astype(dtype)
+        m = min(1024, n - start)
+        w[:, :m] = counts[:, start : start + m]
+        np.take(probs, order[start : start + m], axis=0, out=p64[:m])
+        p[:m] = p64[:m]
+        out += np.matmul(w[:, :m], p[:m], out=prod)
     return out

@@ -18,6 +18,10 @@ from calibkit.core.outputs import ClassifierOutputs, check_labels, log_softmax64
 Mode = Literal["top_label", "positive_class"]
 MODES: tuple[str, ...] = ("top_label", "positive_class")
 F64 = npt.NDArray[np.float64]
+#: Entries per block of :func:`probs_and_scores`: 256 KB float64 temporaries, which the
+#: allocator recycles (at 2 MB each block's were new pages: 0.7-1.1 s of page faults at
+#: 50,000 x 1,000 on the benchmark machine, against 0.03-0.45 s).
+_BLOCK = 1 << 15
 
 
 #: The Parameters section of the per-sample scores.
@@ -194,7 +198,8 @@ def entropy_per_sample(outputs: ClassifierOutputs) -> F64:
     """
     p = outputs.probs
     lp = outputs.log_probs
-    out: F64 = -np.einsum("ij,ij->i", p, np.where(p > 0, lp, 0.0))
+    finite = lp if p.min(initial=1.0) > 0 else np.where(p > 0, lp, 0.0)  # the same numbers
+    out: F64 = -np.einsum("ij,ij->i", p, finite)
     return out
 
 
@@ -252,7 +257,7 @@ def probs_and_scores(outputs: ClassifierOutputs) -> tuple[F64, dict[str, F64]]:
     n, k = outputs.n_samples, outputs.n_classes
     probs = outputs.probs if outputs.kind == "probs" else np.empty((n, k))
     scores = {name: np.empty(n) for name in ("nll", "brier", "entropy")}
-    step = max(1, (1 << 18) // max(k, 1))
+    step = max(1, _BLOCK // max(k, 1))
     for start in range(0, n, step):
         rows = slice(start, start + step)
         part = ClassifierOutputs(outputs.labels[rows], outputs.scores[rows], outputs.kind)

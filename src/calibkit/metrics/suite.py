@@ -200,11 +200,13 @@ class MetricSuite:
     ) -> dict[str, tuple[float, float]]:
         """Percentile bootstrap intervals of every metric at confidence ``level``.
 
-        Binned calibration errors are biased upwards at finite N and a resample repeats
-        samples, so near calibration the interval can lie wholly above the estimate (it
-        shows the estimator's spread); read it beside the noise floor. Above
-        :data:`_BATCH_MAX_N` samples, sums go in fixed point and SCE's class totals from 100
-        classes in float32 (:mod:`.resampled`; both bounded far below the printed digits).
+        Binned errors are biased upwards at finite N and a resample repeats samples, so near
+        calibration the interval can lie above the estimate (it shows the estimator's spread;
+        read it beside the noise floor). Above :data:`_BATCH_MAX_N` samples, sums go in fixed
+        point, SCE's class totals from 100 classes in float32 (:mod:`.resampled`; both far
+        below the printed digits). From :data:`~.resampled.POISSON_MIN_N` (50,000) samples on,
+        each sample's count is an independent Poisson(1) weight (the Poisson bootstrap, the
+        large-N limit of drawing N samples with replacement: other draws, the same spread).
         """
         if not 0.0 < level < 1.0:
             raise InputError("level", "a number in (0, 1)", repr(level))
@@ -214,22 +216,21 @@ class MetricSuite:
         rng = np.random.default_rng(seed)
         m = {"accuracy": self.correct, **self.per_sample}
         ss = rs.SortedSamples(self.conf, self.outcome, m, self.n_bins) if n > _BATCH_MAX_N else None
-        # Blocks of about 2**20 counts; rng.integers(0, n, (b, n)) draws what b calls
-        # rng.integers(0, n, n) do, so the resamples do not depend on the block size.
-        block = max(1, min(n_boot, (1 << 20) // n))
+        block = max(1, min(n_boot, (1 << 20) // n))  # the draws do not depend on it
         values: dict[str, list[F64]] = {name: [] for name in names}
         sce = None
         if ss is not None and self._sce is not None and "sce" in names:
             sce = rs.SortedSCE(self._sce[0], self._split_map(), self.n_bins, ss.order, n_boot)
         for start in range(0, n_boot, block):
-            draws = rng.integers(0, n, (min(block, n_boot - start), n))
+            b = min(block, n_boot - start)
             if ss is None:
+                draws = rng.integers(0, n, (b, n))
                 batch = self.compute_batch(rs.resample_counts(draws).astype(np.float64), names)
             else:
-                counts = ss.counts(draws)  # in confidence order
+                counts = ss.draw(rng, b)  # in confidence order
                 batch = ss.compute(counts, names)
                 if sce is not None:
-                    sce.add(start, counts)
+                    sce.add(start, counts, ss.weights)
             for name, vals in batch.items():
                 values[name].append(vals)
         if sce is not None:
