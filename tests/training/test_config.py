@@ -60,6 +60,15 @@ def test_defaults_are_valid() -> None:
             r"^loss_params: expected .*\(of loss 'cross_entropy'\), got 'epsilon'",
         ),
         ({"loss": "focal", "loss_params": {"gamma": -1}}, r"^loss_params\.gamma: expected"),
+        ({"warmup_steps": -1}, r"^warmup_steps: expected an integer in \[0, 1000000000\]"),
+        ({"warmup_steps": 1.5}, r"^warmup_steps: expected an integer"),
+        ({"warmup_steps": 4, "warmup_lr": 0.0}, r"^warmup_lr: expected a finite number > 0"),
+        (
+            {"warmup_steps": 4},
+            r"^warmup_lr: expected a learning rate exactly when warmup_steps > 0, "
+            r"got None with warmup_steps = 4",
+        ),
+        ({"warmup_lr": 0.01}, r"^warmup_lr: expected .*, got 0\.01 with warmup_steps = 0"),
     ],
 )
 def test_validation(changes: dict[str, Any], pattern: str) -> None:
@@ -87,6 +96,8 @@ def test_valid_non_default_settings() -> None:
         loss_params={"gamma": 2.0, "penalty": {"name": "mdca", "beta": 0.5}},
     )
     assert cfg.milestones == (2, 5)
+    warm = TrainConfig(warmup_steps=400, warmup_lr=0.01)
+    assert (warm.warmup_steps, warm.warmup_lr) == (400, 0.01)
     assert TrainConfig(loss="brier").loss == "brier"
     assert TrainConfig(weight_decay=0, momentum=0).momentum == 0
 

@@ -8,9 +8,10 @@ import math
 import pytest
 import torch
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from calibkit.training import TrainConfig, build_optimizer, build_scheduler
-from calibkit.training.optim import steps_per_batch
+from calibkit.training import TrainConfig, build_optimizer, build_scheduler, train
+from calibkit.training.optim import optimizer_step, steps_per_batch
 
 
 def _model() -> nn.Module:
@@ -134,3 +135,61 @@ def test_none_schedule_is_constant() -> None:
     cfg = TrainConfig(optimizer="sgd", lr=0.05, schedule="none", epochs=3)
     seen = _lrs(cfg, 2)
     assert seen == [0.05] * len(seen)
+
+
+def _trained_lrs(cfg: TrainConfig, n: int) -> list[float]:
+    """The learning rate of every optimiser step of :func:`train` on ``n`` samples."""
+    seen: list[float] = []
+
+    def record(opt: torch.optim.Optimizer, *_: object) -> None:
+        seen.append(opt.param_groups[0]["lr"])
+
+    x, y = torch.randn(n, 3), torch.arange(n) % 2
+    handle = register_optimizer_step_pre_hook(record)
+    try:
+        train(_model(), (x, y), cfg, seed=0, held_out={})
+    finally:
+        handle.remove()
+    return seen
+
+
+def test_warmup_replaces_the_first_batches_of_a_step_schedule() -> None:
+    # 3 epochs of 3 batches; 4 warm-up batches at 0.01, then 0.1, halved from epoch 3 on
+    cfg = TrainConfig(
+        epochs=3,
+        batch_size=2,
+        optimizer="sgd",
+        lr=0.1,
+        schedule="step",
+        milestones=(2,),
+        lr_decay=0.5,
+        warmup_steps=4,
+        warmup_lr=0.01,
+    )
+    expected = [0.01, 0.01, 0.01, 0.01, 0.1, 0.1, 0.05, 0.05, 0.05]
+    assert _trained_lrs(cfg, n=6) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("schedule", ["none", "step", "cosine", "onecycle"])
+def test_no_warmup_leaves_every_schedule_as_it_was(schedule: str) -> None:
+    milestones = (1,) if schedule == "step" else ()
+    cfg = TrainConfig(
+        epochs=2, batch_size=2, optimizer="sgd", schedule=schedule, milestones=milestones
+    )
+    assert cfg.warmup_steps == 0
+    assert _trained_lrs(cfg, n=6) == _lrs(cfg, 3)[:-1]
+
+
+def test_warmup_composes_with_a_per_batch_schedule() -> None:
+    # the cosine schedule runs on under the warm-up: batch 3 gets its scheduled rate
+    cfg = TrainConfig(epochs=2, batch_size=2, optimizer="sgd", lr=0.1, schedule="cosine")
+    warm = cfg.replace(warmup_steps=2, warmup_lr=0.001)
+    cold = _trained_lrs(cfg, n=6)
+    assert _trained_lrs(warm, n=6) == [0.001, 0.001, *cold[2:]]
+
+
+def test_optimizer_step_puts_the_scheduled_rate_back() -> None:
+    cfg = TrainConfig(optimizer="sgd", lr=0.1, warmup_steps=1, warmup_lr=0.01)
+    opt = build_optimizer(_model(), cfg)
+    optimizer_step(opt, cfg, step=0)
+    assert opt.param_groups[0]["lr"] == 0.1

@@ -538,3 +538,12 @@ def test_zero_epochs_only_evaluates_the_model_as_it_is() -> None:
         assert result.history == []
         assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
         assert np.array_equal(result.logits["t"], predict_logits(model, x).numpy())
+
+
+def test_a_checkpoint_made_before_the_warmup_settings_still_resumes() -> None:
+    from calibkit.training.checkpoint import can_resume, config_dict
+
+    cfg = TrainConfig(epochs=2)
+    old = {k: v for k, v in config_dict(cfg).items() if not k.startswith("warmup")}
+    assert can_resume(old, cfg)
+    assert not can_resume(old, cfg.replace(warmup_steps=3, warmup_lr=1e-4))

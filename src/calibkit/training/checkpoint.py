@@ -85,10 +85,11 @@ def config_dict(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def can_resume(saved: object, cfg: TrainConfig) -> bool:
-    """Same settings, or only more/fewer epochs under a schedule that does not depend on them."""
+    """Same settings, or only more/fewer epochs under a schedule that does not depend on them
+    (a setting added to calibkit after ``saved`` was written counts as its default)."""
     if not isinstance(saved, dict):
         return False
-    now = config_dict(cfg)
+    saved, now = {**config_dict(TrainConfig()), **saved}, config_dict(cfg)
     if saved == now:
         return True
     same_but_epochs = {**saved, "epochs": now["epochs"]} == now

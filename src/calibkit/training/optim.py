@@ -1,7 +1,9 @@
 """Optimiser and learning-rate schedule from a :class:`TrainConfig`.
 
 Schedules are stepped once per batch (``cosine`` and ``onecycle``) or once per epoch
-(``step``); :func:`steps_per_batch` says which.
+(``step``); :func:`steps_per_batch` says which. A warm-up (``warmup_steps`` batches at
+``warmup_lr``) is applied by :func:`optimizer_step` on top of any schedule: the schedule
+runs on unchanged, only the rate of those first batches is replaced.
 
 >>> import torch
 >>> model = torch.nn.Linear(2, 2)
@@ -60,3 +62,29 @@ def build_scheduler(opt: Optimizer, cfg: TrainConfig, batches_per_epoch: int) ->
     if cfg.schedule == "onecycle":
         return OneCycleLR(opt, max_lr=cfg.lr, total_steps=total)
     return LambdaLR(opt, lambda _: 1.0)
+
+
+def warmup_lr(cfg: TrainConfig, step: int) -> float | None:
+    """The warm-up learning rate of batch ``step`` (counted from 0 over the whole run), or
+    ``None`` once the warm-up is over (the scheduled rate applies).
+
+    >>> cfg = TrainConfig(lr=0.1, warmup_steps=2, warmup_lr=0.01)
+    >>> [warmup_lr(cfg, step) for step in range(3)]
+    [0.01, 0.01, None]
+    """
+    return cfg.warmup_lr if step < cfg.warmup_steps else None
+
+
+def optimizer_step(opt: Optimizer, cfg: TrainConfig, step: int) -> None:
+    """``opt.step()`` for batch ``step`` of the run, at :func:`warmup_lr` during the warm-up
+    (the scheduled rates are put back afterwards, so the schedule is not disturbed)."""
+    lr = warmup_lr(cfg, step)
+    if lr is None:
+        opt.step()
+        return
+    scheduled = [group["lr"] for group in opt.param_groups]
+    for group in opt.param_groups:
+        group["lr"] = lr
+    opt.step()
+    for group, rate in zip(opt.param_groups, scheduled, strict=True):
+        group["lr"] = rate

@@ -51,7 +51,12 @@ from calibkit.training.checkpoint import (
     save_checkpoint,
 )
 from calibkit.training.config import TrainConfig
-from calibkit.training.optim import build_optimizer, build_scheduler, steps_per_batch
+from calibkit.training.optim import (
+    build_optimizer,
+    build_scheduler,
+    optimizer_step,
+    steps_per_batch,
+)
 from calibkit.training.tracking import track_split
 
 #: A split as tensors: inputs ``(N, ...)`` float and labels ``(N,)`` int64.
@@ -205,7 +210,7 @@ def _train_epoch(
         batch_loss = loss(out, yb)
         opt.zero_grad(set_to_none=True)
         batch_loss.backward()
-        opt.step()
+        optimizer_step(opt, cfg, step=(epoch - 1) * batches + b)
         if per_batch:
             state.scheduler.step()
         with torch.no_grad():

@@ -91,3 +91,23 @@ def test_bfloat16_fit_is_close_to_float32_and_predicts_in_float32() -> None:
     assert low.predict_proba(x).dtype == np.float64
     with pytest.raises(InputError, match=r"^precision:"):
         NeuralClamping(model, sgd=SGDSettings(precision="float16"))
+
+
+def test_a_diverging_fit_stops_with_one_clear_error() -> None:
+    # logits of about 1e6: SGD on log T at lr 1e-3 overshoots until T overflows float32
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    with torch.no_grad():
+        model.weight.mul_(1e6)
+    x, y = torch.randn(64, 4), torch.arange(64) % 3
+    with torch.no_grad():
+        scale = float(model(x).abs().max())
+    assert 1e5 < scale < 1e7
+    nc = NeuralClamping(model, init="zero", sgd=SGDSettings(epochs=2, batch_size=8, progress=False))
+    pattern = (
+        r"^lr: expected a learning rate at which Neural Clamping's SGD stays finite "
+        r"\(the model's logits reach \d\.\de\+0[56]; lower lr, .*\), "
+        r"got 0\.001, diverged at epoch 1, batch \d+ \(non-finite loss\)$"
+    )
+    with pytest.raises(InputError, match=pattern):
+        nc.fit(x, y)

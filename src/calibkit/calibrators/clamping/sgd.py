@@ -2,7 +2,10 @@
 
 One step per batch of the calibration set, ``epochs`` passes, on the objective of
 :func:`~calibkit.calibrators.clamping.objective.objective`. The model's passes may run
-under bfloat16 autocast (``SGDSettings.precision``); the loss is always float32.
+under bfloat16 autocast (``SGDSettings.precision``); the loss is always float32. A loss that
+stops being finite ends the fit with an :class:`~calibkit.core.errors.InputError` naming
+the step and the size of the model's logits (the gradient on ``log T`` grows with them, so
+on logits of ~1e4 and more SGD at the default lr overshoots until ``T`` overflows).
 
 >>> torch.manual_seed(0) and None
 >>> model = nn.Linear(2, 2)
@@ -17,6 +20,7 @@ under bfloat16 autocast (``SGDSettings.precision``); the loss is always float32.
 from __future__ import annotations
 
 import logging
+import math
 
 import torch
 from torch import Tensor, nn
@@ -24,6 +28,7 @@ from torch import Tensor, nn
 from calibkit.calibrators.clamping.objective import objective
 from calibkit.calibrators.clamping.passes import layout
 from calibkit.calibrators.clamping.settings import SGDSettings
+from calibkit.core.errors import InputError
 from calibkit.core.progress import ProgressEvent, report_step
 
 _log = logging.getLogger(__name__)
@@ -57,20 +62,34 @@ def run_sgd(
     low_precision = settings.resolved_precision(device) == "bfloat16"
     for epoch in range(settings.epochs):
         order, total = torch.randperm(n, generator=gen), 0.0
-        for start in range(0, n, settings.batch_size):
+        for step, start in enumerate(range(0, n, settings.batch_size)):
             idx = order[start : start + settings.batch_size]
             xb = layout(x[idx].to(device=device, dtype=torch.float32))
             with torch.autocast(device.type, torch.bfloat16, enabled=low_precision):
                 out = model(xb + delta)
             loss = objective(out.float() / log_t.exp(), y[idx].to(device), delta, gamma, lam)
+            value = float(loss.detach())
+            if not math.isfinite(value):
+                raise _diverged(model, xb, settings.lr, f"epoch {epoch + 1}, batch {step + 1}")
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            total += float(loss.detach()) * idx.shape[0]
+            total += value * idx.shape[0]
         history.append(total / n)
         if settings.progress:
             _progress(gamma, epoch, settings.epochs, history[-1])
     return delta.detach().cpu(), float(log_t.detach()), history
+
+
+@torch.no_grad()
+def _diverged(model: nn.Module, xb: Tensor, lr: float, where: str) -> InputError:
+    """The error of an SGD whose loss stopped being finite at ``where`` (batch ``xb``)."""
+    scale = float(model(xb).abs().amax())
+    expected = (
+        "a learning rate at which Neural Clamping's SGD stays finite (the model's logits "
+        f"reach {scale:.1e}; lower lr, or calibrate a model with logits of a sane size)"
+    )
+    return InputError("lr", expected, f"{lr:g}, diverged at {where} (non-finite loss)")
 
 
 def _progress(gamma: float, epoch: int, epochs: int, loss: float) -> None:
