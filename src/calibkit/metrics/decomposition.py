@@ -34,10 +34,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.special import log_softmax
 
 from calibkit.core.errors import InputError
-from calibkit.core.outputs import as_outputs
+from calibkit.core.outputs import as_outputs, log_softmax64
 from calibkit.metrics.samples import (
     F64,
     brier_per_sample,
@@ -88,7 +87,7 @@ class _Scaled:
         self.z_y = np.take_along_axis(z, y[:, None], axis=1)[:, 0]
 
     def _probs(self, beta: float) -> tuple[F64, F64]:
-        log_p = log_softmax(beta * self.z, axis=1)
+        log_p = log_softmax64(beta * self.z)
         return log_p, np.exp(log_p)
 
     def value(self, beta: float) -> float:
