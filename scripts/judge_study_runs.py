@@ -5,7 +5,8 @@ For each study folder under ``--runs`` and each run ``runs/<label>/seed-<s>/logi
 registered calibrator, the named-only ones of issue 15 included, is fitted on the
 calibration part and judged on the test part with :func:`calibkit.workflows.compare.compare`
 (15 bins, no bootstrap). Runs whose training collapsed to near-uniform outputs (test
-accuracy below ``1 / K + 0.05``) are skipped and listed.
+accuracy below ``1 / K + 0.10``; the collapsed DECE / DCA runs output near-equal logits) are
+skipped and listed.
 
 Per folder and method: mean +- std over runs of test NLL, ECE and Brier; the number of runs
 on which the method has the best NLL and the best ECE; and a paired comparison (mean
@@ -45,7 +46,7 @@ FOLDERS = (
 )
 METRICS = ("nll", "ece", "brier", "accuracy")
 #: A run is collapsed when its test accuracy is below 1 / K plus this margin.
-COLLAPSE_MARGIN = 0.05
+COLLAPSE_MARGIN = 0.10
 _log = logging.getLogger("judge_study_runs")
 
 
@@ -104,7 +105,8 @@ def summarise(runs: dict[str, Any]) -> dict[str, Any]:
     wins = {k: dict.fromkeys(methods, 0) for k in ("nll", "ece")}
     for r in kept.values():
         for k in wins:
-            wins[k][min(fitted, key=lambda m, r=r, k=k: r["rows"][m][k])] += 1
+            scores = {m: r["rows"][m][k] for m in fitted}
+            wins[k][min(scores, key=scores.__getitem__)] += 1
     binary = next(iter(kept.values()))["n_classes"] == 2
     refs = ["ms_odir", "dirichlet", *(["platt", "beta"] if binary else [])]
     ref = min(refs, key=lambda m: arr[m]["nll"].mean())
