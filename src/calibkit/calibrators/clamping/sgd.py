@@ -4,8 +4,13 @@ One step per batch of the calibration set, ``epochs`` passes, on the objective o
 :func:`~calibkit.calibrators.clamping.objective.objective`. The model's passes may run
 under bfloat16 autocast (``SGDSettings.precision``); the loss is always float32. A loss that
 stops being finite ends the fit with an :class:`~calibkit.core.errors.InputError` naming
-the step and the size of the model's logits (the gradient on ``log T`` grows with them, so
-on logits of ~1e4 and more SGD at the default lr overshoots until ``T`` overflows).
+the step and the size of the model's logits.
+
+The gradient on ``log T`` grows with the logits: on logits of ~1e4 and more, plain SGD at
+the paper's lr overshoots until ``T`` overflows. A step whose gradient norm (``delta`` and
+``log T`` together) exceeds :data:`MAX_GRAD_NORM` is therefore scaled down to that norm. On
+models with logits of a usual size the norm stays far below it, the gradients are left
+untouched and the fit is the paper's SGD exactly.
 
 >>> torch.manual_seed(0) and None
 >>> model = nn.Linear(2, 2)
@@ -32,6 +37,9 @@ from calibkit.core.errors import InputError
 from calibkit.core.progress import ProgressEvent, report_step
 
 _log = logging.getLogger(__name__)
+
+#: The largest gradient norm a step takes (a larger one is scaled down to it; see above).
+MAX_GRAD_NORM = 100.0
 
 
 def run_sgd(
@@ -73,12 +81,24 @@ def run_sgd(
                 raise _diverged(model, xb, settings.lr, f"epoch {epoch + 1}, batch {step + 1}")
             opt.zero_grad(set_to_none=True)
             loss.backward()
+            _clip([delta, log_t] if joint else [delta])
             opt.step()
             total += value * idx.shape[0]
         history.append(total / n)
         if settings.progress:
             _progress(gamma, epoch, settings.epochs, history[-1])
     return delta.detach().cpu(), float(log_t.detach()), history
+
+
+@torch.no_grad()
+def _clip(params: list[Tensor]) -> None:
+    """Scale the gradients of ``params`` down to :data:`MAX_GRAD_NORM` when above it
+    (and leave them bit for bit as they are otherwise)."""
+    grads = [p.grad for p in params if p.grad is not None]
+    norm = float(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads])))
+    if norm > MAX_GRAD_NORM:
+        for g in grads:
+            g.mul_(MAX_GRAD_NORM / norm)
 
 
 @torch.no_grad()
