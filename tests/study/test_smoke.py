@@ -80,23 +80,8 @@ def _user_weights(config: Path, tmp: Path) -> Path:
     return copy
 
 
-#: Known failures, reported: a smoke epoch is two batches, so ResNet-110's batch-norm
-#: running statistics stay close to their initial ones; in eval mode its 54 residual blocks
-#: are then barely normalised and its logits reach about 2e4 (5e9 untrained, 13 in train
-#: mode). The post-hoc calibrators cope; Neural Clamping's joint SGD on log T at lr 1e-3
-#: diverges on such logits and refuses with "lr: expected a learning rate at which Neural
-#: Clamping's SGD stays finite". A real run's statistics are those of 164 epochs.
-XFAIL = {
-    "nc_cifar100_resnet110": "two smoke batches leave ResNet-110's batch-norm statistics "
-    "near their initial values: eval-mode logits of ~2e4, on which Neural Clamping's SGD "
-    "diverges (refused with an InputError)"
-}
-
-
 def _case(path: Path) -> object:
     marks = [] if path.stem in DEFAULT else [pytest.mark.slow]
-    if path.stem in XFAIL:
-        marks.append(pytest.mark.xfail(reason=XFAIL[path.stem], strict=False))
     return pytest.param(path, id=f"{path.parent.name}/{path.stem}", marks=marks)
 
 

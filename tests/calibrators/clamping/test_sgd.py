@@ -93,8 +93,8 @@ def test_bfloat16_fit_is_close_to_float32_and_predicts_in_float32() -> None:
         NeuralClamping(model, sgd=SGDSettings(precision="float16"))
 
 
-def test_a_diverging_fit_stops_with_one_clear_error() -> None:
-    # logits of about 1e6: SGD on log T at lr 1e-3 overshoots until T overflows float32
+def _huge_logits_problem() -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor]:
+    """A linear model whose logits reach about 1e6 (weights scaled by 1e6)."""
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 3)
     with torch.no_grad():
@@ -103,6 +103,22 @@ def test_a_diverging_fit_stops_with_one_clear_error() -> None:
     with torch.no_grad():
         scale = float(model(x).abs().max())
     assert 1e5 < scale < 1e7
+    return model, x, y
+
+
+def test_huge_logits_stay_finite_through_gradient_clipping() -> None:
+    model, x, y = _huge_logits_problem()
+    nc = NeuralClamping(model, init="zero", sgd=SGDSettings(epochs=2, batch_size=8, progress=False))
+    p = nc.fit(x, y).predict_proba(x)
+    assert np.isfinite(p).all()
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-6)
+    assert nc.temperature_ > 10.0  # T grows with the logits (here to its search bound, 100)
+
+
+def test_a_diverging_fit_stops_with_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # without the clipping, SGD on log T at lr 1e-3 overshoots until T overflows float32
+    monkeypatch.setattr("calibkit.calibrators.clamping.sgd.MAX_GRAD_NORM", float("inf"))
+    model, x, y = _huge_logits_problem()
     nc = NeuralClamping(model, init="zero", sgd=SGDSettings(epochs=2, batch_size=8, progress=False))
     pattern = (
         r"^lr: expected a learning rate at which Neural Clamping's SGD stays finite "
