@@ -125,8 +125,11 @@ def test_an_unreachable_address_exits_2_writing_nothing(tiny_config: Path, tmp_p
 
 
 def test_the_three_executors_write_the_same_table(
-    tiny_config: Path, tmp_path: Path, local_ray: Any
+    tiny_config: Path, tmp_path: Path, local_ray: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # one thread per run everywhere (serial, each of 2 workers, a 1-CPU Ray task) on any
+    # machine: a different thread count is another computation path, not the same bytes
+    monkeypatch.setattr("calibkit.study.executors.available_cores", lambda: 2)
     cfg = load_study_config(tiny_config)
     serial = _serial(cfg, tmp_path / "serial")
     run_study(
