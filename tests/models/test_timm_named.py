@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pickle
 from pathlib import Path
 
 import pytest
@@ -99,3 +101,17 @@ def test_checkpoint_errors_name_missing_unexpected_and_shapes(tmp_path: Path) ->
     (tmp_path / "junk.pth").write_bytes(b"not a checkpoint")
     with pytest.raises(InputError, match=r"safetensors or torch\.save"):
         load_checkpoint(model, tmp_path / "junk.pth")
+
+
+def test_corrupt_or_hostile_checkpoints_are_refused(tmp_path: Path) -> None:
+    class Evil:
+        def __reduce__(self) -> tuple[object, tuple[str]]:
+            return (os.system, (f"touch {tmp_path / 'pwned'}",))
+
+    (tmp_path / "evil.pt").write_bytes(pickle.dumps(Evil()))
+    (tmp_path / "junk.pt").write_bytes(b"garbage")
+    (tmp_path / "junk.safetensors").write_bytes(b"garbage")
+    for name in ("evil.pt", "junk.pt", "junk.safetensors"):
+        with pytest.raises(InputError, match=r"^path: expected a safetensors or torch.save"):
+            read_state_dict(tmp_path / name)
+    assert not (tmp_path / "pwned").exists()
