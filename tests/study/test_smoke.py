@@ -62,8 +62,8 @@ def _data_dir(dataset: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Path 
     if name == "bloodmnist":
         path = bloodmnist_npz(tmp / "data")
         monkeypatch.setitem(KNOWN_MD5, "bloodmnist.npz", hashlib.md5(path.read_bytes()).hexdigest())
-    else:
-        cifar10_jpeg_zip(tmp / "data")
+    else:  # enough bird and cat training images for a config's 1,000-image calibration carve
+        cifar10_jpeg_zip(tmp / "data", per_class=520)
     return tmp / "data"
 
 
