@@ -55,3 +55,13 @@ def _neural_clamping_in_float32(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         "calibkit.calibrators.clamping.settings.fastest_precision", lambda device: "float32"
     )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``gpu`` need CUDA: skipped with a reason on a machine without it."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False here)")
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            item.add_marker(skip)

@@ -547,3 +547,87 @@ def test_a_checkpoint_made_before_the_warmup_settings_still_resumes() -> None:
     old = {k: v for k, v in config_dict(cfg).items() if not k.startswith("warmup")}
     assert can_resume(old, cfg)
     assert not can_resume(old, cfg.replace(warmup_steps=3, warmup_lr=1e-4))
+
+
+@pytest.mark.parametrize("track", [False, True])
+def test_an_epoch_stays_on_the_models_device_without_host_round_trips(track: bool) -> None:
+    """On PyTorch's ``meta`` device (a stand-in for a GPU: shapes, no values), a step that
+    mixed a host tensor into the device's computation, or waited for a device value
+    (``.cpu()``, ``.item()``, a boolean mask), fails. The whole epoch, augmentation and
+    learning tracking included, runs there and hands back device sums."""
+    from calibkit.training.trainer import _start, resident, train_epoch
+
+    meta = torch.device("meta")
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.Flatten(), nn.Linear(256, 3))
+    model = model.to(meta)
+    x, y = _images(20)
+    x, y = resident([x, y], meta)
+    cfg = TrainConfig(epochs=1, batch_size=8, augment=True, track_learning=track)
+    state = _start(model, cfg, 0, n=20, checkpoint=None, device=meta)
+    loss_sum, correct = train_epoch(state, (x, y), cfg, 1, training_loss(cfg))
+    assert (loss_sum.device, correct.device, state.last_wrong.device) == (meta, meta, meta)
+    assert {p.device for p in model.parameters()} == {meta}
+
+
+def test_held_out_logits_stay_on_the_device_until_asked_for() -> None:
+    from calibkit.training.trainer import device_logits
+
+    meta = torch.device("meta")
+    model = _model().to(meta)
+    x, _ = _images(20)
+    z = device_logits(model, x.to(meta), batch_size=8)
+    assert z.device == meta and z.shape == (20, 3) and z.dtype == torch.float32
+
+
+def test_splits_stay_on_the_cpu_and_move_whole_to_another_device() -> None:
+    from calibkit.training.trainer import resident
+
+    x, y = _images(20)
+    same = resident([x, y], torch.device("cpu"))
+    assert same[0] is x and same[1] is y  # nothing copied on the CPU
+    moved = resident([x, y], torch.device("meta"))
+    assert [t.device.type for t in moved] == ["meta", "meta"]
+
+
+def test_augmentation_drawn_per_epoch_is_the_per_batch_augmentation() -> None:
+    """The epoch's draws are made in the order the per-batch loop made them, so a CPU run
+    is bit-identical to the loop before draws moved out of it (and a GPU run augments on
+    exactly the same crops and flips)."""
+    from calibkit.data.augment import crop_and_flip
+    from calibkit.training.trainer import epoch_draws
+
+    x, _ = _images(21)
+    cfg = TrainConfig(batch_size=8, augment=True)
+    gen_a, gen_b = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    perm, draws = epoch_draws(21, cfg, gen_a)
+    assert draws is not None and draws.shape == (3, 21)
+    ref_perm = torch.randperm(21, generator=gen_b)
+    assert torch.equal(perm, ref_perm)
+    from calibkit.data.augment import apply_crop_and_flip
+
+    for b in range(0, 21, 8):
+        idx = perm[b : b + 8]
+        expected = crop_and_flip(x[idx], generator=gen_b)
+        top, left, flip = draws[:, b : b + 8]
+        assert torch.equal(apply_crop_and_flip(x[idx], top, left, flip.bool()), expected)
+    assert torch.equal(gen_a.get_state(), gen_b.get_state())
+
+
+@pytest.mark.gpu
+def test_training_on_cuda_keeps_the_splits_there_and_resumes(tmp_path: Path) -> None:
+    cuda = torch.device("cuda")
+    x, y = _images()
+    hx, hy = _images(24, seed=1)
+    cfg = TrainConfig(epochs=3, batch_size=16, augment=True, track_learning=True)
+    model = _model().to(cuda)
+    result = train(model, (x, y), cfg, seed=0, held_out={"val": (hx, hy)})
+    assert {p.device.type for p in model.parameters()} == {"cuda"}
+    assert result.logits["val"].shape == (24, 3) and np.isfinite(result.logits["val"]).all()
+    assert result.learned_epoch is not None
+    killed = _model().to(cuda)
+    ck = tmp_path / "ck.pt"
+    train(killed, (x, y), cfg.replace(epochs=2), seed=0, held_out={"val": (hx, hy)}, checkpoint=ck)
+    resumed = _model().to(cuda)
+    again = train(resumed, (x, y), cfg, seed=0, held_out={"val": (hx, hy)}, checkpoint=ck)
+    # float32 CUDA kernels: the resumed run and the straight one agree to rounding
+    np.testing.assert_allclose(again.logits["val"], result.logits["val"], rtol=1e-4, atol=1e-4)

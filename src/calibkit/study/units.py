@@ -200,15 +200,17 @@ def train_unit(unit: RunUnit, data: StudyData) -> RunArtefacts:
 
 
 def clamp_unit(unit: ClampUnit, data: StudyData) -> dict[str, Any]:
-    """Fit the input calibrator on the run's weights: ``{"settings", "rows"}``."""
+    """Fit the input calibrator on the run's weights, on the study's device:
+    ``{"settings", "rows", "device"}``."""
+    device = resolve_device(unit.cfg.device)
     model = build_model(unit.spec, data)
     try:
         model.load_state_dict(safetensors_load(unit.weights))
     except RuntimeError as exc:
         where = str(Path(unit.rdir) / "model.safetensors")
         raise InputError(where, "the weights of this run", str(exc)) from None
-    model.eval()
+    model = model.to(device).eval()
     options = dict(unit.cfg.input_calibrator_params.get(unit.name, {}))
     label, seed = unit.spec.label, unit.seed
     rows = fit_rows(unit.cfg, label, seed, data, model, unit.name, options, unit.progress)
-    return {"settings": clamp_settings(unit.cfg, unit.name), "rows": rows}
+    return {"settings": clamp_settings(unit.cfg, unit.name), "rows": rows, "device": str(device)}

@@ -55,8 +55,9 @@ class TrainingState:
     last_wrong: Tensor  # per training sample, the last epoch it was misclassified
 
     def checkpoint(self, cfg: TrainConfig) -> dict[str, Any]:
-        """The state as a checkpoint of a run under ``cfg``."""
-        return {
+        """The state as a checkpoint of a run under ``cfg`` (a run on a GPU also keeps
+        that GPU's random generator, which its dropout draws from)."""
+        saved = {
             "version": CHECKPOINT_VERSION,
             "config": config_dict(cfg),
             "model": self.model.state_dict(),
@@ -65,8 +66,11 @@ class TrainingState:
             "generator": self.generator.get_state(),
             "torch_rng": torch.get_rng_state(),
             "history": self.history,
-            "last_wrong": self.last_wrong,
+            "last_wrong": self.last_wrong.cpu(),
         }
+        if self.last_wrong.device.type == "cuda":
+            saved["cuda_rng"] = torch.cuda.get_rng_state(self.last_wrong.device)
+        return saved
 
     def restore(self, saved: dict[str, Any]) -> None:
         """Load a checkpoint already checked by :func:`check_checkpoint`."""
@@ -76,7 +80,10 @@ class TrainingState:
         self.generator.set_state(saved["generator"])
         torch.set_rng_state(saved["torch_rng"])
         self.history = list(saved["history"])
-        self.last_wrong = saved.get("last_wrong", self.last_wrong)
+        device = self.last_wrong.device
+        self.last_wrong = saved.get("last_wrong", self.last_wrong).to(device)
+        if "cuda_rng" in saved and device.type == "cuda":
+            torch.cuda.set_rng_state(saved["cuda_rng"], device)
 
 
 def config_dict(cfg: TrainConfig) -> dict[str, Any]:

@@ -7,6 +7,13 @@ and last epochs and every tenth of the run, and every mini-batch's loss at ``DEB
 :mod:`calibkit.core.progress`). It returns the per-epoch history and the final logits
 of every held-out split, so post-hoc calibration never needs the model again.
 
+Devices: training runs on the device of the model's parameters. The training and held-out
+splits are moved there once when they fit (on a GPU, in half of its free memory; see
+:func:`resident`), the augmentation is done there on draws made on the host (the epoch's
+batch order and crop/flip draws are sent in one copy), and the epoch's loss and accuracy
+are summed there: the host waits for the device once per epoch, not at every step. On the
+CPU this is the computation it always was, bit for bit.
+
 Determinism: the caller seeds the weights (``torch.manual_seed`` before building the model);
 :func:`train` seeds the global generator again with ``seed`` (dropout) and draws the batch
 order and augmentation from its own ``torch.Generator(seed)``. Given the same thread
@@ -30,9 +37,10 @@ True
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +51,7 @@ from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
 from calibkit.core.progress import ProgressEvent, report_step
-from calibkit.data.augment import crop_and_flip
+from calibkit.data.augment import apply_crop_and_flip, draw_crop_and_flip
 from calibkit.training.checkpoint import (
     TrainingState,
     check_checkpoint,
@@ -65,6 +73,9 @@ Split = tuple[Tensor, Tensor]
 LossFn = Callable[[Tensor, Tensor], Tensor]
 
 log = logging.getLogger(__name__)
+
+#: The share of a GPU's free memory the splits may take to be kept on it for the run.
+RESIDENT_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -107,15 +118,41 @@ def training_loss(cfg: TrainConfig) -> LossFn:
 
 
 def predict_logits(model: nn.Module, x: Tensor, batch_size: int = 1024) -> Tensor:
-    """Logits of ``model`` in eval mode on ``x``, in batches, on ``x``'s device."""
+    """Float32 logits of ``model`` in eval mode on ``x``, in batches, on the CPU."""
+    return device_logits(model, x, batch_size).cpu()
+
+
+def device_logits(model: nn.Module, x: Tensor, batch_size: int = 1024) -> Tensor:
+    """Float32 logits of ``model`` in eval mode on ``x``, in batches, left on the model's
+    device (the host waits for none of the batches)."""
     model.eval()
-    device = next(model.parameters()).device
+    device = _device_of(model)
     with torch.inference_mode():
         parts = [
-            model(x[i : i + batch_size].to(device)).float().cpu()
-            for i in range(0, len(x), batch_size)
+            model(x[i : i + batch_size].to(device)).float() for i in range(0, len(x), batch_size)
         ]
     return torch.cat(parts)
+
+
+def _device_of(model: nn.Module) -> torch.device:
+    """The device of ``model``'s first parameter (or buffer; the CPU if it has neither)."""
+    for tensor in itertools.chain(model.parameters(), model.buffers()):
+        return tensor.device
+    return torch.device("cpu")
+
+
+def resident(tensors: Sequence[Tensor], device: torch.device) -> list[Tensor]:
+    """``tensors`` moved to ``device`` if they fit there, else left where they are.
+
+    They fit on a CUDA device when together they take at most :data:`RESIDENT_SHARE` of its
+    free memory (the rest is for the model, its gradients and activations), and always on
+    any other device (the CPU: nothing moves).
+    """
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        if sum(t.nbytes for t in tensors) > RESIDENT_SHARE * free:
+            return list(tensors)
+    return [t.to(device) for t in tensors]
 
 
 def train(
@@ -139,11 +176,23 @@ def train(
         raise InputError("train_split", "at least one sample", "an empty split")
     held = {name: _check_split(name, s) for name, s in held_out.items()}
     loss = loss_fn if loss_fn is not None else training_loss(cfg)
-    state = _start(model, cfg, seed, n=x.shape[0], checkpoint=checkpoint)
+    device = _device_of(model)
+    flat = resident([x, y, *itertools.chain.from_iterable(held.values())], device)
+    x, y = flat[0], flat[1]
+    held = {name: (flat[2 + 2 * i], flat[3 + 2 * i]) for i, name in enumerate(held)}
+    state = _start(model, cfg, seed, n=x.shape[0], checkpoint=checkpoint, device=device)
     start = time.perf_counter() - sum(h["seconds"] for h in state.history)
     for epoch in range(len(state.history) + 1, cfg.epochs + 1):
         t0 = time.perf_counter()
-        record = _train_epoch(state, (x, y), cfg, epoch, loss, label)
+        loss_sum, correct = train_epoch(state, (x, y), cfg, epoch, loss, label)
+        n = x.shape[0]
+        total_loss, total_correct = torch.stack([loss_sum, correct.double()]).tolist()
+        record = {
+            "epoch": float(epoch),
+            "lr": float(state.optimizer.param_groups[0]["lr"]),
+            "train_loss": total_loss / n,
+            "train_accuracy": total_correct / n,
+        }
         train_seconds = time.perf_counter() - t0
         tracked, eval_seconds, tracking_seconds = _track_held_out(model, held, cfg)
         record.update(tracked)
@@ -162,7 +211,12 @@ def train(
 
 
 def _start(
-    model: nn.Module, cfg: TrainConfig, seed: int, n: int, checkpoint: Path | None
+    model: nn.Module,
+    cfg: TrainConfig,
+    seed: int,
+    n: int,
+    checkpoint: Path | None,
+    device: torch.device,
 ) -> TrainingState:
     """A fresh run's state, seeded, or the state restored from ``checkpoint`` if it exists."""
     batches = (n + cfg.batch_size - 1) // cfg.batch_size
@@ -180,32 +234,61 @@ def _start(
     if saved is not None and checkpoint is not None:
         check_checkpoint(saved, checkpoint, cfg, model)
         state.restore(saved)
+    state.last_wrong = state.last_wrong.to(device)
     return state
 
 
-def _train_epoch(
+def epoch_draws(
+    n: int, cfg: TrainConfig, generator: torch.Generator
+) -> tuple[Tensor, Tensor | None]:
+    """An epoch's random draws on the host, in the order the loop has always made them: the
+    batch order (a permutation of ``n``) and, with ``cfg.augment``, each batch's crop
+    offsets and flips as rows ``(top, left, flip)`` of one ``(3, n)`` tensor (column ``j``
+    for the ``j``-th sample of the permutation), or None."""
+    perm = torch.randperm(n, generator=generator)
+    if not cfg.augment:
+        return perm, None
+    parts = []
+    for b in range(0, n, cfg.batch_size):
+        top, left, flip = draw_crop_and_flip(min(cfg.batch_size, n - b), generator=generator)
+        parts.append(torch.stack([top, left, flip.long()]))
+    return perm, torch.cat(parts, dim=1)
+
+
+def train_epoch(
     state: TrainingState,
     split: Split,
     cfg: TrainConfig,
     epoch: int,
     loss: LossFn,
-    label: str,
-) -> dict[str, float]:
-    """One pass over the shuffled training split; the epoch's loss and accuracy."""
+    label: str = "",
+) -> tuple[Tensor, Tensor]:
+    """One pass over the shuffled training split: the sum of the batch losses (float64,
+    each times its batch size) and the count of correct predictions, as tensors on the
+    model's device (the host waits for none of the steps)."""
     x, y = split
     model, opt, gen = state.model, state.optimizer, state.generator
-    device = next(model.parameters()).device
+    device = _device_of(model)
     n, per_batch = x.shape[0], steps_per_batch(cfg)
     batches = (n + cfg.batch_size - 1) // cfg.batch_size
     live, bar = log.isEnabledFor(logging.DEBUG), f"{label}epoch {epoch}/{cfg.epochs}"
     model.train()
-    perm = torch.randperm(n, generator=gen)
-    loss_sum = torch.zeros((), dtype=torch.float64)
-    correct = torch.zeros((), dtype=torch.int64)
+    perm, draws = epoch_draws(n, cfg, gen)
+    if device.type != "cpu":  # one copy to the device per epoch (none on the CPU)
+        plan = perm[None] if draws is None else torch.cat([perm[None], draws])
+        plan = plan.pin_memory() if device.type == "cuda" else plan
+        plan = plan.to(device, non_blocking=True)
+        perm, draws = plan[0], None if draws is None else plan[1:]
+    order = perm.to(x.device)  # the batches' rows of x (on the host if x did not fit)
+    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+    correct = torch.zeros((), dtype=torch.int64, device=device)
     for b in range(batches):
-        idx = perm[b * cfg.batch_size : (b + 1) * cfg.batch_size]
-        xb = crop_and_flip(x[idx], generator=gen) if cfg.augment else x[idx]
-        xb, yb = xb.to(device), y[idx].to(device)
+        rows = slice(b * cfg.batch_size, (b + 1) * cfg.batch_size)
+        idx = perm[rows]
+        xb, yb = x[order[rows]].to(device), y[order[rows]].to(device)
+        if draws is not None:
+            top, left, flip = draws[:, rows]
+            xb = apply_crop_and_flip(xb, top, left, flip.bool())
         out = model(xb)
         batch_loss = loss(out, yb)
         opt.zero_grad(set_to_none=True)
@@ -214,22 +297,18 @@ def _train_epoch(
         if per_batch:
             state.scheduler.step()
         with torch.no_grad():
-            loss_sum += batch_loss.detach().double().cpu() * len(idx)
-            hit = (out.argmax(1) == yb).cpu()
+            loss_sum += batch_loss.detach().double() * len(idx)
+            hit = out.argmax(1) == yb
             correct += hit.sum()
-            if cfg.track_learning:
-                state.last_wrong[idx[~hit]] = epoch
+            if cfg.track_learning:  # idx has no repeats: no host round trip for a mask
+                wrong = state.last_wrong[idx]
+                state.last_wrong[idx] = torch.where(hit, wrong, epoch)
         if live:
             text = f"loss {batch_loss.item():.4f}"
             report_step(log, ProgressEvent(bar, b + 1, batches, text))
     if not per_batch:
         state.scheduler.step()
-    return {
-        "epoch": float(epoch),
-        "lr": float(opt.param_groups[0]["lr"]),
-        "train_loss": float(loss_sum) / n,
-        "train_accuracy": float(correct) / n,
-    }
+    return loss_sum, correct
 
 
 def _track_held_out(
@@ -241,7 +320,8 @@ def _track_held_out(
     record: dict[str, float] = {}
     tracking = 0.0
     for name, (hx, hy) in held.items():
-        z = predict_logits(model, hx, cfg.eval_batch_size)
+        z = device_logits(model, hx, cfg.eval_batch_size).cpu()
+        hy = hy.cpu()
         t2 = time.perf_counter()
         for key, value in track_split(z, hy, cfg.n_bins).items():
             record[f"{name}_{key}"] = value
@@ -263,13 +343,13 @@ def _result(
         name: predict_logits(model, hx, cfg.eval_batch_size).numpy()
         for name, (hx, _) in held.items()
     }
-    labels = {name: hy.numpy().astype(np.int64) for name, (_, hy) in held.items()}
+    labels = {name: hy.cpu().numpy().astype(np.int64) for name, (_, hy) in held.items()}
     learned = None
     if cfg.track_learning:
         x, y = split
         logits["train"] = predict_logits(model, x, cfg.eval_batch_size).numpy()
-        labels["train"] = y.numpy().astype(np.int64)
-        last_wrong = state.last_wrong
+        labels["train"] = y.cpu().numpy().astype(np.int64)
+        last_wrong = state.last_wrong.cpu()
         done = last_wrong == cfg.epochs
         learned = torch.where(done, 0, last_wrong + 1).numpy().astype(np.int64)
     return TrainResult(state.history, logits, labels, seconds, learned)
