@@ -120,6 +120,7 @@ def test_a_smoke_study_runs_every_unit_on_the_gpu(tmp_path: Path) -> None:
     for name in ("nc_fast", "nc_fl"):
         found = json.loads((rdir / f"clamping-{name}.json").read_text())["device"]
         assert found.startswith("cuda")
-    assert seen and all(d.startswith("cuda") for d in seen)
+    assert seen
+    assert all(d.startswith("cuda") for d in seen)
     with np.load(io.BytesIO((rdir / "logits.npz").read_bytes())) as z:
         assert np.isfinite(z["test_logits"]).all()

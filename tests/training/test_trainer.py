@@ -576,7 +576,9 @@ def test_held_out_logits_stay_on_the_device_until_asked_for() -> None:
     model = _model().to(meta)
     x, _ = _images(20)
     z = device_logits(model, x.to(meta), batch_size=8)
-    assert z.device == meta and z.shape == (20, 3) and z.dtype == torch.float32
+    assert z.device == meta
+    assert z.shape == (20, 3)
+    assert z.dtype == torch.float32
 
 
 def test_splits_stay_on_the_cpu_and_move_whole_to_another_device() -> None:
@@ -584,7 +586,8 @@ def test_splits_stay_on_the_cpu_and_move_whole_to_another_device() -> None:
 
     x, y = _images(20)
     same = resident([x, y], torch.device("cpu"))
-    assert same[0] is x and same[1] is y  # nothing copied on the CPU
+    assert same[0] is x
+    assert same[1] is y
     moved = resident([x, y], torch.device("meta"))
     assert [t.device.type for t in moved] == ["meta", "meta"]
 
@@ -600,7 +603,8 @@ def test_augmentation_drawn_per_epoch_is_the_per_batch_augmentation() -> None:
     cfg = TrainConfig(batch_size=8, augment=True)
     gen_a, gen_b = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
     perm, draws = epoch_draws(21, cfg, gen_a)
-    assert draws is not None and draws.shape == (3, 21)
+    assert draws is not None
+    assert draws.shape == (3, 21)
     ref_perm = torch.randperm(21, generator=gen_b)
     assert torch.equal(perm, ref_perm)
     from calibkit.data.augment import apply_crop_and_flip
@@ -622,7 +626,8 @@ def test_training_on_cuda_keeps_the_splits_there_and_resumes(tmp_path: Path) -> 
     model = _model().to(cuda)
     result = train(model, (x, y), cfg, seed=0, held_out={"val": (hx, hy)})
     assert {p.device.type for p in model.parameters()} == {"cuda"}
-    assert result.logits["val"].shape == (24, 3) and np.isfinite(result.logits["val"]).all()
+    assert result.logits["val"].shape == (24, 3)
+    assert np.isfinite(result.logits["val"]).all()
     assert result.learned_epoch is not None
     killed = _model().to(cuda)
     ck = tmp_path / "ck.pt"
