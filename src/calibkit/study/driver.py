@@ -7,13 +7,14 @@ it is trained, the fit of each input calibrator not cached yet (a
 a time (every file atomically, ``train.json`` last among a training's), so that the driver
 holds one unit's artefacts at a time besides the data, and a study killed at any moment
 resumes with what was written. Each finished unit is logged on one line: what it was,
-where it ran, how long it took, and an estimate of the time left.
+where it ran, how long it took, and an estimate of the time left (:class:`TimeLeft`: each
+kind of unit priced by the units of that kind finished so far).
 """
 
 from __future__ import annotations
 
 import logging
-import time
+from collections import Counter, defaultdict
 from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from calibkit.study.config import ModelSpec, StudyConfig
 from calibkit.study.executors import Executor
 from calibkit.study.identity import IDENTITY_FILE, run_identity
 from calibkit.study.prepare import StudyData
-from calibkit.study.units import ClampUnit, Finished, RunArtefacts, RunUnit
+from calibkit.study.units import ClampUnit, Finished, RunArtefacts, RunUnit, Unit
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,75 @@ def _duration(seconds: float) -> str:
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
+def unit_kind(unit: Unit) -> tuple[str, str]:
+    """What prices a unit: its model's training, or one input calibrator of its model."""
+    if isinstance(unit, RunUnit):
+        return ("training", unit.spec.label)
+    return (unit.name, unit.spec.label)
+
+
+class TimeLeft:
+    """The time a study has left, from the units finished so far, kind by kind.
+
+    A kind of unit (:func:`unit_kind`: a model's training, or one input calibrator of a
+    model) is priced at the mean time of its finished units; a kind none of whose units has
+    finished yet is priced like the other input calibrators of the same model when some have
+    finished, and otherwise not at all: the estimate then says how many units are not timed
+    yet rather than guessing. The total is divided by the units that run at once.
+
+    >>> left = TimeLeft(slots=1)
+    >>> left.add(("training", "mlp"), 2)
+    >>> left.add(("nc_ce", "mlp"), 2)
+    >>> left.done(("training", "mlp"), 300.0)
+    >>> left.describe()
+    'about 5m00s left, and 2 nc_ce fits not timed yet'
+    >>> left.done(("nc_ce", "mlp"), 8.0)
+    >>> left.describe()
+    'about 5m08s left'
+    """
+
+    def __init__(self, slots: int = 1) -> None:
+        self.slots = max(1, slots)
+        self.remaining: Counter[tuple[str, str]] = Counter()
+        self.seconds: defaultdict[tuple[str, str], list[float]] = defaultdict(list)
+
+    def add(self, kind: tuple[str, str], count: int = 1) -> None:
+        """``count`` more units of ``kind`` to run."""
+        self.remaining[kind] += count
+
+    def done(self, kind: tuple[str, str], seconds: float) -> None:
+        """A unit of ``kind`` finished in ``seconds``."""
+        self.remaining[kind] -= 1
+        self.seconds[kind].append(seconds)
+
+    def _price(self, kind: tuple[str, str]) -> float | None:
+        if self.seconds[kind]:
+            return sum(self.seconds[kind]) / len(self.seconds[kind])
+        name, label = kind
+        alike = [
+            t for (n, m), ts in self.seconds.items() if m == label and n != "training" for t in ts
+        ]
+        return sum(alike) / len(alike) if name != "training" and alike else None
+
+    def describe(self) -> str:
+        """``about 3m05s left`` (and how many units are not timed yet)."""
+        total, untimed = 0.0, Counter[str]()
+        for kind, count in self.remaining.items():
+            if count <= 0:
+                continue
+            price = self._price(kind)
+            if price is None:
+                untimed["training" if kind[0] == "training" else f"{kind[0]} fit"] += count
+            else:
+                total += price * count
+        if not untimed:
+            return f"about {_duration(total / self.slots)} left"
+        rest = ", ".join(f"{n} {w}{'s' * (n > 1)}" for w, n in untimed.items()) + " not timed yet"
+        if total == 0:
+            return f"time left unknown ({rest})"
+        return f"about {_duration(total / self.slots)} left, and {rest}"
+
+
 class Driver:
     """Submits a study's units to ``executor`` and writes their artefacts (see above)."""
 
@@ -46,7 +116,7 @@ class Driver:
         self.keys: dict[str, Hashable] = {}  # a run folder -> the key of its data
         self.total = 0
         self.finished = 0
-        self.start = time.perf_counter()
+        self.left = TimeLeft(executor.slots)
 
     def _missing_fits(self, rdir: Path, trained: bool) -> list[str]:
         """The input calibrators of a run whose rows are not cached yet."""
@@ -64,6 +134,9 @@ class Driver:
         trained = (rdir / "train.json").exists()
         fits = self._missing_fits(rdir, trained)
         self.total += len(fits) + (not trained)
+        self.left.add(("training", spec.label), int(not trained))
+        for name in fits:
+            self.left.add((name, spec.label))
         self.keys[str(rdir)] = key
         if trained:
             weights = (rdir / "model.safetensors").read_bytes() if fits else b""
@@ -120,14 +193,13 @@ class Driver:
         self._log(what, finished)
 
     def _log(self, what: str, finished: Finished) -> None:
-        elapsed = time.perf_counter() - self.start
-        left = elapsed / self.finished * (self.total - self.finished)
+        self.left.done(unit_kind(finished.unit), finished.seconds)
         log.info(
-            "(%d/%d) %s on %s in %s; about %s left",
+            "(%d/%d) %s on %s in %s; %s",
             self.finished,
             self.total,
             what,
             finished.where,
             _duration(finished.seconds),
-            _duration(left),
+            self.left.describe(),
         )
