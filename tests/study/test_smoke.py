@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -19,10 +21,12 @@ import torch
 from safetensors.torch import save_file
 
 from calibkit.cli import main
+from calibkit.data import CIFAR10_CLASSES
 from calibkit.data.cifar import ARCHIVES
 from calibkit.data.medmnist import KNOWN_MD5
 from calibkit.models import create_model
 from calibkit.study import load_study_config
+from calibkit.study.components import resolve_device
 from tests.conftest import SHARED_DATA
 from tests.data.synthetic import bloodmnist_npz, cifar10_jpeg_zip, cifar_archive, imagenet_folder
 
@@ -48,6 +52,18 @@ def _official(monkeypatch: pytest.MonkeyPatch, name: str, path: Path) -> None:
     monkeypatch.setitem(ARCHIVES, name, changed)
 
 
+def _has_classes(path: Path, dataset: str) -> bool:
+    """Whether the real file holds the classes ``dataset`` needs (a GPU machine may be given
+    a bird-and-cat-only copy of the CIFAR-10 JPEG archive, under its upload limit)."""
+    if path.suffix != ".zip":
+        return True
+    subset = dataset.partition(":")[2]
+    wanted = [c.strip() for c in subset.split(",")] if subset else list(CIFAR10_CLASSES)
+    with zipfile.ZipFile(path) as zf:
+        found = {n.split("/")[1] for n in zf.namelist() if n.count("/") >= 2}
+    return set(wanted) <= found
+
+
 def _data_dir(dataset: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Path | None:
     """The folder to pass as --data-dir (None: the config's own, real data present)."""
     name = dataset.split(":")[0]
@@ -57,8 +73,8 @@ def _data_dir(dataset: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Path 
     if name == "imagenet-val":
         return imagenet_folder(tmp / "imagenet", n_classes=3, per_class=21)
     real = {"cifar10-jpeg": "cifar10-jpeg.zip", "bloodmnist": "bloodmnist.npz"}[name]
-    if (SHARED_DATA / real).is_file():
-        return None
+    if (SHARED_DATA / real).is_file() and _has_classes(SHARED_DATA / real, dataset):
+        return SHARED_DATA
     if name == "bloodmnist":
         path = bloodmnist_npz(tmp / "data")
         monkeypatch.setitem(KNOWN_MD5, "bloodmnist.npz", hashlib.md5(path.read_bytes()).hexdigest())
@@ -122,8 +138,23 @@ def test_smoke_imagenet_with_tiny_stand_ins(
     _smoke(ROOT / "fullscale" / "nc_imagenet.toml", tmp_path, monkeypatch)
 
 
+def _pretrained_from_shared(config: Path, tmp: Path) -> Path:
+    """``config``, or a copy of it reading its pretrained checkpoints from
+    :data:`SHARED_DATA` when they are not where the config says (``CALIBKIT_SHARED_DATA``
+    points elsewhere, e.g. on a GPU machine given a copy of the data)."""
+    text = config.read_text(encoding="utf-8")
+    relative = re.findall(r'init = "((?:\.\./)+shared/data/pretrained/)', text)
+    if not relative or (config.parent / relative[0]).is_dir():
+        return config
+    copy = tmp / "cfg" / config.name
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_text(text.replace(relative[0], f"{SHARED_DATA.as_posix()}/pretrained/"), "utf-8")
+    return copy
+
+
 def _smoke(config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CALIBKIT_CACHE", str(tmp_path / "cache"))
+    config = _pretrained_from_shared(config, tmp_path)
     cfg = load_study_config(config)
     inits = [Path(s.init) for s in cfg.models if s.init is not None]
     if any("pretrained" in p.parts for p in inits) and not all(p.is_file() for p in inits):
@@ -144,3 +175,9 @@ def _smoke(config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert len(history) <= 1  # one epoch (none for a pretrained model)
     assert sorted(p.name for p in (out / "runs").iterdir()) == sorted(m.label for m in cfg.models)
     assert torch.get_num_threads() == 1
+    # every unit ran on the device the config resolves (a GPU where there is one)
+    device = str(resolve_device(cfg.device))
+    for run in out.glob("runs/*/seed-0"):
+        assert json.loads((run / "train.json").read_text())["device"] == device
+        for fit in run.glob("clamping-*.json"):
+            assert json.loads(fit.read_text())["device"] == device, fit.name
