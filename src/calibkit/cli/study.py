@@ -64,13 +64,19 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM arrived: unwound like Ctrl-C (workers stopped, the lock released)."""
 
 
+#: Whether SIGTERM arrived (code it unwinds through may turn it into a plain Ctrl-C).
+_SIGTERM: list[int] = []
+
+
 def _terminate(signum: int, frame: FrameType | None) -> None:
+    _SIGTERM.append(signum)
     raise Terminated
 
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM raises :class:`Terminated` during the block (in the main thread only)."""
+    _SIGTERM.clear()
     try:
         before = signal.signal(signal.SIGTERM, _terminate)
     except ValueError:  # not the main thread: left as it is
@@ -111,7 +117,9 @@ def run(args: argparse.Namespace) -> int:
     except StudyFailed as exc:
         print(f"calibkit: error: {exc}", file=sys.stderr)
         return exc.status
-    except Terminated:
+    except KeyboardInterrupt:
+        if not _SIGTERM:
+            raise  # Ctrl-C: calibkit.cli.main says so, exit status 130
         print("calibkit: error: terminated", file=sys.stderr)
         return 143
     print(f"{len(runs.records)} runs; report: {out / 'report.html'}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -157,6 +158,7 @@ class RayExecutor(QueuedExecutor):
             check_reachable(self.address)
         if not ray.is_initialized():
             level = logging.INFO if self.verbose else logging.ERROR
+            handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
             try:
                 ray.init(
                     address=self.address or "local",
@@ -166,6 +168,10 @@ class RayExecutor(QueuedExecutor):
                 )
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise InputError("--address", "a running Ray cluster", str(exc)) from None
+            finally:  # Ray's own handlers abort the process: Ctrl-C and SIGTERM unwind instead
+                for signum, handler in handlers.items():
+                    with contextlib.suppress(ValueError, TypeError):  # not the main thread
+                        signal.signal(signum, handler)
             self._owner = True
             if self.address is None:
                 self._watcher = watch_local_ray()
