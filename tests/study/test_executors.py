@@ -90,6 +90,11 @@ def test_an_unreachable_address_fails_fast() -> None:
     assert time.monotonic() - start < 30
 
 
+def test_a_real_ray_head_passes_the_address_check(local_ray: Any) -> None:
+    # the check speaks gRPC's first words (HTTP/2); a Ray head must still pass it
+    check_reachable(local_ray.get_runtime_context().gcs_address)
+
+
 def _cli(*args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     code = f"import sys; {prelude}from calibkit.cli import main; sys.exit(main(sys.argv[1:]))"

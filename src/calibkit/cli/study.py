@@ -4,12 +4,22 @@
 see :mod:`calibkit.study.folder`); the current folder and its parents are refused. Every
 input is checked before any file is written. A folder another study is writing is
 refused, not waited for.
+
+A unit that fails does not stop the others: they are written, then each failed unit is
+named and the exit status is 2 if every failure was bad input, else 1 (running the study
+again resumes it). SIGTERM is handled like Ctrl-C: the workers are stopped, the folder's
+lock released, and the exit status is 143 (130 for Ctrl-C).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 from calibkit.cli.options import Subparsers, int_list, number, opt
 from calibkit.core.validation import EPOCHS, SEED, Integer
@@ -50,10 +60,39 @@ def _add_executor_options(p: argparse.ArgumentParser) -> None:
     where.add_argument("--verbose", action="store_true", help="show Ray's own logs")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: unwound like Ctrl-C (workers stopped, the lock released)."""
+
+
+#: Whether SIGTERM arrived (code it unwinds through may turn it into a plain Ctrl-C).
+_SIGTERM: list[int] = []
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    _SIGTERM.append(signum)
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` during the block (in the main thread only)."""
+    _SIGTERM.clear()
+    try:
+        before = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread: left as it is
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run (or resume) the study and write its report."""
     from calibkit.study import load_study_config, make_executor, run_study
     from calibkit.study.config import DEFAULT_CONFIG
+    from calibkit.study.executors import StudyFailed
     from calibkit.study.folder import check_study_folder
 
     path = Path(args.config) if args.config else DEFAULT_CONFIG
@@ -70,8 +109,18 @@ def run(args: argparse.Namespace) -> int:
     executor = make_executor(
         args.executor or "serial", workers=args.workers, address=args.address, verbose=args.verbose
     )
-    runs = run_study(
-        cfg, out, progress=not args.quiet, report_only=args.report_only, executor=executor
-    )
+    try:
+        with _sigterm_as_interrupt():
+            runs = run_study(
+                cfg, out, progress=not args.quiet, report_only=args.report_only, executor=executor
+            )
+    except StudyFailed as exc:
+        print(f"calibkit: error: {exc}", file=sys.stderr)
+        return exc.status
+    except KeyboardInterrupt:
+        if not _SIGTERM:
+            raise  # Ctrl-C: calibkit.cli.main says so, exit status 130
+        print("calibkit: error: terminated", file=sys.stderr)
+        return 143
     print(f"{len(runs.records)} runs; report: {out / 'report.html'}")
     return 0

@@ -4,6 +4,14 @@ Every error caused by what a caller passed in is an :class:`InputError`: a ``Val
 whose message names the argument, what was expected and what came. The CLI turns these
 into one line on stderr and exit status 2.
 
+Every error type here survives pickling (a study's units run in worker processes and on Ray,
+which send an error back pickled): the same type, arguments and message.
+
+>>> import pickle
+>>> err = pickle.loads(pickle.dumps(InputError("n_bins", "an integer >= 2", "1")))
+>>> type(err).__name__, err.argument, str(err)
+('InputError', 'n_bins', 'n_bins: expected an integer >= 2, got 1')
+
 :class:`NotFittedError` is also scikit-learn's ``sklearn.exceptions.NotFittedError``
 (so ``except`` clauses and estimator checks written for scikit-learn catch it). Importing
 scikit-learn costs about a second, which the CLI's ``--help`` and ``import calibkit`` must
@@ -28,6 +36,9 @@ class InputError(CalibkitError, ValueError):
         self.expected = expected
         self.got = got
         super().__init__(f"{argument}: expected {expected}, got {got}")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # args holds the message, not __init__'s
+        return type(self), (self.argument, self.expected, self.got), self.__dict__
 
 
 if TYPE_CHECKING:  # what the class made by _not_fitted_error() is, for type checkers
@@ -57,7 +68,11 @@ class UnknownNameError(InputError, KeyError):
     """A registry lookup failed; the message lists the valid names."""
 
     def __init__(self, kind: str, name: str, valid: list[str]) -> None:
+        self.kind, self.name, self.valid = kind, name, list(valid)
         super().__init__(kind, "one of " + ", ".join(sorted(valid)), repr(name))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.kind, self.name, self.valid), self.__dict__
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
         return str(self.args[0])

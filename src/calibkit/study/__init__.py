@@ -69,6 +69,8 @@ def run_study(
                 raise InputError("--out", "a study folder with at least one trained run", str(out))
             logging.getLogger(__name__).info("writing the report")
             write_study_report(cfg, runs.records, out, runs.classes, runs.sizes)
-    finally:
-        executor.close()
+    except BaseException:  # failed or interrupted: the units still running are stopped
+        executor.close(stop=True)
+        raise
+    executor.close()
     return runs

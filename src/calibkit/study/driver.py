@@ -8,7 +8,8 @@ a time (every file atomically, ``train.json`` last among a training's), so that 
 holds one unit's artefacts at a time besides the data, and a study killed at any moment
 resumes with what was written. Each finished unit is logged on one line: what it was,
 where it ran, how long it took, and an estimate of the time left (:class:`TimeLeft`: each
-kind of unit priced by the units of that kind finished so far).
+kind of unit priced by the units of that kind finished so far). A unit that fails is
+logged and kept in :attr:`Driver.failed`, nothing of it written; the others go on.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from calibkit.io.atomic import atomic_write_bytes
 from calibkit.study.artifacts import cached_rows, save_temperature, write_json
 from calibkit.study.clamping import clamp_settings
 from calibkit.study.config import ModelSpec, StudyConfig
-from calibkit.study.executors import Executor
+from calibkit.study.executors import Executor, UnitFailed
 from calibkit.study.identity import IDENTITY_FILE, run_identity
 from calibkit.study.prepare import StudyData
 from calibkit.study.units import ClampUnit, Finished, RunArtefacts, RunUnit, Unit
@@ -72,7 +73,7 @@ class TimeLeft:
         self.seconds: defaultdict[tuple[str, str], list[float]] = defaultdict(list)
 
     def add(self, kind: tuple[str, str], count: int = 1) -> None:
-        """``count`` more units of ``kind`` to run."""
+        """``count`` more units of ``kind`` to run (fewer, when negative: units that failed)."""
         self.remaining[kind] += count
 
     def done(self, kind: tuple[str, str], seconds: float) -> None:
@@ -117,6 +118,7 @@ class Driver:
         self.total = 0
         self.finished = 0
         self.left = TimeLeft(executor.slots)
+        self.failed: list[UnitFailed] = []  # the units that failed, in order
 
     def _missing_fits(self, rdir: Path, trained: bool) -> list[str]:
         """The input calibrators of a run whose rows are not cached yet."""
@@ -163,13 +165,34 @@ class Driver:
 
     def store_ready(self, prepared: Mapping[Any, StudyData]) -> None:
         """Write every unit finished so far, without waiting for others."""
-        while (finished := self.executor.poll()) is not None:
+        while True:
+            try:
+                finished = self.executor.poll()
+            except UnitFailed as exc:
+                self._failed(exc)
+                continue
+            if finished is None:
+                return
             self._store(finished, prepared)
 
     def store_all(self, prepared: Mapping[Any, StudyData]) -> None:
         """Wait for every unit submitted and write each as it finishes."""
         while self.executor.pending():
-            self._store(self.executor.wait(), prepared)
+            try:
+                finished = self.executor.wait()
+            except UnitFailed as exc:
+                self._failed(exc)
+                continue
+            self._store(finished, prepared)
+
+    def _failed(self, exc: UnitFailed) -> None:
+        """A unit failed: nothing of it is written; the others go on (see ``failed``)."""
+        self.failed.append(exc)
+        self.left.add(unit_kind(exc.unit), -1)
+        if isinstance(exc.unit, RunUnit):  # its fits will not be submitted either
+            for name in self.cfg.input_calibrators:
+                self.left.add((name, exc.unit.spec.label), -1)
+        log.error("%s failed: %s", exc.unit.what, exc.why)
 
     def _store(self, finished: Finished, prepared: Mapping[Any, StudyData]) -> None:
         unit, rdir = finished.unit, Path(finished.unit.rdir)

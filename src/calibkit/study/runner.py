@@ -35,7 +35,9 @@ Where the work runs: each run's training (with its post-hoc calibrators) and eac
 calibrator's fit is a unit of work (:mod:`calibkit.study.units`), run by an executor
 (:mod:`calibkit.study.executors`: in this process, in worker processes, or on Ray); only this
 process writes the folder (:mod:`calibkit.study.driver`), so the table is the same whatever
-ran the units.
+ran the units. A unit that fails (its error, or out of memory even running alone) fails
+alone: the others finish and are written, then :class:`~calibkit.study.executors.StudyFailed`
+names each failed unit; the study started again runs only what is left.
 
 Progress (which run, which dataset, each finished unit with where it ran and the time left,
 each epoch's summary when the units run here) is logged, not printed (see
@@ -64,7 +66,7 @@ from calibkit.study.clamping import check_input_calibrators, clamp_settings
 from calibkit.study.components import build_model, resolve_device
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig
 from calibkit.study.driver import Driver
-from calibkit.study.executors import Executor, SerialExecutor
+from calibkit.study.executors import Executor, SerialExecutor, StudyFailed
 from calibkit.study.folder import check_study_folder
 from calibkit.study.identity import check_identity, run_identity
 from calibkit.study.prepare import StudyData, prepare_data
@@ -206,6 +208,11 @@ def run_study(
             driver.submit_run(spec, seed, rdir, key, data)
             driver.store_ready(prepared)
     driver.store_all(prepared)
+    if driver.failed:
+        raise StudyFailed(
+            [(f.unit.what, f.why) for f in driver.failed],
+            2 if all(isinstance(f.error, InputError) for f in driver.failed) else 1,
+        )
     records = [
         _record(cfg, spec, seed, rdir)
         for spec, seed, rdir in runs

@@ -1,0 +1,54 @@
+"""calibkit's error types cross process boundaries intact (workers and Ray send them pickled)."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from calibkit.calibrators.estimator import _NoTransformError
+from calibkit.cli.parser import UsageError
+from calibkit.core.errors import CalibkitError, InputError, NotFittedError, UnknownNameError
+from calibkit.study.executors import StudyFailed
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        InputError("n_bins", "an integer >= 2", "1"),
+        UnknownNameError("method", "tempreature", ["temperature", "histogram"]),
+        NotFittedError("temperature: call fit first"),
+        UsageError("unrecognized arguments: --x"),
+        _NoTransformError("transform", "a calibrator that outputs logits", "isotonic"),
+        StudyFailed([("mlp seed 1", "RuntimeError: boom")], 1),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_every_error_type_survives_pickling(error: CalibkitError) -> None:
+    error.add_note("a note added on the way")
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is type(error)
+    assert str(back) == str(error)
+    assert back.args == error.args
+    assert vars(back) == vars(error)  # argument, expected, got (or kind, name, valid), notes
+    if isinstance(error, InputError):
+        assert (back.argument, back.expected, back.got) == (
+            error.argument,
+            error.expected,
+            error.got,
+        )
+
+
+def test_every_calibkit_error_class_is_covered() -> None:
+    """A new error type joins the round-trip above (its module named here)."""
+    import calibkit.calibrators.estimator
+    import calibkit.cli.parser
+    import calibkit.study.executors  # noqa: F401 (defines StudyFailed)
+
+    def subclasses(cls: type) -> set[type]:
+        found = set(cls.__subclasses__())
+        return found | {s for c in found for s in subclasses(c)}
+
+    names = {c.__name__ for c in subclasses(CalibkitError)}
+    covered = {"InputError", "UnknownNameError", "NotFittedError", "UsageError"}
+    assert names <= covered | {"_NoTransformError", "StudyFailed"}, names
