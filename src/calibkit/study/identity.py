@@ -39,7 +39,8 @@ IDENTITY_FILE = "identity.json"
 def init_digest(path: str | os.PathLike[str]) -> str:
     """The SHA-256 (hex) of checkpoint ``path``'s tensors: each name, dtype, shape and bytes,
     in the order of the names (so the same weights saved in another format or order hash
-    the same). Computed once per file version (path, size and modification time).
+    the same). Computed once per file version (path, inode, size, modification and change
+    times).
 
     >>> import tempfile, torch
     >>> from safetensors.torch import save_file
@@ -51,11 +52,12 @@ def init_digest(path: str | os.PathLike[str]) -> str:
     """
     p = Path(path).resolve()
     st = p.stat() if p.is_file() else None
-    return _digest(str(p), st.st_size if st else -1, st.st_mtime_ns if st else -1)
+    version = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if st else None
+    return _digest(str(p), version)
 
 
 @functools.lru_cache(maxsize=32)
-def _digest(path: str, size: int, mtime_ns: int) -> str:
+def _digest(path: str, version: tuple[int, ...] | None) -> str:
     digest = hashlib.sha256()
     for name, tensor in sorted(read_state_dict(path).items()):
         flat = tensor.detach().cpu().contiguous().reshape(-1)
