@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.data import DATASETS, load_dataset, load_digits
+from calibkit.data.medmnist import KNOWN_MD5
 from tests.conftest import shared_path
+from tests.data.synthetic import bloodmnist_npz, cifar10_jpeg_zip, imagenet_folder
 
 
 def test_registry_names() -> None:
@@ -38,8 +43,9 @@ def test_spec_subset() -> None:
         load_dataset("digits:1,x")
 
 
-def test_file_datasets_need_data_dir() -> None:
-    with pytest.raises(InputError, match="data_dir"):
+def test_file_datasets_need_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CALIBKIT_DATA", str(tmp_path))
+    with pytest.raises(InputError, match=r"data_dir: .*\$CALIBKIT_DATA .* has no bloodmnist\.npz"):
         load_dataset("bloodmnist")
 
 
@@ -51,12 +57,48 @@ def test_bloodmnist_spec() -> None:
     assert sorted(np.unique(data["val"].labels).tolist()) == [0, 1]
 
 
-def test_registry_metadata_says_which_datasets_need_a_folder(tmp_path: object) -> None:
+def test_registry_metadata_says_which_datasets_need_a_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CALIBKIT_DATA", raising=False)
+    monkeypatch.setenv("CALIBKIT_CACHE", str(tmp_path))
     assert DATASETS.info("digits")["bundled"] is True
-    assert {n for n in DATASETS.names() if "default_dir" in DATASETS.info(n)} == {
-        "cifar10",
-        "cifar100",
-    }
+    assert {n for n in DATASETS.names() if "default_dir" in DATASETS.info(n)} == set(
+        DATASETS.names()
+    ) - {"digits"}
     for name in ("cifar10-jpeg", "bloodmnist"):
         with pytest.raises(InputError, match=rf"^data_dir: expected the folder holding the {name}"):
             load_dataset(name)
+
+
+@pytest.mark.parametrize(
+    ("spec", "write"),
+    [
+        ("cifar10-jpeg:bird,cat", lambda d: cifar10_jpeg_zip(d)),
+        ("bloodmnist", lambda d: bloodmnist_npz(d)),
+        ("imagenet-val", lambda d: imagenet_folder(d)),
+    ],
+)
+def test_every_file_dataset_reads_calibkit_data_then_the_default_folder(
+    spec: str, write: Callable[[Path], object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``data_dir`` None: ``$CALIBKIT_DATA``, else ``$CALIBKIT_CACHE/datasets``; a passed
+    ``data_dir`` wins over both (here: the same archive written in three places; cifar10
+    and cifar100 are tested in test_cifar)."""
+    monkeypatch.delitem(KNOWN_MD5, "bloodmnist.npz")  # a synthetic file, not the published one
+    monkeypatch.setenv("CALIBKIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CALIBKIT_DATA", str(tmp_path / "env"))
+    write(tmp_path / "env")
+    from_env = load_dataset(spec)
+    monkeypatch.delenv("CALIBKIT_DATA")
+    write(tmp_path / "cache" / "datasets")
+    from_default = load_dataset(spec)
+    monkeypatch.setenv("CALIBKIT_DATA", str(tmp_path / "nowhere"))
+    write(tmp_path / "passed")
+    passed = load_dataset(spec, tmp_path / "passed")
+    for data in (from_default, passed):
+        assert sorted(data) == sorted(from_env)
+        for split, arrays in data.items():
+            assert arrays.classes == from_env[split].classes
+            np.testing.assert_array_equal(arrays.labels, from_env[split].labels)
+            np.testing.assert_array_equal(arrays.images, from_env[split].images)

@@ -168,3 +168,22 @@ def test_num_classes_is_checked_once_for_every_model() -> None:
             create_model("lenet5", bad)  # type: ignore[arg-type]
     model = create_model("mlp", np.int64(3), input_size=8)  # type: ignore[arg-type]
     assert model(torch.zeros(2, 3, 8, 8)).shape == (2, 3)
+
+
+@pytest.mark.parametrize("loader", ["cifar_resnet", "load_checkpoint"])
+def test_a_checkpoint_holding_nan_or_inf_is_refused_naming_it(tmp_path: Path, loader: str) -> None:
+    from calibkit.models import load_checkpoint
+
+    state = create_model("resnet20", 10).state_dict()
+    state["layer1.0.conv1.weight"][0, 0, 0, 0] = float("nan")
+    state["linear.bias"][3] = float("-inf")
+    path = tmp_path / "bad.th"
+    torch.save({"state_dict": state}, path)
+    match = rf"^path: expected a checkpoint of finite numbers, got {path} \(2 of \d+ tensors"
+    load = (
+        (lambda: load_pretrained_cifar_resnet(path, 20))
+        if loader == "cifar_resnet"
+        else (lambda: load_checkpoint(create_model("resnet20", 10), path))
+    )
+    with pytest.raises(InputError, match=match):
+        load()

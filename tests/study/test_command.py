@@ -157,3 +157,22 @@ def test_progress_lines_on_stderr_and_quiet_drops_the_epochs(
     quiet = capsys.readouterr().err.splitlines()
     plain = [line for line in lines if line.startswith("calibkit: ")]
     assert [line.split(" in ")[0] for line in quiet] == [line.split(" in ")[0] for line in plain]
+
+
+def test_a_study_without_data_dir_reads_calibkit_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No ``data_dir`` in the config nor ``--data-dir``: the file is read from
+    ``$CALIBKIT_DATA`` (it was refused as ``data_dir ... got None``)."""
+    from tests.data.synthetic import cifar10_jpeg_zip
+
+    monkeypatch.setenv("CALIBKIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CALIBKIT_DATA", str(tmp_path / "data"))
+    cifar10_jpeg_zip(tmp_path / "data", per_class=30)
+    config = TINY.replace('"digits:0,1,2"', '"cifar10-jpeg:bird,cat"').replace("= 120", "= 20")
+    (tmp_path / "c.toml").write_text(config, encoding="utf-8")
+    argv = ["study", str(tmp_path / "c.toml"), "--out", str(tmp_path / "out"), "--quiet"]
+    assert main([*argv, "--models", "mlp", "--seeds", "0", "--epochs", "1"]) == 0, (
+        capsys.readouterr().err
+    )
+    assert "1 runs; report:" in capsys.readouterr().out

@@ -1,7 +1,8 @@
 """``calibkit study [CONFIG]``: train models x seeds, calibrate, report (resumable).
 
-``--out`` is a new or empty folder, or a study folder (holding only files a study writes,
-see :mod:`calibkit.study.folder`); the current folder and its parents are refused. Every
+``--out`` is a new or empty folder, or a study folder (holding only files a study wrote,
+see :mod:`calibkit.study.folder`); the current folder and its parents, and a folder holding
+the config file or another input, are refused. Every
 input is checked before any file is written. A folder another study is writing is
 refused, not waited for.
 
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.smoke:
         cfg = cfg.smoke()
-    out = check_study_folder(Path(args.out or f"study-{path.stem}"), "--out")
+    out = check_study_folder(Path(args.out or f"study-{path.stem}"), "--out", inputs=[path])
     executor = make_executor(
         args.executor or "serial", workers=args.workers, address=args.address, verbose=args.verbose
     )

@@ -3,9 +3,15 @@
 Loaders are registered by name in :data:`DATASETS`; :func:`load_dataset` takes a spec
 ``name`` or ``name:class,class`` (a class subset, relabelled ``0..k-1`` in that order) and
 returns ``{split: ImageArrays}``. ``cifar10``/``cifar100`` read the official python
-archives (downloaded and MD5-checked when absent; ``data_dir=None`` means
-``$CALIBKIT_DATA`` or the cache folder); ``cifar10-jpeg`` and ``bloodmnist`` need the folder
-holding their file, ``imagenet-val`` a folder of class folders.
+archives (downloaded and MD5-checked when absent); ``cifar10-jpeg`` and ``bloodmnist`` read
+their file from the data folder, ``imagenet-val`` reads the data folder as a folder of class
+folders.
+
+The data folder of every dataset but the bundled ``digits`` is, in this order: the
+``data_dir`` argument (the CLI's ``--data-dir``, a config's ``data_dir``), else
+``$CALIBKIT_DATA``, else ``~/.cache/calibkit/datasets`` (``$CALIBKIT_CACHE/datasets``):
+:func:`~calibkit.data.cifar.default_data_dir`. A file missing from a folder that was not
+passed is refused naming where it was looked for.
 
 >>> data = load_dataset("digits:3,8")
 >>> sorted(data), data["train"].classes, data["train"].images.shape[1:]
@@ -57,8 +63,9 @@ __all__ = [
 Loader = Callable[[Path], dict[str, ImageArrays]]
 
 #: Dataset loaders by name. Metadata: ``bundled=True`` for data that needs no folder,
-#: ``default_dir``, a function giving the folder used when none is passed, and ``classes``,
-#: the class names in label order where they are fixed.
+#: ``default_dir``, a function giving the folder used when none is passed, ``file``, the
+#: file a loader reads in its folder, and ``classes``, the class names in label order where
+#: they are fixed.
 DATASETS: Registry[Loader] = Registry("dataset")
 
 
@@ -81,7 +88,7 @@ def load_digits(data_dir: Path | None = None) -> dict[str, ImageArrays]:
     }
 
 
-@DATASETS.register("cifar10-jpeg")
+@DATASETS.register("cifar10-jpeg", default_dir=default_data_dir, file="cifar10-jpeg.zip")
 def load_cifar10_jpeg(data_dir: Path) -> dict[str, ImageArrays]:
     """``<data_dir>/cifar10-jpeg.zip`` (60,000 32x32 JPEGs), decoded once then cached."""
     return load_image_folder(Path(data_dir) / "cifar10-jpeg.zip")
@@ -99,13 +106,13 @@ def load_cifar100(data_dir: Path) -> dict[str, ImageArrays]:
     return load_cifar("cifar100", data_dir)
 
 
-@DATASETS.register("bloodmnist")
+@DATASETS.register("bloodmnist", default_dir=default_data_dir, file="bloodmnist.npz")
 def load_bloodmnist(data_dir: Path) -> dict[str, ImageArrays]:
     """``<data_dir>/bloodmnist.npz`` (MD5-checked; train/val/test, 28x28 RGB, 8 classes)."""
     return load_medmnist(Path(data_dir) / "bloodmnist.npz")
 
 
-@DATASETS.register("imagenet-val")
+@DATASETS.register("imagenet-val", default_dir=default_data_dir)
 def load_imagenet(data_dir: Path) -> dict[str, ImageArrays]:
     """An ImageNet validation folder ``<data_dir>/<wnid>/<image>``, resized to 256 and
     centre-cropped to 224 (see :mod:`calibkit.data.imagenet`)."""
@@ -117,9 +124,8 @@ def load_dataset(
 ) -> dict[str, ImageArrays]:
     """Load ``name`` or ``name:class_a,class_b`` from :data:`DATASETS`.
 
-    ``data_dir`` may be None for bundled datasets (``digits``) and for those registered with
-    a ``default_dir`` (``cifar10``/``cifar100``: :func:`~calibkit.data.cifar.default_data_dir`);
-    the other datasets need it.
+    ``data_dir=None`` means ``$CALIBKIT_DATA``, else the cache folder (see the module
+    docstring); bundled datasets (``digits``) need no folder.
     """
     name, sep, subset = spec.partition(":")
     name = name.strip()
@@ -127,12 +133,18 @@ def load_dataset(
     info = DATASETS.info(name)
     if data_dir is not None:
         folder = Path(data_dir)
-    elif "default_dir" in info:
-        folder = info["default_dir"]()
     elif info.get("bundled", False):
         folder = Path(".")
     else:
-        raise InputError("data_dir", f"the folder holding the {name} file", "None")
+        folder = info["default_dir"]()
+        file = info.get("file")
+        if file is not None and not (folder / file).exists():
+            where = "$CALIBKIT_DATA" if os.environ.get("CALIBKIT_DATA") else "the default folder"
+            raise InputError(
+                "data_dir",
+                f"the folder holding the {name} file (pass --data-dir or set $CALIBKIT_DATA)",
+                f"None, and {where} {folder} has no {file}",
+            )
     data = loader(folder)
     if not sep:
         return data

@@ -1,9 +1,27 @@
 """A lock on an output folder, so two calibkit processes never write one folder at once.
 
-The lock is a file (``LOCK``) created atomically in the folder, holding the host name and
-process id of its holder. A second process is refused with a message naming them. A lock
-left by a process that died (same host, no such process any more) is taken over; a lock
-held from another host is never taken over, since its holder cannot be checked from here.
+The lock is a file (``LOCK``) in the folder, holding the host name and process id of its
+holder as JSON, and an ``fcntl.flock`` on that file held by the holder for as long as it
+holds the lock. The kernel grants the ``flock`` to one process at a time and drops it when
+its holder dies, however it dies, so taking over the lock of a killed study is atomic: of
+several processes racing for it, exactly one gets it. A process that gets the ``flock`` then
+checks the file (it also names holders that hold no ``flock``: an older calibkit) and, once
+it holds the lock, checks that the file it locked is still the one in the folder (a holder
+removes the file when it releases the lock; a process that locked the removed file tries
+again on the new one).
+
+Who holds a lock, as read from the file:
+
+- a live process on this host (not this lock): refused, naming its host and pid;
+- a process on another host: refused, never taken over (it cannot be checked from here);
+- a process id that no process has (dead), or one that cannot be a process id (not a
+  positive integer up to the system's limit: ``-1``, ``0``, ``true``, 10**20): not a live
+  holder on this host, so the lock is taken over;
+- an empty file (its creator died before writing it): taken over;
+- a file that is not a calibkit lock (not JSON naming a host and a pid): refused, naming
+  the file, and left as it is (calibkit never writes over a file it did not write).
+
+A second process is refused at once, never made to wait.
 
 >>> import tempfile
 >>> with tempfile.TemporaryDirectory() as d, FolderLock(Path(d), "--out"):
@@ -14,9 +32,11 @@ True
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import socket
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -25,26 +45,41 @@ from calibkit.core.errors import InputError
 
 #: The lock file's name inside the locked folder.
 LOCK = ".calibkit.lock"
+#: The largest process id a process can have (Linux's limit; larger ones are malformed).
+MAX_PID = 2**22
 
 
-def _alive(pid: int) -> bool:
+def _alive(pid: object) -> bool:
+    """Whether ``pid`` is a live process here (a bool, zero, negative or huge one is not)."""
+    if type(pid) is not int or not 0 < pid <= MAX_PID:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # it exists, owned by someone else
         return True
+    except (OverflowError, OSError):
+        return False
     return True
 
 
-def _holder(path: Path) -> dict[str, Any] | None:
-    """The lock's content, or None if it is unreadable (a half-written or foreign file)."""
+def _holder(text: str) -> dict[str, Any] | None:
+    """The lock's content (a dict with a str ``host`` and a ``pid``), or None if it is not
+    a calibkit lock."""
     try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        found = json.loads(text)
+    except ValueError:
         return None
-    ok = isinstance(found, dict) and isinstance(found.get("pid"), int)
-    return found if ok and isinstance(found.get("host"), str) else None
+    ok = isinstance(found, dict) and "pid" in found and isinstance(found.get("host"), str)
+    return found if ok else None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 class FolderLock:
@@ -57,42 +92,77 @@ class FolderLock:
         self.path = Path(folder) / LOCK
         self.argument = argument
         self.me = {"host": socket.gethostname(), "pid": os.getpid()}
+        self._fd: int | None = None
 
-    def _create(self) -> bool:
-        try:
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(self.me, f)
-        return True
-
-    def acquire(self) -> None:
-        """Take the lock, or take over a stale one; refuse a live holder by name."""
-        if self._create():
-            return
-        holder = _holder(self.path)
+    def _refuse(self, holder: dict[str, Any] | None, text: str | None) -> InputError:
         if holder is None:
-            raise InputError(
-                self.argument, "a folder with a readable calibkit lock", f"{self.path} (unreadable)"
-            )
-        same_host = holder["host"] == self.me["host"]
-        if same_host and holder["pid"] != self.me["pid"] and not _alive(holder["pid"]):
-            self.path.unlink(missing_ok=True)  # stale: its process is gone
-            if self._create():
-                return
+            got = f"{self.path} (unreadable, not a calibkit lock: {text!r:.40})"
+            return InputError(self.argument, "a folder with a readable calibkit lock", got)
         where = f"process {holder['pid']} on {holder['host']}"
-        raise InputError(
+        return InputError(
             self.argument,
             "a folder no other calibkit process is writing",
             f"{self.path.parent}, in use by {where} (wait for it, or stop it)",
         )
 
+    def _busy(self) -> InputError:
+        """The refusal when another process holds the ``flock`` (its content is read back,
+        waiting briefly for a holder that is writing it)."""
+        for _ in range(50):
+            text = _read(self.path)
+            holder = _holder(text or "")
+            if holder is not None:
+                return self._refuse(holder, text)
+            time.sleep(0.01)
+        return self._refuse({"pid": "?", "host": "this host"}, text)
+
+    def _try_once(self) -> bool | None:
+        """True: taken; None: the locked file was replaced meanwhile (try again)."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise self._busy() from None
+            try:
+                if os.fstat(fd).st_ino != os.stat(self.path).st_ino:
+                    return None  # released (and removed) by its holder since we opened it
+            except FileNotFoundError:
+                return None
+            text = os.pread(fd, 4096, 0).decode("utf-8", errors="replace")
+            if text.strip():
+                holder = _holder(text)
+                same_host = holder is not None and holder["host"] == self.me["host"]
+                if holder is None or not same_host or _alive(holder["pid"]):
+                    raise self._refuse(holder, text)
+            data = json.dumps(self.me).encode("utf-8")
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, data, 0)
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return True
+
+    def acquire(self) -> None:
+        """Take the lock, or take over a stale one; refuse a live holder by name."""
+        if self._fd is not None:
+            raise self._refuse(self.me, None)
+        for _ in range(100):
+            if self._try_once():
+                return
+        raise self._busy()
+
     def release(self) -> None:
         """Remove the lock if this process holds it."""
-        if _holder(self.path) == self.me:
-            with contextlib.suppress(OSError):
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        with contextlib.suppress(OSError):
+            if os.fstat(fd).st_ino == os.stat(self.path).st_ino:
                 self.path.unlink()
+        os.close(fd)
 
     def __enter__(self) -> FolderLock:
         self.acquire()

@@ -4,7 +4,8 @@ The file is a ``.safetensors`` file, or a ``torch.save`` file read with
 ``weights_only=True`` (no code runs while loading): a state dict, or a dict holding one
 under ``state_dict`` or ``model``. A ``module.`` prefix (``nn.DataParallel``) is stripped.
 The weights load strictly: a missing or unexpected key, or a shape that differs, raises
-:class:`~calibkit.core.errors.InputError` naming them.
+:class:`~calibkit.core.errors.InputError` naming them; so does a tensor holding NaN or an
+infinity (:func:`check_finite`), which no trained model starts from.
 """
 
 from __future__ import annotations
@@ -42,7 +43,28 @@ def read_state_dict(path: str | os.PathLike[str]) -> dict[str, Tensor]:
         isinstance(v, Tensor) for v in checkpoint.values()
     ):
         raise InputError("path", "a checkpoint holding a state dict of tensors", str(p))
-    return {str(k).removeprefix("module."): v for k, v in checkpoint.items()}
+    state = {str(k).removeprefix("module."): v for k, v in checkpoint.items()}
+    check_finite(state, p)
+    return state
+
+
+def check_finite(state: dict[str, Tensor], path: str | os.PathLike[str]) -> None:
+    """Refuse, naming ``path``, a state dict with a NaN or infinite value in any tensor.
+
+    >>> try:
+    ...     check_finite({"w": torch.tensor([1.0, float("nan")])}, "init.pt")
+    ... except InputError as exc:
+    ...     print(exc.got)
+    init.pt (1 of 1 tensors hold NaN or inf: w)
+    """
+    bad = [
+        k
+        for k, v in state.items()
+        if (v.is_floating_point() or v.is_complex()) and not bool(torch.isfinite(v).all())
+    ]
+    if bad:
+        got = f"{path} ({len(bad)} of {len(state)} tensors hold NaN or inf: {', '.join(bad[:3])})"
+        raise InputError("path", "a checkpoint of finite numbers", got)
 
 
 def load_checkpoint(model: nn.Module, path: str | os.PathLike[str]) -> nn.Module:

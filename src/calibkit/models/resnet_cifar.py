@@ -25,6 +25,7 @@ from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
 from calibkit.core.validation import Choice
+from calibkit.models.checkpoint import check_finite
 from calibkit.models.registry import MODELS
 
 #: Supported depths (6n + 2).
@@ -168,6 +169,7 @@ def load_pretrained_cifar_resnet(path: str | Path, depth: int) -> CifarResNet:
     if not isinstance(state, dict) or not all(isinstance(v, Tensor) for v in state.values()):
         raise InputError("path", "a checkpoint holding a state dict", str(path))
     state = {k.removeprefix("module."): v for k, v in state.items()}
+    check_finite(state, path)
     weight = state.get("linear.weight")
     if weight is None or weight.ndim != 2:
         raise InputError("path", "a CIFAR ResNet checkpoint with linear.weight", str(path))

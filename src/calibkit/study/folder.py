@@ -1,9 +1,11 @@
 """A study's output folder: what it may hold, and the lock that keeps it to one study.
 
 The output rule of a study: its ``--out`` is a new folder, an empty one, or a study folder,
-one holding nothing but files a study writes:
+one holding nothing but files a study wrote there. A study folder keeps a record of what a
+study wrote at its top (:data:`RECORD`: ``{"written": [names]}``), written before each of
+them: ``config.toml``, ``results.csv``, ``results.json``, ``report.md``, ``report.html``,
+``figures`` and ``runs``. Below those, the names a study writes:
 
-- ``config.toml``, ``results.csv``, ``results.json``, ``report.md``, ``report.html``;
 - ``figures/*.png`` and the figures' manifest;
 - ``runs/<label>/seed-<N>/`` holding a run's files (``identity.json``, ``checkpoint.pt``,
   ``logits.npz``, ``model.safetensors``, ``train.json``, ``calibration.json``,
@@ -11,11 +13,19 @@ one holding nothing but files a study writes:
 - the lock (:data:`~calibkit.io.lock.LOCK`), and the temporary files and folders
   (``.<name>.<random>.tmp`` / ``.old``) of a write that a killed study left behind.
 
-Any other file, the current folder and its parents are refused before anything is read
-or written (:func:`check_study_folder`). A study holds the folder's lock for its whole
-length (:func:`locked_study_folder`): a second study on the same folder is refused, not
-waited for, with a message naming the holder's host and process; a lock left by a killed
-study is taken over.
+A file at the top that the record does not list is not the study's, whatever its name: a
+folder holding only the user's ``config.toml`` is refused, never written over. A study
+folder made by a calibkit older than the record (no record, a ``runs/`` folder holding a
+run's ``identity.json``) is still a study folder, judged by the names above; the next study
+on it writes its record. A folder with no record and no such run is judged as a new one:
+anything but a lock in it is foreign.
+
+Any foreign file, the current folder and its parents, and a folder holding one of the
+study's inputs (its config file, an ``init`` checkpoint, its data folder) are refused
+before anything is read or written (:func:`check_study_folder`). A study holds the folder's
+lock for its whole length (:func:`locked_study_folder`): a second study on the same folder
+is refused, not waited for, with a message naming the holder's host and process; a lock
+left by a killed study is taken over.
 
 >>> is_study_file("runs/mlp/seed-0/logits.npz"), is_study_file("notes.txt")
 (True, False)
@@ -24,16 +34,20 @@ study is taken over.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from calibkit.core.errors import InputError
-from calibkit.io.atomic import MANIFEST, check_replaceable_folder
+from calibkit.io.atomic import MANIFEST, atomic_write_text, check_parent
 from calibkit.io.lock import LOCK, FolderLock
 from calibkit.study.artifacts import TEMPERATURE_FILE
 from calibkit.study.identity import IDENTITY_FILE
 
+#: The record of what a study wrote at the top of its folder.
+RECORD = ".calibkit-study.json"
 #: The files at the top of a study folder.
 TOP_FILES = ("config.toml", "results.csv", "results.json", "report.md", "report.html", LOCK)
 #: The files of one run (besides ``clamping-<name>.json``).
@@ -62,7 +76,7 @@ def _file_or_leftover(name: str, pattern: re.Pattern[str]) -> bool:
 def is_study_file(name: str) -> bool:
     """Whether ``name`` (a relative POSIX path in a study folder) is one a study writes."""
     parts = name.split("/")
-    top = re.compile("|".join(re.escape(n) for n in TOP_FILES))
+    top = re.compile("|".join(re.escape(n) for n in (*TOP_FILES, RECORD)))
     if len(parts) == 1:
         return _file_or_leftover(parts[0], top)
     if re.fullmatch(r"\.figures\.[^/]+\.(tmp|old)", parts[0]):  # a figures folder being swapped
@@ -77,9 +91,131 @@ def is_study_file(name: str) -> bool:
     )
 
 
-def check_study_folder(out: Path, argument: str = "--out") -> Path:
-    """Refuse, naming ``argument``, a study output folder that breaks the rule above."""
-    return check_replaceable_folder(Path(out), argument, is_study_file)
+def _top(name: str) -> str:
+    """The top-level entry a study file belongs to (``runs`` for ``runs/a/seed-0/x``,
+    ``config.toml`` for a leftover ``.config.toml.k2j.tmp``, ``figures`` for
+    ``.figures.x1.old/figures``)."""
+    first = name.split("/")[0]
+    left = re.fullmatch(r"\.(.+)\.[^./]+\.(tmp|old)", first)
+    return left.group(1) if left else first
+
+
+def _files(folder: Path) -> list[str]:
+    """Every file and link below ``folder``, as sorted relative POSIX paths."""
+    found = [p for p in folder.rglob("*") if p.is_symlink() or not p.is_dir()]
+    return sorted(p.relative_to(folder).as_posix() for p in found)
+
+
+def _record(out: Path, argument: str) -> set[str] | None:
+    """The names the record of ``out`` lists (None: no record); refuses a broken one."""
+    path = out / RECORD
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        written = found["written"]
+        if not isinstance(written, list) or not all(isinstance(x, str) for x in written):
+            raise TypeError
+    except (OSError, ValueError, TypeError, KeyError):
+        got = f"{out}, whose {RECORD} is not a study's record"
+        raise InputError(argument, "a new or empty folder, or a study folder", got) from None
+    return set(written)
+
+
+def _older_study(out: Path) -> bool:
+    """Whether ``out`` (no record) is a study folder of an older calibkit: a ``runs/``
+    folder holding a run's identity."""
+    for path in out.glob(f"runs/*/seed-*/{IDENTITY_FILE}"):
+        with contextlib.suppress(OSError, ValueError):
+            found = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(found, dict) and {"format", "seed", "model"} <= set(found):
+                return True
+    return False
+
+
+def _written(out: Path, argument: str) -> set[str]:
+    """The top-level names of ``out`` a study wrote: its record's, or for a folder of an
+    older calibkit, every top-level name of a study file there."""
+    record = _record(out, argument)
+    if record is not None:
+        return record
+    if out.is_dir() and _older_study(out):
+        return {_top(f) for f in _files(out) if is_study_file(f)}
+    return set()
+
+
+def _foreign(out: Path, written: set[str]) -> list[str]:
+    always = {LOCK, RECORD}
+    return [
+        f
+        for f in _files(out)
+        if not (is_study_file(f) and (_top(f) in written or _top(f) in always))
+    ]
+
+
+def _inputs_inside(out: Path, inputs: Iterable[str | os.PathLike[str] | None]) -> list[str]:
+    """The inputs that are ``out`` or lie inside it."""
+    root = out.resolve()
+    inside = []
+    for p in inputs:
+        if p is None:
+            continue
+        path = Path(p).resolve()
+        if path == root or root in path.parents:
+            inside.append(str(p))
+    return inside
+
+
+def check_study_folder(
+    out: Path, argument: str = "--out", inputs: Iterable[str | os.PathLike[str] | None] = ()
+) -> Path:
+    """Refuse, naming ``argument``, a study output folder that breaks the rule above, or one
+    holding any of ``inputs`` (the study's config file, checkpoints, data folders)."""
+    out = Path(out)
+    check_parent(out, argument)
+    if not out.exists():
+        return out
+    if not out.is_dir():
+        raise InputError(argument, "a folder path", f"{out} (an existing file)")
+    here = Path.cwd().resolve()
+    if out.resolve() == here or out.resolve() in here.parents:
+        raise InputError(argument, "a folder other than the current one or its parents", str(out))
+    inside = _inputs_inside(out, inputs)
+    if inside:
+        raise InputError(
+            argument,
+            "a folder holding none of the study's inputs",
+            f"{out}, which holds {', '.join(inside[:3])}, an input of this study",
+        )
+    foreign = _foreign(out, _written(out, argument))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (
+            f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        )
+        raise InputError(
+            argument,
+            "a new or empty folder, or a study folder calibkit wrote",
+            f"{out}, which holds files calibkit did not write ({shown})",
+        )
+    return out
+
+
+def record_written(out: Path, *names: str) -> None:
+    """Add ``names`` (top-level entries a study is about to write) to ``out``'s record,
+    before they are written; refuses a name that exists but is not the study's.
+
+    A folder of an older calibkit gets a record of the study files it holds.
+    """
+    out = Path(out)
+    written = _written(out, "--out")
+    for name in names:
+        path = out / name
+        if (path.exists() or path.is_symlink()) and name not in written:
+            got = f"{out}, which holds files calibkit did not write ({name})"
+            raise InputError("--out", "a study folder calibkit wrote", got)
+    if not (out / RECORD).exists() or not set(names) <= written:
+        text = json.dumps({"written": sorted(written | set(names))}, indent=1)
+        atomic_write_text(out / RECORD, text + "\n")
 
 
 @contextlib.contextmanager

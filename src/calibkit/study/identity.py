@@ -2,16 +2,29 @@
 
 A folder holding a run whose stored identity differs from this study's is refused rather
 than mixed: :func:`check_identity` compares them, before anything is written.
+
+A model started from a checkpoint (``init``) is identified by the checkpoint's file name and
+the SHA-256 of its tensors (:func:`init_digest`): a checkpoint replaced under the same name
+makes another run. A run made before calibkit recorded that hash (its ``model`` has no
+``init_sha256``) cannot tell which weights it started from: a study resuming it is refused
+with a message saying to delete that run (it is then trained again) or to use another
+``--out``; a run without ``init`` has nothing to hash and resumes as before.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from calibkit.core.errors import InputError
+from calibkit.models import read_state_dict
 from calibkit.study.artifacts import read_json
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig
 from calibkit.study.prepare import StudyData
@@ -21,6 +34,37 @@ from calibkit.training import TrainConfig
 FORMAT_VERSION = 1
 #: The file of a run holding its identity.
 IDENTITY_FILE = "identity.json"
+
+
+def init_digest(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 (hex) of checkpoint ``path``'s tensors: each name, dtype, shape and bytes,
+    in the order of the names (so the same weights saved in another format or order hash
+    the same). Computed once per file version (path, inode, size, modification and change
+    times).
+
+    >>> import tempfile, torch
+    >>> from safetensors.torch import save_file
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     save_file({"b": torch.zeros(2), "a": torch.ones(1)}, f"{d}/x.safetensors")
+    ...     torch.save({"a": torch.ones(1), "b": torch.zeros(2)}, f"{d}/x.pt")
+    ...     init_digest(f"{d}/x.safetensors") == init_digest(f"{d}/x.pt")
+    True
+    """
+    p = Path(path).resolve()
+    st = p.stat() if p.is_file() else None
+    version = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if st else None
+    return _digest(str(p), version)
+
+
+@functools.lru_cache(maxsize=32)
+def _digest(path: str, version: tuple[int, ...] | None) -> str:
+    digest = hashlib.sha256()
+    for name, tensor in sorted(read_state_dict(path).items()):
+        flat = tensor.detach().cpu().contiguous().reshape(-1)
+        head = f"{name}\0{flat.dtype}\0{tuple(tensor.shape)}\0".encode()
+        digest.update(len(head).to_bytes(8, "little") + head)
+        digest.update(flat.view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
 def run_identity(cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData) -> dict[str, Any]:
@@ -37,6 +81,7 @@ def run_identity(cfg: StudyConfig, spec: ModelSpec, seed: int, data: StudyData) 
             "name": spec.name,
             "params": spec.params,
             "init": None if spec.init is None else Path(spec.init).name,
+            "init_sha256": None if spec.init is None else init_digest(spec.init),
             "init_rows": list(spec.init_rows),
         },
         "training": dataclasses.asdict(cfg.model_training(spec)),
@@ -71,11 +116,31 @@ def check_identity(rdir: Path, identity: dict[str, Any]) -> None:
         return
     stored = read_json(path)
     found = _with_new_defaults(stored, identity) if isinstance(stored, dict) else {}
+    model = found.get("model")
+    if isinstance(model, dict) and "init_sha256" not in model:  # made by an older calibkit
+        if model.get("init") is not None:
+            raise InputError(
+                "out",
+                f"a folder whose run {rdir.name} of {rdir.parent.name} records the hash of "
+                f"its init checkpoint (delete {rdir} to train it again from "
+                f"{model.get('init')}, or use another --out)",
+                "a run made before calibkit recorded it, which cannot tell whether the "
+                "checkpoint was replaced since",
+            )
+        model["init_sha256"] = None
     if found != identity:
         diff = sorted(k for k in set(found) | set(identity) if found.get(k) != identity.get(k))
+        got = "different " + ", ".join(diff)
+        was, now = (d.get("model") or {} for d in (found, identity))
+        if was.get("init_sha256") != now.get("init_sha256") and was.get("init") is not None:
+            got += (
+                f" (its init checkpoint {now.get('init')} holds other tensors than the "
+                f"{was.get('init')} it started from: sha256 {str(was.get('init_sha256'))[:12]} "
+                f"then, {str(now.get('init_sha256'))[:12]} now)"
+            )
         raise InputError(
             "out",
             f"a folder whose run {rdir.name} of {rdir.parent.name} has this study's settings "
             "(use another --out, or delete that run)",
-            "different " + ", ".join(diff),
+            got,
         )

@@ -36,6 +36,7 @@ from calibkit.reporting.tables import column_info
 from calibkit.study.artifacts import COLUMNS, load_logits, load_temperature
 from calibkit.study.config import StudyConfig
 from calibkit.study.figures import confusion_counts, confusion_figure, training_curves_figure
+from calibkit.study.folder import record_written
 from calibkit.study.loss_report import loss_section
 from calibkit.study.paired import paired_table
 from calibkit.study.runner import RunRecord
@@ -338,6 +339,7 @@ def write_study_report(
         model: {cal: {k: {"mean": m, "std": s} for k, (m, s) in d.items()} for cal, d in by.items()}
         for model, by in stats.items()
     }
+    record_written(out, "figures", "results.json", "results.csv", "report.md", "report.html")
     with atomic_directory(out / "figures", legacy=lambda name: name.endswith(".png")) as tmp:
         for fig in doc.figures():
             (tmp / fig.name).write_bytes(fig.png)

@@ -3,6 +3,7 @@
 Layout of the output folder::
 
     config.toml                    the resolved configuration of the last study that ran
+    .calibkit-study.json           what a study wrote here (see study.folder)
     .calibkit.lock                 while a study runs: its host and process id
     runs/<model>/seed-<s>/
         identity.json              what this run is (data, model, training, seed)
@@ -20,11 +21,12 @@ midway (even by SIGKILL), a study started again skips finished runs, resumes an
 interrupted one from its last finished epoch, and ends with the same table.
 
 Nothing is written before everything is checked (:func:`check_study`): the folder (only
-files a study writes, see :mod:`calibkit.study.folder`), the device, every run's data,
-model and calibrators, and the settings of the runs already in the folder (a run made with
-different settings is refused rather than mixed). ``config.toml`` is written only when the
-study starts for real, and a run's ``identity.json`` once its model is built. A refused
-study leaves the folder as it was, so the corrected config runs on the same ``--out``.
+files a study wrote, none of the study's inputs, see :mod:`calibkit.study.folder`), the
+device, every run's data, model and calibrators, and the settings of the runs already in
+the folder (a run made with different settings is refused rather than mixed).
+``config.toml`` is written only when the study starts for real, and a run's
+``identity.json`` once its model is built. A refused study leaves the folder as it was,
+so the corrected config runs on the same ``--out``.
 
 One study at a time: the study holds the folder's lock (:class:`~calibkit.io.lock.FolderLock`)
 from its start to its report. A second study on the same folder is refused, not waited
@@ -67,7 +69,7 @@ from calibkit.study.components import build_model, resolve_device
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig
 from calibkit.study.driver import Driver
 from calibkit.study.executors import Executor, SerialExecutor, StudyFailed
-from calibkit.study.folder import check_study_folder
+from calibkit.study.folder import check_study_folder, record_written
 from calibkit.study.identity import check_identity, run_identity
 from calibkit.study.prepare import StudyData, prepare_data
 from calibkit.study.units import calibration_rows, calibration_settings
@@ -125,7 +127,9 @@ def check_study(cfg: StudyConfig, out: Path, *, report_only: bool = False) -> Da
     study's settings; with ``report_only``, at least one run must be finished. Returns the
     data loaded (the first run's, kept for the study).
     """
-    check_study_folder(out)
+    inputs = [spec.init for spec in cfg.models]
+    inputs += [cfg.model_data(spec).data_dir for spec in cfg.models]
+    check_study_folder(out, inputs=inputs)
     resolve_device(cfg.device)
     runs = _runs(cfg, out, report_only)
     if not runs:
@@ -185,7 +189,10 @@ def run_study(
     """
     out = Path(out)
     if not report_only:
+        record_written(out, "config.toml", "runs")
         atomic_write_bytes(out / "config.toml", to_toml(cfg).encode("utf-8"))
+    elif (out / "runs").is_dir():
+        record_written(out, "runs")
     start = time.perf_counter()
     driver = Driver(cfg, executor or SerialExecutor(), progress)
     prepared: DataCache = {} if cache is None else cache
