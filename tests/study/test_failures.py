@@ -282,3 +282,31 @@ def test_a_driver_terminated_or_interrupted_stops_cleanly(
     )
     assert not (out / LOCK).exists()
     _assert_nothing_left(family, out)
+
+
+def test_a_unit_out_of_memory_raises_its_error_without_its_frames(
+    monkeypatch: pytest.MonkeyPatch, tiny_config: Path
+) -> None:
+    """The error leaves ``run_unit`` without the frames that held the unit's tensors (they
+    are collected, and a GPU's cache emptied, before it is raised)."""
+    from calibkit.study import load_study_config
+    from calibkit.study.executors import run_unit
+    from calibkit.study.prepare import prepare_data
+    from calibkit.study.units import RunUnit
+
+    cfg = load_study_config(tiny_config).select(models=["mlp"], seeds=[0], epochs=1)
+    unit = RunUnit(cfg, cfg.models[0], 0, str(tiny_config.parent / "nowhere"))
+    data = prepare_data(cfg.model_data(cfg.models[0]))
+    monkeypatch.setenv(FAULT_VARIABLE, "")
+    monkeypatch.setattr(
+        "calibkit.study.executors.execute",
+        lambda *a: (_ for _ in ()).throw(torch.cuda.OutOfMemoryError("tried to allocate 2 GiB")),
+    )
+    with pytest.raises(torch.cuda.OutOfMemoryError, match="2 GiB") as caught:
+        run_unit(unit, data)
+    frames = []
+    tb = caught.value.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    assert frames[1:] == ["run_unit"]  # raised there, not from inside the unit

@@ -32,6 +32,7 @@ import concurrent.futures as cf
 import contextlib
 import ctypes
 import dataclasses
+import gc
 import logging
 import multiprocessing
 import os
@@ -158,9 +159,18 @@ def _fault(unit: Unit) -> None:
 
 
 def run_unit(unit: Unit, data: StudyData, threads: int | None = None) -> Finished:
-    """:func:`~calibkit.study.units.execute`, where every executor runs a unit."""
+    """:func:`~calibkit.study.units.execute`, where every executor runs a unit. A unit out
+    of memory gives back what it held (its tensors, and on a GPU the allocator's cache) before
+    its error is raised, so that the units beside it and its retry can have it."""
     _fault(unit)
-    return execute(unit, data, threads)
+    try:
+        return execute(unit, data, threads)
+    except (MemoryError, torch.cuda.OutOfMemoryError) as exc:
+        error = exc.with_traceback(None)  # its frames held the unit's tensors
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    raise error
 
 
 class SerialExecutor(Executor):
