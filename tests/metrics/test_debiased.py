@@ -30,6 +30,8 @@ def _continuous() -> tuple[np.ndarray, np.ndarray]:
 def test_marginal_matches_the_authors_package() -> None:
     p, y = _continuous()
     got = debiased_marginal_ce(y, probs=p, n_bins=15)
+    # the reference values: float64 numpy, no BLAS, 300 samples; another implementation's
+    # sums (~1e-15) and a CPU's exp (an ulp) stay far below 1e-12
     assert got == pytest.approx(0.0627189386012583, rel=1e-12)
 
 

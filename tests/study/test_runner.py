@@ -163,6 +163,7 @@ def test_a_study_killed_midway_resumes_to_the_same_table(tmp_path: Path) -> None
     assert not (killed / "results.csv").exists()
     assert (killed / LOCK).exists()  # the killed study's lock, taken over below
     assert _calibkit("study", str(cfg), "--out", str(killed), "--quiet", **quiet).wait() == 0
+    # exact: the same machine, one thread per run, the same seeded path from a checkpoint
     assert (killed / "results.csv").read_text() == (whole / "results.csv").read_text()
     assert not (killed / LOCK).exists()
     for run_dir in (killed / "runs").glob("*/seed-*"):

@@ -42,6 +42,10 @@ def _validate(devices: int) -> dict[str, float]:
 def test_two_processes_log_the_single_process_metrics() -> None:
     one = _validate(1)
     two = _validate(2)
+    # the logits of each process come from float32 matmuls on other batches (another split,
+    # other batch sizes: another kernel blocking on some CPUs, AMX/AVX-512 on Intel), so they
+    # agree to float32 rounding only: 1e-6 relative (2.7e-9 measured on a Xeon, 0 on EPYC);
+    # accuracy, a count over 200 samples, could only move by 5e-3
     for name in ("val_ece", "val_nll", "val_accuracy", "val_optimal_ece"):
-        assert two[name] == pytest.approx(one[name], rel=1e-12, abs=1e-15), name
+        assert two[name] == pytest.approx(one[name], rel=1e-6), name
     assert one["val_ece"] > 0

@@ -537,6 +537,7 @@ def test_zero_epochs_only_evaluates_the_model_as_it_is() -> None:
         result = train(model, (x, y), cfg, seed=0, held_out={"t": (x, y)})
         assert result.history == []
         assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+        # exact: the same predict_logits, batch size (1024), threads and weights
         assert np.array_equal(result.logits["t"], predict_logits(model, x).numpy())
 
 
