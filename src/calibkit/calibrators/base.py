@@ -42,7 +42,14 @@ from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Dims, check_state
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_scores, log_softmax64
 from calibkit.core.registry import Registry
-from calibkit.core.validation import Constraint, Constraints, Integer, check_params, is_integer
+from calibkit.core.validation import (
+    Constraint,
+    Constraints,
+    Integer,
+    Real,
+    check_params,
+    is_integer,
+)
 
 if TYPE_CHECKING:
     from torch import nn
@@ -53,6 +60,11 @@ FORMAT_VERSION = 1
 DOCUMENT_KEYS = ("calibkit_calibrator", "method", "params", "state")
 #: Largest calibrator file read (a real one is far smaller; a larger one exhausts memory).
 MAX_FILE_BYTES = 256 << 20
+#: The largest magnitude of a fitted coefficient (weight, bias, slope, intercept) a loaded
+#: state may hold: fits of logits stay far below it, and 1e300 would overflow the map.
+MAX_COEFFICIENT = 1e6
+#: A fitted scalar coefficient, as checked on load.
+COEFFICIENT = Real(-MAX_COEFFICIENT, MAX_COEFFICIENT)
 #: Deepest JSON nesting read (a real file, "auto" included, is under 10 levels deep).
 MAX_DEPTH = 32
 

@@ -55,7 +55,7 @@ import numpy as np
 import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.base import CALIBRATORS, F64, MAX_COEFFICIENT, Calibrator
 from calibkit.calibrators.linear_solver import (
     Design,
     Penalty,
@@ -90,8 +90,8 @@ MAX_ITER = Integer(1, 1_000_000)
 TOL = POSITIVE
 PENALTY = NON_NEGATIVE
 #: The fitted map's shapes: a weight per class (vector scaling) or a full matrix, a bias.
-PER_CLASS = Array(shape=("k",))
-FULL_MATRIX = Array(shape=("k", "k"))
+PER_CLASS = Array(shape=("k",), low=-MAX_COEFFICIENT, high=MAX_COEFFICIENT)
+FULL_MATRIX = Array(shape=("k", "k"), low=-MAX_COEFFICIENT, high=MAX_COEFFICIENT)
 
 
 def check_folds(n_folds: int, labels: I64) -> None:

@@ -38,12 +38,13 @@ import torch
 from scipy.special import expit
 from torch import Tensor, nn
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.base import CALIBRATORS, COEFFICIENT, F64, MAX_COEFFICIENT, Calibrator
 from calibkit.calibrators.binary import fit_logistic
 from calibkit.calibrators.histogram import apply_bin_map, fit_bin_map, replace_top_label
 from calibkit.calibrators.modules import StepMaps, TopLabel
 from calibkit.calibrators.temperature import TemperatureScaling
 from calibkit.core.binning import N_BINS
+from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array, Dims
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.splits import stratified_split
@@ -108,9 +109,11 @@ class ScalingBinning(Calibrator):
         "seed": Integer(low=0),
     }
     state_constraints: ClassVar[Constraints] = {
-        "temperature_": Real(0.0, None, closed="neither"),
-        "slope_": Real(),
-        "intercept_": Real(),
+        # TemperatureScaling's default range [0.1, 10], to rounding (1 / (1 / T))
+        "temperature_": Real(0.1 * (1 - 1e-9), 10.0 * (1 + 1e-9)),
+        # Platt's map must increase (a higher confidence never scales lower)
+        "slope_": Real(0.0, MAX_COEFFICIENT, closed="right"),
+        "intercept_": COEFFICIENT,
         "edges_": Array(shape=("n_bins+1",), low=0.0, high=1.0, sorted=True),
         "bin_counts_": Array("int64", shape=("n_bins",), low=0),
         "bin_mean_": Array(shape=("n_bins",), low=0.0, high=1.0),
@@ -145,6 +148,9 @@ class ScalingBinning(Calibrator):
             top, _, s = top_log_odds(z[first])
             correct = (top == out.labels[first]).astype(np.float64)
             slope, intercept = fit_logistic(s[:, None], correct, np.array([1.0, 0.0]))
+            if not slope > 0:
+                expected = "top-label confidences that rank correctness (Platt's slope > 0)"
+                raise InputError("logits", expected, f"a fitted slope of {float(slope):.3g}")
             self.slope_, self.intercept_ = float(slope), float(intercept)
         _, scaled = self._scaled(z[second])
         self.edges_, self.bin_counts_, self.bin_mean_ = fit_bin_map(

@@ -170,7 +170,7 @@ class _Structured(_Linear):
         return structured_coefficients(k, n, *regs)
 
     def _check_state(self) -> None:
-        check_log_temperature(self.log_temperature_, self.temperature_)
+        check_log_temperature(self.log_temperature_, self.temperature_, self.t_min, self.t_max)
 
     def _module(self) -> SmoothedAffine:
         return SmoothedAffine(self.weights_, self.bias_, self.temperature_, self.smoothing_)

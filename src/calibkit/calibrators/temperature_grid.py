@@ -352,7 +352,7 @@ class TemperatureScalingECE(Calibrator):
         return Temperature(self.temperature_)
 
     def _check_state(self) -> None:
-        check_log_temperature(self.log_temperature_, self.temperature_)
+        check_log_temperature(self.log_temperature_, self.temperature_, self.t_min, self.t_max)
 
     def _transform(self, logits: F64) -> F64:
         return logits / self.temperature_
