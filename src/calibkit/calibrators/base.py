@@ -117,6 +117,10 @@ class Calibrator(EstimatorAPI, ABC):
     state_constraints: ClassVar[Constraints] = {}
     #: Whether ``fit`` takes ``sample_weight`` (the others refuse it with an InputError).
     accepts_sample_weight: ClassVar[bool] = False
+    #: True for methods that fit each class from that class's own rows (per-class weights,
+    #: one-vs-rest maps): they would never predict a class absent from the calibration
+    #: labels, so ``fit`` refuses such a set. The others keep every class by construction.
+    needs_every_class: ClassVar[bool] = False
 
     # ----- the contract ---------------------------------------------------------------
     def fit(self, logits: object, labels: object, sample_weight: object = None) -> Self:
@@ -132,6 +136,8 @@ class Calibrator(EstimatorAPI, ABC):
                 expected = f"None for {self.name!r}, a method that cannot weight samples"
                 raise InputError("sample_weight", expected, "weights")
             weights = check_sample_weight(sample_weight, out.labels.shape[0])
+        if self.needs_every_class:
+            self._check_every_class(out, weights)
         self.n_classes_ = out.n_classes
         if weights is None:  # subclasses that take no weights define _fit(out)
             self._fit(out)
@@ -205,6 +211,19 @@ class Calibrator(EstimatorAPI, ABC):
                 f"only label {int(out.labels[0])}",
             )
         return out
+
+    def _check_every_class(self, out: ClassifierOutputs, weights: F64 | None) -> None:
+        """An InputError naming the first class without a row (of positive weight)."""
+        seen = out.labels if weights is None else out.labels[weights > 0]
+        missing = np.flatnonzero(np.bincount(seen, minlength=out.n_classes) == 0)
+        if missing.size:
+            more = f" (and {missing.size - 1} more)" if missing.size > 1 else ""
+            raise InputError(
+                "labels",
+                f"every one of the {out.n_classes} classes at least once for {self.name!r}, "
+                "which fits each class from its own rows (temperature scaling keeps them all)",
+                f"no row of class {int(missing[0])}{more}",
+            )
 
     def _check_predict_input(self, logits: object) -> F64:
         self.check_is_fitted()

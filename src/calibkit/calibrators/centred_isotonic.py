@@ -72,6 +72,10 @@ def clear_of_ends(y: F64, n: int) -> F64:
 class CentredIsotonicCalibrator(Calibrator):
     """One-vs-rest centred isotonic regression, renormalised; never probability 0.
 
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
+
     Takes no parameters. Rows cannot be weighted: the floor ``eps`` counts rows, so
     weights could not mean both repeated rows and relative importance.
 
@@ -94,6 +98,8 @@ class CentredIsotonicCalibrator(Calibrator):
     >>> p[:, 1].round(6).tolist()  # centres 0.15 -> 0.1 and 0.75 -> 0.9, linear between
     [0.1, 0.166667, 0.833333, 0.9]
     """
+
+    needs_every_class = True
 
     #: ``m`` maps (see :func:`one_vs_rest_classes`); map ``i`` has ``n`` centred points.
     state_constraints: ClassVar[Constraints] = {

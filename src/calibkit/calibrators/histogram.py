@@ -156,6 +156,9 @@ class _Binning(Calibrator):
 class HistogramBinning(_Binning):
     """Top-label histogram binning with ``n_bins`` bins (``scheme`` equal_width/equal_mass).
 
+    A class absent from the calibration labels keeps its column by construction:
+    only the top-label confidence is binned, the other classes share the rest.
+
     Parameters
     ----------
     n_bins : int
@@ -209,6 +212,10 @@ class HistogramBinning(_Binning):
 class ClasswiseHistogramBinning(_Binning):
     """One-vs-rest histogram binning of every class's probability, renormalised.
 
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
+
     Parameters
     ----------
     n_bins, scheme, smoothing
@@ -229,6 +236,8 @@ class ClasswiseHistogramBinning(_Binning):
     >>> h.bin_frequency_.tolist()
     [[0.5, 0.5]]
     """
+
+    needs_every_class = True
 
     #: ``m`` maps: one per class of :func:`one_vs_rest_classes`.
     state_constraints: ClassVar[Constraints] = step_map_state("bin_frequency_", "m")

@@ -110,6 +110,8 @@ def check_folds(n_folds: int, labels: I64) -> None:
 class _Linear(Calibrator):
     """Shared parts: ``weights_`` and ``bias_`` applied to the features of the logits."""
 
+    needs_every_class = True
+
     maps_logits = True
     accepts_sample_weight = True
     #: Whether the map acts on log-probabilities (Dirichlet) rather than logits.
@@ -145,6 +147,10 @@ class _Linear(Calibrator):
 @CALIBRATORS.register("vector")
 class VectorScaling(_Linear):
     """Vector scaling: ``softmax(w * z + b)`` with per-class ``w`` and ``b`` (no penalty).
+
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
 
     Parameters
     ----------
@@ -182,6 +188,10 @@ class VectorScaling(_Linear):
 @CALIBRATORS.register("matrix")
 class MatrixScaling(_Linear):
     """Matrix scaling: ``softmax(W z + b)``, full ``W``, penalty ``reg_l2 * sum(W**2) / K**2``.
+
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
 
     Parameters
     ----------
@@ -305,6 +315,10 @@ class _ODIR(_Linear):
 class MatrixScalingODIR(_ODIR):
     """Matrix scaling on logits with ODIR; ``lam`` by cross-validation unless given.
 
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
+
     Parameters
     ----------
     reg_lambda, reg_mu : float or None
@@ -329,6 +343,10 @@ class MatrixScalingODIR(_ODIR):
 @CALIBRATORS.register("dirichlet")
 class DirichletCalibration(_ODIR):
     """Dirichlet calibration (Dir-ODIR): the ODIR linear map on log-probabilities.
+
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
 
     Parameters
     ----------

@@ -70,6 +70,9 @@ def top_log_odds(logits: F64, temperature: float = 1.0) -> tuple[np.ndarray, F64
 class ScalingBinning(Calibrator):
     """Top-label scaling-binning: a scaler, then equal-mass bins of its confidences.
 
+    A class absent from the calibration labels keeps its column by construction:
+    the scaler and the bins are shared by all classes (top-label).
+
     Parameters
     ----------
     n_bins : int

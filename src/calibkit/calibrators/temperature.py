@@ -296,6 +296,9 @@ def nll_inverse_temperature(
 class TemperatureScaling(Calibrator):
     """Temperature scaling fitted by NLL (T in ``[t_min, t_max]``, default [0.1, 10]).
 
+    A class absent from the calibration labels keeps its column by construction:
+    the one temperature is shared by all classes.
+
     Parameters
     ----------
     t_min, t_max : float

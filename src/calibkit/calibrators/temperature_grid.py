@@ -289,6 +289,9 @@ def _check_temperatures(temperatures: object) -> F64:
 class TemperatureScalingECE(Calibrator):
     """Temperature scaling with T chosen on a grid by the lowest calibration-set ECE.
 
+    A class absent from the calibration labels keeps its column by construction:
+    the one temperature is shared by all classes.
+
     Parameters
     ----------
     t_min, t_max, t_step : float

@@ -113,6 +113,9 @@ PLACES = Array(shape=(None,), low=0.0, high=1.0, nonempty=True)
 class VennAbers(Calibrator):
     """Inductive Venn-Abers calibration, one-vs-rest (see the module docstring).
 
+    A class absent from the calibration labels keeps its column by construction:
+    its ``p1`` is above 0 (the added point's outcome 1), so it is never given probability 0.
+
     Takes no parameters. Rows cannot be weighted: the new point weighs one row, so
     weights would mean neither repeated rows nor relative importance.
 
