@@ -53,7 +53,7 @@ def test_a_class_absent_from_the_labels_is_refused_or_kept(name: str) -> None:
 def test_a_class_of_only_zero_weight_rows_is_absent() -> None:
     z, y = random_problem(400, 3, seed=0)
     weights = np.where(y == 1, 0.0, 1.0)
-    with pytest.raises(InputError, match="labels: .* got no row of class 1"):
+    with pytest.raises(InputError, match=r"labels: .* got no row of class 1"):
         get_calibrator("vector").fit(z, y, sample_weight=weights)
     get_calibrator("vector").fit(z, y, sample_weight=weights + 0.5)  # every class weighs
 
