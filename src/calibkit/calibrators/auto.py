@@ -223,7 +223,8 @@ class AutoCalibrator(Calibrator):
         return self.chosen.predict_proba(logits)
 
     def _module(self) -> nn.Module:
-        return self.chosen.to_module()
+        self.chosen.check_is_fitted()
+        return self.chosen._module()
 
     def summary(self) -> str:
         """Which method was picked and why: the mean cross-validated score of each candidate."""

@@ -167,9 +167,12 @@ class Calibrator(EstimatorAPI, ABC):
 
     def to_module(self) -> nn.Module:
         """The fitted map as a torch module: logits in, ``predict_proba``'s probabilities
-        out (float64 buffers and arithmetic; see :mod:`calibkit.calibrators.modules`)."""
+        out (float64 buffers and arithmetic), accepting the shapes ``predict_proba`` accepts
+        and giving NaN rows for non-finite rows (see :mod:`calibkit.calibrators.modules`)."""
+        from calibkit.calibrators.modules import CheckedLogits
+
         self.check_is_fitted()
-        return self._module().eval()
+        return CheckedLogits(self._module(), self.n_classes_).eval()
 
     def _module(self) -> nn.Module:
         raise InputError("method", "a calibrator with a torch module", repr(self.name))

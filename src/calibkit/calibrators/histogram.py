@@ -204,7 +204,8 @@ class HistogramBinning(_Binning):
         return mix_uniform(replace_top_label(probs, top, new), self.smoothing_)
 
     def _module(self) -> nn.Module:
-        top = TopLabel(StepMaps(self.edges_, self.bin_counts_, self.bin_accuracy_))
+        snap = self.scheme == "equal_mass"  # edges that are calibration scores
+        top = TopLabel(StepMaps(self.edges_, self.bin_counts_, self.bin_accuracy_, snap=snap))
         return with_smoothing(top, self.smoothing_)
 
 
@@ -273,7 +274,8 @@ class ClasswiseHistogramBinning(_Binning):
         return mix_uniform(combine_maps(q, probs), self.smoothing_)
 
     def _module(self) -> nn.Module:
-        maps = StepMaps(self.edges_, self.bin_counts_, self.bin_frequency_)
+        snap = self.scheme == "equal_mass"  # edges that are calibration scores
+        maps = StepMaps(self.edges_, self.bin_counts_, self.bin_frequency_, snap=snap)
         return with_smoothing(OneVsRest(maps, binary=self.n_classes_ == 2), self.smoothing_)
 
 

@@ -41,7 +41,7 @@ from torch import Tensor, nn
 from calibkit.calibrators.base import CALIBRATORS, COEFFICIENT, F64, MAX_COEFFICIENT, Calibrator
 from calibkit.calibrators.binary import fit_logistic
 from calibkit.calibrators.histogram import apply_bin_map, fit_bin_map, replace_top_label
-from calibkit.calibrators.modules import StepMaps, TopLabel
+from calibkit.calibrators.modules import StepMaps, log_softmax_rows, share_top_label
 from calibkit.calibrators.temperature import TemperatureScaling
 from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError
@@ -172,33 +172,28 @@ class ScalingBinning(Calibrator):
         return replace_top_label(probs, np.argmax(probs, axis=1), new)
 
     def _module(self) -> nn.Module:
-        maps = StepMaps(self.edges_, self.bin_counts_, self.bin_mean_)
-        binned = _ScaledBins(maps, self.slope_, self.intercept_)
-        return nn.Sequential(_Divide(self.temperature_), TopLabel(binned))  # type: ignore[arg-type]
+        maps = StepMaps(self.edges_, self.bin_counts_, self.bin_mean_, snap=True)
+        return ScalingBinningMap(maps, self.temperature_, self.slope_, self.intercept_)
 
 
-class _Divide(nn.Module):
-    """``logits / T`` in float64."""
+class ScalingBinningMap(nn.Module):
+    """:meth:`ScalingBinning.predict_proba` in torch: the top-label log-odds of
+    ``logits / T`` (from the log-softmax, as :func:`top_log_odds`), Platt's map, the
+    equal-mass bins (edges snapped, see :mod:`calibkit.calibrators.modules`), and the other
+    classes sharing the rest."""
 
-    def __init__(self, temperature: float) -> None:
-        super().__init__()
-        self.temperature = float(temperature)
-
-    def forward(self, logits: Tensor) -> Tensor:
-        return logits.to(torch.float64) / self.temperature
-
-
-class _ScaledBins(nn.Module):
-    """The step maps of ``sigmoid(slope logit(c) + intercept)`` for a confidence ``c``."""
-
-    def __init__(self, maps: StepMaps, slope: float, intercept: float) -> None:
+    def __init__(self, maps: StepMaps, temperature: float, slope: float, intercept: float) -> None:
         super().__init__()
         self.maps = maps
-        self.values: Tensor
-        self.register_buffer("values", maps.values)
-        self.slope, self.intercept = float(slope), float(intercept)
+        self.scaler: Tensor  # temperature, slope, intercept: float64 (ONNX keeps them so)
+        scaler = torch.tensor([temperature, slope, intercept], dtype=torch.float64)
+        self.register_buffer("scaler", scaler)
 
-    def forward(self, score: Tensor) -> Tensor:
-        log_odds = torch.log(score) - torch.log1p(-score)
-        binned: Tensor = self.maps(torch.sigmoid(self.slope * log_odds + self.intercept))
-        return binned
+    def forward(self, logits: Tensor) -> Tensor:
+        log_p = log_softmax_rows(logits.to(self.scaler.dtype) / self.scaler[0])
+        top = log_p.argmax(dim=1, keepdim=True)
+        is_top = torch.arange(log_p.shape[1], device=log_p.device) == top
+        log_rest = torch.logsumexp(torch.where(is_top, -torch.inf, log_p), dim=1, keepdim=True)
+        t = self.scaler[1] * (log_p.gather(1, top) - log_rest) + self.scaler[2]
+        scaled = 1.0 / (1.0 + torch.exp(-t))  # ONNX Runtime's Sigmoid: 1e-11 off in float64
+        return share_top_label(torch.exp(log_p), top, self.maps(scaled))
