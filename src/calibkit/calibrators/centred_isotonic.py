@@ -56,7 +56,10 @@ def centred_points(score: F64, outcome: F64, weights: F64 | None = None) -> tupl
     keep = w > 0
     order = np.argsort(score[keep], kind="stable")
     x, yy, ww = score[keep][order], outcome[keep][order], w[keep][order]
-    fitted = IsotonicRegression().fit(x, yy, sample_weight=ww).predict(x)
+    # clip: scikit-learn merges scores within a few units in the last place, so its largest
+    # threshold can sit just below a score it was fitted on (which "nan" made NaN)
+    iso = IsotonicRegression(out_of_bounds="clip").fit(x, yy, sample_weight=ww)
+    fitted = iso.predict(x)
     starts = np.flatnonzero(np.concatenate(([True], np.diff(fitted) != 0)))
     centre = np.add.reduceat(ww * x, starts) / np.add.reduceat(ww, starts)
     return np.asarray(centre, dtype=np.float64), np.asarray(fitted[starts], dtype=np.float64)
