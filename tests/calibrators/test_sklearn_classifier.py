@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.calibration import CalibratedClassifierCV
+from sklearn.calibration import CalibratedClassifierCV, _SigmoidCalibration
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.frozen import FrozenEstimator
@@ -15,7 +15,11 @@ from sklearn.naive_bayes import GaussianNB
 
 import calibkit
 from calibkit.calibrators import Calibrator, IsotonicCalibrator, get_calibrator
-from calibkit.calibrators.sklearn_wrapper import CalibratedClassifier, estimator_logits
+from calibkit.calibrators.sklearn_wrapper import (
+    CalibratedClassifier,
+    estimator_logits,
+    response_method,
+)
 from calibkit.core.errors import InputError
 
 
@@ -195,3 +199,20 @@ def test_cross_fitting_keeps_every_column_when_a_calibration_fold_lacks_a_class(
     direct = get_calibrator("temperature").fit(est.decision_function(x[held]), y[held])
     assert cal.temperature_ == direct.temperature_  # type: ignore[union-attr]
     assert ours.predict(x).tolist() == est.predict(x).tolist()
+
+
+@pytest.mark.parametrize("estimator", [LogisticRegression(C=0.05), GaussianNB()])
+def test_prefit_sigmoid_without_a_class_matches_sklearns_maps(estimator: object) -> None:
+    """scikit-learn's "sigmoid" fits the absent class's map too (all targets 1 / (n + 2));
+    its CalibratedClassifierCV cannot be asked (a FrozenEstimator cross-validates, and fails
+    on the missing class), so the reference is its per-class map, normalised as it does."""
+    x, y, test, y_test = _data(3)
+    fitted = clone(estimator).fit(x, y)
+    rows = y_test[:100] != 1
+    cal_x, cal_y = test[:100][rows], y_test[:100][rows]
+    ours = CalibratedClassifier(fitted, method="sigmoid", cv="prefit").fit(cal_x, cal_y)
+    response = getattr(fitted, response_method(fitted))
+    maps = [_SigmoidCalibration().fit(response(cal_x)[:, k], cal_y == k) for k in range(3)]
+    raw = np.column_stack([m.predict(response(test[100:])[:, k]) for k, m in enumerate(maps)])
+    expected = raw / raw.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(ours.predict_proba(test[100:]), expected, rtol=0, atol=1e-6)

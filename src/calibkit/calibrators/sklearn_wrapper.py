@@ -53,6 +53,7 @@ from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.binary import PlattScaling
 from calibkit.calibrators.estimator import check_sample_weight
 from calibkit.core.errors import InputError
+from calibkit.core.outputs import as_outputs
 from calibkit.core.validation import check_bool, check_int
 
 #: The smallest log-probability a ``predict_proba`` score becomes (log of the smallest
@@ -118,7 +119,7 @@ class SigmoidOneVsRest:
         labels = np.asarray(labels)
         classes = [1] if columns.shape[1] == 1 else range(columns.shape[1])
         self.maps_ = [
-            PlattScaling(targets="platt").fit(_as_logit(col), (labels == k) * 1, sample_weight)
+            _platt(_as_logit(col), (labels == k) * 1, sample_weight)
             for k, col in zip(classes, columns.T, strict=True)
         ]
         return self
@@ -132,6 +133,18 @@ class SigmoidOneVsRest:
         total = p.sum(axis=1, keepdims=True)
         uniform = np.full_like(p, 1.0 / p.shape[1])
         return np.asarray(np.divide(p, total, out=uniform, where=total != 0), dtype=np.float64)
+
+
+def _platt(logits: F64, outcome: Any, sample_weight: F64 | None) -> PlattScaling:
+    """Platt's fit of one column; a class without a row (all outcomes 0) is fitted too, as
+    scikit-learn does: Platt's smoothed targets (``1 / (n + 2)``) keep the fit finite."""
+    platt = PlattScaling(targets="platt")
+    if np.unique(outcome).size == 2:
+        return platt.fit(logits, outcome, sample_weight)
+    weights = None if sample_weight is None else check_sample_weight(sample_weight, len(outcome))
+    platt.n_classes_ = 2
+    platt._fit(as_outputs(outcome, logits=logits), weights)
+    return platt
 
 
 def _as_logit(column: F64) -> F64:
