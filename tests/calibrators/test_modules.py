@@ -23,7 +23,14 @@ from torch import nn
 
 from calibkit.calibrators import CALIBRATORS, CalibratedModel, Calibrator, get_calibrator
 from calibkit.calibrators.clamping import NeuralClamping, SGDSettings
-from calibkit.calibrators.modules import Interpolation, StepMaps, Temperature, bin_of, snap_to
+from calibkit.calibrators.modules import (
+    CheckedLogits,
+    Interpolation,
+    StepMaps,
+    Temperature,
+    bin_of,
+    snap_to,
+)
 from calibkit.core.binning import bin_index, index_from_edges
 from calibkit.core.errors import InputError, NotFittedError
 from calibkit.core.outputs import ClassifierOutputs
@@ -184,6 +191,18 @@ def test_calibrated_model_deploys_neural_clamping(tmp_path: Path) -> None:
     assert isinstance(deployed, CalibratedModel)
     for path in PATHS.values():
         assert np.abs(path(deployed, x, tmp_path) - nc.predict_proba(x)).max() <= TOLERANCE
+
+
+def test_deployed_neural_clamping_gives_a_nan_row_for_a_nan_input_row() -> None:
+    model, x, y = clamping_problem()
+    nc = NeuralClamping(model, init="random", sgd=SGDSettings(epochs=1, progress=False)).fit(x, y)
+    x = x[:6].clone()
+    x[2] = float("nan")
+    with torch.no_grad():
+        probs = nc.to_module().eval()(x).numpy()
+    assert np.isnan(probs[2]).all()
+    assert np.isfinite(np.delete(probs, 2, axis=0)).all()
+    assert isinstance(nc.to_module().calibration, CheckedLogits)
 
 
 def test_calibrated_model_refuses_what_it_cannot_wrap() -> None:
