@@ -176,17 +176,28 @@ def test_merging_a_metric_into_itself_is_refused() -> None:
 
 
 def _mismatch_worker(
-    rank: int, port: int, settings: list[dict[str, object]], k: list[int], queue: mp.Queue
+    rank: int,
+    port: int,
+    settings: list[dict[str, object]],
+    k: list[int],
+    queue: mp.Queue,
+    resync: bool = False,
 ) -> None:
     """Rank ``rank`` syncs a metric of ``settings[rank]`` over ``k[rank]`` classes (0: no
-    batch) and reports the error message, or the sample count."""
+    batch) and reports the error message, or the sample count. With ``resync`` both sync
+    first, then rank 1 alone resets and adds its batch again before the reported sync."""
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
     try:
         metric = StreamingCalibration(**settings[rank])  # type: ignore[arg-type]
+        probs = np.full((4, max(k[rank], 1)), 1.0 / max(k[rank], 1))
         if k[rank]:
-            probs = np.full((4, k[rank]), 1.0 / k[rank])
             metric.update(np.arange(4) % k[rank], probs=probs)
+        if resync:
+            metric.sync()
+            if rank == 1:
+                metric.reset()
+                metric.update(np.arange(4) % k[rank], probs=probs)
         before = [t.clone() for t in metric.state]
         try:
             metric.sync()
@@ -198,11 +209,13 @@ def _mismatch_worker(
         dist.destroy_process_group()
 
 
-def _run_pair(settings: list[dict[str, object]], k: list[int]) -> list[tuple[int, str, object]]:
+def _run_pair(
+    settings: list[dict[str, object]], k: list[int], resync: bool = False
+) -> list[tuple[int, str, object]]:
     queue = mp.get_context("spawn").Queue()
     procs = mp.start_processes(
         _mismatch_worker,
-        args=(_free_port(), settings, k, queue),
+        args=(_free_port(), settings, k, queue, resync),
         nprocs=2,
         join=False,
         start_method="spawn",
@@ -237,3 +250,13 @@ def test_sync_refuses_different_settings_on_every_process(
 def test_sync_accepts_a_process_without_data() -> None:
     results = _run_pair([{}, {}], [3, 0])
     assert results == [(0, "ok", 4), (1, "ok", 4)]
+
+
+def test_sync_refuses_a_metric_synced_on_one_process_only() -> None:
+    """Rank 1 reset and synced again while rank 0 still held its synced sums: rank 0 used to
+    return at once and leave rank 1 waiting in all_reduce forever; both now raise."""
+    results = _run_pair([{}, {}], [3, 3], resync=True)
+    assert results[0][1] == results[1][1]
+    assert "a metric already synced on some processes only" in results[0][1]
+    assert results[0][2] is False  # rank 0 is still synced (read-only until reset)
+    assert results[1][2] is True

@@ -52,6 +52,7 @@ SYNCED = {
     "mode": "mode",
     "binning": "binning convention",
     "classes": "number of classes",
+    "synced": "sync state",
 }
 #: Metric name -> norm of :func:`~calibkit.metrics.bin_errors.errors_from_sums`.
 _NORMS = {"ece": "l1", "mce": "max", "rmsce": "l2"}
@@ -164,13 +165,14 @@ class StreamingCalibration:
         already synced (calling it twice does not count the data twice). Returns self.
 
         Before adding anything it checks that every process has the same ``n_bins``,
-        ``mode``, binning convention and number of classes (a process without data agrees
-        with any): otherwise every process raises the same InputError naming the settings
-        that differ, and no state changes.
+        ``mode``, binning convention, number of classes (a process without data agrees
+        with any) and sync state: otherwise every process raises the same InputError naming
+        the settings that differ, and no state changes (a process that alone skipped the
+        sum would leave the others waiting forever).
         """
         import torch.distributed as dist
 
-        if self.synced or not (dist.is_available() and dist.is_initialized()):
+        if not (dist.is_available() and dist.is_initialized()):
             return self
         settings = self._settings()
         # [largest, -smallest] of every setting over the processes, in one all_reduce; a
@@ -187,8 +189,10 @@ class StreamingCalibration:
         differ = [name for name in settings if high[name] != low[name]]
         if differ:  # every process sees the same high and low: all raise the same error
             got = "; ".join(_spread(name, low[name], high[name]) for name in differ)
-            expected = "the same " + ", ".join(SYNCED) + " on every process"
+            expected = "the same " + ", ".join(SYNCED.values()) + " on every process"
             raise InputError("sync", expected, got)
+        if self.synced:  # on every process, as just checked: the data is not added twice
+            return self
         for tensor in self.state:
             dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
         self.n_classes = high["classes"] or None
@@ -218,6 +222,7 @@ class StreamingCalibration:
             "mode": MODES.index(self.mode),
             "binning": BINNING_VERSION,
             "classes": 0 if self.n_classes is None else self.n_classes,
+            "synced": int(self.synced),
         }
 
     def _add(self, bins: torch.Tensor, totals: torch.Tensor) -> None:
@@ -242,4 +247,6 @@ def _spread(setting: str, low: int, high: int) -> str:
     """How ``setting`` differs across processes, in words."""
     if setting == "mode":
         return f"mode {MODES[low]!r} and {MODES[high]!r}"
+    if setting == "synced":
+        return "a metric already synced on some processes only (reset() on one of them?)"
     return f"{SYNCED[setting]} from {low} to {high}"
