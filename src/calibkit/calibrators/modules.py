@@ -19,8 +19,8 @@ a classifier. Each computes what the calibrator's ``predict_proba`` computes, st
   equal-mass bin edge in ``predict_proba``; torch's and ONNX Runtime's ``exp`` and ``log``
   may give that score a few units in the last place away, on the wrong side. So a score
   within a relative :data:`TIE_RTOL` of such a stored value is taken as equal to it
-  (:func:`snap_to`): the calibration rows get ``predict_proba``'s output, and other rows
-  are never that close to a stored value.
+  (:func:`snap_to`): the calibration rows get ``predict_proba``'s output; a new score
+  differs only if it falls in that band (1e-12 relative) without equalling the value.
 - Input: :meth:`~calibkit.calibrators.base.Calibrator.to_module` wraps the map in
   :class:`CheckedLogits`, which accepts what ``predict_proba`` accepts (``(N, K)`` logits,
   and 1-D positive-class logits for two classes), refuses any other shape with an
