@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibkit.calibrators import CentredIsotonicCalibrator, IsotonicCalibrator
+from calibkit.calibrators import Calibrator, CentredIsotonicCalibrator, IsotonicCalibrator
 from calibkit.calibrators.centred_isotonic import centred_points
 from tests.calibrators.problems import random_problem
 
@@ -67,3 +67,14 @@ def test_level_set_values_are_isotonic_values(k: int) -> None:
     for i in range(k):
         inner = cir.y_thresholds_[i][1:-1]
         assert set(np.round(inner, 12)) <= set(np.round(iso.y_thresholds_[i], 12))
+
+
+def test_saturated_probabilities_give_finite_thresholds() -> None:
+    """Logits so large that many probabilities are exactly 1.0: scikit-learn's merged
+    thresholds ended just below 1.0, and its default out-of-bounds rule made 79 of 124
+    centred values NaN (NaN predictions for 266 of 400 rows, and a file that did not load)."""
+    z, y = random_problem(400, 4, seed=2)
+    cir = CentredIsotonicCalibrator().fit(z * 30, y)
+    assert all(np.isfinite(t).all() for t in cir.y_thresholds_)
+    assert np.isfinite(cir.predict_proba(z * 30)).all()
+    Calibrator.from_json(cir.to_json())  # the state passes the load checks

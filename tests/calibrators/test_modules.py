@@ -2,8 +2,11 @@
 
 Each registered calibrator is fitted on a small seeded problem (two classes for the binary
 methods), turned into a module by ``to_module()``, and run four ways; every way must give
-the calibrator's ``predict_proba`` to 1e-6. The exported graphs are traced on 8 rows and run
-on 200 (the batch dimension is dynamic). The piecewise maps' bin and interpolation rules are
+the calibrator's ``predict_proba`` to 1e-6, on 200 new rows and on the 300 calibration rows
+themselves (whose scores sit exactly on Venn-Abers scores and equal-mass edges: ties). The
+exported graphs are traced on 8 rows and run on 500 (the batch dimension is dynamic).
+Every module refuses a shape ``predict_proba`` refuses, in each way, and gives a NaN row for
+a NaN row. The piecewise maps' bin and interpolation rules are
 checked against :mod:`calibkit.core.binning` and ``np.interp`` on the edges themselves.
 """
 
@@ -20,7 +23,14 @@ from torch import nn
 
 from calibkit.calibrators import CALIBRATORS, CalibratedModel, Calibrator, get_calibrator
 from calibkit.calibrators.clamping import NeuralClamping, SGDSettings
-from calibkit.calibrators.modules import Interpolation, StepMaps, Temperature, bin_of
+from calibkit.calibrators.modules import (
+    CheckedLogits,
+    Interpolation,
+    StepMaps,
+    Temperature,
+    bin_of,
+    snap_to,
+)
 from calibkit.core.binning import bin_index, index_from_edges
 from calibkit.core.errors import InputError, NotFittedError
 from calibkit.core.outputs import ClassifierOutputs
@@ -35,12 +45,23 @@ pytestmark = [
 TOLERANCE = 1e-6
 
 
+#: Settings besides the defaults whose modules differ: equal-mass edges, Platt's scaler.
+VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
+    "histogram-equal_mass": ("histogram", {"scheme": "equal_mass"}),
+    "histogram_classwise-equal_mass": ("histogram_classwise", {"scheme": "equal_mass"}),
+    "scaling_binning-platt": ("scaling_binning", {"scaler": "platt"}),
+}
+CASES = [*CALIBRATORS.names(), *VARIANTS]
+
+
 @functools.cache
-def fitted(name: str) -> tuple[Calibrator, torch.Tensor]:
-    """``name`` fitted on 300 seeded rows, and 200 other rows of logits to calibrate."""
+def fitted(case: str) -> tuple[Calibrator, torch.Tensor]:
+    """``case`` (a name or a :data:`VARIANTS` key) fitted on 300 seeded rows, and the 500
+    rows of logits to calibrate: the 300 calibration rows, then 200 others."""
+    name, params = VARIANTS.get(case, (case, {}))
     k = 2 if CALIBRATORS.get(name).binary_only else 4
     z, y = random_problem(500, k, seed=3)
-    return get_calibrator(name).fit(z[:300], y[:300]), torch.tensor(z[300:])
+    return get_calibrator(name, **params).fit(z[:300], y[:300]), torch.tensor(z)
 
 
 def _eager(module: nn.Module, x: torch.Tensor, tmp_path: Path) -> np.ndarray:
@@ -80,9 +101,9 @@ PATHS: dict[str, Callable[[nn.Module, torch.Tensor, Path], np.ndarray]] = {
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("name", CALIBRATORS.names())
-def test_module_gives_predict_proba(name: str, path: str, tmp_path: Path) -> None:
-    calibrator, x = fitted(name)
+@pytest.mark.parametrize("case", CASES)
+def test_module_gives_predict_proba(case: str, path: str, tmp_path: Path) -> None:
+    calibrator, x = fitted(case)
     probs = PATHS[path](calibrator.to_module(), x, tmp_path)
     expected = calibrator.predict_proba(x)
     assert probs.dtype == np.float64
@@ -100,7 +121,8 @@ def test_float32_logits_give_float64_probabilities() -> None:
 
 def test_auto_exports_its_chosen_method() -> None:
     auto, _ = fitted("auto")
-    assert type(auto.to_module()) is type(auto.chosen.to_module())  # type: ignore[attr-defined]
+    module, chosen = auto.to_module(), auto.chosen.to_module()  # type: ignore[attr-defined]
+    assert type(module.calibration) is type(chosen.calibration)
 
 
 # ----- the piecewise rules, on the edges themselves --------------------------------------------
@@ -171,6 +193,18 @@ def test_calibrated_model_deploys_neural_clamping(tmp_path: Path) -> None:
         assert np.abs(path(deployed, x, tmp_path) - nc.predict_proba(x)).max() <= TOLERANCE
 
 
+def test_deployed_neural_clamping_gives_a_nan_row_for_a_nan_input_row() -> None:
+    model, x, y = clamping_problem()
+    nc = NeuralClamping(model, init="random", sgd=SGDSettings(epochs=1, progress=False)).fit(x, y)
+    x = x[:6].clone()
+    x[2] = float("nan")
+    with torch.no_grad():
+        probs = nc.to_module().eval()(x).numpy()
+    assert np.isnan(probs[2]).all()
+    assert np.isfinite(np.delete(probs, 2, axis=0)).all()
+    assert isinstance(nc.to_module().calibration, CheckedLogits)
+
+
 def test_calibrated_model_refuses_what_it_cannot_wrap() -> None:
     model, _ = _classifier()
     with pytest.raises(InputError, match="calibrator"):
@@ -196,3 +230,91 @@ def test_a_calibrator_without_a_module_says_so() -> None:
     shifted = Shifted().fit([[1.0, 0.0], [0.0, 1.0]], [0, 1])
     with pytest.raises(InputError, match="torch module"):
         shifted.to_module()
+
+
+# ----- the input contract: shapes and NaN -----------------------------------------------------
+def _wrong_shapes(k: int) -> list[torch.Tensor]:
+    """Batches ``predict_proba`` refuses: one column, a 3-D batch, one class too many, and
+    a 1-D batch unless the problem is binary."""
+    shapes = [(6, 1), (2, 6, k), (6, k + 1)] + ([] if k == 2 else [(6,)])
+    return [torch.zeros(shape, dtype=torch.float64) for shape in shapes]
+
+
+@pytest.mark.parametrize("name", CALIBRATORS.names())
+def test_a_module_refuses_what_predict_proba_refuses(name: str) -> None:
+    """A 4-class vector module used to broadcast (N, 1) logits into rows summing to 1, and
+    3-D batches into rows summing to 0.67-2.2."""
+    calibrator, x = fitted(name)
+    module, k = calibrator.to_module(), calibrator.n_classes_
+    scripted = torch.jit.script(module)
+    batch = {0: torch.export.Dim("batch")}
+    exported = torch.export.export(module, (x[:8],), dynamic_shapes=(batch,)).module()
+    for bad in _wrong_shapes(k):
+        with pytest.raises(InputError, match=rf"logits: expected logits of shape \(N, {k}\)"):
+            module(bad)
+        with pytest.raises(InputError):
+            calibrator.predict_proba(bad.numpy())
+        with pytest.raises(torch.jit.Error, match=rf"expected logits of shape \(N, {k}\)"):
+            scripted(bad)
+        # the exported program's guards on the traced shape: an AssertionError naming the
+        # size, or an IndexError for a lower rank (torch's own messages)
+        with pytest.raises((AssertionError, RuntimeError, IndexError)):
+            exported(bad)
+
+
+@pytest.mark.parametrize("name", [n for n in CALIBRATORS.names() if n != "auto"])
+def test_a_binary_module_takes_the_1d_layout_predict_proba_takes(name: str) -> None:
+    """Fitted on 1-D positive-class logits (the documented binary layout), the module takes
+    them too (it crashed) and refuses (N, 1) (it returned [1.0])."""
+    z, y = random_problem(300, 2, seed=4)
+    positive = z[:, 1] - z[:, 0]
+    calibrator = get_calibrator(name).fit(positive[:200], y[:200])
+    expected = calibrator.predict_proba(positive)
+    for module in (calibrator.to_module(), torch.jit.script(calibrator.to_module())):
+        probs = module(torch.tensor(positive)).numpy()
+        assert probs.shape == (300, 2)
+        assert np.abs(probs - expected).max() <= TOLERANCE
+        with pytest.raises((InputError, torch.jit.Error), match=r"\(N, 2\) or \(N,\)"):
+            module(torch.tensor(positive)[:, None])
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("case", CASES)
+def test_a_nan_row_gives_a_nan_row(case: str, path: str, tmp_path: Path) -> None:
+    """venn_abers, isotonic_centred, spline and scaling_binning used to turn a NaN row into
+    plausible finite probabilities; now every module gives NaN there, the other rows as
+    before (an infinite logit, which predict_proba refuses too, gives NaN as well)."""
+    calibrator, x = fitted(case)
+    x = x[290:310].clone()  # calibration rows and new ones
+    x[3, 0], x[7, :], x[11, -1] = float("nan"), float("nan"), float("inf")
+    probs = PATHS[path](calibrator.to_module(), x, tmp_path)
+    bad = np.zeros(x.shape[0], dtype=bool)
+    bad[[3, 7, 11]] = True
+    assert np.isnan(probs[bad]).all()
+    assert np.isfinite(probs[~bad]).all()
+    expected = calibrator.predict_proba(x[~bad].numpy())
+    assert np.abs(probs[~bad] - expected).max() <= TOLERANCE
+
+
+def test_onnx_runtime_refuses_a_wrong_shape(tmp_path: Path) -> None:
+    onnxruntime = pytest.importorskip("onnxruntime")
+    calibrator, x = fitted("vector")
+    _onnx(calibrator.to_module(), x, tmp_path)  # writes calibration.onnx
+    session = onnxruntime.InferenceSession(
+        str(tmp_path / "calibration.onnx"), providers=["CPUExecutionProvider"]
+    )
+    name = session.get_inputs()[0].name
+    for bad in _wrong_shapes(4)[:3]:
+        with pytest.raises(Exception, match=r"(?i)dimension|rank"):
+            session.run(None, {name: bad.numpy()})
+
+
+def test_ties_on_stored_scores_are_snapped() -> None:
+    """A score a few units in the last place from a stored calibration score or edge is
+    placed on it (what torch's and ONNX Runtime's exp and log do to a calibration row's own
+    score); scores farther away are not."""
+    stored = torch.tensor([[0.25, 0.5, 0.75]], dtype=torch.float64)
+    near = np.nextafter(np.nextafter(0.5, 0.0), 0.0)  # two units below 0.5
+    score = torch.tensor([[near], [0.5 - 1e-9], [0.5], [0.9]], dtype=torch.float64)
+    assert snap_to(score, stored)[:, 0].tolist() == [0.5, 0.5 - 1e-9, 0.5, 0.9]
+    assert snap_to(score, stored[:, :0])[:, 0].tolist() == score[:, 0].tolist()  # no edges

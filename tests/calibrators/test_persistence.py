@@ -213,3 +213,75 @@ def test_a_long_value_is_shortened_in_the_message(tmp_path: Path) -> None:
     doc = json.loads(_document("temperature"))
     doc["state"]["temperature_"] = "x" * 10_000
     assert len(_refused(tmp_path, doc, "state.temperature_")) < 300
+
+
+# ----- values of the right type and range that no fit gives ---------------------------------------
+def _array(doc: dict[str, Any], field: str) -> list[Any]:
+    return doc["state"][field]["__ndarray__"]  # type: ignore[no-any-return]
+
+
+def _p0_above_p1(doc: dict[str, Any]) -> None:
+    """p0 just above p1: still non-decreasing and below 1, but above p1 (mostly)."""
+    state = doc["state"]
+    state["p0_"][0]["__ndarray__"] = [min(v + 1e-3, 0.9995) for v in state["p1_"][0]["__ndarray__"]]
+
+
+def _decreasing_p1(doc: dict[str, Any]) -> None:
+    values = doc["state"]["p1_"][0]["__ndarray__"]
+    values[0] = values[-1]  # above the next places: a decrease
+
+
+def _set(field: str, value: object) -> Any:
+    def tamper(doc: dict[str, Any]) -> None:
+        doc["state"][field] = value
+
+    return tamper
+
+
+def _set_entry(field: str, value: float) -> Any:
+    def tamper(doc: dict[str, Any]) -> None:
+        flat = _array(doc, field)
+        if isinstance(flat[0], list):
+            flat[0][0] = value
+        else:
+            flat[0] = value
+
+    return tamper
+
+
+TAMPERED = [
+    ("venn_abers", _p0_above_p1, "state.p0_[0]: expected p0_ <= p1_"),
+    ("venn_abers", _decreasing_p1, "state.p1_[0]: expected values non-decreasing"),
+    ("scaling_binning", _set("slope_", -1.0), "state.slope_"),
+    ("scaling_binning", _set("temperature_", 1e300), "state.temperature_"),
+    ("platt", _set("intercept_", 1e300), "state.intercept_"),
+    ("beta", _set("c_", -1e300), "state.c_"),
+    ("beta", _set("a_", 1e300), "state.a_"),
+    *((name, _set_entry("bias_", 1e300), "state.bias_") for name in ("svs", "vector", "matrix")),
+    *((name, _set_entry("weights_", -1e300), "state.weights_") for name in ("sms", "dirichlet")),
+    ("sms_cv", _set_entry("bias_", 1e300), "state.bias_"),
+    ("ms_odir", _set_entry("weights_", 1e300), "state.weights_"),
+    *(
+        (name, _set("temperature_", 1e300), "state.temperature_")
+        for name in ("temperature", "temperature_smoothed", "svs")
+    ),
+]
+
+
+def _with_log(doc: dict[str, Any]) -> None:
+    """Keep ``log_temperature_`` consistent with a tampered ``temperature_``."""
+    state = doc["state"]
+    if "log_temperature_" in state and isinstance(state.get("temperature_"), float):
+        state["log_temperature_"] = float(np.log(state["temperature_"]))
+
+
+@pytest.mark.parametrize(("name", "tamper", "field"), TAMPERED)
+def test_a_state_no_fit_gives_is_refused(
+    name: str, tamper: Any, field: str, tmp_path: Path
+) -> None:
+    """Monotonicity, p0 <= p1, a positive slope, coefficients within 1e6 and temperatures in
+    the searched range: a file breaking one is refused, naming the file and the field."""
+    doc = json.loads(_document(name))
+    tamper(doc)
+    _with_log(doc)
+    _refused(tmp_path, doc, field)

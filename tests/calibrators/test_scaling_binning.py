@@ -8,6 +8,7 @@ from scipy.special import expit
 
 from calibkit.calibrators import ScalingBinning, TemperatureScaling
 from calibkit.calibrators.scaling_binning import top_log_odds
+from calibkit.core.errors import InputError
 from calibkit.core.splits import stratified_split
 from calibkit.metrics import debiased_ece
 from tests.calibrators.problems import random_problem, softmax
@@ -91,3 +92,14 @@ def test_platt_output_is_expit_of_the_scaled_log_odds_when_no_bin_is_hit() -> No
     idx = np.searchsorted(sb.edges_[1:-1], scaled, side="right")
     top = sb.predict_proba(z)[np.arange(400), z.argmax(axis=1)]
     np.testing.assert_allclose(top, sb.bin_mean_[idx], rtol=1e-12)
+
+
+def test_platt_scaler_refuses_confidences_that_rank_correctness_backwards() -> None:
+    """A decreasing Platt map (a slope <= 0, refused on load too) is refused at fit."""
+    rng = np.random.default_rng(0)
+    margin = rng.uniform(0.0, 6.0, size=400)
+    z = np.column_stack([margin, np.zeros(400), np.zeros(400)])
+    wrong = rng.uniform(size=400) < margin / 6.0  # the more confident, the more often wrong
+    y = np.where(wrong, 1 + (np.arange(400) % 2), 0)
+    with pytest.raises(InputError, match="logits: expected top-label confidences that rank"):
+        ScalingBinning(scaler="platt").fit(z, y)

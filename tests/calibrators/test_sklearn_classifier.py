@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.calibration import CalibratedClassifierCV
+from sklearn.calibration import CalibratedClassifierCV, _SigmoidCalibration
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.frozen import FrozenEstimator
@@ -15,7 +15,11 @@ from sklearn.naive_bayes import GaussianNB
 
 import calibkit
 from calibkit.calibrators import Calibrator, IsotonicCalibrator, get_calibrator
-from calibkit.calibrators.sklearn_wrapper import CalibratedClassifier, estimator_logits
+from calibkit.calibrators.sklearn_wrapper import (
+    CalibratedClassifier,
+    estimator_logits,
+    response_method,
+)
 from calibkit.core.errors import InputError
 
 
@@ -145,3 +149,70 @@ def test_sigmoid_with_weights_matches_sklearn(n_classes: int) -> None:
     expected = ref.fit(x, y, sample_weight=w).predict_proba(test)
     got = ours.fit(x, y, sample_weight=w).predict_proba(test)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
+
+
+# ----- a calibration set without some of the estimator's classes --------------------------------
+@pytest.mark.parametrize("kept", [(0, 2), (1, 2)])
+def test_prefit_encodes_labels_against_the_estimators_classes(kept: tuple[int, int]) -> None:
+    """Labels are the estimator's columns, as in CalibratedClassifierCV: a calibration set
+    lacking class 1 gives the temperature fitted on the estimator's own logits and labels
+    (no re-indexing), and predictions keep the estimator's argmax (a temperature keeps it)."""
+    x, y, test, y_test = _data(3)
+    fitted = LogisticRegression(C=0.05).fit(x, y)
+    rows = np.isin(y_test, kept)
+    ours = CalibratedClassifier(fitted, method="temperature", cv="prefit")
+    ours.fit(test[rows], y_test[rows])
+    direct = get_calibrator("temperature").fit(fitted.decision_function(test[rows]), y_test[rows])
+    temperature = ours.calibrated_classifiers_[0][1].temperature_  # type: ignore[union-attr]
+    assert temperature == direct.temperature_  # the same fit on the same numbers
+    assert ours.classes_.tolist() == [0, 1, 2]
+    assert ours.predict(test).tolist() == fitted.predict(test).tolist()
+    assert ours.predict_proba(test).shape == (test.shape[0], 3)
+
+
+def test_prefit_with_string_labels_keeps_the_estimators_columns() -> None:
+    x, y, test, y_test = _data(3)
+    names = np.array(["ant", "bee", "cat"])
+    fitted = LogisticRegression(C=0.05).fit(x, names[y])
+    rows = y_test != 0
+    ours = CalibratedClassifier(fitted, cv="prefit").fit(test[rows], names[y_test[rows]])
+    assert ours.predict(test).tolist() == fitted.predict(test).tolist()
+
+
+def test_prefit_refuses_a_label_the_estimator_does_not_know() -> None:
+    x, y, test, y_test = _data(3)
+    fitted = LogisticRegression(C=0.05).fit(x, y)
+    with pytest.raises(InputError, match=r"y: expected labels among the estimator's classes_"):
+        CalibratedClassifier(fitted, cv="prefit").fit(test, np.where(y_test == 2, 7, y_test))
+    with pytest.raises(InputError, match="y: expected labels among"):
+        CalibratedClassifier(fitted, cv="prefit").fit(test, np.array(["a"] * len(y_test)))
+
+
+def test_cross_fitting_keeps_every_column_when_a_calibration_fold_lacks_a_class() -> None:
+    """cv=k: every clone sees all classes; the held-out part may lack one and its labels are
+    still the columns of ``classes_`` (the temperature is the direct fit on that fold)."""
+    x, y, _, _ = _data(3)
+    train = np.flatnonzero(np.arange(len(y)) >= 100)
+    held = np.flatnonzero((np.arange(len(y)) < 100) & (y != 1))
+    ours = CalibratedClassifier(LogisticRegression(C=0.05), cv=[(train, held)]).fit(x, y)
+    est, cal = ours.calibrated_classifiers_[0]
+    direct = get_calibrator("temperature").fit(est.decision_function(x[held]), y[held])
+    assert cal.temperature_ == direct.temperature_  # type: ignore[union-attr]
+    assert ours.predict(x).tolist() == est.predict(x).tolist()
+
+
+@pytest.mark.parametrize("estimator", [LogisticRegression(C=0.05), GaussianNB()])
+def test_prefit_sigmoid_without_a_class_matches_sklearns_maps(estimator: object) -> None:
+    """scikit-learn's "sigmoid" fits the absent class's map too (all targets 1 / (n + 2));
+    its CalibratedClassifierCV cannot be asked (a FrozenEstimator cross-validates, and fails
+    on the missing class), so the reference is its per-class map, normalised as it does."""
+    x, y, test, y_test = _data(3)
+    fitted = clone(estimator).fit(x, y)
+    rows = y_test[:100] != 1
+    cal_x, cal_y = test[:100][rows], y_test[:100][rows]
+    ours = CalibratedClassifier(fitted, method="sigmoid", cv="prefit").fit(cal_x, cal_y)
+    response = getattr(fitted, response_method(fitted))
+    maps = [_SigmoidCalibration().fit(response(cal_x)[:, k], cal_y == k) for k in range(3)]
+    raw = np.column_stack([m.predict(response(test[100:])[:, k]) for k, m in enumerate(maps)])
+    expected = raw / raw.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(ours.predict_proba(test[100:]), expected, rtol=0, atol=1e-6)

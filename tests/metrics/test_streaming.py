@@ -165,3 +165,98 @@ def test_importing_the_metrics_loads_no_lightning() -> None:
     code = "import sys, calibkit.metrics; print('lightning' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_merging_a_metric_into_itself_is_refused() -> None:
+    metric = StreamingCalibration()
+    metric.update([0, 1], probs=[[0.8, 0.2], [0.3, 0.7]])
+    with pytest.raises(InputError, match="other: expected another StreamingCalibration"):
+        metric.merge(metric)
+    assert metric.n_samples == 2  # nothing counted twice
+
+
+def _mismatch_worker(
+    rank: int,
+    port: int,
+    settings: list[dict[str, object]],
+    k: list[int],
+    queue: mp.Queue,
+    resync: bool = False,
+) -> None:
+    """Rank ``rank`` syncs a metric of ``settings[rank]`` over ``k[rank]`` classes (0: no
+    batch) and reports the error message, or the sample count. With ``resync`` both sync
+    first, then rank 1 alone resets and adds its batch again before the reported sync."""
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    try:
+        metric = StreamingCalibration(**settings[rank])  # type: ignore[arg-type]
+        probs = np.full((4, max(k[rank], 1)), 1.0 / max(k[rank], 1))
+        if k[rank]:
+            metric.update(np.arange(4) % k[rank], probs=probs)
+        if resync:
+            metric.sync()
+            if rank == 1:
+                metric.reset()
+                metric.update(np.arange(4) % k[rank], probs=probs)
+        before = [t.clone() for t in metric.state]
+        try:
+            metric.sync()
+            queue.put((rank, "ok", metric.n_samples))
+        except InputError as exc:
+            unchanged = all(torch.equal(a, b) for a, b in zip(before, metric.state, strict=True))
+            queue.put((rank, str(exc), unchanged and not metric.synced))
+    finally:
+        dist.destroy_process_group()
+
+
+def _run_pair(
+    settings: list[dict[str, object]], k: list[int], resync: bool = False
+) -> list[tuple[int, str, object]]:
+    queue = mp.get_context("spawn").Queue()
+    procs = mp.start_processes(
+        _mismatch_worker,
+        args=(_free_port(), settings, k, queue, resync),
+        nprocs=2,
+        join=False,
+        start_method="spawn",
+    )
+    results = sorted(queue.get(timeout=60) for _ in range(2))
+    while not procs.join(timeout=30):
+        pass
+    return results
+
+
+@pytest.mark.parametrize(
+    ("settings", "k", "message"),
+    [
+        ([{"n_bins": 15}, {"n_bins": 10}], [3, 3], "n_bins from 10 to 15"),
+        ([{}, {"mode": "positive_class"}], [2, 2], "mode 'top_label' and 'positive_class'"),
+        ([{}, {}], [2, 3], "number of classes from 2 to 3"),
+    ],
+)
+def test_sync_refuses_different_settings_on_every_process(
+    settings: list[dict[str, object]], k: list[int], message: str
+) -> None:
+    """Two real gloo processes: each raises the same InputError before reducing anything
+    (n_bins used to abort one process, mode to merge silently)."""
+    results = _run_pair(settings, k)
+    assert [r[0] for r in results] == [0, 1]
+    assert results[0][1] == results[1][1]  # the same message on both
+    assert results[0][1].startswith("sync: expected the same n_bins, mode")
+    assert message in results[0][1]
+    assert all(r[2] is True for r in results)  # the state is unchanged, not synced
+
+
+def test_sync_accepts_a_process_without_data() -> None:
+    results = _run_pair([{}, {}], [3, 0])
+    assert results == [(0, "ok", 4), (1, "ok", 4)]
+
+
+def test_sync_refuses_a_metric_synced_on_one_process_only() -> None:
+    """Rank 1 reset and synced again while rank 0 still held its synced sums: rank 0 used to
+    return at once and leave rank 1 waiting in all_reduce forever; both now raise."""
+    results = _run_pair([{}, {}], [3, 3], resync=True)
+    assert results[0][1] == results[1][1]
+    assert "a metric already synced on some processes only" in results[0][1]
+    assert results[0][2] is False  # rank 0 is still synced (read-only until reset)
+    assert results[1][2] is True

@@ -8,7 +8,9 @@ and refits that method on the whole calibration set. ``predict_proba`` delegates
 
 Candidates: ``methods`` names them; by default every registered method that applies to the
 data's number of classes (binary-only methods only for two classes), except ``"auto"``
-itself and the grid-search ``"temperature_ece"`` (name it to include it). Names are looked up
+itself and the grid-search ``"temperature_ece"`` (name it to include it), and without the
+methods that need every class (:attr:`~calibkit.calibrators.base.Calibrator.needs_every_class`)
+when a class is absent from the labels or from a fold's training part. Names are looked up
 in the registry at fit time, so methods registered later are candidates too.
 
 Fitted state: ``chosen_`` (the method name), ``cv_scores_`` (name -> mean score),
@@ -142,14 +144,17 @@ class AutoCalibrator(Calibrator):
             raise InputError("methods", "names other than 'auto'", repr(methods))
         self._chosen: Calibrator | None = None
 
-    def candidates(self, n_classes: int) -> list[str]:
-        """The method names cross-validated for data with ``n_classes`` classes."""
+    def candidates(self, n_classes: int, every_class: bool = True) -> list[str]:
+        """The method names cross-validated for data with ``n_classes`` classes (by default,
+        without the methods that need every class when ``every_class`` is False: a class is
+        absent from the labels or from a fold's training part)."""
         if self.methods is None:
             return [
                 name
                 for name in CALIBRATORS.names()
                 if name not in EXCLUDED_BY_DEFAULT
                 and (n_classes == 2 or not CALIBRATORS.get(name).binary_only)
+                and (every_class or not CALIBRATORS.get(name).needs_every_class)
             ]
         for name in self.methods:
             if CALIBRATORS.get(name).binary_only and n_classes != 2:
@@ -161,9 +166,10 @@ class AutoCalibrator(Calibrator):
         return list(self.methods)
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
-        names = self.candidates(out.n_classes)
         z = np.asarray(out.as_logits(), dtype=np.float64)
         folds = self._folds(out.labels)
+        seen = min(np.unique(out.labels[train]).size for train, _ in folds)
+        names = self.candidates(out.n_classes, every_class=seen == out.n_classes)
         fold_scores: dict[str, list[float]] = {name: [] for name in names}
         for train, test in folds:
             for name in names:
@@ -217,7 +223,8 @@ class AutoCalibrator(Calibrator):
         return self.chosen.predict_proba(logits)
 
     def _module(self) -> nn.Module:
-        return self.chosen.to_module()
+        self.chosen.check_is_fitted()
+        return self.chosen._module()
 
     def summary(self) -> str:
         """Which method was picked and why: the mean cross-validated score of each candidate."""

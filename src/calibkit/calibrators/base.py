@@ -42,7 +42,14 @@ from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Dims, check_state
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_scores, log_softmax64
 from calibkit.core.registry import Registry
-from calibkit.core.validation import Constraint, Constraints, Integer, check_params, is_integer
+from calibkit.core.validation import (
+    Constraint,
+    Constraints,
+    Integer,
+    Real,
+    check_params,
+    is_integer,
+)
 
 if TYPE_CHECKING:
     from torch import nn
@@ -53,6 +60,11 @@ FORMAT_VERSION = 1
 DOCUMENT_KEYS = ("calibkit_calibrator", "method", "params", "state")
 #: Largest calibrator file read (a real one is far smaller; a larger one exhausts memory).
 MAX_FILE_BYTES = 256 << 20
+#: The largest magnitude of a fitted coefficient (weight, bias, slope, intercept) a loaded
+#: state may hold: fits of logits stay far below it, and 1e300 would overflow the map.
+MAX_COEFFICIENT = 1e6
+#: A fitted scalar coefficient, as checked on load.
+COEFFICIENT = Real(-MAX_COEFFICIENT, MAX_COEFFICIENT)
 #: Deepest JSON nesting read (a real file, "auto" included, is under 10 levels deep).
 MAX_DEPTH = 32
 
@@ -105,6 +117,10 @@ class Calibrator(EstimatorAPI, ABC):
     state_constraints: ClassVar[Constraints] = {}
     #: Whether ``fit`` takes ``sample_weight`` (the others refuse it with an InputError).
     accepts_sample_weight: ClassVar[bool] = False
+    #: True for methods that fit each class from that class's own rows (per-class weights,
+    #: one-vs-rest maps): they would never predict a class absent from the calibration
+    #: labels, so ``fit`` refuses such a set. The others keep every class by construction.
+    needs_every_class: ClassVar[bool] = False
 
     # ----- the contract ---------------------------------------------------------------
     def fit(self, logits: object, labels: object, sample_weight: object = None) -> Self:
@@ -120,6 +136,8 @@ class Calibrator(EstimatorAPI, ABC):
                 expected = f"None for {self.name!r}, a method that cannot weight samples"
                 raise InputError("sample_weight", expected, "weights")
             weights = check_sample_weight(sample_weight, out.labels.shape[0])
+        if self.needs_every_class:
+            self._check_every_class(out, weights)
         self.n_classes_ = out.n_classes
         if weights is None:  # subclasses that take no weights define _fit(out)
             self._fit(out)
@@ -149,9 +167,12 @@ class Calibrator(EstimatorAPI, ABC):
 
     def to_module(self) -> nn.Module:
         """The fitted map as a torch module: logits in, ``predict_proba``'s probabilities
-        out (float64 buffers and arithmetic; see :mod:`calibkit.calibrators.modules`)."""
+        out (float64 buffers and arithmetic), accepting the shapes ``predict_proba`` accepts
+        and giving NaN rows for non-finite rows (see :mod:`calibkit.calibrators.modules`)."""
+        from calibkit.calibrators.modules import CheckedLogits
+
         self.check_is_fitted()
-        return self._module().eval()
+        return CheckedLogits(self._module(), self.n_classes_).eval()
 
     def _module(self) -> nn.Module:
         raise InputError("method", "a calibrator with a torch module", repr(self.name))
@@ -193,6 +214,19 @@ class Calibrator(EstimatorAPI, ABC):
                 f"only label {int(out.labels[0])}",
             )
         return out
+
+    def _check_every_class(self, out: ClassifierOutputs, weights: F64 | None) -> None:
+        """An InputError naming the first class without a row (of positive weight)."""
+        seen = out.labels if weights is None else out.labels[weights > 0]
+        missing = np.flatnonzero(np.bincount(seen, minlength=out.n_classes) == 0)
+        if missing.size:
+            more = f" (and {missing.size - 1} more)" if missing.size > 1 else ""
+            raise InputError(
+                "labels",
+                f"every one of the {out.n_classes} classes at least once for {self.name!r}, "
+                "which fits each class from its own rows (temperature scaling keeps them all)",
+                f"no row of class {int(missing[0])}{more}",
+            )
 
     def _check_predict_input(self, logits: object) -> F64:
         self.check_is_fitted()

@@ -38,10 +38,10 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.base import CALIBRATORS, COEFFICIENT, F64, MAX_COEFFICIENT, Calibrator
 from calibkit.calibrators.modules import BinaryLogistic
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, log_softmax64
-from calibkit.core.validation import NON_NEGATIVE, Choice, Constraints, Real
+from calibkit.core.validation import Choice, Constraints, Real
 
 
 def logistic_nll(
@@ -126,7 +126,7 @@ class PlattScaling(Calibrator):
     binary_only = True
     accepts_sample_weight = True
     param_constraints: ClassVar[Constraints] = {"targets": Choice(*PLATT_TARGETS)}
-    state_constraints: ClassVar[Constraints] = {"slope_": Real(), "intercept_": Real()}
+    state_constraints: ClassVar[Constraints] = {"slope_": COEFFICIENT, "intercept_": COEFFICIENT}
     targets: str
 
     def __init__(self, targets: Literal["labels", "platt"] = "labels") -> None:
@@ -170,9 +170,9 @@ class BetaCalibration(Calibrator):
     binary_only = True
     accepts_sample_weight = True
     state_constraints: ClassVar[Constraints] = {
-        "a_": NON_NEGATIVE,
-        "b_": NON_NEGATIVE,
-        "c_": Real(),
+        "a_": Real(0.0, MAX_COEFFICIENT),
+        "b_": Real(0.0, MAX_COEFFICIENT),
+        "c_": COEFFICIENT,
     }
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:

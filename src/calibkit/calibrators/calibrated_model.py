@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from calibkit.calibrators.base import Calibrator
 from calibkit.calibrators.clamping.model import NeuralClamping
-from calibkit.calibrators.modules import InputShift, Temperature
+from calibkit.calibrators.modules import CheckedLogits, InputShift, Temperature
 from calibkit.core.errors import InputError
 
 
@@ -62,7 +62,8 @@ class CalibratedModel(nn.Module):
         if isinstance(calibrator, NeuralClamping):
             calibrator.check_is_fitted()
             self.inputs = InputShift(calibrator.delta_)
-            self.calibration: nn.Module = Temperature(calibrator.temperature_)
+            temperature = Temperature(calibrator.temperature_)
+            self.calibration: nn.Module = CheckedLogits(temperature, calibrator.n_classes_)
         elif isinstance(calibrator, Calibrator):
             self.calibration = calibrator.to_module()
         elif isinstance(calibrator, nn.Module):

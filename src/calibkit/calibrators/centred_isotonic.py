@@ -56,7 +56,10 @@ def centred_points(score: F64, outcome: F64, weights: F64 | None = None) -> tupl
     keep = w > 0
     order = np.argsort(score[keep], kind="stable")
     x, yy, ww = score[keep][order], outcome[keep][order], w[keep][order]
-    fitted = IsotonicRegression().fit(x, yy, sample_weight=ww).predict(x)
+    # clip: scikit-learn merges scores within a few units in the last place, so its largest
+    # threshold can sit just below a score it was fitted on (which "nan" made NaN)
+    iso = IsotonicRegression(out_of_bounds="clip").fit(x, yy, sample_weight=ww)
+    fitted = iso.predict(x)
     starts = np.flatnonzero(np.concatenate(([True], np.diff(fitted) != 0)))
     centre = np.add.reduceat(ww * x, starts) / np.add.reduceat(ww, starts)
     return np.asarray(centre, dtype=np.float64), np.asarray(fitted[starts], dtype=np.float64)
@@ -71,6 +74,10 @@ def clear_of_ends(y: F64, n: int) -> F64:
 @CALIBRATORS.register("isotonic_centred")
 class CentredIsotonicCalibrator(Calibrator):
     """One-vs-rest centred isotonic regression, renormalised; never probability 0.
+
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
 
     Takes no parameters. Rows cannot be weighted: the floor ``eps`` counts rows, so
     weights could not mean both repeated rows and relative importance.
@@ -94,6 +101,8 @@ class CentredIsotonicCalibrator(Calibrator):
     >>> p[:, 1].round(6).tolist()  # centres 0.15 -> 0.1 and 0.75 -> 0.9, linear between
     [0.1, 0.166667, 0.833333, 0.9]
     """
+
+    needs_every_class = True
 
     #: ``m`` maps (see :func:`one_vs_rest_classes`); map ``i`` has ``n`` centred points.
     state_constraints: ClassVar[Constraints] = {

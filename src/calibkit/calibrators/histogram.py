@@ -156,6 +156,9 @@ class _Binning(Calibrator):
 class HistogramBinning(_Binning):
     """Top-label histogram binning with ``n_bins`` bins (``scheme`` equal_width/equal_mass).
 
+    A class absent from the calibration labels keeps its column by construction:
+    only the top-label confidence is binned, the other classes share the rest.
+
     Parameters
     ----------
     n_bins : int
@@ -201,13 +204,18 @@ class HistogramBinning(_Binning):
         return mix_uniform(replace_top_label(probs, top, new), self.smoothing_)
 
     def _module(self) -> nn.Module:
-        top = TopLabel(StepMaps(self.edges_, self.bin_counts_, self.bin_accuracy_))
+        snap = self.scheme == "equal_mass"  # edges that are calibration scores
+        top = TopLabel(StepMaps(self.edges_, self.bin_counts_, self.bin_accuracy_, snap=snap))
         return with_smoothing(top, self.smoothing_)
 
 
 @CALIBRATORS.register("histogram_classwise")
 class ClasswiseHistogramBinning(_Binning):
     """One-vs-rest histogram binning of every class's probability, renormalised.
+
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
 
     Parameters
     ----------
@@ -229,6 +237,8 @@ class ClasswiseHistogramBinning(_Binning):
     >>> h.bin_frequency_.tolist()
     [[0.5, 0.5]]
     """
+
+    needs_every_class = True
 
     #: ``m`` maps: one per class of :func:`one_vs_rest_classes`.
     state_constraints: ClassVar[Constraints] = step_map_state("bin_frequency_", "m")
@@ -264,7 +274,8 @@ class ClasswiseHistogramBinning(_Binning):
         return mix_uniform(combine_maps(q, probs), self.smoothing_)
 
     def _module(self) -> nn.Module:
-        maps = StepMaps(self.edges_, self.bin_counts_, self.bin_frequency_)
+        snap = self.scheme == "equal_mass"  # edges that are calibration scores
+        maps = StepMaps(self.edges_, self.bin_counts_, self.bin_frequency_, snap=snap)
         return with_smoothing(OneVsRest(maps, binary=self.n_classes_ == 2), self.smoothing_)
 
 

@@ -63,6 +63,10 @@ THRESHOLDS = Array(shape=("n",), low=0.0, high=1.0, sorted=True, nonempty=True)
 class IsotonicCalibrator(Calibrator):
     """One-vs-rest isotonic regression on the softmax probabilities, renormalised.
 
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
+
     Parameters
     ----------
     smoothing : float or None
@@ -85,6 +89,8 @@ class IsotonicCalibrator(Calibrator):
     >>> IsotonicCalibrator().fit(z, [0, 0, 1, 1]).predict_proba(z)[:, 1].tolist()
     [0.1, 0.1, 0.9, 0.9]
     """
+
+    needs_every_class = True
 
     accepts_sample_weight = True
     param_constraints: ClassVar[Constraints] = {"smoothing": NoneOr(FRACTION)}

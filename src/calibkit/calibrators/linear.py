@@ -55,7 +55,7 @@ import numpy as np
 import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.base import CALIBRATORS, F64, MAX_COEFFICIENT, Calibrator
 from calibkit.calibrators.linear_solver import (
     Design,
     Penalty,
@@ -90,8 +90,8 @@ MAX_ITER = Integer(1, 1_000_000)
 TOL = POSITIVE
 PENALTY = NON_NEGATIVE
 #: The fitted map's shapes: a weight per class (vector scaling) or a full matrix, a bias.
-PER_CLASS = Array(shape=("k",))
-FULL_MATRIX = Array(shape=("k", "k"))
+PER_CLASS = Array(shape=("k",), low=-MAX_COEFFICIENT, high=MAX_COEFFICIENT)
+FULL_MATRIX = Array(shape=("k", "k"), low=-MAX_COEFFICIENT, high=MAX_COEFFICIENT)
 
 
 def check_folds(n_folds: int, labels: I64) -> None:
@@ -109,6 +109,8 @@ def check_folds(n_folds: int, labels: I64) -> None:
 # ----- calibrators -----------------------------------------------------------------------
 class _Linear(Calibrator):
     """Shared parts: ``weights_`` and ``bias_`` applied to the features of the logits."""
+
+    needs_every_class = True
 
     maps_logits = True
     accepts_sample_weight = True
@@ -146,6 +148,10 @@ class _Linear(Calibrator):
 class VectorScaling(_Linear):
     """Vector scaling: ``softmax(w * z + b)`` with per-class ``w`` and ``b`` (no penalty).
 
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
+
     Parameters
     ----------
     max_iter : int
@@ -182,6 +188,10 @@ class VectorScaling(_Linear):
 @CALIBRATORS.register("matrix")
 class MatrixScaling(_Linear):
     """Matrix scaling: ``softmax(W z + b)``, full ``W``, penalty ``reg_l2 * sum(W**2) / K**2``.
+
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
 
     Parameters
     ----------
@@ -305,6 +315,10 @@ class _ODIR(_Linear):
 class MatrixScalingODIR(_ODIR):
     """Matrix scaling on logits with ODIR; ``lam`` by cross-validation unless given.
 
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
+
     Parameters
     ----------
     reg_lambda, reg_mu : float or None
@@ -329,6 +343,10 @@ class MatrixScalingODIR(_ODIR):
 @CALIBRATORS.register("dirichlet")
 class DirichletCalibration(_ODIR):
     """Dirichlet calibration (Dir-ODIR): the ODIR linear map on log-probabilities.
+
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
 
     Parameters
     ----------

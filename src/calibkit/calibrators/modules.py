@@ -15,8 +15,21 @@ a classifier. Each computes what the calibrator's ``predict_proba`` computes, st
   exact quotients ``k / n``); isotonic thresholds are interpolated as ``np.interp`` does,
   clipped at both ends. Memory is O(rows x maps x edges) for these maps.
 
+- Ties: a calibration row's own score sits exactly on a Venn-Abers calibration score or an
+  equal-mass bin edge in ``predict_proba``; torch's and ONNX Runtime's ``exp`` and ``log``
+  may give that score a few units in the last place away, on the wrong side. So a score
+  within a relative :data:`TIE_RTOL` of such a stored value is taken as equal to it
+  (:func:`snap_to`): the calibration rows get ``predict_proba``'s output; a new score
+  differs only if it falls in that band (1e-12 relative) without equalling the value.
+- Input: :meth:`~calibkit.calibrators.base.Calibrator.to_module` wraps the map in
+  :class:`CheckedLogits`, which accepts what ``predict_proba`` accepts (``(N, K)`` logits,
+  and 1-D positive-class logits for two classes), refuses any other shape with an
+  InputError naming the expected one (a ValueError when scripted; exported programs keep
+  the traced rank and number of classes as guards), and gives a NaN row for a row with a
+  NaN or infinite logit (``predict_proba`` refuses those).
+
 Every module scripts (``torch.jit.script``), passes ``torch.export.export`` and exports to
-ONNX. The modules check no input: ``predict_proba`` does that.
+ONNX.
 
 >>> m = Temperature(2.0)
 >>> m(torch.tensor([[0.0, 2.0]])).round(decimals=6).tolist()
@@ -33,6 +46,69 @@ import torch
 from torch import Tensor, nn
 
 F64 = npt.NDArray[np.float64]
+#: Scores this close (relative) to a stored calibration score or equal-mass edge are taken as
+#: equal to it: float64 ``exp``/``log`` of numpy, torch and ONNX Runtime differ by a few units
+#: in the last place (1e-16 relative; 1e-13 for log-probabilities near -700).
+TIE_RTOL = 1e-12
+
+
+@torch.jit.unused
+def _refuse_logits(expected: str, got: str) -> None:
+    from calibkit.core.errors import InputError
+
+    raise InputError("logits", expected, got)
+
+
+class CheckedLogits(nn.Module):
+    """``predict_proba``'s input contract around a calibration map (see the module doc).
+
+    Parameters
+    ----------
+    calibration : nn.Module
+        The map from ``(N, K)`` logits to probabilities.
+    n_classes : int
+        ``K``, the number of classes at fit time.
+
+    Examples
+    --------
+    >>> m = CheckedLogits(Temperature(1.0), 2)
+    >>> m(torch.tensor([0.0, float("nan")], dtype=torch.float64)).tolist()  # 1-D: binary
+    [[0.5, 0.5], [nan, nan]]
+    >>> m(torch.zeros(3, 1))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: logits: expected logits of shape (N, 2) or (N,), got ...
+    """
+
+    def __init__(self, calibration: nn.Module, n_classes: int) -> None:
+        super().__init__()
+        self.calibration = calibration
+        self.n_classes = int(n_classes)
+
+    def forward(self, logits: Tensor) -> Tensor:
+        if logits.dim() == 1 and self.n_classes == 2:  # a binary problem's positive logit
+            logits = torch.stack([torch.zeros_like(logits), logits], dim=1)
+        if logits.dim() != 2 or logits.shape[1] != self.n_classes:
+            shape = f"(N, {self.n_classes})" + (" or (N,)" if self.n_classes == 2 else "")
+            got = "shape (" + ", ".join([str(n) for n in logits.shape]) + ")"
+            if torch.jit.is_scripting():  # type: ignore[attr-defined]
+                raise ValueError("logits: expected logits of shape " + shape + ", got " + got)
+            _refuse_logits("logits of shape " + shape, got)
+        probs: Tensor = self.calibration(logits)
+        bad = ~torch.isfinite(logits).all(dim=1, keepdim=True)
+        return torch.where(bad, torch.full_like(probs, float("nan")), probs)
+
+
+def snap_to(score: Tensor, stored: Tensor, rtol: float = TIE_RTOL) -> Tensor:
+    """Each score, or the nearest of its map's ``stored`` values where within ``rtol`` of
+    it (relative; by default :data:`TIE_RTOL`). ``score`` is ``(N, maps)``, ``stored``
+    ``(maps, width)``."""
+    if stored.shape[1] == 0:
+        return score
+    s = score.unsqueeze(-1)
+    nearest = (stored - s).abs().argmin(dim=-1, keepdim=True)
+    value = stored.unsqueeze(0).expand(s.shape[0], -1, -1).gather(-1, nearest).squeeze(-1)
+    return torch.where((score - value).abs() <= rtol * value.abs(), value, score)
 
 
 def _buffer(value: object) -> Tensor:
@@ -182,6 +258,9 @@ class StepMaps(nn.Module):
         Calibration samples per bin (0: the bin is empty).
     rates : ndarray of shape (maps, n_bins) or (n_bins,)
         The value of each bin.
+    snap : bool
+        Whether a score within :data:`TIE_RTOL` of an inner edge is placed as the edge
+        (:func:`snap_to`): for equal-mass edges, which are calibration scores.
 
     Examples
     --------
@@ -190,8 +269,11 @@ class StepMaps(nn.Module):
     [[0.2], [0.75]]
     """
 
-    def __init__(self, edges: F64, counts: npt.NDArray[np.int64], rates: F64) -> None:
+    def __init__(
+        self, edges: F64, counts: npt.NDArray[np.int64], rates: F64, snap: bool = False
+    ) -> None:
         super().__init__()
+        self.snap = snap
         self.inner_edges: Tensor
         self.filled: Tensor
         self.values: Tensor  # the bins' rates
@@ -201,7 +283,8 @@ class StepMaps(nn.Module):
 
     def forward(self, score: Tensor) -> Tensor:
         """Map the ``(N, maps)`` scores, column ``i`` by map ``i``."""
-        idx = bin_of(score, self.inner_edges)
+        placed = snap_to(score, self.inner_edges) if self.snap else score
+        idx = bin_of(placed, self.inner_edges)
         return torch.where(gather_rows(self.filled, idx), gather_rows(self.values, idx), score)
 
 
@@ -261,14 +344,20 @@ class TopLabel(nn.Module):
     def forward(self, logits: Tensor) -> Tensor:
         probs = torch.exp(log_softmax_rows(logits.to(self.maps.values.dtype)))
         top = probs.argmax(dim=1, keepdim=True)
-        new = self.maps(probs.gather(1, top))
-        is_top = torch.arange(probs.shape[1], device=probs.device) == top
-        rest = torch.where(is_top, torch.zeros_like(probs), probs)
-        rest_sum = rest.sum(dim=1, keepdim=True)
-        remaining = 1.0 - new
-        uniform = remaining / (probs.shape[1] - 1)
-        shared = torch.where(rest_sum > 0, rest * (remaining / rest_sum), uniform)
-        return torch.where(is_top, new, shared)
+        return share_top_label(probs, top, self.maps(probs.gather(1, top)))
+
+
+def share_top_label(probs: Tensor, top: Tensor, new: Tensor) -> Tensor:
+    """``probs`` with the top class's probability ``new``; the other classes share the rest
+    in proportion (uniformly if they had nothing), as
+    :func:`calibkit.calibrators.histogram.replace_top_label` does."""
+    is_top = torch.arange(probs.shape[1], device=probs.device) == top
+    rest = torch.where(is_top, torch.zeros_like(probs), probs)
+    rest_sum = rest.sum(dim=1, keepdim=True)
+    remaining = 1.0 - new
+    uniform = remaining / (probs.shape[1] - 1)
+    shared = torch.where(rest_sum > 0, rest * (remaining / rest_sum), uniform)
+    return torch.where(is_top, new, shared)
 
 
 class OneVsRest(nn.Module):

@@ -38,12 +38,13 @@ import torch
 from scipy.special import expit
 from torch import Tensor, nn
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.base import CALIBRATORS, COEFFICIENT, F64, MAX_COEFFICIENT, Calibrator
 from calibkit.calibrators.binary import fit_logistic
 from calibkit.calibrators.histogram import apply_bin_map, fit_bin_map, replace_top_label
-from calibkit.calibrators.modules import StepMaps, TopLabel
+from calibkit.calibrators.modules import StepMaps, log_softmax_rows, share_top_label
 from calibkit.calibrators.temperature import TemperatureScaling
 from calibkit.core.binning import N_BINS
+from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array, Dims
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.splits import stratified_split
@@ -68,6 +69,9 @@ def top_log_odds(logits: F64, temperature: float = 1.0) -> tuple[np.ndarray, F64
 @CALIBRATORS.register("scaling_binning")
 class ScalingBinning(Calibrator):
     """Top-label scaling-binning: a scaler, then equal-mass bins of its confidences.
+
+    A class absent from the calibration labels keeps its column by construction:
+    the scaler and the bins are shared by all classes (top-label).
 
     Parameters
     ----------
@@ -108,9 +112,11 @@ class ScalingBinning(Calibrator):
         "seed": Integer(low=0),
     }
     state_constraints: ClassVar[Constraints] = {
-        "temperature_": Real(0.0, None, closed="neither"),
-        "slope_": Real(),
-        "intercept_": Real(),
+        # TemperatureScaling's default range [0.1, 10], to rounding (1 / (1 / T))
+        "temperature_": Real(0.1 * (1 - 1e-9), 10.0 * (1 + 1e-9)),
+        # Platt's map must increase (a higher confidence never scales lower)
+        "slope_": Real(0.0, MAX_COEFFICIENT, closed="right"),
+        "intercept_": COEFFICIENT,
         "edges_": Array(shape=("n_bins+1",), low=0.0, high=1.0, sorted=True),
         "bin_counts_": Array("int64", shape=("n_bins",), low=0),
         "bin_mean_": Array(shape=("n_bins",), low=0.0, high=1.0),
@@ -145,6 +151,9 @@ class ScalingBinning(Calibrator):
             top, _, s = top_log_odds(z[first])
             correct = (top == out.labels[first]).astype(np.float64)
             slope, intercept = fit_logistic(s[:, None], correct, np.array([1.0, 0.0]))
+            if not slope > 0:
+                expected = "top-label confidences that rank correctness (Platt's slope > 0)"
+                raise InputError("logits", expected, f"a fitted slope of {float(slope):.3g}")
             self.slope_, self.intercept_ = float(slope), float(intercept)
         _, scaled = self._scaled(z[second])
         self.edges_, self.bin_counts_, self.bin_mean_ = fit_bin_map(
@@ -163,33 +172,28 @@ class ScalingBinning(Calibrator):
         return replace_top_label(probs, np.argmax(probs, axis=1), new)
 
     def _module(self) -> nn.Module:
-        maps = StepMaps(self.edges_, self.bin_counts_, self.bin_mean_)
-        binned = _ScaledBins(maps, self.slope_, self.intercept_)
-        return nn.Sequential(_Divide(self.temperature_), TopLabel(binned))  # type: ignore[arg-type]
+        maps = StepMaps(self.edges_, self.bin_counts_, self.bin_mean_, snap=True)
+        return ScalingBinningMap(maps, self.temperature_, self.slope_, self.intercept_)
 
 
-class _Divide(nn.Module):
-    """``logits / T`` in float64."""
+class ScalingBinningMap(nn.Module):
+    """:meth:`ScalingBinning.predict_proba` in torch: the top-label log-odds of
+    ``logits / T`` (from the log-softmax, as :func:`top_log_odds`), Platt's map, the
+    equal-mass bins (edges snapped, see :mod:`calibkit.calibrators.modules`), and the other
+    classes sharing the rest."""
 
-    def __init__(self, temperature: float) -> None:
-        super().__init__()
-        self.temperature = float(temperature)
-
-    def forward(self, logits: Tensor) -> Tensor:
-        return logits.to(torch.float64) / self.temperature
-
-
-class _ScaledBins(nn.Module):
-    """The step maps of ``sigmoid(slope logit(c) + intercept)`` for a confidence ``c``."""
-
-    def __init__(self, maps: StepMaps, slope: float, intercept: float) -> None:
+    def __init__(self, maps: StepMaps, temperature: float, slope: float, intercept: float) -> None:
         super().__init__()
         self.maps = maps
-        self.values: Tensor
-        self.register_buffer("values", maps.values)
-        self.slope, self.intercept = float(slope), float(intercept)
+        self.scaler: Tensor  # temperature, slope, intercept: float64 (ONNX keeps them so)
+        scaler = torch.tensor([temperature, slope, intercept], dtype=torch.float64)
+        self.register_buffer("scaler", scaler)
 
-    def forward(self, score: Tensor) -> Tensor:
-        log_odds = torch.log(score) - torch.log1p(-score)
-        binned: Tensor = self.maps(torch.sigmoid(self.slope * log_odds + self.intercept))
-        return binned
+    def forward(self, logits: Tensor) -> Tensor:
+        log_p = log_softmax_rows(logits.to(self.scaler.dtype) / self.scaler[0])
+        top = log_p.argmax(dim=1, keepdim=True)
+        is_top = torch.arange(log_p.shape[1], device=log_p.device) == top
+        log_rest = torch.logsumexp(torch.where(is_top, -torch.inf, log_p), dim=1, keepdim=True)
+        t = self.scaler[1] * (log_p.gather(1, top) - log_rest) + self.scaler[2]
+        scaled = 1.0 / (1.0 + torch.exp(-t))  # ONNX Runtime's Sigmoid: 1e-11 off in float64
+        return share_top_label(torch.exp(log_p), top, self.maps(scaled))

@@ -5,6 +5,9 @@ every registered calibrator (or a configured :class:`~calibkit.calibrators.base.
 
 ``cv="prefit"``
     ``estimator`` is already fitted; one calibrator is fitted on its scores of ``X``.
+    ``classes_`` are the estimator's: labels are encoded against them, so a calibration
+    set may lack a class (the calibrator still sees every column of the estimator's
+    scores), and a label the estimator does not know is refused.
 ``cv=k`` (an int, stratified k-fold) or a splitter (``KFold(...)``, ...), ``ensemble=True``
     for each split, a clone of ``estimator`` is fitted on the training part and a
     calibrator on that clone's scores of the held-out part; ``predict_proba`` averages the
@@ -50,6 +53,7 @@ from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.binary import PlattScaling
 from calibkit.calibrators.estimator import check_sample_weight
 from calibkit.core.errors import InputError
+from calibkit.core.outputs import as_outputs
 from calibkit.core.validation import check_bool, check_int
 
 #: The smallest log-probability a ``predict_proba`` score becomes (log of the smallest
@@ -115,7 +119,7 @@ class SigmoidOneVsRest:
         labels = np.asarray(labels)
         classes = [1] if columns.shape[1] == 1 else range(columns.shape[1])
         self.maps_ = [
-            PlattScaling(targets="platt").fit(_as_logit(col), (labels == k) * 1, sample_weight)
+            _platt(_as_logit(col), (labels == k) * 1, sample_weight)
             for k, col in zip(classes, columns.T, strict=True)
         ]
         return self
@@ -129,6 +133,18 @@ class SigmoidOneVsRest:
         total = p.sum(axis=1, keepdims=True)
         uniform = np.full_like(p, 1.0 / p.shape[1])
         return np.asarray(np.divide(p, total, out=uniform, where=total != 0), dtype=np.float64)
+
+
+def _platt(logits: F64, outcome: Any, sample_weight: F64 | None) -> PlattScaling:
+    """Platt's fit of one column; a class without a row (all outcomes 0) is fitted too, as
+    scikit-learn does: Platt's smoothed targets (``1 / (n + 2)``) keep the fit finite."""
+    platt = PlattScaling(targets="platt")
+    if np.unique(outcome).size == 2:
+        return platt.fit(logits, outcome, sample_weight)
+    weights = None if sample_weight is None else check_sample_weight(sample_weight, len(outcome))
+    platt.n_classes_ = 2
+    platt._fit(as_outputs(outcome, logits=logits), weights)
+    return platt
 
 
 def _as_logit(column: F64) -> F64:
@@ -213,15 +229,21 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> Self:
         """Fit the estimator(s) and calibrator(s) on ``X`` and labels ``y`` (see the class)."""
-        self.classes_, labels = np.unique(_check_targets(y), return_inverse=True)
+        targets = _check_targets(y)
+        prefit = isinstance(self.cv, str)
+        if prefit and self.cv != "prefit":
+            raise InputError("cv", "'prefit', an int >= 2 or a splitter", repr(self.cv))
+        if prefit and hasattr(self.estimator, "classes_"):
+            check_is_fitted(self.estimator)
+            self.classes_, labels = _encode_against(targets, self.estimator.classes_)
+        else:
+            self.classes_, labels = np.unique(targets, return_inverse=True)
         n = labels.shape[0]
         if len(self.classes_) < 2:
             raise InputError("y", "labels of at least 2 classes", f"{len(self.classes_)} class(es)")
         weights = None if sample_weight is None else check_sample_weight(sample_weight, n)
         self._calibrator()  # a bad method fails before any model is fitted
-        if isinstance(self.cv, str):
-            if self.cv != "prefit":
-                raise InputError("cv", "'prefit', an int >= 2 or a splitter", repr(self.cv))
+        if prefit:
             check_is_fitted(self.estimator)
             cal = self._calibrator().fit(self._features(self.estimator, X), labels, weights)
             self.calibrated_classifiers_ = [(self.estimator, cal)]
@@ -295,6 +317,27 @@ def _rows(x: Any, index: Any) -> Any:
     if hasattr(x, "iloc"):
         return x.iloc[index]
     return x.tocsr()[index] if issparse(x) else np.asarray(x)[index]
+
+
+def _encode_against(targets: np.ndarray, classes: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``classes`` (a fitted estimator's ``classes_``) and each target's column in them.
+
+    A calibration set may lack some of the classes (its labels are still the estimator's
+    columns, as ``CalibratedClassifierCV`` encodes them); a label the estimator does not
+    know is refused.
+    """
+    known = np.asarray(classes)
+    order = np.argsort(known, kind="stable")
+    expected = f"labels among the estimator's classes_ {known.tolist()}"
+    try:
+        place = np.searchsorted(known, targets, sorter=order).clip(0, len(known) - 1)
+        found = np.asarray(known[order[place]] == targets, dtype=bool)
+    except TypeError:  # labels that do not compare with the classes (str and int)
+        raise InputError("y", expected, f"labels of type {targets.dtype}") from None
+    if not np.all(found):
+        unknown = targets[~found][0]
+        raise InputError("y", expected, f"label {unknown!r}")
+    return known, order[place]
 
 
 def _check_targets(y: Any) -> np.ndarray:

@@ -85,6 +85,9 @@ def top_label(probs: F64) -> tuple[np.ndarray, F64]:
 class SplineCalibration(Calibrator):
     """Top-label spline calibration with ``n_knots`` knots (see the module docstring).
 
+    A class absent from the calibration labels keeps its column by construction:
+    the map of the top-label confidence is shared by all classes.
+
     Parameters
     ----------
     n_knots : int

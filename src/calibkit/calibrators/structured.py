@@ -170,7 +170,7 @@ class _Structured(_Linear):
         return structured_coefficients(k, n, *regs)
 
     def _check_state(self) -> None:
-        check_log_temperature(self.log_temperature_, self.temperature_)
+        check_log_temperature(self.log_temperature_, self.temperature_, self.t_min, self.t_max)
 
     def _module(self) -> SmoothedAffine:
         return SmoothedAffine(self.weights_, self.bias_, self.temperature_, self.smoothing_)
@@ -179,6 +179,10 @@ class _Structured(_Linear):
 @CALIBRATORS.register("svs")
 class StructuredVectorScaling(_Structured):
     """Structured vector scaling: diagonal ``W`` on smoothed TS log-probabilities.
+
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
 
     Parameters
     ----------
@@ -226,6 +230,10 @@ class StructuredVectorScaling(_Structured):
 class StructuredMatrixScaling(_Structured):
     """Structured matrix scaling: full ``W`` on smoothed TS log-probabilities, with a
     ridge penalty towards the identity weighted per structure.
+
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
 
     Parameters
     ----------
@@ -291,6 +299,10 @@ DEFAULT_SCALE_GRID: tuple[float, ...] = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 class StructuredMatrixScalingCV(StructuredMatrixScaling):
     """:class:`StructuredMatrixScaling` with all three penalty weights times a scale ``s``
     chosen by cross-validation.
+
+    A calibration set without some class is refused (an InputError naming ``labels``
+    and the class): this method fits each class from that class's own rows, so it would
+    never predict a class it has not seen.
 
     On the nine shared prediction files the best fixed scale was 0.01 for CIFAR-100
     (K = 100) and 0.1 for CIFAR-10: no single value suits both.

@@ -51,12 +51,21 @@ def positive_param(value: object, name: str) -> float:
 TEMPERATURE_STATE: Constraints = {"log_temperature_": Real(), "temperature_": POSITIVE}
 
 
-def check_log_temperature(log_t: float, t: float) -> None:
-    """An InputError unless ``exp(log_t)`` is ``t`` (to rounding): a loaded state's check."""
+def check_log_temperature(
+    log_t: float, t: float, t_min: float | None = None, t_max: float | None = None
+) -> None:
+    """An InputError unless ``exp(log_t)`` is ``t`` (to rounding) and ``t`` lies in the
+    searched range ``[t_min, t_max]`` where given (to rounding: ``1 / (1 / t)``): a loaded
+    state's check."""
     if not math.isclose(math.exp(log_t), t, rel_tol=1e-9):
         raise InputError(
             "state.log_temperature_", f"log(temperature_) = {math.log(t)!r}", repr(log_t)
         )
+    if t_min is None or t_max is None:
+        return
+    if not t_min * (1 - 1e-9) <= t <= t_max * (1 + 1e-9):
+        expected = f"a temperature in [t_min, t_max] = [{t_min:g}, {t_max:g}]"
+        raise InputError("state.temperature_", expected, repr(t))
 
 
 def check_temperature_bounds(t_min: float, t_max: float) -> None:
@@ -287,6 +296,9 @@ def nll_inverse_temperature(
 class TemperatureScaling(Calibrator):
     """Temperature scaling fitted by NLL (T in ``[t_min, t_max]``, default [0.1, 10]).
 
+    A class absent from the calibration labels keeps its column by construction:
+    the one temperature is shared by all classes.
+
     Parameters
     ----------
     t_min, t_max : float
@@ -324,7 +336,7 @@ class TemperatureScaling(Calibrator):
         self.temperature_ = float(1.0 / b)
 
     def _check_state(self) -> None:
-        check_log_temperature(self.log_temperature_, self.temperature_)
+        check_log_temperature(self.log_temperature_, self.temperature_, self.t_min, self.t_max)
 
     def _transform(self, logits: F64) -> F64:
         return logits / self.temperature_

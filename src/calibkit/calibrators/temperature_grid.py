@@ -289,6 +289,9 @@ def _check_temperatures(temperatures: object) -> F64:
 class TemperatureScalingECE(Calibrator):
     """Temperature scaling with T chosen on a grid by the lowest calibration-set ECE.
 
+    A class absent from the calibration labels keeps its column by construction:
+    the one temperature is shared by all classes.
+
     Parameters
     ----------
     t_min, t_max, t_step : float
@@ -352,7 +355,7 @@ class TemperatureScalingECE(Calibrator):
         return Temperature(self.temperature_)
 
     def _check_state(self) -> None:
-        check_log_temperature(self.log_temperature_, self.temperature_)
+        check_log_temperature(self.log_temperature_, self.temperature_, self.t_min, self.t_max)
 
     def _transform(self, logits: F64) -> F64:
         return logits / self.temperature_

@@ -80,6 +80,9 @@ def smoothed_log_probs(logits: F64, temperature: float, smoothing: float) -> F64
 class SmoothedTemperatureScaling(TemperatureScaling):
     """Temperature scaling mixed with the uniform distribution (see the module docstring).
 
+    A class absent from the calibration labels keeps its column by construction:
+    the one temperature is shared by all classes.
+
     Parameters
     ----------
     t_min, t_max : float

@@ -113,6 +113,9 @@ PLACES = Array(shape=(None,), low=0.0, high=1.0, nonempty=True)
 class VennAbers(Calibrator):
     """Inductive Venn-Abers calibration, one-vs-rest (see the module docstring).
 
+    A class absent from the calibration labels keeps its column by construction:
+    its ``p1`` is above 0 (the added point's outcome 1), so it is never given probability 0.
+
     Takes no parameters. Rows cannot be weighted: the new point weighs one row, so
     weights would mean neither repeated rows nor relative importance.
 
@@ -158,6 +161,13 @@ class VennAbers(Calibrator):
             if self.p0_[i].max() >= 1.0 or self.p1_[i].min() <= 0.0:
                 expected = "p0_ below 1 and p1_ above 0"
                 raise InputError(f"state.p0_[{i}]", expected, "a 1 or a 0")
+            for name in ("p0_", "p1_"):  # isotonic fits: non-decreasing in the place
+                if np.any(np.diff(getattr(self, name)[i]) < 0):
+                    expected = "values non-decreasing in the place"
+                    raise InputError(f"state.{name}[{i}]", expected, "a decrease")
+            if np.any(self.p0_[i] > self.p1_[i]):
+                expected = "p0_ <= p1_ at every place (the lower probability)"
+                raise InputError(f"state.p0_[{i}]", expected, "a value above p1_")
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         probs = out.probs

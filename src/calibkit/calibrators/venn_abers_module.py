@@ -1,7 +1,8 @@
 """Venn-Abers calibration as a torch module (see :mod:`calibkit.calibrators.venn_abers`).
 
 Kept apart from :mod:`calibkit.calibrators.modules` (the maps of the other calibrators);
-the same conventions hold: float64 buffers, comparisons instead of ``searchsorted``.
+the same conventions hold: float64 buffers, comparisons instead of ``searchsorted``, scores
+within :data:`~calibkit.calibrators.modules.TIE_RTOL` of a calibration score placed on it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ import numpy.typing as npt
 import torch
 from torch import Tensor, nn
 
-from calibkit.calibrators.modules import combine_one_vs_rest, gather_rows, log_softmax_rows
+from calibkit.calibrators.modules import (
+    combine_one_vs_rest,
+    gather_rows,
+    log_softmax_rows,
+    snap_to,
+)
 
 F64 = npt.NDArray[np.float64]
 #: Pads the score tables: above every probability, so it never counts as at or below one.
@@ -66,7 +72,8 @@ class VennAbersMaps(nn.Module):
 
     def forward(self, logits: Tensor) -> Tensor:
         probs = torch.exp(log_softmax_rows(logits.to(self.p0.dtype)))
-        s = (probs[:, 1:] if self.binary else probs).unsqueeze(-1)
+        # a calibration row's own score is on its calibration score (see TIE_RTOL)
+        s = snap_to(probs[:, 1:] if self.binary else probs, self.scores).unsqueeze(-1)
         place = (self.scores < s).sum(dim=-1) + (self.scores <= s).sum(dim=-1)
         p0, p1 = gather_rows(self.p0, place), gather_rows(self.p1, place)
         return combine_one_vs_rest(p1 / (1.0 - p0 + p1), probs, self.binary)

@@ -43,6 +43,17 @@ TOTALS = ("samples", "correct", "nll", "brier", "entropy")
 STREAMED = tuple(
     n for n in METRIC_NAMES if n in {"accuracy", "nll", "brier", "entropy", "ece", "mce", "rmsce"}
 )
+#: The binning convention of the bin sums (equal-width ``[a, b)``, the last bin closed at
+#: 1.0); another convention gets another number, so that sums of both are never added.
+BINNING_VERSION = 1
+#: The settings :meth:`StreamingCalibration.sync` checks on every process, in words.
+SYNCED = {
+    "n_bins": "n_bins",
+    "mode": "mode",
+    "binning": "binning convention",
+    "classes": "number of classes",
+    "synced": "sync state",
+}
 #: Metric name -> norm of :func:`~calibkit.metrics.bin_errors.errors_from_sums`.
 _NORMS = {"ece": "l1", "mce": "max", "rmsce": "l2"}
 
@@ -133,6 +144,9 @@ class StreamingCalibration:
         self._check_writable("merge")
         if not isinstance(other, StreamingCalibration):
             raise InputError("other", "a StreamingCalibration", type(other).__name__)
+        if other is self:
+            expected = "another StreamingCalibration (merging one into itself counts it twice)"
+            raise InputError("other", expected, "the metric itself")
         if (other.n_bins, other.mode) != (self.n_bins, self.mode):
             expected = f"n_bins={self.n_bins}, mode={self.mode!r}"
             raise InputError("other", expected, f"n_bins={other.n_bins}, mode={other.mode!r}")
@@ -149,20 +163,39 @@ class StreamingCalibration:
         Every process must call it (it is a collective ``all_reduce``); afterwards each holds
         the state of the whole data. A no-op without an initialised process group, or when
         already synced (calling it twice does not count the data twice). Returns self.
+
+        Before adding anything it checks that every process has the same ``n_bins``,
+        ``mode``, binning convention, number of classes (a process without data agrees
+        with any) and sync state: otherwise every process raises the same InputError naming
+        the settings that differ, and no state changes (a process that alone skipped the
+        sum would leave the others waiting forever).
         """
         import torch.distributed as dist
 
-        if self.synced or not (dist.is_available() and dist.is_initialized()):
+        if not (dist.is_available() and dist.is_initialized()):
             return self
-        k = 0 if self.n_classes is None else self.n_classes
-        seen = torch.tensor([k, -k if k else -(2**62)], dtype=torch.int64, device=self.device)
-        dist.all_reduce(seen, op=dist.ReduceOp.MAX)  # [largest K, -smallest K] over processes
-        if seen[0] > 0 and int(seen[0]) != -int(seen[1]):
-            got = f"between {-int(seen[1])} and {int(seen[0])} columns"
-            raise InputError("probs/logits", "the same number of columns on every process", got)
+        settings = self._settings()
+        # [largest, -smallest] of every setting over the processes, in one all_reduce; a
+        # process without data has no number of classes: 0 as largest, 2**62 as smallest
+        none = {"classes": (0, 2**62)} if self.n_classes is None else {}
+        high_low = [none.get(name, (v, v)) for name, v in settings.items()]
+        values = [h for h, _ in high_low] + [-lo for _, lo in high_low]
+        seen = torch.tensor(values, dtype=torch.int64, device=self.device)
+        dist.all_reduce(seen, op=dist.ReduceOp.MAX)
+        high = dict(zip(settings, seen[: len(settings)].tolist(), strict=True))
+        low = dict(zip(settings, (-seen[len(settings) :]).tolist(), strict=True))
+        if high["classes"] == 0:  # no process has data yet
+            low["classes"] = 0
+        differ = [name for name in settings if high[name] != low[name]]
+        if differ:  # every process sees the same high and low: all raise the same error
+            got = "; ".join(_spread(name, low[name], high[name]) for name in differ)
+            expected = "the same " + ", ".join(SYNCED.values()) + " on every process"
+            raise InputError("sync", expected, got)
+        if self.synced:  # on every process, as just checked: the data is not added twice
+            return self
         for tensor in self.state:
             dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
-        self.n_classes = int(seen[0]) or None
+        self.n_classes = high["classes"] or None
         self.synced = True
         return self
 
@@ -181,6 +214,17 @@ class StreamingCalibration:
         res.update({k: totals[k] / n for k in ("nll", "brier", "entropy")})
         return {name: res[name] for name in STREAMED}
 
+    def _settings(self) -> dict[str, int]:
+        """The settings every process must share (:data:`SYNCED`), as integers (0 classes:
+        no batch yet, which agrees with any number)."""
+        return {
+            "n_bins": self.n_bins,
+            "mode": MODES.index(self.mode),
+            "binning": BINNING_VERSION,
+            "classes": 0 if self.n_classes is None else self.n_classes,
+            "synced": int(self.synced),
+        }
+
     def _add(self, bins: torch.Tensor, totals: torch.Tensor) -> None:
         bins = bins.to(self.device, torch.float64)
         self.bin_counts += bins[0]
@@ -197,3 +241,12 @@ class StreamingCalibration:
     def _check_writable(self, action: str) -> None:
         if self.synced:
             raise InputError(action, "reset() first: a synced metric is read-only", "synced")
+
+
+def _spread(setting: str, low: int, high: int) -> str:
+    """How ``setting`` differs across processes, in words."""
+    if setting == "mode":
+        return f"mode {MODES[low]!r} and {MODES[high]!r}"
+    if setting == "synced":
+        return "a metric already synced on some processes only (reset() on one of them?)"
+    return f"{SYNCED[setting]} from {low} to {high}"
