@@ -213,3 +213,25 @@ def test_temperature_scaling_lowers_ece_on_real_predictions(shared_data: Path) -
     assert ts.evaluation.values["ece"] < 0.6 * none.evaluation.values["ece"]
     assert ts.evaluation.values["nll"] < none.evaluation.values["nll"]
     assert ts.evaluation.values["accuracy"] == none.evaluation.values["accuracy"]
+
+
+def test_default_methods_leave_out_those_a_missing_class_makes_refuse() -> None:
+    """A calibration part without one of four classes: the default comparison runs the
+    methods that keep the class by construction and leaves out those that would refuse."""
+    import numpy as np
+
+    from calibkit.calibrators import CALIBRATORS
+    from calibkit.core.outputs import as_outputs
+    from calibkit.workflows.compare import compare
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(600, 4)) * 2
+    y = np.argmax(z + rng.gumbel(size=z.shape), axis=1)
+    cal_rows = y != 3
+    cal = as_outputs(y[cal_rows][:300], logits=z[cal_rows][:300])
+    test = as_outputs(y[300:], logits=z[300:])
+    comp = compare(cal, test, None, n_boot=0, seed=0)
+    names = [r.method for r in comp.rows]
+    assert "temperature" in names
+    assert not [n for n in names if n != "none" and CALIBRATORS.get(n).needs_every_class]
+    assert all(np.isfinite(r.evaluation.values["nll"]) for r in comp.rows)

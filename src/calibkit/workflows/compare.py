@@ -19,7 +19,10 @@ Default methods (:func:`applicable_methods`, in :mod:`calibkit.workflows.methods
     calibration-set ECE) is included. Unregularised ``"matrix"`` scaling, with K (K + 1)
     parameters, is left out when it cannot be fitted well: from K = 50 classes on (on 100
     classes it gives 26-38% ECE and an NLL of 64), or when the calibration part holds fewer
-    than 2 samples per parameter (220 for 10 classes). Name it to include it anyway.
+    than 2 samples per parameter (220 for 10 classes). Name it to include it anyway. When a
+    class is absent from the calibration part, the methods that refuse such data (they fit
+    each class from its own rows: ``needs_every_class``) are left out too; named, they
+    refuse.
 
 Rows that say more than their numbers (:class:`Comparison`)
     :attr:`Comparison.same_maps`: methods whose maps equal an earlier row's by construction
@@ -336,7 +339,8 @@ def compare(
     ['none', 'temperature']
     """
     _check_parts(cal, test)
-    names = resolve_methods(methods, cal.n_classes, cal.n_samples)
+    every_class = np.unique(cal.labels).size == cal.n_classes
+    names = resolve_methods(methods, cal.n_classes, cal.n_samples, every_class)
     settings: dict[str, Any] = {"n_bins": n_bins, "n_boot": n_boot, "seed": seed, "mode": mode}
     rows = _rows(cal, test, names, settings, params or {})
     curve = ece_temperature_curve(test.as_logits(), test.labels, TEMPERATURE_GRID, n_bins)

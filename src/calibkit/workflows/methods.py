@@ -44,10 +44,14 @@ def matrix_fits(n_classes: int, n_cal: int | None = None) -> bool:
     return n_cal is None or n_cal >= MATRIX_SAMPLES_PER_PARAMETER * n_classes * (n_classes + 1)
 
 
-def applicable_methods(n_classes: int, n_cal: int | None = None) -> list[str]:
+def applicable_methods(
+    n_classes: int, n_cal: int | None = None, every_class: bool = True
+) -> list[str]:
     """Default methods for ``n_classes`` classes and ``n_cal`` calibration samples (None:
     not known) in registration order: ``"auto"`` left out, ``"matrix"`` too unless
-    :func:`matrix_fits`.
+    :func:`matrix_fits`, and with ``every_class`` False (a class absent from the calibration
+    labels) the methods that fit each class from its own rows and so refuse such data
+    (``needs_every_class``).
 
     >>> "temperature" in applicable_methods(10), "auto" in applicable_methods(10)
     (True, False)
@@ -60,21 +64,26 @@ def applicable_methods(n_classes: int, n_cal: int | None = None) -> list[str]:
     return [
         name
         for name in CALIBRATORS.names()
-        if name not in left_out and _applies_to(name, n_classes)
+        if name not in left_out
+        and _applies_to(name, n_classes)
+        and (every_class or not CALIBRATORS.get(name).needs_every_class)
     ]
 
 
 def resolve_methods(
-    methods: Sequence[str] | None, n_classes: int, n_cal: int | None = None
+    methods: Sequence[str] | None,
+    n_classes: int,
+    n_cal: int | None = None,
+    every_class: bool = True,
 ) -> list[str]:
     """Validated, de-duplicated method names (``"none"`` dropped: it is always the first row);
-    None gives :func:`applicable_methods` for ``n_classes`` and ``n_cal``.
+    None gives :func:`applicable_methods` for ``n_classes``, ``n_cal`` and ``every_class``.
 
     >>> resolve_methods(["none", "temperature", "temperature"], 3)
     ['temperature']
     """
     if methods is None:
-        return applicable_methods(n_classes, n_cal)
+        return applicable_methods(n_classes, n_cal, every_class)
     if isinstance(methods, str):
         raise InputError("methods", "a list of method names", repr(methods))
     names: list[str] = []
