@@ -194,3 +194,17 @@ def test_cifar10_test_ece_goes_down(cls: type[Calibrator], scheme: str) -> None:
     before = ece(yb[test], logits=zb[test])
     fitted = cls(scheme=scheme).fit(zb[cal], yb[cal])  # type: ignore[call-arg]
     assert ece(yb[test], probs=fitted.predict_proba(zb[test])) < before
+
+
+def test_the_other_classes_share_stays_finite_beside_a_subnormal_sum() -> None:
+    """``rest * (remaining / rest_sum)`` overflowed to inf when the other classes' sum was
+    subnormal (a saturated softmax; under another CPU's kernels the ResNet-18 smoke run met
+    it and stopped with "probs: expected finite values")."""
+    from calibkit.calibrators.histogram import replace_top_label
+
+    probs = np.array([[1.0, 1e-310, 0.0], [0.7, 0.2, 0.1]])
+    out = replace_top_label(probs, np.array([0, 0]), np.array([0.9, 0.4]))
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(out[0], [0.9, 0.1, 0.0])
+    np.testing.assert_allclose(out[1], [0.4, 0.4, 0.2])

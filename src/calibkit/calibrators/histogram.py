@@ -117,6 +117,11 @@ def replace_top_label(probs: F64, top: I64, new_conf: F64) -> F64:
     """Set ``probs[i, top[i]] = new_conf[i]``; the other classes share ``1 - new_conf``.
 
     The share is proportional to the old probabilities, or uniform where those were all 0.
+    Where the others' sum is so small (subnormal) that ``remaining / sum`` overflows, the
+    shares are divided first (``rest / sum * remaining``), so they stay finite:
+
+    >>> replace_top_label(np.array([[1.0, 1e-310]]), np.array([0]), np.array([0.9]))
+    array([[0.9, 0.1]])
     """
     rows = np.arange(probs.shape[0])
     rest = probs.copy()
@@ -124,8 +129,10 @@ def replace_top_label(probs: F64, top: I64, new_conf: F64) -> F64:
     rest_sum = rest.sum(axis=1, keepdims=True)
     remaining = (1.0 - new_conf)[:, None]
     uniform = np.broadcast_to(remaining / (probs.shape[1] - 1), probs.shape)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(rest_sum > 0, rest * (remaining / rest_sum), uniform)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        factor = remaining / rest_sum
+        shares = np.where(np.isfinite(factor), rest * factor, rest / rest_sum * remaining)
+        out = np.where(rest_sum > 0, shares, uniform)
     out[rows, top] = new_conf
     return out
 
