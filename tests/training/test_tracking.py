@@ -77,3 +77,18 @@ def test_n_bins_is_used() -> None:
     assert abs(a["ece"] - b["ece"]) > 1e-4
     assert a["accuracy"] == b["accuracy"]
     assert a["nll"] == b["nll"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tracking_reads_the_accumulator_with_the_functions_numbers(dtype: type) -> None:
+    from calibkit.metrics import accuracy, ece, nll
+
+    rng = np.random.default_rng(3)
+    z = (rng.normal(size=(3001, 7)) * 3).astype(dtype)
+    y = rng.integers(0, 7, 3001)
+    row = track_split(z, y, n_bins=15)
+    # the same per-sample values and bin sums, summed in the same order: train.json
+    # histories written before keep their digits, so equality is exact
+    assert row["accuracy"] == accuracy(y, logits=z)
+    assert row["nll"] == nll(y, logits=z)
+    assert row["ece"] == ece(y, logits=z, n_bins=15)

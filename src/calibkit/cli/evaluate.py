@@ -1,9 +1,11 @@
 """``calibkit evaluate FILE``: every metric of one prediction file, plus a reliability diagram.
 
-``--extra smooth_ece`` adds the smooth ECE (with its bootstrap interval at the fitted
-bandwidth) and ``--extra decomposition`` the calibration / refinement split of NLL and
-Brier; they are opt-in, so the default output (and every report built on
-:func:`calibkit.metrics.evaluate`) keeps its keys.
+``--extra NAME`` adds a metric outside the default suite: any of the metric registry's extras
+(:func:`calibkit.metrics.extra_names`: the smooth ECE with its bootstrap interval at the
+fitted bandwidth, the calibration / refinement parts of NLL and Brier, Murphy's parts of
+the Brier score, and any registered since), or ``decomposition``, the calibration /
+refinement split of NLL and Brier. They are opt-in, so the default output (and every report
+built on :func:`calibkit.metrics.evaluate`) keeps its keys.
 """
 
 from __future__ import annotations
@@ -22,8 +24,18 @@ if TYPE_CHECKING:
     from calibkit.core.outputs import ClassifierOutputs
     from calibkit.metrics import Evaluation
 
-#: ``--extra`` choices: metrics outside the default suite.
-EXTRAS = ("smooth_ece", "decomposition")
+#: ``--extra`` names that stand for several registered extras.
+GROUPS = {
+    "decomposition": ("nll_calibration", "nll_refinement", "brier_calibration", "brier_refinement")
+}
+
+
+def extra_choices() -> tuple[str, ...]:
+    """``--extra`` choices: the registry's extras now, then :data:`GROUPS` (read when the
+    command runs: building the parser imports no metric)."""
+    from calibkit.metrics import extra_names
+
+    return (*extra_names(), *GROUPS)
 
 
 def add_arguments(sub: Subparsers) -> None:
@@ -35,10 +47,11 @@ def add_arguments(sub: Subparsers) -> None:
     p.add_argument("--format", choices=("table", "json"), default="table")
     opt(p, "--plot", "PNG", "write the reliability diagram there (default: no file)")
     extra = (
-        "also compute smooth_ece (smooth ECE, Błasiok & Nakkiran 2023) or decomposition "
-        "(NLL and Brier = calibration + refinement, by an in-sample temperature); repeatable"
+        "also compute a metric outside the default suite, e.g. smooth_ece (smooth ECE, "
+        "Błasiok & Nakkiran 2023), brier_reliability (Murphy), or decomposition (NLL and "
+        "Brier = calibration + refinement, by an in-sample temperature); repeatable"
     )
-    opt(p, "--extra", "NAME", extra, action="append", choices=EXTRAS, default=[])
+    opt(p, "--extra", "NAME", extra, action="append", default=[])  # checked by run()
     smooth = "write the kernel-smoothed reliability diagram there (implies --extra smooth_ece)"
     opt(p, "--smooth-plot", "PNG", smooth)
     add_force(p)
@@ -46,10 +59,22 @@ def add_arguments(sub: Subparsers) -> None:
 
 def _with_extras(ev: Evaluation, out: ClassifierOutputs, args: argparse.Namespace) -> Evaluation:
     """``ev`` with the ``--extra`` metrics added (and the smoothed diagram written)."""
-    from calibkit.metrics import score_decomposition, smooth_reliability
+    import inspect
 
+    from calibkit.metrics import METRICS, extra_names, smooth_reliability
+
+    asked = {m for name in args.extra for m in GROUPS.get(name, (name,))}
+    if args.smooth_plot is not None:
+        asked.add("smooth_ece")
     values, ci = dict(ev.values), dict(ev.ci)
-    if "smooth_ece" in args.extra or args.smooth_plot is not None:
+    for name in (n for n in extra_names() if n in asked):  # in report order
+        if name != "smooth_ece":
+            function = METRICS.get(name).function
+            accepted = inspect.signature(function).parameters
+            given = {"n_bins": args.n_bins, "mode": args.mode}
+            options = {k: v for k, v in given.items() if k in accepted}
+            values[name] = float(function(out, **options))
+            continue
         rel = smooth_reliability(out, mode=args.mode, n_boot=max(1, args.n_boot), seed=args.seed)
         values["smooth_ece"] = rel.value
         if args.n_boot:
@@ -59,11 +84,6 @@ def _with_extras(ev: Evaluation, out: ClassifierOutputs, args: argparse.Namespac
 
             title = f"{Path(args.file).name}: smoothed reliability"
             save_figure(smooth_reliability_figure(rel, title=title), Path(args.smooth_plot))
-    if "decomposition" in args.extra:
-        for score in ("nll", "brier"):
-            d = score_decomposition(out, score=score)
-            values[f"{score}_calibration"] = d.calibration
-            values[f"{score}_refinement"] = d.refinement
     return replace(ev, values=values, ci=ci)
 
 
@@ -82,6 +102,9 @@ def run(args: argparse.Namespace) -> int:
         if plot is not None and smooth_plot.resolve() == plot.resolve():
             raise InputError("--smooth-plot", "a path other than --plot's", str(smooth_plot))
         check_output_file(smooth_plot, "--smooth-plot", inputs, force=args.force)
+    unknown = [name for name in args.extra if name not in extra_choices()]
+    if unknown:
+        raise InputError("--extra", "one of " + ", ".join(extra_choices()), repr(unknown[0]))
     out = read_outputs(args, args.file, args.labels)
     say(f"evaluating {out.n_samples:,} samples ({args.n_boot} bootstrap resamples)")
     ev = evaluate(out, n_bins=args.n_bins, n_boot=args.n_boot, seed=args.seed, mode=args.mode)

@@ -27,7 +27,18 @@ from calibkit.metrics.bootstrap import BootstrapInterval, bootstrap_ci
 from calibkit.metrics.continuous import ks_error, mmce
 from calibkit.metrics.debiased import debiased_marginal_ce
 from calibkit.metrics.decomposition import ScoreDecomposition, score_decomposition
-from calibkit.metrics.info import EXTRA_METRICS, FLOOR_METRICS, METRIC_NAMES, METRICS, MetricInfo
+from calibkit.metrics.info import (
+    EXTRA_METRICS,
+    FLOOR_METRICS,
+    METRIC_NAMES,
+    METRICS,
+    MetricInfo,
+    extra_names,
+    floor_names,
+    register_metric,
+    suite_names,
+)
+from calibkit.metrics.kernels import BinNorm, Residual, SampleMean
 from calibkit.metrics.murphy import (
     BrierDecomposition,
     brier_decomposition,
@@ -44,12 +55,15 @@ __all__ = [
     "FLOOR_METRICS",
     "METRICS",
     "METRIC_NAMES",
+    "BinNorm",
     "BootstrapInterval",
     "BrierDecomposition",
     "CalibrationMetrics",
     "Evaluation",
     "MetricInfo",
     "MetricSuite",
+    "Residual",
+    "SampleMean",
     "ScoreDecomposition",
     "SmoothReliability",
     "StreamingCalibration",
@@ -67,16 +81,20 @@ __all__ = [
     "ece",
     "entropy",
     "evaluate",
+    "extra_names",
+    "floor_names",
     "ks_error",
     "mce",
     "mmce",
     "nll",
+    "register_metric",
     "reliability_stats",
     "rmsce",
     "sce",
     "score_decomposition",
     "smooth_ece",
     "smooth_reliability",
+    "suite_names",
 ]
 
 if TYPE_CHECKING:

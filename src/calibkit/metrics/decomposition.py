@@ -166,26 +166,3 @@ def score_decomposition(
     if not value - refined > ROUNDING * abs(value):
         beta, refined = 1.0, value
     return ScoreDecomposition(score, value, value - refined, refined, 1.0 / beta)
-
-
-def decomposition_part(
-    score: Score, part: Literal["calibration", "refinement"]
-) -> Callable[..., float]:
-    """The metric function ``(labels, probs=None, *, logits=None, sample_weight=None)`` giving
-    one part of :func:`score_decomposition` (as registered in the metric registry).
-
-    >>> round(decomposition_part("brier", "calibration")([1, 1, 1, 0], [[0.2, 0.8]] * 4), 6)
-    0.005
-    """
-
-    def metric(
-        labels: object, probs: object = None, *, logits: object = None, sample_weight: object = None
-    ) -> float:
-        d = score_decomposition(
-            labels, probs, logits=logits, score=score, sample_weight=sample_weight
-        )
-        return float(getattr(d, part))
-
-    metric.__name__ = f"{score}_{part}"
-    metric.__doc__ = f"The {part} part of the {score} (see :func:`score_decomposition`)."
-    return metric

@@ -1,14 +1,19 @@
 """What calibkit knows about each metric, in one place: one :class:`MetricInfo` per metric.
 
-:data:`METRICS` holds them in report order. Everything else (the suite's metric names and
-noise floors, table labels and formatting, a study's allowed report metrics) is read from
-here. Metrics outside the suite (``in_suite=False``: smooth ECE and the calibration /
-refinement parts of NLL and Brier) are described here too, so tables show them, but
-:func:`calibkit.metrics.evaluate` computes only :data:`METRIC_NAMES`; ``calibkit evaluate
---extra`` adds them.
+:data:`METRICS` holds them in report order. Everything else (the metric engines, the suite's
+metric names and noise floors, table labels and formatting, a study's allowed report
+metrics, ``calibkit evaluate --extra``) is read from here. A suite metric declares its
+kernel (:mod:`~calibkit.metrics.kernels`), from which every engine computes it: registering
+it with :func:`register_metric` is the only step to reach :func:`~calibkit.metrics.evaluate`,
+the bootstrap, the noise floor (``has_floor``), :class:`~calibkit.metrics.StreamingCalibration`
+(a streamable kernel) and the reports. Metrics outside the suite (``in_suite=False``: smooth
+ECE, the calibration / refinement parts of NLL and Brier, Murphy's parts of the Brier score)
+are described here too, so tables show them and ``calibkit evaluate --extra`` computes them.
 
 >>> METRICS.get("ece").label, METRICS.get("ece").better, METRICS.get("ece").has_floor
 ('ECE', 'min', True)
+>>> METRICS.get("ece").kernel
+BinNorm(norm='l1', scheme='width')
 >>> METRICS.get("accuracy")([0, 1], probs=[[0.8, 0.2], [0.3, 0.7]])
 1.0
 """
@@ -19,11 +24,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from calibkit.core.errors import InputError
 from calibkit.core.registry import Registry
 from calibkit.metrics.binned import aece, debiased_ece, ece, mce, rmsce, sce
 from calibkit.metrics.continuous import ks_error, mmce
-from calibkit.metrics.decomposition import decomposition_part
-from calibkit.metrics.murphy import murphy_part
+from calibkit.metrics.decomposition import score_decomposition
+from calibkit.metrics.kernels import BinNorm, Kernel, Residual, SampleMean
+from calibkit.metrics.murphy import brier_reliability, brier_resolution, brier_uncertainty
+from calibkit.metrics.parts import part_metric
 from calibkit.metrics.scores import accuracy, brier, entropy, nll
 from calibkit.metrics.smooth import smooth_ece
 
@@ -36,7 +44,15 @@ class MetricInfo:
     calibration error); ``better`` is ``"min"`` (lower is better), ``"max"`` or ``None``
     (not ranked); ``percent``: shown in percent (a fraction otherwise); ``has_floor``: the
     suite estimates its noise floor; ``in_suite``: computed by the metric suite (and so
-    by ``evaluate``) by default. Calling a ``MetricInfo`` calls its function.
+    by ``evaluate``) by default; ``kernel``: how the engines compute it, required in the
+    suite (:mod:`~calibkit.metrics.kernels`). Calling a ``MetricInfo`` calls its function.
+    A kernel that cannot do what the entry asks fails here, when the registry is built.
+
+    >>> MetricInfo("toy", "Toy", "error", True, "min", False, ece)
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: kernel: expected a kernel (SampleMean, BinNorm or \
+Residual) for the suite metric 'toy', got None
     """
 
     name: str
@@ -47,35 +63,99 @@ class MetricInfo:
     has_floor: bool
     function: Callable[..., float]
     in_suite: bool = True
+    kernel: Kernel | None = None
+
+    def __post_init__(self) -> None:
+        k = self.kernel
+        if k is not None and not isinstance(k, SampleMean | BinNorm | Residual):
+            raise InputError("kernel", f"a kernel for {self.name!r}", type(k).__name__)
+        if self.in_suite and k is None:
+            expected = (
+                f"a kernel (SampleMean, BinNorm or Residual) for the suite metric {self.name!r}"
+            )
+            raise InputError("kernel", expected, "None")
+        if self.has_floor and (k is None or not k.floor_capable):
+            expected = f"a BinNorm kernel of top-label bins for the floor of {self.name!r}"
+            raise InputError("kernel", expected, repr(k))
 
     def __call__(self, *args: Any, **kwargs: Any) -> float:
         return self.function(*args, **kwargs)
 
 
 #: The parts of :func:`~calibkit.metrics.decomposition.score_decomposition`, as metrics.
-_NLL_CAL = decomposition_part("nll", "calibration")
-_NLL_REF = decomposition_part("nll", "refinement")
-_BS_CAL = decomposition_part("brier", "calibration")
-_BS_REF = decomposition_part("brier", "refinement")
-#: Murphy's binned parts of the Brier score (:mod:`~calibkit.metrics.murphy`).
-_BS_REL = murphy_part("reliability")
-_BS_RES = murphy_part("resolution")
-_BS_UNC = murphy_part("uncertainty")
+_NLL_CAL = part_metric(score_decomposition, "calibration", "nll_calibration", score="nll")
+_NLL_REF = part_metric(score_decomposition, "refinement", "nll_refinement", score="nll")
+_BS_CAL = part_metric(score_decomposition, "calibration", "brier_calibration", score="brier")
+_BS_REF = part_metric(score_decomposition, "refinement", "brier_refinement", score="brier")
 
-METRICS: Registry[MetricInfo] = Registry("metric")
-for _info in (  # name, label, kind, percent, better, has_floor, function[, in_suite]
-    MetricInfo("accuracy", "Accuracy", "score", True, "max", False, accuracy),
-    MetricInfo("nll", "NLL", "score", False, "min", False, nll),
-    MetricInfo("brier", "Brier", "score", False, "min", False, brier),
-    MetricInfo("entropy", "Entropy", "score", False, None, False, entropy),
-    MetricInfo("ece", "ECE", "error", True, "min", True, ece),
-    MetricInfo("aece", "Adaptive ECE", "error", True, "min", True, aece),
-    MetricInfo("mce", "MCE", "error", True, "min", False, mce),
-    MetricInfo("rmsce", "RMSCE", "error", True, "min", False, rmsce),
-    MetricInfo("ece_debiased", "Debiased ECE", "error", True, "min", False, debiased_ece),
-    MetricInfo("sce", "SCE", "error", True, "min", False, sce),
-    MetricInfo("ks", "KS", "error", True, "min", False, ks_error),
-    MetricInfo("mmce", "MMCE", "error", True, "min", False, mmce),
+
+class MetricRegistry(Registry[MetricInfo]):
+    """The metric registry: entries are checked as they are registered, and can be removed."""
+
+    def __init__(self) -> None:
+        super().__init__("metric", on_register=_check_entry)
+
+    def unregister(self, name: str) -> MetricInfo:
+        """Remove ``name`` (a metric registered by the caller) and return its entry."""
+        info = self.get(name)
+        del self._items[name], self._info[name]
+        return info
+
+
+def _check_entry(name: str, info: MetricInfo) -> None:
+    if not isinstance(info, MetricInfo):
+        raise InputError("info", "a MetricInfo", type(info).__name__)
+    if info.name != name:
+        raise InputError("name", f"the entry's own name {info.name!r}", repr(name))
+
+
+METRICS = MetricRegistry()
+
+
+def register_metric(info: MetricInfo) -> MetricInfo:
+    """Add ``info`` to :data:`METRICS` under its name: the one step a new metric needs.
+
+    >>> from calibkit.metrics.kernels import SampleMean
+    >>> top = MetricInfo("mean_top", "Mean top probability", "score", False, None, False,
+    ...                  accuracy, kernel=SampleMean(lambda out: out.probs.max(axis=1)))
+    >>> "mean_top" in suite_names(), register_metric(top) is top, "mean_top" in suite_names()
+    (False, True, True)
+    >>> METRICS.unregister("mean_top").name
+    'mean_top'
+    """
+    METRICS.register(info.name)(info)
+    return info
+
+
+_W: Literal["width"] = "width"
+_M: Literal["mass"] = "mass"
+for _info in (  # name, label, kind, percent, better, has_floor, function, in_suite, kernel
+    MetricInfo(
+        "accuracy", "Accuracy", "score", True, "max", False, accuracy, True, SampleMean("correct")
+    ),
+    MetricInfo("nll", "NLL", "score", False, "min", False, nll, True, SampleMean("nll")),
+    MetricInfo("brier", "Brier", "score", False, "min", False, brier, True, SampleMean("brier")),
+    MetricInfo(
+        "entropy", "Entropy", "score", False, None, False, entropy, True, SampleMean("entropy")
+    ),
+    MetricInfo("ece", "ECE", "error", True, "min", True, ece, True, BinNorm("l1", _W)),
+    MetricInfo("aece", "Adaptive ECE", "error", True, "min", True, aece, True, BinNorm("l1", _M)),
+    MetricInfo("mce", "MCE", "error", True, "min", False, mce, True, BinNorm("max", _W)),
+    MetricInfo("rmsce", "RMSCE", "error", True, "min", False, rmsce, True, BinNorm("l2", _W)),
+    MetricInfo(
+        "ece_debiased",
+        "Debiased ECE",
+        "error",
+        True,
+        "min",
+        False,
+        debiased_ece,
+        True,
+        BinNorm("debiased", _W),
+    ),
+    MetricInfo("sce", "SCE", "error", True, "min", False, sce, True, BinNorm("l1", "classwise")),
+    MetricInfo("ks", "KS", "error", True, "min", False, ks_error, True, Residual("sup")),
+    MetricInfo("mmce", "MMCE", "error", True, "min", False, mmce, True, Residual("laplace")),
     MetricInfo("smooth_ece", "Smooth ECE", "error", True, "min", False, smooth_ece, False),
     MetricInfo("nll_calibration", "NLL calibration", "score", False, "min", False, _NLL_CAL, False),
     MetricInfo("nll_refinement", "NLL refinement", "score", False, "min", False, _NLL_REF, False),
@@ -86,20 +166,64 @@ for _info in (  # name, label, kind, percent, better, has_floor, function[, in_s
         "brier_refinement", "Brier refinement", "score", False, "min", False, _BS_REF, False
     ),
     MetricInfo(
-        "brier_reliability", "Brier reliability", "score", False, "min", False, _BS_REL, False
+        "brier_reliability",
+        "Brier reliability",
+        "score",
+        False,
+        "min",
+        False,
+        brier_reliability,
+        False,
     ),
     MetricInfo(
-        "brier_resolution", "Brier resolution", "score", False, "max", False, _BS_RES, False
+        "brier_resolution",
+        "Brier resolution",
+        "score",
+        False,
+        "max",
+        False,
+        brier_resolution,
+        False,
     ),
     MetricInfo(
-        "brier_uncertainty", "Brier uncertainty", "score", False, None, False, _BS_UNC, False
+        "brier_uncertainty",
+        "Brier uncertainty",
+        "score",
+        False,
+        None,
+        False,
+        brier_uncertainty,
+        False,
     ),
 ):
-    METRICS.register(_info.name)(_info)
+    register_metric(_info)
 
-#: The suite's metric names in report order; ``*_floor`` values are added by its evaluate.
-METRIC_NAMES: tuple[str, ...] = tuple(n for n in METRICS if METRICS.get(n).in_suite)
-#: Metrics outside the suite, computed on request (``calibkit evaluate --extra``).
-EXTRA_METRICS: tuple[str, ...] = tuple(n for n in METRICS if not METRICS.get(n).in_suite)
-#: Metrics whose noise floor the suite estimates.
-FLOOR_METRICS: tuple[str, ...] = tuple(n for n in METRIC_NAMES if METRICS.get(n).has_floor)
+
+def suite_names() -> tuple[str, ...]:
+    """The suite's metric names now, in report order (with any registered since import)."""
+    return tuple(n for n in METRICS if METRICS.get(n).in_suite)
+
+
+def extra_names() -> tuple[str, ...]:
+    """The metrics outside the suite now (``calibkit evaluate --extra``)."""
+    return tuple(n for n in METRICS if not METRICS.get(n).in_suite)
+
+
+def floor_names() -> tuple[str, ...]:
+    """The suite metrics whose noise floor the suite estimates, now."""
+    return tuple(n for n in suite_names() if METRICS.get(n).has_floor)
+
+
+def kernels(names: tuple[str, ...]) -> dict[str, Kernel]:
+    """The kernel of each suite metric in ``names`` (other names are left out)."""
+    found = {n: METRICS.get(n).kernel for n in names if n in METRICS}
+    return {n: k for n, k in found.items() if k is not None}
+
+
+#: The built-in suite's metric names in report order; ``*_floor`` values are added by its
+#: evaluate. The engines read :func:`suite_names` (metrics registered later included).
+METRIC_NAMES: tuple[str, ...] = suite_names()
+#: Built-in metrics outside the suite, computed on request (``calibkit evaluate --extra``).
+EXTRA_METRICS: tuple[str, ...] = extra_names()
+#: Built-in metrics whose noise floor the suite estimates.
+FLOOR_METRICS: tuple[str, ...] = floor_names()

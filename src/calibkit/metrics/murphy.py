@@ -34,17 +34,14 @@ one bin; REL = 2 * 0.3^2 = 0.18, RES = 0, UNC = 2 * 0.25, and Brier = 0.68 = REL
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
 from calibkit.core.binning import bin_stats, check_n_bins
 from calibkit.core.outputs import as_outputs
+from calibkit.metrics.parts import part_metric
 from calibkit.metrics.samples import brier_per_sample, check_weight, weighted_mean
-
-Part = Literal["reliability", "resolution", "uncertainty"]
 
 
 @dataclass(frozen=True)
@@ -116,33 +113,7 @@ def brier_decomposition(
     return BrierDecomposition(rel, res, unc, brier, brier - (rel - res + unc), n_bins)
 
 
-def murphy_part(part: Part) -> Callable[..., float]:
-    """The metric ``(labels, probs=None, *, logits=None, n_bins=15, sample_weight=None)``
-    giving one part of :func:`brier_decomposition` (as registered in the metric registry).
-
-    >>> round(murphy_part("reliability")([0, 1], probs=[[0.8, 0.2], [0.8, 0.2]]), 6)
-    0.18
-    """
-
-    def metric(
-        labels: object,
-        probs: object = None,
-        *,
-        logits: object = None,
-        n_bins: int = 15,
-        sample_weight: object = None,
-    ) -> float:
-        d = brier_decomposition(
-            labels, probs, logits=logits, n_bins=n_bins, sample_weight=sample_weight
-        )
-        return float(getattr(d, part))
-
-    metric.__name__ = f"brier_{part}"
-    metric.__doc__ = f"The {part} part of the Brier score (see :func:`brier_decomposition`)."
-    return metric
-
-
 #: Reliability (lower is better), resolution (higher is better) and uncertainty.
-brier_reliability = murphy_part("reliability")
-brier_resolution = murphy_part("resolution")
-brier_uncertainty = murphy_part("uncertainty")
+brier_reliability = part_metric(brier_decomposition, "reliability", "brier_reliability")
+brier_resolution = part_metric(brier_decomposition, "resolution", "brier_resolution")
+brier_uncertainty = part_metric(brier_decomposition, "uncertainty", "brier_uncertainty")

@@ -32,15 +32,14 @@ import numpy as np
 from calibkit.core.binning import BinStats, equal_mass_cuts, equal_width_index
 from calibkit.metrics.bin_errors import errors_from_sums, sce_batch_split
 from calibkit.metrics.continuous import MMCE_WIDTH, mmce_from_sorted_batch
+from calibkit.metrics.info import kernels
+from calibkit.metrics.kernels import BinNorm, Residual, SampleMean
 from calibkit.metrics.poisson import poisson_counts
 from calibkit.metrics.samples import F64
 
 if TYPE_CHECKING:
     from scipy import sparse
 
-#: The binned errors read from :func:`~calibkit.metrics.bin_errors.errors_from_sums`.
-_FLOOR_KEYS = {"ece": "l1", "aece": "l1", "mce": "max", "rmsce": "l2", "ece_debiased": "debiased"}
-_EW_KEYS = (("ece", "l1"), ("mce", "max"), ("rmsce", "l2"), ("ece_debiased", "debiased"))
 #: Probabilities up to this many bytes are permuted whole for SCE (see :class:`SortedSCE`).
 _SCE_SMALL = 1 << 26
 #: The largest kernel-scaled confidence span for which MMCE's prefix sums go in fixed point.
@@ -85,7 +84,7 @@ class SortedSamples:
         # 0/1 outcomes: per-bin outcome sums are integer prefix sums (exact, and fast)
         self.hits = hits.astype(np.int64) if np.all((hits == 0) | (hits == 1)) else hits
         self.mean_names = tuple(means)
-        self.means = np.stack([v[self.order] for v in means.values()], axis=1)
+        self.means = np.stack([v[self.order] for v in means.values()] or [conf[:0]], axis=1)
         self.n_bins = n_bins
         # the equal-width bin grows with the confidence: bin k is positions [cut_k, cut_k+1)
         idx = equal_width_index(self.conf, n_bins)
@@ -135,7 +134,8 @@ class SortedSamples:
         return resample_counts(self.rank[draws])
 
     def compute(self, counts: np.ndarray, names: tuple[str, ...]) -> dict[str, F64]:
-        """Every metric in ``names`` (but SCE) for each row of ``counts`` (confidence order).
+        """Every metric in ``names`` for each row of ``counts`` (confidence order), from its
+        kernel (:mod:`~calibkit.metrics.kernels`), but the classwise bins (SCE: :class:`SortedSCE`).
 
         Bin sums are differences of prefix sums at the bin ends, all taken over integers:
         counts and outcome sums exactly, the signed (outcome minus confidence) sums and
@@ -150,30 +150,41 @@ class SortedSamples:
         total = cum_count[:, -1].astype(np.float64)
         wmax = float(total.max(initial=0.0))
         res: dict[str, F64] = {}
-        means = wf @ self.means
-        for j, name in enumerate(self.mean_names):
-            if name in names:
-                res[name] = means[:, j] / total
+        wanted = kernels(names)
+        if self.mean_names:
+            means = wf @ self.means
+            for j, name in enumerate(self.mean_names):
+                if name in wanted and isinstance(wanted[name], SampleMean):
+                    res[name] = means[:, j] / total
         cum_signed, scale = _fixed_cumsum(w, self.signed, wmax, self._buffer("signed", b, np.int64))
         hits = np.multiply(w, self.hits, out=self._buffer("hits", b, self.hits.dtype.type))
         cums = (cum_count, np.cumsum(hits, axis=1, out=hits), cum_signed)
-        ew_cuts = np.broadcast_to(self.ew_cuts, (w.shape[0], self.n_bins + 1))
-        errors = _range_errors(cums, ew_cuts, scale)
-        for name, key in _EW_KEYS:
-            if name in names:
-                res[name] = errors[key]
-        if "aece" in names:
-            cum = self._buffer("float", b, np.float64)
-            cum[...] = cum_count
-            cuts = [equal_mass_cuts(self.conf, self.n_bins, cum=row) for row in cum]
-            res["aece"] = _range_errors(cums, np.stack(cuts), scale)["l1"]
-        if "ks" in names:  # a tie run counts at its end only: its sum copied over the run
-            cum_signed[:, self.tied] = cum_signed[:, self.tied_end]
-            top = np.maximum(cum_signed.max(axis=1), -cum_signed.min(axis=1))
-            res["ks"] = top * scale / total
-        if "mmce" in names:
-            res["mmce"] = self._mmce(w, wf, total, wmax)
+        errors: dict[str, dict[str, F64]] = {}
+        # bins first: KS then closes the tie runs of cum_signed in place
+        for name, kernel in sorted(wanted.items(), key=lambda nk: isinstance(nk[1], Residual)):
+            if isinstance(kernel, BinNorm) and kernel.scheme in ("width", "mass"):
+                if kernel.scheme not in errors:
+                    errors[kernel.scheme] = _range_errors(
+                        cums, self._cuts(kernel.scheme, cum_count), scale
+                    )
+                res[name] = errors[kernel.scheme][kernel.norm]
+            elif isinstance(kernel, Residual) and kernel.norm == "sup":
+                # a tie run counts at its end only: its sum copied over the run
+                cum_signed[:, self.tied] = cum_signed[:, self.tied_end]
+                top = np.maximum(cum_signed.max(axis=1), -cum_signed.min(axis=1))
+                res[name] = top * scale / total
+            elif isinstance(kernel, Residual):
+                res[name] = self._mmce(w, wf, total, wmax)
         return {name: res[name] for name in names if name in res}
+
+    def _cuts(self, scheme: str, cum_count: np.ndarray) -> np.ndarray:
+        """The bin cuts of each row of a block (its cumulative counts ``cum_count``)."""
+        b = cum_count.shape[0]
+        if scheme == "width":
+            return np.broadcast_to(self.ew_cuts, (b, self.n_bins + 1))
+        cum = self._buffer("float", b, np.float64)
+        cum[...] = cum_count
+        return np.stack([equal_mass_cuts(self.conf, self.n_bins, cum=row) for row in cum])
 
     def _mmce(self, w: np.ndarray, wf: F64, total: F64, wmax: float) -> F64:
         """MMCE of each row (:func:`~calibkit.metrics.continuous.mmce_from_sorted_batch`).
@@ -236,25 +247,26 @@ def resample_counts(draws: np.ndarray) -> np.ndarray:
 def calibrated_draw_errors(
     conf: F64,
     binnings: dict[str, tuple[np.ndarray, BinStats]],
-    names: tuple[str, ...],
+    floors: dict[str, BinNorm],
     n_draws: int,
     rng: np.random.Generator,
 ) -> dict[str, list[float]]:
     """Binned errors of ``n_draws`` perfectly calibrated outcome draws ``Bernoulli(conf)``.
 
-    ``binnings`` holds the bin index and the outcome-free sums of the equal-width (``"ew"``)
-    and equal-mass (``"em"``, for ``"aece"``) bins. A block of draws ``rng.random((b, N))``
-    (the numbers of ``b`` calls ``rng.random(N)``) needs only its outcome sums per bin: one
-    ``bincount`` over a (bin, draw) index, each bin adding its samples in sample order.
+    ``floors`` maps each metric to its kernel; ``binnings`` holds the bin index and the
+    outcome-free sums of each top-label scheme (``"width"``, ``"mass"``). A block of draws
+    ``rng.random((b, N))`` (the numbers of ``b`` calls ``rng.random(N)``) needs only its
+    outcome sums per bin: one ``bincount`` over a (bin, draw) index, each bin adding its
+    samples in sample order.
     """
     n = conf.shape[0]
-    draws: dict[str, list[float]] = {name: [] for name in names}
+    draws: dict[str, list[float]] = {name: [] for name in floors}
     block = max(1, min(n_draws, (1 << 20) // max(n, 1)))
     for start in range(0, n_draws, block):
         b = min(block, n_draws - start)
         outcome = (rng.random((b, n)) < conf).astype(np.float64).reshape(-1)
         for scheme, (idx, st) in binnings.items():
-            wanted = [name for name in names if (name == "aece") == (scheme == "em")]
+            wanted = [name for name, k in floors.items() if k.scheme == scheme]
             if not wanted:
                 continue
             nb = st.counts.shape[0]
@@ -262,7 +274,7 @@ def calibrated_draw_errors(
             acc = np.bincount(flat, weights=outcome, minlength=nb * b).astype(np.float64)
             errors = errors_from_sums(st.counts, st.confidence_sum, acc.reshape(nb, b).T)
             for name in wanted:
-                draws[name] += errors[_FLOOR_KEYS[name]].tolist()
+                draws[name] += errors[floors[name].norm].tolist()
     return draws
 
 

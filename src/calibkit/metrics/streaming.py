@@ -34,15 +34,10 @@ from calibkit.core.binning import bin_stats, check_n_bins
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics.bin_errors import errors_from_sums
-from calibkit.metrics.info import METRIC_NAMES
+from calibkit.metrics.info import kernels, suite_names
+from calibkit.metrics.kernels import BinNorm, Kernel, SampleMean
 from calibkit.metrics.samples import MODES, Mode, calibration_target, per_sample_scores
 
-#: The totals kept beside the bin sums, in the order of :attr:`StreamingCalibration.totals`.
-TOTALS = ("samples", "correct", "nll", "brier", "entropy")
-#: The metrics :meth:`StreamingCalibration.compute` returns, in the order of METRIC_NAMES.
-STREAMED = tuple(
-    n for n in METRIC_NAMES if n in {"accuracy", "nll", "brier", "entropy", "ece", "mce", "rmsce"}
-)
 #: The binning convention of the bin sums (equal-width ``[a, b)``, the last bin closed at
 #: 1.0); another convention gets another number, so that sums of both are never added.
 BINNING_VERSION = 1
@@ -52,14 +47,26 @@ SYNCED = {
     "mode": "mode",
     "binning": "binning convention",
     "classes": "number of classes",
+    "metrics": "number of metrics",
     "synced": "sync state",
 }
-#: Metric name -> norm of :func:`~calibkit.metrics.bin_errors.errors_from_sums`.
-_NORMS = {"ece": "l1", "mce": "max", "rmsce": "l2"}
+
+
+def streamed_names() -> tuple[str, ...]:
+    """The suite metrics with a streamable kernel now, in report order: the means of
+    per-sample terms and the norms of equal-width bins (:mod:`~calibkit.metrics.kernels`)."""
+    return tuple(n for n, k in kernels(suite_names()).items() if k.streamable)
+
+
+#: The built-in metrics :meth:`StreamingCalibration.compute` returns, in report order.
+STREAMED = streamed_names()
 
 
 class StreamingCalibration:
-    """ECE, MCE, RMSCE, accuracy, NLL, Brier score and entropy from batches, as tensor sums.
+    """Every streamable suite metric (ECE, MCE, RMSCE, debiased ECE, accuracy, NLL, Brier
+    score, entropy, and any registered since) from batches, as tensor sums.
+
+    The metrics are those of :func:`streamed_names` when the object is made.
 
     Parameters
     ----------
@@ -74,8 +81,13 @@ class StreamingCalibration:
     ----------
     bin_counts, bin_confidence, bin_outcome : torch.Tensor of shape (n_bins,)
         Per-bin sample count, confidence sum and outcome sum (float64).
-    totals : torch.Tensor of shape (5,)
-        Sums of :data:`TOTALS`: samples, correct predictions, NLL, Brier score, entropy.
+    totals : torch.Tensor of shape (1 + len(means),)
+        The sample count, then the sum of each per-sample term of :attr:`means` (the
+        correct predictions, NLL, Brier score, entropy, ...).
+    names : tuple of str
+        The metrics :meth:`compute` returns.
+    means : tuple of str
+        The metrics that are means of a per-sample term, in the order of :attr:`totals`.
     synced : bool
         True after :meth:`sync` on an initialised process group: the state then holds every
         process's data and is read-only until :meth:`reset`.
@@ -102,6 +114,9 @@ class StreamingCalibration:
             raise InputError("mode", "one of " + ", ".join(MODES), repr(mode))
         self.mode: Mode = mode
         self.device = torch.device("cpu" if device is None else device)
+        self._kernels: dict[str, Kernel] = {n: kernels((n,))[n] for n in streamed_names()}
+        self.names = tuple(self._kernels)
+        self.means = tuple(n for n, k in self._kernels.items() if isinstance(k, SampleMean))
         self.reset()
 
     def reset(self) -> None:
@@ -109,7 +124,7 @@ class StreamingCalibration:
         self.bin_counts, self.bin_confidence, self.bin_outcome = (
             torch.zeros(self.n_bins, dtype=torch.float64, device=self.device) for _ in range(3)
         )
-        self.totals = torch.zeros(len(TOTALS), dtype=torch.float64, device=self.device)
+        self.totals = torch.zeros(1 + len(self.means), dtype=torch.float64, device=self.device)
         self.n_classes: int | None = None
         self.synced = False
 
@@ -133,8 +148,13 @@ class StreamingCalibration:
         conf, outcome = calibration_target(out, self.mode)  # may raise: before any state change
         self._check_classes(out.n_classes)
         stats = bin_stats(conf, outcome, self.n_bins)
-        scores = per_sample_scores(out)
-        totals = [float(out.n_samples), out.correct.sum()] + [scores[k].sum() for k in TOTALS[2:]]
+        scores = {"correct": out.correct, **per_sample_scores(out)}
+        totals = [float(out.n_samples)]
+        for name in self.means:
+            kernel = self._kernels[name]
+            assert isinstance(kernel, SampleMean)
+            term = kernel.term
+            totals.append((scores[term] if isinstance(term, str) else kernel.values(out)).sum())
         sums = np.stack([stats.counts, stats.confidence_sum, stats.accuracy_sum])
         self._add(torch.from_numpy(sums), torch.from_numpy(np.array(totals, dtype=np.float64)))
         self.n_classes = out.n_classes
@@ -150,6 +170,9 @@ class StreamingCalibration:
         if (other.n_bins, other.mode) != (self.n_bins, self.mode):
             expected = f"n_bins={self.n_bins}, mode={self.mode!r}"
             raise InputError("other", expected, f"n_bins={other.n_bins}, mode={other.mode!r}")
+        if other.names != self.names:
+            expected = "the metrics " + ", ".join(self.names)
+            raise InputError("other", expected, ", ".join(other.names))
         if other.n_classes is not None:
             self._check_classes(other.n_classes)
             self.n_classes = other.n_classes
@@ -200,7 +223,7 @@ class StreamingCalibration:
         return self
 
     def compute(self) -> dict[str, float]:
-        """The metrics of :data:`STREAMED` over every sample so far (float64 Python floats)."""
+        """The metrics of :attr:`names` over every sample so far (float64 Python floats)."""
         n = self.n_samples
         if n == 0:
             raise InputError(
@@ -208,11 +231,14 @@ class StreamingCalibration:
             )
         counts, conf, outcome = (t.cpu().numpy() for t in self.state[:3])
         errors = errors_from_sums(counts, conf, outcome)
-        totals = dict(zip(TOTALS, self.totals.cpu().tolist(), strict=True))
-        res = {name: float(errors[norm]) for name, norm in _NORMS.items()}
-        res["accuracy"] = totals["correct"] / n
-        res.update({k: totals[k] / n for k in ("nll", "brier", "entropy")})
-        return {name: res[name] for name in STREAMED}
+        sums = dict(zip(self.means, self.totals.cpu().tolist()[1:], strict=True))
+        res: dict[str, float] = {}
+        for name, kernel in self._kernels.items():
+            if isinstance(kernel, BinNorm):
+                res[name] = float(errors[kernel.norm])
+            else:
+                res[name] = sums[name] / n
+        return res
 
     def _settings(self) -> dict[str, int]:
         """The settings every process must share (:data:`SYNCED`), as integers (0 classes:
@@ -222,6 +248,7 @@ class StreamingCalibration:
             "mode": MODES.index(self.mode),
             "binning": BINNING_VERSION,
             "classes": 0 if self.n_classes is None else self.n_classes,
+            "metrics": len(self.names),
             "synced": int(self.synced),
         }
 

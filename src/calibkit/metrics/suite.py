@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from calibkit.core.binning import (
+    BinStats,
     check_n_bins,
     equal_mass_cuts,
     equal_mass_edges,
@@ -51,7 +52,8 @@ from calibkit.metrics.continuous import (
     mmce_from_sorted,
     mmce_from_sorted_batch,
 )
-from calibkit.metrics.info import FLOOR_METRICS, METRIC_NAMES
+from calibkit.metrics.info import floor_names, kernels, suite_names
+from calibkit.metrics.kernels import BinNorm, Residual, SampleMean
 from calibkit.metrics.samples import F64, Mode, calibration_target, probs_and_scores, weighted_mean
 
 if TYPE_CHECKING:
@@ -119,12 +121,27 @@ class MetricSuite:
     def from_outputs(
         cls, outputs: ClassifierOutputs, *, n_bins: int = 15, mode: Mode = "top_label"
     ) -> MetricSuite:
-        """Prepare every per-sample quantity of ``outputs``."""
+        """Prepare every per-sample quantity of ``outputs`` (those of registered terms too)."""
         n_bins = check_n_bins(n_bins)
         conf, outcome = calibration_target(outputs, mode)
         probs, per_sample = probs_and_scores(outputs)  # no (N, K) float64 temporaries
+        for name, kernel in kernels(suite_names()).items():
+            if isinstance(kernel, SampleMean) and not isinstance(kernel.term, str):
+                per_sample[name] = kernel.values(outputs)
         sce = (probs, outputs.labels)
         return cls(conf, outcome, outputs.correct, per_sample, n_bins=n_bins, sce=sce)
+
+    def means(self, names: tuple[str, ...]) -> dict[str, F64]:
+        """The per-sample values of each :class:`~.kernels.SampleMean` metric in ``names``
+        that this suite has (in the order of ``names``)."""
+        res: dict[str, F64] = {}
+        for name, kernel in kernels(names).items():
+            if isinstance(kernel, SampleMean):
+                term = name if not isinstance(kernel.term, str) else kernel.term
+                values = self.correct if term == "correct" else self.per_sample.get(term)
+                if values is not None:
+                    res[name] = values
+        return res
 
     def _equal_mass_index(self, weight: F64 | None) -> tuple[np.ndarray, F64]:
         """Equal-mass bin of every sample under ``weight``, and the bin edges."""
@@ -134,71 +151,82 @@ class MetricSuite:
         idx[self.order] = np.repeat(np.arange(self.n_bins, dtype=np.int64), np.diff(cuts))
         return idx, equal_mass_edges(self.sorted_conf, cuts)
 
+    def _stats(self, scheme: str, outcome: F64, weight: F64 | None) -> BinStats:
+        """The top-label bin sums of ``scheme`` (``"width"`` or ``"mass"``)."""
+        if scheme == "width":
+            idx, edges = self.ew_idx, self.ew_edges
+        else:
+            idx, edges = self._equal_mass_index(weight)
+        return stats_from_index(idx, edges, self.n_bins, self.conf, outcome, weight)
+
     def binned(
-        self, outcome: F64, weight: F64 | None = None, names: tuple[str, ...] = METRIC_NAMES
+        self, outcome: F64, weight: F64 | None = None, names: tuple[str, ...] | None = None
     ) -> dict[str, float]:
-        """The binned and bin-free calibration errors for ``outcome`` (weights optional)."""
+        """The top-label binned (:class:`~.kernels.BinNorm`) and bin-free
+        (:class:`~.kernels.Residual`) errors in ``names`` (default: the suite's) for
+        ``outcome`` (weights optional)."""
         res: dict[str, float] = {}
-        ew = stats_from_index(self.ew_idx, self.ew_edges, self.n_bins, self.conf, outcome, weight)
-        for name, norm in (("ece", "l1"), ("mce", "max"), ("rmsce", "l2")):
-            if name in names:
-                res[name] = error_from_stats(ew, norm)  # type: ignore[arg-type]
-        if "ece_debiased" in names:
-            res["ece_debiased"] = debiased_from_stats(ew)
-        if "aece" in names:
-            em_idx, em_edges = self._equal_mass_index(weight)
-            em = stats_from_index(em_idx, em_edges, self.n_bins, self.conf, outcome, weight)
-            res["aece"] = error_from_stats(em, "l1")
-        sw = None if weight is None else weight[self.order]
-        if "ks" in names:
-            res["ks"] = ks_from_sorted(self.sorted_conf, outcome[self.order], sw)
-        if "mmce" in names:
-            res["mmce"] = mmce_from_sorted(self.sorted_conf, outcome[self.order], sw, MMCE_WIDTH)
+        stats: dict[str, BinStats] = {}
+        for name, kernel in kernels(suite_names() if names is None else names).items():
+            if isinstance(kernel, BinNorm) and kernel.scheme != "classwise":
+                if kernel.scheme not in stats:
+                    stats[kernel.scheme] = self._stats(kernel.scheme, outcome, weight)
+                res[name] = _norm_of(stats[kernel.scheme], kernel.norm)
+            elif isinstance(kernel, Residual):
+                sw = None if weight is None else weight[self.order]
+                if kernel.norm == "sup":
+                    res[name] = ks_from_sorted(self.sorted_conf, outcome[self.order], sw)
+                else:
+                    so = outcome[self.order]
+                    res[name] = mmce_from_sorted(self.sorted_conf, so, sw, MMCE_WIDTH)
         return res
 
     def compute(
-        self, weight: F64 | None = None, names: tuple[str, ...] = METRIC_NAMES
+        self, weight: F64 | None = None, names: tuple[str, ...] | None = None
     ) -> dict[str, float]:
-        """Every metric in ``names`` under sample ``weight`` (None: every sample once)."""
-        res: dict[str, float] = {}
-        if "accuracy" in names:
-            res["accuracy"] = weighted_mean(self.correct, weight)
-        for name, values in self.per_sample.items():
-            if name in names:
-                res[name] = weighted_mean(values, weight)
+        """Every metric in ``names`` (default: the suite's) under sample ``weight`` (None:
+        every sample once)."""
+        names = suite_names() if names is None else names
+        res: dict[str, float] = {k: weighted_mean(v, weight) for k, v in self.means(names).items()}
         res.update(self.binned(self.outcome, weight, names))
-        if "sce" in names and self._sce is not None:
-            w = np.ones(self.conf.shape[0]) if weight is None else weight
-            res["sce"] = float(self._sce_batch(w[None, :])[0])
+        if self._sce is not None:
+            for name, kernel in kernels(names).items():
+                if isinstance(kernel, BinNorm) and kernel.scheme == "classwise":
+                    w = np.ones(self.conf.shape[0]) if weight is None else weight
+                    res[name] = float(self._sce_batch(w[None, :])[0])
         return {name: res[name] for name in names if name in res}
 
     def noise_floor(
-        self, n_draws: int = 200, seed: int = 0, names: tuple[str, ...] = FLOOR_METRICS
+        self, n_draws: int = 200, seed: int = 0, names: tuple[str, ...] | None = None
     ) -> dict[str, float]:
-        """Mean of each metric over ``n_draws`` perfectly calibrated outcome draws.
+        """Mean of each metric in ``names`` (default: the suite's with ``has_floor``) over
+        ``n_draws`` perfectly calibrated outcome draws.
 
         The bins do not move with the outcomes: only the outcome sums per bin are redrawn
         (:func:`~calibkit.metrics.resampled.calibrated_draw_errors`).
         """
+        names = floor_names() if names is None else names
         rng = np.random.default_rng(seed)
-        n, nb = self.conf.shape[0], self.n_bins
-        em_idx, em_edges = self._equal_mass_index(None)
+        n = self.conf.shape[0]
         zero = np.zeros(n)
+        em_idx, em_edges = self._equal_mass_index(None)
         fixed = {  # bin index and the outcome-free sums of each scheme
-            "ew": (self.ew_idx, stats_from_index(self.ew_idx, self.ew_edges, nb, self.conf, zero)),
-            "em": (em_idx, stats_from_index(em_idx, em_edges, nb, self.conf, zero)),
+            "width": (self.ew_idx, self._stats("width", zero, None)),
+            "mass": (em_idx, stats_from_index(em_idx, em_edges, self.n_bins, self.conf, zero)),
         }
-        draws = rs.calibrated_draw_errors(self.conf, fixed, names, n_draws, rng)
-        return {name: float(np.mean(draws[name])) for name in names}
+        floors = {n: k for n, k in kernels(names).items() if isinstance(k, BinNorm)}
+        draws = rs.calibrated_draw_errors(self.conf, fixed, floors, n_draws, rng)
+        return {name: float(np.mean(draws[name])) for name in floors}
 
     def bootstrap(
         self,
         n_boot: int = 1000,
         level: float = 0.95,
         seed: int = 0,
-        names: tuple[str, ...] = METRIC_NAMES,
+        names: tuple[str, ...] | None = None,
     ) -> dict[str, tuple[float, float]]:
-        """Percentile bootstrap intervals of every metric at confidence ``level``.
+        """Percentile bootstrap intervals of every metric in ``names`` (default: the
+        suite's) at confidence ``level``.
 
         Binned errors are biased upwards at finite N and a resample repeats samples, so near
         calibration the interval can lie above the estimate (it shows the estimator's spread;
@@ -212,14 +240,21 @@ class MetricSuite:
             raise InputError("level", "a number in (0, 1)", repr(level))
         if n_boot < 1:
             raise InputError("n_boot", "at least 1 replicate", repr(n_boot))
+        names = suite_names() if names is None else names
         n = self.conf.shape[0]
         rng = np.random.default_rng(seed)
-        m = {"accuracy": self.correct, **self.per_sample}
-        ss = rs.SortedSamples(self.conf, self.outcome, m, self.n_bins) if n > _BATCH_MAX_N else None
+        ss = None
+        if n > _BATCH_MAX_N:
+            ss = rs.SortedSamples(self.conf, self.outcome, self.means(names), self.n_bins)
         block = max(1, min(n_boot, (1 << 20) // n))  # the draws do not depend on it
         values: dict[str, list[F64]] = {name: [] for name in names}
+        classwise = [
+            name
+            for name, k in kernels(names).items()
+            if isinstance(k, BinNorm) and k.scheme == "classwise"
+        ]
         sce = None
-        if ss is not None and self._sce is not None and "sce" in names:
+        if ss is not None and self._sce is not None and classwise:
             sce = rs.SortedSCE(self._sce[0], self._split_map(), self.n_bins, ss.order, n_boot)
         for start in range(0, n_boot, block):
             b = min(block, n_boot - start)
@@ -234,9 +269,15 @@ class MetricSuite:
             for name, vals in batch.items():
                 values[name].append(vals)
         if sce is not None:
-            values["sce"] = [sce.values()]
+            sce_values = sce.values()
+            for name in classwise:
+                values[name] = [sce_values]
         alpha = (1.0 - level) / 2.0
-        q = {name: np.quantile(np.concatenate(v), [alpha, 1 - alpha]) for name, v in values.items()}
+        q = {
+            name: np.quantile(np.concatenate(v), [alpha, 1 - alpha])
+            for name, v in values.items()
+            if v  # a metric this suite lacks the data for (SCE without probabilities)
+        }
         return {name: (float(lo), float(hi)) for name, (lo, hi) in q.items()}
 
     def _sce_batch(self, weights: F64) -> F64:
@@ -270,40 +311,46 @@ class MetricSuite:
             out.append(np.asarray(total, dtype=np.float64).reshape(nb, b).T)
         return out
 
-    def compute_batch(self, weights: F64, names: tuple[str, ...] = METRIC_NAMES) -> dict[str, F64]:
-        """Every metric in ``names`` for each row of ``weights`` (shape ``(b, N)``) at once.
+    def compute_batch(self, weights: F64, names: tuple[str, ...] | None = None) -> dict[str, F64]:
+        """Every metric in ``names`` (default: the suite's) for each row of ``weights``
+        (shape ``(b, N)``) at once.
 
         The same formulas as :meth:`compute` (which it matches to rounding), vectorised over
-        the rows with matrix products; adaptive ECE (whose bins move with the weights) and
+        the rows with matrix products; equal-mass bins (which move with the weights) and
         MMCE with a narrow kernel go row by row.
         """
+        names = suite_names() if names is None else names
         total = weights.sum(axis=1)
-        res: dict[str, F64] = {}
-        if "accuracy" in names:
-            res["accuracy"] = weights @ self.correct / total
-        for name, v in self.per_sample.items():
-            if name in names:
-                res[name] = weights @ v / total
-        counts, conf_sum, acc_sum = self._ew_sums(weights)
-        errors = errors_from_sums(counts, conf_sum, acc_sum)
-        for name, key in (("ece", "l1"), ("mce", "max"), ("rmsce", "l2")):
-            if name in names:
-                res[name] = errors[key]
-        if "ece_debiased" in names:
-            res["ece_debiased"] = errors["debiased"]
-        if "aece" in names:
-            res["aece"] = np.array(
-                [self.binned(self.outcome, w, ("aece",))["aece"] for w in weights]
-            )
-        signed = weights[:, self.order] * (self.outcome - self.conf)[self.order]
-        if "ks" in names:
-            cum = np.cumsum(signed, axis=1)[:, self._run_end]
-            res["ks"] = np.abs(cum).max(axis=1) / total
-        if "mmce" in names:
-            res["mmce"] = mmce_from_sorted_batch(self.sorted_conf, signed, total, MMCE_WIDTH)
-        if "sce" in names and self._sce is not None:
-            res["sce"] = self._sce_batch(weights)
+        res: dict[str, F64] = {k: weights @ v / total for k, v in self.means(names).items()}
+        errors: dict[str, F64] | None = None
+        signed: F64 | None = None
+        for name, kernel in kernels(names).items():
+            if isinstance(kernel, BinNorm) and kernel.scheme == "width":
+                if errors is None:
+                    errors = errors_from_sums(*self._ew_sums(weights))
+                res[name] = errors[kernel.norm]
+            elif isinstance(kernel, BinNorm) and kernel.scheme == "mass":
+                res[name] = np.array(
+                    [_norm_of(self._stats("mass", self.outcome, w), kernel.norm) for w in weights]
+                )
+            elif isinstance(kernel, BinNorm) and self._sce is not None:
+                res[name] = self._sce_batch(weights)
+            elif isinstance(kernel, Residual):
+                if signed is None:
+                    signed = weights[:, self.order] * (self.outcome - self.conf)[self.order]
+                if kernel.norm == "sup":
+                    cum = np.cumsum(signed, axis=1)[:, self._run_end]
+                    res[name] = np.abs(cum).max(axis=1) / total
+                else:
+                    res[name] = mmce_from_sorted_batch(self.sorted_conf, signed, total, MMCE_WIDTH)
         return {name: res[name] for name in names if name in res}
+
+
+def _norm_of(stats: BinStats, norm: str) -> float:
+    """The ``norm`` (:data:`~.kernels.NORMS`) of the bin gaps of ``stats``."""
+    if norm == "debiased":
+        return debiased_from_stats(stats)
+    return error_from_stats(stats, norm)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

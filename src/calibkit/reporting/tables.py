@@ -18,7 +18,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from calibkit.metrics import METRIC_NAMES, METRICS, Evaluation
+from calibkit.metrics import METRICS, Evaluation, suite_names
+from calibkit.metrics.kernels import BinNorm
 from calibkit.reporting.document import Cell, Table
 
 if TYPE_CHECKING:  # evaluate's table needs neither the calibrators nor their imports
@@ -71,8 +72,10 @@ def _interval(name: str, ci: tuple[float, float] | None) -> str:
 
 
 def metric_names(evaluation: Evaluation) -> list[str]:
-    extra = [k for k in evaluation.values if k not in METRIC_NAMES and not k.endswith("_floor")]
-    return [k for k in METRIC_NAMES if k in evaluation.values] + extra
+    """The metrics of ``evaluation``: the suite's in report order, then any others."""
+    suite = suite_names()
+    extra = [k for k in evaluation.values if k not in suite and not k.endswith("_floor")]
+    return [k for k in suite if k in evaluation.values] + extra
 
 
 def format_evaluation_table(evaluation: Evaluation) -> str:
@@ -115,8 +118,23 @@ def _column(name: str, results: list[MethodResult], ranked: bool = True) -> tupl
 
 #: The mark after a method whose test accuracy differs from the uncalibrated model's.
 ACCURACY_MARK = "†"
-#: Binned errors, shown together: the plug-in ECE beside its debiased estimate.
-BINNED = ("ece", "ece_debiased", "aece")
+
+
+def binned_errors(names: list[str]) -> list[str]:
+    """The binned expected errors among ``names``, shown together: the top-label L1 and
+    debiased norms (:class:`~calibkit.metrics.kernels.BinNorm`), equal-width bins first, so
+    the plug-in ECE sits beside its debiased estimate.
+
+    >>> binned_errors(["accuracy", "ece", "aece", "mce", "ece_debiased", "ks"])
+    ['ece', 'ece_debiased', 'aece']
+    """
+    found = [(n, METRICS.get(n).kernel) for n in names if n in METRICS]
+    expected = [
+        (n, k)
+        for n, k in found
+        if isinstance(k, BinNorm) and k.scheme != "classwise" and k.norm in ("l1", "debiased")
+    ]
+    return [n for n, k in sorted(expected, key=lambda nk: nk[1].scheme != "width")]
 
 
 def method_label(comp: Comparison, method: str) -> str:
@@ -174,7 +192,7 @@ def comparison_tables(comp: Comparison) -> list[Table]:
     its debiased estimate), the other calibration errors, scores, fitted parameters."""
     names = metric_names(comp.rows[0].evaluation)
     errors = [n for n in names if n not in METRICS or METRICS.get(n).kind == "error"]
-    binned = [n for n in BINNED if n in errors]
+    binned = binned_errors(errors)
     scores = [n for n in names if n in METRICS and METRICS.get(n).kind == "score"]
     fitted = Table(
         "Fitted calibrators",

@@ -3,6 +3,8 @@
 For each held-out split the trainer records accuracy, NLL, ECE, and the *optimal* ECE: the
 lowest ECE over a temperature grid searched on that same split (Wang et al. 2021, Fig. 4).
 It shows how calibratable the network is at that epoch, apart from how calibrated it is.
+Accuracy, NLL and ECE come from the one mergeable accumulator,
+:class:`~calibkit.metrics.StreamingCalibration` (the functions' kernels, the same numbers).
 
 >>> import numpy as np
 >>> z = np.array([[4.0, 0.0], [0.0, 4.0], [3.0, 0.0], [0.0, 1.0]])
@@ -18,7 +20,7 @@ import numpy.typing as npt
 
 from calibkit.calibrators.temperature_grid import ece_grid_minimum
 from calibkit.core.outputs import as_outputs
-from calibkit.metrics import accuracy, ece, nll
+from calibkit.metrics.streaming import StreamingCalibration
 
 #: Temperatures searched for the optimal ECE: 0.01, 0.02, ..., 10 (as Wang et al. 2021).
 TRACKING_TEMPERATURES: npt.NDArray[np.float64] = np.round(np.arange(1, 1001) * 0.01, 2)
@@ -31,10 +33,13 @@ def track_split(logits: object, labels: object, n_bins: int = 15) -> dict[str, f
     """Accuracy, NLL, ECE, optimal ECE and its temperature of one split's logits."""
     out = as_outputs(labels, logits=logits)
     best, optimal = ece_grid_minimum(out.scores, out.labels, TRACKING_TEMPERATURES, n_bins)
+    metric = StreamingCalibration(n_bins=n_bins)
+    metric.update(out)
+    res = metric.compute()
     return {
-        "accuracy": accuracy(out.labels, logits=out.scores),
-        "nll": nll(out.labels, logits=out.scores),
-        "ece": ece(out.labels, logits=out.scores, n_bins=n_bins),
+        "accuracy": res["accuracy"],
+        "nll": res["nll"],
+        "ece": res["ece"],
         "optimal_ece": optimal,
         "optimal_temperature": float(TRACKING_TEMPERATURES[best]),
     }
