@@ -25,7 +25,7 @@ from calibkit.reporting.figures import save_figure
 from calibkit.study import load_study_config
 from calibkit.study.analysis import welch_test
 from calibkit.study.loss_figures import optimal_ece_per_epoch_figure
-from calibkit.study.runner import RunRecord, run_study  # unlocked: reads while a study runs
+from calibkit.study.runner import RunRecord, finished_runs  # unlocked: reads while a study runs
 from calibkit.study.wang_figures import (
     best_coefficient_figure,
     best_coefficients,
@@ -50,7 +50,7 @@ def records(config: Path, out: Path) -> list[RunRecord]:
     cfg = load_study_config(config)
     labels = [m.label for m in cfg.models if m.label in NAMES]
     cfg = cfg.select(models=labels, seeds=SEEDS)
-    return run_study(cfg, out, progress=False, report_only=True).records
+    return finished_runs(cfg, out).records
 
 
 def summary(recs: list[RunRecord]) -> None:

@@ -62,7 +62,7 @@ def run_study(
     try:
         executor.start(cfg)
         with locked_study_folder(out):
-            runs = runner.run_study(
+            runs = runner._run_unlocked(
                 cfg, out, progress=progress, report_only=report_only, cache=cache, executor=executor
             )
             if not runs.records:  # every finished run was removed since the check
