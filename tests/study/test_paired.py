@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+from scipy import stats
 
-from calibkit.study.paired import paired_differences, paired_table
+from calibkit.study.paired import paired_differences, paired_table, welch_test
 
 
 def rows(pairs: list[tuple[float, float]], other: str = "other") -> list[dict[str, object]]:
@@ -53,3 +55,31 @@ def test_only_seeds_both_have_and_no_reference() -> None:
     assert table is not None
     assert table.title.endswith("(n = 2)")
     assert [c.text for c in table.rows[0]][:4] == ["other", "+1.00 ± 0.00", "0.000", "worse"]
+
+
+# ----- welch_test --------------------------------------------------------------------------
+def test_welch_matches_scipy() -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(0.0, 1.0, 7), rng.normal(0.8, 2.0, 5)
+    res = stats.ttest_ind(a, b, equal_var=False)
+    t, p = welch_test(a, b)
+    assert t == pytest.approx(float(res.statistic), rel=1e-12)
+    assert p == pytest.approx(float(res.pvalue), rel=1e-12)
+    assert welch_test([1.0, 2.0, math.nan, 3.0], [2.0, 4.0, 7.0]) == welch_test(
+        [1, 2, 3], [2, 4, 7]
+    )
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [([1.0], [1.0, 2.0, 3.0]), ([], []), ([2.0, 2.0, 2.0], [3.0, 3.0]), ([1.0, math.nan], [1, 2])],
+)
+def test_welch_undefined_is_nan(a: list[float], b: list[float]) -> None:
+    t, p = welch_test(a, b)
+    assert math.isnan(t)
+    assert math.isnan(p)
+
+
+def test_welch_one_constant_side_is_defined() -> None:
+    _, p = welch_test([2.0, 2.0, 2.0], [1.0, 2.0, 3.5])
+    assert 0.0 < p < 1.0

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import logging
 import os
 import signal
@@ -189,3 +190,32 @@ def test_runs_made_before_a_setting_existed_still_resume(tiny_config: Path, tmp_
     assert (out / "results.csv").read_text() == before
     with pytest.raises(InputError, match="different training"):
         run(cfg.select(epochs=1), out, progress=False)
+
+
+def test_a_default_calibrator_registered_since_reaches_a_resumed_study(
+    tiny_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``calibrators = []`` means every calibrator that applies: the rows cached for the
+    registry of the first run must not hide a calibrator registered since."""
+    from calibkit.calibrators import CALIBRATORS
+
+    items = dict(CALIBRATORS._items)
+    small = {k: items[k] for k in ("temperature", "histogram")}
+    monkeypatch.setattr(CALIBRATORS, "_items", small)
+    cfg = load_study_config(tiny_config).select(seeds=[0], models=["mlp"])
+    cfg = dataclasses.replace(cfg, calibrators=())
+    out = tmp_path / "out"
+    run(cfg, out, progress=False)
+    assert {r["calibrator"] for r in _csv(out / "results.csv")} == {
+        "none",
+        "temperature",
+        "histogram",
+    }
+    small["temperature_ece"] = items["temperature_ece"]  # a new default calibrator
+    run(cfg, out, progress=False)
+    assert {r["calibrator"] for r in _csv(out / "results.csv")} == {
+        "none",
+        "temperature",
+        "histogram",
+        "temperature_ece",
+    }

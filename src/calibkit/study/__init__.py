@@ -13,6 +13,7 @@ refused, not waited for (:mod:`calibkit.study.folder`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 from calibkit.core.errors import InputError
@@ -22,20 +23,23 @@ from calibkit.study.config import DataConfig, ModelSpec, StudyConfig, load_study
 from calibkit.study.executors import Executor, SerialExecutor, make_executor
 from calibkit.study.folder import locked_study_folder
 from calibkit.study.prepare import StudyData, prepare_data
-from calibkit.study.report import write_study_report
+from calibkit.study.report import ReportSection, SectionBuilder, report_sections, write_study_report
 from calibkit.study.runner import RunRecord, StudyRuns
 
 __all__ = [
     "COLUMNS",
     "DataConfig",
     "ModelSpec",
+    "ReportSection",
     "RunRecord",
+    "SectionBuilder",
     "StudyConfig",
     "StudyData",
     "StudyRuns",
     "load_study_config",
     "make_executor",
     "prepare_data",
+    "report_sections",
     "run_study",
     "write_study_report",
 ]
@@ -48,27 +52,29 @@ def run_study(
     progress: bool = True,
     report_only: bool = False,
     executor: Executor | None = None,
+    sections: Sequence[SectionBuilder] = (),
 ) -> StudyRuns:
     """Run (or resume) the study ``cfg`` into ``out`` and write its report there
-    (``report_only``: from what is finished, training and fitting nothing), its units of
-    work on ``executor`` (default: one after another in this process; see
-    :mod:`calibkit.study.executors`), which it starts and closes.
+        (``report_only``: from what is finished, training and fitting nothing), its units of
+        work on ``executor`` (default: one after another in this process; see
+        :mod:`calibkit.study.executors`), which it starts and closes. ``sections``: extra report
+    sections a reproduction adds (:data:`calibkit.study.report.SectionBuilder`).
 
-    Everything is checked before anything is written (the executor's resources too); a
-    refused study changes no file."""
+        Everything is checked before anything is written (the executor's resources too); a
+        refused study changes no file."""
     out = Path(out)
     cache = runner.check_study(cfg, out, report_only=report_only)
     executor = executor or SerialExecutor()
     try:
         executor.start(cfg)
         with locked_study_folder(out):
-            runs = runner.run_study(
+            runs = runner._run_unlocked(
                 cfg, out, progress=progress, report_only=report_only, cache=cache, executor=executor
             )
             if not runs.records:  # every finished run was removed since the check
                 raise InputError("--out", "a study folder with at least one trained run", str(out))
             logging.getLogger(__name__).info("writing the report")
-            write_study_report(cfg, runs.records, out, runs.classes, runs.sizes)
+            write_study_report(cfg, runs.records, out, runs.classes, runs.sizes, sections)
     except BaseException:  # failed or interrupted: the units still running are stopped
         executor.close(stop=True)
         raise

@@ -31,7 +31,7 @@ from calibkit.calibrators.clamping import ABLATIONS
 from calibkit.calibrators.clamping.registry import create_input_calibrator
 from calibkit.core.errors import InputError
 from calibkit.metrics import evaluate
-from calibkit.study.artifacts import cached_rows, make_row, write_json
+from calibkit.study.artifacts import make_row
 from calibkit.study.components import build_model
 from calibkit.study.config import ModelSpec, StudyConfig
 from calibkit.study.prepare import StudyData
@@ -74,40 +74,6 @@ def load_run_model(spec: ModelSpec, data: StudyData, rdir: Path) -> nn.Module:
             str(rdir / "model.safetensors"), "the weights of this run", str(exc)
         ) from None
     return model.eval()
-
-
-def clamp_run(
-    cfg: StudyConfig,
-    spec: ModelSpec,
-    seed: int,
-    data: StudyData,
-    rdir: Path,
-    progress: bool,
-    *,
-    fit: bool = True,
-) -> list[dict[str, Any]]:
-    """Rows of every input calibrator of ``cfg`` for one finished run.
-
-    Each method's rows are cached on their own, in ``clamping-<name>.json`` keyed by that
-    method's settings: a study killed during a long fit keeps the methods fitted before it,
-    and changing one method's parameters refits that method alone. With ``fit=False``,
-    only the cached rows are returned.
-    """
-    rows: list[dict[str, Any]] = []
-    model: nn.Module | None = None
-    for name in cfg.input_calibrators:
-        options = dict(cfg.input_calibrator_params.get(name, {}))
-        settings = clamp_settings(cfg, name)
-        path = rdir / f"clamping-{name}.json"
-        cached = cached_rows(path, settings)
-        if cached is None and not fit:
-            continue
-        if cached is None:
-            model = model or load_run_model(spec, data, rdir)
-            cached = fit_rows(cfg, spec.label, seed, data, model, name, options, progress)
-            write_json(path, {"settings": settings, "rows": cached})
-        rows += cached
-    return rows
 
 
 def clamp_settings(cfg: StudyConfig, name: str) -> dict[str, Any]:

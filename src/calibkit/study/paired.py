@@ -14,16 +14,24 @@ told from noise, and a large one within them can fail to be.
 >>> d = paired_differences(rows, "m", "ece")["other"]
 >>> round(d.mean * 100, 2), d.n, d.verdict
 (1.17, 3, 'worse')
+
+Unpaired groups (two training losses, each with its own seeds) are compared by Welch's
+test, :func:`welch_test`:
+
+>>> welch_test([1.0, 2.0, 3.0], [1.0])
+(nan, nan)
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats
 
 from calibkit.reporting.document import Cell, Table
@@ -106,3 +114,20 @@ def paired_table(rows: Sequence[Mapping[str, Any]], model: str) -> Table | None:
 
 def _p(p: float) -> str:
     return "—" if math.isnan(p) else f"{p:.3f}"
+
+
+def welch_test(a: npt.ArrayLike, b: npt.ArrayLike) -> tuple[float, float]:
+    """Welch's two-sample t-test ``(t, p)`` (``scipy.stats.ttest_ind(equal_var=False)``).
+
+    Non-finite values are dropped. With fewer than 2 values on either side, or with zero
+    variance on both sides (the test is undefined), both ``t`` and ``p`` are NaN.
+    """
+    x = np.asarray(a, dtype=np.float64).reshape(-1)
+    y = np.asarray(b, dtype=np.float64).reshape(-1)
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    if x.size < 2 or y.size < 2 or (np.ptp(x) == 0 and np.ptp(y) == 0):
+        return math.nan, math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = stats.ttest_ind(x, y, equal_var=False)
+    return float(res.statistic), float(res.pvalue)

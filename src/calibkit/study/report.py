@@ -2,13 +2,23 @@
 
 Every file is written atomically (the ``figures/`` folder as a whole), so a report is
 never half-written; running the study again rewrites it from the finished runs.
+
+A paper's reproduction adds its own sections (its tables, a finding, figures) without the
+report knowing the paper: a :data:`SectionBuilder` reads the config and the finished runs
+and returns a :class:`ReportSection`, or None when the study is not one it describes.
+Builders are passed to :func:`write_study_report` (and ``run_study``) as ``sections``, or,
+for a driver that runs the ``calibkit study`` command line, made the default of every report
+written within :func:`report_sections` (``experiments/wang2021/study.py`` does so). A builder
+only reads what the runs stored.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +47,40 @@ from calibkit.study.artifacts import COLUMNS, load_logits, load_temperature
 from calibkit.study.config import StudyConfig
 from calibkit.study.figures import confusion_counts, confusion_figure, training_curves_figure
 from calibkit.study.folder import record_written
-from calibkit.study.loss_report import loss_section
 from calibkit.study.paired import paired_table
 from calibkit.study.runner import RunRecord
 from calibkit.workflows.compare import TEMPERATURE_GRID
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """A section a reproduction adds to a study report: ``blocks`` (paragraphs, tables)
+    under ``title`` before the mean ± std tables, and ``figures`` first in the gallery."""
+
+    title: str
+    blocks: list[Block]
+    figures: list[Figure]
+
+
+#: Reads a study's config and finished runs; returns its section, or None when the study is
+#: not one the section describes.
+SectionBuilder = Callable[[StudyConfig, Sequence[RunRecord]], ReportSection | None]
+
+#: The builders :func:`report_sections` adds to every report while it is active.
+_DEFAULT_SECTIONS: list[SectionBuilder] = []
+
+
+@contextlib.contextmanager
+def report_sections(*builders: SectionBuilder) -> Iterator[None]:
+    """Every study report written within the block also gets ``builders``' sections (for a
+    driver that runs the ``calibkit study`` command line, which passes none itself)."""
+    before = list(_DEFAULT_SECTIONS)
+    _DEFAULT_SECTIONS.extend(builders)
+    try:
+        yield
+    finally:
+        _DEFAULT_SECTIONS[:] = before
+
 
 #: Default metrics of the mean +- std tables (a study's ``report_metrics`` replaces them).
 SHOWN = ("accuracy", "nll", "ece", "ece_floor", "aece", "mce", "brier", "temperature")
@@ -293,9 +333,10 @@ def study_document(
     tables: list[Table],
     classes: Sequence[str],
     sizes: dict[str, dict[str, int]],
+    sections: Sequence[SectionBuilder] = (),
 ) -> Document:
-    """The report as a document: header, how to read it, the loss section (when the models
-    differ by training loss), the tables, the figures."""
+    """The report as a document: header, how to read it, the extra ``sections`` (those that
+    describe this study), the tables, the figures (the sections' first)."""
     how = HOW_TO_READ
     if any(cfg.model_data(m).split_by_seed for m in cfg.models):
         how = how.replace("the data split is fixed", "each seed also draws another data split")
@@ -304,14 +345,14 @@ def study_document(
         Section("How to read this", [Paragraph(how)]),
     ]
     figures = study_figures(cfg, records, classes)
-    section = loss_section(cfg, records)
-    if section is not None:
-        blocks: list[Block] = [Paragraph(section.finding)]
-        blocks += [table_section(t) for t in section.tables]
-        body.append(Section("Training objectives", blocks))
-        figures = section.figures + figures
+    extra: list[Figure] = []
+    for build in sections:
+        section = build(cfg, records)
+        if section is not None:
+            body.append(Section(section.title, section.blocks))
+            extra += section.figures
     body += [table_section(t) for t in tables]
-    body.append(Section("Figures", [Gallery(figures)]))
+    body.append(Section("Figures", [Gallery(extra + figures)]))
     return Document(cfg.name, body)
 
 
@@ -331,10 +372,15 @@ def write_study_report(
     out: Path,
     classes: Sequence[str],
     sizes: dict[str, dict[str, int]],
+    sections: Sequence[SectionBuilder] = (),
 ) -> dict[str, Any]:
-    """Write results.csv/json, report.md/html and figures/ into ``out``; return the stats."""
+    """Write results.csv/json, report.md/html and figures/ into ``out``; return the stats.
+
+    ``sections``: builders of extra sections (see :data:`SectionBuilder`), after those of an
+    active :func:`report_sections`."""
     tables, stats = study_tables(cfg, records)
-    doc = study_document(cfg, records, tables, classes, sizes)
+    builders = [*_DEFAULT_SECTIONS, *sections]
+    doc = study_document(cfg, records, tables, classes, sizes, builders)
     summary = {
         model: {cal: {k: {"mean": m, "std": s} for k, (m, s) in d.items()} for cal, d in by.items()}
         for model, by in stats.items()

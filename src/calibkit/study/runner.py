@@ -96,11 +96,13 @@ def calibrate_run(cfg: StudyConfig, label: str, seed: int, rdir: Path) -> list[d
     run's temperature scaling (``temperature.json``) for the report's figures."""
     save_temperature(rdir)
     path = rdir / "calibration.json"
-    cached = cached_rows(path, calibration_settings(cfg))
+    z = load_logits(rdir)
+    settings = calibration_settings(cfg, z)
+    cached = cached_rows(path, settings)
     if cached is not None:
         return cached
-    rows = calibration_rows(cfg, label, seed, load_logits(rdir))
-    write_json(path, {"settings": calibration_settings(cfg), "rows": rows})
+    rows = calibration_rows(cfg, label, seed, z)
+    write_json(path, {"settings": settings, "rows": rows})
     return rows
 
 
@@ -167,7 +169,13 @@ class StudyRuns:
     seconds: float
 
 
-def run_study(
+def finished_runs(cfg: StudyConfig, out: Path) -> StudyRuns:
+    """The runs of ``cfg`` already finished in ``out``, read without taking the folder's
+    lock (a study may be writing it): nothing is trained, no input calibrator fitted."""
+    return _run_unlocked(cfg, out, progress=False, report_only=True)
+
+
+def _run_unlocked(
     cfg: StudyConfig,
     out: Path,
     *,

@@ -36,7 +36,7 @@ from calibkit.study.config import ModelSpec, Resources, StudyConfig
 from calibkit.study.identity import IDENTITY_FILE
 from calibkit.study.prepare import StudyData
 from calibkit.training import train
-from calibkit.workflows.compare import compare
+from calibkit.workflows.compare import compare, resolve_methods
 
 
 @dataclass(frozen=True)
@@ -114,15 +114,20 @@ def execute(unit: Unit, data: StudyData, threads: int | None = None) -> Finished
     return Finished(unit, out, where, time.perf_counter() - start)
 
 
-def calibration_settings(cfg: StudyConfig) -> dict[str, Any]:
-    """The settings that key a run's cached calibrator rows (``calibration.json``).
+def calibration_settings(cfg: StudyConfig, z: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The settings that key a run's cached calibrator rows (``calibration.json``), for its
+    saved logits ``z``.
 
+    ``calibrators`` is the list :func:`~calibkit.workflows.compare.compare` fits for this
+    run: the study's list, or (for ``[]``) every calibrator that applies, resolved now, so
+    that a calibrator registered since the rows were cached reaches a resumed study.
     ``rows`` is the version of what the calibrators compute: it went to 2 when histogram
     binning and isotonic regression began to smooth toward the uniform distribution by
     default, so rows cached before are computed again rather than reused."""
+    n_cal, n_classes = z["cal_logits"].shape
     return {
         "rows": 2,
-        "calibrators": list(cfg.calibrators),
+        "calibrators": resolve_methods(list(cfg.calibrators) or None, n_classes, n_cal),
         "params": cfg.calibrator_params,
         "n_bins": cfg.n_bins,
         "n_floor_draws": cfg.n_floor_draws,
@@ -195,7 +200,7 @@ def train_unit(unit: RunUnit, data: StudyData) -> RunArtefacts:
     with np.load(io.BytesIO(buf.getvalue()), allow_pickle=False) as f:
         z = {k: f[k] for k in f.files}  # as the saved file holds them
     rows = calibration_rows(cfg, spec.label, seed, z)
-    calibration = {"settings": calibration_settings(cfg), "rows": rows}
+    calibration = {"settings": calibration_settings(cfg, z), "rows": rows}
     return RunArtefacts(buf.getvalue(), safetensors_bytes(weights), info, calibration)
 
 

@@ -11,7 +11,7 @@ from scipy import stats
 
 from calibkit.core.errors import InputError
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig
-from calibkit.study.factor_figures import (
+from experiments.guo2017.factor_figures import (
     epoch_table,
     factor_figure,
     factor_levels,

@@ -1,6 +1,6 @@
 """Neural Clamping's Figure 2, Figure 3 and Appendix D from the fits of nc_figure_fits.py.
 
-    .venv/bin/python scripts/nc_figures.py FITS_OUT/MODEL_LABEL FIGURES SLUG NAME
+    python experiments/neural_clamping/nc_figures.py FITS_OUT/MODEL_LABEL FIGURES SLUG NAME
 
 Writes ``nc_ece_vs_gamma_<SLUG>.png``, ``nc_init_<SLUG>.png`` and ``nc_bins_<SLUG>.png``
 to ``FIGURES`` and prints the numbers quoted in
@@ -11,12 +11,16 @@ t-tests where two fits are compared).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-from calibkit.study.clamping_figures import (
+if __package__ in (None, ""):  # run as a file: the repository root makes `experiments` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from experiments.neural_clamping.clamping_figures import (
     BIN_COUNTS,
     load_fits,
     noise_floor,

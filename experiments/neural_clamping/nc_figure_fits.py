@@ -1,6 +1,6 @@
 """The Neural Clamping fits behind the paper's Figure 2, Figure 3 and Appendix D (resumable).
 
-    .venv/bin/python scripts/nc_figure_fits.py CONFIG STUDY_OUT MODEL_LABEL FITS_OUT \\
+    python experiments/neural_clamping/nc_figure_fits.py CONFIG STUDY_OUT MODEL_LABEL FITS_OUT \\
         [--seeds 0,1,2] [--gammas 0,0.5,1,2,3,5] [--random-gamma 1]
 
 For each finished run ``STUDY_OUT/runs/MODEL_LABEL/seed-S`` of a study (its weights and

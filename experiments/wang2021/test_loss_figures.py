@@ -15,14 +15,14 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from calibkit.core.errors import InputError
-from calibkit.study.loss_figures import (
+from experiments.wang2021.loss_figures import (
     calibration_size_figure,
     ece_vs_coefficient_figure,
     epoch_bands,
     max_logit_by_learned_epoch_figure,
     optimal_ece_per_epoch_figure,
 )
-from tests.study.test_analysis import ECES, METHODS, study_rows
+from experiments.wang2021.test_analysis import ECES, METHODS, study_rows
 
 
 @pytest.fixture(autouse=True)

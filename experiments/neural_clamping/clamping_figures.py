@@ -2,9 +2,9 @@
 
 Their Figure 2 (test ECE against the focal exponent gamma), Figure 3 (data-driven against
 random initial ``delta``, box plots over seeds) and Appendix D (the ECE of the same fits
-measured with other numbers of bins), drawn from the fits written by
-``scripts/nc_figure_fits.py``: one folder per seed, ``seed-<S>/<fit>.npz`` holding the
-fit's calibrated test logits (and ``none.npz`` the model's own logits and the labels).
+measured with other numbers of bins), drawn from the fits written by ``nc_figure_fits.py``
+(beside this module): one folder per seed, ``seed-<S>/<fit>.npz`` holding the fit's
+calibrated test logits (and ``none.npz`` the model's own logits and the labels).
 Fit names: ``nc@g<G>`` (NC, data-driven delta), ``nc_sgd@g<G>`` (the same, T where SGD
 left it), ``ts_focal@g<G>`` (TS by focal loss; ``g0`` is TS by NLL), ``nc_random@g<G>``.
 
@@ -93,7 +93,9 @@ def load_fits(folder: str | Path) -> ClampingFits:
                 temperature.setdefault(path.stem, {})[seed] = float(z["temperature"])
     if not labels:
         raise InputError(
-            "folder", "seed-<S>/none.npz files of scripts/nc_figure_fits.py", str(folder)
+            "folder",
+            "seed-<S>/none.npz files of experiments/neural_clamping/nc_figure_fits.py",
+            str(folder),
         )
     return ClampingFits(labels, probs, temperature)
 

@@ -24,7 +24,7 @@ from matplotlib.ticker import PercentFormatter
 
 from calibkit.core.errors import InputError
 from calibkit.reporting.figures import bin_bars, new_figure, plain, style_axes
-from calibkit.study.analysis import (
+from experiments.wang2021.analysis import (
     CALIBRATOR_NAMES,
     CE,
     METHOD_NAMES,
@@ -224,7 +224,7 @@ def calibration_size_figure(
     """Test ECE against the calibration-set size (log x): mean line, mean ± std band.
 
     ``curves`` maps a model's name to the output of
-    :func:`calibkit.study.analysis.calibration_size_curve` for it: ``{calibrator: array
+    :func:`experiments.wang2021.analysis.calibration_size_curve` for it: ``{calibrator: array
     (len(sizes), 2)}`` of mean and standard deviation. One panel per calibrator, one line
     per model, so each panel shows whether a model's lead holds at every size.
     """

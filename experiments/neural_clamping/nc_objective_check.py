@@ -1,6 +1,6 @@
 """Does Neural Clamping's learnt delta help beyond the calibration set? A diagnostic.
 
-    .venv/bin/python scripts/nc_objective_check.py CONFIG OUT MODEL_LABEL SEED [--gamma G]
+    python experiments/neural_clamping/nc_objective_check.py CONFIG OUT MODEL_LABEL SEED [--gamma G]
 
 For one finished run of a Neural Clamping study (its ``OUT/runs/MODEL_LABEL/seed-SEED``
 weights), fits NC with the study's data split and prints the calibration objective

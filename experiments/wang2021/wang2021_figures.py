@@ -1,6 +1,6 @@
 """Wang et al. (2021) Figures 1(d), 2, 4 (label-smoothing sweep) and 6(a) on bird vs cat.
 
-    .venv/bin/python scripts/wang2021_figures.py RUNS FIGURES
+    python experiments/wang2021/wang2021_figures.py RUNS FIGURES
 
 ``RUNS`` holds the study folders written by
 
@@ -17,16 +17,20 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 
 import numpy as np
 
+if __package__ in (None, ""):  # run as a file: the repository root makes `experiments` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from calibkit.reporting.figures import save_figure
 from calibkit.study import load_study_config
-from calibkit.study.analysis import welch_test
-from calibkit.study.loss_figures import optimal_ece_per_epoch_figure
-from calibkit.study.runner import RunRecord, run_study  # unlocked: reads while a study runs
-from calibkit.study.wang_figures import (
+from calibkit.study.paired import welch_test
+from calibkit.study.runner import RunRecord, finished_runs  # unlocked: reads while a study runs
+from experiments.wang2021.loss_figures import optimal_ece_per_epoch_figure
+from experiments.wang2021.wang_figures import (
     best_coefficient_figure,
     best_coefficients,
     ece_by_coefficient,
@@ -34,7 +38,7 @@ from calibkit.study.wang_figures import (
     reliability_after_ts_figure,
 )
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 LS = {"ce": 0.0, **{f"ls_{e}": float(e) for e in ("0.01", "0.03", "0.05", "0.07", "0.09")}}
 NAMES = {"ce": "CE", **{k: f"LS {v:g}" for k, v in LS.items() if k != "ce"}}
 NAMES["inverse_focal_2"] = "Inverse focal 2"
@@ -50,7 +54,7 @@ def records(config: Path, out: Path) -> list[RunRecord]:
     cfg = load_study_config(config)
     labels = [m.label for m in cfg.models if m.label in NAMES]
     cfg = cfg.select(models=labels, seeds=SEEDS)
-    return run_study(cfg, out, progress=False, report_only=True).records
+    return finished_runs(cfg, out).records
 
 
 def summary(recs: list[RunRecord]) -> None:

@@ -7,20 +7,21 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from calibkit.calibrators import get_calibrator
 from calibkit.core.errors import InputError
 from calibkit.metrics import ece
 from calibkit.reporting.render import markdown_table
-from calibkit.study.analysis import (
+from calibkit.study.paired import (
+    welch_test,
+)
+from experiments.wang2021.analysis import (
     DOWN,
     UP,
     calibration_size_curve,
     finding,
     table1,
     table2,
-    welch_test,
 )
 
 METHODS = {
@@ -71,34 +72,6 @@ def study_rows() -> list[dict[str, Any]]:
                     }
                 )
     return rows
-
-
-# ----- welch_test --------------------------------------------------------------------------
-def test_welch_matches_scipy() -> None:
-    rng = np.random.default_rng(0)
-    a, b = rng.normal(0.0, 1.0, 7), rng.normal(0.8, 2.0, 5)
-    res = stats.ttest_ind(a, b, equal_var=False)
-    t, p = welch_test(a, b)
-    assert t == pytest.approx(float(res.statistic), rel=1e-12)
-    assert p == pytest.approx(float(res.pvalue), rel=1e-12)
-    assert welch_test([1.0, 2.0, math.nan, 3.0], [2.0, 4.0, 7.0]) == welch_test(
-        [1, 2, 3], [2, 4, 7]
-    )
-
-
-@pytest.mark.parametrize(
-    ("a", "b"),
-    [([1.0], [1.0, 2.0, 3.0]), ([], []), ([2.0, 2.0, 2.0], [3.0, 3.0]), ([1.0, math.nan], [1, 2])],
-)
-def test_welch_undefined_is_nan(a: list[float], b: list[float]) -> None:
-    t, p = welch_test(a, b)
-    assert math.isnan(t)
-    assert math.isnan(p)
-
-
-def test_welch_one_constant_side_is_defined() -> None:
-    _, p = welch_test([2.0, 2.0, 2.0], [1.0, 2.0, 3.5])
-    assert 0.0 < p < 1.0
 
 
 # ----- table1 ------------------------------------------------------------------------------

@@ -1,11 +1,17 @@
-"""A tiny loss study on digits: the report gains the training-objective section."""
+"""A tiny loss study on digits: with the section builder, the report gains the
+training-objective section; without it (plain ``calibkit study``), it does not."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from calibkit.study import load_study_config, run_study
-from calibkit.study.loss_report import loss_methods
+from experiments.wang2021.loss_report import loss_methods, loss_section
+
+ROOT = Path(__file__).resolve().parents[2]
 
 LOSS_STUDY = """
 name = "tiny losses"
@@ -53,7 +59,7 @@ def test_loss_study_report_has_the_paper_tables_and_figures(tmp_path: Path) -> N
         "focal_3": ("focal", 3.0),
     }
     out = tmp_path / "out"
-    run_study(cfg, out, progress=False)
+    run_study(cfg, out, progress=False, sections=[loss_section])
     md = (out / "report.md").read_text()
     assert "## Training objectives" in md
     assert "Welch" in md
@@ -67,8 +73,35 @@ def test_loss_study_report_has_the_paper_tables_and_figures(tmp_path: Path) -> N
         "loss_calibration_size.png",
     } <= figures
     before = (out / "report.md").read_text()
-    run_study(cfg, out, progress=False)  # every row from the cache now (NaN stored as null)
+    run_study(cfg, out, progress=False, sections=[loss_section])  # rows from the cache now
     assert (out / "report.md").read_text() == before
+    run_study(cfg, out, progress=False)  # the generic report: no paper section of its own
+    md = (out / "report.md").read_text()
+    assert "Training objectives" not in md
+    assert not any(p.name.startswith("loss_") for p in (out / "figures").iterdir())
+
+
+def test_the_driver_is_calibkit_study_with_the_section(tmp_path: Path) -> None:
+    """``python experiments/wang2021/study.py CONFIG`` (a real process, run as a file) writes
+    the report ``run_study`` writes with the section."""
+    path = tmp_path / "l.toml"
+    path.write_text(LOSS_STUDY, encoding="utf-8")
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    driver = ROOT / "experiments" / "wang2021" / "study.py"
+    cmd = [sys.executable, str(driver), str(path), "--out", str(out), "--quiet"]
+    done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "## Training objectives" in (out / "report.md").read_text()
+    bad = subprocess.run(
+        [sys.executable, str(driver), str(tmp_path / "missing.toml")],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("calibkit: error:")
 
 
 def test_a_study_of_one_loss_has_no_loss_section(tmp_path: Path) -> None:

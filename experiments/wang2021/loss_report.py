@@ -7,19 +7,28 @@ binning, Welch t-tests against CE), a finding stated from the numbers, and four 
 ECE against the coefficient, the optimal ECE per epoch, the maximum training logit by the
 epoch each sample was learned, and the ECE after calibration against the calibration-set
 size.
+
+:func:`loss_section` is a section builder of the study report
+(:data:`calibkit.study.report.SectionBuilder`): ``study.py`` beside this module runs
+``calibkit study`` with it. Its tables and figures read what the runs stored, except the
+calibration-size curve, which refits the post-hoc calibrators on parts of each run's
+calibration logits (:func:`experiments.wang2021.analysis.calibration_size_curve`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from calibkit.metrics import score_decomposition
-from calibkit.reporting.document import Figure, Table
+from calibkit.reporting.document import Block, Figure, Paragraph, table_section
 from calibkit.reporting.figures import figure_png_bytes
-from calibkit.study.analysis import (
+from calibkit.study.artifacts import load_logits
+from calibkit.study.config import StudyConfig
+from calibkit.study.report import ReportSection
+from calibkit.study.runner import RunRecord
+from experiments.wang2021.analysis import (
     CE,
     Methods,
     calibration_size_curve,
@@ -29,29 +38,17 @@ from calibkit.study.analysis import (
     table1,
     table2,
 )
-from calibkit.study.artifacts import load_logits
-from calibkit.study.config import StudyConfig
-from calibkit.study.loss_figures import (
+from experiments.wang2021.loss_figures import (
     calibration_size_figure,
     ece_vs_coefficient_figure,
     max_logit_by_learned_epoch_figure,
     optimal_ece_per_epoch_figure,
 )
-from calibkit.study.runner import RunRecord
 
 #: Post-hoc methods of the paper, in the order of its Table 2 (TS with T searched for the
 #: lowest calibration ECE, histogram binning), then TS fitted by NLL (the usual TS, whose
 #: single parameter a small calibration set estimates with less variance), when present.
 POST_HOC = ("temperature_ece", "histogram", "temperature")
-
-
-@dataclass(frozen=True)
-class LossSection:
-    """Tables, the finding and the figures of the section."""
-
-    tables: list[Table]
-    finding: str
-    figures: list[Figure]
 
 
 def loss_methods(cfg: StudyConfig) -> Methods | None:
@@ -85,8 +82,9 @@ def _lowest(records: Sequence[RunRecord], labels: list[str], calibrator: str) ->
     return min(means, key=lambda lb: float(means[lb]))
 
 
-def loss_section(cfg: StudyConfig, records: Sequence[RunRecord]) -> LossSection | None:
-    """The section for ``cfg``'s records, or None when the study does not compare losses."""
+def loss_section(cfg: StudyConfig, records: Sequence[RunRecord]) -> ReportSection | None:
+    """The section for ``cfg``'s records, or None when the study does not compare losses
+    (a :data:`calibkit.study.report.SectionBuilder`)."""
     methods = loss_methods(cfg)
     if methods is None:
         return None
@@ -132,7 +130,8 @@ def loss_section(cfg: StudyConfig, records: Sequence[RunRecord]) -> LossSection 
         "(first seed; mean ± std over 5 draws per size)"
     )
     figures.append(Figure("loss_calibration_size.png", caption, figure_png_bytes(fig)))
-    return LossSection(tables, text, figures)
+    blocks: list[Block] = [Paragraph(text), *(table_section(t) for t in tables)]
+    return ReportSection("Training objectives", blocks, figures)
 
 
 def _decompositions(

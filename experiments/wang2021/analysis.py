@@ -5,26 +5,25 @@ the study's mapping ``label -> (method, coefficient)``, e.g. ``{"ce": ("cross_en
 0.0), "ls_0.01": ("label_smoothing", 0.01)}`` (labels are never parsed); cross-entropy is
 the reference. Tables, the finding and the calibration-size curve of Wang et al.
 
->>> welch_test([1.0, 2.0, 3.0], [1.0])
-(nan, nan)
+:func:`calibration_size_curve` refits calibrators on parts of a run's calibration logits:
+it is this reproduction's own analysis, not something the study's units computed.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from calibkit.calibrators import get_calibrator
 from calibkit.core.errors import InputError
 from calibkit.core.splits import stratified_split
 from calibkit.metrics import ece
 from calibkit.reporting.document import Cell, Table
+from calibkit.study.paired import welch_test
 
 F64 = npt.NDArray[np.float64]
 Row = Mapping[str, Any]
@@ -47,23 +46,6 @@ def model_name(method: str, coefficient: float) -> str:
 
 def _after(cal: str) -> str:
     return "without post-hoc" if cal == "none" else f"after {CALIBRATOR_NAMES.get(cal, cal)}"
-
-
-def welch_test(a: npt.ArrayLike, b: npt.ArrayLike) -> tuple[float, float]:
-    """Welch's two-sample t-test ``(t, p)`` (``scipy.stats.ttest_ind(equal_var=False)``).
-
-    Non-finite values are dropped. With fewer than 2 values on either side, or with zero
-    variance on both sides (the test is undefined), both ``t`` and ``p`` are NaN.
-    """
-    x = np.asarray(a, dtype=np.float64).reshape(-1)
-    y = np.asarray(b, dtype=np.float64).reshape(-1)
-    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
-    if x.size < 2 or y.size < 2 or (np.ptp(x) == 0 and np.ptp(y) == 0):
-        return math.nan, math.nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = stats.ttest_ind(x, y, equal_var=False)
-    return float(res.statistic), float(res.pvalue)
 
 
 class RowIndex:

@@ -4,9 +4,9 @@ For each study folder (made by ``calibkit study configs/guo2017_*.toml --out DIR
 config: the config (as config.toml), the folder's report.md and figures/ are copied, and
 ``factors.md`` is written beside them with the one-factor-at-a-time tables (Welch tests
 against the base, rank correlations), the NLL-overfitting table, the per-epoch tables and
-their figures (calibkit.study.factor_figures).
+their figures (experiments.guo2017.factor_figures).
 
-    python scripts/guo2017_report.py \\
+    python experiments/guo2017/guo2017_report.py \\
         configs/guo2017_birdcat.toml:/work/runs/guo2017_birdcat:birdcat \\
         configs/guo2017_cifar10.toml:/work/runs/guo2017_cifar10:cifar10 [--out docs/guo2017]
 
@@ -18,14 +18,18 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):  # run as a file: the repository root makes `experiments` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from calibkit.reporting.document import Document, Figure, Paragraph, table_section
 from calibkit.reporting.figures import figure_png_bytes
 from calibkit.reporting.render import to_markdown
 from calibkit.study import load_study_config
-from calibkit.study.factor_figures import (
+from experiments.guo2017.factor_figures import (
     epoch_table,
     factor_figure,
     factor_levels,
@@ -35,7 +39,7 @@ from calibkit.study.factor_figures import (
     trend_table,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def histories(results: dict[str, Any]) -> dict[str, list[list[dict[str, float]]]]:

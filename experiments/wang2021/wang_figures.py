@@ -5,7 +5,7 @@
 - their Figure 2: reliability diagrams before and after temperature scaling,
   :func:`reliability_after_ts_figure`;
 - their Figure 4 with the label-smoothing sweep: the study report's
-  :func:`~calibkit.study.loss_figures.optimal_ece_per_epoch_figure` on every smoothing
+  :func:`~experiments.wang2021.loss_figures.optimal_ece_per_epoch_figure` on every smoothing
   coefficient;
 - their Figure 6(a): the per-epoch loss curves of inverse focal loss beside CE,
   :func:`loss_curves_figure`.
@@ -34,9 +34,9 @@ from calibkit.core.errors import InputError
 from calibkit.core.outputs import log_softmax64
 from calibkit.metrics import ece, reliability_stats
 from calibkit.reporting.figures import new_figure, reliability_grid, style_axes, wrapped
-from calibkit.study.analysis import CALIBRATOR_NAMES
 from calibkit.study.artifacts import load_logits
 from calibkit.study.runner import RunRecord
+from experiments.wang2021.analysis import CALIBRATOR_NAMES
 
 F64 = npt.NDArray[np.float64]
 #: ``size -> coefficient -> calibrator -> ECE per seed``.

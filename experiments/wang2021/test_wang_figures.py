@@ -10,7 +10,7 @@ import pytest
 
 from calibkit.core.errors import InputError
 from calibkit.study.runner import RunRecord
-from calibkit.study.wang_figures import (
+from experiments.wang2021.wang_figures import (
     best_coefficient_figure,
     best_coefficients,
     ece_by_coefficient,

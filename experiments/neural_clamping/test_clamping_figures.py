@@ -10,7 +10,7 @@ import pytest
 
 from calibkit.core.errors import InputError
 from calibkit.metrics import ece
-from calibkit.study.clamping_figures import (
+from experiments.neural_clamping.clamping_figures import (
     BIN_COUNTS,
     bins_figure,
     gamma_figure,
