@@ -329,7 +329,7 @@ class AutoCalibrator(Calibrator):
         in as what that fit was (the lowest mean score)."""
         if isinstance(state, dict) and "reason_" not in state:
             folds = state.get("cv_fold_scores_", {})
-            first = next(iter(folds.values()), []) if isinstance(folds, dict) else []
+            first: object = next(iter(folds.values()), []) if isinstance(folds, dict) else []
             state = {
                 **state,
                 "paired_": {},
