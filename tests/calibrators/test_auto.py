@@ -104,8 +104,9 @@ def test_summary_and_repr_name_the_choice() -> None:
         auto.summary()
     auto.fit(z, y)
     text = auto.summary()
-    assert text.startswith(f"auto chose {auto.chosen_!r}: lowest mean NLL over 2 stratified")
-    assert f"{auto.chosen_}" in text.splitlines()[1]  # best first
+    assert text.startswith(f"auto chose {auto.chosen_!r}: ")
+    assert "(2 stratified folds, seed 0)" in text
+    assert f"{auto.chosen_}" in text.splitlines()[2]  # best first
     assert text.count("<- chosen") == 1
     assert repr(auto).endswith(f"chosen={auto.chosen_!r})")
 
@@ -114,12 +115,84 @@ def test_parameter_errors() -> None:
     with pytest.raises(NotFittedError):
         AutoCalibrator().predict_proba(np.zeros((2, 3)))
     for bad in ({"methods": "temperature"}, {"methods": []}, {"methods": ["auto"]},
-                {"criterion": "brier"}, {"n_folds": 1}, {"n_bins": 0}, {"seed": 0.5}):  # fmt: skip
+                {"criterion": "log"}, {"n_folds": 1}, {"rule": "best"},
+                {"baseline": "platt"}, {"n_bins": 0}, {"seed": 0.5}):  # fmt: skip
         with pytest.raises(InputError):
             AutoCalibrator(**bad)  # type: ignore[arg-type]
+
+
+def test_small_data_degrades_instead_of_refusing() -> None:
+    """Eight samples: two folds of four (a class of four rows caps them), not a refusal;
+    three samples: too few to cross-validate, temperature scaling is fitted and said."""
     z, y = random_problem(8, 2, seed=8)
-    with pytest.raises(InputError, match="at least 10 samples"):
-        AutoCalibrator(methods=["temperature"]).fit(z, y)
+    auto = AutoCalibrator(methods=["temperature", "isotonic"]).fit(z, y)
+    assert auto.folds_used_ == min(5, int(np.bincount(y).min()))
+    assert "fewer than 5" in auto.reason_
+    tiny = AutoCalibrator().fit(z[:3], np.array([0, 1, 1]))
+    assert tiny.chosen_ == "temperature"
+    assert tiny.folds_used_ == 0
+    assert "too few to cross-validate" in tiny.reason_
+
+
+def test_a_class_of_one_row_makes_the_folds_unstratified() -> None:
+    """100 classes, 300 samples (some class once): no refusal (it used to say
+    ``n_folds: expected at most the smallest class count of the calibration set (1)``)."""
+    rng = np.random.default_rng(0)
+    y = np.concatenate([np.arange(100), rng.integers(0, 100, 200)])
+    z = rng.normal(size=(300, 100)) + 3 * np.eye(100)[y]
+    auto = AutoCalibrator(methods=["temperature", "vector", "histogram"]).fit(z, y)
+    assert "not stratified" in auto.reason_
+    assert "vector" not in auto.cv_scores_  # it needs every class in a fold's training part
+    assert np.isfinite(auto.predict_proba(z)).all()
+
+
+def test_the_richer_method_must_beat_the_baseline_beyond_one_standard_error() -> None:
+    """The paired differences decide: a candidate whose mean is lower than the baseline's
+    but within one standard error of it loses to the baseline; ``rule="lowest"`` takes it."""
+    z, y = random_problem(300, 3, seed=3)
+    methods = ["temperature", "vector", "matrix"]
+    lowest = AutoCalibrator(methods=methods, rule="lowest").fit(z, y)
+    one_se = AutoCalibrator(methods=methods).fit(z, y)
+    assert lowest.cv_scores_ == one_se.cv_scores_  # the same folds, the same scores
+    for name, (d, se) in one_se.paired_.items():
+        assert se > 0
+        # the mean paired difference is the difference of the per-sample means
+        assert np.isfinite(d), name
+    beating = [n for n, (d, se) in one_se.paired_.items() if d + se < 0]
+    if beating:
+        assert one_se.chosen_ in beating
+    else:
+        assert one_se.chosen_ == "temperature"
+    assert lowest.chosen_ == min(lowest.cv_scores_, key=lambda n: lowest.cv_scores_[n])
+
+
+def test_a_clearly_better_method_is_chosen() -> None:
+    """Logits whose classes are miscalibrated each by its own temperature: vector scaling
+    is better than one temperature beyond any noise at 3,000 samples."""
+    rng = np.random.default_rng(1)
+    n, k = 3000, 4
+    z = rng.normal(size=(n, k)) * 3
+    scale = np.array([0.3, 1.0, 2.5, 4.0])
+    p = np.exp(z * scale) / np.exp(z * scale).sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(k, p=row) for row in p])
+    auto = AutoCalibrator(methods=["temperature", "vector"]).fit(z, y)
+    d, se = auto.paired_["vector"]
+    assert d + se < 0
+    assert auto.chosen_ == "vector"
+    assert "beat temperature by more than one standard error" in auto.reason_
+
+
+def test_a_file_saved_before_the_rule_loads(tmp_path: Path) -> None:
+    z, y = random_problem(200, 3, seed=7)
+    auto = AutoCalibrator(methods=["temperature", "histogram"], n_folds=2).fit(z, y)
+    doc = auto.to_json()
+    for key in ("paired_", "folds_used_", "reason_"):
+        del doc["state"][key]
+    for key in ("rule", "baseline"):
+        del doc["params"][key]
+    back = Calibrator.from_json(doc)
+    assert back.chosen_ == auto.chosen_
+    np.testing.assert_array_equal(back.predict_proba(z), auto.predict_proba(z))
 
 
 @pytest.mark.shared_data

@@ -274,8 +274,8 @@ def test_unwritable_apply_output(work: Path, capsys: pytest.CaptureFixture[str])
             ("--param t_max: expected a value above t_min",),
         ),
         (
-            ["fit", "--method", "auto", "preds.npz", "--param", "criterion=brier"],
-            ("--param criterion: expected one of nll, ece",),
+            ["fit", "--method", "auto", "preds.npz", "--param", "criterion=log"],
+            ("--param criterion: expected one of nll, brier, ece",),
         ),
         (["apply", "absent.json", "preds.npz"], ("calibrator file",)),
     ],

@@ -228,3 +228,28 @@ def test_evaluation_table_lists_every_metric_with_interval_and_floor(comp: Compa
     assert nll_line.split()[1] == f"{ev.values['nll']:.4f}"
     bare = format_evaluation_table(Evaluation({"ece": 0.031}))
     assert bare.splitlines()[1].split() == ["ECE", "3.10%"]
+
+
+def test_the_report_says_what_to_use_and_does_not_crown_an_ece_below_its_floor() -> None:
+    import numpy as np
+
+    from calibkit.core.outputs import as_outputs
+    from calibkit.reporting.compare_report import recommendation_paragraphs, results_dict
+    from calibkit.workflows.compare import compare
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(2000, 3)) * 2
+    p = np.exp(z / 1.5) / np.exp(z / 1.5).sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(3, p=row) for row in p])
+    cal, test = as_outputs(y[:1000], logits=z[:1000]), as_outputs(y[1000:], logits=z[1000:])
+    comp = compare(cal, test, ["histogram"], n_boot=0, seed=0, recommend=True)
+    assert comp.recommendation is not None
+    text = recommendation_paragraphs(comp)
+    assert text[0].startswith(f"**Use {comp.recommendation.method}.** Chosen on the calibration")
+    below = [
+        r.method for r in comp.rows if r.evaluation.values["ece"] < r.evaluation.values["ece_floor"]
+    ]
+    if below:
+        assert ", ".join(below) in text[-1]
+        assert "noise floor" in text[-1]
+    assert results_dict(comp, "t")["recommendation"]["method"] == comp.recommendation.method

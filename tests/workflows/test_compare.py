@@ -235,3 +235,30 @@ def test_default_methods_leave_out_those_a_missing_class_makes_refuse() -> None:
     assert "temperature" in names
     assert not [n for n in names if n != "none" and CALIBRATORS.get(n).needs_every_class]
     assert all(np.isfinite(r.evaluation.values["nll"]) for r in comp.rows)
+
+
+def test_the_recommendation_is_autos_rule_on_the_calibration_part_alone() -> None:
+    """The method to use comes from cross-fitting on the calibration part (the test part
+    only judges): the same choice as ``auto`` over the compared methods and TS."""
+    import numpy as np
+
+    from calibkit.calibrators import AutoCalibrator
+    from calibkit.core.outputs import as_outputs
+    from calibkit.workflows.compare import compare
+
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=(1200, 4)) * 3
+    scale = np.array([0.3, 1.0, 2.5, 4.0])  # each class miscalibrated its own way
+    p = np.exp(z * scale) / np.exp(z * scale).sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(4, p=row) for row in p])
+    cal, test = as_outputs(y[:800], logits=z[:800]), as_outputs(y[800:], logits=z[800:])
+    comp = compare(cal, test, ["vector", "histogram"], n_boot=0, seed=0, recommend=True)
+    rec = comp.recommendation
+    assert rec is not None
+    auto = AutoCalibrator(methods=["temperature", "vector", "histogram"]).fit(z[:800], y[:800])
+    assert rec.method == auto.chosen_ == "vector"
+    assert "beat temperature by more than one standard error" in rec.reason
+    scrambled = as_outputs(y[800:][::-1], logits=z[800:])  # another test part: same choice
+    again = compare(cal, scrambled, ["vector", "histogram"], n_boot=0, recommend=True)
+    assert again.recommendation == rec
+    assert compare(cal, test, ["vector"], n_boot=0).recommendation is None  # only when asked

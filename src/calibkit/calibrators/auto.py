@@ -1,10 +1,25 @@
 """Automatic choice of a calibrator by cross-validation on the calibration set.
 
 ``AutoCalibrator`` ("auto") splits the calibration set into ``n_folds`` stratified folds
-(shuffled with ``seed``), fits every candidate method on each ``n_folds - 1`` folds, scores
-it on the held-out fold by ``criterion`` (``"nll"`` or top-label ``"ece"`` with ``n_bins``
-equal-width bins), averages the fold scores, picks the lowest (the first listed on a tie)
-and refits that method on the whole calibration set. ``predict_proba`` delegates to it.
+(shuffled with ``seed``), fits every candidate method on each ``n_folds - 1`` folds, and
+scores it on the held-out fold by ``criterion``: a proper score, ``"nll"`` (the default) or
+``"brier"``, or top-label ``"ece"`` with ``n_bins`` equal-width bins. Every candidate is
+scored on the same folds, so its held-out losses are paired with the baseline's
+(``baseline``, temperature scaling by default) sample by sample (fold by fold for ECE).
+
+The rule (``rule="one_se"``, the default): the simpler method wins unless the richer one is
+better beyond the noise of those folds. A candidate beats the baseline when its mean paired
+difference is below zero by more than one standard error of that mean; among those that do,
+the lowest mean score is chosen, and if none does, the baseline is. ``rule="lowest"`` picks
+the lowest mean score (the first listed on a tie), as ``auto`` did before. The chosen method
+is refitted on the whole calibration set; ``predict_proba`` delegates to it.
+
+Small data degrades the cross-validation, it does not refuse it: with a class of fewer
+than ``n_folds`` rows, the folds are as many as that class has; with a class of one row,
+they are unstratified (and the methods that need every class in a fold's training part are
+left out); a candidate whose fit fails on some fold is left out, and said; with fewer than
+4 samples, or no candidate left but the baseline, the baseline is fitted and the reason
+kept in ``reason_``.
 
 Candidates: ``methods`` names them; by default every registered method that applies to the
 data's number of classes (binary-only methods only for two classes), except ``"auto"``
@@ -14,7 +29,9 @@ when a class is absent from the labels or from a fold's training part. Names are
 in the registry at fit time, so methods registered later are candidates too.
 
 Fitted state: ``chosen_`` (the method name), ``cv_scores_`` (name -> mean score),
-``cv_fold_scores_`` (name -> per-fold scores) and ``chosen_state_``, the chosen calibrator's
+``cv_fold_scores_`` (name -> per-fold scores), ``paired_`` (name -> ``[mean difference
+from the baseline, its standard error]``), ``folds_used_``, ``reason_`` (why the choice, in
+words) and ``chosen_state_``, the chosen calibrator's
 :meth:`~calibkit.calibrators.base.Calibrator.to_json` dict, from which a loaded
 ``AutoCalibrator`` rebuilds it on first use. :meth:`AutoCalibrator.summary` says what was
 picked and why.
@@ -26,9 +43,10 @@ picked and why.
 >>> auto.chosen_
 'temperature'
 >>> print(auto.summary())  # doctest: +ELLIPSIS
-auto chose 'temperature': lowest mean NLL over 5 stratified folds (seed 0)
+auto chose 'temperature': no candidate beat temperature's NLL by more than one standard error
+(5 stratified folds, seed 0)
   temperature  0.88...  <- chosen
-  histogram    1.03...
+  histogram    1.03...  +0.1... ± 0.0... vs temperature
 """
 
 from __future__ import annotations
@@ -43,14 +61,19 @@ from calibkit.core import validation as v
 from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import MappingOf
-from calibkit.core.outputs import ClassifierOutputs
-from calibkit.metrics import ece, nll
+from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.metrics import brier, ece, nll
+from calibkit.metrics.samples import brier_per_sample, nll_per_sample
 
 if TYPE_CHECKING:
     from torch import nn
 
-Criterion = Literal["nll", "ece"]
-CRITERIA: tuple[str, ...] = ("nll", "ece")
+Criterion = Literal["nll", "brier", "ece"]
+CRITERIA: tuple[str, ...] = ("nll", "brier", "ece")
+Rule = Literal["one_se", "lowest"]
+RULES: tuple[str, ...] = ("one_se", "lowest")
+#: The fewest samples cross-validated (two folds of two); below, the baseline is fitted.
+MIN_SAMPLES = 4
 #: Registered methods run only when named (by ``auto`` and by ``compare``), so that adding
 #: them changed no default output (issue 15's post-hoc methods).
 NAMED_ONLY: tuple[str, ...] = (
@@ -88,14 +111,19 @@ class AutoCalibrator(Calibrator):
     methods : list of str or None
         The candidates (not ``"auto"``); ``None``: every method that applies, except those
         in ``EXCLUDED_BY_DEFAULT``.
-    criterion : {"nll", "ece"}
+    criterion : {"nll", "brier", "ece"}
         The held-out score to minimise.
     n_folds : int
-        Stratified folds (>= 2), shuffled with ``seed``.
+        Stratified folds (>= 2), shuffled with ``seed`` (fewer on small classes).
     seed : int
         Seed of the fold assignment.
     n_bins : int
         Equal-width bins of the ECE criterion.
+    rule : {"one_se", "lowest"}
+        ``"one_se"``: the baseline unless a candidate beats it by more than one standard
+        error of the paired difference; ``"lowest"``: the lowest mean score.
+    baseline : str
+        The simple method the others must beat (``"temperature"``).
 
     Attributes
     ----------
@@ -107,7 +135,9 @@ class AutoCalibrator(Calibrator):
     Examples
     --------
     >>> AutoCalibrator(methods=["temperature", "platt"], criterion="ece").get_params()
-    {'methods': ['temperature', 'platt'], 'criterion': 'ece', 'n_folds': 5, 'seed': 0, 'n_bins': 15}
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'methods': ['temperature', 'platt'], 'criterion': 'ece', 'n_folds': 5, 'seed': 0,
+     'n_bins': 15, 'rule': 'one_se', 'baseline': 'temperature'}
     """
 
     param_constraints: ClassVar[v.Constraints] = {
@@ -116,11 +146,16 @@ class AutoCalibrator(Calibrator):
         "n_folds": v.Integer(2, 100),
         "seed": v.SEED,
         "n_bins": N_BINS,
+        "rule": v.Choice(*RULES),
+        "baseline": v.String(),
     }
     state_constraints: ClassVar[v.Constraints] = {
         "chosen_": v.String(),
         "cv_scores_": MappingOf(v.Real()),
         "cv_fold_scores_": MappingOf(v.ListOf(v.Real(), as_list=True)),
+        "paired_": MappingOf(v.ListOf(v.Real(), as_list=True)),
+        "folds_used_": v.Integer(0, 100),
+        "reason_": v.String(),
         "chosen_state_": _SavedCalibrator(),
     }
     methods: list[str] | None
@@ -128,6 +163,8 @@ class AutoCalibrator(Calibrator):
     n_folds: int
     seed: int
     n_bins: int
+    rule: Rule
+    baseline: str
 
     def __init__(
         self,
@@ -136,12 +173,22 @@ class AutoCalibrator(Calibrator):
         n_folds: int = 5,
         seed: int = 0,
         n_bins: int = 15,
+        rule: Rule = "one_se",
+        baseline: str = "temperature",
     ) -> None:
         self._set_params(
-            methods=methods, criterion=criterion, n_folds=n_folds, seed=seed, n_bins=n_bins
+            methods=methods,
+            criterion=criterion,
+            n_folds=n_folds,
+            seed=seed,
+            n_bins=n_bins,
+            rule=rule,
+            baseline=baseline,
         )
         if self.methods is not None and "auto" in self.methods:
             raise InputError("methods", "names other than 'auto'", repr(methods))
+        if CALIBRATORS.get(self.baseline).binary_only or self.baseline == "auto":
+            raise InputError("baseline", "a method for any number of classes", repr(baseline))
         self._chosen: Calibrator | None = None
 
     def candidates(self, n_classes: int, every_class: bool = True) -> list[str]:
@@ -167,39 +214,129 @@ class AutoCalibrator(Calibrator):
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         z = np.asarray(out.as_logits(), dtype=np.float64)
-        folds = self._folds(out.labels)
-        seen = min(np.unique(out.labels[train]).size for train, _ in folds)
-        names = self.candidates(out.n_classes, every_class=seen == out.n_classes)
-        fold_scores: dict[str, list[float]] = {name: [] for name in names}
-        for train, test in folds:
-            for name in names:
-                cal = get_calibrator(name).fit(z[train], out.labels[train])
-                fold_scores[name].append(self._score(out.labels[test], cal.predict_proba(z[test])))
+        labels = out.labels
+        folds, how = self._folds(labels)
+        names: list[str] = []
+        if folds:
+            seen = min(np.unique(labels[train]).size for train, _ in folds)
+            names = self.candidates(out.n_classes, every_class=seen == out.n_classes)
+        fold_scores: dict[str, list[float]] = {}
+        losses: dict[str, F64] = {}
+        dropped: list[str] = []
+        for name in names:
+            scores, held = [], np.empty(labels.shape[0])
+            try:
+                for train, test in folds:
+                    cal = get_calibrator(name).fit(z[train], labels[train])
+                    probs = cal.predict_proba(z[test])
+                    scores.append(self._score(labels[test], probs))
+                    held[test] = self._losses(labels[test], probs)
+            except InputError:  # e.g. a fold too small for the method's own settings
+                dropped.append(name)
+                continue
+            fold_scores[name], losses[name] = scores, held
         means = {name: float(np.mean(s)) for name, s in fold_scores.items()}
-        best = min(names, key=lambda name: means[name])  # first listed on a tie
-        chosen = get_calibrator(best).fit(z, out.labels)
+        paired = self._paired(fold_scores, losses)
+        best, reason = self._choose(means, paired, len(folds), how)
+        if dropped:
+            reason += f"; left out, their fit failed on a fold: {', '.join(dropped)}"
+        chosen = get_calibrator(best).fit(z, labels)
         self.chosen_ = best
-        self.cv_scores_ = means
+        self.cv_scores_ = means if means else {best: float("nan")}
         self.cv_fold_scores_ = fold_scores
+        self.paired_ = paired
+        self.folds_used_ = len(folds)
+        self.reason_ = reason
         self.chosen_state_ = chosen.to_json()
         self._chosen = chosen
 
-    def _folds(self, labels: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        if labels.shape[0] < 2 * self.n_folds:
-            raise InputError(
-                "labels",
-                f"at least {2 * self.n_folds} samples for {self.n_folds}-fold CV",
-                f"{labels.shape[0]} samples",
-            )
-        from sklearn.model_selection import StratifiedKFold  # lazy: sklearn costs seconds at import
+    def _folds(self, labels: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarray]], str]:
+        """The folds (none below :data:`MIN_SAMPLES`) and how they were made, in words."""
+        n = labels.shape[0]
+        if n < MIN_SAMPLES:
+            return [], f"{n} samples, too few to cross-validate"
+        # lazy: sklearn costs seconds at import
+        from sklearn.model_selection import KFold, StratifiedKFold
 
-        skf = StratifiedKFold(n_splits=self.n_folds, shuffle=True, random_state=self.seed)
-        return list(skf.split(np.zeros((labels.shape[0], 1)), labels))
+        smallest = int(np.unique(labels, return_counts=True)[1].min())
+        k = min(self.n_folds, smallest)
+        if k >= 2:
+            skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=self.seed)
+            fewer = (
+                f", fewer than {self.n_folds}: a class has {smallest} rows"
+                if k < self.n_folds
+                else ""
+            )
+            return list(skf.split(np.zeros((n, 1)), labels)), f"{k} stratified folds{fewer}"
+        k = min(self.n_folds, n // 2)
+        kf = KFold(n_splits=k, shuffle=True, random_state=self.seed)
+        return list(kf.split(np.zeros((n, 1)))), f"{k} folds, not stratified: a class has 1 row"
 
     def _score(self, labels: np.ndarray, probs: F64) -> float:
-        if self.criterion == "nll":
-            return nll(labels, probs=probs)
-        return ece(labels, probs=probs, n_bins=self.n_bins)
+        if self.criterion == "ece":
+            return ece(labels, probs=probs, n_bins=self.n_bins)
+        return nll(labels, probs=probs) if self.criterion == "nll" else brier(labels, probs=probs)
+
+    def _losses(self, labels: np.ndarray, probs: F64) -> F64:
+        """Each sample's held-out log loss or Brier score, as :func:`~calibkit.metrics.nll`
+        and :func:`~calibkit.metrics.brier` average them (for ECE: its log loss, unused,
+        since ECE is paired fold by fold)."""
+        out = as_outputs(labels, probs=probs)
+        return brier_per_sample(out) if self.criterion == "brier" else nll_per_sample(out)
+
+    def _paired(
+        self, fold_scores: dict[str, list[float]], losses: dict[str, F64]
+    ) -> dict[str, list[float]]:
+        """Each candidate's mean paired difference from the baseline and its standard error:
+        over samples for a proper score, over folds for ECE."""
+        if self.baseline not in fold_scores:
+            return {}
+        out = {}
+        for name in fold_scores:
+            if name == self.baseline:
+                continue
+            if self.criterion == "ece":
+                d = np.subtract(fold_scores[name], fold_scores[self.baseline])
+            else:
+                d = losses[name] - losses[self.baseline]
+            se = float(np.std(d, ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("inf")
+            out[name] = [float(np.mean(d)), se]
+        return out
+
+    def _choose(
+        self, means: dict[str, float], paired: dict[str, list[float]], folds: int, how: str
+    ) -> tuple[str, str]:
+        """The method chosen and why, in words."""
+        score = self.criterion.upper()
+        if not means:
+            return self.baseline, f"{how}: {self.baseline} fitted"
+        if self.rule == "lowest" or self.baseline not in means:
+            best = min(means, key=lambda name: means[name])  # first listed on a tie
+            return best, f"lowest mean {score} over {how}"
+        better = [name for name, (d, se) in paired.items() if d + se < 0]
+        if not better:
+            why = f"no candidate beat {self.baseline}'s {score} by more than one standard error"
+            return self.baseline, f"{why}\n({how}, seed {self.seed})"
+        best = min(better, key=lambda name: means[name])
+        d, se = paired[best]
+        return best, (
+            f"lowest mean {score} of the candidates that beat {self.baseline} by more than one "
+            f"standard error ({d:+.4g} ± {se:.2g})\n({how}, seed {self.seed})"
+        )
+
+    def _load_state(self, state: object) -> None:
+        """A file saved before the one-standard-error rule lacks its fields: they are filled
+        in as what that fit was (the lowest mean score)."""
+        if isinstance(state, dict) and "reason_" not in state:
+            folds = state.get("cv_fold_scores_", {})
+            first: object = next(iter(folds.values()), []) if isinstance(folds, dict) else []
+            state = {
+                **state,
+                "paired_": {},
+                "folds_used_": len(first) if isinstance(first, list) else 0,
+                "reason_": "lowest mean score (a file saved before the one-standard-error rule)",
+            }
+        super()._load_state(state)
 
     def _check_state(self) -> None:
         chosen = Calibrator.from_json(self.chosen_state_, source="state.chosen_state_")
@@ -227,16 +364,18 @@ class AutoCalibrator(Calibrator):
         return self.chosen._module()
 
     def summary(self) -> str:
-        """Which method was picked and why: the mean cross-validated score of each candidate."""
+        """Which method was picked and why: each candidate's mean cross-validated score and
+        its paired difference from the baseline (± one standard error)."""
         self.check_is_fitted()
-        lines = [
-            f"auto chose {self.chosen_!r}: lowest mean {self.criterion.upper()} over "
-            f"{self.n_folds} stratified folds (seed {self.seed})"
-        ]
+        lines = [f"auto chose {self.chosen_!r}: {self.reason_}"]
         width = max(len(name) for name in self.cv_scores_)
         for name, score in sorted(self.cv_scores_.items(), key=lambda item: item[1]):
             mark = "  <- chosen" if name == self.chosen_ else ""
-            lines.append(f"  {name:<{width}}  {score:.6g}{mark}")
+            pair = ""
+            if name in self.paired_:
+                d, se = self.paired_[name]
+                pair = f"  {d:+.4g} ± {se:.2g} vs {self.baseline}"
+            lines.append(f"  {name:<{width}}  {score:.6g}{pair}{mark}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -79,11 +79,12 @@ def run(args: argparse.Namespace) -> int:
             "calibration part", "at least 2 distinct labels", f"only label {int(cal.labels[0])}"
         )
     try:
-        names = resolve_methods(methods, cal.n_classes, cal.n_samples)
+        every_class = len(set(cal.labels.tolist())) == cal.n_classes
+        names = resolve_methods(methods, cal.n_classes, cal.n_samples, every_class)
     except InputError as exc:
         raise renamed(exc, "--methods") from None
     numbers = {"n_bins": args.n_bins, "n_boot": args.n_boot, "seed": args.seed, "mode": args.mode}
-    comp = compare(cal, test, names, source=source, **numbers)
+    comp = compare(cal, test, names, source=source, recommend=True, **numbers)
     say(f"writing the report to {out_dir}")
     title = f"Calibration report: {source.split(',')[0]}"
     write_compare_report(comp, out_dir, title=title, name=name)

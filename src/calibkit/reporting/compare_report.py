@@ -145,6 +145,9 @@ def results_dict(comp: Comparison, title: str) -> dict[str, Any]:
             "ece": comp.ece_curve.tolist(),
         },
     }
+    if comp.recommendation is not None:
+        rec = comp.recommendation
+        results["recommendation"] = {"method": rec.method, "reason": rec.reason}
     return json_ready(results)  # type: ignore[no-any-return]
 
 
@@ -177,6 +180,41 @@ def _summary(comp: Comparison) -> str:
     )
 
 
+def recommendation_paragraphs(comp: Comparison) -> list[str]:
+    """What to use and why (the rule, on the calibration part), its test numbers beside
+    temperature scaling's, and the methods whose ECE is below its noise floor (not better
+    than each other at this size: not crowned)."""
+    rec = comp.recommendation
+    if rec is None:
+        return []
+    rows = {r.method: r.evaluation for r in comp.rows}
+    text = [f"**Use {rec.method}.** Chosen on the calibration part alone: {rec.reason}."]
+    chosen, ts = rows.get(rec.method), rows.get("temperature")
+    if chosen is not None:
+        v = chosen.values
+        line = (
+            f"On the test part: NLL {v['nll']:.4f}, ECE {100 * v['ece']:.2f}% "
+            f"(noise floor {100 * v.get('ece_floor', math.nan):.2f}%)"
+        )
+        if ts is not None and rec.method != "temperature":
+            t = ts.values
+            line += f"; temperature scaling NLL {t['nll']:.4f}, ECE {100 * t['ece']:.2f}%"
+        text.append(line + ".")
+    below = [
+        r.method
+        for r in comp.rows
+        if r.evaluation.values.get("ece", math.inf) < r.evaluation.values.get("ece_floor", 0.0)
+    ]
+    if below:
+        text.append(
+            "ECE below its noise floor (indistinguishable from calibrated at this test size, "
+            "so not better than each other by ECE; compare NLL and Brier): "
+            + ", ".join(below)
+            + "."
+        )
+    return text
+
+
 def compare_document(comp: Comparison, title: str, figures: list[Figure]) -> Document:
     """The report as a document: summary, how to read it, the tables, the figures."""
     intro = [Paragraph(f"Source: {comp.source}", meta=True)] if comp.source else []
@@ -188,6 +226,11 @@ def compare_document(comp: Comparison, title: str, figures: list[Figure]) -> Doc
         [
             *intro,
             Paragraph(_summary(comp), meta=True),
+            *(
+                [Section("Recommendation", [Paragraph(p) for p in recommendation_paragraphs(comp)])]
+                if comp.recommendation is not None
+                else []
+            ),
             Section("How to read this", [Paragraph(p) for p in (how, marks_note(comp)) if p]),
             *(table_section(t) for t in comparison_tables(comp)),
             Section("Figures", [*big, Gallery(singles)]),

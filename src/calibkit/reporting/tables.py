@@ -237,4 +237,6 @@ def format_comparison_summary(comp: Comparison) -> str:
             f"{format_params(r.params, r.chosen)}"
         )
         lines.append(line.rstrip())
+    if comp.recommendation is not None:
+        lines.append(f"recommended: {comp.recommendation.method} ({comp.recommendation.reason})")
     return "\n".join(lines)

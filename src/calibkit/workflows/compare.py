@@ -68,8 +68,10 @@ __all__ = [
     "UNCALIBRATED",
     "Comparison",
     "MethodResult",
+    "Recommendation",
     "applicable_methods",
     "compare",
+    "recommendation",
     "resolve_methods",
     "split_indices",
     "split_outputs",
@@ -115,6 +117,25 @@ class MethodResult:
 
 
 @dataclass(frozen=True)
+class Recommendation:
+    """The calibrator to use, chosen on the calibration part alone by ``auto``'s rule
+    (:class:`~calibkit.calibrators.AutoCalibrator`: cross-fitted NLL, temperature scaling
+    unless a richer method beats it by more than one standard error of the paired
+    difference), never by the test part that the rows are judged on.
+
+    Attributes
+    ----------
+    method, reason
+        The method and why, in words. ``summary`` is the rule's table: each candidate's
+        mean cross-fitted NLL and its paired difference from temperature scaling.
+    """
+
+    method: str
+    reason: str
+    summary: str
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Every method's result on the same test part, the uncalibrated row first.
 
@@ -129,6 +150,8 @@ class Comparison:
     kind : str
         What the calibrators were given: ``"logits"``, ``"probs"`` (log-probabilities
         then), or ``"mixed"`` (one part of each).
+    recommendation : Recommendation or None
+        The method to use (with ``recommend=True``).
 
     Examples
     --------
@@ -149,6 +172,7 @@ class Comparison:
     n_boot: int = 0
     seed: int = 0
     kind: str = "logits"
+    recommendation: Recommendation | None = None
 
     def row(self, method: str) -> MethodResult:
         """The result of ``method`` (InputError if it was not compared)."""
@@ -309,6 +333,7 @@ def compare(
     mode: Mode = "top_label",
     source: str = "",
     params: Mapping[str, Mapping[str, Any]] | None = None,
+    recommend: bool = False,
 ) -> Comparison:
     """Fit each method on ``cal``, evaluate it on ``test``; the ``"none"`` row comes first.
 
@@ -326,6 +351,10 @@ def compare(
         Where the outputs came from (kept in the result). Each step is logged (INFO).
     params : mapping, optional
         Calibrator parameters by method, e.g. ``{"temperature_ece": {"t_max": 10.0}}``.
+    recommend : bool
+        Also say which method to use (:class:`Recommendation`): ``auto``'s rule over the
+        compared methods and temperature scaling, cross-fitted on ``cal`` (each candidate
+        with its default parameters; ``n_folds`` times the fits).
 
     Returns
     -------
@@ -344,6 +373,7 @@ def compare(
     settings: dict[str, Any] = {"n_bins": n_bins, "n_boot": n_boot, "seed": seed, "mode": mode}
     rows = _rows(cal, test, names, settings, params or {})
     curve = ece_temperature_curve(test.as_logits(), test.labels, TEMPERATURE_GRID, n_bins)
+    chosen = recommendation(cal, names, seed) if recommend else None
     return Comparison(
         rows=rows,
         n_cal=cal.n_samples,
@@ -356,4 +386,27 @@ def compare(
         n_boot=n_boot,
         seed=seed,
         kind=cal.kind if cal.kind == test.kind else "mixed",
+        recommendation=chosen,
     )
+
+
+def recommendation(cal: ClassifierOutputs, names: Sequence[str], seed: int = 0) -> Recommendation:
+    """The method to use among ``names`` and temperature scaling, by ``auto``'s rule on
+    ``cal`` alone (see :class:`Recommendation`).
+
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(400, 3)) * 3
+    >>> y = np.array([rng.choice(3, p=np.exp(r / 3) / np.exp(r / 3).sum()) for r in z])
+    >>> recommendation(as_outputs(y, logits=z), ["vector", "histogram"]).method
+    'temperature'
+    """
+    from calibkit.calibrators.auto import AutoCalibrator
+
+    candidates = [n for n in names if n != "auto"]
+    if "temperature" not in candidates:
+        candidates.insert(0, "temperature")
+    _log.info(
+        f"choosing among {len(candidates)} methods by cross-fitted NLL on the calibration part"
+    )
+    auto = AutoCalibrator(methods=candidates, seed=seed).fit(cal.as_logits(), cal.labels)
+    return Recommendation(auto.chosen_, auto.reason_.replace("\n", " "), auto.summary())
