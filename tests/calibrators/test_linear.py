@@ -360,13 +360,20 @@ def test_bad_parameters(cls: type[Calibrator], kw: dict, argument: str) -> None:
     assert argument in str(info.value)
 
 
-def test_more_folds_than_the_smallest_class_is_an_input_error() -> None:
+def test_fewer_rows_than_folds_in_a_class_cross_validate_on_fewer_folds() -> None:
+    """A class of 2 rows: 2 folds instead of 3, the same fit as asking for 2 (it used to be
+    refused, so that at 100 classes and 300 samples nothing could be fitted); a class of
+    one row: no cross-validation, the strongest penalty of the grid."""
     z = np.random.default_rng(12).normal(size=(30, 3))
     y = np.array([0, 1] * 14 + [2, 2])  # class 2 has only 2 samples
-    with pytest.raises(InputError, match=r"n_folds: .*smallest class count .*\(2\).*got 3"):
-        DirichletCalibration(n_folds=3).fit(z, y)
-    DirichletCalibration(n_folds=3, reg_lambda=1.0).fit(z, y)  # no CV: no constraint
-    DirichletCalibration(n_folds=2).fit(z, y)
+    three = DirichletCalibration(n_folds=3).fit(z, y)
+    two = DirichletCalibration(n_folds=2).fit(z, y)
+    np.testing.assert_array_equal(three.predict_proba(z), two.predict_proba(z))
+    assert three.reg_lambda_ == two.reg_lambda_
+    y[-1] = 0  # class 2 once
+    one = DirichletCalibration(n_folds=3).fit(z, y)
+    assert one.reg_lambda_ == max(one.lambda_grid)
+    assert one.cv_nll_.size == 0
 
 
 def test_wrong_width_at_predict_time() -> None:

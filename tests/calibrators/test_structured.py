@@ -124,13 +124,15 @@ def test_sms_cv_chooses_the_scale_of_lowest_held_out_nll() -> None:
     np.testing.assert_allclose(cal.predict_proba(z), fixed.predict_proba(z), rtol=0, atol=1e-6)
 
 
-def test_sms_cv_refuses_more_folds_than_the_smallest_class() -> None:
+def test_sms_cv_cross_validates_on_as_many_folds_as_the_smallest_class_has_rows() -> None:
     z, y = random_problem(30, 3, seed=8)
     y[:] = 0
     y[:3] = 1
     y[3:6] = 2
-    with pytest.raises(InputError, match="n_folds"):
-        StructuredMatrixScalingCV().fit(z, y)
+    five = StructuredMatrixScalingCV().fit(z, y)  # 3 rows in the smallest class: 3 folds
+    three = StructuredMatrixScalingCV(n_folds=3).fit(z, y)
+    np.testing.assert_array_equal(five.predict_proba(z), three.predict_proba(z))
+    assert five.cv_nll_.size == len(five.scale_grid)
 
 
 @pytest.mark.parametrize("cls", STRUCTURED)

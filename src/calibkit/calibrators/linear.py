@@ -67,7 +67,6 @@ from calibkit.calibrators.linear_solver import (
     odir_coefficients,
 )
 from calibkit.calibrators.modules import Affine
-from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import (
@@ -94,16 +93,17 @@ PER_CLASS = Array(shape=("k",), low=-MAX_COEFFICIENT, high=MAX_COEFFICIENT)
 FULL_MATRIX = Array(shape=("k", "k"), low=-MAX_COEFFICIENT, high=MAX_COEFFICIENT)
 
 
-def check_folds(n_folds: int, labels: I64) -> None:
-    """An InputError unless every class has at least ``n_folds`` rows (stratified k-fold)."""
+def usable_folds(n_folds: int, labels: I64) -> int:
+    """The folds of a stratified cross-validation on ``labels``: ``n_folds``, or as many
+    as the smallest class has rows when that is fewer (the data decides, it is not
+    refused); 1 when a class has a single row: no cross-validation can be made, and the
+    caller takes the strongest penalty of its grid (the map closest to its prior).
+
+    >>> usable_folds(5, np.array([0, 0, 0, 1, 1, 1])), usable_folds(5, np.array([0, 1, 1]))
+    (3, 1)
+    """
     smallest = int(np.unique(labels, return_counts=True)[1].min())
-    if n_folds > smallest:
-        raise InputError(
-            "n_folds",
-            f"at most the smallest class count of the calibration set ({smallest}) "
-            "for stratified cross-validation",
-            str(n_folds),
-        )
+    return max(1, min(n_folds, smallest))
 
 
 # ----- calibrators -----------------------------------------------------------------------
@@ -299,9 +299,9 @@ class _ODIR(_Linear):
         pens = [Penalty.make(coef, curv) for coef in coefs]
         self.cv_lambdas_, self.cv_nll_ = np.empty(0), np.empty(0)
         best, start = 0, identity_map(k)
-        if lambdas.size > 1:
-            check_folds(self.n_folds, out.labels)
-            budget = (self.n_folds, self.random_state, self.cv_max_iter, self.tol)
+        folds = usable_folds(self.n_folds, out.labels)
+        if lambdas.size > 1 and folds > 1:
+            budget = (folds, self.random_state, self.cv_max_iter, self.tol)
             scores, means = cross_validate(design, pens, *budget)
             best = int(np.argmin(scores))  # first minimum: the strongest penalty among ties
             self.cv_lambdas_, self.cv_nll_ = lambdas[::-1].copy(), scores[::-1].copy()

@@ -52,7 +52,7 @@ from calibkit.calibrators.linear import (
     PER_CLASS,
     TOL,
     _Linear,
-    check_folds,
+    usable_folds,
 )
 from calibkit.calibrators.linear_solver import (
     Penalty,
@@ -279,9 +279,9 @@ class StructuredMatrixScaling(_Structured):
         scales = np.array([1.0]) if cv is None else np.unique(cv[0])[::-1]
         pens = [Penalty.make(coef * s, curv, eye) for s in scales]
         best, start, grid = 0, None, (np.empty(0), np.empty(0))
-        if cv is not None and scales.size > 1:
-            check_folds(cv[1], out.labels)
-            nll, means = cross_validate(design, pens, *cv[1:3], cv[3], self.tol)
+        folds = 1 if cv is None else usable_folds(cv[1], out.labels)
+        if cv is not None and scales.size > 1 and folds > 1:
+            nll, means = cross_validate(design, pens, folds, cv[2], cv[3], self.tol)
             best = int(np.argmin(nll))  # first minimum: the strongest penalty among ties
             grid, start = (scales[::-1].copy(), nll[::-1].copy()), means[best]
         if cv is not None:
