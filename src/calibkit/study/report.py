@@ -175,12 +175,36 @@ def model_table(
     return Table(title, ["Calibrator", *[column_info(k).label for k in metrics]], rows)
 
 
+def recommended(runs: Sequence[RunRecord], by_cal: dict[str, Any]) -> tuple[str, str]:
+    """The calibrator a model's runs recommend (each run's choice by ``auto``'s rule on its
+    calibration part alone), and how many seeds chose it: the most chosen; on a tie,
+    temperature scaling if it is among them, else the lowest mean test NLL. Never crowned
+    by ECE, which histogram binning games."""
+    chosen = Counter(r.recommended for r in runs if r.recommended)
+    if not chosen:
+        return "–", ""
+    top = max(chosen.values())
+    tied = [m for m, c in chosen.items() if c == top]
+    nll = {m: by_cal.get(m, {}).get("nll", (math.inf, 0.0))[0] for m in tied}
+    best = "temperature" if "temperature" in tied else min(tied, key=lambda m: nll[m])
+    return best, f"{chosen[best]}/{len(runs)}"
+
+
+def _ece_by_floor(by_cal: dict[str, Any], method: str) -> str:
+    """``method``'s mean ECE, marked when it is below its own noise floor (then it is
+    indistinguishable from a calibrated model at this size, and not better than others)."""
+    if method not in by_cal:
+        return "–"
+    text = _pct(by_cal[method]["ece"])
+    floor = by_cal[method].get("ece_floor", (math.nan, math.nan))[0]
+    return f"{text} (below its floor)" if by_cal[method]["ece"][0] < floor else text
+
+
 def summary_table(records: Sequence[RunRecord], stats: dict[str, Any]) -> Table:
     rows = []
     for model, by_cal in stats.items():
         runs = [r for r in records if r.model == model]
-        calibrated = {c: s for c, s in by_cal.items() if c != "none"}
-        best = min(calibrated, key=lambda c: calibrated[c]["ece"][0]) if calibrated else "none"
+        best, seeds = recommended(runs, by_cal)
         ts = by_cal.get("temperature", {}).get("ece", (math.nan, math.nan))
         rows.append(
             [
@@ -191,8 +215,8 @@ def summary_table(records: Sequence[RunRecord], stats: dict[str, Any]) -> Table:
                 Cell(_pct(by_cal["none"]["accuracy"])),
                 Cell(_pct(by_cal["none"]["ece"])),
                 Cell(_pct(ts)),
-                Cell(best),
-                Cell(_pct(by_cal[best]["ece"])),
+                Cell(f"{best} ({seeds} seeds)" if seeds else best),
+                Cell(_ece_by_floor(by_cal, best)),
                 Cell(_pct(by_cal["none"]["ece_floor"])),
             ]
         )
@@ -204,7 +228,7 @@ def summary_table(records: Sequence[RunRecord], stats: dict[str, Any]) -> Table:
         "Accuracy (%)",
         "ECE none (%)",
         "ECE after TS (%)",
-        "Best calibrator (by ECE)",
+        "Recommended (cross-fitted NLL vs TS)",
         "Its ECE (%)",
         "ECE floor (%)",
     ]

@@ -72,7 +72,7 @@ from calibkit.study.executors import Executor, SerialExecutor, StudyFailed
 from calibkit.study.folder import check_study_folder, record_written
 from calibkit.study.identity import check_identity, run_identity
 from calibkit.study.prepare import StudyData, prepare_data
-from calibkit.study.units import calibration_rows, calibration_settings
+from calibkit.study.units import calibration_record, calibration_settings
 from calibkit.workflows.compare import resolve_methods
 
 log = logging.getLogger(__name__)
@@ -89,21 +89,26 @@ class RunRecord:
     train_seconds: float
     n_parameters: int
     directory: Path
+    recommended: str | None = None  # the calibrator to use, by auto's rule (cal part alone)
 
 
-def calibrate_run(cfg: StudyConfig, label: str, seed: int, rdir: Path) -> list[dict[str, Any]]:
-    """Rows of every calibrator for one run (cached in ``calibration.json``); saves the
-    run's temperature scaling (``temperature.json``) for the report's figures."""
+def calibrate_run(
+    cfg: StudyConfig, label: str, seed: int, rdir: Path
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Rows of every calibrator for one run and the one recommended (cached in
+    ``calibration.json``); saves the run's temperature scaling (``temperature.json``) for
+    the report's figures."""
     save_temperature(rdir)
     path = rdir / "calibration.json"
     z = load_logits(rdir)
     settings = calibration_settings(cfg, z)
     cached = cached_rows(path, settings)
     if cached is not None:
-        return cached
-    rows = calibration_rows(cfg, label, seed, z)
-    write_json(path, {"settings": settings, "rows": rows})
-    return rows
+        recommended = read_json(path).get("recommended") or {}
+        return cached, recommended.get("method")
+    record = calibration_record(cfg, label, seed, z)
+    write_json(path, record)
+    return record["rows"], record["recommended"]["method"]
 
 
 #: The data of a study's runs, loaded once: ``(data settings, seed or 0) -> data``.
@@ -264,7 +269,7 @@ def _record(cfg: StudyConfig, spec: ModelSpec, seed: int, rdir: Path) -> RunReco
     """A finished run's record: its history read back from ``train.json``, its rows from
     ``calibration.json`` (refitted here if the calibrators changed) and the input
     calibrators fitted so far."""
-    rows = calibrate_run(cfg, spec.label, seed, rdir)
+    rows, recommended = calibrate_run(cfg, spec.label, seed, rdir)
     for name in cfg.input_calibrators:
         rows += cached_rows(rdir / f"clamping-{name}.json", clamp_settings(cfg, name)) or []
     info = read_json(rdir / "train.json")
@@ -276,4 +281,5 @@ def _record(cfg: StudyConfig, spec: ModelSpec, seed: int, rdir: Path) -> RunReco
         float(info["train_seconds"]),
         int(info["n_parameters"]),
         rdir,
+        recommended,
     )

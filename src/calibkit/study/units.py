@@ -123,10 +123,11 @@ def calibration_settings(cfg: StudyConfig, z: dict[str, np.ndarray]) -> dict[str
     that a calibrator registered since the rows were cached reaches a resumed study.
     ``rows`` is the version of what the calibrators compute: it went to 2 when histogram
     binning and isotonic regression began to smooth toward the uniform distribution by
-    default, so rows cached before are computed again rather than reused."""
+    default, and to 3 when the run's recommended calibrator joined its rows (the rule of
+    ``auto``), so rows cached before are computed again rather than reused."""
     n_cal, n_classes = z["cal_logits"].shape
     return {
-        "rows": 2,
+        "rows": 3,
         "calibrators": resolve_methods(list(cfg.calibrators) or None, n_classes, n_cal),
         "params": cfg.calibrator_params,
         "n_bins": cfg.n_bins,
@@ -134,10 +135,14 @@ def calibration_settings(cfg: StudyConfig, z: dict[str, np.ndarray]) -> dict[str
     }
 
 
-def calibration_rows(
+def calibration_record(
     cfg: StudyConfig, label: str, seed: int, z: dict[str, np.ndarray]
-) -> list[dict[str, Any]]:
-    """One row per post-hoc calibrator of ``cfg``, fitted on the saved logits ``z``."""
+) -> dict[str, Any]:
+    """What ``calibration.json`` holds for a run: its ``settings``, one row per post-hoc
+    calibrator of ``cfg`` fitted on the saved logits ``z`` (``rows``), and the calibrator
+    to use (``recommended``: ``{"method", "reason"}``), chosen on the calibration part
+    alone by the rule of ``auto`` (cross-fitted NLL; temperature scaling unless a richer
+    method beats it by more than one standard error)."""
     cal = as_outputs(z["cal_labels"], logits=z["cal_logits"])
     test = as_outputs(z["test_labels"], logits=z["test_logits"])
     comp = compare(
@@ -148,6 +153,7 @@ def calibration_rows(
         n_boot=0,
         seed=seed,
         params=cfg.calibrator_params,
+        recommend=True,
     )
     rows = []
     for r in comp.rows:
@@ -155,7 +161,10 @@ def calibration_rows(
         rows.append(
             make_row(label, seed, r.method, r.evaluation.values, temperature, r.fit_seconds)
         )
-    return rows
+    rec = comp.recommendation
+    assert rec is not None
+    recommended = {"method": rec.method, "reason": rec.reason}
+    return {"settings": calibration_settings(cfg, z), "rows": rows, "recommended": recommended}
 
 
 def _checkpoint(rdir: str) -> Path | None:
@@ -199,8 +208,7 @@ def train_unit(unit: RunUnit, data: StudyData) -> RunArtefacts:
     }
     with np.load(io.BytesIO(buf.getvalue()), allow_pickle=False) as f:
         z = {k: f[k] for k in f.files}  # as the saved file holds them
-    rows = calibration_rows(cfg, spec.label, seed, z)
-    calibration = {"settings": calibration_settings(cfg, z), "rows": rows}
+    calibration = calibration_record(cfg, spec.label, seed, z)
     return RunArtefacts(buf.getvalue(), safetensors_bytes(weights), info, calibration)
 
 
