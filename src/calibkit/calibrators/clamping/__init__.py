@@ -13,11 +13,11 @@ variants by name, :data:`INPUT_CALIBRATORS`).
 
 from __future__ import annotations
 
-from calibkit.calibrators.clamping.inputs import ImageDataset
 from calibkit.calibrators.clamping.model import ABLATIONS, NeuralClamping
 from calibkit.calibrators.clamping.registry import INPUT_CALIBRATORS, create_input_calibrator
 from calibkit.calibrators.clamping.search import GammaFit
 from calibkit.calibrators.clamping.settings import SGDSettings
+from calibkit.core.images import ImageDataset
 
 __all__ = [
     "ABLATIONS",

@@ -53,7 +53,7 @@ attributes, :class:`~calibkit.core.errors.NotFittedError`, :class:`~calibkit.cor
 naming the argument) without joining the logit registry. ``inputs`` are float tensors
 ``(N, C, H, W)`` (or arrays) already normalised as the model expects, or a dataset with
 uint8 ``images`` and ``labels``
-(:class:`~calibkit.calibrators.clamping.inputs.ImageDataset`, e.g. calibkit's
+(:class:`~calibkit.core.images.ImageDataset`, e.g. calibkit's
 ``ImageArrays``; normalised by the ``mean`` and ``std`` given here; its labels come with
 it). They stay where the caller keeps them and go
 to the device batch by batch.
