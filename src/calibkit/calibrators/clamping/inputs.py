@@ -17,7 +17,8 @@ to [0, 1] and normalised by a per-channel ``mean`` and ``std``
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -26,7 +27,7 @@ from torch import Tensor
 from calibkit.core.errors import InputError
 from calibkit.core.images import ImageDataset, image_tensor
 from calibkit.core.outputs import check_labels
-from calibkit.core.validation import NON_NEGATIVE, Boolean, Choice, Integer
+from calibkit.core.validation import NON_NEGATIVE, Boolean, Choice, Constraint, Integer
 
 
 def as_inputs(
@@ -113,3 +114,22 @@ def floats(values: object, name: str) -> tuple[float, ...]:
     if not out or not all(math.isfinite(v) for v in out):
         raise InputError(name, "a sequence of finite numbers, one per channel", repr(values))
     return out
+
+
+class Checked(Constraint):
+    """A parameter checked by ``check(value)``, which raises the InputError naming it (its
+    message begins with ``describe``; a narrower one may follow for a nearer miss).
+
+    >>> Checked(lambda v: floats(v, "mean"), "a sequence of finite numbers, one per channel")
+    <Checked: a sequence of finite numbers, one per channel>
+    """
+
+    def __init__(self, check: Callable[[object], Any], description: str) -> None:
+        self._check = check
+        self._description = description
+
+    def check(self, name: str, value: object) -> Any:
+        return self._check(value)
+
+    def describe(self) -> str:
+        return self._description
