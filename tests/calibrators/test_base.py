@@ -1,7 +1,12 @@
 """The contract every registered calibrator follows (see calibkit.calibrators.base).
 
 Parametrised over ``CALIBRATORS.names()`` at collection time, so a newly registered method
-is checked without editing this file. Binary-only methods get two-class data.
+is checked without editing this file. Binary-only methods get two-class data. A calibrator
+that takes the model (``needs_model``: Neural Clamping) follows the same contract on the
+model's inputs: it is built as ``get_calibrator(name, model=model, **params)`` (``model``
+first in its signature, not among ``param_constraints``), fitted by ``fit(inputs, labels)``,
+predicts ``predict_proba(inputs)``, names ``inputs`` where the others name ``logits``, and is
+read back by ``type(cal).load(path, model)`` from a JSON sidecar (and a tensor file).
 """
 
 from __future__ import annotations
@@ -20,13 +25,56 @@ import torch
 from calibkit.calibrators import CALIBRATORS, Calibrator, get_calibrator
 from calibkit.core.errors import InputError, NotFittedError
 from calibkit.metrics import nll
+from tests.calibrators.clamping.problems import SHAPE, linear_model
 from tests.calibrators.problems import random_problem
 
 NAMES = CALIBRATORS.names()
+#: A quick fit of a calibrator that takes the model (the tests read its contract, not its
+#: quality): two epochs, no progress line.
+QUICK = {"epochs": 2, "progress": False}
+
+
+def _takes_model(name: str) -> bool:
+    return CALIBRATORS.get(name).needs_model
+
+
+@functools.cache
+def _model() -> torch.nn.Module:
+    return linear_model(4)
+
+
+def _new(name: str, **params: object) -> Calibrator:
+    """``get_calibrator(name, **params)``, given the model if it takes one."""
+    model = _model() if _takes_model(name) else None
+    return get_calibrator(name, model=model, **params)
+
+
+def _load(cal: Calibrator, path: Path) -> Calibrator:
+    return type(cal).load(path, _model()) if cal.needs_model else Calibrator.load(path)  # type: ignore[call-arg]
+
+
+def _argument(name: str) -> str:
+    """The name of the data argument: the model's inputs or logits."""
+    return "inputs" if _takes_model(name) else "logits"
+
+
+def _version_key(name: str) -> str:
+    return "calibkit_neural_clamping" if _takes_model(name) else "calibkit_calibrator"
 
 
 def _data(name: str, n: int = 400, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Logits (float64) and labels drawn from softmax(logits / 1.5); 2 classes if binary-only."""
+    """Logits (float64) and labels drawn from softmax(logits / 1.5); 2 classes if binary-only.
+    For a calibrator that takes the model: its float32 inputs, labels drawn likewise."""
+    if _takes_model(name):
+        x = np.random.default_rng(seed).standard_normal((n, *SHAPE)).astype(np.float32)
+        with torch.no_grad():
+            z = _model()(torch.from_numpy(x)).double().numpy()
+        p = np.exp(z / 1.5 - (z / 1.5).max(axis=1, keepdims=True))
+        u = np.random.default_rng(seed + 1).random(n)[:, None]
+        y = (np.cumsum(p / p.sum(axis=1, keepdims=True), axis=1) < u).sum(axis=1)
+        y = np.minimum(y, 3)
+        y[:4] = np.arange(4)
+        return x, y
     k = 2 if CALIBRATORS.get(name).binary_only else 4
     z, y = random_problem(n, k, seed=seed, temperature=1.5, scale=2.5)
     y[:k] = np.arange(k)  # every class present
@@ -35,9 +83,9 @@ def _data(name: str, n: int = 400, seed: int = 0) -> tuple[np.ndarray, np.ndarra
 
 @functools.cache
 def _fitted(name: str) -> tuple[Calibrator, np.ndarray]:
-    """A calibrator fitted on ``_data(name)`` (cached: the tests only read it) and its logits."""
+    """A calibrator fitted on ``_data(name)`` (cached: the tests only read it) and its data."""
     z, y = _data(name)
-    return get_calibrator(name).fit(z, y), z
+    return _new(name, **(QUICK if _takes_model(name) else {})).fit(z, y), z
 
 
 def test_something_is_registered() -> None:
@@ -46,7 +94,7 @@ def test_something_is_registered() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_unfitted_use_raises_not_fitted(name: str, tmp_path: Path) -> None:
-    cal = get_calibrator(name)
+    cal = _new(name)
     z, _ = _data(name)
     assert not cal.is_fitted
     with pytest.raises(NotFittedError):
@@ -60,7 +108,7 @@ def test_unfitted_use_raises_not_fitted(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_fit_returns_self(name: str) -> None:
-    cal = get_calibrator(name)
+    cal = _new(name, **(QUICK if _takes_model(name) else {}))
     z, y = _data(name)
     assert cal.fit(z, y) is cal
     assert cal.is_fitted
@@ -74,7 +122,7 @@ def test_predict_proba_is_a_distribution(name: str) -> None:
     for logits in (z, test, test * 40.0):
         p = cal.predict_proba(logits)
         assert p.dtype == np.float64
-        assert p.shape == logits.shape
+        assert p.shape == (logits.shape[0], 4 if _takes_model(name) else logits.shape[1])
         assert np.all(np.isfinite(p))
         assert p.min() >= 0.0
         np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-12)
@@ -105,7 +153,7 @@ def test_save_load_round_trip_is_bit_identical(name: str, tmp_path: Path) -> Non
     test, _ = _data(name, n=300, seed=2)
     path = tmp_path / "cal.json"
     cal.save(path)
-    loaded = Calibrator.load(path)
+    loaded = _load(cal, path)
     assert type(loaded) is type(cal)
     assert loaded.get_params() == cal.get_params()
     np.testing.assert_array_equal(loaded.predict_proba(test), cal.predict_proba(test))
@@ -124,10 +172,10 @@ def test_fitted_state_keys_end_in_underscore(name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_wrong_column_count_at_predict(name: str) -> None:
     cal, z = _fitted(name)
-    wider = np.column_stack([z, z[:, :1]])
+    wider = np.concatenate([z, z[:, :1]], axis=1)
     with pytest.raises(InputError) as info:
         cal.predict_proba(wider)
-    assert info.value.argument == "logits"
+    assert info.value.argument == _argument(name)
     if z.shape[1] > 2:
         with pytest.raises(InputError):
             cal.predict_proba(z[:, :-1])
@@ -137,7 +185,7 @@ def test_wrong_column_count_at_predict(name: str) -> None:
 def test_single_label_calibration_set(name: str) -> None:
     z, _ = _data(name)
     with pytest.raises(InputError) as info:
-        get_calibrator(name).fit(z, np.ones(z.shape[0], dtype=np.int64))
+        _new(name).fit(z, np.ones(z.shape[0], dtype=np.int64))
     assert info.value.argument == "labels"
 
 
@@ -151,8 +199,9 @@ def test_saved_file_is_plain_json_not_a_pickle(name: str, tmp_path: Path) -> Non
     with pytest.raises(pickle.UnpicklingError):
         pickle.loads(raw)
     data = json.loads(raw.decode("utf-8"))
-    assert data["method"] == name
-    assert data["calibkit_calibrator"] == 1
+    assert data[_version_key(name)] == 1
+    if not _takes_model(name):  # the sidecar's class is the one load is called on
+        assert data["method"] == name
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -163,7 +212,7 @@ def test_saved_file_is_plain_json_not_a_pickle(name: str, tmp_path: Path) -> Non
         lambda text: "",  # empty
         lambda text: text.replace("{", "[", 1),  # not JSON any more
         lambda text: json.dumps([1, 2, 3]),  # JSON, but not a calibrator
-        lambda text: text.replace('"calibkit_calibrator": 1', '"calibkit_calibrator": 99'),
+        lambda text: re.sub(r'"(calibkit_\w+)": 1', r'"\1": 99', text, count=1),
     ],
     ids=["truncated", "empty", "garbled", "not-a-calibrator", "wrong-version"],
 )
@@ -173,7 +222,7 @@ def test_corrupt_file_raises_input_error(name: str, corrupt, tmp_path: Path) -> 
     cal.save(path)
     path.write_text(corrupt(path.read_text(encoding="utf-8")), encoding="utf-8")
     with pytest.raises(InputError):
-        Calibrator.load(path)
+        _load(cal, path)
 
 
 def test_missing_file_raises_input_error(tmp_path: Path) -> None:
@@ -210,12 +259,16 @@ def test_get_params_returns_exactly_the_declared_parameters(name: str) -> None:
     named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     signature = inspect.signature(klass.__init__).parameters.values()
     declared = list(klass.param_constraints)
-    assert [p.name for p in signature if p.kind in named and p.name != "self"] == declared
-    params = klass().get_params()
+    model = ["model"] if klass.needs_model else []  # given first, and not saved
+    assert [p.name for p in signature if p.kind in named and p.name != "self"] == [
+        *model,
+        *declared,
+    ]
+    params = (klass(_model()) if klass.needs_model else klass()).get_params()
     assert list(params) == declared
     for key, value in params.items():  # the defaults pass their own checks unchanged
         assert klass.param_constraints[key].check(key, value) == value
-    assert list(get_calibrator(name, **params).get_params()) == declared
+    assert list(_new(name, **params).get_params()) == declared
 
 
 @pytest.mark.parametrize(
@@ -225,13 +278,13 @@ def test_get_params_returns_exactly_the_declared_parameters(name: str) -> None:
 def test_every_declared_constraint_refuses_a_bad_value_by_name(name: str, param: str) -> None:
     expected = CALIBRATORS.get(name).param_constraints[param].describe()
     with pytest.raises(InputError, match=rf"^{param}: expected {re.escape(expected)}, got"):
-        get_calibrator(name, **{param: "nope"})
+        _new(name, **{param: "nope"})
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_an_undeclared_parameter_is_refused(name: str) -> None:
     with pytest.raises(InputError, match=rf"^{name}: expected (parameters among|no param)"):
-        get_calibrator(name, not_a_parameter=1)
+        _new(name, not_a_parameter=1)
 
 
 def test_numpy_scalars_are_accepted_and_stored_as_python_numbers() -> None:

@@ -102,9 +102,13 @@ def test_applicable_methods_follow_the_registry(fake_binary: str) -> None:
     expected = [
         n
         for n in CALIBRATORS.names()
-        if n not in EXCLUDED_BY_DEFAULT and not CALIBRATORS.get(n).binary_only
+        if n not in EXCLUDED_BY_DEFAULT
+        and not CALIBRATORS.get(n).binary_only
+        and not CALIBRATORS.get(n).needs_model
     ]
     assert multi == expected
+    assert "nc_ce" in CALIBRATORS
+    assert "nc_ce" not in multi  # it takes the model, not logits
     with pytest.raises(InputError, match="n_classes"):
         applicable_methods(1)
 

@@ -77,13 +77,18 @@ def _set_name(name: str, cls: type[Calibrator]) -> None:
 CALIBRATORS: Registry[type[Calibrator]] = Registry("calibrator", on_register=_set_name)
 
 
-def get_calibrator(name: str, **params: Any) -> Calibrator:
-    """A new calibrator of the registered ``name`` with ``params``.
+def get_calibrator(name: str, model: object = None, **params: Any) -> Calibrator:
+    """A new calibrator of the registered ``name`` with ``params``; ``model`` is given to,
+    and only to, a calibrator that takes the model (:attr:`Calibrator.needs_model`).
 
     An undeclared parameter raises :class:`~calibkit.core.errors.InputError` listing the
     declared ones (see :attr:`Calibrator.param_constraints`).
     """
     klass = CALIBRATORS.get(name)
+    if klass.needs_model:
+        return klass.create(model, params)  # type: ignore[attr-defined, no-any-return]
+    if model is not None:
+        raise InputError("model", f"no model for {name!r}, a calibrator of logits", "a model")
     return klass(**check_params(klass.param_constraints, params, name))
 
 
@@ -121,6 +126,10 @@ class Calibrator(EstimatorAPI, ABC):
     #: one-vs-rest maps): they would never predict a class absent from the calibration
     #: labels, so ``fit`` refuses such a set. The others keep every class by construction.
     needs_every_class: ClassVar[bool] = False
+    #: True for methods that take the model and refit on its inputs (Neural Clamping,
+    #: :class:`~calibkit.calibrators.model_calibrator.ModelCalibrator`); consumers of
+    #: logits (``compare``, ``auto``, ``calibkit methods``) leave them out.
+    needs_model: ClassVar[bool] = False
 
     # ----- the contract ---------------------------------------------------------------
     def fit(self, logits: object, labels: object, sample_weight: object = None) -> Self:
@@ -173,6 +182,20 @@ class Calibrator(EstimatorAPI, ABC):
 
         self.check_is_fitted()
         return CheckedLogits(self._module(), self.n_classes_).eval()
+
+    def input_module(self) -> nn.Module:
+        """What a model's inputs go through before the model, for deployment
+        (:class:`~calibkit.calibrators.calibrated_model.CalibratedModel`): the identity for a
+        calibrator of logits."""
+        from torch import nn
+
+        self.check_is_fitted()
+        return nn.Identity()
+
+    def output_module(self) -> nn.Module:
+        """The map from the model's logits to calibrated probabilities, for deployment: the
+        calibrator's :meth:`to_module` for a calibrator of logits."""
+        return self.to_module()
 
     def _module(self) -> nn.Module:
         raise InputError("method", "a calibrator with a torch module", repr(self.name))
@@ -356,6 +379,8 @@ def _rebuild(data: object) -> Calibrator:
         klass = CALIBRATORS.get(method if isinstance(method, str) else repr(method))
     except InputError as exc:
         raise InputError("method", exc.expected, exc.got) from None
+    if klass.needs_model:  # saved by its own save(), loaded with its model
+        raise InputError("method", "a calibrator of logits", repr(method))
     params = _decode(data["params"], "params")
     if not isinstance(params, dict):
         raise InputError("params", "a mapping of parameters", type(params).__name__)

@@ -1,10 +1,12 @@
 """A classifier and its fitted calibration as one ``nn.Module``, for deployment.
 
 ``CalibratedModel(model, calibrator)`` returns calibrated probabilities for the model's
-inputs: ``calibration(model(x))`` for a logit calibrator (its
-:meth:`~calibkit.calibrators.base.Calibrator.to_module`, or a module from
-:mod:`calibkit.calibrators.modules`), and ``softmax(model(x + delta) / T)`` for a fitted
-:class:`~calibkit.calibrators.clamping.NeuralClamping` (its ``to_module()`` returns this).
+inputs: ``output(model(input(x)))``, where the calibrator decides both parts
+(:meth:`~calibkit.calibrators.base.Calibrator.input_module` and
+:meth:`~calibkit.calibrators.base.Calibrator.output_module`): the identity and the
+logit map for a logit calibrator, ``x + delta`` and ``softmax(z / T)`` for a fitted
+:class:`~calibkit.calibrators.clamping.NeuralClamping` (its ``to_module()`` returns this);
+or a module from :mod:`calibkit.calibrators.modules` as the logit map.
 The probabilities are float64, as from ``predict_proba`` (see
 :mod:`calibkit.calibrators.modules` for the precision). The model is used as it is: put
 it in ``eval()`` mode first if it has dropout or batch norm.
@@ -15,8 +17,6 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from calibkit.calibrators.base import Calibrator
-from calibkit.calibrators.clamping.model import NeuralClamping
-from calibkit.calibrators.modules import CheckedLogits, InputShift, Temperature
 from calibkit.core.errors import InputError
 
 
@@ -27,10 +27,10 @@ class CalibratedModel(nn.Module):
     ----------
     model : nn.Module
         The classifier, returning logits ``(N, K)``.
-    calibrator : Calibrator, NeuralClamping or nn.Module
-        A fitted logit calibrator (its :meth:`~calibkit.calibrators.base.Calibrator.to_module`
-        is used), a fitted Neural Clamping (its input perturbation goes before ``model``,
-        its temperature after), or a calibration module mapping logits to probabilities.
+    calibrator : Calibrator or nn.Module
+        A fitted calibrator (its ``input_module()`` goes before ``model``, its
+        ``output_module()`` after: for Neural Clamping its input perturbation and its
+        temperature), or a calibration module mapping logits to probabilities.
 
     Attributes
     ----------
@@ -51,25 +51,19 @@ class CalibratedModel(nn.Module):
     True
     """
 
-    def __init__(
-        self, model: nn.Module, calibrator: Calibrator | NeuralClamping | nn.Module
-    ) -> None:
+    def __init__(self, model: nn.Module, calibrator: Calibrator | nn.Module) -> None:
         super().__init__()
         if not isinstance(model, nn.Module):
             raise InputError("model", "a torch.nn.Module", type(model).__name__)
         self.model = model
         self.inputs: nn.Module = nn.Identity()
-        if isinstance(calibrator, NeuralClamping):
-            calibrator.check_is_fitted()
-            self.inputs = InputShift(calibrator.delta_)
-            temperature = Temperature(calibrator.temperature_)
-            self.calibration: nn.Module = CheckedLogits(temperature, calibrator.n_classes_)
-        elif isinstance(calibrator, Calibrator):
-            self.calibration = calibrator.to_module()
+        if isinstance(calibrator, Calibrator):
+            self.inputs = calibrator.input_module()
+            self.calibration: nn.Module = calibrator.output_module()
         elif isinstance(calibrator, nn.Module):
             self.calibration = calibrator
         else:
-            expected = "a fitted Calibrator, a fitted NeuralClamping or a calibration nn.Module"
+            expected = "a fitted Calibrator (Neural Clamping too) or a calibration nn.Module"
             raise InputError("calibrator", expected, type(calibrator).__name__)
 
     def forward(self, x: Tensor) -> Tensor:

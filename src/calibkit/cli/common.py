@@ -79,9 +79,12 @@ def method_class(name: str, option: str) -> type[Calibrator]:
     from calibkit.calibrators import CALIBRATORS
 
     try:
-        return CALIBRATORS.get(name)
+        klass = CALIBRATORS.get(name)
     except InputError as exc:
         raise renamed(exc, option) from None
+    if klass.needs_model:  # Neural Clamping refits on the model's inputs, not on logits
+        raise InputError(option, "a calibrator of logits", f"{name!r}, which takes the model")
+    return klass
 
 
 def method_list(text: str | None) -> list[str] | None:

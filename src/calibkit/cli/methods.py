@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
     """Print each calibrator's name and the first line of its docstring."""
     from calibkit.calibrators import CALIBRATORS
 
-    names = CALIBRATORS.names()
+    names = [n for n in CALIBRATORS.names() if not CALIBRATORS.get(n).needs_model]
     width = max(len(n) for n in names)
     for name in names:
         klass = CALIBRATORS.get(name)

@@ -7,7 +7,7 @@ settings, so adding a logit calibrator never refits Neural Clamping, and a study
 during one fit keeps the fits finished before it.
 
 Names (``input_calibrators`` in a study config; parameters in ``input_calibrator_params``)
-are those of :data:`~calibkit.calibrators.clamping.INPUT_CALIBRATORS` (``nc_ce``, ``nc_fl``,
+are the calibrators that take the model (``needs_model``: ``nc_ce``, ``nc_fl``,
 ``nc_fast``, ``ts_focal``), or ``<name>@<label>``: a second copy of a method with its own
 parameters, e.g. ``nc_ce@holdout`` with
 ``input_calibrator_params = { "nc_ce@holdout" = { holdout = 0.2 } }``; its rows are named
@@ -51,10 +51,10 @@ def check_input_calibrators(
         options = {k: v for k, v in params.get(name, {}).items() if k != "ablation"}
         try:
             create_input_calibrator(name, stand_in, **options)
-        except TypeError as exc:
-            raise InputError(
-                f"input_calibrator_params.{name}", "its parameters", str(exc)
-            ) from None
+        except InputError as exc:  # an undeclared parameter is blamed on the method's name
+            if exc.argument != name.split("@", 1)[0]:
+                raise
+            raise InputError(f"input_calibrator_params.{name}", exc.expected, exc.got) from None
     for key in params:
         if key not in names:
             raise InputError(

@@ -65,6 +65,7 @@ def applicable_methods(
         name
         for name in CALIBRATORS.names()
         if name not in left_out
+        and not CALIBRATORS.get(name).needs_model  # they take the model, not logits
         and _applies_to(name, n_classes)
         and (every_class or not CALIBRATORS.get(name).needs_every_class)
     ]

@@ -5,20 +5,33 @@ from __future__ import annotations
 import pytest
 from torch import nn
 
+from calibkit.calibrators import CALIBRATORS, get_calibrator
 from calibkit.calibrators.clamping import (
-    INPUT_CALIBRATORS,
     NeuralClamping,
     SGDSettings,
     create_input_calibrator,
+    input_calibrator_names,
 )
 from calibkit.calibrators.clamping.registry import base_name
-from calibkit.core.errors import UnknownNameError
+from calibkit.core.errors import InputError, UnknownNameError
 
 MODEL = nn.Linear(2, 3)
 
 
 def test_names_in_registration_order() -> None:
-    assert INPUT_CALIBRATORS.names() == ["nc_ce", "nc_fl", "nc_fast", "ts_focal"]
+    assert input_calibrator_names() == ["nc_ce", "nc_fl", "nc_fast", "ts_focal"]
+
+
+def test_one_registry_with_a_flag() -> None:
+    """The variants are entries of the one calibrator registry, flagged ``needs_model``."""
+    for name in input_calibrator_names():
+        assert CALIBRATORS.get(name).needs_model
+        assert isinstance(get_calibrator(name, model=MODEL), NeuralClamping)
+    assert not CALIBRATORS.get("temperature").needs_model
+    with pytest.raises(InputError, match=r"^model: expected the model"):
+        get_calibrator("nc_ce")
+    with pytest.raises(InputError, match=r"^model: expected no model"):
+        get_calibrator("temperature", model=MODEL)
 
 
 @pytest.mark.parametrize(
@@ -50,7 +63,7 @@ def test_flat_params_as_in_a_config() -> None:
 def test_unknown_names_and_parameters() -> None:
     with pytest.raises(UnknownNameError, match="nc_ce, nc_fast, nc_fl, ts_focal"):
         create_input_calibrator("nc_xx", MODEL)
-    with pytest.raises(TypeError, match="wrong"):
+    with pytest.raises(InputError, match=r"^nc_ce: expected parameters among gamma, .*'wrong'"):
         create_input_calibrator("nc_ce", MODEL, wrong=1)
 
 

@@ -8,23 +8,34 @@ bottom: :mod:`.objective` (focal loss + ``lam ||delta||^2`` and the exact temper
 model), :mod:`.init` (the initial perturbation), :mod:`.settings` (:class:`SGDSettings`),
 :mod:`.sgd`, :mod:`.holdout` (the held-out guard), :mod:`.search` (the gamma pool,
 :class:`GammaFit`), :mod:`.persistence`, :mod:`.model` and :mod:`.registry` (the
-variants by name, :data:`INPUT_CALIBRATORS`).
+variants, registered by name in the one calibrator registry with ``needs_model``).
 """
 
 from __future__ import annotations
 
-from calibkit.calibrators.clamping.inputs import ImageDataset
 from calibkit.calibrators.clamping.model import ABLATIONS, NeuralClamping
-from calibkit.calibrators.clamping.registry import INPUT_CALIBRATORS, create_input_calibrator
+from calibkit.calibrators.clamping.registry import (
+    FocalTemperatureScaling,
+    NeuralClampingCE,
+    NeuralClampingFast,
+    NeuralClampingFocal,
+    create_input_calibrator,
+    input_calibrator_names,
+)
 from calibkit.calibrators.clamping.search import GammaFit
 from calibkit.calibrators.clamping.settings import SGDSettings
+from calibkit.core.images import ImageDataset
 
 __all__ = [
     "ABLATIONS",
-    "INPUT_CALIBRATORS",
+    "FocalTemperatureScaling",
     "GammaFit",
     "ImageDataset",
     "NeuralClamping",
+    "NeuralClampingCE",
+    "NeuralClampingFast",
+    "NeuralClampingFocal",
     "SGDSettings",
     "create_input_calibrator",
+    "input_calibrator_names",
 ]

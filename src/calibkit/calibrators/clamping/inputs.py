@@ -1,9 +1,11 @@
 """The inputs and arguments Neural Clamping takes, checked.
 
 Inputs are float tensors or arrays ``(N, C, H, W)`` already normalised as the model
-expects, or any dataset with ``images`` and ``labels`` (:class:`ImageDataset`, e.g.
-calibkit's :class:`~calibkit.data.ImageArrays`): its uint8 pixels ``(N, H, W, C)`` are
-scaled to [0, 1] and normalised by a per-channel ``mean`` and ``std``.
+expects, or any dataset with ``images`` and ``labels``
+(:class:`~calibkit.core.images.ImageDataset`, e.g. calibkit's
+:class:`~calibkit.core.images.ImageArrays`): its uint8 pixels ``(N, H, W, C)`` are scaled
+to [0, 1] and normalised by a per-channel ``mean`` and ``std``
+(:func:`~calibkit.core.images.image_tensor`, the one normalisation ``ImageArrays`` uses too).
 
 >>> class Pixels:
 ...     images = np.full((2, 1, 1, 3), 255, dtype=np.uint8)
@@ -15,54 +17,17 @@ scaled to [0, 1] and normalised by a per-channel ``mean`` and ``std``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from calibkit.core.errors import InputError
+from calibkit.core.images import ImageDataset, image_tensor
 from calibkit.core.outputs import check_labels
-from calibkit.core.validation import NON_NEGATIVE, Boolean, Choice, Integer
-
-
-@runtime_checkable
-class ImageDataset(Protocol):
-    """A dataset of images: uint8 ``images`` ``(N, H, W, C)`` and integer ``labels`` ``(N,)``.
-
-    Any object with these two attributes will do (calibkit's
-    :class:`~calibkit.data.ImageArrays` is one).
-
-    Examples
-    --------
-    >>> class Tiny:
-    ...     images = np.zeros((1, 2, 2, 1), dtype=np.uint8)
-    ...     labels = np.zeros(1, dtype=np.int64)
-    >>> isinstance(Tiny(), ImageDataset)
-    True
-    """
-
-    images: Any
-    labels: Any
-
-
-def image_tensor(images: np.ndarray, mean: Sequence[float], std: Sequence[float]) -> Tensor:
-    """Float32 ``(N, C, H, W)`` tensor ``(x / 255 - mean) / std`` of uint8 ``(N, H, W, C)``."""
-    pixels = np.asarray(images)
-    if pixels.dtype != np.uint8 or pixels.ndim != 4:
-        expected = "uint8 images of shape (N, H, W, C)"
-        raise InputError("inputs", expected, f"{pixels.dtype} of shape {pixels.shape}")
-    c = pixels.shape[-1]
-    m = np.asarray(mean, dtype=np.float64).reshape(-1)
-    s = np.asarray(std, dtype=np.float64).reshape(-1)
-    if m.shape != (c,) or s.shape != (c,) or not np.all(s > 0):
-        raise InputError("mean/std", f"{c} values each, std > 0", f"{m.tolist()} / {s.tolist()}")
-    per_channel = (1, c, 1, 1)
-    scale = torch.from_numpy((1.0 / (255.0 * s)).astype(np.float32)).view(per_channel)
-    shift = torch.from_numpy((m / s).astype(np.float32)).view(per_channel)
-    x = torch.from_numpy(pixels).permute(0, 3, 1, 2).to(torch.float32)
-    return (x * scale - shift).contiguous()
+from calibkit.core.validation import NON_NEGATIVE, Boolean, Choice, Constraint, Integer
 
 
 def as_inputs(
@@ -73,9 +38,8 @@ def as_inputs(
     None: 0 and 1)."""
     if isinstance(inputs, ImageDataset):
         c = np.shape(inputs.images)[-1]
-        return image_tensor(
-            inputs.images, [0.0] * c if mean is None else mean, [1.0] * c if std is None else std
-        )
+        m, s = [0.0] * c if mean is None else mean, [1.0] * c if std is None else std
+        return image_tensor(inputs.images, m, s, name="inputs")
     if isinstance(inputs, np.ndarray):
         inputs = torch.from_numpy(inputs)
     if not isinstance(inputs, Tensor):
@@ -150,3 +114,22 @@ def floats(values: object, name: str) -> tuple[float, ...]:
     if not out or not all(math.isfinite(v) for v in out):
         raise InputError(name, "a sequence of finite numbers, one per channel", repr(values))
     return out
+
+
+class Checked(Constraint):
+    """A parameter checked by ``check(value)``, which raises the InputError naming it (its
+    message begins with ``describe``; a narrower one may follow for a nearer miss).
+
+    >>> Checked(lambda v: floats(v, "mean"), "a sequence of finite numbers, one per channel")
+    <Checked: a sequence of finite numbers, one per channel>
+    """
+
+    def __init__(self, check: Callable[[object], Any], description: str) -> None:
+        self._check = check
+        self._description = description
+
+    def check(self, name: str, value: object) -> Any:
+        return self._check(value)
+
+    def describe(self) -> str:
+        return self._description

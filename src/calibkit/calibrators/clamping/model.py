@@ -47,16 +47,17 @@ precision, device, ...) is one :class:`~calibkit.calibrators.clamping.settings.S
 Initial ``delta`` (``init``): ``"zero"``, ``"random"`` (Gaussian, sd 0.01) or ``"data"``
 (Theorem 3.2, see :func:`~calibkit.calibrators.clamping.init.data_driven_delta`).
 
-Unlike the logit calibrators of :mod:`calibkit.calibrators.base`, Neural Clamping needs the
-model and its inputs, so it mirrors that contract (``fit -> self``, fitted ``_``
-attributes, :class:`~calibkit.core.errors.NotFittedError`, :class:`~calibkit.core.errors.InputError`
-naming the argument) without joining the logit registry. ``inputs`` are float tensors
+Neural Clamping needs the model and its inputs: it is a
+:class:`~calibkit.calibrators.model_calibrator.ModelCalibrator`, the variant of the
+calibrator contract that takes the model (``fit(inputs, labels) -> self``, fitted ``_``
+attributes declared in ``state_constraints``, parameters in ``param_constraints``,
+:class:`~calibkit.core.errors.NotFittedError`, :class:`~calibkit.core.errors.InputError`
+naming the argument); its variants are registered in the one calibrator registry
+(:mod:`~calibkit.calibrators.clamping.registry`). ``inputs`` are float tensors
 ``(N, C, H, W)`` (or arrays) already normalised as the model expects, or a dataset with
-uint8 ``images`` and ``labels``
-(:class:`~calibkit.calibrators.clamping.inputs.ImageDataset`, e.g. calibkit's
-``ImageArrays``; normalised by the ``mean`` and ``std`` given here; its labels come with
-it). They stay where the caller keeps them and go
-to the device batch by batch.
+uint8 ``images`` and ``labels`` (:class:`~calibkit.core.images.ImageDataset`, e.g.
+calibkit's ``ImageArrays``; normalised by the ``mean`` and ``std`` given here; its labels
+come with it). They stay where the caller keeps them and go to the device batch by batch.
 
 >>> torch.manual_seed(0) and None
 >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3)).eval()
@@ -70,9 +71,9 @@ to the device batch by batch.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 import torch
@@ -81,33 +82,60 @@ from torch import nn
 from calibkit.calibrators.clamping.holdout import check_holdout
 from calibkit.calibrators.clamping.init import INITS, check_input_range
 from calibkit.calibrators.clamping.inputs import (
+    Checked,
     as_inputs,
     check_finite,
     choice,
     fit_labels,
-    flag,
     floats,
     is_number,
-    nonnegative,
 )
 from calibkit.calibrators.clamping.passes import frozen, logits_pass, n_outputs
 from calibkit.calibrators.clamping.persistence import load_clamping, save_clamping
 from calibkit.calibrators.clamping.search import GammaFit, search_gamma
-from calibkit.calibrators.clamping.settings import SGDSettings
-from calibkit.core import errors
+from calibkit.calibrators.clamping.settings import SGDSettings, split_params
+from calibkit.calibrators.model_calibrator import ModelCalibrator
+from calibkit.calibrators.modules import CheckedLogits, InputShift, Temperature
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import log_softmax64
-
-if TYPE_CHECKING:
-    from calibkit.calibrators.calibrated_model import CalibratedModel
+from calibkit.core.validation import (
+    NON_NEGATIVE,
+    POSITIVE,
+    AnyOf,
+    Boolean,
+    Choice,
+    Constraints,
+    Integer,
+    ListOf,
+    NoneOr,
+    Real,
+)
 
 TRAINS = ("joint", "delta", "temperature")
 GAMMA_SELECTS = ("each", "fast")
 Ablation = Literal["delta_only", "temperature_only", "sgd"]
 ABLATIONS = ("delta_only", "temperature_only", "sgd")
+GAMMA = "a number >= 0 or a non-empty sequence of them"
+PER_CHANNEL = "a sequence of finite numbers, one per channel"
+INPUT_RANGE = "(alpha, beta): two numbers or two sequences of one number per channel"
 
 
-class NeuralClamping:
+def _gamma(value: object) -> tuple[float, ...]:
+    pool = tuple(value) if isinstance(value, Sequence) else (value,)
+    if not pool or not all(is_number(g) and 0 <= g < math.inf for g in pool):
+        raise InputError("gamma", GAMMA, repr(value))
+    return tuple(float(g) for g in pool)
+
+
+def _sgd(value: object) -> SGDSettings:
+    if value is None:
+        return SGDSettings()
+    if not isinstance(value, SGDSettings):
+        raise InputError("sgd", "an SGDSettings", type(value).__name__)
+    return value
+
+
+class NeuralClamping(ModelCalibrator):
     """Neural Clamping of a frozen ``model`` (see the module docstring).
 
     Parameters
@@ -145,6 +173,45 @@ class NeuralClamping:
     """
 
     name = "neural_clamping"
+    param_constraints: ClassVar[Constraints] = {
+        "gamma": Checked(_gamma, GAMMA),
+        "lam": NoneOr(NON_NEGATIVE),
+        "init": Choice(*INITS),
+        "train": Choice(*TRAINS),
+        "gamma_select": Choice(*GAMMA_SELECTS),
+        "holdout": Checked(check_holdout, "0 (off) or a fraction in (0, 0.5]"),
+        "refine_temperature": Boolean(),
+        "input_range": Checked(check_input_range, INPUT_RANGE),
+        "mean": NoneOr(Checked(lambda v: floats(v, "mean"), PER_CHANNEL)),
+        "std": NoneOr(Checked(lambda v: floats(v, "std"), PER_CHANNEL)),
+        "seed": Integer(),
+        "sgd": Checked(_sgd, "an SGDSettings"),
+    }
+    #: The fitted attributes saved in the JSON sidecar (``delta_`` is in the tensor file).
+    state_constraints: ClassVar[Constraints] = {
+        "log_temperature_": Real(),
+        "lam_": NON_NEGATIVE,
+        "history_": ListOf(Real(), as_list=True),
+        "gamma_": NON_NEGATIVE,
+        "sgd_log_temperature_": NoneOr(Real()),
+        "holdout_losses_": AnyOf(Choice([]), ListOf(Real(), as_list=True)),
+        "delta_kept_": Boolean(),
+        "temperature_": POSITIVE,
+        "ece_by_gamma_": ListOf(ListOf(Real(0.0, 1.0), as_list=True), as_list=True),
+    }
+
+    gamma: tuple[float, ...]
+    lam: float | None
+    init: str
+    train: str
+    gamma_select: str
+    holdout: float
+    refine_temperature: bool
+    input_range: Any
+    mean: tuple[float, ...] | None
+    std: tuple[float, ...] | None
+    seed: int
+    sgd: SGDSettings
 
     def __init__(
         self,
@@ -166,27 +233,30 @@ class NeuralClamping:
         if not isinstance(model, nn.Module):
             raise InputError("model", "a torch.nn.Module", type(model).__name__)
         self.model = model
-        pool = tuple(gamma) if isinstance(gamma, Sequence) else (gamma,)
-        if not pool or not all(is_number(g) and 0 <= g < math.inf for g in pool):
-            raise InputError("gamma", "a number >= 0 or a non-empty sequence of them", repr(gamma))
-        self.gamma = tuple(float(g) for g in pool)
-        self.lam = None if lam is None else nonnegative(lam, "lam")
-        self.init = choice(init, INITS, "init")
-        self.train = choice(train, TRAINS, "train")
-        self.gamma_select = choice(gamma_select, GAMMA_SELECTS, "gamma_select")
-        self.holdout = check_holdout(holdout)
+        given = {
+            "gamma": gamma,
+            "lam": lam,
+            "init": init,
+            "train": train,
+            "gamma_select": gamma_select,
+            "holdout": holdout,
+            "refine_temperature": refine_temperature,
+            "input_range": input_range,
+            "mean": mean,
+            "std": std,
+            "seed": seed,
+            "sgd": sgd,
+        }
+        self._set_params(**given)
+        self._set_params(**self.fixed_params)  # a registered variant's own
         if self.holdout and self.train == "delta":
             raise InputError("holdout", "0 with train='delta'", repr(holdout))
-        self.refine_temperature = flag(refine_temperature, "refine_temperature")
-        self.input_range = check_input_range(input_range)
-        self.mean = None if mean is None else floats(mean, "mean")
-        self.std = None if std is None else floats(std, "std")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise InputError("seed", "an integer", repr(seed))
-        self.seed = seed
-        if sgd is not None and not isinstance(sgd, SGDSettings):
-            raise InputError("sgd", "an SGDSettings", type(sgd).__name__)
-        self.sgd = SGDSettings() if sgd is None else sgd
+
+    @classmethod
+    def split_params(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Flat parameters (the :class:`SGDSettings` fields among the others, as in a
+        config) -> constructor keywords."""
+        return split_params(params)
 
     @classmethod
     def fast(cls, model: nn.Module, **params: Any) -> NeuralClamping:
@@ -198,13 +268,8 @@ class NeuralClamping:
         """Temperature scaling fitted by focal loss (``delta = 0``; their Table 4 ablation)."""
         return cls(model, **{**params, "init": "zero", "train": "temperature"})
 
-    def get_params(self) -> dict[str, Any]:
-        """Constructor parameters, except the model."""
-        skip = {"model"}
-        return {k: v for k, v in vars(self).items() if k not in skip and not k.endswith("_")}
-
     # ----- fitting -------------------------------------------------------------------------
-    def fit(self, inputs: object, labels: object = None) -> Self:
+    def fit(self, inputs: object, labels: object = None, sample_weight: object = None) -> Self:
         """Learn ``delta`` and ``T`` on calibration ``inputs`` and ``labels``.
 
         Parameters
@@ -213,6 +278,8 @@ class NeuralClamping:
             Calibration inputs ``(N, ...)``; a dataset is normalised by ``mean``/``std``.
         labels : array-like or None
             Class indices ``(N,)``; None: the dataset's labels.
+        sample_weight : None
+            Refused (a method that cannot weight samples), as by the logit calibrators.
 
         Returns
         -------
@@ -220,6 +287,9 @@ class NeuralClamping:
             ``self``, with ``delta_``, ``temperature_``, ``gamma_`` and the other fitted
             attributes set.
         """
+        return super().fit(inputs, labels, sample_weight)
+
+    def _fit_inputs(self, inputs: object, labels: object) -> None:
         x = as_inputs(inputs, self.mean, self.std)
         device = self.sgd.torch_device(self.model)
         with frozen(self.model), torch.enable_grad():
@@ -228,7 +298,6 @@ class NeuralClamping:
             check_finite(x, self.sgd.batch_size)
             best, eces = search_gamma(self, x, y, device)
         self._set_fitted(best, eces, k)
-        return self
 
     def _set_fitted(self, best: GammaFit, eces: dict[float, float], n_classes: int) -> None:
         self.delta_ = best.delta
@@ -244,13 +313,6 @@ class NeuralClamping:
         self.n_classes_ = n_classes
 
     # ----- prediction ----------------------------------------------------------------------
-    def check_is_fitted(self) -> None:
-        """NotFittedError unless :meth:`fit` has run."""
-        if not hasattr(self, "n_classes_"):
-            raise errors.NotFittedError(
-                f"this {type(self).__name__} is not fitted yet: call fit() first"
-            )
-
     def logits(self, inputs: object) -> np.ndarray:
         """Calibrated logits ``model(x + delta_) / temperature_`` (float64, N x K)."""
         self.check_is_fitted()
@@ -267,26 +329,28 @@ class NeuralClamping:
         out: np.ndarray = z.numpy().astype(np.float64) / self.temperature_
         return out
 
-    def predict_proba(self, inputs: object) -> np.ndarray:
-        """Calibrated probabilities (float64, rows sum to 1)."""
+    def _predict_inputs(self, inputs: object) -> np.ndarray:
         return np.exp(log_softmax64(self.logits(inputs)))
 
-    def to_module(self) -> CalibratedModel:
-        """The model with ``delta_`` and ``temperature_`` built in, for deployment: one
-        module returning the calibrated probabilities (``CalibratedModel(model, self)``)."""
-        from calibkit.calibrators.calibrated_model import CalibratedModel
-
+    def input_module(self) -> nn.Module:
+        """``x + delta_``, before the model (deployment: :meth:`to_module`)."""
         self.check_is_fitted()
-        return CalibratedModel(self.model, self)
+        return InputShift(self.delta_)
 
-    def ablation(self, view: Ablation) -> NeuralClamping:
+    def output_module(self) -> nn.Module:
+        """``softmax(z / temperature_)`` of the model's logits, checked as
+        ``predict_proba`` checks them (deployment: :meth:`to_module`)."""
+        self.check_is_fitted()
+        return CheckedLogits(Temperature(self.temperature_), self.n_classes_)
+
+    def ablation(self, view: Ablation) -> Self:
         """A copy keeping part of the fitted pair: ``"delta_only"`` (T = 1) or
         ``"temperature_only"`` (delta = 0), their Table 4; or ``"sgd"``, delta with the
         temperature where SGD left it, before the exact final step (the paper's procedure;
         not for the fast variant, which has no SGD)."""
         self.check_is_fitted()
         choice(view, ABLATIONS, "view")
-        other = NeuralClamping(self.model, **self.get_params())
+        other = type(self)(self.model, **self.get_params())
         other.__dict__.update(self.fitted_state())
         if view == "delta_only":
             other.log_temperature_, other.temperature_ = 0.0, 1.0
@@ -299,19 +363,18 @@ class NeuralClamping:
             other.temperature_ = math.exp(self.sgd_log_temperature_)
         return other
 
-    def fitted_state(self) -> dict[str, Any]:
-        """The fitted attributes (names ending in ``_``)."""
-        return {k: v for k, v in vars(self).items() if k.endswith("_")}
-
     # ----- persistence ---------------------------------------------------------------------
     def save(self, path: str | Path) -> None:
         """Write ``delta_`` to ``path`` with suffix ``.safetensors``, the rest to ``.json``."""
         save_clamping(self, path)
 
     @classmethod
-    def load(cls, path: str | Path, model: nn.Module) -> NeuralClamping:
+    def load(cls, path: str | Path, model: nn.Module | None = None) -> Self:
         """Read a Neural Clamping written by :meth:`save`, applied to ``model``."""
-        return load_clamping(cls, path, model)
+        if not isinstance(model, nn.Module):
+            raise InputError("model", "the torch.nn.Module the saved fit applies to", repr(model))
+        loaded: Self = load_clamping(cls, path, model)
+        return loaded
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

@@ -30,17 +30,10 @@ from calibkit.calibrators.temperature import check_log_temperature
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import check_state
 from calibkit.core.validation import (
-    NON_NEGATIVE,
-    POSITIVE,
-    AnyOf,
     Boolean,
-    Choice,
     Constraint,
     Constraints,
-    Integer,
-    ListOf,
     NoneOr,
-    Real,
     String,
     check_params,
 )
@@ -49,7 +42,9 @@ from calibkit.io.atomic import atomic_write_bytes, atomic_write_text
 if TYPE_CHECKING:
     from torch import nn
 
-    from calibkit.calibrators.clamping.model import NeuralClamping
+#: The Neural Clamping saved or loaded: typed loosely, so that this module does not import
+#: the class that imports it (its declarations are read from the class itself).
+NeuralClamping = Any
 
 FORMAT_VERSION = 1
 
@@ -80,21 +75,9 @@ def save_clamping(nc: NeuralClamping, path: str | Path) -> None:
     atomic_write_text(sidecar, json.dumps(doc, indent=1, allow_nan=False))
 
 
-#: The sidecar's fields, and the fitted attributes it holds (``delta_`` is in the tensor
-#: file), checked on load like a logit calibrator's state.
+#: The sidecar's fields. Its ``state`` holds the fitted attributes but ``delta_`` (in the
+#: tensor file), checked on load against the class's ``fitted_constraints()``.
 SIDECAR_KEYS = ("calibkit_neural_clamping", "params", "state", "delta_file", "delta_sha256")
-STATE: Constraints = {
-    "log_temperature_": Real(),
-    "lam_": NON_NEGATIVE,
-    "history_": ListOf(Real(), as_list=True),
-    "gamma_": NON_NEGATIVE,
-    "sgd_log_temperature_": NoneOr(Real()),
-    "holdout_losses_": AnyOf(Choice([]), ListOf(Real(), as_list=True)),
-    "delta_kept_": Boolean(),
-    "temperature_": POSITIVE,
-    "ece_by_gamma_": ListOf(ListOf(Real(0.0, 1.0), as_list=True), as_list=True),
-    "n_classes_": Integer(low=2),
-}
 #: Parameters checked here because :class:`SGDSettings` coerces or does not check them.
 PARAMS: Constraints = {"fuse": Boolean(), "progress": Boolean(), "device": NoneOr(String())}
 
@@ -145,7 +128,8 @@ def _rebuild(cls: type[NeuralClamping], doc: dict[str, Any], model: nn.Module) -
         raise InputError(f"params.{exc.argument}", exc.expected, exc.got) from None
     if not isinstance(state, dict):
         raise InputError("state", "a mapping of fitted attributes", type(state).__name__)
-    checked = check_state(STATE, state, {}, prefix="state.")
+    declared = {k: c for k, c in cls.fitted_constraints().items() if k != "delta_"}
+    checked = check_state(declared, state, {}, prefix="state.")
     pairs = checked["ece_by_gamma_"]
     if any(len(pair) != 2 for pair in pairs):
         raise InputError("state.ece_by_gamma_", "a list of [gamma, ECE] pairs", repr(pairs))

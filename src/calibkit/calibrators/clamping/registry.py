@@ -1,10 +1,12 @@
-"""Neural Clamping variants by name, for configs: :data:`INPUT_CALIBRATORS`.
+"""Neural Clamping variants by name, registered in the one calibrator registry.
 
-They are "input calibrators": they refit on a model's inputs, not on saved logits. Each
-factory takes the model and flat parameters (the
-:class:`~calibkit.calibrators.clamping.settings.SGDSettings` fields among the
-others, as in a TOML config) and returns an unfitted
-:class:`~calibkit.calibrators.clamping.NeuralClamping`:
+They take the model and refit on its inputs (``needs_model``:
+:class:`~calibkit.calibrators.model_calibrator.ModelCalibrator`), so consumers of logits
+leave them out and a study's ``input_calibrators`` takes only them
+(:func:`input_calibrator_names`). Each is a :class:`NeuralClamping` with some parameters
+fixed; ``get_calibrator(name, model=model, **flat_params)`` builds one, the
+:class:`~calibkit.calibrators.clamping.settings.SGDSettings` fields among the others (as in
+a TOML config):
 
 - ``nc_ce``: Neural Clamping with cross-entropy (focal gamma 0), data-driven delta;
 - ``nc_fl``: Neural Clamping with focal loss (gamma 1, or a candidate pool);
@@ -15,51 +17,52 @@ A labelled copy ``<name>@<label>`` (``nc_ce@holdout``) is the method ``<name>`` 
 parameters of its own (:func:`base_name`).
 
 >>> nc = create_input_calibrator("nc_ce@holdout", nn.Linear(2, 3), holdout=0.2, epochs=5)
->>> nc.gamma, nc.holdout, nc.sgd.epochs
-((0.0,), 0.2, 5)
->>> INPUT_CALIBRATORS.names()
+>>> nc.gamma, nc.holdout, nc.sgd.epochs, nc.name
+((0.0,), 0.2, 5, 'nc_ce')
+>>> input_calibrator_names()
 ['nc_ce', 'nc_fl', 'nc_fast', 'ts_focal']
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar, cast
 
 from torch import nn
 
+from calibkit.calibrators.base import CALIBRATORS, get_calibrator
 from calibkit.calibrators.clamping.model import NeuralClamping
-from calibkit.calibrators.clamping.settings import split_params
-from calibkit.core.registry import Registry
-
-Factory = Callable[..., NeuralClamping]
-
-#: Neural Clamping variants by name: ``(model, **flat_params) -> NeuralClamping``.
-INPUT_CALIBRATORS: Registry[Factory] = Registry("input calibrator")
+from calibkit.core.errors import UnknownNameError
 
 
-@INPUT_CALIBRATORS.register("nc_ce")
-def nc_ce(model: nn.Module, **params: Any) -> NeuralClamping:
+@CALIBRATORS.register("nc_ce")
+class NeuralClampingCE(NeuralClamping):
     """Neural Clamping by cross-entropy: focal gamma 0 (a ``gamma`` given is overridden)."""
-    return NeuralClamping(model, **{**split_params(params), "gamma": 0.0})
+
+    fixed_params: ClassVar[dict[str, Any]] = {"gamma": 0.0}
 
 
-@INPUT_CALIBRATORS.register("nc_fl")
-def nc_fl(model: nn.Module, **params: Any) -> NeuralClamping:
+@CALIBRATORS.register("nc_fl")
+class NeuralClampingFocal(NeuralClamping):
     """Neural Clamping by focal loss (gamma 1 unless ``gamma`` is given)."""
-    return NeuralClamping(model, **{"gamma": 1.0, **split_params(params)})
 
 
-@INPUT_CALIBRATORS.register("nc_fast")
-def nc_fast(model: nn.Module, **params: Any) -> NeuralClamping:
-    """The fast variant: data-driven delta, then the temperature alone."""
-    return NeuralClamping.fast(model, **split_params(params))
+@CALIBRATORS.register("nc_fast")
+class NeuralClampingFast(NeuralClamping):
+    """The fast variant of Neural Clamping: data-driven delta, then the temperature alone."""
+
+    fixed_params: ClassVar[dict[str, Any]] = {"init": "data", "train": "temperature"}
 
 
-@INPUT_CALIBRATORS.register("ts_focal")
-def ts_focal(model: nn.Module, **params: Any) -> NeuralClamping:
-    """Temperature scaling fitted by focal loss (delta fixed at 0)."""
-    return NeuralClamping.focal_temperature_scaling(model, **split_params(params))
+@CALIBRATORS.register("ts_focal")
+class FocalTemperatureScaling(NeuralClamping):
+    """Temperature scaling fitted by focal loss, on the model's inputs (delta fixed at 0)."""
+
+    fixed_params: ClassVar[dict[str, Any]] = {"init": "zero", "train": "temperature"}
+
+
+def input_calibrator_names() -> list[str]:
+    """The registered calibrators that take the model (``needs_model``), in order."""
+    return [n for n in CALIBRATORS.names() if CALIBRATORS.get(n).needs_model]
 
 
 def base_name(name: str) -> str:
@@ -74,25 +77,16 @@ def base_name(name: str) -> str:
 
 
 def create_input_calibrator(name: str, model: nn.Module, **params: Any) -> NeuralClamping:
-    """The unfitted input calibrator ``name`` (``NAME`` or ``NAME@LABEL``) of ``model``.
-
-    Parameters
-    ----------
-    name : str
-        A registered name, optionally with an ``@label``.
-    model : nn.Module
-        The classifier to calibrate.
-    **params
-        Flat parameters: those of ``NeuralClamping`` and the fields of ``SGDSettings``.
-
-    Returns
-    -------
-    NeuralClamping
-        Not fitted yet.
+    """``get_calibrator(base_name(name), model=model, **params)`` for ``name`` (``NAME`` or
+    ``NAME@LABEL``) among :func:`input_calibrator_names` (an alias of the one factory kept
+    for a study's ``input_calibrators``).
 
     Examples
     --------
     >>> create_input_calibrator("ts_focal", nn.Linear(2, 3)).init
     'zero'
     """
-    return INPUT_CALIBRATORS.get(base_name(name))(model, **params)
+    names = input_calibrator_names()
+    if base_name(name) not in names:
+        raise UnknownNameError("input calibrator", base_name(name), names)
+    return cast(NeuralClamping, get_calibrator(base_name(name), model=model, **params))

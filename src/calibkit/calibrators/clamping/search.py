@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -25,11 +25,26 @@ from calibkit.calibrators.clamping.objective import (
     penalised_loss_np,
 )
 from calibkit.calibrators.clamping.passes import fused_copy, logits_pass
+from calibkit.calibrators.clamping.settings import SGDSettings
 from calibkit.calibrators.clamping.sgd import run_sgd
 from calibkit.metrics import ece
 
-if TYPE_CHECKING:
-    from calibkit.calibrators.clamping.model import NeuralClamping
+
+class ClampingSpec(Protocol):
+    """What a search reads of the Neural Clamping it fits (its parameters and model); a
+    protocol, so that this module does not import the class that imports it."""
+
+    model: nn.Module
+    gamma: tuple[float, ...]
+    lam: float | None
+    init: str
+    train: str
+    gamma_select: str
+    holdout: float
+    refine_temperature: bool
+    input_range: Any
+    seed: int
+    sgd: SGDSettings
 
 
 @dataclass(frozen=True)
@@ -98,7 +113,7 @@ class _Start:
 
 
 def search_gamma(
-    nc: NeuralClamping, x: Tensor, y: Tensor, device: torch.device
+    nc: ClampingSpec, x: Tensor, y: Tensor, device: torch.device
 ) -> tuple[GammaFit, dict[float, float]]:
     """The best :class:`GammaFit` of ``nc.gamma`` on ``(x, y)`` and the ECE by gamma."""
     start = _start(nc, x, y, device)
@@ -119,7 +134,7 @@ def search_gamma(
     return best, eces
 
 
-def _start(nc: NeuralClamping, x: Tensor, y: Tensor, device: torch.device) -> _Start:
+def _start(nc: ClampingSpec, x: Tensor, y: Tensor, device: torch.device) -> _Start:
     sgd = nc.sgd
     fast = fused_copy(nc.model) if sgd.fuse else nc.model
     delta0 = initial_delta(
@@ -140,7 +155,7 @@ def _start(nc: NeuralClamping, x: Tensor, y: Tensor, device: torch.device) -> _S
     return _Start(fast, x, y, y.numpy(), delta0, z0, split, z_zero)
 
 
-def fit_gamma(nc: NeuralClamping, start: _Start, gamma: float, device: torch.device) -> GammaFit:
+def fit_gamma(nc: ClampingSpec, start: _Start, gamma: float, device: torch.device) -> GammaFit:
     """Fit ``delta`` and ``T`` of ``nc`` for one ``gamma``: SGD (unless ``train`` is
     ``"temperature"``), the hold-out guard, then the exact temperature step."""
     labels = start.labels
