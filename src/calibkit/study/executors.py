@@ -401,17 +401,8 @@ def make_executor(
     verbose: bool = False,
 ) -> Executor:
     """The executor ``name`` (one of :data:`EXECUTORS`); ``workers`` is for ``processes``,
-    ``address`` and ``verbose`` (Ray's own logs) for ``ray``.
-
-    Errors name the library's arguments (``executor`` for ``name``, ``workers``,
-    ``address``); the command line maps them to its flags.
-
-    >>> try:
-    ...     make_executor("serial", workers=2)
-    ... except InputError as exc:
-    ...     print(exc.argument)
-    workers
-    """
+    ``address`` and ``verbose`` (Ray's own logs) for ``ray``. Errors name these arguments
+    (``executor`` for ``name``); the command line maps them to its flags."""
     if name not in EXECUTORS:
         raise InputError("executor", "one of " + ", ".join(EXECUTORS), repr(name))
     if workers is not None and name != "processes":
