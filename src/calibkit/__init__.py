@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from calibkit.core.version import __version__
 
 #: Each module of the public API -> the names it gives the package (loaded on first access).
+#: A new public name goes here and in the ``TYPE_CHECKING`` imports at the end (tested equal).
 _MODULES: dict[str, str] = {
     "calibkit.core.errors": "CalibkitError InputError NotFittedError UnknownNameError",
     "calibkit.core.outputs": "ClassifierOutputs as_outputs",
@@ -84,10 +85,13 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+    """The public names only (not the helpers of this module, nor submodules loaded so far)."""
+    return sorted({*__all__, "__version__"})
 
 
-if TYPE_CHECKING:  # what the names are, for type checkers and IDEs
+# What the names are, for type checkers and IDEs: the same names from the same modules as
+# _MODULES (tests/test_package.py checks that the two lists agree).
+if TYPE_CHECKING:
     from calibkit.calibrators import (
         CALIBRATORS,
         AutoCalibrator,

@@ -120,6 +120,21 @@ def test_output_that_cannot_be_a_folder_exits_2_and_keeps_finished_runs(
     assert "--out: expected a folder path" in capsys.readouterr().err
 
 
+def test_errors_name_the_flags_the_user_typed(
+    tiny_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the library says workers / address / out; the command line maps them to its flags
+    out = tmp_path / "out"
+    for extra, flag in (
+        (["--workers", "2"], "--workers: expected the processes executor beside it"),
+        (["--address", "127.0.0.1:1"], "--address: expected the ray executor beside it"),
+        (["--report-only"], "--out: expected a study folder with at least one trained run"),
+    ):
+        assert main(["study", str(tiny_config), "--out", str(out), "--quiet", *extra]) == 2
+        assert f"calibkit: error: {flag}" in capsys.readouterr().err
+        assert not out.exists()
+
+
 def test_read_only_parent_exits_2(
     tiny_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

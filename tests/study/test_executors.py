@@ -62,10 +62,13 @@ def test_resources_are_typed_and_checked(tiny_config: Path, tmp_path: Path) -> N
 
 
 def test_options_of_another_executor_are_refused() -> None:
-    with pytest.raises(InputError, match="--workers: expected --executor processes"):
+    # the library names its own arguments (the command line maps them to its flags)
+    with pytest.raises(InputError, match=r"^workers: expected the processes executor beside"):
         make_executor("serial", workers=2)
-    with pytest.raises(InputError, match="--address: expected --executor ray"):
+    with pytest.raises(InputError, match=r"^address: expected the ray executor beside it"):
         make_executor("processes", address="127.0.0.1:6379")
+    with pytest.raises(InputError, match=r"^executor: expected one of serial, processes, ray"):
+        make_executor("threads")
 
 
 def test_a_request_no_node_can_meet_is_named(tiny_config: Path) -> None:
@@ -83,9 +86,9 @@ def test_a_request_no_node_can_meet_is_named(tiny_config: Path) -> None:
 
 def test_an_unreachable_address_fails_fast() -> None:
     start = time.monotonic()
-    with pytest.raises(InputError, match="--address: expected a Ray head"):
+    with pytest.raises(InputError, match=r"^address: expected a Ray head"):
         check_reachable("127.0.0.1:1")
-    with pytest.raises(InputError, match="--address: expected HOST:PORT"):
+    with pytest.raises(InputError, match=r"^address: expected HOST:PORT"):
         check_reachable("nowhere")
     assert time.monotonic() - start < 30
 
@@ -110,6 +113,7 @@ def test_ray_missing_says_how_to_install_it(tiny_config: Path, tmp_path: Path) -
         prelude="sys.modules['ray'] = None; ",
     )  # fmt: skip
     assert done.returncode == 2
+    assert "calibkit: error: --executor: expected Ray installed" in done.stderr
     assert "pip install 'calibkit[ray]'" in done.stderr
     assert "Traceback" not in done.stderr
     assert not out.exists()
@@ -123,7 +127,7 @@ def test_an_unreachable_address_exits_2_writing_nothing(tiny_config: Path, tmp_p
         "--address", "127.0.0.1:1", "--seeds", "0", "--models", "mlp",
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
-    assert "--address" in done.stderr
+    assert "calibkit: error: --address: expected a Ray head" in done.stderr
     assert "Traceback" not in done.stderr
     assert time.monotonic() - start < 30
     assert not out.exists()

@@ -35,8 +35,6 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import expit
 
 from calibkit.calibrators.base import CALIBRATORS, COEFFICIENT, F64, MAX_COEFFICIENT, Calibrator
 from calibkit.calibrators.modules import BinaryLogistic
@@ -49,6 +47,8 @@ def logistic_nll(
 ) -> tuple[float, F64]:
     """Mean NLL of ``sigmoid(features @ w[:-1] + w[-1])`` and its exact gradient (the
     ``sample_weight``-weighted mean when given)."""
+    from scipy.special import expit  # lazy: scipy costs a quarter second at import
+
     t = features @ weights[:-1] + weights[-1]
     resid = expit(t) - y
     if sample_weight is None:
@@ -63,6 +63,8 @@ def logistic_nll(
 
 def fit_logistic(features: F64, y: F64, start: F64, sample_weight: F64 | None = None) -> F64:
     """Maximum-likelihood weights (coefficients, then intercept), L-BFGS from ``start``."""
+    from scipy.optimize import minimize  # lazy: scipy costs a quarter second at import
+
     res = minimize(
         logistic_nll,
         np.asarray(start, dtype=np.float64),
@@ -76,6 +78,8 @@ def fit_logistic(features: F64, y: F64, start: F64, sample_weight: F64 | None = 
 
 def two_class_probs(t: F64) -> F64:
     """``[1 - sigmoid(t), sigmoid(t)]`` as an (N, 2) array."""
+    from scipy.special import expit  # lazy: scipy costs a quarter second at import
+
     return np.column_stack([expit(-t), expit(t)])
 
 

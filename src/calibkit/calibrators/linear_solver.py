@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.linalg import solve_triangular
-from scipy.optimize import minimize
 
 from calibkit.calibrators.base import F64
 from calibkit.core.outputs import log_softmax64
@@ -157,6 +155,8 @@ def preconditioner(curv: F64, coef: F64) -> F64:
         chol = np.linalg.cholesky(h)
     except np.linalg.LinAlgError:  # not finite: no preconditioning
         return np.eye(h.shape[-1])
+    from scipy.linalg import solve_triangular  # lazy: scipy costs a quarter second at import
+
     eye = np.broadcast_to(np.eye(h.shape[-1]), h.shape)
     return np.ascontiguousarray(solve_triangular(chol, eye, lower=True))
 
@@ -216,6 +216,8 @@ def _lbfgs(
     fun: Callable[[F64], tuple[float, F64]], n: int, max_iter: int, tol: float
 ) -> tuple[F64, float]:
     """L-BFGS from ``0`` (``n`` variables); the final point and its objective."""
+    from scipy.optimize import minimize  # lazy: scipy costs a quarter second at import
+
     res = minimize(
         fun,
         np.zeros(n),

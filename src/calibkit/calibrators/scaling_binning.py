@@ -35,7 +35,6 @@ from typing import ClassVar, Literal
 
 import numpy as np
 import torch
-from scipy.special import expit
 from torch import Tensor, nn
 
 from calibkit.calibrators.base import CALIBRATORS, COEFFICIENT, F64, MAX_COEFFICIENT, Calibrator
@@ -163,6 +162,8 @@ class ScalingBinning(Calibrator):
     def _scaled(self, logits: F64) -> tuple[F64, F64]:
         """The (scaled) probabilities the other classes share from, and the scaled
         top-label confidence."""
+        from scipy.special import expit  # lazy: scipy costs a quarter second at import
+
         _, probs, s = top_log_odds(logits, self.temperature_)
         return probs, expit(self.slope_ * s + self.intercept_)
 

@@ -90,7 +90,6 @@ def _with_extras(ev: Evaluation, out: ClassifierOutputs, args: argparse.Namespac
 def run(args: argparse.Namespace) -> int:
     """Print the metrics table (or JSON) and write the reliability diagram."""
     from calibkit.metrics import evaluate, reliability_stats
-    from calibkit.reporting.figures import reliability_figure, save_figure
     from calibkit.reporting.tables import format_evaluation_table
 
     plot = None if args.plot is None or args.plot.lower() == "none" else Path(args.plot)
@@ -110,7 +109,9 @@ def run(args: argparse.Namespace) -> int:
     ev = evaluate(out, n_bins=args.n_bins, n_boot=args.n_boot, seed=args.seed, mode=args.mode)
     if args.extra or args.smooth_plot is not None:
         ev = _with_extras(ev, out, args)
-    if plot is not None:
+    if plot is not None:  # matplotlib is imported only when a figure is written
+        from calibkit.reporting.figures import reliability_figure, save_figure
+
         stats = reliability_stats(out, n_bins=args.n_bins, mode=args.mode)
         fig = reliability_figure(stats, title=Path(args.file).name, ece=ev.values["ece"])
         save_figure(fig, plot)

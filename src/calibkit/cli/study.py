@@ -22,7 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
+from calibkit.cli.common import renamed
 from calibkit.cli.options import Subparsers, int_list, number, opt
+from calibkit.core.errors import InputError
 from calibkit.core.validation import EPOCHS, SEED, Integer
 
 
@@ -89,8 +91,22 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, before)
 
 
+#: The library's argument names -> the flags that set them (errors name what the user typed).
+FLAGS = {"out": "--out", "executor": "--executor", "workers": "--workers", "address": "--address"}
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run (or resume) the study and write its report."""
+    """Run (or resume) the study and write its report; an error naming a library argument
+    set by a flag (:data:`FLAGS`) names the flag instead."""
+    try:
+        return _run(args)
+    except InputError as exc:
+        if exc.argument not in FLAGS:
+            raise
+        raise renamed(exc, FLAGS[exc.argument]) from None
+
+
+def _run(args: argparse.Namespace) -> int:
     from calibkit.study import load_study_config, make_executor, run_study
     from calibkit.study.config import DEFAULT_CONFIG
     from calibkit.study.executors import StudyFailed

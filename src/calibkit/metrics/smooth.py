@@ -44,7 +44,6 @@ from dataclasses import dataclass
 from typing import TypedDict, Unpack
 
 import numpy as np
-from scipy import sparse
 
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
@@ -78,6 +77,8 @@ def kernel_sums(conf: F64, values: F64, sigma: float, points: F64) -> F64:
     grid-discretised Gaussian of bandwidth ``sigma`` reflected at 0 and 1 (see the module
     docstring).
     """
+    from scipy import sparse  # only here: keeps ``import calibkit.metrics`` light
+
     size = _grid_size(sigma)
     left, frac = _linear_weights(conf, size)
     n = conf.shape[0]

@@ -72,7 +72,7 @@ def run_study(
                 cfg, out, progress=progress, report_only=report_only, cache=cache, executor=executor
             )
             if not runs.records:  # every finished run was removed since the check
-                raise InputError("--out", "a study folder with at least one trained run", str(out))
+                raise InputError("out", "a study folder with at least one trained run", str(out))
             logging.getLogger(__name__).info("writing the report")
             write_study_report(cfg, runs.records, out, runs.classes, runs.sizes, sections)
     except BaseException:  # failed or interrupted: the units still running are stopped

@@ -401,13 +401,14 @@ def make_executor(
     verbose: bool = False,
 ) -> Executor:
     """The executor ``name`` (one of :data:`EXECUTORS`); ``workers`` is for ``processes``,
-    ``address`` and ``verbose`` (Ray's own logs) for ``ray``."""
+    ``address`` and ``verbose`` (Ray's own logs) for ``ray``. Errors name these arguments
+    (``executor`` for ``name``); the command line maps them to its flags."""
     if name not in EXECUTORS:
-        raise InputError("--executor", "one of " + ", ".join(EXECUTORS), repr(name))
+        raise InputError("executor", "one of " + ", ".join(EXECUTORS), repr(name))
     if workers is not None and name != "processes":
-        raise InputError("--workers", "--executor processes beside it", f"--executor {name}")
+        raise InputError("workers", "the processes executor beside it", f"the {name} executor")
     if address is not None and name != "ray":
-        raise InputError("--address", "--executor ray beside it", f"--executor {name}")
+        raise InputError("address", "the ray executor beside it", f"the {name} executor")
     if name == "processes":
         return ProcessExecutor(workers)
     if name == "ray":

@@ -167,7 +167,7 @@ def _inputs_inside(out: Path, inputs: Iterable[str | os.PathLike[str] | None]) -
 
 
 def check_study_folder(
-    out: Path, argument: str = "--out", inputs: Iterable[str | os.PathLike[str] | None] = ()
+    out: Path, argument: str = "out", inputs: Iterable[str | os.PathLike[str] | None] = ()
 ) -> Path:
     """Refuse, naming ``argument``, a study output folder that breaks the rule above, or one
     holding any of ``inputs`` (the study's config file, checkpoints, data folders)."""
@@ -207,19 +207,19 @@ def record_written(out: Path, *names: str) -> None:
     A folder of an older calibkit gets a record of the study files it holds.
     """
     out = Path(out)
-    written = _written(out, "--out")
+    written = _written(out, "out")
     for name in names:
         path = out / name
         if (path.exists() or path.is_symlink()) and name not in written:
             got = f"{out}, which holds files calibkit did not write ({name})"
-            raise InputError("--out", "a study folder calibkit wrote", got)
+            raise InputError("out", "a study folder calibkit wrote", got)
     if not (out / RECORD).exists() or not set(names) <= written:
         text = json.dumps({"written": sorted(written | set(names))}, indent=1)
         atomic_write_text(out / RECORD, text + "\n")
 
 
 @contextlib.contextmanager
-def locked_study_folder(out: Path, argument: str = "--out") -> Iterator[Path]:
+def locked_study_folder(out: Path, argument: str = "out") -> Iterator[Path]:
     """Create ``out`` if needed and hold its lock during the block (see the module docstring).
 
     A refused lock leaves no folder behind that this call created.

@@ -48,7 +48,7 @@ def check_reachable(address: str, timeout: float = CONNECT_SECONDS) -> None:
         return
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise InputError("--address", "HOST:PORT of a Ray head (ray start --head)", address)
+        raise InputError("address", "HOST:PORT of a Ray head (ray start --head)", address)
     expected = f"a Ray head answering within {timeout:g} s (ray start --head)"
     deadline = time.monotonic() + timeout
     try:
@@ -62,10 +62,10 @@ def check_reachable(address: str, timeout: float = CONNECT_SECONDS) -> None:
                     break
                 reply += chunk
     except OSError as exc:
-        raise InputError("--address", expected, f"{address}: {exc}") from None
+        raise InputError("address", expected, f"{address}: {exc}") from None
     if len(reply) < 9 or reply[3] != 4:  # not an HTTP/2 SETTINGS frame
         said = f" (it said {reply[:9]!r})" if reply else " (it closed the connection)"
-        raise InputError("--address", expected, f"{address}: not a Ray head{said}")
+        raise InputError("address", expected, f"{address}: not a Ray head{said}")
 
 
 def check_resources(cfg: StudyConfig, nodes: Sequence[Mapping[str, Any]]) -> None:
@@ -138,7 +138,7 @@ class RayExecutor(QueuedExecutor):
         try:
             import ray
         except ImportError:
-            raise InputError("--executor ray", f"Ray installed ({INSTALL})", "no Ray") from None
+            raise InputError("executor", f"Ray installed ({INSTALL})", "no Ray") from None
         super().__init__(1)
         self._ray = ray
         self.address, self.verbose = address, verbose
@@ -167,7 +167,7 @@ class RayExecutor(QueuedExecutor):
                     include_dashboard=False,
                 )
             except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise InputError("--address", "a running Ray cluster", str(exc)) from None
+                raise InputError("address", "a running Ray cluster", str(exc)) from None
             finally:  # Ray's own handlers abort the process: Ctrl-C and SIGTERM unwind instead
                 for signum, handler in handlers.items():
                     with contextlib.suppress(ValueError, TypeError):  # not the main thread

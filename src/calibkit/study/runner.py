@@ -140,7 +140,7 @@ def check_study(cfg: StudyConfig, out: Path, *, report_only: bool = False) -> Da
     resolve_device(cfg.device)
     runs = _runs(cfg, out, report_only)
     if not runs:
-        raise InputError("--out", "a study folder with at least one trained run", str(out))
+        raise InputError("out", "a study folder with at least one trained run", str(out))
     cache: DataCache = {}
     built: set[tuple[str, DataConfig]] = set()
     for spec, seed, rdir in reversed(runs):  # the cache ends on the first run's data

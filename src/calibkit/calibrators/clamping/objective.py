@@ -23,8 +23,6 @@ import math
 
 import numpy as np
 import torch  # noqa: F401  (the doctests)
-from scipy.optimize import minimize_scalar
-from scipy.special import log_softmax
 from torch import Tensor
 
 from calibkit.losses import focal_loss
@@ -87,6 +85,8 @@ def focal_loss_np(logits: np.ndarray, labels: np.ndarray, gamma: float) -> float
     >>> round(focal_loss_np(np.zeros((1, 2)), np.array([0]), 1.0), 4)  # 0.5 * log 2
     0.3466
     """
+    from scipy.special import log_softmax  # lazy: scipy costs a quarter second at import
+
     logp = log_softmax(np.asarray(logits, dtype=np.float64), axis=1)
     lp = logp[np.arange(labels.shape[0]), labels]
     weight = np.maximum(-np.expm1(lp), 0.0) ** gamma if gamma else 1.0
@@ -139,6 +139,8 @@ def fit_focal_temperature(logits: np.ndarray, labels: np.ndarray, gamma: float) 
     values = [focal_loss_np(z / math.exp(g), y, gamma) for g in grid]
     i = int(np.argmin(values))
     a, b = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
+    from scipy.optimize import minimize_scalar  # lazy: scipy costs a quarter second at import
+
     res = minimize_scalar(
         lambda g: focal_loss_np(z / math.exp(g), y, gamma),
         bounds=(float(a), float(b)),
