@@ -42,7 +42,16 @@ if TYPE_CHECKING:
 
 
 class ModelCalibrator(Calibrator):
-    """Base of the calibrators that take the model and refit on its inputs (see the module)."""
+    """Base of the calibrators that take the model and refit on its inputs (see the module).
+
+    Examples
+    --------
+    >>> from calibkit.calibrators import CALIBRATORS
+    >>> sorted(n for n in CALIBRATORS.names() if CALIBRATORS.get(n).needs_model)
+    ['nc_ce', 'nc_fast', 'nc_fl', 'ts_focal']
+    >>> issubclass(CALIBRATORS.get("nc_ce"), ModelCalibrator)
+    True
+    """
 
     needs_model: ClassVar[bool] = True
     #: Parameters a registered variant fixes, whatever the caller gives.

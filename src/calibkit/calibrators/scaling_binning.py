@@ -181,7 +181,27 @@ class ScalingBinningMap(nn.Module):
     """:meth:`ScalingBinning.predict_proba` in torch: the top-label log-odds of
     ``logits / T`` (from the log-softmax, as :func:`top_log_odds`), Platt's map, the
     equal-mass bins (edges snapped, see :mod:`calibkit.calibrators.modules`), and the other
-    classes sharing the rest."""
+    classes sharing the rest.
+
+    Parameters
+    ----------
+    maps : StepMaps
+        The equal-mass bins' step map of the scaled top-label confidence.
+    temperature, slope, intercept : float
+        The temperature and Platt's map of the top-label log-odds (kept in float64).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(300, 3)) * 3
+    >>> y = rng.integers(0, 3, 300)
+    >>> cal = ScalingBinning().fit(z, y)
+    >>> module = cal.to_module()
+    >>> out = module(torch.from_numpy(z)).detach().numpy()
+    >>> bool(np.allclose(out, cal.predict_proba(z), atol=1e-12))
+    True
+    """
 
     def __init__(self, maps: StepMaps, temperature: float, slope: float, intercept: float) -> None:
         super().__init__()

@@ -128,6 +128,12 @@ class Recommendation:
     method, reason
         The method and why, in words. ``summary`` is the rule's table: each candidate's
         mean cross-fitted NLL and its paired difference from temperature scaling.
+
+    Examples
+    --------
+    >>> rec = Recommendation("temperature", "no candidate beat temperature", "")
+    >>> rec.method
+    'temperature'
     """
 
     method: str
@@ -394,6 +400,22 @@ def recommendation(cal: ClassifierOutputs, names: Sequence[str], seed: int = 0) 
     """The method to use among ``names`` and temperature scaling, by ``auto``'s rule on
     ``cal`` alone (see :class:`Recommendation`).
 
+    Parameters
+    ----------
+    cal : ClassifierOutputs
+        The calibration part (the test part plays no role).
+    names : sequence of str
+        The candidates (``"auto"`` is skipped; temperature scaling is always one).
+    seed : int
+        Seed of the folds.
+
+    Returns
+    -------
+    Recommendation
+        The method, why, and the rule's table.
+
+    Examples
+    --------
     >>> rng = np.random.default_rng(0)
     >>> z = rng.normal(size=(400, 3)) * 3
     >>> y = np.array([rng.choice(3, p=np.exp(r / 3) / np.exp(r / 3).sum()) for r in z])
