@@ -20,7 +20,8 @@ from calibkit.core.errors import InputError
 from calibkit.study import runner
 from calibkit.study.artifacts import COLUMNS
 from calibkit.study.config import DataConfig, ModelSpec, StudyConfig, load_study_config
-from calibkit.study.executors import Executor, SerialExecutor, make_executor
+from calibkit.study.executor_factory import make_executor
+from calibkit.study.executors import Executor, SerialExecutor
 from calibkit.study.folder import locked_study_folder
 from calibkit.study.prepare import StudyData, prepare_data
 from calibkit.study.report import ReportSection, SectionBuilder, report_sections, write_study_report

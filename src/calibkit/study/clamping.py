@@ -40,30 +40,6 @@ from calibkit.study.prepare import StudyData
 FIT_VERSION = 2
 
 
-def check_input_calibrators(
-    names: tuple[str, ...], params: dict[str, Any], model: nn.Module | None = None
-) -> None:
-    """Fail early on unknown names or parameters (with ``model``, or a stand-in model)."""
-    stand_in = nn.Linear(1, 2) if model is None else model
-    for i, name in enumerate(names):
-        if name.endswith("@") or name in names[:i]:
-            raise InputError("input_calibrators", "distinct names, NAME or NAME@LABEL", repr(name))
-        options = {k: v for k, v in params.get(name, {}).items() if k != "ablation"}
-        try:
-            create_input_calibrator(name, stand_in, **options)
-        except InputError as exc:  # an undeclared parameter is blamed on the method's name
-            if exc.argument != name.split("@", 1)[0]:
-                raise
-            raise InputError(f"input_calibrator_params.{name}", exc.expected, exc.got) from None
-    for key in params:
-        if key not in names:
-            raise InputError(
-                f"input_calibrator_params.{key}",
-                "parameters of a method listed in input_calibrators (" + ", ".join(names) + ")",
-                repr(key),
-            )
-
-
 def load_run_model(spec: ModelSpec, data: StudyData, rdir: Path) -> nn.Module:
     """The run's model with its saved weights, in eval mode."""
     model = build_model(spec, data)

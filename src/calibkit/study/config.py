@@ -37,7 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from torch import nn
+
 from calibkit.calibrators import CALIBRATORS
+from calibkit.calibrators.clamping.registry import create_input_calibrator
 from calibkit.core.errors import InputError
 from calibkit.core.validation import (
     N_BINS,
@@ -116,6 +119,30 @@ class DataConfig:
             object.__setattr__(self, name, constraint.check(name, getattr(self, name)))
         if len(self.mean) != len(self.std) or any(s <= 0 for s in self.std):
             raise InputError("mean/std", "as many means as stds > 0", f"{self.mean} / {self.std}")
+
+
+def check_input_calibrators(
+    names: tuple[str, ...], params: dict[str, Any], model: nn.Module | None = None
+) -> None:
+    """Fail early on unknown names or parameters (with ``model``, or a stand-in model)."""
+    stand_in = nn.Linear(1, 2) if model is None else model
+    for i, name in enumerate(names):
+        if name.endswith("@") or name in names[:i]:
+            raise InputError("input_calibrators", "distinct names, NAME or NAME@LABEL", repr(name))
+        options = {k: v for k, v in params.get(name, {}).items() if k != "ablation"}
+        try:
+            create_input_calibrator(name, stand_in, **options)
+        except InputError as exc:  # an undeclared parameter is blamed on the method's name
+            if exc.argument != name.split("@", 1)[0]:
+                raise
+            raise InputError(f"input_calibrator_params.{name}", exc.expected, exc.got) from None
+    for key in params:
+        if key not in names:
+            raise InputError(
+                f"input_calibrator_params.{key}",
+                "parameters of a method listed in input_calibrators (" + ", ".join(names) + ")",
+                repr(key),
+            )
 
 
 @dataclass(frozen=True)
@@ -217,8 +244,6 @@ class StudyConfig:
                 klass(**values)
             except InputError as exc:  # a relation between parameters
                 raise InputError(f"{where}.{exc.argument}", exc.expected, exc.got) from None
-        from calibkit.study.clamping import check_input_calibrators
-
         check_input_calibrators(self.input_calibrators, self.input_calibrator_params)
         from calibkit.reporting.tables import ROW_QUANTITIES
 

@@ -59,8 +59,6 @@ ATTEMPTS = 3
 CONNECT_SECONDS = 10.0
 #: Test-only: the environment variable that makes a unit fail where it runs (see :func:`_fault`).
 FAULT_VARIABLE = "CALIBKIT_TEST_FAULT"
-#: The executors by name.
-EXECUTORS = ("serial", "processes", "ray")
 
 log = logging.getLogger(__name__)
 
@@ -391,28 +389,3 @@ class ProcessExecutor(QueuedExecutor):
 def _broke(future: cf.Future[Finished]) -> bool:
     """Whether ``future`` failed because its pool broke (a worker died)."""
     return future.done() and isinstance(future.exception(), cf.process.BrokenProcessPool)
-
-
-def make_executor(
-    name: str = "serial",
-    *,
-    workers: int | None = None,
-    address: str | None = None,
-    verbose: bool = False,
-) -> Executor:
-    """The executor ``name`` (one of :data:`EXECUTORS`); ``workers`` is for ``processes``,
-    ``address`` and ``verbose`` (Ray's own logs) for ``ray``. Errors name these arguments
-    (``executor`` for ``name``); the command line maps them to its flags."""
-    if name not in EXECUTORS:
-        raise InputError("executor", "one of " + ", ".join(EXECUTORS), repr(name))
-    if workers is not None and name != "processes":
-        raise InputError("workers", "the processes executor beside it", f"the {name} executor")
-    if address is not None and name != "ray":
-        raise InputError("address", "the ray executor beside it", f"the {name} executor")
-    if name == "processes":
-        return ProcessExecutor(workers)
-    if name == "ray":
-        from calibkit.study.ray_executor import RayExecutor
-
-        return RayExecutor(address, verbose=verbose)
-    return SerialExecutor()

@@ -64,9 +64,9 @@ from calibkit.study.artifacts import (
     save_temperature,
     write_json,
 )
-from calibkit.study.clamping import check_input_calibrators, clamp_settings
+from calibkit.study.clamping import clamp_settings
 from calibkit.study.components import build_model, resolve_device
-from calibkit.study.config import DataConfig, ModelSpec, StudyConfig
+from calibkit.study.config import DataConfig, ModelSpec, StudyConfig, check_input_calibrators
 from calibkit.study.driver import Driver
 from calibkit.study.executors import Executor, SerialExecutor, StudyFailed
 from calibkit.study.folder import check_study_folder, record_written
