@@ -143,19 +143,21 @@ def main() -> int:
         writer = csv.DictWriter(f, FIELDS)
         if new:
             writer.writeheader()
+        loaded = {}
         for path in files:
             data = np.load(path)
-            y = data["labels"]
             z = np.log(np.maximum(data["probs"].astype(np.float64), 1e-300))
-            for n in args.n_cal:
-                for seed in args.seeds:
-                    if (path.stem, n, seed) in done or n >= len(y):
+            loaded[path.stem] = (z, data["labels"])
+        for n in args.n_cal:  # every file at one size before the next size
+            for seed in args.seeds:
+                for name, (z, y) in loaded.items():
+                    if (name, n, seed) in done or n >= len(y):
                         continue
                     t0 = time.perf_counter()
-                    writer.writerows(_split_rows(z, y, path.stem, n, seed))
+                    writer.writerows(_split_rows(z, y, name, n, seed))
                     f.flush()
                     took = time.perf_counter() - t0
-                    print(f"{path.stem} n={n} seed={seed}: {took:.0f}s", file=sys.stderr)
+                    print(f"{name} n={n} seed={seed}: {took:.0f}s", file=sys.stderr)
     print(summary(args.out))
     return 0
 
