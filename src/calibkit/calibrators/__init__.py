@@ -2,7 +2,9 @@
 
 Look one up by name with :func:`get_calibrator`; ``CALIBRATORS.names()`` lists them all.
 :class:`NeuralClamping` (input perturbation + temperature) wraps a model and takes inputs,
-not logits, so it follows the same conventions outside the logit-calibrator registry.
+not logits: its entries (``nc_ce``, ``nc_fl``, ``nc_fast``, ``ts_focal``) are in the same
+registry, flagged ``needs_model`` (:class:`~calibkit.calibrators.model_calibrator.ModelCalibrator`),
+and the consumers of logit calibrators leave them out.
 Every fitted calibrator's ``to_module()`` is its map as a torch module
 (:mod:`calibkit.calibrators.modules`); :class:`CalibratedModel` puts a classifier and
 its calibration in one module.
