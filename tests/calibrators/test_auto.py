@@ -133,7 +133,11 @@ def test_small_data_degrades_instead_of_refusing() -> None:
     tiny = AutoCalibrator().fit(z[:3], np.array([0, 1, 1]))
     assert tiny.chosen_ == "temperature"
     assert tiny.folds_used_ == 0
-    assert "too few to cross-validate" in tiny.reason_
+    assert "too few samples to cross-validate" in tiny.reason_
+    assert (
+        tiny.summary()
+        == "auto chose 'temperature': too few samples to cross-validate: temperature fitted"
+    )
 
 
 def test_a_class_of_one_row_makes_the_folds_unstratified() -> None:
@@ -188,7 +192,7 @@ def test_a_file_saved_before_the_rule_loads(tmp_path: Path) -> None:
     z, y = random_problem(200, 3, seed=7)
     auto = AutoCalibrator(methods=["temperature", "histogram"], n_folds=2).fit(z, y)
     doc = auto.to_json()
-    for key in ("paired_", "folds_used_", "reason_"):
+    for key in ("paired_", "folds_used_", "stratified_", "dropped_"):
         del doc["state"][key]
     for key in ("rule", "baseline"):
         del doc["params"][key]

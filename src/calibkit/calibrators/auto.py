@@ -19,7 +19,7 @@ than ``n_folds`` rows, the folds are as many as that class has; with a class of 
 they are unstratified (and the methods that need every class in a fold's training part are
 left out); a candidate whose fit fails on some fold is left out, and said; with fewer than
 4 samples, or no candidate left but the baseline, the baseline is fitted and the reason
-kept in ``reason_``.
+said by ``reason_`` (why the choice, in words, from the fitted state).
 
 Candidates: ``methods`` names them; by default every registered method that applies to the
 data's number of classes (binary-only methods only for two classes), except ``"auto"``
@@ -30,8 +30,8 @@ in the registry at fit time, so methods registered later are candidates too.
 
 Fitted state: ``chosen_`` (the method name), ``cv_scores_`` (name -> mean score),
 ``cv_fold_scores_`` (name -> per-fold scores), ``paired_`` (name -> ``[mean difference
-from the baseline, its standard error]``), ``folds_used_``, ``reason_`` (why the choice, in
-words) and ``chosen_state_``, the chosen calibrator's
+from the baseline, its standard error]``), ``folds_used_``, ``stratified_``, ``dropped_``
+(candidates whose fit failed on a fold) and ``chosen_state_``, the chosen calibrator's
 :meth:`~calibkit.calibrators.base.Calibrator.to_json` dict, from which a loaded
 ``AutoCalibrator`` rebuilds it on first use. :meth:`AutoCalibrator.summary` says what was
 picked and why.
@@ -102,6 +102,34 @@ class _SavedCalibrator(v.Constraint):
         return "a saved calibrator"
 
 
+class _MethodName(v.Constraint):
+    """The name of a registered calibrator of logits for any number of classes."""
+
+    def check(self, name: str, value: object) -> str:
+        ok = isinstance(value, str) and value in CALIBRATORS.names() and value != "auto"
+        klass = CALIBRATORS.get(value) if ok else None  # type: ignore[arg-type]
+        if klass is None or klass.binary_only or klass.needs_model:
+            raise InputError(name, self.describe(), repr(value))
+        return str(value)
+
+    def describe(self) -> str:
+        return "a registered calibrator of logits for any number of classes"
+
+
+class _MethodNames(v.Constraint):
+    """A list of registered calibrator names."""
+
+    def check(self, name: str, value: object) -> list[str]:
+        if not isinstance(value, list) or not all(
+            isinstance(n, str) and n in CALIBRATORS.names() for n in value
+        ):
+            raise InputError(name, self.describe(), repr(value)[:80])
+        return list(value)
+
+    def describe(self) -> str:
+        return "a list of registered calibrator names"
+
+
 @CALIBRATORS.register("auto")
 class AutoCalibrator(Calibrator):
     """Pick the calibrator with the best cross-validated ``criterion`` (see the module doc).
@@ -147,15 +175,16 @@ class AutoCalibrator(Calibrator):
         "seed": v.SEED,
         "n_bins": N_BINS,
         "rule": v.Choice(*RULES),
-        "baseline": v.String(),
+        "baseline": _MethodName(),
     }
     state_constraints: ClassVar[v.Constraints] = {
-        "chosen_": v.String(),
         "cv_scores_": MappingOf(v.Real()),
         "cv_fold_scores_": MappingOf(v.ListOf(v.Real(), as_list=True)),
         "paired_": MappingOf(v.ListOf(v.Real(), as_list=True)),
         "folds_used_": v.Integer(0, 100),
-        "reason_": v.String(),
+        "stratified_": v.Boolean(),
+        "dropped_": _MethodNames(),
+        "chosen_": v.String(),
         "chosen_state_": _SavedCalibrator(),
     }
     methods: list[str] | None
@@ -187,8 +216,6 @@ class AutoCalibrator(Calibrator):
         )
         if self.methods is not None and "auto" in self.methods:
             raise InputError("methods", "names other than 'auto'", repr(methods))
-        if CALIBRATORS.get(self.baseline).binary_only or self.baseline == "auto":
-            raise InputError("baseline", "a method for any number of classes", repr(baseline))
         self._chosen: Calibrator | None = None
 
     def candidates(self, n_classes: int, every_class: bool = True) -> list[str]:
@@ -216,7 +243,7 @@ class AutoCalibrator(Calibrator):
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         z = np.asarray(out.as_logits(), dtype=np.float64)
         labels = out.labels
-        folds, how = self._folds(labels)
+        folds, stratified = self._folds(labels)
         names: list[str] = []
         if folds:
             seen = min(np.unique(labels[train]).size for train, _ in folds)
@@ -236,26 +263,21 @@ class AutoCalibrator(Calibrator):
                 dropped.append(name)
                 continue
             fold_scores[name], losses[name] = scores, held
-        means = {name: float(np.mean(s)) for name, s in fold_scores.items()}
-        paired = self._paired(fold_scores, losses)
-        best, reason = self._choose(means, paired, len(folds), how)
-        if dropped:
-            reason += f"; left out, their fit failed on a fold: {', '.join(dropped)}"
+        self.cv_scores_ = {name: float(np.mean(s)) for name, s in fold_scores.items()}
+        self.cv_fold_scores_ = fold_scores
+        self.paired_ = self._paired(fold_scores, losses)
+        self.folds_used_, self.stratified_, self.dropped_ = len(folds), stratified, dropped
+        best = self._choose(names)
         chosen = get_calibrator(best).fit(z, labels)
         self.chosen_ = best
-        self.cv_scores_ = means if means else {best: float("nan")}
-        self.cv_fold_scores_ = fold_scores
-        self.paired_ = paired
-        self.folds_used_ = len(folds)
-        self.reason_ = reason
         self.chosen_state_ = chosen.to_json()
         self._chosen = chosen
 
-    def _folds(self, labels: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarray]], str]:
-        """The folds (none below :data:`MIN_SAMPLES`) and how they were made, in words."""
+    def _folds(self, labels: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarray]], bool]:
+        """The folds (none below :data:`MIN_SAMPLES`) and whether they are stratified."""
         n = labels.shape[0]
         if n < MIN_SAMPLES:
-            return [], f"{n} samples, too few to cross-validate"
+            return [], True
         # lazy: sklearn costs seconds at import
         from sklearn.model_selection import KFold, StratifiedKFold
 
@@ -263,15 +285,9 @@ class AutoCalibrator(Calibrator):
         k = min(self.n_folds, smallest)
         if k >= 2:
             skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=self.seed)
-            fewer = (
-                f", fewer than {self.n_folds}: a class has {smallest} rows"
-                if k < self.n_folds
-                else ""
-            )
-            return list(skf.split(np.zeros((n, 1)), labels)), f"{k} stratified folds{fewer}"
-        k = min(self.n_folds, n // 2)
-        kf = KFold(n_splits=k, shuffle=True, random_state=self.seed)
-        return list(kf.split(np.zeros((n, 1)))), f"{k} folds, not stratified: a class has 1 row"
+            return list(skf.split(np.zeros((n, 1)), labels)), True
+        kf = KFold(n_splits=min(self.n_folds, n // 2), shuffle=True, random_state=self.seed)
+        return list(kf.split(np.zeros((n, 1)))), False
 
     def _score(self, labels: np.ndarray, probs: F64) -> float:
         if self.criterion == "ece":
@@ -304,44 +320,64 @@ class AutoCalibrator(Calibrator):
             out[name] = [float(np.mean(d)), se]
         return out
 
-    def _choose(
-        self, means: dict[str, float], paired: dict[str, list[float]], folds: int, how: str
-    ) -> tuple[str, str]:
-        """The method chosen and why, in words."""
-        score = self.criterion.upper()
-        if not means:
-            return self.baseline, f"{how}: {self.baseline} fitted"
+    def _choose(self, names: list[str]) -> str:
+        """The method the rule picks from the cross-validated scores (see the module doc)."""
+        means = self.cv_scores_
+        if not means:  # too few samples, or every candidate failed: the baseline
+            return self.baseline
         if self.rule == "lowest" or self.baseline not in means:
-            best = min(means, key=lambda name: means[name])  # first listed on a tie
-            return best, f"lowest mean {score} over {how}"
-        better = [name for name, (d, se) in paired.items() if d + se < 0]
-        if not better:
-            why = f"no candidate beat {self.baseline}'s {score} by more than one standard error"
-            return self.baseline, f"{why}\n({how}, seed {self.seed})"
-        best = min(better, key=lambda name: means[name])
-        d, se = paired[best]
-        return best, (
-            f"lowest mean {score} of the candidates that beat {self.baseline} by more than one "
-            f"standard error ({d:+.4g} ± {se:.2g})\n({how}, seed {self.seed})"
-        )
+            return min(means, key=lambda name: means[name])  # first listed on a tie
+        better = [name for name, (d, se) in self.paired_.items() if d + se < 0]
+        return min(better, key=lambda name: means[name]) if better else self.baseline
+
+    @property
+    def reason_(self) -> str:
+        """Why :attr:`chosen_`, in words (from the fitted state)."""
+        self.check_is_fitted()
+        score, k = self.criterion.upper(), self.folds_used_
+        if not self.cv_scores_:
+            return f"too few samples to cross-validate: {self.chosen_} fitted"
+        how = f"{k} stratified folds" if self.stratified_ else f"{k} folds, not stratified"
+        if not self.stratified_:
+            how += ": a class has 1 row"
+        elif k < self.n_folds:
+            how += f", fewer than {self.n_folds}: a class has {k} rows"
+        pair = self.paired_.get(self.chosen_)
+        if self.rule == "lowest" or self.baseline not in self.cv_scores_:
+            text = f"lowest mean {score} over {how}"
+        elif self.chosen_ == self.baseline:
+            text = (
+                f"no candidate beat {self.baseline}'s {score} by more than one standard "
+                f"error\n({how}, seed {self.seed})"
+            )
+        elif pair is None:  # a file saved before the rule
+            text = f"lowest mean {score} over {how}"
+        else:
+            text = (
+                f"lowest mean {score} of the candidates that beat {self.baseline} by more "
+                f"than one standard error ({pair[0]:+.4g} ± {pair[1]:.2g})\n({how}, seed "
+                f"{self.seed})"
+            )
+        if self.dropped_:
+            text += f"; left out, their fit failed on a fold: {', '.join(self.dropped_)}"
+        return text
 
     def _load_state(self, state: object) -> None:
         """A file saved before the one-standard-error rule lacks its fields: they are filled
-        in as what that fit was (the lowest mean score)."""
-        if isinstance(state, dict) and "reason_" not in state:
+        in as what that fit was (stratified folds, the lowest mean score)."""
+        added = ("paired_", "folds_used_", "stratified_", "dropped_")
+        if isinstance(state, dict) and not any(key in state for key in added):
             folds = state.get("cv_fold_scores_", {})
             first: object = next(iter(folds.values()), []) if isinstance(folds, dict) else []
-            state = {
-                **state,
-                "paired_": {},
-                "folds_used_": len(first) if isinstance(first, list) else 0,
-                "reason_": "lowest mean score (a file saved before the one-standard-error rule)",
-            }
+            used = len(first) if isinstance(first, list) else 0
+            state = {**state, "paired_": {}, "folds_used_": used}
+            state = {**state, "stratified_": True, "dropped_": []}
         super()._load_state(state)
 
     def _check_state(self) -> None:
         chosen = Calibrator.from_json(self.chosen_state_, source="state.chosen_state_")
-        if chosen.name != self.chosen_ or self.chosen_ not in self.cv_scores_:
+        scored = self.chosen_ in self.cv_scores_ or not self.cv_scores_
+        if chosen.name != self.chosen_ or not scored:
             expected = f"{chosen.name!r}, the method of chosen_state_ and one of cv_scores_"
             raise InputError("state.chosen_", expected, repr(self.chosen_))
         if chosen.n_classes_ != self.n_classes_ or isinstance(chosen, AutoCalibrator):
@@ -369,7 +405,7 @@ class AutoCalibrator(Calibrator):
         its paired difference from the baseline (± one standard error)."""
         self.check_is_fitted()
         lines = [f"auto chose {self.chosen_!r}: {self.reason_}"]
-        width = max(len(name) for name in self.cv_scores_)
+        width = max((len(name) for name in self.cv_scores_), default=0)
         for name, score in sorted(self.cv_scores_.items(), key=lambda item: item[1]):
             mark = "  <- chosen" if name == self.chosen_ else ""
             pair = ""

@@ -427,6 +427,8 @@ def recommendation(cal: ClassifierOutputs, names: Sequence[str], seed: int = 0) 
     candidates = [n for n in names if n != "auto"]
     if "temperature" not in candidates:
         candidates.insert(0, "temperature")
+    if candidates == ["temperature"]:  # nothing to choose between: no cross-validation
+        return Recommendation("temperature", "the only method compared", "")
     _log.info(
         f"choosing among {len(candidates)} methods by cross-fitted NLL on the calibration part"
     )
