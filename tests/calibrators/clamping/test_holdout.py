@@ -42,14 +42,19 @@ def test_holdout_keeps_a_delta_that_helps_on_held_out_data(gamma: float) -> None
     assert nc.delta_kept_
     assert nc.holdout_losses_[0] < nc.holdout_losses_[1]
     assert float(nc.delta_.mean()) < -0.3
-    # the held-out losses, recomputed: each candidate's T fitted on the learning part
+    assert nc.guard_ == "delta kept"
+    assert nc.holdout_ts_loss_ is not None
+    assert nc.holdout_losses_[0] < nc.holdout_ts_loss_
+    assert nc.guard.startswith("delta kept (held-out NLL ")
+    # the held-out NLLs, recomputed: each candidate's T fitted on the learning part by
+    # the focal loss it was learnt with
     held = torch.randperm(400, generator=torch.Generator().manual_seed(0))[:100]
     learn = np.setdiff1d(np.arange(400), held.numpy())
     for delta, loss in zip((nc.delta_, torch.zeros(SHAPE)), nc.holdout_losses_, strict=True):
         with torch.no_grad():
             z = model(x + 1.0 + delta).double().numpy()
         t = exact_log_t(z[learn], y.numpy()[learn], gamma)
-        expected = focal_np(z[held.numpy()] / math.exp(t), y.numpy()[held.numpy()], gamma)
+        expected = focal_np(z[held.numpy()] / math.exp(t), y.numpy()[held.numpy()], 0.0)
         assert loss == pytest.approx(expected, rel=1e-6)
 
 
@@ -63,6 +68,7 @@ def test_holdout_drops_a_delta_that_only_fits_the_learning_part() -> None:
     nc = NeuralClamping(model, holdout=0.25, **kw).fit(x, y)  # type: ignore[arg-type]
     assert not nc.delta_kept_
     assert nc.holdout_losses_[0] >= nc.holdout_losses_[1]
+    assert nc.guard_ == "delta dropped"  # gamma 0 and delta = 0: temperature scaling itself
     assert torch.equal(nc.delta_, torch.zeros(SHAPE))
     assert math.isnan(nc.sgd_log_temperature_)
     ts = TemperatureScaling().fit(model(x).detach().numpy(), y.numpy())
@@ -72,6 +78,7 @@ def test_holdout_drops_a_delta_that_only_fits_the_learning_part() -> None:
     plain = NeuralClamping(model, **kw).fit(x, y)  # type: ignore[arg-type]
     assert plain.delta_kept_
     assert plain.holdout_losses_ == []
+    assert (plain.guard_, plain.guard, plain.holdout_ts_loss_) == ("no hold-out",) * 2 + (None,)
 
 
 def test_holdout_guards_the_fast_variant_against_a_wrecking_initial_delta() -> None:
@@ -91,9 +98,42 @@ def test_holdout_guards_the_fast_variant_against_a_wrecking_initial_delta() -> N
     assert float(plain.delta_.abs().max()) > 3.0
     assert plain.temperature_ > 10.0
     assert not held.delta_kept_
+    assert held.guard_ == "delta dropped"
     assert torch.equal(held.delta_, torch.zeros(SHAPE))
     ts = TemperatureScaling().fit(model(x).detach().numpy(), y.numpy())
     assert held.temperature_ == pytest.approx(ts.temperature_, rel=1e-5)
+
+
+def test_holdout_returns_temperature_scaling_where_the_focal_fit_loses_on_held_out_nll() -> None:
+    """A pool of large focal exponents (ranked by the fast variant, one joint fit): each
+    candidate's temperature minimises its focal loss, far from the NLL's, and the learnt
+    delta is worse still; temperature scaling has the lower held-out NLL, so it is the fit
+    (delta = 0, T by NLL on the whole calibration set), and the fit says so."""
+    model, x, y = problem(n=400)
+    sgd = SGDSettings(epochs=3, batch_size=50, progress=False)
+    nc = NeuralClamping(model, gamma=(3.0, 5.0), gamma_select="fast", holdout=0.25, sgd=sgd)
+    nc.fit(x, y)
+    assert nc.guard_ == "temperature scaling"
+    assert not nc.delta_kept_
+    assert torch.equal(nc.delta_, torch.zeros(SHAPE))
+    assert math.isnan(nc.sgd_log_temperature_)
+    z = model(x).detach().double().numpy()
+    ts = TemperatureScaling().fit(z, y.numpy())
+    assert nc.temperature_ == pytest.approx(ts.temperature_, rel=1e-5)  # two 1-D optimisers
+    # temperature scaling's held-out NLL, recomputed: fitted on the learning part
+    held = torch.randperm(400, generator=torch.Generator().manual_seed(0))[:100].numpy()
+    learn = np.setdiff1d(np.arange(400), held)
+    ts_learn = TemperatureScaling().fit(z[learn], y.numpy()[learn])
+    ts_nll = focal_np(z[held] / ts_learn.temperature_, y.numpy()[held], 0.0)
+    assert nc.holdout_ts_loss_ == pytest.approx(ts_nll, rel=1e-5)  # two 1-D optimisers
+    assert nc.holdout_ts_loss_ < min(nc.holdout_losses_)  # the focal fit lost there
+    assert nc.guard.startswith(f"temperature scaling (held-out NLL {nc.holdout_ts_loss_:.4g} vs ")
+    # the fit returned, judged as the guard judges (T fitted by NLL on the learning part)
+    zl = nc.logits(x) * nc.temperature_
+    returned = focal_np(
+        zl[held] / math.exp(exact_log_t(zl[learn], y.numpy()[learn], 0.0)), y.numpy()[held], 0.0
+    )
+    assert returned <= ts_nll * (1 + 1e-6)  # the same model; float32 passes, 1-D optimisers
 
 
 def test_holdout_needs_samples_on_both_sides() -> None:

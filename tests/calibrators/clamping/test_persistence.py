@@ -36,12 +36,16 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
     assert back.sgd_log_temperature_ == nc.sgd_log_temperature_
     assert back.delta_kept_
     assert back.holdout_losses_ == []
+    assert (back.guard_, back.holdout_ts_loss_) == ("no hold-out", None)
     held = NeuralClamping(
         model, init="random", holdout=0.2, sgd=SGDSettings(epochs=2, progress=False)
     ).fit(x, y)
     held.save(tmp_path / "held")
     again = NeuralClamping.load(tmp_path / "held", model)
     assert (again.delta_kept_, again.holdout_losses_) == (held.delta_kept_, held.holdout_losses_)
+    assert held.guard_ in ("delta kept", "delta dropped", "temperature scaling")
+    assert (again.guard_, again.holdout_ts_loss_) == (held.guard_, held.holdout_ts_loss_)
+    assert again.guard == held.guard
     assert back.get_params() == nc.get_params()
     assert np.array_equal(back.predict_proba(x), nc.predict_proba(x))
     fast = NeuralClamping.fast(model, sgd=SGDSettings(progress=False)).fit(x, y)
@@ -73,6 +77,10 @@ def test_a_file_written_before_the_settings_were_grouped_loads() -> None:
     # stored values come back exactly: the fitted state is read, not recomputed
     assert (nc.holdout_losses_, nc.delta_kept_) == (doc["state"]["holdout_losses_"], True)
     assert nc.sgd_log_temperature_ == doc["state"]["sgd_log_temperature_"]
+    # written before the guard said which of it decided: filled in as what that fit was
+    assert "guard_" not in doc["state"]
+    assert (nc.guard_, nc.holdout_ts_loss_) == ("delta kept", None)
+    assert nc.guard.startswith("delta kept (held-out NLL ")
     stored = safetensors.torch.load_file(DATA / "nc_v1.safetensors")["delta"]
     assert torch.equal(nc.delta_, stored)
     # the predictions are recomputed by float32 dot products (8 terms, |terms| summing to ~40)
@@ -81,6 +89,26 @@ def test_a_file_written_before_the_settings_were_grouped_loads() -> None:
     # this file (written on an AMD EPYC): 2.4e-6 on an AVX-512/AMX Xeon, 1.1e-5 with
     # ATEN_CPU_CAPABILITY=default; a wrong temperature or delta moves them by > 1e-2
     np.testing.assert_allclose(nc.predict_proba(x), np.load(DATA / "nc_v1_proba.npy"), rtol=1e-4)
+
+
+def test_a_guard_that_disagrees_with_the_fit_is_refused(tmp_path: Path) -> None:
+    model, x, y = problem()
+    sgd = SGDSettings(epochs=1, batch_size=64, progress=False)
+    NeuralClamping(model, holdout=0.2, sgd=sgd).fit(x, y).save(tmp_path / "nc")
+    doc = json.loads((tmp_path / "nc.json").read_text())
+    for guard, kept in [
+        ("temperature scaling", True),
+        ("delta kept", False),
+        ("no hold-out", True),
+    ]:
+        doc["state"].update(guard_=guard, delta_kept_=kept)
+        (tmp_path / "nc.json").write_text(json.dumps(doc))
+        with pytest.raises(InputError, match=r"state\.guard_"):
+            NeuralClamping.load(tmp_path / "nc", model)
+    doc["state"]["guard_"] = "trust me"
+    (tmp_path / "nc.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=r"state\.guard_"):
+        NeuralClamping.load(tmp_path / "nc", model)
 
 
 def test_the_sidecar_keeps_the_settings_flat(tmp_path: Path) -> None:

@@ -8,9 +8,14 @@ data-driven ``delta`` (no learning at all) can do worse: it moves every input di
 the edge of the feasible range, which is far when the calibration inputs never reach it
 there (BloodMNIST's bright backgrounds). With ``holdout`` set,
 :class:`~calibkit.calibrators.clamping.NeuralClamping` learns ``delta`` on part of the
-calibration set and keeps it only if, on the held-out rest, it beats ``delta = 0`` under
-the same objective, each candidate with its temperature fitted exactly on the learning
-part. Either way the final temperature is then fitted on the whole calibration set.
+calibration set and keeps it only if, on the held-out rest, it beats ``delta = 0`` by a
+proper score, the negative log-likelihood (whatever the focal ``gamma`` it was learnt
+with), each candidate with its temperature fitted exactly on the learning part by its own
+objective (:func:`held_out_nll`). A pool of ``gamma`` is ranked by the same held-out NLL,
+and the fit is never worse there than plain temperature scaling (fitted by NLL on the
+learning part): where it would be, the fit is temperature scaling (``delta = 0``, T by NLL
+on the whole calibration set; :data:`GUARDS` names which guard decided). Otherwise the
+final temperature is fitted on the whole calibration set by the method's objective.
 
 >>> fit, held = holdout_split(10, 0.2, seed=0)
 >>> len(fit), len(held), sorted(set(fit.tolist()) | set(held.tolist())) == list(range(10))
@@ -27,6 +32,11 @@ from torch import Tensor
 
 from calibkit.calibrators.clamping.objective import fit_focal_temperature, focal_loss_np
 from calibkit.core.errors import InputError
+
+#: Which guard decided a fit (``guard_``): none (no hold-out); the learnt ``delta`` kept or
+#: dropped for ``delta = 0`` by held-out NLL; or temperature scaling, whose held-out NLL
+#: was lower than the chosen Neural Clamping fit's.
+GUARDS = ("no hold-out", "delta kept", "delta dropped", "temperature scaling")
 
 
 def check_holdout(value: object) -> float:
@@ -50,9 +60,10 @@ def holdout_split(n: int, fraction: float, seed: int) -> tuple[Tensor, Tensor]:
     return order[n_held:].sort().values, order[:n_held].sort().values
 
 
-def held_out_loss(
+def held_out_nll(
     logits: np.ndarray, labels: np.ndarray, learn: np.ndarray, held: np.ndarray, gamma: float
 ) -> float:
-    """Focal loss on ``held`` with the temperature that minimises it on ``learn``."""
+    """Mean NLL on ``held`` at the temperature minimising the focal loss (exponent
+    ``gamma``; 0: NLL, i.e. temperature scaling) on ``learn``."""
     log_t = fit_focal_temperature(logits[learn], labels[learn], gamma)
-    return focal_loss_np(logits[held] / math.exp(log_t), labels[held], gamma)
+    return focal_loss_np(logits[held] / math.exp(log_t), labels[held], 0.0)

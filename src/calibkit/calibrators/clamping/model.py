@@ -9,11 +9,12 @@ learnt on a calibration set by minimising (their eq. 9)
 
 where ``FL_gamma = -(1 - p_y)^gamma log p_y`` is the focal loss. The model's parameters
 never change. ``gamma`` may be a pool of candidates: each is fitted and the one with the
-lowest calibration-set ECE is kept (``gamma_``). With ``gamma_select="fast"``, the
-candidates are ranked instead by the calibration ECE of the fast variant (the initial
-``delta`` and the exact temperature: one forward pass for the whole pool), and only the
-best is trained jointly: a pool for the price of one SGD fit (``ece_by_gamma_`` then
-holds the fast variant's ECE of the others).
+lowest calibration-set ECE is kept (``gamma_``; with ``holdout``, the lowest held-out
+NLL). With ``gamma_select="fast"``, the candidates are ranked instead by the calibration
+ECE (held-out NLL) of the fast variant (the initial ``delta`` and the exact temperature:
+one forward pass for the whole pool), and only the best is trained jointly: a pool for
+the price of one SGD fit (``ece_by_gamma_`` then holds the fast variant's ECE of the
+others).
 
 Training (``train``):
 
@@ -28,10 +29,14 @@ Training (``train``):
   ``ablation("sgd")`` gives the pair where SGD left it (the paper's procedure). With
   ``holdout`` (a fraction, e.g. 0.2; off by default, as in the paper), ``delta`` is learnt
   on the rest of the calibration set and kept only if it beats ``delta = 0`` on the
-  held-out part (:mod:`~calibkit.calibrators.clamping.holdout`): a guard against a
+  held-out part by NLL (:mod:`~calibkit.calibrators.clamping.holdout`): a guard against a
   ``delta`` that fits a small calibration set and not new data (``delta_kept_``). It
   guards the fast variant the same way (its data-driven ``delta`` can wreck a model
-  whose inputs never reach the range's edges: BloodMNIST);
+  whose inputs never reach the range's edges: BloodMNIST). With ``holdout``, a pool of
+  ``gamma`` is ranked by held-out NLL too, not by the calibration ECE, and the whole fit
+  gives way to temperature scaling (by NLL) where that has the lower held-out NLL (a
+  focal temperature can be far from the NLL's). ``guard_`` says which guard decided
+  (:data:`~calibkit.calibrators.clamping.holdout.GUARDS`), :attr:`guard` in words;
 - ``"delta"``: SGD on ``delta`` alone, T = 1;
 - ``"temperature"``: ``delta`` stays at its initial value and ``log_t`` minimises the
   focal objective exactly (one forward pass, then a 1-D search in float64; the penalty is
@@ -79,7 +84,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from calibkit.calibrators.clamping.holdout import check_holdout
+from calibkit.calibrators.clamping.holdout import GUARDS, check_holdout
 from calibkit.calibrators.clamping.init import INITS, check_input_range
 from calibkit.calibrators.clamping.inputs import (
     Checked,
@@ -143,7 +148,8 @@ class NeuralClamping(ModelCalibrator):
     model : nn.Module
         The classifier, returning logits ``(N, K)``; never changed.
     gamma : float or sequence of float
-        The focal exponent, or a pool of candidates (the lowest calibration ECE wins).
+        The focal exponent, or a pool of candidates (the lowest calibration ECE wins; with
+        ``holdout``, the lowest held-out NLL).
     lam : float or None
         Weight of ``||delta||^2``; None: 0.1 times the focal loss at the initial ``delta``.
     init : str
@@ -153,7 +159,8 @@ class NeuralClamping(ModelCalibrator):
     gamma_select : str
         ``"each"`` (fit every candidate) or ``"fast"`` (rank them by the fast variant).
     holdout : float
-        Held-out fraction of the calibration set guarding ``delta`` (0: off).
+        Held-out fraction of the calibration set guarding ``delta``, choosing ``gamma`` and
+        checking the fit against temperature scaling, all by held-out NLL (0: off).
     refine_temperature : bool
         Set T to the objective's exact minimum after a joint SGD.
     input_range : (alpha, beta) or None
@@ -196,6 +203,8 @@ class NeuralClamping(ModelCalibrator):
         "sgd_log_temperature_": NoneOr(Real()),
         "holdout_losses_": AnyOf(Choice([]), ListOf(Real(), as_list=True)),
         "delta_kept_": Boolean(),
+        "guard_": Choice(*GUARDS),
+        "holdout_ts_loss_": NoneOr(Real()),
         "temperature_": POSITIVE,
         "ece_by_gamma_": ListOf(ListOf(Real(0.0, 1.0), as_list=True), as_list=True),
     }
@@ -308,9 +317,23 @@ class NeuralClamping(ModelCalibrator):
         self.sgd_log_temperature_ = best.sgd_log_t
         self.holdout_losses_ = best.holdout_losses
         self.delta_kept_ = best.delta_kept
+        self.guard_ = best.guard
+        self.holdout_ts_loss_ = best.ts_loss
         self.temperature_ = best.temperature
         self.ece_by_gamma_ = eces
         self.n_classes_ = n_classes
+
+    @property
+    def guard(self) -> str:
+        """Which guard decided the fit, in words (``guard_`` and the held-out NLLs)."""
+        self.check_is_fitted()
+        h, ts = self.holdout_losses_, self.holdout_ts_loss_
+        if self.guard_ == GUARDS[3] and h and ts is not None:
+            nc = f"{min(h):.4g} of gamma {self.gamma_:g}"
+            return f"temperature scaling (held-out NLL {ts:.4g} vs {nc})"
+        if self.guard_ in GUARDS[1:3] and h:
+            return f"{self.guard_} (held-out NLL {h[0]:.4g} with it vs {h[1]:.4g} without)"
+        return str(self.guard_)
 
     # ----- prediction ----------------------------------------------------------------------
     def logits(self, inputs: object) -> np.ndarray:

@@ -6,7 +6,9 @@ parameters, the other fitted attributes, the name of the delta file and its sha2
 ``.json`` sidecar. The sidecar keeps the fields of
 :class:`~calibkit.calibrators.clamping.settings.SGDSettings` flat among the other
 parameters, as format version 1 always has, so files written before they were grouped
-still load. Loading checks the sidecar's format version and the delta's checksum, and
+still load, and so do files written before the guard said which of it decided (their
+``guard_`` is filled in as what that fit was: no hold-out, or delta kept or dropped).
+Loading checks the sidecar's format version and the delta's checksum, and
 applies the result to a model given by the caller (the model itself is not saved).
 """
 
@@ -25,6 +27,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor
 
 from calibkit.calibrators.base import MAX_FILE_BYTES
+from calibkit.calibrators.clamping.holdout import GUARDS
 from calibkit.calibrators.clamping.settings import SGD_FIELDS, flat_params, split_params
 from calibkit.calibrators.temperature import check_log_temperature
 from calibkit.core.errors import InputError
@@ -128,6 +131,9 @@ def _rebuild(cls: type[NeuralClamping], doc: dict[str, Any], model: nn.Module) -
         raise InputError(f"params.{exc.argument}", exc.expected, exc.got) from None
     if not isinstance(state, dict):
         raise InputError("state", "a mapping of fitted attributes", type(state).__name__)
+    if not any(key in state for key in ("guard_", "holdout_ts_loss_")):  # saved before them
+        kept = GUARDS[1] if state.get("delta_kept_") is True else GUARDS[2]
+        state = {**state, "guard_": kept if obj.holdout else GUARDS[0], "holdout_ts_loss_": None}
     declared = {k: c for k, c in cls.fitted_constraints().items() if k != "delta_"}
     checked = check_state(declared, state, {}, prefix="state.")
     pairs = checked["ece_by_gamma_"]
@@ -137,6 +143,11 @@ def _rebuild(cls: type[NeuralClamping], doc: dict[str, Any], model: nn.Module) -
     check_log_temperature(checked["log_temperature_"], checked["temperature_"])
     if checked["gamma_"] not in obj.gamma:
         raise InputError("state.gamma_", f"one of params.gamma {obj.gamma}", repr(state["gamma_"]))
+    guard = checked["guard_"]
+    agrees = checked["delta_kept_"] == (guard in GUARDS[:2])
+    if (guard == GUARDS[0]) != (obj.holdout == 0) or not agrees:
+        expected = f"a guard agreeing with params.holdout ({obj.holdout:g}) and state.delta_kept_"
+        raise InputError("state.guard_", expected, repr(guard))
     sgd = checked["sgd_log_temperature_"]
     checked["sgd_log_temperature_"] = math.nan if sgd is None else sgd
     obj.__dict__.update({k: checked[k] for k in state})

@@ -5,19 +5,24 @@ with the lowest calibration-set ECE is kept. With ``gamma_select="fast"`` and jo
 training, the candidates are first ranked by the calibration ECE of the fast variant (the
 initial ``delta`` and the exact temperature: one forward pass for the whole pool), and
 only the best is trained jointly (:func:`search_gamma`). Each fit is a :class:`GammaFit`.
+
+With a hold-out (:mod:`~calibkit.calibrators.clamping.holdout`), the in-sample ECE decides
+nothing: the candidates (and the fast ranking, each fast fit guarded) are compared by
+held-out NLL, and the chosen fit gives way to temperature scaling where that has the lower
+held-out NLL (:func:`guard_against_ts`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from calibkit.calibrators.clamping.holdout import held_out_loss, holdout_split
+from calibkit.calibrators.clamping.holdout import GUARDS, held_out_nll, holdout_split
 from calibkit.calibrators.clamping.init import initial_delta
 from calibkit.calibrators.clamping.objective import (
     default_lam,
@@ -68,7 +73,11 @@ class GammaFit:
     sgd_log_t : float
         ``log T`` where SGD left it (NaN without joint SGD or with the guard's ``delta = 0``).
     holdout_losses : list of float
-        Held-out loss of the learnt ``delta`` and of ``delta = 0`` (empty without hold-out).
+        Held-out NLL of the learnt ``delta`` and of ``delta = 0`` (empty without hold-out).
+    guard : str
+        Which guard decided (one of :data:`~calibkit.calibrators.clamping.holdout.GUARDS`).
+    ts_loss : float or None
+        Held-out NLL of temperature scaling (None without hold-out).
 
     Examples
     --------
@@ -85,12 +94,18 @@ class GammaFit:
     history: list[float]
     sgd_log_t: float
     holdout_losses: list[float]
+    guard: str = GUARDS[0]
+    ts_loss: float | None = None
 
     @property
     def delta_kept(self) -> bool:
         """Whether the hold-out guard kept the learnt ``delta`` (always, without it)."""
-        h = self.holdout_losses
-        return not h or h[0] < h[1]
+        return self.guard in GUARDS[:2]
+
+    @property
+    def held_out_nll(self) -> float:
+        """Held-out NLL of the fit the guard kept (NaN without hold-out)."""
+        return min(self.holdout_losses) if self.holdout_losses else math.nan
 
     @property
     def temperature(self) -> float:
@@ -123,15 +138,52 @@ def search_gamma(
         z0, labels = start.z0, start.labels
         for g in pool:
             eces[g] = ece(labels, logits=z0 / math.exp(fit_focal_temperature(z0, labels, g)))
-        pool = (min(pool, key=eces.__getitem__),)
-    best: GammaFit | None = None
-    for g in pool:
-        fit = fit_gamma(nc, start, g, device)
-        eces[g] = fit.ece
-        if best is None or fit.ece < best.ece:
-            best = fit
-    assert best is not None
-    return best, eces
+        rank = eces if start.split is None else {g: _fast_held_out(start, g) for g in pool}
+        pool = (min(pool, key=rank.__getitem__),)
+    fits = [fit_gamma(nc, start, g, device) for g in pool]
+    eces.update({fit.gamma: fit.ece for fit in fits})
+    held = start.split is not None
+    best = min(fits, key=lambda fit: fit.held_out_nll if held else fit.ece)  # the first of ties
+    return guard_against_ts(start, best), eces
+
+
+def _fast_held_out(start: _Start, gamma: float) -> float:
+    """Held-out NLL of the guarded fast variant at ``gamma`` (the better of the initial
+    ``delta`` and ``delta = 0``)."""
+    assert start.split is not None
+    assert start.z_zero is not None
+    learn, held = (i.numpy() for i in start.split)
+    return min(held_out_nll(z, start.labels, learn, held, gamma) for z in (start.z0, start.z_zero))
+
+
+def guard_against_ts(start: _Start, best: GammaFit) -> GammaFit:
+    """``best``, or temperature scaling where its held-out NLL is lower (with a hold-out).
+
+    Temperature scaling is fitted by NLL on the learning part and judged on the held-out
+    part, as the candidates are; where it wins, it is refitted by NLL on the whole
+    calibration set (``delta = 0``) and the fit says so (``guard="temperature scaling"``).
+    """
+    if start.split is None or start.z_zero is None:
+        return best
+    learn, held = (i.numpy() for i in start.split)
+    labels, z = start.labels, start.z_zero
+    ts = held_out_nll(z, labels, learn, held, 0.0)
+    if not best.held_out_nll > ts:
+        return replace(best, ts_loss=ts)
+    log_t = fit_focal_temperature(z, labels, 0.0)
+    delta = torch.zeros_like(start.delta0)
+    history = [penalised_loss_np(z / math.exp(log_t), labels, delta, 0.0, best.lam)]
+    score = ece(labels, logits=z / math.exp(log_t))
+    return replace(
+        best,
+        ece=score,
+        delta=delta,
+        log_t=log_t,
+        history=history,
+        sgd_log_t=math.nan,
+        guard=GUARDS[3],
+        ts_loss=ts,
+    )
 
 
 def _start(nc: ClampingSpec, x: Tensor, y: Tensor, device: torch.device) -> _Start:
@@ -181,12 +233,14 @@ def fit_gamma(nc: ClampingSpec, start: _Start, gamma: float, device: torch.devic
         )
         z = logits_pass(nc.model, start.x, delta, nc.sgd.batch_size, device).numpy()
     held_losses: list[float] = []
+    guard = GUARDS[0]
     if start.split is not None and start.z_zero is not None:
         learn_np, held_np = (i.numpy() for i in start.split)
         held_losses = [
-            held_out_loss(zz, labels, learn_np, held_np, gamma) for zz in (z, start.z_zero)
+            held_out_nll(zz, labels, learn_np, held_np, gamma) for zz in (z, start.z_zero)
         ]
-        if not held_losses[0] < held_losses[1]:  # delta = 0 does as well
+        guard = GUARDS[1] if held_losses[0] < held_losses[1] else GUARDS[2]
+        if guard == GUARDS[2]:  # delta = 0 does as well
             delta, z, sgd_log_t = torch.zeros_like(start.delta0), start.z_zero, math.nan
     # the objective's exact minimum over T at this delta (the penalty does not depend on
     # T): never above where SGD stopped
@@ -195,4 +249,4 @@ def fit_gamma(nc: ClampingSpec, start: _Start, gamma: float, device: torch.devic
     if not history:
         history = [penalised_loss_np(z / math.exp(log_t), labels, delta, gamma, lam)]
     score = ece(labels, logits=z / math.exp(log_t))
-    return GammaFit(gamma, score, delta, log_t, lam, history, sgd_log_t, held_losses)
+    return GammaFit(gamma, score, delta, log_t, lam, history, sgd_log_t, held_losses, guard)
