@@ -118,13 +118,19 @@ def test_a_study_folder_made_before_the_record_resumes(
 # Item: runs from two checkpoints of the same name are never mixed.
 
 
-def test_an_init_checkpoint_replaced_under_its_name_is_refused(
-    weights: dict[str, torch.Tensor], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _study_from(weights: dict[str, torch.Tensor], tmp_path: Path) -> list[str]:
+    """Run a study starting from ``weights`` (``start.safetensors``); its command line."""
     (tmp_path / "init.toml").write_text(WITH_INIT, encoding="utf-8")
     save_file(weights, tmp_path / "start.safetensors")
     argv = ["study", str(tmp_path / "init.toml"), "--out", str(tmp_path / "out"), "--quiet"]
     assert main(argv) == 0
+    return argv
+
+
+def test_an_init_checkpoint_replaced_under_its_name_is_refused(
+    weights: dict[str, torch.Tensor], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = _study_from(weights, tmp_path)
     save_file({k: v * 2 for k, v in weights.items()}, tmp_path / "start.safetensors")
     err = refused(capsys, tmp_path, [*argv, "--seeds", "0,1"])
     assert "start.safetensors holds other tensors" in err
@@ -135,10 +141,7 @@ def test_an_init_checkpoint_replaced_under_its_name_is_refused(
 def test_a_run_made_before_the_hash_is_refused_with_what_to_do(
     weights: dict[str, torch.Tensor], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "init.toml").write_text(WITH_INIT, encoding="utf-8")
-    save_file(weights, tmp_path / "start.safetensors")
-    argv = ["study", str(tmp_path / "init.toml"), "--out", str(tmp_path / "out"), "--quiet"]
-    assert main(argv) == 0
+    argv = _study_from(weights, tmp_path)
     identity = tmp_path / "out" / "runs" / "mlp" / "seed-0" / "identity.json"
     stored = json.loads(identity.read_text())
     del stored["model"]["init_sha256"]  # as an older calibkit wrote it

@@ -91,26 +91,39 @@ def check_replaceable_folder(path: Path, argument: str, legacy: Legacy | None = 
     ``path`` may be new, empty, or a folder calibkit wrote (see the module docstring).
     """
     path = Path(path)
+    if not existing_output_folder(path, argument):
+        return path
+    written = _written(path) | {MANIFEST}
+    foreign = [f for f in _files(path) if f not in written and not (legacy and legacy(f))]
+    refuse_foreign(path, argument, foreign, "a report folder")
+    return path
+
+
+def existing_output_folder(path: Path, argument: str) -> bool:
+    """Whether the output folder ``path`` exists; refuses, naming ``argument``, a path whose
+    parent is missing, an existing file, and the current folder or one of its parents."""
     check_parent(path, argument)
     if not path.exists():
-        return path
+        return False
     if not path.is_dir():
         raise InputError(argument, "a folder path", f"{path} (an existing file)")
     here = Path.cwd().resolve()
     if path.resolve() == here or path.resolve() in here.parents:
         raise InputError(argument, "a folder other than the current one or its parents", str(path))
-    written = _written(path) | {MANIFEST}
-    foreign = [f for f in _files(path) if f not in written and not (legacy and legacy(f))]
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (
-            f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
-        )
-        raise InputError(
-            argument,
-            "a new or empty folder, or a report folder calibkit wrote",
-            f"{path}, which holds files calibkit did not write ({shown})",
-        )
-    return path
+    return True
+
+
+def refuse_foreign(path: Path, argument: str, foreign: list[str], kind: str) -> None:
+    """Refuse, naming ``argument``, the folder ``path`` if it holds ``foreign`` files
+    (calibkit did not write them); ``kind`` says what folder calibkit would have written."""
+    if not foreign:
+        return
+    shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+    raise InputError(
+        argument,
+        f"a new or empty folder, or {kind} calibkit wrote",
+        f"{path}, which holds files calibkit did not write ({shown})",
+    )
 
 
 @contextlib.contextmanager

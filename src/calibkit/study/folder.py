@@ -41,7 +41,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from calibkit.core.errors import InputError
-from calibkit.io.atomic import MANIFEST, atomic_write_text, check_parent
+from calibkit.io.atomic import (
+    MANIFEST,
+    atomic_write_text,
+    existing_output_folder,
+    refuse_foreign,
+)
 from calibkit.io.lock import LOCK, FolderLock
 from calibkit.study.artifacts import TEMPERATURE_FILE
 from calibkit.study.identity import IDENTITY_FILE
@@ -172,14 +177,8 @@ def check_study_folder(
     """Refuse, naming ``argument``, a study output folder that breaks the rule above, or one
     holding any of ``inputs`` (the study's config file, checkpoints, data folders)."""
     out = Path(out)
-    check_parent(out, argument)
-    if not out.exists():
+    if not existing_output_folder(out, argument):
         return out
-    if not out.is_dir():
-        raise InputError(argument, "a folder path", f"{out} (an existing file)")
-    here = Path.cwd().resolve()
-    if out.resolve() == here or out.resolve() in here.parents:
-        raise InputError(argument, "a folder other than the current one or its parents", str(out))
     inside = _inputs_inside(out, inputs)
     if inside:
         raise InputError(
@@ -187,16 +186,7 @@ def check_study_folder(
             "a folder holding none of the study's inputs",
             f"{out}, which holds {', '.join(inside[:3])}, an input of this study",
         )
-    foreign = _foreign(out, _written(out, argument))
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (
-            f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
-        )
-        raise InputError(
-            argument,
-            "a new or empty folder, or a study folder calibkit wrote",
-            f"{out}, which holds files calibkit did not write ({shown})",
-        )
+    refuse_foreign(out, argument, _foreign(out, _written(out, argument)), "a study folder")
     return out
 
 
