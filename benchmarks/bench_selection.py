@@ -81,10 +81,16 @@ def _split_rows(z: np.ndarray, y: np.ndarray, name: str, n: int, seed: int) -> l
 
 
 def _done(out: Path) -> set[tuple[str, int, int]]:
+    """The splits already in ``out`` (a file of this benchmark's rows; any other is refused,
+    never appended to)."""
     if not out.exists():
         return set()
     with out.open(newline="") as f:
-        return {(r["file"], int(r["n_cal"]), int(r["seed"])) for r in csv.DictReader(f)}
+        reader = csv.DictReader(f)
+        if tuple(reader.fieldnames or ()) != FIELDS:
+            print(f"bench_selection: --out: expected a file of its rows, got {out}", file=sys.stderr)
+            sys.exit(2)
+        return {(r["file"], int(r["n_cal"]), int(r["seed"])) for r in reader}
 
 
 def summary(out: Path) -> str:

@@ -16,7 +16,7 @@
 #   3. the trainer against a bare PyTorch loop (benchmarks/bench_training.py: BloodMNIST,
 #      ResNet-50 for 28x28, batch 128; target: the training epoch within 1.1x);
 #   4. with --fullscale CONFIG, that config at full scale on N worker processes sharing the
-#      GPU (default 5), its results.csv and report.md copied to --out.
+#      GPU (default 5), in DIR/fullscale (a run stopped midway resumes there).
 # It prints one summary table and writes it to DIR/gpu_check.md (DIR: --out, default
 # ./gpu-check). Under 8 minutes on one H100/H200 without --fullscale.
 set -uo pipefail
@@ -37,6 +37,11 @@ while [ $# -gt 0 ]; do
 done
 py="${PYTHON:-python3}"
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" MPLBACKEND=Agg CALIBKIT_SHARED_DATA="$data"
+# --out is new, empty, or one this script wrote (it never writes over or deletes anything else)
+if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && [ ! -f "$out/steps.tsv" ]; then
+  echo "gpu_check: --out: expected a new or empty folder, or one gpu_check wrote, got $out" >&2
+  exit 2
+fi
 mkdir -p "$out" || exit 2
 out="$(cd "$out" && pwd)"
 logs="$out/logs"
@@ -74,7 +79,6 @@ step "trainer vs bare loop (BloodMNIST, ${bench[1]})" "$logs/bench_training.log"
   --batch-size 128 --no-augment "${bench[@]}" --data-dir "$data" \
   --json "$logs/bench_training.json"
 if [ -n "$fullscale" ]; then
-  rm -rf "$out/fullscale"
   step "full scale: $fullscale ($workers workers)" "$logs/fullscale.log" \
     "$py" -m calibkit study "$fullscale" --data-dir "$data" --out "$out/fullscale" \
     --executor processes --workers "$workers"
