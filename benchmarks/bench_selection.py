@@ -88,7 +88,9 @@ def _done(out: Path) -> set[tuple[str, int, int]]:
     with out.open(newline="") as f:
         reader = csv.DictReader(f)
         if tuple(reader.fieldnames or ()) != FIELDS:
-            print(f"bench_selection: --out: expected a file of its rows, got {out}", file=sys.stderr)
+            print(
+                f"bench_selection: --out: expected a file of its rows, got {out}", file=sys.stderr
+            )
             sys.exit(2)
         return {(r["file"], int(r["n_cal"]), int(r["seed"])) for r in reader}
 
