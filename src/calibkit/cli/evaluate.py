@@ -20,13 +20,17 @@ from calibkit.cli.options import FILES, Subparsers, add_force, add_input_options
 from calibkit.core.errors import InputError
 from calibkit.io.jsonfile import json_text
 
+#: The calibration tests (:mod:`calibkit.metrics.calibration_tests`), for ``--extra tests``.
+TEST_NAMES = ("spiegelhalter", "ks", "kuiper", "hosmer_lemeshow")
+
 if TYPE_CHECKING:
     from calibkit.core.outputs import ClassifierOutputs
     from calibkit.metrics import Evaluation
 
 #: ``--extra`` names that stand for several registered extras.
 GROUPS = {
-    "decomposition": ("nll_calibration", "nll_refinement", "brier_calibration", "brier_refinement")
+    "decomposition": ("nll_calibration", "nll_refinement", "brier_calibration", "brier_refinement"),
+    "tests": tuple(f"{t}_{p}" for t in TEST_NAMES for p in ("statistic", "p")),
 }
 
 
