@@ -273,7 +273,8 @@ def kuiper_test(
 def hosmer_lemeshow_statistic(conf: F64, outcome: F64, n_groups: int = 10) -> tuple[float, int]:
     """C-hat and the number of non-empty groups (1-D ``conf`` / ``outcome``).
 
-    >>> c, groups = hosmer_lemeshow_statistic(np.array([0.2, 0.2, 0.8, 0.8]), np.array([0.0, 1, 1, 1]), 2)
+    >>> s, y = np.array([0.2, 0.2, 0.8, 0.8]), np.array([0.0, 1, 1, 1])
+    >>> c, groups = hosmer_lemeshow_statistic(s, y, 2)
     >>> round(c, 10), groups
     (1.625, 2)
     """
@@ -286,7 +287,9 @@ def hosmer_lemeshow_statistic(conf: F64, outcome: F64, n_groups: int = 10) -> tu
     var = expected * (1 - expected / size)
     diff2 = (observed - expected) ** 2
     with np.errstate(invalid="ignore", divide="ignore"):
-        terms = np.where(var > 0, diff2 / np.where(var > 0, var, 1.0), np.where(diff2 > 0, np.inf, 0))
+        terms = np.where(
+            var > 0, diff2 / np.where(var > 0, var, 1.0), np.where(diff2 > 0, np.inf, 0)
+        )
     return float(np.sum(terms)), int(starts.size)
 
 

@@ -26,8 +26,8 @@ from typing import Any, Literal
 
 from calibkit.core.errors import InputError
 from calibkit.core.registry import Registry
-from calibkit.metrics.calibration_tests import TEST_LABELS, calibration_test_metric
 from calibkit.metrics.binned import aece, debiased_ece, ece, mce, rmsce, sce
+from calibkit.metrics.calibration_tests import TEST_LABELS, calibration_test_metric
 from calibkit.metrics.continuous import ks_error, mmce
 from calibkit.metrics.decomposition import score_decomposition
 from calibkit.metrics.kernels import BinNorm, Kernel, Residual, SampleMean

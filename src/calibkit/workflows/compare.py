@@ -299,7 +299,9 @@ def _judge(
 ) -> MethodResult:
     reliability = reliability_stats(test, n_bins=settings["n_bins"], mode=settings["mode"])
     tests = calibration_tests(test, mode=settings["mode"])
-    return MethodResult(method, evaluate(test, **settings), params, seconds, reliability, tests=tests)
+    return MethodResult(
+        method, evaluate(test, **settings), params, seconds, reliability, tests=tests
+    )
 
 
 def _check_parts(cal: ClassifierOutputs, test: ClassifierOutputs) -> None:
