@@ -185,7 +185,10 @@ def _draw_panel(
                 ax, stats, left + width / 2, method=display.interval, counts=display.counts
             )
         if name in display.corp.get(title, {}):
-            draw_corp(ax, display.corp[title][name], color=f"C{i}")
+            # one model: the house colour, apart from its bars; several: each model's own
+            draw_corp(
+                ax, display.corp[title][name], **({} if len(models) == 1 else {"color": f"C{i}"})
+            )
     ax.set_xlim(0.0, 1.0)
     ax.set_ylim(0.0, 1.02)
     ax.set_xlabel("Confidence")
