@@ -20,13 +20,17 @@ from calibkit.cli.options import FILES, Subparsers, add_force, add_input_options
 from calibkit.core.errors import InputError
 from calibkit.io.jsonfile import json_text
 
+#: The calibration tests (:mod:`calibkit.metrics.calibration_tests`), for ``--extra tests``.
+TEST_NAMES = ("spiegelhalter", "ks", "kuiper", "hosmer_lemeshow")
+
 if TYPE_CHECKING:
     from calibkit.core.outputs import ClassifierOutputs
     from calibkit.metrics import Evaluation
 
 #: ``--extra`` names that stand for several registered extras.
 GROUPS = {
-    "decomposition": ("nll_calibration", "nll_refinement", "brier_calibration", "brier_refinement")
+    "decomposition": ("nll_calibration", "nll_refinement", "brier_calibration", "brier_refinement"),
+    "tests": tuple(f"{t}_{p}" for t in TEST_NAMES for p in ("statistic", "p")),
 }
 
 
@@ -52,6 +56,10 @@ def add_arguments(sub: Subparsers) -> None:
         "Brier = calibration + refinement, by an in-sample temperature); repeatable"
     )
     opt(p, "--extra", "NAME", extra, action="append", default=[])  # checked by run()
+    interval = "per-bin interval drawn on --plot (default: wilson)"
+    opt(p, "--interval", "METHOD", interval, choices=("wilson", "clopper-pearson", "none"))
+    corp = "add the CORP (isotonic) reliability curve and its consistency band to --plot"
+    p.add_argument("--corp", action="store_true", help=corp)
     smooth = "write the kernel-smoothed reliability diagram there (implies --extra smooth_ece)"
     opt(p, "--smooth-plot", "PNG", smooth)
     add_force(p)
@@ -110,10 +118,17 @@ def run(args: argparse.Namespace) -> int:
     if args.extra or args.smooth_plot is not None:
         ev = _with_extras(ev, out, args)
     if plot is not None:  # matplotlib is imported only when a figure is written
+        from calibkit.metrics.reliability_bands import IntervalMethod, corp_reliability
         from calibkit.reporting.figures import reliability_figure, save_figure
 
         stats = reliability_stats(out, n_bins=args.n_bins, mode=args.mode)
-        fig = reliability_figure(stats, title=Path(args.file).name, ece=ev.values["ece"])
+        corp = corp_reliability(out, mode=args.mode, seed=args.seed) if args.corp else None
+        interval: IntervalMethod | None = "wilson" if args.interval is None else args.interval
+        if args.interval == "none":
+            interval = None
+        fig = reliability_figure(
+            stats, title=Path(args.file).name, ece=ev.values["ece"], interval=interval, corp=corp
+        )
         save_figure(fig, plot)
     if args.format == "json":
         print(json_text(ev.to_dict()))

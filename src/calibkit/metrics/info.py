@@ -27,6 +27,7 @@ from typing import Any, Literal
 from calibkit.core.errors import InputError
 from calibkit.core.registry import Registry
 from calibkit.metrics.binned import aece, debiased_ece, ece, mce, rmsce, sce
+from calibkit.metrics.calibration_tests import TEST_LABELS, calibration_test_metric
 from calibkit.metrics.continuous import ks_error, mmce
 from calibkit.metrics.decomposition import score_decomposition
 from calibkit.metrics.kernels import BinNorm, Kernel, Residual, SampleMean
@@ -197,6 +198,19 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
     ),
 ):
     register_metric(_info)
+
+#: The calibration tests as extras: ``<test>_statistic`` and ``<test>_p`` (never ranked, no
+#: bootstrap interval; :mod:`~calibkit.metrics.calibration_tests`).
+TEST_METRICS: tuple[str, ...] = tuple(
+    f"{test}_{part}" for test in TEST_LABELS for part in ("statistic", "p")
+)
+for _test, _label in TEST_LABELS.items():
+    for _part, _suffix in (("statistic", "statistic"), ("p_value", "p-value")):
+        _function = calibration_test_metric(_test, _part)
+        _name = f"{_test}_{'p' if _part == 'p_value' else _part}"
+        register_metric(
+            MetricInfo(_name, f"{_label} {_suffix}", "score", False, None, False, _function, False)
+        )
 
 
 def suite_names() -> tuple[str, ...]:

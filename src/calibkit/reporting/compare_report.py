@@ -118,6 +118,7 @@ def results_dict(comp: Comparison, title: str) -> dict[str, Any]:
                 "ci": {k: [lo, hi] for k, (lo, hi) in ev.ci.items()},
                 "params": {**({"chosen": r.chosen} if r.chosen else {}), **r.params},
                 "fit_seconds": r.fit_seconds,
+                "tests": {name: test.to_dict() for name, test in r.tests.items()},
                 "reliability": {
                     "edges": rel.edges.tolist(),
                     "counts": rel.counts.tolist(),

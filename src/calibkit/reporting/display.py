@@ -32,7 +32,16 @@ from calibkit.core.binning import BinStats, Scheme, bin_stats
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics import reliability_stats
-from calibkit.reporting.figures import bar_heights, bin_bars, new_figure, plain, style_axes
+from calibkit.metrics.reliability_bands import CorpReliability, IntervalMethod, corp_reliability
+from calibkit.reporting.figures import (
+    bar_heights,
+    bin_bars,
+    draw_bin_intervals,
+    draw_corp,
+    new_figure,
+    plain,
+    style_axes,
+)
 
 __all__ = ["ReliabilityDisplay", "bar_heights"]
 
@@ -46,13 +55,27 @@ class ReliabilityDisplay:
     """Reliability diagrams of several models: ``panels`` maps a panel title to the
     :class:`~calibkit.core.binning.BinStats` of each model (name -> stats).
 
-    After :meth:`plot`: ``figure_`` and ``axes_`` (one axes per panel).
+    ``interval``: each bar's 95% interval, ``"wilson"`` (default) or ``"clopper-pearson"``
+    (:func:`~calibkit.metrics.reliability_bands.bin_intervals`), or ``None``; ``counts``:
+    each bin's sample count above its bar; ``corp``: per panel, the CORP curve and
+    consistency band of each model (:func:`~calibkit.metrics.reliability_bands.corp_reliability`).
+    An empty bin gets no bar, no interval and no count. After :meth:`plot`: ``figure_`` and
+    ``axes_`` (one axes per panel).
     """
 
-    def __init__(self, panels: Mapping[str, Mapping[str, BinStats]]) -> None:
+    def __init__(
+        self,
+        panels: Mapping[str, Mapping[str, BinStats]],
+        *,
+        interval: IntervalMethod | None = "wilson",
+        counts: bool = True,
+        corp: Mapping[str, Mapping[str, CorpReliability]] | None = None,
+    ) -> None:
         if not panels or not all(panels.values()):
             raise InputError("panels", "at least one panel with at least one model", "none")
         self.panels = {title: dict(models) for title, models in panels.items()}
+        self.interval, self.counts = interval, counts
+        self.corp = {title: dict(models) for title, models in (corp or {}).items()}
         self.figure_: Figure | None = None
         self.axes_: list[Axes] = []
 
@@ -69,15 +92,28 @@ class ReliabilityDisplay:
         per_class: bool = False,
         class_names: Sequence[object] | None = None,
         ax: Axes | Sequence[Axes] | None = None,
+        interval: IntervalMethod | None = "wilson",
+        counts: bool = True,
+        corp: bool = False,
+        n_resamples: int = 200,
+        seed: int = 0,
     ) -> Self:
         """Bin each model's ``predictions`` (``kind``: probabilities or logits; a mapping
-        name -> scores, or one array) against class indices ``labels``, then :meth:`plot`."""
+        name -> scores, or one array) against class indices ``labels``, then :meth:`plot`.
+
+        ``corp=True`` adds each model's CORP curve and its consistency band (top-label or
+        ``mode``'s panel only; ``n_resamples`` refits, seeded by ``seed``)."""
         models = predictions if isinstance(predictions, Mapping) else {"model": predictions}
         if kind not in ("probs", "logits"):
             raise InputError("kind", "'probs' or 'logits'", repr(kind))
         panels: dict[str, dict[str, BinStats]] = {}
+        curves: dict[str, dict[str, CorpReliability]] = {}
         for name, scores in models.items():
             out = as_outputs(labels, **{kind: scores})
+            if corp and not per_class:
+                curves.setdefault("", {})[name] = corp_reliability(
+                    out, mode=mode, n_resamples=n_resamples, seed=seed
+                )
             if not per_class:
                 panels.setdefault("", {})[name] = reliability_stats(
                     out.labels, out.probs, n_bins=n_bins, scheme=scheme, mode=mode
@@ -88,7 +124,7 @@ class ReliabilityDisplay:
                 outcome = (out.labels == k).astype(np.float64)
                 stats = bin_stats(out.probs[:, k], outcome, n_bins, scheme=scheme)
                 panels.setdefault(f"class {names[k]}", {})[name] = stats
-        return cls(panels).plot(ax=ax)
+        return cls(panels, interval=interval, counts=counts, corp=curves).plot(ax=ax)
 
     @classmethod
     def from_estimator(
@@ -127,13 +163,16 @@ class ReliabilityDisplay:
                 raise InputError("ax", f"{n} axes (one per panel)", f"{len(axes)}")
             fig = axes[0].get_figure()  # type: ignore[assignment]
         for a, (title, models) in zip(axes, self.panels.items(), strict=True):
-            _draw_panel(a, title, models)
+            _draw_panel(a, title, models, self)
         self.figure_, self.axes_ = fig, axes
         return self
 
 
-def _draw_panel(ax: Axes, title: str, models: Mapping[str, BinStats]) -> None:
-    """One diagram: each model's accuracy bars side by side within the bins, the diagonal."""
+def _draw_panel(
+    ax: Axes, title: str, models: Mapping[str, BinStats], display: ReliabilityDisplay
+) -> None:
+    """One diagram: each model's accuracy bars side by side within the bins (with their
+    intervals and counts), CORP curves if asked, the diagonal."""
     ax.plot([0, 1], [0, 1], linestyle="--", color="#555555", linewidth=1.0, label="Perfect")
     share = 1.0 / len(models)
     for i, (name, stats) in enumerate(models.items()):
@@ -141,6 +180,15 @@ def _draw_panel(ax: Axes, title: str, models: Mapping[str, BinStats]) -> None:
         width = np.diff(stats.edges)[keep] * share
         left = stats.edges[:-1][keep] + i * width
         bin_bars(ax, left, stats.accuracy[keep], width, color=f"C{i}", label=plain(name))
+        if display.interval is not None:
+            draw_bin_intervals(
+                ax, stats, left + width / 2, method=display.interval, counts=display.counts
+            )
+        if name in display.corp.get(title, {}):
+            # one model: the house colour, apart from its bars; several: each model's own
+            draw_corp(
+                ax, display.corp[title][name], **({} if len(models) == 1 else {"color": f"C{i}"})
+            )
     ax.set_xlim(0.0, 1.0)
     ax.set_ylim(0.0, 1.02)
     ax.set_xlabel("Confidence")

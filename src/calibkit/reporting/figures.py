@@ -44,6 +44,7 @@ from calibkit.core.errors import InputError
 from calibkit.io.atomic import atomic_write_bytes
 
 if TYPE_CHECKING:
+    from calibkit.metrics.reliability_bands import CorpReliability, IntervalMethod
     from calibkit.metrics.smooth import SmoothReliability
 
 DPI = 120
@@ -52,6 +53,10 @@ GAP_LABEL = "Gap to mean confidence"
 FRACTION_LABEL = "Samples"
 SMOOTH_LABEL = "Smoothed accuracy"
 BAND_LABEL = "Bootstrap band"
+INTERVAL_GID = "bin-interval"
+COUNT_GID = "bin-count"
+CORP_LABEL = "CORP (isotonic) curve"
+CONSISTENCY_LABEL = "Consistency band"
 
 _BAR = "#3366a8"
 _GAP = "#d1495b"
@@ -134,10 +139,69 @@ def _check_stats(stats: object) -> BinStats:
     return stats
 
 
-def draw_reliability(
-    ax: Axes, stats: BinStats, *, ece: float | None = None, square: bool = True
+def draw_bin_intervals(
+    ax: Axes,
+    stats: BinStats,
+    centres: npt.NDArray[np.float64],
+    *,
+    method: IntervalMethod = "wilson",
+    level: float = 0.95,
+    counts: bool = True,
+    color: str = "black",
 ) -> None:
-    """Draw the reliability bars, gap shading and diagonal of ``stats`` on ``ax``."""
+    """Error bars of each non-empty bin's accuracy interval at ``centres`` (one x per
+    non-empty bin), and its sample count above (gid :data:`COUNT_GID`); empty bins get
+    neither. The intervals come from :func:`calibkit.metrics.reliability_bands.bin_intervals`.
+    """
+    from calibkit.metrics.reliability_bands import bin_intervals
+
+    keep = stats.nonempty
+    iv = bin_intervals(stats, method, level)
+    acc, lo, hi = stats.accuracy[keep], iv.lower[keep], iv.upper[keep]
+    name = "Wilson" if method == "wilson" else "Clopper-Pearson"
+    bars = ax.errorbar(
+        centres,
+        acc,
+        yerr=np.vstack([acc - lo, hi - acc]),
+        fmt="none",
+        ecolor=color,
+        elinewidth=0.9,
+        capsize=0,
+        zorder=4,
+        label=f"{level:.0%} {name} interval",
+    )
+    for segments in bars.lines[2]:  # the vertical bars: one LineCollection
+        segments.set_gid(INTERVAL_GID)
+    if counts:
+        for x, y, n in zip(centres, hi, stats.counts[keep], strict=True):
+            ax.text(
+                x, min(y + 0.02, 1.0), f"{n:,.0f}", ha="center", va="bottom", rotation=90,
+                fontsize=5.5, color="#444444", gid=COUNT_GID, zorder=5,
+            )  # fmt: skip
+
+
+def draw_corp(ax: Axes, corp: CorpReliability, *, color: str = "#2a9d8f") -> None:
+    """The CORP curve (a step function) and its consistency band around the diagonal."""
+    ax.fill_between(
+        corp.grid, corp.lower, corp.upper, color=color, alpha=0.2, linewidth=0, step="post",
+        label=f"{CONSISTENCY_LABEL} ({corp.level:.0%})", zorder=1,
+    )  # fmt: skip
+    ax.step(corp.grid, corp.curve, where="post", color=color, linewidth=1.6, label=CORP_LABEL)
+
+
+def draw_reliability(
+    ax: Axes,
+    stats: BinStats,
+    *,
+    ece: float | None = None,
+    square: bool = True,
+    interval: IntervalMethod | None = "wilson",
+    counts: bool = True,
+    corp: CorpReliability | None = None,
+) -> None:
+    """Draw the reliability bars, gap shading and diagonal of ``stats`` on ``ax``; with
+    ``interval``, each bar's 95% interval (:func:`draw_bin_intervals`, with the bin counts
+    when ``counts``); with ``corp``, the CORP curve and its band (:func:`draw_corp`)."""
     keep = stats.nonempty
     left = stats.edges[:-1][keep]
     width = np.diff(stats.edges)[keep]
@@ -161,6 +225,10 @@ def draw_reliability(
         label=GAP_LABEL,
         zorder=3,
     )
+    if interval is not None:
+        draw_bin_intervals(ax, stats, left + width / 2, method=interval, counts=counts)
+    if corp is not None:
+        draw_corp(ax, corp)
     unit_limits(ax)
     if square:
         ax.set_aspect("equal", adjustable="box")
@@ -220,17 +288,24 @@ def draw_histogram(ax: Axes, stats: BinStats) -> None:
 
 
 def reliability_figure(
-    stats: BinStats, *, title: str, ece: float | None = None, subtitle: str | None = None
+    stats: BinStats,
+    *,
+    title: str,
+    ece: float | None = None,
+    subtitle: str | None = None,
+    interval: IntervalMethod | None = "wilson",
+    corp: CorpReliability | None = None,
 ) -> Figure:
     """Reliability diagram of ``stats`` stacked above its confidence histogram.
 
     ``ece`` (a fraction) is printed in the diagram when given; pass the value from the
-    same evaluation so that figure and table agree.
+    same evaluation so that figure and table agree. ``interval``: each bin's 95% interval
+    (``None``: none); ``corp``: the CORP curve with its consistency band.
     """
     stats = _check_stats(stats)
     fig = new_figure(5.2, 6.6)
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3.3, 1.2]})
-    draw_reliability(top, stats, ece=ece, square=False)
+    draw_reliability(top, stats, ece=ece, square=False, interval=interval, corp=corp)
     top.legend(
         loc="upper left", bbox_to_anchor=(0.0, 0.86), fontsize=8, framealpha=0.85, edgecolor="none"
     )

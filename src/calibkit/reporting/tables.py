@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from calibkit.metrics import METRICS, Evaluation, suite_names
+from calibkit.metrics.info import TEST_METRICS
 from calibkit.metrics.kernels import BinNorm
 from calibkit.reporting.document import Cell, Table
 
@@ -62,7 +63,20 @@ def format_value(name: str, value: float | None) -> str:
     """
     if value is None or not math.isfinite(value):
         return "n/a"
+    if name in TEST_METRICS and name.endswith("_p"):
+        return format_p_value(value)
     return f"{100 * value:.2f}%" if column_info(name).percent else f"{value:.4f}"
+
+
+def format_p_value(p: float) -> str:
+    """A p-value: three significant digits, or a bound below 1e-4.
+
+    >>> format_p_value(0.04567), format_p_value(3e-9), format_p_value(math.nan)
+    ('0.0457', '< 0.0001', 'n/a')
+    """
+    if not math.isfinite(p):
+        return "n/a"
+    return "< 0.0001" if p < 1e-4 else f"{p:.3g}"
 
 
 def _interval(name: str, ci: tuple[float, float] | None) -> str:
@@ -217,7 +231,24 @@ def comparison_tables(comp: Comparison) -> list[Table]:
         _metric_table("Accuracy and proper scores on the test part", scores, comp),
         fitted,
     ]
-    return [t for t in tables if len(t.header) > 1 or t is fitted]
+    tables = [t for t in tables if len(t.header) > 1 or t is fitted]
+    return tables + ([calibration_tests_table(comp)] if comp.rows[0].tests else [])
+
+
+def calibration_tests_table(comp: Comparison) -> Table:
+    """Each method's calibration tests on the test part: statistic and p-value (a small
+    p-value: miscalibration beyond what the test part's size explains)."""
+    names = list(comp.rows[0].tests)
+    header = ["Method", *(f"{comp.rows[0].tests[n].label} (p)" for n in names)]
+    rows = [
+        [Cell(r.method)]
+        + [
+            Cell(f"{t.statistic:.3g} ({format_p_value(t.p_value)})")
+            for t in (r.tests[n] for n in names)
+        ]
+        for r in comp.rows
+    ]
+    return Table("Calibration tests on the test part (statistic, p-value)", header, rows)
 
 
 def format_comparison_summary(comp: Comparison) -> str:

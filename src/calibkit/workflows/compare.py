@@ -51,6 +51,7 @@ from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_labels
 from calibkit.core.splits import stratified_split
 from calibkit.metrics import Evaluation, evaluate, reliability_stats
+from calibkit.metrics.calibration_tests import CalibrationTest, calibration_tests
 from calibkit.metrics.samples import Mode
 from calibkit.workflows.methods import (
     EXCLUDED_BY_DEFAULT,
@@ -99,6 +100,9 @@ class MethodResult:
         Scalar fitted parameters (:func:`summarize_params`) and the fit's wall time.
     chosen
         The method ``"auto"`` picked (None for every other method).
+    tests
+        The calibration tests on the test part, by name
+        (:func:`~calibkit.metrics.calibration_tests.calibration_tests`).
 
     Examples
     --------
@@ -114,6 +118,7 @@ class MethodResult:
     fit_seconds: float
     reliability: BinStats
     chosen: str | None = None
+    tests: dict[str, CalibrationTest] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -293,7 +298,10 @@ def _judge(
     settings: dict[str, Any],
 ) -> MethodResult:
     reliability = reliability_stats(test, n_bins=settings["n_bins"], mode=settings["mode"])
-    return MethodResult(method, evaluate(test, **settings), params, seconds, reliability)
+    tests = calibration_tests(test, mode=settings["mode"])
+    return MethodResult(
+        method, evaluate(test, **settings), params, seconds, reliability, tests=tests
+    )
 
 
 def _check_parts(cal: ClassifierOutputs, test: ClassifierOutputs) -> None:
