@@ -149,10 +149,10 @@ def test_hosmer_lemeshow_by_hand_and_scipy_chi2() -> None:
     )
     stat, groups = hosmer_lemeshow_statistic(s, y.astype(float), 3)
     assert (stat, groups) == (pytest.approx(by_hand, rel=1e-13), 3)
-    t = hosmer_lemeshow_test(y, s, **BINARY, n_groups=3, df_offset=0)
+    t = hosmer_lemeshow_test(y, s, **BINARY, n_groups=3)  # held-out data: G df by default
     assert t.df == 3
     assert t.p_value == pytest.approx(stats.chi2.sf(by_hand, 3), rel=1e-12)
-    t2 = hosmer_lemeshow_test(y, s, **BINARY, n_groups=3)
+    t2 = hosmer_lemeshow_test(y, s, **BINARY, n_groups=3, df_offset=2)
     assert t2.df == 1
     assert t2.p_value == pytest.approx(stats.chi2.sf(by_hand, 1), rel=1e-12)
     # a tie run is never split: four equal scores stay in one group of four
