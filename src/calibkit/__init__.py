@@ -37,7 +37,7 @@ _MODULES: dict[str, str] = {
     "calibkit.core.binning": "BinStats bin_stats",
     "calibkit.io.predictions": "load_predictions save_predictions",
     "calibkit.metrics": (
-        "METRICS METRIC_NAMES EXTRA_METRICS BootstrapInterval CalibrationMetrics Evaluation "
+        "METRICS METRIC_NAMES EXTRA_METRICS BootstrapInterval Evaluation "
         "ScoreDecomposition SmoothReliability StreamingCalibration accuracy aece bootstrap_ci "
         "brier calibration_error debiased_ece ece entropy evaluate ks_error mce mmce nll "
         "reliability_stats rmsce sce score_decomposition smooth_ece smooth_reliability"
@@ -135,7 +135,6 @@ if TYPE_CHECKING:
         METRIC_NAMES,
         METRICS,
         BootstrapInterval,
-        CalibrationMetrics,
         Evaluation,
         ScoreDecomposition,
         SmoothReliability,
