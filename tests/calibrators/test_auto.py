@@ -9,7 +9,7 @@ import pytest
 from sklearn.model_selection import StratifiedKFold
 
 from calibkit.calibrators import CALIBRATORS, AutoCalibrator, Calibrator, get_calibrator
-from calibkit.calibrators.auto import NAMED_ONLY
+from calibkit.calibrators.auto import named_only
 from calibkit.core.errors import InputError, NotFittedError, UnknownNameError
 from calibkit.metrics import ece, nll
 from tests.calibrators.problems import (
@@ -67,7 +67,7 @@ def test_default_candidates_follow_the_registry_and_the_class_count() -> None:
     assert set(two) - set(many) == {"platt", "beta"}
     takes_model = {n for n in CALIBRATORS.names() if CALIBRATORS.get(n).needs_model}
     assert takes_model  # Neural Clamping is registered, and never a candidate on logits
-    excluded = {"auto", "temperature_ece", "platt", "beta", *NAMED_ONLY, *takes_model}
+    excluded = {"auto", "temperature_ece", "platt", "beta", *named_only(), *takes_model}
     assert set(many) == set(CALIBRATORS.names()) - excluded
     assert AutoCalibrator(methods=["temperature_ece"]).candidates(3) == ["temperature_ece"]
 

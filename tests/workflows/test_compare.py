@@ -16,7 +16,6 @@ from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics import ece, evaluate
 from calibkit.metrics.bin_errors import error_from_stats
 from calibkit.workflows.compare import (
-    EXCLUDED_BY_DEFAULT,
     TEMPERATURE_GRID,
     applicable_methods,
     compare,
@@ -101,10 +100,8 @@ def test_applicable_methods_follow_the_registry(fake_binary: str) -> None:
     assert fake_binary in applicable_methods(2)
     expected = [
         n
-        for n in CALIBRATORS.names()
-        if n not in EXCLUDED_BY_DEFAULT
-        and not CALIBRATORS.get(n).binary_only
-        and not CALIBRATORS.get(n).needs_model
+        for n in CALIBRATORS.defaults()
+        if not CALIBRATORS.get(n).binary_only and not CALIBRATORS.get(n).needs_model
     ]
     assert multi == expected
     assert "nc_ce" in CALIBRATORS

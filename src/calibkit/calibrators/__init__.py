@@ -12,7 +12,8 @@ its calibration in one module.
 
 from __future__ import annotations
 
-# Import order is registration order, which is the order of the methods in reports.
+# Import order is registration order, the order of the methods in reports unless an entry
+# gives its ``order`` (``CALIBRATORS.names()``; see calibkit.core.registry).
 # isort: off
 from calibkit.calibrators.base import CALIBRATORS, Calibrator, get_calibrator
 from calibkit.calibrators.temperature import TemperatureScaling

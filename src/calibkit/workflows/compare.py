@@ -11,11 +11,12 @@ bootstrap resamples of the test part (a paired comparison).
 
 Default methods (:func:`applicable_methods`, in :mod:`calibkit.workflows.methods`)
     Every registered calibrator that applies to the number of classes (binary-only ones
-    such as Platt or beta scaling only when K = 2), in registration order, except
-    ``"auto"``: it selects one of the other methods by itself, so its row would repeat one
-    of theirs at the price of another full model selection. Ask for it by name to include
-    it; its row names the method it chose (``chosen`` in its parameters) and shows that
-    method's fitted parameters. ``"temperature_ece"`` (temperature chosen by
+    such as Platt or beta scaling only when K = 2), in the registry's order (its entries'
+    ``order``), except those registered with ``default=False``: the methods run only
+    when named, and ``"auto"``: it selects one of the other methods by itself, so its row
+    would repeat one of theirs at the price of another full model selection. Ask for it by
+    name to include it; its row names the method it chose (``chosen`` in its parameters)
+    and shows that method's fitted parameters. ``"temperature_ece"`` (temperature chosen by
     calibration-set ECE) is included. Unregularised ``"matrix"`` scaling, with K (K + 1)
     parameters, is left out when it cannot be fitted well: from K = 50 classes on (on 100
     classes it gives 26-38% ECE and an NLL of 64), or when the calibration part holds fewer
@@ -53,7 +54,6 @@ from calibkit.core.splits import stratified_split
 from calibkit.metrics import Evaluation, evaluate, reliability_stats
 from calibkit.metrics.samples import Mode
 from calibkit.workflows.methods import (
-    EXCLUDED_BY_DEFAULT,
     UNCALIBRATED,
     applicable_methods,
     chosen_method,
@@ -63,7 +63,6 @@ from calibkit.workflows.methods import (
 )
 
 __all__ = [
-    "EXCLUDED_BY_DEFAULT",
     "TEMPERATURE_GRID",
     "UNCALIBRATED",
     "Comparison",
