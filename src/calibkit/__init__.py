@@ -6,7 +6,7 @@ The public API, by layer (see "How the code is laid out" in the README):
 - files: ``load_predictions``, ``save_predictions``;
 - metrics: ``ece``, ``nll``, ``evaluate``, ... and ``METRICS``;
 - losses: ``create_loss`` and ``LOSSES``;
-- calibrators: ``TemperatureScaling`` ... ``NeuralClamping``, ``get_calibrator``,
+- calibrators: ``TemperatureScaling`` ... ``NeuralClamping``, ``create_calibrator``,
   ``CalibratedClassifier`` (any scikit-learn classifier, calibrated);
 - models and data: ``create_model``, ``load_dataset``;
 - training: ``TrainConfig``, ``train``;
@@ -49,7 +49,8 @@ _MODULES: dict[str, str] = {
         "ClasswiseHistogramBinning DirichletCalibration HistogramBinning IsotonicCalibrator "
         "MatrixScaling MatrixScalingODIR NeuralClamping PlattScaling TemperatureScaling "
         "TemperatureScalingECE VectorScaling ece_grid_minimum ece_temperature_curve "
-        "get_calibrator CentredIsotonicCalibrator ScalingBinning SplineCalibration VennAbers"
+        "create_calibrator get_calibrator "
+        "CentredIsotonicCalibrator ScalingBinning SplineCalibration VennAbers"
     ),
     "calibkit.calibrators.sklearn_wrapper": "CalibratedClassifier",
     "calibkit.calibrators.structured": (
@@ -113,6 +114,7 @@ if TYPE_CHECKING:
         TemperatureScalingECE,
         VectorScaling,
         VennAbers,
+        create_calibrator,
         ece_grid_minimum,
         ece_temperature_curve,
         get_calibrator,

@@ -104,3 +104,26 @@ def test_keys_follow_the_class_names_by_the_written_rule() -> None:
     )
     every = {(kind, key) for kind, entries in _registries().items() for key in entries}
     assert set(KEY_EXCEPTIONS) <= every  # no stale exception
+
+
+def test_the_public_factories_are_registry_create(monkeypatch: pytest.MonkeyPatch) -> None:
+    """create_calibrator, create_loss, create_model and load_dataset build through the one
+    verb, Registry.create; get_calibrator is a deprecated alias that warns."""
+    import calibkit as ck
+
+    kinds: list[str] = []
+    create = Registry.create
+
+    def spy(self: Registry[object], name: str, /, *args: object, **params: object) -> object:
+        kinds.append(self.kind)
+        return create(self, name, *args, **params)
+
+    monkeypatch.setattr(Registry, "create", spy)
+    assert ck.create_calibrator("temperature").name == "temperature"
+    ck.create_loss("focal", gamma=2.0, penalty={"name": "mdca"})
+    ck.create_model("lenet5", 3)
+    ck.load_dataset("digits")
+    assert kinds == ["calibrator", "loss", "loss", "model", "dataset"]
+    with pytest.warns(DeprecationWarning, match="use create_calibrator"):
+        old = ck.get_calibrator("temperature", t_max=50.0)
+    assert old.get_params() == ck.create_calibrator("temperature", t_max=50.0).get_params()

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from calibkit.calibrators import CALIBRATORS, Calibrator, get_calibrator
+from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator
 from calibkit.calibrators.temperature import TemperatureScaling
 from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
@@ -122,7 +122,7 @@ def test_compare_rows_match_independent_computations(caplog: pytest.LogCaptureFi
     assert none.evaluation.values == evaluate(test, n_boot=30, seed=3).values
     assert none.params == {}
     assert none.fit_seconds == 0.0
-    fitted = get_calibrator("temperature").fit(cal.scores, cal.labels)
+    fitted = create_calibrator("temperature").fit(cal.scores, cal.labels)
     assert ts.params == {"temperature": fitted.temperature_}
     probs = fitted.predict_proba(test.scores)
     assert ts.evaluation.values["ece"] == ece(test.labels, probs=probs)

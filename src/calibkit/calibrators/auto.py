@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 import numpy as np
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, get_calibrator
+from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, create_calibrator
 from calibkit.core import validation as v
 from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError
@@ -266,7 +266,7 @@ class AutoCalibrator(Calibrator):
             scores, held = [], np.empty(labels.shape[0])
             try:
                 for train, test in folds:
-                    cal = get_calibrator(name).fit(z[train], labels[train])
+                    cal = create_calibrator(name).fit(z[train], labels[train])
                     probs = cal.predict_proba(z[test])
                     scores.append(self._score(labels[test], probs))
                     held[test] = self._losses(labels[test], probs)
@@ -279,7 +279,7 @@ class AutoCalibrator(Calibrator):
         self.paired_ = self._paired(fold_scores, losses)
         self.folds_used_, self.stratified_, self.dropped_ = len(folds), stratified, dropped
         best = self._choose(names)
-        chosen = get_calibrator(best).fit(z, labels)
+        chosen = create_calibrator(best).fit(z, labels)
         self.chosen_ = best
         self.chosen_state_ = chosen.to_json()
         self._chosen = chosen

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators import ece_temperature_curve, get_calibrator
+from calibkit.calibrators import create_calibrator, ece_temperature_curve
 from calibkit.core.binning import BinStats
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_labels
@@ -318,7 +318,7 @@ def _rows(
     for i, name in enumerate(names, start=1):
         _log.info(f"[{i}/{len(names)}] fitting {name} on {cal.n_samples:,} calibration samples")
         start = time.perf_counter()
-        calibrator = get_calibrator(name, **params.get(name, {}))
+        calibrator = create_calibrator(name, **params.get(name, {}))
         calibrator.fit(cal_logits, cal.labels)
         seconds = time.perf_counter() - start
         calibrated = as_outputs(test.labels, probs=calibrator.predict_proba(test_logits))

@@ -112,8 +112,8 @@ def summarize_params(calibrator: Calibrator) -> dict[str, float]:
 
     Arrays (weight matrices, bin tables) are left out; the class count too.
 
-    >>> from calibkit.calibrators import get_calibrator
-    >>> ts = get_calibrator("temperature").fit(np.zeros((4, 2)), np.array([0, 1, 0, 1]))
+    >>> from calibkit.calibrators import create_calibrator
+    >>> ts = create_calibrator("temperature").fit(np.zeros((4, 2)), np.array([0, 1, 0, 1]))
     >>> sorted(summarize_params(ts))
     ['temperature']
     """
