@@ -38,6 +38,7 @@ import torch
 from calibkit.core.binning import bin_stats, check_n_bins
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.validation import Choice
 from calibkit.metrics.bin_errors import errors_from_sums
 from calibkit.metrics.info import kernels, suite_names
 from calibkit.metrics.kernels import BinNorm, Kernel, SampleMean
@@ -223,9 +224,7 @@ class StreamingCalibration:
         device: torch.device | str | None = None,
     ) -> None:
         self.n_bins = check_n_bins(n_bins)
-        if mode not in MODES:
-            raise InputError("mode", "one of " + ", ".join(MODES), repr(mode))
-        self.mode: Mode = mode
+        self.mode: Mode = Choice(*MODES).check("mode", mode)
         self.device = torch.device("cpu" if device is None else device)
         self._kernels = streamed_kernels()
         self.names = tuple(self._kernels)

@@ -14,6 +14,7 @@ import numpy as np
 
 from calibkit.calibrators import CALIBRATORS, Calibrator
 from calibkit.core.errors import InputError
+from calibkit.core.validation import Integer
 
 #: Name of the uncalibrated row.
 UNCALIBRATED = "none"
@@ -57,8 +58,7 @@ def applicable_methods(
     >>> "matrix" in applicable_methods(10, 5000), "matrix" in applicable_methods(100, 5000)
     (True, False)
     """
-    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 2:
-        raise InputError("n_classes", "an integer >= 2", repr(n_classes))
+    n_classes = Integer(low=2).check("n_classes", n_classes)
     left_out = [] if matrix_fits(n_classes, n_cal) else ["matrix"]
     return [
         name
