@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from _bench import machine, table
 
-from calibkit.calibrators import AutoCalibrator, get_calibrator
+from calibkit.calibrators import AutoCalibrator, create_calibrator
 from calibkit.core.errors import InputError
 from calibkit.metrics import ece, nll
 
@@ -52,7 +52,7 @@ def _split_rows(z: np.ndarray, y: np.ndarray, name: str, n: int, seed: int) -> l
     fitted: dict[str, tuple[str, object]] = {}
     for method in METHODS:
         try:
-            fitted[method] = (method, get_calibrator(method).fit(z[cal], y[cal]))
+            fitted[method] = (method, create_calibrator(method).fit(z[cal], y[cal]))
         except InputError as exc:
             fitted[method] = (f"refused: {exc}", None)
     for rule in ("one_se", "lowest"):

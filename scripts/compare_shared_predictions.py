@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.calibrators import get_calibrator
+from calibkit.calibrators import create_calibrator
 from calibkit.io.atomic import atomic_write_text
 from calibkit.io.predictions import load_predictions
 from calibkit.metrics import ece
@@ -177,7 +177,7 @@ def paired_summary(data: Path, n_boot: int, seed: int) -> str:
         cal, test = split_outputs(load_predictions(f), 5000, seed=seed)
         y, n = test.labels, test.labels.shape[0]
         probs = [
-            get_calibrator(m).fit(cal.as_logits(), cal.labels).predict_proba(test.as_logits())
+            create_calibrator(m).fit(cal.as_logits(), cal.labels).predict_proba(test.as_logits())
             for m in ("sms_cv", "ms_odir")
         ]
         losses = [-np.log(np.maximum(p[np.arange(n), y], 1e-300)) for p in probs]

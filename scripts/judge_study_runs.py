@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from calibkit.calibrators.auto import NAMED_ONLY
+from calibkit.calibrators.auto import named_only
 from calibkit.core.outputs import as_outputs
 from calibkit.workflows.compare import applicable_methods, compare
 
@@ -56,7 +56,7 @@ def judge_run(path: Path) -> dict[str, Any]:
     cal = as_outputs(d["cal_labels"], logits=d["cal_logits"])
     test = as_outputs(d["test_labels"], logits=d["test_logits"])
     methods = applicable_methods(cal.n_classes, cal.n_samples)
-    methods += [m for m in ("matrix", *NAMED_ONLY) if m not in methods]
+    methods += [m for m in ("matrix", *named_only()) if m not in methods]
     comp = compare(cal, test, methods, n_boot=0, n_bins=15)
     rows = {r.method: {k: float(r.evaluation.values[k]) for k in METRICS} for r in comp.rows}
     return {

@@ -20,7 +20,7 @@ import pytest
 import calibkit.calibrators
 
 DOCUMENTED = [
-    "calibkit.metrics.accumulator",
+    "calibkit.metrics.streaming",
     "calibkit.metrics.bin_errors",
     "calibkit.metrics.binned",
     "calibkit.metrics.bootstrap",

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators import get_calibrator
+from calibkit.calibrators import create_calibrator
 from calibkit.core.errors import InputError
 from calibkit.core.splits import stratified_split
 from calibkit.metrics import ece
@@ -303,7 +303,7 @@ def calibration_size_curve(
     def fitted_ece(name: str, params: Mapping[str, Any], d: npt.NDArray[np.int64]) -> float:
         if name == "none":
             return ece(test_y, logits=test_z, n_bins=n_bins)
-        cal = get_calibrator(name, **params).fit(z[d], y[d])
+        cal = create_calibrator(name, **params).fit(z[d], y[d])
         return ece(test_y, cal.predict_proba(test_z), n_bins=n_bins)
 
     for i, n in enumerate(sizes):

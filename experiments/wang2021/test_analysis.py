@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from calibkit.calibrators import get_calibrator
+from calibkit.calibrators import create_calibrator
 from calibkit.core.errors import InputError
 from calibkit.metrics import ece
 from calibkit.reporting.render import markdown_table
@@ -210,7 +210,7 @@ def test_calibration_size_curve_full_size_is_the_whole_fit() -> None:
     (cz, cy), (tz, ty) = _logits(150, 5), _logits(300, 6)
     out = calibration_size_curve(cz, cy, tz, ty, [150], CALIBRATORS, seed=0, n_repeats=1)
     for name in ("temperature_ece", "histogram"):
-        cal = get_calibrator(name, **CALIBRATORS[name]).fit(cz, cy)
+        cal = create_calibrator(name, **CALIBRATORS[name]).fit(cz, cy)
         assert out[name][0, 0] == ece(ty, cal.predict_proba(tz))
         assert out[name][0, 1] == 0.0
 

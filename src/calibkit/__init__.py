@@ -6,7 +6,7 @@ The public API, by layer (see "How the code is laid out" in the README):
 - files: ``load_predictions``, ``save_predictions``;
 - metrics: ``ece``, ``nll``, ``evaluate``, ... and ``METRICS``;
 - losses: ``create_loss`` and ``LOSSES``;
-- calibrators: ``TemperatureScaling`` ... ``NeuralClamping``, ``get_calibrator``,
+- calibrators: ``TemperatureScaling`` ... ``NeuralClamping``, ``create_calibrator``,
   ``CalibratedClassifier`` (any scikit-learn classifier, calibrated);
 - models and data: ``create_model``, ``load_dataset``;
 - training: ``TrainConfig``, ``train``;
@@ -37,7 +37,7 @@ _MODULES: dict[str, str] = {
     "calibkit.core.binning": "BinStats bin_stats",
     "calibkit.io.predictions": "load_predictions save_predictions",
     "calibkit.metrics": (
-        "METRICS METRIC_NAMES EXTRA_METRICS BootstrapInterval CalibrationMetrics Evaluation "
+        "METRICS METRIC_NAMES EXTRA_METRICS BootstrapInterval Evaluation "
         "ScoreDecomposition SmoothReliability StreamingCalibration accuracy aece bootstrap_ci "
         "brier calibration_error debiased_ece ece entropy evaluate ks_error mce mmce nll "
         "reliability_stats rmsce sce score_decomposition smooth_ece smooth_reliability"
@@ -49,7 +49,8 @@ _MODULES: dict[str, str] = {
         "ClasswiseHistogramBinning DirichletCalibration HistogramBinning IsotonicCalibrator "
         "MatrixScaling MatrixScalingODIR NeuralClamping PlattScaling TemperatureScaling "
         "TemperatureScalingECE VectorScaling ece_grid_minimum ece_temperature_curve "
-        "get_calibrator CentredIsotonicCalibrator ScalingBinning SplineCalibration VennAbers"
+        "create_calibrator get_calibrator "
+        "CentredIsotonicCalibrator ScalingBinning SplineCalibration VennAbers"
     ),
     "calibkit.calibrators.sklearn_wrapper": "CalibratedClassifier",
     "calibkit.calibrators.structured": (
@@ -113,6 +114,7 @@ if TYPE_CHECKING:
         TemperatureScalingECE,
         VectorScaling,
         VennAbers,
+        create_calibrator,
         ece_grid_minimum,
         ece_temperature_curve,
         get_calibrator,
@@ -135,7 +137,6 @@ if TYPE_CHECKING:
         METRIC_NAMES,
         METRICS,
         BootstrapInterval,
-        CalibrationMetrics,
         Evaluation,
         ScoreDecomposition,
         SmoothReliability,

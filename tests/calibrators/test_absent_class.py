@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibkit.calibrators import CALIBRATORS, get_calibrator
+from calibkit.calibrators import CALIBRATORS, create_calibrator
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import log_softmax64
 from tests.calibrators.problems import random_problem
@@ -41,11 +41,11 @@ def test_a_class_absent_from_the_labels_is_refused_or_kept(name: str) -> None:
     assert np.any(y_test == absent)
     if klass.binary_only or klass.needs_every_class:
         with pytest.raises(InputError, match="labels") as info:
-            get_calibrator(name).fit(z[fit_rows], y[fit_rows])
+            create_calibrator(name).fit(z[fit_rows], y[fit_rows])
         if not klass.binary_only:  # a binary set without a class has one label, named so
             assert f"no row of class {absent}" in str(info.value)
         return
-    probs = get_calibrator(name).fit(z[fit_rows], y[fit_rows]).predict_proba(z_test)
+    probs = create_calibrator(name).fit(z[fit_rows], y[fit_rows]).predict_proba(z_test)
     calibrated = _nll(probs, y_test)
     uncalibrated = _nll(np.exp(log_softmax64(z_test)), y_test)
     assert np.isfinite(calibrated)
@@ -56,14 +56,14 @@ def test_a_class_of_only_zero_weight_rows_is_absent() -> None:
     z, y = random_problem(400, 3, seed=0)
     weights = np.where(y == 1, 0.0, 1.0)
     with pytest.raises(InputError, match=r"labels: .* got no row of class 1"):
-        get_calibrator("vector").fit(z, y, sample_weight=weights)
-    get_calibrator("vector").fit(z, y, sample_weight=weights + 0.5)  # every class weighs
+        create_calibrator("vector").fit(z, y, sample_weight=weights)
+    create_calibrator("vector").fit(z, y, sample_weight=weights + 0.5)  # every class weighs
 
 
 def test_auto_leaves_out_the_methods_that_need_every_class() -> None:
     z, y = random_problem(600, 4, seed=2)
     rows = y != 2
-    auto = get_calibrator("auto").fit(z[rows], y[rows])
+    auto = create_calibrator("auto").fit(z[rows], y[rows])
     assert auto.cv_scores_  # type: ignore[attr-defined]
     for name in auto.cv_scores_:  # type: ignore[attr-defined]
         assert not CALIBRATORS.get(name).needs_every_class, name

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from sklearn.model_selection import StratifiedKFold
 
-from calibkit.calibrators import CALIBRATORS, AutoCalibrator, Calibrator, get_calibrator
-from calibkit.calibrators.auto import NAMED_ONLY
+from calibkit.calibrators import CALIBRATORS, AutoCalibrator, Calibrator, create_calibrator
+from calibkit.calibrators.auto import named_only
 from calibkit.core.errors import InputError, NotFittedError, UnknownNameError
 from calibkit.metrics import ece, nll
 from tests.calibrators.problems import (
@@ -28,14 +28,14 @@ def test_scores_are_the_mean_held_out_scores_of_seeded_stratified_folds() -> Non
     expected: dict[str, list[float]] = {"temperature": [], "isotonic": []}
     for train, test in folds:
         for name, scores in expected.items():
-            cal = get_calibrator(name).fit(z[train], y[train])
+            cal = create_calibrator(name).fit(z[train], y[train])
             scores.append(nll(y[test], probs=cal.predict_proba(z[test])))
     assert auto.cv_fold_scores_ == expected
     assert auto.cv_scores_ == {name: float(np.mean(s)) for name, s in expected.items()}
     best = min(expected, key=lambda name: auto.cv_scores_[name])
     assert auto.chosen_ == best
     # the chosen method is refitted on the whole calibration set
-    refit = get_calibrator(best).fit(z, y)
+    refit = create_calibrator(best).fit(z, y)
     np.testing.assert_array_equal(auto.predict_proba(z), refit.predict_proba(z))
 
 
@@ -50,7 +50,7 @@ def test_ece_criterion_uses_top_label_ece() -> None:
     z, y = random_problem(300, 3, seed=3)
     auto = AutoCalibrator(methods=["histogram"], criterion="ece", n_bins=5, n_folds=2).fit(z, y)
     train, test = next(StratifiedKFold(2, shuffle=True, random_state=0).split(z, y))
-    cal = get_calibrator("histogram").fit(z[train], y[train])
+    cal = create_calibrator("histogram").fit(z[train], y[train])
     score = ece(y[test], probs=cal.predict_proba(z[test]), n_bins=5)
     assert auto.cv_fold_scores_["histogram"][0] == score
 
@@ -67,7 +67,7 @@ def test_default_candidates_follow_the_registry_and_the_class_count() -> None:
     assert set(two) - set(many) == {"platt", "beta"}
     takes_model = {n for n in CALIBRATORS.names() if CALIBRATORS.get(n).needs_model}
     assert takes_model  # Neural Clamping is registered, and never a candidate on logits
-    excluded = {"auto", "temperature_ece", "platt", "beta", *NAMED_ONLY, *takes_model}
+    excluded = {"auto", "temperature_ece", "platt", "beta", *named_only(), *takes_model}
     assert set(many) == set(CALIBRATORS.names()) - excluded
     assert AutoCalibrator(methods=["temperature_ece"]).candidates(3) == ["temperature_ece"]
 

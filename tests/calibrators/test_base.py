@@ -3,7 +3,7 @@
 Parametrised over ``CALIBRATORS.names()`` at collection time, so a newly registered method
 is checked without editing this file. Binary-only methods get two-class data. A calibrator
 that takes the model (``needs_model``: Neural Clamping) follows the same contract on the
-model's inputs: it is built as ``get_calibrator(name, model=model, **params)`` (``model``
+model's inputs: it is built as ``create_calibrator(name, model=model, **params)`` (``model``
 first in its signature, not among ``param_constraints``), fitted by ``fit(inputs, labels)``,
 predicts ``predict_proba(inputs)``, names ``inputs`` where the others name ``logits``, and is
 read back by ``type(cal).load(path, model)`` from a JSON sidecar (and a tensor file).
@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import torch
 
-from calibkit.calibrators import CALIBRATORS, Calibrator, get_calibrator
+from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator
 from calibkit.core.errors import InputError, NotFittedError
 from calibkit.metrics import nll
 from tests.calibrators.clamping.problems import SHAPE, linear_model
@@ -44,9 +44,9 @@ def _model() -> torch.nn.Module:
 
 
 def _new(name: str, **params: object) -> Calibrator:
-    """``get_calibrator(name, **params)``, given the model if it takes one."""
+    """``create_calibrator(name, **params)``, given the model if it takes one."""
     model = _model() if _takes_model(name) else None
-    return get_calibrator(name, model=model, **params)
+    return create_calibrator(name, model=model, **params)
 
 
 def _load(cal: Calibrator, path: Path) -> Calibrator:
@@ -248,7 +248,7 @@ def test_nll_methods_never_end_above_the_identity(name: str, seed: int) -> None:
     assert name in NAMES
     z, y = _data(name, seed=seed)
     before = nll(y, logits=z)
-    after = nll(y, probs=get_calibrator(name).fit(z, y).predict_proba(z))
+    after = nll(y, probs=create_calibrator(name).fit(z, y).predict_proba(z))
     assert after <= before * (1 + 1e-9)
 
 
@@ -288,9 +288,9 @@ def test_an_undeclared_parameter_is_refused(name: str) -> None:
 
 
 def test_numpy_scalars_are_accepted_and_stored_as_python_numbers() -> None:
-    cal = get_calibrator("temperature_ece", t_min=np.float32(0.5), n_bins=np.int64(10))
+    cal = create_calibrator("temperature_ece", t_min=np.float32(0.5), n_bins=np.int64(10))
     assert cal.get_params() == {"t_min": 0.5, "t_max": 5.0, "t_step": 0.001, "n_bins": 10}
     assert type(cal.n_bins) is int  # type: ignore[attr-defined]
     expected = r"^n_bins: expected an integer in \[1, 100000\], got True"
     with pytest.raises(InputError, match=expected):
-        get_calibrator("histogram", n_bins=True)
+        create_calibrator("histogram", n_bins=True)

@@ -21,7 +21,7 @@ import pytest
 import torch
 from torch import nn
 
-from calibkit.calibrators import CALIBRATORS, CalibratedModel, Calibrator, get_calibrator
+from calibkit.calibrators import CALIBRATORS, CalibratedModel, Calibrator, create_calibrator
 from calibkit.calibrators.clamping import NeuralClamping, SGDSettings
 from calibkit.calibrators.modules import (
     CheckedLogits,
@@ -63,7 +63,7 @@ def fitted(case: str) -> tuple[Calibrator, torch.Tensor]:
     name, params = VARIANTS.get(case, (case, {}))
     k = 2 if CALIBRATORS.get(name).binary_only else 4
     z, y = random_problem(500, k, seed=3)
-    return get_calibrator(name, **params).fit(z[:300], y[:300]), torch.tensor(z)
+    return create_calibrator(name, **params).fit(z[:300], y[:300]), torch.tensor(z)
 
 
 def _eager(module: nn.Module, x: torch.Tensor, tmp_path: Path) -> np.ndarray:
@@ -214,9 +214,9 @@ def test_calibrated_model_refuses_what_it_cannot_wrap() -> None:
     with pytest.raises(InputError, match="model"):
         CalibratedModel(lambda x: x, Temperature(1.0))  # type: ignore[arg-type]
     with pytest.raises(NotFittedError):
-        CalibratedModel(model, get_calibrator("temperature"))
+        CalibratedModel(model, create_calibrator("temperature"))
     with pytest.raises(NotFittedError):
-        get_calibrator("isotonic").to_module()
+        create_calibrator("isotonic").to_module()
 
 
 def test_a_calibrator_without_a_module_says_so() -> None:
@@ -274,7 +274,7 @@ def test_a_binary_module_takes_the_1d_layout_predict_proba_takes(name: str) -> N
     them too (it crashed) and refuses (N, 1) (it returned [1.0])."""
     z, y = random_problem(300, 2, seed=4)
     positive = z[:, 1] - z[:, 0]
-    calibrator = get_calibrator(name).fit(positive[:200], y[:200])
+    calibrator = create_calibrator(name).fit(positive[:200], y[:200])
     expected = calibrator.predict_proba(positive)
     for module in (calibrator.to_module(), torch.jit.script(calibrator.to_module())):
         probs = module(torch.tensor(positive)).numpy()

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from calibkit.calibrators import CALIBRATORS, Calibrator, get_calibrator
+from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array, ArrayList
 from tests.calibrators.problems import random_problem
@@ -36,7 +36,7 @@ def _document(name: str) -> str:
     k = 2 if CALIBRATORS.get(name).binary_only else 3
     z, y = random_problem(300, k, seed=0, temperature=1.5, scale=2.5)
     y[:k] = np.arange(k)
-    return json.dumps(get_calibrator(name).fit(z, y).to_json())
+    return json.dumps(create_calibrator(name).fit(z, y).to_json())
 
 
 def _refused(tmp_path: Path, doc: Any, *fields: str) -> str:

@@ -14,7 +14,7 @@ from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold
 from sklearn.naive_bayes import GaussianNB
 
 import calibkit
-from calibkit.calibrators import Calibrator, IsotonicCalibrator, get_calibrator
+from calibkit.calibrators import Calibrator, IsotonicCalibrator, create_calibrator
 from calibkit.calibrators.sklearn_wrapper import (
     CalibratedClassifier,
     estimator_logits,
@@ -95,7 +95,7 @@ def test_platt_is_the_maximum_likelihood_logistic_fit_of_the_decision_function()
 
 def test_any_method_by_name_or_instance_and_sklearn_tools_work() -> None:
     x, y, test, _ = _data(3)
-    for method in ("vector", "histogram", get_calibrator("dirichlet", reg_lambda=0.1)):
+    for method in ("vector", "histogram", create_calibrator("dirichlet", reg_lambda=0.1)):
         clf = CalibratedClassifier(LogisticRegression(), method=method, cv=3).fit(x, y)
         p = clf.predict_proba(test)
         np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-12)
@@ -162,7 +162,9 @@ def test_prefit_encodes_labels_against_the_estimators_classes(kept: tuple[int, i
     rows = np.isin(y_test, kept)
     ours = CalibratedClassifier(fitted, method="temperature", cv="prefit")
     ours.fit(test[rows], y_test[rows])
-    direct = get_calibrator("temperature").fit(fitted.decision_function(test[rows]), y_test[rows])
+    direct = create_calibrator("temperature").fit(
+        fitted.decision_function(test[rows]), y_test[rows]
+    )
     temperature = ours.calibrated_classifiers_[0][1].temperature_  # type: ignore[union-attr]
     assert temperature == direct.temperature_  # the same fit on the same numbers
     assert ours.classes_.tolist() == [0, 1, 2]
@@ -196,7 +198,7 @@ def test_cross_fitting_keeps_every_column_when_a_calibration_fold_lacks_a_class(
     held = np.flatnonzero((np.arange(len(y)) < 100) & (y != 1))
     ours = CalibratedClassifier(LogisticRegression(C=0.05), cv=[(train, held)]).fit(x, y)
     est, cal = ours.calibrated_classifiers_[0]
-    direct = get_calibrator("temperature").fit(est.decision_function(x[held]), y[held])
+    direct = create_calibrator("temperature").fit(est.decision_function(x[held]), y[held])
     assert cal.temperature_ == direct.temperature_  # type: ignore[union-attr]
     assert ours.predict(x).tolist() == est.predict(x).tolist()
 

@@ -19,7 +19,7 @@ from sklearn.exceptions import NotFittedError as SklearnNotFittedError
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.utils.estimator_checks import check_estimator
 
-from calibkit.calibrators import CALIBRATORS, Calibrator, get_calibrator
+from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator
 from calibkit.core.errors import CalibkitError, InputError, NotFittedError
 
 #: The calibrators of logits: the rows scikit-learn passes are logits. Those that take the
@@ -111,7 +111,7 @@ def _expected_failures(cal: Calibrator) -> dict[str, str]:
 
 
 def _small(name: str) -> Calibrator:
-    return get_calibrator(name, **SMALL.get(name, {}))
+    return create_calibrator(name, **SMALL.get(name, {}))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -152,7 +152,7 @@ def test_clone_gives_an_unfitted_equal_copy(name: str) -> None:
 
 
 def test_set_params_checks_through_the_declaration_and_is_all_or_nothing() -> None:
-    ts = get_calibrator("temperature")
+    ts = create_calibrator("temperature")
     assert ts.set_params(t_max=20.0) is ts
     assert ts.t_max == 20.0
     with pytest.raises(InputError, match="t_min"):
@@ -161,7 +161,7 @@ def test_set_params_checks_through_the_declaration_and_is_all_or_nothing() -> No
         ts.set_params(t_min=1.0, t_max=0.5)
     assert ts.get_params() == {"t_min": 0.1, "t_max": 20.0}
     with pytest.raises(InputError, match="bins"):
-        get_calibrator("histogram").set_params(bins=3)
+        create_calibrator("histogram").set_params(bins=3)
 
 
 def test_not_fitted_error_is_sklearns_and_calibkits() -> None:
@@ -169,8 +169,8 @@ def test_not_fitted_error_is_sklearns_and_calibkits() -> None:
     assert issubclass(NotFittedError, CalibkitError)
     assert issubclass(NotFittedError, RuntimeError)
     with pytest.raises(SklearnNotFittedError):
-        get_calibrator("temperature").predict_proba(np.zeros((2, 3)))
-    assert not hasattr(get_calibrator("temperature"), "n_features_in_")
+        create_calibrator("temperature").predict_proba(np.zeros((2, 3)))
+    assert not hasattr(create_calibrator("temperature"), "n_features_in_")
 
 
 def test_grid_search_and_cross_val_score_run() -> None:
@@ -180,19 +180,19 @@ def test_grid_search_and_cross_val_score_run() -> None:
         p = est.predict_proba(x)
         return float(np.log(p[np.arange(labels.shape[0]), labels] + 1e-12).mean())
 
-    scores = cross_val_score(get_calibrator("temperature"), z, y, cv=3, scoring=neg_nll)
+    scores = cross_val_score(create_calibrator("temperature"), z, y, cv=3, scoring=neg_nll)
     assert scores.shape == (3,)
-    search = GridSearchCV(get_calibrator("histogram"), {"n_bins": [2, 5]}, cv=3, scoring=neg_nll)
+    search = GridSearchCV(create_calibrator("histogram"), {"n_bins": [2, 5]}, cv=3, scoring=neg_nll)
     assert search.fit(z, y).best_params_["n_bins"] in (2, 5)
 
 
 def test_transform_is_missing_where_the_output_is_probabilities() -> None:
-    assert hasattr(get_calibrator("temperature"), "transform")
-    assert not hasattr(get_calibrator("histogram"), "transform")
+    assert hasattr(create_calibrator("temperature"), "transform")
+    assert not hasattr(create_calibrator("histogram"), "transform")
     with pytest.raises(InputError, match="predict_proba"):
-        get_calibrator("isotonic").transform  # noqa: B018
+        create_calibrator("isotonic").transform  # noqa: B018
     z, y = _data("temperature")
-    ts = get_calibrator("temperature")
+    ts = create_calibrator("temperature")
     np.testing.assert_array_equal(ts.fit_transform(z, y), ts.transform(z))
 
 
@@ -215,8 +215,8 @@ def test_integer_weights_equal_repeated_rows(name: str) -> None:
     # a given ODIR weight or scale: repeated rows would change the cross-validation folds
     params = {"reg_lambda": 0.1} if name in ("ms_odir", "dirichlet") else {}
     params = {"scale_grid": [1.0]} if name == "sms_cv" else params
-    weighted = get_calibrator(name, **params).fit(z, y, sample_weight=w)
-    repeated = get_calibrator(name, **params).fit(np.repeat(z, w, axis=0), np.repeat(y, w))
+    weighted = create_calibrator(name, **params).fit(z, y, sample_weight=w)
+    repeated = create_calibrator(name, **params).fit(np.repeat(z, w, axis=0), np.repeat(y, w))
     test, _ = _data(name, n=100, seed=2)
     np.testing.assert_allclose(
         weighted.predict_proba(test), repeated.predict_proba(test), rtol=0, atol=1e-6
@@ -259,7 +259,7 @@ def test_methods_that_cannot_weight_refuse_weights(name: str) -> None:
 def test_bad_weights_are_refused_by_name(weights: np.ndarray, got: str) -> None:
     z, y = _data("temperature")
     with pytest.raises(InputError, match=f"sample_weight.*{got}"):
-        get_calibrator("temperature").fit(z, y, sample_weight=weights)
+        create_calibrator("temperature").fit(z, y, sample_weight=weights)
 
 
 @pytest.mark.parametrize("name", WEIGHTED)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from calibkit.calibrators import get_calibrator
+from calibkit.calibrators import create_calibrator
 from calibkit.cli import main
 
 METHODS = ["temperature", "matrix", "histogram", "isotonic", "auto"]
@@ -27,7 +27,7 @@ def _problem() -> tuple[np.ndarray, np.ndarray]:
 @functools.cache
 def _saved(method: str) -> str:
     """The JSON of ``method`` fitted on :func:`_problem` (cached: "auto" fits everything)."""
-    return json.dumps(get_calibrator(method).fit(*_problem()).to_json(), indent=1)
+    return json.dumps(create_calibrator(method).fit(*_problem()).to_json(), indent=1)
 
 
 @pytest.fixture

@@ -32,3 +32,98 @@ def test_on_register_sees_each_entry() -> None:
     reg: Registry[int] = Registry("widget", on_register=lambda name, obj: seen.append((name, obj)))
     reg.register("x")(5)
     assert seen == [("x", 5)]
+
+
+def test_order_and_default_are_metadata_on_the_entry() -> None:
+    reg: Registry[int] = Registry("widget")
+    reg.register("a")(1)
+    reg.register("b", default=False)(2)
+    reg.register("c", order=-1)(3)
+    reg.register("d", order=0.5)(4)  # between the first (0) and the second (1) registered
+    assert reg.names() == ["c", "a", "d", "b"]
+    assert list(reg) == reg.names()
+    assert reg.defaults() == ["c", "a", "d"]
+    assert dict(reg.info("b")) == {"default": False}
+    with pytest.raises(ValueError, match="order must be a number"):
+        reg.register("e", order="first")
+    with pytest.raises(ValueError, match="default must be True or False"):
+        reg.register("e", default="no")
+    assert reg.unregister("c") == 3
+    assert reg.names() == ["a", "d", "b"]
+
+
+def test_create_is_the_one_factory_verb() -> None:
+    reg: Registry[type[list[int]]] = Registry("widget")
+    reg.register("plain")(list)
+    assert reg.create("plain", [1, 2]) == [1, 2]
+    seen: list[tuple[str, object]] = []
+
+    def build(name: str, obj: object, *args: object, **params: object) -> str:
+        seen.append((name, obj))
+        return f"{name}{args}{params}"
+
+    checked: Registry[type[list[int]]] = Registry("widget", create=build)
+    checked.register("x")(list)
+    assert checked.create("x", 1, k=2) == "x(1,){'k': 2}"
+    assert seen == [("x", list)]
+    with pytest.raises(UnknownNameError, match=r"^widget: expected one of x, got 'y'"):
+        checked.create("y")
+
+
+def _registries() -> dict[str, dict[str, str]]:
+    """Every registry's key -> the name of what it registers (class or function)."""
+    import calibkit.calibrators as cal
+    import calibkit.data as data
+    import calibkit.losses as losses
+    import calibkit.metrics as metrics
+    import calibkit.models as models
+
+    found: dict[str, dict[str, str]] = {}
+    for reg in (cal.CALIBRATORS, losses.LOSSES, losses.PENALTIES, models.MODELS, data.DATASETS):
+        found[reg.kind] = {key: reg.get(key).__name__ for key in reg.names()}  # type: ignore[attr-defined]
+    found["metric"] = {k: metrics.METRICS.get(k).function.__name__ for k in metrics.METRIC_NAMES}
+    found["metric"].update(
+        {k: metrics.METRICS.get(k).function.__name__ for k in metrics.EXTRA_METRICS}
+    )
+    return found
+
+
+def test_keys_follow_the_class_names_by_the_written_rule() -> None:
+    from calibkit.core.registry import KEY_EXCEPTIONS, key_rule
+
+    broken = []
+    for kind, entries in _registries().items():
+        for key, name in entries.items():
+            if (kind, key) in KEY_EXCEPTIONS:
+                # an exception that the rule would give is no exception: remove it
+                assert key_rule(name, kind) != key, (kind, key)
+            elif key_rule(name, kind) != key:
+                broken.append(f"{kind} {key!r}: {name} gives {key_rule(name, kind)!r}")
+    assert not broken, "keys off the rule (follow it, or list the key with a reason):\n" + (
+        "\n".join(broken)
+    )
+    every = {(kind, key) for kind, entries in _registries().items() for key in entries}
+    assert set(KEY_EXCEPTIONS) <= every  # no stale exception
+
+
+def test_the_public_factories_are_registry_create(monkeypatch: pytest.MonkeyPatch) -> None:
+    """create_calibrator, create_loss, create_model and load_dataset build through the one
+    verb, Registry.create; get_calibrator is a deprecated alias that warns."""
+    import calibkit as ck
+
+    kinds: list[str] = []
+    create = Registry.create
+
+    def spy(self: Registry[object], name: str, /, *args: object, **params: object) -> object:
+        kinds.append(self.kind)
+        return create(self, name, *args, **params)
+
+    monkeypatch.setattr(Registry, "create", spy)
+    assert ck.create_calibrator("temperature").name == "temperature"
+    ck.create_loss("focal", gamma=2.0, penalty={"name": "mdca"})
+    ck.create_model("lenet5", 3)
+    ck.load_dataset("digits")
+    assert kinds == ["calibrator", "loss", "loss", "model", "dataset"]
+    with pytest.warns(DeprecationWarning, match="use create_calibrator"):
+        old = ck.get_calibrator("temperature", t_max=50.0)
+    assert old.get_params() == ck.create_calibrator("temperature", t_max=50.0).get_params()

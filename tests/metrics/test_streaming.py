@@ -260,3 +260,27 @@ def test_sync_refuses_a_metric_synced_on_one_process_only() -> None:
     assert "a metric already synced on some processes only" in results[0][1]
     assert results[0][2] is False  # rank 0 is still synced (read-only until reset)
     assert results[1][2] is True
+
+
+def test_the_wrapper_is_the_functional_core_summed() -> None:
+    """torchmetrics' pattern: the stateful metric adds what ``batch_sums`` returns and
+    computes with ``metrics_from_sums``; calibkit has no second accumulator."""
+    import calibkit
+    import calibkit.metrics
+    from calibkit.core.outputs import as_outputs
+    from calibkit.metrics.streaming import batch_sums, metrics_from_sums, streamed_kernels
+
+    labels, z = logit_data()
+    metric = StreamingCalibration(n_bins=12)
+    kernels = streamed_kernels()
+    bins, totals = np.zeros((3, 12)), np.zeros(1 + len(metric.means))
+    for lo, hi in BATCHES:
+        metric.update(labels[lo:hi], logits=z[lo:hi])
+        b, t = batch_sums(as_outputs(labels[lo:hi], logits=z[lo:hi]), kernels, n_bins=12)
+        bins, totals = bins + b, totals + t
+    assert torch.equal(torch.stack(metric.state[:3]), torch.from_numpy(bins))
+    assert torch.equal(metric.totals, torch.from_numpy(totals))
+    # the same sums in the same order: equal exactly
+    assert metric.compute() == metrics_from_sums(bins, totals, kernels)
+    assert not hasattr(calibkit.metrics, "CalibrationMetrics")
+    assert "CalibrationMetrics" not in dir(calibkit)

@@ -105,6 +105,25 @@ def test_logged_values_equal_calibkit_metrics(tmp_path: Path) -> None:
     assert callback.temperature_ is None
 
 
+def test_each_validation_batch_updates_the_one_accumulator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from calibkit.metrics import StreamingCalibration
+
+    sizes: list[int] = []
+    update = StreamingCalibration.update
+
+    def spy(self: StreamingCalibration, labels: object, *args: Any, **kw: Any) -> None:
+        sizes.append(len(labels))  # type: ignore[arg-type]
+        update(self, labels, *args, **kw)
+
+    monkeypatch.setattr(StreamingCalibration, "update", spy)
+    callback = CalibrationCallback(n_bins=10)
+    fit(callback, tmp_path)
+    # one sanity-check batch, then the 200 validation rows as 64, 64, 64, 8 in each epoch
+    assert sizes == [64] + [64, 64, 64, 8] * 2
+
+
 def test_fit_temperature_at_the_end(tmp_path: Path) -> None:
     path = tmp_path / "temperature.json"
     callback = CalibrationCallback(fit_temperature=True, save_path=path)

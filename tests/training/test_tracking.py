@@ -92,3 +92,20 @@ def test_tracking_reads_the_accumulator_with_the_functions_numbers(dtype: type) 
     assert row["accuracy"] == accuracy(y, logits=z)
     assert row["nll"] == nll(y, logits=z)
     assert row["ece"] == ece(y, logits=z, n_bins=15)
+
+
+def test_tracking_reads_a_given_accumulator_updated_batch_by_batch() -> None:
+    from calibkit.core.errors import InputError
+    from calibkit.metrics import StreamingCalibration
+
+    z, y = _problem(seed=5, n=900)
+    metric = StreamingCalibration(n_bins=10)
+    for lo in range(0, 900, 128):  # uneven last batch
+        metric.update(y[lo : lo + 128], logits=z[lo : lo + 128])
+    got, want = track_split(z, y, n_bins=10, metric=metric), track_split(z, y, n_bins=10)
+    assert list(got) == list(TRACKED)
+    for name in TRACKED:
+        # batch sums added in another order than one sum over all rows: float64 rounding
+        assert got[name] == pytest.approx(want[name], rel=1e-12, abs=1e-15), name
+    with pytest.raises(InputError, match=r"^metric: expected n_bins=15"):
+        track_split(z, y, n_bins=15, metric=metric)

@@ -9,14 +9,13 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from calibkit.calibrators import CALIBRATORS, Calibrator, get_calibrator
+from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator
 from calibkit.calibrators.temperature import TemperatureScaling
 from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics import ece, evaluate
 from calibkit.metrics.bin_errors import error_from_stats
 from calibkit.workflows.compare import (
-    EXCLUDED_BY_DEFAULT,
     TEMPERATURE_GRID,
     applicable_methods,
     compare,
@@ -101,10 +100,8 @@ def test_applicable_methods_follow_the_registry(fake_binary: str) -> None:
     assert fake_binary in applicable_methods(2)
     expected = [
         n
-        for n in CALIBRATORS.names()
-        if n not in EXCLUDED_BY_DEFAULT
-        and not CALIBRATORS.get(n).binary_only
-        and not CALIBRATORS.get(n).needs_model
+        for n in CALIBRATORS.defaults()
+        if not CALIBRATORS.get(n).binary_only and not CALIBRATORS.get(n).needs_model
     ]
     assert multi == expected
     assert "nc_ce" in CALIBRATORS
@@ -125,7 +122,7 @@ def test_compare_rows_match_independent_computations(caplog: pytest.LogCaptureFi
     assert none.evaluation.values == evaluate(test, n_boot=30, seed=3).values
     assert none.params == {}
     assert none.fit_seconds == 0.0
-    fitted = get_calibrator("temperature").fit(cal.scores, cal.labels)
+    fitted = create_calibrator("temperature").fit(cal.scores, cal.labels)
     assert ts.params == {"temperature": fitted.temperature_}
     probs = fitted.predict_proba(test.scores)
     assert ts.evaluation.values["ece"] == ece(test.labels, probs=probs)

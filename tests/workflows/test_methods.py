@@ -111,3 +111,41 @@ def test_auto_is_marked_as_the_method_it_chose_when_that_has_a_row() -> None:
     assert comp.same_maps.get("auto") == (
         chosen if chosen in ("temperature", "histogram") else None
     )
+
+
+@pytest.fixture
+def extra_entries() -> object:
+    """Two calibrators registered for real with metadata, removed afterwards: one run only
+    when named (``default=False``), one placed first in reports (``order=-1``)."""
+    from calibkit.calibrators import CALIBRATORS, TemperatureScaling
+
+    class NamedOnly(TemperatureScaling):
+        """Temperature scaling, registered as a method run only when named."""
+
+    class First(TemperatureScaling):
+        """Temperature scaling, registered to come first."""
+
+    CALIBRATORS.register("named_only_toy", default=False)(NamedOnly)
+    CALIBRATORS.register("first_toy", order=-1)(First)
+    yield
+    CALIBRATORS.unregister("named_only_toy")
+    CALIBRATORS.unregister("first_toy")
+
+
+@pytest.mark.usefixtures("extra_entries")
+def test_default_and_order_on_the_entry_drive_compare_and_auto() -> None:
+    from calibkit.calibrators import AutoCalibrator
+    from calibkit.calibrators.auto import named_only
+
+    assert applicable_methods(10) == ["first_toy", *TEN_CLASSES]
+    candidates = AutoCalibrator().candidates(10)
+    assert candidates[0] == "first_toy"
+    assert "named_only_toy" not in candidates
+    assert "named_only_toy" in named_only()
+    cal, test = parts(3)
+    comp = compare(cal, test, n_boot=0)
+    methods = [row.method for row in comp.rows]
+    assert methods[:2] == ["none", "first_toy"]
+    assert "named_only_toy" not in methods
+    named = compare(cal, test, ["named_only_toy"], n_boot=0)  # named, it runs
+    assert [row.method for row in named.rows] == ["none", "named_only_toy"]

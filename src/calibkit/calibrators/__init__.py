@@ -1,6 +1,7 @@
 """Post-hoc calibrators sharing one contract (see :mod:`calibkit.calibrators.base`).
 
-Look one up by name with :func:`get_calibrator`; ``CALIBRATORS.names()`` lists them all.
+Make one by name with :func:`create_calibrator` (``get_calibrator``: a deprecated
+alias); ``CALIBRATORS.names()`` lists them all.
 :class:`NeuralClamping` (input perturbation + temperature) wraps a model and takes inputs,
 not logits: its entries (``nc_ce``, ``nc_fl``, ``nc_fast``, ``ts_focal``) are in the same
 registry, flagged ``needs_model`` (:class:`~calibkit.calibrators.model_calibrator.ModelCalibrator`),
@@ -12,9 +13,10 @@ its calibration in one module.
 
 from __future__ import annotations
 
-# Import order is registration order, which is the order of the methods in reports.
+# Import order is registration order, the order of the methods in reports unless an entry
+# gives its ``order`` (``CALIBRATORS.names()``; see calibkit.core.registry).
 # isort: off
-from calibkit.calibrators.base import CALIBRATORS, Calibrator, get_calibrator
+from calibkit.calibrators.base import CALIBRATORS, Calibrator, create_calibrator, get_calibrator
 from calibkit.calibrators.temperature import TemperatureScaling
 from calibkit.calibrators.temperature_grid import (
     TemperatureScalingECE,
@@ -73,6 +75,7 @@ __all__ = [
     "TemperatureScalingECE",
     "VectorScaling",
     "VennAbers",
+    "create_calibrator",
     "ece_grid_minimum",
     "ece_temperature_curve",
     "get_calibrator",

@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 import numpy as np
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, get_calibrator
+from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, create_calibrator
 from calibkit.core import validation as v
 from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError
@@ -74,20 +74,32 @@ Rule = Literal["one_se", "lowest"]
 RULES: tuple[str, ...] = ("one_se", "lowest")
 #: The fewest samples cross-validated (two folds of two); below, the baseline is fitted.
 MIN_SAMPLES = 4
-#: Registered methods run only when named (by ``auto`` and by ``compare``), so that adding
-#: them changed no default output (issue 15's post-hoc methods).
-NAMED_ONLY: tuple[str, ...] = (
-    "scaling_binning",
-    "venn_abers",
-    "isotonic_centred",
-    "spline",
-    "temperature_smoothed",
-    "svs",
-    "sms",
-    "sms_cv",
-)
-#: Registered methods left out of the default candidates.
-EXCLUDED_BY_DEFAULT: tuple[str, ...] = ("auto", "temperature_ece", *NAMED_ONLY)
+
+
+def named_only() -> list[str]:
+    """The registered calibrators run only when named: the entries registered with
+    ``default=False`` (by ``auto`` and by ``compare``), ``"auto"`` itself aside.
+
+    Examples
+    --------
+    >>> "venn_abers" in named_only(), "temperature" in named_only(), "auto" in named_only()
+    (True, False, False)
+    """
+    return [n for n in CALIBRATORS.names() if n != "auto" and n not in CALIBRATORS.defaults()]
+
+
+def default_candidates() -> list[str]:
+    """The registered calibrators ``auto`` tries when given no ``methods`` (before the
+    filters of :meth:`AutoCalibrator.candidates`): the default entries
+    (:meth:`~calibkit.core.registry.Registry.defaults`) not registered with
+    ``auto_candidate=False`` (``temperature_ece``, whose criterion is ECE alone).
+
+    Examples
+    --------
+    >>> "temperature" in default_candidates(), "temperature_ece" in default_candidates()
+    (True, False)
+    """
+    return [n for n in CALIBRATORS.defaults() if CALIBRATORS.info(n).get("auto_candidate", True)]
 
 
 class _SavedCalibrator(v.Constraint):
@@ -130,15 +142,15 @@ class _MethodNames(v.Constraint):
         return "a list of registered calibrator names"
 
 
-@CALIBRATORS.register("auto")
+@CALIBRATORS.register("auto", default=False)
 class AutoCalibrator(Calibrator):
     """Pick the calibrator with the best cross-validated ``criterion`` (see the module doc).
 
     Parameters
     ----------
     methods : list of str or None
-        The candidates (not ``"auto"``); ``None``: every method that applies, except those
-        in ``EXCLUDED_BY_DEFAULT``.
+        The candidates (not ``"auto"``); ``None``: every method of
+        :func:`default_candidates` that applies.
     criterion : {"nll", "brier", "ece"}
         The held-out score to minimise.
     n_folds : int
@@ -225,9 +237,8 @@ class AutoCalibrator(Calibrator):
         if self.methods is None:
             return [
                 name
-                for name in CALIBRATORS.names()
-                if name not in EXCLUDED_BY_DEFAULT
-                and not CALIBRATORS.get(name).needs_model
+                for name in default_candidates()
+                if not CALIBRATORS.get(name).needs_model
                 and (n_classes == 2 or not CALIBRATORS.get(name).binary_only)
                 and (every_class or not CALIBRATORS.get(name).needs_every_class)
             ]
@@ -255,7 +266,7 @@ class AutoCalibrator(Calibrator):
             scores, held = [], np.empty(labels.shape[0])
             try:
                 for train, test in folds:
-                    cal = get_calibrator(name).fit(z[train], labels[train])
+                    cal = create_calibrator(name).fit(z[train], labels[train])
                     probs = cal.predict_proba(z[test])
                     scores.append(self._score(labels[test], probs))
                     held[test] = self._losses(labels[test], probs)
@@ -268,7 +279,7 @@ class AutoCalibrator(Calibrator):
         self.paired_ = self._paired(fold_scores, losses)
         self.folds_used_, self.stratified_, self.dropped_ = len(folds), stratified, dropped
         best = self._choose(names)
-        chosen = get_calibrator(best).fit(z, labels)
+        chosen = create_calibrator(best).fit(z, labels)
         self.chosen_ = best
         self.chosen_state_ = chosen.to_json()
         self._chosen = chosen

@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from pathlib import Path
@@ -73,23 +74,82 @@ def _set_name(name: str, cls: type[Calibrator]) -> None:
     cls.name = name
 
 
-#: Calibrator classes by name; registering a class sets its ``name``.
-CALIBRATORS: Registry[type[Calibrator]] = Registry("calibrator", on_register=_set_name)
-
-
-def get_calibrator(name: str, model: object = None, **params: Any) -> Calibrator:
-    """A new calibrator of the registered ``name`` with ``params``; ``model`` is given to,
-    and only to, a calibrator that takes the model (:attr:`Calibrator.needs_model`).
-
-    An undeclared parameter raises :class:`~calibkit.core.errors.InputError` listing the
-    declared ones (see :attr:`Calibrator.param_constraints`).
-    """
-    klass = CALIBRATORS.get(name)
+def _build(name: str, klass: type[Calibrator], model: object = None, **params: Any) -> Calibrator:
+    """How :meth:`CALIBRATORS.create <calibkit.core.registry.Registry.create>` builds an
+    entry: declared parameters checked, the model given to a calibrator that takes it."""
     if klass.needs_model:
         return klass.create(model, params)  # type: ignore[attr-defined, no-any-return]
     if model is not None:
         raise InputError("model", f"no model for {name!r}, a calibrator of logits", "a model")
     return klass(**check_params(klass.param_constraints, params, name))
+
+
+#: Calibrator classes by name; registering a class sets its ``name``.
+CALIBRATORS: Registry[type[Calibrator]] = Registry(
+    "calibrator", on_register=_set_name, create=_build
+)
+
+
+def create_calibrator(name: str, model: object = None, **params: Any) -> Calibrator:
+    """A new calibrator of the registered ``name`` with ``params``; ``model`` is given to,
+    and only to, a calibrator that takes the model (:attr:`Calibrator.needs_model`).
+
+    The one factory verb (``CALIBRATORS.create``), as :func:`~calibkit.losses.create_loss`
+    and :func:`~calibkit.models.create_model`. An undeclared parameter raises
+    :class:`~calibkit.core.errors.InputError` listing the declared ones (see
+    :attr:`Calibrator.param_constraints`).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`CALIBRATORS`.
+    model : torch.nn.Module, optional
+        The classifier, for a calibrator that takes the model and its inputs.
+    **params
+        The calibrator's declared parameters.
+
+    Returns
+    -------
+    Calibrator
+        Unfitted.
+
+    Examples
+    --------
+    >>> create_calibrator("temperature", t_max=50.0).t_max
+    50.0
+    """
+    calibrator: Calibrator = CALIBRATORS.create(name, model=model, **params)
+    return calibrator
+
+
+def get_calibrator(name: str, model: object = None, **params: Any) -> Calibrator:
+    """Deprecated alias of :func:`create_calibrator` (the one factory verb); it warns.
+
+    Parameters
+    ----------
+    name, model, **params
+        As for :func:`create_calibrator`.
+
+    Returns
+    -------
+    Calibrator
+        Unfitted.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     ts = get_calibrator("temperature")
+    >>> ts.name, seen[0].category.__name__
+    ('temperature', 'DeprecationWarning')
+    """
+    warnings.warn(
+        "get_calibrator is deprecated: use create_calibrator (the same arguments)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return create_calibrator(name, model, **params)
 
 
 class Calibrator(EstimatorAPI, ABC):

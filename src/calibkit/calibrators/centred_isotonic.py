@@ -71,7 +71,7 @@ def clear_of_ends(y: F64, n: int) -> F64:
     return np.clip(y, eps, 1.0 - eps)
 
 
-@CALIBRATORS.register("isotonic_centred")
+@CALIBRATORS.register("isotonic_centred", default=False)
 class CentredIsotonicCalibrator(Calibrator):
     """One-vs-rest centred isotonic regression, renormalised; never probability 0.
 

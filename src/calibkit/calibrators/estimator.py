@@ -63,10 +63,10 @@ class EstimatorAPI:
     Examples
     --------
     >>> from sklearn.base import clone
-    >>> from calibkit.calibrators import get_calibrator
-    >>> clone(get_calibrator("histogram", n_bins=5).set_params(scheme="equal_mass"))
+    >>> from calibkit.calibrators import create_calibrator
+    >>> clone(create_calibrator("histogram", n_bins=5).set_params(scheme="equal_mass"))
     HistogramBinning(n_bins=5, scheme='equal_mass', smoothing=None)
-    >>> hasattr(get_calibrator("histogram"), "transform")
+    >>> hasattr(create_calibrator("histogram"), "transform")
     False
     """
 
@@ -91,8 +91,8 @@ class EstimatorAPI:
     def set_params(self, **params: Any) -> Self:
         """Set declared parameters, checked as the constructor checks them (all or none).
 
-        >>> from calibkit.calibrators import get_calibrator
-        >>> get_calibrator("histogram").set_params(n_bins=5).n_bins
+        >>> from calibkit.calibrators import create_calibrator
+        >>> create_calibrator("histogram").set_params(n_bins=5).n_bins
         5
         """
         check_params(self.param_constraints, params, self.name)

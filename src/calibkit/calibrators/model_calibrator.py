@@ -10,7 +10,7 @@ torch-uncertainty's ``PostProcessing(model)``, the model is a parameter):
 - constructed as ``cls(model, **params)``; ``params`` are declared in
   ``param_constraints`` as for every calibrator (the model is not among them: it is not
   saved, the caller gives it again to :meth:`ModelCalibrator.load`), and
-  ``get_calibrator(name, model=model, **params)`` builds one;
+  ``create_calibrator(name, model=model, **params)`` builds one;
 - ``fit(inputs, labels)`` and ``predict_proba(inputs)`` take the model's *inputs*; errors
   about them name ``inputs``;
 - ``save(path)`` / ``cls.load(path, model)``;

@@ -65,7 +65,7 @@ def top_log_odds(logits: F64, temperature: float = 1.0) -> tuple[np.ndarray, F64
     return top, np.exp(log_p), log_c - log_rest
 
 
-@CALIBRATORS.register("scaling_binning")
+@CALIBRATORS.register("scaling_binning", default=False)
 class ScalingBinning(Calibrator):
     """Top-label scaling-binning: a scaler, then equal-mass bins of its confidences.
 

@@ -81,7 +81,7 @@ def top_label(probs: F64) -> tuple[np.ndarray, F64]:
     return top, probs[np.arange(probs.shape[0]), top]
 
 
-@CALIBRATORS.register("spline")
+@CALIBRATORS.register("spline", default=False)
 class SplineCalibration(Calibrator):
     """Top-label spline calibration with ``n_knots`` knots (see the module docstring).
 

@@ -176,7 +176,7 @@ class _Structured(_Linear):
         return SmoothedAffine(self.weights_, self.bias_, self.temperature_, self.smoothing_)
 
 
-@CALIBRATORS.register("svs")
+@CALIBRATORS.register("svs", default=False)
 class StructuredVectorScaling(_Structured):
     """Structured vector scaling: diagonal ``W`` on smoothed TS log-probabilities.
 
@@ -226,7 +226,7 @@ class StructuredVectorScaling(_Structured):
         self.weights_, self.bias_ = fit_diagonal(design, self.max_iter, self.tol, diag)
 
 
-@CALIBRATORS.register("sms")
+@CALIBRATORS.register("sms", default=False)
 class StructuredMatrixScaling(_Structured):
     """Structured matrix scaling: full ``W`` on smoothed TS log-probabilities, with a
     ridge penalty towards the identity weighted per structure.
@@ -295,7 +295,7 @@ class StructuredMatrixScaling(_Structured):
 DEFAULT_SCALE_GRID: tuple[float, ...] = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 
 
-@CALIBRATORS.register("sms_cv")
+@CALIBRATORS.register("sms_cv", default=False)
 class StructuredMatrixScalingCV(StructuredMatrixScaling):
     """:class:`StructuredMatrixScaling` with all three penalty weights times a scale ``s``
     chosen by cross-validation.

@@ -285,7 +285,7 @@ def _check_temperatures(temperatures: object) -> F64:
     return temps
 
 
-@CALIBRATORS.register("temperature_ece")
+@CALIBRATORS.register("temperature_ece", auto_candidate=False)
 class TemperatureScalingECE(Calibrator):
     """Temperature scaling with T chosen on a grid by the lowest calibration-set ECE.
 

@@ -76,7 +76,7 @@ def smoothed_log_probs(logits: F64, temperature: float, smoothing: float) -> F64
     return np.logaddexp(log_p + math.log1p(-smoothing), math.log(smoothing / k))
 
 
-@CALIBRATORS.register("temperature_smoothed")
+@CALIBRATORS.register("temperature_smoothed", default=False)
 class SmoothedTemperatureScaling(TemperatureScaling):
     """Temperature scaling mixed with the uniform distribution (see the module docstring).
 

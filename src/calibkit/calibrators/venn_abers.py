@@ -109,7 +109,7 @@ def place_of(score: F64, x: F64) -> I64:
 PLACES = Array(shape=(None,), low=0.0, high=1.0, nonempty=True)
 
 
-@CALIBRATORS.register("venn_abers")
+@CALIBRATORS.register("venn_abers", default=False)
 class VennAbers(Calibrator):
     """Inductive Venn-Abers calibration, one-vs-rest (see the module docstring).
 

@@ -3,7 +3,23 @@
 Configs and the CLI refer to components by name; an unknown name raises
 :class:`~calibkit.core.errors.UnknownNameError` listing the valid ones. Every entry is
 registered with the :meth:`Registry.register` decorator, which can also record facts about
-the entry (its metadata, read back with :meth:`Registry.info`) beside it.
+the entry (its metadata, read back with :meth:`Registry.info`) beside it. Two facts every
+registry reads the same way, so that no consumer keeps its own list:
+
+- ``order`` (a number; by default the registration index): the place of the entry in
+  :meth:`Registry.names`, which is the order of reports and of default lists;
+- ``default`` (by default True): whether the entry runs when the caller names none
+  (:meth:`Registry.defaults`); ``default=False`` keeps an entry to be run only when named.
+
+Keys follow the names of what they register by one rule, :func:`key_rule` (checked for
+every registry by ``tests/core/test_registry.py``): the words of the class or function
+name in snake_case, without the words that only say what kind of thing it is
+(:data:`KIND_WORDS`: ``Scaling``, ``Calibration``, ``Loss``, ``load_``, ...), a leading
+modifier (:data:`MODIFIERS`: ``Smoothed``, ``Classwise``, ...) moved to the end so that a
+variant sorts beside its base: ``TemperatureScaling`` -> ``temperature``,
+``ClasswiseHistogramBinning`` -> ``histogram_classwise``, ``load_cifar10`` -> ``cifar10``.
+The keys that configs, papers and documents already use otherwise are
+:data:`KEY_EXCEPTIONS`, each with its reason; a new key follows the rule.
 
 >>> r: Registry[int] = Registry("widget")
 >>> @r.register("one", size=1)
@@ -11,14 +27,22 @@ the entry (its metadata, read back with :meth:`Registry.info`) beside it.
 ...     return 1
 >>> r.get("one")(), r.info("one")["size"]
 (1, 1)
+>>> @r.register("zero", order=-1, default=False)
+... def make_zero() -> int:
+...     return 0
+>>> r.names(), r.defaults()
+(['zero', 'one'], ['one'])
+>>> r.create("one")
+1
 >>> r.get("two")
 Traceback (most recent call last):
 ...
-calibkit.core.errors.UnknownNameError: widget: expected one of one, got 'two'
+calibkit.core.errors.UnknownNameError: widget: expected one of one, zero, got 'two'
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
@@ -27,26 +51,110 @@ from calibkit.core.errors import UnknownNameError
 
 T = TypeVar("T")
 
+#: Per registry kind, the words that say only what kind of entry a name is; :func:`key_rule`
+#: drops them.
+KIND_WORDS: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        "calibrator": frozenset({"scaling", "calibration", "calibrator", "binning"}),
+        "loss": frozenset({"loss"}),
+        "penalty": frozenset({"loss"}),
+        "dataset": frozenset({"load"}),
+        "metric": frozenset({"error"}),
+    }
+)
+#: Leading modifiers; :func:`key_rule` moves them to the end of the key.
+MODIFIERS = frozenset({"smoothed", "classwise", "centred", "debiased"})
+#: ``(registry kind, key)`` -> why the key departs from :func:`key_rule` (public keys that
+#: configs, documents or papers use; never renamed).
+KEY_EXCEPTIONS: Mapping[tuple[str, str], str] = MappingProxyType(
+    {
+        ("calibrator", "ms_odir"): "Kull et al. 2019's name for MatrixScalingODIR",
+        ("calibrator", "svs"): "the structured-scaling paper's abbreviation",
+        ("calibrator", "sms"): "the structured-scaling paper's abbreviation",
+        ("calibrator", "sms_cv"): "the structured-scaling paper's abbreviation, with CV",
+        ("calibrator", "scaling_binning"): "Kumar et al. 2019's method: both words are its name",
+        ("calibrator", "nc_ce"): "the Neural Clamping paper's ablation names",
+        ("calibrator", "nc_fl"): "the Neural Clamping paper's ablation names",
+        ("calibrator", "nc_fast"): "the Neural Clamping paper's ablation names",
+        ("calibrator", "ts_focal"): "the Neural Clamping paper's ablation names",
+        ("penalty", "l1_norm"): "Wang et al. 2021's name for the L1 logit-norm penalty",
+        ("dataset", "cifar10-jpeg"): "the dataset's name in configs (CIFAR-10 as JPEG files)",
+        ("dataset", "imagenet-val"): "the dataset's name in configs (ImageNet's validation set)",
+    }
+)
+
+
+def key_rule(name: str, kind: str) -> str:
+    """The key that the class or function ``name`` gets in the registry of ``kind`` by the
+    rule (see the module docstring).
+
+    Parameters
+    ----------
+    name : str
+        A class name (CamelCase, acronyms kept whole) or a function name (snake_case).
+    kind : str
+        The registry's kind (``Registry.kind``: ``"calibrator"``, ``"loss"``, ...).
+
+    Returns
+    -------
+    str
+        Its words in lower case joined by ``_``, without the :data:`KIND_WORDS` of
+        ``kind``, a leading
+        word of :data:`MODIFIERS` moved to the end.
+
+    Examples
+    --------
+    >>> key_rule("TemperatureScalingECE", "calibrator")
+    'temperature_ece'
+    >>> key_rule("ClasswiseHistogramBinning", "calibrator")
+    'histogram_classwise'
+    >>> key_rule("DualFocalTwoTermLoss", "loss"), key_rule("load_cifar10", "dataset")
+    ('dual_focal_two_term', 'cifar10')
+    >>> key_rule("debiased_ece", "metric"), key_rule("ks_error", "metric")
+    ('ece_debiased', 'ks')
+    """
+    words = [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z][a-z0-9]*|[a-z0-9]+", name)]
+    drop = KIND_WORDS.get(kind, frozenset())
+    words = [w for w in words if w not in drop]
+    if len(words) > 1 and words[0] in MODIFIERS:
+        words = [*words[1:], words[0]]
+    return "_".join(words)
+
 
 class Registry(Generic[T]):
     """A mapping from names to objects (classes or factories) of one kind.
 
     ``on_register(name, obj)``, if given, is called as each object is registered (e.g. to
-    set a class's ``name`` attribute).
+    set a class's ``name`` attribute); ``create(name, obj, *args, **params)``, if given, is
+    how :meth:`create` builds an entry.
     """
 
-    def __init__(self, kind: str, on_register: Callable[[str, T], None] | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        on_register: Callable[[str, T], None] | None = None,
+        create: Callable[..., Any] | None = None,
+    ) -> None:
         self.kind = kind
+        self._create = create
         self._items: dict[str, T] = {}
         self._info: dict[str, Mapping[str, Any]] = {}
+        self._order: dict[str, float] = {}
         self._on_register = on_register
 
     def register(self, name: str, **info: Any) -> Callable[[T], T]:
-        """Decorator that registers ``obj`` under ``name`` (names are unique) with ``info``."""
+        """Decorator that registers ``obj`` under ``name`` (names are unique) with ``info``
+        (``order`` and ``default``: see the module docstring)."""
+        order = info.get("order", len(self._items))
+        if isinstance(order, bool) or not isinstance(order, int | float):
+            raise ValueError(f"{self.kind} {name!r}: order must be a number, not {order!r}")
+        if not isinstance(info.get("default", True), bool):
+            raise ValueError(f"{self.kind} {name!r}: default must be True or False")
 
         def add(obj: T) -> T:
             if name in self._items:
                 raise ValueError(f"{self.kind} {name!r} is already registered")
+            self._order[name] = float(order)
             if self._on_register is not None:
                 self._on_register(name, obj)
             self._items[name] = obj
@@ -65,17 +173,45 @@ class Registry(Generic[T]):
         try:
             return self._items[name]
         except KeyError:
-            raise UnknownNameError(self.kind, name, list(self._items)) from None
+            raise UnknownNameError(self.kind, name, self.names()) from None
 
     def names(self) -> list[str]:
-        """Registered names, in registration order."""
-        return list(self._items)
+        """Registered names by their ``order`` (registration order unless an entry gave one;
+        ties keep registration order)."""
+        last = float(len(self._order))  # an entry put in by hand (a test's stand-in): last
+        return sorted(self._items, key=lambda n: self._order.get(n, last))
+
+    def defaults(self) -> list[str]:
+        """The names of :meth:`names` registered without ``default=False``."""
+        return [n for n in self.names() if self._info.get(n, {}).get("default", True)]
+
+    def create(self, name: str, /, *args: Any, **params: Any) -> Any:
+        """The one factory verb: a new object from the entry ``name`` and ``params``.
+
+        ``obj(*args, **params)`` for the object registered under ``name``, unless the
+        registry was made with ``create=``, which then builds it as
+        ``create(name, obj, *args, **params)`` (declared-parameter checks, a model, ...).
+        The public ``create_*`` functions (``create_calibrator``, ``create_loss``,
+        ``create_model``) call it.
+        """
+        obj = self.get(name)
+        if self._create is not None:
+            return self._create(name, obj, *args, **params)
+        assert callable(obj), f"{self.kind} {name!r} is not callable"
+        return obj(*args, **params)
+
+    def unregister(self, name: str) -> T:
+        """Remove the entry ``name`` (registered by the caller, e.g. a test's toy entry) and
+        return it."""
+        obj = self.get(name)
+        del self._items[name], self._info[name], self._order[name]
+        return obj
 
     def __contains__(self, name: object) -> bool:
         return name in self._items
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
+        return iter(self.names())
 
     def __len__(self) -> int:
         return len(self._items)

@@ -129,7 +129,6 @@ def load_dataset(
     """
     name, sep, subset = spec.partition(":")
     name = name.strip()
-    loader = DATASETS.get(name)
     info = DATASETS.info(name)
     if data_dir is not None:
         folder = Path(data_dir)
@@ -145,7 +144,7 @@ def load_dataset(
                 f"the folder holding the {name} file (pass --data-dir or set $CALIBKIT_DATA)",
                 f"None, and {where} {folder} has no {file}",
             )
-    data = loader(folder)
+    data: dict[str, ImageArrays] = DATASETS.create(name, folder)
     if not sep:
         return data
     classes = [c.strip() for c in subset.split(",") if c.strip()]

@@ -167,13 +167,15 @@ def create_loss(name: str, *, penalty: Mapping[str, Any] | None = None, **params
     ones; an unknown parameter raises :class:`~calibkit.core.errors.InputError` listing the
     declared ones; an invalid value raises InputError naming the parameter.
     """
-    loss = LOSSES.get(name)(**_checked("loss", name, params))
+    loss: nn.Module = LOSSES.create(name, **_checked("loss", name, params))
     if penalty is None:
         return loss
     penalty_params = _spec_params("penalty", penalty)
     penalty_name = penalty_params.pop("name")
     PENALTIES.get(penalty_name)  # an unknown penalty lists the penalties
-    return LOSSES.get(penalty_name)(base=loss, **_checked("penalty", penalty_name, penalty_params))
+    checked = _checked("penalty", penalty_name, penalty_params)
+    combined: nn.Module = LOSSES.create(penalty_name, base=loss, **checked)
+    return combined
 
 
 def _spec_params(argument: str, spec: object) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Calibration metrics: pure functions, a suite with bootstrap CIs, accumulators.
+"""Calibration metrics: pure functions, a suite with bootstrap CIs, one
+mergeable accumulator (:class:`StreamingCalibration`).
 
 Every function takes ``labels`` and exactly one of ``probs`` or ``logits`` (never guessed),
 as numpy arrays or torch tensors, and returns a float64 Python float (a fraction, not a
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from calibkit.metrics.accumulator import CalibrationMetrics
 from calibkit.metrics.binned import (
     aece,
     calibration_error,
@@ -58,7 +58,6 @@ __all__ = [
     "BinNorm",
     "BootstrapInterval",
     "BrierDecomposition",
-    "CalibrationMetrics",
     "Evaluation",
     "MetricInfo",
     "MetricSuite",

@@ -98,9 +98,7 @@ class MetricRegistry(Registry[MetricInfo]):
 
     def unregister(self, name: str) -> MetricInfo:
         """Remove ``name`` (a metric registered by the caller) and return its entry."""
-        info = self.get(name)
-        del self._items[name], self._info[name]
-        return info
+        return super().unregister(name)
 
 
 def _check_entry(name: str, info: MetricInfo) -> None:

@@ -8,13 +8,17 @@ Memory is O(n_bins) whatever the number of samples, so a model evaluated over se
 machines needs one ``all_reduce`` of these tensors (:meth:`~StreamingCalibration.sync`) to
 give every process the metrics of the whole data.
 
-Nothing is computed twice: :meth:`~StreamingCalibration.update` bins with
-:func:`~calibkit.core.binning.bin_stats` and scores with
-:func:`~calibkit.metrics.samples.per_sample_scores`, and
-:meth:`~StreamingCalibration.compute` applies
-:func:`~calibkit.metrics.bin_errors.errors_from_sums`, so the values equal those of
-:func:`~calibkit.metrics.evaluate` on the concatenated data (to rounding). Equal-width bins
-follow :mod:`calibkit.core.binning`: ``[a, b)``, the last bin closed at 1.0.
+It is calibkit's one accumulator, built as torchmetrics builds its metrics: a functional
+core, :func:`batch_sums` (one batch's sums: bins with
+:func:`~calibkit.core.binning.bin_stats`, scores with
+:func:`~calibkit.metrics.samples.per_sample_scores`) and :func:`metrics_from_sums` (the
+metrics of summed state, through :func:`~calibkit.metrics.bin_errors.errors_from_sums`),
+under a thin stateful wrapper, :class:`StreamingCalibration` (``update``, ``merge``,
+``sync``, ``compute``, ``reset``). The values equal those of
+:func:`~calibkit.metrics.evaluate` on the concatenated data (to rounding). The trainer's
+per-epoch tracking (:func:`calibkit.training.tracking.track_split`) and the Lightning
+callback read their accuracy, NLL and ECE from it. Equal-width bins follow
+:mod:`calibkit.core.binning`: ``[a, b)``, the last bin closed at 1.0.
 
 >>> metric = StreamingCalibration(n_bins=10)
 >>> metric.update([1], probs=[[0.2, 0.8]])
@@ -28,15 +32,19 @@ follow :mod:`calibkit.core.binning`: ``[a, b)``, the last bin closed at 1.0.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from calibkit.core.binning import bin_stats, check_n_bins
 from calibkit.core.errors import InputError
-from calibkit.core.outputs import as_outputs
+from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.validation import Choice
 from calibkit.metrics.bin_errors import errors_from_sums
 from calibkit.metrics.info import kernels, suite_names
 from calibkit.metrics.kernels import BinNorm, Kernel, SampleMean
 from calibkit.metrics.samples import MODES, Mode, calibration_target, per_sample_scores
+
+F64 = npt.NDArray[np.float64]
 
 #: The binning convention of the bin sums (equal-width ``[a, b)``, the last bin closed at
 #: 1.0); another convention gets another number, so that sums of both are never added.
@@ -53,13 +61,119 @@ SYNCED = {
 
 
 def streamed_names() -> tuple[str, ...]:
-    """The suite metrics with a streamable kernel now, in report order: the means of
-    per-sample terms and the norms of equal-width bins (:mod:`~calibkit.metrics.kernels`)."""
+    """The suite metrics with a streamable kernel now, in report order.
+
+    Returns
+    -------
+    tuple of str
+        The means of per-sample terms and the norms of equal-width bins
+        (:mod:`~calibkit.metrics.kernels`).
+
+    Examples
+    --------
+    >>> streamed_names()[:3]
+    ('accuracy', 'nll', 'brier')
+    """
     return tuple(n for n, k in kernels(suite_names()).items() if k.streamable)
 
 
 #: The built-in metrics :meth:`StreamingCalibration.compute` returns, in report order.
 STREAMED = streamed_names()
+
+
+def streamed_kernels() -> dict[str, Kernel]:
+    """The kernel of each metric of :func:`streamed_names`.
+
+    Returns
+    -------
+    dict of str to Kernel
+        In the order of :func:`streamed_names`.
+
+    Examples
+    --------
+    >>> streamed_kernels()["ece"].norm
+    'l1'
+    """
+    return {n: kernels((n,))[n] for n in streamed_names()}
+
+
+def _means(metrics: dict[str, Kernel]) -> tuple[str, ...]:
+    return tuple(n for n, k in metrics.items() if isinstance(k, SampleMean))
+
+
+def batch_sums(
+    out: ClassifierOutputs, metrics: dict[str, Kernel], *, n_bins: int, mode: Mode = "top_label"
+) -> tuple[F64, F64]:
+    """One batch's state (the functional core of :meth:`StreamingCalibration.update`).
+
+    Parameters
+    ----------
+    out : ClassifierOutputs
+        The batch.
+    metrics : dict of str to Kernel
+        The streamed metrics (:func:`streamed_kernels`).
+    n_bins : int
+        Number of equal-width bins.
+    mode : {"top_label", "positive_class"}
+        The calibration target binned.
+
+    Returns
+    -------
+    bins : ndarray of shape (3, n_bins)
+        Per bin the sample count, the confidence sum and the outcome sum.
+    totals : ndarray of shape (1 + number of ``SampleMean`` metrics,)
+        The sample count, then the sum of each ``SampleMean`` term of ``metrics``.
+
+    Examples
+    --------
+    >>> out = as_outputs([1, 0], logits=[[0.0, 2.0], [1.0, 0.0]])
+    >>> bins, totals = batch_sums(out, streamed_kernels(), n_bins=10)
+    >>> bins[0].tolist()[7:], totals[:2].tolist()  # counts; the count and correct predictions
+    ([1.0, 1.0, 0.0], [2.0, 2.0])
+    """
+    conf, outcome = calibration_target(out, mode)
+    stats = bin_stats(conf, outcome, n_bins)
+    scores = {"correct": out.correct, **per_sample_scores(out)}
+    totals = [float(out.n_samples)]
+    for name in _means(metrics):
+        kernel = metrics[name]
+        assert isinstance(kernel, SampleMean)
+        term = kernel.term
+        totals.append((scores[term] if isinstance(term, str) else kernel.values(out)).sum())
+    bins = np.stack([stats.counts, stats.confidence_sum, stats.accuracy_sum]).astype(np.float64)
+    return bins, np.array(totals, dtype=np.float64)
+
+
+def metrics_from_sums(bins: F64, totals: F64, metrics: dict[str, Kernel]) -> dict[str, float]:
+    """The value of each of ``metrics`` from summed state (the functional core of
+    :meth:`StreamingCalibration.compute`).
+
+    Parameters
+    ----------
+    bins, totals : ndarray
+        Sums of :func:`batch_sums` over batches (and processes).
+    metrics : dict of str to Kernel
+        The metrics the sums were made for.
+
+    Returns
+    -------
+    dict of str to float
+        Each metric's value.
+
+    Examples
+    --------
+    >>> out = as_outputs([1, 0], probs=[[0.2, 0.8], [0.6, 0.4]])
+    >>> m = streamed_kernels()
+    >>> round(metrics_from_sums(*batch_sums(out, m, n_bins=10), m)["ece"], 4)
+    0.3
+    """
+    n = float(totals[0])
+    errors = errors_from_sums(bins[0], bins[1], bins[2])
+    sums = dict(zip(_means(metrics), totals.tolist()[1:], strict=True))
+    res: dict[str, float] = {}
+    for name, kernel in metrics.items():
+        res[name] = float(errors[kernel.norm]) if isinstance(kernel, BinNorm) else sums[name] / n
+    return res
 
 
 class StreamingCalibration:
@@ -110,13 +224,11 @@ class StreamingCalibration:
         device: torch.device | str | None = None,
     ) -> None:
         self.n_bins = check_n_bins(n_bins)
-        if mode not in MODES:
-            raise InputError("mode", "one of " + ", ".join(MODES), repr(mode))
-        self.mode: Mode = mode
+        self.mode: Mode = Choice(*MODES).check("mode", mode)
         self.device = torch.device("cpu" if device is None else device)
-        self._kernels: dict[str, Kernel] = {n: kernels((n,))[n] for n in streamed_names()}
+        self._kernels = streamed_kernels()
         self.names = tuple(self._kernels)
-        self.means = tuple(n for n, k in self._kernels.items() if isinstance(k, SampleMean))
+        self.means = _means(self._kernels)
         self.reset()
 
     def reset(self) -> None:
@@ -145,18 +257,10 @@ class StreamingCalibration:
         """
         self._check_writable("update")
         out = as_outputs(labels, probs, logits=logits)
-        conf, outcome = calibration_target(out, self.mode)  # may raise: before any state change
+        # may raise (mode, classes): before any state change
+        bins, totals = batch_sums(out, self._kernels, n_bins=self.n_bins, mode=self.mode)
         self._check_classes(out.n_classes)
-        stats = bin_stats(conf, outcome, self.n_bins)
-        scores = {"correct": out.correct, **per_sample_scores(out)}
-        totals = [float(out.n_samples)]
-        for name in self.means:
-            kernel = self._kernels[name]
-            assert isinstance(kernel, SampleMean)
-            term = kernel.term
-            totals.append((scores[term] if isinstance(term, str) else kernel.values(out)).sum())
-        sums = np.stack([stats.counts, stats.confidence_sum, stats.accuracy_sum])
-        self._add(torch.from_numpy(sums), torch.from_numpy(np.array(totals, dtype=np.float64)))
+        self._add(torch.from_numpy(bins), torch.from_numpy(totals))
         self.n_classes = out.n_classes
 
     def merge(self, other: StreamingCalibration) -> StreamingCalibration:
@@ -229,16 +333,8 @@ class StreamingCalibration:
             raise InputError(
                 "StreamingCalibration", "at least one update() before compute()", "none"
             )
-        counts, conf, outcome = (t.cpu().numpy() for t in self.state[:3])
-        errors = errors_from_sums(counts, conf, outcome)
-        sums = dict(zip(self.means, self.totals.cpu().tolist()[1:], strict=True))
-        res: dict[str, float] = {}
-        for name, kernel in self._kernels.items():
-            if isinstance(kernel, BinNorm):
-                res[name] = float(errors[kernel.norm])
-            else:
-                res[name] = sums[name] / n
-        return res
+        bins = torch.stack(self.state[:3]).cpu().numpy()
+        return metrics_from_sums(bins, self.totals.cpu().numpy(), self._kernels)
 
     def _settings(self) -> dict[str, int]:
         """The settings every process must share (:data:`SYNCED`), as integers (0 classes:

@@ -60,8 +60,9 @@ def create_model(name: str, num_classes: int, **kw: Any) -> nn.Module:
     An unknown ``name`` raises :class:`~calibkit.core.errors.UnknownNameError` listing the
     valid ones.
     """
-    factory = MODELS.get(name)
-    return factory(Integer(low=1).check("num_classes", num_classes), **kw)
+    MODELS.get(name)  # an unknown name is named before num_classes
+    model: nn.Module = MODELS.create(name, Integer(low=1).check("num_classes", num_classes), **kw)
+    return model
 
 
 __all__ = [

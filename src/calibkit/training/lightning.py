@@ -17,10 +17,14 @@ with the batch's pre-softmax ``"logits"`` ``(B, K)`` and integer ``"labels"`` ``
         self.log("val_loss", F.cross_entropy(logits, y))
         return {"logits": logits, "labels": y}
 
-The callback keeps those outputs on the CPU (detached) for the epoch; the model is not run
-again. On several processes each one's outputs are gathered with
-``LightningModule.all_gather``, which needs equal shard sizes (as Lightning's distributed
-sampler gives). The sanity-check epoch is not logged.
+Each batch updates calibkit's one accumulator,
+:class:`~calibkit.metrics.StreamingCalibration` (on the module's device), whose
+:meth:`~calibkit.metrics.StreamingCalibration.sync` sums it over the processes at the end
+of the epoch: accuracy, NLL and ECE come from it. The optimal ECE searches temperatures on
+the outputs themselves, so the callback also keeps them on the CPU (detached) for the
+epoch; the model is not run again. On several processes each one's outputs are gathered
+with ``LightningModule.all_gather``, which needs equal shard sizes (as Lightning's
+distributed sampler gives). The sanity-check epoch is not logged.
 
 This is the only module that imports ``lightning``; it is not re-exported from ``calibkit``.
 """
@@ -43,6 +47,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from calibkit.calibrators import TemperatureScaling
 from calibkit.core.binning import check_n_bins
 from calibkit.core.errors import InputError
+from calibkit.metrics.streaming import StreamingCalibration
 from calibkit.training.tracking import TRACKED, track_split
 
 
@@ -87,10 +92,12 @@ class CalibrationCallback(pl.Callback):
         self.history_: list[dict[str, float]] = []
         self.temperature_: TemperatureScaling | None = None
         self._batches: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._metric = StreamingCalibration(n_bins=self.n_bins)
         self._last: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def on_validation_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self._batches = []
+        self._metric = StreamingCalibration(n_bins=self.n_bins, device=pl_module.device)
 
     def on_validation_batch_end(
         self,
@@ -101,7 +108,9 @@ class CalibrationCallback(pl.Callback):
         batch_idx: int,
         dataloader_idx: int = 0,
     ) -> None:
-        self._batches.append(batch_outputs(outputs))
+        logits, labels = batch_outputs(outputs)
+        self._batches.append((logits, labels))
+        self._metric.update(labels, logits=logits)
 
     def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if trainer.sanity_checking or not self._batches:
@@ -110,9 +119,10 @@ class CalibrationCallback(pl.Callback):
         labels = torch.cat([y for _, y in self._batches])
         if trainer.world_size > 1:
             logits, labels = _gather(pl_module, logits), _gather(pl_module, labels)
+            self._metric.sync()  # every process's sums (an all_reduce)
         self._batches = []
         self._last = (logits, labels)
-        row = track_split(logits, labels, n_bins=self.n_bins)
+        row = track_split(logits, labels, n_bins=self.n_bins, metric=self._metric)
         for name in TRACKED:
             value = torch.tensor(row[name], dtype=torch.float64)
             pl_module.log(self.prefix + name, value, on_epoch=True, rank_zero_only=True)

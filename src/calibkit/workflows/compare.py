@@ -11,11 +11,12 @@ bootstrap resamples of the test part (a paired comparison).
 
 Default methods (:func:`applicable_methods`, in :mod:`calibkit.workflows.methods`)
     Every registered calibrator that applies to the number of classes (binary-only ones
-    such as Platt or beta scaling only when K = 2), in registration order, except
-    ``"auto"``: it selects one of the other methods by itself, so its row would repeat one
-    of theirs at the price of another full model selection. Ask for it by name to include
-    it; its row names the method it chose (``chosen`` in its parameters) and shows that
-    method's fitted parameters. ``"temperature_ece"`` (temperature chosen by
+    such as Platt or beta scaling only when K = 2), in the registry's order (its entries'
+    ``order``), except those registered with ``default=False``: the methods run only
+    when named, and ``"auto"``: it selects one of the other methods by itself, so its row
+    would repeat one of theirs at the price of another full model selection. Ask for it by
+    name to include it; its row names the method it chose (``chosen`` in its parameters)
+    and shows that method's fitted parameters. ``"temperature_ece"`` (temperature chosen by
     calibration-set ECE) is included. Unregularised ``"matrix"`` scaling, with K (K + 1)
     parameters, is left out when it cannot be fitted well: from K = 50 classes on (on 100
     classes it gives 26-38% ECE and an NLL of 64), or when the calibration part holds fewer
@@ -45,7 +46,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators import ece_temperature_curve, get_calibrator
+from calibkit.calibrators import create_calibrator, ece_temperature_curve
 from calibkit.core.binning import BinStats
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_labels
@@ -54,7 +55,6 @@ from calibkit.metrics import Evaluation, evaluate, reliability_stats
 from calibkit.metrics.calibration_tests import CalibrationTest, calibration_tests
 from calibkit.metrics.samples import Mode
 from calibkit.workflows.methods import (
-    EXCLUDED_BY_DEFAULT,
     UNCALIBRATED,
     applicable_methods,
     chosen_method,
@@ -64,7 +64,6 @@ from calibkit.workflows.methods import (
 )
 
 __all__ = [
-    "EXCLUDED_BY_DEFAULT",
     "TEMPERATURE_GRID",
     "UNCALIBRATED",
     "Comparison",
@@ -327,7 +326,7 @@ def _rows(
     for i, name in enumerate(names, start=1):
         _log.info(f"[{i}/{len(names)}] fitting {name} on {cal.n_samples:,} calibration samples")
         start = time.perf_counter()
-        calibrator = get_calibrator(name, **params.get(name, {}))
+        calibrator = create_calibrator(name, **params.get(name, {}))
         calibrator.fit(cal_logits, cal.labels)
         seconds = time.perf_counter() - start
         calibrated = as_outputs(test.labels, probs=calibrator.predict_proba(test_logits))

@@ -13,13 +13,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from calibkit.calibrators import CALIBRATORS, Calibrator
-from calibkit.calibrators.auto import NAMED_ONLY
 from calibkit.core.errors import InputError
+from calibkit.core.validation import Integer
 
 #: Name of the uncalibrated row.
 UNCALIBRATED = "none"
-#: Registered methods left out of the default list (see the module docstring).
-EXCLUDED_BY_DEFAULT: tuple[str, ...] = ("auto", *NAMED_ONLY)
 #: Unregularised matrix scaling is left out of the defaults from this many classes on ...
 MATRIX_MAX_CLASSES = 50
 #: ... and when the calibration part has fewer than this many samples per fitted parameter.
@@ -48,7 +46,9 @@ def applicable_methods(
     n_classes: int, n_cal: int | None = None, every_class: bool = True
 ) -> list[str]:
     """Default methods for ``n_classes`` classes and ``n_cal`` calibration samples (None:
-    not known) in registration order: ``"auto"`` left out, ``"matrix"`` too unless
+    not known) in the registry's order: the entries registered without ``default=False``
+    (:meth:`~calibkit.core.registry.Registry.defaults`; ``"auto"`` and the methods run
+    only when named are left out), ``"matrix"`` left out unless
     :func:`matrix_fits`, and with ``every_class`` False (a class absent from the calibration
     labels) the methods that fit each class from its own rows and so refuse such data
     (``needs_every_class``).
@@ -58,12 +58,11 @@ def applicable_methods(
     >>> "matrix" in applicable_methods(10, 5000), "matrix" in applicable_methods(100, 5000)
     (True, False)
     """
-    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 2:
-        raise InputError("n_classes", "an integer >= 2", repr(n_classes))
-    left_out = [*EXCLUDED_BY_DEFAULT, *([] if matrix_fits(n_classes, n_cal) else ["matrix"])]
+    n_classes = Integer(low=2).check("n_classes", n_classes)
+    left_out = [] if matrix_fits(n_classes, n_cal) else ["matrix"]
     return [
         name
-        for name in CALIBRATORS.names()
+        for name in CALIBRATORS.defaults()
         if name not in left_out
         and not CALIBRATORS.get(name).needs_model  # they take the model, not logits
         and _applies_to(name, n_classes)
@@ -113,8 +112,8 @@ def summarize_params(calibrator: Calibrator) -> dict[str, float]:
 
     Arrays (weight matrices, bin tables) are left out; the class count too.
 
-    >>> from calibkit.calibrators import get_calibrator
-    >>> ts = get_calibrator("temperature").fit(np.zeros((4, 2)), np.array([0, 1, 0, 1]))
+    >>> from calibkit.calibrators import create_calibrator
+    >>> ts = create_calibrator("temperature").fit(np.zeros((4, 2)), np.array([0, 1, 0, 1]))
     >>> sorted(summarize_params(ts))
     ['temperature']
     """

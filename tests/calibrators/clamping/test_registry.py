@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from torch import nn
 
-from calibkit.calibrators import CALIBRATORS, get_calibrator
+from calibkit.calibrators import CALIBRATORS, create_calibrator
 from calibkit.calibrators.clamping import (
     NeuralClamping,
     SGDSettings,
@@ -26,12 +26,12 @@ def test_one_registry_with_a_flag() -> None:
     """The variants are entries of the one calibrator registry, flagged ``needs_model``."""
     for name in input_calibrator_names():
         assert CALIBRATORS.get(name).needs_model
-        assert isinstance(get_calibrator(name, model=MODEL), NeuralClamping)
+        assert isinstance(create_calibrator(name, model=MODEL), NeuralClamping)
     assert not CALIBRATORS.get("temperature").needs_model
     with pytest.raises(InputError, match=r"^model: expected the model"):
-        get_calibrator("nc_ce")
+        create_calibrator("nc_ce")
     with pytest.raises(InputError, match=r"^model: expected no model"):
-        get_calibrator("temperature", model=MODEL)
+        create_calibrator("temperature", model=MODEL)
 
 
 @pytest.mark.parametrize(

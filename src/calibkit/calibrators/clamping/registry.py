@@ -4,7 +4,7 @@ They take the model and refit on its inputs (``needs_model``:
 :class:`~calibkit.calibrators.model_calibrator.ModelCalibrator`), so consumers of logits
 leave them out and a study's ``input_calibrators`` takes only them
 (:func:`input_calibrator_names`). Each is a :class:`NeuralClamping` with some parameters
-fixed; ``get_calibrator(name, model=model, **flat_params)`` builds one, the
+fixed; ``create_calibrator(name, model=model, **flat_params)`` builds one, the
 :class:`~calibkit.calibrators.clamping.settings.SGDSettings` fields among the others (as in
 a TOML config):
 
@@ -29,7 +29,7 @@ from typing import Any, ClassVar, cast
 
 from torch import nn
 
-from calibkit.calibrators.base import CALIBRATORS, get_calibrator
+from calibkit.calibrators.base import CALIBRATORS, create_calibrator
 from calibkit.calibrators.clamping.model import NeuralClamping
 from calibkit.core.errors import UnknownNameError
 
@@ -77,7 +77,7 @@ def base_name(name: str) -> str:
 
 
 def create_input_calibrator(name: str, model: nn.Module, **params: Any) -> NeuralClamping:
-    """``get_calibrator(base_name(name), model=model, **params)`` for ``name`` (``NAME`` or
+    """``create_calibrator(base_name(name), model=model, **params)`` for ``name`` (``NAME`` or
     ``NAME@LABEL``) among :func:`input_calibrator_names` (an alias of the one factory kept
     for a study's ``input_calibrators``).
 
@@ -89,4 +89,4 @@ def create_input_calibrator(name: str, model: nn.Module, **params: Any) -> Neura
     names = input_calibrator_names()
     if base_name(name) not in names:
         raise UnknownNameError("input calibrator", base_name(name), names)
-    return cast(NeuralClamping, get_calibrator(base_name(name), model=model, **params))
+    return cast(NeuralClamping, create_calibrator(base_name(name), model=model, **params))
