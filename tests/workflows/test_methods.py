@@ -92,7 +92,7 @@ def test_auto_names_the_method_it_chose() -> None:
     assert row.chosen in TEN_CLASSES
     params = results_dict(comp, "t")["methods"][1]["params"]
     assert params["chosen"] == row.chosen
-    fitted = comparison_tables(comp)[-1]
+    fitted = next(t for t in comparison_tables(comp) if t.title == "Fitted calibrators")
     assert fitted.rows[1][1].text.startswith(f"chosen={row.chosen}")
     assert comp.rows[0].chosen is None
 
