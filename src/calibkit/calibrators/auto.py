@@ -228,6 +228,7 @@ class AutoCalibrator(Calibrator):
                 for name in CALIBRATORS.names()
                 if name not in EXCLUDED_BY_DEFAULT
                 and not CALIBRATORS.get(name).needs_model
+                and not CALIBRATORS.get(name).takes_groups  # they need each row's group
                 and (n_classes == 2 or not CALIBRATORS.get(name).binary_only)
                 and (every_class or not CALIBRATORS.get(name).needs_every_class)
             ]
