@@ -46,7 +46,7 @@ def sim():
 
 
 def test_per_group_metrics_find_it_and_global_ts_does_not_fix_it(sim) -> None:
-    (zc, yc, gc), (zt, yt, gt) = sim
+    (zc, yc, _), (zt, yt, gt) = sim
     before = _group_ece(np.exp(zt) / np.exp(zt).sum(1, keepdims=True), yt, gt)
     assert before["A"] < FIXED < 0.1 < before["B"], before
     ts = TemperatureScaling().fit(zc, yc)
@@ -68,7 +68,8 @@ def test_groupwise_temperatures_small_groups_and_shrinkage(sim) -> None:
     (zc, yc, gc), _ = sim
     gts = get_calibrator("temperature_groupwise").fit(zc, yc, groups=gc)
     t_a, t_b = gts.group_temperatures_
-    assert abs(t_a - 1.0) < 0.1 and abs(t_b - 3.0) < 0.3, (t_a, t_b)
+    assert abs(t_a - 1.0) < 0.1, t_a
+    assert abs(t_b - 3.0) < 0.3, t_b
     small = np.where(np.arange(zc.shape[0]) < 10, "tiny", gc)  # 10 rows: below 50
     fb = get_calibrator("temperature_groupwise").fit(zc, yc, groups=small)
     assert fb.group_temperatures_[fb.group_names_.index("tiny")] == fb.temperature_
@@ -95,7 +96,9 @@ def test_persistence_round_trip_with_groups(sim, name: str, tmp_path) -> None:
     cal.save(tmp_path / "c.json")
     back = Calibrator.load(tmp_path / "c.json")
     assert back.group_names_ == cal.group_names_
-    np.testing.assert_array_equal(back.predict_proba(zt, groups=gt), cal.predict_proba(zt, groups=gt))
+    np.testing.assert_array_equal(
+        back.predict_proba(zt, groups=gt), cal.predict_proba(zt, groups=gt)
+    )
 
 
 @pytest.mark.parametrize("name", GROUP_METHODS)
@@ -111,9 +114,13 @@ def test_module_parity_with_group_codes(sim, name: str) -> None:
     got = module(torch.from_numpy(zt), codes).numpy()
     # same float64 operations in the same order but exp/log of two libraries: 1e-12 relative
     np.testing.assert_allclose(got, cal.predict_proba(zt, groups=gt), rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(module(torch.from_numpy(zt)).numpy(), cal.predict_proba(zt), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        module(torch.from_numpy(zt)).numpy(), cal.predict_proba(zt), rtol=1e-12, atol=1e-15
+    )
     scripted = torch.jit.script(module)
-    np.testing.assert_allclose(scripted(torch.from_numpy(zt), codes).numpy(), got, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        scripted(torch.from_numpy(zt), codes).numpy(), got, rtol=1e-12, atol=1e-15
+    )
 
 
 def test_not_run_by_default() -> None:

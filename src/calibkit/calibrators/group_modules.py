@@ -84,7 +84,8 @@ class PatchedTemperature(nn.Module):
         self.deltas: Tensor
         self.register_buffer("temperature", torch.tensor(float(temperature), dtype=torch.float64))
         self.register_buffer("sets", torch.tensor(np.asarray(sets, dtype=np.int64)))
-        self.register_buffer("deltas", torch.tensor(np.asarray(deltas, dtype=np.float64)))
+        table = np.asarray(deltas, dtype=np.float64).reshape(-1, int(n_bins))
+        self.register_buffer("deltas", torch.tensor(table))
         self.n_groups = int(n_groups)
         self.n_bins = int(n_bins)
         self.n_patches = int(np.asarray(sets).shape[0])
@@ -97,7 +98,9 @@ class PatchedTemperature(nn.Module):
         top2 = torch.topk(probs, 2, dim=1).values
         c, p2 = top2[:, 0], top2[:, 1]
         denom = 1.0 - c + p2
-        low = torch.where(denom > 0, p2 / torch.where(denom > 0, denom, torch.ones_like(denom)), 0.0)
+        low = torch.where(
+            denom > 0, p2 / torch.where(denom > 0, denom, torch.ones_like(denom)), 0.0
+        )
         low = torch.clamp(low, min=1.0 / k)
         conf = c
         for i in range(self.n_patches):
@@ -116,4 +119,5 @@ class PatchedTemperature(nn.Module):
             probs * ((1.0 - conf) / safe).unsqueeze(1),
             ((1.0 - conf) / (k - 1)).unsqueeze(1).expand(-1, k),
         )
-        return scaled.scatter(1, top, conf.unsqueeze(1))
+        out = scaled.scatter(1, top, conf.unsqueeze(1))
+        return out / out.sum(dim=1, keepdim=True)

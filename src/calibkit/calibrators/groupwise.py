@@ -27,8 +27,9 @@ group). On the fitting part, a cell is off when its mean residual ``correct - co
 exceeds ``alpha`` and it holds at least ``min_cell`` rows; each step takes the set whose
 off cells carry the largest summed ``|sum (correct - conf)|`` and moves each off cell's
 confidences by its mean residual (clipped so the predicted class stays on top); patching
-stops at ``max_iter`` steps or when :data:`PATIENCE` (3) steps in a row have not lowered the
-held-out part's top-label log-loss, and keeps the steps up to the best held-out loss. The other classes' probabilities are rescaled to sum to one.
+stops at ``max_patches`` steps or when :data:`PATIENCE` (3) steps in a row have not lowered the
+held-out part's top-label log-loss, and keeps the steps up to the best held-out loss. The
+other classes' probabilities are rescaled to sum to one.
 
 >>> rng = np.random.default_rng(0)
 >>> z = rng.normal(size=(600, 3))
@@ -51,16 +52,12 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators.base import CALIBRATORS, Calibrator
-from calibkit.calibrators.temperature import (
-    POSITIVE,
-    check_temperature_bounds,
-    nll_inverse_temperature,
-)
+from calibkit.calibrators.temperature import check_temperature_bounds, nll_inverse_temperature
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array
 from calibkit.core.groups import check_groups, group_names
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
-from calibkit.core.validation import Constraint, Constraints, Integer, Real
+from calibkit.core.validation import POSITIVE, Constraint, Constraints, Integer, Real
 
 if TYPE_CHECKING:
     from torch import nn
@@ -228,7 +225,9 @@ class GroupTemperatureScaling(GroupCalibrator):
 
     def _check_state(self) -> None:
         if len(self.group_names_) != self.group_temperatures_.shape[0]:
-            raise InputError("state.group_names_", "one name per group temperature", "another count")
+            raise InputError(
+                "state.group_names_", "one name per group temperature", "another count"
+            )
         if self.group_temperatures_.size and self.group_temperatures_.min() <= 0:
             raise InputError("state.group_temperatures_", "positive temperatures", "0")
 
@@ -256,7 +255,8 @@ def top_label_patch(probs: F64, conf: F64) -> F64:
     scaled = np.where(rest[:, None] > 0, probs * ((1.0 - conf) / safe)[:, None], 0.0)
     even = np.where(rest[:, None] > 0, scaled, ((1.0 - conf) / (k - 1))[:, None])
     even[np.arange(probs.shape[0]), top] = conf
-    return even
+    out: F64 = even / even.sum(axis=1, keepdims=True)
+    return out
 
 
 def _bin(conf: F64, n_bins: int) -> I64:
@@ -271,7 +271,8 @@ def _lower(probs: F64) -> F64:
     c, p2 = part[:, -1], part[:, -2]
     denom = 1.0 - c + p2
     low = np.where(denom > 0, p2 / np.where(denom > 0, denom, 1.0), 0.0)
-    return np.maximum(low, 1.0 / probs.shape[1])
+    out: F64 = np.maximum(low, 1.0 / probs.shape[1])
+    return out
 
 
 def _apply(conf: F64, low: F64, codes: I64, sets: I64, deltas: F64, n_bins: int) -> F64:
@@ -302,7 +303,7 @@ class Multicalibration(GroupCalibrator):
         A cell is patched only if its mean residual exceeds this (default 0.01).
     min_cell : int
         Fewest fitting-part rows of a patched cell (default 20).
-    max_iter : int
+    max_patches : int
         Most patches (default 50).
     holdout : float
         Fraction of the calibration set held out for the stop rule (default 0.3).
@@ -319,8 +320,9 @@ class Multicalibration(GroupCalibrator):
         The groups seen at fit time.
     patch_sets_ : ndarray of shape (n_patches,)
         Each patch's set (``-1``: every row; else a group's code).
-    patch_deltas_ : ndarray of shape (n_patches, n_bins)
-        Each patch's shift of the confidences in each bin (0: bin left alone).
+    patch_deltas_ : ndarray of shape (n_patches * n_bins,)
+        Row-major ``(n_patches, n_bins)``: each patch's shift of the confidences in each
+        bin (0: bin left alone).
     holdout_losses_ : ndarray of shape (n_patches + 1,)
         The held-out top-label log-loss before the first patch and after each kept one.
     """
@@ -329,7 +331,7 @@ class Multicalibration(GroupCalibrator):
         "n_bins": Integer(1, 1000),
         "alpha": Real(low=0.0, high=1.0),
         "min_cell": Integer(low=1),
-        "max_iter": Integer(0, 10_000),
+        "max_patches": Integer(0, 10_000),
         "holdout": Real(low=0.0, high=1.0, closed="neither"),
         "seed": Integer(low=0),
         "t_min": POSITIVE,
@@ -339,13 +341,13 @@ class Multicalibration(GroupCalibrator):
         "temperature_": POSITIVE,
         "group_names_": NameList(),
         "patch_sets_": Array("int64", shape=("t",), low=-1),
-        "patch_deltas_": Array(shape=("t", None), low=-1.0, high=1.0),
+        "patch_deltas_": Array(shape=(None,), low=-1.0, high=1.0),
         "holdout_losses_": Array(shape=("t+1",), low=0.0),
     }
     n_bins: int
     alpha: float
     min_cell: int
-    max_iter: int
+    max_patches: int
     holdout: float
     seed: int
     t_min: float
@@ -356,7 +358,7 @@ class Multicalibration(GroupCalibrator):
         n_bins: int = 10,
         alpha: float = 0.01,
         min_cell: int = 20,
-        max_iter: int = 50,
+        max_patches: int = 50,
         holdout: float = 0.3,
         seed: int = 0,
         t_min: float = 0.1,
@@ -366,7 +368,7 @@ class Multicalibration(GroupCalibrator):
             n_bins=n_bins,
             alpha=alpha,
             min_cell=min_cell,
-            max_iter=max_iter,
+            max_patches=max_patches,
             holdout=holdout,
             seed=seed,
             t_min=t_min,
@@ -380,7 +382,7 @@ class Multicalibration(GroupCalibrator):
         held = np.zeros(codes.shape[0], dtype=bool)
         for g in np.unique(codes).tolist():  # one loop per group
             rows = rng.permutation(np.flatnonzero(codes == g))
-            held[rows[: int(round(self.holdout * rows.size))]] = True
+            held[rows[: round(self.holdout * rows.size)]] = True
         return np.flatnonzero(~held), np.flatnonzero(held)
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
@@ -397,7 +399,7 @@ class Multicalibration(GroupCalibrator):
         deltas: list[F64] = []
         losses = [_log_loss(ch, yh)] if held_rows.size else [0.0]
         best = 0
-        for _ in range(self.max_iter):
+        for _ in range(self.max_patches):
             bins = _bin(cf, nb)
             resid = yf - cf
             # cell sums: the whole set (row 0) and each row's group (row code + 1)
@@ -426,15 +428,17 @@ class Multicalibration(GroupCalibrator):
         self.temperature_ = float(1.0 / b)
         self.group_names_ = names
         self.patch_sets_ = np.array(sets[:best], dtype=np.int64)
-        self.patch_deltas_ = np.array(deltas[:best], dtype=np.float64).reshape(best, nb)
+        self.patch_deltas_ = np.array(deltas[:best], dtype=np.float64).reshape(-1)
         self.holdout_losses_ = np.array(losses[: best + 1], dtype=np.float64)
 
     def _check_state(self) -> None:
         if self.patch_sets_.size and self.patch_sets_.max() >= len(self.group_names_):
-            raise InputError("state.patch_sets_", "codes below the number of groups", "a larger one")
-        if self.patch_deltas_.shape[1] != self.n_bins:
-            expected = f"one shift per bin (n_bins={self.n_bins})"
-            raise InputError("state.patch_deltas_", expected, f"{self.patch_deltas_.shape[1]}")
+            raise InputError(
+                "state.patch_sets_", "codes below the number of groups", "a larger one"
+            )
+        if self.patch_deltas_.shape[0] != self.patch_sets_.shape[0] * self.n_bins:
+            expected = f"n_bins={self.n_bins} shifts per patch"
+            raise InputError("state.patch_deltas_", expected, f"{self.patch_deltas_.shape[0]}")
 
     def _predict_groups(self, logits: F64, codes: I64) -> F64:
         probs = np.exp(log_softmax64(logits / self.temperature_))
@@ -444,7 +448,7 @@ class Multicalibration(GroupCalibrator):
             _lower(probs),
             codes,
             self.patch_sets_,
-            self.patch_deltas_,
+            self.patch_deltas_.reshape(-1, self.n_bins),
             self.n_bins,
         )
         return top_label_patch(probs, conf)
@@ -456,7 +460,7 @@ class Multicalibration(GroupCalibrator):
             self.temperature_,
             len(self.group_names_),
             self.patch_sets_,
-            self.patch_deltas_,
+            self.patch_deltas_.reshape(-1, self.n_bins),
             self.n_bins,
         )
 

@@ -18,7 +18,7 @@ name is an integer, else as strings; a sample's code is its group's position in 
 >>> check_groups([0, 0, 1], 3)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-calibkit.core.errors.InputError: groups: expected at least 2 samples in every group, got group '1' with 1 sample
+calibkit.core.errors.InputError: groups: expected at least 2 ..., got group '1' with 1 sample
 """
 
 from __future__ import annotations
@@ -82,11 +82,19 @@ def _values(groups: object, n_samples: int | None, name: str) -> np.ndarray:
             raise InputError(name, "integers or strings", f"{arr[i]!r} at index {i}")
         return arr.astype(np.int64)
     if kind == "O":  # a list holding None or mixed types: one look per entry
-        ok = np.array([isinstance(v, str | int | np.integer) and not isinstance(v, bool) for v in arr.tolist()], dtype=bool)
+        ok = np.array(
+            [
+                isinstance(v, str | int | np.integer) and not isinstance(v, bool)
+                for v in arr.tolist()
+            ],
+            dtype=bool,
+        )
         if not ok.all():
             i = int(np.flatnonzero(~ok)[0])
             got = "a missing value (None)" if arr[i] is None else repr(arr[i])
-            raise InputError(name, "a group (integer or string) for every sample", f"{got} at index {i}")
+            raise InputError(
+                name, "a group (integer or string) for every sample", f"{got} at index {i}"
+            )
         arr = arr.astype(str)
     elif kind == "S":
         arr = np.char.decode(arr, "utf-8", "replace")
