@@ -67,7 +67,9 @@ def test_default_candidates_follow_the_registry_and_the_class_count() -> None:
     assert set(two) - set(many) == {"platt", "beta"}
     takes_model = {n for n in CALIBRATORS.names() if CALIBRATORS.get(n).needs_model}
     assert takes_model  # Neural Clamping is registered, and never a candidate on logits
+    takes_groups = {n for n in CALIBRATORS.names() if CALIBRATORS.get(n).takes_groups}
     excluded = {"auto", "temperature_ece", "platt", "beta", *named_only(), *takes_model}
+    excluded |= takes_groups
     assert set(many) == set(CALIBRATORS.names()) - excluded
     assert AutoCalibrator(methods=["temperature_ece"]).candidates(3) == ["temperature_ece"]
 

@@ -36,6 +36,8 @@ def _document(name: str) -> str:
     k = 2 if CALIBRATORS.get(name).binary_only else 3
     z, y = random_problem(300, k, seed=0, temperature=1.5, scale=2.5)
     y[:k] = np.arange(k)
+    if CALIBRATORS.get(name).takes_groups:  # with groups, so that the group arrays are filled
+        return json.dumps(create_calibrator(name).fit(z, y, groups=np.arange(300) % 2).to_json())
     return json.dumps(create_calibrator(name).fit(z, y).to_json())
 
 
@@ -121,6 +123,8 @@ CHANGES = ["nan", "string", "bool", "object", "longer", "dtype", "shape", "extra
 
 @pytest.mark.parametrize(("name", "field"), ARRAY_CASES)
 def test_a_corrupt_array_is_named(name: str, field: str, tmp_path: Path) -> None:
+    if not _first_encoded(json.loads(_document(name))["state"][field])["__ndarray__"]:
+        pytest.skip(f"{name}'s {field} is empty on this problem (no multicalibration patch)")
     for change in CHANGES:
         _refused(tmp_path, _corrupt_array(json.loads(_document(name)), field, change), field)
 

@@ -43,6 +43,7 @@ from calibkit.calibrators.venn_abers import VennAbers
 from calibkit.calibrators.centred_isotonic import CentredIsotonicCalibrator
 from calibkit.calibrators.spline import SplineCalibration
 from calibkit.calibrators.auto import AutoCalibrator
+from calibkit.calibrators.groupwise import GroupTemperatureScaling, Multicalibration
 
 # isort: on
 from calibkit.calibrators.calibrated_model import CalibratedModel
@@ -58,10 +59,12 @@ __all__ = [
     "CentredIsotonicCalibrator",
     "ClasswiseHistogramBinning",
     "DirichletCalibration",
+    "GroupTemperatureScaling",
     "HistogramBinning",
     "IsotonicCalibrator",
     "MatrixScaling",
     "MatrixScalingODIR",
+    "Multicalibration",
     "NeuralClamping",
     "PlattScaling",
     "SGDSettings",

@@ -239,6 +239,7 @@ class AutoCalibrator(Calibrator):
                 name
                 for name in default_candidates()
                 if not CALIBRATORS.get(name).needs_model
+                and not CALIBRATORS.get(name).takes_groups  # they need each row's group
                 and (n_classes == 2 or not CALIBRATORS.get(name).binary_only)
                 and (every_class or not CALIBRATORS.get(name).needs_every_class)
             ]

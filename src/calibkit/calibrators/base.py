@@ -190,6 +190,10 @@ class Calibrator(EstimatorAPI, ABC):
     #: :class:`~calibkit.calibrators.model_calibrator.ModelCalibrator`); consumers of
     #: logits (``compare``, ``auto``, ``calibkit methods``) leave them out.
     needs_model: ClassVar[bool] = False
+    #: True for methods that take each sample's group (``fit(..., groups=)`` and
+    #: ``predict_proba(..., groups=)``, :mod:`calibkit.calibrators.groupwise`): ``compare``
+    #: and ``auto`` run them only when named (``compare --groups KEY`` names them).
+    takes_groups: ClassVar[bool] = False
 
     # ----- the contract ---------------------------------------------------------------
     def fit(self, logits: object, labels: object, sample_weight: object = None) -> Self:

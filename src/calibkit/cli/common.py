@@ -71,7 +71,14 @@ def read_outputs(args: argparse.Namespace, path: str, labels: str | None) -> Cla
     if args.scores_key:
         key[f"{args.kind}_key"] = args.scores_key
     kind, labels_key = args.kind, args.labels_key
-    return load_predictions(path, kind=kind, labels_path=labels, labels_key=labels_key, **key)
+    return load_predictions(
+        path,
+        kind=kind,
+        labels_path=labels,
+        labels_key=labels_key,
+        logits_key=key["logits_key"],
+        probs_key=key["probs_key"],
+    )
 
 
 def method_class(name: str, option: str) -> type[Calibrator]:

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.core.errors import InputError
+from calibkit.core.groups import group_names
 from calibkit.core.outputs import ClassifierOutputs, ScoreKind, check_labels, check_scores
 from calibkit.io.atomic import atomic_write_bytes
 from calibkit.io.numpy_files import load_npy, load_npz
@@ -61,8 +62,10 @@ def load_predictions(
     logits_key: str | None = None,
     probs_key: str | None = None,
     labels_key: str | None = None,
+    extra_columns: tuple[str, ...] = (),
 ) -> ClassifierOutputs:
-    """Read labels and scores from a prediction file (layouts in the module docstring)."""
+    """Read labels and scores from a prediction file (layouts in the module docstring);
+    ``extra_columns``: ``.csv`` columns left for another reader (:func:`load_groups`)."""
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in SUFFIXES:
@@ -91,7 +94,7 @@ def load_predictions(
     if suffix == ".csv":
         if logits_key or probs_key or labels_key:
             raise InputError("keys", "no key names for a .csv file (see its column layout)", "some")
-        return _load_csv(p, kind)
+        return _load_csv(p, kind, extra_columns)
     arrays = load_npz(p) if suffix == ".npz" else _load_torch(p)
     score_key, kind = _choose_scores(arrays, p, kind, logits_key, probs_key)
     lkey = labels_key or "labels"
@@ -132,6 +135,50 @@ def save_predictions(
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]
     atomic_write_bytes(p, buf.getvalue())
+
+
+def load_groups(path: str | Path, key: str, n_samples: int) -> np.ndarray:
+    """The array (``.npz``, ``.pt``) or column (``.csv``) ``key`` of a prediction file: one
+    group (integer or string) per sample, checked by
+    :func:`calibkit.core.groups.group_names` (an InputError naming ``groups``).
+
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "p.csv"
+    >>> rows = ["label,prob_0,prob_1,site", "0,0.9,0.1,a", "1,0.2,0.8,b"]
+    >>> _ = path.write_text(chr(10).join(rows))
+    >>> load_predictions(path, extra_columns=("site",)).n_samples
+    2
+    >>> load_groups(path, "site", 2).tolist()
+    ['a', 'b']
+    >>> tmp.cleanup()
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix == ".npy":
+        raise InputError("groups", "a key of a .npz, .pt or .csv file", "a .npy file")
+    _check_exists(p, "predictions file")
+    raw: object
+    if suffix == ".csv":
+        text = p.read_text(encoding="utf-8-sig")
+        header, _, body = text.partition("\n")
+        names = [c.strip().strip('"').strip() for c in header.split(",")]
+        if names.count(key) != 1:
+            raise InputError(
+                "groups", f"one column named {key!r} in {p.name}", f"header {names[:8]}"
+            )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            raw = np.loadtxt(
+                io.StringIO(body), delimiter=",", dtype=str, ndmin=1, usecols=names.index(key)
+            )
+        raw = np.char.strip(np.char.strip(np.asarray(raw), '"'))
+    else:
+        arrays = load_npz(p) if suffix == ".npz" else _load_torch(p)
+        if key not in arrays:
+            raise InputError("groups", f"an array named {key!r} in {p.name}", _keys_present(arrays))
+        raw = arrays[key]
+    return group_names(raw, n_samples, "groups")
 
 
 # ----- validation ------------------------------------------------------------------------
@@ -219,14 +266,16 @@ def _load_torch(p: Path) -> dict[str, object]:
     return {str(k): v for k, v in obj.items()}
 
 
-def _load_csv(p: Path, kind: ScoreKind | None) -> ClassifierOutputs:
+def _load_csv(p: Path, kind: ScoreKind | None, extra: tuple[str, ...] = ()) -> ClassifierOutputs:
     try:
         text = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(str(p), "a UTF-8 text CSV file", "binary or non-UTF-8 content") from None
     header, _, body = text.partition("\n")
     names = [c.strip().strip('"').strip() for c in header.split(",")]
-    label_col, score_cols, csv_kind = _csv_columns(p, names)
+    kept = [i for i, name in enumerate(names) if name not in extra]
+    label_col, score_cols, csv_kind = _csv_columns(p, [names[i] for i in kept])
+    label_col, score_cols = kept[label_col], [kept[i] for i in score_cols]
     if kind is not None and kind != csv_kind:
         raise InputError("kind", f"{csv_kind!r} (the columns of {p.name})", repr(kind))
     if not body.strip():
@@ -234,17 +283,24 @@ def _load_csv(p: Path, kind: ScoreKind | None) -> ClassifierOutputs:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            data = np.loadtxt(io.StringIO(body), delimiter=",", dtype=np.float64, ndmin=2)
+            data = np.loadtxt(
+                io.StringIO(body),
+                delimiter=",",
+                dtype=np.float64,
+                ndmin=2,
+                usecols=kept if extra else None,
+            )
     except ValueError as exc:
         detail = str(exc).split("\n")[0]
         detail = re.sub(r"at row (\d+)", lambda m: f"in data row {int(m[1]) + 1}", detail)
         raise InputError(str(p), "numbers in every cell", detail) from None
-    if data.shape[1] != len(names):
+    if data.shape[1] != len(kept):
         raise InputError(str(p), f"{len(names)} cells per row", f"{data.shape[1]}")
     prefix = "logit" if csv_kind == "logits" else "prob"
+    at = {col: i for i, col in enumerate(kept)}
     return _validate(
-        data[:, score_cols],
-        data[:, label_col],
+        data[:, [at[c] for c in score_cols]],
+        data[:, at[label_col]],
         csv_kind,
         f"{prefix}_* columns of {p}",
         f"label column of {p}",

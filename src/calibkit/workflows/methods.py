@@ -65,6 +65,7 @@ def applicable_methods(
         for name in CALIBRATORS.defaults()
         if name not in left_out
         and not CALIBRATORS.get(name).needs_model  # they take the model, not logits
+        and not CALIBRATORS.get(name).takes_groups  # they need the groups: --groups
         and _applies_to(name, n_classes)
         and (every_class or not CALIBRATORS.get(name).needs_every_class)
     ]

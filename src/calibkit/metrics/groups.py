@@ -1,0 +1,229 @@
+"""Calibration per group: ECE, NLL, accuracy and confidence of each group, with intervals.
+
+:func:`evaluate_groups` takes the outputs and a ``groups=`` array (one integer or string
+per sample; checked by :func:`calibkit.core.groups.check_groups`: a wrong length, a missing
+value or a group of one sample is an InputError naming ``groups``). Each group's numbers are
+:class:`~calibkit.metrics.suite.MetricSuite`'s on that group's rows (the global metric on
+the subset, the same code path), so ``ece`` is top-label (or ``mode="positive_class"``)
+equal-width ECE with ``n_bins`` bins, ``nll`` in nats, ``confidence`` the mean top-label
+confidence.
+
+Intervals: one stratified percentile bootstrap over the whole set. Each replicate redraws
+every group's rows from that group, with replacement and as many as it has (seeded), so
+every replicate keeps the group sizes, and the worst-group gap (largest minus smallest
+group ECE) gets its interval from the same replicates as the groups' ECEs.
+
+Small groups: each group's ECE noise floor (its expected ECE were the group perfectly
+calibrated with the same confidences, :meth:`~calibkit.metrics.suite.MetricSuite.noise_floor`)
+is reported, and a group whose ECE is not above its floor gets a warning: at its size the
+group's miscalibration cannot be told from noise.
+
+>>> rng = np.random.default_rng(0)
+>>> z = rng.normal(size=(400, 3)) * 2
+>>> y = np.array([rng.choice(3, p=np.exp(r) / np.exp(r).sum()) for r in z])
+>>> g = np.repeat(["a", "b"], 200)
+>>> res = evaluate_groups(y, logits=z, groups=g, n_boot=50)
+>>> res.names, res.sizes
+(['a', 'b'], [200, 200])
+>>> round(res.values["a"]["accuracy"], 3) == round(float(np.mean(z[:200].argmax(1) == y[:200])), 3)
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from calibkit.core.errors import InputError
+from calibkit.core.groups import check_groups
+from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.metrics.resampled import resample_counts
+from calibkit.metrics.samples import F64, Mode
+from calibkit.metrics.suite import MetricSuite
+
+#: The per-group metrics, in report order (``confidence``: mean top-label confidence).
+GROUP_METRICS: tuple[str, ...] = ("ece", "nll", "accuracy", "confidence")
+#: The suite metrics among them.
+_SUITE = ("ece", "nll", "accuracy")
+
+
+@dataclass(frozen=True)
+class GroupEvaluation:
+    """Per-group metric values, intervals, sizes, the worst-group gap and warnings.
+
+    Attributes
+    ----------
+    names : list of str
+        The groups, sorted (see :func:`~calibkit.core.groups.check_groups`).
+    sizes : list of int
+        Samples per group.
+    values : dict of str to dict of str to float
+        ``values[group][metric]`` for each of :data:`GROUP_METRICS`, plus ``ece_floor``.
+    ci : dict of str to dict of str to (float, float)
+        Bootstrap intervals, ``ci[group][metric]`` (empty without bootstrap).
+    gap, worst_group, best_group
+        Largest minus smallest group ECE, and the groups with the largest and smallest.
+    gap_ci : (float, float) or None
+        The gap's bootstrap interval.
+    warnings : list of str
+        One line per group whose ECE is not above its noise floor.
+    level : float
+        Confidence level of the intervals.
+
+    Examples
+    --------
+    >>> ev = GroupEvaluation(["a"], [2], {"a": {"ece": 0.1}}, {}, 0.0, "a", "a")
+    >>> ev.to_dict()["groups"]["a"]["ece"]
+    0.1
+    """
+
+    names: list[str]
+    sizes: list[int]
+    values: dict[str, dict[str, float]]
+    ci: dict[str, dict[str, tuple[float, float]]]
+    gap: float
+    worst_group: str
+    best_group: str
+    gap_ci: tuple[float, float] | None = None
+    warnings: list[str] = field(default_factory=list)
+    level: float = 0.95
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as JSON-ready values."""
+        return {
+            "groups": {
+                g: {
+                    "n_samples": n,
+                    **self.values[g],
+                    "ci": {k: list(v) for k, v in self.ci.get(g, {}).items()},
+                }
+                for g, n in zip(self.names, self.sizes, strict=True)
+            },
+            "worst_group_gap": self.gap,
+            "worst_group_gap_ci": None if self.gap_ci is None else list(self.gap_ci),
+            "worst_group": self.worst_group,
+            "best_group": self.best_group,
+            "warnings": list(self.warnings),
+            "ci_level": self.level,
+        }
+
+
+def _subset(out: ClassifierOutputs, idx: np.ndarray) -> ClassifierOutputs:
+    return ClassifierOutputs(labels=out.labels[idx], scores=out.scores[idx], kind=out.kind)
+
+
+def evaluate_groups(
+    labels: object,
+    probs: object = None,
+    *,
+    logits: object = None,
+    groups: object,
+    n_bins: int = 15,
+    mode: Mode = "top_label",
+    n_boot: int = 1000,
+    level: float = 0.95,
+    n_floor_draws: int = 200,
+    seed: int = 0,
+) -> GroupEvaluation:
+    """Per-group ECE, NLL, accuracy and confidence with stratified bootstrap intervals.
+
+    Parameters
+    ----------
+    labels, probs, logits
+        The outputs, as for every metric.
+    groups : array-like of shape (N,)
+        One group (integer or string) per sample; every group at least 2 samples.
+    n_bins, mode, n_boot, level, n_floor_draws, seed
+        As in :func:`calibkit.metrics.evaluate` (``n_boot=0``: no intervals).
+
+    Returns
+    -------
+    GroupEvaluation
+
+    Examples
+    --------
+    >>> res = evaluate_groups(
+    ...     [1, 0, 1, 1], probs=[[0.2, 0.8], [0.4, 0.6], [0.1, 0.9], [0.3, 0.7]],
+    ...     groups=[0, 0, 1, 1], n_bins=10, n_boot=0, n_floor_draws=0)
+    >>> [round(res.values[g]["ece"], 4) for g in res.names], res.worst_group
+    ([0.4, 0.2], '0')
+    """
+    if not 0.0 < level < 1.0:
+        raise InputError("level", "a number in (0, 1)", repr(level))
+    if n_boot < 0 or n_floor_draws < 0:
+        raise InputError("n_boot/n_floor_draws", "non-negative counts", f"{n_boot}/{n_floor_draws}")
+    out = as_outputs(labels, probs, logits=logits)
+    grp = check_groups(groups, out.n_samples)
+    parts = [_subset(out, grp.members(g)) for g in range(len(grp.names))]
+    suites = [MetricSuite.from_outputs(p, n_bins=n_bins, mode=mode) for p in parts]
+    tops = [p.confidence for p in parts]  # top-label, whatever the mode
+    values: dict[str, dict[str, float]] = {}
+    for name, suite, top in zip(grp.names, suites, tops, strict=True):
+        v = suite.compute(names=_SUITE)
+        v["confidence"] = float(np.mean(top))
+        if n_floor_draws:
+            v["ece_floor"] = suite.noise_floor(n_floor_draws, seed, names=("ece",))["ece"]
+        values[name] = {k: v[k] for k in (*GROUP_METRICS, "ece_floor") if k in v}
+    ece = np.array([values[g]["ece"] for g in grp.names])
+    worst, best = grp.names[int(np.argmax(ece))], grp.names[int(np.argmin(ece))]
+    ci: dict[str, dict[str, tuple[float, float]]] = {}
+    gap_ci = None
+    if n_boot:
+        ci, gap_ci = _bootstrap(suites, tops, grp.names, n_boot, level, seed)
+    warnings = [
+        f"group {g!r} ({n} samples): ECE {values[g]['ece']:.4f} is not above its noise floor "
+        f"{values[g]['ece_floor']:.4f}: too few samples to tell its miscalibration from noise"
+        for g, n in zip(grp.names, grp.sizes.tolist(), strict=True)
+        if "ece_floor" in values[g] and values[g]["ece"] <= values[g]["ece_floor"]
+    ]
+    return GroupEvaluation(
+        names=grp.names,
+        sizes=grp.sizes.tolist(),
+        values=values,
+        ci=ci,
+        gap=float(ece.max() - ece.min()),
+        worst_group=worst,
+        best_group=best,
+        gap_ci=gap_ci,
+        warnings=warnings,
+        level=level,
+    )
+
+
+def _bootstrap(
+    suites: list[MetricSuite],
+    tops: list[F64],
+    names: list[str],
+    n_boot: int,
+    level: float,
+    seed: int,
+) -> tuple[dict[str, dict[str, tuple[float, float]]], tuple[float, float]]:
+    """Stratified percentile intervals: each replicate redraws every group within itself."""
+    rng = np.random.default_rng(seed)
+    n = sum(s.conf.shape[0] for s in suites)
+    block = max(1, min(n_boot, (1 << 20) // n))
+    reps: dict[str, dict[str, list[F64]]] = {g: {m: [] for m in GROUP_METRICS} for g in names}
+    for start in range(0, n_boot, block):
+        b = min(block, n_boot - start)
+        for g, suite, top in zip(names, suites, tops, strict=True):
+            m = suite.conf.shape[0]
+            w = resample_counts(rng.integers(0, m, (b, m))).astype(np.float64)
+            batch = suite.compute_batch(w, _SUITE)
+            batch["confidence"] = w @ top / m
+            for metric in GROUP_METRICS:
+                reps[g][metric].append(batch[metric])
+    alpha = (1.0 - level) / 2.0
+    ci: dict[str, dict[str, tuple[float, float]]] = {}
+    for g in names:
+        ci[g] = {}
+        for metric in GROUP_METRICS:
+            lo, hi = np.quantile(np.concatenate(reps[g][metric]), [alpha, 1 - alpha])
+            ci[g][metric] = (float(lo), float(hi))
+    ece = np.stack([np.concatenate(reps[g]["ece"]) for g in names])
+    lo, hi = np.quantile(ece.max(axis=0) - ece.min(axis=0), [alpha, 1 - alpha])
+    return ci, (float(lo), float(hi))
+
+
+__all__ = ["GROUP_METRICS", "GroupEvaluation", "evaluate_groups"]

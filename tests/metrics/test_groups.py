@@ -1,0 +1,78 @@
+"""Per-group metrics: a hand-computed case, equality with the global metric on each subset,
+the stratified bootstrap, the noise-floor warning and bad groups."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from calibkit.core.errors import InputError
+from calibkit.metrics import evaluate
+from calibkit.metrics.groups import evaluate_groups
+
+PROBS = [[0.2, 0.8], [0.4, 0.6], [0.1, 0.9], [0.3, 0.7]]
+
+
+def test_hand_computed_tiny_set() -> None:
+    # group 0: conf 0.8 right (gap 0.2), 0.6 wrong (gap 0.6) -> ECE 0.4, accuracy 0.5
+    # group 1: conf 0.9 right (0.1), 0.7 right (0.3) -> ECE 0.2, accuracy 1
+    res = evaluate_groups(
+        [1, 0, 1, 1], probs=PROBS, groups=["x", "x", "y", "y"], n_bins=10, n_boot=0, n_floor_draws=0
+    )
+    assert res.names == ["x", "y"]
+    assert res.sizes == [2, 2]
+    assert res.values["x"]["ece"] == pytest.approx(0.4, abs=1e-12)  # sums of 2 floats
+    assert res.values["y"]["ece"] == pytest.approx(0.2, abs=1e-12)
+    assert (res.values["x"]["accuracy"], res.values["y"]["accuracy"]) == (0.5, 1.0)
+    assert res.values["y"]["confidence"] == pytest.approx(0.8, abs=1e-12)
+    assert res.gap == pytest.approx(0.2, abs=1e-12)
+    assert res.worst_group == "x"
+
+
+def test_each_group_equals_the_global_metric_on_its_subset() -> None:
+    rng = np.random.default_rng(1)
+    z, y = rng.normal(size=(600, 4)) * 2, rng.integers(0, 4, 600)
+    g = rng.integers(0, 3, 600)
+    res = evaluate_groups(y, logits=z, groups=g, n_boot=0, n_floor_draws=50, seed=3)
+    for name in res.names:
+        rows = g == int(name)
+        ref = evaluate(y[rows], logits=z[rows], n_boot=0, n_floor_draws=50, seed=3).values
+        for metric in ("ece", "nll", "accuracy"):
+            assert res.values[name][metric] == ref[metric]  # the same code path: exact
+        assert res.values[name]["ece_floor"] == ref["ece_floor"]
+
+
+def test_bootstrap_is_seeded_and_brackets_the_gap() -> None:
+    rng = np.random.default_rng(2)
+    z, y = rng.normal(size=(400, 3)) * 3, rng.integers(0, 3, 400)
+    g = np.repeat(["a", "b"], 200)
+    one = evaluate_groups(y, logits=z, groups=g, n_boot=200, seed=5)
+    two = evaluate_groups(y, logits=z, groups=g, n_boot=200, seed=5)
+    assert one.ci == two.ci
+    assert one.gap_ci == two.gap_ci
+    for name in one.names:
+        lo, hi = one.ci[name]["accuracy"]
+        assert lo <= one.values[name]["accuracy"] <= hi
+
+
+def test_small_group_warning() -> None:
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet(np.ones(3), size=40)
+    y = np.array([rng.choice(3, p=row) for row in p])  # calibrated: ECE is noise
+    res = evaluate_groups(y, probs=p, groups=np.arange(40) % 2, n_boot=0)
+    assert res.warnings
+    assert "noise floor" in res.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("groups", "cause"),
+    [
+        ([0, 0, 1], "entries"),
+        ([0, 0, 0, 1], "1 sample"),
+        ([0, 0, None, 1], "missing"),
+        ([0.0, 0.0, np.nan, 1.0], "missing"),
+    ],
+)
+def test_bad_groups(groups, cause: str) -> None:
+    with pytest.raises(InputError, match=f"^groups: .*{cause}"):
+        evaluate_groups([1, 0, 1, 1], probs=PROBS, groups=groups, n_boot=0)
