@@ -90,8 +90,8 @@ def ray_overhead(n_tasks: int = 20) -> tuple[float, float]:
     """Seconds ``ray.init`` takes (local, 2 CPUs) and the median round trip of a warm task."""
     import ray
 
-    from calibkit.study.config import DataConfig
-    from calibkit.study.prepare import prepare_data
+    from calibkit.study.definition.config import DataConfig
+    from calibkit.study.definition.prepare import prepare_data
 
     t0 = time.perf_counter()
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,

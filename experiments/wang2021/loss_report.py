@@ -24,10 +24,10 @@ import numpy as np
 from calibkit.metrics import score_decomposition
 from calibkit.reporting.document import Block, Figure, Paragraph, table_section
 from calibkit.reporting.figures import figure_png_bytes
-from calibkit.study.artifacts import load_logits
-from calibkit.study.config import StudyConfig
+from calibkit.study.definition.config import StudyConfig
 from calibkit.study.report import ReportSection
-from calibkit.study.runner import RunRecord
+from calibkit.study.run.runner import RunRecord
+from calibkit.study.store.artifacts import load_logits
 from experiments.wang2021.analysis import (
     CE,
     Methods,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from calibkit.core.errors import InputError
-from calibkit.study.runner import RunRecord
+from calibkit.study.run.runner import RunRecord
 from experiments.wang2021.wang_figures import (
     best_coefficient_figure,
     best_coefficients,

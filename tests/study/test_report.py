@@ -9,8 +9,8 @@ import pytest
 from calibkit.calibrators import TemperatureScaling
 from calibkit.core.errors import InputError
 from calibkit.study import load_study_config, run_study
-from calibkit.study.artifacts import TEMPERATURE_FILE, load_logits, load_temperature
-from calibkit.study.report import model_table, results_csv
+from calibkit.study.report.writer import model_table, results_csv
+from calibkit.study.store.artifacts import TEMPERATURE_FILE, load_logits, load_temperature
 
 
 def test_each_run_saves_its_temperature_scaling(tiny_config: Path, tmp_path: Path) -> None:
@@ -39,7 +39,7 @@ def test_a_missing_temperature_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_results_csv_and_model_table_by_hand() -> None:
-    from calibkit.study.runner import RunRecord
+    from calibkit.study.run.runner import RunRecord
 
     row = {
         "model": "m",

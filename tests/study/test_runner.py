@@ -18,7 +18,7 @@ from calibkit.io.atomic import MANIFEST
 from calibkit.io.lock import LOCK
 from calibkit.study import COLUMNS, load_study_config
 from calibkit.study import run_study as run
-from calibkit.study.artifacts import load_logits
+from calibkit.study.store.artifacts import load_logits
 
 
 def _csv(path: Path) -> list[dict[str, str]]:
@@ -85,8 +85,8 @@ def test_progress_is_logged_not_printed(
     assert capsys.readouterr() == ("", "")
     by_module = {(r.name, r.getMessage().split(" loss ")[0]) for r in caplog.records}
     assert by_module >= {
-        ("calibkit.study.runner", "[1/1] mlp seed 0"),
-        ("calibkit.study.runner", "loading digits:0,1,2"),
+        ("calibkit.study.run.runner", "[1/1] mlp seed 0"),
+        ("calibkit.study.run.runner", "loading digits:0,1,2"),
         ("calibkit.training.trainer", "mlp seed 0 epoch 1/1"),
         ("calibkit.study", "writing the report"),
     }

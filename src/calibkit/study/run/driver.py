@@ -1,9 +1,9 @@
 """The driver of a study: it submits the units of work and alone writes what they return.
 
 For each run, :meth:`Driver.submit_run` submits what is left of it: its training (a
-:class:`~calibkit.study.units.RunUnit`, after writing the run's ``identity.json``) and, once
+:class:`~calibkit.study.run.units.RunUnit`, after writing the run's ``identity.json``) and, once
 it is trained, the fit of each input calibrator not cached yet (a
-:class:`~calibkit.study.units.ClampUnit`). Finished units are written as they arrive, one at
+:class:`~calibkit.study.run.units.ClampUnit`). Finished units are written as they arrive, one at
 a time (every file atomically, ``train.json`` last among a training's), so that the driver
 holds one unit's artefacts at a time besides the data, and a study killed at any moment
 resumes with what was written. Each finished unit is logged on one line: what it was,
@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from calibkit.io.atomic import atomic_write_bytes
-from calibkit.study.artifacts import cached_rows, save_temperature, write_json
-from calibkit.study.clamping import clamp_settings
-from calibkit.study.config import ModelSpec, StudyConfig
-from calibkit.study.executors import Executor, UnitFailed
-from calibkit.study.identity import IDENTITY_FILE, run_identity
-from calibkit.study.prepare import StudyData
-from calibkit.study.units import ClampUnit, Finished, RunArtefacts, RunUnit, Unit
+from calibkit.study.definition.config import ModelSpec, StudyConfig
+from calibkit.study.definition.prepare import StudyData
+from calibkit.study.run.clamping import clamp_settings
+from calibkit.study.run.executors import Executor, UnitFailed
+from calibkit.study.run.units import ClampUnit, Finished, RunArtefacts, RunUnit, Unit
+from calibkit.study.store.artifacts import cached_rows, save_temperature, write_json
+from calibkit.study.store.identity import IDENTITY_FILE, run_identity
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ midway (even by SIGKILL), a study started again skips finished runs, resumes an
 interrupted one from its last finished epoch, and ends with the same table.
 
 Nothing is written before everything is checked (:func:`check_study`): the folder (only
-files a study wrote, none of the study's inputs, see :mod:`calibkit.study.folder`), the
+files a study wrote, none of the study's inputs, see :mod:`calibkit.study.store.folder`), the
 device, every run's data, model and calibrators, and the settings of the runs already in
 the folder (a run made with different settings is refused rather than mixed).
 ``config.toml`` is written only when the study starts for real, and a run's
@@ -34,11 +34,11 @@ for, naming the holder's host and process id; the lock of a study that was kille
 taken over by the next one.
 
 Where the work runs: each run's training (with its post-hoc calibrators) and each input
-calibrator's fit is a unit of work (:mod:`calibkit.study.units`), run by an executor
-(:mod:`calibkit.study.executors`: in this process, in worker processes, or on Ray); only this
-process writes the folder (:mod:`calibkit.study.driver`), so the table is the same whatever
+calibrator's fit is a unit of work (:mod:`calibkit.study.run.units`), run by an executor
+(:mod:`calibkit.study.run.executors`: in this process, in worker processes, or on Ray); only this
+process writes the folder (:mod:`calibkit.study.run.driver`), so the table is the same whatever
 ran the units. A unit that fails (its error, or out of memory even running alone) fails
-alone: the others finish and are written, then :class:`~calibkit.study.executors.StudyFailed`
+alone: the others finish and are written, then :class:`~calibkit.study.run.executors.StudyFailed`
 names each failed unit; the study started again runs only what is left.
 
 Progress (which run, which dataset, each finished unit with where it ran and the time left,
@@ -57,22 +57,27 @@ from typing import Any
 from calibkit.core.errors import InputError
 from calibkit.io.atomic import atomic_write_bytes
 from calibkit.io.toml import to_toml
-from calibkit.study.artifacts import (
+from calibkit.study.definition.components import build_model, resolve_device
+from calibkit.study.definition.config import (
+    DataConfig,
+    ModelSpec,
+    StudyConfig,
+    check_input_calibrators,
+)
+from calibkit.study.definition.prepare import StudyData, prepare_data
+from calibkit.study.run.clamping import clamp_settings
+from calibkit.study.run.driver import Driver
+from calibkit.study.run.executors import Executor, SerialExecutor, StudyFailed
+from calibkit.study.run.units import calibration_record, calibration_settings
+from calibkit.study.store.artifacts import (
     cached_rows,
     load_logits,
     read_json,
     save_temperature,
     write_json,
 )
-from calibkit.study.clamping import clamp_settings
-from calibkit.study.components import build_model, resolve_device
-from calibkit.study.config import DataConfig, ModelSpec, StudyConfig, check_input_calibrators
-from calibkit.study.driver import Driver
-from calibkit.study.executors import Executor, SerialExecutor, StudyFailed
-from calibkit.study.folder import check_study_folder, record_written
-from calibkit.study.identity import check_identity, run_identity
-from calibkit.study.prepare import StudyData, prepare_data
-from calibkit.study.units import calibration_record, calibration_settings
+from calibkit.study.store.folder import check_study_folder, record_written
+from calibkit.study.store.identity import check_identity, run_identity
 from calibkit.workflows.compare import resolve_methods
 
 log = logging.getLogger(__name__)
@@ -128,7 +133,7 @@ def _runs(cfg: StudyConfig, out: Path, report_only: bool) -> list[tuple[ModelSpe
 def check_study(cfg: StudyConfig, out: Path, *, report_only: bool = False) -> DataCache:
     """Check everything a study needs before it writes a file; it reads, and writes nothing.
 
-    The folder ``out`` must follow the study folder rule (:mod:`calibkit.study.folder`); the
+    The folder ``out`` must follow the study folder rule (:mod:`calibkit.study.store.folder`); the
     device must exist; every run's data must load, its model build for that data, every
     calibrator and input calibrator apply to it; a run already in ``out`` must have this
     study's settings; with ``report_only``, at least one run must be finished. Returns the

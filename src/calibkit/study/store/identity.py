@@ -25,9 +25,9 @@ import torch
 
 from calibkit.core.errors import InputError
 from calibkit.models import read_state_dict
-from calibkit.study.artifacts import read_json
-from calibkit.study.config import DataConfig, ModelSpec, StudyConfig
-from calibkit.study.prepare import StudyData
+from calibkit.study.definition.config import DataConfig, ModelSpec, StudyConfig
+from calibkit.study.definition.prepare import StudyData
+from calibkit.study.store.artifacts import read_json
 from calibkit.training import TrainConfig
 
 #: The version of the layout of a run's files.

@@ -43,12 +43,12 @@ from calibkit.reporting.document import (
 from calibkit.reporting.figures import ece_temperature_figure, figure_png_bytes, reliability_grid
 from calibkit.reporting.render import to_html, to_markdown
 from calibkit.reporting.tables import column_info
-from calibkit.study.artifacts import COLUMNS, load_logits, load_temperature
-from calibkit.study.config import StudyConfig
-from calibkit.study.figures import confusion_counts, confusion_figure, training_curves_figure
-from calibkit.study.folder import record_written
-from calibkit.study.paired import paired_table
-from calibkit.study.runner import RunRecord
+from calibkit.study.definition.config import StudyConfig
+from calibkit.study.report.figures import confusion_counts, confusion_figure, training_curves_figure
+from calibkit.study.report.paired import paired_table
+from calibkit.study.run.runner import RunRecord
+from calibkit.study.store.artifacts import COLUMNS, load_logits, load_temperature
+from calibkit.study.store.folder import record_written
 from calibkit.workflows.compare import TEMPERATURE_GRID
 
 

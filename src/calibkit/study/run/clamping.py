@@ -31,10 +31,10 @@ from calibkit.calibrators.clamping import ABLATIONS
 from calibkit.calibrators.clamping.registry import create_input_calibrator
 from calibkit.core.errors import InputError
 from calibkit.metrics import evaluate
-from calibkit.study.artifacts import make_row
-from calibkit.study.components import build_model
-from calibkit.study.config import ModelSpec, StudyConfig
-from calibkit.study.prepare import StudyData
+from calibkit.study.definition.components import build_model
+from calibkit.study.definition.config import ModelSpec, StudyConfig
+from calibkit.study.definition.prepare import StudyData
+from calibkit.study.store.artifacts import make_row
 
 #: Bumped when a method's fit changes, so that rows cached by an older fit are refitted.
 FIT_VERSION = 2

@@ -48,8 +48,8 @@ from calibkit.io.atomic import (
     refuse_foreign,
 )
 from calibkit.io.lock import LOCK, FolderLock
-from calibkit.study.artifacts import TEMPERATURE_FILE
-from calibkit.study.identity import IDENTITY_FILE
+from calibkit.study.store.artifacts import TEMPERATURE_FILE
+from calibkit.study.store.identity import IDENTITY_FILE
 
 #: The record of what a study wrote at the top of its folder.
 RECORD = ".calibkit-study.json"

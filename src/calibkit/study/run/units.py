@@ -4,7 +4,7 @@ Two kinds of unit: a :class:`RunUnit` trains one (model, seed) and fits its post
 calibrators on the saved logits; a :class:`ClampUnit` fits one input calibrator (Neural
 Clamping) on a trained run's weights. :func:`execute` runs either one anywhere (in the
 driver, a worker process, a Ray task) and returns bytes and rows: the driver alone writes
-them to the study folder (:mod:`calibkit.study.runner`), so a cluster needs no shared file
+them to the study folder (:mod:`calibkit.study.run.runner`), so a cluster needs no shared file
 system. When the run's folder is visible where a run trains (the same machine, a shared file
 system), the trainer checkpoints there after each epoch, so that a retried unit resumes from
 its last finished epoch.
@@ -29,12 +29,12 @@ from safetensors.torch import save as safetensors_bytes
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.core.threads import using_threads
-from calibkit.study.artifacts import make_row
-from calibkit.study.clamping import clamp_settings, fit_rows
-from calibkit.study.components import build_model, resolve_device
-from calibkit.study.config import ModelSpec, Resources, StudyConfig
-from calibkit.study.identity import IDENTITY_FILE
-from calibkit.study.prepare import StudyData
+from calibkit.study.definition.components import build_model, resolve_device
+from calibkit.study.definition.config import ModelSpec, Resources, StudyConfig
+from calibkit.study.definition.prepare import StudyData
+from calibkit.study.run.clamping import clamp_settings, fit_rows
+from calibkit.study.store.artifacts import make_row
+from calibkit.study.store.identity import IDENTITY_FILE
 from calibkit.training import train
 from calibkit.workflows.compare import compare, resolve_methods
 
