@@ -23,9 +23,9 @@ from calibkit.study.report import ReportSection, SectionBuilder, report_sections
 from calibkit.study.run import runner
 from calibkit.study.run.executor_factory import make_executor
 from calibkit.study.run.executors import Executor, SerialExecutor
-from calibkit.study.run.runner import RunRecord, StudyRuns
-from calibkit.study.store.artifacts import COLUMNS
+from calibkit.study.run.runner import StudyRuns
 from calibkit.study.store.folder import locked_study_folder
+from calibkit.study.store.record import COLUMNS, RunRecord
 
 __all__ = [
     "COLUMNS",
