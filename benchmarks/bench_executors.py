@@ -71,6 +71,8 @@ EXECUTORS = {
 
 def run_once(config: Path, out: Path, name: str) -> dict[str, float]:
     """One study by ``name`` in a child process (one thread for serial, like a worker)."""
+    from calibkit.study.store.run_folder import RunFolder
+
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     args = ["--threads", "1", "study", str(config), "--out", str(out), "--quiet"]
     done = subprocess.run(
@@ -81,7 +83,7 @@ def run_once(config: Path, out: Path, name: str) -> dict[str, float]:
         check=True,
     )
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    units = [json.loads(p.read_text()) for p in out.glob("runs/*/seed-*/train.json")]
+    units = [json.loads(p.read_text()) for p in out.glob(f"{RunFolder.GLOB}/{RunFolder.TRAIN}")]
     result["unit_seconds"] = statistics.median(u["train_seconds"] for u in units)
     return result
 
@@ -90,8 +92,8 @@ def ray_overhead(n_tasks: int = 20) -> tuple[float, float]:
     """Seconds ``ray.init`` takes (local, 2 CPUs) and the median round trip of a warm task."""
     import ray
 
-    from calibkit.study.config import DataConfig
-    from calibkit.study.prepare import prepare_data
+    from calibkit.study.definition.config import DataConfig
+    from calibkit.study.definition.prepare import prepare_data
 
     t0 = time.perf_counter()
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,

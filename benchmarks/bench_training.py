@@ -46,9 +46,9 @@ from _bench import interleaved, machine, median, parse_args, table
 from torch import nn
 
 from calibkit.data.augment import apply_crop_and_flip
-from calibkit.study.components import build_model
-from calibkit.study.config import DataConfig, ModelSpec
-from calibkit.study.prepare import prepare_data
+from calibkit.study.definition.components import build_model
+from calibkit.study.definition.config import DataConfig, ModelSpec
+from calibkit.study.definition.prepare import prepare_data
 from calibkit.training import TrainConfig, train
 
 

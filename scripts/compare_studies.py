@@ -17,14 +17,16 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from calibkit.study.store.run_folder import RunFolder
+
 Key = tuple[str, int, str]
 
 
 def cached_rows(study: Path) -> dict[Key, dict[str, Any]]:
     """Every cached row of ``study``, by (model, seed, calibrator)."""
     rows = {}
-    for path in sorted(study.glob("runs/*/seed-*/*.json")):
-        if path.name != "calibration.json" and not path.name.startswith("clamping-"):
+    for path in sorted(study.glob(f"{RunFolder.GLOB}/*.json")):
+        if not RunFolder.holds_rows(path.name):
             continue
         for r in json.loads(path.read_text(encoding="utf-8"))["rows"]:
             rows[(r["model"], int(r["seed"]), r["calibrator"])] = r

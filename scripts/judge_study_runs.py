@@ -35,6 +35,7 @@ from scipy import stats
 
 from calibkit.calibrators.auto import named_only
 from calibkit.core.outputs import as_outputs
+from calibkit.study.store.run_folder import RunFolder
 from calibkit.workflows.compare import applicable_methods, compare
 
 FOLDERS = (
@@ -70,7 +71,7 @@ def judge_run(path: Path) -> dict[str, Any]:
 def judge_folder(folder: Path, cache: Path) -> dict[str, Any]:
     """Per-run results of one study folder (cached in ``cache``)."""
     done: dict[str, Any] = json.loads(cache.read_text()) if cache.exists() else {}
-    for path in sorted(folder.glob("runs/*/seed-*/logits.npz")):
+    for path in sorted(folder.glob(f"{RunFolder.GLOB}/{RunFolder.LOGITS}")):
         key = f"{path.parts[-3]}/{path.parts[-2]}"
         if key in done:
             continue

@@ -34,6 +34,16 @@ LAYERS = {
 }
 #: Modules outside the layers: the lazy package root and ``python -m calibkit``.
 ROOT_MODULES = ("__init__.py", "__main__.py")
+#: The sub-layers of ``study`` -> rank, lowest first (the README's "How the code is laid
+#: out"): what a study is, what it keeps on disk, running it, its report. ``run`` and
+#: ``report`` share a rank: the report reads the store, never the runner, and the runner
+#: writes no report (``calibkit.study.run_study``, the package root, joins them).
+STUDY_LAYERS = {"definition": 0, "store": 1, "run": 2, "report": 2}
+#: Where a study's file names are spelled (:class:`~calibkit.study.store.run_folder.RunFolder`
+#: and the study folder's record).
+STORE = SRC / "study" / "store"
+#: The sources besides the library that use run folders (their tests may name the files).
+USERS = [SRC.parents[1] / d for d in ("experiments", "scripts", "benchmarks")]
 
 
 def _layer(module: str) -> str | None:
@@ -172,3 +182,119 @@ def test_relative_imports_are_read() -> None:
     assert found == [(1, "calibkit.cli.main"), (2, "calibkit.study.config")]
     assert "calibkit.cli" in {m.rsplit(".", 1)[0] for _, m in found}
     assert cycles({"calibkit.a": {"calibkit.b"}, "calibkit.b": {"calibkit.a"}}) != []
+
+
+def _study_modules() -> list[Path]:
+    return sorted(p for p in (SRC / "study").rglob("*.py") if p != SRC / "study" / "__init__.py")
+
+
+def test_every_study_module_is_in_a_sub_layer() -> None:
+    outside = [
+        str(p.relative_to(SRC))
+        for p in _study_modules()
+        if p.relative_to(SRC / "study").parts[0] not in STUDY_LAYERS
+    ]
+    assert outside == []
+
+
+def study_upward(path: Path, imports: list[tuple[int, str]]) -> list[str]:
+    """The imports of the study module ``path`` that run up (or across) its sub-layers:
+    another sub-layer of the same or a higher rank, or the ``calibkit.study`` root."""
+    own = path.relative_to(SRC / "study").parts[0]
+    bad = []
+    for line, module in imports:
+        parts = module.split(".")
+        if parts[:2] != ["calibkit", "study"]:
+            continue
+        other = parts[2] if len(parts) > 2 else ""
+        if other not in STUDY_LAYERS:
+            bad.append(f"line {line}: {module} (the study root: import the sub-layer's module)")
+        elif other != own and STUDY_LAYERS[other] >= STUDY_LAYERS[own]:
+            bad.append(f"line {line}: {module} (study.{other} is not below study.{own})")
+    return bad
+
+
+@pytest.mark.parametrize("path", _study_modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_upward_import_between_study_sub_layers(path: Path) -> None:
+    assert study_upward(path, _imports(path)) == [], f"{path.relative_to(SRC)} imports upward"
+
+
+def test_the_study_rank_test_can_fail() -> None:
+    """A store importing the runner, a definition importing the store, and the report
+    importing the runner are each caught."""
+    study = SRC / "study"
+    cases = {
+        study / "store" / "x.py": "from calibkit.study.run.runner import StudyRuns",
+        study / "definition" / "x.py": "from ..store.run_folder import RunFolder",
+        study / "report" / "x.py": "import calibkit.study.run.units",
+        study / "run" / "x.py": "from calibkit.study import run_study",
+    }
+    for path, text in cases.items():
+        package = ".".join(["calibkit", "study", path.parent.name])
+        assert study_upward(path, imports_in(text, package)) != [], text
+
+
+def test_readme_lists_the_study_sub_layers_in_order() -> None:
+    readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## How the code is laid out", 1)[1].split("\n## ", 1)[0]
+    listed = [
+        line.split("`study/", 1)[1].split("/`", 1)[0]
+        for line in section.splitlines()
+        if line.startswith("  - `study/")
+    ]
+    assert listed == sorted(STUDY_LAYERS, key=lambda n: (STUDY_LAYERS[n], listed.index(n)))
+    assert set(listed) == set(STUDY_LAYERS)
+
+
+def run_folder_names() -> tuple[str, ...]:
+    """The names only the store may spell: every file of a run folder, the prefix of an
+    input calibrator's, and the study folder's record."""
+    from calibkit.study.store.folder import RECORD
+    from calibkit.study.store.run_folder import RunFolder
+
+    return (*RunFolder.FILES, "clamping-", RECORD)
+
+
+def spelled_names(text: str, names: tuple[str, ...]) -> list[tuple[int, str]]:
+    """The string literals of the source ``text`` (docstrings aside, f-strings' parts
+    included) that hold one of ``names``, with their lines.
+
+    >>> spelled_names("'''About train.json.'''\\np = f'seed-{s}/train.json'", ("train.json",))
+    [(2, '/train.json')]
+    """
+    tree = ast.parse(text)
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and any(name in node.value for name in names)
+    ]
+
+
+def _sources_outside_the_store() -> list[Path]:
+    found = [p for p in SRC.rglob("*.py") if STORE not in p.parents]
+    for folder in USERS:
+        found += [p for p in folder.rglob("*.py") if not p.name.startswith("test_")]
+    return sorted(found)
+
+
+def test_only_the_store_spells_a_run_folder_file_name() -> None:
+    """One source of truth for a run folder's files: every other module asks
+    :class:`~calibkit.study.store.run_folder.RunFolder` (its tests may name them)."""
+    names = run_folder_names()
+    spelled = {
+        str(p.relative_to(SRC.parents[1])): found
+        for p in _sources_outside_the_store()
+        if (found := spelled_names(p.read_text(encoding="utf-8"), names))
+    }
+    assert spelled == {}
+    inside = [p for p in STORE.rglob("*.py") if spelled_names(p.read_text("utf-8"), names)]
+    assert inside != []  # the names are where the test looks for them

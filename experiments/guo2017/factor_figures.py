@@ -37,8 +37,8 @@ from calibkit.core.errors import InputError
 from calibkit.models import MODELS
 from calibkit.reporting.document import Cell, Table
 from calibkit.reporting.figures import new_figure, plain, style_axes
-from calibkit.study.config import StudyConfig
-from calibkit.study.paired import welch_test
+from calibkit.study.definition.config import StudyConfig
+from calibkit.study.report.paired import welch_test
 
 F64 = npt.NDArray[np.float64]
 Row = Mapping[str, Any]

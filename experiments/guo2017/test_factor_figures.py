@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from calibkit.core.errors import InputError
-from calibkit.study.config import DataConfig, ModelSpec, StudyConfig
+from calibkit.study.definition.config import DataConfig, ModelSpec, StudyConfig
 from experiments.guo2017.factor_figures import (
     epoch_table,
     factor_figure,

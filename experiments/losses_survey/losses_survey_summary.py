@@ -22,13 +22,14 @@ import numpy as np
 from scipy import stats
 
 from calibkit.metrics import brier_decomposition
+from calibkit.study.store.run_folder import RunFolder
 
 CE = "ce"
 CALIBRATORS = {"none": "raw", "temperature": "TS (NLL)", "temperature_ece": "TS", "histogram": "HB"}
 
 
 def murphy(out: Path, model: str, seed: int) -> dict[str, float]:
-    data = np.load(out / "runs" / model / f"seed-{seed}" / "logits.npz")
+    data = RunFolder.of(out, model, seed).logits()
     d = brier_decomposition(data["test_labels"], logits=data["test_logits"], n_bins=15)
     return {"rel": d.reliability, "res": d.resolution, "unc": d.uncertainty}
 

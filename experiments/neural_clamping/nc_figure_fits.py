@@ -34,8 +34,8 @@ import torch
 from calibkit.calibrators.clamping import NeuralClamping, SGDSettings
 from calibkit.io.atomic import atomic_write_bytes
 from calibkit.study import load_study_config
-from calibkit.study.clamping import load_run_model
-from calibkit.study.prepare import prepare_data
+from calibkit.study.definition.prepare import prepare_data
+from calibkit.study.run.clamping import load_run_model
 
 
 def _save(path: Path, **arrays: Any) -> None:

@@ -20,8 +20,8 @@ from calibkit.calibrators.clamping import NeuralClamping, SGDSettings
 from calibkit.calibrators.clamping.objective import fit_focal_temperature, focal_loss_np
 from calibkit.metrics import ece, nll
 from calibkit.study import load_study_config
-from calibkit.study.clamping import load_run_model
-from calibkit.study.prepare import prepare_data
+from calibkit.study.definition.prepare import prepare_data
+from calibkit.study.run.clamping import load_run_model
 
 
 def main() -> None:

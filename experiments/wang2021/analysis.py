@@ -23,7 +23,7 @@ from calibkit.core.errors import InputError
 from calibkit.core.splits import stratified_split
 from calibkit.metrics import ece
 from calibkit.reporting.document import Cell, Table
-from calibkit.study.paired import welch_test
+from calibkit.study.report.paired import welch_test
 
 F64 = npt.NDArray[np.float64]
 Row = Mapping[str, Any]

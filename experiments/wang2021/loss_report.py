@@ -24,10 +24,9 @@ import numpy as np
 from calibkit.metrics import score_decomposition
 from calibkit.reporting.document import Block, Figure, Paragraph, table_section
 from calibkit.reporting.figures import figure_png_bytes
-from calibkit.study.artifacts import load_logits
-from calibkit.study.config import StudyConfig
+from calibkit.study.definition.config import StudyConfig
 from calibkit.study.report import ReportSection
-from calibkit.study.runner import RunRecord
+from calibkit.study.store.record import RunRecord
 from experiments.wang2021.analysis import (
     CE,
     Methods,
@@ -111,7 +110,7 @@ def loss_section(cfg: StudyConfig, records: Sequence[RunRecord]) -> ReportSectio
     figures.append(Figure("loss_optimal_ece_per_epoch.png", caption, figure_png_bytes(fig)))
     for lb in best:
         rec = next(r for r in records if r.model == lb)
-        z = load_logits(rec.directory)
+        z = rec.folder.logits()
         if "train_learned_epoch" in z:
             fig = max_logit_by_learned_epoch_figure(
                 z["train_logits"].max(axis=1),
@@ -142,7 +141,7 @@ def _decompositions(
     for rec in sorted(records, key=lambda r: r.seed):
         if rec.model not in methods:
             continue
-        z = load_logits(rec.directory)
+        z = rec.folder.logits()
         into = parts.setdefault(rec.model, {})
         for score in ("nll", "brier"):
             d = score_decomposition(z["test_labels"], logits=z["test_logits"], score=score)
@@ -165,7 +164,7 @@ def _size_curves(
     params = {c: dict(cfg.calibrator_params.get(c, {})) for c in post_hoc}
     for lb in labels:
         rec = min((r for r in records if r.model == lb), key=lambda r: r.seed)
-        z = load_logits(rec.directory)
+        z = rec.folder.logits()
         n_cal = len(z["cal_labels"])
         sizes = [n for n in (50, 100, 200, 500, 1000, 2000, 5000) if n < n_cal] + [n_cal]
         curves[names[lb]] = calibration_size_curve(

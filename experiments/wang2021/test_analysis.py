@@ -12,7 +12,7 @@ from calibkit.calibrators import create_calibrator
 from calibkit.core.errors import InputError
 from calibkit.metrics import ece
 from calibkit.reporting.render import markdown_table
-from calibkit.study.paired import (
+from calibkit.study.report.paired import (
     welch_test,
 )
 from experiments.wang2021.analysis import (

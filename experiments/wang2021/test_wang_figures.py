@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from calibkit.core.errors import InputError
-from calibkit.study.runner import RunRecord
+from calibkit.study.store.record import RunRecord
+from calibkit.study.store.run_folder import RunFolder
 from experiments.wang2021.wang_figures import (
     best_coefficient_figure,
     best_coefficients,
@@ -53,7 +54,7 @@ def test_reliability_after_ts_divides_by_the_rows_temperature(tmp_path: Path) ->
     z = 4.0 * (np.eye(2)[y] - 0.5) + rng.normal(size=(300, 2))
     buf = io.BytesIO()
     np.savez(buf, test_logits=z, test_labels=y)
-    (tmp_path / "logits.npz").write_bytes(buf.getvalue())
+    (tmp_path / RunFolder.LOGITS).write_bytes(buf.getvalue())
     rec = _record("ce", 0, {"temperature_ece": 0.01}, tmp_path)
     fig = reliability_after_ts_figure([rec], {"ce": "CE"}, title="t")
     titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]

@@ -27,8 +27,9 @@ if __package__ in (None, ""):  # run as a file: the repository root makes `exper
 
 from calibkit.reporting.figures import save_figure
 from calibkit.study import load_study_config
-from calibkit.study.paired import welch_test
-from calibkit.study.runner import RunRecord, finished_runs  # unlocked: reads while a study runs
+from calibkit.study.report.paired import welch_test
+from calibkit.study.run.runner import finished_runs  # unlocked: reads while a study runs
+from calibkit.study.store.record import RunRecord
 from experiments.wang2021.loss_figures import optimal_ece_per_epoch_figure
 from experiments.wang2021.wang_figures import (
     best_coefficient_figure,

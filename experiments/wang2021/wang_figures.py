@@ -10,7 +10,7 @@
 - their Figure 6(a): the per-epoch loss curves of inverse focal loss beside CE,
   :func:`loss_curves_figure`.
 
-The inputs are a study's records (:class:`~calibkit.study.runner.RunRecord`: per-epoch
+The inputs are a study's records (:class:`~calibkit.study.store.record.RunRecord`: per-epoch
 history, result rows, run folder); ECE axes are in percent and every plotted value is the
 input's value.
 
@@ -34,8 +34,7 @@ from calibkit.core.errors import InputError
 from calibkit.core.outputs import log_softmax64
 from calibkit.metrics import ece, reliability_stats
 from calibkit.reporting.figures import new_figure, reliability_grid, style_axes, wrapped
-from calibkit.study.artifacts import load_logits
-from calibkit.study.runner import RunRecord
+from calibkit.study.store.record import RunRecord
 from experiments.wang2021.analysis import CALIBRATOR_NAMES
 
 F64 = npt.NDArray[np.float64]
@@ -153,7 +152,7 @@ def reliability_after_ts_figure(
         rec = by_key.get((label, seed))
         if rec is None:
             raise InputError("labels", f"labels with a finished run of seed {seed}", repr(label))
-        z = load_logits(rec.directory)
+        z = rec.folder.logits()
         y = z["test_labels"]
         t = next(float(r["temperature"]) for r in rec.rows if r["calibrator"] == calibrator)
         for panels, temp, what in (

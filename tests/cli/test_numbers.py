@@ -24,7 +24,7 @@ from calibkit.core.validation import (
     TRAINED_EPOCHS,
     Integer,
 )
-from calibkit.study.config import load_study_config
+from calibkit.study.definition.config import load_study_config
 
 #: The integer part of ``--split`` and of the data's split sizes.
 COUNT = Integer(1, 10**9)

@@ -9,7 +9,7 @@ import pytest
 from calibkit.calibrators.estimator import _NoTransformError
 from calibkit.cli.parser import UsageError
 from calibkit.core.errors import CalibkitError, InputError, NotFittedError, UnknownNameError
-from calibkit.study.executors import StudyFailed
+from calibkit.study.run.executors import StudyFailed
 
 
 @pytest.mark.parametrize(
@@ -43,7 +43,7 @@ def test_every_calibkit_error_class_is_covered() -> None:
     """A new error type joins the round-trip above (its module named here)."""
     import calibkit.calibrators.estimator
     import calibkit.cli.parser
-    import calibkit.study.executors  # noqa: F401 (defines StudyFailed)
+    import calibkit.study.run.executors  # noqa: F401 (defines StudyFailed)
 
     def subclasses(cls: type) -> set[type]:
         found = set(cls.__subclasses__())

@@ -23,7 +23,7 @@ from calibkit.data.cifar import read_cifar
 from calibkit.data.image_folder import MAX_IMAGE_PIXELS
 from calibkit.data.medmnist import load_medmnist
 from calibkit.io.toml import load_toml
-from calibkit.study.config import StudyConfig
+from calibkit.study.definition.config import StudyConfig
 
 
 def _png(size: tuple[int, int] = (4, 4)) -> bytes:

@@ -13,7 +13,7 @@ import pytest
 
 from calibkit.core.errors import InputError
 from calibkit.io.toml import from_mapping, load_toml, to_toml
-from calibkit.study.config import StudyConfig, load_study_config
+from calibkit.study.definition.config import StudyConfig, load_study_config
 from calibkit.training import TrainConfig
 
 

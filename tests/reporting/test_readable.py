@@ -23,7 +23,7 @@ from calibkit.reporting.figures import (
     reliability_grid,
 )
 from calibkit.reporting.render import CSS, TEXT_WIDTH, table_width, to_html
-from calibkit.study.report import HOW_TO_READ as STUDY_HOW_TO_READ
+from calibkit.study.report.writer import HOW_TO_READ as STUDY_HOW_TO_READ
 from calibkit.workflows.compare import compare, split_outputs
 
 LONG = "/home/someone/experiments/2026/cifar10/resnet18/seed0/predictions_test_and_val.npz"

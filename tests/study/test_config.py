@@ -6,7 +6,7 @@ import pytest
 
 from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.io.toml import to_toml
-from calibkit.study.config import DEFAULT_CONFIG, StudyConfig, load_study_config
+from calibkit.study.definition.config import DEFAULT_CONFIG, StudyConfig, load_study_config
 from tests.study.conftest import TINY
 
 

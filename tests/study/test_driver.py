@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from calibkit.study import load_study_config, run_study
-from calibkit.study.driver import TimeLeft
+from calibkit.study.run.driver import TimeLeft
 from tests.study.test_clamping import CLAMPED
 
 
@@ -51,9 +51,9 @@ def test_the_study_logs_the_estimate_per_kind(
     path = tmp_path / "c.toml"
     path.write_text(CLAMPED, encoding="utf-8")
     cfg = load_study_config(path).select(models=["mlp"], epochs=1)
-    with caplog.at_level(logging.INFO, logger="calibkit.study.driver"):
+    with caplog.at_level(logging.INFO, logger="calibkit.study.run.driver"):
         run_study(cfg, tmp_path / "out", progress=False)
-    lines = [r.getMessage() for r in caplog.records if r.name == "calibkit.study.driver"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "calibkit.study.run.driver"]
     assert len(lines) == 3
     assert lines[0].startswith("(1/3) trained mlp seed 0 on ")
     assert lines[0].endswith("; time left unknown (1 nc_fast fit, 1 nc_fl fit not timed yet)")

@@ -22,8 +22,8 @@ import pytest
 from calibkit.core.errors import InputError
 from calibkit.core.threads import using_threads
 from calibkit.study import load_study_config, make_executor, run_study
-from calibkit.study.config import Resources, StudyConfig
-from calibkit.study.ray_executor import check_reachable, check_resources
+from calibkit.study.definition.config import Resources, StudyConfig
+from calibkit.study.run.ray_executor import check_reachable, check_resources
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +138,7 @@ def test_the_three_executors_write_the_same_table(
 ) -> None:
     # one thread per run everywhere (serial, each of 2 workers, a 1-CPU Ray task) on any
     # machine: a different thread count is another computation path, not the same bytes
-    monkeypatch.setattr("calibkit.study.executors.available_cores", lambda: 2)
+    monkeypatch.setattr("calibkit.study.run.executors.available_cores", lambda: 2)
     cfg = load_study_config(tiny_config)
     serial = _serial(cfg, tmp_path / "serial")
     run_study(

@@ -20,7 +20,7 @@ from safetensors.torch import load_file, save_file
 
 from calibkit.cli import main
 from calibkit.io.lock import LOCK
-from calibkit.study.executors import FAULT_VARIABLE
+from calibkit.study.run.executors import FAULT_VARIABLE
 from tests.study.conftest import TINY
 
 RUNS = ("mlp/seed-0", "mlp/seed-1", "mlp_dropout/seed-0", "mlp_dropout/seed-1")
@@ -171,7 +171,7 @@ def test_an_address_that_is_not_ray_is_refused_within_10_s(
 
 def test_a_service_that_never_answers_is_refused_in_time() -> None:
     from calibkit.core.errors import InputError
-    from calibkit.study.ray_executor import check_reachable
+    from calibkit.study.run.ray_executor import check_reachable
 
     with socket.socket() as silent:  # accepts connections (the backlog), never replies
         silent.bind(("127.0.0.1", 0))
@@ -290,16 +290,16 @@ def test_a_unit_out_of_memory_raises_its_error_without_its_frames(
     """The error leaves ``run_unit`` without the frames that held the unit's tensors (they
     are collected, and a GPU's cache emptied, before it is raised)."""
     from calibkit.study import load_study_config
-    from calibkit.study.executors import run_unit
-    from calibkit.study.prepare import prepare_data
-    from calibkit.study.units import RunUnit
+    from calibkit.study.definition.prepare import prepare_data
+    from calibkit.study.run.executors import run_unit
+    from calibkit.study.run.units import RunUnit
 
     cfg = load_study_config(tiny_config).select(models=["mlp"], seeds=[0], epochs=1)
     unit = RunUnit(cfg, cfg.models[0], 0, str(tiny_config.parent / "nowhere"))
     data = prepare_data(cfg.model_data(cfg.models[0]))
     monkeypatch.setenv(FAULT_VARIABLE, "")
     monkeypatch.setattr(
-        "calibkit.study.executors.execute",
+        "calibkit.study.run.executors.execute",
         lambda *a: (_ for _ in ()).throw(torch.cuda.OutOfMemoryError("tried to allocate 2 GiB")),
     )
     with pytest.raises(torch.cuda.OutOfMemoryError, match="2 GiB") as caught:

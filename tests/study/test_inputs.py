@@ -105,7 +105,7 @@ def test_a_study_folder_made_before_the_record_resumes(
 ) -> None:
     """A folder with ``runs/`` and results but no record (an older calibkit) is a study
     folder; the study adds the record."""
-    from calibkit.study.folder import RECORD
+    from calibkit.study.store.folder import RECORD
 
     monkeypatch.chdir(tmp_path)
     Path("small.toml").write_text(SMALL, "utf-8")

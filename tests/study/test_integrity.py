@@ -20,7 +20,7 @@ from calibkit.cli import main
 from calibkit.core.errors import InputError
 from calibkit.io.lock import LOCK
 from calibkit.study import load_study_config, run_study
-from calibkit.study.folder import is_study_file
+from calibkit.study.store.folder import is_study_file
 from tests.study.conftest import TINY, tree
 
 #: The tiny study cut to one seed and one epoch (two runs, a few seconds).

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from calibkit.study.paired import paired_differences, paired_table, welch_test
+from calibkit.study.report.paired import paired_differences, paired_table, welch_test
 
 
 def rows(pairs: list[tuple[float, float]], other: str = "other") -> list[dict[str, object]]:

@@ -9,8 +9,8 @@ import pytest
 from calibkit.calibrators import TemperatureScaling
 from calibkit.core.errors import InputError
 from calibkit.study import load_study_config, run_study
-from calibkit.study.artifacts import TEMPERATURE_FILE, load_logits, load_temperature
-from calibkit.study.report import model_table, results_csv
+from calibkit.study.report.writer import model_table, results_csv
+from calibkit.study.store.run_folder import RunFolder
 
 
 def test_each_run_saves_its_temperature_scaling(tiny_config: Path, tmp_path: Path) -> None:
@@ -18,28 +18,28 @@ def test_each_run_saves_its_temperature_scaling(tiny_config: Path, tmp_path: Pat
     out = tmp_path / "out"
     runs = run_study(cfg, out, progress=False)
     rdir = runs.records[0].directory
-    z = load_logits(rdir)
-    ts = load_temperature(rdir)
+    z = RunFolder(rdir).logits()
+    ts = RunFolder(rdir).temperature()
     fresh = TemperatureScaling().fit(z["cal_logits"], z["cal_labels"])
     assert ts.temperature_ == fresh.temperature_  # saved as JSON: the float round-trips
     row = next(r for r in runs.records[0].rows if r["calibrator"] == "temperature")
     assert row["temperature"] == pytest.approx(ts.temperature_, rel=1e-12)
     # a folder from before the artefact existed: the runner fits it again, report only
-    saved = (rdir / TEMPERATURE_FILE).read_bytes()
-    (rdir / TEMPERATURE_FILE).unlink()
+    saved = (rdir / RunFolder.TEMPERATURE).read_bytes()
+    (rdir / RunFolder.TEMPERATURE).unlink()
     before = (out / "report.md").read_text()
     run_study(cfg, out, progress=False, report_only=True)
-    assert (rdir / TEMPERATURE_FILE).read_bytes() == saved
+    assert (rdir / RunFolder.TEMPERATURE).read_bytes() == saved
     assert (out / "report.md").read_text() == before
 
 
 def test_a_missing_temperature_file_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=TEMPERATURE_FILE):
-        load_temperature(tmp_path)
+    with pytest.raises(InputError, match=RunFolder.TEMPERATURE):
+        RunFolder(tmp_path).temperature()
 
 
 def test_results_csv_and_model_table_by_hand() -> None:
-    from calibkit.study.runner import RunRecord
+    from calibkit.study.store.record import RunRecord
 
     row = {
         "model": "m",

@@ -18,7 +18,7 @@ from calibkit.io.atomic import MANIFEST
 from calibkit.io.lock import LOCK
 from calibkit.study import COLUMNS, load_study_config
 from calibkit.study import run_study as run
-from calibkit.study.artifacts import load_logits
+from calibkit.study.store.run_folder import RunFolder
 
 
 def _csv(path: Path) -> list[dict[str, str]]:
@@ -68,7 +68,7 @@ def test_tiny_study_writes_every_output(tiny_config: Path, tmp_path: Path) -> No
         "calibration.json",
         "temperature.json",
     }
-    z = load_logits(run_dir)
+    z = RunFolder(run_dir).logits()
     assert z["cal_logits"].shape == (120, 3)
     assert z["test_logits"].shape[1] == 3
 
@@ -85,8 +85,8 @@ def test_progress_is_logged_not_printed(
     assert capsys.readouterr() == ("", "")
     by_module = {(r.name, r.getMessage().split(" loss ")[0]) for r in caplog.records}
     assert by_module >= {
-        ("calibkit.study.runner", "[1/1] mlp seed 0"),
-        ("calibkit.study.runner", "loading digits:0,1,2"),
+        ("calibkit.study.run.runner", "[1/1] mlp seed 0"),
+        ("calibkit.study.run.runner", "loading digits:0,1,2"),
         ("calibkit.training.trainer", "mlp seed 0 epoch 1/1"),
         ("calibkit.study", "writing the report"),
     }
@@ -98,7 +98,7 @@ def test_rows_match_the_saved_logits(tiny_config: Path, tmp_path: Path) -> None:
 
     runs = run(load_study_config(tiny_config), tmp_path / "o", progress=False)
     rec = runs.records[0]
-    z = load_logits(rec.directory)
+    z = rec.folder.logits()
     y = z["test_labels"]
     none = next(r for r in rec.rows if r["calibrator"] == "none")
     assert none["ece"] == pytest.approx(ece(y, logits=z["test_logits"]), abs=1e-12)
@@ -169,7 +169,7 @@ def test_a_study_killed_midway_resumes_to_the_same_table(tmp_path: Path) -> None
     assert not (killed / LOCK).exists()
     for run_dir in (killed / "runs").glob("*/seed-*"):
         twin = whole / run_dir.relative_to(killed)
-        a, b = load_logits(run_dir), load_logits(twin)
+        a, b = RunFolder(run_dir).logits(), RunFolder(twin).logits()
         assert all(np.array_equal(a[k], b[k]) for k in a)
 
 

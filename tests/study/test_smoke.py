@@ -26,7 +26,7 @@ from calibkit.data.cifar import ARCHIVES
 from calibkit.data.medmnist import KNOWN_MD5
 from calibkit.models import create_model
 from calibkit.study import load_study_config
-from calibkit.study.components import resolve_device
+from calibkit.study.definition.components import resolve_device
 from tests.conftest import SHARED_DATA
 from tests.data.synthetic import bloodmnist_npz, cifar10_jpeg_zip, cifar_archive, imagenet_folder
 

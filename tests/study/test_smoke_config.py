@@ -9,8 +9,8 @@ import pytest
 
 from calibkit.cli import main
 from calibkit.study import load_study_config
-from calibkit.study.config import SMOKE_BATCH_SIZE, ModelSpec
-from calibkit.study.prepare import prepare_data
+from calibkit.study.definition.config import SMOKE_BATCH_SIZE, ModelSpec
+from calibkit.study.definition.prepare import prepare_data
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

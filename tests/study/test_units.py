@@ -20,10 +20,10 @@ from safetensors.torch import save as safetensors_bytes
 from torch import nn
 
 from calibkit.study import load_study_config, run_study
-from calibkit.study import units as units_module
-from calibkit.study.components import build_model
-from calibkit.study.prepare import prepare_data
-from calibkit.study.units import ClampUnit, RunUnit, clamp_unit, train_unit
+from calibkit.study.definition.components import build_model
+from calibkit.study.definition.prepare import prepare_data
+from calibkit.study.run import units as units_module
+from calibkit.study.run.units import ClampUnit, RunUnit, clamp_unit, train_unit
 from tests.study.test_clamping import CLAMPED
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -1,7 +1,7 @@
 """``calibkit study [CONFIG]``: train models x seeds, calibrate, report (resumable).
 
 ``--out`` is a new or empty folder, or a study folder (holding only files a study wrote,
-see :mod:`calibkit.study.folder`); the current folder and its parents, and a folder holding
+see :mod:`calibkit.study.store.folder`); the current folder and its parents, and a folder holding
 the config file or another input, are refused. Every
 input is checked before any file is written. A folder another study is writing is
 refused, not waited for.
@@ -52,7 +52,7 @@ def add_arguments(sub: Subparsers) -> None:
 
 
 def _add_executor_options(p: argparse.ArgumentParser) -> None:
-    """Where the units of work run (see :mod:`calibkit.study.executors`)."""
+    """Where the units of work run (see :mod:`calibkit.study.run.executors`)."""
     where = p.add_argument_group("where the work runs", "one process, worker processes, Ray")
     text = "serial (default), processes, or ray (pip install 'calibkit[ray]')"
     opt(where, "--executor", "NAME", text, choices=("serial", "processes", "ray"))
@@ -108,9 +108,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from calibkit.study import load_study_config, make_executor, run_study
-    from calibkit.study.config import DEFAULT_CONFIG
-    from calibkit.study.executors import StudyFailed
-    from calibkit.study.folder import check_study_folder
+    from calibkit.study.definition.config import DEFAULT_CONFIG
+    from calibkit.study.run.executors import StudyFailed
+    from calibkit.study.store.folder import check_study_folder
 
     path = Path(args.config) if args.config else DEFAULT_CONFIG
     cfg = load_study_config(path)

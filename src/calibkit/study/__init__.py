@@ -3,11 +3,11 @@
 :func:`run_study` reads nothing but its :class:`StudyConfig`; it trains (or resumes) every
 (model, seed) into ``out/runs``, fits every calibrator on the calibration logits, and
 writes ``results.csv``, ``results.json``, ``report.md``, ``report.html`` and ``figures/``
-(see :mod:`calibkit.study.runner` for the layout).
+(see :mod:`calibkit.study.run.runner` for the layout).
 
-Nothing is written before everything is checked (:func:`calibkit.study.runner.check_study`),
+Nothing is written before everything is checked (:func:`calibkit.study.run.runner.check_study`),
 and a study holds its folder's lock while it runs: a second study on the same folder is
-refused, not waited for (:mod:`calibkit.study.folder`).
+refused, not waited for (:mod:`calibkit.study.store.folder`).
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from calibkit.core.errors import InputError
-from calibkit.study import runner
-from calibkit.study.artifacts import COLUMNS
-from calibkit.study.config import DataConfig, ModelSpec, StudyConfig, load_study_config
-from calibkit.study.executor_factory import make_executor
-from calibkit.study.executors import Executor, SerialExecutor
-from calibkit.study.folder import locked_study_folder
-from calibkit.study.prepare import StudyData, prepare_data
+from calibkit.study.definition.config import DataConfig, ModelSpec, StudyConfig, load_study_config
+from calibkit.study.definition.prepare import StudyData, prepare_data
 from calibkit.study.report import ReportSection, SectionBuilder, report_sections, write_study_report
-from calibkit.study.runner import RunRecord, StudyRuns
+from calibkit.study.run import runner
+from calibkit.study.run.executor_factory import make_executor
+from calibkit.study.run.executors import Executor, SerialExecutor
+from calibkit.study.run.runner import StudyRuns
+from calibkit.study.store.folder import locked_study_folder
+from calibkit.study.store.record import COLUMNS, RunRecord
 
 __all__ = [
     "COLUMNS",
@@ -58,7 +58,7 @@ def run_study(
     """Run (or resume) the study ``cfg`` into ``out`` and write its report there
         (``report_only``: from what is finished, training and fitting nothing), its units of
         work on ``executor`` (default: one after another in this process; see
-        :mod:`calibkit.study.executors`), which it starts and closes. ``sections``: extra report
+        :mod:`calibkit.study.run.executors`), which it starts and closes. ``sections``: extra report
     sections a reproduction adds (:data:`calibkit.study.report.SectionBuilder`).
 
         Everything is checked before anything is written (the executor's resources too); a

@@ -2,7 +2,7 @@
 
 The logit calibrators of a study work from the saved logits. The methods named here refit
 on the run's calibration *inputs* with the run's trained (or loaded) weights. Each one's
-rows are cached in ``clamping-<name>.json`` beside ``calibration.json``, keyed by its own
+rows are cached in the run folder (``clamping-<name>.json``), keyed by its own
 settings, so adding a logit calibrator never refits Neural Clamping, and a study killed
 during one fit keeps the fits finished before it.
 
@@ -24,43 +24,33 @@ import time
 from pathlib import Path
 from typing import Any
 
-from safetensors.torch import load_file
 from torch import nn
 
 from calibkit.calibrators.clamping import ABLATIONS
 from calibkit.calibrators.clamping.registry import create_input_calibrator
 from calibkit.core.errors import InputError
 from calibkit.metrics import evaluate
-from calibkit.study.artifacts import make_row
-from calibkit.study.components import build_model
-from calibkit.study.config import ModelSpec, StudyConfig
-from calibkit.study.prepare import StudyData
-
-#: Bumped when a method's fit changes, so that rows cached by an older fit are refitted.
-FIT_VERSION = 2
+from calibkit.study.definition.components import build_model
+from calibkit.study.definition.config import ModelSpec, StudyConfig
+from calibkit.study.definition.prepare import StudyData
+from calibkit.study.store.record import make_row
+from calibkit.study.store.run_folder import RunFolder
 
 
 def load_run_model(spec: ModelSpec, data: StudyData, rdir: Path) -> nn.Module:
     """The run's model with its saved weights, in eval mode."""
-    model = build_model(spec, data)
+    return load_weights(build_model(spec, data), RunFolder(rdir))
+
+
+def load_weights(model: nn.Module, run: RunFolder, weights: bytes | None = None) -> nn.Module:
+    """``model`` with the run's trained weights (``weights``: the bytes of its weights file,
+    when the unit was given them), in eval mode."""
     try:
-        model.load_state_dict(load_file(str(rdir / "model.safetensors")))
-    except (OSError, RuntimeError) as exc:
-        raise InputError(
-            str(rdir / "model.safetensors"), "the weights of this run", str(exc)
-        ) from None
+        model.load_state_dict(run.weights(weights))
+    except RuntimeError as exc:
+        where = str(run.file(RunFolder.WEIGHTS))
+        raise InputError(where, "the weights of this run", str(exc)) from None
     return model.eval()
-
-
-def clamp_settings(cfg: StudyConfig, name: str) -> dict[str, Any]:
-    """The settings that key the cached rows of the input calibrator ``name``."""
-    return {
-        "fit_version": FIT_VERSION,
-        "name": name,
-        "params": dict(cfg.input_calibrator_params.get(name, {})),
-        "n_bins": cfg.n_bins,
-        "n_floor_draws": cfg.n_floor_draws,
-    }
 
 
 def fit_rows(

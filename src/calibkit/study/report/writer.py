@@ -43,12 +43,18 @@ from calibkit.reporting.document import (
 from calibkit.reporting.figures import ece_temperature_figure, figure_png_bytes, reliability_grid
 from calibkit.reporting.render import to_html, to_markdown
 from calibkit.reporting.tables import column_info
-from calibkit.study.artifacts import COLUMNS, load_logits, load_temperature
-from calibkit.study.config import StudyConfig
-from calibkit.study.figures import confusion_counts, confusion_figure, training_curves_figure
-from calibkit.study.folder import record_written
-from calibkit.study.paired import paired_table
-from calibkit.study.runner import RunRecord
+from calibkit.study.definition.config import StudyConfig
+from calibkit.study.report.figures import confusion_counts, confusion_figure, training_curves_figure
+from calibkit.study.report.paired import paired_table
+from calibkit.study.store.folder import (
+    FIGURES,
+    REPORT_HTML,
+    REPORT_MD,
+    RESULTS_CSV,
+    RESULTS_JSON,
+    record_written,
+)
+from calibkit.study.store.record import COLUMNS, RunRecord
 from calibkit.workflows.compare import TEMPERATURE_GRID
 
 
@@ -249,7 +255,7 @@ def study_figures(
         counts = sum(
             (
                 confusion_counts(z["test_labels"], z["test_logits"].argmax(1), len(classes))
-                for z in (load_logits(r.directory) for r in runs)
+                for z in (r.folder.logits() for r in runs)
             ),
             start=np.zeros((len(classes), len(classes)), dtype=np.int64),
         )
@@ -265,8 +271,8 @@ def study_figures(
 def temperature_figures(cfg: StudyConfig, run: RunRecord) -> list[Figure]:
     """Reliability before and after the run's saved temperature scaling, and its test ECE
     against the temperature."""
-    z = load_logits(run.directory)
-    ts = load_temperature(run.directory)
+    z = run.folder.logits()
+    ts = run.folder.temperature()
     probs = ts.predict_proba(z["test_logits"])
     y, logits, n_bins = z["test_labels"], z["test_logits"], cfg.n_bins
     panels = [
@@ -409,12 +415,12 @@ def write_study_report(
         model: {cal: {k: {"mean": m, "std": s} for k, (m, s) in d.items()} for cal, d in by.items()}
         for model, by in stats.items()
     }
-    record_written(out, "figures", "results.json", "results.csv", "report.md", "report.html")
-    with atomic_directory(out / "figures", legacy=lambda name: name.endswith(".png")) as tmp:
+    record_written(out, FIGURES, RESULTS_JSON, RESULTS_CSV, REPORT_MD, REPORT_HTML)
+    with atomic_directory(out / FIGURES, legacy=lambda name: name.endswith(".png")) as tmp:
         for fig in doc.figures():
             (tmp / fig.name).write_bytes(fig.png)
-    write_json(out / "results.json", results_json(cfg, records, summary))
-    atomic_write_bytes(out / "results.csv", results_csv(records).encode("utf-8"))
-    atomic_write_bytes(out / "report.md", to_markdown(doc).encode("utf-8"))
-    atomic_write_bytes(out / "report.html", to_html(doc).encode("utf-8"))
+    write_json(out / RESULTS_JSON, results_json(cfg, records, summary))
+    atomic_write_bytes(out / RESULTS_CSV, results_csv(records).encode("utf-8"))
+    atomic_write_bytes(out / REPORT_MD, to_markdown(doc).encode("utf-8"))
+    atomic_write_bytes(out / REPORT_HTML, to_html(doc).encode("utf-8"))
     return summary

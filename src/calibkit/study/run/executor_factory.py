@@ -1,7 +1,7 @@
 """Which executor runs a study's units, by name (:func:`make_executor`).
 
-The executors themselves are in :mod:`calibkit.study.executors` (serial, processes) and
-:mod:`calibkit.study.ray_executor` (Ray, imported only when chosen); this module is above
+The executors themselves are in :mod:`calibkit.study.run.executors` (serial, processes) and
+:mod:`calibkit.study.run.ray_executor` (Ray, imported only when chosen); this module is above
 both, so neither imports the other back.
 
 >>> type(make_executor("processes", workers=2)).__name__
@@ -15,7 +15,7 @@ calibkit.core.errors.InputError: executor: expected one of serial, processes, ra
 from __future__ import annotations
 
 from calibkit.core.errors import InputError
-from calibkit.study.executors import Executor, ProcessExecutor, SerialExecutor
+from calibkit.study.run.executors import Executor, ProcessExecutor, SerialExecutor
 
 #: The executors by name.
 EXECUTORS = ("serial", "processes", "ray")
@@ -40,7 +40,7 @@ def make_executor(
     if name == "processes":
         return ProcessExecutor(workers)
     if name == "ray":
-        from calibkit.study.ray_executor import RayExecutor
+        from calibkit.study.run.ray_executor import RayExecutor
 
         return RayExecutor(address, verbose=verbose)
     return SerialExecutor()

@@ -16,8 +16,8 @@ from calibkit.models import (
     load_checkpoint,
     load_pretrained_cifar_resnet,
 )
-from calibkit.study.config import ModelSpec
-from calibkit.study.prepare import StudyData
+from calibkit.study.definition.config import ModelSpec
+from calibkit.study.definition.prepare import StudyData
 
 
 def resolve_device(name: str) -> torch.device:

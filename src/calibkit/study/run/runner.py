@@ -3,17 +3,9 @@
 Layout of the output folder::
 
     config.toml                    the resolved configuration of the last study that ran
-    .calibkit-study.json           what a study wrote here (see study.folder)
+    .calibkit-study.json           what a study wrote here (see study.store.folder)
     .calibkit.lock                 while a study runs: its host and process id
-    runs/<model>/seed-<s>/
-        identity.json              what this run is (data, model, training, seed)
-        checkpoint.pt              while training: the state after the last epoch
-        logits.npz                 calibration and test logits and labels (and, with
-                                   track_learning, the training set's and its learned epochs)
-        model.safetensors          the trained weights
-        train.json                 per-epoch history; written last: the run is finished
-        calibration.json           one row per calibrator, for the current calibrator list
-        temperature.json           temperature scaling fitted on the calibration part
+    runs/<model>/seed-<s>/         a run's files (see study.store.run_folder)
     results.csv, results.json, report.md, report.html, figures/   (see study.report)
 
 Every file is written atomically. A run is done when ``train.json`` exists; killed
@@ -21,7 +13,7 @@ midway (even by SIGKILL), a study started again skips finished runs, resumes an
 interrupted one from its last finished epoch, and ends with the same table.
 
 Nothing is written before everything is checked (:func:`check_study`): the folder (only
-files a study wrote, none of the study's inputs, see :mod:`calibkit.study.folder`), the
+files a study wrote, none of the study's inputs, see :mod:`calibkit.study.store.folder`), the
 device, every run's data, model and calibrators, and the settings of the runs already in
 the folder (a run made with different settings is refused rather than mixed).
 ``config.toml`` is written only when the study starts for real, and a run's
@@ -34,11 +26,11 @@ for, naming the holder's host and process id; the lock of a study that was kille
 taken over by the next one.
 
 Where the work runs: each run's training (with its post-hoc calibrators) and each input
-calibrator's fit is a unit of work (:mod:`calibkit.study.units`), run by an executor
-(:mod:`calibkit.study.executors`: in this process, in worker processes, or on Ray); only this
-process writes the folder (:mod:`calibkit.study.driver`), so the table is the same whatever
+calibrator's fit is a unit of work (:mod:`calibkit.study.run.units`), run by an executor
+(:mod:`calibkit.study.run.executors`: in this process, in worker processes, or on Ray); only this
+process writes the folder (:mod:`calibkit.study.run.driver`), so the table is the same whatever
 ran the units. A unit that fails (its error, or out of memory even running alone) fails
-alone: the others finish and are written, then :class:`~calibkit.study.executors.StudyFailed`
+alone: the others finish and are written, then :class:`~calibkit.study.run.executors.StudyFailed`
 names each failed unit; the study started again runs only what is left.
 
 Progress (which run, which dataset, each finished unit with where it ran and the time left,
@@ -52,63 +44,27 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from calibkit.core.errors import InputError
 from calibkit.io.atomic import atomic_write_bytes
 from calibkit.io.toml import to_toml
-from calibkit.study.artifacts import (
-    cached_rows,
-    load_logits,
-    read_json,
-    save_temperature,
-    write_json,
+from calibkit.study.definition.components import build_model, resolve_device
+from calibkit.study.definition.config import (
+    DataConfig,
+    ModelSpec,
+    StudyConfig,
+    check_input_calibrators,
 )
-from calibkit.study.clamping import clamp_settings
-from calibkit.study.components import build_model, resolve_device
-from calibkit.study.config import DataConfig, ModelSpec, StudyConfig, check_input_calibrators
-from calibkit.study.driver import Driver
-from calibkit.study.executors import Executor, SerialExecutor, StudyFailed
-from calibkit.study.folder import check_study_folder, record_written
-from calibkit.study.identity import check_identity, run_identity
-from calibkit.study.prepare import StudyData, prepare_data
-from calibkit.study.units import calibration_record, calibration_settings
+from calibkit.study.definition.prepare import StudyData, prepare_data
+from calibkit.study.run.driver import Driver
+from calibkit.study.run.executors import Executor, SerialExecutor, StudyFailed
+from calibkit.study.store.folder import CONFIG, check_study_folder, record_written
+from calibkit.study.store.identity import check_identity, run_identity
+from calibkit.study.store.record import RunRecord, read_record
+from calibkit.study.store.run_folder import RUNS, RunFolder
 from calibkit.workflows.compare import resolve_methods
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """A finished run: its history and its per-calibrator rows on the test part."""
-
-    model: str
-    seed: int
-    history: list[dict[str, float]]
-    rows: list[dict[str, Any]]
-    train_seconds: float
-    n_parameters: int
-    directory: Path
-    recommended: str | None = None  # the calibrator to use, by auto's rule (cal part alone)
-
-
-def calibrate_run(
-    cfg: StudyConfig, label: str, seed: int, rdir: Path
-) -> tuple[list[dict[str, Any]], str | None]:
-    """Rows of every calibrator for one run and the one recommended (cached in
-    ``calibration.json``); saves the run's temperature scaling (``temperature.json``) for
-    the report's figures."""
-    save_temperature(rdir)
-    path = rdir / "calibration.json"
-    z = load_logits(rdir)
-    settings = calibration_settings(cfg, z)
-    cached = cached_rows(path, settings)
-    if cached is not None:
-        recommended = read_json(path).get("recommended") or {}
-        return cached, recommended.get("method")
-    record = calibration_record(cfg, label, seed, z)
-    write_json(path, record)
-    return record["rows"], record["recommended"]["method"]
 
 
 #: The data of a study's runs, loaded once: ``(data settings, seed or 0) -> data``.
@@ -118,17 +74,17 @@ DataCache = dict[tuple[DataConfig, int], StudyData]
 def _runs(cfg: StudyConfig, out: Path, report_only: bool) -> list[tuple[ModelSpec, int, Path]]:
     """Every (model, seed, run folder) of ``cfg`` (``report_only``: the finished ones)."""
     runs = [
-        (spec, seed, out / "runs" / spec.label / f"seed-{seed}")
+        (spec, seed, RunFolder.of(out, spec.label, seed).path)
         for spec in cfg.models
         for seed in cfg.seeds
     ]
-    return [r for r in runs if not report_only or (r[2] / "train.json").exists()]
+    return [r for r in runs if not report_only or RunFolder(r[2]).finished]
 
 
 def check_study(cfg: StudyConfig, out: Path, *, report_only: bool = False) -> DataCache:
     """Check everything a study needs before it writes a file; it reads, and writes nothing.
 
-    The folder ``out`` must follow the study folder rule (:mod:`calibkit.study.folder`); the
+    The folder ``out`` must follow the study folder rule (:mod:`calibkit.study.store.folder`); the
     device must exist; every run's data must load, its model build for that data, every
     calibrator and input calibrator apply to it; a run already in ``out`` must have this
     study's settings; with ``report_only``, at least one run must be finished. Returns the
@@ -197,15 +153,18 @@ def _run_unlocked(
     their artefacts are written here as they arrive, one at a time.
     With ``report_only``, nothing is trained and no input calibrator is fitted: the
     records are the runs already trained, with the input calibrators already fitted
-    (while another process is still running the study, or when it was stopped early).
+    (while another process is still running the study, or when it was stopped early);
+    a run whose post-hoc calibrators' rows were cached for other settings (or made before
+    its temperature scaling was saved) is calibrated again, in a unit, before it is read.
+    Reading the records back fits nothing (:func:`~calibkit.study.store.record.read_record`).
     ``progress=False`` silences the calibrators that report their own epochs.
     """
     out = Path(out)
     if not report_only:
-        record_written(out, "config.toml", "runs")
-        atomic_write_bytes(out / "config.toml", to_toml(cfg).encode("utf-8"))
-    elif (out / "runs").is_dir():
-        record_written(out, "runs")
+        record_written(out, CONFIG, RUNS)
+        atomic_write_bytes(out / CONFIG, to_toml(cfg).encode("utf-8"))
+    elif (out / RUNS).is_dir():
+        record_written(out, RUNS)
     start = time.perf_counter()
     driver = Driver(cfg, executor or SerialExecutor(), progress)
     prepared: DataCache = {} if cache is None else cache
@@ -215,7 +174,7 @@ def _run_unlocked(
     n = len(runs)
     shown: list[tuple[DataConfig, int]] = []
     for i, (spec, seed, rdir) in enumerate(runs, start=1):
-        done = (rdir / "train.json").exists()
+        done = RunFolder(rdir).finished
         if report_only and not done:
             log.info("[%d/%d] %s seed %d: not trained yet, left out", i, n, spec.label, seed)
             continue
@@ -224,9 +183,11 @@ def _run_unlocked(
         key, data = _prepared(prepared, cfg.model_data(spec), seed, announce=shown)
         classes = data.classes
         sizes[spec.label] = {k: len(v[1]) for k, v in data.splits.items()}
-        if not report_only:
+        if report_only:
+            driver.submit_calibration(spec, seed, rdir, key, data)
+        else:
             driver.submit_run(spec, seed, rdir, key, data)
-            driver.store_ready(prepared)
+        driver.store_ready(prepared)
     driver.store_all(prepared)
     if driver.failed:
         raise StudyFailed(
@@ -234,9 +195,9 @@ def _run_unlocked(
             2 if all(isinstance(f.error, InputError) for f in driver.failed) else 1,
         )
     records = [
-        _record(cfg, spec, seed, rdir)
+        read_record(cfg, spec, seed, RunFolder(rdir))
         for spec, seed, rdir in runs
-        if (rdir / "train.json").exists()
+        if RunFolder(rdir).finished
     ]
     seconds = time.perf_counter() - start
     log.info("all %d runs done in %.0fs", len(runs), seconds)
@@ -263,23 +224,3 @@ def _prepared(
         counts = ", ".join(f"{k} {len(v[1]):,}" for k, v in data.splits.items())
         log.info("%d classes (%s); %s", data.n_classes, ", ".join(data.classes), counts)
     return key, data
-
-
-def _record(cfg: StudyConfig, spec: ModelSpec, seed: int, rdir: Path) -> RunRecord:
-    """A finished run's record: its history read back from ``train.json``, its rows from
-    ``calibration.json`` (refitted here if the calibrators changed) and the input
-    calibrators fitted so far."""
-    rows, recommended = calibrate_run(cfg, spec.label, seed, rdir)
-    for name in cfg.input_calibrators:
-        rows += cached_rows(rdir / f"clamping-{name}.json", clamp_settings(cfg, name)) or []
-    info = read_json(rdir / "train.json")
-    return RunRecord(
-        spec.label,
-        seed,
-        info["history"],
-        rows,
-        float(info["train_seconds"]),
-        int(info["n_parameters"]),
-        rdir,
-        recommended,
-    )

@@ -1,6 +1,6 @@
 """The data of a study as tensors: train, calibration and test parts, normalised.
 
->>> from calibkit.study.config import SMOKE_SIZES, DataConfig
+>>> from calibkit.study.definition.config import SMOKE_SIZES, DataConfig
 >>> data = prepare_data(DataConfig("digits", calibration_size=300))
 >>> {k: len(v[1]) for k, v in data.splits.items()}
 {'train': 898, 'cal': 300, 'test': 599}
@@ -18,7 +18,7 @@ from torch import Tensor
 
 from calibkit.core.errors import InputError
 from calibkit.data import ImageArrays, load_dataset, stratified_split
-from calibkit.study.config import SMOKE_SIZES, DataConfig
+from calibkit.study.definition.config import SMOKE_SIZES, DataConfig
 
 Split = tuple[Tensor, Tensor]
 
@@ -62,7 +62,7 @@ def prepare_data(cfg: DataConfig, seed: int = 0) -> StudyData:
 
     ``seed`` (a run's seed) shifts the carve only when ``cfg.split_by_seed``. A smoke run
     (``cfg.smoke``) keeps a few seeded random samples of each part
-    (:data:`~calibkit.study.config.SMOKE_SIZES`).
+    (:data:`~calibkit.study.definition.config.SMOKE_SIZES`).
     """
     split_seed = cfg.split_seed + (seed if cfg.split_by_seed else 0)
     parts = load_dataset(cfg.dataset, cfg.data_dir)

@@ -48,25 +48,21 @@ from calibkit.io.atomic import (
     refuse_foreign,
 )
 from calibkit.io.lock import LOCK, FolderLock
-from calibkit.study.artifacts import TEMPERATURE_FILE
-from calibkit.study.identity import IDENTITY_FILE
+from calibkit.study.store.run_folder import RUNS, RunFolder
 
 #: The record of what a study wrote at the top of its folder.
 RECORD = ".calibkit-study.json"
+#: The files and folders at the top of a study folder (besides its record and the runs).
+CONFIG = "config.toml"
+RESULTS_CSV = "results.csv"
+RESULTS_JSON = "results.json"
+REPORT_MD = "report.md"
+REPORT_HTML = "report.html"
+FIGURES = "figures"
 #: The files at the top of a study folder.
-TOP_FILES = ("config.toml", "results.csv", "results.json", "report.md", "report.html", LOCK)
-#: The files of one run (besides ``clamping-<name>.json``).
-RUN_FILES = (
-    IDENTITY_FILE,
-    "checkpoint.pt",
-    "logits.npz",
-    "model.safetensors",
-    "train.json",
-    "calibration.json",
-    TEMPERATURE_FILE,
-)
+TOP_FILES = (CONFIG, RESULTS_CSV, RESULTS_JSON, REPORT_MD, REPORT_HTML, LOCK)
 _LABEL = r"[A-Za-z0-9_.-]+"
-_RUN_FILE = re.compile(r"clamping-[^/]+\.json|" + "|".join(re.escape(n) for n in RUN_FILES))
+_RUN_FILE = RunFolder.NAME_PATTERN
 _FIGURE = re.compile(r"[^/]+\.png|" + re.escape(MANIFEST))
 
 
@@ -86,9 +82,9 @@ def is_study_file(name: str) -> bool:
         return _file_or_leftover(parts[0], top)
     if re.fullmatch(r"\.figures\.[^/]+\.(tmp|old)", parts[0]):  # a figures folder being swapped
         return True
-    if parts[0] == "figures" and len(parts) == 2:
+    if parts[0] == FIGURES and len(parts) == 2:
         return _file_or_leftover(parts[1], _FIGURE)
-    run = len(parts) == 4 and parts[0] == "runs" and re.fullmatch(_LABEL, parts[1]) is not None
+    run = len(parts) == 4 and parts[0] == RUNS and re.fullmatch(_LABEL, parts[1]) is not None
     return (
         run
         and re.fullmatch(r"seed-\d+", parts[2]) is not None
@@ -130,7 +126,7 @@ def _record(out: Path, argument: str) -> set[str] | None:
 def _older_study(out: Path) -> bool:
     """Whether ``out`` (no record) is a study folder of an older calibkit: a ``runs/``
     folder holding a run's identity."""
-    for path in out.glob(f"runs/*/seed-*/{IDENTITY_FILE}"):
+    for path in out.glob(f"{RunFolder.GLOB}/{RunFolder.IDENTITY}"):
         with contextlib.suppress(OSError, ValueError):
             found = json.loads(path.read_text(encoding="utf-8"))
             if isinstance(found, dict) and {"format", "seed", "model"} <= set(found):

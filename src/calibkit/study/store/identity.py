@@ -25,15 +25,10 @@ import torch
 
 from calibkit.core.errors import InputError
 from calibkit.models import read_state_dict
-from calibkit.study.artifacts import read_json
-from calibkit.study.config import DataConfig, ModelSpec, StudyConfig
-from calibkit.study.prepare import StudyData
+from calibkit.study.definition.config import DataConfig, ModelSpec, StudyConfig
+from calibkit.study.definition.prepare import StudyData
+from calibkit.study.store.run_folder import FORMAT_VERSION, RunFolder
 from calibkit.training import TrainConfig
-
-#: The version of the layout of a run's files.
-FORMAT_VERSION = 1
-#: The file of a run holding its identity.
-IDENTITY_FILE = "identity.json"
 
 
 def init_digest(path: str | os.PathLike[str]) -> str:
@@ -111,10 +106,9 @@ def _with_new_defaults(found: dict[str, Any], identity: dict[str, Any]) -> dict[
 
 def check_identity(rdir: Path, identity: dict[str, Any]) -> None:
     """Refuse the run folder ``rdir`` if it holds a run with another identity (reads only)."""
-    path = rdir / IDENTITY_FILE
-    if not path.exists():
+    stored = RunFolder(rdir).identity()
+    if stored is None:
         return
-    stored = read_json(path)
     found = _with_new_defaults(stored, identity) if isinstance(stored, dict) else {}
     model = found.get("model")
     if isinstance(model, dict) and "init_sha256" not in model:  # made by an older calibkit

@@ -1,10 +1,13 @@
 """The driver of a study: it submits the units of work and alone writes what they return.
 
 For each run, :meth:`Driver.submit_run` submits what is left of it: its training (a
-:class:`~calibkit.study.units.RunUnit`, after writing the run's ``identity.json``) and, once
-it is trained, the fit of each input calibrator not cached yet (a
-:class:`~calibkit.study.units.ClampUnit`). Finished units are written as they arrive, one at
-a time (every file atomically, ``train.json`` last among a training's), so that the driver
+:class:`~calibkit.study.run.units.RunUnit`, after writing the run's identity) and, once it is
+trained, the fit again of its post-hoc calibrators when their cached rows are for other
+settings or its temperature scaling is missing (a
+:class:`~calibkit.study.run.units.CalibrateUnit`), and the fit of each input calibrator not
+cached yet (a :class:`~calibkit.study.run.units.ClampUnit`). Finished units are written to
+the run's :class:`~calibkit.study.store.run_folder.RunFolder` as they arrive, one at a time
+(every file atomically, ``train.json`` last among a training's), so that the driver
 holds one unit's artefacts at a time besides the data, and a study killed at any moment
 resumes with what was written. Each finished unit is logged on one line: what it was,
 where it ran, how long it took, and an estimate of the time left (:class:`TimeLeft`: each
@@ -20,14 +23,21 @@ from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
-from calibkit.io.atomic import atomic_write_bytes
-from calibkit.study.artifacts import cached_rows, save_temperature, write_json
-from calibkit.study.clamping import clamp_settings
-from calibkit.study.config import ModelSpec, StudyConfig
-from calibkit.study.executors import Executor, UnitFailed
-from calibkit.study.identity import IDENTITY_FILE, run_identity
-from calibkit.study.prepare import StudyData
-from calibkit.study.units import ClampUnit, Finished, RunArtefacts, RunUnit, Unit
+from calibkit.study.definition.config import ModelSpec, StudyConfig
+from calibkit.study.definition.prepare import StudyData
+from calibkit.study.run.executors import Executor, UnitFailed
+from calibkit.study.run.units import (
+    Calibrated,
+    CalibrateUnit,
+    ClampUnit,
+    Finished,
+    RunArtefacts,
+    RunUnit,
+    Unit,
+)
+from calibkit.study.store.identity import run_identity
+from calibkit.study.store.record import calibration_settings, clamp_settings
+from calibkit.study.store.run_folder import RunFolder
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +50,17 @@ def _duration(seconds: float) -> str:
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
+#: The kinds of unit that are not an input calibrator's fit (see :func:`unit_kind`).
+OWN_KINDS = ("training", "calibration")
+
+
 def unit_kind(unit: Unit) -> tuple[str, str]:
-    """What prices a unit: its model's training, or one input calibrator of its model."""
+    """What prices a unit: its model's training, its model's calibration again, or one
+    input calibrator of its model."""
     if isinstance(unit, RunUnit):
         return ("training", unit.spec.label)
+    if isinstance(unit, CalibrateUnit):
+        return ("calibration", unit.spec.label)
     return (unit.name, unit.spec.label)
 
 
@@ -86,9 +103,12 @@ class TimeLeft:
             return sum(self.seconds[kind]) / len(self.seconds[kind])
         name, label = kind
         alike = [
-            t for (n, m), ts in self.seconds.items() if m == label and n != "training" for t in ts
+            t
+            for (n, m), ts in self.seconds.items()
+            if m == label and n not in OWN_KINDS
+            for t in ts
         ]
-        return sum(alike) / len(alike) if name != "training" and alike else None
+        return sum(alike) / len(alike) if name not in OWN_KINDS and alike else None
 
     def describe(self) -> str:
         """``about 3m05s left`` (and how many units are not timed yet)."""
@@ -98,7 +118,7 @@ class TimeLeft:
                 continue
             price = self._price(kind)
             if price is None:
-                untimed["training" if kind[0] == "training" else f"{kind[0]} fit"] += count
+                untimed[kind[0] if kind[0] in OWN_KINDS else f"{kind[0]} fit"] += count
             else:
                 total += price * count
         if not untimed:
@@ -120,34 +140,51 @@ class Driver:
         self.left = TimeLeft(executor.slots)
         self.failed: list[UnitFailed] = []  # the units that failed, in order
 
-    def _missing_fits(self, rdir: Path, trained: bool) -> list[str]:
+    def _missing_fits(self, run: RunFolder, trained: bool) -> list[str]:
         """The input calibrators of a run whose rows are not cached yet."""
         return [
             name
             for name in self.cfg.input_calibrators
-            if not trained
-            or cached_rows(rdir / f"clamping-{name}.json", clamp_settings(self.cfg, name)) is None
+            if not trained or run.clamping_rows(name, clamp_settings(self.cfg, name)) is None
         ]
 
     def submit_run(
         self, spec: ModelSpec, seed: int, rdir: Path, key: Hashable, data: StudyData
     ) -> None:
         """Submit what is left of the run ``(spec, seed)`` in ``rdir`` on ``data``."""
-        trained = (rdir / "train.json").exists()
-        fits = self._missing_fits(rdir, trained)
+        run = RunFolder(rdir)
+        trained = run.finished
+        fits = self._missing_fits(run, trained)
         self.total += len(fits) + (not trained)
         self.left.add(("training", spec.label), int(not trained))
         for name in fits:
             self.left.add((name, spec.label))
         self.keys[str(rdir)] = key
         if trained:
-            weights = (rdir / "model.safetensors").read_bytes() if fits else b""
+            self.submit_calibration(spec, seed, rdir, key, data)
+            weights = run.weights_bytes() if fits else b""
             self._submit_fits(spec, seed, rdir, weights, fits, data)
             return
-        if not (rdir / IDENTITY_FILE).exists():
-            rdir.mkdir(parents=True, exist_ok=True)
-            write_json(rdir / IDENTITY_FILE, run_identity(self.cfg, spec, seed, data))
+        if not run.has_identity:
+            run.write_identity(run_identity(self.cfg, spec, seed, data))
         unit = RunUnit(self.cfg, spec, seed, str(rdir), self.progress)
+        self.executor.submit(unit, key, data)
+
+    def submit_calibration(
+        self, spec: ModelSpec, seed: int, rdir: Path, key: Hashable, data: StudyData
+    ) -> None:
+        """Submit the fit again of a trained run's post-hoc calibrators (rows cached for
+        other settings) and temperature scaling (missing), if either is needed."""
+        run = RunFolder(rdir)
+        rows = run.calibration(calibration_settings(self.cfg, run.logits())) is None
+        temperature = not run.has_temperature
+        if not (rows or temperature):
+            return
+        self.keys[str(rdir)] = key
+        self.total += 1
+        self.left.add(("calibration", spec.label))
+        logits = run.logits_bytes()
+        unit = CalibrateUnit(self.cfg, spec, seed, str(rdir), logits, rows, temperature)
         self.executor.submit(unit, key, data)
 
     def _submit_fits(
@@ -195,25 +232,34 @@ class Driver:
         log.error("%s failed: %s", exc.unit.what, exc.why)
 
     def _store(self, finished: Finished, prepared: Mapping[Any, StudyData]) -> None:
-        unit, rdir = finished.unit, Path(finished.unit.rdir)
+        unit, run = finished.unit, RunFolder(Path(finished.unit.rdir))
+        art = finished.artefacts
         if isinstance(unit, RunUnit):
-            art = finished.artefacts
             assert isinstance(art, RunArtefacts)
-            atomic_write_bytes(rdir / "logits.npz", art.logits)
-            atomic_write_bytes(rdir / "model.safetensors", art.weights)
-            write_json(rdir / "train.json", art.info)
-            (rdir / "checkpoint.pt").unlink(missing_ok=True)
-            save_temperature(rdir)
-            write_json(rdir / "calibration.json", art.calibration)
+            run.write_trained(art.logits, art.weights, art.info)
+            self._write_calibrated(run, art.calibrated)
             fits = list(self.cfg.input_calibrators)
-            data = prepared.get(self.keys[str(rdir)])
-            self._submit_fits(unit.spec, unit.seed, rdir, art.weights, fits, data)
+            data = prepared.get(self.keys[str(run.path)])
+            self._submit_fits(unit.spec, unit.seed, run.path, art.weights, fits, data)
             what = f"trained {unit.what}"
+        elif isinstance(unit, CalibrateUnit):
+            assert isinstance(art, Calibrated)
+            self._write_calibrated(run, art)
+            what = f"fitted the {unit.what}"
         else:
-            write_json(rdir / f"clamping-{unit.name}.json", finished.artefacts)
+            assert isinstance(art, dict)
+            run.write_clamping(unit.name, art)
             what = f"fitted {unit.what}"
         self.finished += 1
         self._log(what, finished)
+
+    @staticmethod
+    def _write_calibrated(run: RunFolder, calibrated: Calibrated) -> None:
+        """The temperature scaling, then the calibrator rows (the order of the files)."""
+        if calibrated.temperature is not None and not run.has_temperature:
+            run.write_temperature(calibrated.temperature)
+        if calibrated.calibration is not None:
+            run.write_calibration(calibrated.calibration)
 
     def _log(self, what: str, finished: Finished) -> None:
         self.left.done(unit_kind(finished.unit), finished.seconds)

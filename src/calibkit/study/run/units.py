@@ -1,13 +1,17 @@
 """A study's units of work, as pure functions: prepared data and a unit in, artefacts out.
 
-Two kinds of unit: a :class:`RunUnit` trains one (model, seed) and fits its post-hoc
-calibrators on the saved logits; a :class:`ClampUnit` fits one input calibrator (Neural
-Clamping) on a trained run's weights. :func:`execute` runs either one anywhere (in the
-driver, a worker process, a Ray task) and returns bytes and rows: the driver alone writes
-them to the study folder (:mod:`calibkit.study.runner`), so a cluster needs no shared file
-system. When the run's folder is visible where a run trains (the same machine, a shared file
-system), the trainer checkpoints there after each epoch, so that a retried unit resumes from
-its last finished epoch.
+Every fit of a study happens in a unit. Three kinds: a :class:`RunUnit` trains one
+(model, seed), fits its post-hoc calibrators on the saved logits and its temperature
+scaling (for the report's figures); a :class:`CalibrateUnit` fits them again on a trained
+run's logits (its rows were cached for other settings, or it was made before a file
+existed); a :class:`ClampUnit` fits one input calibrator (Neural Clamping) on a trained
+run's weights. :func:`execute` runs any of them anywhere (in the driver, a worker process,
+a Ray task) and returns bytes and rows: the driver alone writes them to the study folder
+(:mod:`calibkit.study.run.driver`), so a cluster needs no shared file system, and reading
+the results back (:mod:`calibkit.study.store.record`) fits nothing. When the run's folder
+is visible where a run trains (the same machine, a shared file system), the trainer
+checkpoints there after each epoch, so that a retried unit resumes from its last finished
+epoch.
 """
 
 from __future__ import annotations
@@ -23,20 +27,19 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load as safetensors_load
 from safetensors.torch import save as safetensors_bytes
 
-from calibkit.core.errors import InputError
+from calibkit.calibrators import TemperatureScaling
 from calibkit.core.outputs import as_outputs
 from calibkit.core.threads import using_threads
-from calibkit.study.artifacts import make_row
-from calibkit.study.clamping import clamp_settings, fit_rows
-from calibkit.study.components import build_model, resolve_device
-from calibkit.study.config import ModelSpec, Resources, StudyConfig
-from calibkit.study.identity import IDENTITY_FILE
-from calibkit.study.prepare import StudyData
+from calibkit.study.definition.components import build_model, resolve_device
+from calibkit.study.definition.config import ModelSpec, Resources, StudyConfig
+from calibkit.study.definition.prepare import StudyData
+from calibkit.study.run.clamping import fit_rows, load_weights
+from calibkit.study.store.record import calibration_settings, clamp_settings, make_row
+from calibkit.study.store.run_folder import RunFolder
 from calibkit.training import train
-from calibkit.workflows.compare import compare, resolve_methods
+from calibkit.workflows.compare import compare
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,26 @@ class ClampUnit:
         return f"{self.name} of {self.spec.label} seed {self.seed}"
 
 
-Unit = RunUnit | ClampUnit
+@dataclass(frozen=True)
+class CalibrateUnit:
+    """Fit again, on a trained run's saved ``logits`` (the bytes of its logits file), its
+    post-hoc calibrators (``rows``) and its temperature scaling (``temperature``)."""
+
+    cfg: StudyConfig
+    spec: ModelSpec
+    seed: int
+    rdir: str
+    logits: bytes
+    rows: bool
+    temperature: bool
+    progress: bool = False
+
+    @property
+    def what(self) -> str:
+        return f"calibration of {self.spec.label} seed {self.seed}"
+
+
+Unit = RunUnit | CalibrateUnit | ClampUnit
 
 
 def resources(unit: Unit) -> Resources:
@@ -80,23 +102,34 @@ def resources(unit: Unit) -> Resources:
 
 
 @dataclass(frozen=True)
+class Calibrated:
+    """A run's post-hoc calibration: the content of its ``calibration.json``
+    (``calibration``) and its temperature scaling's ``to_json()`` (``temperature``); None
+    for what was not asked."""
+
+    calibration: dict[str, Any] | None
+    temperature: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
 class RunArtefacts:
     """A trained run: ``logits.npz`` and ``model.safetensors`` as bytes, the content of
-    ``train.json`` (``info``) and of ``calibration.json`` (``calibration``)."""
+    ``train.json`` (``info``), and its calibration."""
 
     logits: bytes
     weights: bytes
     info: dict[str, Any]
-    calibration: dict[str, Any]
+    calibrated: Calibrated
 
 
 @dataclass(frozen=True)
 class Finished:
-    """A unit done: its artefacts (a :class:`RunArtefacts`, or for a :class:`ClampUnit` the
-    content of ``clamping-<name>.json``), where it ran and how long it took."""
+    """A unit done: its artefacts (a :class:`RunArtefacts`, a :class:`Calibrated`, or for a
+    :class:`ClampUnit` the content of ``clamping-<name>.json``), where it ran and how long
+    it took."""
 
     unit: Unit
-    artefacts: RunArtefacts | dict[str, Any]
+    artefacts: RunArtefacts | Calibrated | dict[str, Any]
     where: str
     seconds: float
 
@@ -107,32 +140,13 @@ def execute(unit: Unit, data: StudyData, threads: int | None = None) -> Finished
     limit = using_threads(threads) if threads is not None else contextlib.nullcontext()
     with limit:
         if isinstance(unit, RunUnit):
-            out: RunArtefacts | dict[str, Any] = train_unit(unit, data)
+            out: RunArtefacts | Calibrated | dict[str, Any] = train_unit(unit, data)
+        elif isinstance(unit, CalibrateUnit):
+            out = calibrate_unit(unit)
         else:
             out = clamp_unit(unit, data)
     where = f"{socket.gethostname()} pid {os.getpid()}"
     return Finished(unit, out, where, time.perf_counter() - start)
-
-
-def calibration_settings(cfg: StudyConfig, z: dict[str, np.ndarray]) -> dict[str, Any]:
-    """The settings that key a run's cached calibrator rows (``calibration.json``), for its
-    saved logits ``z``.
-
-    ``calibrators`` is the list :func:`~calibkit.workflows.compare.compare` fits for this
-    run: the study's list, or (for ``[]``) every calibrator that applies, resolved now, so
-    that a calibrator registered since the rows were cached reaches a resumed study.
-    ``rows`` is the version of what the calibrators compute: it went to 2 when histogram
-    binning and isotonic regression began to smooth toward the uniform distribution by
-    default, and to 3 when the run's recommended calibrator joined its rows (the rule of
-    ``auto``), so rows cached before are computed again rather than reused."""
-    n_cal, n_classes = z["cal_logits"].shape
-    return {
-        "rows": 3,
-        "calibrators": resolve_methods(list(cfg.calibrators) or None, n_classes, n_cal),
-        "params": cfg.calibrator_params,
-        "n_bins": cfg.n_bins,
-        "n_floor_draws": cfg.n_floor_draws,
-    }
 
 
 def calibration_record(
@@ -167,11 +181,30 @@ def calibration_record(
     return {"settings": calibration_settings(cfg, z), "rows": rows, "recommended": recommended}
 
 
+def fit_temperature(z: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The run's temperature scaling (default bounds, fitted by NLL on its calibration
+    part), as its ``to_json()``: the report draws the before/after-TS figures from it."""
+    return TemperatureScaling().fit(z["cal_logits"], z["cal_labels"]).to_json()
+
+
+def _load_logits(data: bytes) -> dict[str, np.ndarray]:
+    with np.load(io.BytesIO(data), allow_pickle=False) as f:
+        return {k: f[k] for k in f.files}  # as the saved file holds them
+
+
+def calibrate_unit(unit: CalibrateUnit) -> Calibrated:
+    """Fit what the unit asks on the run's logits."""
+    z = _load_logits(unit.logits)
+    temperature = fit_temperature(z) if unit.temperature else None
+    rows = calibration_record(unit.cfg, unit.spec.label, unit.seed, z) if unit.rows else None
+    return Calibrated(rows, temperature)
+
+
 def _checkpoint(rdir: str) -> Path | None:
     """The run's checkpoint file when its folder is visible here (it holds the identity
     the driver wrote before submitting the run), else None."""
-    path = Path(rdir)
-    return path / "checkpoint.pt" if (path / IDENTITY_FILE).is_file() else None
+    run = RunFolder(Path(rdir))
+    return run.file(RunFolder.CHECKPOINT) if run.has_identity else None
 
 
 def train_unit(unit: RunUnit, data: StudyData) -> RunArtefacts:
@@ -206,22 +239,16 @@ def train_unit(unit: RunUnit, data: StudyData) -> RunArtefacts:
         "threads": torch.get_num_threads(),
         "device": str(device),
     }
-    with np.load(io.BytesIO(buf.getvalue()), allow_pickle=False) as f:
-        z = {k: f[k] for k in f.files}  # as the saved file holds them
-    calibration = calibration_record(cfg, spec.label, seed, z)
-    return RunArtefacts(buf.getvalue(), safetensors_bytes(weights), info, calibration)
+    z = _load_logits(buf.getvalue())
+    calibrated = Calibrated(calibration_record(cfg, spec.label, seed, z), fit_temperature(z))
+    return RunArtefacts(buf.getvalue(), safetensors_bytes(weights), info, calibrated)
 
 
 def clamp_unit(unit: ClampUnit, data: StudyData) -> dict[str, Any]:
     """Fit the input calibrator on the run's weights, on the study's device:
     ``{"settings", "rows", "device"}``."""
     device = resolve_device(unit.cfg.device)
-    model = build_model(unit.spec, data)
-    try:
-        model.load_state_dict(safetensors_load(unit.weights))
-    except RuntimeError as exc:
-        where = str(Path(unit.rdir) / "model.safetensors")
-        raise InputError(where, "the weights of this run", str(exc)) from None
+    model = load_weights(build_model(unit.spec, data), RunFolder(Path(unit.rdir)), unit.weights)
     model = model.to(device).eval()
     options = dict(unit.cfg.input_calibrator_params.get(unit.name, {}))
     label, seed = unit.spec.label, unit.seed

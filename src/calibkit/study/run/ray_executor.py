@@ -1,8 +1,8 @@
-"""The ``ray`` executor: a study's units as Ray tasks (see :mod:`calibkit.study.executors`).
+"""The ``ray`` executor: a study's units as Ray tasks (see :mod:`calibkit.study.run.executors`).
 
 Ray is imported here only, when this executor is made; without it the error says how to
 install it. Before any task runs, an ``address`` must answer within
-:data:`~calibkit.study.executors.CONNECT_SECONDS` and every model's ``resources`` must fit
+:data:`~calibkit.study.run.executors.CONNECT_SECONDS` and every model's ``resources`` must fit
 on one node of the cluster (:func:`check_resources`).
 """
 
@@ -20,10 +20,10 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from calibkit.core.errors import InputError
-from calibkit.study.config import Resources, StudyConfig
-from calibkit.study.executors import ATTEMPTS, CONNECT_SECONDS, Job, QueuedExecutor, run_unit
-from calibkit.study.prepare import StudyData
-from calibkit.study.units import Finished, Unit, resources
+from calibkit.study.definition.config import Resources, StudyConfig
+from calibkit.study.definition.prepare import StudyData
+from calibkit.study.run.executors import ATTEMPTS, CONNECT_SECONDS, Job, QueuedExecutor, run_unit
+from calibkit.study.run.units import Finished, Unit, resources
 
 #: How to get Ray.
 INSTALL = "pip install 'calibkit[ray]'"

@@ -1,8 +1,8 @@
 """Where a study's units of work run: in the driver, in worker processes, or on Ray.
 
-Every executor takes units (:mod:`calibkit.study.units`) with the key of their prepared
-data and hands back :class:`~calibkit.study.units.Finished` units one at a time; the driver
-writes them (:mod:`calibkit.study.runner`):
+Every executor takes units (:mod:`calibkit.study.run.units`) with the key of their prepared
+data and hands back :class:`~calibkit.study.run.units.Finished` units one at a time; the driver
+writes them (:mod:`calibkit.study.run.runner`):
 
 - ``serial`` runs each unit in the driver as it is submitted (the threads the command set);
 - ``processes`` runs them in a :class:`~concurrent.futures.ProcessPoolExecutor` of
@@ -49,9 +49,9 @@ import torch
 
 from calibkit.core.errors import CalibkitError, InputError
 from calibkit.core.threads import available_cores
-from calibkit.study.config import StudyConfig
-from calibkit.study.prepare import StudyData, prepare_data
-from calibkit.study.units import Finished, Unit, execute
+from calibkit.study.definition.config import StudyConfig
+from calibkit.study.definition.prepare import StudyData, prepare_data
+from calibkit.study.run.units import Finished, Unit, execute
 
 #: Attempts of one unit before the study stops (a unit that kills its worker every time).
 ATTEMPTS = 3
@@ -157,7 +157,7 @@ def _fault(unit: Unit) -> None:
 
 
 def run_unit(unit: Unit, data: StudyData, threads: int | None = None) -> Finished:
-    """:func:`~calibkit.study.units.execute`, where every executor runs a unit. A unit out
+    """:func:`~calibkit.study.run.units.execute`, where every executor runs a unit. A unit out
     of memory gives back what it held (its tensors, and on a GPU the allocator's cache) before
     its error is raised, so that the units beside it and its retry can have it."""
     _fault(unit)
