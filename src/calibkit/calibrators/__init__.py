@@ -43,7 +43,7 @@ from calibkit.calibrators.venn_abers import VennAbers
 from calibkit.calibrators.centred_isotonic import CentredIsotonicCalibrator
 from calibkit.calibrators.spline import SplineCalibration
 from calibkit.calibrators.auto import AutoCalibrator
-from calibkit.calibrators.groupwise import GroupTemperatureScaling, Multicalibration
+from calibkit.calibrators.groupwise import GroupwiseTemperatureScaling, Multicalibration
 
 # isort: on
 from calibkit.calibrators.calibrated_model import CalibratedModel
@@ -59,7 +59,7 @@ __all__ = [
     "CentredIsotonicCalibrator",
     "ClasswiseHistogramBinning",
     "DirichletCalibration",
-    "GroupTemperatureScaling",
+    "GroupwiseTemperatureScaling",
     "HistogramBinning",
     "IsotonicCalibrator",
     "MatrixScaling",

@@ -26,7 +26,21 @@ CONF_EPS = 1e-6
 
 class CheckedGroupLogits(nn.Module):
     """The input contract of :class:`~calibkit.calibrators.modules.CheckedLogits`, with the
-    group codes passed on (None: every row ``-1``)."""
+    group codes passed on (None: every row ``-1``).
+
+    Parameters
+    ----------
+    calibration : nn.Module
+        A module ``(logits, codes) -> probabilities``.
+    n_classes : int
+        The number of classes the logits must have (2 also accepts one logit per row).
+
+    Examples
+    --------
+    >>> m = CheckedGroupLogits(GroupTemperature(np.array([2.0]), 1.0), 2)
+    >>> m(torch.tensor([[0.0, 2.0]])).round(decimals=4).tolist()
+    [[0.1192, 0.8808]]
+    """
 
     def __init__(self, calibration: nn.Module, n_classes: int) -> None:
         super().__init__()
@@ -50,7 +64,21 @@ class CheckedGroupLogits(nn.Module):
 
 
 class GroupTemperature(nn.Module):
-    """``softmax(logits / T_g)``; the global ``T`` for code ``-1`` or an unknown code."""
+    """``softmax(logits / T_g)``; the global ``T`` for code ``-1`` or an unknown code.
+
+    Parameters
+    ----------
+    group_temperatures : ndarray of shape (n_groups,)
+        ``T_g`` for the group of code ``g``.
+    temperature : float
+        The global temperature.
+
+    Examples
+    --------
+    >>> m = GroupTemperature(np.array([2.0]), 1.0)
+    >>> m(torch.tensor([[0.0, 2.0], [0.0, 2.0]]), torch.tensor([0, 5])).round(decimals=4).tolist()
+    [[0.2689, 0.7311], [0.1192, 0.8808]]
+    """
 
     def __init__(self, group_temperatures: F64, temperature: float) -> None:
         super().__init__()
@@ -68,7 +96,27 @@ class GroupTemperature(nn.Module):
 
 class PatchedTemperature(nn.Module):
     """Temperature scaling, then the top-label patches of
-    :class:`~calibkit.calibrators.groupwise.Multicalibration`, replayed in order."""
+    :class:`~calibkit.calibrators.groupwise.Multicalibration`, replayed in order.
+
+    Parameters
+    ----------
+    temperature : float
+        The global temperature applied first.
+    n_groups : int
+        The number of groups (a code outside ``[0, n_groups)`` is no group).
+    sets : ndarray of shape (n_patches,)
+        Each patch's set: a group's code, or ``-1`` for every row.
+    deltas : ndarray of shape (n_patches * n_bins,)
+        Row-major ``(n_patches, n_bins)`` shifts of the top-label confidence per bin.
+    n_bins : int
+        Equal-width confidence bins.
+
+    Examples
+    --------
+    >>> m = PatchedTemperature(1.0, 1, np.array([0]), np.array([0.0, -0.05]), 2)
+    >>> m(torch.tensor([[0.0, 3.0], [0.0, 3.0]]), torch.tensor([0, -1])).round(decimals=4).tolist()
+    [[0.0974, 0.9026], [0.0474, 0.9526]]
+    """
 
     def __init__(
         self,

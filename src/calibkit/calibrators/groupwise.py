@@ -6,14 +6,15 @@ string per row; checked by :func:`calibkit.core.groups.check_groups` at fit time
 length, a missing value or a group of one sample is an InputError naming ``groups``).
 
 - A group unseen at fit time (or ``groups=None`` at predict time) gets the **global map**:
-  the global temperature for :class:`GroupTemperatureScaling`, the global temperature and
+  the global temperature for :class:`GroupwiseTemperatureScaling`, the global temperature and
   the patches of the whole-set cells for :class:`Multicalibration`. Fitted without groups,
   each is its global map alone.
 - ``to_module()`` takes the groups as a second input: an int64 tensor of **group codes**,
-  each row's position in ``group_names_`` (:meth:`GroupCalibrator.group_codes` gives them;
-  ``-1``, or no second input, for the global map), since a torch module takes no strings.
+  each row's position in ``group_names_`` (the calibrator's ``group_codes(groups)`` gives
+  them; ``-1``, or no second input, for the global map), since a torch module takes no
+  strings.
 
-:class:`GroupTemperatureScaling` (``"temperature_groupwise"``): one temperature per group,
+:class:`GroupwiseTemperatureScaling` (``"temperature_groupwise"``): one temperature per group,
 fitted by NLL on that group's rows; a group with fewer than ``min_group_size`` (default
 :data:`MIN_GROUP_SIZE`, 50) calibration rows keeps the global temperature. With
 ``shrinkage = s > 0`` a group's log-temperature is pulled toward the global one,
@@ -36,7 +37,7 @@ other classes' probabilities are rescaled to sum to one.
 >>> g = np.repeat(["a", "b"], 300)
 >>> y = np.array([rng.choice(3, p=np.exp(r) / np.exp(r).sum()) for r in z])
 >>> z[300:] *= 3  # group b overconfident
->>> gts = GroupTemperatureScaling().fit(z, y, groups=g)
+>>> gts = GroupwiseTemperatureScaling().fit(z, y, groups=g)
 >>> gts.group_names_, np.round(gts.group_temperatures_).tolist()
 (['a', 'b'], [1.0, 3.0])
 >>> gts.predict_proba(z[:2], groups=["a", "new"]).shape  # "new": the global temperature
@@ -72,7 +73,7 @@ PATIENCE = 3
 CONF_EPS = 1e-6
 
 
-class NameList(Constraint):
+class _NameList(Constraint):
     """A list of distinct strings (possibly empty)."""
 
     def check(self, name: str, value: object) -> list[str]:
@@ -86,7 +87,7 @@ class NameList(Constraint):
         return "a list of distinct strings"
 
 
-class GroupCalibrator(Calibrator):
+class _GroupCalibrator(Calibrator):
     """A calibrator whose ``fit`` and ``predict_proba`` take ``groups=`` (module doc)."""
 
     takes_groups: ClassVar[bool] = True
@@ -149,8 +150,8 @@ class GroupCalibrator(Calibrator):
         return CheckedGroupLogits(self._module(), self.n_classes_).eval()
 
 
-@CALIBRATORS.register("temperature_groupwise")
-class GroupTemperatureScaling(GroupCalibrator):
+@CALIBRATORS.register("temperature_groupwise", default=False)  # needs groups
+class GroupwiseTemperatureScaling(_GroupCalibrator):
     """One temperature per group (the global one for small and unseen groups).
 
     Parameters
@@ -172,6 +173,16 @@ class GroupTemperatureScaling(GroupCalibrator):
         Each group's temperature (the global one where the group was too small).
     group_sizes_ : ndarray of shape (n_groups,)
         Calibration rows per group.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(400, 3)) * 2
+    >>> y = z.argmax(1)
+    >>> g = np.repeat(["a", "b"], 200)
+    >>> cal = GroupwiseTemperatureScaling(min_group_size=100).fit(z, y, groups=g)
+    >>> cal.group_names_, cal.predict_proba(z[:2], groups=["b", "c"]).shape
+    (['a', 'b'], (2, 3))
     """
 
     param_constraints: ClassVar[Constraints] = {
@@ -182,7 +193,7 @@ class GroupTemperatureScaling(GroupCalibrator):
     }
     state_constraints: ClassVar[Constraints] = {
         "temperature_": POSITIVE,
-        "group_names_": NameList(),
+        "group_names_": _NameList(),
         "group_temperatures_": Array(shape=("g",), low=0.0),
         "group_sizes_": Array("int64", shape=("g",), low=0),
     }
@@ -291,8 +302,8 @@ def _log_loss(conf: F64, correct: F64) -> float:
     return float(-np.mean(correct * np.log(c) + (1.0 - correct) * np.log1p(-c)))
 
 
-@CALIBRATORS.register("multicalibration")
-class Multicalibration(GroupCalibrator):
+@CALIBRATORS.register("multicalibration", default=False)  # needs groups
+class Multicalibration(_GroupCalibrator):
     """HKRR-style patching of the top-label confidence over (set, bin) cells (module doc).
 
     Parameters
@@ -325,6 +336,16 @@ class Multicalibration(GroupCalibrator):
         bin (0: bin left alone).
     holdout_losses_ : ndarray of shape (n_patches + 1,)
         The held-out top-label log-loss before the first patch and after each kept one.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(2000, 3)) * 2
+    >>> g = np.repeat([0, 1], 1000)
+    >>> y = np.where(g == 1, (z * 0.3).argmax(1), z.argmax(1))
+    >>> mc = Multicalibration().fit(z, y, groups=g)
+    >>> bool(np.allclose(mc.predict_proba(z, groups=g).sum(1), 1.0))
+    True
     """
 
     param_constraints: ClassVar[Constraints] = {
@@ -339,7 +360,7 @@ class Multicalibration(GroupCalibrator):
     }
     state_constraints: ClassVar[Constraints] = {
         "temperature_": POSITIVE,
-        "group_names_": NameList(),
+        "group_names_": _NameList(),
         "patch_sets_": Array("int64", shape=("t",), low=-1),
         "patch_deltas_": Array(shape=(None,), low=-1.0, high=1.0),
         "holdout_losses_": Array(shape=("t+1",), low=0.0),
@@ -465,4 +486,4 @@ class Multicalibration(GroupCalibrator):
         )
 
 
-__all__ = ["GroupCalibrator", "GroupTemperatureScaling", "Multicalibration", "top_label_patch"]
+__all__ = ["GroupwiseTemperatureScaling", "Multicalibration", "top_label_patch"]

@@ -63,7 +63,7 @@ KIND_WORDS: Mapping[str, frozenset[str]] = MappingProxyType(
     }
 )
 #: Leading modifiers; :func:`key_rule` moves them to the end of the key.
-MODIFIERS = frozenset({"smoothed", "classwise", "centred", "debiased"})
+MODIFIERS = frozenset({"smoothed", "classwise", "groupwise", "centred", "debiased"})
 #: ``(registry kind, key)`` -> why the key departs from :func:`key_rule` (public keys that
 #: configs, documents or papers use; never renamed).
 KEY_EXCEPTIONS: Mapping[tuple[str, str], str] = MappingProxyType(

@@ -385,6 +385,6 @@ def calibration_test_metric(name: str, part: str) -> Callable[..., float]:
     ) -> float:
         return float(getattr(test(labels, probs, logits=logits, mode=mode), part))
 
-    metric.__name__ = f"{name}_{part}"
+    metric.__name__ = f"{name}_{'p' if part == 'p_value' else part}"  # its registry key
     metric.__doc__ = f"The {part.replace('_', '-')} of :func:`{test.__name__}`."
     return metric

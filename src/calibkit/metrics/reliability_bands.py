@@ -26,6 +26,7 @@ that say how far to believe it. Figures draw them (:mod:`calibkit.reporting.figu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
@@ -67,9 +68,6 @@ def proportion_interval(
     >>> round(float(lo[0]), 4), round(float(hi[0]), 4)
     (0.0667, 0.6525)
     """
-    from scipy.special import ndtri
-    from scipy.stats import beta
-
     level = _check_level(level)
     k = np.asarray(successes, dtype=np.float64)
     n = np.asarray(trials, dtype=np.float64)
@@ -78,7 +76,7 @@ def proportion_interval(
     kk = np.clip(np.where(ok, k, 0.0), 0.0, nn)
     alpha = 1.0 - level
     if method == "wilson":
-        z = float(ndtri(1.0 - alpha / 2))
+        z = NormalDist().inv_cdf(1.0 - alpha / 2)  # the standard library's: no SciPy to load
         p = kk / nn
         centre = (p + z * z / (2 * nn)) / (1 + z * z / nn)
         half = z / (1 + z * z / nn) * np.sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn))
@@ -86,6 +84,8 @@ def proportion_interval(
         lower = np.where(kk == 0, 0.0, np.clip(lower, 0.0, 1.0))
         upper = np.where(kk == nn, 1.0, np.clip(upper, 0.0, 1.0))
     elif method == "clopper-pearson":
+        from scipy.stats import beta  # lazy: scipy.stats costs a second at import
+
         with np.errstate(invalid="ignore"):
             lower = np.where(kk > 0, beta.ppf(alpha / 2, kk, nn - kk + 1), 0.0)
             upper = np.where(kk < nn, beta.ppf(1 - alpha / 2, kk + 1, nn - kk), 1.0)
