@@ -73,7 +73,7 @@ import json
 import math
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -93,6 +93,7 @@ from calibkit.core.validation import (
     Boolean,
     Choice,
     Constraint,
+    Constraints,
     Integer,
     NoneOr,
     Real,
@@ -221,7 +222,24 @@ class ConformalClassifier:
         Seed of the calibrator split and of ``U``.
     """
 
-    param_constraints = {
+    score: str
+    alpha: float
+    calibrator: str | Calibrator | None
+    calibrator_split: float | None
+    mondrian: bool
+    randomized: bool
+    penalty: float
+    k_reg: int
+    weight: float
+    allow_full_sets: bool
+    seed: int
+    n_classes_: int
+    calibrator_: Calibrator | None
+    thresholds_: F64
+    n_calibration_: int
+    class_counts_: npt.NDArray[np.int64]
+
+    param_constraints: ClassVar[Constraints] = {
         "score": Choice(*SCORES),
         "alpha": Real(0.0, 1.0, closed="neither"),
         "calibrator": CalibratorSpec(),
@@ -239,7 +257,7 @@ class ConformalClassifier:
         self,
         score: str = "aps",
         alpha: float = 0.1,
-        calibrator: None | str | Calibrator = None,
+        calibrator: str | Calibrator | None = None,
         calibrator_split: float | None = 0.5,
         mondrian: bool = False,
         randomized: bool = False,
@@ -278,7 +296,7 @@ class ConformalClassifier:
     def fit(self, logits: object, labels: object) -> Self:
         """Fit the calibrator (on its part) and the quantile(s) on the calibration rows."""
         out = as_outputs(labels, logits=logits)
-        z, y = out.as_logits(), out.labels
+        z, y = np.asarray(out.as_logits(), dtype=np.float64), out.labels
         quantile_rows = np.arange(y.shape[0])
         calibrator: Calibrator | None = None
         spec = self.calibrator
@@ -362,7 +380,9 @@ class ConformalClassifier:
     def predict_scores(self, logits: object, u: object = None) -> F64:
         """The non-conformity score of every class, ``(N, K)`` (``u`` as in predict_set)."""
         z = self._check_logits(logits)
-        return set_scores(self._probs(z), self.score, self._u(u, z.shape[0]), **self._score_options())
+        return set_scores(
+            self._probs(z), self.score, self._u(u, z.shape[0]), **self._score_options()
+        )
 
     def predict_set(self, logits: object, u: object = None) -> Mask:
         """The prediction sets as a boolean mask ``(N, K)``.
@@ -402,7 +422,9 @@ class ConformalClassifier:
             else self.calibrator_.to_module()
         )
         kind = RandomizedConformalSets if self.randomized else ConformalSets
-        return kind(probs, self.score, self.thresholds_, self.randomized, **self._score_options()).eval()
+        return kind(
+            probs, self.score, self.thresholds_, self.randomized, **self._score_options()
+        ).eval()
 
     # ----- persistence -------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -465,7 +487,9 @@ def _rebuild(data: object) -> ConformalClassifier:
     params = data["params"]
     if not isinstance(params, dict):
         raise InputError("params", "a mapping", type(params).__name__)
-    obj = ConformalClassifier(**check_params(ConformalClassifier.param_constraints, params, "params"))
+    obj = ConformalClassifier(
+        **check_params(ConformalClassifier.param_constraints, params, "params")
+    )
     state = _decode(data["state"], "state")
     if not isinstance(state, dict) or set(state) != set(STATE_KEYS):
         raise InputError("state", "the fields " + ", ".join(STATE_KEYS), "others")
@@ -484,8 +508,10 @@ def _rebuild(data: object) -> ConformalClassifier:
         raise InputError("state.class_counts_", "counts >= 0", "a negative count")
     n = Integer(1).check("state.n_calibration_", state["n_calibration_"])
     calibrator = state["calibrator_"]
-    obj.calibrator_ = None if calibrator is None else Calibrator.from_json(
-        _encode(calibrator), "state.calibrator_"
+    obj.calibrator_ = (
+        None
+        if calibrator is None
+        else Calibrator.from_json(_encode(calibrator), "state.calibrator_")
     )
     if obj.calibrator_ is not None and obj.calibrator_.n_classes_ != k:
         raise InputError("state.calibrator_", f"a calibrator of {k} classes", "another")

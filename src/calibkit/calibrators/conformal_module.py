@@ -16,7 +16,7 @@ decided differently. A row with a NaN or infinite logit has NaN scores and an em
 
 >>> m = ConformalSets(softmax_module(2), "lac", np.array([0.6, 0.6]), False)
 >>> m(torch.tensor([[0.0, 1.0]])).tolist()
-[[True, True]]
+[[False, True]]
 """
 
 from __future__ import annotations

@@ -32,7 +32,9 @@ def _scores(text: str) -> list[str]:
     names = [s.strip() for s in text.split(",") if s.strip()]
     bad = [s for s in names if s not in SCORES and s != "all"]
     if bad or not names:
-        raise InputError("--score", "comma-separated scores among " + ", ".join(SCORES) + ", or all", repr(text))
+        raise InputError(
+            "--score", "comma-separated scores among " + ", ".join(SCORES) + ", or all", repr(text)
+        )
     return list(SCORES) if "all" in names else list(dict.fromkeys(names))
 
 
@@ -43,10 +45,18 @@ def add_arguments(sub: Subparsers) -> None:
     p.add_argument("file", metavar="FILE", help="split into calibration / test")
     add_input_options(p)
     opt(p, "--alpha", "A", "miscoverage in (0, 1) (default %(default)s)", type=_alpha, default=0.1)
-    opt(p, "--score", "S,T", "scores among " + ", ".join(SCORES) + ", or all (default all)", default="all")
+    opt(
+        p,
+        "--score",
+        "S,T",
+        "scores among " + ", ".join(SCORES) + ", or all (default all)",
+        default="all",
+    )
     opt(p, "--calibrator", "NAME", "calibrator under the scores (default: none, softmax)")
     p.add_argument("--mondrian", action="store_true", help="one quantile per class")
-    p.add_argument("--randomized", action="store_true", help="uniform tie-breaking (aps, raps, saps)")
+    p.add_argument(
+        "--randomized", action="store_true", help="uniform tie-breaking (aps, raps, saps)"
+    )
     text = "calibration part of FILE: fraction or count (default 0.5)"
     opt(p, "--split", "SIZE", text, type=split_size)
     opt(p, "--out", "DIR", "write report.md and results.json to this folder")
@@ -56,7 +66,12 @@ def add_arguments(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Fit and measure each score; print the table; write the report with ``--out``."""
     from calibkit.workflows.compare import split_outputs
-    from calibkit.workflows.conformal import conformal_sets, format_sets_table, sets_json, sets_markdown
+    from calibkit.workflows.conformal import (
+        conformal_sets,
+        format_sets_table,
+        sets_json,
+        sets_markdown,
+    )
 
     scores = _scores(args.score)
     if args.calibrator is not None:

@@ -59,7 +59,9 @@ def _weighted(w: F64, covered: F64, size: F64, labels: npt.NDArray[np.int64], k:
     median = np.argmax(np.cumsum(hist, axis=1) >= total[:, None] / 2, axis=1).astype(float)
     onehot = labels[:, None] == np.arange(k)[None, :]
     per_class_n = w @ onehot
-    per_class = np.where(per_class_n > 0, (w @ (onehot * covered[:, None])) / np.maximum(per_class_n, 1), np.inf)
+    per_class = np.where(
+        per_class_n > 0, (w @ (onehot * covered[:, None])) / np.maximum(per_class_n, 1), np.inf
+    )
     worst = per_class.min(axis=1)
     return np.stack([coverage, mean_size, median, worst], axis=1)
 

@@ -27,7 +27,7 @@ from calibkit.calibrators.conformal import ConformalClassifier
 from calibkit.core.outputs import ClassifierOutputs
 from calibkit.metrics.conformal import SET_METRICS, SetMetrics, set_metrics
 
-__all__ = ["SetsResult", "conformal_sets", "format_sets_table", "sets_markdown", "sets_json"]
+__all__ = ["SetsResult", "conformal_sets", "format_sets_table", "sets_json", "sets_markdown"]
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,9 @@ def format_sets_table(rows: Sequence[SetsResult]) -> str:
     """A plain-text table, one row per score."""
     cells = [list(HEADERS), *table_rows(rows)]
     widths = [max(len(row[i]) for row in cells) for i in range(len(HEADERS))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells)
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells
+    )
 
 
 def sets_markdown(rows: Sequence[SetsResult], *, title: str, source: str) -> str:
@@ -140,19 +142,17 @@ def sets_json(rows: Sequence[SetsResult], *, source: str) -> dict[str, Any]:
         "results": [
             {
                 "score": r.score,
-                "params": {
-                    k: v for k, v in r.model.get_params().items() if not k.startswith("_")
-                },
+                "params": {k: v for k, v in r.model.get_params().items() if not k.startswith("_")},
                 "thresholds": [num(t) if np.isfinite(t) else "inf" for t in r.model.thresholds_],
                 "n_calibration": r.model.n_calibration_,
                 "values": r.metrics.values,
                 "ci": {k: [num(a), num(b)] for k, (a, b) in r.metrics.ci.items()},
                 "size_coverage": {
-                    str(s): {"coverage": c, "rows": n} for s, (c, n) in r.metrics.size_coverage.items()
+                    str(s): {"coverage": c, "rows": n}
+                    for s, (c, n) in r.metrics.size_coverage.items()
                 },
                 "class_coverage": [num(float(c)) for c in r.metrics.class_coverage],
             }
             for r in rows
         ],
     }
-
