@@ -1,0 +1,112 @@
+"""Conformal prediction sets as a torch module: logits in, a boolean mask out.
+
+:meth:`ConformalClassifier.to_module <calibkit.calibrators.conformal.ConformalClassifier.to_module>`
+returns a :class:`ConformalSets`: the calibrator's module (or a softmax) gives float64
+probabilities, the score of every class is computed as
+:func:`~calibkit.calibrators.conformal.set_scores` computes it, and a class is in the set
+when its score is at or below its stored threshold. A randomised score takes the uniform
+``u`` (one value in [0, 1) per row) as a second input: ``module(logits, u)``.
+
+The ranking uses pairwise comparisons instead of a sort (the same tie rule as numpy's
+stable sort: equal probabilities rank the lower class index first), so it scripts, exports
+and runs in ONNX without a sort; memory is O(N K^2) per batch. The cumulative sums are
+added in class order rather than rank order, so a score may differ from ``set_scores``'s by
+a few units in the last place: a class whose score equals the threshold to 1e-15 may be
+decided differently. A row with a NaN or infinite logit has NaN scores and an empty set.
+
+>>> m = ConformalSets(softmax_module(2), "lac", np.array([0.6, 0.6]), False)
+>>> m(torch.tensor([[0.0, 1.0]])).tolist()
+[[False, True]]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import Tensor, nn
+
+from calibkit.calibrators.modules import CheckedLogits, Temperature
+
+
+def softmax_module(n_classes: int) -> nn.Module:
+    """Logits to their softmax probabilities (float64), with the calibrators' input checks."""
+    return CheckedLogits(Temperature(1.0), n_classes).eval()
+
+
+def pairwise_scores(
+    p: Tensor, u: Tensor, score: str, penalty: float, k_reg: int, weight: float
+) -> Tensor:
+    """Every class's non-conformity score, ``(N, K)``, ranked by pairwise comparisons."""
+    if score == "lac":
+        return 1.0 - p
+    k = p.shape[1]
+    index = torch.arange(k, device=p.device)
+    earlier = (index.unsqueeze(1) < index.unsqueeze(0)).unsqueeze(0)  # [i, j]: i < j
+    pi, pj = p.unsqueeze(2), p.unsqueeze(1)
+    ahead = (pi > pj) | ((pi == pj) & earlier)  # [n, i, j]: class i ranked before class j
+    rank = ahead.to(p.dtype).sum(dim=1) + 1.0
+    uu = u.to(p.dtype).unsqueeze(1)
+    if score == "saps":
+        top = p.max(dim=1, keepdim=True).values
+        return torch.where(rank == 1.0, (1.0 - uu) * top, top + weight * (rank - 1.0 - uu))
+    before = (ahead.to(p.dtype) * pi).sum(dim=1)
+    out = before + (1.0 - uu) * p
+    if score == "raps":
+        out = out + penalty * torch.clamp(rank - float(k_reg), min=0.0)
+    return out
+
+
+class ConformalSets(nn.Module):
+    """Prediction sets: ``probabilities(logits)`` scored, compared with ``thresholds``.
+
+    Parameters
+    ----------
+    probabilities : nn.Module
+        Logits to probabilities (a calibrator's ``to_module()``, or :func:`softmax_module`).
+    score : str
+        ``"lac"``, ``"aps"``, ``"raps"`` or ``"saps"``.
+    thresholds : ndarray of shape (K,)
+        Each class's quantile (``inf``: always in the set).
+    randomized : bool
+        Whether ``forward`` takes ``u``; use :class:`RandomizedConformalSets` for that.
+    penalty, k_reg, weight
+        RAPS's and SAPS's parameters.
+    """
+
+    def __init__(
+        self,
+        probabilities: nn.Module,
+        score: str,
+        thresholds: npt.NDArray[np.float64],
+        randomized: bool,
+        penalty: float = 0.0,
+        k_reg: int = 0,
+        weight: float = 0.2,
+    ) -> None:
+        super().__init__()
+        self.probabilities = probabilities
+        self.score = score
+        self.randomized = randomized
+        self.penalty, self.k_reg, self.weight = float(penalty), int(k_reg), float(weight)
+        self.thresholds: Tensor
+        self.register_buffer("thresholds", torch.tensor(np.asarray(thresholds, np.float64)))
+
+    def sets(self, logits: Tensor, u: Tensor) -> Tensor:
+        p = self.probabilities(logits)
+        s = pairwise_scores(p, u, self.score, self.penalty, self.k_reg, self.weight)
+        return s <= self.thresholds.unsqueeze(0)
+
+    def forward(self, logits: Tensor) -> Tensor:
+        if self.randomized:
+            raise ValueError("a randomised score: call RandomizedConformalSets(logits, u)")
+        return self.sets(logits, torch.zeros(logits.shape[0], dtype=torch.float64))
+
+
+class RandomizedConformalSets(ConformalSets):
+    """:class:`ConformalSets` of a randomised score: ``forward(logits, u)``."""
+
+    def forward(self, logits: Tensor, u: Tensor) -> Tensor:  # type: ignore[override]
+        if u.dim() != 1 or u.shape[0] != logits.shape[0]:
+            raise ValueError("u: expected one uniform value per row of logits")
+        return self.sets(logits, u)
