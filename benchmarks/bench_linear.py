@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from _bench import fmt_time, interleaved, machine, median, parse_args, synthetic, table
 
-from calibkit.calibrators import get_calibrator
+from calibkit.calibrators import create_calibrator
 from calibkit.io.predictions import load_predictions
 from calibkit.metrics import ece, nll
 from calibkit.workflows.compare import split_outputs
@@ -48,13 +48,13 @@ def peak_bytes(fit: Callable[[], object]) -> int:
 def fit_times(cases: dict[str, tuple[np.ndarray, np.ndarray]], repeats: int) -> None:
     for title, (z, y) in cases.items():
         times = interleaved(
-            {m: (lambda m=m, z=z, y=y: get_calibrator(m).fit(z, y)) for m in METHODS}, repeats
+            {m: (lambda m=m, z=z, y=y: create_calibrator(m).fit(z, y)) for m in METHODS}, repeats
         )
         unit = median(times["temperature"])
         input_mb = z.astype(np.float64).nbytes / 2**20
         rows = []
         for m in METHODS:
-            peak = peak_bytes(lambda m=m, z=z, y=y: get_calibrator(m).fit(z, y)) / 2**20
+            peak = peak_bytes(lambda m=m, z=z, y=y: create_calibrator(m).fit(z, y)) / 2**20
             t = median(times[m])
             rows.append(
                 [m, fmt_time(t), f"{t / unit:.1f}", f"{peak:.0f} MB", f"{peak / input_mb:.1f}"]
@@ -86,7 +86,7 @@ def against_probmetrics(path: Path, repeats: int) -> None:
     pc, pt = np.exp(zc - zc.max(1, keepdims=True)), np.exp(zt - zt.max(1, keepdims=True))
     pc, pt = pc / pc.sum(1, keepdims=True), pt / pt.sum(1, keepdims=True)
     fits: dict[str, Callable[[], object]] = {
-        m: (lambda m=m: get_calibrator(m).fit(zc, yc)) for m in STRUCTURED
+        m: (lambda m=m: create_calibrator(m).fit(zc, yc)) for m in STRUCTURED
     }
     theirs = probmetrics_fits()
     fits |= {name: (lambda f=f: f(pc, yc)) for name, f in theirs.items()}

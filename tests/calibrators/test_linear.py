@@ -21,9 +21,10 @@ from calibkit.calibrators import (
     MatrixScalingODIR,
     TemperatureScaling,
     VectorScaling,
-    get_calibrator,
+    create_calibrator,
 )
 from calibkit.calibrators import linear_solver as lin
+from calibkit.calibrators.linear import TS_STRENGTH
 from calibkit.core.errors import InputError, NotFittedError
 from calibkit.metrics import ece, nll
 from tests.calibrators.problems import CIFAR100, load_logits, needs_cifar100, seeded_split
@@ -220,7 +221,7 @@ def test_fit_never_above_the_identity_nll(seed: int, k: int, scale: float, metho
     params = (
         {"n_folds": 2, "lambda_grid": [0.1, 10.0]} if method in ("ms_odir", "dirichlet") else {}
     )
-    cal = get_calibrator(method, **params).fit(z, y)
+    cal = create_calibrator(method, **params).fit(z, y)
     before = nll(y, logits=z)
     assert nll(y, cal.predict_proba(z)) <= before * (1 + 1e-9)
 
@@ -248,7 +249,7 @@ def tiny() -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("cls", ODIR)
 def test_odir_matches_brute_force(cls: type[Calibrator], tiny: tuple) -> None:
     z, y = tiny
-    cal = cls(reg_lambda=3.0, reg_mu=0.5).fit(z, y)
+    cal = cls(reg_lambda=3.0, reg_mu=0.5, shrink="none").fit(z, y)
     w, b = _brute_force(_features(cls, z), y, lam=3.0, mu=0.5)
     np.testing.assert_allclose(cal.weights_, w, atol=2e-5)
     np.testing.assert_allclose(cal.bias_, b, atol=2e-5)
@@ -259,7 +260,7 @@ def test_wide_problem_uses_the_shared_preconditioner_and_matches_brute_force() -
     rng = np.random.default_rng(15)
     z, y = rng.normal(size=(10, 6)) * 2, np.arange(10) % 6  # (K+1)^2 = 49 > 4 N = 40
     assert lin.curvature(lin.Design(z, y)).shape == (7, 7)
-    cal = MatrixScalingODIR(reg_lambda=2.0).fit(z, y)
+    cal = MatrixScalingODIR(reg_lambda=2.0, shrink="none").fit(z, y)
     w, b = _brute_force(z, y, lam=2.0, mu=2.0)
     np.testing.assert_allclose(cal.weights_, w, atol=2e-5)
     np.testing.assert_allclose(cal.bias_, b, atol=2e-5)
@@ -268,7 +269,7 @@ def test_wide_problem_uses_the_shared_preconditioner_and_matches_brute_force() -
 @pytest.mark.parametrize(("cls", "kw"), [(VectorScaling, {}), (MatrixScaling, {"reg_l2": 2.0})])
 def test_vector_and_matrix_match_brute_force(cls: type[Calibrator], kw: dict, tiny: tuple) -> None:
     z, y = tiny
-    cal = cls(**kw).fit(z, y)
+    cal = cls(**kw, shrink="none").fit(z, y)
     w, b = _brute_force(z, y, diagonal=cls is VectorScaling, l2=kw.get("reg_l2", 0.0))
     # probabilities and W are identified; b only up to a constant (softmax's shift)
     np.testing.assert_allclose(cal.predict_proba(z), np.exp(log_softmax(z @ w.T + b, 1)), atol=1e-6)
@@ -279,7 +280,9 @@ def test_vector_and_matrix_match_brute_force(cls: type[Calibrator], kw: dict, ti
 def test_cross_validation_matches_brute_force(tiny: tuple) -> None:
     z, y = tiny
     grid = [0.5, 20.0]
-    cal = DirichletCalibration(lambda_grid=grid, n_folds=3, random_state=4, cv_max_iter=1000)
+    cal = DirichletCalibration(
+        lambda_grid=grid, n_folds=3, random_state=4, cv_max_iter=1000, shrink="none"
+    )
     cal.fit(z, y)
     x = log_softmax(z, axis=1)
     folds = StratifiedKFold(n_splits=3, shuffle=True, random_state=4).split(z, y)
@@ -363,7 +366,8 @@ def test_bad_parameters(cls: type[Calibrator], kw: dict, argument: str) -> None:
 def test_fewer_rows_than_folds_in_a_class_cross_validate_on_fewer_folds() -> None:
     """A class of 2 rows: 2 folds instead of 3, the same fit as asking for 2 (it used to be
     refused, so that at 100 classes and 300 samples nothing could be fitted); a class of
-    one row: no cross-validation, the strongest penalty of the grid."""
+    one row: no cross-validation, the strongest penalty of the grid (the temperature-scaling
+    map; without shrinkage, the grid's largest value)."""
     z = np.random.default_rng(12).normal(size=(30, 3))
     y = np.array([0, 1] * 14 + [2, 2])  # class 2 has only 2 samples
     three = DirichletCalibration(n_folds=3).fit(z, y)
@@ -372,8 +376,10 @@ def test_fewer_rows_than_folds_in_a_class_cross_validate_on_fewer_folds() -> Non
     assert three.reg_lambda_ == two.reg_lambda_
     y[-1] = 0  # class 2 once
     one = DirichletCalibration(n_folds=3).fit(z, y)
-    assert one.reg_lambda_ == max(one.lambda_grid)
+    assert one.reg_lambda_ == TS_STRENGTH
     assert one.cv_nll_.size == 0
+    unshrunk = DirichletCalibration(n_folds=3, shrink="none").fit(z, y)
+    assert unshrunk.reg_lambda_ == max(unshrunk.lambda_grid)
 
 
 def test_wrong_width_at_predict_time() -> None:
@@ -390,7 +396,7 @@ def test_registry_names() -> None:
         ("ms_odir", MatrixScalingODIR),
         ("dirichlet", DirichletCalibration),
     ]:
-        assert type(get_calibrator(name)) is cls
+        assert type(create_calibrator(name)) is cls
         assert cls.maps_logits
 
 
@@ -423,7 +429,7 @@ def test_cifar100_odir_beats_uncalibrated_and_matches_temperature(
     method: str, cifar100: dict[str, np.ndarray]
 ) -> None:
     z, y, fit, test = cifar100["z"], cifar100["y"], cifar100["fit"], cifar100["test"]
-    probs = get_calibrator(method).fit(z[fit], y[fit]).predict_proba(z[test])
+    probs = create_calibrator(method).fit(z[fit], y[fit]).predict_proba(z[test])
     # measured: uncalibrated NLL 0.9576 / ECE 0.0565, temperature 0.9509 / 0.0425,
     # both ODIR methods 0.9246 / 0.0412 (lambda = 1000)
     assert ece(y[test], probs) < ece(y[test], logits=z[test])

@@ -213,9 +213,10 @@ def test_the_weighted_methods() -> None:
 def test_integer_weights_equal_repeated_rows(name: str) -> None:
     z, y = _data(name, n=200)
     w = np.random.default_rng(1).integers(0, 4, size=y.shape[0])
-    # a given ODIR weight or scale: repeated rows would change the cross-validation folds
+    # a given ODIR weight, scale or shrinkage: repeated rows would change the CV folds
     params = {"reg_lambda": 0.1} if name in ("ms_odir", "dirichlet") else {}
     params = {"scale_grid": [1.0]} if name == "sms_cv" else params
+    params = {"shrink_grid": [1.0]} if name in ("vector", "matrix") else params
     weighted = create_calibrator(name, **params).fit(z, y, sample_weight=w)
     repeated = create_calibrator(name, **params).fit(np.repeat(z, w, axis=0), np.repeat(y, w))
     test, _ = _data(name, n=100, seed=2)

@@ -395,6 +395,14 @@ class Calibrator(EstimatorAPI, ABC):
         """Refuse loaded fitted attributes whose relations the declarations cannot state."""
         return None
 
+    @classmethod
+    def _upgrade(
+        cls, params: dict[str, Any], state: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The parameters and state of a file saved by an older version of the method, as
+        that version fitted them (default: unchanged)."""
+        return params, state
+
     def _load_state(self, state: object) -> None:
         if not isinstance(state, dict):
             raise InputError("state", "a mapping of fitted attributes", type(state).__name__)
@@ -448,12 +456,15 @@ def _rebuild(data: object) -> Calibrator:
     params = _decode(data["params"], "params")
     if not isinstance(params, dict):
         raise InputError("params", "a mapping of parameters", type(params).__name__)
+    state = _decode(data["state"], "state")
+    if isinstance(state, dict):  # a file of an older version of the method: as it was fitted
+        params, state = klass._upgrade(params, state)
     checked = check_params(klass.param_constraints, params, "params", prefix="params.")
     try:
         obj = klass(**checked)
     except InputError as exc:  # a relation between parameters (t_min < t_max, ...)
         raise InputError(f"params.{exc.argument}", exc.expected, exc.got) from None
-    obj._load_state(_decode(data["state"], "state"))
+    obj._load_state(state)
     return obj
 
 

@@ -9,15 +9,22 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators.base import F64
+from calibkit.calibrators.temperature import (
+    fit_inverse_temperature,
+    fit_weighted_inverse_temperature,
+)
 from calibkit.core.outputs import log_softmax64
 
 I64 = npt.NDArray[np.int64]
+#: What a regularisation path is indexed by: penalties, or vector scaling's strengths.
+P = TypeVar("P")
 
 
 # ----- objective ---------------------------------------------------------------------------
@@ -49,12 +56,34 @@ def softmax_nll_grad(scores: F64, labels: I64, weights: F64 | None = None) -> tu
     return loss, scores
 
 
-def odir_coefficients(k: int, reg_lambda: float, reg_mu: float) -> F64:
-    """Per-entry weights of the ODIR penalty on ``[W | b]`` (a (K, K+1) array)."""
+def odir_coefficients(k: int, reg_lambda: float, reg_mu: float, diagonal: bool = False) -> F64:
+    """Per-entry weights of the ODIR penalty on ``[W | b]`` (a (K, K+1) array).
+
+    ``diagonal=True``: the diagonal of ``W`` weighs as much as each off-diagonal entry
+    (the penalty towards the temperature-scaling map, which pins the whole ``W``).
+
+    >>> odir_coefficients(2, 2.0, 4.0).tolist(), odir_coefficients(2, 2.0, 4.0, True)[0].tolist()
+    ([[0.0, 1.0, 2.0], [1.0, 0.0, 2.0]], [1.0, 1.0, 2.0])
+    """
     coef = np.full((k, k + 1), reg_lambda / (k * (k - 1)) if k > 1 else 0.0)
-    coef[np.arange(k), np.arange(k)] = 0.0
+    if not diagonal:
+        coef[np.arange(k), np.arange(k)] = 0.0
     coef[:, k] = reg_mu / k
     return coef
+
+
+def temperature_map(k: int, inverse_temperature: float) -> F64:
+    """``[I / T | 0]``, the (K, K+1) map of temperature scaling (``I`` at ``T = 1``)."""
+    return np.eye(k, k + 1) * inverse_temperature
+
+
+def fit_inverse_temperature_of(design: Design) -> float:
+    """The inverse temperature ``1 / T`` of temperature scaling fitted by NLL on the
+    design's features (``T`` in [0.1, 10], the defaults of ``TemperatureScaling``)."""
+    x, y = np.ascontiguousarray(design.x1[:, :-1]), design.labels
+    if design.weights is None:
+        return float(fit_inverse_temperature(x, y, 0.1, 10.0))
+    return float(fit_weighted_inverse_temperature(x, y, design.weights, 0.1, 10.0))
 
 
 class Design:
@@ -121,8 +150,9 @@ def identity_map(k: int) -> F64:
     return np.eye(k, k + 1)
 
 
-def curvature(design: Design, floor: float = 1e-3) -> F64:
-    """Approximate diagonal blocks of the NLL Hessian at the identity, one per class row.
+def curvature(design: Design, floor: float = 1e-3, inverse_temperature: float = 1.0) -> F64:
+    """Approximate diagonal blocks of the NLL Hessian at the identity (or at the
+    temperature-scaling map of ``inverse_temperature``), one per class row.
 
     Block ``j`` is ``mean_i v_ij [x_i, 1][x_i, 1]^T`` with ``v_ij = p_ij (1 - p_ij)``,
     summed over the rows where ``v_ij`` exceeds ``floor`` (default a thousandth) times its
@@ -132,7 +162,7 @@ def curvature(design: Design, floor: float = 1e-3) -> F64:
     """
     x1 = np.ascontiguousarray(design.x1)  # row gathers are faster in C order
     n, k1 = x1.shape
-    p = np.exp(log_softmax64(x1[:, :-1]))
+    p = np.exp(log_softmax64(x1[:, :-1] * inverse_temperature))
     var = p * (1.0 - p)
     if k1 * k1 > 4 * n:
         return np.asarray((x1.T * var.mean(axis=1)) @ x1 / n)
@@ -259,47 +289,60 @@ def fit_full(
 
 
 def fit_diagonal(
-    design: Design, max_iter: int, tol: float, coef: F64 | None = None
+    design: Design,
+    max_iter: int,
+    tol: float,
+    coef: F64 | None = None,
+    inverse_temperature: float = 1.0,
 ) -> tuple[F64, F64]:
-    """Vector scaling: minimise the NLL of ``softmax(x * w + b)`` from ``w = 1, b = 0``,
-    plus ``sum(coef * ([w, b] - [1, 0]) ** 2)`` when ``coef`` (2K weights) is given.
+    """Vector scaling: minimise the NLL of ``softmax(x * w + b)`` from ``w = c, b = 0``
+    (``c``: ``inverse_temperature``, default 1), plus ``sum(coef * ([w, b] - [c, 0]) ** 2)``
+    when ``coef`` (2K weights) is given.
 
-    Variables are scaled by the square root of the diagonal Hessian at the identity.
+    Variables are scaled by the square root of the diagonal Hessian at the start.
     """
     k = design.n_classes
     x, y = design.x1[:, :k], design.labels
-    p = np.exp(log_softmax64(x))
+    c = inverse_temperature
+    p = np.exp(log_softmax64(x * c))
     var = p * (1.0 - p)
     curv = np.concatenate([np.einsum("ij,ij->j", var, x * x), var.sum(axis=0)]) / y.shape[0]
     pen = np.zeros(2 * k) if coef is None else coef
     curv += 2.0 * pen
     scale = 1.0 / np.sqrt(curv + 1e-6 * curv.mean() + 1e-12)
-    start = np.concatenate([np.ones(k), np.zeros(k)])
+    start = np.concatenate([np.full(k, c), np.zeros(k)])
 
     def objective(u: F64) -> tuple[float, F64]:
         d = u * scale
-        loss, dz = softmax_nll_grad(x * (1.0 + d[:k]) + d[k:], y, design.weights)
+        loss, dz = softmax_nll_grad(x * (c + d[:k]) + d[k:], y, design.weights)
         grad = np.concatenate([np.einsum("ij,ij->j", dz, x), dz.sum(axis=0)]) + 2.0 * pen * d
         return loss + float(pen @ (d * d)), grad * scale
 
     u, fun = _lbfgs(objective, 2 * k, max_iter, tol)
-    if fun > design.mean_identity_nll():  # L-BFGS only goes down
+    start_nll = design.mean_identity_nll() if c == 1.0 else design.nll(temperature_map(k, c))
+    if fun > start_nll:  # L-BFGS only goes down
         u = np.zeros_like(u)
     theta = start + u * scale
     return theta[:k], theta[k:]
 
 
 def fit_path(
-    design: Design, pens: Sequence[Penalty], max_iter: int, tol: float, start: F64 | None = None
+    design: Design,
+    pens: Sequence[Penalty],
+    max_iter: int,
+    tol: float,
+    start: F64 | None = None,
+    home: F64 | None = None,
 ) -> list[F64]:
     """Fit ``[W | b]`` for each penalty in turn, warm-started along the path.
 
-    Each fit starts at the previous solution (first: ``start``, default the identity) or at
-    the identity, whichever has the lower objective under the new penalty, so none ends
-    above the identity's objective.
+    Each fit starts at the previous solution (first: ``start``, default ``home``) or at
+    ``home`` (default the identity; the temperature-scaling map when shrinking towards
+    it), whichever has the lower objective under the new penalty, so none ends above
+    ``home``'s objective.
     """
-    eye = identity_map(design.n_classes)
-    id_nll = design.mean_identity_nll()
+    eye = identity_map(design.n_classes) if home is None else home
+    id_nll = design.mean_identity_nll() if home is None else design.nll(home)
     wb, wb_nll = (eye, id_nll) if start is None else (start, design.nll(start))
     out = []
     for pen in pens:
@@ -310,12 +353,41 @@ def fit_path(
     return out
 
 
+def shrunk_path(design: Design, pens: Sequence[Penalty], max_iter: int, tol: float) -> list[F64]:
+    """:func:`fit_path` with every penalty centred at the temperature-scaling map fitted on
+    ``design`` (which is also where the path starts)."""
+    home = temperature_map(design.n_classes, fit_inverse_temperature_of(design))
+    return fit_path(design, [replace(p, centre=home) for p in pens], max_iter, tol, None, home)
+
+
+def diagonal_path(
+    design: Design, strengths: Sequence[float], max_iter: int, tol: float
+) -> list[F64]:
+    """Vector scaling shrunk towards the temperature-scaling map fitted on ``design``: for
+    each strength ``s``, the weight ``s / K`` on every squared ``w_j - 1 / T`` and ``b_j``;
+    each solution as a (K, K+1) map ``[diag(w) | b]``."""
+    k = design.n_classes
+    c = fit_inverse_temperature_of(design)
+    out = []
+    for s in strengths:
+        w, b = fit_diagonal(design, max_iter, tol, np.full(2 * k, s / k), c)
+        out.append(np.column_stack([np.diag(w), b]))
+    return out
+
+
 def cross_validate(
-    design: Design, pens: Sequence[Penalty], n_folds: int, seed: int, max_iter: int, tol: float
+    design: Design,
+    pens: Sequence[P],
+    n_folds: int,
+    seed: int,
+    max_iter: int,
+    tol: float,
+    path: Callable[[Design, Sequence[P], int, float], list[F64]] = fit_path,  # type: ignore[assignment]
 ) -> tuple[F64, list[F64]]:
-    """Pooled held-out NLL of :func:`fit_path` for each penalty (stratified k-fold), and
-    the mean over folds of each penalty's solution. Folds run in parallel threads (BLAS
-    and numpy release the GIL); the result does not depend on their number."""
+    """Pooled held-out NLL of ``path`` (default :func:`fit_path`) for each penalty
+    (stratified k-fold), and the mean over folds of each penalty's solution. Folds run in
+    parallel threads (BLAS and numpy release the GIL); the result does not depend on
+    their number."""
     y = design.labels
     from sklearn.model_selection import StratifiedKFold  # lazy: sklearn costs seconds at import
 
@@ -323,9 +395,9 @@ def cross_validate(
 
     def run(fold: tuple[I64, I64]) -> tuple[list[float], list[F64]]:
         train, test = fold
-        path = fit_path(design.subset(train), pens, max_iter, tol)
+        solutions = path(design.subset(train), pens, max_iter, tol)
         held_out = design.subset(test)
-        return [held_out.nll(wb) * design.weight_of(test) for wb in path], path
+        return [held_out.nll(wb) * design.weight_of(test) for wb in solutions], solutions
 
     with ThreadPoolExecutor(max_workers=max(1, min(n_folds, _n_cores()))) as pool:
         results = list(pool.map(run, folds.split(np.zeros(y.shape[0]), y)))

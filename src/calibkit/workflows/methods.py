@@ -137,17 +137,17 @@ def same_maps(methods: Sequence[str], n_classes: int, kind: str) -> dict[str, st
     construction, mapped to that earlier method.
 
     ``"dirichlet"`` and ``"ms_odir"`` on probabilities (``kind == "probs"``): both fit the
-    same regularised matrix on ``log p``, as ``log_softmax(log p) = log p``. ``"vector"``
-    and ``"matrix"`` for two classes: softmax sees only the difference of the two
-    calibrated logits, an affine function of both inputs in either family, and both fits
-    minimise the same convex NLL without a penalty (equal up to the optimiser's tolerance).
+    same regularised matrix on ``log p``, as ``log_softmax(log p) = log p``. (``"vector"``
+    and ``"matrix"`` for two classes were twins too while both were unpenalised; shrunk
+    towards temperature scaling by their own penalties, the default since issue 22, they
+    are not.)
 
     >>> same_maps(["vector", "matrix", "ms_odir", "dirichlet"], 2, "probs")
-    {'dirichlet': 'ms_odir', 'matrix': 'vector'}
+    {'dirichlet': 'ms_odir'}
     >>> same_maps(["vector", "matrix", "ms_odir", "dirichlet"], 3, "logits")
     {}
     """
-    rules = ((("ms_odir", "dirichlet"), kind == "probs"), (("vector", "matrix"), n_classes == 2))
+    rules = ((("ms_odir", "dirichlet"), kind == "probs"),)
     order = list(methods)
     marks: dict[str, str] = {}
     for pair, applies in rules:
