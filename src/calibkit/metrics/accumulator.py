@@ -52,7 +52,7 @@ class CalibrationMetrics:
     def reset(self) -> None:
         """Forget every batch."""
         self._parts: dict[str, list[F64]] = {
-            k: [] for k in ("conf", "outcome", "correct", "nll", "brier", "entropy")
+            k: [] for k in ("conf", "outcome", "correct", "nll", "brier", "entropy", "score")
         }
         self._n_classes: int | None = None
         self._sce_conf: F64 | None = None
@@ -73,6 +73,7 @@ class CalibrationMetrics:
                 f"{out.n_classes} columns",
             )
         parts = {"conf": conf, "outcome": outcome, "correct": out.correct, **per_sample_scores(out)}
+        parts["score"] = out.confidence  # the ranking metrics' score, whatever the mode
         for key, val in parts.items():
             self._parts[key].append(val)
         self._add_sce(out)
@@ -103,6 +104,7 @@ class CalibrationMetrics:
             cat["correct"],
             {k: cat[k] for k in ("nll", "brier", "entropy")},
             n_bins=self.n_bins,
+            score=cat["score"],
         )
         res = suite.compute(names=tuple(n for n in METRIC_NAMES if n != "sce"))
         assert self._sce_conf is not None
