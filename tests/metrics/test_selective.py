@@ -304,6 +304,16 @@ def test_temperature_on_a_shared_prediction_file() -> None:
         assert fn(y2, scaled) == pytest.approx(fn(y2, logits=z2), abs=1e-12), fn.__name__
 
 
+def test_digamma_is_scipys() -> None:
+    from scipy.special import digamma as scipy_digamma
+
+    from calibkit.metrics.selective import digamma
+
+    x = np.r_[1.0, 1.5, 2.0, 9.99, 10.0, 10.5, np.geomspace(1, 1e7, 200)]
+    # a recurrence and a series against SciPy's: float64 rounding (relative to ln x)
+    np.testing.assert_allclose(digamma(x), scipy_digamma(x), rtol=0, atol=1e-13)
+
+
 # ----- edge cases and bad input ------------------------------------------------------------------
 def test_all_correct_all_wrong_and_one_sample() -> None:
     y, p = binary([0.9, 0.7, 0.7, 0.6], [1, 1, 1, 1])

@@ -248,6 +248,13 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         brier_uncertainty,
         False,
     ),
+    # at the caller's coverage / risk (calibkit evaluate --coverage C / --risk R)
+    MetricInfo(
+        "risk_at_coverage", "Risk @ coverage", "score", True, "min", False, risk_at_coverage, False
+    ),
+    MetricInfo(
+        "coverage_at_risk", "Coverage @ risk", "score", True, "max", False, coverage_at_risk, False
+    ),
 ):
     register_metric(_info)
 

@@ -58,7 +58,6 @@ from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import digamma
 
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs, to_numpy
@@ -162,6 +161,25 @@ def aurc_of(s: RankSums) -> F64:
     _, _, r = s.cumulative
     area: F64 = (s.count * r).sum(axis=1) / s.total
     return area
+
+
+def digamma(x: F64) -> F64:
+    """The digamma function for ``x >= 1`` (float64 rounding; no SciPy import for evaluate):
+    the recurrence ``psi(x) = psi(x + 1) - 1 / x`` up to 16, then the asymptotic series.
+
+    >>> abs(float(digamma(np.array([1.0]))[0]) - -0.5772156649015329) < 1e-15  # -gamma
+    True
+    """
+    x = np.array(x, dtype=np.float64)
+    shift = np.zeros_like(x)
+    for _ in range(16):
+        small = x < 16.0
+        shift -= np.where(small, 1.0 / x, 0.0)
+        x = np.where(small, x + 1.0, x)
+    inv2 = 1.0 / (x * x)  # Bernoulli terms to x^-10: the next below 1e-16 from x = 16
+    tail = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240 - inv2 / 132))))
+    psi: F64 = shift + np.log(x) - 0.5 / x - tail
+    return psi
 
 
 def optimal_aurc_of(s: RankSums) -> F64:
@@ -329,7 +347,12 @@ def augrc(
     return float(augrc_of(s)[0])
 
 
-def _check_fraction(name: str, value: object, low_open: bool) -> float:
+def check_fraction(name: str, value: object, low_open: bool) -> float:
+    """``value`` as a float in (0, 1] (``low_open``) or [0, 1]; InputError naming ``name``.
+
+    >>> check_fraction("coverage", 0.9, low_open=True)
+    0.9
+    """
     ok = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
     v = float(value) if ok else math.nan  # type: ignore[arg-type]
     inside = (0.0 < v <= 1.0) if low_open else (0.0 <= v <= 1.0)
@@ -363,7 +386,7 @@ def risk_at_coverage(
     >>> risk_at_coverage([0, 1, 0, 1], p, coverage=0.25)
     0.0
     """
-    c = _check_fraction("coverage", coverage, low_open=True)
+    c = check_fraction("coverage", coverage, low_open=True)
     s, _ = _sums(labels, probs, logits, sample_weight, confidence)
     return float(risk_at_coverage_of(s, c)[0])
 
@@ -389,7 +412,7 @@ def coverage_at_risk(
     >>> coverage_at_risk([1, 1, 0, 1], p, risk=0.4)  # the most confident one is wrong
     0.0
     """
-    r = _check_fraction("risk", risk, low_open=False)
+    r = check_fraction("risk", risk, low_open=False)
     s, _ = _sums(labels, probs, logits, sample_weight, confidence)
     return float(coverage_at_risk_of(s, r)[0])
 
