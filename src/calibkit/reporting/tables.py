@@ -261,7 +261,14 @@ def comparison_tables(comp: Comparison) -> list[Table]:
             comp,
         ),
         _metric_table("Accuracy and proper scores on the test part", scores, comp),
-        _metric_table("Selective prediction on the test part", ranked, comp),
+        *(  # four metrics with intervals per table: the page's width
+            _metric_table(
+                "Selective prediction on the test part" + (", continued" if i else ""),
+                ranked[i : i + 4],
+                comp,
+            )
+            for i in range(0, len(ranked), 4)
+        ),
         *([ranking_table(comp, ranked)] if ranked and len(comp.rows) > 1 else []),
         fitted,
     ]
