@@ -239,6 +239,21 @@ def test_weighted_metrics_equal_the_plain_reference(seed: int) -> None:
         assert got[name] == pytest.approx(want, abs=1e-12), name
 
 
+@pytest.mark.parametrize("decimals", [None, 1])  # no ties, and ties (group sums)
+def test_work_arrays_kept_between_blocks_change_no_value(decimals: int | None) -> None:
+    """The bootstrap's blocks reuse one set of work arrays: each block's values equal those
+    computed afresh, whatever the block before (integer and float weights)."""
+    conf, correct = _data(300, 7, decimals)
+    ranking = Ranking(conf, correct.astype(np.float64))
+    rng = np.random.default_rng(1)
+    kernels = (auroc_of, aurc_of, eaurc_of, augrc_of, risk_at_cov80_of, cov_at_risk5_of)
+    for b, dtype in ((4, np.uint8), (3, np.int64), (4, np.float64), (2, np.uint8)):
+        w = rng.poisson(1.0, (b, 300)).astype(dtype)
+        kept, fresh = ranking.sums(w, reuse=True), ranking.sums(w)
+        for k in kernels:  # the same operations on the same numbers
+            np.testing.assert_array_equal(k(kept), k(fresh), err_msg=k.__name__)
+
+
 # ----- invariances ---------------------------------------------------------------------------
 def test_a_strictly_increasing_transform_changes_nothing() -> None:
     rng = np.random.default_rng(5)

@@ -166,7 +166,7 @@ class MetricSuite:
             return {}
         if self._ranking is None:
             self._ranking = Ranking(self.score, self.correct)
-        sums = self._ranking.sums(weights, columns)
+        sums = self._ranking.sums(weights, columns, reuse=True)  # values copied out below
         return {name: kernel.function(sums) for name, kernel in wanted.items()}
 
     def _equal_mass_index(self, weight: F64 | None) -> tuple[np.ndarray, F64]:
