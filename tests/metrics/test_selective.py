@@ -388,6 +388,18 @@ def test_evaluate_gives_nan_auroc_and_skips_undefined_resamples() -> None:
     assert 0.0 <= lo <= ev.values["failure_auroc"] <= hi <= 1.0
 
 
+def test_the_positive_class_mode_still_ranks_by_the_top_label_confidence() -> None:
+    """Binned metrics of a binary problem may read P(y = 1); the ranking metrics always judge
+    the top-label prediction by its own confidence."""
+    rng = np.random.default_rng(4)
+    p = rng.random(500)
+    y = (rng.random(500) < p).astype(np.int64)
+    ev = evaluate(y, probs=p, mode="positive_class", n_boot=0, n_floor_draws=0)
+    for fn in (failure_auroc, aurc, eaurc, augrc):  # the same sums
+        assert ev.values[fn.__name__] == fn(y, probs=p), fn.__name__
+    assert ev.values["failure_auroc"] != failure_auroc(y, probs=p, confidence=p)
+
+
 # ----- speed ----------------------------------------------------------------------------------
 def test_a_million_samples_take_well_under_a_second() -> None:
     rng = np.random.default_rng(0)
