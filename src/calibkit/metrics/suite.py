@@ -137,10 +137,8 @@ class MetricSuite:
             if isinstance(kernel, SampleMean) and not isinstance(kernel.term, str):
                 per_sample[name] = kernel.values(outputs)
         sce = (probs, outputs.labels)
-        return cls(
-            conf, outcome, outputs.correct, per_sample, n_bins=n_bins, sce=sce,
-            score=outputs.confidence,
-        )  # fmt: skip
+        top = outputs.confidence  # ranks the samples, whatever the mode
+        return cls(conf, outcome, outputs.correct, per_sample, n_bins=n_bins, sce=sce, score=top)
 
     def means(self, names: tuple[str, ...]) -> dict[str, F64]:
         """The per-sample values of each :class:`~.kernels.SampleMean` metric in ``names``
