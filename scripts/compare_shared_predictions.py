@@ -5,8 +5,9 @@ unregularised matrix scaling and the named-only methods of ``EXTRA``, is fitted 
 part and judged on the second. One report folder per model goes to
 ``runs/shared-predictions/<model>/`` (skipped when it already exists, so an interrupted run
 resumes); the tables (test ECE, test NLL, the best method per file against MS-ODIR /
-Dirichlet, and a paired bootstrap of sms_cv minus MS-ODIR) are written to
-``docs/shared-predictions.tables.md``.
+Dirichlet, a paired bootstrap of sms_cv minus MS-ODIR, and selective prediction: failure
+AUROC, AURC and each method's confidence ranking against the uncalibrated model's) are
+written to ``docs/shared-predictions.tables.md``.
 
     .venv/bin/python scripts/compare_shared_predictions.py [--data ../shared/data] [--n-boot 1000]
 """
@@ -173,6 +174,39 @@ def best_summary(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def selective_summary(results: list[dict[str, Any]], metric: str, better: str) -> str:
+    """One test-half metric of selective prediction (in %) per file and method, the best
+    calibrated one in bold."""
+    methods = [m for m in SHOWN if m in {x["method"] for r in results for x in r["methods"]}]
+    lines = ["| model | " + " | ".join(methods) + " | best |", "|---" * (len(methods) + 2) + "|"]
+    for r in results:
+        values = {m["method"]: m["values"][metric] for m in r["methods"] if m["method"] in SHOWN}
+        name = r["source"].split(",")[0].removesuffix(".npz")
+        pick = max if better == "max" else min
+        best = pick((m for m in values if m != "none"), key=lambda m: values[m])
+        cells = [f"**{pct(values[m])}**" if m == best else pct(values.get(m)) for m in methods]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {best} |")
+    return "\n".join(lines)
+
+
+def ranking_summary(results: list[dict[str, Any]]) -> str:
+    """Kendall's tau-b between each method's test confidences and the uncalibrated ones
+    ("same": the very same ranking, ties included)."""
+    methods = [m for m in SHOWN[1:] if m in {x["method"] for r in results for x in r["methods"]}]
+    lines = ["| model | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
+    for r in results:
+        rows = {m["method"]: m.get("ranking") for m in r["methods"]}
+        name = r["source"].split(",")[0].removesuffix(".npz")
+        cells = []
+        for m in methods:
+            rk = rows.get(m)
+            cells.append(
+                "–" if rk is None else "same" if rk["same_as_none"] else f"{rk['kendall_tau']:.3f}"
+            )
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def paired_summary(data: Path, n_boot: int, seed: int) -> str:
     """sms_cv minus MS-ODIR on each file: test NLL and ECE, with paired bootstrap intervals
     (the same test resamples for both; the calibration half is not resampled)."""
@@ -225,6 +259,15 @@ def main() -> None:
         "### Best method per file\n\n" + best_summary(results) + "\n\n"
         "### sms_cv minus MS-ODIR, paired bootstrap of the test half\n\n"
         + paired_summary(args.data, args.n_boot, args.seed)
+        + "\n\n"
+        "### Test failure AUROC (%): the confidence separating right from wrong predictions\n\n"
+        + selective_summary(results, "failure_auroc", "max")
+        + "\n\n"
+        "### Test AURC (%), ties entering together (lower is better)\n\n"
+        + selective_summary(results, "aurc", "min")
+        + "\n\n"
+        "### Kendall's tau of each method's test confidences against the uncalibrated ones\n\n"
+        + ranking_summary(results)
         + "\n"
     )
     atomic_write_text(args.doc, text)

@@ -81,6 +81,10 @@ def test_help_of_every_command_loads_nothing_heavy(tmp_path: Path) -> None:
             ["evaluate", "preds.npz", "--n-boot", "0", "--plot", "r.png", "--force"],
             {"scipy.sparse", "matplotlib", "PIL"},
         ),
+        (
+            ["evaluate", "preds.npz", "--n-boot", "0", "--rc-plot", "rc.png", "--force"],
+            {"scipy.sparse", "matplotlib", "PIL"},
+        ),
     ],
 )
 def test_evaluate_loads_no_torch_and_plots_only_when_asked(
@@ -110,7 +114,8 @@ SCIPY_STATS = {"scipy.stats", "scipy.special", "scipy.linalg", "scipy.optimize"}
         ),
         (
             ["compare", "preds.npz", "--methods", "temperature", "--n-boot", "0", "--out", "r"],
-            # the report's figures; its calibration tests' chi-square and normal tails
+            # the report's figures; its calibration tests' chi-square and normal tails, and
+            # Kendall's tau of the ranking table (scipy.stats)
             {"torch", "matplotlib", "PIL", "scipy.sparse", *SCIPY_STATS},
         ),
     ],

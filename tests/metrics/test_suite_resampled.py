@@ -6,8 +6,12 @@ import numpy as np
 import pytest
 
 from calibkit.core.outputs import as_outputs
-from calibkit.metrics import METRIC_NAMES, MetricSuite
+from calibkit.metrics import METRIC_NAMES, METRICS, MetricSuite
+from calibkit.metrics.kernels import RankStatistic
 from calibkit.metrics.resampled import SortedSamples, resample_counts
+
+#: The ranking metrics (failure AUROC, AURC, ...): the suite computes them from its ranking.
+RANKED = tuple(n for n in METRIC_NAMES if isinstance(METRICS.get(n).kernel, RankStatistic))
 
 
 def _suite(n: int, k: int, mode: str = "top_label") -> MetricSuite:
@@ -26,13 +30,29 @@ def test_sorted_replicates_match_compute(n: int, k: int, mode: str) -> None:
     ss = SortedSamples(suite.conf, suite.outcome, means, suite.n_bins)
     draws = np.random.default_rng(1).integers(0, n, (5, n))
     counts = resample_counts(draws)
-    names = tuple(name for name in METRIC_NAMES if name != "sce")
+    # SCE and the ranking metrics are added by the suite (SortedSCE, MetricSuite.ranked)
+    names = tuple(n for n in METRIC_NAMES if n != "sce" and n not in RANKED)
     got = ss.compute(counts[:, ss.order], names)
     assert list(got) == list(names)
     for row, w in enumerate(counts.astype(np.float64)):
         one = suite.compute(w, names)
         for name in names:
             assert got[name][row] == pytest.approx(one[name], rel=1e-10, abs=1e-13), name
+
+
+@pytest.mark.parametrize("mode", ["top_label", "positive_class"])
+def test_ranking_metrics_of_sorted_counts_match_compute(mode: str) -> None:
+    """The large-n bootstrap hands the ranking metrics its counts in confidence order with
+    the column of each sample (no permutation of the block): the same values as compute."""
+    suite = _suite(301, 2, mode)
+    ss = SortedSamples(suite.conf, suite.outcome, {}, suite.n_bins)
+    counts = resample_counts(np.random.default_rng(3).integers(0, 301, (4, 301)))
+    got = suite.ranked(RANKED, counts[:, ss.order], ss.rank)
+    assert list(got) == list(RANKED)
+    for row, w in enumerate(counts.astype(np.float64)):
+        one = suite.compute(w, RANKED)
+        for name in RANKED:  # the same group sums; the counts are integers: no rounding
+            assert got[name][row] == one[name], name
 
 
 def test_resample_counts_are_bincounts_of_each_row() -> None:

@@ -58,6 +58,7 @@ def test_folder_contents(folder: Path) -> None:
         "reliability_grid.png",
         "reliability_none.png",
         "reliability_temperature.png",
+        "risk_coverage.png",
     ]
     for png in (folder / "figures").iterdir():
         assert png.read_bytes().startswith(b"\x89PNG")
@@ -126,7 +127,7 @@ def test_html_is_self_contained_and_escaped(folder: Path) -> None:
     assert "<link" not in page
     assert "<script" not in page
     srcs = re.findall(r'src="([^"]*)"', page)
-    assert len(srcs) == 4
+    assert len(srcs) == 5  # grid, ECE(T), risk-coverage, one diagram per method
     assert all(s.startswith("data:image/png;base64,") for s in srcs)
     embedded = {base64.b64decode(s.split(",", 1)[1]) for s in srcs}
     on_disk = {p.read_bytes() for p in (folder / "figures").iterdir()}

@@ -5,7 +5,11 @@
 fitted bandwidth, the calibration / refinement parts of NLL and Brier, Murphy's parts of
 the Brier score, and any registered since), or ``decomposition``, the calibration /
 refinement split of NLL and Brier. They are opt-in, so the default output (and every report
-built on :func:`calibkit.metrics.evaluate`) keeps its keys.
+built on :func:`calibkit.metrics.evaluate`) keeps its keys. ``--extra risk_at_coverage`` and
+``--extra coverage_at_risk`` take ``--coverage C`` (in (0, 1]) and ``--risk R`` (in [0, 1]).
+
+``--rc-plot PNG`` writes the risk-coverage curves (selective risk and generalized risk
+against coverage, :func:`calibkit.reporting.figures.risk_coverage_figure`).
 """
 
 from __future__ import annotations
@@ -62,6 +66,11 @@ def add_arguments(sub: Subparsers) -> None:
     p.add_argument("--corp", action="store_true", help=corp)
     smooth = "write the kernel-smoothed reliability diagram there (implies --extra smooth_ece)"
     opt(p, "--smooth-plot", "PNG", smooth)
+    opt(p, "--rc-plot", "PNG", "write the risk-coverage curves there (selective prediction)")
+    cov = "coverage of --extra risk_at_coverage, in (0, 1] (default %(default)s)"
+    opt(p, "--coverage", "C", cov, type=float, default=0.8)
+    risk = "risk of --extra coverage_at_risk, in [0, 1] (default %(default)s)"
+    opt(p, "--risk", "R", risk, type=float, default=0.05)
     add_force(p)
 
 
@@ -79,7 +88,12 @@ def _with_extras(ev: Evaluation, out: ClassifierOutputs, args: argparse.Namespac
         if name != "smooth_ece":
             function = METRICS.get(name).function
             accepted = inspect.signature(function).parameters
-            given = {"n_bins": args.n_bins, "mode": args.mode}
+            given = {
+                "n_bins": args.n_bins,
+                "mode": args.mode,
+                "coverage": args.coverage,
+                "risk": args.risk,
+            }
             options = {k: v for k, v in given.items() if k in accepted}
             values[name] = float(function(out, **options))
             continue
@@ -98,12 +112,23 @@ def _with_extras(ev: Evaluation, out: ClassifierOutputs, args: argparse.Namespac
 def run(args: argparse.Namespace) -> int:
     """Print the metrics table (or JSON) and write the reliability diagram."""
     from calibkit.metrics import evaluate, reliability_stats
+    from calibkit.metrics.selective import check_fraction
     from calibkit.reporting.tables import format_evaluation_table
 
     plot = None if args.plot is None or args.plot.lower() == "none" else Path(args.plot)
     inputs = [args.file, args.labels]
+    check_fraction("--coverage", args.coverage, low_open=True)
+    check_fraction("--risk", args.risk, low_open=False)
     if plot is not None:
         check_output_file(plot, "--plot", inputs, force=args.force)
+    rc_plot = None if args.rc_plot is None else Path(args.rc_plot)
+    if rc_plot is not None:
+        taken = [p.resolve() for p in (plot, args.smooth_plot and Path(args.smooth_plot)) if p]
+        if rc_plot.resolve() in taken:
+            raise InputError(
+                "--rc-plot", "a path other than --plot's and --smooth-plot's", str(rc_plot)
+            )
+        check_output_file(rc_plot, "--rc-plot", inputs, force=args.force)
     if args.smooth_plot is not None:
         smooth_plot = Path(args.smooth_plot)
         if plot is not None and smooth_plot.resolve() == plot.resolve():
@@ -130,6 +155,13 @@ def run(args: argparse.Namespace) -> int:
             stats, title=Path(args.file).name, ece=ev.values["ece"], interval=interval, corp=corp
         )
         save_figure(fig, plot)
+    if rc_plot is not None:
+        from calibkit.metrics.selective import risk_coverage_curve
+        from calibkit.reporting.figures import risk_coverage_figure, save_figure
+
+        name = Path(args.file).name
+        rc = risk_coverage_figure({name: risk_coverage_curve(out)}, title=f"{name}: risk-coverage")
+        save_figure(rc, rc_plot)
     if args.format == "json":
         print(json_text(ev.to_dict()))
     else:
@@ -139,4 +171,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"reliability diagram: {plot}")
         if args.smooth_plot is not None:
             print(f"smoothed reliability diagram: {args.smooth_plot}")
+        if rc_plot is not None:
+            print(f"risk-coverage curves: {rc_plot}")
     return 0

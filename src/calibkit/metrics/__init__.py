@@ -6,7 +6,9 @@ as numpy arrays or torch tensors, and returns a float64 Python float (a fraction
 percentage). Binned metrics follow the bin rule of :mod:`calibkit.core.binning`. Smooth ECE
 and the calibration / refinement split of NLL and Brier, and Murphy's reliability /
 resolution / uncertainty of the Brier score, are outside the default suite
-(:data:`EXTRA_METRICS`).
+(:data:`EXTRA_METRICS`). The selective-prediction metrics (:mod:`.selective`: failure
+AUROC, AURC, E-AURC, AUGRC, risk at 80% coverage, coverage at 5% risk) judge the ranking of
+the top-label confidence; they are in the suite.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from calibkit.metrics.info import (
     register_metric,
     suite_names,
 )
-from calibkit.metrics.kernels import BinNorm, Residual, SampleMean
+from calibkit.metrics.kernels import BinNorm, RankStatistic, Residual, SampleMean
 from calibkit.metrics.murphy import (
     BrierDecomposition,
     brier_decomposition,
@@ -47,6 +49,17 @@ from calibkit.metrics.murphy import (
     brier_uncertainty,
 )
 from calibkit.metrics.scores import accuracy, brier, entropy, nll
+from calibkit.metrics.selective import (
+    RiskCoverage,
+    augrc,
+    aurc,
+    coverage_at_risk,
+    eaurc,
+    failure_auroc,
+    ranking_change,
+    risk_at_coverage,
+    risk_coverage_curve,
+)
 from calibkit.metrics.smooth import SmoothReliability, smooth_ece, smooth_reliability
 from calibkit.metrics.suite import Evaluation, MetricSuite, evaluate
 
@@ -61,13 +74,17 @@ __all__ = [
     "Evaluation",
     "MetricInfo",
     "MetricSuite",
+    "RankStatistic",
     "Residual",
+    "RiskCoverage",
     "SampleMean",
     "ScoreDecomposition",
     "SmoothReliability",
     "StreamingCalibration",
     "accuracy",
     "aece",
+    "augrc",
+    "aurc",
     "bootstrap_ci",
     "brier",
     "brier_decomposition",
@@ -75,19 +92,25 @@ __all__ = [
     "brier_resolution",
     "brier_uncertainty",
     "calibration_error",
+    "coverage_at_risk",
     "debiased_ece",
     "debiased_marginal_ce",
+    "eaurc",
     "ece",
     "entropy",
     "evaluate",
     "extra_names",
+    "failure_auroc",
     "floor_names",
     "ks_error",
     "mce",
     "mmce",
     "nll",
+    "ranking_change",
     "register_metric",
     "reliability_stats",
+    "risk_at_coverage",
+    "risk_coverage_curve",
     "rmsce",
     "sce",
     "score_decomposition",

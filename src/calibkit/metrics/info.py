@@ -30,10 +30,24 @@ from calibkit.metrics.binned import aece, debiased_ece, ece, mce, rmsce, sce
 from calibkit.metrics.calibration_tests import TEST_LABELS, calibration_test_metric
 from calibkit.metrics.continuous import ks_error, mmce
 from calibkit.metrics.decomposition import score_decomposition
-from calibkit.metrics.kernels import BinNorm, Kernel, Residual, SampleMean
+from calibkit.metrics.kernels import BinNorm, Kernel, RankStatistic, Residual, SampleMean
 from calibkit.metrics.murphy import brier_reliability, brier_resolution, brier_uncertainty
 from calibkit.metrics.parts import part_metric
 from calibkit.metrics.scores import accuracy, brier, entropy, nll
+from calibkit.metrics.selective import (
+    augrc,
+    augrc_of,
+    aurc,
+    aurc_of,
+    auroc_of,
+    cov_at_risk5_of,
+    coverage_at_risk,
+    eaurc,
+    eaurc_of,
+    failure_auroc,
+    risk_at_cov80_of,
+    risk_at_coverage,
+)
 from calibkit.metrics.smooth import smooth_ece
 
 
@@ -68,7 +82,7 @@ Residual) for the suite metric 'toy', got None
 
     def __post_init__(self) -> None:
         k = self.kernel
-        if k is not None and not isinstance(k, SampleMean | BinNorm | Residual):
+        if k is not None and not isinstance(k, SampleMean | BinNorm | Residual | RankStatistic):
             raise InputError("kernel", f"a kernel for {self.name!r}", type(k).__name__)
         if self.in_suite and k is None:
             expected = (
@@ -155,6 +169,45 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
     MetricInfo("sce", "SCE", "error", True, "min", False, sce, True, BinNorm("l1", "classwise")),
     MetricInfo("ks", "KS", "error", True, "min", False, ks_error, True, Residual("sup")),
     MetricInfo("mmce", "MMCE", "error", True, "min", False, mmce, True, Residual("laplace")),
+    # selective prediction (calibkit.metrics.selective): the ranking, not the values
+    MetricInfo(
+        "failure_auroc",
+        "Failure AUROC",
+        "score",
+        True,
+        "max",
+        False,
+        failure_auroc,
+        True,
+        RankStatistic(auroc_of),
+    ),
+    MetricInfo("aurc", "AURC", "score", True, "min", False, aurc, True, RankStatistic(aurc_of)),
+    MetricInfo(
+        "eaurc", "E-AURC", "score", True, "min", False, eaurc, True, RankStatistic(eaurc_of)
+    ),
+    MetricInfo("augrc", "AUGRC", "score", True, "min", False, augrc, True, RankStatistic(augrc_of)),
+    MetricInfo(
+        "risk_at_cov80",
+        "Risk @ 80% cov.",
+        "score",
+        True,
+        "min",
+        False,
+        risk_at_coverage,
+        True,
+        RankStatistic(risk_at_cov80_of),
+    ),
+    MetricInfo(
+        "cov_at_risk5",
+        "Cov. @ 5% risk",
+        "score",
+        True,
+        "max",
+        False,
+        coverage_at_risk,
+        True,
+        RankStatistic(cov_at_risk5_of),
+    ),
     MetricInfo("smooth_ece", "Smooth ECE", "error", True, "min", False, smooth_ece, False),
     MetricInfo("nll_calibration", "NLL calibration", "score", False, "min", False, _NLL_CAL, False),
     MetricInfo("nll_refinement", "NLL refinement", "score", False, "min", False, _NLL_REF, False),
@@ -193,6 +246,13 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         False,
         brier_uncertainty,
         False,
+    ),
+    # at the caller's coverage / risk (calibkit evaluate --coverage C / --risk R)
+    MetricInfo(
+        "risk_at_coverage", "Risk @ coverage", "score", True, "min", False, risk_at_coverage, False
+    ),
+    MetricInfo(
+        "coverage_at_risk", "Coverage @ risk", "score", True, "max", False, coverage_at_risk, False
     ),
 ):
     register_metric(_info)

@@ -11,7 +11,11 @@ as torchmetrics' functional kernels serve both the function and the ``Metric`` c
 - :class:`BinNorm`: a norm over bins of the gap between accuracy and mean confidence,
   with its binning scheme (ECE, MCE, RMSCE, adaptive ECE, SCE, ...);
 - :class:`Residual`: a norm of the signed residuals (outcome minus confidence) in
-  confidence order, without bins (KS, MMCE).
+  confidence order, without bins (KS, MMCE);
+- :class:`RankStatistic`: a statistic of the whole sample ranked by its top-label confidence
+  against the correctness of the predictions (the selective-prediction metrics of
+  :mod:`~calibkit.metrics.selective`: AUROC, AURC, ...), computed for any weights from the
+  weight and wrong weight of each tie group (:class:`~calibkit.metrics.selective.RankSums`).
 
 Which engine supports what is checked when the kernel is made, so an unsupported metric
 fails at registration, never silently in one engine.
@@ -28,13 +32,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs
 from calibkit.metrics.samples import F64
+
+if TYPE_CHECKING:
+    from calibkit.metrics.selective import RankSums
 
 #: Per-sample terms every suite prepares at once (:func:`~.samples.probs_and_scores`; and
 #: ``"correct"``, the top-label correctness).
@@ -130,4 +137,26 @@ class Residual:
     floor_capable = False
 
 
-Kernel = SampleMean | BinNorm | Residual
+@dataclass(frozen=True)
+class RankStatistic:
+    """A whole-sample statistic of the ranking by top-label confidence (no per-sample term,
+    no bins): ``function`` maps the tie-group sums of ``b`` weightings (a
+    :class:`~calibkit.metrics.selective.RankSums`) to ``b`` values. The suite sorts once and
+    computes the group sums once per block of bootstrap weights for every such metric.
+
+    >>> from calibkit.metrics.selective import aurc_of
+    >>> RankStatistic(aurc_of).streamable, RankStatistic(aurc_of).floor_capable
+    (False, False)
+    """
+
+    function: Callable[[RankSums], F64]
+
+    def __post_init__(self) -> None:
+        if not callable(self.function):
+            raise InputError("function", "a function of the tie-group sums", repr(self.function))
+
+    streamable = False
+    floor_capable = False
+
+
+Kernel = SampleMean | BinNorm | Residual | RankStatistic

@@ -13,8 +13,8 @@ calibrated at this sample size.
 >>> p = rng.dirichlet(np.ones(3), size=500)
 >>> y = np.array([rng.choice(3, p=row) for row in p])
 >>> res = evaluate(y, probs=p, n_boot=50, seed=0)
->>> sorted(res.values)[:4]
-['accuracy', 'aece', 'aece_floor', 'brier']
+>>> sorted(res.values)[:3]
+['accuracy', 'aece', 'aece_floor']
 >>> res.values["ece"] < 0.1
 True
 """
@@ -53,8 +53,9 @@ from calibkit.metrics.continuous import (
     mmce_from_sorted_batch,
 )
 from calibkit.metrics.info import floor_names, kernels, suite_names
-from calibkit.metrics.kernels import BinNorm, Residual, SampleMean
+from calibkit.metrics.kernels import BinNorm, RankStatistic, Residual, SampleMean
 from calibkit.metrics.samples import F64, Mode, calibration_target, probs_and_scores, weighted_mean
+from calibkit.metrics.selective import Ranking
 
 if TYPE_CHECKING:
     from scipy import sparse
@@ -82,6 +83,10 @@ class MetricSuite:
     sce : tuple of (ndarray of shape (N, K), ndarray of shape (N,)), optional
         Probabilities and labels for SCE (given by :meth:`from_outputs`); without them SCE
         is not computed.
+    score : ndarray of shape (N,), optional
+        The top-label confidence that ranks the samples for the
+        :class:`~.kernels.RankStatistic` metrics (default: ``conf``, the same in top-label
+        mode).
 
     Examples
     --------
@@ -104,8 +109,11 @@ class MetricSuite:
         *,
         n_bins: int = 15,
         sce: tuple[F64, np.ndarray] | None = None,
+        score: F64 | None = None,
     ) -> None:
         self.n_bins = n_bins = check_n_bins(n_bins)
+        self.score = conf if score is None else score
+        self._ranking: Ranking | None = None  # sorted on first use
         self.conf, self.outcome, self.correct = conf, outcome, correct
         self.per_sample = per_sample
         self.order = np.argsort(conf, kind="stable")
@@ -129,7 +137,8 @@ class MetricSuite:
             if isinstance(kernel, SampleMean) and not isinstance(kernel.term, str):
                 per_sample[name] = kernel.values(outputs)
         sce = (probs, outputs.labels)
-        return cls(conf, outcome, outputs.correct, per_sample, n_bins=n_bins, sce=sce)
+        top = outputs.confidence  # ranks the samples, whatever the mode
+        return cls(conf, outcome, outputs.correct, per_sample, n_bins=n_bins, sce=sce, score=top)
 
     def means(self, names: tuple[str, ...]) -> dict[str, F64]:
         """The per-sample values of each :class:`~.kernels.SampleMean` metric in ``names``
@@ -142,6 +151,21 @@ class MetricSuite:
                 if values is not None:
                     res[name] = values
         return res
+
+    def ranked(
+        self, names: tuple[str, ...], weights: np.ndarray | None, columns: np.ndarray | None = None
+    ) -> dict[str, F64]:
+        """Each :class:`~.kernels.RankStatistic` metric in ``names`` for each row of
+        ``weights`` (shape ``(b, N)``; None: every sample once, one row; ``columns``: the
+        column of each sample, for weights in another order), from one set of tie-group
+        sums."""
+        wanted = {n: k for n, k in kernels(names).items() if isinstance(k, RankStatistic)}
+        if not wanted:
+            return {}
+        if self._ranking is None:
+            self._ranking = Ranking(self.score, self.correct)
+        sums = self._ranking.sums(weights, columns, reuse=True)  # values copied out below
+        return {name: kernel.function(sums) for name, kernel in wanted.items()}
 
     def _equal_mass_index(self, weight: F64 | None) -> tuple[np.ndarray, F64]:
         """Equal-mass bin of every sample under ``weight``, and the bin edges."""
@@ -189,6 +213,8 @@ class MetricSuite:
         names = suite_names() if names is None else names
         res: dict[str, float] = {k: weighted_mean(v, weight) for k, v in self.means(names).items()}
         res.update(self.binned(self.outcome, weight, names))
+        ranked = self.ranked(names, None if weight is None else weight[None, :])
+        res.update({name: float(v[0]) for name, v in ranked.items()})
         if self._sce is not None:
             for name, kernel in kernels(names).items():
                 if isinstance(kernel, BinNorm) and kernel.scheme == "classwise":
@@ -264,6 +290,7 @@ class MetricSuite:
             else:
                 counts = ss.draw(rng, b)  # in confidence order
                 batch = ss.compute(counts, names)
+                batch.update(self.ranked(names, counts, ss.rank))
                 if sce is not None:
                     sce.add(start, counts, ss.weights)
             for name, vals in batch.items():
@@ -274,7 +301,7 @@ class MetricSuite:
                 values[name] = [sce_values]
         alpha = (1.0 - level) / 2.0
         q = {
-            name: np.quantile(np.concatenate(v), [alpha, 1 - alpha])
+            name: _quantiles(np.concatenate(v), alpha)
             for name, v in values.items()
             if v  # a metric this suite lacks the data for (SCE without probabilities)
         }
@@ -322,6 +349,7 @@ class MetricSuite:
         names = suite_names() if names is None else names
         total = weights.sum(axis=1)
         res: dict[str, F64] = {k: weights @ v / total for k, v in self.means(names).items()}
+        res.update(self.ranked(names, weights))
         errors: dict[str, F64] | None = None
         signed: F64 | None = None
         for name, kernel in kernels(names).items():
@@ -344,6 +372,16 @@ class MetricSuite:
                 else:
                     res[name] = mmce_from_sorted_batch(self.sorted_conf, signed, total, MMCE_WIDTH)
         return {name: res[name] for name in names if name in res}
+
+
+def _quantiles(values: F64, alpha: float) -> F64:
+    """The ``alpha`` and ``1 - alpha`` quantiles of the defined (non-NaN) replicates: a
+    resample without a wrong prediction has no failure AUROC, and is left out (NaN if none
+    is defined)."""
+    defined = values[~np.isnan(values)]
+    if defined.size == 0:
+        return np.array([np.nan, np.nan])
+    return np.asarray(np.quantile(defined, [alpha, 1 - alpha]), dtype=np.float64)
 
 
 def _norm_of(stats: BinStats, norm: str) -> float:

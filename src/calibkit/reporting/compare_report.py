@@ -8,7 +8,8 @@ written atomically (it appears complete or not at all)::
     report.html    the same, self-contained: inline CSS, figures as data URIs
     results.json   every number, as fractions, plus the metadata
     results.csv    one row per method: <metric>, <metric>_lo, <metric>_hi, floors, ...
-    figures/       reliability_grid.png, reliability_<method>.png, ece_temperature.png
+    figures/       reliability_grid.png, reliability_<method>.png, ece_temperature.png,
+                   risk_coverage.png
 
 Human tables show calibration errors and accuracy in percent; JSON and CSV keep fractions.
 
@@ -38,6 +39,7 @@ from calibkit.reporting.figures import (
     figure_png_bytes,
     reliability_figure,
     reliability_grid,
+    risk_coverage_figure,
 )
 from calibkit.reporting.render import to_html, to_markdown
 from calibkit.reporting.tables import comparison_tables, marks_note, metric_names
@@ -46,6 +48,8 @@ from calibkit.workflows.compare import Comparison
 REPORT_FORMAT = 1
 #: The two figures shown full width; one reliability diagram per method follows in a gallery.
 GRID, CURVE = "reliability_grid.png", "ece_temperature.png"
+#: The risk-coverage curves of every method (selective prediction), also full width.
+RC = "risk_coverage.png"
 
 HOW_TO_READ = (
     "Each calibrator was fitted on the calibration part only and is judged on the test part; "
@@ -62,7 +66,10 @@ HOW_TO_READ = (
     "test part cannot rank them. NLL and Brier "
     "score (lower is better) also reward sharp, correct predictions. In a reliability "
     "diagram, bars below the diagonal are over-confident bins and the shaded band is each "
-    "bin's gap between accuracy and mean confidence."
+    "bin's gap between accuracy and mean confidence. The selective-prediction metrics "
+    "(failure AUROC, AURC, E-AURC, AUGRC, risk at 80% coverage, coverage at 5% risk) judge "
+    "only how the confidence ranks the test samples: a method that keeps the ranking leaves "
+    "them unchanged, and the ranking table says which methods change it."
 )
 
 
@@ -94,6 +101,10 @@ def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
         ),
         Figure("ece_temperature.png", "Test-part ECE versus temperature", figure_png_bytes(curve)),
     ]
+    curves = {r.method: r.risk_coverage for r in comp.rows if r.risk_coverage is not None}
+    if curves:
+        rc = risk_coverage_figure(curves, title=f"{name}: risk-coverage on the test part")
+        figs.append(Figure(RC, "Risk-coverage curves, every method", figure_png_bytes(rc)))
     for r in comp.rows:
         fig = reliability_figure(
             r.reliability,
@@ -119,6 +130,9 @@ def results_dict(comp: Comparison, title: str) -> dict[str, Any]:
                 "params": {**({"chosen": r.chosen} if r.chosen else {}), **r.params},
                 "fit_seconds": r.fit_seconds,
                 "tests": {name: test.to_dict() for name, test in r.tests.items()},
+                "ranking": None
+                if r.ranking is None
+                else {"same_as_none": r.ranking.same, "kendall_tau": r.ranking.tau},
                 "reliability": {
                     "edges": rel.edges.tolist(),
                     "counts": rel.counts.tolist(),
@@ -220,8 +234,8 @@ def compare_document(comp: Comparison, title: str, figures: list[Figure]) -> Doc
     """The report as a document: summary, how to read it, the tables, the figures."""
     intro = [Paragraph(f"Source: {comp.source}", meta=True)] if comp.source else []
     how = HOW_TO_READ.format(level=comp.rows[0].evaluation.level)
-    big = [f for f in figures if f.name in (GRID, CURVE)]
-    singles = [f for f in figures if f.name not in (GRID, CURVE)]
+    big = [f for f in figures if f.name in (GRID, CURVE, RC)]
+    singles = [f for f in figures if f.name not in (GRID, CURVE, RC)]
     return Document(
         title,
         [

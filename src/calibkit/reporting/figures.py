@@ -1,4 +1,5 @@
-"""Calibration figures: reliability diagrams and the ECE-versus-temperature curve.
+"""Calibration figures: reliability diagrams, the ECE-versus-temperature curve and the
+risk-coverage curves of selective prediction.
 
 Every figure is a plain :class:`matplotlib.figure.Figure` rendered with the Agg canvas,
 so nothing touches pyplot's global state and no display is needed. Reliability diagrams
@@ -45,6 +46,7 @@ from calibkit.io.atomic import atomic_write_bytes
 
 if TYPE_CHECKING:
     from calibkit.metrics.reliability_bands import CorpReliability, IntervalMethod
+    from calibkit.metrics.selective import RiskCoverage
     from calibkit.metrics.smooth import SmoothReliability
 
 DPI = 120
@@ -459,6 +461,57 @@ def _mark_temperatures(
             linestyle="none",
             label=f"{plain(name)}: T = {temp:.3f}",
         )
+
+
+#: The most points drawn per risk-coverage curve (a larger curve is thinned evenly).
+RC_POINTS = 2000
+
+
+def risk_coverage_figure(
+    curves: Mapping[str, RiskCoverage], *, title: str = "Risk-coverage curves"
+) -> Figure:
+    """Selective risk (left) and generalized risk (right) against coverage, one line per
+    entry of ``curves`` (:func:`calibkit.metrics.selective.risk_coverage_curve`), through the
+    achievable points (tie groups enter together); the legend gives AURC and AUGRC. The
+    first curve's perfect ranking at the same accuracy is dashed.
+
+    >>> from calibkit.metrics.selective import risk_coverage_curve
+    >>> p = [[0.9, 0.1], [0.8, 0.2], [0.7, 0.3], [0.6, 0.4]]
+    >>> rc = risk_coverage_curve([0, 1, 0, 0], probs=p)  # risks 0, 1/2, 1/3, 1/4
+    >>> fig = risk_coverage_figure({"model": rc})
+    >>> [line.get_label() for line in fig.axes[0].lines][:1]
+    ['model (AURC 27.08%)']
+    """
+    if not curves:
+        raise InputError("curves", "at least one risk-coverage curve", "none")
+    fig = new_figure(9.6, 4.0)
+    left, right = fig.subplots(1, 2)
+    for i, (name, rc) in enumerate(curves.items()):
+        keep = np.unique(np.linspace(0, rc.coverage.size - 1, RC_POINTS).astype(np.int64))
+        cov = np.r_[0.0, rc.coverage[keep]]
+        left.plot(cov[1:], rc.risk[keep], linewidth=1.5, label=f"{name} (AURC {rc.aurc:.2%})")
+        grisk = np.r_[0.0, rc.generalized_risk[keep]]
+        right.plot(cov, grisk, linewidth=1.5, label=f"{name} (AUGRC {rc.augrc:.2%})")
+        if i == 0:
+            acc = 1.0 - rc.risk[-1]
+            c = np.linspace(1e-3, 1.0, 400)
+            best = np.maximum(0.0, (c - acc) / c)
+            left.plot(c, best, "--", color=_IDEAL, linewidth=1, label="perfect ranking")
+            right.plot(c, best * c, "--", color=_IDEAL, linewidth=1, label="perfect ranking")
+    for ax, ylabel in (
+        (left, "Selective risk (error among accepted)"),
+        (right, "Generalized risk"),
+    ):
+        ax.set_xlim(0, 1)
+        ax.set_ylim(bottom=0)
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.set_xlabel("Coverage (accepted fraction)")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7, frameon=False)
+        style_axes(ax)
+    fig.suptitle(wrapped(title, 9.4, 11), fontsize=11)
+    return fig
 
 
 def figure_png_bytes(fig: Figure, *, dpi: int = DPI) -> bytes:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from calibkit.metrics import METRICS, Evaluation, suite_names
 from calibkit.metrics.info import TEST_METRICS
-from calibkit.metrics.kernels import BinNorm
+from calibkit.metrics.kernels import BinNorm, RankStatistic
 from calibkit.reporting.document import Cell, Table
 
 if TYPE_CHECKING:  # evaluate's table needs neither the calibrators nor their imports
@@ -194,6 +194,49 @@ def _metric_table(title: str, names: list[str], comp: Comparison) -> Table:
     return Table(title, header, [list(row) for row in zip(*columns, strict=True)])
 
 
+def ranking_metrics(names: list[str]) -> list[str]:
+    """The selective-prediction metrics among ``names`` (those of the confidence ranking:
+    :class:`~calibkit.metrics.kernels.RankStatistic`), shown in a table of their own.
+
+    >>> ranking_metrics(["accuracy", "failure_auroc", "ece", "aurc"])
+    ['failure_auroc', 'aurc']
+    """
+    return [n for n in names if n in METRICS and isinstance(METRICS.get(n).kernel, RankStatistic)]
+
+
+def format_delta(name: str, delta: float) -> str:
+    """A change of metric ``name``: percentage points for a percent metric, else 4 decimals.
+
+    >>> format_delta("aurc", -0.00123), format_delta("nll", 0.01), format_delta("aurc", 0.0)
+    ('-0.12 pp', '+0.0100', '0.00 pp')
+    """
+    if not math.isfinite(delta):
+        return "n/a"
+    if column_info(name).percent:
+        text = f"{100 * delta:+.2f}"
+        return ("0.00" if text in ("+0.00", "-0.00") else text) + " pp"
+    return f"{delta:+.4f}"
+
+
+def ranking_table(comp: Comparison, names: list[str]) -> Table:
+    """Which methods change the test samples' ranking by confidence against ``"none"``
+    (all that the selective metrics ``names`` see), Kendall's tau-b between the two
+    rankings, and how far each metric moves."""
+    base = comp.rows[0].evaluation.values
+    header = ["Method", "Ranking", "Kendall τ", *(f"Δ {column_info(n).label}" for n in names)]
+    rows = []
+    for r in comp.rows[1:]:
+        rk, values = r.ranking, r.evaluation.values
+        same = "n/a" if rk is None else ("same" if rk.same else "changed")
+        tau = "n/a" if rk is None or not math.isfinite(rk.tau) else f"{rk.tau:.4f}"
+        deltas = [
+            Cell(format_delta(n, values.get(n, math.nan) - base.get(n, math.nan))) for n in names
+        ]
+        rows.append([Cell(method_label(comp, r.method)), Cell(same), Cell(tau), *deltas])
+    title = "Confidence ranking against the uncalibrated model (test part)"
+    return Table(title, header, rows, n_left=2)
+
+
 def format_params(params: dict[str, float], chosen: str | None = None) -> str:
     """Fitted parameters as ``name=value`` pairs (4 significant digits), after the method
     ``"auto"`` chose, or a dash."""
@@ -203,11 +246,14 @@ def format_params(params: dict[str, float], chosen: str | None = None) -> str:
 
 def comparison_tables(comp: Comparison) -> list[Table]:
     """The tables of a comparison report: binned calibration errors (the plug-in ECE beside
-    its debiased estimate), the other calibration errors, scores, fitted parameters."""
+    its debiased estimate), the other calibration errors, scores, selective prediction and
+    which methods change the confidence ranking, fitted parameters."""
     names = metric_names(comp.rows[0].evaluation)
     errors = [n for n in names if n not in METRICS or METRICS.get(n).kind == "error"]
     binned = binned_errors(errors)
+    ranked = ranking_metrics(names)
     scores = [n for n in names if n in METRICS and METRICS.get(n).kind == "score"]
+    scores = [n for n in scores if n not in ranked]
     fitted = Table(
         "Fitted calibrators",
         ["Method", "Fitted parameters", "Fit time (s)"],
@@ -229,6 +275,15 @@ def comparison_tables(comp: Comparison) -> list[Table]:
             comp,
         ),
         _metric_table("Accuracy and proper scores on the test part", scores, comp),
+        *(  # four metrics with intervals per table: the page's width
+            _metric_table(
+                "Selective prediction on the test part" + (", continued" if i else ""),
+                ranked[i : i + 4],
+                comp,
+            )
+            for i in range(0, len(ranked), 4)
+        ),
+        *([ranking_table(comp, ranked)] if ranked and len(comp.rows) > 1 else []),
         fitted,
     ]
     tables = [t for t in tables if len(t.header) > 1 or t is fitted]

@@ -31,6 +31,11 @@ Rows that say more than their numbers (:class:`Comparison`)
     see :func:`calibkit.workflows.methods.same_maps`). :attr:`Comparison.accuracy_changed`:
     methods whose test accuracy differs from the uncalibrated row's (only a map that is
     not monotone within a sample can change the predicted class).
+    :attr:`MethodResult.ranking`: whether the method changes the *ranking* of the test
+    samples by top-label confidence (:func:`calibkit.metrics.selective.ranking_change`),
+    which is all the selective-prediction metrics see: histogram binning and isotonic
+    regression create ties; temperature scaling keeps the ranking of two classes, but on
+    several classes it can reorder samples (a close runner-up against many close ones).
 """
 
 from __future__ import annotations
@@ -54,6 +59,12 @@ from calibkit.core.splits import stratified_split
 from calibkit.metrics import Evaluation, evaluate, reliability_stats
 from calibkit.metrics.calibration_tests import CalibrationTest, calibration_tests
 from calibkit.metrics.samples import Mode
+from calibkit.metrics.selective import (
+    RankingChange,
+    RiskCoverage,
+    ranking_change,
+    risk_coverage_curve,
+)
 from calibkit.workflows.methods import (
     UNCALIBRATED,
     applicable_methods,
@@ -102,6 +113,9 @@ class MethodResult:
     tests
         The calibration tests on the test part, by name
         (:func:`~calibkit.metrics.calibration_tests.calibration_tests`).
+    ranking, risk_coverage
+        How its test confidences rank the samples against the uncalibrated ones
+        (:class:`~calibkit.metrics.selective.RankingChange`), and its risk-coverage curve.
 
     Examples
     --------
@@ -118,6 +132,8 @@ class MethodResult:
     reliability: BinStats
     chosen: str | None = None
     tests: dict[str, CalibrationTest] = dataclasses.field(default_factory=dict)
+    ranking: RankingChange | None = None
+    risk_coverage: RiskCoverage | None = None
 
 
 @dataclass(frozen=True)
@@ -298,9 +314,10 @@ def _judge(
 ) -> MethodResult:
     reliability = reliability_stats(test, n_bins=settings["n_bins"], mode=settings["mode"])
     tests = calibration_tests(test, mode=settings["mode"])
-    return MethodResult(
+    result = MethodResult(
         method, evaluate(test, **settings), params, seconds, reliability, tests=tests
     )
+    return dataclasses.replace(result, risk_coverage=risk_coverage_curve(test))
 
 
 def _check_parts(cal: ClassifierOutputs, test: ClassifierOutputs) -> None:
@@ -322,6 +339,7 @@ def _rows(
     """The uncalibrated row, then each method fitted on ``cal`` and judged on ``test``."""
     _log.info(f"evaluating the uncalibrated model on {test.n_samples:,} test samples")
     rows = [_judge(UNCALIBRATED, test, {}, 0.0, settings)]
+    rows[0] = dataclasses.replace(rows[0], ranking=RankingChange(True, 1.0))
     cal_logits, test_logits = cal.as_logits(), test.as_logits()
     for i, name in enumerate(names, start=1):
         _log.info(f"[{i}/{len(names)}] fitting {name} on {cal.n_samples:,} calibration samples")
@@ -331,7 +349,8 @@ def _rows(
         seconds = time.perf_counter() - start
         calibrated = as_outputs(test.labels, probs=calibrator.predict_proba(test_logits))
         row = _judge(name, calibrated, summarize_params(calibrator), seconds, settings)
-        rows.append(dataclasses.replace(row, chosen=chosen_method(calibrator)))
+        ranking = ranking_change(test.confidence, calibrated.confidence)
+        rows.append(dataclasses.replace(row, chosen=chosen_method(calibrator), ranking=ranking))
     return rows
 
 
