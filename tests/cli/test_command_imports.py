@@ -104,9 +104,9 @@ SCIPY_STATS = {"scipy.stats", "scipy.special", "scipy.linalg", "scipy.optimize"}
         (["methods"], {"torch"}),  # the calibrators are torch modules (to_module)
         (["fit", "--method", "temperature", "preds.npz", "-o", "t2.json", "--force"], {"torch"}),
         (["apply", "t.json", "preds.npz", "-o", "c.npz", "--force"], {"torch"}),
-        (
+        (  # its shrinkage's cross-validation: scikit-learn's StratifiedKFold
             ["fit", "--method", "vector", "preds.npz", "-o", "v.json", "--force"],
-            {"torch", "scipy.optimize", "scipy.linalg", "scipy.special", "scipy.sparse"},
+            EVERYTHING - {"matplotlib", "PIL", "onnx", "onnxruntime", "ray"},
         ),
         (
             ["fit", "--method", "isotonic", "preds.npz", "-o", "i.json", "--force"],

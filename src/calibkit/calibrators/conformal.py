@@ -112,7 +112,7 @@ SCORES = ("lac", "aps", "raps", "saps")
 RANDOMIZABLE = ("aps", "raps", "saps")
 
 
-class CalibratorSpec(Constraint):
+class _CalibratorSpec(Constraint):
     """``None``, a registered calibrator's name, or a :class:`Calibrator` of logits."""
 
     def check(self, name: str, value: object) -> Any:
@@ -220,6 +220,18 @@ class ConformalClassifier:
         Accept a calibration part too small for ``alpha`` (the sets are then full).
     seed : int
         Seed of the calibrator split and of ``U``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(2000, 4)) * 3
+    >>> y = z.argmax(1)
+    >>> flip = rng.random(2000) < 0.2
+    >>> y[flip] = rng.integers(0, 4, flip.sum())
+    >>> cp = ConformalClassifier(score="raps", alpha=0.1, calibrator="temperature").fit(z, y)
+    >>> sets = cp.predict_set(z[:5])
+    >>> sets.shape, sets.dtype
+    ((5, 4), dtype('bool'))
     """
 
     score: str
@@ -242,7 +254,7 @@ class ConformalClassifier:
     param_constraints: ClassVar[Constraints] = {
         "score": Choice(*SCORES),
         "alpha": Real(0.0, 1.0, closed="neither"),
-        "calibrator": CalibratorSpec(),
+        "calibrator": _CalibratorSpec(),
         "calibrator_split": NoneOr(Real(0.0, 1.0, closed="neither")),
         "mondrian": Boolean(),
         "randomized": Boolean(),

@@ -72,6 +72,12 @@ class ConformalSets(nn.Module):
         Whether ``forward`` takes ``u``; use :class:`RandomizedConformalSets` for that.
     penalty, k_reg, weight
         RAPS's and SAPS's parameters.
+
+    Examples
+    --------
+    >>> m = ConformalSets(softmax_module(3), "lac", np.array([0.7, 0.7, 0.7]), False)
+    >>> m(torch.tensor([[2.0, 1.0, -3.0], [0.0, 0.0, 0.0]])).tolist()
+    [[True, False, False], [True, True, True]]
     """
 
     def __init__(
@@ -104,7 +110,20 @@ class ConformalSets(nn.Module):
 
 
 class RandomizedConformalSets(ConformalSets):
-    """:class:`ConformalSets` of a randomised score: ``forward(logits, u)``."""
+    """:class:`ConformalSets` of a randomised score: ``forward(logits, u)``.
+
+    Parameters
+    ----------
+    probabilities, score, thresholds, randomized, penalty, k_reg, weight
+        As :class:`ConformalSets` (``randomized=True``).
+
+    Examples
+    --------
+    >>> m = RandomizedConformalSets(softmax_module(2), "aps", np.array([0.5, 0.5]), True)
+    >>> u = torch.tensor([0.0, 1.0], dtype=torch.float64)  # score: mass to the class, less u p
+    >>> m(torch.tensor([[0.0, 3.0], [0.0, 3.0]]), u).tolist()
+    [[False, False], [False, True]]
+    """
 
     def forward(self, logits: Tensor, u: Tensor) -> Tensor:  # type: ignore[override]
         if u.dim() != 1 or u.shape[0] != logits.shape[0]:

@@ -80,6 +80,8 @@ KEY_EXCEPTIONS: Mapping[tuple[str, str], str] = MappingProxyType(
         ("penalty", "l1_norm"): "Wang et al. 2021's name for the L1 logit-norm penalty",
         ("dataset", "cifar10-jpeg"): "the dataset's name in configs (CIFAR-10 as JPEG files)",
         ("dataset", "imagenet-val"): "the dataset's name in configs (ImageNet's validation set)",
+        ("metric", "risk_at_cov80"): "risk_at_coverage at 80% coverage, one of its settings",
+        ("metric", "cov_at_risk5"): "coverage_at_risk at 5% risk, one of its settings",
     }
 )
 
