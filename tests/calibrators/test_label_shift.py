@@ -269,3 +269,24 @@ def test_cifar100_priors_em_closer_than_bbse() -> None:
     assert mean(rows, "em_mse") < mean(rows, "bbse_mse")
     assert mean(rows, "em_accuracy") > mean(rows, "unadapted_accuracy")
     assert mean(rows, "oracle_nll") < mean(rows, "unadapted_nll")
+
+
+def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    from tests.conftest import shared_path
+
+    data = shared_path("predictions/cifar10_resnet18.npz")
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
+    code = next(b for b in blocks if "PriorShiftAdapter(" in b)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {}
+    exec(
+        compile(code.replace('"cifar10_resnet18.npz"', repr(str(data))), "README", "exec"),
+        namespace,
+    )
+    adapter = namespace["adapter"]
+    assert isinstance(adapter, PriorShiftAdapter)
+    assert adapter.target_priors_[:3].min() > 0.15  # classes 0-2: about 0.23 each
+    assert (tmp_path / "label_shift.json").exists()
