@@ -30,6 +30,7 @@ from calibkit.calibrators.linear import (
     DirichletCalibration,
 )
 from calibkit.calibrators.temperature_smoothed import SmoothedTemperatureScaling
+from calibkit.calibrators.bias_corrected import BiasCorrectedTemperatureScaling
 from calibkit.calibrators.structured import (
     StructuredVectorScaling,
     StructuredMatrixScaling,
@@ -54,6 +55,7 @@ __all__ = [
     "CALIBRATORS",
     "AutoCalibrator",
     "BetaCalibration",
+    "BiasCorrectedTemperatureScaling",
     "CalibratedModel",
     "Calibrator",
     "CentredIsotonicCalibrator",

@@ -17,7 +17,17 @@ from calibkit.core.version import __version__
 
 PROG = "calibkit"
 #: The subcommands, in the order ``--help`` lists them; each is ``calibkit.cli.<name>``.
-COMMANDS = ("evaluate", "compare", "conformal", "fit", "apply", "demo", "study", "methods")
+COMMANDS = (
+    "evaluate",
+    "compare",
+    "conformal",
+    "labelshift",
+    "fit",
+    "apply",
+    "demo",
+    "study",
+    "methods",
+)
 
 
 class UsageError(CalibkitError):
