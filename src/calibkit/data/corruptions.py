@@ -58,7 +58,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import ndimage
 
 from calibkit.core.errors import InputError
 from calibkit.core.registry import Registry
@@ -89,6 +88,13 @@ UNAVAILABLE = {
 }
 
 
+def _ndimage() -> Any:
+    """``scipy.ndimage``, imported on first use (loading a dataset spec does not need it)."""
+    from scipy import ndimage
+
+    return ndimage
+
+
 def _draw(rngs: Gens, f: Callable[[np.random.Generator], Any]) -> Floats:
     """One draw per image, stacked (each image's generator draws its own, in order)."""
     return np.stack([np.asarray(f(r)) for r in rngs])
@@ -97,7 +103,7 @@ def _draw(rngs: Gens, f: Callable[[np.random.Generator], Any]) -> Floats:
 def _gaussian(x: Floats, sigma: float, mode: str = "nearest", truncate: float = 4.0) -> Floats:
     """scikit-image's ``gaussian`` over the two spatial axes of ``(N, H, W, C)`` images."""
     return np.asarray(
-        ndimage.gaussian_filter(x, (0, sigma, sigma, 0), mode=mode, truncate=truncate),
+        _ndimage().gaussian_filter(x, (0, sigma, sigma, 0), mode=mode, truncate=truncate),
         dtype=np.float64,
     )
 
@@ -157,8 +163,8 @@ def _clipped_zoom(x: Floats, z: float) -> Floats:
     ch, cw = int(np.ceil(h / z)), int(np.ceil(w / z))
     top, left = (h - ch) // 2, (w - cw) // 2
     # SciPy's linear zoom of each axis, as a matrix (zoom is linear: zoom the identity).
-    rows = ndimage.zoom(np.eye(ch), (z, 1), order=1)
-    cols = ndimage.zoom(np.eye(cw), (z, 1), order=1)
+    rows = _ndimage().zoom(np.eye(ch), (z, 1), order=1)
+    cols = _ndimage().zoom(np.eye(cw), (z, 1), order=1)
     th, tw = (rows.shape[0] - h) // 2, (cols.shape[0] - w) // 2
     rows, cols = rows[th : th + h], cols[tw : tw + w]
     crop = x[:, top : top + ch, left : left + cw]
@@ -203,7 +209,7 @@ def _disk(radius: float, alias_blur: float) -> Floats:
     k = 1 if radius <= 8 else 2
     g = np.exp(-(np.arange(-k, k + 1) ** 2) / (2 * alias_blur**2))
     g /= g.sum()
-    d = ndimage.correlate1d(ndimage.correlate1d(d, g, 0, mode="mirror"), g, 1, mode="mirror")
+    d = _ndimage().correlate1d(_ndimage().correlate1d(d, g, 0, mode="mirror"), g, 1, mode="mirror")
     keep = np.flatnonzero(d.any(axis=0))  # symmetric: the same rows and columns
     return np.asarray(d[keep[0] : keep[-1] + 1, keep[0] : keep[-1] + 1], dtype=np.float64)
 
@@ -266,7 +272,7 @@ def defocus_blur(x: Floats, c: tuple[float, float], rngs: Gens) -> Floats:
     """Correlation with a disk of radius ``c[0]`` anti-aliased by a Gaussian of ``c[1]``."""
     kernel = _disk(*c)
     return np.asarray(
-        ndimage.correlate(x, kernel[None, :, :, None], mode="mirror"), dtype=np.float64
+        _ndimage().correlate(x, kernel[None, :, :, None], mode="mirror"), dtype=np.float64
     )
 
 
@@ -383,7 +389,7 @@ def elastic_transform(x: Floats, c: tuple[float, float, float], rngs: Gens) -> F
     x = _sample(x, mapped[..., 1], mapped[..., 0], "mirror")
     fields = [_draw(rngs, lambda r: r.uniform(-1, 1, size=(h, w))) for _ in range(2)]
     dx, dy = (
-        ndimage.gaussian_filter(f, (0, smooth, smooth), mode="reflect", truncate=3) * scale
+        _ndimage().gaussian_filter(f, (0, smooth, smooth), mode="reflect", truncate=3) * scale
         for f in fields
     )
     return _sample(x, rows + dy, cols + dx, "reflect")
@@ -402,7 +408,7 @@ def _sample(x: Floats, rows: Floats, cols: Floats, mode: str) -> Floats:
         chan,
     ]
     return np.asarray(
-        ndimage.map_coordinates(x, np.stack(coords), order=1, mode=mode), dtype=np.float64
+        _ndimage().map_coordinates(x, np.stack(coords), order=1, mode=mode), dtype=np.float64
     )
 
 
