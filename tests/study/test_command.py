@@ -64,6 +64,8 @@ def test_report_says_whether_seeds_draw_the_split(
         ("lr = 0.01", "lr = 0.01\nwarmup = 3", "training.warmup: expected a key among epochs"),
         ('name = "mlp"\nparams', 'name = "mlq"\nparams', "model: expected one of"),
         ('"digits:0,1,2"', '"digits:0,1,bird"', "classes: expected distinct names among 0, 1"),
+        ('"digits:0,1,2"', '"digits:0,1,2@fog:6"', "severity: expected an integer in 1..5"),
+        ('"digits:0,1,2"', '"digits:0,1,2@frost:3"', "frost is not available"),
     ],
 )
 def test_bad_configs_exit_2_with_one_line(

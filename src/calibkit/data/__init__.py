@@ -13,15 +13,28 @@ The data folder of every dataset but the bundled ``digits`` is, in this order: t
 :func:`~calibkit.data.cifar.default_data_dir`. A file missing from a folder that was not
 passed is refused naming where it was looked for.
 
+A spec may end in ``@corruption:severity`` (CIFAR-10-C's corruptions,
+:mod:`calibkit.data.corruptions`), which corrupts every split, or ``@corruption:severity:split``,
+which corrupts that split only (the others stay clean): ``cifar10-jpeg@gaussian_noise:3:test``.
+Image ``i`` of a split is corrupted with a generator seeded by ``(dataset, split, corruption,
+severity, i)``, ``i`` its place in the whole split (before a class subset), so a corrupted image
+is the same whatever subset or batch it is loaded in.
+
 >>> data = load_dataset("digits:3,8")
 >>> sorted(data), data["train"].classes, data["train"].images.shape[1:]
 (['test', 'train'], ('3', '8'), (8, 8, 1))
+>>> noisy = load_dataset("digits:3,8@gaussian_noise:5:test")
+>>> bool((noisy["test"].images != data["test"].images).any())
+True
+>>> bool((noisy["train"].images == data["train"].images).all())
+True
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +46,7 @@ from calibkit.data.arrays import ImageArrays
 from calibkit.data.augment import crop_and_flip, random_crop, random_hflip
 from calibkit.data.cifar import default_data_dir, load_cifar
 from calibkit.data.cifar_classes import CIFAR10_CLASSES, CIFAR100_CLASSES
+from calibkit.data.corruptions import CORRUPTIONS, check_corruption, corrupt
 from calibkit.data.image_folder import default_cache_dir, load_image_folder, read_image_folder
 from calibkit.data.imagenet import load_imagenet_val, resize_center_crop
 from calibkit.data.medmnist import load_medmnist
@@ -40,8 +54,11 @@ from calibkit.data.medmnist import load_medmnist
 __all__ = [
     "CIFAR10_CLASSES",
     "CIFAR100_CLASSES",
+    "CORRUPTIONS",
     "DATASETS",
+    "DatasetSpec",
     "ImageArrays",
+    "corrupt",
     "crop_and_flip",
     "default_cache_dir",
     "default_data_dir",
@@ -51,6 +68,7 @@ __all__ = [
     "load_image_folder",
     "load_imagenet_val",
     "load_medmnist",
+    "parse_dataset_spec",
     "random_crop",
     "random_hflip",
     "read_image_folder",
@@ -119,16 +137,57 @@ def load_imagenet(data_dir: Path) -> dict[str, ImageArrays]:
     return load_imagenet_val(data_dir)
 
 
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A parsed dataset spec ``name[:class,class][@corruption:severity[:split]]``."""
+
+    name: str
+    classes: tuple[str, ...] | None = None
+    corruption: str | None = None
+    severity: int = 0
+    split: str | None = None
+
+
+def parse_dataset_spec(spec: str) -> DatasetSpec:
+    """Parse and check ``spec`` (the dataset and corruption names, the severity) without
+    loading anything.
+
+    >>> spec = parse_dataset_spec("cifar10-jpeg:bird,cat@fog:2:test")
+    >>> spec.classes, spec.corruption, spec.severity, spec.split
+    (('bird', 'cat'), 'fog', 2, 'test')
+    """
+    base, at, shift = spec.partition("@")
+    name, sep, subset = base.partition(":")
+    name = name.strip()
+    DATASETS.get(name)
+    classes = None
+    if sep:
+        classes = tuple(c.strip() for c in subset.split(",") if c.strip())
+        if not classes:
+            raise InputError("spec", "name:class,class with at least one class", repr(spec))
+    if not at:
+        return DatasetSpec(name, classes)
+    parts = [p.strip() for p in shift.split(":")]
+    if len(parts) not in (2, 3) or not all(parts):
+        raise InputError(
+            "spec", "name@corruption:severity or name@corruption:severity:split", repr(spec)
+        )
+    severity = int(parts[1]) if parts[1].isdigit() else parts[1]
+    severity = check_corruption(parts[0], severity)
+    return DatasetSpec(name, classes, parts[0], severity, parts[2] if len(parts) == 3 else None)
+
+
 def load_dataset(
     spec: str, data_dir: str | os.PathLike[str] | None = None
 ) -> dict[str, ImageArrays]:
-    """Load ``name`` or ``name:class_a,class_b`` from :data:`DATASETS`.
+    """Load ``name``, ``name:class_a,class_b``, either ending in ``@corruption:severity`` or
+    ``@corruption:severity:split``, from :data:`DATASETS` (see the module docstring).
 
     ``data_dir=None`` means ``$CALIBKIT_DATA``, else the cache folder (see the module
     docstring); bundled datasets (``digits``) need no folder.
     """
-    name, sep, subset = spec.partition(":")
-    name = name.strip()
+    parsed = parse_dataset_spec(spec)
+    name = parsed.name
     info = DATASETS.info(name)
     if data_dir is not None:
         folder = Path(data_dir)
@@ -145,9 +204,25 @@ def load_dataset(
                 f"None, and {where} {folder} has no {file}",
             )
     data: dict[str, ImageArrays] = DATASETS.create(name, folder)
-    if not sep:
-        return data
-    classes = [c.strip() for c in subset.split(",") if c.strip()]
-    if not classes:
-        raise InputError("spec", "name:class,class with at least one class", repr(spec))
-    return {split: arrays.subset_classes(classes) for split, arrays in data.items()}
+    if parsed.split is not None and parsed.split not in data:
+        raise InputError("spec", f"a split among {', '.join(data)}", repr(parsed.split))
+    out = {}
+    for split, arrays in data.items():
+        keep = np.arange(len(arrays))
+        if parsed.classes is not None:
+            sub = arrays.subset_classes(parsed.classes)
+            keep = np.flatnonzero(
+                np.isin(arrays.labels, [arrays.classes.index(c) for c in sub.classes])
+            )
+            arrays = sub
+        if parsed.corruption is not None and parsed.split in (None, split):
+            images = corrupt(
+                arrays.images,
+                parsed.corruption,
+                parsed.severity,
+                key=f"{name}/{split}",
+                indices=keep,
+            )
+            arrays = ImageArrays(images, arrays.labels, arrays.classes)
+        out[split] = arrays
+    return out

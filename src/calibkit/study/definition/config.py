@@ -55,7 +55,7 @@ from calibkit.core.validation import (
     NoneOr,
     check_params,
 )
-from calibkit.data import DATASETS
+from calibkit.data import parse_dataset_spec
 from calibkit.io.toml import from_mapping, load_toml
 from calibkit.metrics import FLOOR_METRICS, METRIC_NAMES
 from calibkit.models import MODELS
@@ -83,7 +83,8 @@ SMOKE_BATCH_SIZE = 8
 class DataConfig:
     """Where the data comes from and how it is split.
 
-    ``dataset`` is a :data:`~calibkit.data.DATASETS` spec (``name`` or ``name:class,class``).
+    ``dataset`` is a :data:`~calibkit.data.DATASETS` spec (``name`` or ``name:class,class``,
+    optionally ending in ``@corruption:severity[:split]``: :func:`~calibkit.data.load_dataset`).
     The calibration part is the dataset's ``val`` split when it has one (MedMNIST), else
     ``calibration_size`` samples (a count, or a fraction) carved from the split named by
     ``calibration_from``: ``train`` (the default), or ``test`` for a model that may have
@@ -114,7 +115,7 @@ class DataConfig:
     smoke: bool = False
 
     def __post_init__(self) -> None:
-        DATASETS.get(self.dataset.partition(":")[0].strip())
+        parse_dataset_spec(self.dataset)  # the names, a corruption and its severity
         for name, constraint in DATA_CONSTRAINTS.items():
             object.__setattr__(self, name, constraint.check(name, getattr(self, name)))
         if len(self.mean) != len(self.std) or any(s <= 0 for s in self.std):
