@@ -161,6 +161,6 @@ def test_smoothed_temperature_matches_probmetrics_ts_mix() -> None:
     factory = pytest.importorskip("probmetrics.calibrators")
     z, y = random_problem(1000, 5, seed=10)
     p = softmax(z)
-    ref = factory.create_calibrator("ts-mix").fit(p, y).predict_proba(p)
+    ref = factory.get_calibrator("ts-mix").fit(p, y).predict_proba(p)  # probmetrics' factory
     cal = SmoothedTemperatureScaling().fit(z, y)
     np.testing.assert_allclose(cal.predict_proba(z), ref, rtol=0, atol=1e-5)
