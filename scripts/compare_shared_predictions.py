@@ -6,8 +6,9 @@ part and judged on the second. One report folder per model goes to
 ``runs/shared-predictions/<model>/`` (skipped when it already exists, so an interrupted run
 resumes); the tables (test ECE, test NLL, the best method per file against MS-ODIR /
 Dirichlet, a paired bootstrap of sms_cv minus MS-ODIR, and selective prediction: failure
-AUROC, AURC and each method's confidence ranking against the uncalibrated model's) are
-written to ``docs/shared-predictions.tables.md``.
+AUROC, AURC and each method's confidence ranking against the uncalibrated model's; and
+the calibration tests: KS and Spiegelhalter p-values of a few methods) are written to
+``docs/shared-predictions.tables.md``.
 
     .venv/bin/python scripts/compare_shared_predictions.py [--data ../shared/data] [--n-boot 1000]
 """
@@ -29,6 +30,7 @@ from calibkit.io.atomic import atomic_write_text
 from calibkit.io.predictions import load_predictions
 from calibkit.metrics import ece
 from calibkit.reporting.compare_report import write_compare_report
+from calibkit.reporting.tables import format_p_value
 from calibkit.workflows.compare import applicable_methods, compare, split_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,6 +209,30 @@ def ranking_summary(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+#: The methods of the calibration-test table: the model, temperature scaling, a matrix
+#: family and a non-parametric one.
+TESTED = ("none", "temperature", "ms_odir", "isotonic", "sms_cv")
+
+
+def tests_summary(results: list[dict[str, Any]]) -> str:
+    """The cumulative-difference KS test's and Spiegelhalter's Z test's p-values (test half,
+    top-label) of a few methods per file ("–": no such row)."""
+    lines = ["| model | " + " | ".join(TESTED) + " |", "|---" * (len(TESTED) + 1) + "|"]
+    for r in results:
+        rows = {m["method"]: m.get("tests") or {} for m in r["methods"]}
+        name = r["source"].split(",")[0].removesuffix(".npz")
+        cells = []
+        for m in TESTED:
+            tests = rows.get(m, {})
+            if "ks" not in tests or "spiegelhalter" not in tests:
+                cells.append("–")
+                continue
+            ks, sp = (tests[t]["p_value"] for t in ("ks", "spiegelhalter"))
+            cells.append(f"{format_p_value(ks)} / {format_p_value(sp)}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def paired_summary(data: Path, n_boot: int, seed: int) -> str:
     """sms_cv minus MS-ODIR on each file: test NLL and ECE, with paired bootstrap intervals
     (the same test resamples for both; the calibration half is not resampled)."""
@@ -268,6 +294,9 @@ def main() -> None:
         + "\n\n"
         "### Kendall's tau of each method's test confidences against the uncalibrated ones\n\n"
         + ranking_summary(results)
+        + "\n\n"
+        "### Calibration tests on the test half: KS p-value / Spiegelhalter p-value\n\n"
+        + tests_summary(results)
         + "\n"
     )
     atomic_write_text(args.doc, text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -45,3 +46,28 @@ def test_streaming_quick_start_runs() -> None:
     namespace: dict[str, object] = {}
     exec(compile(code, "README.md", "exec"), namespace)
     assert 0.0 < namespace["metric"].compute()["ece"] < 1.0  # type: ignore[attr-defined]
+
+
+def test_group_snippet_runs() -> None:
+    import textwrap
+
+    import numpy as np
+
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    code = next((b for b in blocks if "evaluate_groups(labels" in b), None)
+    assert code is not None, "README has no per-group block"
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(10_000, 3)) * 2
+    p = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    labels = (rng.random(10_000)[:, None] > p.cumsum(1)).sum(1)
+    site = np.where(rng.random(10_000) < 0.5, "a", "b")
+    logits[site == "b"] *= 3  # group b overconfident
+    import calibkit as ck
+
+    namespace: dict[str, object] = {"ck": ck, "labels": labels, "logits": logits, "site": site}
+    namespace["probs"] = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    exec(compile(textwrap.dedent(code), "README.md", "exec"), namespace)
+    gts: Any = namespace["gts"]
+    temps = dict(zip(gts.group_names_, gts.group_temperatures_.tolist(), strict=True))
+    assert namespace["res"].worst_group == "b"  # type: ignore[attr-defined]
+    assert temps["a"] < 1.2 < 2.5 < temps["b"]

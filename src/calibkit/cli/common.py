@@ -17,6 +17,8 @@ from calibkit.core.errors import InputError
 from calibkit.io.atomic import check_parent
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from calibkit.calibrators import Calibrator
     from calibkit.core.outputs import ClassifierOutputs
 
@@ -71,6 +73,7 @@ def read_outputs(args: argparse.Namespace, path: str, labels: str | None) -> Cla
     if args.scores_key:
         key[f"{args.kind}_key"] = args.scores_key
     kind, labels_key = args.kind, args.labels_key
+    groups = getattr(args, "groups", None)
     return load_predictions(
         path,
         kind=kind,
@@ -78,7 +81,24 @@ def read_outputs(args: argparse.Namespace, path: str, labels: str | None) -> Cla
         labels_key=labels_key,
         logits_key=key["logits_key"],
         probs_key=key["probs_key"],
+        extra_columns=() if groups is None else (groups,),
     )
+
+
+def read_groups(path: str, key: str, n_samples: int, *, check: bool = True) -> np.ndarray:
+    """Each sample's group (a str array) from the array or column ``key`` of the prediction
+    file ``path`` (``--groups``): a missing key, a wrong length, a missing value or (with
+    ``check``) a group of one sample is blamed on ``--groups``."""
+    from calibkit.core.groups import check_groups
+    from calibkit.io.predictions import load_groups
+
+    try:
+        groups = load_groups(path, key, n_samples)
+        if check:
+            check_groups(groups, n_samples)
+    except InputError as exc:
+        raise renamed(exc, "--groups") from None
+    return groups
 
 
 def method_class(name: str, option: str) -> type[Calibrator]:

@@ -1,15 +1,26 @@
-"""``calibkit compare``: fit calibrators on a calibration part, judge them on a test part."""
+"""``calibkit compare``: fit calibrators on a calibration part, judge them on a test part.
+
+``--groups KEY`` reads one group per sample from FILE (or from ``--cal`` and ``--test``),
+carried through the same split as the rows (stratified by label; the groups follow their
+rows, so each is split about in proportion, not exactly). Every calibrator then gets its
+per-group results on the test part, the calibrators that take the groups (group-wise
+temperature scaling, multicalibration) join the default methods, and the report gains a
+"Calibration per group" section and a per-group reliability figure. Each group needs at
+least 2 samples in each part.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from calibkit.cli.common import method_list, read_outputs, renamed, say
+from calibkit.cli.common import method_list, read_groups, read_outputs, renamed, say
 from calibkit.cli.options import (
     EVERY_METHOD,
     FILES,
     Subparsers,
+    add_groups,
     add_input_options,
     add_numbers,
     opt,
@@ -17,6 +28,9 @@ from calibkit.cli.options import (
 )
 from calibkit.core.errors import InputError
 from calibkit.io.atomic import check_replaceable_folder
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _check_sources(args: argparse.Namespace) -> bool:
@@ -49,31 +63,57 @@ def add_arguments(sub: Subparsers) -> None:
     opt(p, "--methods", "A,B,C", EVERY_METHOD)
     opt(p, "--out", "DIR", "report folder (default %(default)s)", default="calibkit-report")
     add_numbers(p)
+    add_groups(p, "per-group results for every method, and the group-aware calibrators")
+
+
+def _part_groups(groups: np.ndarray, part: str) -> np.ndarray:
+    """``groups`` of one part, checked: every group there at least 2 samples."""
+    from calibkit.core.groups import check_groups
+
+    try:
+        check_groups(groups, groups.shape[0])
+    except InputError as exc:
+        raise InputError("--groups", f"{exc.expected} of the {part}", exc.got) from None
+    return groups
 
 
 def run(args: argparse.Namespace) -> int:
     """Compare the methods and write the report folder."""
     from calibkit.reporting.compare_report import write_compare_report, written_before_manifests
-    from calibkit.reporting.tables import format_comparison_summary
-    from calibkit.workflows.compare import compare, resolve_methods, split_outputs
+    from calibkit.reporting.tables import format_comparison_summary, format_group_summary
+    from calibkit.workflows.compare import compare, resolve_methods, split_indices, split_outputs
 
     pair = _check_sources(args)
     methods = method_list(args.methods)
     out_dir = check_replaceable_folder(Path(args.out), "--out", written_before_manifests)
+    groups = None
     if pair:
         cal = read_outputs(args, args.cal, args.cal_labels)
         test = read_outputs(args, args.test, args.test_labels)
+        if args.groups is not None:
+            cal_g = read_groups(args.cal, args.groups, cal.n_samples, check=False)
+            test_g = read_groups(args.test, args.groups, test.n_samples, check=False)
+            groups = (_part_groups(cal_g, "calibration part"), _part_groups(test_g, "test part"))
         source = f"calibration part {args.cal}, test part {args.test}"
         name = f"{Path(args.cal).name} / {Path(args.test).name}"
     else:
         whole = read_outputs(args, args.file, args.labels)
         size = 0.5 if args.split is None else args.split
+        every = None
+        if args.groups is not None:
+            every = read_groups(args.file, args.groups, whole.n_samples)
         try:
             cal, test = split_outputs(whole, size, args.seed)
+            cal_idx, test_idx = split_indices(whole.labels, size, args.seed)
         except InputError as exc:
             raise renamed(exc, "--split") from None
+        if every is not None:
+            cal_g = _part_groups(every[cal_idx], "calibration part")
+            groups = (cal_g, _part_groups(every[test_idx], "test part"))
         source = f"{args.file}, split {cal.n_samples:,} / {test.n_samples:,} (seed {args.seed})"
         name = Path(args.file).name
+    if groups is not None:
+        source += f", groups {args.groups!r}"
     if len(set(cal.labels.tolist())) < 2:
         raise InputError(
             "calibration part", "at least 2 distinct labels", f"only label {int(cal.labels[0])}"
@@ -84,10 +124,26 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         raise renamed(exc, "--methods") from None
     numbers = {"n_bins": args.n_bins, "n_boot": args.n_boot, "seed": args.seed, "mode": args.mode}
-    comp = compare(cal, test, names, source=source, recommend=True, **numbers)
+    if groups is not None and methods is None:
+        from calibkit.workflows.compare import group_methods
+
+        names += [m for m in group_methods(cal.n_classes) if m not in names]
+    cal_groups, test_groups = (None, None) if groups is None else groups
+    comp = compare(
+        cal,
+        test,
+        names,
+        source=source,
+        recommend=True,
+        cal_groups=cal_groups,
+        test_groups=test_groups,
+        **numbers,
+    )
     say(f"writing the report to {out_dir}")
     title = f"Calibration report: {source.split(',')[0]}"
     write_compare_report(comp, out_dir, title=title, name=name)
     print(format_comparison_summary(comp))
+    if groups is not None:
+        print(format_group_summary(comp))
     print(f"report: {out_dir / 'report.html'}")
     return 0

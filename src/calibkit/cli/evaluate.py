@@ -10,6 +10,12 @@ built on :func:`calibkit.metrics.evaluate`) keeps its keys. ``--extra risk_at_co
 
 ``--rc-plot PNG`` writes the risk-coverage curves (selective risk and generalized risk
 against coverage, :func:`calibkit.reporting.figures.risk_coverage_figure`).
+
+``--groups KEY`` reads one group per sample from the file (an array of a ``.npz`` / ``.pt``,
+a column of a ``.csv``: :func:`calibkit.io.predictions.load_groups`) and adds each group's
+accuracy, ECE (interval and noise floor), NLL (interval) and mean confidence, and the
+worst-group ECE gap (:func:`calibkit.metrics.groups.evaluate_groups`); ``--format json``
+holds them under ``"groups"``.
 """
 
 from __future__ import annotations
@@ -19,8 +25,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from calibkit.cli.common import check_output_file, read_outputs, say
-from calibkit.cli.options import FILES, Subparsers, add_force, add_input_options, add_numbers, opt
+from calibkit.cli.common import check_output_file, read_groups, read_outputs, say
+from calibkit.cli.options import (
+    FILES,
+    Subparsers,
+    add_force,
+    add_groups,
+    add_input_options,
+    add_numbers,
+    opt,
+)
 from calibkit.core.errors import InputError
 from calibkit.io.jsonfile import json_text
 
@@ -71,6 +85,7 @@ def add_arguments(sub: Subparsers) -> None:
     opt(p, "--coverage", "C", cov, type=float, default=0.8)
     risk = "risk of --extra coverage_at_risk, in [0, 1] (default %(default)s)"
     opt(p, "--risk", "R", risk, type=float, default=0.05)
+    add_groups(p, "adds ECE, NLL and accuracy per group and the worst-group gap")
     add_force(p)
 
 
@@ -113,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the metrics table (or JSON) and write the reliability diagram."""
     from calibkit.metrics import evaluate, reliability_stats
     from calibkit.metrics.selective import check_fraction
-    from calibkit.reporting.tables import format_evaluation_table
+    from calibkit.reporting.tables import format_evaluation_table, format_group_table
 
     plot = None if args.plot is None or args.plot.lower() == "none" else Path(args.plot)
     inputs = [args.file, args.labels]
@@ -138,8 +153,21 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise InputError("--extra", "one of " + ", ".join(extra_choices()), repr(unknown[0]))
     out = read_outputs(args, args.file, args.labels)
+    groups = None if args.groups is None else read_groups(args.file, args.groups, out.n_samples)
     say(f"evaluating {out.n_samples:,} samples ({args.n_boot} bootstrap resamples)")
     ev = evaluate(out, n_bins=args.n_bins, n_boot=args.n_boot, seed=args.seed, mode=args.mode)
+    per_group = None
+    if groups is not None:
+        from calibkit.metrics.groups import evaluate_groups
+
+        per_group = evaluate_groups(
+            out,
+            groups=groups,
+            n_bins=args.n_bins,
+            mode=args.mode,
+            n_boot=args.n_boot,
+            seed=args.seed,
+        )
     if args.extra or args.smooth_plot is not None:
         ev = _with_extras(ev, out, args)
     if plot is not None:  # matplotlib is imported only when a figure is written
@@ -163,10 +191,16 @@ def run(args: argparse.Namespace) -> int:
         rc = risk_coverage_figure({name: risk_coverage_curve(out)}, title=f"{name}: risk-coverage")
         save_figure(rc, rc_plot)
     if args.format == "json":
-        print(json_text(ev.to_dict()))
+        result = ev.to_dict()
+        if per_group is not None:
+            result["groups"] = per_group.to_dict()
+        print(json_text(result))
     else:
         print(f"{args.file}: {out.n_samples:,} samples, {out.n_classes} classes, {out.kind}")
         print(format_evaluation_table(ev))
+        if per_group is not None:
+            print(f"\nper group ({args.groups}):")
+            print(format_group_table(per_group))
         if plot is not None:
             print(f"reliability diagram: {plot}")
         if args.smooth_plot is not None:

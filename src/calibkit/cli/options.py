@@ -83,6 +83,13 @@ def add_input_options(p: argparse.ArgumentParser) -> None:
     opt(p, "--labels-key", "KEY", "name of the label array (default labels)")
 
 
+def add_groups(p: argparse.ArgumentParser, what: str) -> None:
+    """``--groups KEY``: a group per sample, read from the prediction file (``what``: the
+    per-group results it adds)."""
+    text = f"array (.npz, .pt) or column (.csv) of one group per sample: {what}"
+    opt(p, "--groups", "KEY", text)
+
+
 def add_force(p: argparse.ArgumentParser) -> None:
     """``--force``: replace an existing output file (never an input)."""
     p.add_argument("--force", action="store_true", help="replace an existing output file")

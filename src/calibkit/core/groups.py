@@ -15,6 +15,8 @@ name is an integer, else as strings; a sample's code is its group's position in 
 (['a', 'b'], [1, 0, 1, 0], [2, 2])
 >>> check_groups([10, 2, 10, 2], 4).names  # integers sort as numbers
 ['2', '10']
+>>> check_groups(["10", "2", "10", "2"], 4).names  # integer names too (a .csv column)
+['2', '10']
 >>> check_groups([0, 0, 1], 3)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -23,6 +25,7 @@ calibkit.core.errors.InputError: groups: expected at least 2 ..., got group '1' 
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 
@@ -31,6 +34,7 @@ import numpy.typing as npt
 
 from calibkit.core.errors import InputError
 
+_INTEGER = re.compile(r"[+-]?\d+")
 #: Fewest samples a group may hold.
 MIN_GROUP_SIZE = 2
 I64 = npt.NDArray[np.int64]
@@ -74,12 +78,12 @@ def _values(groups: object, n_samples: int | None, name: str) -> np.ndarray:
         bad = ~np.isfinite(arr)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            got = f"a missing value ({arr[i]!r}) at index {i}"
+            got = f"a missing value ({arr[i].item()!r}) at index {i}"
             raise InputError(name, "a group (integer or string) for every sample", got)
         frac = arr != np.round(arr)
         if frac.any():
             i = int(np.flatnonzero(frac)[0])
-            raise InputError(name, "integers or strings", f"{arr[i]!r} at index {i}")
+            raise InputError(name, "integers or strings", f"{arr[i].item()!r} at index {i}")
         return arr.astype(np.int64)
     if kind == "O":  # a list holding None or mixed types: one look per entry
         ok = np.array(
@@ -124,6 +128,11 @@ def check_groups(groups: object, n_samples: int, name: str = "groups") -> Groups
     values = _values(groups, n_samples, name)
     uniques, codes = np.unique(values, return_inverse=True)  # integers sort as numbers
     names = [str(u) for u in uniques.tolist()]
+    if values.dtype.kind == "U" and all(_INTEGER.fullmatch(n) for n in names):
+        order = sorted(range(len(names)), key=lambda i: (int(names[i]), names[i]))
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        names, codes = [names[i] for i in order], rank[codes]  # as read from a file: "2" < "10"
     sizes = np.bincount(codes, minlength=len(names)).astype(np.int64)
     small = np.flatnonzero(sizes < MIN_GROUP_SIZE)
     if small.size:

@@ -9,7 +9,11 @@ written atomically (it appears complete or not at all)::
     results.json   every number, as fractions, plus the metadata
     results.csv    one row per method: <metric>, <metric>_lo, <metric>_hi, floors, ...
     figures/       reliability_grid.png, reliability_<method>.png, ece_temperature.png,
-                   risk_coverage.png
+                   risk_coverage.png; with groups also reliability_groups.png
+
+With groups (``compare(..., cal_groups=, test_groups=)``) the report gains a "Calibration per
+group" section (each method's ECE, NLL and accuracy per group with intervals, its worst-group
+gap), ``results.json`` a ``groups`` entry per method, and a per-group reliability figure.
 
 Human tables show calibration errors and accuracy in percent; JSON and CSV keep fractions.
 
@@ -22,11 +26,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from calibkit.calibrators import CALIBRATORS
 from calibkit.core.version import __version__
 from calibkit.io.atomic import atomic_directory, check_replaceable_folder
 from calibkit.io.jsonfile import json_ready, write_json
 from calibkit.reporting.csv_text import csv_number, csv_text
 from calibkit.reporting.document import (
+    Block,
     Document,
     Figure,
     Gallery,
@@ -37,12 +43,13 @@ from calibkit.reporting.document import (
 from calibkit.reporting.figures import (
     ece_temperature_figure,
     figure_png_bytes,
+    group_reliability_figure,
     reliability_figure,
     reliability_grid,
     risk_coverage_figure,
 )
 from calibkit.reporting.render import to_html, to_markdown
-from calibkit.reporting.tables import comparison_tables, marks_note, metric_names
+from calibkit.reporting.tables import comparison_tables, group_tables, marks_note, metric_names
 from calibkit.workflows.compare import Comparison
 
 REPORT_FORMAT = 1
@@ -50,6 +57,18 @@ REPORT_FORMAT = 1
 GRID, CURVE = "reliability_grid.png", "ece_temperature.png"
 #: The risk-coverage curves of every method (selective prediction), also full width.
 RC = "risk_coverage.png"
+#: Reliability per group (with groups), full width too.
+GROUPS_FIGURE = "reliability_groups.png"
+
+GROUPS_HOW_TO_READ = (
+    "Each method's ECE, NLL and accuracy on each group's rows of the test part; brackets hold "
+    "{level:.0%} bootstrap intervals that redraw every group within itself (each resample "
+    "keeps the group sizes). The ECE floor is the group's ECE were it perfectly calibrated "
+    "with the same confidences: a small group's floor is high, and an ECE near it cannot be "
+    "told from noise. The worst-group gap is the largest minus the smallest group ECE; a "
+    "global calibrator can lower the average ECE and leave (or widen) this gap, a group-aware "
+    "one (temperature_groupwise, multicalibration) fits the groups it was given."
+)
 
 HOW_TO_READ = (
     "Each calibrator was fitted on the calibration part only and is judged on the test part; "
@@ -105,6 +124,9 @@ def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
     if curves:
         rc = risk_coverage_figure(curves, title=f"{name}: risk-coverage on the test part")
         figs.append(Figure(RC, "Risk-coverage curves, every method", figure_png_bytes(rc)))
+    group_figure = _group_figure(comp, name)
+    if group_figure is not None:
+        figs.append(group_figure)
     for r in comp.rows:
         fig = reliability_figure(
             r.reliability,
@@ -115,6 +137,45 @@ def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
         caption = f"Reliability diagram: {r.method}"
         figs.append(Figure(figure_name(r.method), caption, figure_png_bytes(fig)))
     return figs
+
+
+def group_figure_methods(comp: Comparison) -> list[str]:
+    """The methods of the per-group reliability figure: the uncalibrated model, the
+    recommended method (else temperature scaling), and the group-aware method with the
+    smallest worst-group gap."""
+    names = [r.method for r in comp.rows if r.group_reliability is not None]
+    rec = comp.recommendation.method if comp.recommendation is not None else "temperature"
+    chosen = [names[0]] if names else []
+    chosen += [m for m in (rec, "temperature") if m in names][:1]
+    aware = [
+        r
+        for r in comp.rows
+        if r.method in names and r.method in CALIBRATORS and CALIBRATORS.get(r.method).takes_groups
+    ]
+    if aware:
+        chosen.append(min(aware, key=lambda r: r.groups.gap if r.groups else math.inf).method)
+    return list(dict.fromkeys(chosen))
+
+
+def _group_figure(comp: Comparison, name: str) -> Figure | None:
+    methods = group_figure_methods(comp)
+    if not methods:
+        return None
+    rows = {r.method: r for r in comp.rows}
+    first = rows[methods[0]].groups
+    assert first is not None
+    panels = []
+    for g, n in zip(first.names, first.sizes, strict=True):
+        lines = {}
+        for m in methods:
+            ge, bins = rows[m].groups, rows[m].group_reliability
+            assert ge is not None
+            assert bins is not None
+            lines[m] = (bins[g], ge.values[g]["ece"])
+        panels.append((f"group {g} ({n:,} samples)", lines))
+    fig = group_reliability_figure(panels, title=f"{name}: reliability per group, test part")
+    caption = "Reliability per group: " + ", ".join(methods)
+    return Figure(GROUPS_FIGURE, caption, figure_png_bytes(fig))
 
 
 def results_dict(comp: Comparison, title: str) -> dict[str, Any]:
@@ -133,6 +194,7 @@ def results_dict(comp: Comparison, title: str) -> dict[str, Any]:
                 "ranking": None
                 if r.ranking is None
                 else {"same_as_none": r.ranking.same, "kendall_tau": r.ranking.tau},
+                **({} if r.groups is None else {"groups": r.groups.to_dict()}),
                 "reliability": {
                     "edges": rel.edges.tolist(),
                     "counts": rel.counts.tolist(),
@@ -234,8 +296,17 @@ def compare_document(comp: Comparison, title: str, figures: list[Figure]) -> Doc
     """The report as a document: summary, how to read it, the tables, the figures."""
     intro = [Paragraph(f"Source: {comp.source}", meta=True)] if comp.source else []
     how = HOW_TO_READ.format(level=comp.rows[0].evaluation.level)
-    big = [f for f in figures if f.name in (GRID, CURVE, RC)]
-    singles = [f for f in figures if f.name not in (GRID, CURVE, RC)]
+    big = [f for f in figures if f.name in (GRID, CURVE, RC, GROUPS_FIGURE)]
+    singles = [f for f in figures if f.name not in (GRID, CURVE, RC, GROUPS_FIGURE)]
+    by_group = group_tables(comp)
+    groups = []
+    if by_group:
+        paragraphs = [GROUPS_HOW_TO_READ.format(level=comp.rows[0].evaluation.level)]
+        noisy = comp.rows[0].groups.warnings if comp.rows[0].groups is not None else []
+        paragraphs += [f"Uncalibrated model: {w}." for w in noisy]
+        blocks: list[Block] = [Paragraph(p) for p in paragraphs]
+        blocks += [table_section(t) for t in by_group]
+        groups = [Section("Calibration per group", blocks)]
     return Document(
         title,
         [
@@ -248,6 +319,7 @@ def compare_document(comp: Comparison, title: str, figures: list[Figure]) -> Doc
             ),
             Section("How to read this", [Paragraph(p) for p in (how, marks_note(comp)) if p]),
             *(table_section(t) for t in comparison_tables(comp)),
+            *groups,
             Section("Figures", [*big, Gallery(singles)]),
         ],
     )

@@ -386,6 +386,62 @@ def reliability_grid(
     return fig
 
 
+def group_reliability_figure(
+    panels: Sequence[tuple[str, Mapping[str, tuple[BinStats, float]]]],
+    *,
+    ncols: int = 4,
+    title: str | None = None,
+) -> Figure:
+    """Reliability per group: one panel per ``(group, {method: (stats, ece)})``, each
+    method's non-empty bins drawn as a line of points (mean confidence, accuracy) sized by
+    the bin's share of the group, the legend giving the group's ECE; empty bins draw nothing.
+
+    >>> from calibkit.core.binning import bin_stats
+    >>> s = bin_stats(np.array([0.15, 0.55, 0.95]), np.array([0.0, 1.0, 1.0]), 10)
+    >>> fig = group_reliability_figure([("a (3)", {"none": (s, 0.2)})])
+    >>> [line.get_label() for line in fig.axes[0].lines]
+    ['none (ECE 20.00%)', '_diagonal']
+    >>> fig.axes[0].lines[0].get_xdata().tolist() == s.mean_confidence[s.nonempty].tolist()
+    True
+    """
+    if not panels:
+        raise InputError("panels", "at least one (group, {method: (stats, ece)}) panel", "none")
+    n = len(panels)
+    cols = max(1, min(ncols, n))
+    rows = math.ceil(n / cols)
+    fig = new_figure(2.9 * cols, 3.0 * rows + 0.4)
+    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).reshape(-1)
+    for i, (ax, (name, methods)) in enumerate(zip(axes, panels, strict=False)):
+        for j, (method, (stats, ece)) in enumerate(methods.items()):
+            st = _check_stats(stats)
+            keep = st.nonempty
+            share = st.counts[keep] / max(1.0, float(st.counts.sum()))
+            colour = _FITTED_COLOURS[j % len(_FITTED_COLOURS)] if j else _BAR
+            ax.plot(
+                st.mean_confidence[keep],
+                st.accuracy[keep],
+                "-",
+                color=colour,
+                linewidth=1.2,
+                label=f"{plain(method)} (ECE {ece:.2%})",
+            )
+            ax.scatter(st.mean_confidence[keep], st.accuracy[keep], s=8 + 120 * share, color=colour)
+        ax.plot([0, 1], [0, 1], ":", color=_IDEAL, linewidth=1, label="_diagonal")
+        unit_limits(ax)
+        style_axes(ax)
+        ax.set_title(wrapped(name, 2.8, 10), fontsize=10)
+        ax.legend(fontsize=7, frameon=False, loc="upper left")
+        if i % cols == 0:
+            ax.set_ylabel("Accuracy")
+        if i >= n - cols:
+            ax.set_xlabel("Confidence")
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    if title:
+        fig.suptitle(wrapped(title, 2.9 * cols - 0.2, 12), fontsize=12)
+    return fig
+
+
 def ece_temperature_figure(
     temperatures: object,
     eces: object,

@@ -24,6 +24,7 @@ from calibkit.metrics.kernels import BinNorm, RankStatistic
 from calibkit.reporting.document import Cell, Table
 
 if TYPE_CHECKING:  # evaluate's table needs neither the calibrators nor their imports
+    from calibkit.metrics.groups import GroupEvaluation
     from calibkit.workflows.compare import Comparison, MethodResult
 
 
@@ -112,6 +113,62 @@ def format_evaluation_table(evaluation: Evaluation) -> str:
         for r in rows
     ]
     return "\n".join(line.rstrip() for line in lines)
+
+
+def format_gap(ge: GroupEvaluation) -> str:
+    """The worst-group ECE gap in words, with its interval.
+
+    >>> from calibkit.metrics.groups import GroupEvaluation
+    >>> print(format_gap(GroupEvaluation(["a", "b"], [5, 5], {}, {}, 0.1, "b", "a", (0.05, 0.2))))
+    worst-group ECE gap 10.00% [5.00%, 20.00%]: group 'b' against group 'a'
+    """
+    ci = "" if ge.gap_ci is None else " " + _interval("ece", ge.gap_ci)
+    return (
+        f"worst-group ECE gap {format_value('ece', ge.gap)}{ci}: "
+        f"group {ge.worst_group!r} against group {ge.best_group!r}"
+    )
+
+
+def format_group_table(ge: GroupEvaluation) -> str:
+    """A plain-text table of :func:`~calibkit.metrics.groups.evaluate_groups`' result: per
+    group its size, accuracy, ECE (interval, noise floor), NLL (interval) and mean
+    confidence; then the worst-group gap and the noise-floor warnings.
+
+    >>> from calibkit.metrics.groups import evaluate_groups
+    >>> ge = evaluate_groups([1, 0, 1, 1], probs=[[0.2, 0.8], [0.4, 0.6], [0.1, 0.9], [0.3, 0.7]],
+    ...     groups=["x", "x", "y", "y"], n_bins=10, n_boot=0, n_floor_draws=0)
+    >>> print(format_group_table(ge))
+    Group  n  Accuracy     ECE  ECE CI  ECE floor     NLL  NLL CI  Confidence
+    x      2    50.00%  40.00%                     0.5697              70.00%
+    y      2   100.00%  20.00%                     0.2310              80.00%
+    worst-group ECE gap 20.00%: group 'x' against group 'y'
+    """
+    header = ["Group", "n", "Accuracy", "ECE", "ECE CI", "ECE floor", "NLL", "NLL CI", "Confidence"]
+    rows = [header]
+    for g, n in zip(ge.names, ge.sizes, strict=True):
+        v, ci = ge.values[g], ge.ci.get(g, {})
+        rows.append(
+            [
+                g,
+                str(n),
+                format_value("accuracy", v["accuracy"]),
+                format_value("ece", v["ece"]),
+                _interval("ece", ci.get("ece")),
+                "" if "ece_floor" not in v else format_value("ece", v["ece_floor"]),
+                format_value("nll", v["nll"]),
+                _interval("nll", ci.get("nll")),
+                format_value("accuracy", v["confidence"]),
+            ]
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = [
+        "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ).rstrip()
+        for r in rows
+    ]
+    return "\n".join([*lines, format_gap(ge), *ge.warnings])
 
 
 # ----- the comparison tables (rendered by calibkit.reporting.render) --------------------------
@@ -304,6 +361,70 @@ def calibration_tests_table(comp: Comparison) -> Table:
         for r in comp.rows
     ]
     return Table("Calibration tests on the test part (statistic, p-value)", header, rows)
+
+
+def group_tables(comp: Comparison) -> list[Table]:
+    """The per-group tables of a comparison with groups (none without): each method's
+    ECE, NLL and accuracy per group with intervals (a row per method and group), and each
+    method's worst-group ECE gap and its worst group's ECE (the smallest in bold)."""
+    rows = [r for r in comp.rows if r.groups is not None]
+    if not rows:
+        return []
+    per_group = []
+    for r in rows:
+        ge = r.groups
+        assert ge is not None
+        for i, (g, n) in enumerate(zip(ge.names, ge.sizes, strict=True)):
+            v, ci = ge.values[g], ge.ci.get(g, {})
+            cells = [Cell(method_label(comp, r.method) if i == 0 else ""), Cell(g), Cell(f"{n:,}")]
+            for name in ("ece", "nll", "accuracy"):
+                text = f"{format_value(name, v[name])} {_interval(name, ci.get(name))}".strip()
+                cells.append(Cell(text))
+                if name == "ece":
+                    cells.append(Cell(format_value("ece", v.get("ece_floor"))))
+            cells.append(Cell(format_value("accuracy", v["confidence"])))
+            per_group.append(cells)
+    header = ["Method", "Group", "n", "ECE", "ECE floor", "NLL", "Accuracy", "Confidence"]
+    worst = [r.groups.values[r.groups.worst_group]["ece"] for r in rows if r.groups is not None]
+    best = format_value("ece", min(worst))
+    gap_rows = []
+    for r in rows:
+        ge = r.groups
+        assert ge is not None
+        text = f"{format_value('ece', ge.gap)} {_interval('ece', ge.gap_ci)}".strip()
+        shown = format_value("ece", ge.values[ge.worst_group]["ece"])
+        gap_rows.append(
+            [
+                Cell(method_label(comp, r.method)),
+                Cell(ge.worst_group),
+                Cell(ge.best_group),
+                Cell(text),
+                Cell(shown, shown == best),
+            ]
+        )
+    return [
+        Table("ECE, NLL and accuracy per group on the test part", header, per_group, n_left=2),
+        Table(
+            "Worst-group ECE gap on the test part (largest minus smallest group ECE)",
+            ["Method", "Worst group", "Best group", "Gap", "Worst group's ECE"],
+            gap_rows,
+            n_left=3,
+        ),
+    ]
+
+
+def format_group_summary(comp: Comparison) -> str:
+    """A plain-text line per method: its worst-group ECE gap with its interval, and which
+    groups ('' without groups)."""
+    rows = [r for r in comp.rows if r.groups is not None]
+    if not rows:
+        return ""
+    width = max(len(r.method) for r in rows)
+    lines = ["per group (test part):"]
+    for r in rows:
+        assert r.groups is not None
+        lines.append(f"{r.method:<{width}}  {format_gap(r.groups)}")
+    return "\n".join(lines)
 
 
 def format_comparison_summary(comp: Comparison) -> str:

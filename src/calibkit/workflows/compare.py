@@ -36,6 +36,16 @@ Rows that say more than their numbers (:class:`Comparison`)
     which is all the selective-prediction metrics see: histogram binning and isotonic
     regression create ties; temperature scaling keeps the ranking of two classes, but on
     several classes it can reorder samples (a close runner-up against many close ones).
+
+Calibration per group (``cal_groups=`` and ``test_groups=``, one group per row of each part)
+    Every row also gets its per-group ECE, NLL, accuracy and confidence on the test part,
+    with stratified bootstrap intervals and the worst-group gap
+    (:attr:`MethodResult.groups`, :func:`calibkit.metrics.groups.evaluate_groups`), and its
+    reliability bins per group. The calibrators that take the groups (``takes_groups``:
+    group-wise temperature scaling, multicalibration; :func:`group_methods`) join the
+    default list; each is fitted with the calibration part's groups and predicts with the
+    test part's (a group absent from the calibration part gets the global map). The
+    recommendation stays among the calibrators without groups.
 """
 
 from __future__ import annotations
@@ -51,13 +61,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators import create_calibrator, ece_temperature_curve
+from calibkit.calibrators import CALIBRATORS, create_calibrator, ece_temperature_curve
 from calibkit.core.binning import BinStats
 from calibkit.core.errors import InputError
+from calibkit.core.groups import check_groups
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_labels
 from calibkit.core.splits import stratified_split
 from calibkit.metrics import Evaluation, evaluate, reliability_stats
 from calibkit.metrics.calibration_tests import CalibrationTest, calibration_tests
+from calibkit.metrics.groups import GroupEvaluation, evaluate_groups
 from calibkit.metrics.samples import Mode
 from calibkit.metrics.selective import (
     RankingChange,
@@ -69,6 +81,7 @@ from calibkit.workflows.methods import (
     UNCALIBRATED,
     applicable_methods,
     chosen_method,
+    group_methods,
     resolve_methods,
     same_maps,
     summarize_params,
@@ -82,6 +95,7 @@ __all__ = [
     "Recommendation",
     "applicable_methods",
     "compare",
+    "group_methods",
     "recommendation",
     "resolve_methods",
     "split_indices",
@@ -116,6 +130,9 @@ class MethodResult:
     ranking, risk_coverage
         How its test confidences rank the samples against the uncalibrated ones
         (:class:`~calibkit.metrics.selective.RankingChange`), and its risk-coverage curve.
+    groups, group_reliability
+        With groups: its per-group results on the test part
+        (:class:`~calibkit.metrics.groups.GroupEvaluation`) and reliability bins by group.
 
     Examples
     --------
@@ -134,6 +151,8 @@ class MethodResult:
     tests: dict[str, CalibrationTest] = dataclasses.field(default_factory=dict)
     ranking: RankingChange | None = None
     risk_coverage: RiskCoverage | None = None
+    groups: GroupEvaluation | None = None
+    group_reliability: dict[str, BinStats] | None = None
 
 
 @dataclass(frozen=True)
@@ -329,29 +348,75 @@ def _check_parts(cal: ClassifierOutputs, test: ClassifierOutputs) -> None:
         raise InputError("test", f"{cal.n_classes} classes, as in the calibration part", got)
 
 
+def _by_group(
+    row: MethodResult, test: ClassifierOutputs, groups: np.ndarray | None, settings: dict[str, Any]
+) -> MethodResult:
+    """``row`` with its per-group results on ``test`` (unchanged without groups)."""
+    if groups is None:
+        return row
+    per_group = evaluate_groups(test, groups=groups, **settings)
+    bins = {
+        g: reliability_stats(_subset(test, np.flatnonzero(groups == g)), **_bin_settings(settings))
+        for g in per_group.names
+    }
+    return dataclasses.replace(row, groups=per_group, group_reliability=bins)
+
+
+def _bin_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    return {"n_bins": settings["n_bins"], "mode": settings["mode"]}
+
+
 def _rows(
     cal: ClassifierOutputs,
     test: ClassifierOutputs,
     names: list[str],
     settings: dict[str, Any],
     params: Mapping[str, Mapping[str, Any]],
+    groups: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[MethodResult]:
-    """The uncalibrated row, then each method fitted on ``cal`` and judged on ``test``."""
+    """The uncalibrated row, then each method fitted on ``cal`` and judged on ``test``
+    (``groups``: the parts' group names, for the per-group results and the calibrators
+    that take them)."""
     _log.info(f"evaluating the uncalibrated model on {test.n_samples:,} test samples")
+    test_groups = None if groups is None else groups[1]
     rows = [_judge(UNCALIBRATED, test, {}, 0.0, settings)]
     rows[0] = dataclasses.replace(rows[0], ranking=RankingChange(True, 1.0))
+    rows[0] = _by_group(rows[0], test, test_groups, settings)
     cal_logits, test_logits = cal.as_logits(), test.as_logits()
     for i, name in enumerate(names, start=1):
         _log.info(f"[{i}/{len(names)}] fitting {name} on {cal.n_samples:,} calibration samples")
         start = time.perf_counter()
         calibrator = create_calibrator(name, **params.get(name, {}))
-        calibrator.fit(cal_logits, cal.labels)
+        with_groups: dict[str, Any] = {}
+        if groups is not None and calibrator.takes_groups:
+            calibrator.fit(cal_logits, cal.labels, groups=groups[0])  # type: ignore[call-arg]
+            with_groups = {"groups": groups[1]}
+        else:
+            calibrator.fit(cal_logits, cal.labels)
         seconds = time.perf_counter() - start
-        calibrated = as_outputs(test.labels, probs=calibrator.predict_proba(test_logits))
+        probs = calibrator.predict_proba(test_logits, **with_groups)
+        calibrated = as_outputs(test.labels, probs=probs)
         row = _judge(name, calibrated, summarize_params(calibrator), seconds, settings)
         ranking = ranking_change(test.confidence, calibrated.confidence)
-        rows.append(dataclasses.replace(row, chosen=chosen_method(calibrator), ranking=ranking))
+        row = dataclasses.replace(row, chosen=chosen_method(calibrator), ranking=ranking)
+        rows.append(_by_group(row, calibrated, test_groups, settings))
     return rows
+
+
+def _check_group_parts(
+    cal: ClassifierOutputs, test: ClassifierOutputs, cal_groups: object, test_groups: object
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Both parts' group names (checked), or None without groups."""
+    if cal_groups is None and test_groups is None:
+        return None
+    if cal_groups is None or test_groups is None:
+        got = "cal_groups only" if test_groups is None else "test_groups only"
+        raise InputError("cal_groups/test_groups", "both or neither", got)
+    parts = []
+    for name, out, g in (("cal_groups", cal, cal_groups), ("test_groups", test, test_groups)):
+        checked = check_groups(g, out.n_samples, name)
+        parts.append(np.asarray(checked.names)[checked.codes])
+    return parts[0], parts[1]
 
 
 def compare(
@@ -366,6 +431,8 @@ def compare(
     source: str = "",
     params: Mapping[str, Mapping[str, Any]] | None = None,
     recommend: bool = False,
+    cal_groups: object = None,
+    test_groups: object = None,
 ) -> Comparison:
     """Fit each method on ``cal``, evaluate it on ``test``; the ``"none"`` row comes first.
 
@@ -387,6 +454,10 @@ def compare(
         Also say which method to use (:class:`Recommendation`): ``auto``'s rule over the
         compared methods and temperature scaling, cross-fitted on ``cal`` (each candidate
         with its default parameters; ``n_folds`` times the fits).
+    cal_groups, test_groups : array-like, optional
+        One group (integer or string) per row of ``cal`` and of ``test`` (both or neither;
+        at least 2 rows per group in each): per-group results for every row, and the
+        calibrators that take groups (:func:`group_methods`) join the default methods.
 
     Returns
     -------
@@ -400,12 +471,16 @@ def compare(
     ['none', 'temperature']
     """
     _check_parts(cal, test)
+    groups = _check_group_parts(cal, test, cal_groups, test_groups)
     every_class = np.unique(cal.labels).size == cal.n_classes
     names = resolve_methods(methods, cal.n_classes, cal.n_samples, every_class)
+    if groups is not None and methods is None:
+        names += [m for m in group_methods(cal.n_classes) if m not in names]
     settings: dict[str, Any] = {"n_bins": n_bins, "n_boot": n_boot, "seed": seed, "mode": mode}
-    rows = _rows(cal, test, names, settings, params or {})
+    rows = _rows(cal, test, names, settings, params or {}, groups)
     curve = ece_temperature_curve(test.as_logits(), test.labels, TEMPERATURE_GRID, n_bins)
-    chosen = recommendation(cal, names, seed) if recommend else None
+    plain = [n for n in names if not CALIBRATORS.get(n).takes_groups]
+    chosen = recommendation(cal, plain, seed) if recommend else None
     return Comparison(
         rows=rows,
         n_cal=cal.n_samples,

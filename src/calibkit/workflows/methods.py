@@ -71,6 +71,22 @@ def applicable_methods(
     ]
 
 
+def group_methods(n_classes: int) -> list[str]:
+    """The registered calibrators that take each sample's group (``takes_groups``), in the
+    registry's order: run besides :func:`applicable_methods` when a comparison has groups.
+
+    >>> group_methods(3)
+    ['temperature_groupwise', 'multicalibration']
+    """
+    return [
+        name
+        for name in CALIBRATORS.names()
+        if CALIBRATORS.get(name).takes_groups
+        and not CALIBRATORS.get(name).needs_model
+        and _applies_to(name, n_classes)
+    ]
+
+
 def resolve_methods(
     methods: Sequence[str] | None,
     n_classes: int,
