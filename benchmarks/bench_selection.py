@@ -2,7 +2,7 @@
 temperature scaling, on the nine shared prediction files.
 
     .venv/bin/python benchmarks/bench_selection.py [--n-cal 100 300 1000 5000]
-        [--seeds 0 1 2 3 4] [--files cifar10_resnet18 ...] [--out docs/selection.csv]
+        [--seeds 0 1 2 3 4] [--files cifar10_resnet18 ...] [--out docs/selection/selection.csv]
 
 For each file, calibration size ``n`` and split seed: one seeded permutation, the first
 ``n`` samples to calibrate and the rest to judge; every method is fitted on the calibration

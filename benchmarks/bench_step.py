@@ -1,4 +1,4 @@
-"""One training step of each full-scale model on this CPU (configs/fullscale/).
+"""One training step of each full-scale model on this CPU (experiments/fullscale/configs/).
 
     .venv/bin/python benchmarks/bench_step.py [--repeats 5] [--models a,b] [--threads N]
 

@@ -1,4 +1,5 @@
-"""Shared test fixtures: where the real data beside the repository lives."""
+"""Shared test fixtures: where the real data beside the repository lives, and the shipped
+study configs."""
 
 from __future__ import annotations
 
@@ -12,6 +13,11 @@ import torch
 #: ``../shared/data`` relative to the repository root (override with CALIBKIT_SHARED_DATA).
 SHARED_DATA = Path(
     os.environ.get("CALIBKIT_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
+)
+
+#: Every shipped study config: ``configs/*.toml`` of each reproduction in ``experiments/``.
+SHIPPED_CONFIGS = sorted(
+    (Path(__file__).resolve().parents[1] / "experiments").glob("*/configs/*.toml")
 )
 
 

@@ -71,3 +71,82 @@ def test_group_snippet_runs() -> None:
     temps = dict(zip(gts.group_names_, gts.group_temperatures_.tolist(), strict=True))
     assert namespace["res"].worst_group == "b"  # type: ignore[attr-defined]
     assert temps["a"] < 1.2 < 2.5 < temps["b"]
+
+
+ROOT = README.parent
+#: The documents checked for broken references: the README, the contributor guide, the
+#: library's pages and each reproduction's write-up and reports.
+DOCUMENTS = sorted(
+    [
+        README,
+        ROOT / "CONTRIBUTING.md",
+        ROOT / "benchmarks" / "README.md",
+        *(ROOT / "docs").rglob("*.md"),
+        *(ROOT / "experiments").rglob("*.md"),
+    ]
+)
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+#: A config path in a command: ``calibkit [--threads N] study PATH`` or ``python DRIVER PATH``.
+COMMAND = re.compile(
+    r"(?:calibkit(?:\s+--threads\s+\d+)?\s+study|python3?\s+(\S+\.py))\s+([\w./-]+/[\w.-]+\.toml)"
+)
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces to ``-``.
+
+    >>> _slug("The paper's remaining figures (1d, 2, 4)")
+    'the-papers-remaining-figures-1d-2-4'
+    """
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def broken_references(document: Path) -> list[str]:
+    """Every relative link of ``document`` whose file (or heading) is absent, and every config
+    or driver its commands name that is absent (commands run from the repository root)."""
+    text = document.read_text(encoding="utf-8")
+    broken = []
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+:", target):  # http(s), mailto
+            continue
+        file, _, anchor = target.partition("#")
+        path = (document.parent / file) if file else document
+        if not path.exists():
+            broken.append(target)
+        elif anchor and path.suffix == ".md":
+            headings = re.findall(r"^#+\s+(.*)$", path.read_text(encoding="utf-8"), re.M)
+            if anchor not in {_slug(h) for h in headings}:
+                broken.append(target)
+    for driver, config in COMMAND.findall(text):
+        broken += [p for p in (driver, config) if p and not (ROOT / p).is_file()]
+    return broken
+
+
+def test_the_checked_documents_include_every_write_up() -> None:
+    names = {p.relative_to(ROOT).as_posix() for p in DOCUMENTS}
+    assert {"docs/README.md", "experiments/wang2021/README.md", "CONTRIBUTING.md"} <= names
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_reference_in_the_documents_exists(document: Path) -> None:
+    assert broken_references(document) == []
+
+
+def test_a_broken_reference_is_found(tmp_path: Path) -> None:
+    (tmp_path / "there.md").write_text("# A heading\n", encoding="utf-8")
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "[ok](there.md#a-heading) [gone](docs/seed-study.md) [bad anchor](there.md#nope)\n"
+        "[web](https://example.org/x) [here](#top)\n"
+        "    calibkit study configs/seed_bird_cat.toml --out runs/seed\n"
+        "    calibkit study experiments/seed_study/configs/seed_bird_cat.toml\n"
+        "    python experiments/wang2021/study.py configs/wang2021_birdcat.toml\n",
+        encoding="utf-8",
+    )
+    assert broken_references(doc) == [
+        "docs/seed-study.md",
+        "there.md#nope",
+        "#top",
+        "configs/seed_bird_cat.toml",
+        "configs/wang2021_birdcat.toml",
+    ]

@@ -1,13 +1,8 @@
-"""Guo, Pleiss, Sun & Weinberger (ICML 2017): what makes a network miscalibrated (docs/guo2017.md).
+"""Guo, Pleiss, Sun & Weinberger (ICML 2017): what makes a network miscalibrated.
 
 ``calibkit study`` runs each config; ``guo2017_report.py`` writes the factor tables and
 figures (``factor_figures.py``) from the study folders.
 
-Its study configs stay in ``configs/`` (the path the documented commands name);
-:data:`CONFIGS` lists them, relative to the repository root.
+Its study configs are ``configs/*.toml`` in this folder; its write-up is ``README.md``, with
+the reports and figures the studies wrote under ``results/``.
 """
-
-CONFIGS = (
-    "configs/guo2017_birdcat.toml",
-    "configs/guo2017_cifar10.toml",
-)

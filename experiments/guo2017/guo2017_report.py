@@ -1,14 +1,16 @@
-"""Write the Guo et al. (2017) factor report of finished studies into docs/guo2017/<name>/.
+"""Write the Guo et al. (2017) factor report of finished studies into ``results/<name>/`` here.
 
-For each study folder (made by ``calibkit study configs/guo2017_*.toml --out DIR``) and its
-config: the config (as config.toml), the folder's report.md and figures/ are copied, and
+For each study folder (made by ``calibkit study experiments/guo2017/configs/guo2017_*.toml
+--out DIR``) and its config: the config (as config.toml), the folder's report.md and
+figures/ are copied, and
 ``factors.md`` is written beside them with the one-factor-at-a-time tables (Welch tests
 against the base, rank correlations), the NLL-overfitting table, the per-epoch tables and
 their figures (experiments.guo2017.factor_figures).
 
     python experiments/guo2017/guo2017_report.py \\
-        configs/guo2017_birdcat.toml:/work/runs/guo2017_birdcat:birdcat \\
-        configs/guo2017_cifar10.toml:/work/runs/guo2017_cifar10:cifar10 [--out docs/guo2017]
+        experiments/guo2017/configs/guo2017_birdcat.toml:/work/runs/guo2017_birdcat:birdcat \\
+        experiments/guo2017/configs/guo2017_cifar10.toml:/work/runs/guo2017_cifar10:cifar10 \\
+        [--out experiments/guo2017/results]
 
 Models of the config without a finished run are left out of the tables and figures.
 """
@@ -39,7 +41,8 @@ from experiments.guo2017.factor_figures import (
     trend_table,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+#: Where the write-up (README.md) finds the reports.
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def histories(results: dict[str, Any]) -> dict[str, list[list[dict[str, float]]]]:
@@ -91,7 +94,7 @@ def document(config: Path, study: Path) -> Document:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("studies", nargs="+", help="CONFIG:STUDY_DIR:NAME")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "guo2017")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     for spec in args.studies:
         config, folder, name = spec.split(":")

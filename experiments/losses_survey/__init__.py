@@ -1,11 +1,9 @@
 """The loss survey: every training loss of calibkit on bird vs cat, before and after post-hoc
-calibration (docs/losses-survey.md).
+calibration (README.md here).
 
 ``study.py`` runs ``calibkit study`` with the training-objective section of
 :mod:`experiments.wang2021.loss_report`; ``losses_survey_summary.py`` writes the summary.
 
-Its study configs stay in ``configs/`` (the path the documented commands name);
-:data:`CONFIGS` lists them, relative to the repository root.
+Its study configs are ``configs/*.toml`` in this folder; its write-up is ``README.md``, with
+the reports and figures the studies wrote under ``results/``.
 """
-
-CONFIGS = ("configs/losses_survey_birdcat.toml",)

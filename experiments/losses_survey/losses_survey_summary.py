@@ -1,7 +1,7 @@
 """Summarise the survey-losses study: each objective against CE, paired by seed.
 
     python experiments/losses_survey/losses_survey_summary.py runs/losses_survey \\
-        > docs/losses-survey/summary.md
+        > experiments/losses_survey/results/summary.md
 
 Reads the study folder's ``results.json`` (test-part metrics of every run, with and
 without post-hoc calibration, and the ECE noise floor) and each run's test logits, for

@@ -1,7 +1,7 @@
 """``calibkit study`` with the training-objective section of Wang et al. (2021) in its report.
 
-    python experiments/losses_survey/study.py configs/losses_survey_birdcat.toml \\
-        --out runs/losses_survey
+    python experiments/losses_survey/study.py \\
+        experiments/losses_survey/configs/losses_survey_birdcat.toml --out runs/losses_survey
 
 The same driver as ``experiments/wang2021/study.py`` (the options of ``calibkit study``).
 """

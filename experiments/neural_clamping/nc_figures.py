@@ -4,7 +4,7 @@
 
 Writes ``nc_ece_vs_gamma_<SLUG>.png``, ``nc_init_<SLUG>.png`` and ``nc_bins_<SLUG>.png``
 to ``FIGURES`` and prints the numbers quoted in
-docs/neural-clamping.md (test ECE in percent, mean ± std over seeds; Welch and paired
+experiments/neural_clamping/README.md (test ECE in percent, mean ± std over seeds; Welch and paired
 t-tests where two fits are compared).
 """
 

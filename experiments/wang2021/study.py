@@ -1,6 +1,7 @@
 """``calibkit study`` with the training-objective section of Wang et al. (2021) in its report.
 
-    python experiments/wang2021/study.py configs/wang2021_birdcat.toml --out runs/wang2021_birdcat
+    python experiments/wang2021/study.py experiments/wang2021/configs/wang2021_birdcat.toml \\
+        --out runs/wang2021_birdcat
 
 It takes the options of ``calibkit study`` (``--help``). When the study's models differ by
 training loss (a cross-entropy model among them), the report gains Table 1, Table 2, the

@@ -5,12 +5,14 @@
 ``RUNS`` holds the study folders written by
 
     M=ce,ls_0.01,ls_0.03,ls_0.05,ls_0.07,ls_0.09,inverse_focal_2 S=0,1,2,3,4
-    calibkit study configs/wang2021_birdcat.toml --models $M --seeds $S --out RUNS/wang2021_birdcat
-    calibkit study configs/wang2021_birdcat_n<N>.toml --seeds $S --out RUNS/wang2021_birdcat_n<N>
+    calibkit study experiments/wang2021/configs/wang2021_birdcat.toml --models $M --seeds $S \\
+        --out RUNS/wang2021_birdcat
+    calibkit study experiments/wang2021/configs/wang2021_birdcat_n<N>.toml --seeds $S \\
+        --out RUNS/wang2021_birdcat_n<N>
 
 for N = 500, 1000, 3000. Seeds 0-4 are read (``SEEDS``); of them, the runs finished so far
 are used. The figures go to ``FIGURES`` and the numbers quoted
-in docs/wang2021.md are printed.
+in experiments/wang2021/README.md are printed.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from experiments.wang2021.wang_figures import (
     reliability_after_ts_figure,
 )
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+CONFIGS = Path(__file__).resolve().parent / "configs"
 LS = {"ce": 0.0, **{f"ls_{e}": float(e) for e in ("0.01", "0.03", "0.05", "0.07", "0.09")}}
 NAMES = {"ce": "CE", **{k: f"LS {v:g}" for k, v in LS.items() if k != "ce"}}
 NAMES["inverse_focal_2"] = "Inverse focal 2"

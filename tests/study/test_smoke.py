@@ -27,11 +27,10 @@ from calibkit.data.medmnist import KNOWN_MD5
 from calibkit.models import create_model
 from calibkit.study import load_study_config
 from calibkit.study.definition.components import resolve_device
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, SHIPPED_CONFIGS
 from tests.data.synthetic import bloodmnist_npz, cifar10_jpeg_zip, cifar_archive, imagenet_folder
 
-ROOT = Path(__file__).resolve().parents[2] / "configs"
-CONFIGS = sorted([*ROOT.glob("*.toml"), *ROOT.glob("fullscale/*.toml")])
+CONFIGS = SHIPPED_CONFIGS
 #: The configs smoke-run by default: one of each family (the others are marked slow: a
 #: minute or more each on a busy 2-core CPU even at toy size, e.g. WRN-40-10 on the 500
 #: calibration images that five of each of 100 classes make).
@@ -98,7 +97,7 @@ def _user_weights(config: Path, tmp: Path) -> Path:
 
 def _case(path: Path) -> object:
     marks = [] if path.stem in DEFAULT else [pytest.mark.slow]
-    return pytest.param(path, id=f"{path.parent.name}/{path.stem}", marks=marks)
+    return pytest.param(path, id=f"{path.parents[1].name}/{path.stem}", marks=marks)
 
 
 def test_every_family_runs_by_default() -> None:
@@ -135,7 +134,8 @@ def test_smoke_imagenet_with_tiny_stand_ins(
     stand_ins = {"resnet101": vit, "vit_small_patch16_224": vit, "mixer_b16_224": mixer}
     for name, tiny in stand_ins.items():
         monkeypatch.setitem(items, name, tiny)
-    _smoke(ROOT / "fullscale" / "nc_imagenet.toml", tmp_path, monkeypatch)
+    imagenet = next(p for p in CONFIGS if p.stem == "nc_imagenet")
+    _smoke(imagenet, tmp_path, monkeypatch)
 
 
 def _pretrained_from_shared(config: Path, tmp: Path) -> Path:

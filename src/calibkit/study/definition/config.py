@@ -1,6 +1,6 @@
 """The configuration of a study: data, models, training, calibrators, seeds.
 
-A study is a TOML file (see ``configs/`` and the README)::
+A study is a TOML file (see ``experiments/*/configs/`` and the README)::
 
     name = "bird-vs-cat"
     seeds = [0, 1, 2, 3, 4]
