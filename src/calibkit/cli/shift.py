@@ -60,14 +60,8 @@ def _names(text: str) -> list[str]:
     return list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
 
 
-def add_arguments(sub: Subparsers) -> None:
-    """The ``shift`` subcommand and its options."""
-    text = "calibrators fitted on clean images, judged on every corruption x severity"
-    about = (
-        "Fit each calibrator on a clean calibration part of --data's split, then evaluate it "
-        "on the clean rest and on its CIFAR-10-C corruptions at each severity."
-    )
-    p = sub.add_parser("shift", help=text, description=about)
+def _add_data_options(p: argparse.ArgumentParser) -> None:
+    """The model, its data and the two parts."""
     opt(p, "--model", "NAME", "registered model (calibkit's models, e.g. resnet20)", required=True)
     opt(p, "--weights", "PATH", "the model's checkpoint (state dict)", required=True)
     opt(p, "--data", "SPEC", "image dataset (default %(default)s)", default="cifar10-jpeg")
@@ -77,6 +71,17 @@ def add_arguments(sub: Subparsers) -> None:
     opt(p, "--cal-size", "N", text, type=split_size, default=5000)
     text = "test images kept of the rest, stratified (default: all)"
     opt(p, "--test-size", "N", text, type=number(Integer(low=1)))
+
+
+def add_arguments(sub: Subparsers) -> None:
+    """The ``shift`` subcommand and its options."""
+    text = "calibrators fitted on clean images, judged on every corruption x severity"
+    about = (
+        "Fit each calibrator on a clean calibration part of --data's split, then evaluate it "
+        "on the clean rest and on its CIFAR-10-C corruptions at each severity."
+    )
+    p = sub.add_parser("shift", help=text, description=about)
+    _add_data_options(p)
     opt(p, "--corruptions", "A,B", "corruptions, or all (default all)", default="all")
     text = "severities: 1-5, 3 or 1,3,5 (default 1-5)"
     opt(p, "--severities", "S", text, type=_severities, default=[1, 2, 3, 4, 5])
@@ -194,12 +199,42 @@ def _model(name: str, weights: str, n_classes: int, channels: int) -> Any:
     return load_checkpoint(create_model(name, n_classes, in_channels=channels), weights)
 
 
+def _split(labels: Any, args: argparse.Namespace) -> tuple[Any, Any]:
+    """Stratified seeded ``(calibration, test)`` indices, the test part cut to
+    ``--test-size`` (stratified) when that is smaller."""
+    from calibkit.core.splits import stratified_split
+
+    try:
+        test_idx, cal_idx = stratified_split(labels, args.cal_size, args.seed)
+    except InputError as exc:
+        raise renamed(exc, "--cal-size") from None
+    if args.test_size is not None and args.test_size < len(test_idx):
+        keep, _ = stratified_split(labels[test_idx], len(test_idx) - args.test_size, args.seed)
+        test_idx = test_idx[keep]
+    return cal_idx, test_idx
+
+
+def _config(
+    args: argparse.Namespace, names: dict[str, Any], n_cal: int, n_test: int, device: str
+) -> dict[str, Any]:
+    """The resolved settings, written as config.json."""
+    keys = ("model", "weights", "data", "split", "test_size", "severities", "alpha", "seed")
+    return {
+        "command": "calibkit shift",
+        **{k: getattr(args, k) for k in keys},
+        "n_calibration": n_cal,
+        "n_test": n_test,
+        **names,
+        "mean": list(args.mean),
+        "std": list(args.std),
+        "device": device,
+        "n_floor_draws": args.n_floor_draws,
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     """Load, split, corrupt, fit, judge; print the summary; write the report with ``--out``."""
-    import numpy as np
-
     from calibkit.core.outputs import as_outputs
-    from calibkit.core.splits import stratified_split
     from calibkit.data import load_dataset, parse_dataset_spec
     from calibkit.reporting.shift_report import format_summary, write_shift_report
     from calibkit.study.definition.components import resolve_device
@@ -228,15 +263,7 @@ def run(args: argparse.Namespace) -> int:
     for name, values in (("--mean", args.mean), ("--std", args.std)):
         if len(values) != channels:
             raise InputError(name, f"{channels} values (one per channel)", repr(values))
-    try:
-        test_idx, cal_idx = stratified_split(arrays.labels, args.cal_size, args.seed)
-    except InputError as exc:
-        raise renamed(exc, "--cal-size") from None
-    if args.test_size is not None and args.test_size < len(test_idx):
-        keep, _ = stratified_split(
-            arrays.labels[test_idx], len(test_idx) - args.test_size, args.seed
-        )
-        test_idx = test_idx[keep]
+    cal_idx, test_idx = _split(arrays.labels, args)
     model = _model(args.model, args.weights, len(arrays.classes), channels)
     n_sets = len(names["corruptions"]) * len(args.severities)
     say(
@@ -284,29 +311,8 @@ def run(args: argparse.Namespace) -> int:
     print(format_summary(rows))
     print(f"wall time {wall:.0f}s")
     if out_dir is not None:
-        config = {
-            "command": "calibkit shift",
-            "model": args.model,
-            "weights": str(args.weights),
-            "data": args.data,
-            "split": args.split,
-            "n_calibration": len(cal_idx),
-            "n_test": len(test_idx),
-            "test_size": args.test_size,
-            "corruptions": names["corruptions"],
-            "severities": args.severities,
-            "methods": names["methods"],
-            "conformal": names["conformal"],
-            "alpha": args.alpha,
-            "mean": list(args.mean),
-            "std": list(args.std),
-            "device": str(device),
-            "seed": args.seed,
-            "n_floor_draws": args.n_floor_draws,
-            "wall_seconds": round(wall, 1),
-            "classes": list(arrays.classes),
-            "test_accuracy_clean": float(np.mean(test.predictions == test.labels)),
-        }
+        config = _config(args, names, len(cal_idx), len(test_idx), str(device))
+        config |= {"wall_seconds": round(wall, 1), "classes": list(arrays.classes)}
         say(f"writing the report to {out_dir}")
         title = f"Calibration under shift: {args.model} on {args.data}"
         with atomic_directory(out_dir) as tmp:
