@@ -14,6 +14,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+#: The calibrators of the ECE table.
+METHODS = ("none", "temperature", "vector", "ms_odir", "dirichlet")
 #: The paired comparisons counted per severity: (method, against, metric).
 PAIRS = (
     ("temperature", "none", "ece"),
@@ -77,14 +79,89 @@ def describe(folder: Path) -> str:
             won, n = wins(rows, a, b, metric, severity)
             if n:
                 lines.append(f"severity {severity}: {a} {metric} below {b} on {won}/{n}")
-    return "\n".join(lines)
+    return "\n".join(lines + extremes(rows))
+
+
+def extremes(rows: list[dict[str, str]]) -> list[str]:
+    """Means over every shifted set, the worst sets at severity 5, and for how many
+    corruptions the uncalibrated ECE rises monotonically with severity."""
+    shifted = [r for r in rows if r["severity"] != "0"]
+    out = []
+    for m in ("none", "temperature", "dirichlet"):
+        mine = [r for r in shifted if r["method"] == m]
+        means = {k: sum(float(r[k]) for r in mine) / len(mine) for k in ("accuracy", "nll", "ece")}
+        out.append(f"all shifted sets, {m}: " + " ".join(f"{k} {v:.4f}" for k, v in means.items()))
+    for m, metric in (("none", "accuracy"), ("temperature", "ece"), ("ts+raps", "coverage"),
+                      ("ts+lac", "coverage")):  # fmt: skip
+        five = sorted(
+            (float(r[metric]), r["corruption"])
+            for r in shifted
+            if r["method"] == m and r["severity"] == "5"
+        )
+        if five:
+            out.append(f"severity 5, {m} {metric}: lowest {five[0]}, highest {five[-1]}")
+    ece = {
+        (r["corruption"], int(r["severity"])): float(r["ece"])
+        for r in shifted
+        if r["method"] == "none"
+    }
+    names = sorted({c for c, _ in ece})
+    rising = [c for c in names if all(ece[c, s] <= ece[c, s + 1] for s in range(1, 5))]
+    out.append(f"none's ECE rises with severity on {len(rising)}/{len(names)}: {', '.join(rising)}")
+    return out
+
+
+#: The README's tables: (title, rows of (method, metric, label, percent)).
+TABLES = (
+    ("ECE (15 bins, %)", [(m, "ece", m, True) for m in METHODS]),
+    (
+        "Accuracy (%) and NLL",
+        [
+            ("none", "accuracy", "accuracy", True),
+            ("none", "nll", "NLL, none", False),
+            ("temperature", "nll", "NLL, temperature", False),
+        ],
+    ),
+)
+
+
+def markdown(folders: list[Path]) -> str:
+    """The README's tables (mean over the corruptions per severity) as Markdown.
+
+    Conformal rows give ``coverage % / mean set size``.
+    """
+    head = "| model | {} | clean | 1 | 2 | 3 | 4 | 5 |\n|---|---|---|---|---|---|---|---|"
+    out = []
+    for title, spec in TABLES:
+        out += [f"{title}:", "", head.format("row")]
+        for folder in folders:
+            rows = read(folder)
+            for method, metric, label, pct in spec:
+                v = by_severity(rows, method, metric).values()
+                cells = [f"{100 * x:.1f}" if pct else f"{x:.3f}" for x in v]
+                out.append(f"| {folder.name} | {label} | " + " | ".join(cells) + " |")
+        out.append("")
+    out += ["Conformal sets on TS (coverage % / mean set size):", "", head.format("score")]
+    for folder in folders:
+        rows = read(folder)
+        for score in ("ts+raps", "ts+lac"):
+            cov = by_severity(rows, score, "coverage").values()
+            size = by_severity(rows, score, "mean_set_size").values()
+            cells = [f"{100 * c:.1f} / {z:.2f}" for c, z in zip(cov, size, strict=True)]
+            out.append(f"| {folder.name} | {score} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the summary of each folder."""
+    """Print the summary of each folder (``--markdown``: the README's tables)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folders", nargs="+", type=Path)
-    for folder in p.parse_args(argv).folders:
+    p.add_argument("--markdown", action="store_true", help="the README's tables")
+    args = p.parse_args(argv)
+    if args.markdown:
+        print(markdown(args.folders))
+        return 0
+    for folder in args.folders:
         print(describe(folder))
     return 0
 
