@@ -129,3 +129,10 @@ def test_shifted_logits_are_the_model_on_the_corrupted_images() -> None:
     )
     with pytest.raises(InputError, match="severity"):
         shifted_logits(net, images, labels, ["contrast"], [6], mean=mean, std=std)
+
+
+def test_the_seed_draws_the_noise_floor() -> None:
+    cal, test, _, _ = _parts()
+    a, b = (shift_table(cal, test, {}, ["none"], conformal=[], seed=s)[0] for s in (0, 1))
+    assert a.values["ece"] == b.values["ece"]  # the same arrays, the same ECE
+    assert a.values["ece_floor"] != b.values["ece_floor"]  # other Bernoulli draws

@@ -111,7 +111,9 @@ def conformal_name(score: str) -> str:
 def _classifier_values(
     test: ClassifierOutputs, probs: npt.NDArray[np.float64], n_floor_draws: int, seed: int
 ) -> dict[str, float]:
-    res = evaluate(test.labels, probs=probs, n_bins=15, n_boot=0, n_floor_draws=n_floor_draws)
+    res = evaluate(
+        test.labels, probs=probs, n_bins=15, n_boot=0, n_floor_draws=n_floor_draws, seed=seed
+    )
     values = {k: float(res.values.get(k, math.nan)) for k in CLASSIFIER_COLUMNS}
     return values | {k: math.nan for k in SET_COLUMNS}
 
@@ -148,7 +150,8 @@ def shift_table(
         Conformal scores, each split conformal on temperature scaling fitted on ``cal``
         (half for TS, half for the quantile), at miscoverage ``alpha``.
     n_floor_draws, seed
-        Draws of the ECE noise floor (0: none, NaN) and the seed of the conformal split.
+        Draws of the ECE noise floor (0: none, NaN); the seed of the floors and of the
+        conformal split.
 
     Returns
     -------
