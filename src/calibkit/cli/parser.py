@@ -22,6 +22,7 @@ COMMANDS = (
     "compare",
     "conformal",
     "labelshift",
+    "shift",
     "fit",
     "apply",
     "demo",
