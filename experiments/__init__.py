@@ -15,4 +15,6 @@ and figures its studies wrote (``results/``). Nothing here is installed with cal
 - ``neural_clamping``: Tang et al. (2023), Neural Clamping.
 - ``losses_survey``: every training loss of calibkit on bird vs cat.
 - ``fullscale``: the reproductions at the papers' scale, for GPU machines.
+- ``shift``: Ovadia et al. (2019), calibration under corruption (``calibkit shift``, no
+  study config; its reports in ``resnet20/`` and ``resnet32/``).
 """
