@@ -325,3 +325,13 @@ def test_module_gives_predict_set(score: str, randomized: bool, how: str, tmp_pa
     near = np.abs(cp.predict_scores(x, u=u) - cp.thresholds_) <= 1e-12
     assert got.dtype == np.bool_
     assert (got == expected)[~near].all()
+
+
+def test_load_refuses_a_bad_file_with_one_message(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="conformal file: expected an existing file"):
+        ConformalClassifier.load(tmp_path / "absent.json")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(InputError, match="valid JSON"):
+        ConformalClassifier.load(tmp_path / "bad.json")
+    with pytest.raises(InputError, match="a regular file"):
+        ConformalClassifier.load(tmp_path)

@@ -290,3 +290,11 @@ def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert isinstance(adapter, PriorShiftAdapter)
     assert adapter.target_priors_[:3].min() > 0.15  # classes 0-2: about 0.23 each
     assert (tmp_path / "label_shift.json").exists()
+
+
+def test_load_refuses_a_bad_file_with_one_message(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="label shift file: expected an existing file"):
+        PriorShiftAdapter.load(tmp_path / "absent.json")
+    (tmp_path / "bad.json").write_text("[" * 100_000)
+    with pytest.raises(InputError, match="nested at most"):
+        PriorShiftAdapter.load(tmp_path / "bad.json")

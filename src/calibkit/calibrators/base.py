@@ -90,6 +90,33 @@ CALIBRATORS: Registry[type[Calibrator]] = Registry(
 )
 
 
+def read_json_document(path: str | Path, what: str) -> tuple[Any, str]:
+    """The JSON document at ``path`` and its name for messages (``"<what> <path>"``): one
+    :class:`InputError` for a missing, irregular, unreadable, oversized (over
+    :data:`MAX_FILE_BYTES`), non-JSON or too deeply nested file. Used by every ``load`` of a
+    fitted object saved as JSON.
+    """
+    p = Path(path)
+    source = f"{what} {p}"
+    if not p.exists():
+        raise InputError(what, "an existing file", str(p))
+    if not p.is_file():
+        raise InputError(source, "a regular file", "something else")
+    if p.stat().st_size > MAX_FILE_BYTES:
+        limit = f"a file of at most {MAX_FILE_BYTES >> 20} MB"
+        raise InputError(source, limit, f"{p.stat().st_size:,} bytes")
+    try:
+        return json.loads(p.read_bytes().decode("utf-8")), source
+    except OSError as exc:
+        raise InputError(source, "a readable file", str(exc.strerror)) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(source, "valid JSON", str(exc)) from None
+    except RecursionError:
+        raise InputError(
+            source, f"JSON nested at most {MAX_DEPTH} levels deep", "deeper nesting"
+        ) from None
+
+
 def create_calibrator(name: str, model: object = None, **params: Any) -> Calibrator:
     """A new calibrator of the registered ``name`` with ``params``; ``model`` is given to,
     and only to, a calibrator that takes the model (:attr:`Calibrator.needs_model`).
@@ -359,25 +386,7 @@ class Calibrator(EstimatorAPI, ABC):
     @classmethod
     def load(cls, path: str | Path) -> Calibrator:
         """Read a calibrator written by :meth:`save` (checked as :meth:`from_json` says)."""
-        p = Path(path)
-        source = f"calibrator file {p}"
-        if not p.exists():
-            raise InputError("calibrator file", "an existing file", str(p))
-        if not p.is_file():
-            raise InputError(source, "a regular file", "something else")
-        if p.stat().st_size > MAX_FILE_BYTES:
-            limit = f"a file of at most {MAX_FILE_BYTES >> 20} MB"
-            raise InputError(source, limit, f"{p.stat().st_size:,} bytes")
-        try:
-            data = json.loads(p.read_bytes().decode("utf-8"))
-        except OSError as exc:
-            raise InputError(source, "a readable file", str(exc.strerror)) from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(source, "valid JSON", str(exc)) from None
-        except RecursionError:
-            raise InputError(
-                source, f"JSON nested at most {MAX_DEPTH} levels deep", "deeper nesting"
-            ) from None
+        data, source = read_json_document(path, "calibrator file")
         return cls.from_json(data, source=source)
 
     @classmethod

@@ -44,11 +44,11 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators.base import (
-    MAX_FILE_BYTES,
     Calibrator,
     _decode,
     _encode,
     create_calibrator,
+    read_json_document,
 )
 from calibkit.core.errors import InputError, NotFittedError
 from calibkit.core.outputs import as_outputs, check_scores, log_softmax64
@@ -485,16 +485,8 @@ class PriorShiftAdapter:
     @classmethod
     def load(cls, path: str | Path) -> PriorShiftAdapter:
         """Read a file written by :meth:`save`."""
-        p = Path(path)
-        if not p.is_file():
-            raise InputError("label shift file", "an existing regular file", str(p))
-        if p.stat().st_size > MAX_FILE_BYTES:
-            raise InputError(str(p), f"at most {MAX_FILE_BYTES >> 20} MB", "a larger file")
-        try:
-            data = json.loads(p.read_bytes().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise InputError(f"label shift file {p}", "valid JSON", type(exc).__name__) from None
-        return cls.from_json(data, source=f"label shift file {p}")
+        data, source = read_json_document(path, "label shift file")
+        return cls.from_json(data, source=source)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
