@@ -112,10 +112,11 @@ def test_module_parity_with_group_codes(sim, name: str) -> None:
     module = cal.to_module()
     codes = torch.from_numpy(cal.group_codes(gt))
     got = module(torch.from_numpy(zt), codes).numpy()
-    # same float64 operations in the same order but exp/log of two libraries: 1e-12 relative
-    np.testing.assert_allclose(got, cal.predict_proba(zt, groups=gt), rtol=1e-12, atol=1e-15)
+    # float64 in both, but torch's and numpy's exp/log kernels differ by machine (SIMD
+    # width, vendor libraries): never 1e-12 across the two paths
+    np.testing.assert_allclose(got, cal.predict_proba(zt, groups=gt), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(
-        module(torch.from_numpy(zt)).numpy(), cal.predict_proba(zt), rtol=1e-12, atol=1e-15
+        module(torch.from_numpy(zt)).numpy(), cal.predict_proba(zt), rtol=1e-9, atol=1e-12
     )
     scripted = torch.jit.script(module)
     np.testing.assert_allclose(
