@@ -50,7 +50,8 @@ _MODULES: dict[str, str] = {
         "MatrixScaling MatrixScalingODIR NeuralClamping PlattScaling TemperatureScaling "
         "TemperatureScalingECE VectorScaling ece_grid_minimum ece_temperature_curve "
         "create_calibrator get_calibrator "
-        "CentredIsotonicCalibrator ScalingBinning SplineCalibration VennAbers"
+        "CentredIsotonicCalibrator ScalingBinning SplineCalibration VennAbers "
+        "ConformalClassifier PriorShiftAdapter PostHoc CalibratorSpec load"
     ),
     "calibkit.calibrators.sklearn_wrapper": "CalibratedClassifier",
     "calibkit.calibrators.structured": (
@@ -99,8 +100,10 @@ if TYPE_CHECKING:
         BetaCalibration,
         CalibratedModel,
         Calibrator,
+        CalibratorSpec,
         CentredIsotonicCalibrator,
         ClasswiseHistogramBinning,
+        ConformalClassifier,
         DirichletCalibration,
         HistogramBinning,
         IsotonicCalibrator,
@@ -108,6 +111,8 @@ if TYPE_CHECKING:
         MatrixScalingODIR,
         NeuralClamping,
         PlattScaling,
+        PostHoc,
+        PriorShiftAdapter,
         ScalingBinning,
         SplineCalibration,
         TemperatureScaling,
@@ -118,6 +123,7 @@ if TYPE_CHECKING:
         ece_grid_minimum,
         ece_temperature_curve,
         get_calibrator,
+        load,
     )
     from calibkit.calibrators.sklearn_wrapper import CalibratedClassifier
     from calibkit.calibrators.structured import (

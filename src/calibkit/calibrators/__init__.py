@@ -16,6 +16,7 @@ from __future__ import annotations
 # Import order is registration order, the order of the methods in reports unless an entry
 # gives its ``order`` (``CALIBRATORS.names()``; see calibkit.core.registry).
 # isort: off
+from calibkit.calibrators.fitted import CalibratorSpec, PostHoc, load
 from calibkit.calibrators.base import CALIBRATORS, Calibrator, create_calibrator, get_calibrator
 from calibkit.calibrators.temperature import TemperatureScaling
 from calibkit.calibrators.temperature_grid import (
@@ -45,6 +46,8 @@ from calibkit.calibrators.centred_isotonic import CentredIsotonicCalibrator
 from calibkit.calibrators.spline import SplineCalibration
 from calibkit.calibrators.auto import AutoCalibrator
 from calibkit.calibrators.groupwise import GroupwiseTemperatureScaling, Multicalibration
+from calibkit.calibrators.conformal import ConformalClassifier
+from calibkit.calibrators.label_shift import PriorShiftAdapter
 
 # isort: on
 from calibkit.calibrators.calibrated_model import CalibratedModel
@@ -58,8 +61,10 @@ __all__ = [
     "BiasCorrectedTemperatureScaling",
     "CalibratedModel",
     "Calibrator",
+    "CalibratorSpec",
     "CentredIsotonicCalibrator",
     "ClasswiseHistogramBinning",
+    "ConformalClassifier",
     "DirichletCalibration",
     "GroupwiseTemperatureScaling",
     "HistogramBinning",
@@ -69,6 +74,8 @@ __all__ = [
     "Multicalibration",
     "NeuralClamping",
     "PlattScaling",
+    "PostHoc",
+    "PriorShiftAdapter",
     "SGDSettings",
     "ScalingBinning",
     "SmoothedTemperatureScaling",
@@ -83,5 +90,5 @@ __all__ = [
     "create_calibrator",
     "ece_grid_minimum",
     "ece_temperature_curve",
-    "get_calibrator",
+    "load",
 ]

@@ -90,7 +90,8 @@ def named_only() -> list[str]:
     >>> "venn_abers" in named_only(), "temperature" in named_only(), "auto" in named_only()
     (True, False, False)
     """
-    return [n for n in CALIBRATORS.names() if n != "auto" and n not in CALIBRATORS.defaults()]
+    defaults = CALIBRATORS.defaults(kind="logits")
+    return [n for n in CALIBRATORS.names(kind="logits") if n != "auto" and n not in defaults]
 
 
 def default_candidates() -> list[str]:
@@ -104,7 +105,11 @@ def default_candidates() -> list[str]:
     >>> "temperature" in default_candidates(), "temperature_ece" in default_candidates()
     (True, False)
     """
-    return [n for n in CALIBRATORS.defaults() if CALIBRATORS.info(n).get("auto_candidate", True)]
+    return [
+        n
+        for n in CALIBRATORS.defaults(kind="logits")
+        if CALIBRATORS.info(n).get("auto_candidate", True)
+    ]
 
 
 def candidate(name: str) -> Calibrator:
@@ -139,7 +144,7 @@ class _MethodName(v.Constraint):
     def check(self, name: str, value: object) -> str:
         ok = isinstance(value, str) and value in CALIBRATORS.names() and value != "auto"
         klass = CALIBRATORS.get(value) if ok else None  # type: ignore[arg-type]
-        if klass is None or klass.binary_only or klass.needs_model:
+        if klass is None or klass.binary_only or klass.kind != "logits":
             raise InputError(name, self.describe(), repr(value))
         return str(value)
 
@@ -152,13 +157,13 @@ class _MethodNames(v.Constraint):
 
     def check(self, name: str, value: object) -> list[str]:
         if not isinstance(value, list) or not all(
-            isinstance(n, str) and n in CALIBRATORS.names() for n in value
+            isinstance(n, str) and n in CALIBRATORS.names(kind="logits") for n in value
         ):
             raise InputError(name, self.describe(), repr(value)[:80])
         return list(value)
 
     def describe(self) -> str:
-        return "a list of registered calibrator names"
+        return "a list of registered calibrators of logits"
 
 
 @CALIBRATORS.register("auto", default=False)
@@ -257,9 +262,7 @@ class AutoCalibrator(Calibrator):
             return [
                 name
                 for name in default_candidates()
-                if not CALIBRATORS.get(name).needs_model
-                and not CALIBRATORS.get(name).takes_groups  # they need each row's group
-                and (n_classes == 2 or not CALIBRATORS.get(name).binary_only)
+                if (n_classes == 2 or not CALIBRATORS.get(name).binary_only)
                 and (every_class or not CALIBRATORS.get(name).needs_every_class)
             ]
         for name in self.methods:

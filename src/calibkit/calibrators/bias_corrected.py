@@ -47,7 +47,7 @@ def _nll_grad(scores: F64, labels: np.ndarray, weights: F64 | None) -> tuple[flo
     return float(-(w @ logp[rows, labels]) / n), grad
 
 
-@CALIBRATORS.register("bias_corrected_temperature", default=False)
+@CALIBRATORS.register("bias_corrected_temperature", default=False, aliases=("bcts",))
 class BiasCorrectedTemperatureScaling(Calibrator):
     """BCTS: ``softmax(z / T + b)`` fitted by NLL (see the module docstring).
 

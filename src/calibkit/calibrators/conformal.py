@@ -69,35 +69,27 @@ calibkit.core.errors.InputError: score: expected one of lac, aps, raps, saps, go
 
 from __future__ import annotations
 
-import json
 import math
 from fractions import Fraction
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators.base import (
-    Calibrator,
-    _decode,
-    _encode,
-    create_calibrator,
-    read_json_document,
-)
-from calibkit.core.errors import InputError, NotFittedError
+from calibkit.calibrators.base import Calibrator
+from calibkit.calibrators.fitted import CALIBRATORS, CalibratorSpec, FittedObject, PostHoc
+from calibkit.core.errors import InputError
+from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import as_outputs, check_scores, log_softmax64
 from calibkit.core.splits import stratified_split
 from calibkit.core.validation import (
     SEED,
     Boolean,
     Choice,
-    Constraint,
     Constraints,
     Integer,
     NoneOr,
     Real,
-    check_params,
 )
 
 if TYPE_CHECKING:
@@ -105,28 +97,10 @@ if TYPE_CHECKING:
 
 F64 = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
-FORMAT_VERSION = 1
 #: The scores, in the order tables list them.
 SCORES = ("lac", "aps", "raps", "saps")
 #: The scores with a randomised (uniform ``U``) variant.
 RANDOMIZABLE = ("aps", "raps", "saps")
-
-
-class _CalibratorSpec(Constraint):
-    """``None``, a registered calibrator's name, or a :class:`Calibrator` of logits."""
-
-    def check(self, name: str, value: object) -> Any:
-        if value is None or isinstance(value, Calibrator):
-            if isinstance(value, Calibrator) and value.needs_model:
-                self.fail(name, value)
-            return value
-        if isinstance(value, str):
-            create_calibrator(value)  # an unknown name lists the registered ones
-            return value
-        self.fail(name, value)
-
-    def describe(self) -> str:
-        return "None, a calibrator name or a Calibrator of logits"
 
 
 def conformal_quantile_rank(n: int, alpha: float) -> int:
@@ -193,7 +167,8 @@ def set_scores(
     return out
 
 
-class ConformalClassifier:
+@CALIBRATORS.register("conformal", default=False)
+class ConformalClassifier(PostHoc):
     """Split (or class-conditional) conformal prediction sets; see the module docstring.
 
     Parameters
@@ -234,6 +209,8 @@ class ConformalClassifier:
     ((5, 4), dtype('bool'))
     """
 
+    kind: ClassVar[str] = "sets"
+
     score: str
     alpha: float
     calibrator: str | Calibrator | None
@@ -254,7 +231,7 @@ class ConformalClassifier:
     param_constraints: ClassVar[Constraints] = {
         "score": Choice(*SCORES),
         "alpha": Real(0.0, 1.0, closed="neither"),
-        "calibrator": _CalibratorSpec(),
+        "calibrator": CalibratorSpec(),
         "calibrator_split": NoneOr(Real(0.0, 1.0, closed="neither")),
         "mondrian": Boolean(),
         "randomized": Boolean(),
@@ -263,6 +240,12 @@ class ConformalClassifier:
         "weight": Real(0.0, closed="neither"),
         "allow_full_sets": Boolean(),
         "seed": SEED,
+    }
+    state_constraints: ClassVar[Constraints] = {
+        "calibrator_": FittedObject(),
+        "thresholds_": Array(shape=("k",), allow_inf=True),
+        "n_calibration_": Integer(low=1),
+        "class_counts_": Array("int64", shape=("k",), low=0),
     }
 
     def __init__(
@@ -279,47 +262,36 @@ class ConformalClassifier:
         allow_full_sets: bool = False,
         seed: int = 0,
     ) -> None:
-        params = dict(locals())
-        del params["self"]
-        checked = check_params(self.param_constraints, params, "ConformalClassifier")
-        if checked["randomized"] and checked["score"] not in RANDOMIZABLE:
+        self._set_params(
+            score=score,
+            alpha=alpha,
+            calibrator=calibrator,
+            calibrator_split=calibrator_split,
+            mondrian=mondrian,
+            randomized=randomized,
+            penalty=penalty,
+            k_reg=k_reg,
+            weight=weight,
+            allow_full_sets=allow_full_sets,
+            seed=seed,
+        )
+        if self.randomized and self.score not in RANDOMIZABLE:
             expected = "randomized=False for 'lac' (randomised: " + ", ".join(RANDOMIZABLE) + ")"
             raise InputError("randomized", expected, "True")
-        for name, value in checked.items():
-            setattr(self, name, value)
-
-    # ----- parameters and fitted state ---------------------------------------------------
-    def get_params(self, deep: bool = False) -> dict[str, Any]:
-        """The constructor parameters."""
-        return {name: getattr(self, name) for name in self.param_constraints}
-
-    @property
-    def is_fitted(self) -> bool:
-        return hasattr(self, "thresholds_")
-
-    def check_is_fitted(self) -> None:
-        if not self.is_fitted:
-            raise NotFittedError("this ConformalClassifier is not fitted yet: call fit() first")
 
     def _score_options(self) -> dict[str, Any]:
         return {"penalty": self.penalty, "k_reg": self.k_reg, "weight": self.weight}
 
     # ----- fit and predict ---------------------------------------------------------------
-    def fit(self, logits: object, labels: object) -> Self:
+    def fit(self, logits: object, labels: object, sample_weight: object = None) -> Self:
         """Fit the calibrator (on its part) and the quantile(s) on the calibration rows."""
+        if sample_weight is not None:
+            raise InputError("sample_weight", "None for 'conformal' (unweighted ranks)", "weights")
         out = as_outputs(labels, logits=logits)
         z, y = np.asarray(out.as_logits(), dtype=np.float64), out.labels
         quantile_rows = np.arange(y.shape[0])
-        calibrator: Calibrator | None = None
-        spec = self.calibrator
-        if isinstance(spec, Calibrator) and spec.is_fitted:
-            calibrator = spec
-        elif spec is not None:
-            calibrator = (
-                create_calibrator(spec)
-                if isinstance(spec, str)
-                else type(spec)(**spec.get_params())
-            )
+        calibrator, fitted = CalibratorSpec.resolve(self.calibrator)
+        if calibrator is not None and not fitted:
             fit_rows = quantile_rows
             if self.calibrator_split is not None:
                 if y.shape[0] < 2:
@@ -328,8 +300,11 @@ class ConformalClassifier:
                     y, self.calibrator_split, self.seed, every_class_in_both=False
                 )
             calibrator.fit(z[fit_rows], y[fit_rows])
-        self.calibrator_ = calibrator
+        if calibrator is not None and calibrator.n_classes_ != out.n_classes:
+            expected = f"a calibrator of {out.n_classes} classes, as the logits"
+            raise InputError("calibrator", expected, f"one of {calibrator.n_classes_}")
         self.n_classes_ = out.n_classes
+        self.calibrator_ = calibrator
         probs = self._probs(z[quantile_rows])
         yq = y[quantile_rows]
         u = self._draw(yq.shape[0], 0) if self.randomized else None
@@ -438,89 +413,23 @@ class ConformalClassifier:
             probs, self.score, self.thresholds_, self.randomized, **self._score_options()
         ).eval()
 
-    # ----- persistence -------------------------------------------------------------------
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict: parameters (a Calibrator object as its name) and fitted state."""
-        self.check_is_fitted()
-        params = self.get_params()
-        if isinstance(params["calibrator"], Calibrator):
-            params["calibrator"] = params["calibrator"].name
-        state = {
-            "n_classes_": self.n_classes_,
-            "calibrator_": None if self.calibrator_ is None else self.calibrator_.to_json(),
-            "thresholds_": [float(t) for t in self.thresholds_],
-            "n_calibration_": self.n_calibration_,
-            "class_counts_": self.class_counts_,
-        }
-        return {"calibkit_conformal": FORMAT_VERSION, "params": params, "state": _encode(state)}
-
-    def save(self, path: str | Path) -> None:
-        """Write the fitted sets to a JSON file (atomically; never pickle)."""
-        from calibkit.io.atomic import atomic_write_text
-
-        atomic_write_text(Path(path), json.dumps(self.to_json(), indent=1, allow_nan=False))
+    # ----- persistence ------------------------------------------------------------------
+    def _check_state(self) -> None:
+        if self.calibrator_ is not None and self.calibrator_.n_classes_ != self.n_classes_:
+            raise InputError(
+                "state.calibrator_", f"a calibrator of {self.n_classes_} classes", "another"
+            )
+        if (self.calibrator_ is None) != (self.calibrator is None):
+            raise InputError("state.calibrator_", "a calibrator as params.calibrator says", "other")
 
     @classmethod
-    def from_json(cls, data: object, source: str = "conformal") -> ConformalClassifier:
-        """Rebuild from :meth:`to_json` output, every field checked (one InputError)."""
-        try:
-            return _rebuild(data)
-        except InputError as exc:
-            raise InputError(f"{source}: {exc.argument}", exc.expected, exc.got) from None
-
-    @classmethod
-    def load(cls, path: str | Path) -> ConformalClassifier:
-        """Read a file written by :meth:`save`."""
-        data, source = read_json_document(path, "conformal file")
-        return cls.from_json(data, source=source)
-
-    def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"ConformalClassifier({params})"
-
-
-STATE_KEYS = ("n_classes_", "calibrator_", "thresholds_", "n_calibration_", "class_counts_")
-
-
-def _rebuild(data: object) -> ConformalClassifier:
-    if not isinstance(data, dict) or data.get("calibkit_conformal") != FORMAT_VERSION:
-        expected = f"a calibkit conformal JSON (version {FORMAT_VERSION})"
-        raise InputError("document", expected, "something else")
-    if set(data) != {"calibkit_conformal", "params", "state"}:
-        raise InputError("document", "the fields calibkit_conformal, params, state", "others")
-    params = data["params"]
-    if not isinstance(params, dict):
-        raise InputError("params", "a mapping", type(params).__name__)
-    obj = ConformalClassifier(
-        **check_params(ConformalClassifier.param_constraints, params, "params")
-    )
-    state = _decode(data["state"], "state")
-    if not isinstance(state, dict) or set(state) != set(STATE_KEYS):
-        raise InputError("state", "the fields " + ", ".join(STATE_KEYS), "others")
-    k = Integer(2, 100_000).check("state.n_classes_", state["n_classes_"])
-    thresholds = state["thresholds_"]
-    if (
-        not isinstance(thresholds, list)
-        or len(thresholds) != k
-        or not all(isinstance(t, float | int) and not math.isnan(t) for t in thresholds)
-    ):
-        raise InputError("state.thresholds_", f"a list of {k} numbers (inf allowed)", "other")
-    counts = state["class_counts_"]
-    if not isinstance(counts, np.ndarray) or counts.dtype != np.int64 or counts.shape != (k,):
-        raise InputError("state.class_counts_", f"an int64 array of shape ({k},)", "other")
-    if (counts < 0).any():
-        raise InputError("state.class_counts_", "counts >= 0", "a negative count")
-    n = Integer(1).check("state.n_calibration_", state["n_calibration_"])
-    calibrator = state["calibrator_"]
-    obj.calibrator_ = (
-        None
-        if calibrator is None
-        else Calibrator.from_json(_encode(calibrator), "state.calibrator_")
-    )
-    if obj.calibrator_ is not None and obj.calibrator_.n_classes_ != k:
-        raise InputError("state.calibrator_", f"a calibrator of {k} classes", "another")
-    obj.n_classes_ = k
-    obj.thresholds_ = np.array(thresholds, dtype=np.float64)
-    obj.n_calibration_ = n
-    obj.class_counts_ = counts
-    return obj
+    def _upgrade(
+        cls, params: dict[str, Any], state: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A file of calibkit 0.x kept ``thresholds_`` as a list of floats."""
+        thresholds = state.get("thresholds_")
+        if isinstance(thresholds, list) and all(
+            isinstance(t, float | int) and not isinstance(t, bool) for t in thresholds
+        ):
+            state = {**state, "thresholds_": np.array(thresholds, dtype=np.float64)}
+        return params, state

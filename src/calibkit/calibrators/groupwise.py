@@ -47,7 +47,7 @@ other classes' probabilities are rescaled to sum to one.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -88,26 +88,20 @@ class _NameList(Constraint):
 
 
 class _GroupCalibrator(Calibrator):
-    """A calibrator whose ``fit`` and ``predict_proba`` take ``groups=`` (module doc)."""
+    """A calibrator whose ``fit`` and ``predict_proba`` take ``groups=`` (module doc): the
+    ``groups`` kind, its per-row ``groups`` declared as :attr:`fit_metadata` and routed by
+    the base."""
 
-    takes_groups: ClassVar[bool] = True
+    kind: ClassVar[str] = "groups"
+    fit_metadata: ClassVar[tuple[str, ...]] = ("groups",)
     group_names_: list[str]
 
-    def fit(
-        self, logits: object, labels: object, sample_weight: object = None, *, groups: object = None
-    ) -> Self:
-        """Fit on the calibration set; ``groups``: one group per row (None: no groups)."""
-        self._fit_groups = groups
-        try:
-            return super().fit(logits, labels, sample_weight)
-        finally:
-            del self._fit_groups
-
-    def _codes_at_fit(self, n: int) -> tuple[list[str], I64]:
+    @staticmethod
+    def _codes_at_fit(groups: object, n: int) -> tuple[list[str], I64]:
         """The group names and each row's code of the groups given to :meth:`fit`."""
-        if self._fit_groups is None:
+        if groups is None:
             return [], np.full(n, -1, dtype=np.int64)
-        grp = check_groups(self._fit_groups, n)
+        grp = check_groups(groups, n)
         return grp.names, grp.codes
 
     def group_codes(self, groups: object, n_samples: int | None = None) -> I64:
@@ -122,18 +116,14 @@ class _GroupCalibrator(Calibrator):
         lookup = np.array([position.get(str(u), -1) for u in uniq.tolist()], dtype=np.int64)
         return lookup[inverse.reshape(-1)] if names.size else np.zeros(0, dtype=np.int64)
 
-    def predict_proba(self, logits: object, *, groups: object = None) -> F64:
-        """Calibrated probabilities; ``groups`` one per row (None or unseen: the global map)."""
-        z = self._check_predict_input(logits)
+    def _predict_proba(self, logits: F64, groups: object = None, **metadata: Any) -> F64:
+        """``groups`` one per row (None or unseen: the global map)."""
         codes = (
-            np.full(z.shape[0], -1, dtype=np.int64)
+            np.full(logits.shape[0], -1, dtype=np.int64)
             if groups is None
-            else self.group_codes(groups, z.shape[0])
+            else self.group_codes(groups, logits.shape[0])
         )
-        return self._predict_groups(z, codes)
-
-    def _predict_proba(self, logits: F64) -> F64:
-        return self._predict_groups(logits, np.full(logits.shape[0], -1, dtype=np.int64))
+        return self._predict_groups(logits, codes)
 
     def _predict_groups(self, logits: F64, codes: I64) -> F64:
         raise NotImplementedError
@@ -214,8 +204,10 @@ class GroupwiseTemperatureScaling(_GroupCalibrator):
         )
         check_temperature_bounds(self.t_min, self.t_max)
 
-    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
-        names, codes = self._codes_at_fit(out.n_samples)
+    def _fit(
+        self, out: ClassifierOutputs, weights: F64 | None = None, groups: object = None
+    ) -> None:
+        names, codes = self._codes_at_fit(groups, out.n_samples)
         temperature = 1.0 / nll_inverse_temperature(out, None, self.t_min, self.t_max)
         log_t = math.log(temperature)
         temps, sizes = [], []
@@ -406,8 +398,10 @@ class Multicalibration(_GroupCalibrator):
             held[rows[: round(self.holdout * rows.size)]] = True
         return np.flatnonzero(~held), np.flatnonzero(held)
 
-    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
-        names, codes = self._codes_at_fit(out.n_samples)
+    def _fit(
+        self, out: ClassifierOutputs, weights: F64 | None = None, groups: object = None
+    ) -> None:
+        names, codes = self._codes_at_fit(groups, out.n_samples)
         b = nll_inverse_temperature(out, None, self.t_min, self.t_max)
         probs = np.exp(log_softmax64(out.as_logits() * b))
         conf, low = probs.max(axis=1), _lower(probs)

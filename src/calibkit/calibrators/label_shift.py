@@ -35,42 +35,24 @@ priors from unlabelled target rows, ``predict_proba`` gives the adapted posterio
 
 from __future__ import annotations
 
-import json
-import math
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators.base import (
-    Calibrator,
-    _decode,
-    _encode,
-    create_calibrator,
-    read_json_document,
-)
-from calibkit.core.errors import InputError, NotFittedError
+from calibkit.calibrators.base import Calibrator
+from calibkit.calibrators.fitted import CALIBRATORS, CalibratorSpec, FittedObject, PostHoc
+from calibkit.core.errors import InputError
+from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import as_outputs, check_scores, log_softmax64
-from calibkit.core.validation import (
-    POSITIVE,
-    Boolean,
-    Choice,
-    Constraint,
-    Constraints,
-    Integer,
-    check_params,
-)
+from calibkit.core.validation import POSITIVE, Boolean, Choice, Constraints, Integer
 
 if TYPE_CHECKING:
     from torch import nn
 
 F64 = npt.NDArray[np.float64]
-FORMAT_VERSION = 1
 #: The prior estimators.
 METHODS = ("em", "bbse")
-#: Short names of calibrators accepted beside the registered ones.
-ALIASES = {"bcts": "bias_corrected_temperature"}
 #: How far from 1 a prior vector's sum may be (float32 frequencies written as text).
 PRIOR_SUM_TOL = 1e-6
 
@@ -234,39 +216,18 @@ def estimate_priors_bbse(confusion: object, target_probs: object, *, soft: bool 
     return np.asarray(pi / total, dtype=np.float64)
 
 
-class CalibratorChoice(Constraint):
-    """``None``, ``"bcts"``, or a registered calibrator of logits' name.
-
-    Examples
-    --------
-    >>> CalibratorChoice().check("calibrator", "bcts")
-    'bcts'
-    """
-
-    def check(self, name: str, value: object) -> Any:
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            self.fail(name, value)
-        calibrator = create_calibrator(ALIASES.get(value, value))  # unknown: lists the names
-        if calibrator.needs_model or getattr(calibrator, "takes_groups", False):
-            self.fail(name, value)
-        return value
-
-    def describe(self) -> str:
-        return "None, 'bcts' or the name of a calibrator of logits"
-
-
-class PriorShiftAdapter:
+@CALIBRATORS.register("prior_shift", default=False)
+class PriorShiftAdapter(PostHoc):
     """A calibrator plus prior adaptation to a label-shifted target (module docstring).
 
     Parameters
     ----------
     method : {"em", "bbse"}
         How :meth:`adapt` estimates the target priors.
-    calibrator : str or None
+    calibrator : str, Calibrator or None
         ``"bcts"`` (bias-corrected temperature scaling, the default), another registered
-        calibrator of logits (``"temperature"``, ...), or ``None`` (softmax of the logits).
+        calibrator of logits (``"temperature"``, ...) or one as an instance (a fitted one
+        is used as it is), or ``None`` (softmax of the logits).
     soft : bool
         BBSE with the soft confusion matrix (the probabilities) instead of the hard one.
     tol, max_iter : float, int
@@ -298,8 +259,10 @@ class PriorShiftAdapter:
     (True, (2000, 2))
     """
 
+    kind: ClassVar[str] = "priors"
+
     method: str
-    calibrator: str | None
+    calibrator: str | Calibrator | None
     soft: bool
     tol: float
     max_iter: int
@@ -312,45 +275,40 @@ class PriorShiftAdapter:
 
     param_constraints: ClassVar[Constraints] = {
         "method": Choice(*METHODS),
-        "calibrator": CalibratorChoice(),
+        "calibrator": CalibratorSpec(),
         "soft": Boolean(),
         "tol": POSITIVE,
         "max_iter": Integer(1, 10_000_000),
     }
+    state_constraints: ClassVar[Constraints] = {
+        "calibrator_": FittedObject(),
+        "source_priors_": Array(shape=("k",), low=0.0),
+        "confusion_": Array(shape=("k", "k"), low=0.0),
+        "target_priors_": Array(shape=("k",), low=0.0),
+        "n_iter_": Integer(low=0),
+    }
+    optional_state: ClassVar[tuple[str, ...]] = ("target_priors_", "n_iter_")
 
     def __init__(
         self,
         method: str = "em",
-        calibrator: str | None = "bcts",
+        calibrator: str | Calibrator | None = "bcts",
         soft: bool = False,
         tol: float = 1e-8,
         max_iter: int = 10_000,
     ) -> None:
-        params = dict(locals())
-        del params["self"]
-        for name, value in check_params(
-            self.param_constraints, params, "PriorShiftAdapter"
-        ).items():
-            setattr(self, name, value)
-
-    def get_params(self, deep: bool = False) -> dict[str, Any]:
-        """The constructor parameters."""
-        return {name: getattr(self, name) for name in self.param_constraints}
+        self._set_params(
+            method=method, calibrator=calibrator, soft=soft, tol=tol, max_iter=max_iter
+        )
 
     # ----- fitted state ------------------------------------------------------------------
-    @property
-    def is_fitted(self) -> bool:
-        return hasattr(self, "source_priors_")
-
     @property
     def is_adapted(self) -> bool:
         return hasattr(self, "target_priors_")
 
-    def check_is_fitted(self) -> None:
-        if not self.is_fitted:
-            raise NotFittedError("this PriorShiftAdapter is not fitted yet: call fit() first")
-
     def _check_is_adapted(self) -> None:
+        from calibkit.core.errors import NotFittedError
+
         self.check_is_fitted()
         if not self.is_adapted:
             raise NotFittedError(
@@ -359,9 +317,19 @@ class PriorShiftAdapter:
             )
 
     # ----- fit, adapt, predict -----------------------------------------------------------
-    def fit(self, logits: object, labels: object) -> Self:
+    def fit(
+        self,
+        logits: object,
+        labels: object,
+        sample_weight: object = None,
+        *,
+        target_logits: object = None,
+    ) -> Self:
         """Fit the calibrator, the source priors and the confusion matrix on labelled
-        source rows (every class at least once: the source priors must be positive)."""
+        source rows (every class at least once: the source priors must be positive);
+        with ``target_logits`` (unlabelled target rows), :meth:`adapt` to them too."""
+        if sample_weight is not None:
+            raise InputError("sample_weight", "None for 'prior_shift'", "weights")
         out = as_outputs(labels, logits=logits)
         counts = np.bincount(out.labels, minlength=out.n_classes)
         if (counts == 0).any():
@@ -373,17 +341,21 @@ class PriorShiftAdapter:
                 f"no row of class {missing}",
             )
         z = np.asarray(out.as_logits(), dtype=np.float64)
-        calibrator = None
-        if self.calibrator is not None:
-            calibrator = create_calibrator(ALIASES.get(self.calibrator, self.calibrator))
+        calibrator, fitted = CalibratorSpec.resolve(self.calibrator)
+        if calibrator is not None and not fitted:
             calibrator.fit(z, out.labels)
+        if calibrator is not None and calibrator.n_classes_ != out.n_classes:
+            expected = f"a calibrator of {out.n_classes} classes, as the logits"
+            raise InputError("calibrator", expected, f"one of {calibrator.n_classes_}")
         for name in ("target_priors_", "n_iter_"):
             if hasattr(self, name):
                 delattr(self, name)
-        self.calibrator_ = calibrator
         self.n_classes_ = out.n_classes
+        self.calibrator_ = calibrator
         self.source_priors_ = counts / float(counts.sum())
         self.confusion_ = confusion_matrix(self._probs(z), out.labels, soft=self.soft)
+        if target_logits is not None:
+            self.adapt(target_logits)
         return self
 
     def _probs(self, logits: F64) -> F64:
@@ -449,110 +421,36 @@ class PriorShiftAdapter:
         )
         return _prior_module(probs, self.weights_, self.target_priors_)
 
-    # ----- persistence -------------------------------------------------------------------
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict: parameters and fitted state (the target priors if adapted)."""
-        self.check_is_fitted()
-        state: dict[str, Any] = {
-            "n_classes_": self.n_classes_,
-            "calibrator_": None if self.calibrator_ is None else self.calibrator_.to_json(),
-            "source_priors_": self.source_priors_,
-            "confusion_": self.confusion_,
-        }
+    # ----- persistence ------------------------------------------------------------------
+    def _check_state(self) -> None:
+        k = self.n_classes_
+        check_priors(self.source_priors_, "state.source_priors_", k, positive=True)
+        if abs(float(self.confusion_.sum()) - 1.0) > PRIOR_SUM_TOL:
+            raise InputError("state.confusion_", "entries >= 0 summing to 1", "another sum")
         if self.is_adapted:
-            state["target_priors_"] = self.target_priors_
-            state["n_iter_"] = self.n_iter_
-        return {
-            "calibkit_label_shift": FORMAT_VERSION,
-            "params": self.get_params(),
-            "state": _encode(state),
-        }
-
-    def save(self, path: str | Path) -> None:
-        """Write the fitted adapter to a JSON file (atomically; never pickle)."""
-        from calibkit.io.atomic import atomic_write_text
-
-        atomic_write_text(Path(path), json.dumps(self.to_json(), indent=1, allow_nan=False))
-
-    @classmethod
-    def from_json(cls, data: object, source: str = "label shift") -> PriorShiftAdapter:
-        """Rebuild from :meth:`to_json` output, every field checked (one InputError)."""
-        try:
-            return _rebuild(data)
-        except InputError as exc:
-            raise InputError(f"{source}: {exc.argument}", exc.expected, exc.got) from None
-
-    @classmethod
-    def load(cls, path: str | Path) -> PriorShiftAdapter:
-        """Read a file written by :meth:`save`."""
-        data, source = read_json_document(path, "label shift file")
-        return cls.from_json(data, source=source)
-
-    def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"PriorShiftAdapter({params})"
+            if not hasattr(self, "n_iter_"):
+                raise InputError(
+                    "state.n_iter_", "EM's iterations beside the target priors", "none"
+                )
+            check_priors(self.target_priors_, "state.target_priors_", k)
+        elif hasattr(self, "n_iter_"):
+            raise InputError("state.target_priors_", "the target priors beside n_iter_", "none")
+        if (self.calibrator_ is None) != (self.calibrator is None):
+            raise InputError(
+                "state.calibrator_", "a fitted calibrator as params.calibrator says", "other"
+            )
+        if self.calibrator_ is not None:
+            spec = self.calibrator
+            name = (
+                CALIBRATORS.canonical(spec) if isinstance(spec, str) else getattr(spec, "name", "")
+            )
+            if self.calibrator_.name != name or self.calibrator_.n_classes_ != k:
+                raise InputError(
+                    "state.calibrator_", f"a {name!r} calibrator of {k} classes", "another"
+                )
 
 
 def _prior_module(probs: nn.Module, weights: F64, fallback: F64) -> nn.Module:
     from calibkit.calibrators.label_shift_module import PriorWeights
 
     return PriorWeights(probs, weights, fallback).eval()
-
-
-STATE_KEYS = ("n_classes_", "calibrator_", "source_priors_", "confusion_")
-ADAPTED_KEYS = ("target_priors_", "n_iter_")
-
-
-def _rebuild(data: object) -> PriorShiftAdapter:
-    if not isinstance(data, dict) or data.get("calibkit_label_shift") != FORMAT_VERSION:
-        expected = f"a calibkit label shift JSON (version {FORMAT_VERSION})"
-        raise InputError("document", expected, "something else")
-    if set(data) != {"calibkit_label_shift", "params", "state"}:
-        raise InputError("document", "the fields calibkit_label_shift, params, state", "others")
-    params = data["params"]
-    if not isinstance(params, dict):
-        raise InputError("params", "a mapping", type(params).__name__)
-    obj = PriorShiftAdapter(**check_params(PriorShiftAdapter.param_constraints, params, "params"))
-    state = _decode(data["state"], "state")
-    if not isinstance(state, dict) or set(state) not in (
-        set(STATE_KEYS),
-        set(STATE_KEYS + ADAPTED_KEYS),
-    ):
-        raise InputError("state", "the fields " + ", ".join(STATE_KEYS + ADAPTED_KEYS), "others")
-    k = Integer(2, 100_000).check("state.n_classes_", state["n_classes_"])
-    obj.n_classes_ = k
-    obj.source_priors_ = _array(state["source_priors_"], "state.source_priors_", (k,))
-    check_priors(obj.source_priors_, "state.source_priors_", k, positive=True)
-    c = _array(state["confusion_"], "state.confusion_", (k, k))
-    if (c < 0).any() or not math.isclose(float(c.sum()), 1.0, abs_tol=PRIOR_SUM_TOL):
-        raise InputError("state.confusion_", "entries >= 0 summing to 1", "other")
-    obj.confusion_ = c
-    calibrator = state["calibrator_"]
-    if (calibrator is None) != (obj.calibrator is None):
-        raise InputError(
-            "state.calibrator_", "a fitted calibrator as params.calibrator says", "other"
-        )
-    obj.calibrator_ = (
-        None
-        if calibrator is None
-        else Calibrator.from_json(_encode(calibrator), "state.calibrator_")
-    )
-    if obj.calibrator_ is not None:
-        expected_name = ALIASES.get(str(obj.calibrator), str(obj.calibrator))
-        if obj.calibrator_.name != expected_name or obj.calibrator_.n_classes_ != k:
-            raise InputError(
-                "state.calibrator_", f"a {expected_name!r} calibrator of {k} classes", "another"
-            )
-    if "target_priors_" in state:
-        obj.target_priors_ = _array(state["target_priors_"], "state.target_priors_", (k,))
-        check_priors(obj.target_priors_, "state.target_priors_", k)
-        obj.n_iter_ = Integer(0).check("state.n_iter_", state["n_iter_"])
-    return obj
-
-
-def _array(value: object, name: str, shape: tuple[int, ...]) -> F64:
-    if not isinstance(value, np.ndarray) or value.dtype != np.float64 or value.shape != shape:
-        raise InputError(name, f"a float64 array of shape {shape}", "other")
-    if not np.isfinite(value).all():
-        raise InputError(name, "finite values", "a value that is not finite")
-    return value

@@ -47,13 +47,13 @@ class ModelCalibrator(Calibrator):
     Examples
     --------
     >>> from calibkit.calibrators import CALIBRATORS
-    >>> sorted(n for n in CALIBRATORS.names() if CALIBRATORS.get(n).needs_model)
-    ['nc_ce', 'nc_fast', 'nc_fl', 'ts_focal']
+    >>> CALIBRATORS.names(kind="model")
+    ['nc_ce', 'nc_fl', 'nc_fast', 'ts_focal']
     >>> issubclass(CALIBRATORS.get("nc_ce"), ModelCalibrator)
     True
     """
 
-    needs_model: ClassVar[bool] = True
+    kind: ClassVar[str] = "model"
     #: Parameters a registered variant fixes, whatever the caller gives.
     fixed_params: ClassVar[Mapping[str, Any]] = {}
 

@@ -21,6 +21,7 @@ raises or catches it imports scikit-learn.
 
 from __future__ import annotations
 
+import difflib
 from typing import TYPE_CHECKING, Any
 
 
@@ -69,7 +70,9 @@ class UnknownNameError(InputError, KeyError):
 
     def __init__(self, kind: str, name: str, valid: list[str]) -> None:
         self.kind, self.name, self.valid = kind, name, list(valid)
-        super().__init__(kind, "one of " + ", ".join(sorted(valid)), repr(name))
+        near = difflib.get_close_matches(str(name), self.valid, n=1, cutoff=0.6)
+        got = repr(name) + (f" (did you mean {near[0]!r}?)" if near else "")
+        super().__init__(kind, "one of " + ", ".join(sorted(valid)), got)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.kind, self.name, self.valid), self.__dict__

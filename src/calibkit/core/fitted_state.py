@@ -16,7 +16,7 @@ calibkit.core.errors.InputError: bias_: expected ... of shape (k=2) ..., got sha
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -68,9 +68,10 @@ class Array(Constraint):
         high: float | None = None,
         sorted: bool = False,
         nonempty: bool = False,
+        allow_inf: bool = False,
     ) -> None:
         self.dtype, self.shape, self.low, self.high = dtype, tuple(shape), low, high
-        self.sorted, self.nonempty = sorted, nonempty
+        self.sorted, self.nonempty, self.allow_inf = sorted, nonempty, allow_inf
 
     def check(self, name: str, value: object) -> np.ndarray:
         return self.check_shaped(name, value, {})
@@ -87,7 +88,7 @@ class Array(Constraint):
                 raise InputError(name, self.describe(dims), f"shape {value.shape}")
         if self.nonempty and not value.size:
             raise InputError(name, self.describe(dims), "an empty array")
-        bad = ~np.isfinite(value)
+        bad = np.isnan(value) if self.allow_inf else ~np.isfinite(value)
         if self.low is not None:
             bad |= value < self.low
         if self.high is not None:
@@ -107,7 +108,8 @@ class Array(Constraint):
             for e in self.shape
         ]
         text = f"a {self.dtype} array of shape ({', '.join(parts)})"
-        text += " of finite values" if self.dtype == "float64" else " of values"
+        finite = "non-NaN" if self.allow_inf else "finite"
+        text += f" of {finite} values" if self.dtype == "float64" else " of values"
         text += describe_range(self.low, self.high)
         return text + (", non-decreasing" if self.sorted else "")
 
@@ -162,9 +164,14 @@ class MappingOf(Constraint):
 
 
 def check_state(
-    constraints: Constraints, state: Mapping[str, object], dims: Dims, prefix: str = ""
+    constraints: Constraints,
+    state: Mapping[str, object],
+    dims: Dims,
+    prefix: str = "",
+    optional: Collection[str] = (),
 ) -> dict[str, Any]:
-    """The values of ``state`` checked against ``constraints``, every declared name present.
+    """The values of ``state`` checked against ``constraints``, every declared name present
+    but those in ``optional``.
 
     Unlike :func:`check_params`, a missing name is refused (naming it), and :class:`Array`
     and :class:`ArrayList` constraints look up and bind dimensions in ``dims``. Values are
@@ -177,6 +184,8 @@ def check_state(
     out: dict[str, Any] = {}
     for key, constraint in constraints.items():
         if key not in state:
+            if key in optional:
+                continue
             raise InputError(prefix + key, constraint.describe(), "nothing: the field is missing")
         if isinstance(constraint, Array | ArrayList):
             out[key] = constraint.check_shaped(prefix + key, state[key], dims)

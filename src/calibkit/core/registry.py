@@ -55,7 +55,9 @@ T = TypeVar("T")
 #: drops them.
 KIND_WORDS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
-        "calibrator": frozenset({"scaling", "calibration", "calibrator", "binning"}),
+        "calibrator": frozenset(
+            {"scaling", "calibration", "calibrator", "binning", "classifier", "adapter"}
+        ),
         "loss": frozenset({"loss"}),
         "penalty": frozenset({"loss"}),
         "dataset": frozenset({"load"}),
@@ -128,7 +130,10 @@ class Registry(Generic[T]):
 
     ``on_register(name, obj)``, if given, is called as each object is registered (e.g. to
     set a class's ``name`` attribute); ``create(name, obj, *args, **params)``, if given, is
-    how :meth:`create` builds an entry.
+    how :meth:`create` builds an entry; ``kind_of(obj)``, if given, tells an entry's kind,
+    which :meth:`names` and :meth:`defaults` can select (``names(kind="sets")``). An entry
+    registered with ``aliases=(...)`` is found by :meth:`get` under those names too, which
+    :meth:`names` does not list.
     """
 
     def __init__(
@@ -136,9 +141,12 @@ class Registry(Generic[T]):
         kind: str,
         on_register: Callable[[str, T], None] | None = None,
         create: Callable[..., Any] | None = None,
+        kind_of: Callable[[T], str] | None = None,
     ) -> None:
         self.kind = kind
         self._create = create
+        self._kind_of = kind_of
+        self._aliases: dict[str, str] = {}
         self._items: dict[str, T] = {}
         self._info: dict[str, Mapping[str, Any]] = {}
         self._order: dict[str, float] = {}
@@ -152,10 +160,15 @@ class Registry(Generic[T]):
             raise ValueError(f"{self.kind} {name!r}: order must be a number, not {order!r}")
         if not isinstance(info.get("default", True), bool):
             raise ValueError(f"{self.kind} {name!r}: default must be True or False")
+        aliases = tuple(info.get("aliases", ()))
 
         def add(obj: T) -> T:
-            if name in self._items:
+            if name in self._items or name in self._aliases:
                 raise ValueError(f"{self.kind} {name!r} is already registered")
+            for alias in aliases:
+                if alias in self._items or alias in self._aliases:
+                    raise ValueError(f"{self.kind} alias {alias!r} is already registered")
+                self._aliases[alias] = name
             self._order[name] = float(order)
             if self._on_register is not None:
                 self._on_register(name, obj)
@@ -171,21 +184,37 @@ class Registry(Generic[T]):
         return self._info[name]
 
     def get(self, name: str) -> T:
-        """The object registered under ``name``; an unknown name lists the valid ones."""
+        """The object registered under ``name`` (or an alias of it); an unknown name lists
+        the valid ones and suggests the nearest."""
         try:
-            return self._items[name]
-        except KeyError:
+            return self._items[self._aliases.get(name, name)]
+        except (KeyError, TypeError):
             raise UnknownNameError(self.kind, name, self.names()) from None
 
-    def names(self) -> list[str]:
-        """Registered names by their ``order`` (registration order unless an entry gave one;
-        ties keep registration order)."""
-        last = float(len(self._order))  # an entry put in by hand (a test's stand-in): last
-        return sorted(self._items, key=lambda n: self._order.get(n, last))
+    def canonical(self, name: str) -> str:
+        """The registered name of ``name`` (itself, or the entry an alias names)."""
+        self.get(name)
+        return self._aliases.get(name, name)
 
-    def defaults(self) -> list[str]:
-        """The names of :meth:`names` registered without ``default=False``."""
-        return [n for n in self.names() if self._info.get(n, {}).get("default", True)]
+    def kind_of(self, name: str) -> str:
+        """The kind of the entry ``name`` (the registry's ``kind_of``; its kind if none)."""
+        obj = self.get(name)
+        return self.kind if self._kind_of is None else self._kind_of(obj)
+
+    def names(self, kind: str | tuple[str, ...] | None = None) -> list[str]:
+        """Registered names by their ``order`` (registration order unless an entry gave one;
+        ties keep registration order); only those of ``kind`` (one or several) if given."""
+        last = float(len(self._order))  # an entry put in by hand (a test's stand-in): last
+        ordered = sorted(self._items, key=lambda n: self._order.get(n, last))
+        if kind is None:
+            return ordered
+        kinds = (kind,) if isinstance(kind, str) else kind
+        return [n for n in ordered if self.kind_of(n) in kinds]
+
+    def defaults(self, kind: str | tuple[str, ...] | None = None) -> list[str]:
+        """The names of :meth:`names` (of ``kind`` if given) registered without
+        ``default=False``."""
+        return [n for n in self.names(kind) if self._info.get(n, {}).get("default", True)]
 
     def create(self, name: str, /, *args: Any, **params: Any) -> Any:
         """The one factory verb: a new object from the entry ``name`` and ``params``.
@@ -207,10 +236,11 @@ class Registry(Generic[T]):
         return it."""
         obj = self.get(name)
         del self._items[name], self._info[name], self._order[name]
+        self._aliases = {a: n for a, n in self._aliases.items() if n != name}
         return obj
 
     def __contains__(self, name: object) -> bool:
-        return name in self._items
+        return name in self._items or name in self._aliases
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

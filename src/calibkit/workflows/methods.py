@@ -62,29 +62,21 @@ def applicable_methods(
     left_out = [] if matrix_fits(n_classes, n_cal) else ["matrix"]
     return [
         name
-        for name in CALIBRATORS.defaults()
+        for name in CALIBRATORS.defaults(kind="logits")
         if name not in left_out
-        and not CALIBRATORS.get(name).needs_model  # they take the model, not logits
-        and not CALIBRATORS.get(name).takes_groups  # they need the groups: --groups
         and _applies_to(name, n_classes)
         and (every_class or not CALIBRATORS.get(name).needs_every_class)
     ]
 
 
 def group_methods(n_classes: int) -> list[str]:
-    """The registered calibrators that take each sample's group (``takes_groups``), in the
+    """The registered calibrators that take each sample's group (kind ``groups``), in the
     registry's order: run besides :func:`applicable_methods` when a comparison has groups.
 
     >>> group_methods(3)
     ['temperature_groupwise', 'multicalibration']
     """
-    return [
-        name
-        for name in CALIBRATORS.names()
-        if CALIBRATORS.get(name).takes_groups
-        and not CALIBRATORS.get(name).needs_model
-        and _applies_to(name, n_classes)
-    ]
+    return [name for name in CALIBRATORS.names(kind="groups") if _applies_to(name, n_classes)]
 
 
 def resolve_methods(

@@ -62,7 +62,7 @@ class FocalTemperatureScaling(NeuralClamping):
 
 def input_calibrator_names() -> list[str]:
     """The registered calibrators that take the model (``needs_model``), in order."""
-    return [n for n in CALIBRATORS.names() if CALIBRATORS.get(n).needs_model]
+    return CALIBRATORS.names(kind="model")
 
 
 def base_name(name: str) -> str:

@@ -231,14 +231,14 @@ class StudyConfig:
             raise InputError("seeds", "at least one seed, no repeats", repr(list(self.seeds)))
         object.__setattr__(self, "seeds", tuple(SEED.check("seeds", s) for s in self.seeds))
         for name in self.calibrators:
-            if CALIBRATORS.get(name).needs_model:
+            if CALIBRATORS.kind_of(name) != "logits":
                 raise InputError("calibrators", "calibrators of logits", f"{name!r}")
         for name, params in self.calibrator_params.items():
             where = f"calibrator_params.{name}"
             if not isinstance(params, dict):
                 raise InputError(where, "a table of parameters", repr(params))
             klass = CALIBRATORS.get(name)
-            if klass.needs_model:
+            if klass.kind != "logits":
                 raise InputError(where, "parameters of a calibrator of logits", f"{name!r}")
             values = check_params(klass.param_constraints, params, where, prefix=where + ".")
             try:

@@ -1,0 +1,418 @@
+"""The one contract of every fitted post-hoc object, their registry, and the one loader.
+
+Every object calibkit fits after training is a :class:`PostHoc`, of one of five kinds
+(:data:`~calibkit.calibrators.persistence.KINDS`):
+
+- ``logits``: calibrators of logits (temperature scaling, Dirichlet, ...), logits to
+  calibrated probabilities (:class:`~calibkit.calibrators.base.Calibrator`);
+- ``groups``: calibrators that also take each row's group (group-wise temperature
+  scaling, multicalibration);
+- ``model``: calibrators that take the model and its inputs (Neural Clamping);
+- ``sets``: conformal predictors, logits to prediction sets
+  (:class:`~calibkit.calibrators.conformal.ConformalClassifier`);
+- ``priors``: prior-shift adapters, logits to probabilities adapted to new class priors
+  (:class:`~calibkit.calibrators.label_shift.PriorShiftAdapter`).
+
+What they share, declared once here:
+
+- constructor parameters declared in ``param_constraints`` (name -> constraint, in
+  signature order): checked by the constructor, returned by ``get_params``, set (checked,
+  all or nothing) by ``set_params``; ``sklearn.base.clone`` and ``repr`` read them;
+- ``fit(...) -> self``; fitted state in attributes ending in ``_``, declared in
+  ``state_constraints`` (``optional_state`` names those a fit may leave unset); using an
+  unfitted object raises :class:`~calibkit.core.errors.NotFittedError`;
+- per-row inputs besides the logits (each row's group) declared in ``fit_metadata``:
+  ``fit`` and ``predict_proba`` take them by keyword and the base routes them, refusing an
+  undeclared one (:meth:`PostHoc._route`);
+- one JSON document (:mod:`~calibkit.calibrators.persistence`) with its ``kind``, written
+  by ``save`` and read back, bit-exact, by :func:`load` (any kind) or ``cls.load`` (that
+  class, or an error saying what the file holds), every field checked;
+- ``to_module()``: the fitted map as a torch module.
+
+:data:`CALIBRATORS` registers every kind by name; ``CALIBRATORS.names(kind="sets")`` asks
+it for one kind. Composition goes one way: a conformal predictor or a prior adapter takes
+the calibrator underneath through one :class:`CalibratorSpec` (a registered name, or an
+instance, fitted or not).
+
+>>> import calibkit as ck
+>>> CALIBRATORS.names(kind="sets"), CALIBRATORS.names(kind="priors")
+(['conformal'], ['prior_shift'])
+>>> ts = ck.TemperatureScaling().fit([[2.0, 0.0], [0.0, 1.0], [1.0, 0.0]], [0, 1, 1])
+>>> load_document(ts.to_json()).temperature_ == ts.temperature_
+True
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Self
+
+from calibkit.calibrators.estimator import EstimatorAPI, same_value
+from calibkit.calibrators.persistence import (
+    KINDS,
+    Document,
+    decode,
+    document,
+    parse_document,
+    read_json_document,
+    write_json_document,
+)
+from calibkit.core import errors
+from calibkit.core.errors import InputError
+from calibkit.core.fitted_state import Dims, check_state
+from calibkit.core.registry import Registry
+from calibkit.core.validation import Constraint, Constraints, Integer, check_params
+
+if TYPE_CHECKING:
+    from torch import nn
+
+
+def _set_name(name: str, cls: type[PostHoc]) -> None:
+    cls.name = name
+
+
+def _build(name: str, klass: type[PostHoc], model: object = None, **params: Any) -> PostHoc:
+    """How :meth:`CALIBRATORS.create <calibkit.core.registry.Registry.create>` builds an
+    entry: declared parameters checked, the model given to a kind that takes it."""
+    return klass.create(model, params)
+
+
+#: Every kind of fitted object by name; registering a class sets its ``name``.
+CALIBRATORS: Registry[type[PostHoc]] = Registry(
+    "calibrator", on_register=_set_name, create=_build, kind_of=lambda cls: cls.kind
+)
+
+
+class PostHoc(EstimatorAPI, ABC):
+    """The base of every fitted post-hoc object (see the module docstring)."""
+
+    name: ClassVar[str] = "base"
+    #: The kind (a key of :data:`~calibkit.calibrators.persistence.KINDS`).
+    kind: ClassVar[str] = "logits"
+    #: True for methods defined only for two classes (Platt, beta).
+    binary_only: ClassVar[bool] = False
+    #: True for methods whose output is logits (``transform`` is available).
+    maps_logits: ClassVar[bool] = False
+    #: The constructor parameters: name -> constraint, in signature order.
+    param_constraints: ClassVar[Constraints] = {}
+    #: The fitted attributes besides ``n_classes_``, in the order ``fit`` sets them: name
+    #: -> constraint (array shapes name ``k``, the classes, and the dimensions of
+    #: :meth:`_state_dims`); a loaded state is checked against them.
+    state_constraints: ClassVar[Constraints] = {}
+    #: Fitted attributes a fit may leave unset (a prior adapter's target priors).
+    optional_state: ClassVar[tuple[str, ...]] = ()
+    #: Per-row inputs ``fit`` and ``predict_proba`` take by keyword besides the logits
+    #: (``("groups",)`` for the group calibrators); the base routes them.
+    fit_metadata: ClassVar[tuple[str, ...]] = ()
+    #: Whether ``fit`` takes ``sample_weight`` (the others refuse it with an InputError).
+    accepts_sample_weight: ClassVar[bool] = False
+    #: ``kind == "model"``: the method takes the model and its inputs (set per class).
+    needs_model: ClassVar[bool] = False
+    #: ``"groups" in fit_metadata`` (set per class).
+    takes_groups: ClassVar[bool] = False
+
+    n_classes_: int
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.kind not in KINDS:
+            raise TypeError(f"{cls.__name__}.kind must be one of {', '.join(KINDS)}")
+        cls.needs_model = cls.kind == "model"
+        cls.takes_groups = "groups" in cls.fit_metadata
+
+    # ----- construction ---------------------------------------------------------------
+    @classmethod
+    def create(cls, model: object, params: Mapping[str, Any]) -> Self:
+        """A new ``cls`` with ``params`` checked against :attr:`param_constraints`
+        (``model``: only for the kind that takes it)."""
+        if model is not None:
+            raise InputError("model", f"no model for {cls.name!r}, a {cls.kind} kind", "a model")
+        return cls(**check_params(cls.param_constraints, params, cls.name))
+
+    def _set_params(self, **params: Any) -> None:
+        """Check ``params`` against :attr:`param_constraints` and store them as attributes."""
+        for name, value in check_params(self.param_constraints, params, self.name).items():
+            # keep the caller's object when checking did not change it (clone needs that)
+            setattr(self, name, params[name] if same_value(value, params[name]) else value)
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+    # ----- fitted state ---------------------------------------------------------------
+    def fitted_state(self) -> dict[str, Any]:
+        """The fitted attributes (names ending in ``_``)."""
+        return {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
+
+    @property
+    def is_fitted(self) -> bool:
+        return hasattr(self, "n_classes_")
+
+    def check_is_fitted(self) -> None:
+        if not self.is_fitted:
+            raise errors.NotFittedError(
+                f"this {type(self).__name__} ({self.name!r}) is not fitted yet: call fit() first"
+            )
+
+    def _route(self, metadata: Mapping[str, object]) -> dict[str, object]:
+        """The per-row inputs given to ``fit`` or ``predict_proba`` besides the logits,
+        checked against :attr:`fit_metadata` (an undeclared one is refused, naming it)."""
+        unknown = [key for key in metadata if key not in self.fit_metadata]
+        if unknown:
+            declared = ", ".join(self.fit_metadata) or "none"
+            raise InputError(
+                unknown[0], f"only the inputs {self.name!r} declares ({declared})", "a value"
+            )
+        return dict(metadata)
+
+    @abstractmethod
+    def to_module(self) -> nn.Module:
+        """The fitted map as a torch module."""
+
+    # ----- persistence ----------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        """The JSON-ready document: kind, method, parameters and fitted state."""
+        self.check_is_fitted()
+        params = {
+            key: getattr(self.param_constraints[key], "encode", _same)(value)
+            for key, value in self.get_params().items()
+        }
+        return document(self.kind, self.name, params, self.fitted_state())
+
+    def save(self, path: str | Path) -> None:
+        """Write the fitted object to a JSON file (atomically; never pickle)."""
+        write_json_document(path, self.to_json())
+
+    @classmethod
+    def from_json(cls, data: object, source: str = "calibkit document") -> Self:
+        """Rebuild a fitted object from :meth:`to_json` output (any version calibkit wrote).
+
+        The document, the parameters (:attr:`param_constraints`) and the fitted state
+        (:meth:`fitted_constraints`) are checked field by field: an unknown or missing
+        field, a wrong type, shape or range, or a non-finite value raises one InputError
+        naming ``source`` and the field (e.g. ``state.temperature_``); so does a document
+        of another class than ``cls``.
+        """
+        return cls._expect(load_document(data, source), source)
+
+    @classmethod
+    def load(cls, path: str | Path, model: nn.Module | None = None) -> Self:
+        """Read a file written by :meth:`save` (checked as :meth:`from_json` says);
+        ``model`` for a calibrator that takes the model."""
+        return cls._expect(load(path, model=model), f"file {path}")
+
+    @classmethod
+    def _expect(cls, obj: PostHoc, source: str) -> Self:
+        if not isinstance(obj, cls):
+            raise InputError(
+                source,
+                f"a saved {cls.__name__} (calibkit.load reads any kind)",
+                f"a saved {type(obj).__name__} ({obj.name!r}, kind {obj.kind!r})",
+            )
+        return obj
+
+    @classmethod
+    def _from_document(
+        cls, doc: Document, path: Path | None = None, model: object = None
+    ) -> PostHoc:
+        """A fitted ``cls`` from a parsed document, every field checked."""
+        if model is not None:
+            raise InputError("model", f"no model for {cls.name!r}, a {cls.kind} kind", "a model")
+        params = decode(doc.params, "params")
+        if not isinstance(params, dict):
+            raise InputError("params", "a mapping of parameters", type(params).__name__)
+        state = decode(doc.state, "state")
+        if isinstance(state, dict):  # a file of an older version: as that version fitted it
+            params, state = cls._upgrade(params, state)
+        checked = check_params(cls.param_constraints, params, "params", prefix="params.")
+        try:
+            obj = cls(**checked)
+        except InputError as exc:  # a relation between parameters (t_min < t_max, ...)
+            raise InputError(f"params.{exc.argument}", exc.expected, exc.got) from None
+        obj._load_state(state)
+        return obj
+
+    @classmethod
+    def fitted_constraints(cls) -> dict[str, Constraint]:
+        """Every fitted attribute, as checked on load: ``n_classes_``, then
+        :attr:`state_constraints` (in the order :meth:`fit` sets them)."""
+        classes = Integer(2, 2) if cls.binary_only else Integer(low=2)
+        return {"n_classes_": classes, **cls.state_constraints}
+
+    def _state_dims(self, n_classes: int) -> Dims:
+        """The lengths the state's array shapes name (``k``: the number of classes)."""
+        return {"k": n_classes}
+
+    def _check_state(self) -> None:
+        """Refuse loaded fitted attributes whose relations the declarations cannot state."""
+        return None
+
+    @classmethod
+    def _upgrade(
+        cls, params: dict[str, Any], state: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The parameters and state of a file saved by an older version of the method, as
+        that version fitted them (default: unchanged)."""
+        return params, state
+
+    def _load_state(self, state: object) -> None:
+        if not isinstance(state, dict):
+            raise InputError("state", "a mapping of fitted attributes", type(state).__name__)
+        declared = self.fitted_constraints()
+        dims: Dims = {}
+        if "n_classes_" in state:  # the shapes depend on it: check it first
+            dims = self._state_dims(
+                declared["n_classes_"].check("state.n_classes_", state["n_classes_"])
+            )
+        checked = check_state(declared, state, dims, prefix="state.", optional=self.optional_state)
+        for key, value in checked.items():
+            setattr(self, key, value)
+        self._check_state()
+
+
+def _same(value: object) -> object:
+    return value
+
+
+def load_document(data: object, source: str = "calibkit document") -> PostHoc:
+    """The fitted object of a JSON document (:meth:`PostHoc.to_json`, any kind but a
+    model calibrator, which needs its tensor file: :func:`load`)."""
+    return _rebuild(data, source, None, None)
+
+
+def load(path: str | Path, model: nn.Module | None = None) -> PostHoc:
+    """Read any fitted object calibkit saved: a calibrator, a conformal predictor, a prior
+    adapter, or (with its ``model``) Neural Clamping. Every field is checked; a foreign,
+    tampered or newer file raises one InputError naming the file and the field.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.json`` file written by a fitted object's ``save``.
+    model : torch.nn.Module, optional
+        The classifier, for a calibrator that takes the model (refused for the others).
+
+    Returns
+    -------
+    PostHoc
+        Fitted, of the class the file names.
+
+    Examples
+    --------
+    >>> import tempfile, calibkit as ck
+    >>> ts = ck.TemperatureScaling().fit([[2.0, 0.0], [0.0, 1.0], [1.0, 0.0]], [0, 1, 1])
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     ts.save(f"{d}/ts.json")
+    ...     type(ck.load(f"{d}/ts.json")).__name__
+    'TemperatureScaling'
+    """
+    data, source = read_json_document(path, "calibkit file")
+    return _rebuild(data, source, Path(path), model)
+
+
+def _rebuild(data: object, source: str, path: Path | None, model: object) -> PostHoc:
+    try:
+        doc = parse_document(data)
+        method = doc.method if doc.method is not None else "nc_fl"
+        try:
+            klass = CALIBRATORS.get(method)
+        except InputError as exc:
+            raise InputError("method", exc.expected, exc.got) from None
+        if klass.kind != doc.kind:
+            raise InputError("kind", f"{klass.kind!r}, the kind of {method!r}", repr(doc.kind))
+        return klass._from_document(doc, path=path, model=model)
+    except InputError as exc:
+        got = exc.got if len(exc.got) <= 80 else exc.got[:77] + "..."
+        raise InputError(f"{source}: {exc.argument}", exc.expected, got) from None
+
+
+class CalibratorSpec(Constraint):
+    """The calibrator underneath a composed object: a registered name, an instance (fitted
+    or not), or ``None`` where ``optional``; of the given ``kinds`` only.
+
+    A saved spec (:meth:`encode`) is the name, or ``{"method": ..., "params": ...}`` for an
+    instance, which :meth:`check` reads back.
+
+    >>> spec = CalibratorSpec()
+    >>> spec.check("calibrator", "temperature"), spec.check("calibrator", None)
+    ('temperature', None)
+    >>> spec.check("calibrator", "conformal")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: calibrator: expected None, a name or an instance ...
+    """
+
+    def __init__(self, kinds: tuple[str, ...] = ("logits",), optional: bool = True) -> None:
+        self.kinds, self.optional = kinds, optional
+
+    def check(self, name: str, value: object) -> Any:
+        if value is None and self.optional:
+            return None
+        if isinstance(value, dict) and set(value) == {"method", "params"}:
+            params = value["params"]
+            if not isinstance(params, dict) or not isinstance(value["method"], str):
+                self.fail(name, value)
+            value = self._checked_class(name, value["method"]).create(None, params)
+        if isinstance(value, str):
+            self._checked_class(name, value)
+            return value
+        if isinstance(value, PostHoc) and value.kind in self.kinds:
+            return value
+        self.fail(name, value)
+
+    def _checked_class(self, name: str, method: str) -> type[PostHoc]:
+        klass = CALIBRATORS.get(method)  # an unknown name lists the registered ones
+        if klass.kind not in self.kinds:
+            self.fail(name, method)
+        return klass
+
+    def describe(self) -> str:
+        kinds = " or ".join(self.kinds)
+        return f"{'None, ' if self.optional else ''}a name or an instance of a {kinds} kind"
+
+    @staticmethod
+    def encode(value: object) -> object:
+        """The spec as a saved document holds it."""
+        if isinstance(value, PostHoc):
+            return {"method": value.name, "params": value.get_params()}
+        return value
+
+    @staticmethod
+    def resolve(value: object) -> tuple[Any, bool]:
+        """``(calibrator, fitted)``: the calibrator a spec names, a new one for a name or an
+        unfitted instance (never the caller's), the caller's for a fitted one."""
+        if value is None:
+            return None, False
+        if isinstance(value, str):
+            return CALIBRATORS.create(value), False
+        assert isinstance(value, PostHoc)
+        if value.is_fitted:
+            return value, True
+        return type(value)(**value.get_params()), False
+
+
+class FittedObject(Constraint):
+    """A fitted object of the given ``kinds`` inside another's state (a conformal
+    predictor's calibrator), or ``None`` where ``optional``: an instance, or its document
+    (rebuilt and checked by :func:`load_document`)."""
+
+    def __init__(self, kinds: tuple[str, ...] = ("logits",), optional: bool = True) -> None:
+        self.kinds, self.optional = kinds, optional
+
+    def check(self, name: str, value: object) -> Any:
+        if value is None and self.optional:
+            return None
+        if isinstance(value, dict):
+            try:
+                value = load_document(value, name)
+            except InputError as exc:
+                raise InputError(exc.argument, exc.expected, exc.got) from None
+        if not isinstance(value, PostHoc) or value.kind not in self.kinds or not value.is_fitted:
+            self.fail(name, value)
+        return value
+
+    def describe(self) -> str:
+        kinds = " or ".join(self.kinds)
+        return f"{'None or ' if self.optional else ''}a fitted object of a {kinds} kind"
