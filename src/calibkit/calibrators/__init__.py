@@ -17,7 +17,8 @@ from __future__ import annotations
 # gives its ``order`` (``CALIBRATORS.names()``; see calibkit.core.registry).
 # isort: off
 from calibkit.calibrators.fitted import CalibratorSpec, PostHoc, load
-from calibkit.calibrators.base import CALIBRATORS, Calibrator, create_calibrator, get_calibrator
+from calibkit.calibrators.base import CALIBRATORS, Calibrator, create_calibrator
+from calibkit.calibrators.base import get_calibrator as get_calibrator  # deprecated: not in __all__
 from calibkit.calibrators.temperature import TemperatureScaling
 from calibkit.calibrators.temperature_grid import (
     TemperatureScalingECE,

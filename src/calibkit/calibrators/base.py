@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import warnings
 from abc import abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -149,11 +149,6 @@ class Calibrator(PostHoc):
     [[0.5, 0.5]]
     """
 
-    #: True for methods that fit each class from that class's own rows (per-class weights,
-    #: one-vs-rest maps): they would never predict a class absent from the calibration
-    #: labels, so ``fit`` refuses such a set. The others keep every class by construction.
-    needs_every_class: ClassVar[bool] = False
-
     # ----- the contract ---------------------------------------------------------------
     def fit(
         self, logits: object, labels: object, sample_weight: object = None, **metadata: object
@@ -175,10 +170,11 @@ class Calibrator(PostHoc):
         if self.needs_every_class:
             self._check_every_class(out, weights)
         self.n_classes_ = out.n_classes
+        fit: Any = self._fit  # a kind with fit_metadata takes it by keyword
         if weights is None:  # subclasses that take no weights define _fit(out)
-            self._fit(out, **routed)
+            fit(out, **routed)
         else:
-            self._fit(out, weights, **routed)
+            fit(out, weights, **routed)
         return self
 
     def predict_proba(self, logits: object, **metadata: object) -> F64:
@@ -186,7 +182,7 @@ class Calibrator(PostHoc):
         :meth:`fit`."""
         routed = self._route(metadata)
         z = self._check_predict_input(logits)
-        return self._predict_proba(z, **routed)
+        return self._predict_proba(z, **routed) if routed else self._predict_proba(z)
 
     def _transform_logits(self, logits: object) -> F64:
         """Calibrated logits (only for methods that map logits to logits)."""
@@ -197,7 +193,7 @@ class Calibrator(PostHoc):
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         """Fit on ``out``, each row weighted by ``weights`` (``None``: all equal)."""
 
-    def _predict_proba(self, logits: F64, **metadata: Any) -> F64:
+    def _predict_proba(self, logits: F64) -> F64:
         return np.exp(log_softmax64(self._transform(logits)))
 
     def _transform(self, logits: F64) -> F64:

@@ -108,6 +108,10 @@ class PostHoc(EstimatorAPI, ABC):
     fit_metadata: ClassVar[tuple[str, ...]] = ()
     #: Whether ``fit`` takes ``sample_weight`` (the others refuse it with an InputError).
     accepts_sample_weight: ClassVar[bool] = False
+    #: True for methods that fit each class from that class's own rows (per-class weights,
+    #: one-vs-rest maps): they would never predict a class absent from the calibration
+    #: labels, so ``fit`` refuses such a set. The others keep every class by construction.
+    needs_every_class: ClassVar[bool] = False
     #: ``kind == "model"``: the method takes the model and its inputs (set per class).
     needs_model: ClassVar[bool] = False
     #: ``"groups" in fit_metadata`` (set per class).

@@ -47,7 +47,7 @@ other classes' probabilities are rescaled to sum to one.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -116,7 +116,7 @@ class _GroupCalibrator(Calibrator):
         lookup = np.array([position.get(str(u), -1) for u in uniq.tolist()], dtype=np.int64)
         return lookup[inverse.reshape(-1)] if names.size else np.zeros(0, dtype=np.int64)
 
-    def _predict_proba(self, logits: F64, groups: object = None, **metadata: Any) -> F64:
+    def _predict_proba(self, logits: F64, groups: object = None) -> F64:
         """``groups`` one per row (None or unseen: the global map)."""
         codes = (
             np.full(logits.shape[0], -1, dtype=np.int64)

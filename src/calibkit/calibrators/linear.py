@@ -190,10 +190,12 @@ class _Linear(Calibrator):
     weights_: F64
     bias_: F64
 
-    def fit(self, logits: object, labels: object, sample_weight: object = None) -> Self:
+    def fit(
+        self, logits: object, labels: object, sample_weight: object = None, **metadata: object
+    ) -> Self:
         """Fit with single-threaded BLAS (see the module docstring)."""
         with threadpool_limits(limits=1, user_api="blas"):
-            return super().fit(logits, labels, sample_weight)
+            return super().fit(logits, labels, sample_weight, **metadata)
 
     def _features(self, logits: F64) -> F64:
         return log_softmax64(logits) if self.on_log_probs else np.asarray(logits, np.float64)

@@ -82,16 +82,24 @@ class ModelCalibrator(Calibrator):
         return self
 
     # ----- the contract, on inputs ----------------------------------------------------------
-    def fit(self, inputs: object, labels: object = None, sample_weight: object = None) -> Self:
+    def fit(  # type: ignore[override]  # the model's inputs, not logits
+        self,
+        inputs: object,
+        labels: object = None,
+        sample_weight: object = None,
+        **metadata: object,
+    ) -> Self:
         """Learn the calibration from the model's calibration ``inputs`` and ``labels``."""
+        self._route(metadata)
         if sample_weight is not None:
             expected = f"None for {self.name!r}, a method that cannot weight samples"
             raise InputError("sample_weight", expected, "weights")
         self._fit_inputs(inputs, labels)
         return self
 
-    def predict_proba(self, inputs: object) -> F64:
+    def predict_proba(self, inputs: object, **metadata: object) -> F64:  # type: ignore[override]
         """Calibrated probabilities of the model's ``inputs`` (float64, rows sum to 1)."""
+        self._route(metadata)
         self.check_is_fitted()
         return self._predict_inputs(inputs)
 

@@ -19,7 +19,7 @@ from calibkit.io.atomic import check_parent
 if TYPE_CHECKING:
     import numpy as np
 
-    from calibkit.calibrators import Calibrator
+    from calibkit.calibrators import PostHoc
     from calibkit.core.outputs import ClassifierOutputs
 
 
@@ -101,7 +101,7 @@ def read_groups(path: str, key: str, n_samples: int, *, check: bool = True) -> n
     return groups
 
 
-def method_class(name: str, option: str) -> type[Calibrator]:
+def method_class(name: str, option: str) -> type[PostHoc]:
     """The calibrator class registered as ``name``; an unknown name is blamed on ``option``."""
     from calibkit.calibrators import CALIBRATORS
 

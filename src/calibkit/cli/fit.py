@@ -12,7 +12,7 @@ from calibkit.cli.options import FILES, Subparsers, add_force, add_input_options
 from calibkit.core.errors import InputError
 
 if TYPE_CHECKING:
-    from calibkit.calibrators import Calibrator
+    from calibkit.calibrators import PostHoc
 
 
 def param_value(text: str) -> Any:
@@ -27,7 +27,7 @@ def param_value(text: str) -> Any:
     return value if isinstance(value, scalar) else text
 
 
-def build_calibrator(method: str, params: list[str]) -> Calibrator:
+def build_calibrator(method: str, params: list[str]) -> PostHoc:
     """A new calibrator of ``method`` with the ``key=value`` parameters ``params``.
 
     The valid names and values are those the method declares (its ``param_constraints``).

@@ -389,7 +389,7 @@ def _rows(
         calibrator = create_calibrator(name, **params.get(name, {}))
         with_groups: dict[str, Any] = {}
         if groups is not None and calibrator.takes_groups:
-            calibrator.fit(cal_logits, cal.labels, groups=groups[0])  # type: ignore[call-arg]
+            calibrator.fit(cal_logits, cal.labels, groups=groups[0])
             with_groups = {"groups": groups[1]}
         else:
             calibrator.fit(cal_logits, cal.labels)

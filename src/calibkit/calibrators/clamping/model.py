@@ -278,7 +278,13 @@ class NeuralClamping(ModelCalibrator):
         return cls(model, **{**params, "init": "zero", "train": "temperature"})
 
     # ----- fitting -------------------------------------------------------------------------
-    def fit(self, inputs: object, labels: object = None, sample_weight: object = None) -> Self:
+    def fit(  # type: ignore[override]  # the model's inputs, not logits
+        self,
+        inputs: object,
+        labels: object = None,
+        sample_weight: object = None,
+        **metadata: object,
+    ) -> Self:
         """Learn ``delta`` and ``T`` on calibration ``inputs`` and ``labels``.
 
         Parameters
@@ -296,7 +302,7 @@ class NeuralClamping(ModelCalibrator):
             ``self``, with ``delta_``, ``temperature_``, ``gamma_`` and the other fitted
             attributes set.
         """
-        return super().fit(inputs, labels, sample_weight)
+        return super().fit(inputs, labels, sample_weight, **metadata)
 
     def _fit_inputs(self, inputs: object, labels: object) -> None:
         x = as_inputs(inputs, self.mean, self.std)
