@@ -21,7 +21,10 @@ The scores a calibrator sees are logits, chosen as scikit-learn chooses its resp
 positive class's logit against a zero logit, as calibkit reads 1-D logits), else the log of
 ``predict_proba`` (probabilities below the smallest normal float are raised to it, so that
 no logit is infinite). ``sample_weight`` goes to the estimator's ``fit`` where it takes one
-and to the calibrator (on the held-out part).
+and to the calibrator (on the held-out part). The per-row inputs a calibrator declares
+(its ``fit_metadata``: ``groups`` for the group calibrators) are given by keyword to
+``fit`` and ``predict_proba`` and routed to the calibrator, cut to the held-out rows of
+each fold like ``sample_weight``; an input the calibrator does not declare is refused.
 
 ``method="sigmoid"`` is scikit-learn's ``"sigmoid"`` (:class:`SigmoidOneVsRest`): one Platt
 map per class (one for two classes) on the raw response (decision values or probabilities,
@@ -56,6 +59,8 @@ from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.core.validation import check_bool, check_int
 
+#: The kinds of calibrator a ``method`` name may be (those that read the estimator's logits).
+KINDS = ("logits", "groups")
 #: The smallest log-probability a ``predict_proba`` score becomes (log of the smallest
 #: normal float64).
 MIN_LOG_PROB = float(np.log(np.finfo(np.float64).tiny))
@@ -186,6 +191,10 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
     >>> clf = CalibratedClassifier(LogisticRegression(), method="temperature", cv=3).fit(X, y)
     >>> clf.predict_proba(X[:2]).shape, len(clf.calibrated_classifiers_)
     ((2, 2), 3)
+    >>> g = np.arange(300) % 2  # each row's group, routed to a group calibrator
+    >>> gts = CalibratedClassifier(LogisticRegression(), method="temperature_groupwise", cv=3)
+    >>> gts.fit(X, y, groups=g).predict_proba(X[:2], groups=g[:2]).shape
+    (2, 2)
     """
 
     def __init__(
@@ -207,7 +216,10 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
             return clone(self.method)
         if not isinstance(self.method, str):
             raise InputError("method", "a calibrator name or a Calibrator", repr(self.method))
-        return CALIBRATORS.get(self.method)()
+        if CALIBRATORS.kind_of(self.method) not in KINDS:
+            expected = "a calibrator of logits (kinds " + ", ".join(KINDS) + ")"
+            raise InputError("method", expected, f"{self.method!r}")
+        return CALIBRATORS.create(self.method)
 
     def _features(self, estimator: Any, x: Any) -> F64:
         """What the calibrator reads: the raw response for ``"sigmoid"``, else logits."""
@@ -227,8 +239,9 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
         tags.input_tags.sparse = get_tags(self.estimator).input_tags.sparse
         return tags
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> Self:
-        """Fit the estimator(s) and calibrator(s) on ``X`` and labels ``y`` (see the class)."""
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, **metadata: Any) -> Self:
+        """Fit the estimator(s) and calibrator(s) on ``X`` and labels ``y``; ``metadata``:
+        the per-row inputs the calibrator declares (e.g. ``groups=``; see the class)."""
         targets = _check_targets(y)
         prefit = isinstance(self.cv, str)
         if prefit and self.cv != "prefit":
@@ -242,18 +255,20 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
         if len(self.classes_) < 2:
             raise InputError("y", "labels of at least 2 classes", f"{len(self.classes_)} class(es)")
         weights = None if sample_weight is None else check_sample_weight(sample_weight, n)
-        self._calibrator()  # a bad method fails before any model is fitted
+        meta = _per_row(self._route(metadata), n)  # a bad method fails before any fit
         if prefit:
             check_is_fitted(self.estimator)
-            cal = self._calibrator().fit(self._features(self.estimator, X), labels, weights)
+            features = self._features(self.estimator, X)
+            cal = self._calibrator().fit(features, labels, weights, **meta)
             self.calibrated_classifiers_ = [(self.estimator, cal)]
         elif check_bool("ensemble", self.ensemble):
             splits = self._splitter().split(X, labels)
             self.calibrated_classifiers_ = [
-                self._fit_pair(X, labels, weights, train, test) for train, test in splits
+                self._fit_pair(X, labels, weights, meta, train, test) for train, test in splits
             ]
         else:
-            self.calibrated_classifiers_ = [self._fit_on_predictions(X, labels, weights)]
+            pair = self._fit_on_predictions(X, labels, weights, meta)
+            self.calibrated_classifiers_ = [pair]
         first = self.calibrated_classifiers_[0][0]
         for name in ("n_features_in_", "feature_names_in_"):  # as the estimators saw X
             if hasattr(first, name):
@@ -271,19 +286,37 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
             raise InputError("cv", "training folds that hold every class", "a fold without one")
         return est
 
+    def _route(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """``metadata`` checked against what the calibrator declares (``fit_metadata``)."""
+        calibrator = self._calibrator()
+        declared = getattr(calibrator, "fit_metadata", ())
+        unknown = [key for key in metadata if key not in declared]
+        if unknown:
+            name = getattr(calibrator, "name", type(calibrator).__name__)
+            expected = f"only the inputs {name!r} declares ({', '.join(declared) or 'none'})"
+            raise InputError(unknown[0], expected, "a value")
+        return metadata
+
     def _fit_pair(
-        self, x: Any, labels: Any, weights: F64 | None, train: Any, test: Any
+        self,
+        x: Any,
+        labels: Any,
+        weights: F64 | None,
+        meta: dict[str, np.ndarray],
+        train: Any,
+        test: Any,
     ) -> tuple[Any, Calibrator]:
         x_train, x_test = _rows(x, train), _rows(x, test)
         est = self._fit_estimator(
             x_train, labels[train], None if weights is None else weights[train]
         )
         w_test = None if weights is None else weights[test]
-        cal = self._calibrator().fit(self._features(est, x_test), labels[test], w_test)
+        held_out = {key: value[test] for key, value in meta.items()}
+        cal = self._calibrator().fit(self._features(est, x_test), labels[test], w_test, **held_out)
         return est, cal
 
     def _fit_on_predictions(
-        self, x: Any, labels: Any, weights: F64 | None
+        self, x: Any, labels: Any, weights: F64 | None, meta: dict[str, np.ndarray]
     ) -> tuple[Any, Calibrator]:
         method = response_method(self.estimator)
         takes_weights = "sample_weight" in signature(self.estimator.fit).parameters
@@ -295,21 +328,35 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
             features = raw_columns(scores)
         else:
             features = scores_to_logits(scores, method)
-        cal = self._calibrator().fit(features, labels, weights)
+        cal = self._calibrator().fit(features, labels, weights, **meta)
         return self._fit_estimator(x, labels, weights), cal
 
-    def predict_proba(self, X: Any) -> F64:
-        """The mean of the calibrated models' probabilities (columns: ``classes_``)."""
+    def predict_proba(self, X: Any, **metadata: Any) -> F64:
+        """The mean of the calibrated models' probabilities (columns: ``classes_``);
+        ``metadata`` as for :meth:`fit`, one value per row of ``X``."""
         check_is_fitted(self, "calibrated_classifiers_")
+        meta = self._route(metadata)
         probs = [
-            cal.predict_proba(self._features(est, X)) for est, cal in self.calibrated_classifiers_
+            cal.predict_proba(self._features(est, X), **meta)
+            for est, cal in self.calibrated_classifiers_
         ]
         return np.asarray(np.mean(probs, axis=0), dtype=np.float64)
 
-    def predict(self, X: Any) -> Any:
+    def predict(self, X: Any, **metadata: Any) -> Any:
         """The class of highest calibrated probability."""
-        best = np.argmax(self.predict_proba(X), axis=1)
+        best = np.argmax(self.predict_proba(X, **metadata), axis=1)
         return self.classes_[best]
+
+
+def _per_row(metadata: dict[str, Any], n: int) -> dict[str, np.ndarray]:
+    """Each per-row input as an array of ``n`` values (cut by fold like ``sample_weight``)."""
+    out = {}
+    for key, value in metadata.items():
+        arr = np.asarray(value)
+        if arr.ndim != 1 or arr.shape[0] != n:
+            raise InputError(key, f"one value per row of X ({n})", f"shape {arr.shape}")
+        out[key] = arr
+    return out
 
 
 def _rows(x: Any, index: Any) -> Any:
