@@ -4,6 +4,7 @@ lazy export table and the type checkers' imports agree; py.typed ships."""
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +54,54 @@ def _type_checking_imports() -> dict[str, str]:
 
 def test_the_export_table_and_the_type_checking_imports_agree() -> None:
     assert _type_checking_imports() == calibkit._EXPORTS
+
+
+@pytest.mark.parametrize(
+    "package",
+    ["calibkit.metrics", "calibkit.calibrators", "calibkit.workflows", "calibkit.reporting"],
+)
+def test_every_public_name_of_a_layer_resolves_at_the_root(package: str) -> None:
+    module = importlib.import_module(package)
+    missing = sorted(set(module.__all__) - set(calibkit.__all__))
+    assert not missing, f"{package}.__all__ names missing at calibkit.: {missing}"
+    for name in module.__all__:
+        assert getattr(calibkit, name) is getattr(module, name)
+
+
+def test_the_workflow_functions_named_like_their_modules_are_at_the_root() -> None:
+    from calibkit.workflows.compare import compare
+    from calibkit.workflows.label_shift import label_shift
+
+    assert calibkit.compare is compare
+    assert calibkit.label_shift is label_shift
+
+
+def test_the_new_entry_points_resolve_at_the_root() -> None:
+    for name in (
+        "ConformalClassifier",
+        "PriorShiftAdapter",
+        "PostHoc",
+        "load",
+        "evaluate_groups",
+        "calibration_tests",
+        "spiegelhalter_test",
+        "aurc",
+        "risk_at_coverage",
+        "BiasCorrectedTemperatureScaling",
+        "GroupwiseTemperatureScaling",
+        "Multicalibration",
+        "adapt_priors",
+        "estimate_priors_em",
+    ):
+        assert name in calibkit.__all__
+        assert getattr(calibkit, name) is not None
+
+
+def test_a_deprecated_name_resolves_with_its_warning_but_is_not_listed() -> None:
+    assert "get_calibrator" not in calibkit.__all__
+    assert "get_calibrator" not in dir(calibkit)
+    calibrators = importlib.import_module("calibkit.calibrators")
+    assert "get_calibrator" not in calibrators.__all__
+    with pytest.warns(DeprecationWarning, match="create_calibrator"):
+        calibrator = calibkit.get_calibrator("temperature")
+    assert calibrator.name == "temperature"

@@ -1,18 +1,28 @@
 """calibkit: measure and fix the confidence calibration of neural-network classifiers.
 
-The public API, by layer (see "How the code is laid out" in the README):
+The public API, by layer (see "How the code is laid out" in the README); every name of
+the ``__all__`` of ``calibkit.metrics``, ``calibkit.calibrators``, ``calibkit.workflows``
+and ``calibkit.reporting`` is here too (``tests/test_package.py`` checks it):
 
 - core: ``as_outputs``, ``ClassifierOutputs``, ``bin_stats``, the errors;
 - files: ``load_predictions``, ``save_predictions``;
-- metrics: ``ece``, ``nll``, ``evaluate``, ... and ``METRICS``;
+- metrics: ``ece``, ``nll``, ``evaluate``, ``evaluate_groups``, the calibration tests
+  (``calibration_tests``, ``spiegelhalter_test``, ...), the selective metrics (``aurc``,
+  ``risk_at_coverage``, ...), ``set_metrics``, ``StreamingCalibration`` and ``METRICS``;
 - losses: ``create_loss`` and ``LOSSES``;
-- calibrators: ``TemperatureScaling`` ... ``NeuralClamping``, ``create_calibrator``,
+- fitted post-hoc objects, one contract (``PostHoc``) and one loader (``load``):
+  calibrators (``TemperatureScaling`` ... ``NeuralClamping``, ``create_calibrator``),
+  ``ConformalClassifier`` (prediction sets), ``PriorShiftAdapter`` (label shift),
   ``CalibratedClassifier`` (any scikit-learn classifier, calibrated);
 - models and data: ``create_model``, ``load_dataset``;
 - training: ``TrainConfig``, ``train``;
-- workflows: ``split_outputs``, ``compare``;
-- reporting: ``reliability_figure``, ``ReliabilityDisplay``, ``write_compare_report``;
+- workflows: ``compare``, ``conformal_sets``, ``label_shift``, ``shift_table``, ``run_demo``;
+- reporting: ``reliability_figure``, ``ReliabilityDisplay``, ``write_compare_report``, the
+  document model (``Document``, ``Section``, ``Table``, ...);
 - studies: ``StudyConfig``, ``load_study_config``, ``run_study``.
+
+Deprecated names (``get_calibrator``) still resolve, with their warning, but are not in
+``__all__``.
 
 ``import calibkit`` is cheap: each name imports its module on first use, so a program that
 only computes metrics never loads matplotlib, Pillow or the dataset loaders.
@@ -37,48 +47,64 @@ _MODULES: dict[str, str] = {
     "calibkit.core.binning": "BinStats bin_stats",
     "calibkit.io.predictions": "load_predictions save_predictions",
     "calibkit.metrics": (
-        "METRICS METRIC_NAMES EXTRA_METRICS BootstrapInterval Evaluation "
-        "ScoreDecomposition SmoothReliability StreamingCalibration accuracy aece bootstrap_ci "
-        "brier calibration_error debiased_ece ece entropy evaluate ks_error mce mmce nll "
-        "reliability_stats rmsce sce score_decomposition smooth_ece smooth_reliability"
-        " debiased_marginal_ce"
+        "BinIntervals BinNorm BootstrapInterval BrierDecomposition CalibrationTest "
+        "CorpReliability EXTRA_METRICS Evaluation FLOOR_METRICS GroupEvaluation METRICS "
+        "METRIC_NAMES MetricInfo MetricSuite RankStatistic Residual RiskCoverage SampleMean "
+        "ScoreDecomposition SetMetrics SmoothReliability StreamingCalibration accuracy aece augrc "
+        "aurc bin_intervals bootstrap_ci brier brier_decomposition brier_reliability "
+        "brier_resolution brier_uncertainty calibration_error calibration_tests corp_reliability "
+        "coverage_at_risk debiased_ece debiased_marginal_ce eaurc ece entropy evaluate "
+        "evaluate_groups extra_names failure_auroc floor_names hosmer_lemeshow_test ks_error "
+        "ks_test kuiper_test mce mmce nll ranking_change register_metric reliability_stats "
+        "risk_at_coverage risk_coverage_curve rmsce sce score_decomposition set_metrics "
+        "smooth_ece smooth_reliability spiegelhalter_test suite_names"
     ),
     "calibkit.losses": "LOSSES create_loss",
     "calibkit.calibrators": (
-        "CALIBRATORS AutoCalibrator BetaCalibration CalibratedModel Calibrator "
-        "ClasswiseHistogramBinning DirichletCalibration HistogramBinning IsotonicCalibrator "
-        "MatrixScaling MatrixScalingODIR NeuralClamping PlattScaling TemperatureScaling "
-        "TemperatureScalingECE VectorScaling ece_grid_minimum ece_temperature_curve "
-        "create_calibrator get_calibrator "
-        "CentredIsotonicCalibrator ScalingBinning SplineCalibration VennAbers "
-        "ConformalClassifier PriorShiftAdapter PostHoc CalibratorSpec load"
+        "ABLATIONS AutoCalibrator BetaCalibration BiasCorrectedTemperatureScaling CALIBRATORS "
+        "CalibratedModel Calibrator CalibratorSpec CentredIsotonicCalibrator "
+        "ClasswiseHistogramBinning ConformalClassifier DirichletCalibration "
+        "GroupwiseTemperatureScaling HistogramBinning IsotonicCalibrator MatrixScaling "
+        "MatrixScalingODIR Multicalibration NeuralClamping PlattScaling PostHoc PriorShiftAdapter "
+        "SGDSettings ScalingBinning SmoothedTemperatureScaling SplineCalibration "
+        "StructuredMatrixScaling StructuredMatrixScalingCV StructuredVectorScaling "
+        "TemperatureScaling TemperatureScalingECE VectorScaling VennAbers adapt_priors "
+        "create_calibrator ece_grid_minimum ece_temperature_curve estimate_priors_bbse "
+        "estimate_priors_em load"
     ),
     "calibkit.calibrators.sklearn_wrapper": "CalibratedClassifier",
-    "calibkit.calibrators.structured": (
-        "StructuredMatrixScaling StructuredMatrixScalingCV StructuredVectorScaling"
-    ),
-    "calibkit.calibrators.temperature_smoothed": "SmoothedTemperatureScaling",
     "calibkit.models": "MODELS create_model",
     "calibkit.data": "DATASETS load_dataset",
     "calibkit.training": "TrainConfig train",
-    "calibkit.workflows.compare": "Comparison MethodResult compare split_outputs",
+    "calibkit.workflows.compare": "Comparison MethodResult Recommendation compare split_outputs",
+    "calibkit.workflows.conformal": "SetsResult conformal_sets",
+    "calibkit.workflows.label_shift": (
+        "LabelShiftResult label_shift resample_to_priors simulate_label_shift"
+    ),
+    "calibkit.workflows.shift": "ShiftRow severity_summary shift_table",
+    "calibkit.workflows.demo": "DemoResult DemoSettings run_demo",
+    "calibkit.reporting.display": "ReliabilityDisplay",
     "calibkit.reporting.figures": (
-        "reliability_figure reliability_grid ece_temperature_figure save_figure"
-        " smooth_reliability_figure"
+        "ece_temperature_figure reliability_figure reliability_grid risk_coverage_figure "
+        "save_figure smooth_reliability_figure"
     ),
     "calibkit.reporting.compare_report": "write_compare_report",
-    "calibkit.reporting.display": "ReliabilityDisplay",
+    "calibkit.reporting.shift_report": "write_shift_report",
+    "calibkit.reporting.document": "Document Figure Gallery Paragraph Section Table",
+    "calibkit.reporting.render": "to_html to_markdown",
     "calibkit.study": "StudyConfig load_study_config run_study",
 }
 #: Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {name: mod for mod, names in _MODULES.items() for name in names.split()}
+#: Deprecated names: still importable (they warn when used), not in ``__all__`` nor ``dir``.
+_DEPRECATED: dict[str, str] = {"get_calibrator": "calibkit.calibrators"}
 
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
     """Import the module that defines ``name`` on first use (PEP 562)."""
-    module = _EXPORTS.get(name)
+    module = _EXPORTS.get(name) or _DEPRECATED.get(name)
     if module is None:
         raise AttributeError(f"module 'calibkit' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
@@ -95,9 +121,11 @@ def __dir__() -> list[str]:
 # _MODULES (tests/test_package.py checks that the two lists agree).
 if TYPE_CHECKING:
     from calibkit.calibrators import (
+        ABLATIONS,
         CALIBRATORS,
         AutoCalibrator,
         BetaCalibration,
+        BiasCorrectedTemperatureScaling,
         CalibratedModel,
         Calibrator,
         CalibratorSpec,
@@ -105,79 +133,199 @@ if TYPE_CHECKING:
         ClasswiseHistogramBinning,
         ConformalClassifier,
         DirichletCalibration,
+        GroupwiseTemperatureScaling,
         HistogramBinning,
         IsotonicCalibrator,
         MatrixScaling,
         MatrixScalingODIR,
+        Multicalibration,
         NeuralClamping,
         PlattScaling,
         PostHoc,
         PriorShiftAdapter,
         ScalingBinning,
+        SGDSettings,
+        SmoothedTemperatureScaling,
         SplineCalibration,
+        StructuredMatrixScaling,
+        StructuredMatrixScalingCV,
+        StructuredVectorScaling,
         TemperatureScaling,
         TemperatureScalingECE,
         VectorScaling,
         VennAbers,
+        adapt_priors,
         create_calibrator,
         ece_grid_minimum,
         ece_temperature_curve,
-        get_calibrator,
+        estimate_priors_bbse,
+        estimate_priors_em,
         load,
     )
-    from calibkit.calibrators.sklearn_wrapper import CalibratedClassifier
-    from calibkit.calibrators.structured import (
-        StructuredMatrixScaling,
-        StructuredMatrixScalingCV,
-        StructuredVectorScaling,
+    from calibkit.calibrators.sklearn_wrapper import (
+        CalibratedClassifier,
     )
-    from calibkit.calibrators.temperature_smoothed import SmoothedTemperatureScaling
-    from calibkit.core.binning import BinStats, bin_stats
-    from calibkit.core.errors import CalibkitError, InputError, NotFittedError, UnknownNameError
-    from calibkit.core.outputs import ClassifierOutputs, as_outputs
-    from calibkit.data import DATASETS, load_dataset
-    from calibkit.io.predictions import load_predictions, save_predictions
-    from calibkit.losses import LOSSES, create_loss
+    from calibkit.core.binning import (
+        BinStats,
+        bin_stats,
+    )
+    from calibkit.core.errors import (
+        CalibkitError,
+        InputError,
+        NotFittedError,
+        UnknownNameError,
+    )
+    from calibkit.core.outputs import (
+        ClassifierOutputs,
+        as_outputs,
+    )
+    from calibkit.data import (
+        DATASETS,
+        load_dataset,
+    )
+    from calibkit.io.predictions import (
+        load_predictions,
+        save_predictions,
+    )
+    from calibkit.losses import (
+        LOSSES,
+        create_loss,
+    )
     from calibkit.metrics import (
         EXTRA_METRICS,
+        FLOOR_METRICS,
         METRIC_NAMES,
         METRICS,
+        BinIntervals,
+        BinNorm,
         BootstrapInterval,
+        BrierDecomposition,
+        CalibrationTest,
+        CorpReliability,
         Evaluation,
+        GroupEvaluation,
+        MetricInfo,
+        MetricSuite,
+        RankStatistic,
+        Residual,
+        RiskCoverage,
+        SampleMean,
         ScoreDecomposition,
+        SetMetrics,
         SmoothReliability,
         StreamingCalibration,
         accuracy,
         aece,
+        augrc,
+        aurc,
+        bin_intervals,
         bootstrap_ci,
         brier,
+        brier_decomposition,
+        brier_reliability,
+        brier_resolution,
+        brier_uncertainty,
         calibration_error,
+        calibration_tests,
+        corp_reliability,
+        coverage_at_risk,
         debiased_ece,
         debiased_marginal_ce,
+        eaurc,
         ece,
         entropy,
         evaluate,
+        evaluate_groups,
+        extra_names,
+        failure_auroc,
+        floor_names,
+        hosmer_lemeshow_test,
         ks_error,
+        ks_test,
+        kuiper_test,
         mce,
         mmce,
         nll,
+        ranking_change,
+        register_metric,
         reliability_stats,
+        risk_at_coverage,
+        risk_coverage_curve,
         rmsce,
         sce,
         score_decomposition,
+        set_metrics,
         smooth_ece,
         smooth_reliability,
+        spiegelhalter_test,
+        suite_names,
     )
-    from calibkit.models import MODELS, create_model
-    from calibkit.reporting.compare_report import write_compare_report
-    from calibkit.reporting.display import ReliabilityDisplay
+    from calibkit.models import (
+        MODELS,
+        create_model,
+    )
+    from calibkit.reporting.compare_report import (
+        write_compare_report,
+    )
+    from calibkit.reporting.display import (
+        ReliabilityDisplay,
+    )
+    from calibkit.reporting.document import (
+        Document,
+        Figure,
+        Gallery,
+        Paragraph,
+        Section,
+        Table,
+    )
     from calibkit.reporting.figures import (
         ece_temperature_figure,
         reliability_figure,
         reliability_grid,
+        risk_coverage_figure,
         save_figure,
         smooth_reliability_figure,
     )
-    from calibkit.study import StudyConfig, load_study_config, run_study
-    from calibkit.training import TrainConfig, train
-    from calibkit.workflows.compare import Comparison, MethodResult, compare, split_outputs
+    from calibkit.reporting.render import (
+        to_html,
+        to_markdown,
+    )
+    from calibkit.reporting.shift_report import (
+        write_shift_report,
+    )
+    from calibkit.study import (
+        StudyConfig,
+        load_study_config,
+        run_study,
+    )
+    from calibkit.training import (
+        TrainConfig,
+        train,
+    )
+    from calibkit.workflows.compare import (
+        Comparison,
+        MethodResult,
+        Recommendation,
+        compare,
+        split_outputs,
+    )
+    from calibkit.workflows.conformal import (
+        SetsResult,
+        conformal_sets,
+    )
+    from calibkit.workflows.demo import (
+        DemoResult,
+        DemoSettings,
+        run_demo,
+    )
+    from calibkit.workflows.label_shift import (
+        LabelShiftResult,
+        label_shift,
+        resample_to_priors,
+        simulate_label_shift,
+    )
+    from calibkit.workflows.shift import (
+        ShiftRow,
+        severity_summary,
+        shift_table,
+    )

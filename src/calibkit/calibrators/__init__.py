@@ -48,7 +48,12 @@ from calibkit.calibrators.spline import SplineCalibration
 from calibkit.calibrators.auto import AutoCalibrator
 from calibkit.calibrators.groupwise import GroupwiseTemperatureScaling, Multicalibration
 from calibkit.calibrators.conformal import ConformalClassifier
-from calibkit.calibrators.label_shift import PriorShiftAdapter
+from calibkit.calibrators.label_shift import (
+    PriorShiftAdapter,
+    adapt_priors,
+    estimate_priors_bbse,
+    estimate_priors_em,
+)
 
 # isort: on
 from calibkit.calibrators.calibrated_model import CalibratedModel
@@ -88,8 +93,11 @@ __all__ = [
     "TemperatureScalingECE",
     "VectorScaling",
     "VennAbers",
+    "adapt_priors",
     "create_calibrator",
     "ece_grid_minimum",
     "ece_temperature_curve",
+    "estimate_priors_bbse",
+    "estimate_priors_em",
     "load",
 ]

@@ -26,9 +26,19 @@ from calibkit.metrics.binned import (
     sce,
 )
 from calibkit.metrics.bootstrap import BootstrapInterval, bootstrap_ci
+from calibkit.metrics.calibration_tests import (
+    CalibrationTest,
+    calibration_tests,
+    hosmer_lemeshow_test,
+    ks_test,
+    kuiper_test,
+    spiegelhalter_test,
+)
+from calibkit.metrics.conformal import SetMetrics, set_metrics
 from calibkit.metrics.continuous import ks_error, mmce
 from calibkit.metrics.debiased import debiased_marginal_ce
 from calibkit.metrics.decomposition import ScoreDecomposition, score_decomposition
+from calibkit.metrics.groups import GroupEvaluation, evaluate_groups
 from calibkit.metrics.info import (
     EXTRA_METRICS,
     FLOOR_METRICS,
@@ -47,6 +57,12 @@ from calibkit.metrics.murphy import (
     brier_reliability,
     brier_resolution,
     brier_uncertainty,
+)
+from calibkit.metrics.reliability_bands import (
+    BinIntervals,
+    CorpReliability,
+    bin_intervals,
+    corp_reliability,
 )
 from calibkit.metrics.scores import accuracy, brier, entropy, nll
 from calibkit.metrics.selective import (
@@ -68,10 +84,14 @@ __all__ = [
     "FLOOR_METRICS",
     "METRICS",
     "METRIC_NAMES",
+    "BinIntervals",
     "BinNorm",
     "BootstrapInterval",
     "BrierDecomposition",
+    "CalibrationTest",
+    "CorpReliability",
     "Evaluation",
+    "GroupEvaluation",
     "MetricInfo",
     "MetricSuite",
     "RankStatistic",
@@ -79,12 +99,14 @@ __all__ = [
     "RiskCoverage",
     "SampleMean",
     "ScoreDecomposition",
+    "SetMetrics",
     "SmoothReliability",
     "StreamingCalibration",
     "accuracy",
     "aece",
     "augrc",
     "aurc",
+    "bin_intervals",
     "bootstrap_ci",
     "brier",
     "brier_decomposition",
@@ -92,6 +114,8 @@ __all__ = [
     "brier_resolution",
     "brier_uncertainty",
     "calibration_error",
+    "calibration_tests",
+    "corp_reliability",
     "coverage_at_risk",
     "debiased_ece",
     "debiased_marginal_ce",
@@ -99,10 +123,14 @@ __all__ = [
     "ece",
     "entropy",
     "evaluate",
+    "evaluate_groups",
     "extra_names",
     "failure_auroc",
     "floor_names",
+    "hosmer_lemeshow_test",
     "ks_error",
+    "ks_test",
+    "kuiper_test",
     "mce",
     "mmce",
     "nll",
@@ -114,8 +142,10 @@ __all__ = [
     "rmsce",
     "sce",
     "score_decomposition",
+    "set_metrics",
     "smooth_ece",
     "smooth_reliability",
+    "spiegelhalter_test",
     "suite_names",
 ]
 

@@ -1,2 +1,34 @@
 """The reporting layer: metric tables, figures and the report documents (Markdown, HTML,
-JSON, CSV) of comparisons and studies."""
+JSON, CSV) of comparisons and studies.
+
+Each name loads its module on first use (PEP 562), so that importing the package does not
+load matplotlib.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: Each module -> the names it gives the package (loaded on first access).
+_MODULES: dict[str, str] = {
+    "calibkit.reporting.display": "ReliabilityDisplay",
+    "calibkit.reporting.figures": (
+        "ece_temperature_figure reliability_figure reliability_grid risk_coverage_figure "
+        "save_figure smooth_reliability_figure"
+    ),
+    "calibkit.reporting.compare_report": "write_compare_report",
+    "calibkit.reporting.shift_report": "write_shift_report",
+    "calibkit.reporting.document": "Document Figure Gallery Paragraph Section Table",
+    "calibkit.reporting.render": "to_html to_markdown",
+}
+_EXPORTS: dict[str, str] = {name: mod for mod, names in _MODULES.items() for name in names.split()}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'calibkit.reporting' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

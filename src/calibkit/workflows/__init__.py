@@ -1,2 +1,35 @@
-"""Workflows built on the library: comparing calibrators on held-out data, and the demo.
-They compute and return results; writing reports is :mod:`calibkit.reporting`'s job."""
+"""Workflows built on the library: comparing calibrators on held-out data, conformal sets,
+label shift, calibration under corruption, and the demo.
+
+They compute and return results; writing reports is :mod:`calibkit.reporting`'s job.
+Each name loads its module on first use (PEP 562). ``compare`` and ``label_shift`` are
+functions of the modules of the same name: they are exported at the package root
+(``calibkit.compare``, ``calibkit.label_shift``), not here, where importing the module
+would hide the function behind it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: Each module -> the names it gives the package (loaded on first access).
+_MODULES: dict[str, str] = {
+    "calibkit.workflows.compare": "Comparison MethodResult Recommendation split_outputs",
+    "calibkit.workflows.conformal": "SetsResult conformal_sets",
+    "calibkit.workflows.label_shift": (
+        "LabelShiftResult resample_to_priors simulate_label_shift"
+    ),
+    "calibkit.workflows.shift": "ShiftRow shift_table severity_summary",
+    "calibkit.workflows.demo": "DemoResult DemoSettings run_demo",
+}
+_EXPORTS: dict[str, str] = {name: mod for mod, names in _MODULES.items() for name in names.split()}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'calibkit.workflows' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
