@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -101,6 +101,48 @@ Mask = npt.NDArray[np.bool_]
 SCORES = ("lac", "aps", "raps", "saps")
 #: The scores with a randomised (uniform ``U``) variant.
 RANDOMIZABLE = ("aps", "raps", "saps")
+#: A selective coverage: the fraction of rows answered, in (0, 1].
+COVERAGE = Real(0.0, 1.0, closed="right")
+
+
+class SelectiveRisk(NamedTuple):
+    """Selective prediction at a coverage, on the calibration rows
+    (:meth:`ConformalClassifier.selective`)."""
+
+    #: The fraction of the calibration rows kept (at least the one asked; ties are kept).
+    coverage: float
+    #: The calibrated top-label confidence at or above which a row is answered.
+    threshold: float
+    #: The error rate among the rows kept.
+    risk: float
+    #: Its one-sided 95% Clopper-Pearson upper bound.
+    risk_upper: float
+    n_kept: int
+    n_calibration: int
+
+
+class Answers(NamedTuple):
+    """The three answers of :meth:`ConformalClassifier.predict_all`."""
+
+    #: Calibrated probabilities ``(N, K)``.
+    probs: F64
+    #: Prediction sets ``(N, K)``.
+    sets: Mask
+    #: Whether to answer each row ``(N,)`` (else abstain).
+    accept: Mask
+
+
+def _clopper_pearson_upper(errors: int, n: int, delta: float) -> float:
+    """The one-sided ``1 - delta`` Clopper-Pearson upper bound of a rate ``errors / n``.
+
+    >>> round(_clopper_pearson_upper(0, 100, 0.05), 6)  # the "rule of three": about 3/n
+    0.029513
+    """
+    if errors >= n:
+        return 1.0
+    from scipy.stats import beta  # lazy: scipy.stats costs a second at import
+
+    return float(beta.ppf(1.0 - delta, errors + 1, n - errors))
 
 
 def conformal_quantile_rank(n: int, alpha: float) -> int:
@@ -246,7 +288,18 @@ class ConformalClassifier(PostHoc):
         "thresholds_": Array(shape=("k",), allow_inf=True),
         "n_calibration_": Integer(low=1),
         "class_counts_": Array("int64", shape=("k",), low=0),
+        "label_scores_": Array(shape=("n",), sorted=True),
+        "score_labels_": Array("int64", shape=("n",), low=0),
+        "confidences_": Array(shape=("n",), low=0.0, high=1.0),
+        "errors_": Array("int64", shape=("n",), low=0, high=1),
     }
+    #: Files of calibkit 0.x hold no calibration scores: sets at their own alpha only.
+    optional_state: ClassVar[tuple[str, ...]] = (
+        "label_scores_",
+        "score_labels_",
+        "confidences_",
+        "errors_",
+    )
 
     def __init__(
         self,
@@ -324,6 +377,13 @@ class ConformalClassifier(PostHoc):
         )
         self.n_calibration_ = int(yq.shape[0])
         self.class_counts_ = counts.astype(np.int64)
+        by_score = np.argsort(label_scores, kind="stable")
+        self.label_scores_ = np.asarray(label_scores[by_score], dtype=np.float64)
+        self.score_labels_ = yq[by_score].astype(np.int64)
+        confidence = probs.max(axis=1)
+        by_confidence = np.argsort(-confidence, kind="stable")  # most confident first
+        self.confidences_ = np.asarray(confidence[by_confidence], dtype=np.float64)
+        self.errors_ = (probs.argmax(axis=1) != yq)[by_confidence].astype(np.int64)
         return self
 
     def _check_enough(self, counts: npt.NDArray[np.int64]) -> None:
@@ -371,13 +431,94 @@ class ConformalClassifier(PostHoc):
             self._probs(z), self.score, self._u(u, z.shape[0]), **self._score_options()
         )
 
-    def predict_set(self, logits: object, u: object = None) -> Mask:
+    def predict_set(self, logits: object, u: object = None, *, alpha: float | None = None) -> Mask:
         """The prediction sets as a boolean mask ``(N, K)``.
 
         ``u``: for a randomised score, one uniform value in [0, 1) per row (default:
         drawn from ``seed``'s prediction stream, the same for the same N); refused otherwise.
+        ``alpha``: another miscoverage than the fitted one (:meth:`thresholds`).
         """
-        return self.predict_scores(logits, u) <= self.thresholds_[None, :]
+        thresholds = self.thresholds_ if alpha is None else self.thresholds(alpha)
+        return self.predict_scores(logits, u) <= thresholds[None, :]
+
+    # ----- the three answers ---------------------------------------------------------------
+    def thresholds(self, alpha: float) -> F64:
+        """Each class's conformal quantile at miscoverage ``alpha``, from the stored scores
+        of the calibration rows (``thresholds_`` is the one at the fitted ``alpha``)."""
+        self.check_is_fitted()
+        a = Real(0.0, 1.0, closed="neither").check("alpha", alpha)
+        if not hasattr(self, "label_scores_"):
+            raise InputError(
+                "alpha",
+                f"the fitted alpha={self.alpha:g} for a file of calibkit 0.x (no stored "
+                "scores: refit to choose another)",
+                f"{a:g}",
+            )
+        if self.mondrian:
+            parts = [self.label_scores_[self.score_labels_ == c] for c in range(self.n_classes_)]
+        else:
+            parts = [self.label_scores_]
+        counts = np.array([p.shape[0] for p in parts], dtype=np.int64)
+        if not self.allow_full_sets and (counts < rows_needed(a)).any():
+            where = " per class" if self.mondrian else ""
+            raise InputError(
+                "alpha",
+                f"an alpha whose quantile the {int(counts.min())} calibration rows{where} "
+                f"can give (at least {rows_needed(a)} rows needed for alpha={a:g}), or "
+                "allow_full_sets=True",
+                f"{a:g}",
+            )
+        values = [conformal_threshold(p, a) for p in parts]
+        return np.array(values if self.mondrian else values * self.n_classes_, dtype=np.float64)
+
+    def selective(self, coverage: float) -> SelectiveRisk:
+        """Selective prediction at ``coverage``: the confidence threshold that keeps that
+        fraction of the calibration rows (the most confident ones), and the risk (error
+        rate) among the rows kept, with its one-sided 95% Clopper-Pearson upper bound.
+
+        The rows are the quantile's (held out from the calibrator when it was fitted here),
+        so the risk is an honest estimate for exchangeable test rows.
+        """
+        self.check_is_fitted()
+        c = COVERAGE.check("coverage", coverage)
+        if not hasattr(self, "confidences_"):
+            raise InputError("coverage", "a file fitted by calibkit 1 (0.x stored no rows)", "0.x")
+        n = self.confidences_.shape[0]
+        keep = max(1, math.ceil(Fraction(c) * n))
+        threshold = float(self.confidences_[keep - 1])
+        kept = int(np.count_nonzero(self.confidences_ >= threshold))  # ties are kept too
+        errors = int(self.errors_[:kept].sum())
+        return SelectiveRisk(
+            coverage=kept / n,
+            threshold=threshold,
+            risk=errors / kept,
+            risk_upper=_clopper_pearson_upper(errors, kept, 0.05),
+            n_kept=kept,
+            n_calibration=n,
+        )
+
+    def predict_accept(self, logits: object, coverage: float) -> Mask:
+        """Which rows to answer (``True``) at ``coverage``: their calibrated top-label
+        confidence is at or above :meth:`selective`'s threshold; the others abstain."""
+        threshold = self.selective(coverage).threshold
+        return np.asarray(self.predict_proba(logits).max(axis=1) >= threshold)
+
+    def predict_all(
+        self,
+        logits: object,
+        u: object = None,
+        *,
+        alpha: float | None = None,
+        coverage: float,
+    ) -> Answers:
+        """The three answers at once: calibrated probabilities, prediction sets at
+        ``alpha`` (default the fitted one) and whether to answer at ``coverage``."""
+        z = self._check_logits(logits)
+        probs = self._probs(z)
+        thresholds = self.thresholds_ if alpha is None else self.thresholds(alpha)
+        scores = set_scores(probs, self.score, self._u(u, z.shape[0]), **self._score_options())
+        accept = probs.max(axis=1) >= self.selective(coverage).threshold
+        return Answers(probs, scores <= thresholds[None, :], np.asarray(accept))
 
     def _u(self, u: object, n: int) -> F64 | None:
         if not self.randomized:
@@ -392,29 +533,49 @@ class ConformalClassifier(PostHoc):
         return arr
 
     # ----- export ------------------------------------------------------------------------
-    def to_module(self) -> nn.Module:
+    def to_module(self, *, alpha: float | None = None, coverage: float | None = None) -> nn.Module:
         """The sets as a torch module: logits ``(N, K)`` in (and ``u`` ``(N,)`` for a
         randomised score), a bool mask out (see
-        :class:`~calibkit.calibrators.conformal_module.ConformalSets`)."""
-        from calibkit.calibrators.conformal_module import (
-            ConformalSets,
-            RandomizedConformalSets,
-            softmax_module,
-        )
+        :class:`~calibkit.calibrators.conformal_module.ConformalSets`); at ``alpha`` if given.
+
+        With ``coverage``, the three answers of :meth:`predict_all` in one module: it
+        returns ``(probs, sets, accept)`` (float64 ``(N, K)``, bool ``(N, K)``, bool
+        ``(N,)``; :class:`~calibkit.calibrators.conformal_module.ConformalPredictor`).
+        """
+        from calibkit.calibrators import conformal_module as cm
 
         self.check_is_fitted()
         probs = (
-            softmax_module(self.n_classes_)
+            cm.softmax_module(self.n_classes_)
             if self.calibrator_ is None
             else self.calibrator_.to_module()
         )
-        kind = RandomizedConformalSets if self.randomized else ConformalSets
-        return kind(
-            probs, self.score, self.thresholds_, self.randomized, **self._score_options()
-        ).eval()
+        thresholds = self.thresholds_ if alpha is None else self.thresholds(alpha)
+        options = self._score_options()
+        if coverage is not None:
+            threshold = self.selective(coverage).threshold
+            answers = cm.RandomizedConformalPredictor if self.randomized else cm.ConformalPredictor
+            return answers(probs, self.score, thresholds, threshold, **options).eval()
+        kind = cm.RandomizedConformalSets if self.randomized else cm.ConformalSets
+        return kind(probs, self.score, thresholds, self.randomized, **options).eval()
 
     # ----- persistence ------------------------------------------------------------------
     def _check_state(self) -> None:
+        stored = [hasattr(self, key) for key in self.optional_state]
+        if any(stored) and not all(stored):
+            raise InputError("state", "all of " + ", ".join(self.optional_state), "some")
+        if all(stored):
+            n = self.n_calibration_
+            if self.label_scores_.shape[0] != n or self.confidences_.shape[0] != n:
+                expected = f"n_calibration_={n} stored rows"
+                raise InputError("state.label_scores_", expected, "another count")
+            if (self.score_labels_ >= self.n_classes_).any():
+                raise InputError("state.score_labels_", f"labels below {self.n_classes_}", "more")
+            counts = np.bincount(self.score_labels_, minlength=self.n_classes_)
+            if not np.array_equal(counts, self.class_counts_):
+                raise InputError("state.score_labels_", "the labels class_counts_ counts", "others")
+            if (np.diff(self.confidences_) > 0).any():
+                raise InputError("state.confidences_", "non-increasing values", "an increase")
         if self.calibrator_ is not None and self.calibrator_.n_classes_ != self.n_classes_:
             raise InputError(
                 "state.calibrator_", f"a calibrator of {self.n_classes_} classes", "another"

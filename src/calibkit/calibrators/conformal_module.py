@@ -129,3 +129,84 @@ class RandomizedConformalSets(ConformalSets):
         if u.dim() != 1 or u.shape[0] != logits.shape[0]:
             raise ValueError("u: expected one uniform value per row of logits")
         return self.sets(logits, u)
+
+
+class ConformalPredictor(nn.Module):
+    """The three answers of a fitted conformal predictor in one module: ``forward(logits)``
+    returns ``(probs, sets, accept)``: the calibrated probabilities (float64), the
+    prediction sets (as :class:`ConformalSets`) and whether each row's top-label
+    confidence is at or above ``confidence_threshold`` (answer, else abstain).
+
+    Parameters
+    ----------
+    probabilities, score, thresholds, penalty, k_reg, weight
+        As :class:`ConformalSets`.
+    confidence_threshold : float
+        The selective threshold (:meth:`ConformalClassifier.selective
+        <calibkit.calibrators.conformal.ConformalClassifier.selective>`).
+
+    Examples
+    --------
+    >>> m = ConformalPredictor(softmax_module(2), "lac", np.array([0.6, 0.6]), 0.7)
+    >>> probs, sets, accept = m(torch.tensor([[0.0, 1.0], [0.0, 0.1]]))
+    >>> sets.tolist(), accept.tolist()
+    ([[False, True], [True, True]], [True, False])
+    """
+
+    randomized: bool = False
+
+    def __init__(
+        self,
+        probabilities: nn.Module,
+        score: str,
+        thresholds: npt.NDArray[np.float64],
+        confidence_threshold: float,
+        penalty: float = 0.0,
+        k_reg: int = 0,
+        weight: float = 0.2,
+    ) -> None:
+        super().__init__()
+        self.probabilities = probabilities
+        self.score = score
+        self.penalty, self.k_reg, self.weight = float(penalty), int(k_reg), float(weight)
+        self.thresholds: Tensor
+        self.register_buffer("thresholds", torch.tensor(np.asarray(thresholds, np.float64)))
+        self.confidence_threshold: Tensor
+        self.register_buffer(
+            "confidence_threshold", torch.tensor(float(confidence_threshold), dtype=torch.float64)
+        )
+
+    def answers(self, logits: Tensor, u: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        p = self.probabilities(logits)
+        s = pairwise_scores(p, u, self.score, self.penalty, self.k_reg, self.weight)
+        accept = p.max(dim=1).values >= self.confidence_threshold
+        return p, s <= self.thresholds.unsqueeze(0), accept
+
+    def forward(self, logits: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        return self.answers(logits, torch.zeros(logits.shape[0], dtype=torch.float64))
+
+
+class RandomizedConformalPredictor(ConformalPredictor):
+    """:class:`ConformalPredictor` of a randomised score: ``forward(logits, u)``.
+
+    Parameters
+    ----------
+    probabilities, score, thresholds, confidence_threshold, penalty, k_reg, weight
+        As :class:`ConformalPredictor`.
+
+    Examples
+    --------
+    >>> m = RandomizedConformalPredictor(softmax_module(2), "aps", np.array([0.5, 0.5]), 0.9)
+    >>> u = torch.tensor([0.0, 1.0], dtype=torch.float64)
+    >>> m(torch.tensor([[0.0, 3.0], [0.0, 3.0]]), u)[1].tolist()
+    [[False, False], [False, True]]
+    """
+
+    randomized: bool = True
+
+    def forward(  # type: ignore[override]
+        self, logits: Tensor, u: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        if u.dim() != 1 or u.shape[0] != logits.shape[0]:
+            raise ValueError("u: expected one uniform value per row of logits")
+        return self.answers(logits, u)
