@@ -43,7 +43,7 @@ from calibkit.calibrators.persistence import (
     read_json_document,
 )
 from calibkit.core.errors import InputError
-from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_scores, log_softmax64
+from calibkit.core.outputs import ClassifierOutputs, as_outputs, log_softmax64
 from calibkit.core.validation import Real
 
 if TYPE_CHECKING:
@@ -254,12 +254,3 @@ class Calibrator(PostHoc):
                 "which fits each class from its own rows (temperature scaling keeps them all)",
                 f"no row of class {int(missing[0])}{more}",
             )
-
-    def _check_predict_input(self, logits: object) -> F64:
-        self.check_is_fitted()
-        z = check_scores(logits, "logits")
-        if z.shape[1] != self.n_classes_:
-            raise InputError(
-                "logits", f"{self.n_classes_} columns (as at fit time)", f"{z.shape[1]} columns"
-            )
-        return np.asarray(z, dtype=np.float64)

@@ -77,10 +77,10 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators.base import Calibrator
-from calibkit.calibrators.fitted import CALIBRATORS, CalibratorSpec, FittedObject, PostHoc
+from calibkit.calibrators.fitted import CALIBRATORS, CalibratorSpec, FittedObject, OnCalibrator
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array
-from calibkit.core.outputs import as_outputs, check_scores, log_softmax64
+from calibkit.core.outputs import as_outputs
 from calibkit.core.splits import stratified_split
 from calibkit.core.validation import (
     SEED,
@@ -210,7 +210,7 @@ def set_scores(
 
 
 @CALIBRATORS.register("conformal", default=False)
-class ConformalClassifier(PostHoc):
+class ConformalClassifier(OnCalibrator):
     """Split (or class-conditional) conformal prediction sets; see the module docstring.
 
     Parameters
@@ -406,27 +406,13 @@ class ConformalClassifier(PostHoc):
     def _draw(self, n: int, stream: int) -> F64:
         return np.random.default_rng([self.seed, stream]).random(n)
 
-    def _probs(self, logits: F64) -> F64:
-        if self.calibrator_ is None:
-            return np.exp(log_softmax64(np.asarray(logits, dtype=np.float64)))
-        return self.calibrator_.predict_proba(logits)
-
-    def _check_logits(self, logits: object) -> F64:
-        self.check_is_fitted()
-        z = np.asarray(check_scores(logits, "logits"), dtype=np.float64)
-        if z.shape[1] != self.n_classes_:
-            raise InputError(
-                "logits", f"{self.n_classes_} columns (as at fit time)", f"{z.shape[1]} columns"
-            )
-        return z
-
     def predict_proba(self, logits: object) -> F64:
         """The probabilities the scores are computed from (the calibrator's, or softmax)."""
-        return self._probs(self._check_logits(logits))
+        return self._probs(self._check_predict_input(logits))
 
     def predict_scores(self, logits: object, u: object = None) -> F64:
         """The non-conformity score of every class, ``(N, K)`` (``u`` as in predict_set)."""
-        z = self._check_logits(logits)
+        z = self._check_predict_input(logits)
         return set_scores(
             self._probs(z), self.score, self._u(u, z.shape[0]), **self._score_options()
         )
@@ -513,7 +499,7 @@ class ConformalClassifier(PostHoc):
     ) -> Answers:
         """The three answers at once: calibrated probabilities, prediction sets at
         ``alpha`` (default the fitted one) and whether to answer at ``coverage``."""
-        z = self._check_logits(logits)
+        z = self._check_predict_input(logits)
         probs = self._probs(z)
         thresholds = self.thresholds_ if alpha is None else self.thresholds(alpha)
         scores = set_scores(probs, self.score, self._u(u, z.shape[0]), **self._score_options())
@@ -545,11 +531,7 @@ class ConformalClassifier(PostHoc):
         from calibkit.calibrators import conformal_module as cm
 
         self.check_is_fitted()
-        probs = (
-            cm.softmax_module(self.n_classes_)
-            if self.calibrator_ is None
-            else self.calibrator_.to_module()
-        )
+        probs = self._probs_module()
         thresholds = self.thresholds_ if alpha is None else self.thresholds(alpha)
         options = self._score_options()
         if coverage is not None:

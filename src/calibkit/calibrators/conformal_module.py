@@ -26,12 +26,16 @@ import numpy.typing as npt
 import torch
 from torch import Tensor, nn
 
-from calibkit.calibrators.modules import CheckedLogits, Temperature
+from calibkit.calibrators.modules import softmax_module
 
-
-def softmax_module(n_classes: int) -> nn.Module:
-    """Logits to their softmax probabilities (float64), with the calibrators' input checks."""
-    return CheckedLogits(Temperature(1.0), n_classes).eval()
+__all__ = [
+    "ConformalPredictor",
+    "ConformalSets",
+    "RandomizedConformalPredictor",
+    "RandomizedConformalSets",
+    "pairwise_scores",
+    "softmax_module",
+]
 
 
 def pairwise_scores(

@@ -49,6 +49,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
+import numpy as np
+import numpy.typing as npt
+
 from calibkit.calibrators.estimator import EstimatorAPI, same_value
 from calibkit.calibrators.persistence import (
     KINDS,
@@ -62,11 +65,14 @@ from calibkit.calibrators.persistence import (
 from calibkit.core import errors
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Dims, check_state
+from calibkit.core.outputs import check_scores, log_softmax64
 from calibkit.core.registry import Registry
 from calibkit.core.validation import Constraint, Constraints, Integer, check_params
 
 if TYPE_CHECKING:
     from torch import nn
+
+F64 = npt.NDArray[np.float64]
 
 
 def _set_name(name: str, cls: type[PostHoc]) -> None:
@@ -171,6 +177,16 @@ class PostHoc(EstimatorAPI, ABC):
             )
         return dict(metadata)
 
+    def _check_predict_input(self, logits: object) -> F64:
+        """``logits`` checked for prediction: fitted, finite, as many columns as at fit."""
+        self.check_is_fitted()
+        z = check_scores(logits, "logits")
+        if z.shape[1] != self.n_classes_:
+            raise InputError(
+                "logits", f"{self.n_classes_} columns (as at fit time)", f"{z.shape[1]} columns"
+            )
+        return np.asarray(z, dtype=np.float64)
+
     @abstractmethod
     def to_module(self) -> nn.Module:
         """The fitted map as a torch module."""
@@ -274,6 +290,29 @@ class PostHoc(EstimatorAPI, ABC):
         for key, value in checked.items():
             setattr(self, key, value)
         self._check_state()
+
+
+class OnCalibrator(PostHoc):
+    """A kind composed over a calibrator of logits (a conformal predictor, a prior
+    adapter): its ``calibrator_`` (fitted from :class:`CalibratorSpec`, or ``None`` for the
+    softmax of the logits) gives the probabilities the kind works on."""
+
+    calibrator_: Any
+
+    def _probs(self, logits: F64) -> F64:
+        """The probabilities of checked ``logits``: the calibrator's, or their softmax."""
+        if self.calibrator_ is None:
+            return np.exp(log_softmax64(np.asarray(logits, dtype=np.float64)))
+        return np.asarray(self.calibrator_.predict_proba(logits), dtype=np.float64)
+
+    def _probs_module(self) -> nn.Module:
+        """:meth:`_probs` as a torch module (float64 probabilities out)."""
+        from calibkit.calibrators.modules import softmax_module
+
+        if self.calibrator_ is None:
+            return softmax_module(self.n_classes_)
+        module: nn.Module = self.calibrator_.to_module()
+        return module
 
 
 def _same(value: object) -> object:

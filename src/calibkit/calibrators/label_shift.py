@@ -41,10 +41,10 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators.base import Calibrator
-from calibkit.calibrators.fitted import CALIBRATORS, CalibratorSpec, FittedObject, PostHoc
+from calibkit.calibrators.fitted import CALIBRATORS, CalibratorSpec, FittedObject, OnCalibrator
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array
-from calibkit.core.outputs import as_outputs, check_scores, log_softmax64
+from calibkit.core.outputs import as_outputs, check_scores
 from calibkit.core.validation import POSITIVE, Boolean, Choice, Constraints, Integer
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ def estimate_priors_bbse(confusion: object, target_probs: object, *, soft: bool 
 
 
 @CALIBRATORS.register("prior_shift", default=False)
-class PriorShiftAdapter(PostHoc):
+class PriorShiftAdapter(OnCalibrator):
     """A calibrator plus prior adaptation to a label-shifted target (module docstring).
 
     Parameters
@@ -358,23 +358,9 @@ class PriorShiftAdapter(PostHoc):
             self.adapt(target_logits)
         return self
 
-    def _probs(self, logits: F64) -> F64:
-        if self.calibrator_ is None:
-            return np.exp(log_softmax64(logits))
-        return self.calibrator_.predict_proba(logits)
-
-    def _check_logits(self, logits: object) -> F64:
-        self.check_is_fitted()
-        z = np.asarray(check_scores(logits, "logits"), dtype=np.float64)
-        if z.shape[1] != self.n_classes_:
-            raise InputError(
-                "logits", f"{self.n_classes_} columns (as the source's)", f"{z.shape[1]} columns"
-            )
-        return z
-
     def source_proba(self, logits: object) -> F64:
         """The calibrated posteriors under the source priors (no adaptation)."""
-        return self._probs(self._check_logits(logits))
+        return self._probs(self._check_predict_input(logits))
 
     def estimate(self, target_logits: object) -> tuple[F64, int]:
         """The target priors estimated from unlabelled target logits, and EM's iterations
@@ -411,15 +397,8 @@ class PriorShiftAdapter(PostHoc):
     def to_module(self) -> nn.Module:
         """The adapted map as a torch module: the calibrator's module (or a softmax), then
         the reweighting (the weights a float64 buffer; see :class:`PriorWeights`)."""
-        from calibkit.calibrators.conformal_module import softmax_module
-
         self._check_is_adapted()
-        probs = (
-            softmax_module(self.n_classes_)
-            if self.calibrator_ is None
-            else self.calibrator_.to_module()
-        )
-        return _prior_module(probs, self.weights_, self.target_priors_)
+        return _prior_module(self._probs_module(), self.weights_, self.target_priors_)
 
     # ----- persistence ------------------------------------------------------------------
     def _check_state(self) -> None:

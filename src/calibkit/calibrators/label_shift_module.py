@@ -29,7 +29,7 @@ class PriorWeights(nn.Module):
 
     Examples
     --------
-    >>> from calibkit.calibrators.conformal_module import softmax_module
+    >>> from calibkit.calibrators.modules import softmax_module
     >>> m = PriorWeights(softmax_module(2), np.array([1.6, 0.4]), np.array([0.8, 0.2]))
     >>> m(torch.tensor([[0.0, 0.0]])).tolist()
     [[0.8, 0.2]]
