@@ -96,7 +96,7 @@ def test_alpha_near_one_gives_empty_lac_sets() -> None:
     [
         ({"alpha": 0.0}, "alpha: expected a finite number in (0, 1)"),
         ({"alpha": 1.0}, "alpha: expected a finite number in (0, 1)"),
-        ({"score": "topk"}, "one of lac, aps, raps, saps"),
+        ({"score": "topk"}, "one of aps, lac, raps, saps"),
         ({"score": "lac", "randomized": True}, "randomized=False for 'lac'"),
         ({"calibrator": "nope"}, "nope"),
     ],

@@ -77,9 +77,11 @@ def _registries() -> dict[str, dict[str, str]]:
     import calibkit.losses as losses
     import calibkit.metrics as metrics
     import calibkit.models as models
+    from calibkit.calibrators.conformal_scores import SCORES
 
     found: dict[str, dict[str, str]] = {}
-    for reg in (cal.CALIBRATORS, losses.LOSSES, losses.PENALTIES, models.MODELS, data.DATASETS):
+    registries = (cal.CALIBRATORS, SCORES, losses.LOSSES, losses.PENALTIES, models.MODELS)
+    for reg in (*registries, data.DATASETS):
         found[reg.kind] = {key: reg.get(key).__name__ for key in reg.names()}  # type: ignore[attr-defined]
     found["metric"] = {k: metrics.METRICS.get(k).function.__name__ for k in metrics.METRIC_NAMES}
     found["metric"].update(

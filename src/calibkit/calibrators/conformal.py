@@ -9,20 +9,11 @@ ceil((n + 1)(1 - alpha))``. ``predict_set(logits)`` returns the boolean mask ``s
 q`` of shape ``(n, K)``. Then ``1 - alpha <= P(y in set) <= 1 - alpha + 1 / (n + 1)``, the
 upper bound when scores have no ties (the randomised variants make them tie-free).
 
-Scores (``p`` the probabilities sorted in decreasing order, ``r`` the 1-based rank of
-``y``, ``U`` uniform in [0, 1) per row, 0 for the non-randomised variants):
-
-- ``"lac"`` (also called THR, Sadinle et al. 2019): ``1 - p_y``; no randomised variant
-  (a set is every class with ``p_y >= 1 - q``; it may be empty).
-- ``"aps"`` (Romano et al. 2020): ``p_(1) + ... + p_(r) - U p_(r)``.
-- ``"raps"`` (Angelopoulos et al. 2021): APS ``+ penalty * max(0, r - k_reg)``.
-- ``"saps"`` (Huang et al. 2023): ``(1 - U) p_(1)`` for ``r = 1``, else ``p_(1) + weight
-  * (r - 1 - U)``: only the top probability is used, the rest is the rank.
-
-Ties between classes of equal probability are broken by class index (the lower index is
-ranked first; numpy's stable sort, and the exported module's pairwise comparisons). With
-``U = 0`` a set is the longest prefix of the ranking whose cumulative score stays at or
-below ``q`` (MAPIE's ``include_last_label=False``), so it may be empty.
+The scores (``score``) are the entries of
+:data:`~calibkit.calibrators.conformal_scores.SCORES`, whose module gives their formulas
+and tie rule: ``"lac"`` (also called THR; no randomised variant), ``"aps"``, ``"raps"``
+(parameters ``penalty`` and ``k_reg``) and ``"saps"`` (``weight``).
+:meth:`ConformalClassifier.score_object` builds the score from the parameters.
 
 Class-conditional (Mondrian) conformal (``mondrian=True``, Vovk 2012): one quantile per
 class, from that class's calibration rows only; class ``y`` enters a set when ``s(x, y) <=
@@ -64,7 +55,7 @@ Randomisation
 >>> ConformalClassifier(score="top")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-calibkit.core.errors.InputError: score: expected one of lac, aps, raps, saps, got 'top'
+calibkit.core.errors.UnknownNameError: score: expected one of aps, lac, raps, saps, got 'top'
 """
 
 from __future__ import annotations
@@ -77,6 +68,14 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators.base import Calibrator
+from calibkit.calibrators.conformal_scores import (
+    RAPS,
+    SAPS,
+    SCORES,
+    ConformalScore,
+    ScoreName,
+    create_score,
+)
 from calibkit.calibrators.fitted import CALIBRATORS, CalibratorSpec, FittedObject, OnCalibrator
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array
@@ -85,7 +84,6 @@ from calibkit.core.splits import stratified_split
 from calibkit.core.validation import (
     SEED,
     Boolean,
-    Choice,
     Constraints,
     Integer,
     NoneOr,
@@ -97,10 +95,8 @@ if TYPE_CHECKING:
 
 F64 = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
-#: The scores, in the order tables list them.
-SCORES = ("lac", "aps", "raps", "saps")
 #: The scores with a randomised (uniform ``U``) variant.
-RANDOMIZABLE = ("aps", "raps", "saps")
+RANDOMIZABLE = tuple(name for name in SCORES.names() if SCORES.get(name).randomizable)
 #: A selective coverage: the fraction of rows answered, in (0, 1].
 COVERAGE = Real(0.0, 1.0, closed="right")
 
@@ -182,7 +178,9 @@ def set_scores(
     k_reg: int = 0,
     weight: float = 0.2,
 ) -> F64:
-    """The non-conformity score of every class of every row, ``(N, K)`` (module docstring).
+    """The non-conformity score of every class of every row, ``(N, K)``: the numpy half of
+    the registered score ``score`` (:mod:`~calibkit.calibrators.conformal_scores`), with
+    the options it declares (``penalty``, ``k_reg``: RAPS; ``weight``: SAPS).
 
     ``u`` is one uniform value per row (``None``: 0, the non-randomised scores).
 
@@ -190,23 +188,8 @@ def set_scores(
     >>> set_scores(p, "aps").round(6).tolist(), set_scores(p, "lac").round(6).tolist()
     ([[0.5, 1.0, 0.8]], [[0.5, 0.8, 0.7]])
     """
-    if score == "lac":
-        return 1.0 - probs
-    n, k = probs.shape
-    order = np.argsort(-probs, axis=1, kind="stable")  # equal probabilities: lower index first
-    ordered = np.take_along_axis(probs, order, axis=1)
-    rank = np.arange(1, k + 1, dtype=np.float64)[None, :]
-    uu = np.zeros((n, 1)) if u is None else np.asarray(u, dtype=np.float64).reshape(n, 1)
-    if score == "saps":
-        top = ordered[:, :1]
-        sorted_scores = np.where(rank == 1, (1 - uu) * top, top + weight * (rank - 1 - uu))
-    else:
-        sorted_scores = np.cumsum(ordered, axis=1) - uu * ordered
-        if score == "raps":
-            sorted_scores = sorted_scores + penalty * np.maximum(rank - k_reg, 0)
-    out = np.empty_like(sorted_scores)
-    np.put_along_axis(out, order, sorted_scores, axis=1)
-    return out
+    scorer = create_score(score, penalty=penalty, k_reg=k_reg, weight=weight)
+    return scorer.numpy(probs, u)
 
 
 @CALIBRATORS.register("conformal", default=False)
@@ -216,6 +199,7 @@ class ConformalClassifier(OnCalibrator):
     Parameters
     ----------
     score : {"lac", "aps", "raps", "saps"}
+        The score's name in :data:`~calibkit.calibrators.conformal_scores.SCORES`.
     alpha : float
         Miscoverage in (0, 1): sets hold the true class with probability >= 1 - alpha.
     calibrator : None, str or Calibrator
@@ -271,15 +255,15 @@ class ConformalClassifier(OnCalibrator):
     class_counts_: npt.NDArray[np.int64]
 
     param_constraints: ClassVar[Constraints] = {
-        "score": Choice(*SCORES),
+        "score": ScoreName(),
         "alpha": Real(0.0, 1.0, closed="neither"),
         "calibrator": CalibratorSpec(),
         "calibrator_split": NoneOr(Real(0.0, 1.0, closed="neither")),
         "mondrian": Boolean(),
         "randomized": Boolean(),
-        "penalty": Real(0.0),
-        "k_reg": Integer(0, 100_000),
-        "weight": Real(0.0, closed="neither"),
+        "penalty": RAPS.param_constraints["penalty"],
+        "k_reg": RAPS.param_constraints["k_reg"],
+        "weight": SAPS.param_constraints["weight"],
         "allow_full_sets": Boolean(),
         "seed": SEED,
     }
@@ -328,12 +312,14 @@ class ConformalClassifier(OnCalibrator):
             allow_full_sets=allow_full_sets,
             seed=seed,
         )
-        if self.randomized and self.score not in RANDOMIZABLE:
+        if self.randomized and not SCORES.get(self.score).randomizable:
             expected = "randomized=False for 'lac' (randomised: " + ", ".join(RANDOMIZABLE) + ")"
             raise InputError("randomized", expected, "True")
 
-    def _score_options(self) -> dict[str, Any]:
-        return {"penalty": self.penalty, "k_reg": self.k_reg, "weight": self.weight}
+    def score_object(self) -> ConformalScore:
+        """The score of the parameters: the registered ``score`` with those of ``penalty``,
+        ``k_reg`` and ``weight`` that it declares."""
+        return create_score(self.score, penalty=self.penalty, k_reg=self.k_reg, weight=self.weight)
 
     # ----- fit and predict ---------------------------------------------------------------
     def fit(self, logits: object, labels: object, sample_weight: object = None) -> Self:
@@ -361,9 +347,9 @@ class ConformalClassifier(OnCalibrator):
         probs = self._probs(z[quantile_rows])
         yq = y[quantile_rows]
         u = self._draw(yq.shape[0], 0) if self.randomized else None
-        label_scores = np.take_along_axis(
-            set_scores(probs, self.score, u, **self._score_options()), yq[:, None], axis=1
-        )[:, 0]
+        label_scores = np.take_along_axis(self.score_object().numpy(probs, u), yq[:, None], axis=1)[
+            :, 0
+        ]
         counts = np.bincount(yq, minlength=self.n_classes_)
         groups = (
             [label_scores[yq == c] for c in range(self.n_classes_)]
@@ -413,9 +399,7 @@ class ConformalClassifier(OnCalibrator):
     def predict_scores(self, logits: object, u: object = None) -> F64:
         """The non-conformity score of every class, ``(N, K)`` (``u`` as in predict_set)."""
         z = self._check_predict_input(logits)
-        return set_scores(
-            self._probs(z), self.score, self._u(u, z.shape[0]), **self._score_options()
-        )
+        return self.score_object().numpy(self._probs(z), self._u(u, z.shape[0]))
 
     def predict_set(self, logits: object, u: object = None, *, alpha: float | None = None) -> Mask:
         """The prediction sets as a boolean mask ``(N, K)``.
@@ -502,7 +486,7 @@ class ConformalClassifier(OnCalibrator):
         z = self._check_predict_input(logits)
         probs = self._probs(z)
         thresholds = self.thresholds_ if alpha is None else self.thresholds(alpha)
-        scores = set_scores(probs, self.score, self._u(u, z.shape[0]), **self._score_options())
+        scores = self.score_object().numpy(probs, self._u(u, z.shape[0]))
         accept = probs.max(axis=1) >= self.selective(coverage).threshold
         return Answers(probs, scores <= thresholds[None, :], np.asarray(accept))
 
@@ -533,13 +517,14 @@ class ConformalClassifier(OnCalibrator):
         self.check_is_fitted()
         probs = self._probs_module()
         thresholds = self.thresholds_ if alpha is None else self.thresholds(alpha)
-        options = self._score_options()
         if coverage is not None:
             threshold = self.selective(coverage).threshold
             answers = cm.RandomizedConformalPredictor if self.randomized else cm.ConformalPredictor
-            return answers(probs, self.score, thresholds, threshold, **options).eval()
+            return answers(
+                probs, self.score_object(), thresholds, threshold, self.randomized
+            ).eval()
         kind = cm.RandomizedConformalSets if self.randomized else cm.ConformalSets
-        return kind(probs, self.score, thresholds, self.randomized, **options).eval()
+        return kind(probs, self.score_object(), thresholds, self.randomized).eval()
 
     # ----- persistence ------------------------------------------------------------------
     def _check_state(self) -> None:
