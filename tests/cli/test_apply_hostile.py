@@ -84,7 +84,7 @@ def test_a_bad_calibrator_file_is_refused_cleanly(
     err = capsys.readouterr().err
     assert code == 2, err
     assert err.count("\n") == 1, err
-    assert err.startswith("calibkit: error: calibrator file bad.json: "), err
+    assert err.startswith("calibkit: error: calibkit file bad.json: "), err
     assert "Traceback" not in err
     assert "logits" not in err
     if corruption not in ("deep", "truncated", "dunder"):

@@ -75,9 +75,8 @@ def test_version_and_methods(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.strip() == f"calibkit {__version__}"
     assert main(["methods"]) == 0
     out = capsys.readouterr().out
-    for name in CALIBRATORS.names():  # those that take the model are not listed
-        listed = any(line.startswith(name + " ") for line in out.splitlines())
-        assert listed is not CALIBRATORS.get(name).needs_model
+    for name in CALIBRATORS.names():  # every kind, those that take the model too
+        assert any(line.startswith(f"  {name} ") for line in out.splitlines()), name
     assert "Temperature scaling" in out
 
 
@@ -209,14 +208,15 @@ def test_truncated_corrupt_and_pickled_files(
     _fails(capsys, work, ["evaluate", "x.h5"], "predictions file", ".npz, .npy, .csv, .pt")
     _fails(capsys, work, ["evaluate", "absent.npz"], "predictions file", "absent.npz")
     (work / "bad.json").write_text("{not json")
-    _fails(capsys, work, ["apply", "bad.json", "preds.npz"], "calibrator file", "valid JSON")
+    _fails(capsys, work, ["apply", "bad.json", "preds.npz"], "calibkit file", "valid JSON")
 
 
 def test_unknown_method_lists_valid_names(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    valid = ", ".join(sorted(CALIBRATORS.names()))
-    _fails(capsys, work, ["fit", "--method", "nope", "preds.npz"], "--method", valid, "'nope'")
+    """The names listed are those of the kinds the command takes (asked of the registry)."""
+    fitted = ", ".join(sorted(CALIBRATORS.names(kind=("logits", "groups", "sets", "priors"))))
+    _fails(capsys, work, ["fit", "--method", "nope", "preds.npz"], "--method", fitted, "'nope'")
     argv = ["compare", "preds.npz", "--methods", "temperature,nope"]
-    _fails(capsys, work, argv, "--methods", valid)
+    _fails(capsys, work, argv, "--methods", ", ".join(sorted(CALIBRATORS.names(kind="logits"))))
     _fails(capsys, work, ["compare", "preds.npz", "--methods", "platt"], "--methods", "2 classes")
 
 
@@ -278,7 +278,7 @@ def test_unwritable_apply_output(work: Path, capsys: pytest.CaptureFixture[str])
             ["fit", "--method", "auto", "preds.npz", "--param", "criterion=log"],
             ("--param criterion: expected one of nll, brier, ece",),
         ),
-        (["apply", "absent.json", "preds.npz"], ("calibrator file",)),
+        (["apply", "absent.json", "preds.npz"], ("calibkit file", "absent.json", "not found")),
     ],
 )
 def test_bad_command_lines(

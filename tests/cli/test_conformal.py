@@ -37,6 +37,48 @@ def test_report_is_written(preds: Path, tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["conformal", *args, "--n-boot", "0", "--out", str(out)]) == 0  # its own folder
 
 
+def test_the_fitted_predictors_are_saved_and_apply(
+    preds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--out`` saves each score's predictor; ``calibkit apply`` makes the sets of new
+    predictions with it, equal to the library's predictor fitted on the same part."""
+    from calibkit.calibrators import ConformalClassifier, load
+    from calibkit.cli.conformal import REPORT_FILES
+    from calibkit.io.atomic import MANIFEST
+    from calibkit.io.predictions import load_predictions
+    from calibkit.workflows.compare import split_outputs
+
+    out = tmp_path / "report"
+    args = [str(preds), "--score", "raps,lac", "--calibrator", "temperature", "--seed", "3"]
+    assert main(["conformal", *args, "--randomized", "--n-boot", "0", "--out", str(out)]) == 0
+    fitted = [out / "conformal_raps.json", out / "conformal_lac.json"]
+    assert f"conformal predictors: {fitted[0]}, {fitted[1]} (calibkit apply" in (
+        capsys.readouterr().out
+    )
+    assert {p.name for p in out.iterdir()} == {*REPORT_FILES, MANIFEST, *(f.name for f in fitted)}
+    z, y = random_problem(300, 4, seed=7)
+    np.savez(tmp_path / "test.npz", logits=z, labels=y)
+    cal, _ = split_outputs(load_predictions(preds), 0.5, 3)
+    for score, path in zip(("raps", "lac"), fitted, strict=True):
+        saved = load(path)
+        assert isinstance(saved, ConformalClassifier)
+        assert saved.score == score
+        result = tmp_path / f"{score}.npz"
+        assert main(["apply", str(path), str(tmp_path / "test.npz"), "-o", str(result)]) == 0
+        assert f"applied conformal ({score}, alpha 0.1) to 300 samples" in capsys.readouterr().out
+        lib = ConformalClassifier(
+            score=score,
+            alpha=0.1,
+            calibrator="temperature",
+            randomized=score != "lac",
+            seed=3,
+        ).fit(cal.as_logits(), cal.labels)
+        with np.load(result) as npz:
+            assert np.array_equal(npz["sets"], lib.predict_set(z))
+            assert np.array_equal(npz["set_size"], lib.predict_set(z).sum(axis=1))
+            assert np.array_equal(npz["labels"], y)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

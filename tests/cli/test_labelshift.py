@@ -44,6 +44,34 @@ def test_report_is_written(
     assert main(args) == 0  # its own folder may be replaced
 
 
+def test_the_fitted_adapter_is_saved_and_applies(
+    files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--out`` saves the adapter (adapted to the target); ``calibkit apply`` adapts with
+    it, as the library's adapter fitted on the same rows does."""
+    from calibkit.calibrators import PriorShiftAdapter, load
+    from calibkit.cli.labelshift import REPORT_FILES
+
+    out = tmp_path / "report"
+    args = [str(files[0]), str(files[1]), "--calibrator", "temperature", "--method", "bbse"]
+    assert main(["labelshift", *args, "--out", str(out)]) == 0
+    assert f"prior adapter: {out / 'adapter.json'}" in capsys.readouterr().out
+    assert set(REPORT_FILES) <= {p.name for p in out.iterdir()}
+    saved = load(out / "adapter.json")
+    assert isinstance(saved, PriorShiftAdapter)
+    assert saved.is_adapted
+    with np.load(files[0]) as source, np.load(files[1]) as target:
+        lib = PriorShiftAdapter(method="bbse", calibrator="temperature")
+        lib.fit(source["logits"], source["labels"], target_logits=target["logits"])
+        z = target["logits"]
+    assert np.array_equal(saved.target_priors_, lib.target_priors_)
+    result = tmp_path / "adapted.npz"
+    assert main(["apply", str(out / "adapter.json"), str(files[1]), "-o", str(result)]) == 0
+    assert "(saved with the adapter)" in capsys.readouterr().out
+    with np.load(result) as npz:
+        assert np.array_equal(npz["probs"], lib.predict_proba(z))
+
+
 def test_unlabelled_target(
     files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -65,6 +93,8 @@ def test_unlabelled_target(
         (["--priors", "0.5,0.5"], "got 2 values"),
         (["--priors", "a,b"], "comma-separated numbers"),
         (["--method", "mle"], "invalid choice"),
+        (["--calibrator", "temprature"], "'temprature' (did you mean 'temperature'?)"),
+        (["--calibrator", "conformal"], "--calibrator: expected a method of kind 'logits'"),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(

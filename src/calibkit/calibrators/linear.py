@@ -293,9 +293,10 @@ class _ShrunkScaling(_Linear):
 
 @CALIBRATORS.register("vector")
 class VectorScaling(_ShrunkScaling):
-    """Vector scaling: ``softmax(w * z + b)`` with per-class ``w`` and ``b``, by default
-    shrunk towards temperature scaling (the weight ``s / K`` on each squared ``w_j - 1 / T``
-    and ``b_j``, ``s`` by cross-validation).
+    """Vector scaling: ``softmax(w * z + b)`` with per-class ``w`` and ``b``.
+
+    By default shrunk towards temperature scaling (the weight ``s / K`` on each squared
+    ``w_j - 1 / T`` and ``b_j``, ``s`` by cross-validation).
 
     A calibration set without some class is refused (an InputError naming ``labels``
     and the class): this method fits each class from that class's own rows, so it would

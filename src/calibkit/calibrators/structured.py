@@ -228,8 +228,9 @@ class StructuredVectorScaling(_Structured):
 
 @CALIBRATORS.register("sms", default=False)
 class StructuredMatrixScaling(_Structured):
-    """Structured matrix scaling: full ``W`` on smoothed TS log-probabilities, with a
-    ridge penalty towards the identity weighted per structure.
+    """Structured matrix scaling: full ``W`` on smoothed TS log-probabilities.
+
+    A ridge penalty pulls ``W`` towards the identity, weighted per structure.
 
     A calibration set without some class is refused (an InputError naming ``labels``
     and the class): this method fits each class from that class's own rows, so it would

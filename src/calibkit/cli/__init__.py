@@ -2,10 +2,12 @@
 
 Subcommands (one module each in this package): ``evaluate`` (every metric of one prediction
 file, plus a reliability diagram), ``compare`` (fit every calibrator on a calibration part,
-judge them on a test part, write a report), ``fit`` and ``apply`` (one calibrator, saved as
-JSON), ``demo`` (the built-in example), ``study`` (train, calibrate and report from a TOML
-config) and ``methods`` (the registered calibrators). Prediction file layouts are described
-in :mod:`calibkit.io.predictions`.
+judge them on a test part, write a report), ``conformal`` and ``labelshift`` (prediction
+sets; adaptation to new class priors), ``fit`` and ``apply`` (any kind of fitted object but
+Neural Clamping, saved as JSON; ``apply`` reads any such file), ``demo`` (the built-in
+example), ``study`` (train, calibrate and report from a TOML config) and ``methods`` (every
+registered method, by kind). Prediction file layouts are described in
+:mod:`calibkit.io.predictions`.
 
 The global option ``--threads N``, given before the command (``calibkit --threads 1 study``),
 sets how many threads torch and the BLAS libraries use; by default, the cores free when

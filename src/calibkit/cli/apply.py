@@ -1,45 +1,197 @@
-"""``calibkit apply CALIBRATOR.json FILE``: calibrate predictions with a saved calibrator."""
+"""``calibkit apply FITTED.json FILE``: apply any saved calibkit file to predictions.
+
+The file is read by the one loader (:func:`calibkit.calibrators.load`), whatever its kind
+(``calibkit.calibrators.persistence.KINDS``) and version:
+
+- a calibrator (kind ``logits``; kind ``groups`` with ``--groups KEY``): the calibrated
+  probabilities (and logits, for a map of logits), and the ECE before and after;
+- a conformal predictor (kind ``sets``): the prediction sets as a boolean matrix ``sets``
+  (N x K) with their sizes ``set_size``, beside the probabilities they come from; the
+  coverage (with labels) and the mean set size;
+- a prior-shift adapter (kind ``priors``): the probabilities adapted to its target priors
+  (estimated from FILE itself when the adapter was saved unadapted).
+
+A model calibrator (kind ``model``, Neural Clamping) needs the model and its inputs, not a
+predictions file: refused. FILE's labels are optional (an ``.npz`` without ``labels``, a
+``.npy`` without ``--labels``): without them the output has none, and nothing is scored.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from calibkit.cli.common import check_output_file, read_outputs
-from calibkit.cli.options import FILES, Subparsers, add_force, add_input_options, opt
+from calibkit.cli.common import (
+    Scores,
+    check_input,
+    check_output_file,
+    read_groups,
+    read_scores,
+    values_text,
+)
+from calibkit.cli.options import FILES, Subparsers, add_force, add_groups, add_input_options, opt
 from calibkit.core.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from calibkit.calibrators import (
+        Calibrator,
+        ConformalClassifier,
+        PostHoc,
+        PriorShiftAdapter,
+    )
+
+#: What ``calibkit apply`` reads: any file ``calibkit fit`` (or ``conformal`` / ``labelshift``
+#: ``--out``) writes.
+FITTED_FILE = "calibkit file"
 
 
 def add_arguments(sub: Subparsers) -> None:
     """The ``apply`` subcommand and its options."""
-    text = "calibrate predictions with a saved calibrator"
+    text = "apply a saved calibrator, conformal predictor or prior adapter to predictions"
     p = sub.add_parser("apply", help=text, description=FILES)
-    p.add_argument("calibrator", metavar="CALIBRATOR.json")
+    what = "written by calibkit fit, or by calibkit conformal / labelshift --out"
+    p.add_argument("calibrator", metavar="FITTED.json", help=what)
     p.add_argument("file", metavar="FILE")
-    out = "probs, labels (+ logits for logit maps); default %(default)s"
+    out = (
+        "probs, labels (+ logits for logit maps; + sets, set_size for conformal sets); "
+        "default %(default)s"
+    )
     opt(p, "-o --output", "NPZ", out, default="calibrated.npz")
     add_force(p)
     add_input_options(p)
+    add_groups(p, "needed by the group calibrators (kind groups)")
+
+
+def read_fitted(path: str) -> PostHoc:
+    """The fitted object saved in ``path``, of any kind but ``model`` (refused, saying why)."""
+    from calibkit.calibrators.fitted import load_document
+    from calibkit.calibrators.persistence import parse_document, read_json_document
+
+    data, source = read_json_document(path, FITTED_FILE)
+    try:
+        doc = parse_document(data)
+    except InputError:
+        doc = None  # load_document says what is wrong, naming the file and the field
+    if doc is not None and doc.kind == "model":
+        method = doc.method or "nc_fl"
+        raise InputError(
+            source,
+            "a calibrator, conformal predictor or prior adapter applied to predictions",
+            f"a saved {method!r}, of kind 'model': it needs the model and its inputs "
+            "(calibkit.load(path, model=...) in Python)",
+        )
+    return load_document(data, source)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Apply the calibrator and write the calibrated predictions (``.npz``)."""
-    from calibkit.calibrators import Calibrator
-    from calibkit.io.predictions import save_predictions
-    from calibkit.metrics import ece
-
+    """Apply the saved object and write the result (``.npz``); print its one-line summary."""
     inputs = [args.calibrator, args.file, args.labels]
     output = check_output_file(Path(args.output), "--output", inputs, force=args.force)
     if output.suffix.lower() != ".npz":
         raise InputError("--output", "a file name ending in .npz", output.name)
-    calibrator = Calibrator.load(args.calibrator)
-    out = read_outputs(args, args.file, args.labels)
-    z = out.as_logits()
-    probs = calibrator.predict_proba(z)
-    logits = calibrator.transform(z) if calibrator.maps_logits else None
-    save_predictions(output, out.labels, probs=probs, logits=logits)
-    before, after = ece(out), ece(out.labels, probs=probs)
-    print(f"applied {calibrator.name} to {out.n_samples:,} samples")
-    print(f"ECE {100 * before:.2f}% -> {100 * after:.2f}% (15 bins)")
-    print(f"calibrated predictions: {output}")
+    check_input(args.calibrator, FITTED_FILE)
+    check_input(args.file, "FILE")
+    check_input(args.labels, "--labels")
+    # the paths checked, the loader (and torch) imported
+    from calibkit.calibrators import Calibrator, ConformalClassifier, PriorShiftAdapter
+
+    fitted = read_fitted(args.calibrator)
+    if fitted.takes_groups and args.groups is None:
+        expected = "the key of each row's group (a group calibrator maps each group its way)"
+        raise InputError("--groups", expected, f"none for {fitted.name!r}")
+    if not fitted.takes_groups and args.groups is not None:
+        expected = f"no --groups for {fitted.name!r}, a {fitted.kind} kind"
+        raise InputError("--groups", expected, repr(args.groups))
+    rows = read_scores(args, args.file, args.labels)
+    if rows.n_classes != fitted.n_classes_:
+        expected = f"{fitted.n_classes_} columns, as {args.calibrator} was fitted on"
+        raise InputError(f"FILE {args.file}", expected, f"{rows.n_classes} columns")
+    if isinstance(fitted, ConformalClassifier):
+        _apply_sets(fitted, rows, output)
+    elif isinstance(fitted, PriorShiftAdapter):
+        _apply_priors(fitted, rows, output, args.file)
+    else:
+        assert isinstance(fitted, Calibrator)
+        groups = None
+        if args.groups is not None:
+            groups = read_groups(args.file, args.groups, rows.n_samples, check=False)
+        _apply_calibrator(fitted, rows, output, groups)
     return 0
+
+
+def _write(output: Path, rows: Scores, **arrays: np.ndarray) -> None:
+    """``arrays`` and the labels (if any) to ``output``, atomically."""
+    import io
+
+    import numpy as np
+
+    from calibkit.io.atomic import atomic_write_bytes
+
+    if rows.labels is not None:
+        arrays["labels"] = rows.labels
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]
+    atomic_write_bytes(output, buf.getvalue())
+
+
+def _ece_line(rows: Scores, probs: np.ndarray) -> None:
+    from calibkit.metrics import ece
+
+    if rows.outputs is not None and rows.labels is not None:
+        before, after = ece(rows.outputs), ece(rows.labels, probs=probs)
+        print(f"ECE {100 * before:.2f}% -> {100 * after:.2f}% (15 bins)")
+
+
+def _apply_calibrator(
+    calibrator: Calibrator, rows: Scores, output: Path, groups: np.ndarray | None
+) -> None:
+    """Calibrated probabilities (and logits, for a map of logits)."""
+    from calibkit.io.predictions import save_predictions
+
+    z = rows.logits
+    metadata = {} if groups is None else {"groups": groups}
+    probs = calibrator.predict_proba(z, **metadata)
+    logits = calibrator.transform(z) if calibrator.maps_logits else None
+    if rows.labels is not None:
+        save_predictions(output, rows.labels, probs=probs, logits=logits)
+    else:
+        _write(output, rows, probs=probs, **({} if logits is None else {"logits": logits}))
+    print(f"applied {calibrator.name} to {rows.n_samples:,} samples")
+    _ece_line(rows, probs)
+    print(f"calibrated predictions: {output}")
+
+
+def _apply_sets(cp: ConformalClassifier, rows: Scores, output: Path) -> None:
+    """The sets (bool N x K), their sizes and the probabilities; coverage and mean size."""
+    import numpy as np
+
+    sets = cp.predict_set(rows.logits)
+    size = sets.sum(axis=1).astype(np.int64)
+    _write(output, rows, sets=sets, set_size=size, probs=cp.predict_proba(rows.logits))
+    print(f"applied {cp.name} ({cp.score}, alpha {cp.alpha:g}) to {rows.n_samples:,} samples")
+    mean = f"mean set size {float(size.mean()):.3g}"
+    if rows.labels is not None:
+        covered = float(sets[np.arange(rows.n_samples), rows.labels].mean())
+        target = f"target {100 * (1 - cp.alpha):.1f}%"
+        print(f"coverage {100 * covered:.2f}% ({target}), {mean}")
+    else:
+        print(f"{mean} (no labels: coverage not measured)")
+    print(f"prediction sets: {output}")
+
+
+def _apply_priors(adapter: PriorShiftAdapter, rows: Scores, output: Path, file: str) -> None:
+    """The probabilities adapted to the adapter's target priors (estimated from ``file``
+    when it was saved unadapted)."""
+    how = "saved with the adapter"
+    if not adapter.is_adapted:
+        adapter.adapt(rows.logits)
+        how = f"estimated by {adapter.method} from {file}: the adapter was saved unadapted"
+    probs = adapter.predict_proba(rows.logits)
+    _write(output, rows, probs=probs)
+    print(f"applied {adapter.name} ({adapter.method}) to {rows.n_samples:,} samples")
+    print(f"target priors {values_text(adapter.target_priors_)} ({how})")
+    _ece_line(rows, probs)
+    print(f"adapted predictions: {output}")

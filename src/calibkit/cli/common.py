@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,10 @@ if TYPE_CHECKING:
 
     from calibkit.calibrators import PostHoc
     from calibkit.core.outputs import ClassifierOutputs
+
+
+#: Most values a summary line shows of a per-class array (priors, thresholds).
+SHOWN = 10
 
 
 def say(message: str) -> None:
@@ -85,6 +90,72 @@ def read_outputs(args: argparse.Namespace, path: str, labels: str | None) -> Cla
     )
 
 
+def check_input(path: str | None, option: str) -> None:
+    """Fail early, naming ``option``, unless ``path`` (if given) is an existing file: the
+    inputs are checked before anything heavy is imported or computed."""
+    if path is None:
+        return
+    p = Path(path)
+    if not p.exists():
+        raise InputError(option, "an existing file", f"{p} (not found)")
+    if not p.is_file():
+        raise InputError(option, "a regular file", f"{p} (a folder or special file)")
+
+
+@dataclass(frozen=True)
+class Scores:
+    """A prediction file's rows as logits, with its labels where it has them."""
+
+    #: The logits (``as_logits()`` of the file's scores), ``(N, K)``.
+    logits: np.ndarray
+    #: The labels, or None for a file without them.
+    labels: np.ndarray | None
+    #: The file as read, when it has labels (its scores in their own kind).
+    outputs: ClassifierOutputs | None
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.logits.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.logits.shape[1])
+
+
+def read_scores(
+    args: argparse.Namespace, path: str, labels: str | None, option: str = "FILE"
+) -> Scores:
+    """The prediction file ``path`` as :func:`read_outputs` reads it, its labels optional:
+    an ``.npz`` without a labels array, or a ``.npy`` without a labels file (with
+    ``--kind``), gives scores only. The other layouts (``.csv``, ``.pt``) need labels."""
+    import numpy as np
+
+    from calibkit.core.outputs import ClassifierOutputs, check_scores
+    from calibkit.io.numpy_files import load_npy, load_npz
+
+    p = Path(path)
+    labels_key = args.labels_key or "labels"
+    if p.suffix.lower() == ".npy" and labels is None:
+        if not args.kind:
+            raise InputError(option, "--kind logits or --kind probs for a .npy file", p.name)
+        check_input(path, option)
+        scores, kind = load_npy(p), args.kind
+    elif p.suffix.lower() == ".npz" and p.is_file() and labels_key not in load_npz(p):
+        arrays = load_npz(p)
+        kind = args.kind or ("logits" if "logits" in arrays else "probs")
+        key = args.scores_key or kind
+        if key not in arrays:
+            keys = ", ".join(sorted(arrays)) or "none"
+            raise InputError(str(p), "a 'logits' or 'probs' array (or name the key)", keys)
+        scores = arrays[key]
+    else:
+        out = read_outputs(args, path, labels)
+        return Scores(out.as_logits(), out.labels, out)
+    s = check_scores(scores, kind, name=f"{kind} in {p}")
+    unlabelled = ClassifierOutputs(labels=np.zeros(s.shape[0], np.int64), scores=s, kind=kind)
+    return Scores(unlabelled.as_logits(), None, None)
+
+
 def read_groups(path: str, key: str, n_samples: int, *, check: bool = True) -> np.ndarray:
     """Each sample's group (a str array) from the array or column ``key`` of the prediction
     file ``path`` (``--groups``): a missing key, a wrong length, a missing value or (with
@@ -101,21 +172,41 @@ def read_groups(path: str, key: str, n_samples: int, *, check: bool = True) -> n
     return groups
 
 
-def method_class(name: str, option: str) -> type[PostHoc]:
-    """The calibrator class registered as ``name``; an unknown name is blamed on ``option``."""
+#: The kinds (``calibkit.calibrators.persistence.KINDS``) a consumer of predictions files
+#: calibrates with: calibrators of logits, and those that also take each row's group.
+CALIBRATOR_KINDS = ("logits", "groups")
+#: Why a method of a kind is refused where it does not apply (the generic reason otherwise).
+_KIND_REFUSED = {
+    "model": "which takes the model and its inputs, not a predictions file "
+    "(fit it in Python, or with calibkit study)",
+}
+
+
+def method_class(
+    name: str, option: str, kinds: tuple[str, ...] = CALIBRATOR_KINDS
+) -> type[PostHoc]:
+    """The class registered as ``name`` (or an alias), of one of ``kinds`` (asked of the
+    registry); an unknown name (with the nearest of ``kinds``) or another kind is blamed on
+    ``option``."""
     from calibkit.calibrators import CALIBRATORS
+    from calibkit.calibrators.persistence import KINDS
+    from calibkit.core.errors import UnknownNameError
 
-    try:
-        klass = CALIBRATORS.get(name)
-    except InputError as exc:
-        raise renamed(exc, option) from None
-    if klass.needs_model:  # Neural Clamping refits on the model's inputs, not on logits
-        raise InputError(option, "a calibrator of logits", f"{name!r}, which takes the model")
-    return klass
+    if name not in CALIBRATORS:
+        raise renamed(UnknownNameError(CALIBRATORS.kind, name, CALIBRATORS.names(kinds)), option)
+    kind = CALIBRATORS.kind_of(name)
+    if kind not in kinds:
+        why = _KIND_REFUSED.get(kind, f"of kind {kind!r} ({KINDS[kind]})")
+        others = [k for k in KINDS if k not in kinds]
+        wanted = "kind " + " or ".join(repr(k) for k in kinds)
+        if len(others) == 1:
+            wanted = f"any kind but {others[0]!r}"
+        raise InputError(option, f"a method of {wanted}", f"{name!r}, {why}")
+    return CALIBRATORS.get(name)
 
 
-def method_list(text: str | None) -> list[str] | None:
-    """``--methods A,B,C`` as checked names (``None``: the default methods)."""
+def method_list(text: str | None, kinds: tuple[str, ...] = CALIBRATOR_KINDS) -> list[str] | None:
+    """``--methods A,B,C`` as checked names of ``kinds`` (``None``: the default methods)."""
     if text is None:
         return None
     names = [m.strip() for m in text.split(",") if m.strip()]
@@ -123,5 +214,12 @@ def method_list(text: str | None) -> list[str] | None:
         raise InputError("--methods", "comma-separated method names", repr(text))
     for name in names:
         if name != "none":
-            method_class(name, "--methods")
+            method_class(name, "--methods", kinds)
     return names
+
+
+def values_text(values: Sequence[float] | np.ndarray) -> str:
+    """Per-class values on one line (``0.5, 0.25, 0.25``), the first :data:`SHOWN` of more."""
+    shown = ", ".join(f"{float(v):.6g}" for v in list(values)[:SHOWN])
+    more = len(values) - SHOWN
+    return shown + (f", ... ({more} more)" if more > 0 else "")

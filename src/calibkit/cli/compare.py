@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     from calibkit.workflows.compare import compare, resolve_methods, split_indices, split_outputs
 
     pair = _check_sources(args)
-    methods = method_list(args.methods)
+    # the group calibrators (kind groups) need each row's group
+    methods = method_list(args.methods, ("logits", "groups") if args.groups else ("logits",))
     out_dir = check_replaceable_folder(Path(args.out), "--out", written_before_manifests)
     groups = None
     if pair:

@@ -1,4 +1,9 @@
-"""``calibkit conformal``: conformal prediction sets fitted on one part, measured on another."""
+"""``calibkit conformal``: conformal prediction sets fitted on one part, measured on another.
+
+With ``--out DIR`` the report folder also holds each score's fitted predictor,
+``conformal_<score>.json`` (:data:`FITTED_FILE`): ``calibkit apply`` makes the sets of new
+predictions with it.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from calibkit.cli.common import read_outputs, renamed, say
+from calibkit.cli.common import check_input, method_class, read_outputs, renamed, say
 from calibkit.cli.options import FILES, Subparsers, add_input_options, add_numbers, opt, split_size
 from calibkit.core.errors import InputError
 from calibkit.io.atomic import atomic_directory, check_replaceable_folder
@@ -14,7 +19,10 @@ from calibkit.io.atomic import atomic_directory, check_replaceable_folder
 #: The score names (``calibkit.calibrators.conformal.SCORES``, spelled here so that
 #: building the parser imports no numpy).
 SCORES = ("lac", "aps", "raps", "saps")
-#: The files of the report folder.
+#: Each score's fitted predictor in the report folder: a calibkit document, which
+#: ``calibkit apply`` reads to make the sets of new predictions.
+FITTED_FILE = "conformal_{score}.json"
+#: The files of the report folder: these, and one :data:`FITTED_FILE` per score.
 REPORT_FILES = ("report.md", "results.json")
 
 
@@ -59,7 +67,8 @@ def add_arguments(sub: Subparsers) -> None:
     )
     text = "calibration part of FILE: fraction or count (default 0.5)"
     opt(p, "--split", "SIZE", text, type=split_size)
-    opt(p, "--out", "DIR", "write report.md and results.json to this folder")
+    what = "write report.md, results.json and each fitted predictor (conformal_SCORE.json)"
+    opt(p, "--out", "DIR", f"{what} to this folder")
     add_numbers(p, bins=False)
 
 
@@ -74,11 +83,11 @@ def run(args: argparse.Namespace) -> int:
     )
 
     scores = _scores(args.score)
-    if args.calibrator is not None:
-        from calibkit.cli.common import method_class
-
-        method_class(args.calibrator, "--calibrator")
     out_dir = None if args.out is None else check_replaceable_folder(Path(args.out), "--out")
+    check_input(args.file, "FILE")
+    check_input(args.labels, "--labels")
+    if args.calibrator is not None:
+        method_class(args.calibrator, "--calibrator", ("logits",))
     whole = read_outputs(args, args.file, args.labels)
     size = 0.5 if args.split is None else args.split
     try:
@@ -111,5 +120,10 @@ def run(args: argparse.Namespace) -> int:
             (tmp / "report.md").write_text(sets_markdown(rows, title=title, source=source), "utf-8")
             text = json.dumps(sets_json(rows, source=source), indent=1, allow_nan=False)
             (tmp / "results.json").write_text(text + "\n", "utf-8")
+            fitted = [FITTED_FILE.format(score=r.score) for r in rows]
+            for r, name in zip(rows, fitted, strict=True):
+                r.model.save(tmp / name)
         print(f"report: {out_dir / 'report.md'}")
+        files = ", ".join(str(out_dir / name) for name in fitted)
+        print(f"conformal predictors: {files} (calibkit apply makes sets with them)")
     return 0

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from calibkit.workflows.demo import DemoSettings, run_demo
 
     out_dir = check_replaceable_folder(Path(args.out), "--out", written_before_manifests)
-    methods = method_list(args.methods)
+    methods = method_list(args.methods, ("logits",))  # the demo has no groups
     settings = DemoSettings(
         n_boot=args.n_boot, epochs=args.epochs, methods=None if methods is None else tuple(methods)
     )

@@ -1,4 +1,13 @@
-"""``calibkit fit --method NAME FILE``: fit one calibrator and save it as JSON."""
+"""``calibkit fit --method NAME FILE``: fit one post-hoc object of any kind and save it as JSON.
+
+Every kind the registry holds but ``model`` (which needs the model and its inputs, not a
+predictions file): a calibrator of logits; a group calibrator, with ``--groups KEY``; a
+conformal predictor (``--method conformal --param alpha=0.1 --param score=raps --param
+calibrator=temperature``); a prior-shift adapter (``--method prior_shift``), adapted to the
+unlabelled predictions of ``--target FILE`` when given, else saved unadapted (``calibkit
+apply`` then estimates the target priors from the file it adapts). ``calibkit apply`` reads
+every file this command writes.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +16,33 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from calibkit.cli.common import check_output_file, method_class, read_outputs, renamed
-from calibkit.cli.options import FILES, Subparsers, add_force, add_input_options, opt
+from calibkit.cli.common import (
+    check_input,
+    check_output_file,
+    method_class,
+    read_groups,
+    read_outputs,
+    read_scores,
+    renamed,
+    values_text,
+)
+from calibkit.cli.options import FILES, Subparsers, add_force, add_groups, add_input_options, opt
 from calibkit.core.errors import InputError
 
 if TYPE_CHECKING:
-    from calibkit.calibrators import PostHoc
+    from calibkit.calibrators import (
+        Calibrator,
+        ConformalClassifier,
+        PostHoc,
+        PriorShiftAdapter,
+    )
+    from calibkit.core.validation import Constraint
+
+#: The kinds ``calibkit fit`` fits: all but ``model`` (``calibkit.calibrators.persistence.KINDS``;
+#: a test checks they are the registry's kinds but ``model``).
+FIT_KINDS = ("logits", "groups", "sets", "priors")
+#: Values of ``--param key=VALUE`` read as None, where the parameter accepts None.
+NONE_WORDS = ("none", "null")
 
 
 def param_value(text: str) -> Any:
@@ -27,24 +57,36 @@ def param_value(text: str) -> Any:
     return value if isinstance(value, scalar) else text
 
 
-def build_calibrator(method: str, params: list[str]) -> PostHoc:
-    """A new calibrator of ``method`` with the ``key=value`` parameters ``params``.
+def _accepts_none(constraint: Constraint, key: str) -> bool:
+    try:
+        constraint.check(key, None)
+    except InputError:
+        return False
+    return True
 
-    The valid names and values are those the method declares (its ``param_constraints``).
+
+def build_calibrator(method: str, params: list[str], klass: type[PostHoc] | None = None) -> PostHoc:
+    """A new object of ``method`` (``klass``, its class, if already looked up) with the
+    ``key=value`` parameters ``params``.
+
+    The valid names and values are those the method declares (its ``param_constraints``);
+    ``none`` is None for a parameter that accepts it (``calibrator=none``).
     """
     from calibkit.core.validation import check_params
 
-    klass = method_class(method, "--method")
+    klass = klass or method_class(method, "--method", FIT_KINDS)
     declared = klass.param_constraints
     kwargs: dict[str, Any] = {}
     for item in params:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             raise InputError("--param", "key=value", repr(item))
-        if key.strip() not in declared:
+        if key not in declared:
             valid = ", ".join(declared) or "none"
-            raise InputError("--param", f"a parameter of {method} ({valid})", repr(key.strip()))
-        kwargs[key.strip()] = param_value(value)
+            raise InputError("--param", f"a parameter of {method} ({valid})", repr(key))
+        none = value.strip().lower() in NONE_WORDS and _accepts_none(declared[key], key)
+        kwargs[key] = None if none else param_value(value)
     checked = check_params(declared, kwargs, "--param", prefix="--param ")
     try:
         return klass(**checked)
@@ -54,36 +96,125 @@ def build_calibrator(method: str, params: list[str]) -> PostHoc:
 
 def add_arguments(sub: Subparsers) -> None:
     """The ``fit`` subcommand and its options."""
-    p = sub.add_parser("fit", help="fit one calibrator, save it as JSON", description=FILES)
+    text = "fit a calibrator, conformal predictor or prior adapter; save it as JSON"
+    p = sub.add_parser("fit", help=text, description=FILES)
     p.add_argument("file", metavar="FILE")
-    opt(p, "--method", "NAME", "see 'calibkit methods'", required=True)
+    opt(p, "--method", "NAME", "any kind but model: see 'calibkit methods'", required=True)
     opt(p, "-o --output", "JSON", "default %(default)s", default="calibrator.json")
-    text = "a parameter of the method (repeatable)"
+    text = "a parameter of the method (repeatable; 'none' for None)"
     opt(p, "--param", "KEY=VALUE", text, action="append", default=[])
     add_input_options(p)
+    add_groups(p, "needed by the group calibrators (kind groups)")
+    text = "prior_shift: unlabelled target predictions to adapt to (read like FILE)"
+    opt(p, "--target", "FILE", text)
     add_force(p)
 
 
+def _check_options(args: argparse.Namespace, kind: str) -> None:
+    """``--groups`` exactly for the group kind, ``--target`` only for the prior adapter."""
+    from calibkit.calibrators import CALIBRATORS
+
+    if kind == "groups" and args.groups is None:
+        expected = "the key of each row's group (a group calibrator fits per group)"
+        raise InputError("--groups", expected, f"none for {args.method!r}")
+    if kind != "groups" and args.groups is not None:
+        takes = ", ".join(CALIBRATORS.names(kind="groups"))
+        expected = f"no --groups for {args.method!r}, a {kind} kind (group calibrators: {takes})"
+        raise InputError("--groups", expected, repr(args.groups))
+    if kind != "priors" and args.target is not None:
+        takes = ", ".join(CALIBRATORS.names(kind="priors"))
+        expected = f"no --target for {args.method!r}, a {kind} kind (prior adapters: {takes})"
+        raise InputError("--target", expected, args.target)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Fit, save, and print the fitted scalar parameters."""
+    """Fit, save, and print what was fitted (its scalar parameters, thresholds or priors)."""
+    inputs = [args.file, args.labels, args.target]
+    output = check_output_file(Path(args.output), "--output", inputs, force=args.force)
+    check_input(args.file, "FILE")
+    check_input(args.labels, "--labels")
+    check_input(args.target, "--target")
+    # the paths checked, the registry (and torch) imported
+    from calibkit.calibrators import CALIBRATORS, Calibrator, ConformalClassifier, PriorShiftAdapter
+
+    klass = method_class(args.method, "--method", FIT_KINDS)
+    kind = CALIBRATORS.kind_of(args.method)
+    _check_options(args, kind)
+    fitted = build_calibrator(args.method, args.param, klass)
+    out = read_outputs(args, args.file, args.labels)
+    z = out.as_logits()
+    groups = None if args.groups is None else read_groups(args.file, args.groups, out.n_samples)
+    target = None
+    if args.target is not None:  # read (and checked) before any fit
+        target = read_scores(args, args.target, None, "--target").logits
+        if target.shape[1] != out.n_classes:
+            expected = f"scores of FILE's {out.n_classes} classes"
+            raise InputError("--target", expected, f"{target.shape[1]} classes")
+    if isinstance(fitted, PriorShiftAdapter):
+        fitted.fit(z, out.labels, target_logits=target)
+    elif isinstance(fitted, Calibrator) and groups is not None:
+        fitted.fit(z, out.labels, groups=groups)
+    else:
+        assert isinstance(fitted, Calibrator | ConformalClassifier)
+        fitted.fit(z, out.labels)
+    fitted.save(output)
+    where = "" if groups is None else f", {len(set(groups.tolist()))} groups in {args.groups!r}"
+    print(f"fitted {args.method} on {out.n_samples:,} samples ({out.n_classes} classes{where})")
+    if isinstance(fitted, ConformalClassifier):
+        _print_sets(fitted)
+        print(f"conformal predictor: {output}")
+    elif isinstance(fitted, PriorShiftAdapter):
+        _print_priors(fitted, args.target)
+        print(f"prior adapter: {output}")
+    else:
+        assert isinstance(fitted, Calibrator)
+        _print_calibrator(fitted)
+        print(f"calibrator: {output}")
+    return 0
+
+
+def _print_calibrator(calibrator: Calibrator, indent: str = "  ") -> None:
+    """Its scalar fitted parameters (for ``auto``: which one it chose, and that one's)."""
     from calibkit.calibrators import AutoCalibrator
     from calibkit.workflows.compare import summarize_params
 
-    calibrator = build_calibrator(args.method, args.param)
-    output = check_output_file(
-        Path(args.output), "--output", [args.file, args.labels], force=args.force
-    )
-    out = read_outputs(args, args.file, args.labels)
-    calibrator.fit(out.as_logits(), out.labels)
-    calibrator.save(output)
-    print(f"fitted {args.method} on {out.n_samples:,} samples ({out.n_classes} classes)")
     if isinstance(calibrator, AutoCalibrator):
         print(calibrator.summary())
         calibrator = calibrator.chosen
     params = summarize_params(calibrator)
     for name, value in params.items():
-        print(f"  {name} = {value:.6g}")
+        print(f"{indent}{name} = {value:.6g}")
     if not params:
-        print("  (fitted arrays only: see the JSON file)")
-    print(f"calibrator: {output}")
-    return 0
+        print(f"{indent}(fitted arrays only: see the JSON file)")
+
+
+def _print_sets(cp: ConformalClassifier) -> None:
+    """Score, alpha, the threshold(s) and the calibrator underneath."""
+    variant = ", randomized" if cp.randomized else ""
+    target = f"target coverage {100 * (1 - cp.alpha):.1f}%"
+    print(f"  score = {cp.score}{variant}, alpha = {cp.alpha:g} ({target})")
+    rows = f"from {cp.n_calibration_:,} rows"
+    if cp.mondrian:
+        print(f"  thresholds = {values_text(cp.thresholds_)} (one per class, {rows})")
+    else:
+        print(f"  threshold = {float(cp.thresholds_[0]):.6g} ({rows})")
+    if cp.calibrator_ is not None:
+        print(f"  calibrator underneath: {cp.calibrator_.name}")
+        _print_calibrator(cp.calibrator_, indent="    ")
+
+
+def _print_priors(adapter: PriorShiftAdapter, target: str | None) -> None:
+    """The calibrator underneath, the source priors, and the target priors if estimated."""
+    if adapter.calibrator_ is not None:
+        print(f"  calibrator underneath: {adapter.calibrator_.name}")
+        _print_calibrator(adapter.calibrator_, indent="    ")
+    print(f"  source priors = {values_text(adapter.source_priors_)}")
+    if adapter.is_adapted:
+        iterations = f", {adapter.n_iter_} iterations" if adapter.method == "em" else ""
+        how = f"estimated by {adapter.method} from {target}{iterations}"
+        print(f"  target priors = {values_text(adapter.target_priors_)} ({how})")
+    else:
+        print(
+            "  target priors: not estimated (no --target): saved unadapted; calibkit apply "
+            "estimates them from the predictions it adapts"
+        )

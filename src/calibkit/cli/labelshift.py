@@ -4,6 +4,10 @@ SOURCE_FILE (labelled) fits the calibrator, the source priors and BBSE's confusi
 TARGET_FILE's scores give the estimated target priors. Its labels are optional (an
 ``.npz`` without a ``labels`` array, or a ``.npy`` without ``--target-labels``); with
 labels the command also scores the unadapted, adapted and oracle posteriors.
+
+With ``--out DIR`` the report folder also holds the fitted adapter, ``adapter.json``
+(:data:`ADAPTER_FILE`), adapted to the target's priors: ``calibkit apply`` adapts new
+predictions with it.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from calibkit.cli.common import read_outputs, renamed, say
+from calibkit.cli.common import check_input, method_class, read_outputs, read_scores, renamed, say
 from calibkit.cli.options import FILES, Subparsers, add_input_options, opt
 from calibkit.core.errors import InputError
 from calibkit.io.atomic import atomic_directory, check_replaceable_folder
@@ -21,11 +25,13 @@ from calibkit.io.atomic import atomic_directory, check_replaceable_folder
 if TYPE_CHECKING:
     import numpy as np
 
-#: The estimators and calibrators offered (spelled here so that the parser imports no numpy).
+#: The prior estimators (``calibkit.calibrators.label_shift.METHODS``, spelled here so that
+#: the parser imports no numpy; a test checks they are the same).
 METHODS = ("em", "bbse")
-CALIBRATORS = ("bcts", "temperature", "none")
+#: The fitted adapter in the report folder (a calibkit document: ``calibkit apply`` reads it).
+ADAPTER_FILE = "adapter.json"
 #: The files of the report folder.
-REPORT_FILES = ("report.md", "results.json")
+REPORT_FILES = ("report.md", "results.json", ADAPTER_FILE)
 
 
 def add_arguments(sub: Subparsers) -> None:
@@ -37,11 +43,12 @@ def add_arguments(sub: Subparsers) -> None:
     add_input_options(p)
     opt(p, "--target-labels", "L.npy", "labels beside a .npy target file (optional)")
     opt(p, "--method", "M", "prior estimator (default %(default)s)", choices=METHODS, default="em")
-    what = "calibrator fitted on the source (default %(default)s)"
-    opt(p, "--calibrator", "NAME", what, choices=CALIBRATORS, default="bcts")
+    what = "calibrator of logits fitted on the source, or none (default %(default)s)"
+    opt(p, "--calibrator", "NAME", what, default="bcts")
     what = "known target priors P0,P1,... (>= 0, summing to 1) instead of estimating them"
     opt(p, "--priors", "P,P", what)
-    opt(p, "--out", "DIR", "write report.md and results.json to this folder")
+    what = f"write report.md, results.json and the fitted adapter ({ADAPTER_FILE}) to this folder"
+    opt(p, "--out", "DIR", what)
 
 
 def _priors(text: str) -> list[float]:
@@ -55,31 +62,8 @@ def read_target(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray | None
     """TARGET_FILE's scores as logits, and its labels or None."""
     import numpy as np
 
-    from calibkit.core.outputs import ClassifierOutputs, check_scores
-    from calibkit.io.numpy_files import load_npy, load_npz
-
-    p = Path(args.target)
-    labels_key = args.labels_key or "labels"
-    if p.suffix.lower() == ".npy" and args.target_labels is None:
-        if not args.kind:
-            raise InputError("TARGET_FILE", "--kind logits or --kind probs for a .npy file", p.name)
-        if not p.is_file():
-            raise InputError("TARGET_FILE", "an existing file", f"{p} (not found)")
-        scores, kind = load_npy(p), args.kind
-    elif p.suffix.lower() == ".npz" and p.is_file() and labels_key not in load_npz(p):
-        arrays = load_npz(p)
-        kind = args.kind or ("logits" if "logits" in arrays else "probs")
-        key = args.scores_key or kind
-        if key not in arrays:
-            keys = ", ".join(sorted(arrays)) or "none"
-            raise InputError(str(p), "a 'logits' or 'probs' array (or name the key)", keys)
-        scores = arrays[key]
-    else:
-        out = read_outputs(args, args.target, args.target_labels)
-        return np.asarray(out.as_logits(), dtype=np.float64), out.labels
-    s = check_scores(scores, kind, name=f"{kind} in {p}")
-    unlabelled = ClassifierOutputs(labels=np.zeros(s.shape[0], np.int64), scores=s, kind=kind)
-    return np.asarray(unlabelled.as_logits(), dtype=np.float64), None
+    target = read_scores(args, args.target, args.target_labels, "TARGET_FILE")
+    return np.asarray(target.logits, dtype=np.float64), target.labels
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,6 +77,15 @@ def run(args: argparse.Namespace) -> int:
 
     out_dir = None if args.out is None else check_replaceable_folder(Path(args.out), "--out")
     priors = None if args.priors is None else _priors(args.priors)
+    for path, option in (
+        (args.source, "SOURCE_FILE"),
+        (args.labels, "--labels"),
+        (args.target, "TARGET_FILE"),
+        (args.target_labels, "--target-labels"),
+    ):
+        check_input(path, option)
+    if args.calibrator != "none":
+        method_class(args.calibrator, "--calibrator", ("logits",))
     source = read_outputs(args, args.source, args.labels)
     z, y = read_target(args)
     if z.shape[1] != source.n_classes:
@@ -124,5 +117,7 @@ def run(args: argparse.Namespace) -> int:
             (tmp / "report.md").write_text(md, "utf-8")
             doc = json.dumps(label_shift_json(r, source=text), indent=1, allow_nan=False)
             (tmp / "results.json").write_text(doc + "\n", "utf-8")
+            r.adapter.save(tmp / ADAPTER_FILE)
         print(f"report: {out_dir / 'report.md'}")
+        print(f"prior adapter: {out_dir / ADAPTER_FILE} (calibkit apply adapts with it)")
     return 0

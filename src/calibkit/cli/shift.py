@@ -171,7 +171,7 @@ def _checked(args: argparse.Namespace) -> dict[str, Any]:
         raise InputError("--methods", "comma-separated calibrator names", repr(args.methods))
     for m in methods:
         if m != "none":
-            method_class(m, "--methods")
+            method_class(m, "--methods", ("logits",))
     conformal = [] if args.conformal == "none" else _names(args.conformal)
     bad = [s for s in conformal if s not in SCORES]
     if bad or (args.conformal != "none" and not conformal):
