@@ -195,11 +195,14 @@ class PostHoc(EstimatorAPI, ABC):
     def to_json(self) -> dict[str, Any]:
         """The JSON-ready document: kind, method, parameters and fitted state."""
         self.check_is_fitted()
-        params = {
+        return document(self.kind, self.name, self._saved_params(), self.fitted_state())
+
+    def _saved_params(self) -> dict[str, Any]:
+        """The parameters as a document holds them (each constraint's ``encode``, if any)."""
+        return {
             key: getattr(self.param_constraints[key], "encode", _same)(value)
             for key, value in self.get_params().items()
         }
-        return document(self.kind, self.name, params, self.fitted_state())
 
     def save(self, path: str | Path) -> None:
         """Write the fitted object to a JSON file (atomically; never pickle)."""

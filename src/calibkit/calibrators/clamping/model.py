@@ -77,7 +77,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
@@ -96,7 +95,15 @@ from calibkit.calibrators.clamping.inputs import (
     is_number,
 )
 from calibkit.calibrators.clamping.passes import frozen, logits_pass, n_outputs
-from calibkit.calibrators.clamping.persistence import load_clamping, save_clamping
+from calibkit.calibrators.clamping.persistence import (
+    check_relations,
+    constructor_params,
+    delta_of,
+    loaded_state,
+    saved_params,
+    saved_state,
+    upgrade_guard,
+)
 from calibkit.calibrators.clamping.search import GammaFit, search_gamma
 from calibkit.calibrators.clamping.settings import SGDSettings, split_params
 from calibkit.calibrators.model_calibrator import ModelCalibrator
@@ -180,6 +187,8 @@ class NeuralClamping(ModelCalibrator):
     """
 
     name = "neural_clamping"
+    #: Not registered itself: saved as ``nc_fl``, which fixes no parameter.
+    saved_as: ClassVar[str | None] = "nc_fl"
     param_constraints: ClassVar[Constraints] = {
         "gamma": Checked(_gamma, GAMMA),
         "lam": NoneOr(NON_NEGATIVE),
@@ -194,7 +203,8 @@ class NeuralClamping(ModelCalibrator):
         "seed": Integer(),
         "sgd": Checked(_sgd, "an SGDSettings"),
     }
-    #: The fitted attributes saved in the JSON sidecar (``delta_`` is in the tensor file).
+    #: The fitted attributes the document holds, as it holds them
+    #: (:mod:`~calibkit.calibrators.clamping.persistence`; ``delta_`` is in the tensor file).
     state_constraints: ClassVar[Constraints] = {
         "log_temperature_": Real(),
         "lam_": NON_NEGATIVE,
@@ -392,18 +402,35 @@ class NeuralClamping(ModelCalibrator):
             other.temperature_ = math.exp(self.sgd_log_temperature_)
         return other
 
-    # ----- persistence ---------------------------------------------------------------------
-    def save(self, path: str | Path) -> None:
-        """Write ``delta_`` to ``path`` with suffix ``.safetensors``, the rest to ``.json``."""
-        save_clamping(self, path)
+    # ----- persistence (the model kind's: tensors beside the document) ---------------------
+    def _tensors(self) -> dict[str, torch.Tensor]:
+        return {"delta": self.delta_}
+
+    def _set_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        self.delta_ = delta_of(tensors)
+
+    def _saved_params(self) -> dict[str, Any]:
+        return saved_params(self.get_params())
 
     @classmethod
-    def load(cls, path: str | Path, model: nn.Module | None = None) -> Self:
-        """Read a Neural Clamping written by :meth:`save`, applied to ``model``."""
-        if not isinstance(model, nn.Module):
-            raise InputError("model", "the torch.nn.Module the saved fit applies to", repr(model))
-        loaded: Self = load_clamping(cls, path, model)
-        return loaded
+    def _constructor_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        return constructor_params(cls.param_constraints, params)
+
+    def _saved_state(self) -> dict[str, Any]:
+        return saved_state(super()._saved_state())
+
+    @classmethod
+    def _upgrade(
+        cls, params: dict[str, Any], state: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        return params, upgrade_guard(params, state)
+
+    def _check_state(self) -> None:
+        check_relations(self)
+
+    def _load_state(self, state: object) -> None:
+        super()._load_state(state)
+        loaded_state(self)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

@@ -1,32 +1,31 @@
-"""Saving and loading a fitted Neural Clamping, never by pickle.
+"""What a saved Neural Clamping holds beyond the one document of the ``model`` kind.
 
-A saved :class:`~calibkit.calibrators.clamping.NeuralClamping` is two files next to each
-other: ``delta_`` in a ``.safetensors`` file, and everything else (the constructor
-parameters, the other fitted attributes, the name of the delta file and its sha256) in a
-``.json`` sidecar. The sidecar keeps the fields of
-:class:`~calibkit.calibrators.clamping.settings.SGDSettings` flat among the other
-parameters, as format version 1 always has, so files written before they were grouped
-still load, and so do files written before the guard said which of it decided (their
-``guard_`` is filled in as what that fit was: no hold-out, or delta kept or dropped).
-Loading checks the sidecar's format version and the delta's checksum, and
-applies the result to a model given by the caller (the model itself is not saved).
+A fitted :class:`~calibkit.calibrators.clamping.NeuralClamping` is saved as every model
+calibrator is (:mod:`~calibkit.calibrators.model_calibrator`): the document of
+:mod:`~calibkit.calibrators.persistence` (kind ``"model"``, its method's registered name)
+beside a ``.safetensors`` file holding ``delta_`` (as ``delta``). What is its own, here:
+
+- the parameters keep the fields of
+  :class:`~calibkit.calibrators.clamping.settings.SGDSettings` flat among the others, as
+  calibkit 0.x's sidecar (``{"calibkit_neural_clamping": 1, ...}``) always has, so that
+  sidecar reads as the same document; every parameter is required;
+- the state holds ``ece_by_gamma_`` as ``[gamma, ECE]`` pairs and ``sgd_log_temperature_``
+  as null where no SGD ran (NaN in memory); the relations between the fitted attributes
+  are checked on load (:func:`check_relations`);
+- a file written before the guard said which of it decided gets its ``guard_`` as what
+  that fit was: no hold-out, or delta kept or dropped (:func:`upgrade_guard`);
+- the tensor file holds one finite floating-point ``delta`` (:func:`delta_of`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import inspect
-import json
 import math
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
 from torch import Tensor
 
-from calibkit.calibrators.base import MAX_FILE_BYTES
 from calibkit.calibrators.clamping.holdout import GUARDS
 from calibkit.calibrators.clamping.settings import SGD_FIELDS, flat_params, split_params
 from calibkit.calibrators.temperature import check_log_temperature
@@ -40,136 +39,97 @@ from calibkit.core.validation import (
     String,
     check_params,
 )
-from calibkit.io.atomic import atomic_write_bytes, atomic_write_text
 
 if TYPE_CHECKING:
-    from torch import nn
+    from calibkit.calibrators.clamping.model import NeuralClamping
 
-#: The Neural Clamping saved or loaded: typed loosely, so that this module does not import
-#: the class that imports it (its declarations are read from the class itself).
-NeuralClamping = Any
-
-FORMAT_VERSION = 1
-
-
-def save_clamping(nc: NeuralClamping, path: str | Path) -> None:
-    """Write the fitted ``nc``: ``delta_`` to ``path`` with suffix ``.safetensors``, the
-    rest to a ``.json`` sidecar with the delta file's name and sha256 (no pickle)."""
-    nc.check_is_fitted()
-    tensors, sidecar = _paths(path)
-    tmp = tensors.with_name(tensors.name + ".tmp")
-    save_file({"delta": nc.delta_.contiguous()}, str(tmp))
-    data = tmp.read_bytes()
-    tmp.unlink()
-    atomic_write_bytes(tensors, data)
-    params = flat_params(nc.get_params())
-    params["device"] = None if params["device"] is None else str(params["device"])
-    state = {k: v for k, v in nc.fitted_state().items() if k != "delta_"}
-    state["ece_by_gamma_"] = [[g, e] for g, e in nc.ece_by_gamma_.items()]
-    sgd = nc.sgd_log_temperature_
-    state["sgd_log_temperature_"] = sgd if math.isfinite(sgd) else None
-    doc = {
-        "calibkit_neural_clamping": FORMAT_VERSION,
-        "params": params,
-        "state": state,
-        "delta_file": tensors.name,
-        "delta_sha256": hashlib.sha256(data).hexdigest(),
-    }
-    atomic_write_text(sidecar, json.dumps(doc, indent=1, allow_nan=False))
-
-
-#: The sidecar's fields. Its ``state`` holds the fitted attributes but ``delta_`` (in the
-#: tensor file), checked on load against the class's ``fitted_constraints()``.
-SIDECAR_KEYS = ("calibkit_neural_clamping", "params", "state", "delta_file", "delta_sha256")
 #: Parameters checked here because :class:`SGDSettings` coerces or does not check them.
 PARAMS: Constraints = {"fuse": Boolean(), "progress": Boolean(), "device": NoneOr(String())}
+#: The dtypes a loaded ``delta`` may have.
+DELTA_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
-def load_clamping(cls: type[NeuralClamping], path: str | Path, model: nn.Module) -> NeuralClamping:
-    """A ``cls`` written by :func:`save_clamping`, applied to ``model``: the ``.json``
-    sidecar's version, fields and values, and the ``.safetensors`` delta's sha256, dtype
-    and values are checked (no pickle); anything else raises one InputError naming the
-    file and the field."""
-    tensors, sidecar = _paths(path)
-    try:
-        if sidecar.stat().st_size > MAX_FILE_BYTES:
-            raise InputError(str(sidecar), f"at most {MAX_FILE_BYTES >> 20} MB", "a larger file")
-        doc = json.loads(sidecar.read_text(encoding="utf-8"))
-        data = tensors.read_bytes()
-    except FileNotFoundError as exc:
-        raise InputError("path", "an existing saved Neural Clamping", str(exc.filename)) from None
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise InputError("path", "a valid JSON sidecar", f"{sidecar}: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("calibkit_neural_clamping") != FORMAT_VERSION:
-        raise InputError(
-            "path", f"a Neural Clamping sidecar (version {FORMAT_VERSION})", str(sidecar)
-        )
-    if hashlib.sha256(data).hexdigest() != doc.get("delta_sha256"):
-        raise InputError("path", "a delta file matching its sidecar's checksum", str(tensors))
-    try:
-        obj = _rebuild(cls, doc, model)
-        obj.delta_ = _delta(tensors)
-    except InputError as exc:
-        raise InputError(f"{sidecar}: {exc.argument}", exc.expected, exc.got[:80]) from None
-    return obj
+def saved_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The constructor parameters as a document holds them: :class:`SGDSettings` flat, the
+    device as its name."""
+    flat = flat_params(params)
+    flat["device"] = None if flat["device"] is None else str(flat["device"])
+    return flat
 
 
-def _rebuild(cls: type[NeuralClamping], doc: dict[str, Any], model: nn.Module) -> NeuralClamping:
-    """``cls`` with the sidecar's parameters and fitted state, every field checked."""
-    check_state(dict.fromkeys(SIDECAR_KEYS, _ANY), doc, {}, prefix="")
-    params, state = doc["params"], doc["state"]
-    if not isinstance(params, dict):
-        raise InputError("params", "a mapping of parameters", type(params).__name__)
-    names = [p for p in inspect.signature(cls).parameters if p not in ("model", "sgd")]
-    check_state(dict.fromkeys([*names, *SGD_FIELDS], _ANY), params, {}, prefix="params.")
+def constructor_params(names: Mapping[str, object], params: dict[str, Any]) -> dict[str, Any]:
+    """A document's flat parameters -> constructor keywords: exactly the declared ``names``
+    (but ``sgd``) and the :data:`SGD_FIELDS`, each present."""
+    fields = [*(name for name in names if name != "sgd"), *SGD_FIELDS]
+    check_state(dict.fromkeys(fields, _ANY), params, {}, prefix="params.")
     check_params(PARAMS, {k: params[k] for k in PARAMS}, "params", prefix="params.")
-    if isinstance(params["gamma"], list):
-        params = {**params, "gamma": tuple(params["gamma"])}
     try:
-        obj = cls(model, **split_params(params))
-    except InputError as exc:
+        return split_params(params)
+    except InputError as exc:  # an SGDSettings field
         raise InputError(f"params.{exc.argument}", exc.expected, exc.got) from None
-    if not isinstance(state, dict):
-        raise InputError("state", "a mapping of fitted attributes", type(state).__name__)
-    if not any(key in state for key in ("guard_", "holdout_ts_loss_")):  # saved before them
-        kept = GUARDS[1] if state.get("delta_kept_") is True else GUARDS[2]
-        state = {**state, "guard_": kept if obj.holdout else GUARDS[0], "holdout_ts_loss_": None}
-    declared = {k: c for k, c in cls.fitted_constraints().items() if k != "delta_"}
-    checked = check_state(declared, state, {}, prefix="state.")
-    pairs = checked["ece_by_gamma_"]
-    if any(len(pair) != 2 for pair in pairs):
-        raise InputError("state.ece_by_gamma_", "a list of [gamma, ECE] pairs", repr(pairs))
-    checked["ece_by_gamma_"] = {g: e for g, e in pairs}
-    check_log_temperature(checked["log_temperature_"], checked["temperature_"])
-    if checked["gamma_"] not in obj.gamma:
-        raise InputError("state.gamma_", f"one of params.gamma {obj.gamma}", repr(state["gamma_"]))
-    guard = checked["guard_"]
-    agrees = checked["delta_kept_"] == (guard in GUARDS[:2])
-    if (guard == GUARDS[0]) != (obj.holdout == 0) or not agrees:
-        expected = f"a guard agreeing with params.holdout ({obj.holdout:g}) and state.delta_kept_"
+
+
+def saved_state(state: dict[str, Any]) -> dict[str, Any]:
+    """The fitted attributes (but ``delta_``) as a document holds them."""
+    sgd = state["sgd_log_temperature_"]
+    return {
+        **state,
+        "ece_by_gamma_": [[g, e] for g, e in state["ece_by_gamma_"].items()],
+        "sgd_log_temperature_": sgd if math.isfinite(sgd) else None,
+    }
+
+
+def loaded_state(nc: NeuralClamping) -> None:
+    """The inverse of :func:`saved_state`, on a loaded (checked) ``nc``."""
+    nc.ece_by_gamma_ = {g: e for g, e in _pairs(nc)}
+    if nc.sgd_log_temperature_ is None:
+        nc.sgd_log_temperature_ = math.nan
+
+
+def upgrade_guard(params: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    """The state of a file written before ``guard_`` and ``holdout_ts_loss_``, as that fit
+    was: no hold-out, or ``delta`` kept or dropped."""
+    if any(key in state for key in ("guard_", "holdout_ts_loss_")):
+        return state
+    kept = GUARDS[1] if state.get("delta_kept_") is True else GUARDS[2]
+    return {
+        **state,
+        "guard_": kept if params.get("holdout") else GUARDS[0],
+        "holdout_ts_loss_": None,
+    }
+
+
+def check_relations(nc: NeuralClamping) -> None:
+    """An InputError for loaded fitted attributes (as saved) that no fit gives together."""
+    pairs = _pairs(nc)
+    if any(len(pair) != 2 for pair in pairs) or len({p[0] for p in pairs}) != len(pairs):
+        expected = "a list of [gamma, ECE] pairs, one per gamma"
+        raise InputError("state.ece_by_gamma_", expected, repr(pairs)[:60])
+    check_log_temperature(nc.log_temperature_, nc.temperature_)
+    if nc.gamma_ not in nc.gamma:
+        raise InputError("state.gamma_", f"one of params.gamma {nc.gamma}", repr(nc.gamma_))
+    guard = nc.guard_
+    agrees = nc.delta_kept_ == (guard in GUARDS[:2])
+    if (guard == GUARDS[0]) != (nc.holdout == 0) or not agrees:
+        expected = f"a guard agreeing with params.holdout ({nc.holdout:g}) and state.delta_kept_"
         raise InputError("state.guard_", expected, repr(guard))
-    sgd = checked["sgd_log_temperature_"]
-    checked["sgd_log_temperature_"] = math.nan if sgd is None else sgd
-    obj.__dict__.update({k: checked[k] for k in state})
-    return obj
 
 
-def _delta(tensors: Path) -> Tensor:
-    """The tensor file's one finite floating-point ``delta``."""
-    try:
-        loaded = load_file(str(tensors))
-    except (SafetensorError, OSError, ValueError) as exc:
-        raise InputError(str(tensors), "a safetensors file", str(exc)) from None
-    delta = loaded.get("delta")
-    if set(loaded) != {"delta"} or delta is None or not delta.is_floating_point():
-        raise InputError(
-            str(tensors), "one floating-point tensor named delta", repr(sorted(loaded))
-        )
+def delta_of(tensors: dict[str, Tensor]) -> Tensor:
+    """The tensor file's one finite floating-point ``delta`` of at least one dimension."""
+    delta = tensors.get("delta")
+    if set(tensors) != {"delta"} or delta is None or delta.dtype not in DELTA_DTYPES:
+        found = ", ".join(f"{k} ({t.dtype})" for k, t in tensors.items()) or "none"
+        raise InputError("delta", "one floating-point tensor named delta", found)
     if delta.ndim < 1 or not bool(torch.isfinite(delta).all()):
-        raise InputError(
-            str(tensors), "a finite delta of one input's shape", f"shape {tuple(delta.shape)}"
-        )
+        expected = "a finite delta of one input's shape"
+        raise InputError("delta", expected, f"shape {tuple(delta.shape)}, or non-finite values")
     return delta
+
+
+def _pairs(nc: NeuralClamping) -> list[list[float]]:
+    """A loaded ``ece_by_gamma_``, as the document holds it."""
+    return cast(list[list[float]], nc.ece_by_gamma_)
 
 
 class _Anything(Constraint):
@@ -183,8 +143,3 @@ class _Anything(Constraint):
 
 
 _ANY = _Anything()
-
-
-def _paths(path: str | Path) -> tuple[Path, Path]:
-    p = Path(path)
-    return p.with_suffix(".safetensors"), p.with_suffix(".json")
