@@ -103,28 +103,57 @@ COVERAGE = Real(0.0, 1.0, closed="right")
 
 class SelectiveRisk(NamedTuple):
     """Selective prediction at a coverage, on the calibration rows
-    (:meth:`ConformalClassifier.selective`)."""
+    (:meth:`ConformalClassifier.selective`).
 
-    #: The fraction of the calibration rows kept (at least the one asked; ties are kept).
+    Parameters
+    ----------
+    coverage : float
+        The fraction of the calibration rows kept (at least the one asked; ties at the
+        threshold are kept too).
+    threshold : float
+        The calibrated top-label confidence at or above which a row is answered.
+    risk : float
+        The error rate among the rows kept.
+    risk_upper : float
+        Its one-sided 95% Clopper-Pearson upper bound.
+    n_kept, n_calibration : int
+        The rows kept, and the calibration rows they are taken from.
+
+    Examples
+    --------
+    >>> SelectiveRisk(0.5, 0.9, 0.1, 0.4, 5, 10).risk
+    0.1
+    """
+
     coverage: float
-    #: The calibrated top-label confidence at or above which a row is answered.
     threshold: float
-    #: The error rate among the rows kept.
     risk: float
-    #: Its one-sided 95% Clopper-Pearson upper bound.
     risk_upper: float
     n_kept: int
     n_calibration: int
 
 
 class Answers(NamedTuple):
-    """The three answers of :meth:`ConformalClassifier.predict_all`."""
+    """The three answers of :meth:`ConformalClassifier.predict_all`.
 
-    #: Calibrated probabilities ``(N, K)``.
+    Parameters
+    ----------
+    probs : ndarray of shape (N, K)
+        Calibrated probabilities.
+    sets : ndarray of bool, shape (N, K)
+        Prediction sets.
+    accept : ndarray of bool, shape (N,)
+        Whether to answer each row (else abstain).
+
+    Examples
+    --------
+    >>> a = Answers(np.array([[0.9, 0.1]]), np.array([[True, False]]), np.array([True]))
+    >>> a.sets.sum(), bool(a.accept[0])
+    (np.int64(1), True)
+    """
+
     probs: F64
-    #: Prediction sets ``(N, K)``.
     sets: Mask
-    #: Whether to answer each row ``(N,)`` (else abstain).
     accept: Mask
 
 

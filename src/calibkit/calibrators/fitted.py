@@ -92,7 +92,22 @@ CALIBRATORS: Registry[type[PostHoc]] = Registry(
 
 
 class PostHoc(EstimatorAPI, ABC):
-    """The base of every fitted post-hoc object (see the module docstring)."""
+    """The base of every fitted post-hoc object (see the module docstring).
+
+    A kind declares ``kind``, ``param_constraints``, ``state_constraints`` (and
+    ``optional_state``, ``fit_metadata``) and implements ``fit`` and ``to_module``;
+    registering it with ``CALIBRATORS.register`` names it. The rest is here.
+
+    Examples
+    --------
+    >>> import calibkit as ck
+    >>> sorted({CALIBRATORS.kind_of(name) for name in CALIBRATORS.names()})
+    ['groups', 'logits', 'model', 'priors', 'sets']
+    >>> all(issubclass(CALIBRATORS.get(name), PostHoc) for name in CALIBRATORS.names())
+    True
+    >>> ck.ConformalClassifier.fit_metadata, ck.GroupwiseTemperatureScaling.fit_metadata
+    ((), ('groups',))
+    """
 
     name: ClassVar[str] = "base"
     #: The kind (a key of :data:`~calibkit.calibrators.persistence.KINDS`).
@@ -298,7 +313,14 @@ class PostHoc(EstimatorAPI, ABC):
 class OnCalibrator(PostHoc):
     """A kind composed over a calibrator of logits (a conformal predictor, a prior
     adapter): its ``calibrator_`` (fitted from :class:`CalibratorSpec`, or ``None`` for the
-    softmax of the logits) gives the probabilities the kind works on."""
+    softmax of the logits) gives the probabilities the kind works on.
+
+    Examples
+    --------
+    >>> import calibkit as ck
+    >>> [issubclass(k, OnCalibrator) for k in (ck.ConformalClassifier, ck.PriorShiftAdapter)]
+    [True, True]
+    """
 
     calibrator_: Any
 
@@ -381,6 +403,15 @@ class CalibratorSpec(Constraint):
     A saved spec (:meth:`encode`) is the name, or ``{"method": ..., "params": ...}`` for an
     instance, which :meth:`check` reads back.
 
+    Parameters
+    ----------
+    kinds : tuple of str
+        The kinds the calibrator may be (default: calibrators of logits).
+    optional : bool
+        Whether ``None`` (no calibrator: the softmax of the logits) is accepted.
+
+    Examples
+    --------
     >>> spec = CalibratorSpec()
     >>> spec.check("calibrator", "temperature"), spec.check("calibrator", None)
     ('temperature', None)
@@ -442,7 +473,22 @@ class CalibratorSpec(Constraint):
 class FittedObject(Constraint):
     """A fitted object of the given ``kinds`` inside another's state (a conformal
     predictor's calibrator), or ``None`` where ``optional``: an instance, or its document
-    (rebuilt and checked by :func:`load_document`)."""
+    (rebuilt and checked by :func:`load_document`).
+
+    Parameters
+    ----------
+    kinds : tuple of str
+        The kinds the object may be.
+    optional : bool
+        Whether ``None`` is accepted.
+
+    Examples
+    --------
+    >>> import calibkit as ck
+    >>> ts = ck.TemperatureScaling().fit([[2.0, 0.0], [0.0, 1.0], [1.0, 0.0]], [0, 1, 1])
+    >>> FittedObject().check("state.calibrator_", ts.to_json()).temperature_ == ts.temperature_
+    True
+    """
 
     def __init__(self, kinds: tuple[str, ...] = ("logits",), optional: bool = True) -> None:
         self.kinds, self.optional = kinds, optional
