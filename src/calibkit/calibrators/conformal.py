@@ -283,8 +283,12 @@ class ConformalClassifier(PostHoc):
         return {"penalty": self.penalty, "k_reg": self.k_reg, "weight": self.weight}
 
     # ----- fit and predict ---------------------------------------------------------------
-    def fit(self, logits: object, labels: object, sample_weight: object = None) -> Self:
-        """Fit the calibrator (on its part) and the quantile(s) on the calibration rows."""
+    def fit(
+        self, logits: object, labels: object, sample_weight: object = None, **metadata: object
+    ) -> Self:
+        """Fit the calibrator (on its part) and the quantile(s) on the calibration rows
+        (``metadata``: none is declared, so any is refused by name)."""
+        self._route(metadata)
         if sample_weight is not None:
             raise InputError("sample_weight", "None for 'conformal' (unweighted ranks)", "weights")
         out = as_outputs(labels, logits=logits)
@@ -360,8 +364,9 @@ class ConformalClassifier(PostHoc):
             )
         return z
 
-    def predict_proba(self, logits: object) -> F64:
+    def predict_proba(self, logits: object, **metadata: object) -> F64:
         """The probabilities the scores are computed from (the calibrator's, or softmax)."""
+        self._route(metadata)
         return self._probs(self._check_logits(logits))
 
     def predict_scores(self, logits: object, u: object = None) -> F64:
@@ -371,12 +376,13 @@ class ConformalClassifier(PostHoc):
             self._probs(z), self.score, self._u(u, z.shape[0]), **self._score_options()
         )
 
-    def predict_set(self, logits: object, u: object = None) -> Mask:
+    def predict_set(self, logits: object, u: object = None, **metadata: object) -> Mask:
         """The prediction sets as a boolean mask ``(N, K)``.
 
         ``u``: for a randomised score, one uniform value in [0, 1) per row (default:
         drawn from ``seed``'s prediction stream, the same for the same N); refused otherwise.
         """
+        self._route(metadata)
         return self.predict_scores(logits, u) <= self.thresholds_[None, :]
 
     def _u(self, u: object, n: int) -> F64 | None:
