@@ -1,4 +1,5 @@
-"""A calibration set in which one class never occurs: every method refuses it or keeps it.
+"""A calibration set in which one class never occurs: every calibrator of logits (and
+group calibrator, fitted without groups) refuses it or keeps it.
 
 Methods that fit each class from its own rows (``needs_every_class``) refuse with an
 InputError naming ``labels`` and the class; the others keep the class by construction, so the
@@ -28,9 +29,7 @@ def _nll(probs: np.ndarray, labels: np.ndarray) -> float:
     return float(-np.mean(np.log(probs[np.arange(labels.shape[0]), labels])))
 
 
-@pytest.mark.parametrize(
-    "name", [n for n in CALIBRATORS.names() if not CALIBRATORS.get(n).needs_model]
-)
+@pytest.mark.parametrize("name", CALIBRATORS.names(kind=("logits", "groups")))
 def test_a_class_absent_from_the_labels_is_refused_or_kept(name: str) -> None:
     klass = CALIBRATORS.get(name)
     k = 2 if klass.binary_only else 4

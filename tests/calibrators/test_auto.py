@@ -65,12 +65,12 @@ def test_default_candidates_follow_the_registry_and_the_class_count() -> None:
     two = auto.candidates(2)
     assert {"platt", "beta"} <= set(two)
     assert set(two) - set(many) == {"platt", "beta"}
-    takes_model = {n for n in CALIBRATORS.names() if CALIBRATORS.get(n).needs_model}
-    assert takes_model  # Neural Clamping is registered, and never a candidate on logits
-    takes_groups = {n for n in CALIBRATORS.names() if CALIBRATORS.get(n).takes_groups}
-    excluded = {"auto", "temperature_ece", "platt", "beta", *named_only(), *takes_model}
-    excluded |= takes_groups
-    assert set(many) == set(CALIBRATORS.names()) - excluded
+    # Neural Clamping, the group calibrators, conformal sets and prior adapters are
+    # registered, and never candidates: only calibrators of logits are
+    for kind in ("model", "groups", "sets", "priors"):
+        assert CALIBRATORS.names(kind=kind), kind
+    excluded = {"auto", "temperature_ece", "platt", "beta", *named_only()}
+    assert set(many) == set(CALIBRATORS.names(kind="logits")) - excluded
     assert AutoCalibrator(methods=["temperature_ece"]).candidates(3) == ["temperature_ece"]
 
 

@@ -328,7 +328,7 @@ def test_module_gives_predict_set(score: str, randomized: bool, how: str, tmp_pa
 
 
 def test_load_refuses_a_bad_file_with_one_message(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="conformal file: expected an existing file"):
+    with pytest.raises(InputError, match=r"^calibkit file: expected an existing file"):
         ConformalClassifier.load(tmp_path / "absent.json")
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(InputError, match="valid JSON"):

@@ -294,7 +294,7 @@ def test_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_load_refuses_a_bad_file_with_one_message(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="label shift file: expected an existing file"):
+    with pytest.raises(InputError, match=r"^calibkit file: expected an existing file"):
         PriorShiftAdapter.load(tmp_path / "absent.json")
     (tmp_path / "bad.json").write_text("[" * 100_000)
     with pytest.raises(InputError, match="nested at most"):

@@ -51,9 +51,12 @@ VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
     "histogram_classwise-equal_mass": ("histogram_classwise", {"scheme": "equal_mass"}),
     "scaling_binning-platt": ("scaling_binning", {"scaler": "platt"}),
 }
-#: Logit calibrators; those that take the model deploy as a CalibratedModel, checked on the
-#: same paths by test_calibrated_model_deploys_neural_clamping.
-CASES = [*(n for n in CALIBRATORS.names() if not CALIBRATORS.get(n).needs_model), *VARIANTS]
+#: Calibrators of logits (the group calibrators without groups: their global map; with
+#: group codes in test_contract.py, as conformal sets and prior adapters); those that take
+#: the model deploy as a CalibratedModel, checked on the same paths by
+#: test_calibrated_model_deploys_neural_clamping.
+LOGIT_NAMES = CALIBRATORS.names(kind=("logits", "groups"))
+CASES = [*LOGIT_NAMES, *VARIANTS]
 
 
 @functools.cache
@@ -66,35 +69,51 @@ def fitted(case: str) -> tuple[Calibrator, torch.Tensor]:
     return create_calibrator(name, **params).fit(z[:300], y[:300]), torch.tensor(z)
 
 
-def _eager(module: nn.Module, x: torch.Tensor, tmp_path: Path) -> np.ndarray:
+#: A module's input: one tensor, or several (a group calibrator's logits and group codes);
+#: each has the rows in its first dimension.
+Inputs = torch.Tensor | tuple[torch.Tensor, ...]
+
+
+def _tuple(x: Inputs) -> tuple[torch.Tensor, ...]:
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _traced(x: Inputs) -> tuple[tuple[torch.Tensor, ...], tuple[dict[int, object], ...]]:
+    """The first 8 rows of each input, and the batch dimension dynamic in each."""
+    batch = torch.export.Dim("batch")
+    return tuple(t[:8] for t in _tuple(x)), tuple({0: batch} for _ in _tuple(x))
+
+
+def _eager(module: nn.Module, x: Inputs, tmp_path: Path) -> np.ndarray:
     with torch.no_grad():
-        return np.asarray(module(x).numpy())
+        return np.asarray(module(*_tuple(x)).numpy())
 
 
-def _script(module: nn.Module, x: torch.Tensor, tmp_path: Path) -> np.ndarray:
+def _script(module: nn.Module, x: Inputs, tmp_path: Path) -> np.ndarray:
     return _eager(torch.jit.script(module), x, tmp_path)
 
 
-def _export(module: nn.Module, x: torch.Tensor, tmp_path: Path) -> np.ndarray:
-    batch = {0: torch.export.Dim("batch")}
-    program = torch.export.export(module, (x[:8],), dynamic_shapes=(batch,))
+def _export(module: nn.Module, x: Inputs, tmp_path: Path) -> np.ndarray:
+    args, shapes = _traced(x)
+    program = torch.export.export(module, args, dynamic_shapes=shapes)
     return _eager(program.module(), x, tmp_path)
 
 
-def _onnx(module: nn.Module, x: torch.Tensor, tmp_path: Path) -> np.ndarray:
+def _onnx(module: nn.Module, x: Inputs, tmp_path: Path) -> np.ndarray:
     onnxruntime = pytest.importorskip("onnxruntime")
     path = tmp_path / "calibration.onnx"
-    batch = {0: torch.export.Dim("batch")}
-    program = torch.onnx.export(
-        module, (x[:8],), dynamo=True, dynamic_shapes=(batch,), verbose=False
-    )
+    args, shapes = _traced(x)
+    program = torch.onnx.export(module, args, dynamo=True, dynamic_shapes=shapes, verbose=False)
     assert program is not None
     program.save(str(path))
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    return np.asarray(session.run(None, {session.get_inputs()[0].name: x.numpy()})[0])
+    names = [i.name for i in session.get_inputs()]
+    feeds = dict(zip(names, (t.numpy() for t in _tuple(x)), strict=True))
+    return np.asarray(session.run(None, feeds)[0])
 
 
-PATHS: dict[str, Callable[[nn.Module, torch.Tensor, Path], np.ndarray]] = {
+#: The four ways to run a module: eager, TorchScript, torch.export, ONNX Runtime.
+PATHS: dict[str, Callable[[nn.Module, Inputs, Path], np.ndarray]] = {
     "eager": _eager,
     "script": _script,
     "export": _export,
@@ -240,10 +259,6 @@ def _wrong_shapes(k: int) -> list[torch.Tensor]:
     a 1-D batch unless the problem is binary."""
     shapes = [(6, 1), (2, 6, k), (6, k + 1)] + ([] if k == 2 else [(6,)])
     return [torch.zeros(shape, dtype=torch.float64) for shape in shapes]
-
-
-#: The logit calibrators (those that take the model deploy as a CalibratedModel, below).
-LOGIT_NAMES = [n for n in CALIBRATORS.names() if not CALIBRATORS.get(n).needs_model]
 
 
 @pytest.mark.parametrize("name", LOGIT_NAMES)

@@ -1,9 +1,11 @@
-"""Loaded calibrator files are checked against the declared fitted state (the family).
+"""Loaded files are checked against the declared fitted state (the family).
 
-Parametrised over every registered calibrator and every declared field: a file with a
-field missing, unknown, of the wrong type, shape or range, non-finite, too deeply nested
-or truncated is refused with one InputError naming the file and the field; good files
-still round-trip (see ``test_base.py``).
+Parametrised over every registered fitted object but Neural Clamping (calibrators, group
+calibrators, conformal sets, prior adapters: ``tests/calibrators/kinds.py``) and every
+declared field: a file with a field missing, unknown, of the wrong type, shape or range,
+non-finite, too deeply nested or truncated is refused by :func:`calibkit.calibrators.load`
+with one InputError naming the file and the field; good files still round-trip (see
+``test_contract.py``).
 """
 
 from __future__ import annotations
@@ -18,27 +20,21 @@ from typing import Any
 import numpy as np
 import pytest
 
-from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator
+from calibkit.calibrators import CALIBRATORS, load, persistence
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array, ArrayList
-from tests.calibrators.problems import random_problem
+from tests.calibrators import kinds
 
-#: The calibrators saved as one JSON document (``to_json``); those that take the model
-#: (``needs_model``) save a sidecar beside a tensor file, checked field by field in
-#: ``clamping/test_persistence.py`` and round-tripped in ``test_base.py``.
-NAMES = [n for n in CALIBRATORS.names() if not CALIBRATORS.get(n).needs_model]
+#: Every kind saved as one JSON document; Neural Clamping's (beside a tensor file) is
+#: checked field by field in ``clamping/test_persistence.py``.
+NAMES = kinds.NAMES
 NAN = float("nan")
 
 
 @functools.cache
 def _document(name: str) -> str:
-    """The JSON text of ``name`` fitted on a small problem (3 classes, 2 if binary-only)."""
-    k = 2 if CALIBRATORS.get(name).binary_only else 3
-    z, y = random_problem(300, k, seed=0, temperature=1.5, scale=2.5)
-    y[:k] = np.arange(k)
-    if CALIBRATORS.get(name).takes_groups:  # with groups, so that the group arrays are filled
-        return json.dumps(create_calibrator(name).fit(z, y, groups=np.arange(300) % 2).to_json())
-    return json.dumps(create_calibrator(name).fit(z, y).to_json())
+    """The JSON text of ``name`` fitted as its kind needs (``kinds.fitted``)."""
+    return json.dumps(kinds.fitted(name).to_json())
 
 
 def _refused(tmp_path: Path, doc: Any, *fields: str) -> str:
@@ -46,9 +42,9 @@ def _refused(tmp_path: Path, doc: Any, *fields: str) -> str:
     path = tmp_path / "bad.json"
     path.write_text(doc if isinstance(doc, str) else json.dumps(doc), encoding="utf-8")
     with pytest.raises(InputError) as info:
-        Calibrator.load(path)
+        load(path)
     message = str(info.value)
-    assert message.startswith(f"calibrator file {path}: "), message
+    assert message.startswith(f"calibkit file {path}: "), message
     assert "\n" not in message
     for field in fields:
         assert field in message, (field, message)
@@ -205,15 +201,13 @@ def test_a_nested_chosen_state_is_checked_too(tmp_path: Path) -> None:
 
 
 def test_a_huge_or_special_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from calibkit.calibrators import base
-
     path = tmp_path / "t.json"
     path.write_text(_document("temperature"), encoding="utf-8")
-    monkeypatch.setattr(base, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(persistence, "MAX_FILE_BYTES", 100)
     with pytest.raises(InputError, match=re.escape("expected a file of at most")):
-        Calibrator.load(path)
+        load(path)
     with pytest.raises(InputError, match="a regular file"):
-        Calibrator.load(tmp_path)
+        load(tmp_path)
 
 
 def test_a_long_value_is_shortened_in_the_message(tmp_path: Path) -> None:

@@ -1,10 +1,15 @@
-"""Every registered calibrator is a scikit-learn estimator: clone, get/set_params, tags,
+"""Every registered fitted object is a scikit-learn estimator: clone, get/set_params, tags,
 scikit-learn's NotFittedError, sample weights, and scikit-learn's own estimator checks.
 
 The estimator checks feed generic data: ``X`` with any number of columns and ``y`` with
 any labels. A calibrator's ``X`` is one logit per class and its ``y`` labels in
 ``[0, n_columns)``, so some checks cannot apply; each one skipped (an expected failure)
-says why in :data:`SKIPPED`.
+says why in :data:`SKIPPED`. They run on the calibrators (kinds ``logits`` and
+``groups``) and on conformal predictors (``sets``: ``predict_proba`` is the calibrator's),
+not on prior adapters (``priors``: ``predict_proba`` needs ``adapt(target_logits)`` after
+``fit``, which the checks cannot call) nor on Neural Clamping (``model``: its ``X`` is
+the model's inputs; test_base.py). Clone and sample weights are checked on every kind but
+``model`` (``tests/calibrators/kinds.py``).
 """
 
 from __future__ import annotations
@@ -20,17 +25,17 @@ from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.utils.estimator_checks import check_estimator
 
 from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator
+from calibkit.calibrators.fitted import PostHoc
 from calibkit.core.errors import CalibkitError, InputError, NotFittedError
+from tests.calibrators import kinds
 
-#: The calibrators of logits: the rows scikit-learn passes are logits. Those that take the
-#: model (``needs_model``) fit the model's inputs and get the model first (test_base.py).
-NAMES = [n for n in CALIBRATORS.names() if not CALIBRATORS.get(n).needs_model]
-#: Smaller settings where the defaults need more data than the checks' 20-100 rows.
-SMALL: dict[str, dict[str, object]] = {
-    "ms_odir": {"lambda_grid": [0.1, 1.0], "n_folds": 2},
-    "dirichlet": {"lambda_grid": [0.1, 1.0], "n_folds": 2},
-    "auto": {"methods": ["temperature", "histogram"], "n_folds": 2},
-}
+#: Every kind whose rows are logits (module docstring).
+NAMES = kinds.NAMES
+#: Those scikit-learn's estimator checks run on (module docstring).
+CHECKED = CALIBRATORS.names(kind=("logits", "groups", "sets"))
+#: Settings for the checks' 20-100 rows besides :data:`kinds.SMALL`: a conformal quantile
+#: needs 9 rows at alpha = 0.1, more than some checks give (full sets are allowed then).
+CHECK_SETTINGS: dict[str, dict[str, object]] = {"conformal": {"allow_full_sets": True}}
 
 _FEW_COLUMNS = "its X has fewer columns than y has classes (a calibrator needs a logit per class)"
 _WORDING = "checks the wording of an error; calibkit's InputError names the argument instead"
@@ -67,8 +72,12 @@ _ABSENT = (
 _NO_WEIGHTS = "the method cannot weight samples: sample_weight is refused with an InputError"
 
 
-def _expected_failures(cal: Calibrator) -> dict[str, str]:
+def _expected_failures(cal: PostHoc) -> dict[str, str]:
     skipped = dict(SKIPPED)
+    if not callable(getattr(cal, "score", None)) and hasattr(cal, "score"):
+        skipped["check_pipeline_consistency"] = (
+            "the parameter score (the conformity score) hides scikit-learn's score(X, y)"
+        )
     if cal.param_constraints:
         skipped["check_do_not_raise_errors_in_init_or_set_params"] = (
             "calibkit checks parameters where they are given (constructor and set_params)"
@@ -110,16 +119,16 @@ def _expected_failures(cal: Calibrator) -> dict[str, str]:
     return skipped
 
 
-def _small(name: str) -> Calibrator:
-    return create_calibrator(name, **SMALL.get(name, {}))
+def _small(name: str) -> PostHoc:
+    return kinds.new(name)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", CHECKED)
 def test_sklearn_estimator_checks(name: str) -> None:
     """Every check passes except the expected failures, and those do fail (so none is
     skipped without need). One ``check_estimator`` run per calibrator: as fast as the checks
     themselves (pytest's xfail tracebacks would take ten times longer)."""
-    cal = _small(name)
+    cal = kinds.new(name, **CHECK_SETTINGS.get(name, {}))
     expected = _expected_failures(cal)
     with warnings.catch_warnings():  # the checks' notes (array API skipped, set_params refused)
         warnings.simplefilter("ignore")
@@ -142,9 +151,7 @@ def _data(name: str, n: int = 300, seed: int = 0) -> tuple[np.ndarray, np.ndarra
 
 @pytest.mark.parametrize("name", NAMES)
 def test_clone_gives_an_unfitted_equal_copy(name: str) -> None:
-    cal = _small(name)
-    z, y = _data(name)
-    cal.fit(z, y)
+    cal = kinds.fit(_small(name), name)
     copy = clone(cal)
     assert type(copy) is type(cal)
     assert not copy.is_fitted
@@ -206,6 +213,8 @@ def test_the_weighted_methods() -> None:
     new = {"scaling_binning", "spline", "venn_abers", "isotonic_centred"}
     # the group-aware calibrators take each row's group, not weights (yet)
     unweighted = {"temperature_ece", "auto", "temperature_groupwise", "multicalibration", *new}
+    # conformal ranks and prior frequencies count rows
+    unweighted |= {"conformal", "prior_shift"}
     assert set(NAMES) - set(WEIGHTED) == unweighted
 
 

@@ -351,8 +351,12 @@ class ConformalClassifier(OnCalibrator):
         return create_score(self.score, penalty=self.penalty, k_reg=self.k_reg, weight=self.weight)
 
     # ----- fit and predict ---------------------------------------------------------------
-    def fit(self, logits: object, labels: object, sample_weight: object = None) -> Self:
-        """Fit the calibrator (on its part) and the quantile(s) on the calibration rows."""
+    def fit(
+        self, logits: object, labels: object, sample_weight: object = None, **metadata: object
+    ) -> Self:
+        """Fit the calibrator (on its part) and the quantile(s) on the calibration rows
+        (``metadata``: none is declared, so any is refused by name)."""
+        self._route(metadata)
         if sample_weight is not None:
             raise InputError("sample_weight", "None for 'conformal' (unweighted ranks)", "weights")
         out = as_outputs(labels, logits=logits)
@@ -421,8 +425,9 @@ class ConformalClassifier(OnCalibrator):
     def _draw(self, n: int, stream: int) -> F64:
         return np.random.default_rng([self.seed, stream]).random(n)
 
-    def predict_proba(self, logits: object) -> F64:
+    def predict_proba(self, logits: object, **metadata: object) -> F64:
         """The probabilities the scores are computed from (the calibrator's, or softmax)."""
+        self._route(metadata)
         return self._probs(self._check_predict_input(logits))
 
     def predict_scores(self, logits: object, u: object = None) -> F64:
@@ -430,13 +435,16 @@ class ConformalClassifier(OnCalibrator):
         z = self._check_predict_input(logits)
         return self.score_object().numpy(self._probs(z), self._u(u, z.shape[0]))
 
-    def predict_set(self, logits: object, u: object = None, *, alpha: float | None = None) -> Mask:
+    def predict_set(
+        self, logits: object, u: object = None, *, alpha: float | None = None, **metadata: object
+    ) -> Mask:
         """The prediction sets as a boolean mask ``(N, K)``.
 
         ``u``: for a randomised score, one uniform value in [0, 1) per row (default:
         drawn from ``seed``'s prediction stream, the same for the same N); refused otherwise.
         ``alpha``: another miscoverage than the fitted one (:meth:`thresholds`).
         """
+        self._route(metadata)
         thresholds = self.thresholds_ if alpha is None else self.thresholds(alpha)
         return self.predict_scores(logits, u) <= thresholds[None, :]
 

@@ -388,7 +388,10 @@ def _rebuild(data: object, source: str, path: Path | None, model: object) -> Pos
             klass = CALIBRATORS.get(method)
         except InputError as exc:
             raise InputError("method", exc.expected, exc.got) from None
-        if klass.kind != doc.kind:
+        if klass.kind not in doc.kinds:
+            if doc.header[0] != "calibkit":  # a 0.x document: its header says the kinds
+                expected = f"a method of kind {' or '.join(doc.kinds)} in a {doc.header[0]} file"
+                raise InputError("method", expected, f"{method!r}, of kind {klass.kind!r}")
             raise InputError("kind", f"{klass.kind!r}, the kind of {method!r}", repr(doc.kind))
         return klass._from_document(doc, path=path, model=model)
     except InputError as exc:
@@ -440,7 +443,9 @@ class CalibratorSpec(Constraint):
         self.fail(name, value)
 
     def _checked_class(self, name: str, method: str) -> type[PostHoc]:
-        klass = CALIBRATORS.get(method)  # an unknown name lists the registered ones
+        if method not in CALIBRATORS:  # named as the field, listing the names it takes
+            raise errors.UnknownNameError(name, method, CALIBRATORS.names(kind=self.kinds))
+        klass = CALIBRATORS.get(method)
         if klass.kind not in self.kinds:
             self.fail(name, method)
         return klass

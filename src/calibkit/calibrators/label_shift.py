@@ -55,6 +55,8 @@ F64 = npt.NDArray[np.float64]
 METHODS = ("em", "bbse")
 #: How far from 1 a prior vector's sum may be (float32 frequencies written as text).
 PRIOR_SUM_TOL = 1e-6
+#: What a loaded state lacking one of the optional fields got (as check_state says it).
+MISSING = "nothing: the field is missing"
 
 
 def check_priors(priors: object, name: str, n_classes: int, *, positive: bool = False) -> F64:
@@ -324,10 +326,13 @@ class PriorShiftAdapter(OnCalibrator):
         sample_weight: object = None,
         *,
         target_logits: object = None,
+        **metadata: object,
     ) -> Self:
         """Fit the calibrator, the source priors and the confusion matrix on labelled
         source rows (every class at least once: the source priors must be positive);
-        with ``target_logits`` (unlabelled target rows), :meth:`adapt` to them too."""
+        with ``target_logits`` (unlabelled target rows), :meth:`adapt` to them too
+        (``metadata``: none is declared, so any is refused by name)."""
+        self._route(metadata)
         if sample_weight is not None:
             raise InputError("sample_weight", "None for 'prior_shift'", "weights")
         out = as_outputs(labels, logits=logits)
@@ -388,8 +393,9 @@ class PriorShiftAdapter(OnCalibrator):
         self._check_is_adapted()
         return np.asarray(self.target_priors_ / self.source_priors_, dtype=np.float64)
 
-    def predict_proba(self, logits: object) -> F64:
+    def predict_proba(self, logits: object, **metadata: object) -> F64:
         """The posteriors adapted to the target priors."""
+        self._route(metadata)
         self._check_is_adapted()
         return _reweight(self.source_proba(logits), self.weights_, self.target_priors_)
 
@@ -409,11 +415,11 @@ class PriorShiftAdapter(OnCalibrator):
         if self.is_adapted:
             if not hasattr(self, "n_iter_"):
                 raise InputError(
-                    "state.n_iter_", "EM's iterations beside the target priors", "none"
+                    "state.n_iter_", "EM's iterations beside the target priors", MISSING
                 )
             check_priors(self.target_priors_, "state.target_priors_", k)
         elif hasattr(self, "n_iter_"):
-            raise InputError("state.target_priors_", "the target priors beside n_iter_", "none")
+            raise InputError("state.target_priors_", "the target priors beside n_iter_", MISSING)
         if (self.calibrator_ is None) != (self.calibrator is None):
             raise InputError(
                 "state.calibrator_", "a fitted calibrator as params.calibrator says", "other"

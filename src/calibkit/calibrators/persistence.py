@@ -57,12 +57,13 @@ KINDS: dict[str, str] = {
 DOCUMENT_KEYS = ("calibkit", "kind", "method", "params", "state")
 #: Extra fields of a model calibrator's document (its tensors live in a file beside it).
 TENSOR_KEYS = ("tensors_file", "tensors_sha256")
-#: The headers of the documents of calibkit 0.x (all version 1) and the kind each held.
-LEGACY_HEADERS = {
-    "calibkit_calibrator": "logits",
-    "calibkit_conformal": "sets",
-    "calibkit_label_shift": "priors",
-    "calibkit_neural_clamping": "model",
+#: The headers of the documents of calibkit 0.x (all version 1) and the kinds each held
+#: (a calibrator document held a calibrator of logits or a group calibrator alike).
+LEGACY_HEADERS: dict[str, tuple[str, ...]] = {
+    "calibkit_calibrator": ("logits", "groups"),
+    "calibkit_conformal": ("sets",),
+    "calibkit_label_shift": ("priors",),
+    "calibkit_neural_clamping": ("model",),
 }
 #: Largest file read (a real one is far smaller; a larger one exhausts memory).
 MAX_FILE_BYTES = 256 << 20
@@ -73,16 +74,40 @@ MAX_DEPTH = 32
 
 @dataclass(frozen=True)
 class Document:
-    """The fields of a parsed document (:func:`parse_document`), values still encoded."""
+    """The fields of a parsed document (:func:`parse_document`), values still encoded.
+
+    Attributes
+    ----------
+    kind : str
+        The kind the document states (a calibkit 0.x document: the first its header held).
+    method : str or None
+        The registered name (None: a 0.x Neural Clamping sidecar, which did not say).
+    params, state : object
+        The encoded parameters and fitted state.
+    header : tuple of (str, int)
+        The header's name and version (``"calibkit"`` 2, or a legacy header's).
+    raw : dict
+        The whole document, for the fields a kind adds (a model calibrator's tensor file).
+
+    Examples
+    --------
+    >>> doc = parse_document({"calibkit_conformal": 1, "params": {}, "state": {}})
+    >>> doc.method, doc.kinds, doc.header
+    ('conformal', ('sets',), ('calibkit_conformal', 1))
+    """
 
     kind: str
     method: str | None
     params: Any
     state: Any
-    #: The header's name and version (``"calibkit"`` 2, or a legacy header's).
     header: tuple[str, int]
-    #: The whole document, for the fields a kind adds (a model calibrator's tensor file).
     raw: dict[str, Any]
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds the document may hold: its ``kind``, or every kind its calibkit 0.x
+        header held (:data:`LEGACY_HEADERS`; the method's kind tells them apart)."""
+        return LEGACY_HEADERS.get(self.header[0], (self.kind,))
 
 
 def document(
@@ -117,14 +142,14 @@ def parse_document(data: object) -> Document:
         if not isinstance(method, str):
             raise InputError("method", "a registered name", repr(method)[:60])
         return Document(kind, method, data["params"], data["state"], ("calibkit", 2), data)
-    for header, kind in LEGACY_HEADERS.items():
+    for header, kinds in LEGACY_HEADERS.items():
         if header in data:
-            return _legacy(data, header, kind)
+            return _legacy(data, header, kinds)
     expected = f"a calibkit JSON document (format version {FORMAT_VERSION}, or 1)"
     raise InputError("document", expected, "something else")
 
 
-def _legacy(data: dict[str, Any], header: str, kind: str) -> Document:
+def _legacy(data: dict[str, Any], header: str, kinds: tuple[str, ...]) -> Document:
     """A document of calibkit 0.x as the fields of version 2."""
     if data[header] != 1 or type(data[header]) is not int:
         raise InputError("document", f"{header} version 1", repr(data[header])[:40])
@@ -141,7 +166,7 @@ def _legacy(data: dict[str, Any], header: str, kind: str) -> Document:
         method = "conformal"
     elif header == "calibkit_label_shift":
         method = "prior_shift"
-    return Document(kind, method, data["params"], data["state"], (header, 1), data)
+    return Document(kinds[0], method, data["params"], data["state"], (header, 1), data)
 
 
 def _check_fields(data: dict[str, Any], keys: tuple[str, ...]) -> None:
