@@ -32,9 +32,9 @@ import torch
 import torch.nn.functional as F
 from _bench import fmt_time, interleaved, machine, median, parse_args, table
 
-from calibkit.calibrators.clamping import NeuralClamping, SGDSettings
-from calibkit.calibrators.clamping.objective import objective
-from calibkit.calibrators.clamping.passes import fused_copy, layout
+from calibkit.calibrators.model.clamping import NeuralClamping, SGDSettings
+from calibkit.calibrators.model.clamping.objective import objective
+from calibkit.calibrators.model.clamping.passes import fused_copy, layout
 from calibkit.models import load_pretrained_cifar_resnet
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from calibkit.calibrators.auto import named_only
+from calibkit.calibrators.logit.auto import named_only
 from calibkit.core.outputs import as_outputs
 from calibkit.study.store.run_folder import RunFolder
 from calibkit.workflows.compare import applicable_methods, compare

@@ -59,7 +59,7 @@ def _neural_clamping_in_float32(monkeypatch: pytest.MonkeyPatch) -> None:
     the tests pin it to float32 so that they check the same numbers on every CPU (the choice
     itself is tested in tests/core/test_precision.py and tests/calibrators/clamping)."""
     monkeypatch.setattr(
-        "calibkit.calibrators.clamping.settings.fastest_precision", lambda device: "float32"
+        "calibkit.calibrators.model.clamping.settings.fastest_precision", lambda device: "float32"
     )
 
 

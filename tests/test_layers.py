@@ -246,6 +246,73 @@ def test_readme_lists_the_study_sub_layers_in_order() -> None:
     assert set(listed) == set(STUDY_LAYERS)
 
 
+#: The sub-layers of ``calibrators`` -> rank (the README's "How the code is laid out"):
+#: the contract and the export modules (the modules at its top), the calibrators of logits,
+#: the kinds built on them, and the scikit-learn wrapper over all of them.
+CALIBRATOR_LAYERS = {
+    "": 0,
+    "logit": 1,
+    "groups": 2,
+    "model": 2,
+    "sets": 2,
+    "priors": 2,
+    "sklearn_wrapper": 3,
+}
+
+
+def _calibrator_layer(parts: list[str]) -> str:
+    """The sub-layer of ``calibkit.calibrators.<parts>`` (a top module or name: ``""``)."""
+    head = parts[0] if parts else ""
+    return head if head in CALIBRATOR_LAYERS else ""
+
+
+def calibrators_upward(path: Path, imports: list[tuple[int, str]]) -> list[str]:
+    """The imports of the calibrators module ``path`` that run up or across its sub-layers
+    (the package root ``calibkit.calibrators`` imports every kind: it is the only exception)."""
+    own = _calibrator_layer(list(path.relative_to(SRC / "calibrators").with_suffix("").parts))
+    bad = []
+    for line, module in imports:
+        parts = module.split(".")
+        if parts[:2] != ["calibkit", "calibrators"]:
+            continue
+        other = _calibrator_layer(parts[2:])
+        if other != own and CALIBRATOR_LAYERS[other] >= CALIBRATOR_LAYERS[own]:
+            bad.append(f"line {line}: {module} (calibrators.{other or '<top>'} is not below {own})")
+    return bad
+
+
+def _calibrator_modules() -> list[Path]:
+    root = SRC / "calibrators" / "__init__.py"
+    return sorted(p for p in (SRC / "calibrators").rglob("*.py") if p != root)
+
+
+@pytest.mark.parametrize("path", _calibrator_modules(), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_upward_import_between_calibrator_kinds(path: Path) -> None:
+    assert calibrators_upward(path, _imports(path)) == [], f"{path.relative_to(SRC)} imports upward"
+
+
+def test_the_calibrator_rank_test_can_fail() -> None:
+    """The contract importing a kind, a kind importing another, and a calibrator of logits
+    importing a kind built on them are each caught."""
+    cal = SRC / "calibrators"
+    cases = {
+        cal / "fitted.py": "from calibkit.calibrators.logit.temperature import TemperatureScaling",
+        cal / "sets" / "x.py": "from calibkit.calibrators.priors.label_shift import adapt_priors",
+        cal / "logit" / "x.py": "from ..groups.groupwise import Multicalibration",
+        cal / "groups" / "x.py": "from calibkit.calibrators.sklearn_wrapper import KINDS",
+    }
+    for path, text in cases.items():
+        package = ".".join(["calibkit", *path.parent.relative_to(SRC.parent).parts[1:]])
+        assert calibrators_upward(path, imports_in(text, package)) != [], text
+
+
+def test_every_calibrator_folder_is_a_sub_layer() -> None:
+    folders = {
+        p.name for p in (SRC / "calibrators").iterdir() if p.is_dir() and p.name != "__pycache__"
+    }
+    assert folders == {name for name in CALIBRATOR_LAYERS if name and name != "sklearn_wrapper"}
+
+
 def run_folder_names() -> tuple[str, ...]:
     """The names only the store may spell: every file of a run folder, the prefix of an
     input calibrator's, and the study folder's record."""

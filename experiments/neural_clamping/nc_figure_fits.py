@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from calibkit.calibrators.clamping import NeuralClamping, SGDSettings
+from calibkit.calibrators.model.clamping import NeuralClamping, SGDSettings
 from calibkit.io.atomic import atomic_write_bytes
 from calibkit.study import load_study_config
 from calibkit.study.definition.prepare import prepare_data

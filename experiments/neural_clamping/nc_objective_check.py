@@ -16,8 +16,8 @@ import argparse
 import math
 from pathlib import Path
 
-from calibkit.calibrators.clamping import NeuralClamping, SGDSettings
-from calibkit.calibrators.clamping.objective import fit_focal_temperature, focal_loss_np
+from calibkit.calibrators.model.clamping import NeuralClamping, SGDSettings
+from calibkit.calibrators.model.clamping.objective import fit_focal_temperature, focal_loss_np
 from calibkit.metrics import ece, nll
 from calibkit.study import load_study_config
 from calibkit.study.definition.prepare import prepare_data

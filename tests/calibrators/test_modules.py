@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from calibkit.calibrators import CALIBRATORS, CalibratedModel, Calibrator, create_calibrator
-from calibkit.calibrators.clamping import NeuralClamping, SGDSettings
+from calibkit.calibrators.model.clamping import NeuralClamping, SGDSettings
 from calibkit.calibrators.modules import (
     CheckedLogits,
     Interpolation,

@@ -212,7 +212,7 @@ def test_apply_unlabelled_predictions(work: Path, capsys: pytest.CaptureFixture[
 
 def test_apply_a_calibkit_0x_file(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A temperature saved by calibkit 0.x (its header and fields, as
-    ``git show 3b6d706:src/calibkit/calibrators/temperature.py`` wrote them)."""
+    ``git show 3b6d706:src/calibkit/calibrators/logit/temperature.py`` wrote them)."""
     legacy = {
         "calibkit_calibrator": 1,
         "method": "temperature",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from calibkit.calibrators.clamping.inputs import as_inputs
+from calibkit.calibrators.model.clamping.inputs import as_inputs
 from calibkit.core.errors import InputError
 from calibkit.core.images import ImageArrays, ImageDataset, image_tensor
 from calibkit.data import ImageArrays as DataImageArrays

@@ -77,7 +77,7 @@ def _registries() -> dict[str, dict[str, str]]:
     import calibkit.losses as losses
     import calibkit.metrics as metrics
     import calibkit.models as models
-    from calibkit.calibrators.conformal_scores import SCORES
+    from calibkit.calibrators.sets.conformal_scores import SCORES
 
     found: dict[str, dict[str, str]] = {}
     registries = (cal.CALIBRATORS, SCORES, losses.LOSSES, losses.PENALTIES, models.MODELS)

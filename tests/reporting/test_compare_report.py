@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import calibkit.reporting.compare_report as report
-from calibkit.calibrators.temperature import TemperatureScaling
+from calibkit.calibrators.logit.temperature import TemperatureScaling
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.io.atomic import MANIFEST

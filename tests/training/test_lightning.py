@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader, TensorDataset
 pl = pytest.importorskip("lightning.pytorch")
 
 from calibkit.calibrators import TemperatureScaling  # noqa: E402
-from calibkit.calibrators.temperature_grid import ece_grid_minimum  # noqa: E402
+from calibkit.calibrators.logit.temperature_grid import ece_grid_minimum  # noqa: E402
 from calibkit.core.errors import InputError  # noqa: E402
 from calibkit.metrics import ece, nll  # noqa: E402
 from calibkit.training.lightning import CalibrationCallback, batch_outputs  # noqa: E402

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator
-from calibkit.calibrators.temperature import TemperatureScaling
+from calibkit.calibrators.logit.temperature import TemperatureScaling
 from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics import ece, evaluate

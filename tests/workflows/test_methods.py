@@ -136,7 +136,7 @@ def extra_entries() -> object:
 @pytest.mark.usefixtures("extra_entries")
 def test_default_and_order_on_the_entry_drive_compare_and_auto() -> None:
     from calibkit.calibrators import AutoCalibrator
-    from calibkit.calibrators.auto import named_only
+    from calibkit.calibrators.logit.auto import named_only
 
     assert applicable_methods(10) == ["first_toy", *TEN_CLASSES]
     candidates = AutoCalibrator().candidates(10)

@@ -1,17 +1,32 @@
-"""Post-hoc calibrators sharing one contract (see :mod:`calibkit.calibrators.base`).
+"""Every fitted post-hoc object, on one contract (:class:`PostHoc`,
+:mod:`calibkit.calibrators.fitted`), split by kind:
 
-Make one by name with :func:`create_calibrator` (``get_calibrator``: a deprecated
-alias); ``CALIBRATORS.names()`` lists them all.
-:class:`NeuralClamping` (input perturbation + temperature) wraps a model and takes inputs,
-not logits: its entries (``nc_ce``, ``nc_fl``, ``nc_fast``, ``ts_focal``) are in the same
-registry, flagged ``needs_model`` (:class:`~calibkit.calibrators.model_calibrator.ModelCalibrator`),
-and the consumers of logit calibrators leave them out.
-Every fitted calibrator's ``to_module()`` is its map as a torch module
-(:mod:`calibkit.calibrators.modules`); :class:`CalibratedModel` puts a classifier and
-its calibration in one module.
+- ``base.py``, ``fitted.py``, ``persistence.py``, ``estimator.py``: the contract, the
+  registry :data:`CALIBRATORS`, the one JSON document and :func:`load`; ``modules.py`` and
+  ``calibrated_model.py``: the torch modules every kind exports to;
+- ``logit/``: calibrators of logits (temperature scaling ... ``auto``);
+- ``groups/``: calibrators that take each row's group (group-wise TS, multicalibration);
+- ``model/``: calibrators that take the model and its inputs (Neural Clamping);
+- ``sets/``: conformal prediction sets and their conformity scores;
+- ``priors/``: label-shift adaptation;
+- ``sklearn_wrapper.py``: any scikit-learn classifier, calibrated by a calibrator of logits.
+
+Make one by name with :func:`create_calibrator`; ``CALIBRATORS.names(kind=...)`` lists the
+entries of a kind. The modules' paths before the split (``calibkit.calibrators.temperature``,
+...) still import, with a DeprecationWarning (:data:`MOVED`); ``get_calibrator`` is a
+deprecated alias of :func:`create_calibrator`.
 """
 
 from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+from typing import Any
 
 # Import order is registration order, the order of the methods in reports unless an entry
 # gives its ``order`` (``CALIBRATORS.names()``; see calibkit.core.registry).
@@ -19,36 +34,36 @@ from __future__ import annotations
 from calibkit.calibrators.fitted import CalibratorSpec, PostHoc, load
 from calibkit.calibrators.base import CALIBRATORS, Calibrator, create_calibrator
 from calibkit.calibrators.base import get_calibrator as get_calibrator  # deprecated: not in __all__
-from calibkit.calibrators.temperature import TemperatureScaling
-from calibkit.calibrators.temperature_grid import (
+from calibkit.calibrators.logit.temperature import TemperatureScaling
+from calibkit.calibrators.logit.temperature_grid import (
     TemperatureScalingECE,
     ece_grid_minimum,
     ece_temperature_curve,
 )
-from calibkit.calibrators.linear import (
+from calibkit.calibrators.logit.linear import (
     VectorScaling,
     MatrixScaling,
     MatrixScalingODIR,
     DirichletCalibration,
 )
-from calibkit.calibrators.temperature_smoothed import SmoothedTemperatureScaling
-from calibkit.calibrators.bias_corrected import BiasCorrectedTemperatureScaling
-from calibkit.calibrators.structured import (
+from calibkit.calibrators.logit.temperature_smoothed import SmoothedTemperatureScaling
+from calibkit.calibrators.logit.bias_corrected import BiasCorrectedTemperatureScaling
+from calibkit.calibrators.logit.structured import (
     StructuredVectorScaling,
     StructuredMatrixScaling,
     StructuredMatrixScalingCV,
 )
-from calibkit.calibrators.histogram import HistogramBinning, ClasswiseHistogramBinning
-from calibkit.calibrators.isotonic import IsotonicCalibrator
-from calibkit.calibrators.binary import PlattScaling, BetaCalibration
-from calibkit.calibrators.scaling_binning import ScalingBinning
-from calibkit.calibrators.venn_abers import VennAbers
-from calibkit.calibrators.centred_isotonic import CentredIsotonicCalibrator
-from calibkit.calibrators.spline import SplineCalibration
-from calibkit.calibrators.auto import AutoCalibrator
-from calibkit.calibrators.groupwise import GroupwiseTemperatureScaling, Multicalibration
-from calibkit.calibrators.conformal import ConformalClassifier
-from calibkit.calibrators.label_shift import (
+from calibkit.calibrators.logit.histogram import HistogramBinning, ClasswiseHistogramBinning
+from calibkit.calibrators.logit.isotonic import IsotonicCalibrator
+from calibkit.calibrators.logit.binary import PlattScaling, BetaCalibration
+from calibkit.calibrators.logit.scaling_binning import ScalingBinning
+from calibkit.calibrators.logit.venn_abers import VennAbers
+from calibkit.calibrators.logit.centred_isotonic import CentredIsotonicCalibrator
+from calibkit.calibrators.logit.spline import SplineCalibration
+from calibkit.calibrators.logit.auto import AutoCalibrator
+from calibkit.calibrators.groups.groupwise import GroupwiseTemperatureScaling, Multicalibration
+from calibkit.calibrators.sets.conformal import ConformalClassifier
+from calibkit.calibrators.priors.label_shift import (
     PriorShiftAdapter,
     adapt_priors,
     estimate_priors_bbse,
@@ -57,7 +72,7 @@ from calibkit.calibrators.label_shift import (
 
 # isort: on
 from calibkit.calibrators.calibrated_model import CalibratedModel
-from calibkit.calibrators.clamping import ABLATIONS, NeuralClamping, SGDSettings
+from calibkit.calibrators.model.clamping import ABLATIONS, NeuralClamping, SGDSettings
 
 __all__ = [
     "ABLATIONS",
@@ -101,3 +116,91 @@ __all__ = [
     "estimate_priors_em",
     "load",
 ]
+
+
+# ----- the modules' old paths (before calibrators/ was split by kind) ---------------------
+#: Old module -> its place now; importing the old path still works, with a warning.
+MOVED: dict[str, str] = {
+    f"calibkit.calibrators.{module}": f"calibkit.calibrators.{kind}.{module}"
+    for module, kind in (
+        ("temperature", "logit"),
+        ("temperature_grid", "logit"),
+        ("temperature_smoothed", "logit"),
+        ("bias_corrected", "logit"),
+        ("linear", "logit"),
+        ("linear_solver", "logit"),
+        ("structured", "logit"),
+        ("histogram", "logit"),
+        ("isotonic", "logit"),
+        ("centred_isotonic", "logit"),
+        ("binary", "logit"),
+        ("scaling_binning", "logit"),
+        ("venn_abers", "logit"),
+        ("venn_abers_module", "logit"),
+        ("spline", "logit"),
+        ("auto", "logit"),
+        ("groupwise", "groups"),
+        ("group_modules", "groups"),
+        ("model_calibrator", "model"),
+        ("clamping", "model"),
+        ("conformal", "sets"),
+        ("conformal_module", "sets"),
+        ("conformal_scores", "sets"),
+        ("label_shift", "priors"),
+        ("label_shift_module", "priors"),
+    )
+}
+
+
+def _new_name(old: str) -> str | None:
+    """The module's name now, for an old one (``clamping``'s submodules too); None if not
+    moved."""
+    for before, after in MOVED.items():
+        if old == before or old.startswith(before + "."):
+            return after + old[len(before) :]
+    return None
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds an old module path and gives the module at its new place (the same object,
+    so classes and registries are not duplicated), with a DeprecationWarning."""
+
+    def find_spec(self, fullname: str, path: object, target: object = None) -> ModuleSpec | None:
+        if _new_name(fullname) is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType:
+        new = _new_name(spec.name)
+        assert new is not None
+        warnings.warn(
+            f"{spec.name} moved to {new} (calibrators/ is split by kind); import it from "
+            "there, or the public names from calibkit.calibrators",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        module = importlib.import_module(new)
+        self._specs[spec.name] = module.__spec__  # the import system overwrites it
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        # the module at its new place is already executed: give back its own spec
+        spec = module.__spec__
+        if spec is not None:
+            module.__spec__ = self._specs.pop(spec.name, spec)
+
+    def __init__(self) -> None:
+        self._specs: dict[str, ModuleSpec | None] = {}
+
+
+# first on the path: an old submodule of a moved package (``clamping.model``) must not be
+# found again through the package's __path__, which would load it twice
+if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _MovedModules())
+
+
+def __getattr__(name: str) -> Any:
+    """``calibkit.calibrators.<old module>`` as an attribute (it warns, as its import does)."""
+    if f"{__name__}.{name}" in MOVED:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,7 +5,7 @@ inputs: ``output(model(input(x)))``, where the calibrator decides both parts
 (:meth:`~calibkit.calibrators.base.Calibrator.input_module` and
 :meth:`~calibkit.calibrators.base.Calibrator.output_module`): the identity and the
 logit map for a logit calibrator, ``x + delta`` and ``softmax(z / T)`` for a fitted
-:class:`~calibkit.calibrators.clamping.NeuralClamping` (its ``to_module()`` returns this);
+:class:`~calibkit.calibrators.model.clamping.NeuralClamping` (its ``to_module()`` returns this);
 or a module from :mod:`calibkit.calibrators.modules` as the logit map.
 The probabilities are float64, as from ``predict_proba`` (see
 :mod:`calibkit.calibrators.modules` for the precision). The model is used as it is: put

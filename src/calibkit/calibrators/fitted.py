@@ -9,9 +9,9 @@ Every object calibkit fits after training is a :class:`PostHoc`, of one of five 
   scaling, multicalibration);
 - ``model``: calibrators that take the model and its inputs (Neural Clamping);
 - ``sets``: conformal predictors, logits to prediction sets
-  (:class:`~calibkit.calibrators.conformal.ConformalClassifier`);
+  (:class:`~calibkit.calibrators.sets.conformal.ConformalClassifier`);
 - ``priors``: prior-shift adapters, logits to probabilities adapted to new class priors
-  (:class:`~calibkit.calibrators.label_shift.PriorShiftAdapter`).
+  (:class:`~calibkit.calibrators.priors.label_shift.PriorShiftAdapter`).
 
 What they share, declared once here:
 

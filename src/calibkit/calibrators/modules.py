@@ -350,7 +350,7 @@ class TopLabel(nn.Module):
 def share_top_label(probs: Tensor, top: Tensor, new: Tensor) -> Tensor:
     """``probs`` with the top class's probability ``new``; the other classes share the rest
     in proportion (uniformly if they had nothing), as
-    :func:`calibkit.calibrators.histogram.replace_top_label` does."""
+    :func:`calibkit.calibrators.logit.histogram.replace_top_label` does."""
     is_top = torch.arange(probs.shape[1], device=probs.device) == top
     rest = torch.where(is_top, torch.zeros_like(probs), probs)
     rest_sum = rest.sum(dim=1, keepdim=True)

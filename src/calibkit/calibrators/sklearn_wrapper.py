@@ -53,8 +53,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
-from calibkit.calibrators.binary import PlattScaling
 from calibkit.calibrators.estimator import check_sample_weight
+from calibkit.calibrators.logit.binary import PlattScaling
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.core.validation import check_bool, check_int

@@ -16,7 +16,7 @@ from calibkit.cli.options import FILES, Subparsers, add_input_options, add_numbe
 from calibkit.core.errors import InputError
 from calibkit.io.atomic import atomic_directory, check_replaceable_folder
 
-#: The score names (``calibkit.calibrators.conformal.SCORES``, spelled here so that
+#: The score names (``calibkit.calibrators.sets.conformal.SCORES``, spelled here so that
 #: building the parser imports no numpy).
 SCORES = ("lac", "aps", "raps", "saps")
 #: Each score's fitted predictor in the report folder: a calibkit document, which

@@ -25,7 +25,7 @@ from calibkit.io.atomic import atomic_directory, check_replaceable_folder
 if TYPE_CHECKING:
     import numpy as np
 
-#: The prior estimators (``calibkit.calibrators.label_shift.METHODS``, spelled here so that
+#: The prior estimators (``calibkit.calibrators.priors.label_shift.METHODS``, spelled here so that
 #: the parser imports no numpy; a test checks they are the same).
 METHODS = ("em", "bbse")
 #: The fitted adapter in the report folder (a calibkit document: ``calibkit apply`` reads it).

@@ -14,7 +14,7 @@ from calibkit.core.errors import InputError
 from calibkit.core.validation import Integer
 from calibkit.io.atomic import atomic_directory, check_replaceable_folder
 
-#: The conformal scores (``calibkit.calibrators.conformal.SCORES``; no numpy at parse time).
+#: The conformal scores (``calibkit.calibrators.sets.conformal.SCORES``; no numpy at parse time).
 SCORES = ("lac", "aps", "raps", "saps")
 #: The normalisation of the pretrained CIFAR ResNets (``../shared/data/README.md``).
 IMAGENET_MEAN = "0.485,0.456,0.406"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators.temperature_grid import ece_grid_minimum
+from calibkit.calibrators.logit.temperature_grid import ece_grid_minimum
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics.streaming import StreamingCalibration

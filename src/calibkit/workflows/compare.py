@@ -523,7 +523,7 @@ def recommendation(cal: ClassifierOutputs, names: Sequence[str], seed: int = 0) 
     >>> recommendation(as_outputs(y, logits=z), ["vector", "histogram"]).method
     'temperature'
     """
-    from calibkit.calibrators.auto import AutoCalibrator
+    from calibkit.calibrators.logit.auto import AutoCalibrator
 
     candidates = [n for n in names if n != "auto"]
     if "temperature" not in candidates:

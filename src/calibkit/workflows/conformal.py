@@ -1,6 +1,6 @@
 """Conformal prediction sets judged on held-out data: fit on one part, measure on another.
 
-:func:`conformal_sets` fits a :class:`~calibkit.calibrators.conformal.ConformalClassifier`
+:func:`conformal_sets` fits a :class:`~calibkit.calibrators.sets.conformal.ConformalClassifier`
 per score on the calibration part and measures its sets on the test part
 (:func:`~calibkit.metrics.conformal.set_metrics`); :func:`format_sets_table` and
 :func:`sets_markdown` say it as text; ``calibkit conformal`` writes both.
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.calibrators.conformal import ConformalClassifier
+from calibkit.calibrators.sets.conformal import ConformalClassifier
 from calibkit.core.outputs import ClassifierOutputs
 from calibkit.metrics.conformal import SET_METRICS, SetMetrics, set_metrics
 

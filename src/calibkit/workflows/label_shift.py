@@ -1,6 +1,6 @@
 """Label shift judged on data: priors estimated on a target, adapted against unadapted.
 
-:func:`label_shift` fits a :class:`~calibkit.calibrators.label_shift.PriorShiftAdapter`
+:func:`label_shift` fits a :class:`~calibkit.calibrators.priors.label_shift.PriorShiftAdapter`
 on labelled source rows, estimates the target priors from the target's logits and, when
 the target has labels, scores the unadapted (calibrated) posteriors, the adapted ones and
 the oracle's (adapted with the target's true label frequencies): NLL, accuracy, ECE.
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators.label_shift import PriorShiftAdapter, adapt_priors, check_priors
+from calibkit.calibrators.priors.label_shift import PriorShiftAdapter, adapt_priors, check_priors
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs
 from calibkit.metrics.binned import ece

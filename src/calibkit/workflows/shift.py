@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators import create_calibrator
-from calibkit.calibrators.conformal import ConformalClassifier
+from calibkit.calibrators.sets.conformal import ConformalClassifier
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import ProgressEvent, report_step

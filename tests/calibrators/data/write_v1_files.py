@@ -35,8 +35,8 @@ def _problem(n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _cases() -> dict[str, tuple[Any, dict[str, Any]]]:
     from calibkit.calibrators import create_calibrator
-    from calibkit.calibrators.conformal import ConformalClassifier
-    from calibkit.calibrators.label_shift import PriorShiftAdapter
+    from calibkit.calibrators.priors.label_shift import PriorShiftAdapter
+    from calibkit.calibrators.sets.conformal import ConformalClassifier
 
     z, y = _problem(400, 3, 0)
     groups = np.where(np.arange(400) % 3 == 0, "a", "b")

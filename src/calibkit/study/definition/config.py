@@ -40,7 +40,7 @@ from typing import Any
 from torch import nn
 
 from calibkit.calibrators import CALIBRATORS
-from calibkit.calibrators.clamping.registry import create_input_calibrator
+from calibkit.calibrators.model.clamping.registry import create_input_calibrator
 from calibkit.core.errors import InputError
 from calibkit.core.validation import (
     N_BINS,

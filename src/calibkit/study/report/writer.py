@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.calibrators.temperature_grid import ece_temperature_curve
+from calibkit.calibrators.logit.temperature_grid import ece_temperature_curve
 from calibkit.io.atomic import atomic_directory, atomic_write_bytes
 from calibkit.io.jsonfile import write_json
 from calibkit.metrics import ece, reliability_stats

@@ -26,8 +26,8 @@ from typing import Any
 
 from torch import nn
 
-from calibkit.calibrators.clamping import ABLATIONS
-from calibkit.calibrators.clamping.registry import create_input_calibrator
+from calibkit.calibrators.model.clamping import ABLATIONS
+from calibkit.calibrators.model.clamping.registry import create_input_calibrator
 from calibkit.core.errors import InputError
 from calibkit.metrics import evaluate
 from calibkit.study.definition.components import build_model

@@ -1,0 +1,1 @@
+"""Calibrators that take each row's group (the ``groups`` kind)."""

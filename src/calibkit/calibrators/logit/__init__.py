@@ -1,0 +1,1 @@
+"""Calibrators of logits (the ``logits`` kind): logits to calibrated probabilities."""

@@ -1,0 +1,226 @@
+"""Temperature scaling smoothed toward the uniform distribution.
+
+``SmoothedTemperatureScaling`` (``"temperature_smoothed"``) fits the temperature ``T`` by
+NLL exactly as :class:`~calibkit.calibrators.logit.temperature.TemperatureScaling` does, then
+mixes its output with the uniform distribution:
+
+    ``q = (1 - eps) * softmax(z / T) + eps / K``.
+
+``eps`` is the ``smoothing`` parameter, by default ``1 / (n + 1)`` for a calibration set of
+``n`` rows (the total weight when weighted), the share one extra, uninformative sample
+would have. The probmetrics package (Berta, Holzmüller, Jordan & Bach, *Structured matrix
+scaling for multi-class calibration*, AISTATS 2026) uses this mixture, with that default,
+as its "ts-mix" calibrator and as the first stage of its structured scalings (see
+:mod:`calibkit.calibrators.logit.structured`).
+
+Why: every probability is at least ``eps / K``, so no label costs more than ``log(K / eps)``
+in NLL, however confident and wrong the network was; a probability-only file (``log`` of
+rounded probabilities, with zeros) cannot produce infinite losses. The mixture is an
+increasing map of each probability, so it keeps the argmax and the order of the classes
+in every row. ``smoothing=0`` is plain temperature scaling.
+
+>>> z = np.array([[4.0, 0.0], [0.0, 4.0], [4.0, 0.0], [0.0, 4.0]])
+>>> ts = SmoothedTemperatureScaling(t_max=100.0).fit(z, [0, 1, 1, 0])
+>>> round(ts.temperature_), ts.smoothing_
+(100, 0.2)
+>>> ts.predict_proba([[0.0, 0.0]]).tolist()
+[[0.5, 0.5]]
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from calibkit.calibrators.base import CALIBRATORS, F64
+from calibkit.calibrators.logit.temperature import TEMPERATURE_STATE, TemperatureScaling
+from calibkit.calibrators.modules import Affine, Temperature, log_softmax_rows
+from calibkit.core.outputs import ClassifierOutputs, log_softmax64
+from calibkit.core.validation import FRACTION, POSITIVE, Constraints, NoneOr
+
+#: The fitted state of a smoothed temperature scaling (besides ``n_classes_``).
+SMOOTHED_STATE: Constraints = {**TEMPERATURE_STATE, "smoothing_": FRACTION}
+
+
+def default_smoothing(n_rows: int, weights: F64 | None) -> float:
+    """``1 / (n + 1)``: ``n`` the number of calibration rows, or their total weight."""
+    n = float(n_rows) if weights is None else float(weights.sum())
+    return 1.0 / (n + 1.0)
+
+
+def mix_uniform(probs: F64, smoothing: float) -> F64:
+    """``(1 - eps) probs + eps / K`` (``probs`` itself when ``eps`` is 0).
+
+    >>> mix_uniform(np.array([[1.0, 0.0]]), 0.5).tolist()
+    [[0.75, 0.25]]
+    """
+    if smoothing == 0.0:
+        return probs
+    return np.asarray((1.0 - smoothing) * probs + smoothing / probs.shape[1], dtype=np.float64)
+
+
+def smoothed_log_probs(logits: F64, temperature: float, smoothing: float) -> F64:
+    """``log((1 - eps) softmax(logits / T) + eps / K)``, without underflow to ``-inf``.
+
+    >>> smoothed_log_probs(np.array([[0.0, -1e4]]), 1.0, 0.5).round(6).tolist()
+    [[-0.287682, -1.386294]]
+    """
+    log_p = log_softmax64(np.asarray(logits, dtype=np.float64) / temperature)
+    if smoothing == 0.0:
+        return log_p
+    k = log_p.shape[1]
+    return np.logaddexp(log_p + math.log1p(-smoothing), math.log(smoothing / k))
+
+
+@CALIBRATORS.register("temperature_smoothed", default=False)
+class SmoothedTemperatureScaling(TemperatureScaling):
+    """Temperature scaling mixed with the uniform distribution (see the module docstring).
+
+    A class absent from the calibration labels keeps its column by construction:
+    the one temperature is shared by all classes.
+
+    Parameters
+    ----------
+    t_min, t_max : float
+        The range searched for the temperature (finite, ``0 < t_min < t_max``).
+    smoothing : float or None
+        The weight ``eps`` of the uniform distribution, in ``[0, 1)``; ``None``:
+        ``1 / (n + 1)`` for ``n`` calibration rows (their total weight when weighted).
+
+    Attributes
+    ----------
+    temperature_ : float
+        The fitted temperature; ``log_temperature_`` is its logarithm.
+    smoothing_ : float
+        The ``eps`` used.
+
+    Examples
+    --------
+    >>> SmoothedTemperatureScaling(smoothing=0.01).get_params()
+    {'t_min': 0.1, 't_max': 10.0, 'smoothing': 0.01}
+    """
+
+    maps_logits = False
+    param_constraints: ClassVar[Constraints] = {
+        "t_min": POSITIVE,
+        "t_max": POSITIVE,
+        "smoothing": NoneOr(FRACTION),
+    }
+    state_constraints: ClassVar[Constraints] = SMOOTHED_STATE
+    smoothing: float | None
+
+    def __init__(
+        self, t_min: float = 0.1, t_max: float = 10.0, smoothing: float | None = None
+    ) -> None:
+        super().__init__(t_min=t_min, t_max=t_max)
+        self._set_params(t_min=t_min, t_max=t_max, smoothing=smoothing)
+
+    def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
+        super()._fit(out, weights)
+        eps = self.smoothing
+        self.smoothing_ = default_smoothing(out.labels.shape[0], weights) if eps is None else eps
+
+    def _predict_proba(self, logits: F64) -> F64:
+        return np.exp(smoothed_log_probs(logits, self.temperature_, self.smoothing_))
+
+    def _transform(self, logits: F64) -> F64:
+        raise NotImplementedError  # the output is probabilities
+
+    def _module(self) -> SmoothedTemperature:
+        return SmoothedTemperature(self.temperature_, self.smoothing_)
+
+
+class MixUniform(nn.Module):
+    """The probabilities of ``inner`` mixed with the uniform distribution:
+    ``(1 - eps) inner(logits) + eps / K`` (the protection of the binning methods).
+
+    Parameters
+    ----------
+    inner : nn.Module
+        A map from logits to probabilities.
+    smoothing : float
+        The weight ``eps`` of the uniform distribution, in ``[0, 1)``.
+
+    Examples
+    --------
+    >>> m = MixUniform(Temperature(1.0), 0.5)
+    >>> m(torch.tensor([[0.0, 0.0]])).tolist()
+    [[0.5, 0.5]]
+    """
+
+    def __init__(self, inner: nn.Module, smoothing: float) -> None:
+        super().__init__()
+        self.inner = inner
+        self.smoothing: Tensor
+        self.register_buffer("smoothing", torch.tensor(float(smoothing), dtype=torch.float64))
+
+    def forward(self, logits: Tensor) -> Tensor:
+        q: Tensor = self.inner(logits)
+        return (1.0 - self.smoothing) * q + self.smoothing / q.shape[1]
+
+
+def with_smoothing(module: nn.Module, smoothing: float) -> nn.Module:
+    """``module`` followed by :class:`MixUniform` (``module`` itself when ``eps`` is 0)."""
+    return module if smoothing == 0.0 else MixUniform(module, smoothing)
+
+
+class SmoothedTemperature(Temperature):
+    """``(1 - eps) softmax(logits / T) + eps / K``, or its logarithm with ``log=True``.
+
+    Parameters
+    ----------
+    temperature : float
+        The temperature ``T > 0``.
+    smoothing : float
+        The weight ``eps`` of the uniform distribution, in ``[0, 1)``.
+    log : bool
+        Whether to return the log-probabilities (the features of the structured scalings).
+
+    Examples
+    --------
+    >>> m = SmoothedTemperature(1.0, 0.5)
+    >>> m(torch.tensor([[0.0, 0.0], [0.0, -1e4]])).tolist()
+    [[0.5, 0.5], [0.75, 0.25]]
+    """
+
+    def __init__(self, temperature: float, smoothing: float, log: bool = False) -> None:
+        super().__init__(temperature)
+        self.smoothing: Tensor
+        self.register_buffer("smoothing", torch.tensor(float(smoothing), dtype=torch.float64))
+        self.log = log
+
+    def forward(self, logits: Tensor) -> Tensor:
+        p = torch.exp(log_softmax_rows(logits.to(self.temperature.dtype) / self.temperature))
+        q = (1.0 - self.smoothing) * p + self.smoothing / p.shape[1]
+        return torch.log(q) if self.log else q
+
+
+class SmoothedAffine(Affine):
+    """``softmax(W x + b)`` on the smoothed temperature-scaled log-probabilities ``x``.
+
+    Parameters
+    ----------
+    weights, bias : ndarray
+        ``W`` (full, or its diagonal) and ``b``.
+    temperature, smoothing : float
+        The temperature stage (see :class:`SmoothedTemperature`).
+
+    Examples
+    --------
+    >>> m = SmoothedAffine(np.eye(2), np.zeros(2), 1.0, 0.5)
+    >>> m(torch.tensor([[0.0, -1e4]])).round(decimals=12).tolist()
+    [[0.75, 0.25]]
+    """
+
+    def __init__(self, weights: F64, bias: F64, temperature: float, smoothing: float) -> None:
+        super().__init__(weights, bias)
+        self.features = SmoothedTemperature(temperature, smoothing, log=True)
+
+    def forward(self, logits: Tensor) -> Tensor:
+        x = self.features(logits)
+        z = x * self.weights + self.bias if self.diagonal else x @ self.weights.T + self.bias
+        return torch.exp(log_softmax_rows(z))

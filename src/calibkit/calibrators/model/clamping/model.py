@@ -1,0 +1,437 @@
+"""Neural Clamping: a universal input perturbation and a temperature for a frozen classifier.
+
+Tang, Chen & Ho, "Neural Clamping: Joint Input Perturbation and Temperature Scaling for
+Neural Network Calibration", TMLR 2024. The calibrated logits of an input ``x`` are
+``f(x + delta) / T``, with ``delta`` shaped like one input and ``T = exp(log_t) > 0``,
+learnt on a calibration set by minimising (their eq. 9)
+
+    mean_i FL_gamma(f(x_i + delta) / T, y_i) + lam * ||delta||_2^2,
+
+where ``FL_gamma = -(1 - p_y)^gamma log p_y`` is the focal loss. The model's parameters
+never change. ``gamma`` may be a pool of candidates: each is fitted and the one with the
+lowest calibration-set ECE is kept (``gamma_``; with ``holdout``, the lowest held-out
+NLL). With ``gamma_select="fast"``, the candidates are ranked instead by the calibration
+ECE (held-out NLL) of the fast variant (the initial ``delta`` and the exact temperature:
+one forward pass for the whole pool), and only the best is trained jointly: a pool for
+the price of one SGD fit (``ece_by_gamma_`` then holds the fast variant's ECE of the
+others).
+
+Training (``train``):
+
+- ``"joint"`` (the method): SGD with momentum (lr 1e-3, momentum 0.9, as in the authors'
+  NCToolkit; :mod:`~calibkit.calibrators.model.clamping.sgd`) on ``delta`` and ``log_t``, one
+  step per batch, ``epochs`` passes. Then, with ``refine_temperature`` (the default),
+  ``log_t`` is set to the exact minimum of the same objective at the learnt ``delta`` (one
+  forward pass and a 1-D search): at the paper's learning rate, 100 epochs of a small
+  calibration set (1,000 images: 200 steps) leave T far from its optimum, so a fit could
+  end worse than plain temperature scaling. With
+  ``delta = 0`` the refined fit is TS under the same loss, so Neural Clamping contains it.
+  ``ablation("sgd")`` gives the pair where SGD left it (the paper's procedure). With
+  ``holdout`` (a fraction, e.g. 0.2; off by default, as in the paper), ``delta`` is learnt
+  on the rest of the calibration set and kept only if it beats ``delta = 0`` on the
+  held-out part by NLL (:mod:`~calibkit.calibrators.model.clamping.holdout`): a guard against a
+  ``delta`` that fits a small calibration set and not new data (``delta_kept_``). It
+  guards the fast variant the same way (its data-driven ``delta`` can wreck a model
+  whose inputs never reach the range's edges: BloodMNIST). With ``holdout``, a pool of
+  ``gamma`` is ranked by held-out NLL too, not by the calibration ECE, and the whole fit
+  gives way to temperature scaling (by NLL) where that has the lower held-out NLL (a
+  focal temperature can be far from the NLL's). ``guard_`` says which guard decided
+  (:data:`~calibkit.calibrators.model.clamping.holdout.GUARDS`), :attr:`guard` in words;
+- ``"delta"``: SGD on ``delta`` alone, T = 1;
+- ``"temperature"``: ``delta`` stays at its initial value and ``log_t`` minimises the
+  focal objective exactly (one forward pass, then a 1-D search in float64; the penalty is
+  constant). With ``init="data"`` this is the fast variant of their Appendix F
+  (:meth:`NeuralClamping.fast`); with ``init="zero"`` it is temperature scaling fitted by
+  focal loss (:meth:`NeuralClamping.focal_temperature_scaling`; NLL for gamma 0).
+
+How the SGD and the passes over the inputs run (lr, momentum, batch size, epochs,
+precision, device, ...) is one :class:`~calibkit.calibrators.model.clamping.settings.SGDSettings`
+(``sgd``). The search over a pool of ``gamma`` is in
+:mod:`~calibkit.calibrators.model.clamping.search`.
+
+Initial ``delta`` (``init``): ``"zero"``, ``"random"`` (Gaussian, sd 0.01) or ``"data"``
+(Theorem 3.2, see :func:`~calibkit.calibrators.model.clamping.init.data_driven_delta`).
+
+Neural Clamping needs the model and its inputs: it is a
+:class:`~calibkit.calibrators.model.model_calibrator.ModelCalibrator`, the variant of the
+calibrator contract that takes the model (``fit(inputs, labels) -> self``, fitted ``_``
+attributes declared in ``state_constraints``, parameters in ``param_constraints``,
+:class:`~calibkit.core.errors.NotFittedError`, :class:`~calibkit.core.errors.InputError`
+naming the argument); its variants are registered in the one calibrator registry
+(:mod:`~calibkit.calibrators.model.clamping.registry`). ``inputs`` are float tensors
+``(N, C, H, W)`` (or arrays) already normalised as the model expects, or a dataset with
+uint8 ``images`` and ``labels`` (:class:`~calibkit.core.images.ImageDataset`, e.g.
+calibkit's ``ImageArrays``; normalised by the ``mean`` and ``std`` given here; its labels
+come with it). They stay where the caller keeps them and go to the device batch by batch.
+
+>>> torch.manual_seed(0) and None
+>>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3)).eval()
+>>> x, y = torch.randn(64, 1, 2, 2), torch.arange(64) % 3
+>>> quiet = SGDSettings(epochs=3, progress=False)
+>>> nc = NeuralClamping(model, sgd=quiet).fit(x, y)
+>>> nc.predict_proba(x).shape, nc.delta_.shape
+((64, 3), torch.Size([1, 2, 2]))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal, Self
+
+import numpy as np
+import torch
+from torch import nn
+
+from calibkit.calibrators.model.clamping.holdout import GUARDS, check_holdout
+from calibkit.calibrators.model.clamping.init import INITS, check_input_range
+from calibkit.calibrators.model.clamping.inputs import (
+    Checked,
+    as_inputs,
+    check_finite,
+    choice,
+    fit_labels,
+    floats,
+    is_number,
+)
+from calibkit.calibrators.model.clamping.passes import frozen, logits_pass, n_outputs
+from calibkit.calibrators.model.clamping.persistence import (
+    check_relations,
+    constructor_params,
+    delta_of,
+    loaded_state,
+    saved_params,
+    saved_state,
+    upgrade_guard,
+)
+from calibkit.calibrators.model.clamping.search import GammaFit, search_gamma
+from calibkit.calibrators.model.clamping.settings import SGDSettings, split_params
+from calibkit.calibrators.model.model_calibrator import ModelCalibrator
+from calibkit.calibrators.modules import CheckedLogits, InputShift, Temperature
+from calibkit.core.errors import InputError
+from calibkit.core.outputs import log_softmax64
+from calibkit.core.validation import (
+    NON_NEGATIVE,
+    POSITIVE,
+    AnyOf,
+    Boolean,
+    Choice,
+    Constraints,
+    Integer,
+    ListOf,
+    NoneOr,
+    Real,
+)
+
+TRAINS = ("joint", "delta", "temperature")
+GAMMA_SELECTS = ("each", "fast")
+Ablation = Literal["delta_only", "temperature_only", "sgd"]
+ABLATIONS = ("delta_only", "temperature_only", "sgd")
+GAMMA = "a number >= 0 or a non-empty sequence of them"
+PER_CHANNEL = "a sequence of finite numbers, one per channel"
+INPUT_RANGE = "(alpha, beta): two numbers or two sequences of one number per channel"
+
+
+def _gamma(value: object) -> tuple[float, ...]:
+    pool = tuple(value) if isinstance(value, Sequence) else (value,)
+    if not pool or not all(is_number(g) and 0 <= g < math.inf for g in pool):
+        raise InputError("gamma", GAMMA, repr(value))
+    return tuple(float(g) for g in pool)
+
+
+def _sgd(value: object) -> SGDSettings:
+    if value is None:
+        return SGDSettings()
+    if not isinstance(value, SGDSettings):
+        raise InputError("sgd", "an SGDSettings", type(value).__name__)
+    return value
+
+
+class NeuralClamping(ModelCalibrator):
+    """Neural Clamping of a frozen ``model`` (see the module docstring).
+
+    Parameters
+    ----------
+    model : nn.Module
+        The classifier, returning logits ``(N, K)``; never changed.
+    gamma : float or sequence of float
+        The focal exponent, or a pool of candidates (the lowest calibration ECE wins; with
+        ``holdout``, the lowest held-out NLL).
+    lam : float or None
+        Weight of ``||delta||^2``; None: 0.1 times the focal loss at the initial ``delta``.
+    init : str
+        Initial ``delta``: ``"data"``, ``"random"`` or ``"zero"``.
+    train : str
+        ``"joint"``, ``"delta"`` or ``"temperature"``.
+    gamma_select : str
+        ``"each"`` (fit every candidate) or ``"fast"`` (rank them by the fast variant).
+    holdout : float
+        Held-out fraction of the calibration set guarding ``delta``, choosing ``gamma`` and
+        checking the fit against temperature scaling, all by held-out NLL (0: off).
+    refine_temperature : bool
+        Set T to the objective's exact minimum after a joint SGD.
+    input_range : (alpha, beta) or None
+        Feasible input range of the data-driven ``delta``; None: the inputs' range.
+    mean, std : sequence of float or None
+        Per-channel normalisation of a dataset's uint8 images.
+    seed : int
+        Seed of the random ``delta``, the SGD's shuffling and the hold-out draw.
+    sgd : SGDSettings or None
+        How the SGD and the passes run; None: ``SGDSettings()``.
+
+    Examples
+    --------
+    >>> nc = NeuralClamping.fast(nn.Linear(2, 3), gamma=(0.0, 1.0))
+    >>> nc.train, nc.gamma, nc.sgd.epochs
+    ('temperature', (0.0, 1.0), 100)
+    """
+
+    name = "neural_clamping"
+    #: Not registered itself: saved as ``nc_fl``, which fixes no parameter.
+    saved_as: ClassVar[str | None] = "nc_fl"
+    param_constraints: ClassVar[Constraints] = {
+        "gamma": Checked(_gamma, GAMMA),
+        "lam": NoneOr(NON_NEGATIVE),
+        "init": Choice(*INITS),
+        "train": Choice(*TRAINS),
+        "gamma_select": Choice(*GAMMA_SELECTS),
+        "holdout": Checked(check_holdout, "0 (off) or a fraction in (0, 0.5]"),
+        "refine_temperature": Boolean(),
+        "input_range": Checked(check_input_range, INPUT_RANGE),
+        "mean": NoneOr(Checked(lambda v: floats(v, "mean"), PER_CHANNEL)),
+        "std": NoneOr(Checked(lambda v: floats(v, "std"), PER_CHANNEL)),
+        "seed": Integer(),
+        "sgd": Checked(_sgd, "an SGDSettings"),
+    }
+    #: The fitted attributes the document holds, as it holds them
+    #: (:mod:`~calibkit.calibrators.model.clamping.persistence`; ``delta_`` is in the tensor file).
+    state_constraints: ClassVar[Constraints] = {
+        "log_temperature_": Real(),
+        "lam_": NON_NEGATIVE,
+        "history_": ListOf(Real(), as_list=True),
+        "gamma_": NON_NEGATIVE,
+        "sgd_log_temperature_": NoneOr(Real()),
+        "holdout_losses_": AnyOf(Choice([]), ListOf(Real(), as_list=True)),
+        "delta_kept_": Boolean(),
+        "guard_": Choice(*GUARDS),
+        "holdout_ts_loss_": NoneOr(Real()),
+        "temperature_": POSITIVE,
+        "ece_by_gamma_": ListOf(ListOf(Real(0.0, 1.0), as_list=True), as_list=True),
+    }
+
+    gamma: tuple[float, ...]
+    lam: float | None
+    init: str
+    train: str
+    gamma_select: str
+    holdout: float
+    refine_temperature: bool
+    input_range: Any
+    mean: tuple[float, ...] | None
+    std: tuple[float, ...] | None
+    seed: int
+    sgd: SGDSettings
+
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        gamma: float | Sequence[float] = 1.0,
+        lam: float | None = None,
+        init: str = "data",
+        train: str = "joint",
+        gamma_select: str = "each",
+        holdout: float = 0.0,
+        refine_temperature: bool = True,
+        input_range: Any = None,
+        mean: Sequence[float] | None = None,
+        std: Sequence[float] | None = None,
+        seed: int = 0,
+        sgd: SGDSettings | None = None,
+    ) -> None:
+        if not isinstance(model, nn.Module):
+            raise InputError("model", "a torch.nn.Module", type(model).__name__)
+        self.model = model
+        given = {
+            "gamma": gamma,
+            "lam": lam,
+            "init": init,
+            "train": train,
+            "gamma_select": gamma_select,
+            "holdout": holdout,
+            "refine_temperature": refine_temperature,
+            "input_range": input_range,
+            "mean": mean,
+            "std": std,
+            "seed": seed,
+            "sgd": sgd,
+        }
+        self._set_params(**given)
+        self._set_params(**self.fixed_params)  # a registered variant's own
+        if self.holdout and self.train == "delta":
+            raise InputError("holdout", "0 with train='delta'", repr(holdout))
+
+    @classmethod
+    def split_params(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Flat parameters (the :class:`SGDSettings` fields among the others, as in a
+        config) -> constructor keywords."""
+        return split_params(params)
+
+    @classmethod
+    def fast(cls, model: nn.Module, **params: Any) -> NeuralClamping:
+        """The fast variant (their Appendix F): data-driven ``delta``, then T alone."""
+        return cls(model, **{**params, "init": "data", "train": "temperature"})
+
+    @classmethod
+    def focal_temperature_scaling(cls, model: nn.Module, **params: Any) -> NeuralClamping:
+        """Temperature scaling fitted by focal loss (``delta = 0``; their Table 4 ablation)."""
+        return cls(model, **{**params, "init": "zero", "train": "temperature"})
+
+    # ----- fitting -------------------------------------------------------------------------
+    def fit(  # type: ignore[override]  # the model's inputs, not logits
+        self,
+        inputs: object,
+        labels: object = None,
+        sample_weight: object = None,
+        **metadata: object,
+    ) -> Self:
+        """Learn ``delta`` and ``T`` on calibration ``inputs`` and ``labels``.
+
+        Parameters
+        ----------
+        inputs : Tensor, array or ImageDataset
+            Calibration inputs ``(N, ...)``; a dataset is normalised by ``mean``/``std``.
+        labels : array-like or None
+            Class indices ``(N,)``; None: the dataset's labels.
+        sample_weight : None
+            Refused (a method that cannot weight samples), as by the logit calibrators.
+
+        Returns
+        -------
+        NeuralClamping
+            ``self``, with ``delta_``, ``temperature_``, ``gamma_`` and the other fitted
+            attributes set.
+        """
+        return super().fit(inputs, labels, sample_weight, **metadata)
+
+    def _fit_inputs(self, inputs: object, labels: object) -> None:
+        x = as_inputs(inputs, self.mean, self.std)
+        device = self.sgd.torch_device(self.model)
+        with frozen(self.model), torch.enable_grad():
+            k = n_outputs(self.model, x, device)
+            y = fit_labels(inputs, labels, x.shape[0], k)
+            check_finite(x, self.sgd.batch_size)
+            best, eces = search_gamma(self, x, y, device)
+        self._set_fitted(best, eces, k)
+
+    def _set_fitted(self, best: GammaFit, eces: dict[float, float], n_classes: int) -> None:
+        self.delta_ = best.delta
+        self.log_temperature_ = best.log_t
+        self.lam_ = best.lam
+        self.history_ = best.history
+        self.gamma_ = best.gamma
+        self.sgd_log_temperature_ = best.sgd_log_t
+        self.holdout_losses_ = best.holdout_losses
+        self.delta_kept_ = best.delta_kept
+        self.guard_ = best.guard
+        self.holdout_ts_loss_ = best.ts_loss
+        self.temperature_ = best.temperature
+        self.ece_by_gamma_ = eces
+        self.n_classes_ = n_classes
+
+    @property
+    def guard(self) -> str:
+        """Which guard decided the fit, in words (``guard_`` and the held-out NLLs)."""
+        self.check_is_fitted()
+        h, ts = self.holdout_losses_, self.holdout_ts_loss_
+        if self.guard_ == GUARDS[3] and h and ts is not None:
+            nc = f"{min(h):.4g} of gamma {self.gamma_:g}"
+            return f"temperature scaling (held-out NLL {ts:.4g} vs {nc})"
+        if self.guard_ in GUARDS[1:3] and h:
+            return f"{self.guard_} (held-out NLL {h[0]:.4g} with it vs {h[1]:.4g} without)"
+        return str(self.guard_)
+
+    # ----- prediction ----------------------------------------------------------------------
+    def logits(self, inputs: object) -> np.ndarray:
+        """Calibrated logits ``model(x + delta_) / temperature_`` (float64, N x K)."""
+        self.check_is_fitted()
+        x = as_inputs(inputs, self.mean, self.std)
+        if tuple(x.shape[1:]) != tuple(self.delta_.shape):
+            raise InputError(
+                "inputs",
+                f"inputs of shape (N, {', '.join(map(str, self.delta_.shape))})",
+                f"shape {tuple(x.shape)}",
+            )
+        device = self.sgd.torch_device(self.model)
+        with frozen(self.model):
+            z = logits_pass(self.model, x, self.delta_, self.sgd.batch_size, device)
+        out: np.ndarray = z.numpy().astype(np.float64) / self.temperature_
+        return out
+
+    def _predict_inputs(self, inputs: object) -> np.ndarray:
+        return np.exp(log_softmax64(self.logits(inputs)))
+
+    def input_module(self) -> nn.Module:
+        """``x + delta_``, before the model (deployment: :meth:`to_module`)."""
+        self.check_is_fitted()
+        return InputShift(self.delta_)
+
+    def output_module(self) -> nn.Module:
+        """``softmax(z / temperature_)`` of the model's logits, checked as
+        ``predict_proba`` checks them (deployment: :meth:`to_module`)."""
+        self.check_is_fitted()
+        return CheckedLogits(Temperature(self.temperature_), self.n_classes_)
+
+    def ablation(self, view: Ablation) -> Self:
+        """A copy keeping part of the fitted pair: ``"delta_only"`` (T = 1) or
+        ``"temperature_only"`` (delta = 0), their Table 4; or ``"sgd"``, delta with the
+        temperature where SGD left it, before the exact final step (the paper's procedure;
+        not for the fast variant, which has no SGD)."""
+        self.check_is_fitted()
+        choice(view, ABLATIONS, "view")
+        other = type(self)(self.model, **self.get_params())
+        other.__dict__.update(self.fitted_state())
+        if view == "delta_only":
+            other.log_temperature_, other.temperature_ = 0.0, 1.0
+        elif view == "temperature_only":
+            other.delta_ = torch.zeros_like(self.delta_)
+        else:
+            if not math.isfinite(self.sgd_log_temperature_):
+                raise InputError("view", "'sgd' only after a joint SGD fit", repr(view))
+            other.log_temperature_ = self.sgd_log_temperature_
+            other.temperature_ = math.exp(self.sgd_log_temperature_)
+        return other
+
+    # ----- persistence (the model kind's: tensors beside the document) ---------------------
+    def _tensors(self) -> dict[str, torch.Tensor]:
+        return {"delta": self.delta_}
+
+    def _set_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        self.delta_ = delta_of(tensors)
+
+    def _saved_params(self) -> dict[str, Any]:
+        return saved_params(self.get_params())
+
+    @classmethod
+    def _constructor_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        return constructor_params(cls.param_constraints, params)
+
+    def _saved_state(self) -> dict[str, Any]:
+        return saved_state(super()._saved_state())
+
+    @classmethod
+    def _upgrade(
+        cls, params: dict[str, Any], state: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        return params, upgrade_guard(params, state)
+
+    def _check_state(self) -> None:
+        check_relations(self)
+
+    def _load_state(self, state: object) -> None:
+        super()._load_state(state)
+        loaded_state(self)
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({type(self.model).__name__}, {params})"

@@ -1,0 +1,1 @@
+"""Prior-shift adapters (the ``priors`` kind): label shift."""

@@ -1,0 +1,441 @@
+"""Label shift: adapt a calibrated classifier to new class frequencies.
+
+Under label shift the class priors change between the source (where the model and its
+calibrator were fitted) and the target, while the class-conditionals ``p(x | y)`` stay.
+Bayes' rule then gives the target posterior from the source one (Saerens et al. 2002)::
+
+    p_t(y | x) = p_s(y | x) w_y / sum_j p_s(j | x) w_j,    w_y = pi_t(y) / pi_s(y)
+
+(:func:`adapt_priors`). The target priors ``pi_t`` are unknown; two estimators from the
+unlabelled target rows:
+
+- :func:`estimate_priors_em` (Saerens et al. 2002): the maximum-likelihood priors, by EM on
+  the source posteriors: E step the adapted posteriors under the current priors, M step
+  their mean; from ``pi_s``, until no prior moves by more than ``tol``. It needs
+  *calibrated* source posteriors: Alexandari, Kundaje & Shrikumar (ICML 2020) show that
+  EM on bias-corrected temperature scaling (BCTS,
+  :class:`~calibkit.calibrators.logit.bias_corrected.BiasCorrectedTemperatureScaling`) is
+  hard to beat.
+- :func:`estimate_priors_bbse` (Lipton et al. 2018, black-box shift estimation): with ``C``
+  the joint confusion matrix ``C[i, j] = P_s(prediction i, label j)`` of held-out labelled
+  source rows and ``mu[i] = P_t(prediction i)`` on the target, ``C w = mu`` for the weights
+  ``w``; solved by non-negative least squares (so an ill-conditioned ``C`` gives no negative
+  weight), then ``pi_t = w pi_s`` renormalised to sum 1 (``pi_s`` the column sums of ``C``).
+  Hard predictions (argmax, one-hot) as in Lipton et al., or soft (the probabilities).
+
+:class:`PriorShiftAdapter` puts a calibrator, an estimator and the reweighting together on
+the calibrator contract: ``fit(logits, labels)`` on labelled source rows (the calibrator,
+the source priors, the confusion matrix), ``adapt(target_logits)`` estimates the target
+priors from unlabelled target rows, ``predict_proba`` gives the adapted posteriors.
+
+>>> probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
+>>> adapt_priors(probs, [0.5, 0.5], [0.8, 0.2]).round(4).tolist()
+[[0.973, 0.027], [0.5, 0.5], [0.8571, 0.1429]]
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from calibkit.calibrators.base import Calibrator
+from calibkit.calibrators.fitted import CALIBRATORS, CalibratorSpec, FittedObject, OnCalibrator
+from calibkit.core.errors import InputError
+from calibkit.core.fitted_state import Array
+from calibkit.core.outputs import as_outputs, check_scores
+from calibkit.core.validation import POSITIVE, Boolean, Choice, Constraints, Integer
+
+if TYPE_CHECKING:
+    from torch import nn
+
+F64 = npt.NDArray[np.float64]
+#: The prior estimators.
+METHODS = ("em", "bbse")
+#: How far from 1 a prior vector's sum may be (float32 frequencies written as text).
+PRIOR_SUM_TOL = 1e-6
+#: What a loaded state lacking one of the optional fields got (as check_state says it).
+MISSING = "nothing: the field is missing"
+
+
+def check_priors(priors: object, name: str, n_classes: int, *, positive: bool = False) -> F64:
+    """``priors`` as a float64 vector of ``n_classes`` finite values >= 0 (> 0 with
+    ``positive``) summing to 1 within :data:`PRIOR_SUM_TOL`, renormalised; else an InputError.
+
+    >>> check_priors([0.25, 0.75], "priors", 2).tolist()
+    [0.25, 0.75]
+    >>> check_priors([0.5, 0.6], "priors", 2)
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: priors: expected 2 priors >= 0 summing to 1, got a sum of 1.1
+    """
+    try:
+        p = np.asarray(priors, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(name, f"{n_classes} numbers", repr(priors)[:60]) from None
+    sign = "> 0" if positive else ">= 0"
+    expected = f"{n_classes} priors {sign} summing to 1"
+    if p.shape != (n_classes,):
+        raise InputError(name, expected, f"{p.size} values" if p.ndim == 1 else f"shape {p.shape}")
+    if not np.isfinite(p).all():
+        raise InputError(name, expected, "a value that is not finite")
+    if (p <= 0 if positive else p < 0).any():
+        bad = int(np.flatnonzero(p <= 0 if positive else p < 0)[0])
+        raise InputError(name, expected, f"{p[bad]:g} for class {bad}")
+    total = float(p.sum())
+    if abs(total - 1.0) > PRIOR_SUM_TOL:
+        raise InputError(name, expected, f"a sum of {total:.6g}")
+    return np.asarray(p / total, dtype=np.float64)
+
+
+def _check_probs(probs: object, name: str) -> F64:
+    p = np.asarray(check_scores(probs, "probs", name=name), dtype=np.float64)
+    return p
+
+
+def adapt_priors(probs: object, source_priors: object, target_priors: object) -> F64:
+    """The Bayes reweighting ``p'(y|x) = p(y|x) w_y / sum_j p(j|x) w_j``, ``w = pi_t / pi_s``.
+
+    ``source_priors`` must be positive; ``target_priors`` may hold zeros. A row giving no
+    probability to any class of positive target prior (possible only through underflow)
+    gets the target priors.
+    """
+    p = _check_probs(probs, "probs")
+    k = p.shape[1]
+    ps = check_priors(source_priors, "source_priors", k, positive=True)
+    pt = check_priors(target_priors, "target_priors", k)
+    return _reweight(p, pt / ps, pt)
+
+
+def _reweight(p: F64, w: F64, fallback: F64) -> F64:
+    q = p * w
+    total = q.sum(axis=1, keepdims=True)
+    empty = total[:, 0] <= 0
+    q = q / np.where(total > 0, total, 1.0)
+    if empty.any():
+        q[empty] = fallback
+    return np.asarray(q, dtype=np.float64)
+
+
+def estimate_priors_em(
+    probs: object,
+    source_priors: object,
+    *,
+    tol: float = 1e-8,
+    max_iter: int = 10_000,
+) -> tuple[F64, int]:
+    """Target priors by EM (Saerens et al. 2002) on the calibrated source posteriors
+    ``probs`` of unlabelled target rows; returns ``(priors, iterations)``.
+
+    Starts at ``source_priors`` (positive); each iteration reweights the posteriors by the
+    current priors and takes their mean; stops when no prior moves by more than ``tol``,
+    or after ``max_iter`` iterations. The likelihood never decreases along the way.
+
+    Hand case: two classes, source priors (1/2, 1/2), three rows whose class-0 posteriors
+    are 0.9, 0.9 and 0.2. A fixed point ``pi`` of class 0 solves ``1 = mean_i p_i / (pi p_i +
+    (1 - pi)(1 - p_i))``, i.e. ``1.44 pi^2 - 2.66 pi + 1.22 = 0``: ``pi = 61/72`` (the
+    maximum: the likelihood decreases towards ``pi = 1``, the other root).
+
+    >>> pi, n = estimate_priors_em([[0.9, 0.1], [0.9, 0.1], [0.2, 0.8]], [0.5, 0.5], tol=1e-13)
+    >>> round(float(pi[0]) * 72, 9), n > 10
+    (61.0, True)
+    >>> pi, n = estimate_priors_em([[0.5, 0.5], [0.5, 0.5]], [0.5, 0.5])
+    >>> pi.tolist(), n
+    ([0.5, 0.5], 1)
+    """
+    p = _check_probs(probs, "probs")
+    k = p.shape[1]
+    ps = check_priors(source_priors, "source_priors", k, positive=True)
+    POSITIVE.check("tol", tol)
+    Integer(1).check("max_iter", max_iter)
+    pi = ps.copy()
+    for it in range(1, max_iter + 1):
+        new = _reweight(p, pi / ps, pi).mean(axis=0)
+        new /= new.sum()
+        if float(np.abs(new - pi).max()) <= tol:
+            return new, it
+        pi = new
+    return pi, max_iter
+
+
+def confusion_matrix(probs: object, labels: object, *, soft: bool = False) -> F64:
+    """The joint confusion matrix ``C[i, j] = P(prediction i, label j)`` of labelled rows:
+    hard (argmax) or ``soft`` (each row's probabilities in its label's column). Columns sum
+    to the label frequencies, the whole to 1.
+
+    >>> confusion_matrix([[0.9, 0.1], [0.3, 0.7], [0.6, 0.4], [0.2, 0.8]], [0, 0, 1, 1]).tolist()
+    [[0.25, 0.25], [0.25, 0.25]]
+    """
+    out = as_outputs(labels, probs)
+    p = np.asarray(out.probs, dtype=np.float64)
+    pred = _predicted(p, soft)
+    k = p.shape[1]
+    c = np.zeros((k, k))
+    np.add.at(c.T, out.labels, pred)  # column j gathers the rows of label j
+    return np.asarray(c / p.shape[0], dtype=np.float64)
+
+
+def _predicted(p: F64, soft: bool) -> F64:
+    """Each row's prediction: its probabilities (soft) or the one-hot argmax (hard)."""
+    if soft:
+        return p
+    return np.asarray(np.eye(p.shape[1])[np.argmax(p, axis=1)], dtype=np.float64)
+
+
+def estimate_priors_bbse(confusion: object, target_probs: object, *, soft: bool = False) -> F64:
+    """Target priors by black-box shift estimation (Lipton et al. 2018).
+
+    ``confusion`` is :func:`confusion_matrix` of held-out labelled source rows (made with
+    the same ``soft``), ``target_probs`` the calibrated probabilities of the target rows.
+    Solves ``C w = mu`` (``mu`` the target's mean prediction) for ``w >= 0`` by
+    non-negative least squares, then returns ``w pi_s`` renormalised (``pi_s`` the columns'
+    sums). A source class without rows (a zero column) gets no target prior.
+
+    Hand case: ``C = [[0.4, 0.1], [0.1, 0.4]]`` (source priors 1/2, 80% recall each) and a
+    target predicting class 0 for 62% of its rows: ``0.4 w0 + 0.1 w1 = 0.62`` and ``0.1 w0 +
+    0.4 w1 = 0.38`` give ``w = (1.4, 0.6)``, priors ``(0.7, 0.3)``.
+
+    >>> target = np.array([[0.9, 0.1]] * 62 + [[0.2, 0.8]] * 38)
+    >>> estimate_priors_bbse([[0.4, 0.1], [0.1, 0.4]], target).round(12).tolist()
+    [0.7, 0.3]
+    """
+    from scipy.optimize import nnls  # lazy: scipy costs a quarter second at import
+
+    p = _check_probs(target_probs, "target_probs")
+    k = p.shape[1]
+    c = np.asarray(check_scores(confusion, "logits", name="confusion"), dtype=np.float64)
+    if c.shape != (k, k):
+        raise InputError("confusion", f"a ({k}, {k}) matrix, as the target's classes", str(c.shape))
+    if (c < 0).any() or abs(float(c.sum()) - 1.0) > PRIOR_SUM_TOL:
+        raise InputError("confusion", "a joint confusion matrix (entries >= 0, sum 1)", "other")
+    mu = _predicted(p, soft).mean(axis=0)
+    w, _ = nnls(c, mu)
+    pi = w * c.sum(axis=0)
+    total = float(pi.sum())
+    if not total > 0:  # C w = mu has no non-negative solution but 0: keep the source
+        return np.asarray(c.sum(axis=0), dtype=np.float64)
+    return np.asarray(pi / total, dtype=np.float64)
+
+
+@CALIBRATORS.register("prior_shift", default=False)
+class PriorShiftAdapter(OnCalibrator):
+    """A calibrator plus prior adaptation to a label-shifted target (module docstring).
+
+    Parameters
+    ----------
+    method : {"em", "bbse"}
+        How :meth:`adapt` estimates the target priors.
+    calibrator : str, Calibrator or None
+        ``"bcts"`` (bias-corrected temperature scaling, the default), another registered
+        calibrator of logits (``"temperature"``, ...) or one as an instance (a fitted one
+        is used as it is), or ``None`` (softmax of the logits).
+    soft : bool
+        BBSE with the soft confusion matrix (the probabilities) instead of the hard one.
+    tol, max_iter : float, int
+        EM's convergence tolerance (largest change of a prior) and iteration budget.
+
+    Attributes
+    ----------
+    n_classes_ : int
+    calibrator_ : Calibrator or None
+        Fitted on the source rows.
+    source_priors_ : ndarray of shape (n_classes,)
+        The source's label frequencies (all positive).
+    confusion_ : ndarray of shape (n_classes, n_classes)
+        The joint confusion matrix of the calibrated source rows (``soft`` as given).
+    target_priors_ : ndarray of shape (n_classes,)
+        Set by :meth:`adapt` (or :meth:`set_target_priors`).
+    n_iter_ : int
+        EM's iterations in the last :meth:`adapt` (0 for BBSE or given priors).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 2000)
+    >>> z = np.stack([np.zeros(2000), 2.0 * (2 * y - 1) + rng.normal(size=2000)], axis=1)
+    >>> ps = PriorShiftAdapter(method="em").fit(z, y)
+    >>> yt = (rng.random(2000) < 0.8).astype(int)  # 80% of class 1
+    >>> zt = np.stack([np.zeros(2000), 2.0 * (2 * yt - 1) + rng.normal(size=2000)], axis=1)
+    >>> bool(abs(ps.adapt(zt).target_priors_[1] - 0.8) < 0.03), ps.predict_proba(zt).shape
+    (True, (2000, 2))
+    """
+
+    kind: ClassVar[str] = "priors"
+
+    method: str
+    calibrator: str | Calibrator | None
+    soft: bool
+    tol: float
+    max_iter: int
+    n_classes_: int
+    calibrator_: Calibrator | None
+    source_priors_: F64
+    confusion_: F64
+    target_priors_: F64
+    n_iter_: int
+
+    param_constraints: ClassVar[Constraints] = {
+        "method": Choice(*METHODS),
+        "calibrator": CalibratorSpec(),
+        "soft": Boolean(),
+        "tol": POSITIVE,
+        "max_iter": Integer(1, 10_000_000),
+    }
+    state_constraints: ClassVar[Constraints] = {
+        "calibrator_": FittedObject(),
+        "source_priors_": Array(shape=("k",), low=0.0),
+        "confusion_": Array(shape=("k", "k"), low=0.0),
+        "target_priors_": Array(shape=("k",), low=0.0),
+        "n_iter_": Integer(low=0),
+    }
+    optional_state: ClassVar[tuple[str, ...]] = ("target_priors_", "n_iter_")
+
+    def __init__(
+        self,
+        method: str = "em",
+        calibrator: str | Calibrator | None = "bcts",
+        soft: bool = False,
+        tol: float = 1e-8,
+        max_iter: int = 10_000,
+    ) -> None:
+        self._set_params(
+            method=method, calibrator=calibrator, soft=soft, tol=tol, max_iter=max_iter
+        )
+
+    # ----- fitted state ------------------------------------------------------------------
+    @property
+    def is_adapted(self) -> bool:
+        return hasattr(self, "target_priors_")
+
+    def _check_is_adapted(self) -> None:
+        from calibkit.core.errors import NotFittedError
+
+        self.check_is_fitted()
+        if not self.is_adapted:
+            raise NotFittedError(
+                "this PriorShiftAdapter has no target priors yet: call adapt(target_logits) "
+                "or set_target_priors() first (source_proba() gives the unadapted posteriors)"
+            )
+
+    # ----- fit, adapt, predict -----------------------------------------------------------
+    def fit(
+        self,
+        logits: object,
+        labels: object,
+        sample_weight: object = None,
+        *,
+        target_logits: object = None,
+        **metadata: object,
+    ) -> Self:
+        """Fit the calibrator, the source priors and the confusion matrix on labelled
+        source rows (every class at least once: the source priors must be positive);
+        with ``target_logits`` (unlabelled target rows), :meth:`adapt` to them too
+        (``metadata``: none is declared, so any is refused by name)."""
+        self._route(metadata)
+        if sample_weight is not None:
+            raise InputError("sample_weight", "None for 'prior_shift'", "weights")
+        out = as_outputs(labels, logits=logits)
+        counts = np.bincount(out.labels, minlength=out.n_classes)
+        if (counts == 0).any():
+            missing = int(np.flatnonzero(counts == 0)[0])
+            raise InputError(
+                "labels",
+                f"every one of the {out.n_classes} classes in the source rows (its prior must "
+                "be positive to reweight it)",
+                f"no row of class {missing}",
+            )
+        z = np.asarray(out.as_logits(), dtype=np.float64)
+        calibrator, fitted = CalibratorSpec.resolve(self.calibrator)
+        if calibrator is not None and not fitted:
+            calibrator.fit(z, out.labels)
+        if calibrator is not None and calibrator.n_classes_ != out.n_classes:
+            expected = f"a calibrator of {out.n_classes} classes, as the logits"
+            raise InputError("calibrator", expected, f"one of {calibrator.n_classes_}")
+        for name in ("target_priors_", "n_iter_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        self.n_classes_ = out.n_classes
+        self.calibrator_ = calibrator
+        self.source_priors_ = counts / float(counts.sum())
+        self.confusion_ = confusion_matrix(self._probs(z), out.labels, soft=self.soft)
+        if target_logits is not None:
+            self.adapt(target_logits)
+        return self
+
+    def source_proba(self, logits: object) -> F64:
+        """The calibrated posteriors under the source priors (no adaptation)."""
+        return self._probs(self._check_predict_input(logits))
+
+    def estimate(self, target_logits: object) -> tuple[F64, int]:
+        """The target priors estimated from unlabelled target logits, and EM's iterations
+        (0 for BBSE), without storing them."""
+        p = self.source_proba(target_logits)
+        if self.method == "em":
+            return estimate_priors_em(p, self.source_priors_, tol=self.tol, max_iter=self.max_iter)
+        return estimate_priors_bbse(self.confusion_, p, soft=self.soft), 0
+
+    def adapt(self, target_logits: object) -> Self:
+        """Estimate the target priors from unlabelled target logits and keep them."""
+        self.target_priors_, self.n_iter_ = self.estimate(target_logits)
+        return self
+
+    def set_target_priors(self, priors: object) -> Self:
+        """Use known target priors (e.g. the oracle's) instead of estimating them."""
+        self.check_is_fitted()
+        self.target_priors_ = check_priors(priors, "priors", self.n_classes_)
+        self.n_iter_ = 0
+        return self
+
+    @property
+    def weights_(self) -> F64:
+        """``target_priors_ / source_priors_``, the reweighting."""
+        self._check_is_adapted()
+        return np.asarray(self.target_priors_ / self.source_priors_, dtype=np.float64)
+
+    def predict_proba(self, logits: object, **metadata: object) -> F64:
+        """The posteriors adapted to the target priors."""
+        self._route(metadata)
+        self._check_is_adapted()
+        return _reweight(self.source_proba(logits), self.weights_, self.target_priors_)
+
+    # ----- export ------------------------------------------------------------------------
+    def to_module(self) -> nn.Module:
+        """The adapted map as a torch module: the calibrator's module (or a softmax), then
+        the reweighting (the weights a float64 buffer; see :class:`PriorWeights`)."""
+        self._check_is_adapted()
+        return _prior_module(self._probs_module(), self.weights_, self.target_priors_)
+
+    # ----- persistence ------------------------------------------------------------------
+    def _check_state(self) -> None:
+        k = self.n_classes_
+        check_priors(self.source_priors_, "state.source_priors_", k, positive=True)
+        if abs(float(self.confusion_.sum()) - 1.0) > PRIOR_SUM_TOL:
+            raise InputError("state.confusion_", "entries >= 0 summing to 1", "another sum")
+        if self.is_adapted:
+            if not hasattr(self, "n_iter_"):
+                raise InputError(
+                    "state.n_iter_", "EM's iterations beside the target priors", MISSING
+                )
+            check_priors(self.target_priors_, "state.target_priors_", k)
+        elif hasattr(self, "n_iter_"):
+            raise InputError("state.target_priors_", "the target priors beside n_iter_", MISSING)
+        if (self.calibrator_ is None) != (self.calibrator is None):
+            raise InputError(
+                "state.calibrator_", "a fitted calibrator as params.calibrator says", "other"
+            )
+        if self.calibrator_ is not None:
+            spec = self.calibrator
+            name = (
+                CALIBRATORS.canonical(spec) if isinstance(spec, str) else getattr(spec, "name", "")
+            )
+            if self.calibrator_.name != name or self.calibrator_.n_classes_ != k:
+                raise InputError(
+                    "state.calibrator_", f"a {name!r} calibrator of {k} classes", "another"
+                )
+
+
+def _prior_module(probs: nn.Module, weights: F64, fallback: F64) -> nn.Module:
+    from calibkit.calibrators.priors.label_shift_module import PriorWeights
+
+    return PriorWeights(probs, weights, fallback).eval()

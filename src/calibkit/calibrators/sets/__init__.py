@@ -1,0 +1,2 @@
+"""Conformal predictors (the ``sets`` kind): logits to prediction sets, and the conformity
+scores."""

@@ -1,0 +1,600 @@
+"""Split conformal prediction sets on top of any calibrator's probabilities.
+
+:class:`ConformalClassifier` turns a classifier's logits into *prediction sets* that hold
+the true class with probability at least ``1 - alpha`` on exchangeable data (Vovk et al.
+2005; Angelopoulos & Bates 2021, "A gentle introduction"). ``fit(logits, labels)`` on a
+calibration set computes a non-conformity score ``s(x, y)`` for each row's true class and
+keeps its conformal quantile ``q``: the ``k``-th smallest of the ``n`` scores, ``k =
+ceil((n + 1)(1 - alpha))``. ``predict_set(logits)`` returns the boolean mask ``s(x, y) <=
+q`` of shape ``(n, K)``. Then ``1 - alpha <= P(y in set) <= 1 - alpha + 1 / (n + 1)``, the
+upper bound when scores have no ties (the randomised variants make them tie-free).
+
+The scores (``score``) are the entries of
+:data:`~calibkit.calibrators.sets.conformal_scores.SCORES`, whose module gives their formulas
+and tie rule: ``"lac"`` (also called THR; no randomised variant), ``"aps"``, ``"raps"``
+(parameters ``penalty`` and ``k_reg``) and ``"saps"`` (``weight``).
+:meth:`ConformalClassifier.score_object` builds the score from the parameters.
+
+Class-conditional (Mondrian) conformal (``mondrian=True``, Vovk 2012): one quantile per
+class, from that class's calibration rows only; class ``y`` enters a set when ``s(x, y) <=
+q_y``. Each class then has its own guarantee ``P(y in set | y = c) >= 1 - alpha``, at the
+price of needing ``n_c >= 1 / alpha - 1`` rows of every class.
+
+A calibration part too small for ``alpha`` (``k > n``: fewer than ``1 / alpha - 1`` rows)
+has an infinite quantile: every set would be the full set of classes, which holds the
+guarantee trivially and says nothing. ``fit`` refuses it with an InputError saying how many
+rows are needed, unless ``allow_full_sets=True`` (then ``thresholds_`` is ``inf`` and the
+sets are full).
+
+The calibrator and the rows (the choice, and its effect on the guarantee)
+    ``calibrator`` is ``None`` (softmax of the logits), a registered calibrator name (e.g.
+    ``"temperature"``) or a :class:`~calibkit.calibrators.base.Calibrator`. The guarantee
+    needs the quantile's rows to be exchangeable with the test rows *given the
+    calibrator*, so by default (``calibrator_split=0.5``) a seeded stratified half of the
+    calibration rows fits the calibrator and the other half gives the quantile: the bound
+    holds exactly, with ``n`` the quantile's rows (``n_calibration_``). With
+    ``calibrator_split=None`` both use every row: more rows for each, but the calibrator
+    has seen the quantile's rows, so the guarantee is no longer formal (for temperature
+    scaling's one parameter the effect is negligible in practice). A calibrator given
+    already fitted is used as it is (it must not have seen the calibration rows), and
+    every row gives the quantile; an unfitted one is copied, never changed.
+
+Randomisation
+    ``randomized=True`` (APS, RAPS, SAPS) draws ``U`` from ``seed``: at fit for the
+    calibration rows; in ``predict_set`` from a second stream of ``seed`` unless the
+    caller passes ``u`` (one value per row). The exported module of a randomised set
+    takes ``u`` as a second input, so the caller owns the randomness.
+
+>>> rng = np.random.default_rng(0)
+>>> logits = rng.normal(size=(400, 4)) * 3
+>>> labels = np.array([rng.choice(4, p=np.exp(z) / np.exp(z).sum()) for z in logits])
+>>> cp = ConformalClassifier(score="aps", alpha=0.1).fit(logits, labels)
+>>> sets = cp.predict_set(logits[:3])
+>>> sets.dtype, sets.shape, cp.n_calibration_
+(dtype('bool'), (3, 4), 400)
+>>> ConformalClassifier(score="top")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+calibkit.core.errors.UnknownNameError: score: expected one of aps, lac, raps, saps, got 'top'
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from calibkit.calibrators.base import Calibrator
+from calibkit.calibrators.fitted import CALIBRATORS, CalibratorSpec, FittedObject, OnCalibrator
+from calibkit.calibrators.sets.conformal_scores import (
+    RAPS,
+    SAPS,
+    SCORES,
+    ConformalScore,
+    ScoreName,
+    create_score,
+)
+from calibkit.core.errors import InputError
+from calibkit.core.fitted_state import Array
+from calibkit.core.outputs import as_outputs
+from calibkit.core.splits import stratified_split
+from calibkit.core.validation import (
+    SEED,
+    Boolean,
+    Constraints,
+    Integer,
+    NoneOr,
+    Real,
+)
+
+if TYPE_CHECKING:
+    from torch import nn
+
+F64 = npt.NDArray[np.float64]
+Mask = npt.NDArray[np.bool_]
+#: The scores with a randomised (uniform ``U``) variant.
+RANDOMIZABLE = tuple(name for name in SCORES.names() if SCORES.get(name).randomizable)
+#: A selective coverage: the fraction of rows answered, in (0, 1].
+COVERAGE = Real(0.0, 1.0, closed="right")
+
+
+class SelectiveRisk(NamedTuple):
+    """Selective prediction at a coverage, on the calibration rows
+    (:meth:`ConformalClassifier.selective`).
+
+    Parameters
+    ----------
+    coverage : float
+        The fraction of the calibration rows kept (at least the one asked; ties at the
+        threshold are kept too).
+    threshold : float
+        The calibrated top-label confidence at or above which a row is answered.
+    risk : float
+        The error rate among the rows kept.
+    risk_upper : float
+        Its one-sided 95% Clopper-Pearson upper bound.
+    n_kept, n_calibration : int
+        The rows kept, and the calibration rows they are taken from.
+
+    Examples
+    --------
+    >>> SelectiveRisk(0.5, 0.9, 0.1, 0.4, 5, 10).risk
+    0.1
+    """
+
+    coverage: float
+    threshold: float
+    risk: float
+    risk_upper: float
+    n_kept: int
+    n_calibration: int
+
+
+class Answers(NamedTuple):
+    """The three answers of :meth:`ConformalClassifier.predict_all`.
+
+    Parameters
+    ----------
+    probs : ndarray of shape (N, K)
+        Calibrated probabilities.
+    sets : ndarray of bool, shape (N, K)
+        Prediction sets.
+    accept : ndarray of bool, shape (N,)
+        Whether to answer each row (else abstain).
+
+    Examples
+    --------
+    >>> a = Answers(np.array([[0.9, 0.1]]), np.array([[True, False]]), np.array([True]))
+    >>> a.sets.sum(), bool(a.accept[0])
+    (np.int64(1), True)
+    """
+
+    probs: F64
+    sets: Mask
+    accept: Mask
+
+
+def _clopper_pearson_upper(errors: int, n: int, delta: float) -> float:
+    """The one-sided ``1 - delta`` Clopper-Pearson upper bound of a rate ``errors / n``.
+
+    >>> round(_clopper_pearson_upper(0, 100, 0.05), 6)  # the "rule of three": about 3/n
+    0.029513
+    """
+    if errors >= n:
+        return 1.0
+    from scipy.stats import beta  # lazy: scipy.stats costs a second at import
+
+    return float(beta.ppf(1.0 - delta, errors + 1, n - errors))
+
+
+def conformal_quantile_rank(n: int, alpha: float) -> int:
+    """``k = ceil((n + 1)(1 - alpha))``, computed exactly on the float ``alpha``.
+
+    >>> conformal_quantile_rank(99, 0.1), conformal_quantile_rank(9, 0.1)
+    (90, 9)
+    """
+    return math.ceil((n + 1) * (1 - Fraction(alpha)))
+
+
+def rows_needed(alpha: float) -> int:
+    """The fewest calibration rows with a finite quantile: the least ``n`` with ``k <= n``.
+
+    >>> rows_needed(0.1), rows_needed(0.01), rows_needed(0.3)
+    (9, 99, 3)
+    """
+    return max(1, math.ceil(1 / Fraction(alpha) - 1))
+
+
+def conformal_threshold(scores: F64, alpha: float) -> float:
+    """The ``ceil((n + 1)(1 - alpha))``-th smallest of ``scores``; ``inf`` past ``n``.
+
+    >>> conformal_threshold(np.arange(10.0), 0.2), conformal_threshold(np.arange(3.0), 0.2)
+    (8.0, inf)
+    """
+    k = conformal_quantile_rank(scores.shape[0], alpha)
+    return math.inf if k > scores.shape[0] else float(np.partition(scores, k - 1)[k - 1])
+
+
+def set_scores(
+    probs: F64,
+    score: str,
+    u: F64 | None = None,
+    *,
+    penalty: float = 0.0,
+    k_reg: int = 0,
+    weight: float = 0.2,
+) -> F64:
+    """The non-conformity score of every class of every row, ``(N, K)``: the numpy half of
+    the registered score ``score`` (:mod:`~calibkit.calibrators.sets.conformal_scores`), with
+    the options it declares (``penalty``, ``k_reg``: RAPS; ``weight``: SAPS).
+
+    ``u`` is one uniform value per row (``None``: 0, the non-randomised scores).
+
+    >>> p = np.array([[0.5, 0.2, 0.3]])
+    >>> set_scores(p, "aps").round(6).tolist(), set_scores(p, "lac").round(6).tolist()
+    ([[0.5, 1.0, 0.8]], [[0.5, 0.8, 0.7]])
+    """
+    scorer = create_score(score, penalty=penalty, k_reg=k_reg, weight=weight)
+    return scorer.numpy(probs, u)
+
+
+@CALIBRATORS.register("conformal", default=False)
+class ConformalClassifier(OnCalibrator):
+    """Split (or class-conditional) conformal prediction sets; see the module docstring.
+
+    Parameters
+    ----------
+    score : {"lac", "aps", "raps", "saps"}
+        The score's name in :data:`~calibkit.calibrators.sets.conformal_scores.SCORES`.
+    alpha : float
+        Miscoverage in (0, 1): sets hold the true class with probability >= 1 - alpha.
+    calibrator : None, str or Calibrator
+        What makes the probabilities (None: softmax of the logits).
+    calibrator_split : float or None
+        Fraction of the calibration rows that fit the calibrator (the rest give the
+        quantile); None: the same rows for both (no formal guarantee). Unused without a
+        calibrator to fit.
+    mondrian : bool
+        One quantile per class (class-conditional coverage).
+    randomized : bool
+        The uniform-``U`` variant (APS, RAPS, SAPS only).
+    penalty, k_reg : float, int
+        RAPS's ``lambda`` and ``k_reg`` (defaults 0.1 and 1, for tens of classes; the RAPS
+        paper uses about 0.01 and 5 on ImageNet's 1000).
+    weight : float
+        SAPS's rank weight ``lambda`` (TorchCP's default 0.2).
+    allow_full_sets : bool
+        Accept a calibration part too small for ``alpha`` (the sets are then full).
+    seed : int
+        Seed of the calibrator split and of ``U``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(2000, 4)) * 3
+    >>> y = z.argmax(1)
+    >>> flip = rng.random(2000) < 0.2
+    >>> y[flip] = rng.integers(0, 4, flip.sum())
+    >>> cp = ConformalClassifier(score="raps", alpha=0.1, calibrator="temperature").fit(z, y)
+    >>> sets = cp.predict_set(z[:5])
+    >>> sets.shape, sets.dtype
+    ((5, 4), dtype('bool'))
+    """
+
+    kind: ClassVar[str] = "sets"
+
+    score: str
+    alpha: float
+    calibrator: str | Calibrator | None
+    calibrator_split: float | None
+    mondrian: bool
+    randomized: bool
+    penalty: float
+    k_reg: int
+    weight: float
+    allow_full_sets: bool
+    seed: int
+    n_classes_: int
+    calibrator_: Calibrator | None
+    thresholds_: F64
+    n_calibration_: int
+    class_counts_: npt.NDArray[np.int64]
+
+    param_constraints: ClassVar[Constraints] = {
+        "score": ScoreName(),
+        "alpha": Real(0.0, 1.0, closed="neither"),
+        "calibrator": CalibratorSpec(),
+        "calibrator_split": NoneOr(Real(0.0, 1.0, closed="neither")),
+        "mondrian": Boolean(),
+        "randomized": Boolean(),
+        "penalty": RAPS.param_constraints["penalty"],
+        "k_reg": RAPS.param_constraints["k_reg"],
+        "weight": SAPS.param_constraints["weight"],
+        "allow_full_sets": Boolean(),
+        "seed": SEED,
+    }
+    state_constraints: ClassVar[Constraints] = {
+        "calibrator_": FittedObject(),
+        "thresholds_": Array(shape=("k",), allow_inf=True),
+        "n_calibration_": Integer(low=1),
+        "class_counts_": Array("int64", shape=("k",), low=0),
+        "label_scores_": Array(shape=("n",), sorted=True),
+        "score_labels_": Array("int64", shape=("n",), low=0),
+        "confidences_": Array(shape=("n",), low=0.0, high=1.0),
+        "errors_": Array("int64", shape=("n",), low=0, high=1),
+    }
+    #: Files of calibkit 0.x hold no calibration scores: sets at their own alpha only.
+    optional_state: ClassVar[tuple[str, ...]] = (
+        "label_scores_",
+        "score_labels_",
+        "confidences_",
+        "errors_",
+    )
+
+    def __init__(
+        self,
+        score: str = "aps",
+        alpha: float = 0.1,
+        calibrator: str | Calibrator | None = None,
+        calibrator_split: float | None = 0.5,
+        mondrian: bool = False,
+        randomized: bool = False,
+        penalty: float = 0.1,
+        k_reg: int = 1,
+        weight: float = 0.2,
+        allow_full_sets: bool = False,
+        seed: int = 0,
+    ) -> None:
+        self._set_params(
+            score=score,
+            alpha=alpha,
+            calibrator=calibrator,
+            calibrator_split=calibrator_split,
+            mondrian=mondrian,
+            randomized=randomized,
+            penalty=penalty,
+            k_reg=k_reg,
+            weight=weight,
+            allow_full_sets=allow_full_sets,
+            seed=seed,
+        )
+        if self.randomized and not SCORES.get(self.score).randomizable:
+            expected = "randomized=False for 'lac' (randomised: " + ", ".join(RANDOMIZABLE) + ")"
+            raise InputError("randomized", expected, "True")
+
+    def score_object(self) -> ConformalScore:
+        """The score of the parameters: the registered ``score`` with those of ``penalty``,
+        ``k_reg`` and ``weight`` that it declares."""
+        return create_score(self.score, penalty=self.penalty, k_reg=self.k_reg, weight=self.weight)
+
+    # ----- fit and predict ---------------------------------------------------------------
+    def fit(
+        self, logits: object, labels: object, sample_weight: object = None, **metadata: object
+    ) -> Self:
+        """Fit the calibrator (on its part) and the quantile(s) on the calibration rows
+        (``metadata``: none is declared, so any is refused by name)."""
+        self._route(metadata)
+        if sample_weight is not None:
+            raise InputError("sample_weight", "None for 'conformal' (unweighted ranks)", "weights")
+        out = as_outputs(labels, logits=logits)
+        z, y = np.asarray(out.as_logits(), dtype=np.float64), out.labels
+        quantile_rows = np.arange(y.shape[0])
+        calibrator, fitted = CalibratorSpec.resolve(self.calibrator)
+        if calibrator is not None and not fitted:
+            fit_rows = quantile_rows
+            if self.calibrator_split is not None:
+                if y.shape[0] < 2:
+                    raise InputError("labels", "at least 2 calibration rows to split", "1")
+                quantile_rows, fit_rows = stratified_split(
+                    y, self.calibrator_split, self.seed, every_class_in_both=False
+                )
+            calibrator.fit(z[fit_rows], y[fit_rows])
+        if calibrator is not None and calibrator.n_classes_ != out.n_classes:
+            expected = f"a calibrator of {out.n_classes} classes, as the logits"
+            raise InputError("calibrator", expected, f"one of {calibrator.n_classes_}")
+        self.n_classes_ = out.n_classes
+        self.calibrator_ = calibrator
+        probs = self._probs(z[quantile_rows])
+        yq = y[quantile_rows]
+        u = self._draw(yq.shape[0], 0) if self.randomized else None
+        label_scores = np.take_along_axis(self.score_object().numpy(probs, u), yq[:, None], axis=1)[
+            :, 0
+        ]
+        counts = np.bincount(yq, minlength=self.n_classes_)
+        groups = (
+            [label_scores[yq == c] for c in range(self.n_classes_)]
+            if self.mondrian
+            else [label_scores]
+        )
+        self._check_enough(counts if self.mondrian else np.array([yq.shape[0]]))
+        values = [conformal_threshold(g, self.alpha) for g in groups]
+        self.thresholds_ = np.array(
+            values if self.mondrian else values * self.n_classes_, dtype=np.float64
+        )
+        self.n_calibration_ = int(yq.shape[0])
+        self.class_counts_ = counts.astype(np.int64)
+        by_score = np.argsort(label_scores, kind="stable")
+        self.label_scores_ = np.asarray(label_scores[by_score], dtype=np.float64)
+        self.score_labels_ = yq[by_score].astype(np.int64)
+        confidence = probs.max(axis=1)
+        by_confidence = np.argsort(-confidence, kind="stable")  # most confident first
+        self.confidences_ = np.asarray(confidence[by_confidence], dtype=np.float64)
+        self.errors_ = (probs.argmax(axis=1) != yq)[by_confidence].astype(np.int64)
+        return self
+
+    def _check_enough(self, counts: npt.NDArray[np.int64]) -> None:
+        need = rows_needed(self.alpha)
+        short = np.flatnonzero(counts < need)
+        if short.size == 0 or self.allow_full_sets:
+            return
+        rows = "calibration rows for the quantile"
+        where = f"{int(counts[short[0]])} {rows}"
+        if self.mondrian:
+            where = f"{int(counts[short[0]])} {rows} of class {int(short[0])}"
+        split = " (after the calibrator's split)" if self.calibrator_split is not None else ""
+        raise InputError(
+            "calibration part",
+            f"at least {need} {rows}{' per class' if self.mondrian else ''} for alpha="
+            f"{self.alpha:g} (ceil((n + 1)(1 - alpha)) <= n), or allow_full_sets=True",
+            where + (split if self.calibrator is not None else ""),
+        )
+
+    def _draw(self, n: int, stream: int) -> F64:
+        return np.random.default_rng([self.seed, stream]).random(n)
+
+    def predict_proba(self, logits: object, **metadata: object) -> F64:
+        """The probabilities the scores are computed from (the calibrator's, or softmax)."""
+        self._route(metadata)
+        return self._probs(self._check_predict_input(logits))
+
+    def predict_scores(self, logits: object, u: object = None) -> F64:
+        """The non-conformity score of every class, ``(N, K)`` (``u`` as in predict_set)."""
+        z = self._check_predict_input(logits)
+        return self.score_object().numpy(self._probs(z), self._u(u, z.shape[0]))
+
+    def predict_set(
+        self, logits: object, u: object = None, *, alpha: float | None = None, **metadata: object
+    ) -> Mask:
+        """The prediction sets as a boolean mask ``(N, K)``.
+
+        ``u``: for a randomised score, one uniform value in [0, 1) per row (default:
+        drawn from ``seed``'s prediction stream, the same for the same N); refused otherwise.
+        ``alpha``: another miscoverage than the fitted one (:meth:`thresholds`).
+        """
+        self._route(metadata)
+        thresholds = self.thresholds_ if alpha is None else self.thresholds(alpha)
+        return self.predict_scores(logits, u) <= thresholds[None, :]
+
+    # ----- the three answers ---------------------------------------------------------------
+    def thresholds(self, alpha: float) -> F64:
+        """Each class's conformal quantile at miscoverage ``alpha``, from the stored scores
+        of the calibration rows (``thresholds_`` is the one at the fitted ``alpha``)."""
+        self.check_is_fitted()
+        a = Real(0.0, 1.0, closed="neither").check("alpha", alpha)
+        if not hasattr(self, "label_scores_"):
+            raise InputError(
+                "alpha",
+                f"the fitted alpha={self.alpha:g} for a file of calibkit 0.x (no stored "
+                "scores: refit to choose another)",
+                f"{a:g}",
+            )
+        if self.mondrian:
+            parts = [self.label_scores_[self.score_labels_ == c] for c in range(self.n_classes_)]
+        else:
+            parts = [self.label_scores_]
+        counts = np.array([p.shape[0] for p in parts], dtype=np.int64)
+        if not self.allow_full_sets and (counts < rows_needed(a)).any():
+            where = " per class" if self.mondrian else ""
+            raise InputError(
+                "alpha",
+                f"an alpha whose quantile the {int(counts.min())} calibration rows{where} "
+                f"can give (at least {rows_needed(a)} rows needed for alpha={a:g}), or "
+                "allow_full_sets=True",
+                f"{a:g}",
+            )
+        values = [conformal_threshold(p, a) for p in parts]
+        return np.array(values if self.mondrian else values * self.n_classes_, dtype=np.float64)
+
+    def selective(self, coverage: float) -> SelectiveRisk:
+        """Selective prediction at ``coverage``: the confidence threshold that keeps that
+        fraction of the calibration rows (the most confident ones), and the risk (error
+        rate) among the rows kept, with its one-sided 95% Clopper-Pearson upper bound.
+
+        The rows are the quantile's (held out from the calibrator when it was fitted here),
+        so the risk is an honest estimate for exchangeable test rows.
+        """
+        self.check_is_fitted()
+        c = COVERAGE.check("coverage", coverage)
+        if not hasattr(self, "confidences_"):
+            raise InputError("coverage", "a file fitted by calibkit 1 (0.x stored no rows)", "0.x")
+        n = self.confidences_.shape[0]
+        keep = max(1, math.ceil(Fraction(c) * n))
+        threshold = float(self.confidences_[keep - 1])
+        kept = int(np.count_nonzero(self.confidences_ >= threshold))  # ties are kept too
+        errors = int(self.errors_[:kept].sum())
+        return SelectiveRisk(
+            coverage=kept / n,
+            threshold=threshold,
+            risk=errors / kept,
+            risk_upper=_clopper_pearson_upper(errors, kept, 0.05),
+            n_kept=kept,
+            n_calibration=n,
+        )
+
+    def predict_accept(self, logits: object, coverage: float) -> Mask:
+        """Which rows to answer (``True``) at ``coverage``: their calibrated top-label
+        confidence is at or above :meth:`selective`'s threshold; the others abstain."""
+        threshold = self.selective(coverage).threshold
+        return np.asarray(self.predict_proba(logits).max(axis=1) >= threshold)
+
+    def predict_all(
+        self,
+        logits: object,
+        u: object = None,
+        *,
+        alpha: float | None = None,
+        coverage: float,
+    ) -> Answers:
+        """The three answers at once: calibrated probabilities, prediction sets at
+        ``alpha`` (default the fitted one) and whether to answer at ``coverage``."""
+        z = self._check_predict_input(logits)
+        probs = self._probs(z)
+        thresholds = self.thresholds_ if alpha is None else self.thresholds(alpha)
+        scores = self.score_object().numpy(probs, self._u(u, z.shape[0]))
+        accept = probs.max(axis=1) >= self.selective(coverage).threshold
+        return Answers(probs, scores <= thresholds[None, :], np.asarray(accept))
+
+    def _u(self, u: object, n: int) -> F64 | None:
+        if not self.randomized:
+            if u is not None:
+                raise InputError("u", "None for a non-randomised score", "values")
+            return None
+        if u is None:
+            return self._draw(n, 1)
+        arr = np.asarray(u, dtype=np.float64)
+        if arr.shape != (n,) or not np.all((arr >= 0) & (arr < 1)):
+            raise InputError("u", f"{n} values in [0, 1)", f"shape {arr.shape}")
+        return arr
+
+    # ----- export ------------------------------------------------------------------------
+    def to_module(self, *, alpha: float | None = None, coverage: float | None = None) -> nn.Module:
+        """The sets as a torch module: logits ``(N, K)`` in (and ``u`` ``(N,)`` for a
+        randomised score), a bool mask out (see
+        :class:`~calibkit.calibrators.sets.conformal_module.ConformalSets`); at ``alpha`` if given.
+
+        With ``coverage``, the three answers of :meth:`predict_all` in one module: it
+        returns ``(probs, sets, accept)`` (float64 ``(N, K)``, bool ``(N, K)``, bool
+        ``(N,)``; :class:`~calibkit.calibrators.sets.conformal_module.ConformalPredictor`).
+        """
+        from calibkit.calibrators.sets import conformal_module as cm
+
+        self.check_is_fitted()
+        probs = self._probs_module()
+        thresholds = self.thresholds_ if alpha is None else self.thresholds(alpha)
+        if coverage is not None:
+            threshold = self.selective(coverage).threshold
+            answers = cm.RandomizedConformalPredictor if self.randomized else cm.ConformalPredictor
+            return answers(
+                probs, self.score_object(), thresholds, threshold, self.randomized
+            ).eval()
+        kind = cm.RandomizedConformalSets if self.randomized else cm.ConformalSets
+        return kind(probs, self.score_object(), thresholds, self.randomized).eval()
+
+    # ----- persistence ------------------------------------------------------------------
+    def _check_state(self) -> None:
+        stored = [hasattr(self, key) for key in self.optional_state]
+        if any(stored) and not all(stored):
+            raise InputError("state", "all of " + ", ".join(self.optional_state), "some")
+        if all(stored):
+            n = self.n_calibration_
+            if self.label_scores_.shape[0] != n or self.confidences_.shape[0] != n:
+                expected = f"n_calibration_={n} stored rows"
+                raise InputError("state.label_scores_", expected, "another count")
+            if (self.score_labels_ >= self.n_classes_).any():
+                raise InputError("state.score_labels_", f"labels below {self.n_classes_}", "more")
+            counts = np.bincount(self.score_labels_, minlength=self.n_classes_)
+            if not np.array_equal(counts, self.class_counts_):
+                raise InputError("state.score_labels_", "the labels class_counts_ counts", "others")
+            if (np.diff(self.confidences_) > 0).any():
+                raise InputError("state.confidences_", "non-increasing values", "an increase")
+        if self.calibrator_ is not None and self.calibrator_.n_classes_ != self.n_classes_:
+            raise InputError(
+                "state.calibrator_", f"a calibrator of {self.n_classes_} classes", "another"
+            )
+        if (self.calibrator_ is None) != (self.calibrator is None):
+            raise InputError("state.calibrator_", "a calibrator as params.calibrator says", "other")
+
+    @classmethod
+    def _upgrade(
+        cls, params: dict[str, Any], state: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A file of calibkit 0.x kept ``thresholds_`` as a list of floats."""
+        thresholds = state.get("thresholds_")
+        if isinstance(thresholds, list) and all(
+            isinstance(t, float | int) and not isinstance(t, bool) for t in thresholds
+        ):
+            state = {**state, "thresholds_": np.array(thresholds, dtype=np.float64)}
+        return params, state

@@ -1,0 +1,319 @@
+"""The non-conformity scores of conformal prediction sets: one class per score, in one registry.
+
+:data:`SCORES` holds the scores of
+:class:`~calibkit.calibrators.sets.conformal.ConformalClassifier` by name, each a small class with
+its parameters declared (:attr:`ConformalScore.param_constraints`) and its two halves side by
+side: :meth:`~ConformalScore.numpy` computes the score of every class of every row from
+probabilities ``(N, K)`` (what ``fit`` and ``predict_set`` use), :meth:`~ConformalScore.torch`
+computes the same in torch (what the exported module
+:class:`~calibkit.calibrators.sets.conformal_module.ConformalSets` uses). A score is an
+``nn.Module`` whose ``forward`` is its torch half, so a module holding one scripts
+(``torch.jit.script``), exports and runs in ONNX.
+
+Notation: ``p_(1) >= p_(2) >= ...`` the probabilities sorted in decreasing order, ``r`` the
+1-based rank of the scored class ``y``, ``U`` uniform in [0, 1) per row (0 for the
+non-randomised variants).
+
+Ranks
+    Ties between classes of equal probability are broken by class index: the lower index
+    is ranked first. The numpy half sorts (numpy's stable sort); the torch half compares
+    every pair of classes instead (``i`` is ahead of ``j`` when ``p_i > p_j``, or ``p_i ==
+    p_j`` and ``i < j``), which ONNX runs without a sort, at O(N K^2) memory. It adds the
+    masses ahead of a class in class order rather than rank order, so the two halves may
+    differ by a few units in the last place.
+
+>>> SCORES.names()
+['lac', 'aps', 'raps', 'saps']
+>>> p = np.array([[0.5, 0.2, 0.3]])
+>>> SCORES.create("aps").numpy(p).round(6).tolist()
+[[0.5, 1.0, 0.8]]
+>>> SCORES.create("raps", penalty=0.1, k_reg=1)
+RAPS(penalty=0.1, k_reg=1)
+>>> SCORES.get("apps")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+calibkit.core.errors.UnknownNameError: score: expected one of ..., got 'apps' (did you mean 'aps'?)
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import Tensor, nn
+
+from calibkit.core.errors import InputError, UnknownNameError
+from calibkit.core.registry import Registry
+from calibkit.core.validation import Constraint, Constraints, Integer, Real, check_params
+
+F64 = npt.NDArray[np.float64]
+
+
+class ConformalScore(nn.Module):
+    """A non-conformity score ``s(x, y)``: larger is less conforming.
+
+    A subclass declares its parameters in :attr:`param_constraints` (its constructor takes
+    them as keywords), says whether it has a randomised variant (:attr:`randomizable`) and
+    defines :meth:`numpy` and :meth:`torch`, which compute the same score.
+
+    Examples
+    --------
+    >>> score = SCORES.create("saps", weight=0.25)
+    >>> p = np.array([[0.25, 0.5, 0.25]])
+    >>> score.numpy(p).tolist(), score(torch.tensor(p), torch.zeros(1)).tolist()
+    ([[0.75, 0.5, 1.0]], [[0.75, 0.5, 1.0]])
+    """
+
+    #: The registered name (set by :data:`SCORES`).
+    name: ClassVar[str]
+    #: Whether the score has a randomised variant (a uniform ``U`` per row).
+    randomizable: ClassVar[bool] = True
+    #: The score's parameters: name -> what it accepts.
+    param_constraints: ClassVar[Constraints] = {}
+
+    def _checked(self, **params: Any) -> dict[str, Any]:
+        """``params`` checked against :attr:`param_constraints` (an InputError naming the
+        first refused one)."""
+        return check_params(self.param_constraints, params, self.name)
+
+    def get_params(self) -> dict[str, Any]:
+        """The score's parameters (those of :attr:`param_constraints`)."""
+        return {key: getattr(self, key) for key in self.param_constraints}
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+
+    def numpy(self, probs: F64, u: F64 | None = None) -> F64:
+        """The score of every class of every row, ``(N, K)``, from probabilities ``(N, K)``.
+
+        ``u``: one uniform value in [0, 1) per row (``None``: 0, the non-randomised score).
+        """
+        raise NotImplementedError
+
+    def torch(self, p: Tensor, u: Tensor) -> Tensor:
+        """:meth:`numpy` in torch (``u``: ``(N,)``, zeros for the non-randomised score)."""
+        raise NotImplementedError
+
+    def forward(self, p: Tensor, u: Tensor) -> Tensor:
+        return self.torch(p, u)
+
+
+def _on_register(name: str, cls: type[ConformalScore]) -> None:
+    cls.name = name
+
+
+#: The conformal scores by name, in the order tables list them.
+SCORES: Registry[type[ConformalScore]] = Registry("score", on_register=_on_register)
+
+
+def create_score(name: str, **options: Any) -> ConformalScore:
+    """The score ``name`` with those of ``options`` that it declares.
+
+    ``options`` may hold every score's parameters (as
+    :class:`~calibkit.calibrators.sets.conformal.ConformalClassifier` does): each score takes
+    its own and leaves the others; a name no score declares is refused.
+
+    >>> create_score("saps", penalty=0.1, k_reg=1, weight=0.3)
+    SAPS(weight=0.3)
+    >>> create_score("lac", weight=0.3)
+    LAC()
+    """
+    cls = SCORES.get(name)
+    known = {key for n in SCORES.names() for key in SCORES.get(n).param_constraints}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise InputError("score options", "among " + ", ".join(sorted(known)), repr(unknown[0]))
+    return cls(**{k: v for k, v in options.items() if k in cls.param_constraints})
+
+
+class ScoreName(Constraint):
+    """A registered score's name (an unknown one is refused listing the valid names and the
+    nearest).
+
+    Examples
+    --------
+    >>> ScoreName().check("score", "raps")
+    'raps'
+    >>> ScoreName().check("score", "rasp")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.UnknownNameError: score: expected ..., got 'rasp' (did you mean 'raps'?)
+    """
+
+    def check(self, name: str, value: object) -> Any:
+        if not isinstance(value, str):
+            self.fail(name, value)
+        if value not in SCORES:
+            raise UnknownNameError(name, value, SCORES.names())
+        return value
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(sorted(SCORES.names()))
+
+
+# ----- the ranking, in numpy (a sort) and in torch (pairwise comparisons) -------------------
+def _by_rank(probs: F64) -> tuple[npt.NDArray[np.intp], F64, F64]:
+    """Each row's class order (equal probabilities: lower index first), its probabilities
+    in that order, and the ranks ``1..K`` ``(1, K)``."""
+    order = np.argsort(-probs, axis=1, kind="stable")
+    ordered = np.take_along_axis(probs, order, axis=1)
+    return order, ordered, np.arange(1, probs.shape[1] + 1, dtype=np.float64)[None, :]
+
+
+def _in_class_order(order: npt.NDArray[np.intp], by_rank: F64) -> F64:
+    """Scores computed in rank order, put back in class order."""
+    out = np.empty_like(by_rank)
+    np.put_along_axis(out, order, by_rank, axis=1)
+    return out
+
+
+def _u_column(u: F64 | None, n: int) -> F64:
+    return np.zeros((n, 1)) if u is None else np.asarray(u, dtype=np.float64).reshape(n, 1)
+
+
+def _pairwise_rank(p: Tensor) -> tuple[Tensor, Tensor]:
+    """``ahead[n, i, j]``: class ``i`` is ranked before class ``j`` (as float), and each
+    class's 1-based rank ``(N, K)``."""
+    k = p.shape[1]
+    index = torch.arange(k, device=p.device)
+    earlier = (index.unsqueeze(1) < index.unsqueeze(0)).unsqueeze(0)  # [i, j]: i < j
+    pi, pj = p.unsqueeze(2), p.unsqueeze(1)
+    ahead = ((pi > pj) | ((pi == pj) & earlier)).to(p.dtype)
+    return ahead, ahead.sum(dim=1) + 1.0
+
+
+def _pairwise_aps(p: Tensor, u: Tensor, ahead: Tensor) -> Tensor:
+    """APS from the pairwise ranking: the mass ranked ahead of a class, plus ``(1 - U) p``."""
+    before = (ahead * p.unsqueeze(2)).sum(dim=1)
+    return before + (1.0 - u.to(p.dtype).unsqueeze(1)) * p
+
+
+# ----- the scores ---------------------------------------------------------------------------
+@SCORES.register("lac")
+class LAC(ConformalScore):
+    """LAC (also called THR; Sadinle et al. 2019): ``s = 1 - p_y``.
+
+    No randomised variant: a set is every class with ``p_y >= 1 - q``, and may be empty.
+
+    Examples
+    --------
+    >>> LAC().numpy(np.array([[0.5, 0.2, 0.3]])).round(6).tolist()
+    [[0.5, 0.8, 0.7]]
+    """
+
+    randomizable: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def numpy(self, probs: F64, u: F64 | None = None) -> F64:
+        return 1.0 - probs
+
+    def torch(self, p: Tensor, u: Tensor) -> Tensor:
+        return 1.0 - p
+
+
+@SCORES.register("aps")
+class APS(ConformalScore):
+    """APS (Romano et al. 2020): ``s = p_(1) + ... + p_(r) - U p_(r)``.
+
+    With ``U = 0`` a set is the longest prefix of the ranking whose cumulative mass stays at
+    or below ``q`` (MAPIE's ``include_last_label=False``), so it may be empty.
+
+    Examples
+    --------
+    >>> APS().numpy(np.array([[0.4, 0.4, 0.2]]), np.array([0.5])).round(6).tolist()
+    [[0.2, 0.6, 0.9]]
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def numpy(self, probs: F64, u: F64 | None = None) -> F64:
+        order, ordered, _ = _by_rank(probs)
+        uu = _u_column(u, probs.shape[0])
+        return _in_class_order(order, np.cumsum(ordered, axis=1) - uu * ordered)
+
+    def torch(self, p: Tensor, u: Tensor) -> Tensor:
+        ahead, _ = _pairwise_rank(p)
+        return _pairwise_aps(p, u, ahead)
+
+
+@SCORES.register("raps")
+class RAPS(ConformalScore):
+    """RAPS (Angelopoulos et al. 2021): APS ``+ penalty * max(0, r - k_reg)``.
+
+    Parameters
+    ----------
+    penalty : float
+        The rank penalty ``lambda`` (>= 0; default 0.1, for tens of classes: the paper uses
+        about 0.01 on ImageNet's 1000).
+    k_reg : int
+        The ranks free of penalty (default 1; the paper uses about 5 on ImageNet).
+
+    Examples
+    --------
+    >>> RAPS(penalty=0.1, k_reg=1).numpy(np.array([[0.4, 0.4, 0.2]])).round(6).tolist()
+    [[0.4, 0.9, 1.2]]
+    """
+
+    param_constraints: ClassVar[Constraints] = {
+        "penalty": Real(0.0),
+        "k_reg": Integer(0, 100_000),
+    }
+
+    def __init__(self, penalty: float = 0.1, k_reg: int = 1) -> None:
+        super().__init__()
+        checked = self._checked(penalty=penalty, k_reg=k_reg)
+        # set here, not annotated on the class: TorchScript reads the attributes' types
+        self.penalty: float = checked["penalty"]
+        self.k_reg: int = checked["k_reg"]
+
+    def numpy(self, probs: F64, u: F64 | None = None) -> F64:
+        order, ordered, rank = _by_rank(probs)
+        uu = _u_column(u, probs.shape[0])
+        aps = np.cumsum(ordered, axis=1) - uu * ordered
+        return _in_class_order(order, aps + self.penalty * np.maximum(rank - self.k_reg, 0))
+
+    def torch(self, p: Tensor, u: Tensor) -> Tensor:
+        ahead, rank = _pairwise_rank(p)
+        penalised = torch.clamp(rank - float(self.k_reg), min=0.0)
+        return _pairwise_aps(p, u, ahead) + self.penalty * penalised
+
+
+@SCORES.register("saps")
+class SAPS(ConformalScore):
+    """SAPS (Huang et al. 2023): ``s = (1 - U) p_(1)`` for ``r = 1``, else ``p_(1) + weight
+    * (r - 1 - U)``: only the top probability is used, the rest is the rank.
+
+    Parameters
+    ----------
+    weight : float
+        The rank weight ``lambda`` (> 0; default 0.2, TorchCP's).
+
+    Examples
+    --------
+    >>> SAPS(weight=0.2).numpy(np.array([[0.4, 0.4, 0.2]]), np.array([0.5])).round(6).tolist()
+    [[0.2, 0.5, 0.7]]
+    """
+
+    param_constraints: ClassVar[Constraints] = {"weight": Real(0.0, closed="neither")}
+
+    def __init__(self, weight: float = 0.2) -> None:
+        super().__init__()
+        self.weight: float = self._checked(weight=weight)["weight"]
+
+    def numpy(self, probs: F64, u: F64 | None = None) -> F64:
+        order, ordered, rank = _by_rank(probs)
+        uu = _u_column(u, probs.shape[0])
+        top = ordered[:, :1]
+        by_rank = np.where(rank == 1, (1 - uu) * top, top + self.weight * (rank - 1 - uu))
+        return _in_class_order(order, by_rank)
+
+    def torch(self, p: Tensor, u: Tensor) -> Tensor:
+        _, rank = _pairwise_rank(p)
+        uu = u.to(p.dtype).unsqueeze(1)
+        top = p.max(dim=1, keepdim=True).values
+        return torch.where(rank == 1.0, (1.0 - uu) * top, top + self.weight * (rank - 1.0 - uu))

@@ -1,0 +1,239 @@
+"""Tests of the cross-validated automatic choice of calibrator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.model_selection import StratifiedKFold
+
+from calibkit.calibrators import CALIBRATORS, AutoCalibrator, Calibrator, create_calibrator
+from calibkit.calibrators.logit.auto import named_only
+from calibkit.core.errors import InputError, NotFittedError, UnknownNameError
+from calibkit.metrics import ece, nll
+from tests.calibrators.problems import (
+    CIFAR10,
+    load_logits,
+    needs_cifar10,
+    random_problem,
+    seeded_split,
+)
+
+
+def test_scores_are_the_mean_held_out_scores_of_seeded_stratified_folds() -> None:
+    z, y = random_problem(300, 3, seed=1)
+    auto = AutoCalibrator(methods=["temperature", "isotonic"], n_folds=3, seed=7).fit(z, y)
+    folds = StratifiedKFold(n_splits=3, shuffle=True, random_state=7).split(z, y)
+    expected: dict[str, list[float]] = {"temperature": [], "isotonic": []}
+    for train, test in folds:
+        for name, scores in expected.items():
+            cal = create_calibrator(name).fit(z[train], y[train])
+            scores.append(nll(y[test], probs=cal.predict_proba(z[test])))
+    assert auto.cv_fold_scores_ == expected
+    assert auto.cv_scores_ == {name: float(np.mean(s)) for name, s in expected.items()}
+    best = min(expected, key=lambda name: auto.cv_scores_[name])
+    assert auto.chosen_ == best
+    # the chosen method is refitted on the whole calibration set
+    refit = create_calibrator(best).fit(z, y)
+    np.testing.assert_array_equal(auto.predict_proba(z), refit.predict_proba(z))
+
+
+def test_picks_temperature_when_data_follow_a_temperature_model() -> None:
+    z, y = random_problem(1000, 4, seed=2)
+    auto = AutoCalibrator(methods=["histogram", "isotonic", "temperature"]).fit(z, y)
+    assert auto.chosen_ == "temperature"
+    assert auto.cv_scores_["temperature"] < min(auto.cv_scores_["histogram"], 1.0)
+
+
+def test_ece_criterion_uses_top_label_ece() -> None:
+    z, y = random_problem(300, 3, seed=3)
+    auto = AutoCalibrator(methods=["histogram"], criterion="ece", n_bins=5, n_folds=2).fit(z, y)
+    train, test = next(StratifiedKFold(2, shuffle=True, random_state=0).split(z, y))
+    cal = create_calibrator("histogram").fit(z[train], y[train])
+    score = ece(y[test], probs=cal.predict_proba(z[test]), n_bins=5)
+    assert auto.cv_fold_scores_["histogram"][0] == score
+
+
+def test_default_candidates_follow_the_registry_and_the_class_count() -> None:
+    auto = AutoCalibrator()
+    many = auto.candidates(3)
+    assert "auto" not in many
+    assert "temperature_ece" not in many
+    assert {"temperature", "histogram", "histogram_classwise", "isotonic"} <= set(many)
+    assert not any(CALIBRATORS.get(name).binary_only for name in many)
+    two = auto.candidates(2)
+    assert {"platt", "beta"} <= set(two)
+    assert set(two) - set(many) == {"platt", "beta"}
+    # Neural Clamping, the group calibrators, conformal sets and prior adapters are
+    # registered, and never candidates: only calibrators of logits are
+    for kind in ("model", "groups", "sets", "priors"):
+        assert CALIBRATORS.names(kind=kind), kind
+    excluded = {"auto", "temperature_ece", "platt", "beta", *named_only()}
+    assert set(many) == set(CALIBRATORS.names(kind="logits")) - excluded
+    assert AutoCalibrator(methods=["temperature_ece"]).candidates(3) == ["temperature_ece"]
+
+
+def test_unknown_names_fail_at_fit_time_and_binary_methods_need_two_classes() -> None:
+    z, y = random_problem(100, 3, seed=4)
+    auto = AutoCalibrator(methods=["temperature", "not_registered_yet"])  # fine until fit
+    with pytest.raises(UnknownNameError, match="not_registered_yet"):
+        auto.fit(z, y)
+    with pytest.raises(InputError, match="binary-only"):
+        AutoCalibrator(methods=["platt"]).fit(z, y)
+
+
+def test_binary_default_run_and_save_load(tmp_path: Path) -> None:
+    z, y = random_problem(200, 2, seed=5)
+    auto = AutoCalibrator(n_folds=3).fit(z, y)
+    assert set(auto.cv_scores_) == set(auto.candidates(2))
+    assert auto.chosen_ == min(auto.cv_scores_, key=lambda name: auto.cv_scores_[name])
+    auto.save(tmp_path / "auto.json")
+    back = Calibrator.load(tmp_path / "auto.json")
+    assert isinstance(back, AutoCalibrator)
+    assert back.chosen_ == auto.chosen_
+    assert back.cv_scores_ == auto.cv_scores_
+    z_new, _ = random_problem(50, 2, seed=6)
+    np.testing.assert_array_equal(back.predict_proba(z_new), auto.predict_proba(z_new))
+    assert type(back.chosen) is type(auto.chosen)
+    back.save(tmp_path / "again.json")  # a loaded calibrator saves the same file
+    assert (tmp_path / "again.json").read_text() == (tmp_path / "auto.json").read_text()
+
+
+def test_summary_and_repr_name_the_choice() -> None:
+    z, y = random_problem(200, 3, seed=7)
+    auto = AutoCalibrator(methods=["temperature", "histogram"], n_folds=2)
+    assert "chosen" not in repr(auto)
+    with pytest.raises(NotFittedError):
+        auto.summary()
+    auto.fit(z, y)
+    text = auto.summary()
+    assert text.startswith(f"auto chose {auto.chosen_!r}: ")
+    assert "(2 stratified folds, seed 0)" in text
+    assert f"{auto.chosen_}" in text.splitlines()[2]  # best first
+    assert text.count("<- chosen") == 1
+    assert repr(auto).endswith(f"chosen={auto.chosen_!r})")
+
+
+def test_parameter_errors() -> None:
+    with pytest.raises(NotFittedError):
+        AutoCalibrator().predict_proba(np.zeros((2, 3)))
+    for bad in ({"methods": "temperature"}, {"methods": []}, {"methods": ["auto"]},
+                {"criterion": "log"}, {"n_folds": 1}, {"rule": "best"},
+                {"baseline": "platt"}, {"n_bins": 0}, {"seed": 0.5}):  # fmt: skip
+        with pytest.raises(InputError):
+            AutoCalibrator(**bad)  # type: ignore[arg-type]
+
+
+def test_small_data_degrades_instead_of_refusing() -> None:
+    """Eight samples: two folds of four (a class of four rows caps them), not a refusal;
+    three samples: too few to cross-validate, temperature scaling is fitted and said."""
+    z, y = random_problem(8, 2, seed=8)
+    auto = AutoCalibrator(methods=["temperature", "isotonic"]).fit(z, y)
+    assert auto.folds_used_ == min(5, int(np.bincount(y).min()))
+    assert "fewer than 5" in auto.reason_
+    tiny = AutoCalibrator().fit(z[:3], np.array([0, 1, 1]))
+    assert tiny.chosen_ == "temperature"
+    assert tiny.folds_used_ == 0
+    assert "too few samples to cross-validate" in tiny.reason_
+    assert (
+        tiny.summary()
+        == "auto chose 'temperature': too few samples to cross-validate: temperature fitted"
+    )
+
+
+def test_a_class_of_one_row_makes_the_folds_unstratified() -> None:
+    """100 classes, 300 samples (some class once): no refusal (it used to say
+    ``n_folds: expected at most the smallest class count of the calibration set (1)``)."""
+    rng = np.random.default_rng(0)
+    y = np.concatenate([np.arange(100), rng.integers(0, 100, 200)])
+    z = rng.normal(size=(300, 100)) + 3 * np.eye(100)[y]
+    auto = AutoCalibrator(methods=["temperature", "vector", "histogram"]).fit(z, y)
+    assert "not stratified" in auto.reason_
+    assert "vector" not in auto.cv_scores_  # it needs every class in a fold's training part
+    assert np.isfinite(auto.predict_proba(z)).all()
+
+
+def test_the_richer_method_must_beat_the_baseline_beyond_one_standard_error() -> None:
+    """The paired differences decide: a candidate whose mean is lower than the baseline's
+    but within one standard error of it loses to the baseline; ``rule="lowest"`` takes it."""
+    z, y = random_problem(300, 3, seed=3)
+    methods = ["temperature", "vector", "matrix"]
+    lowest = AutoCalibrator(methods=methods, rule="lowest").fit(z, y)
+    one_se = AutoCalibrator(methods=methods).fit(z, y)
+    assert lowest.cv_scores_ == one_se.cv_scores_  # the same folds, the same scores
+    for name, (d, se) in one_se.paired_.items():
+        assert se > 0
+        # the mean paired difference is the difference of the per-sample means
+        assert np.isfinite(d), name
+    beating = [n for n, (d, se) in one_se.paired_.items() if d + se < 0]
+    if beating:
+        assert one_se.chosen_ in beating
+    else:
+        assert one_se.chosen_ == "temperature"
+    assert lowest.chosen_ == min(lowest.cv_scores_, key=lambda n: lowest.cv_scores_[n])
+
+
+def test_a_clearly_better_method_is_chosen() -> None:
+    """Logits whose classes are miscalibrated each by its own temperature: vector scaling
+    is better than one temperature beyond any noise at 3,000 samples."""
+    rng = np.random.default_rng(1)
+    n, k = 3000, 4
+    z = rng.normal(size=(n, k)) * 3
+    scale = np.array([0.3, 1.0, 2.5, 4.0])
+    p = np.exp(z * scale) / np.exp(z * scale).sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(k, p=row) for row in p])
+    auto = AutoCalibrator(methods=["temperature", "vector"]).fit(z, y)
+    d, se = auto.paired_["vector"]
+    assert d + se < 0
+    assert auto.chosen_ == "vector"
+    assert "beat temperature by more than one standard error" in auto.reason_
+
+
+def test_a_file_saved_before_the_rule_loads(tmp_path: Path) -> None:
+    z, y = random_problem(200, 3, seed=7)
+    auto = AutoCalibrator(methods=["temperature", "histogram"], n_folds=2).fit(z, y)
+    doc = auto.to_json()
+    for key in ("paired_", "folds_used_", "stratified_", "dropped_"):
+        del doc["state"][key]
+    for key in ("rule", "baseline"):
+        del doc["params"][key]
+    back = Calibrator.from_json(doc)
+    assert back.chosen_ == auto.chosen_
+    np.testing.assert_array_equal(back.predict_proba(z), auto.predict_proba(z))
+
+
+@pytest.mark.shared_data
+@needs_cifar10
+def test_cifar10_test_ece_goes_down() -> None:
+    z, y = load_logits(CIFAR10)
+    cal, test = seeded_split(len(y), 5000)
+    methods = ["temperature", "histogram", "isotonic"]
+    auto = AutoCalibrator(methods=methods, n_folds=3).fit(z[cal], y[cal])
+    assert auto.chosen_ == "temperature"  # NLL punishes the zeros of the binned methods
+    assert ece(y[test], probs=auto.predict_proba(z[test])) < ece(y[test], logits=z[test])
+
+
+@pytest.mark.slow
+@pytest.mark.shared_data
+@needs_cifar10
+def test_cifar10_default_candidates() -> None:
+    z, y = load_logits(CIFAR10)
+    cal, test = seeded_split(len(y), 5000)
+    auto = AutoCalibrator().fit(z[cal], y[cal])
+    assert set(auto.cv_scores_) == set(auto.candidates(10))
+    assert ece(y[test], probs=auto.predict_proba(z[test])) < ece(y[test], logits=z[test])
+
+
+def test_the_matrix_family_enters_unshrunk() -> None:
+    # auto's paired comparison with TS is the guard; the candidates' own shrinkage CV nested
+    # in it cost minutes on CIFAR-100 and made more single splits worse than TS
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(3000, 3)) * 2
+    true = z @ np.array([[1.0, 0.8, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.3]]).T
+    p = np.exp(true - true.max(1, keepdims=True))
+    y = (rng.random(3000)[:, None] > np.cumsum(p / p.sum(1, keepdims=True), 1)).sum(1)
+    auto = AutoCalibrator(methods=["temperature", "ms_odir"]).fit(z, y)
+    assert auto.chosen_ == "ms_odir"  # an affine miscalibration TS cannot fix
+    assert auto.chosen.get_params()["shrink"] == "none"
+    assert Calibrator.from_json(auto.to_json()).chosen.get_params()["shrink"] == "none"

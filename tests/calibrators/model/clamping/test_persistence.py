@@ -1,0 +1,301 @@
+"""Tests of saving and loading a fitted Neural Clamping (the model kind's document, a tensor
+file beside it, and calibkit 0.x's sidecar)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import safetensors.torch
+import torch
+
+import calibkit
+from calibkit.calibrators.fitted import load_document
+from calibkit.calibrators.model.clamping import (
+    NeuralClamping,
+    NeuralClampingCE,
+    NeuralClampingFocal,
+    SGDSettings,
+)
+from calibkit.core.errors import InputError
+from tests.calibrators.clamping.problems import problem
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+DATA = Path(__file__).parent / "data"
+QUICK = SGDSettings(epochs=1, batch_size=64, progress=False)
+
+
+def _write(path: Path, doc: dict[str, object]) -> None:
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+def _tensors(path: Path, data: bytes) -> dict[str, object]:
+    """Write ``data`` as the tensor file of the document at ``path``, the document's checksum
+    updated to match (a tamperer who knows the format)."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    (path.parent / doc["tensors_file"]).write_bytes(data)
+    doc["tensors_sha256"] = hashlib.sha256(data).hexdigest()
+    _write(path, doc)
+    return doc
+
+
+def test_save_load_round_trip(tmp_path: Path) -> None:
+    model, x, y = problem()
+    nc = NeuralClamping(
+        model, gamma=(0.0, 1.0), init="random", sgd=SGDSettings(epochs=2, progress=False)
+    )
+    nc.fit(x, y)
+    nc.save(tmp_path / "nc")
+    doc = json.loads((tmp_path / "nc.json").read_text())
+    # the base class is not registered: saved as nc_fl, which fixes no parameter
+    assert {k: doc[k] for k in ("calibkit", "kind", "method", "tensors_file")} == {
+        "calibkit": 2,
+        "kind": "model",
+        "method": "nc_fl",
+        "tensors_file": "nc.safetensors",
+    }
+    data = (tmp_path / "nc.safetensors").read_bytes()
+    assert doc["tensors_sha256"] == hashlib.sha256(data).hexdigest()
+    assert "delta_" not in doc["state"]
+    assert set(doc["state"]) == set(nc.fitted_state()) - {"delta_"}
+    back = NeuralClamping.load(tmp_path / "nc", model)
+    assert type(back) is NeuralClampingFocal
+    assert torch.equal(back.delta_, nc.delta_)
+    assert back.temperature_ == nc.temperature_
+    assert back.fitted_state().keys() == nc.fitted_state().keys()
+    assert back.history_ == nc.history_
+    assert back.ece_by_gamma_ == nc.ece_by_gamma_
+    assert back.sgd_log_temperature_ == nc.sgd_log_temperature_
+    assert back.delta_kept_
+    assert back.holdout_losses_ == []
+    assert (back.guard_, back.holdout_ts_loss_) == ("no hold-out", None)
+    held = NeuralClamping(
+        model, init="random", holdout=0.2, sgd=SGDSettings(epochs=2, progress=False)
+    ).fit(x, y)
+    held.save(tmp_path / "held.json")
+    again = calibkit.load(tmp_path / "held.json", model=model)
+    assert isinstance(again, NeuralClamping)
+    assert (again.delta_kept_, again.holdout_losses_) == (held.delta_kept_, held.holdout_losses_)
+    assert held.guard_ in ("delta kept", "delta dropped", "temperature scaling")
+    assert (again.guard_, again.holdout_ts_loss_) == (held.guard_, held.holdout_ts_loss_)
+    assert again.guard == held.guard
+    assert back.get_params() == nc.get_params()
+    assert np.array_equal(back.predict_proba(x), nc.predict_proba(x))
+    fast = NeuralClamping.fast(model, sgd=SGDSettings(progress=False)).fit(x, y)
+    fast.save(tmp_path / "fast")  # no SGD temperature: null in the JSON, NaN again on load
+    assert json.loads((tmp_path / "fast.json").read_text())["state"]["sgd_log_temperature_"] is None
+    assert math.isnan(NeuralClamping.load(tmp_path / "fast", model).sgd_log_temperature_)
+
+
+def test_to_json_is_the_saved_document_without_its_tensor_file(tmp_path: Path) -> None:
+    model, x, y = problem()
+    nc = NeuralClampingCE(model, sgd=QUICK).fit(x, y)
+    nc.save(tmp_path / "nc")
+    saved = json.loads((tmp_path / "nc.json").read_text())
+    assert nc.to_json() == {**saved, "tensors_file": None}
+    with pytest.raises(InputError, match=r"calibkit\.load\(path, model=\.\.\.\)") as info:
+        load_document(nc.to_json())
+    assert info.value.argument.endswith("document")
+    _write(tmp_path / "alone.json", nc.to_json())  # a document without a tensor file
+    with pytest.raises(InputError, match="tensors_file"):
+        calibkit.load(tmp_path / "alone.json", model=model)
+
+
+def test_a_model_is_needed(tmp_path: Path) -> None:
+    model, x, y = problem()
+    NeuralClampingCE(model, sgd=QUICK).fit(x, y).save(tmp_path / "nc")
+    for load in (
+        lambda: calibkit.load(tmp_path / "nc.json"),
+        lambda: NeuralClampingCE.load(tmp_path / "nc"),
+        lambda: calibkit.PostHoc.load(tmp_path / "nc.json"),
+    ):
+        with pytest.raises(InputError, match=r"model: expected the torch\.nn\.Module"):
+            load()
+    with pytest.raises(InputError, match=r"model: expected a torch\.nn\.Module"):
+        calibkit.load(tmp_path / "nc.json", model="a model")  # type: ignore[arg-type]
+
+
+def test_tampered_tensor_files_are_refused_naming_the_file(tmp_path: Path) -> None:
+    model, x, y = problem()
+    nc = NeuralClampingCE(model, sgd=QUICK).fit(x, y)
+    nc.save(tmp_path / "nc")
+    path, tensors = tmp_path / "nc.json", tmp_path / "nc.safetensors"
+    original = path.read_text()
+    tensors.write_bytes(b"garbage")
+    with pytest.raises(InputError, match="checksum") as info:
+        NeuralClampingCE.load(path, model)
+    assert str(tensors) in info.value.argument
+    # a checksum that matches, over contents that are not what a fit writes
+    delta = nc.delta_
+    wrong = {
+        "not safetensors": b"\x00" * 64,
+        "truncated": safetensors.torch.save({"delta": delta})[:-4],
+        "another name": safetensors.torch.save({"weights": delta}),
+        "an extra tensor": safetensors.torch.save({"delta": delta, "x": delta.clone()}),
+        "integers": safetensors.torch.save({"delta": delta.to(torch.int32)}),
+        "float8": safetensors.torch.save({"delta": delta.to(torch.float8_e4m3fn)}),
+        "non-finite": safetensors.torch.save({"delta": torch.full_like(delta, math.inf)}),
+        "a scalar": safetensors.torch.save({"delta": torch.tensor(0.5)}),
+    }
+    for what, data in wrong.items():
+        path.write_text(original)
+        _tensors(path, data)
+        with pytest.raises(InputError) as info:
+            NeuralClampingCE.load(path, model)
+        assert str(tensors) in info.value.argument, what
+    path.write_text(original)
+    tensors.unlink()
+    with pytest.raises(InputError, match=r"nc\.safetensors") as info:
+        NeuralClampingCE.load(path, model)
+    assert info.value.argument.endswith("tensors_file")
+    with pytest.raises(InputError, match="an existing file"):
+        NeuralClamping.load(tmp_path / "absent", model)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("tensors_file", "../nc.safetensors"),
+        ("tensors_file", "/etc/passwd"),
+        ("tensors_file", "nc.json"),
+        ("tensors_file", 3),
+        ("tensors_sha256", "not hex"),
+        ("tensors_sha256", None),
+    ],
+)
+def test_a_bad_tensor_field_is_refused(field: str, value: object, tmp_path: Path) -> None:
+    model, x, y = problem()
+    NeuralClampingCE(model, sgd=QUICK).fit(x, y).save(tmp_path / "nc")
+    doc = json.loads((tmp_path / "nc.json").read_text())
+    _write(tmp_path / "nc.json", {**doc, field: value})
+    with pytest.raises(InputError) as info:
+        calibkit.load(tmp_path / "nc.json", model=model)
+    assert info.value.argument.endswith(field)
+
+
+def _without(fields: dict[str, object], key: str) -> dict[str, object]:
+    return {k: v for k, v in fields.items() if k != key}
+
+
+def test_tampered_documents_are_refused_naming_the_field(tmp_path: Path) -> None:
+    model, x, y = problem()
+    NeuralClampingCE(model, sgd=QUICK).fit(x, y).save(tmp_path / "nc")
+    doc = json.loads((tmp_path / "nc.json").read_text())
+    cases = {
+        "params.gamma": {**doc, "params": {**doc["params"], "gamma": [1.0]}},  # nc_ce fixes 0
+        "params.lr": {**doc, "params": {**doc["params"], "lr": -1.0}},
+        "params.device": {**doc, "params": {**doc["params"], "device": 3}},
+        "params.epochs": {**doc, "params": _without(doc["params"], "epochs")},
+        "params": {**doc, "params": {**doc["params"], "sgd": None}},
+        "state.temperature_": {**doc, "state": {**doc["state"], "temperature_": -1.0}},
+        "state.log_temperature_": {**doc, "state": {**doc["state"], "log_temperature_": 9.0}},
+        "state.gamma_": {**doc, "state": {**doc["state"], "gamma_": 1.0}},
+        "state.ece_by_gamma_": {**doc, "state": {**doc["state"], "ece_by_gamma_": [[0.0]]}},
+        "state.guard_": {**doc, "state": _without(doc["state"], "guard_")},
+        "state": {**doc, "state": {**doc["state"], "delta_": [0.0]}},
+        "kind": {**doc, "method": "temperature"},  # a logit calibrator, not a model kind
+        "method": {**doc, "method": "nc_nope"},
+    }
+    for field, bad in cases.items():
+        _write(tmp_path / "nc.json", bad)
+        with pytest.raises(InputError) as info:
+            calibkit.load(tmp_path / "nc.json", model=model)
+        assert info.value.argument == f"calibkit file {tmp_path / 'nc.json'}: {field}", field
+
+
+def test_a_file_written_before_the_settings_were_grouped_loads() -> None:
+    """``data/nc_v1.*``: written by the flat-constructor code (format version 1), a fit of
+    ``problem()`` with gamma (0, 1), random init, 2 epochs of batches of 64, hold-out 0.2."""
+    model, x, _ = problem()
+    nc = NeuralClamping.load(DATA / "nc_v1", model)
+    # it names no variant: read as nc_fl, which fixes no parameter (the file holds them all)
+    assert type(nc) is NeuralClampingFocal
+    generic = calibkit.load(DATA / "nc_v1.json", model=model)
+    assert type(generic) is NeuralClampingFocal
+    assert generic.to_json() == nc.to_json()
+    doc = json.loads((DATA / "nc_v1.json").read_text())
+    # the file records the precision it was fitted in (float32, the default then)
+    assert nc.sgd == SGDSettings(batch_size=64, epochs=2, progress=False, precision="float32")
+    assert (nc.gamma, nc.init, nc.holdout) == ((0.0, 1.0), "random", 0.2)
+    assert nc.temperature_ == doc["state"]["temperature_"]
+    assert nc.history_ == doc["state"]["history_"]
+    assert nc.ece_by_gamma_ == {0.0: doc["state"]["ece_by_gamma_"][0][1], 1.0: 0.08439543221295}
+    # stored values come back exactly: the fitted state is read, not recomputed
+    assert (nc.holdout_losses_, nc.delta_kept_) == (doc["state"]["holdout_losses_"], True)
+    assert nc.sgd_log_temperature_ == doc["state"]["sgd_log_temperature_"]
+    # written before the guard said which of it decided: filled in as what that fit was
+    assert "guard_" not in doc["state"]
+    assert (nc.guard_, nc.holdout_ts_loss_) == ("delta kept", None)
+    assert nc.guard.startswith("delta kept (held-out NLL ")
+    stored = safetensors.torch.load_file(DATA / "nc_v1.safetensors")["delta"]
+    assert torch.equal(nc.delta_, stored)
+    # the predictions are recomputed by float32 dot products (8 terms, |terms| summing to ~40)
+    # on whatever CPU runs the test: a logit may move by ~8 * 2**-24 * 40 = 2e-5, and so the
+    # relative error of a probability (that of its log) is up to ~2e-5 / T; measured against
+    # this file (written on an AMD EPYC): 2.4e-6 on an AVX-512/AMX Xeon, 1.1e-5 with
+    # ATEN_CPU_CAPABILITY=default; a wrong temperature or delta moves them by > 1e-2
+    np.testing.assert_allclose(nc.predict_proba(x), np.load(DATA / "nc_v1_proba.npy"), rtol=1e-4)
+
+
+def _as_legacy(doc: dict[str, object]) -> dict[str, object]:
+    """A format-2 document of Neural Clamping in calibkit 0.x's sidecar layout."""
+    return {
+        "calibkit_neural_clamping": 1,
+        "params": doc["params"],
+        "state": doc["state"],
+        "delta_file": doc["tensors_file"],
+        "delta_sha256": doc["tensors_sha256"],
+    }
+
+
+def test_a_legacy_file_of_a_variant_loads_as_an_equivalent_nc_fl(tmp_path: Path) -> None:
+    model, x, y = problem()
+    nc = NeuralClampingCE(model, sgd=QUICK).fit(x, y)
+    nc.save(tmp_path / "nc")
+    doc = json.loads((tmp_path / "nc.json").read_text())
+    _write(tmp_path / "nc.json", _as_legacy(doc))
+    back = calibkit.load(tmp_path / "nc.json", model=model)
+    assert type(back) is NeuralClampingFocal
+    assert back.get_params() == nc.get_params()
+    assert back.to_json() == {**nc.to_json(), "method": "nc_fl"}
+    assert np.array_equal(back.predict_proba(x), nc.predict_proba(x))
+    # its tampering is refused as a new file's is
+    _write(tmp_path / "nc.json", {**_as_legacy(doc), "delta_sha256": "0" * 64})
+    with pytest.raises(InputError, match="checksum"):
+        calibkit.load(tmp_path / "nc.json", model=model)
+    _write(tmp_path / "nc.json", {**_as_legacy(doc), "tensors_file": "nc.safetensors"})
+    with pytest.raises(InputError, match="tensors_file"):
+        calibkit.load(tmp_path / "nc.json", model=model)
+
+
+def test_a_guard_that_disagrees_with_the_fit_is_refused(tmp_path: Path) -> None:
+    model, x, y = problem()
+    NeuralClamping(model, holdout=0.2, sgd=QUICK).fit(x, y).save(tmp_path / "nc")
+    doc = json.loads((tmp_path / "nc.json").read_text())
+    for guard, kept in [
+        ("temperature scaling", True),
+        ("delta kept", False),
+        ("no hold-out", True),
+    ]:
+        doc["state"].update(guard_=guard, delta_kept_=kept)
+        _write(tmp_path / "nc.json", doc)
+        with pytest.raises(InputError, match=r"state\.guard_"):
+            NeuralClamping.load(tmp_path / "nc", model)
+    doc["state"]["guard_"] = "trust me"
+    _write(tmp_path / "nc.json", doc)
+    with pytest.raises(InputError, match=r"state\.guard_"):
+        NeuralClamping.load(tmp_path / "nc", model)
+
+
+def test_the_document_keeps_the_settings_flat(tmp_path: Path) -> None:
+    model, x, y = problem()
+    NeuralClamping(model, sgd=QUICK).fit(x, y).save(tmp_path / "nc")
+    params = json.loads((tmp_path / "nc.json").read_text())["params"]
+    old = json.loads((DATA / "nc_v1.json").read_text())["params"]
+    assert set(params) == set(old)
+    assert (params["epochs"], params["batch_size"]) == (1, 64)
