@@ -10,8 +10,7 @@ would hide the function behind it.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from calibkit.core.lazy import lazy_exports
 
 #: Each module -> the names it gives the package (loaded on first access).
 _MODULES: dict[str, str] = {
@@ -21,13 +20,4 @@ _MODULES: dict[str, str] = {
     "calibkit.workflows.shift": "ShiftRow shift_table severity_summary",
     "calibkit.workflows.demo": "DemoResult DemoSettings run_demo",
 }
-_EXPORTS: dict[str, str] = {name: mod for mod, names in _MODULES.items() for name in names.split()}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'calibkit.workflows' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__all__, __getattr__ = lazy_exports(__name__, _MODULES)
