@@ -57,7 +57,7 @@ def one_thread() -> Iterator[None]:
 def _neural_clamping_in_float32(monkeypatch: pytest.MonkeyPatch) -> None:
     """Neural Clamping's ``precision="auto"`` picks bfloat16 on CPUs that compute it natively;
     the tests pin it to float32 so that they check the same numbers on every CPU (the choice
-    itself is tested in tests/core/test_precision.py and tests/calibrators/clamping)."""
+    itself is tested in tests/core/test_precision.py and tests/calibrators/model/clamping)."""
     monkeypatch.setattr(
         "calibkit.calibrators.model.clamping.settings.fastest_precision", lambda device: "float32"
     )

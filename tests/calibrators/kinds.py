@@ -28,7 +28,7 @@ from calibkit.calibrators import CALIBRATORS
 from calibkit.calibrators.fitted import PostHoc
 from tests.calibrators.problems import random_problem
 
-#: Every kind but ``model`` (Neural Clamping takes the model: tests/calibrators/clamping).
+#: Every kind but ``model`` (Neural Clamping takes the model: tests/calibrators/model/clamping).
 KINDS = ("logits", "groups", "sets", "priors")
 #: Every registered name of those kinds.
 NAMES = CALIBRATORS.names(kind=KINDS)

@@ -28,7 +28,7 @@ import torch
 from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator
 from calibkit.core.errors import InputError, NotFittedError
 from calibkit.metrics import nll
-from tests.calibrators.clamping.problems import SHAPE, linear_model
+from tests.calibrators.model.clamping.problems import SHAPE, linear_model
 from tests.calibrators.problems import random_problem
 
 #: The calibrators: probabilities from logits (with groups, or from the model's inputs).
@@ -200,7 +200,7 @@ def test_saved_file_is_plain_json_not_a_pickle(name: str, tmp_path: Path) -> Non
     with pytest.raises(pickle.UnpicklingError):
         pickle.loads(raw)
     data = json.loads(raw.decode("utf-8"))
-    if not _takes_model(name):  # Neural Clamping's document: tests/calibrators/clamping
+    if not _takes_model(name):  # Neural Clamping's document: tests/calibrators/model/clamping
         assert list(data) == ["calibkit", "kind", "method", "params", "state"]
         assert (data["calibkit"], data["kind"], data["method"]) == (2, cal.kind, name)
 

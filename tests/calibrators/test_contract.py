@@ -1,7 +1,7 @@
 """The one contract of every fitted object (:class:`calibkit.calibrators.fitted.PostHoc`).
 
 Parametrised from the registry over every kind but Neural Clamping (``model``, which takes
-the model: ``tests/calibrators/clamping``): calibrators of logits, group calibrators,
+the model: ``tests/calibrators/model/clamping``): calibrators of logits, group calibrators,
 conformal predictors and prior adapters, each a small fitted instance of
 ``tests/calibrators/kinds.py``. Each one:
 

@@ -34,7 +34,7 @@ from calibkit.calibrators.modules import (
 from calibkit.core.binning import bin_index, index_from_edges
 from calibkit.core.errors import InputError, NotFittedError
 from calibkit.core.outputs import ClassifierOutputs
-from tests.calibrators.clamping.problems import problem as clamping_problem
+from tests.calibrators.model.clamping.problems import problem as clamping_problem
 from tests.calibrators.problems import random_problem
 
 pytestmark = [

@@ -158,7 +158,7 @@ def test_a_file_of_calibkit_0x_answers_at_its_own_alpha_only() -> None:
         old.selective(0.8)
     partial = cp.to_json()
     del partial["state"]["errors_"]
-    with pytest.raises(InputError, match=r"state: expected all of label_scores_"):
+    with pytest.raises(InputError, match=r"state\.errors_: expected .*, got nothing: the field"):
         load_document(partial)
 
 

@@ -445,6 +445,7 @@ class ConformalClassifier(OnCalibrator):
         ``alpha``: another miscoverage than the fitted one (:meth:`thresholds`).
         """
         self._route(metadata)
+        self.check_is_fitted()
         thresholds = self.thresholds_ if alpha is None else self.thresholds(alpha)
         return self.predict_scores(logits, u) <= thresholds[None, :]
 
@@ -566,8 +567,10 @@ class ConformalClassifier(OnCalibrator):
     # ----- persistence ------------------------------------------------------------------
     def _check_state(self) -> None:
         stored = [hasattr(self, key) for key in self.optional_state]
-        if any(stored) and not all(stored):
-            raise InputError("state", "all of " + ", ".join(self.optional_state), "some")
+        if any(stored) and not all(stored):  # all four, or none (a file of calibkit 0.x)
+            missing = self.optional_state[stored.index(False)]
+            expected = self.state_constraints[missing].describe()
+            raise InputError(f"state.{missing}", expected, "nothing: the field is missing")
         if all(stored):
             n = self.n_calibration_
             if self.label_scores_.shape[0] != n or self.confidences_.shape[0] != n:

@@ -31,7 +31,7 @@ from calibkit.calibrators.logit.temperature import TemperatureScaling
 from calibkit.calibrators.model.clamping import NeuralClamping
 from calibkit.calibrators.model.model_calibrator import ModelCalibrator
 from calibkit.core.errors import InputError, NotFittedError
-from tests.calibrators.clamping.problems import problem
+from tests.calibrators.model.clamping.problems import problem
 from tests.calibrators.test_modules import PATHS, TOLERANCE
 
 pytestmark = [

@@ -12,7 +12,7 @@ from scipy.optimize import minimize_scalar
 from calibkit.calibrators import TemperatureScaling
 from calibkit.calibrators.model.clamping import NeuralClamping, SGDSettings
 from calibkit.core.errors import InputError
-from tests.calibrators.clamping.problems import SHAPE, focal_np, linear_model, problem
+from tests.calibrators.model.clamping.problems import SHAPE, focal_np, linear_model, problem
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -14,7 +14,7 @@ from calibkit.calibrators.model.clamping.init import (
     input_bounds,
     pixel_range,
 )
-from tests.calibrators.clamping.problems import problem
+from tests.calibrators.model.clamping.problems import problem
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

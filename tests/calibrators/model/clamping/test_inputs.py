@@ -9,7 +9,7 @@ import torch
 from calibkit.calibrators.model.clamping import ImageDataset, NeuralClamping, SGDSettings
 from calibkit.calibrators.model.clamping.inputs import as_inputs
 from calibkit.core.errors import InputError
-from tests.calibrators.clamping.problems import conv_bn
+from tests.calibrators.model.clamping.problems import conv_bn
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

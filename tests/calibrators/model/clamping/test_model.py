@@ -15,7 +15,7 @@ from calibkit.calibrators import CalibratedModel, TemperatureScaling
 from calibkit.calibrators.model.clamping import NeuralClamping, SGDSettings
 from calibkit.core.errors import InputError, NotFittedError
 from calibkit.metrics import ece
-from tests.calibrators.clamping.problems import linear_model, problem
+from tests.calibrators.model.clamping.problems import linear_model, problem
 from tests.calibrators.problems import seeded_split
 from tests.conftest import shared_path
 

@@ -17,7 +17,7 @@ from calibkit.calibrators.model.clamping.objective import (
     focal_loss_np,
     objective,
 )
-from tests.calibrators.clamping.problems import focal_np, problem
+from tests.calibrators.model.clamping.problems import focal_np, problem
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

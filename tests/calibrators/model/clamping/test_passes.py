@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from calibkit.calibrators.model.clamping import NeuralClamping, SGDSettings
-from tests.calibrators.clamping.problems import Branchy, conv_bn
+from tests.calibrators.model.clamping.problems import Branchy, conv_bn
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

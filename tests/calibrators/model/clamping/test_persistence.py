@@ -22,7 +22,7 @@ from calibkit.calibrators.model.clamping import (
     SGDSettings,
 )
 from calibkit.core.errors import InputError
-from tests.calibrators.clamping.problems import problem
+from tests.calibrators.model.clamping.problems import problem
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

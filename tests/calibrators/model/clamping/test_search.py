@@ -7,7 +7,7 @@ import torch
 
 from calibkit.calibrators.model.clamping import NeuralClamping, SGDSettings
 from calibkit.metrics import ece
-from tests.calibrators.clamping.problems import problem
+from tests.calibrators.model.clamping.problems import problem
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -13,7 +13,7 @@ import torch
 from calibkit.calibrators.model.clamping import NeuralClamping, SGDSettings
 from calibkit.core.errors import InputError
 from calibkit.core.progress import progress_of
-from tests.calibrators.clamping.problems import conv_bn, focal_np, problem
+from tests.calibrators.model.clamping.problems import conv_bn, focal_np, problem
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
