@@ -52,3 +52,13 @@ def test_every_calibkit_error_class_is_covered() -> None:
     names = {c.__name__ for c in subclasses(CalibkitError)}
     covered = {"InputError", "UnknownNameError", "NotFittedError", "UsageError"}
     assert names <= covered | {"_NoTransformError", "StudyFailed"}, names
+
+
+def test_an_unknown_name_suggests_the_nearest_only_when_one_is_near() -> None:
+    from calibkit.core.errors import UnknownNameError
+
+    near = UnknownNameError("calibrator", "temprature", ["temperature", "vector", "matrix"])
+    assert str(near).endswith("got 'temprature' (did you mean 'temperature'?)")
+    far = UnknownNameError("calibrator", "xyz", ["temperature", "vector", "matrix"])
+    assert str(far).endswith("got 'xyz'")
+    assert far.valid == ["temperature", "vector", "matrix"]

@@ -62,7 +62,7 @@ def test_unknown_loss_lists_the_valid_names() -> None:
         create_loss("focall")
     message = str(info.value)
     assert message.startswith("loss: expected one of ")
-    assert message.endswith("got 'focall'")
+    assert message.endswith("got 'focall' (did you mean 'focal'?)")
     assert all(name in message for name in NAMES)
 
 
