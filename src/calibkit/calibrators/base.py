@@ -73,7 +73,7 @@ __all__ = [
 
 def create_calibrator(name: str, model: object = None, **params: Any) -> Calibrator:
     """A new calibrator of the registered ``name`` with ``params``; ``model`` is given to,
-    and only to, a calibrator that takes the model (:attr:`Calibrator.needs_model`).
+    and only to, a calibrator that takes the model (kind ``model``).
 
     The one factory verb (``CALIBRATORS.create``), as :func:`~calibkit.losses.create_loss`
     and :func:`~calibkit.models.create_model`. An undeclared parameter raises

@@ -99,10 +99,10 @@ def run(args: argparse.Namespace) -> int:
     from calibkit.calibrators import Calibrator, ConformalClassifier, PriorShiftAdapter
 
     fitted = read_fitted(args.calibrator)
-    if fitted.takes_groups and args.groups is None:
+    if fitted.kind == "groups" and args.groups is None:
         expected = "the key of each row's group (a group calibrator maps each group its way)"
         raise InputError("--groups", expected, f"none for {fitted.name!r}")
-    if not fitted.takes_groups and args.groups is not None:
+    if fitted.kind != "groups" and args.groups is not None:
         expected = f"no --groups for {fitted.name!r}, a {fitted.kind} kind"
         raise InputError("--groups", expected, repr(args.groups))
     rows = read_scores(args, args.file, args.labels)

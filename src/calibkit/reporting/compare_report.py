@@ -150,7 +150,9 @@ def group_figure_methods(comp: Comparison) -> list[str]:
     aware = [
         r
         for r in comp.rows
-        if r.method in names and r.method in CALIBRATORS and CALIBRATORS.get(r.method).takes_groups
+        if r.method in names
+        and r.method in CALIBRATORS
+        and CALIBRATORS.kind_of(r.method) == "groups"
     ]
     if aware:
         chosen.append(min(aware, key=lambda r: r.groups.gap if r.groups else math.inf).method)

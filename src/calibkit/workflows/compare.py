@@ -41,7 +41,7 @@ Calibration per group (``cal_groups=`` and ``test_groups=``, one group per row o
     Every row also gets its per-group ECE, NLL, accuracy and confidence on the test part,
     with stratified bootstrap intervals and the worst-group gap
     (:attr:`MethodResult.groups`, :func:`calibkit.metrics.groups.evaluate_groups`), and its
-    reliability bins per group. The calibrators that take the groups (``takes_groups``:
+    reliability bins per group. The calibrators that take the groups (kind ``groups``:
     group-wise temperature scaling, multicalibration; :func:`group_methods`) join the
     default list; each is fitted with the calibration part's groups and predicts with the
     test part's (a group absent from the calibration part gets the global map). The
@@ -388,7 +388,7 @@ def _rows(
         start = time.perf_counter()
         calibrator = create_calibrator(name, **params.get(name, {}))
         with_groups: dict[str, Any] = {}
-        if groups is not None and calibrator.takes_groups:
+        if groups is not None and calibrator.kind == "groups":
             calibrator.fit(cal_logits, cal.labels, groups=groups[0])
             with_groups = {"groups": groups[1]}
         else:
@@ -479,7 +479,7 @@ def compare(
     settings: dict[str, Any] = {"n_bins": n_bins, "n_boot": n_boot, "seed": seed, "mode": mode}
     rows = _rows(cal, test, names, settings, params or {}, groups)
     curve = ece_temperature_curve(test.as_logits(), test.labels, TEMPERATURE_GRID, n_bins)
-    plain = [n for n in names if not CALIBRATORS.get(n).takes_groups]
+    plain = [n for n in names if CALIBRATORS.kind_of(n) != "groups"]
     chosen = recommendation(cal, plain, seed) if recommend else None
     return Comparison(
         rows=rows,

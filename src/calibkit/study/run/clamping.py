@@ -7,7 +7,7 @@ settings, so adding a logit calibrator never refits Neural Clamping, and a study
 during one fit keeps the fits finished before it.
 
 Names (``input_calibrators`` in a study config; parameters in ``input_calibrator_params``)
-are the calibrators that take the model (``needs_model``: ``nc_ce``, ``nc_fl``,
+are the calibrators that take the model (kind ``model``: ``nc_ce``, ``nc_fl``,
 ``nc_fast``, ``ts_focal``), or ``<name>@<label>``: a second copy of a method with its own
 parameters, e.g. ``nc_ce@holdout`` with
 ``input_calibrator_params = { "nc_ce@holdout" = { holdout = 0.2 } }``; its rows are named

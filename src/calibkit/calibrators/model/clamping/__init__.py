@@ -8,7 +8,7 @@ bottom: :mod:`.objective` (focal loss + ``lam ||delta||^2`` and the exact temper
 model), :mod:`.init` (the initial perturbation), :mod:`.settings` (:class:`SGDSettings`),
 :mod:`.sgd`, :mod:`.holdout` (the held-out guard), :mod:`.search` (the gamma pool,
 :class:`GammaFit`), :mod:`.persistence`, :mod:`.model` and :mod:`.registry` (the
-variants, registered by name in the one calibrator registry with ``needs_model``).
+variants, registered by name in the one calibrator registry of kind ``model``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Neural Clamping variants by name, registered in the one calibrator registry.
 
-They take the model and refit on its inputs (``needs_model``:
+They take the model and refit on its inputs (kind ``model``:
 :class:`~calibkit.calibrators.model.model_calibrator.ModelCalibrator`), so consumers of logits
 leave them out and a study's ``input_calibrators`` takes only them
 (:func:`input_calibrator_names`). Each is a :class:`NeuralClamping` with some parameters
@@ -61,7 +61,7 @@ class FocalTemperatureScaling(NeuralClamping):
 
 
 def input_calibrator_names() -> list[str]:
-    """The registered calibrators that take the model (``needs_model``), in order."""
+    """The registered calibrators that take the model (kind ``model``), in order."""
     return CALIBRATORS.names(kind="model")
 
 
