@@ -254,3 +254,10 @@ def test_the_report_says_what_to_use_and_does_not_crown_an_ece_below_its_floor()
         assert ", ".join(below) in text[-1]
         assert "noise floor" in text[-1]
     assert results_dict(comp, "t")["recommendation"]["method"] == comp.recommendation.method
+
+
+def test_html_shows_no_raw_markdown(folder: Path) -> None:
+    page = (folder / "report.html").read_text()
+    text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", page)
+    assert "**" not in text
+    assert "`" not in text

@@ -112,3 +112,11 @@ def test_html_is_self_contained() -> None:
 
 def test_document_lists_its_figures_in_reading_order() -> None:
     assert [f.name for f in _doc().figures()] == ["big.png", "s1.png"]
+
+
+def test_html_renders_inline_bold_and_code_after_escaping() -> None:
+    from calibkit.reporting.document import Document, Paragraph
+
+    page = to_html(Document("t", [Paragraph("**Use <x>.** `a*b` & 2 ** 3", meta=False)]))
+    assert "<p><strong>Use &lt;x&gt;.</strong> <code>a*b</code> &amp; 2 ** 3</p>" in page
+    assert "<x>" not in page
