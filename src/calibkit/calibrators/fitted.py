@@ -383,7 +383,7 @@ def load(path: str | Path, model: nn.Module | None = None) -> PostHoc:
 def _rebuild(data: object, source: str, path: Path | None, model: object) -> PostHoc:
     try:
         doc = parse_document(data)
-        method = doc.method if doc.method is not None else "nc_fl"
+        method = doc.method
         try:
             klass = CALIBRATORS.get(method)
         except InputError as exc:

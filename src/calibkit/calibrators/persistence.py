@@ -81,7 +81,8 @@ class Document:
     kind : str
         The kind the document states (a calibkit 0.x document: the first its header held).
     method : str or None
-        The registered name (None: a 0.x Neural Clamping sidecar, which did not say).
+        The registered name (``nc_fl`` for a 0.x Neural Clamping sidecar, which did not
+        say: every parameter is in the file, and ``nc_fl`` fixes none).
     params, state : object
         The encoded parameters and fitted state.
     header : tuple of (str, int)
@@ -97,7 +98,7 @@ class Document:
     """
 
     kind: str
-    method: str | None
+    method: str
     params: Any
     state: Any
     header: tuple[str, int]
@@ -154,7 +155,7 @@ def _legacy(data: dict[str, Any], header: str, kinds: tuple[str, ...]) -> Docume
     if data[header] != 1 or type(data[header]) is not int:
         raise InputError("document", f"{header} version 1", repr(data[header])[:40])
     keys: tuple[str, ...] = (header, "params", "state")
-    method: str | None = None
+    method = ""
     if header == "calibkit_calibrator":
         keys = (header, "method", "params", "state")
     if header == "calibkit_neural_clamping":
@@ -166,6 +167,10 @@ def _legacy(data: dict[str, Any], header: str, kinds: tuple[str, ...]) -> Docume
         method = "conformal"
     elif header == "calibkit_label_shift":
         method = "prior_shift"
+    elif header == "calibkit_neural_clamping":
+        # a 0.x sidecar does not name its variant; every parameter is in the file, so it
+        # rebuilds as nc_fl, the variant that fixes none
+        method = "nc_fl"
     return Document(kinds[0], method, data["params"], data["state"], (header, 1), data)
 
 

@@ -255,7 +255,7 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
         if len(self.classes_) < 2:
             raise InputError("y", "labels of at least 2 classes", f"{len(self.classes_)} class(es)")
         weights = None if sample_weight is None else check_sample_weight(sample_weight, n)
-        meta = _per_row(self._route(metadata), n)  # a bad method fails before any fit
+        meta = _per_row(self._route(metadata, self._calibrator()), n)  # before any fit
         if prefit:
             check_is_fitted(self.estimator)
             features = self._features(self.estimator, X)
@@ -286,15 +286,16 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
             raise InputError("cv", "training folds that hold every class", "a fold without one")
         return est
 
-    def _route(self, metadata: dict[str, Any]) -> dict[str, Any]:
-        """``metadata`` checked against what the calibrator declares (``fit_metadata``)."""
-        calibrator = self._calibrator()
-        declared = getattr(calibrator, "fit_metadata", ())
-        unknown = [key for key in metadata if key not in declared]
-        if unknown:
-            name = getattr(calibrator, "name", type(calibrator).__name__)
-            expected = f"only the inputs {name!r} declares ({', '.join(declared) or 'none'})"
-            raise InputError(unknown[0], expected, "a value")
+    @staticmethod
+    def _route(metadata: dict[str, Any], calibrator: Any) -> dict[str, Any]:
+        """``metadata`` checked against what ``calibrator`` declares (its ``fit_metadata``,
+        by :meth:`PostHoc._route <calibkit.calibrators.fitted.PostHoc._route>`; scikit-learn's
+        ``"sigmoid"`` declares none)."""
+        if isinstance(calibrator, Calibrator):
+            return calibrator._route(metadata)
+        if metadata:
+            expected = "only the inputs 'sigmoid' declares (none)"
+            raise InputError(next(iter(metadata)), expected, "a value")
         return metadata
 
     def _fit_pair(
@@ -335,7 +336,7 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
         """The mean of the calibrated models' probabilities (columns: ``classes_``);
         ``metadata`` as for :meth:`fit`, one value per row of ``X``."""
         check_is_fitted(self, "calibrated_classifiers_")
-        meta = self._route(metadata)
+        meta = self._route(metadata, self.calibrated_classifiers_[0][1])
         probs = [
             cal.predict_proba(self._features(est, X), **meta)
             for est, cal in self.calibrated_classifiers_

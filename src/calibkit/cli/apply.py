@@ -76,11 +76,10 @@ def read_fitted(path: str) -> PostHoc:
     except InputError:
         doc = None  # load_document says what is wrong, naming the file and the field
     if doc is not None and doc.kind == "model":
-        method = doc.method or "nc_fl"
         raise InputError(
             source,
             "a calibrator, conformal predictor or prior adapter applied to predictions",
-            f"a saved {method!r}, of kind 'model': it needs the model and its inputs "
+            f"a saved {doc.method!r}, of kind 'model': it needs the model and its inputs "
             "(calibkit.load(path, model=...) in Python)",
         )
     return load_document(data, source)
