@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from calibkit.calibrators import PostHoc
     from calibkit.core.outputs import ClassifierOutputs
+    from calibkit.reporting.writer import Report
 
 
 #: Most values a summary line shows of a per-class array (priors, thresholds).
@@ -223,3 +224,60 @@ def values_text(values: Sequence[float] | np.ndarray) -> str:
     shown = ", ".join(f"{float(v):.6g}" for v in list(values)[:SHOWN])
     more = len(values) - SHOWN
     return shown + (f", ... ({more} more)" if more > 0 else "")
+
+
+#: The options that name input files (``args`` attribute -> what the user typed).
+INPUT_OPTIONS = {
+    "file": "FILE",
+    "labels": "--labels",
+    "cal": "--cal",
+    "cal_labels": "--cal-labels",
+    "test": "--test",
+    "test_labels": "--test-labels",
+    "target": "--target",
+    "target_labels": "--target-labels",
+    "weights": "--weights",
+    "config": "CONFIG",
+}
+#: Attributes of ``args`` that are not options of the run (where output goes, how shown).
+_NOT_OPTIONS = {"command", "threads", "format", "out", "force", "quiet"}
+
+
+def report_inputs(args: argparse.Namespace) -> dict[str, str]:
+    """The input files of ``args`` by the option that named them (``results.json``)."""
+    given = {k: getattr(args, k, None) for k in INPUT_OPTIONS}
+    return {INPUT_OPTIONS[k]: str(v) for k, v in given.items() if v is not None}
+
+
+def report_options(args: argparse.Namespace) -> dict[str, object]:
+    """Every resolved option of ``args`` but the inputs and where output goes."""
+    skip = _NOT_OPTIONS | set(INPUT_OPTIONS)
+    out: dict[str, object] = {}
+    for k, v in sorted(vars(args).items()):
+        if k not in skip:
+            out[k] = str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v
+    return out
+
+
+def output_folder(args: argparse.Namespace, legacy: object = None) -> Path | None:
+    """``--out`` checked before any work (None without it): new, empty, or a folder calibkit
+    wrote; an input's folder, or one holding foreign files, is refused."""
+    from calibkit.io.atomic import check_replaceable_folder
+
+    if getattr(args, "out", None) is None:
+        return None
+    return check_replaceable_folder(Path(args.out), "--out", legacy)  # type: ignore[arg-type]
+
+
+def finish(
+    report: Report, args: argparse.Namespace, folder: Path | None, legacy: object = None
+) -> int:
+    """Write ``report`` under ``folder`` (``--out``, when given) and print it as
+    ``--format`` says; the command's exit status (0)."""
+    from calibkit.reporting.writer import print_report, write_report
+
+    if folder is not None:
+        say(f"writing the report to {folder}")
+        write_report(report, folder, legacy=legacy)  # type: ignore[arg-type]
+    print_report(report, getattr(args, "format", "table"), folder)
+    return 0

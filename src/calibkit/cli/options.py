@@ -13,7 +13,15 @@ from collections.abc import Callable
 from typing import Any, TypeAlias
 
 from calibkit.core.errors import InputError
-from calibkit.core.validation import N_BINS, RESAMPLES, SEED, SPLIT_SIZE, Constraint, Integer
+from calibkit.core.validation import (
+    LEVEL,
+    N_BINS,
+    RESAMPLES,
+    SEED,
+    SPLIT_SIZE,
+    Constraint,
+    Integer,
+)
 
 #: The object ``add_subparsers`` returns; each subcommand module adds its parser to it.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -65,7 +73,7 @@ def int_list(constraint: Integer) -> Callable[[str], list[int]]:
     return parse
 
 
-#: ``--split``: a count of calibration samples (``5000``) or a fraction (``0.5``).
+#: ``--cal-size``: a count of calibration samples (``5000``) or a fraction (``0.5``).
 split_size = number(SPLIT_SIZE)
 
 
@@ -90,18 +98,68 @@ def add_groups(p: argparse.ArgumentParser, what: str) -> None:
     opt(p, "--groups", "KEY", text)
 
 
+def add_cal_size(p: argparse.ArgumentParser, default: object = 0.5) -> None:
+    """``--cal-size SIZE``: the calibration part of the data (a fraction or a count)."""
+    text = "calibration part: fraction or count, stratified (default %(default)s)"
+    opt(p, "--cal-size", "SIZE", text, type=split_size, default=default)
+    deprecated(p, "--split", "--cal-size", type=split_size)
+
+
+def add_out(p: argparse.ArgumentParser, what: str, default: str | None = None) -> None:
+    """``--out DIR``: the report folder (``what`` it holds; ``default``: written by default)."""
+    rule = "new, empty, or a report folder calibkit wrote"
+    text = f"write {what} to this folder ({rule}; default {default or 'none: print only'})"
+    opt(p, "--out", "DIR", text.replace("%", "%%"), default=default)
+
+
+def add_format(p: argparse.ArgumentParser) -> None:
+    """``--format table|json``: what stdout shows (json: the content of results.json)."""
+    text = "stdout: the verdict and tables, or results.json's content (default %(default)s)"
+    p.add_argument("--format", choices=("table", "json"), default="table", help=text)
+
+
+class _Deprecated(argparse.Action):
+    """A replaced spelling: warns on stderr, then stores into the new option's ``dest``."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str, **kw: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kw)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        import sys
+
+        print(
+            f"calibkit: warning: {option} is deprecated; use {self.new} (same meaning)",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, True if self.nargs == 0 else values)
+
+
+def deprecated(p: argparse._ActionsContainer, old: str, new: str, **kw: Any) -> None:
+    """Accept ``old``, a spelling a release replaced by ``new`` (hidden from ``--help``;
+    listed in :data:`calibkit.cli.glossary.DEPRECATED`)."""
+    dest = new.lstrip("-").replace("-", "_")
+    p.add_argument(old, dest=dest, action=_Deprecated, new=new, help=argparse.SUPPRESS, **kw)
+
+
 def add_force(p: argparse.ArgumentParser) -> None:
     """``--force``: replace an existing output file (never an input)."""
     p.add_argument("--force", action="store_true", help="replace an existing output file")
 
 
-def add_numbers(p: argparse.ArgumentParser, *, bins: bool = True) -> None:
-    """Bins, bootstrap resamples, seed and (with ``bins``) the binary mode."""
+def add_numbers(
+    p: argparse.ArgumentParser, *, bins: bool = True, boot: bool = True, mode: bool | None = None
+) -> None:
+    """Bins (with ``bins``), bootstrap resamples and their level (with ``boot``), the seed,
+    and the binary mode (with ``mode``, by default as ``bins``)."""
     if bins:
         opt(p, "--n-bins", "N", "bins (default %(default)s)", type=number(N_BINS), default=15)
-    boot = "bootstrap resamples for 95%% intervals (0: none; default %(default)s)"
-    opt(p, "--n-boot", "N", boot, type=number(RESAMPLES), default=1000)
+    if boot:
+        text = "bootstrap resamples of the intervals (0: none; default %(default)s)"
+        opt(p, "--n-boot", "N", text, type=number(RESAMPLES), default=1000)
+        text = "confidence level of the intervals (default %(default)s)"
+        opt(p, "--level", "L", text, type=number(LEVEL), default=0.95)
     opt(p, "--seed", "N", "random seed (default %(default)s)", type=number(SEED), default=0)
-    if bins:
+    if bins if mode is None else mode:
         what = "binary problems: top_label or positive_class (default %(default)s)"
         opt(p, "--mode", "MODE", what, choices=("top_label", "positive_class"), default="top_label")

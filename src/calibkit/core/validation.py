@@ -304,6 +304,8 @@ N_BINS = Integer(1, 100_000)
 SEED = Integer(0, 2**32 - 1)
 #: Bootstrap resamples and noise-floor draws (0: none).
 RESAMPLES = Integer(0, 100_000)
+#: The confidence level of an interval.
+LEVEL = Real(0.0, 1.0, closed="neither")
 #: Training epochs (0: not trained), and epochs of a model that must be trained.
 EPOCHS = Integer(0, 100_000)
 TRAINED_EPOCHS = Integer(1, 100_000)

@@ -1,8 +1,15 @@
-"""The report document model: a title and blocks (paragraphs, tables, figures, sections).
+"""The report document model: a title, a verdict, and blocks (paragraphs, tables, figures,
+sections).
 
 A report is built once as a :class:`Document` and rendered by :mod:`calibkit.reporting.render`
-to Markdown (figures linked from ``figures/``) and to self-contained HTML. The document
-holds text, never markup: the renderers escape it.
+to Markdown (figures linked from ``figures/``) and to self-contained HTML, and its verdict and
+tables as plain text by :mod:`calibkit.reporting.text`; :mod:`calibkit.reporting.writer` writes
+the report folder. The document holds text, never markup: the renderers escape it (a
+paragraph may hold inline ``**bold**`` and ```code```, rendered as such in HTML).
+
+Every report opens with its :class:`Verdict`: the answer in plain words (``headline``: is the
+model overconfident, which calibrator to use, ...) and the statistics behind it one line
+below (``detail``).
 
 >>> doc = Document("Demo", [Section("Results", [Table("t", ["Method", "ECE"], [[Cell("ts"),
 ...     Cell("1.00%", best=True)]])])])
@@ -74,11 +81,24 @@ Block: TypeAlias = Paragraph | Table | Figure | Gallery | Section
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """What a report concludes: the answer in plain words, then the statistics behind it.
+
+    >>> Verdict("The model is overconfident.", "ECE 4.1% against a noise floor of 0.6%.").headline
+    'The model is overconfident.'
+    """
+
+    headline: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class Document:
-    """A report: its title and its blocks, in reading order."""
+    """A report: its title, its verdict (shown first), and its blocks, in reading order."""
 
     title: str
     body: list[Block]
+    verdict: Verdict | None = None
 
     def figures(self) -> Iterator[Figure]:
         """Every figure of the document, in reading order."""

@@ -56,6 +56,9 @@ tbody tr:nth-child(even){background:#fafbfc}td.best{font-weight:700;color:#1b5e2
 td.second{font-style:italic}
 figcaption{color:#555;font-size:.85rem}img{max-width:100%;height:auto}
 .gallery{display:flex;flex-wrap:wrap;gap:1rem}.gallery figure{width:360px;margin:0}
+.verdict{border-left:4px solid #1b5e20;background:#f1f8f2;padding:.6rem 1rem;margin:1rem 0}
+.verdict p{margin:.3rem 0}.verdict .headline{font-size:1.15rem;font-weight:600}
+.verdict .detail{color:#444}code{background:#f3f5f8;padding:0 .2rem;border-radius:3px}
 """
 _e = html.escape
 
@@ -87,9 +90,20 @@ def _render(block: document.Block, level: int, fmt: _Format) -> str:
 
 
 # ----- Markdown -------------------------------------------------------------------------------
+def _markdown_verdict(verdict: document.Verdict | None) -> list[str]:
+    if verdict is None:
+        return []
+    return [f"**{verdict.headline}**", *([verdict.detail] if verdict.detail else [])]
+
+
 def to_markdown(doc: document.Document) -> str:
-    """The document as Markdown: blocks separated by blank lines, figures linked."""
-    parts = [f"# {doc.title}", *(_render(b, 2, _MARKDOWN) for b in doc.body)]
+    """The document as Markdown: the verdict first (its headline bold), then the blocks
+    separated by blank lines, figures linked."""
+    parts = [
+        f"# {doc.title}",
+        *_markdown_verdict(doc.verdict),
+        *(_render(b, 2, _MARKDOWN) for b in doc.body),
+    ]
     parts.append(f"Written by calibkit {__version__}.")
     return "\n\n".join(parts) + "\n"
 
@@ -120,12 +134,23 @@ def to_html(doc: document.Document) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{_e(doc.title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{_e(doc.title)}</h1>",
+        *_html_verdict(doc.verdict),
         *(_render(b, 2, _HTML) for b in doc.body),
         f'<p class="meta">Written by calibkit {_e(__version__)}.</p>',
         "</body></html>",
         "",
     ]
     return "\n".join(parts)
+
+
+def _html_verdict(verdict: document.Verdict | None) -> list[str]:
+    if verdict is None:
+        return []
+    detail = f'<p class="detail">{inline_html(verdict.detail)}</p>' if verdict.detail else ""
+    return [
+        f'<div class="verdict"><p class="headline">{inline_html(verdict.headline)}</p>'
+        f"{detail}</div>"
+    ]
 
 
 def _html_figure(block: document.Figure) -> str:

@@ -1,0 +1,200 @@
+"""The command line's vocabulary: every option, the one concept it names, and the commands
+that take it; and every list of names the parser spells without importing the library.
+
+One concept has one spelling, and one spelling one meaning, across every command
+(``tests/cli/test_glossary.py`` checks every parser against :data:`GLOSSARY`, and
+``docs/cli.md`` is :func:`glossary_markdown`). A spelling a release replaced still works,
+hidden from ``--help`` and warned about on stderr, for one release: :data:`DEPRECATED`.
+
+>>> GLOSSARY["--methods"].concept
+'calibrators compared'
+>>> DEPRECATED["--split"]
+('--cal-size', ('compare', 'conformal'))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Term:
+    """One option: the concept it names, what it means, and the commands that take it."""
+
+    concept: str
+    meaning: str
+    commands: tuple[str, ...]
+
+
+_REPORTING = ("evaluate", "compare", "conformal", "labelshift", "shift", "demo")
+_FILES = ("evaluate", "compare", "conformal", "labelshift", "fit", "apply")
+
+#: Every option of every command (the global ``--threads`` too), by its one spelling.
+GLOSSARY: dict[str, Term] = {
+    # ----- input files
+    "--labels": Term("labels beside FILE", "labels (.npy) beside a .npy FILE", _FILES),
+    "--cal": Term(
+        "calibration part as a file",
+        "the labelled predictions calibrators are fitted on, as their own file",
+        ("compare", "labelshift"),
+    ),
+    "--cal-labels": Term(
+        "labels beside --cal", "labels (.npy) beside a .npy --cal file", ("compare", "labelshift")
+    ),
+    "--test": Term(
+        "test part as a file",
+        "the labelled predictions methods are judged on, as their own file (with --cal)",
+        ("compare",),
+    ),
+    "--test-labels": Term(
+        "labels beside --test", "labels (.npy) beside a .npy --test file", ("compare",)
+    ),
+    "--target": Term(
+        "target predictions",
+        "predictions of the distribution adapted to (label shift); labels optional",
+        ("labelshift", "fit"),
+    ),
+    "--target-labels": Term(
+        "labels beside --target", "labels (.npy) beside a .npy --target file", ("labelshift",)
+    ),
+    "--kind": Term("score kind", "logits or probs: what the file's scores are", _FILES),
+    "--scores-key": Term("score array name", "name of the score array (with --kind)", _FILES),
+    "--labels-key": Term("label array name", "name of the label array", _FILES),
+    "--groups": Term(
+        "group of each sample",
+        "array or column of one group per sample",
+        ("evaluate", "compare", "fit", "apply"),
+    ),
+    # ----- what is fitted
+    "--methods": Term(
+        "calibrators compared",
+        "comma-separated registered calibrators, each fitted and judged",
+        ("compare", "shift", "demo"),
+    ),
+    "--method": Term(
+        "the one method fitted",
+        "the registered method fitted (fit), or the calibrator under the sets or the "
+        "prior adapter (conformal, labelshift)",
+        ("conformal", "labelshift", "fit"),
+    ),
+    "--param": Term("a method's parameter", "KEY=VALUE, repeatable", ("fit",)),
+    "--estimator": Term(
+        "prior estimator", "how target priors are estimated: em or bbse", ("labelshift",)
+    ),
+    "--priors": Term("known target priors", "P0,P1,... instead of estimating", ("labelshift",)),
+    "--scores": Term(
+        "conformity scores", "comma-separated conformity scores (lac, aps, ...)", ("conformal", "shift")
+    ),
+    "--alpha": Term("miscoverage", "target miscoverage of the sets, in (0, 1)", ("conformal", "shift")),
+    "--mondrian": Term("per-class quantiles", "one conformal quantile per class", ("conformal",)),
+    "--randomized": Term("randomised sets", "uniform tie-breaking of the scores", ("conformal",)),
+    # ----- metrics
+    "--extra": Term("metric outside the suite", "a registered extra metric, repeatable", ("evaluate",)),
+    "--coverage": Term("coverage of risk@coverage", "coverage in (0, 1]", ("evaluate",)),
+    "--risk": Term("risk of coverage@risk", "risk in [0, 1]", ("evaluate",)),
+    "--interval": Term("per-bin interval", "the per-bin interval of the diagram", ("evaluate",)),
+    "--corp": Term("CORP curve", "add the CORP reliability curve", ("evaluate",)),
+    "--n-bins": Term(
+        "bins", "equal-width bins of the binned metrics", ("evaluate", "compare", "labelshift", "shift", "demo")
+    ),
+    "--n-boot": Term(
+        "bootstrap resamples",
+        "resamples of the bootstrap intervals (0: none)",
+        ("evaluate", "compare", "conformal", "labelshift", "demo"),
+    ),
+    "--level": Term(
+        "interval level",
+        "confidence level of the bootstrap intervals",
+        ("evaluate", "compare", "conformal", "labelshift", "demo"),
+    ),
+    "--seed": Term(
+        "random seed", "seed of every random draw (splits, bootstrap)", (*_REPORTING,)
+    ),
+    "--mode": Term(
+        "binary mode", "top_label or positive_class, for two classes", ("evaluate", "compare", "demo")
+    ),
+    "--n-floor-draws": Term("noise-floor draws", "draws of the ECE noise floor", ("shift",)),
+    # ----- parts and splits
+    "--cal-size": Term(
+        "calibration-part size",
+        "calibration part of the data: a fraction or a count",
+        ("compare", "conformal", "shift"),
+    ),
+    "--test-size": Term("test-part size", "test images kept of the rest", ("shift",)),
+    "--split": Term("dataset split", "a split of --data (train, test, ...)", ("shift",)),
+    # ----- outputs
+    "--out": Term(
+        "output",
+        "the report folder (or the file fit and apply write)",
+        (*_REPORTING, "study", "fit", "apply"),
+    ),
+    "--force": Term(
+        "replace an output file", "replace an existing output file (never an input)", ("evaluate", "fit", "apply")
+    ),
+    "--format": Term("terminal format", "table or json on stdout", _REPORTING),
+    "--plot": Term("reliability diagram file", "write the reliability diagram there", ("evaluate",)),
+    "--smooth-plot": Term("smoothed diagram file", "the kernel-smoothed diagram there", ("evaluate",)),
+    "--rc-plot": Term("risk-coverage file", "the risk-coverage curves there", ("evaluate",)),
+    "--quiet": Term("no progress", "no per-epoch progress lines", ("study",)),
+    # ----- models, data, devices
+    "--model": Term("registered model", "the registered model of --weights", ("shift",)),
+    "--weights": Term("checkpoint", "the model's state dict", ("shift",)),
+    "--data": Term("dataset", "a registered image dataset", ("shift",)),
+    "--data-dir": Term("dataset folder", "the folder of the dataset files", ("shift", "study")),
+    "--corruptions": Term("corruptions", "corruption names, or all", ("shift",)),
+    "--severities": Term("severities", "corruption severities: 1-5, 3 or 1,3,5", ("shift",)),
+    "--mean": Term("input mean", "input normalisation mean per channel", ("shift",)),
+    "--std": Term("input std", "input normalisation std per channel", ("shift",)),
+    "--device": Term("device", "cpu, cuda, cuda:N or auto", ("shift",)),
+    "--batch-size": Term("batch size", "images per forward pass", ("shift",)),
+    "--epochs": Term("epochs", "training epochs", ("demo", "study")),
+    # ----- studies
+    "--models": Term("models of a study", "the config's model labels to run", ("study",)),
+    "--seeds": Term("seeds of a study", "the seeds to run", ("study",)),
+    "--smoke": Term("toy size", "one epoch of two batches, same code paths", ("study",)),
+    "--report-only": Term("report only", "write the report from finished runs", ("study",)),
+    "--executor": Term("executor", "serial, processes or ray", ("study",)),
+    "--workers": Term("worker processes", "worker processes of --executor processes", ("study",)),
+    "--address": Term("Ray address", "a Ray cluster's head", ("study",)),
+    "--verbose": Term("Ray's logs", "show Ray's own logs", ("study",)),
+    "--threads": Term("threads", "threads of torch and BLAS (before the command)", ()),
+}
+
+#: Spellings a release replaced: old option -> (its one spelling now, the commands it was
+#: in). They still work for one release, hidden from ``--help``, with a warning on stderr.
+DEPRECATED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "--split": ("--cal-size", ("compare", "conformal")),
+    "--score": ("--scores", ("conformal",)),
+    "--conformal": ("--scores", ("shift",)),
+    "--calibrator": ("--method", ("conformal", "labelshift")),
+    "--output": ("--out", ("fit", "apply")),
+}
+
+#: Name lists the parser spells (so that building it imports no numpy or torch), each with
+#: the library object it must equal (``module:attribute``; a registry gives its ``names()``).
+NAME_LISTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "conformity scores": (
+        ("lac", "aps", "raps", "saps"),
+        "calibkit.calibrators.sets.conformal_scores:SCORES",
+    ),
+    "prior estimators": (("em", "bbse"), "calibkit.calibrators.priors.label_shift:ESTIMATORS"),
+    "calibration tests": (
+        ("spiegelhalter", "ks", "kuiper", "hosmer_lemeshow"),
+        "calibkit.metrics.calibration_tests:TEST_LABELS",
+    ),
+    "executors": (("serial", "processes", "ray"), "calibkit.study.run.executor_factory:EXECUTORS"),
+}
+
+
+def names(what: str) -> tuple[str, ...]:
+    """The name list ``what`` of :data:`NAME_LISTS` (the CLI's spelling)."""
+    return NAME_LISTS[what][0]
+
+
+def glossary_markdown() -> str:
+    """The glossary as the Markdown table of ``docs/cli.md``."""
+    lines = ["| Option | Concept | Meaning | Commands |", "|:---|:---|:---|:---|"]
+    for option, t in GLOSSARY.items():
+        where = ", ".join(t.commands) or "(global, before the command)"
+        lines.append(f"| `{option}` | {t.concept} | {t.meaning} | {where} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,107 @@
+"""The command line's one vocabulary (``calibkit.cli.glossary``): every option of every
+parser is in the glossary under one spelling with one meaning, the commands that should take
+a shared option do, ``docs/cli.md`` shows the glossary, and every name list the parser
+spells equals the library's."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from pathlib import Path
+
+import pytest
+
+from calibkit.cli.glossary import DEPRECATED, GLOSSARY, NAME_LISTS, glossary_markdown
+from calibkit.cli.parser import COMMANDS, build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _parsers() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {"": parser, **sub.choices}
+
+
+def _options(p: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """Each visible long option of ``p`` (hidden ones are deprecated spellings)."""
+    return {
+        o: a
+        for a in p._actions
+        if a.help != argparse.SUPPRESS
+        for o in a.option_strings
+        if o.startswith("--") and o not in ("--help", "--version")
+    }
+
+
+def test_every_option_is_in_the_glossary_with_its_commands() -> None:
+    seen: dict[str, set[str]] = {}
+    for command, p in _parsers().items():
+        for option in _options(p):
+            assert option in GLOSSARY, f"{command or 'calibkit'} {option}: not in the glossary"
+            seen.setdefault(option, set()).add(command)
+    for option, term in GLOSSARY.items():
+        where = seen.get(option, set()) - {""}
+        assert where == set(term.commands), f"{option}: in {sorted(where)}, glossary says {term.commands}"
+
+
+def test_one_spelling_per_concept() -> None:
+    concepts = [t.concept for t in GLOSSARY.values()]
+    twice = {c for c in concepts if concepts.count(c) > 1}
+    assert not twice, f"concepts spelled twice: {twice}"
+
+
+def test_one_meaning_per_spelling() -> None:
+    """An option takes the same kind of value everywhere: same metavar, choices, type."""
+    kinds: dict[str, set[tuple[object, ...]]] = {}
+    for p in _parsers().values():
+        for option, a in _options(p).items():
+            kind = (a.metavar, tuple(a.choices or ()), getattr(a.type, "__qualname__", a.type), a.nargs)
+            kinds.setdefault(option, set()).add(kind)
+    differing = {o: k for o, k in kinds.items() if len(k) > 1}
+    assert not differing, f"options with two meanings: {differing}"
+
+
+def test_deprecated_spellings_are_hidden_and_map_to_the_glossary() -> None:
+    parsers = _parsers()
+    for old, (new, commands) in DEPRECATED.items():
+        assert new in GLOSSARY and old not in GLOSSARY
+        for command in commands:
+            hidden = [
+                a for a in parsers[command]._actions if old in a.option_strings and a.help == argparse.SUPPRESS
+            ]
+            assert hidden, f"{command} {old}: no hidden deprecated spelling"
+            assert new in _options(parsers[command]), f"{command}: {new} missing"
+
+
+@pytest.mark.parametrize("old", sorted(DEPRECATED))
+def test_a_deprecated_spelling_warns_and_still_works(old: str, capsys: pytest.CaptureFixture[str]) -> None:
+    new, commands = DEPRECATED[old]
+    parser = _parsers()[commands[0]]
+    action = next(a for a in parser._actions if new in a.option_strings)
+    value = {"--cal-size": "0.3", "--scores": "lac", "--method": "temperature", "--out": "x.json"}[new]
+    required = {"conformal": ["f.npz"], "compare": ["f.npz"], "fit": ["f.npz", "--method", "temperature"],
+                "apply": ["c.json", "f.npz"], "shift": ["--model", "resnet20", "--weights", "w.pt"],
+                "labelshift": ["--cal", "a.npz", "--target", "b.npz"]}[commands[0]]
+    args = parser.parse_args([*required, old, value])
+    got = getattr(args, action.dest)
+    assert got == action.type(value) if action.type else got == value
+    assert f"{old} is deprecated; use {new}" in capsys.readouterr().err
+
+
+def test_docs_cli_md_holds_the_glossary() -> None:
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert glossary_markdown() in text
+
+
+def test_every_command_is_documented() -> None:
+    assert set(COMMANDS) <= {c for t in GLOSSARY.values() for c in t.commands} | {"methods"}
+
+
+@pytest.mark.parametrize("what", sorted(NAME_LISTS))
+def test_cli_name_lists_equal_the_librarys(what: str) -> None:
+    spelled, where = NAME_LISTS[what]
+    module, attribute = where.split(":")
+    obj = getattr(importlib.import_module(module), attribute)
+    library = tuple(obj.names()) if hasattr(obj, "names") else tuple(obj)
+    assert spelled == library
