@@ -99,7 +99,9 @@ def check_args(args: argparse.Namespace) -> None:
     warning), each file existing, ``--method`` a calibrator of logits: before any work."""
     old = [v for v in (args.source_file, args.target_file) if v is not None]
     if old and (args.cal is not None or args.target is not None):
-        raise InputError("--cal/--target", "either --cal and --target or the old positionals", "both")
+        raise InputError(
+            "--cal/--target", "either --cal and --target or the old positionals", "both"
+        )
     if old:
         print(
             "calibkit: warning: 'labelshift SOURCE_FILE TARGET_FILE' is deprecated; use "

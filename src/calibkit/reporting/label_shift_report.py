@@ -78,9 +78,7 @@ def _how(r: LabelShiftResult) -> str:
         how = f"target priors estimated by {ESTIMATOR_TEXT.get(r.estimator, r.estimator)}"
         if r.estimator == "em":
             how += f" ({r.n_iter} iterations)"
-    return (
-        f"{how}; calibrator {calibrator}; {r.n_source:,} source rows, {r.n_target:,} target rows"
-    )
+    return f"{how}; calibrator {calibrator}; {r.n_source:,} source rows, {r.n_target:,} target rows"
 
 
 def _change(name: str, before: float, after: float) -> str:
@@ -196,7 +194,7 @@ def label_shift_document(r: LabelShiftResult, title: str) -> Document:
             )
         else:
             notes.append(f"ECE with {r.n_bins} equal-width bins; no intervals (--n-boot 0).")
-        scores = [scores_table(r), *(Paragraph(n) for n in notes)]
+        scores: list[Block] = [scores_table(r), *(Paragraph(n) for n in notes)]
         body.append(Section("Adapted against unadapted", scores))
     else:
         body.append(

@@ -182,8 +182,9 @@ def label_shift(
         }
         metrics = {v: score(p, y, n_bins) for v, p in probs.items()}
         if n_boot:
-            boot = {"n_bins": n_bins, "n_boot": n_boot, "level": level, "seed": seed}
-            ci, change = paired_bootstrap(probs, y, **boot)
+            ci, change = paired_bootstrap(
+                probs, y, n_bins=n_bins, n_boot=n_boot, level=level, seed=seed
+            )
     return LabelShiftResult(
         adapter,
         adapter.source_priors_,
