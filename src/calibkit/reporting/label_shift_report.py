@@ -184,7 +184,7 @@ def label_shift_document(r: LabelShiftResult, title: str) -> Document:
     if r.metrics:
         notes = [
             "Oracle: the calibrated posteriors adapted to the target's true label frequencies "
-            "(the best any prior estimate can do)."
+            "(what a perfect prior estimate would give)."
         ]
         if r.ci:
             notes.append(
