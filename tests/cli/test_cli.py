@@ -224,7 +224,7 @@ def test_unknown_method_lists_valid_names(work: Path, capsys: pytest.CaptureFixt
     ("argv", "name"),
     [
         (["evaluate", "preds.npz", "--plot", "file.txt/plot.png"], "--plot"),
-        (["fit", "--method", "temperature", "preds.npz", "-o", "file.txt/t.json"], "--output"),
+        (["fit", "--method", "temperature", "preds.npz", "-o", "file.txt/t.json"], "--out"),
         (["compare", "preds.npz", "--n-boot", "0", "--out", "file.txt/rep"], "--out"),
         (["compare", "preds.npz", "--n-boot", "0", "--out", "file.txt"], "--out"),
         (["demo", "--out", "file.txt/rep"], "--out"),
@@ -239,8 +239,8 @@ def test_unwritable_output(
 
 def test_unwritable_apply_output(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["fit", "--method", "temperature", "preds.npz", "-o", "t.json"]) == 0
-    _fails(capsys, work, ["apply", "t.json", "preds.npz", "-o", "file.txt/c.npz"], "--output")
-    _fails(capsys, work, ["apply", "t.json", "preds.npz", "-o", "c.csv"], "--output", ".npz")
+    _fails(capsys, work, ["apply", "t.json", "preds.npz", "-o", "file.txt/c.npz"], "--out")
+    _fails(capsys, work, ["apply", "t.json", "preds.npz", "-o", "c.csv"], "--out", ".npz")
 
 
 @pytest.mark.parametrize(

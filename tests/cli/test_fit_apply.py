@@ -92,9 +92,9 @@ CASES: dict[str, tuple[list[str], str, dict[str, Any], list[str]]] = {
         [],
     ),
     "priors": (
-        ["--method", "prior_shift", "--param", "method=em", "--target", "target.npz"],
+        ["--method", "prior_shift", "--param", "estimator=em", "--target", "target.npz"],
         "prior_shift",
-        {"method": "em"},
+        {"estimator": "em"},
         [],
     ),
 }
@@ -318,3 +318,33 @@ def test_paths_are_checked_before_torch_is_imported(work: Path) -> None:
     assert _torch_loaded(work, "apply", "absent.json", "test.npz") == (2, False)
     (work / "t.json").write_text("{}")
     assert _torch_loaded(work, "apply", "t.json", "absent.npz") == (2, False)
+
+
+def test_out_is_the_output_and_the_former_output_still_works(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--out`` (``-o``) names the file fit and apply write; ``--output``, its former
+    spelling, still works with a warning on stderr."""
+    _run(capsys, ["fit", "--method", "temperature", "cal.npz", "--out", "t.json"])
+    assert load(work / "t.json").name == "temperature"
+    assert main(["fit", "--method", "temperature", "cal.npz", "--output", "u.json"]) == 0
+    assert "--output is deprecated; use --out" in capsys.readouterr().err
+    assert (work / "u.json").read_text() == (work / "t.json").read_text()
+    _run(capsys, ["apply", "t.json", "test.npz", "--out", "a.npz"])
+    assert main(["apply", "t.json", "test.npz", "--output", "b.npz"]) == 0
+    assert "--output is deprecated; use --out" in capsys.readouterr().err
+    assert np.array_equal(_arrays(work / "a.npz")["probs"], _arrays(work / "b.npz")["probs"])
+
+
+def test_an_adapter_saved_with_method_still_applies(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An adapter document of the release before ``estimator`` (``params.method``)."""
+    _run(capsys, ["fit", *CASES["priors"][0], "cal.npz", "-o", "new.json"])
+    doc = json.loads((work / "new.json").read_text())
+    doc["params"] = {("method" if k == "estimator" else k): v for k, v in doc["params"].items()}
+    (work / "old.json").write_text(json.dumps(doc))
+    _run(capsys, ["apply", "new.json", "test.npz", "-o", "new.npz"])
+    out = _run(capsys, ["apply", "old.json", "test.npz", "-o", "old.npz"])
+    assert "(em)" in out
+    assert np.array_equal(_arrays(work / "new.npz")["probs"], _arrays(work / "old.npz")["probs"])

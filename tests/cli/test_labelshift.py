@@ -1,9 +1,11 @@
-"""``calibkit labelshift``: priors and scores printed, the report folder, an unlabelled
-target, and bad input (exit 2, one message, nothing written)."""
+"""``calibkit labelshift``: the verdict first, priors and scores printed, the report folder
+(report.md, report.html, results.json, adapter.json), an unlabelled target, the former
+spellings, and bad input (exit 2, one message, nothing written)."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -26,22 +28,75 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     return source, target
 
 
+def _pair(files: tuple[Path, Path]) -> list[str]:
+    return ["labelshift", "--cal", str(files[0]), "--target", str(files[1])]
+
+
 def test_report_is_written(
     files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from calibkit.cli.labelshift import REPORT_FILES
+
     out = tmp_path / "report"
-    args = ["labelshift", str(files[0]), str(files[1]), "--method", "bbse", "--out", str(out)]
+    args = [*_pair(files), "--estimator", "bbse", "--n-boot", "0", "--out", str(out)]
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert "estimated" in text
+    assert text.startswith("Adapting to the estimated priors ")  # the verdict first
+    assert "Estimated %" in text
     assert "oracle" in text
+    assert set(REPORT_FILES) <= {p.name for p in out.iterdir()}
     results = json.loads((out / "results.json").read_text())
-    assert results["params"]["method"] == "bbse"
+    assert results["command"] == "calibkit labelshift"
+    assert results["verdict"]["headline"].startswith("Adapting to the estimated priors")
+    assert results["params"]["estimator"] == "bbse"
+    assert results["estimator"] == "bbse"
     assert abs(sum(results["priors"]) - 1) < 1e-12  # renormalised by one division
     assert results["priors"][0] > 0.5  # the target is mostly class 0
     assert set(results["metrics"]) == {"unadapted", "adapted", "oracle"}
-    assert (out / "report.md").read_text().startswith("# Label shift")
+    assert results["intervals"] == {}  # --n-boot 0
+    assert set(results["inputs"]) == {"--cal", "--target"}
+    md = (out / "report.md").read_text()
+    assert md.startswith("# Label shift")
+    assert md.index("Adapting to the estimated priors") < md.index("## Class priors")
+    html = (out / "report.html").read_text()
+    assert html.index("Adapting to the estimated priors") < html.index("Class priors")
+    body = re.sub(r"<style.*?</style>", "", html, flags=re.S)
+    for markdown in ("**", "`", "| ---"):  # no raw Markdown
+        assert markdown not in body
+    assert "<code>adapter.json</code>" in body
     assert main(args) == 0  # its own folder may be replaced
+
+
+def test_metric_labels_come_from_the_registry() -> None:
+    from calibkit.core.outputs import as_outputs
+    from calibkit.metrics.info import METRICS
+    from calibkit.reporting.label_shift_report import scores_table
+    from calibkit.workflows.label_shift import SCORED, label_shift
+
+    z, y = random_problem(600, 3, seed=2)
+    r = label_shift(as_outputs(y[:300], logits=z[:300]), z[300:], y[300:], n_boot=0)
+    header = scores_table(r).header[1:]
+    for name, h in zip(SCORED, header, strict=True):
+        info = METRICS.get(name)
+        assert h == (f"{info.label} %" if info.percent else info.label)
+
+
+def test_bootstrap_intervals(
+    files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report"
+    args = [*_pair(files), "--n-boot", "200", "--level", "0.9", "--seed", "3", "--n-bins", "10"]
+    assert main([*args, "--out", str(out), "--format", "json"]) == 0
+    results = json.loads(capsys.readouterr().out)  # --format json: results.json's content
+    assert results == json.loads((out / "results.json").read_text())
+    assert (results["n_boot"], results["level"], results["n_bins"]) == (200, 0.9, 10)
+    for variant, cis in results["intervals"].items():
+        for name, (lo, hi) in cis.items():
+            assert lo <= results["metrics"][variant][name] <= hi or name == "ece"
+    lo, hi = results["change_intervals"]["nll"]
+    assert lo <= hi
+    assert "(90% intervals)" in results["verdict"]["detail"]
+    assert "[" in (out / "report.md").read_text()  # the intervals in the table
 
 
 def test_the_fitted_adapter_is_saved_and_applies(
@@ -50,23 +105,21 @@ def test_the_fitted_adapter_is_saved_and_applies(
     """``--out`` saves the adapter (adapted to the target); ``calibkit apply`` adapts with
     it, as the library's adapter fitted on the same rows does."""
     from calibkit.calibrators import PriorShiftAdapter, load
-    from calibkit.cli.labelshift import REPORT_FILES
 
     out = tmp_path / "report"
-    args = [str(files[0]), str(files[1]), "--calibrator", "temperature", "--method", "bbse"]
-    assert main(["labelshift", *args, "--out", str(out)]) == 0
+    args = [*_pair(files), "--method", "temperature", "--estimator", "bbse", "--n-boot", "0"]
+    assert main([*args, "--out", str(out)]) == 0
     assert f"prior adapter: {out / 'adapter.json'}" in capsys.readouterr().out
-    assert set(REPORT_FILES) <= {p.name for p in out.iterdir()}
     saved = load(out / "adapter.json")
     assert isinstance(saved, PriorShiftAdapter)
     assert saved.is_adapted
     with np.load(files[0]) as source, np.load(files[1]) as target:
-        lib = PriorShiftAdapter(method="bbse", calibrator="temperature")
+        lib = PriorShiftAdapter(estimator="bbse", calibrator="temperature")
         lib.fit(source["logits"], source["labels"], target_logits=target["logits"])
         z = target["logits"]
     assert np.array_equal(saved.target_priors_, lib.target_priors_)
     result = tmp_path / "adapted.npz"
-    assert main(["apply", str(out / "adapter.json"), str(files[1]), "-o", str(result)]) == 0
+    assert main(["apply", str(out / "adapter.json"), str(files[1]), "--out", str(result)]) == 0
     assert "(saved with the adapter)" in capsys.readouterr().out
     with np.load(result) as npz:
         assert np.array_equal(npz["probs"], lib.predict_proba(z))
@@ -79,10 +132,54 @@ def test_unlabelled_target(
         logits = f["logits"]
     target = tmp_path / "unlabelled.npz"
     np.savez(target, logits=logits)
-    assert main(["labelshift", str(files[0]), str(target), "--calibrator", "temperature"]) == 0
+    argv = [
+        "labelshift",
+        "--cal",
+        str(files[0]),
+        "--target",
+        str(target),
+        "--method",
+        "temperature",
+    ]
+    assert main(argv) == 0
     text = capsys.readouterr().out
-    assert "estimated" in text
+    assert text.startswith("The estimated target priors differ from the source's by up to ")
+    assert "without target labels the gain of adapting cannot be measured" in text
     assert "oracle" not in text  # no labels, no scores
+
+
+def test_the_former_positional_form_works_with_a_warning(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    new = [*_pair(files), "--method", "temperature", "--n-boot", "0"]
+    assert main(new) == 0
+    expected = capsys.readouterr().out
+    old = ["labelshift", str(files[0]), str(files[1]), "--calibrator", "temperature"]
+    assert main([*old, "--n-boot", "0"]) == 0
+    out, err = capsys.readouterr()
+    assert out == expected
+    assert "'labelshift SOURCE_FILE TARGET_FILE' is deprecated" in err
+    assert "--calibrator is deprecated; use --method" in err
+
+
+def test_mixing_the_forms_is_refused(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["labelshift", str(files[0]), "--target", str(files[1])]) == 2
+    assert "either --cal and --target or the old positionals" in capsys.readouterr().err
+    assert main(["labelshift", "--cal", str(files[0])]) == 2
+    assert "--target: expected a prediction file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("estimator", ["em", "bbse"])
+def test_the_former_method_em_says_to_use_estimator(
+    files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], estimator: str
+) -> None:
+    out = tmp_path / "report"
+    assert main([*_pair(files), "--method", estimator, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--method now names the calibrator; use --estimator " + estimator in err
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(
@@ -92,9 +189,10 @@ def test_unlabelled_target(
         (["--priors=-0.1,0.6,0.5"], "-0.1 for class 0"),
         (["--priors", "0.5,0.5"], "got 2 values"),
         (["--priors", "a,b"], "comma-separated numbers"),
-        (["--method", "mle"], "invalid choice"),
-        (["--calibrator", "temprature"], "'temprature' (did you mean 'temperature'?)"),
-        (["--calibrator", "conformal"], "--calibrator: expected a method of kind 'logits'"),
+        (["--estimator", "mle"], "invalid choice"),
+        (["--method", "temprature"], "'temprature' (did you mean 'temperature'?)"),
+        (["--method", "conformal"], "--method: expected a method of kind 'logits'"),
+        (["--level", "1.5"], "--level"),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(
@@ -105,7 +203,7 @@ def test_bad_input_exits_2_and_writes_nothing(
     message: str,
 ) -> None:
     out = tmp_path / "report"
-    assert main(["labelshift", str(files[0]), str(files[1]), *args, "--out", str(out)]) == 2
+    assert main([*_pair(files), *args, "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert message in err
     assert "Traceback" not in err
@@ -118,13 +216,15 @@ def test_target_outside_the_source_classes(
     out = tmp_path / "report"
     wide = tmp_path / "wide.npz"
     np.savez(wide, logits=np.zeros((10, 4)), labels=np.arange(10) % 4)
-    assert main(["labelshift", str(files[0]), str(wide), "--out", str(out)]) == 2
+    argv = ["labelshift", "--cal", str(files[0]), "--target", str(wide), "--out", str(out)]
+    assert main(argv) == 2
     assert "source's 3 classes" in capsys.readouterr().err
     with np.load(files[0]) as f:
         z, y = f["logits"], f["labels"]
     narrow = tmp_path / "no_class_2.npz"
     np.savez(narrow, logits=z[y != 2], labels=y[y != 2])
-    assert main(["labelshift", str(narrow), str(files[1]), "--out", str(out)]) == 2
+    argv = ["labelshift", "--cal", str(narrow), "--target", str(files[1]), "--out", str(out)]
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert "class 2, which the source never shows" in err
     assert not out.exists()
@@ -136,6 +236,6 @@ def test_refuses_a_folder_it_did_not_write(
     out = tmp_path / "mine"
     out.mkdir()
     (out / "notes.txt").write_text("keep")
-    assert main(["labelshift", str(files[0]), str(files[1]), "--out", str(out)]) == 2
+    assert main([*_pair(files), "--out", str(out)]) == 2
     assert "--out" in capsys.readouterr().err
     assert (out / "notes.txt").read_text() == "keep"

@@ -118,7 +118,7 @@ def test_cli_name_lists_equal_the_library() -> None:
     from calibkit.cli import common, evaluate, fit, labelshift
     from calibkit.metrics.calibration_tests import TEST_LABELS
 
-    assert labelshift.METHODS == label_shift.METHODS
+    assert labelshift.ESTIMATORS == label_shift.ESTIMATORS
     assert tuple(TEST_LABELS) == evaluate.TEST_NAMES
     assert tuple(k for k in KINDS if k != "model") == fit.FIT_KINDS
     # the kinds a calibrating command takes: those of the Calibrator classes (logits ->

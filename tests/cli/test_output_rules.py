@@ -56,11 +56,11 @@ NPY = ["z.npy", "--labels", "y.npy", "--kind", "logits"]
         (["evaluate", "preds.npz", "--n-boot", "0", "--plot", "preds.npz"], "--plot"),
         (["evaluate", *NPY, "--n-boot", "0", "--plot", "y.npy"], "--plot"),
         (["evaluate", *NPY, "--n-boot", "0", "--plot", "./z.npy"], "--plot"),
-        (["apply", "t.json", "preds.npz", "-o", "preds.npz"], "--output"),
-        (["apply", "t.json", "preds.npz", "-o", "t.json"], "--output"),
-        (["fit", "--method", "temperature", "preds.npz", "-o", "preds.npz"], "--output"),
-        (["fit", "--method", "temperature", *NPY, "-o", "y.npy", "--force"], "--output"),
-        (["apply", "t.json", "preds.npz", "-o", "preds.npz", "--force"], "--output"),
+        (["apply", "t.json", "preds.npz", "-o", "preds.npz"], "--out"),
+        (["apply", "t.json", "preds.npz", "-o", "t.json"], "--out"),
+        (["fit", "--method", "temperature", "preds.npz", "-o", "preds.npz"], "--out"),
+        (["fit", "--method", "temperature", *NPY, "-o", "y.npy", "--force"], "--out"),
+        (["apply", "t.json", "preds.npz", "-o", "preds.npz", "--force"], "--out"),
     ],
 )
 def test_an_output_is_never_an_input(
@@ -73,8 +73,8 @@ def test_an_output_is_never_an_input(
     ("argv", "option"),
     [
         (["evaluate", "preds.npz", "--n-boot", "0", "--plot", "old.png"], "--plot"),
-        (["apply", "t.json", "preds.npz", "-o", "old.npz"], "--output"),
-        (["fit", "--method", "temperature", "preds.npz", "-o", "old.json"], "--output"),
+        (["apply", "t.json", "preds.npz", "-o", "old.npz"], "--out"),
+        (["fit", "--method", "temperature", "preds.npz", "-o", "old.json"], "--out"),
     ],
 )
 def test_an_existing_file_is_replaced_only_with_force(

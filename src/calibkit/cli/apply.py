@@ -30,7 +30,15 @@ from calibkit.cli.common import (
     read_scores,
     values_text,
 )
-from calibkit.cli.options import FILES, Subparsers, add_force, add_groups, add_input_options, opt
+from calibkit.cli.options import (
+    FILES,
+    Subparsers,
+    add_force,
+    add_groups,
+    add_input_options,
+    deprecated,
+    opt,
+)
 from calibkit.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -59,7 +67,8 @@ def add_arguments(sub: Subparsers) -> None:
         "probs, labels (+ logits for logit maps; + sets, set_size for conformal sets); "
         "default %(default)s"
     )
-    opt(p, "-o --output", "NPZ", out, default="calibrated.npz")
+    opt(p, "-o --out", "NPZ", out, default="calibrated.npz")
+    deprecated(p, "--output", "--out", metavar="NPZ")
     add_force(p)
     add_input_options(p)
     add_groups(p, "needed by the group calibrators (kind groups)")
@@ -88,9 +97,9 @@ def read_fitted(path: str) -> PostHoc:
 def run(args: argparse.Namespace) -> int:
     """Apply the saved object and write the result (``.npz``); print its one-line summary."""
     inputs = [args.calibrator, args.file, args.labels]
-    output = check_output_file(Path(args.output), "--output", inputs, force=args.force)
+    output = check_output_file(Path(args.out), "--out", inputs, force=args.force)
     if output.suffix.lower() != ".npz":
-        raise InputError("--output", "a file name ending in .npz", output.name)
+        raise InputError("--out", "a file name ending in .npz", output.name)
     check_input(args.calibrator, FITTED_FILE)
     check_input(args.file, "FILE")
     check_input(args.labels, "--labels")
@@ -187,10 +196,10 @@ def _apply_priors(adapter: PriorShiftAdapter, rows: Scores, output: Path, file: 
     how = "saved with the adapter"
     if not adapter.is_adapted:
         adapter.adapt(rows.logits)
-        how = f"estimated by {adapter.method} from {file}: the adapter was saved unadapted"
+        how = f"estimated by {adapter.estimator} from {file}: the adapter was saved unadapted"
     probs = adapter.predict_proba(rows.logits)
     _write(output, rows, probs=probs)
-    print(f"applied {adapter.name} ({adapter.method}) to {rows.n_samples:,} samples")
+    print(f"applied {adapter.name} ({adapter.estimator}) to {rows.n_samples:,} samples")
     print(f"target priors {values_text(adapter.target_priors_)} ({how})")
     _ece_line(rows, probs)
     print(f"adapted predictions: {output}")

@@ -26,10 +26,20 @@ from calibkit.cli.common import (
     renamed,
     values_text,
 )
-from calibkit.cli.options import FILES, Subparsers, add_force, add_groups, add_input_options, opt
+from calibkit.cli.options import (
+    FILES,
+    Subparsers,
+    add_force,
+    add_groups,
+    add_input_options,
+    deprecated,
+    opt,
+)
 from calibkit.core.errors import InputError
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from calibkit.calibrators import (
         Calibrator,
         ConformalClassifier,
@@ -100,7 +110,14 @@ def add_arguments(sub: Subparsers) -> None:
     p = sub.add_parser("fit", help=text, description=FILES)
     p.add_argument("file", metavar="FILE")
     opt(p, "--method", "NAME", "any kind but model: see 'calibkit methods'", required=True)
-    opt(p, "-o --output", "JSON", "default %(default)s", default="calibrator.json")
+    opt(
+        p,
+        "-o --out",
+        "JSON",
+        "the fitted object's file (default %(default)s)",
+        default="calibrator.json",
+    )
+    deprecated(p, "--output", "--out", metavar="JSON")
     text = "a parameter of the method (repeatable; 'none' for None)"
     opt(p, "--param", "KEY=VALUE", text, action="append", default=[])
     add_input_options(p)
@@ -130,7 +147,7 @@ def _check_options(args: argparse.Namespace, kind: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Fit, save, and print what was fitted (its scalar parameters, thresholds or priors)."""
     inputs = [args.file, args.labels, args.target]
-    output = check_output_file(Path(args.output), "--output", inputs, force=args.force)
+    output = check_output_file(Path(args.out), "--out", inputs, force=args.force)
     check_input(args.file, "FILE")
     check_input(args.labels, "--labels")
     check_input(args.target, "--target")
@@ -150,13 +167,7 @@ def run(args: argparse.Namespace) -> int:
         if target.shape[1] != out.n_classes:
             expected = f"scores of FILE's {out.n_classes} classes"
             raise InputError("--target", expected, f"{target.shape[1]} classes")
-    if isinstance(fitted, PriorShiftAdapter):
-        fitted.fit(z, out.labels, target_logits=target)
-    elif isinstance(fitted, Calibrator) and groups is not None:
-        fitted.fit(z, out.labels, groups=groups)
-    else:
-        assert isinstance(fitted, Calibrator | ConformalClassifier)
-        fitted.fit(z, out.labels)
+    _fit(fitted, z, out.labels, groups, target)
     fitted.save(output)
     where = "" if groups is None else f", {len(set(groups.tolist()))} groups in {args.groups!r}"
     print(f"fitted {args.method} on {out.n_samples:,} samples ({out.n_classes} classes{where})")
@@ -171,6 +182,25 @@ def run(args: argparse.Namespace) -> int:
         _print_calibrator(fitted)
         print(f"calibrator: {output}")
     return 0
+
+
+def _fit(
+    fitted: PostHoc,
+    z: np.ndarray,
+    labels: np.ndarray,
+    groups: np.ndarray | None,
+    target: np.ndarray | None,
+) -> None:
+    """Fit ``fitted`` as its kind takes it (groups, or the target to adapt to)."""
+    from calibkit.calibrators import Calibrator, ConformalClassifier, PriorShiftAdapter
+
+    if isinstance(fitted, PriorShiftAdapter):
+        fitted.fit(z, labels, target_logits=target)
+    elif isinstance(fitted, Calibrator) and groups is not None:
+        fitted.fit(z, labels, groups=groups)
+    else:
+        assert isinstance(fitted, Calibrator | ConformalClassifier)
+        fitted.fit(z, labels)
 
 
 def _print_calibrator(calibrator: Calibrator, indent: str = "  ") -> None:
@@ -210,8 +240,8 @@ def _print_priors(adapter: PriorShiftAdapter, target: str | None) -> None:
         _print_calibrator(adapter.calibrator_, indent="    ")
     print(f"  source priors = {values_text(adapter.source_priors_)}")
     if adapter.is_adapted:
-        iterations = f", {adapter.n_iter_} iterations" if adapter.method == "em" else ""
-        how = f"estimated by {adapter.method} from {target}{iterations}"
+        iterations = f", {adapter.n_iter_} iterations" if adapter.estimator == "em" else ""
+        how = f"estimated by {adapter.estimator} from {target}{iterations}"
         print(f"  target priors = {values_text(adapter.target_priors_)} ({how})")
     else:
         print(

@@ -32,7 +32,11 @@ _FILES = ("evaluate", "compare", "conformal", "labelshift", "fit", "apply")
 #: Every option of every command (the global ``--threads`` too), by its one spelling.
 GLOSSARY: dict[str, Term] = {
     # ----- input files
-    "--labels": Term("labels beside FILE", "labels (.npy) beside a .npy FILE", _FILES),
+    "--labels": Term(
+        "labels beside FILE",
+        "labels (.npy) beside a .npy FILE",
+        tuple(c for c in _FILES if c != "labelshift"),  # its files: --cal-labels, --target-labels
+    ),
     "--cal": Term(
         "calibration part as a file",
         "the labelled predictions calibrators are fitted on, as their own file",

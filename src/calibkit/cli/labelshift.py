@@ -1,123 +1,171 @@
 """``calibkit labelshift``: adapt a calibrated model to a target's class frequencies.
 
-SOURCE_FILE (labelled) fits the calibrator, the source priors and BBSE's confusion matrix;
-TARGET_FILE's scores give the estimated target priors. Its labels are optional (an
-``.npz`` without a ``labels`` array, or a ``.npy`` without ``--target-labels``); with
-labels the command also scores the unadapted, adapted and oracle posteriors.
+``--cal FILE`` (labelled) fits the calibrator (``--method``, default bcts), the source
+priors and BBSE's confusion matrix; ``--target FILE``'s scores give the target priors,
+estimated by ``--estimator`` (em or bbse) or given by ``--priors``. The target's labels are
+optional (an ``.npz`` without a ``labels`` array, or a ``.npy`` without
+``--target-labels``); with labels the report also scores the unadapted, adapted and oracle
+posteriors, with bootstrap intervals (``--n-boot``, ``--level``, ``--seed``).
 
-With ``--out DIR`` the report folder also holds the fitted adapter, ``adapter.json``
-(:data:`ADAPTER_FILE`), adapted to the target's priors: ``calibkit apply`` adapts new
-predictions with it.
+The report opens with its verdict (how much adapting helped, or how far the priors moved);
+with ``--out DIR`` the folder holds ``report.md``, ``report.html``, ``results.json`` and the
+fitted adapter, ``adapter.json``: ``calibkit apply`` adapts new predictions with it.
+
+The former spellings ``calibkit labelshift SOURCE_FILE TARGET_FILE`` (positionals),
+``--calibrator`` (now ``--method``) and ``--labels`` (now ``--cal-labels``) still work for
+one release, with a warning; ``--method em`` / ``--method bbse``, the estimator's former
+spelling, is refused with a message naming ``--estimator``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from calibkit.cli.common import check_input, method_class, read_outputs, read_scores, renamed, say
-from calibkit.cli.options import FILES, Subparsers, add_input_options, opt
+from calibkit.cli.common import (
+    check_input,
+    finish,
+    method_class,
+    output_folder,
+    read_outputs,
+    read_scores,
+    renamed,
+    report_inputs,
+    report_options,
+)
+from calibkit.cli.glossary import names
+from calibkit.cli.options import (
+    FILES,
+    Subparsers,
+    add_format,
+    add_input_options,
+    add_numbers,
+    add_out,
+    deprecated,
+    opt,
+)
 from calibkit.core.errors import InputError
-from calibkit.io.atomic import atomic_directory, check_replaceable_folder
 
 if TYPE_CHECKING:
-    import numpy as np
+    from calibkit.core.outputs import ClassifierOutputs
+    from calibkit.workflows.label_shift import LabelShiftResult
 
-#: The prior estimators (``calibkit.calibrators.priors.label_shift.METHODS``, spelled here so that
-#: the parser imports no numpy; a test checks they are the same).
-METHODS = ("em", "bbse")
-#: The fitted adapter in the report folder (a calibkit document: ``calibkit apply`` reads it).
+#: The prior estimators (``calibkit.calibrators.priors.label_shift.ESTIMATORS``, spelled in
+#: the glossary so that the parser imports no numpy; a test checks they are the same).
+ESTIMATORS = names("prior estimators")
+#: The fitted adapter in the report folder (``calibkit.reporting.label_shift_report``).
 ADAPTER_FILE = "adapter.json"
 #: The files of the report folder.
-REPORT_FILES = ("report.md", "results.json", ADAPTER_FILE)
+REPORT_FILES = ("report.md", "report.html", "results.json", ADAPTER_FILE)
 
 
 def add_arguments(sub: Subparsers) -> None:
     """The ``labelshift`` subcommand and its options."""
     text = "estimate a target's class priors and adapt the calibrated posteriors to them"
     p = sub.add_parser("labelshift", help=text, description=FILES)
-    p.add_argument("source", metavar="SOURCE_FILE", help="labelled source predictions")
-    p.add_argument("target", metavar="TARGET_FILE", help="target predictions (labels optional)")
-    add_input_options(p)
-    opt(p, "--target-labels", "L.npy", "labels beside a .npy target file (optional)")
-    opt(p, "--method", "M", "prior estimator (default %(default)s)", choices=METHODS, default="em")
-    what = "calibrator of logits fitted on the source, or none (default %(default)s)"
-    opt(p, "--calibrator", "NAME", what, default="bcts")
+    opt(p, "--cal", "FILE", "labelled source predictions: the calibrator and priors' fit")
+    opt(p, "--cal-labels", "L.npy", "labels beside a .npy --cal file")
+    opt(p, "--target", "FILE", "target predictions to adapt to (labels optional)")
+    opt(p, "--target-labels", "L.npy", "labels beside a .npy --target file (optional)")
+    for dest in ("source_file", "target_file"):  # the former positionals
+        p.add_argument(dest, nargs="?", help=argparse.SUPPRESS)
+    add_input_options(p, labels=False)
+    deprecated(p, "--labels", "--cal-labels", metavar="L.npy")
+    what = "calibrator of logits fitted on --cal, or none (default %(default)s)"
+    opt(p, "--method", "NAME", what, default="bcts")
+    deprecated(p, "--calibrator", "--method", metavar="NAME")
+    what = "prior estimator: " + " or ".join(ESTIMATORS) + " (default %(default)s)"
+    opt(p, "--estimator", "NAME", what, choices=ESTIMATORS, default="em")
     what = "known target priors P0,P1,... (>= 0, summing to 1) instead of estimating them"
     opt(p, "--priors", "P,P", what)
-    what = f"write report.md, results.json and the fitted adapter ({ADAPTER_FILE}) to this folder"
-    opt(p, "--out", "DIR", what)
+    add_numbers(p, mode=False)
+    add_out(p, f"report.md, report.html, results.json and the fitted adapter ({ADAPTER_FILE})")
+    add_format(p)
 
 
-def _priors(text: str) -> list[float]:
+def _priors(text: str | None) -> list[float] | None:
+    if text is None:
+        return None
     try:
         return [float(v) for v in text.split(",")]
     except ValueError:
         raise InputError("--priors", "comma-separated numbers", repr(text)) from None
 
 
-def read_target(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray | None]:
-    """TARGET_FILE's scores as logits, and its labels or None."""
-    import numpy as np
+def check_args(args: argparse.Namespace) -> None:
+    """The inputs as ``--cal`` / ``--target`` (the former positionals moved there, with a
+    warning), each file existing, ``--method`` a calibrator of logits: before any work."""
+    old = [v for v in (args.source_file, args.target_file) if v is not None]
+    if old and (args.cal is not None or args.target is not None):
+        raise InputError(
+            "--cal/--target", "either --cal and --target or the old positionals", "both"
+        )
+    if old:
+        print(
+            "calibkit: warning: 'labelshift SOURCE_FILE TARGET_FILE' is deprecated; use "
+            "'labelshift --cal SOURCE_FILE --target TARGET_FILE'",
+            file=sys.stderr,
+        )
+        args.cal, args.target = args.source_file, args.target_file
+    del args.source_file, args.target_file
+    for value, option in ((args.cal, "--cal"), (args.target, "--target")):
+        if value is None:
+            raise InputError(option, "a prediction file", "none")
+    for option in ("cal", "cal_labels", "target", "target_labels"):
+        check_input(getattr(args, option), "--" + option.replace("_", "-"))
+    if args.method in ESTIMATORS:
+        raise InputError(
+            "--method",
+            f"a calibrator (--method now names the calibrator; use --estimator {args.method})",
+            repr(args.method),
+        )
+    if args.method != "none":
+        method_class(args.method, "--method", ("logits",))
 
-    target = read_scores(args, args.target, args.target_labels, "TARGET_FILE")
-    return np.asarray(target.logits, dtype=np.float64), target.labels
+
+def adapt(args: argparse.Namespace, source: ClassifierOutputs) -> LabelShiftResult:
+    """:func:`~calibkit.workflows.label_shift.label_shift` of the parsed options, its
+    complaints naming the options."""
+    from calibkit.workflows.label_shift import label_shift
+
+    target = read_scores(args, args.target, args.target_labels, "--target")
+    if target.n_classes != source.n_classes:
+        expected = f"scores of the source's {source.n_classes} classes"
+        raise InputError("--target", expected, f"{target.n_classes} classes")
+    numbers = {k: getattr(args, k) for k in ("n_bins", "n_boot", "level", "seed")}
+    calibrator = None if args.method == "none" else args.method
+    try:
+        return label_shift(
+            source,
+            target.logits,
+            target.labels,
+            estimator=args.estimator,
+            calibrator=calibrator,
+            priors=_priors(args.priors),
+            **numbers,
+        )
+    except InputError as exc:
+        names = {"priors": "--priors", "labels": "--cal labels", "target labels": "--target labels"}
+        if exc.argument in names:
+            raise renamed(exc, names[exc.argument]) from None
+        raise
 
 
 def run(args: argparse.Namespace) -> int:
-    """Estimate (or take) the target priors; print them and the scores; write the report."""
-    from calibkit.workflows.label_shift import (
-        format_label_shift,
-        label_shift,
-        label_shift_json,
-        label_shift_markdown,
-    )
+    """Estimate (or take) the target priors, score with target labels, report."""
+    from calibkit.reporting.label_shift_report import label_shift_report
 
-    out_dir = None if args.out is None else check_replaceable_folder(Path(args.out), "--out")
-    priors = None if args.priors is None else _priors(args.priors)
-    for path, option in (
-        (args.source, "SOURCE_FILE"),
-        (args.labels, "--labels"),
-        (args.target, "TARGET_FILE"),
-        (args.target_labels, "--target-labels"),
-    ):
-        check_input(path, option)
-    if args.calibrator != "none":
-        method_class(args.calibrator, "--calibrator", ("logits",))
-    source = read_outputs(args, args.source, args.labels)
-    z, y = read_target(args)
-    if z.shape[1] != source.n_classes:
-        raise InputError(
-            "TARGET_FILE",
-            f"scores of the source's {source.n_classes} classes",
-            f"{z.shape[1]} classes",
-        )
-    calibrator = None if args.calibrator == "none" else args.calibrator
-    try:
-        r = label_shift(source, z, y, method=args.method, calibrator=calibrator, priors=priors)
-    except InputError as exc:
-        if exc.argument == "priors":
-            raise renamed(exc, "--priors") from None
-        if exc.argument == "labels":
-            raise renamed(exc, "SOURCE_FILE labels") from None
-        if exc.argument == "target labels":
-            raise renamed(exc, "TARGET_FILE labels") from None
-        raise
-    text = f"{args.source} ({source.n_samples:,} rows) -> {args.target} ({z.shape[0]:,} rows)"
-    how = "given" if priors is not None else f"estimated by {args.method}"
-    print(f"target priors {how}, calibrator {args.calibrator} ({text})")
-    print(format_label_shift(r))
-    if out_dir is not None:
-        say(f"writing the report to {out_dir}")
-        title = f"Label shift: {Path(args.source).name} -> {Path(args.target).name}"
-        with atomic_directory(out_dir) as tmp:
-            md = label_shift_markdown(r, title=title, source=text)
-            (tmp / "report.md").write_text(md, "utf-8")
-            doc = json.dumps(label_shift_json(r, source=text), indent=1, allow_nan=False)
-            (tmp / "results.json").write_text(doc + "\n", "utf-8")
-            r.adapter.save(tmp / ADAPTER_FILE)
-        print(f"report: {out_dir / 'report.md'}")
-        print(f"prior adapter: {out_dir / ADAPTER_FILE} (calibkit apply adapts with it)")
+    folder = output_folder(args)
+    _priors(args.priors)  # refused before any work
+    check_args(args)
+    source = read_outputs(args, args.cal, args.cal_labels)
+    result = adapt(args, source)
+    title = f"Label shift: {Path(args.cal).name} -> {Path(args.target).name}"
+    inputs, options = report_inputs(args), report_options(args)
+    report = label_shift_report(result, title=title, inputs=inputs, options=options)
+    finish(report, args, folder)
+    if folder is not None and args.format == "table":
+        print(f"prior adapter: {folder / ADAPTER_FILE} (calibkit apply adapts with it)")
     return 0

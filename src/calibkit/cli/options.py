@@ -82,9 +82,11 @@ def opt(p: argparse._ActionsContainer, flags: str, metavar: str, text: str, **kw
     p.add_argument(*flags.split(), metavar=metavar, help=text, **kw)
 
 
-def add_input_options(p: argparse.ArgumentParser) -> None:
-    """How to read a prediction file: labels beside it, score kind, array names."""
-    opt(p, "--labels", "L.npy", "labels beside a .npy score file")
+def add_input_options(p: argparse.ArgumentParser, *, labels: bool = True) -> None:
+    """How to read a prediction file: labels beside it (with ``labels``: a command without
+    FILE names each file's labels by its own option), score kind, array names."""
+    if labels:
+        opt(p, "--labels", "L.npy", "labels beside a .npy score file")
     kind = "score kind (never guessed): needed for .npy; picks probs in a file with both"
     p.add_argument("--kind", choices=("logits", "probs"), help=kind)
     opt(p, "--scores-key", "KEY", "name of the score array (needs --kind)")

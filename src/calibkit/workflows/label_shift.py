@@ -3,10 +3,13 @@
 :func:`label_shift` fits a :class:`~calibkit.calibrators.priors.label_shift.PriorShiftAdapter`
 on labelled source rows, estimates the target priors from the target's logits and, when
 the target has labels, scores the unadapted (calibrated) posteriors, the adapted ones and
-the oracle's (adapted with the target's true label frequencies): NLL, accuracy, ECE.
-``calibkit labelshift`` prints and writes it. :func:`resample_to_priors` and
-:func:`simulate_label_shift` make label shift from one labelled file (the test part
-resampled to Dirichlet-drawn priors), as the tests and the README's numbers do.
+the oracle's (adapted with the target's true label frequencies): the metrics of
+:data:`SCORED` by the metric suite, with paired bootstrap intervals (one set of count
+weights per replicate for all three, so the change adapted - unadapted has its interval
+too). ``calibkit labelshift`` reports it (:mod:`calibkit.reporting.label_shift_report`).
+:func:`resample_to_priors` and :func:`simulate_label_shift` make label shift from one
+labelled file (the test part resampled to Dirichlet-drawn priors), as the tests and the
+README's numbers do.
 
 >>> from calibkit.core.outputs import as_outputs
 >>> rng = np.random.default_rng(0)
@@ -14,7 +17,7 @@ resampled to Dirichlet-drawn priors), as the tests and the README's numbers do.
 >>> z = rng.normal(size=(3000, 3)) + 2.0 * np.eye(3)[y]
 >>> src = as_outputs(y[:1500], logits=z[:1500])
 >>> rows = resample_to_priors(y[1500:], np.array([0.7, 0.2, 0.1]), 1500, rng) + 1500
->>> r = label_shift(src, z[rows], y[rows], method="em", calibrator="bcts")
+>>> r = label_shift(src, z[rows], y[rows], estimator="em", calibrator="bcts", n_boot=0)
 >>> bool(np.abs(r.priors - [0.7, 0.2, 0.1]).max() < 0.05)
 True
 >>> r.metrics["adapted"]["nll"] < r.metrics["unadapted"]["nll"]
@@ -23,8 +26,8 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,30 +35,30 @@ import numpy.typing as npt
 
 from calibkit.calibrators.priors.label_shift import PriorShiftAdapter, adapt_priors, check_priors
 from calibkit.core.errors import InputError
-from calibkit.core.outputs import ClassifierOutputs
-from calibkit.metrics.binned import ece
+from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.validation import LEVEL, N_BINS, RESAMPLES, SEED
+from calibkit.metrics.resampled import resample_counts
 from calibkit.metrics.scores import accuracy, nll
+from calibkit.metrics.suite import MetricSuite
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 #: The posteriors scored when the target has labels, in table order.
 VARIANTS = ("unadapted", "adapted", "oracle")
-#: The metrics scored, in table order.
-METRICS = ("nll", "accuracy", "ece")
+#: The metrics scored (names of the metric registry, ``calibkit.metrics.info.METRICS``).
+SCORED = ("nll", "accuracy", "ece")
 
-
-def score(probs: F64, labels: I64) -> dict[str, float]:
-    """NLL, accuracy and ECE (15 equal-width bins) of ``probs``."""
-    return {
-        "nll": nll(labels, probs),
-        "accuracy": accuracy(labels, probs),
-        "ece": ece(labels, probs, n_bins=15),
-    }
+Interval = tuple[float, float]
 
 
 @dataclass(frozen=True)
 class LabelShiftResult:
-    """The fitted adapter, its prior estimate, and (with target labels) the scores."""
+    """The fitted adapter, its prior estimate, and (with target labels) the scores.
+
+    ``metrics[variant][name]`` for each of :data:`VARIANTS` and :data:`SCORED`;
+    ``ci[variant][name]`` their bootstrap intervals at ``level`` and ``change_ci[name]``
+    that of adapted - unadapted (empty without labels or with ``n_boot=0``).
+    """
 
     adapter: PriorShiftAdapter
     source_priors: F64
@@ -63,6 +66,56 @@ class LabelShiftResult:
     n_iter: int
     true_priors: F64 | None
     metrics: dict[str, dict[str, float]]
+    ci: dict[str, dict[str, Interval]] = field(default_factory=dict)
+    change_ci: dict[str, Interval] = field(default_factory=dict)
+    given: bool = False
+    n_source: int = 0
+    n_target: int = 0
+    n_bins: int = 15
+    n_boot: int = 0
+    level: float = 0.95
+
+    @property
+    def estimator(self) -> str:
+        """How the target priors were had: the adapter's estimator, or ``"given"``."""
+        return "given" if self.given else self.adapter.estimator
+
+
+def score(probs: F64, labels: I64, n_bins: int = 15) -> dict[str, float]:
+    """The metrics of :data:`SCORED` of ``probs`` (binned ones with ``n_bins`` bins)."""
+    suite = MetricSuite.from_outputs(as_outputs(labels, probs), n_bins=n_bins)
+    return suite.compute(names=SCORED)
+
+
+def paired_bootstrap(
+    probs: dict[str, F64], labels: I64, *, n_bins: int, n_boot: int, level: float, seed: int
+) -> tuple[dict[str, dict[str, Interval]], dict[str, Interval]]:
+    """Percentile intervals of :data:`SCORED` for each posteriors of ``probs`` and of the
+    change ``adapted - unadapted``: each replicate's multinomial counts weigh every variant
+    alike (the suite's count engine), so the change is paired."""
+    suites = {
+        v: MetricSuite.from_outputs(as_outputs(labels, p), n_bins=n_bins) for v, p in probs.items()
+    }
+    rng = np.random.default_rng(seed)
+    n = labels.shape[0]
+    block = max(1, min(n_boot, (1 << 20) // n))
+    reps: dict[str, dict[str, list[F64]]] = {v: {m: [] for m in SCORED} for v in probs}
+    for start in range(0, n_boot, block):
+        w = resample_counts(rng.integers(0, n, (min(block, n_boot - start), n)))
+        for v, suite in suites.items():
+            batch = suite.compute_batch(w.astype(np.float64), SCORED)
+            for m in SCORED:
+                reps[v][m].append(batch[m])
+    alpha = (1.0 - level) / 2.0
+
+    def interval(values: F64) -> Interval:
+        lo, hi = np.quantile(values, [alpha, 1.0 - alpha])
+        return float(lo), float(hi)
+
+    flat = {v: {m: np.concatenate(reps[v][m]) for m in SCORED} for v in probs}
+    ci = {v: {m: interval(flat[v][m]) for m in SCORED} for v in probs}
+    change = {m: interval(flat["adapted"][m] - flat["unadapted"][m]) for m in SCORED}
+    return ci, change
 
 
 def label_shift(
@@ -70,15 +123,32 @@ def label_shift(
     target_logits: object,
     target_labels: object = None,
     *,
-    method: str = "em",
+    estimator: str = "em",
     calibrator: str | None = "bcts",
     priors: object = None,
+    n_bins: int = 15,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    method: str | None = None,
 ) -> LabelShiftResult:
     """Fit on ``source``, estimate the target priors (or take ``priors``), score with labels.
 
-    A target label of a class the source never shows is refused (no prior to reweight).
+    ``estimator``: ``"em"`` or ``"bbse"`` (``method=``, its former name, is deprecated);
+    ``n_bins``, ``n_boot`` (0: no intervals), ``level``, ``seed``: as for
+    :func:`calibkit.metrics.evaluate`. A target label of a class the source never shows is
+    refused (no prior to reweight).
     """
-    adapter = PriorShiftAdapter(method=method, calibrator=calibrator)
+    if method is not None:
+        warnings.warn(
+            "label_shift(method=...) is deprecated: use estimator=", DeprecationWarning, 2
+        )
+        estimator = method
+    N_BINS.check("n_bins", n_bins)
+    RESAMPLES.check("n_boot", n_boot)
+    LEVEL.check("level", level)
+    SEED.check("seed", seed)
+    adapter = PriorShiftAdapter(estimator=estimator, calibrator=calibrator)
     k = source.n_classes
     z = np.asarray(target_logits, dtype=np.float64)
     if z.ndim != 2 or z.shape[1] != k:
@@ -99,15 +169,37 @@ def label_shift(
     else:
         adapter.adapt(z)
     metrics: dict[str, dict[str, float]] = {}
+    ci: dict[str, dict[str, Interval]] = {}
+    change: dict[str, Interval] = {}
     true = None
     if y is not None:
         true = np.bincount(y, minlength=k) / float(y.shape[0])
         unadapted = adapter.source_proba(z)
-        metrics["unadapted"] = score(unadapted, y)
-        metrics["adapted"] = score(adapter.predict_proba(z), y)
-        metrics["oracle"] = score(adapt_priors(unadapted, adapter.source_priors_, true), y)
+        probs = {
+            "unadapted": unadapted,
+            "adapted": adapter.predict_proba(z),
+            "oracle": adapt_priors(unadapted, adapter.source_priors_, true),
+        }
+        metrics = {v: score(p, y, n_bins) for v, p in probs.items()}
+        if n_boot:
+            ci, change = paired_bootstrap(
+                probs, y, n_bins=n_bins, n_boot=n_boot, level=level, seed=seed
+            )
     return LabelShiftResult(
-        adapter, adapter.source_priors_, adapter.target_priors_, adapter.n_iter_, true, metrics
+        adapter,
+        adapter.source_priors_,
+        adapter.target_priors_,
+        adapter.n_iter_,
+        true,
+        metrics,
+        ci,
+        change,
+        given=priors is not None,
+        n_source=source.n_samples,
+        n_target=int(z.shape[0]),
+        n_bins=n_bins,
+        n_boot=n_boot if y is not None else 0,
+        level=level,
     )
 
 
@@ -172,90 +264,3 @@ def simulate_label_shift(
             }
         )
     return rows
-
-
-# ----- text ---------------------------------------------------------------------------------
-def _priors_rows(r: LabelShiftResult, names: Sequence[str] | None) -> list[list[str]]:
-    rows = []
-    for c in range(r.priors.shape[0]):
-        name = names[c] if names is not None else str(c)
-        cells = [name, f"{r.source_priors[c]:.4f}", f"{r.priors[c]:.4f}"]
-        if r.true_priors is not None:
-            cells.append(f"{r.true_priors[c]:.4f}")
-        rows.append(cells)
-    return rows
-
-
-def _headers(r: LabelShiftResult) -> list[str]:
-    return ["class", "source", "estimated", *(["true"] if r.true_priors is not None else [])]
-
-
-def _metric_rows(r: LabelShiftResult) -> list[list[str]]:
-    return [
-        [
-            v,
-            f"{r.metrics[v]['nll']:.4f}",
-            f"{100 * r.metrics[v]['accuracy']:.2f}",
-            f"{100 * r.metrics[v]['ece']:.2f}",
-        ]
-        for v in VARIANTS
-    ]
-
-
-METRIC_HEADERS = ["posteriors", "NLL", "accuracy %", "ECE %"]
-
-
-def _plain(cells: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
-    )
-
-
-def format_label_shift(r: LabelShiftResult) -> str:
-    """The priors table, then (with target labels) the scores table, as plain text."""
-    text = _plain([_headers(r), *_priors_rows(r, None)])
-    if r.metrics:
-        text += "\n\n" + _plain([METRIC_HEADERS, *_metric_rows(r)])
-    return text
-
-
-def _how(r: LabelShiftResult) -> str:
-    a = r.adapter
-    how = f"method {a.method}, calibrator {a.calibrator or 'none'}"
-    return how + (f", {r.n_iter} EM iterations" if a.method == "em" and r.n_iter else "")
-
-
-def label_shift_markdown(r: LabelShiftResult, *, title: str, source: str) -> str:
-    """The report as Markdown."""
-
-    def table(headers: list[str], rows: list[list[str]]) -> list[str]:
-        return [
-            "| " + " | ".join(headers) + " |",
-            "|" + "---|" * len(headers),
-            *("| " + " | ".join(row) + " |" for row in rows),
-        ]
-
-    lines = [f"# {title}", "", f"Data: {source}. {_how(r)}.", "", "## Class priors", ""]
-    lines += table(_headers(r), _priors_rows(r, None))
-    if r.metrics:
-        lines += ["", "## Adapted against unadapted", ""]
-        lines += table(METRIC_HEADERS, _metric_rows(r))
-        lines += [
-            "",
-            "Oracle: the calibrated posteriors adapted to the target's true label frequencies.",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def label_shift_json(r: LabelShiftResult, *, source: str) -> dict[str, Any]:
-    """The report's numbers as a JSON-ready dict."""
-    return {
-        "source": source,
-        "params": r.adapter.get_params(),
-        "source_priors": r.source_priors.tolist(),
-        "priors": r.priors.tolist(),
-        "n_iter": r.n_iter,
-        "true_priors": None if r.true_priors is None else r.true_priors.tolist(),
-        "metrics": r.metrics,
-    }

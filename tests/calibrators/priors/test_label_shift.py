@@ -142,7 +142,7 @@ def test_em_recovers_the_priors_and_the_adapted_posterior_of_the_model() -> None
     gives the target posterior within what that prior error allows."""
     x_s, y_s = gaussian_problem(SOURCE, 20_000, seed=2)
     x_t, _ = gaussian_problem(TARGET, 20_000, seed=3)
-    adapter = PriorShiftAdapter(method="em", calibrator=None)
+    adapter = PriorShiftAdapter(estimator="em", calibrator=None)
     # the exact source posterior's logits; the adapter's source priors are the source
     # rows' label frequencies (within sampling error of SOURCE)
     adapter.fit(log_joint(x_s, SOURCE), y_s)
@@ -179,7 +179,7 @@ def test_bcts_is_at_the_optimum_and_beats_temperature_scaling() -> None:
 def fitted() -> tuple[PriorShiftAdapter, np.ndarray]:
     z, y = random_problem(2000, 4, seed=5)
     zt, _ = random_problem(500, 4, seed=6)
-    return PriorShiftAdapter(method="em", calibrator="bcts").fit(z, y).adapt(zt), zt
+    return PriorShiftAdapter(estimator="em", calibrator="bcts").fit(z, y).adapt(zt), zt
 
 
 def test_json_round_trip_is_exact(
@@ -197,6 +197,30 @@ def test_json_round_trip_is_exact(
         PriorShiftAdapter.from_json(doc)
 
 
+def test_the_former_method_keyword_warns_and_still_works(
+    fitted: tuple[PriorShiftAdapter, np.ndarray],
+) -> None:
+    with pytest.warns(DeprecationWarning, match=r"method=\.\.\.\) is deprecated"):
+        old = PriorShiftAdapter(method="bbse", calibrator="temperature")
+    assert old.get_params() == PriorShiftAdapter("bbse", "temperature").get_params()
+    assert "method" not in old.get_params()
+    with pytest.raises(TypeError, match="'metod'"):
+        PriorShiftAdapter(metod="em")
+
+
+def test_a_document_saved_with_method_still_loads(
+    fitted: tuple[PriorShiftAdapter, np.ndarray],
+) -> None:
+    """Documents written before the estimator had its name say ``params.method``."""
+    adapter, zt = fitted
+    doc = adapter.to_json()
+    doc["params"] = {("method" if k == "estimator" else k): v for k, v in doc["params"].items()}
+    old = PriorShiftAdapter.from_json(doc)
+    assert old.estimator == "em"
+    assert np.array_equal(old.predict_proba(zt), adapter.predict_proba(zt))
+    assert PriorShiftAdapter.from_json(old.to_json()).get_params() == adapter.get_params()
+
+
 def test_module_matches_predict_proba(fitted: tuple[PriorShiftAdapter, np.ndarray]) -> None:
     adapter, zt = fitted
     module = adapter.to_module()
@@ -211,8 +235,8 @@ def test_module_matches_predict_proba(fitted: tuple[PriorShiftAdapter, np.ndarra
 
 def test_bad_input() -> None:
     z, y = random_problem(300, 3, seed=7)
-    with pytest.raises(InputError, match="method"):
-        PriorShiftAdapter(method="mle")
+    with pytest.raises(InputError, match="estimator"):
+        PriorShiftAdapter(estimator="mle")
     with pytest.raises(InputError, match="calibrator"):
         PriorShiftAdapter(calibrator="nope")
     adapter = PriorShiftAdapter().fit(z, y)

@@ -35,7 +35,8 @@ priors from unlabelled target rows, ``predict_proba`` gives the adapted posterio
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Self
+import warnings
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -51,8 +52,8 @@ if TYPE_CHECKING:
     from torch import nn
 
 F64 = npt.NDArray[np.float64]
-#: The prior estimators.
-METHODS = ("em", "bbse")
+#: The prior estimators (``PriorShiftAdapter(estimator=...)``; ``calibkit labelshift --estimator``).
+ESTIMATORS = ("em", "bbse")
 #: How far from 1 a prior vector's sum may be (float32 frequencies written as text).
 PRIOR_SUM_TOL = 1e-6
 #: What a loaded state lacking one of the optional fields got (as check_state says it).
@@ -224,8 +225,10 @@ class PriorShiftAdapter(OnCalibrator):
 
     Parameters
     ----------
-    method : {"em", "bbse"}
-        How :meth:`adapt` estimates the target priors.
+    estimator : {"em", "bbse"}
+        How :meth:`adapt` estimates the target priors (:data:`ESTIMATORS`). Its former
+        name, ``method=``, still works for one release, with a DeprecationWarning; a saved
+        document whose parameters say ``method`` loads as before.
     calibrator : str, Calibrator or None
         ``"bcts"`` (bias-corrected temperature scaling, the default), another registered
         calibrator of logits (``"temperature"``, ...) or one as an instance (a fitted one
@@ -254,7 +257,7 @@ class PriorShiftAdapter(OnCalibrator):
     >>> rng = np.random.default_rng(0)
     >>> y = rng.integers(0, 2, 2000)
     >>> z = np.stack([np.zeros(2000), 2.0 * (2 * y - 1) + rng.normal(size=2000)], axis=1)
-    >>> ps = PriorShiftAdapter(method="em").fit(z, y)
+    >>> ps = PriorShiftAdapter(estimator="em").fit(z, y)
     >>> yt = (rng.random(2000) < 0.8).astype(int)  # 80% of class 1
     >>> zt = np.stack([np.zeros(2000), 2.0 * (2 * yt - 1) + rng.normal(size=2000)], axis=1)
     >>> bool(abs(ps.adapt(zt).target_priors_[1] - 0.8) < 0.03), ps.predict_proba(zt).shape
@@ -263,7 +266,7 @@ class PriorShiftAdapter(OnCalibrator):
 
     kind: ClassVar[str] = "priors"
 
-    method: str
+    estimator: str
     calibrator: str | Calibrator | None
     soft: bool
     tol: float
@@ -276,7 +279,7 @@ class PriorShiftAdapter(OnCalibrator):
     n_iter_: int
 
     param_constraints: ClassVar[Constraints] = {
-        "method": Choice(*METHODS),
+        "estimator": Choice(*ESTIMATORS),
         "calibrator": CalibratorSpec(),
         "soft": Boolean(),
         "tol": POSITIVE,
@@ -293,15 +296,27 @@ class PriorShiftAdapter(OnCalibrator):
 
     def __init__(
         self,
-        method: str = "em",
+        estimator: str = "em",
         calibrator: str | Calibrator | None = "bcts",
         soft: bool = False,
         tol: float = 1e-8,
         max_iter: int = 10_000,
+        **renamed: Any,
     ) -> None:
+        if renamed:
+            estimator = _renamed_estimator(estimator, renamed)
         self._set_params(
-            method=method, calibrator=calibrator, soft=soft, tol=tol, max_iter=max_iter
+            estimator=estimator, calibrator=calibrator, soft=soft, tol=tol, max_iter=max_iter
         )
+
+    @classmethod
+    def _upgrade(
+        cls, params: dict[str, Any], state: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A document saved before the estimator had its name: ``method`` -> ``estimator``."""
+        if "method" in params and "estimator" not in params:
+            params = {("estimator" if k == "method" else k): v for k, v in params.items()}
+        return params, state
 
     # ----- fitted state ------------------------------------------------------------------
     @property
@@ -371,7 +386,7 @@ class PriorShiftAdapter(OnCalibrator):
         """The target priors estimated from unlabelled target logits, and EM's iterations
         (0 for BBSE), without storing them."""
         p = self.source_proba(target_logits)
-        if self.method == "em":
+        if self.estimator == "em":
             return estimate_priors_em(p, self.source_priors_, tol=self.tol, max_iter=self.max_iter)
         return estimate_priors_bbse(self.confusion_, p, soft=self.soft), 0
 
@@ -433,6 +448,24 @@ class PriorShiftAdapter(OnCalibrator):
                 raise InputError(
                     "state.calibrator_", f"a {name!r} calibrator of {k} classes", "another"
                 )
+
+
+def _renamed_estimator(estimator: str, renamed: dict[str, Any]) -> str:
+    """``method=``, the estimator's former keyword (deprecated): its value, with a
+    DeprecationWarning; any other unknown keyword is a TypeError, as Python's own."""
+    unknown = sorted(set(renamed) - {"method"})
+    if unknown:
+        raise TypeError(f"PriorShiftAdapter() got an unexpected keyword argument {unknown[0]!r}")
+    warnings.warn(
+        "PriorShiftAdapter(method=...) is deprecated: the prior estimator is now "
+        "estimator= (same values, em or bbse)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    method: str = renamed["method"]
+    if estimator not in ("em", method):
+        raise InputError("method", f"the same estimator as estimator={estimator!r}", repr(method))
+    return method
 
 
 def _prior_module(probs: nn.Module, weights: F64, fallback: F64) -> nn.Module:
