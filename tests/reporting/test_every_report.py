@@ -89,7 +89,6 @@ def test_demo_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     check_report(out, capsys.readouterr().out)
 
 
-@pytest.mark.slow
 def test_study_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "study"
     assert main(["study", "--smoke", "--quiet", "--out", str(out)]) == 0
