@@ -17,8 +17,8 @@ which ``calibkit apply`` uses to make the sets of new predictions.
 >>> cal, test = as_outputs(y[:400], logits=z[:400]), as_outputs(y[400:], logits=z[400:])
 >>> rows = conformal_sets(cal, test, ["lac", "aps"], alpha=0.2, n_boot=200)
 >>> report = conformal_report(rows, source="toy")
->>> report.document.verdict.headline.startswith("Every score covers the 80% target")
-True
+>>> print(report.document.verdict.headline)  # doctest: +ELLIPSIS
+**LAC** gives the smallest sets that reach the 80% target: 0.95 classes on average (5.0% ...
 >>> sorted(report.files)
 ['conformal_aps.json', 'conformal_lac.json']
 """
@@ -91,6 +91,13 @@ def _coverage_ci(r: SetsResult) -> str:
     return f"[{100 * low:.1f}%, {100 * high:.1f}%]"
 
 
+def _empty(r: SetsResult) -> str:
+    """`` (3.2% of its sets empty)`` when at least 1% of the score's sets are empty."""
+    n = sum(rows for _, rows in r.metrics.size_coverage.values())
+    empty = r.metrics.size_coverage.get(0, (0.0, 0))[1] / max(n, 1)
+    return f" ({_pct(empty)} of its sets empty)" if empty >= 0.01 else ""
+
+
 def verdict(rows: Sequence[SetsResult]) -> Verdict:
     """Coverage against the target in plain words: the score with the smallest sets among
     those that reach the target, and each score that under-covers beyond its interval."""
@@ -106,7 +113,8 @@ def verdict(rows: Sequence[SetsResult]) -> Verdict:
         if len(rows) == 1:
             sentences.append(
                 f"**{name}** covers {_pct(cov[best.score])} of test labels against the "
-                f"{target} target, with sets of {size[best.score]:.2f} classes on average."
+                f"{target} target, with sets of {size[best.score]:.2f} classes on average"
+                f"{_empty(best)}."
             )
         else:
             if not under and _has_ci(best):
@@ -117,8 +125,8 @@ def verdict(rows: Sequence[SetsResult]) -> Verdict:
             else:
                 lead, what = "", "the smallest sets"
             sentences.append(
-                f"{lead}**{name}** gives {what}: {size[best.score]:.2f} classes on average, "
-                f"covering {_pct(cov[best.score])} of test labels"
+                f"{lead}**{name}** gives {what}: {size[best.score]:.2f} classes on average"
+                f"{_empty(best)}, covering {_pct(cov[best.score])} of test labels"
                 + ("" if under or _has_ci(best) else f" against the {target} target")
                 + "."
             )
@@ -150,7 +158,7 @@ def _detail(rows: Sequence[SetsResult]) -> str:
     if gap > 0.05 and not m.mondrian:
         detail += (
             f" The worst class is covered at {_pct(_target(worst) - gap)} with "
-            f"{score_label(worst.score)} (--mondrian gives each class its own quantile)."
+            f"{score_label(worst.score)} (`--mondrian` gives each class its own quantile)."
         )
     return detail
 
@@ -229,9 +237,10 @@ HOW_TO_READ = (
     "under-covers (the test part differs from the calibration part, or the calibration part is "
     "too small). At the same coverage, smaller sets say more: the mean and median set size "
     "count the classes per set. The class coverage gap is the target minus the worst class's "
-    "coverage (positive: some class is under-covered; --mondrian calibrates one quantile per "
-    "class). Coverage by set size shows where the sets hold the label: large sets are the "
-    "model's uncertain rows, and empty sets (size 0) never cover."
+    "coverage (positive: some class is under-covered; `--mondrian` calibrates one quantile "
+    "per class). Coverage by set size shows where the sets hold the label: large sets are the "
+    "model's uncertain rows; an empty set (size 0) says no class is likely enough, never "
+    "covers, and spends part of alpha (which is why a mean set size can be below 1)."
 )
 
 
