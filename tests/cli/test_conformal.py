@@ -54,6 +54,7 @@ def test_report_folder_verdict_first(
     assert results["options"]["method"] == "temperature"
     md = (out / "report.md").read_text()
     assert md.startswith("# Conformal prediction sets: preds.npz")
+    assert md.splitlines()[2].count("**") == 2  # the headline bold once, nothing bold inside
     assert md.index("90% target") < md.index("| Score |")  # verdict before the tables
     assert "Coverage by set size" in md
     assert "How to read" in md

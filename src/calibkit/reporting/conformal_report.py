@@ -18,7 +18,7 @@ which ``calibkit apply`` uses to make the sets of new predictions.
 >>> rows = conformal_sets(cal, test, ["lac", "aps"], alpha=0.2, n_boot=200)
 >>> report = conformal_report(rows, source="toy")
 >>> print(report.document.verdict.headline)  # doctest: +ELLIPSIS
-**LAC** gives the smallest sets that reach the 80% target: 0.95 classes on average (5.0% ...
+LAC gives the smallest sets that reach the 80% target: 0.95 classes on average (5.0% ...
 >>> sorted(report.files)
 ['conformal_aps.json', 'conformal_lac.json']
 """
@@ -112,7 +112,7 @@ def verdict(rows: Sequence[SetsResult]) -> Verdict:
         name = score_label(best.score)
         if len(rows) == 1:
             sentences.append(
-                f"**{name}** covers {_pct(cov[best.score])} of test labels against the "
+                f"{name} covers {_pct(cov[best.score])} of test labels against the "
                 f"{target} target, with sets of {size[best.score]:.2f} classes on average"
                 f"{_empty(best)}."
             )
@@ -125,7 +125,7 @@ def verdict(rows: Sequence[SetsResult]) -> Verdict:
             else:
                 lead, what = "", "the smallest sets"
             sentences.append(
-                f"{lead}**{name}** gives {what}: {size[best.score]:.2f} classes on average"
+                f"{lead}{name} gives {what}: {size[best.score]:.2f} classes on average"
                 f"{_empty(best)}, covering {_pct(cov[best.score])} of test labels"
                 + ("" if under or _has_ci(best) else f" against the {target} target")
                 + "."
