@@ -1,15 +1,20 @@
-"""``calibkit conformal``: the table, the report folder, and bad input (exit 2, nothing written)."""
+"""``calibkit conformal``: the report folder (verdict first), the fitted predictors that
+``calibkit apply`` uses, the vocabulary (deprecated spellings warn) and bad input (exit 2,
+nothing written)."""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from calibkit.cli import main
-from calibkit.metrics.conformal import set_metrics
+from calibkit.reporting.text import plain
 from tests.calibrators.problems import random_problem
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -23,18 +28,89 @@ def preds(tmp_path: Path) -> Path:
     return path
 
 
-def test_report_is_written(preds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_folder_verdict_first(
+    preds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "report"
-    args = [str(preds), "--alpha", "0.1", "--score", "raps,lac", "--calibrator", "temperature"]
+    args = [str(preds), "--alpha", "0.1", "--scores", "raps,lac", "--method", "temperature"]
     assert main(["conformal", *args, "--n-boot", "50", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "raps" in text
-    assert "coverage %" in text
+    names = {p.name for p in out.iterdir()}
+    wanted = {"report.md", "report.html", "results.json", "conformal_raps.json"}
+    assert wanted | {"conformal_lac.json"} <= names
+    first = text.splitlines()[0]
+    assert "90% target" in first
+    assert "of test labels" in first
+    assert "Coverage %" in text
+    assert "Mean set size" in text
     results = json.loads((out / "results.json").read_text())
+    assert results["command"] == "calibkit conformal"
+    assert plain(results["verdict"]["headline"]) == first
     assert [r["score"] for r in results["results"]] == ["raps", "lac"]
-    assert 0.8 < results["results"][0]["values"]["coverage"] < 1.0
-    assert (out / "report.md").read_text().startswith("# Conformal prediction sets")
+    values = results["results"][0]["values"]
+    assert set(values) == {"coverage", "mean_set_size", "median_set_size", "class_coverage_gap"}
+    assert 0.8 < values["coverage"] < 1.0
+    assert results["level"] == 0.95
+    assert results["options"]["method"] == "temperature"
+    md = (out / "report.md").read_text()
+    assert md.startswith("# Conformal prediction sets: preds.npz")
+    assert md.splitlines()[2].count("**") == 2  # the headline bold once, nothing bold inside
+    assert md.index("90% target") < md.index("| Score |")  # verdict before the tables
+    assert "Coverage by set size" in md
+    assert "How to read" in md
+    page = (out / "report.html").read_text()
+    assert "**" not in page
+    assert "`" not in page
+    assert page.index('class="verdict"') < page.index("<table")
     assert main(["conformal", *args, "--n-boot", "0", "--out", str(out)]) == 0  # its own folder
+
+
+def test_a_lower_level_gives_narrower_intervals(preds: Path, tmp_path: Path) -> None:
+    ci = {}
+    for level in ("0.8", "0.95"):
+        out = tmp_path / level
+        args = ["--scores", "lac", "--n-boot", "200", "--level", level, "--out", str(out)]
+        assert main(["conformal", str(preds), *args]) == 0
+        ci[level] = json.loads((out / "results.json").read_text())["results"][0]["ci"]
+    for name in ("coverage", "mean_set_size"):
+        (lo8, hi8), (lo95, hi95) = ci["0.8"][name], ci["0.95"][name]
+        assert lo95 <= lo8 < hi8 <= hi95
+        assert hi8 - lo8 < hi95 - lo95
+
+
+def test_json_format_prints_results_json(
+    preds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report"
+    args = [str(preds), "--scores", "lac", "--n-boot", "0", "--format", "json", "--out", str(out)]
+    assert main(["conformal", *args]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["results"] == json.loads((out / "results.json").read_text())["results"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (["--score", "lac"], ["--scores", "lac"]),
+        (["--calibrator", "temperature"], ["--method", "temperature"]),
+        (["--split", "0.4"], ["--cal-size", "0.4"]),
+    ],
+)
+def test_deprecated_spellings_warn_and_still_work(
+    preds: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    old: list[str],
+    new: list[str],
+) -> None:
+    base = [str(preds), "--n-boot", "0", "--format", "json"]
+    if "--score" not in old:
+        base += ["--scores", "lac"]
+    assert main(["conformal", *base, *old]) == 0
+    captured = capsys.readouterr()
+    assert f"{old[0]} is deprecated; use {new[0]}" in captured.err
+    assert main(["conformal", *base, *new]) == 0
+    assert json.loads(captured.out)["results"] == json.loads(capsys.readouterr().out)["results"]
 
 
 def test_the_fitted_predictors_are_saved_and_apply(
@@ -43,13 +119,13 @@ def test_the_fitted_predictors_are_saved_and_apply(
     """``--out`` saves each score's predictor; ``calibkit apply`` makes the sets of new
     predictions with it, equal to the library's predictor fitted on the same part."""
     from calibkit.calibrators import ConformalClassifier, load
-    from calibkit.cli.conformal import REPORT_FILES
     from calibkit.io.atomic import MANIFEST
     from calibkit.io.predictions import load_predictions
+    from calibkit.reporting.writer import REPORT_FILES
     from calibkit.workflows.compare import split_outputs
 
     out = tmp_path / "report"
-    args = [str(preds), "--score", "raps,lac", "--calibrator", "temperature", "--seed", "3"]
+    args = [str(preds), "--scores", "raps,lac", "--method", "temperature", "--seed", "3"]
     assert main(["conformal", *args, "--randomized", "--n-boot", "0", "--out", str(out)]) == 0
     fitted = [out / "conformal_raps.json", out / "conformal_lac.json"]
     assert f"conformal predictors: {fitted[0]}, {fitted[1]} (calibkit apply" in (
@@ -84,13 +160,15 @@ def test_the_fitted_predictors_are_saved_and_apply(
     [
         (["--alpha", "0"], "expected a number in (0, 1)"),
         (["--alpha", "1.2"], "expected a number in (0, 1)"),
-        (["--score", "topk"], "scores among lac, aps, raps, saps"),
-        (["--alpha", "0.001"], "at least 999 calibration rows"),
+        (["--scores", "topk"], "scores among lac, aps, raps, saps"),
+        (["--alpha", "0.001"], "--cal-size: expected at least 999 calibration rows"),
         (
             ["--alpha", "0.005", "--mondrian"],
             "at least 199 calibration rows for the quantile per class",
         ),
-        (["--calibrator", "nope"], "nope"),
+        (["--cal-size", "1000"], "--cal-size"),
+        (["--method", "nope"], "nope"),
+        (["--level", "1.5"], "--level"),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(
@@ -114,14 +192,13 @@ def test_a_foreign_folder_is_refused(preds: Path, tmp_path: Path) -> None:
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
-def test_set_metrics_by_hand_and_their_intervals() -> None:
-    sets = np.array([[True, False], [True, True], [False, True], [False, False]] * 50)
-    labels = np.array([0, 1, 0, 1] * 50)
-    m = set_metrics(sets, labels, alpha=0.1, n_boot=300, seed=0)
-    assert m.values["coverage"] == 0.5
-    assert m.values["mean_size"] == 1.0
-    assert m.values["class_coverage_gap"] == pytest.approx(0.9 - 0.5)  # both classes at 50%
-    low, high = m.ci["coverage"]
-    assert low < 0.5 < high
-    assert high - low < 0.2
-    assert set_metrics(sets, labels, alpha=0.1, n_boot=300, seed=0).ci == m.ci  # seeded
+def test_scores_and_run_follow_the_glossary() -> None:
+    from calibkit.calibrators.sets.conformal_scores import SCORES as LIBRARY
+    from calibkit.cli import conformal
+    from calibkit.cli.glossary import names
+
+    assert conformal.SCORES == names("conformity scores") == tuple(LIBRARY.names())
+    run = ast.parse(inspect.getsource(conformal.run)).body[0]
+    assert run.end_lineno is not None
+    assert run.end_lineno - run.lineno + 1 <= 40
+    assert not re.search(r"\bprint\(|write_text|\.md\b", inspect.getsource(conformal.run))

@@ -13,10 +13,11 @@ from calibkit.metrics import (
     ece,
     evaluate,
 )
+from calibkit.metrics.conformal import SET_METRICS
 
 
 def test_names_and_floors_are_derived_in_report_order() -> None:
-    assert tuple(METRICS.names()) == METRIC_NAMES + EXTRA_METRICS
+    assert tuple(METRICS.names()) == METRIC_NAMES + EXTRA_METRICS + SET_METRICS
     assert EXTRA_METRICS[0] == "smooth_ece"
     assert METRIC_NAMES[:5] == ("accuracy", "nll", "brier", "entropy", "ece")
     assert FLOOR_METRICS == ("ece", "aece")
@@ -29,8 +30,9 @@ def test_every_entry_is_consistent() -> None:
         assert isinstance(info, MetricInfo)
         assert info.name == name
         assert info.better in ("min", "max", None)
-        assert info.kind in ("score", "error")
-        assert info.kind == "score" or (info.percent and info.better == "min")
+        assert info.kind in ("score", "error", "set")
+        assert info.kind != "error" or (info.percent and info.better == "min")
+        assert info.kind != "set" or not (info.in_suite or info.kernel or info.has_floor)
         assert callable(info.function)
         labels.add(info.label)
     assert len(labels) == len(METRICS)

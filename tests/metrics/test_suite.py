@@ -13,6 +13,7 @@ from calibkit.core.binning import equal_mass_index
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics import EXTRA_METRICS, METRIC_NAMES, METRICS, evaluate
+from calibkit.metrics.conformal import SET_METRICS
 from calibkit.metrics.suite import MetricSuite
 from tests.metrics import reference as ref
 
@@ -26,7 +27,7 @@ def functional_values(labels: np.ndarray, probs: np.ndarray, **kw: object) -> di
 
 
 def test_registry_holds_every_metric() -> None:
-    assert set(METRICS.names()) == set(METRIC_NAMES) | set(EXTRA_METRICS)
+    assert set(METRICS.names()) == set(METRIC_NAMES) | set(EXTRA_METRICS) | set(SET_METRICS)
 
 
 @pytest.mark.parametrize(("k", "n_bins"), [(2, 15), (5, 10), (10, 7)])

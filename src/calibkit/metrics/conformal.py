@@ -1,24 +1,33 @@
 """Metrics of prediction sets: coverage, set size, and their bootstrap intervals.
 
-:func:`set_metrics` takes a boolean mask of sets ``(N, K)`` and the true labels and returns
-every metric with a seeded percentile bootstrap interval, all replicates at once: each
-replicate is a multinomial count vector over the rows, so a metric is a weighted sum and
-no data is copied (as :func:`~calibkit.metrics.bootstrap.bootstrap_ci` does for one metric).
+The set metrics are entries of the metric registry (:data:`~calibkit.metrics.info.METRICS`)
+of their own kind, ``"set"``: each entry's function computes the metric from ``(sets,
+labels)`` (a boolean mask ``(N, K)`` and the true labels), and its label, percent and
+``better`` are what reports show. They are never in the metric suite (they judge sets, not
+probabilities):
 
 - ``coverage``: the fraction of rows whose set holds the label;
-- ``mean_size``, ``median_size``: of the set sizes (the median: the smallest size with at
-  least half the rows at or below it);
+- ``mean_set_size``, ``median_set_size``: of the set sizes (the median: the smallest size
+  with at least half the rows at or below it);
 - ``class_coverage_gap``: ``(1 - alpha)`` minus the worst class's coverage (positive: some
-  class is under-covered; classes absent from a replicate are left out of its minimum);
-- ``size_coverage``: the coverage among rows of each set size (a table, point values and
-  row counts; no interval).
+  class is under-covered; classes absent from a replicate are left out of its minimum).
+
+:func:`set_metrics` computes all of them with percentile bootstrap intervals at ``level``,
+all replicates at once, by the resampling engine of the metric suite: each replicate is a
+vector of multinomial counts over the rows (:func:`~calibkit.metrics.resampled.resample_counts`
+of ``rng.integers(0, N, (B, N))``, as :func:`~calibkit.metrics.groups.evaluate_groups`
+draws them), so a metric is a weighted sum and no data is copied. It adds the coverage
+among the rows of each set size (``size_coverage``: point values and row counts, no
+interval) and each class's coverage.
 
 >>> sets = np.array([[True, False], [True, True], [False, True], [False, False]])
 >>> m = set_metrics(sets, np.array([0, 1, 0, 1]), alpha=0.5, n_boot=0)
->>> m.values["coverage"], m.values["mean_size"], m.values["median_size"]
+>>> m.values["coverage"], m.values["mean_set_size"], m.values["median_set_size"]
 (0.5, 1.0, 1.0)
 >>> m.size_coverage
 {0: (0.0, 1), 1: (0.5, 2), 2: (1.0, 1)}
+>>> METRICS.get("mean_set_size")(sets, [0, 1, 0, 1]), METRICS.get("mean_set_size").label
+(1.0, 'Mean set size')
 """
 
 from __future__ import annotations
@@ -30,17 +39,24 @@ import numpy.typing as npt
 
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import check_labels
-from calibkit.core.validation import RESAMPLES, SEED, Real
+from calibkit.core.validation import LEVEL, RESAMPLES, SEED, Real
+from calibkit.metrics.info import METRICS, MetricInfo, register_metric
+from calibkit.metrics.resampled import resample_counts
 
 F64 = npt.NDArray[np.float64]
-#: The metrics with an interval, in the order tables list them.
-SET_METRICS = ("coverage", "mean_size", "median_size", "class_coverage_gap")
+I64 = npt.NDArray[np.int64]
+#: The set metrics with an interval, in the order tables list them (each a registry entry
+#: of kind ``"set"``).
+SET_METRICS = ("coverage", "mean_set_size", "median_set_size", "class_coverage_gap")
+#: Rows times replicates of one bootstrap block (bounds the memory of the weights).
+_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True)
 class SetMetrics:
     """Metrics of prediction sets: ``values[name]``, ``ci[name] = (low, high)`` (NaN
-    without resamples), ``size_coverage[size] = (coverage, rows)``, ``class_coverage``."""
+    without resamples; percentile intervals at ``level``), ``size_coverage[size] =
+    (coverage, rows)``, ``class_coverage`` (NaN for a class without test rows)."""
 
     values: dict[str, float]
     ci: dict[str, tuple[float, float]]
@@ -50,8 +66,19 @@ class SetMetrics:
     level: float = 0.95
 
 
-def _weighted(w: F64, covered: F64, size: F64, labels: npt.NDArray[np.int64], k: int) -> F64:
-    """The :data:`SET_METRICS` under row weights ``w`` (``(B, N)``) -> ``(B, 4)``."""
+def _check(sets: object, labels: object) -> tuple[npt.NDArray[np.bool_], I64]:
+    mask = np.asarray(sets)
+    if mask.dtype != np.bool_ or mask.ndim != 2:
+        raise InputError("sets", "a boolean mask of shape (N, K)", f"{mask.dtype} {mask.shape}")
+    y = check_labels(labels, n_classes=mask.shape[1])
+    if y.shape[0] != mask.shape[0]:
+        raise InputError("labels", f"{mask.shape[0]} labels (one per set)", f"{y.shape[0]}")
+    return mask, y
+
+
+def _weighted(w: F64, covered: F64, size: F64, labels: I64, k: int) -> F64:
+    """Coverage, mean size, median size and the worst class's coverage under row weights
+    ``w`` (``(B, N)``) -> ``(B, 4)``."""
     total = w.sum(axis=1)
     coverage = w @ covered / total
     mean_size = w @ size / total
@@ -66,18 +93,72 @@ def _weighted(w: F64, covered: F64, size: F64, labels: npt.NDArray[np.int64], k:
     return np.stack([coverage, mean_size, median, worst], axis=1)
 
 
+def _point(sets: object, labels: object) -> F64:
+    mask, y = _check(sets, labels)
+    n, k = mask.shape
+    covered = mask[np.arange(n), y].astype(np.float64)
+    point = _weighted(np.ones((1, n)), covered, mask.sum(axis=1).astype(np.float64), y, k)
+    return np.asarray(point[0], dtype=np.float64)
+
+
+def coverage(sets: object, labels: object) -> float:
+    """The fraction of rows whose set holds the label."""
+    return float(_point(sets, labels)[0])
+
+
+def mean_set_size(sets: object, labels: object) -> float:
+    """The mean number of classes per set."""
+    return float(_point(sets, labels)[1])
+
+
+def median_set_size(sets: object, labels: object) -> float:
+    """The median number of classes per set (the smallest size with half the rows at or
+    below it)."""
+    return float(_point(sets, labels)[2])
+
+
+def class_coverage_gap(sets: object, labels: object, alpha: float = 0.1) -> float:
+    """``(1 - alpha)`` minus the worst class's coverage (positive: a class is under-covered)."""
+    alpha = Real(0.0, 1.0, closed="neither").check("alpha", alpha)
+    return float((1 - alpha) - _point(sets, labels)[3])
+
+
+for _info in (  # name, label, kind, percent, better, has_floor, function, in_suite
+    MetricInfo("coverage", "Coverage", "set", True, None, False, coverage, False),
+    MetricInfo("mean_set_size", "Mean set size", "set", False, "min", False, mean_set_size, False),
+    MetricInfo(
+        "median_set_size", "Median set size", "set", False, "min", False, median_set_size, False
+    ),
+    MetricInfo(
+        "class_coverage_gap",
+        "Class coverage gap",
+        "set",
+        True,
+        "min",
+        False,
+        class_coverage_gap,
+        False,
+    ),
+):
+    if _info.name not in METRICS:  # a reload of this module registers nothing twice
+        register_metric(_info)
+
+
 def set_metrics(
-    sets: object, labels: object, alpha: float, *, n_boot: int = 1000, seed: int = 0
+    sets: object,
+    labels: object,
+    alpha: float,
+    *,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
 ) -> SetMetrics:
-    """Coverage and set-size metrics of ``sets`` (bool ``(N, K)``) against ``labels``."""
-    mask = np.asarray(sets)
-    if mask.dtype != np.bool_ or mask.ndim != 2:
-        raise InputError("sets", "a boolean mask of shape (N, K)", f"{mask.dtype} {mask.shape}")
-    y = check_labels(labels, n_classes=mask.shape[1])
-    if y.shape[0] != mask.shape[0]:
-        raise InputError("labels", f"{mask.shape[0]} labels (one per set)", f"{y.shape[0]}")
+    """Coverage and set-size metrics of ``sets`` (bool ``(N, K)``) against ``labels``, with
+    percentile bootstrap intervals at ``level`` from ``n_boot`` seeded replicates."""
+    mask, y = _check(sets, labels)
     alpha = Real(0.0, 1.0, closed="neither").check("alpha", alpha)
     n_boot, seed = RESAMPLES.check("n_boot", n_boot), SEED.check("seed", seed)
+    level = LEVEL.check("level", level)
     n, k = mask.shape
     covered = mask[np.arange(n), y].astype(np.float64)
     size = mask.sum(axis=1).astype(np.float64)
@@ -87,13 +168,16 @@ def set_metrics(
     ci = {name: (float("nan"), float("nan")) for name in SET_METRICS}
     if n_boot:
         rng = np.random.default_rng(seed)
+        block = max(1, min(n_boot, _BLOCK // max(n, 1)))
         reps = []
-        for start in range(0, n_boot, 100):  # 100 replicates at a time bounds memory
-            counts = rng.multinomial(n, np.full(n, 1 / n), size=min(100, n_boot - start))
-            reps.append(_weighted(counts.astype(np.float64), covered, size, y, k))
+        for start in range(0, n_boot, block):
+            b = min(block, n_boot - start)
+            w = resample_counts(rng.integers(0, n, (b, n))).astype(np.float64)
+            reps.append(_weighted(w, covered, size, y, k))
         rep = np.concatenate(reps)
         rep[:, 3] = (1 - alpha) - rep[:, 3]
-        low, high = np.quantile(rep, [0.025, 0.975], axis=0)
+        tail = (1.0 - level) / 2.0
+        low, high = np.quantile(rep, [tail, 1.0 - tail], axis=0)
         ci = {m: (float(a), float(b)) for m, a, b in zip(SET_METRICS, low, high, strict=True)}
     by_size = {
         int(s): (float(covered[size == s].mean()), int((size == s).sum())) for s in np.unique(size)
@@ -101,4 +185,15 @@ def set_metrics(
     counts_y = np.bincount(y, minlength=k)
     per_class = np.bincount(y, weights=covered, minlength=k) / np.maximum(counts_y, 1)
     per_class[counts_y == 0] = np.nan
-    return SetMetrics(values, ci, by_size, per_class, n_boot)
+    return SetMetrics(values, ci, by_size, per_class, n_boot, level)
+
+
+__all__ = [
+    "SET_METRICS",
+    "SetMetrics",
+    "class_coverage_gap",
+    "coverage",
+    "mean_set_size",
+    "median_set_size",
+    "set_metrics",
+]

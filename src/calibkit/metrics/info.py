@@ -55,9 +55,11 @@ from calibkit.metrics.smooth import smooth_ece
 class MetricInfo:
     """One metric: its name, how it is shown, which way is better, and its function.
 
-    ``kind`` is ``"score"`` (accuracy, the proper scores, entropy) or ``"error"`` (a
-    calibration error); ``better`` is ``"min"`` (lower is better), ``"max"`` or ``None``
-    (not ranked); ``percent``: shown in percent (a fraction otherwise); ``has_floor``: the
+    ``kind`` is ``"score"`` (accuracy, the proper scores, entropy), ``"error"`` (a
+    calibration error) or ``"set"`` (a metric of prediction sets, from ``(sets, labels)``:
+    :mod:`~calibkit.metrics.conformal`; never in the suite); ``better`` is ``"min"`` (lower
+    is better), ``"max"`` or ``None`` (not ranked); ``percent``: shown in percent (a
+    fraction otherwise); ``has_floor``: the
     suite estimates its noise floor; ``in_suite``: computed by the metric suite (and so
     by ``evaluate``) by default; ``kernel``: how the engines compute it, required in the
     suite (:mod:`~calibkit.metrics.kernels`). Calling a ``MetricInfo`` calls its function.
@@ -72,7 +74,7 @@ Residual) for the suite metric 'toy', got None
 
     name: str
     label: str
-    kind: Literal["score", "error"]
+    kind: Literal["score", "error", "set"]
     percent: bool
     better: Literal["min", "max"] | None
     has_floor: bool
@@ -84,6 +86,9 @@ Residual) for the suite metric 'toy', got None
         k = self.kernel
         if k is not None and not isinstance(k, SampleMean | BinNorm | Residual | RankStatistic):
             raise InputError("kernel", f"a kernel for {self.name!r}", type(k).__name__)
+        if self.kind == "set" and (self.in_suite or k is not None or self.has_floor):
+            got = f"in_suite={self.in_suite}, kernel={k!r}, has_floor={self.has_floor}"
+            raise InputError("kind", f"a set metric {self.name!r} outside the suite", got)
         if self.in_suite and k is None:
             expected = (
                 f"a kernel (SampleMean, BinNorm or Residual) for the suite metric {self.name!r}"
@@ -277,8 +282,9 @@ def suite_names() -> tuple[str, ...]:
 
 
 def extra_names() -> tuple[str, ...]:
-    """The metrics outside the suite now (``calibkit evaluate --extra``)."""
-    return tuple(n for n in METRICS if not METRICS.get(n).in_suite)
+    """The metrics of predictions outside the suite now (``calibkit evaluate --extra``;
+    set metrics, computed from prediction sets, are not among them)."""
+    return tuple(n for n in METRICS if not METRICS.get(n).in_suite and METRICS.get(n).kind != "set")
 
 
 def floor_names() -> tuple[str, ...]:

@@ -2,9 +2,10 @@
 
 :func:`conformal_sets` fits a :class:`~calibkit.calibrators.sets.conformal.ConformalClassifier`
 per score on the calibration part and measures its sets on the test part
-(:func:`~calibkit.metrics.conformal.set_metrics`); :func:`format_sets_table` and
-:func:`sets_markdown` say it as text; ``calibkit conformal`` writes both.
+(:func:`~calibkit.metrics.conformal.set_metrics`, intervals at ``level``). The report
+(:mod:`calibkit.reporting.conformal_report`) says it in words; ``calibkit conformal`` writes it.
 
+>>> import numpy as np
 >>> from calibkit.core.outputs import as_outputs
 >>> rng = np.random.default_rng(0)
 >>> z = rng.normal(size=(600, 3)) * 3
@@ -19,15 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
 
 from calibkit.calibrators.sets.conformal import ConformalClassifier
+from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs
-from calibkit.metrics.conformal import SET_METRICS, SetMetrics, set_metrics
+from calibkit.metrics.conformal import SetMetrics, set_metrics
 
-__all__ = ["SetsResult", "conformal_sets", "format_sets_table", "sets_json", "sets_markdown"]
+__all__ = ["SetsResult", "SplitSets", "conformal_sets", "split_conformal_sets"]
 
 
 @dataclass(frozen=True)
@@ -49,13 +48,15 @@ def conformal_sets(
     mondrian: bool = False,
     randomized: bool = False,
     n_boot: int = 1000,
+    level: float = 0.95,
     seed: int = 0,
 ) -> list[SetsResult]:
     """Every score in ``scores`` fitted on ``cal`` and measured on ``test``.
 
     Each classifier is built (parameters checked) before any is fitted, so a bad one
     refuses before work starts; ``randomized`` applies to the scores that have a
-    randomised variant (LAC has none).
+    randomised variant (LAC has none). The intervals are seeded bootstrap intervals of the
+    test part at ``level`` (``n_boot`` replicates; none with 0).
     """
     models = [
         ConformalClassifier(
@@ -75,84 +76,61 @@ def conformal_sets(
         SetsResult(
             m.score,
             m,
-            set_metrics(m.predict_set(z_test), test.labels, alpha, n_boot=n_boot, seed=seed),
+            set_metrics(
+                m.predict_set(z_test), test.labels, alpha, n_boot=n_boot, level=level, seed=seed
+            ),
         )
         for m in models
     ]
 
 
-def _cell(r: SetsResult, name: str, pct: bool) -> str:
-    value, (low, high) = r.metrics.values[name], r.metrics.ci[name]
-    f = (lambda x: f"{100 * x:.1f}") if pct else (lambda x: f"{x:.2f}")
-    return f(value) if np.isnan(low) else f"{f(value)} [{f(low)}, {f(high)}]"
+@dataclass(frozen=True)
+class SplitSets:
+    """The scores' sets of one file split in two: the results, and the sizes of the parts."""
+
+    rows: list[SetsResult]
+    n_cal: int
+    n_test: int
+    seed: int
 
 
-HEADERS = ("score", "coverage %", "mean size", "median size", "class gap %")
+def split_conformal_sets(
+    whole: ClassifierOutputs,
+    scores: Sequence[str],
+    *,
+    cal_size: int | float = 0.5,
+    alpha: float,
+    calibrator: str | None = None,
+    mondrian: bool = False,
+    randomized: bool = False,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> SplitSets:
+    """:func:`conformal_sets` on a seeded stratified split of ``whole``: ``cal_size`` rows (a
+    count, or a fraction) to fit on, the rest to measure on. A split or a calibration part
+    that cannot be is blamed on ``cal_size``."""
+    from calibkit.workflows.compare import split_outputs
 
-
-def table_rows(rows: Sequence[SetsResult]) -> list[list[str]]:
-    """The table's cells (95% intervals in brackets)."""
-    pct = {"coverage": True, "mean_size": False, "median_size": False, "class_coverage_gap": True}
-    return [[r.score, *(_cell(r, m, pct[m]) for m in SET_METRICS)] for r in rows]
-
-
-def format_sets_table(rows: Sequence[SetsResult]) -> str:
-    """A plain-text table, one row per score."""
-    cells = [list(HEADERS), *table_rows(rows)]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(HEADERS))]
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells
-    )
-
-
-def sets_markdown(rows: Sequence[SetsResult], *, title: str, source: str) -> str:
-    """The report as Markdown: the table, then each score's coverage by set size."""
-    m = rows[0].model
-    lines = [
-        f"# {title}",
-        "",
-        f"Data: {source}. alpha = {m.alpha:g} (target coverage {100 * (1 - m.alpha):.1f}%), "
-        f"calibrator {m.calibrator or 'none'}, {'Mondrian (per class)' if m.mondrian else 'split'}"
-        f" conformal, {m.n_calibration_:,} rows for the quantile"
-        f"{', randomised' if m.randomized else ''}. Intervals: 95% bootstrap of the test part.",
-        "",
-        "| " + " | ".join(HEADERS) + " |",
-        "|" + "---|" * len(HEADERS),
-        *("| " + " | ".join(r) + " |" for r in table_rows(rows)),
-        "",
-        "Class gap: target coverage minus the worst class's coverage (positive: under-covered).",
-    ]
-    for r in rows:
-        lines += ["", f"## {r.score}: coverage by set size", "", "| size | rows | coverage % |"]
-        lines += ["|---|---|---|"]
-        lines += [
-            f"| {s} | {n:,} | {100 * c:.1f} |" for s, (c, n) in r.metrics.size_coverage.items()
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def sets_json(rows: Sequence[SetsResult], *, source: str) -> dict[str, Any]:
-    """The report's numbers as a JSON-ready dict (NaN intervals as None)."""
-
-    def num(x: float) -> float | None:
-        return None if np.isnan(x) else x
-
-    return {
-        "source": source,
-        "results": [
-            {
-                "score": r.score,
-                "params": {k: v for k, v in r.model.get_params().items() if not k.startswith("_")},
-                "thresholds": [num(t) if np.isfinite(t) else "inf" for t in r.model.thresholds_],
-                "n_calibration": r.model.n_calibration_,
-                "values": r.metrics.values,
-                "ci": {k: [num(a), num(b)] for k, (a, b) in r.metrics.ci.items()},
-                "size_coverage": {
-                    str(s): {"coverage": c, "rows": n}
-                    for s, (c, n) in r.metrics.size_coverage.items()
-                },
-                "class_coverage": [num(float(c)) for c in r.metrics.class_coverage],
-            }
-            for r in rows
-        ],
-    }
+    try:
+        cal, test = split_outputs(whole, cal_size, seed)
+    except InputError as exc:
+        raise InputError("cal_size", exc.expected, exc.got) from None
+    try:
+        rows = conformal_sets(
+            cal,
+            test,
+            scores,
+            alpha=alpha,
+            calibrator=calibrator,
+            mondrian=mondrian,
+            randomized=randomized,
+            n_boot=n_boot,
+            level=level,
+            seed=seed,
+        )
+    except InputError as exc:
+        if exc.argument == "calibration part":
+            raise InputError("cal_size", exc.expected, exc.got) from None
+        raise
+    return SplitSets(rows, cal.n_samples, test.n_samples, seed)
