@@ -19,9 +19,11 @@ the risk-coverage curves.
 >>> run = evaluate_outputs(as_outputs(y, logits=z), n_boot=50)
 >>> v = evaluation_verdict(run, "preds.npz")
 >>> print(v.headline)  # doctest: +NORMALIZE_WHITESPACE
-The model is overconfident: it is 78.11% confident on average but right 53.85% of the time.
-Its ECE of 24.46% is 11.5 times its noise floor (2.12%), far beyond what 2,000 samples leave
-to chance. Run `calibkit compare preds.npz` to choose a calibrator.
+The model is overconfident: 78.11% confident on average but right 53.85% of the time, an ECE
+11.5 times its noise floor. Run `calibkit compare preds.npz` to choose a calibrator.
+>>> print(v.detail)  # doctest: +NORMALIZE_WHITESPACE
+ECE 24.46% [23.10%, 26.32%] (95% CI); noise floor 2.12% (95% of calibrated draws below
+2.99%); NLL 1.5247; accuracy 53.85%; mean confidence 78.11%; 2,000 samples.
 >>> report = evaluation_report(run, source="preds.npz", figures=False)
 >>> print(report.text.splitlines()[0])
 preds.npz: 2,000 samples, 4 classes, logits
@@ -80,7 +82,8 @@ HOW_TO_READ = (
     "is its value for a perfectly calibrated model with the same confidences and sample size: "
     "an error at or below its floor cannot be told from noise. Binned errors are biased "
     "upwards at finite sample size, so the interval of a well-calibrated model can lie wholly "
-    "above the estimate; the debiased ECE corrects for that bias."
+    "above the estimate. The debiased ECE removes that bias from the squared error: it "
+    "estimates the RMSCE, and is read beside it."
 )
 
 
@@ -109,17 +112,16 @@ def direction(run: EvaluationRun) -> str:
 def _direction_sentence(run: EvaluationRun, calibrated: bool) -> str:
     conf = format_value("accuracy", run.confidence)
     acc = format_value("accuracy", run.evaluation.values["accuracy"])
-    means = f"it is {conf} confident on average and right {acc} of the time"
+    means = f"{conf} confident on average and right {acc} of the time"
     if calibrated:
-        return f"The model is indistinguishable from calibrated at this sample size: {means}."
+        return f"The model is indistinguishable from calibrated at this sample size: {means}"
     which = direction(run)
     if which == "mixed":
         return (
             "The model is miscalibrated, overconfident at some confidences and underconfident "
-            f"at others: {means}."
+            f"at others: {means}"
         )
-    but = means.replace(" and right", " but right")
-    return f"The model is {which}: {but}."
+    return f"The model is {which}: {means.replace(' and right', ' but right')}"
 
 
 def _group_sentence(ge: GroupEvaluation, key: str | None) -> str:
@@ -138,32 +140,25 @@ def evaluation_verdict(run: EvaluationRun, source: str, group_key: str | None = 
     """The verdict of one evaluation of the file ``source`` (``group_key``: the groups' key).
 
     The headline: overconfident or underconfident (mean confidence against accuracy), the
-    ECE against its noise floor (not above it: indistinguishable from calibrated at this
+    ECE against its noise floor (not above it, or not above the ECE a calibrated model
+    stays below with probability ``level``: indistinguishable from calibrated at this
     sample size), the worst-group gap (with groups), and what to run next. The detail: the
     ECE with its interval, the floor, NLL, accuracy and the sample count.
     """
     ev = run.evaluation
     v = ev.values
-    ece, floor, ci = v["ece"], v.get("ece_floor"), ev.ci.get("ece")
-    calibrated = floor is not None and math.isfinite(floor) and ece <= floor
-    sentences = [_direction_sentence(run, calibrated)]
-    shown = format_value("ece", ece)
-    if floor is None or not math.isfinite(floor):
-        sentences.append(f"Its ECE is {shown} (no noise floor was estimated).")
-    elif calibrated:
-        sentences.append(
-            f"Its ECE of {shown} is not above its noise floor ({format_value('ece', floor)}), "
-            "the ECE of a perfectly calibrated model with these confidences."
-        )
+    ece, floor, ci, limit = v["ece"], v.get("ece_floor"), ev.ci.get("ece"), run.noise_limit
+    known = floor is not None and math.isfinite(floor) and math.isfinite(limit)
+    calibrated = known and ece <= limit
+    first = _direction_sentence(run, calibrated)
+    if floor is None or not known:
+        first += f", with an ECE of {format_value('ece', ece)} (no noise floor was estimated)."
+    elif ece <= floor:
+        first += ", and its ECE is not above its noise floor."
     else:
-        times = f"{ece / floor:.1f} times its noise floor" if floor > 0 else "above its noise floor"
-        sure = ci is None or ci[0] > floor
-        tail = (
-            f"far beyond what {ev.n_samples:,} samples leave to chance"
-            if sure
-            else f"but its {ev.level:.0%} interval reaches the floor: small against the noise"
-        )
-        sentences.append(f"Its ECE of {shown} is {times} ({format_value('ece', floor)}), {tail}.")
+        times = f"{ece / floor:.1f} times its noise floor" if floor > 0 else "above its floor"
+        first += f", an ECE {times}{', within the noise' if calibrated else ''}."
+    sentences = [first]
     extra = (f"--groups {shlex.quote(group_key)}",) if group_key else ()
     if run.groups is not None:
         sentences.append(_group_sentence(run.groups, group_key))
@@ -172,12 +167,16 @@ def evaluation_verdict(run: EvaluationRun, source: str, group_key: str | None = 
     elif run.groups is not None:
         sentences.append(f"Run {_command(source, *extra)} to see whether a group-aware one helps.")
     else:
-        sentences.append("No calibrator is needed at this sample size.")
+        sentences.append("No calibrator is needed.")
+    shown = format_value("ece", ece)
     detail = [f"ECE {shown}"]
     if ci is not None:
         detail[0] += f" {interval_text('ece', ci)} ({ev.level:.0%} CI)"
     if floor is not None:
-        detail.append(f"noise floor {format_value('ece', floor)}")
+        detail.append(
+            f"noise floor {format_value('ece', floor)} ({ev.level:.0%} of calibrated draws "
+            f"below {format_value('ece', limit)})"
+        )
     detail += [
         f"NLL {format_value('nll', v['nll'])}",
         f"accuracy {format_value('accuracy', v['accuracy'])}",
@@ -272,7 +271,8 @@ def evaluation_document(
 ) -> Document:
     """The report's document: the verdict, the metrics, the groups, then ``figures``."""
     ev = run.evaluation
-    about = f"{_about(run, source)}; {ev.n_bins} equal-width bins, {run.mode.replace('_', '-')}."
+    mode = run.mode.replace("_", "-")
+    about = f"{_about(run, source)}; {ev.n_bins} equal-width bins, {mode} calibration."
     body: list[Block] = [
         Paragraph(about, meta=True),
         Section("Metrics", [Paragraph(HOW_TO_READ.format(level=ev.level)), metrics_table(ev)]),
@@ -311,8 +311,10 @@ def _text(table: Table) -> str:
 
 def evaluation_results(run: EvaluationRun) -> dict[str, Any]:
     """``results.json``'s numbers: the evaluation's (fractions, intervals, sizes), the mean
-    confidence and, with groups, ``"groups"``."""
-    results: dict[str, Any] = run.evaluation.to_dict() | {"confidence": run.confidence}
+    confidence, ``ece_noise_limit`` (the ECE a calibrated model stays below with probability
+    ``level``) and, with groups, ``"groups"``."""
+    results: dict[str, Any] = run.evaluation.to_dict()
+    results |= {"confidence": run.confidence, "ece_noise_limit": run.noise_limit}
     results["mode"] = run.mode
     if run.groups is not None:
         results["groups"] = run.groups.to_dict()

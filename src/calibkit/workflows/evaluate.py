@@ -27,7 +27,11 @@ import numpy as np
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics.extras import extra_values
 from calibkit.metrics.samples import Mode
-from calibkit.metrics.suite import Evaluation, evaluate
+from calibkit.metrics.suite import Evaluation, MetricSuite, evaluate
+
+#: Noise-floor draws (:func:`calibkit.metrics.evaluate`'s default, so that the floor is
+#: the mean of the draws :attr:`EvaluationRun.noise_limit` is a quantile of).
+N_FLOOR_DRAWS = 200
 
 if TYPE_CHECKING:
     from calibkit.metrics.groups import GroupEvaluation
@@ -47,6 +51,10 @@ class EvaluationRun:
         The suite's values, intervals and floors, and the extras asked for.
     confidence : float
         The mean top-label confidence (against ``evaluation.values["accuracy"]``).
+    noise_limit : float
+        The ECE a perfectly calibrated model with these confidences stays below with
+        probability ``evaluation.level`` (the ``level`` quantile of the draws whose mean is the
+        noise floor ``ece_floor``): an ECE below it is within the noise.
     mode : str
         The binary mode of the binned metrics.
     groups : GroupEvaluation or None
@@ -60,6 +68,7 @@ class EvaluationRun:
     outputs: ClassifierOutputs
     evaluation: Evaluation
     confidence: float
+    noise_limit: float
     mode: Mode = "top_label"
     groups: GroupEvaluation | None = None
     smooth: SmoothReliability | None = None
@@ -101,7 +110,15 @@ def evaluate_outputs(
         The options of the extras ``risk_at_coverage`` and ``coverage_at_risk``.
     """
     outputs = as_outputs(outputs)
-    ev = evaluate(outputs, n_bins=n_bins, n_boot=n_boot, level=level, seed=seed, mode=mode)
+    ev = evaluate(
+        outputs,
+        n_bins=n_bins,
+        n_boot=n_boot,
+        level=level,
+        seed=seed,
+        mode=mode,
+        n_floor_draws=N_FLOOR_DRAWS,
+    )
     per_group = None
     if groups is not None:
         from calibkit.metrics.groups import evaluate_groups
@@ -128,8 +145,11 @@ def evaluate_outputs(
 
         curve = corp_reliability(outputs, mode=mode, seed=seed)
     confidence = float(np.mean(outputs.confidence))
+    suite = MetricSuite.from_outputs(outputs, n_bins=n_bins, mode=mode)  # the floor's draws
+    draws = suite.noise_draws(N_FLOOR_DRAWS, seed, ("ece",))["ece"]
+    limit = float(np.quantile(draws, level))
     ev = replace(ev, values=values, ci=ci)
-    return EvaluationRun(outputs, ev, confidence, mode, per_group, rel, curve)
+    return EvaluationRun(outputs, ev, confidence, limit, mode, per_group, rel, curve)
 
 
 __all__ = ["EvaluationRun", "evaluate_outputs"]
