@@ -62,7 +62,9 @@ class MetricInfo:
     fraction otherwise); ``has_floor``: the
     suite estimates its noise floor; ``in_suite``: computed by the metric suite (and so
     by ``evaluate``) by default; ``kernel``: how the engines compute it, required in the
-    suite (:mod:`~calibkit.metrics.kernels`). Calling a ``MetricInfo`` calls its function.
+    suite (:mod:`~calibkit.metrics.kernels`); ``options``: the keyword options its function
+    takes from the caller (``calibkit evaluate --extra`` passes exactly these:
+    :func:`~calibkit.metrics.extras.extra_values`). Calling a ``MetricInfo`` calls its function.
     A kernel that cannot do what the entry asks fails here, when the registry is built.
 
     >>> MetricInfo("toy", "Toy", "error", True, "min", False, ece)
@@ -81,6 +83,7 @@ Residual) for the suite metric 'toy', got None
     function: Callable[..., float]
     in_suite: bool = True
     kernel: Kernel | None = None
+    options: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         k = self.kernel
@@ -213,7 +216,17 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         True,
         RankStatistic(cov_at_risk5_of),
     ),
-    MetricInfo("smooth_ece", "Smooth ECE", "error", True, "min", False, smooth_ece, False),
+    MetricInfo(
+        "smooth_ece",
+        "Smooth ECE",
+        "error",
+        True,
+        "min",
+        False,
+        smooth_ece,
+        False,
+        options=("mode",),
+    ),
     MetricInfo("nll_calibration", "NLL calibration", "score", False, "min", False, _NLL_CAL, False),
     MetricInfo("nll_refinement", "NLL refinement", "score", False, "min", False, _NLL_REF, False),
     MetricInfo(
@@ -231,6 +244,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         False,
         brier_reliability,
         False,
+        options=("n_bins",),
     ),
     MetricInfo(
         "brier_resolution",
@@ -241,6 +255,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         False,
         brier_resolution,
         False,
+        options=("n_bins",),
     ),
     MetricInfo(
         "brier_uncertainty",
@@ -251,13 +266,30 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         False,
         brier_uncertainty,
         False,
+        options=("n_bins",),
     ),
     # at the caller's coverage / risk (calibkit evaluate --coverage C / --risk R)
     MetricInfo(
-        "risk_at_coverage", "Risk @ coverage", "score", True, "min", False, risk_at_coverage, False
+        "risk_at_coverage",
+        "Risk @ coverage",
+        "score",
+        True,
+        "min",
+        False,
+        risk_at_coverage,
+        False,
+        options=("coverage",),
     ),
     MetricInfo(
-        "coverage_at_risk", "Coverage @ risk", "score", True, "max", False, coverage_at_risk, False
+        "coverage_at_risk",
+        "Coverage @ risk",
+        "score",
+        True,
+        "max",
+        False,
+        coverage_at_risk,
+        False,
+        options=("risk",),
     ),
 ):
     register_metric(_info)
@@ -272,7 +304,17 @@ for _test, _label in TEST_LABELS.items():
         _function = calibration_test_metric(_test, _part)
         _name = f"{_test}_{'p' if _part == 'p_value' else _part}"
         register_metric(
-            MetricInfo(_name, f"{_label} {_suffix}", "score", False, None, False, _function, False)
+            MetricInfo(
+                _name,
+                f"{_label} {_suffix}",
+                "score",
+                False,
+                None,
+                False,
+                _function,
+                False,
+                options=("mode",),
+            )
         )
 
 

@@ -226,7 +226,15 @@ class MetricSuite:
         self, n_draws: int = 200, seed: int = 0, names: tuple[str, ...] | None = None
     ) -> dict[str, float]:
         """Mean of each metric in ``names`` (default: the suite's with ``has_floor``) over
-        ``n_draws`` perfectly calibrated outcome draws.
+        ``n_draws`` perfectly calibrated outcome draws (:meth:`noise_draws`)."""
+        draws = self.noise_draws(n_draws, seed, names)
+        return {name: float(np.mean(d)) for name, d in draws.items()}
+
+    def noise_draws(
+        self, n_draws: int = 200, seed: int = 0, names: tuple[str, ...] | None = None
+    ) -> dict[str, F64]:
+        """Each metric in ``names`` (default: the suite's with ``has_floor``) for ``n_draws``
+        perfectly calibrated outcome draws: its distribution were the model calibrated.
 
         The bins do not move with the outcomes: only the outcome sums per bin are redrawn
         (:func:`~calibkit.metrics.resampled.calibrated_draw_errors`).
@@ -242,7 +250,7 @@ class MetricSuite:
         }
         floors = {n: k for n, k in kernels(names).items() if isinstance(k, BinNorm)}
         draws = rs.calibrated_draw_errors(self.conf, fixed, floors, n_draws, rng)
-        return {name: float(np.mean(draws[name])) for name in floors}
+        return {name: np.asarray(draws[name], dtype=np.float64) for name in floors}
 
     def bootstrap(
         self,

@@ -19,5 +19,6 @@ _MODULES: dict[str, str] = {
     "calibkit.workflows.label_shift": ("LabelShiftResult resample_to_priors simulate_label_shift"),
     "calibkit.workflows.shift": "ShiftRow shift_table severity_summary",
     "calibkit.workflows.demo": "DemoResult DemoSettings run_demo",
+    "calibkit.workflows.evaluate": "EvaluationRun evaluate_outputs",
 }
 __all__, __getattr__ = lazy_exports(__name__, _MODULES)

@@ -1,0 +1,383 @@
+"""The report of one evaluation (``calibkit evaluate``): a verdict first, then every metric.
+
+:func:`evaluation_report` turns an :class:`~calibkit.workflows.evaluate.EvaluationRun` into a
+:class:`~calibkit.reporting.writer.Report`. Its verdict says in plain words whether the model
+is overconfident or underconfident (its mean top-label confidence against its accuracy), by
+how much against the noise floor (the ECE a perfectly calibrated model with the same
+confidences shows at this sample size: an ECE not above it is indistinguishable from
+calibrated), and what to run next; the statistics behind it follow on one line. Then come
+the metrics table (labels and formats from the metric registry), the per-group table (with
+groups), the reliability diagram (and the smoothed one, when the smooth ECE was asked) and
+the risk-coverage curves.
+
+>>> import numpy as np
+>>> from calibkit.core.outputs import as_outputs
+>>> from calibkit.workflows.evaluate import evaluate_outputs
+>>> rng = np.random.default_rng(0)
+>>> z = rng.normal(size=(2000, 4)) * 3
+>>> y = np.argmax(z / 3 + rng.gumbel(size=z.shape), axis=1)  # logits 3x too large
+>>> run = evaluate_outputs(as_outputs(y, logits=z), n_boot=50)
+>>> v = evaluation_verdict(run, "preds.npz")
+>>> print(v.headline)  # doctest: +NORMALIZE_WHITESPACE
+The model is overconfident: 78.11% confident on average but right 53.85% of the time, an ECE
+11.5 times its noise floor. Run `calibkit compare preds.npz` to choose a calibrator.
+>>> print(v.detail)  # doctest: +NORMALIZE_WHITESPACE
+ECE 24.46% [23.10%, 26.32%] (95% CI); noise floor 2.12% (95% of calibrated draws below
+2.99%); NLL 1.5247; accuracy 53.85%; mean confidence 78.11%; 2,000 samples.
+>>> report = evaluation_report(run, source="preds.npz", figures=False)
+>>> print(report.text.splitlines()[0])
+preds.npz: 2,000 samples, 4 classes, logits
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from calibkit.reporting.document import (
+    Block,
+    Cell,
+    Document,
+    Figure,
+    Gallery,
+    Paragraph,
+    Section,
+    Table,
+    Verdict,
+)
+from calibkit.reporting.tables import column_info, format_gap, format_value, metric_names
+from calibkit.reporting.text import text_table
+from calibkit.reporting.writer import Report
+
+if TYPE_CHECKING:
+    from calibkit.metrics.groups import GroupEvaluation
+    from calibkit.metrics.reliability_bands import IntervalMethod
+    from calibkit.metrics.suite import Evaluation
+    from calibkit.workflows.evaluate import EvaluationRun
+
+#: The report's figures (under ``figures/``), and what ``--plot``, ``--smooth-plot`` and
+#: ``--rc-plot`` save.
+RELIABILITY, SMOOTH, RISK_COVERAGE = (
+    "reliability.png",
+    "smooth_reliability.png",
+    "risk_coverage.png",
+)
+#: How the terminal names each figure written beside the report.
+FIGURE_NAMES = {
+    RELIABILITY: "reliability diagram",
+    SMOOTH: "smoothed reliability diagram",
+    RISK_COVERAGE: "risk-coverage curves",
+}
+#: Below this share of the ECE, the gap between mean confidence and accuracy does not name a
+#: direction: the model errs both ways (over at some confidences, under at others).
+MIXED_SHARE = 0.5
+
+HOW_TO_READ = (
+    "Calibration errors and accuracy are in percent, scores as fractions; brackets hold the "
+    "{level:.0%} bootstrap interval over the samples. The noise floor of a calibration error "
+    "is its value for a perfectly calibrated model with the same confidences and sample size: "
+    "an error at or below its floor cannot be told from noise. Binned errors are biased "
+    "upwards at finite sample size, so the interval of a well-calibrated model can lie wholly "
+    "above the estimate. The debiased ECE removes that bias from the squared error: it "
+    "estimates the RMSCE, and is read beside it."
+)
+
+
+def interval_text(name: str, ci: tuple[float, float] | None) -> str:
+    """An interval as the tables show it (``''`` without one).
+
+    >>> interval_text("ece", (0.01, 0.025)), interval_text("nll", None)
+    ('[1.00%, 2.50%]', '')
+    """
+    return "" if ci is None else f"[{format_value(name, ci[0])}, {format_value(name, ci[1])}]"
+
+
+def _command(source: str, *rest: str) -> str:
+    return "`" + " ".join(["calibkit", "compare", shlex.quote(source), *rest]) + "`"
+
+
+def direction(run: EvaluationRun) -> str:
+    """``"overconfident"``, ``"underconfident"``, or ``"mixed"`` when the mean confidence
+    and the accuracy differ by less than :data:`MIXED_SHARE` of the ECE."""
+    gap = run.confidence - run.evaluation.values["accuracy"]
+    if abs(gap) < MIXED_SHARE * run.evaluation.values["ece"]:
+        return "mixed"
+    return "overconfident" if gap > 0 else "underconfident"
+
+
+def _direction_sentence(run: EvaluationRun, calibrated: bool) -> str:
+    conf = format_value("accuracy", run.confidence)
+    acc = format_value("accuracy", run.evaluation.values["accuracy"])
+    means = f"{conf} confident on average and right {acc} of the time"
+    if calibrated:
+        return f"The model is indistinguishable from calibrated at this sample size: {means}"
+    which = direction(run)
+    if which == "mixed":
+        return (
+            "The model is miscalibrated, overconfident at some confidences and underconfident "
+            f"at others: {means}"
+        )
+    return f"The model is {which}: {means.replace(' and right', ' but right')}"
+
+
+def _group_sentence(ge: GroupEvaluation, key: str | None) -> str:
+    ci = interval_text("ece", ge.gap_ci)
+    worst, best = ge.values[ge.worst_group]["ece"], ge.values[ge.best_group]["ece"]
+    within = f" by {key}" if key else ""
+    return (
+        f"Across the groups{within}, the worst group ({ge.worst_group!r}, ECE "
+        f"{format_value('ece', worst)}) is {format_value('ece', ge.gap).removesuffix('%')} points "
+        f"{'(' + ci + ') ' if ci else ''}above the best ({ge.best_group!r}, "
+        f"{format_value('ece', best)})."
+    )
+
+
+def evaluation_verdict(run: EvaluationRun, source: str, group_key: str | None = None) -> Verdict:
+    """The verdict of one evaluation of the file ``source`` (``group_key``: the groups' key).
+
+    The headline: overconfident or underconfident (mean confidence against accuracy), the
+    ECE against its noise floor (not above it, or not above the ECE a calibrated model
+    stays below with probability ``level``: indistinguishable from calibrated at this
+    sample size), the worst-group gap (with groups), and what to run next. The detail: the
+    ECE with its interval, the floor, NLL, accuracy and the sample count.
+    """
+    ev = run.evaluation
+    v = ev.values
+    ece, floor, ci, limit = v["ece"], v.get("ece_floor"), ev.ci.get("ece"), run.noise_limit
+    known = floor is not None and math.isfinite(floor) and math.isfinite(limit)
+    calibrated = known and ece <= limit
+    first = _direction_sentence(run, calibrated)
+    if floor is None or not known:
+        first += f", with an ECE of {format_value('ece', ece)} (no noise floor was estimated)."
+    elif ece <= floor:
+        first += ", and its ECE is not above its noise floor."
+    else:
+        times = f"{ece / floor:.1f} times its noise floor" if floor > 0 else "above its floor"
+        first += f", an ECE {times}{', within the noise' if calibrated else ''}."
+    sentences = [first]
+    extra = (f"--groups {shlex.quote(group_key)}",) if group_key else ()
+    if run.groups is not None:
+        sentences.append(_group_sentence(run.groups, group_key))
+    if not calibrated:
+        sentences.append(f"Run {_command(source, *extra)} to choose a calibrator.")
+    elif run.groups is not None:
+        sentences.append(f"Run {_command(source, *extra)} to see whether a group-aware one helps.")
+    else:
+        sentences.append("No calibrator is needed.")
+    shown = format_value("ece", ece)
+    detail = [f"ECE {shown}"]
+    if ci is not None:
+        detail[0] += f" {interval_text('ece', ci)} ({ev.level:.0%} CI)"
+    if floor is not None:
+        detail.append(
+            f"noise floor {format_value('ece', floor)} ({ev.level:.0%} of calibrated draws "
+            f"below {format_value('ece', limit)})"
+        )
+    detail += [
+        f"NLL {format_value('nll', v['nll'])}",
+        f"accuracy {format_value('accuracy', v['accuracy'])}",
+        f"mean confidence {format_value('accuracy', run.confidence)}",
+        f"{ev.n_samples:,} samples",
+    ]
+    return Verdict(" ".join(sentences), "; ".join(detail) + ".")
+
+
+def metrics_table(ev: Evaluation) -> Table:
+    """Every metric of ``ev`` (labels from the metric registry): value, interval, noise floor."""
+    header = ["Metric", "Value", f"{ev.level:.0%} CI", "Noise floor"]
+    rows = []
+    for name in metric_names(ev):
+        floor = ev.values.get(f"{name}_floor")
+        rows.append(
+            [
+                Cell(column_info(name).label),
+                Cell(format_value(name, ev.values[name])),
+                Cell(interval_text(name, ev.ci.get(name))),
+                Cell("" if floor is None else format_value(name, floor)),
+            ]
+        )
+    return Table("Metrics", header, rows)
+
+
+def group_table(ge: GroupEvaluation, key: str | None = None) -> Table:
+    """Per group: size, accuracy, ECE (interval, noise floor), NLL (interval), confidence."""
+    header = ["Group", "n", "Accuracy", "ECE", "ECE CI", "ECE floor", "NLL", "NLL CI", "Confidence"]
+    rows = []
+    for g, n in zip(ge.names, ge.sizes, strict=True):
+        v, ci = ge.values[g], ge.ci.get(g, {})
+        floor = v.get("ece_floor")
+        cells = [
+            g,
+            f"{n:,}",
+            format_value("accuracy", v["accuracy"]),
+            format_value("ece", v["ece"]),
+            interval_text("ece", ci.get("ece")),
+            "" if floor is None else format_value("ece", floor),
+            format_value("nll", v["nll"]),
+            interval_text("nll", ci.get("nll")),
+            format_value("accuracy", v["confidence"]),
+        ]
+        rows.append([Cell(c) for c in cells])
+    return Table(f"Per group ({key})" if key else "Per group", header, rows)
+
+
+def evaluation_figures(
+    run: EvaluationRun, name: str, interval: IntervalMethod | None = "wilson"
+) -> list[Figure]:
+    """The reliability diagram, the smoothed one (when computed) and the risk-coverage
+    curves of ``run`` (``name``: the file's name, in the titles)."""
+    from calibkit.metrics.binned import reliability_stats
+    from calibkit.metrics.selective import risk_coverage_curve
+    from calibkit.reporting.figures import (
+        figure_png_bytes,
+        reliability_figure,
+        risk_coverage_figure,
+        smooth_reliability_figure,
+    )
+
+    ev = run.evaluation
+    stats = reliability_stats(run.outputs, n_bins=ev.n_bins, mode=run.mode)
+    fig = reliability_figure(
+        stats, title=name, ece=ev.values["ece"], interval=interval, corp=run.corp
+    )
+    caption = f"Reliability diagram ({ev.n_bins} equal-width bins) and confidence histogram."
+    figures = [Figure(RELIABILITY, caption, figure_png_bytes(fig))]
+    if run.smooth is not None:
+        fig = smooth_reliability_figure(run.smooth, title=f"{name}: smoothed reliability")
+        caption = "Kernel-smoothed reliability curve with its bootstrap band."
+        figures.append(Figure(SMOOTH, caption, figure_png_bytes(fig)))
+    rc = risk_coverage_curve(run.outputs)
+    fig = risk_coverage_figure({name: rc}, title=f"{name}: risk-coverage")
+    caption = "Risk against coverage when the least confident samples are rejected first."
+    figures.append(Figure(RISK_COVERAGE, caption, figure_png_bytes(fig)))
+    return figures
+
+
+def _about(run: EvaluationRun, source: str) -> str:
+    out = run.outputs
+    return f"{source}: {out.n_samples:,} samples, {out.n_classes} classes, {out.kind}"
+
+
+def evaluation_document(
+    run: EvaluationRun,
+    source: str,
+    *,
+    group_key: str | None = None,
+    figures: list[Figure] | None = None,
+) -> Document:
+    """The report's document: the verdict, the metrics, the groups, then ``figures``."""
+    ev = run.evaluation
+    mode = run.mode.replace("_", "-")
+    about = f"{_about(run, source)}; {ev.n_bins} equal-width bins, {mode} calibration."
+    body: list[Block] = [
+        Paragraph(about, meta=True),
+        Section("Metrics", [Paragraph(HOW_TO_READ.format(level=ev.level)), metrics_table(ev)]),
+    ]
+    if run.groups is not None:
+        ge = run.groups
+        table = group_table(ge, group_key)
+        notes = [Paragraph(_group_sentence(ge, group_key)), *(Paragraph(w) for w in ge.warnings)]
+        body.append(Section(table.title, [table, *notes]))
+    by_name = {f.name: f for f in figures or []}
+    diagrams = [by_name[n] for n in (RELIABILITY, SMOOTH) if n in by_name]
+    if diagrams:
+        block: Block = diagrams[0] if len(diagrams) == 1 else Gallery(diagrams)
+        body.append(Section("Reliability", [block]))
+    if RISK_COVERAGE in by_name:
+        body.append(Section("Selective prediction", [by_name[RISK_COVERAGE]]))
+    title = f"Evaluation of {Path(source).name}"
+    return Document(title, body, evaluation_verdict(run, source, group_key))
+
+
+def evaluation_text(run: EvaluationRun, source: str, group_key: str | None = None) -> str:
+    """The tables for the terminal (shown below the verdict)."""
+    metrics = metrics_table(run.evaluation)
+    lines = [_about(run, source), _text(metrics)]
+    if run.groups is not None:
+        ge = run.groups
+        where = f" ({group_key})" if group_key else ""
+        lines += [f"\nper group{where}:", _text(group_table(ge, group_key)), format_gap(ge)]
+        lines += ge.warnings
+    return "\n".join(lines)
+
+
+def _text(table: Table) -> str:
+    return text_table(table.header, [[c.text for c in r] for r in table.rows], table.n_left)
+
+
+def evaluation_results(run: EvaluationRun) -> dict[str, Any]:
+    """``results.json``'s numbers: the evaluation's (fractions, intervals, sizes), the mean
+    confidence, ``ece_noise_limit`` (the ECE a calibrated model stays below with probability
+    ``level``) and, with groups, ``"groups"``."""
+    results: dict[str, Any] = run.evaluation.to_dict()
+    results |= {"confidence": run.confidence, "ece_noise_limit": run.noise_limit}
+    results["mode"] = run.mode
+    if run.groups is not None:
+        results["groups"] = run.groups.to_dict()
+    return results
+
+
+def evaluation_report(
+    run: EvaluationRun,
+    *,
+    source: str,
+    group_key: str | None = None,
+    figures: bool = True,
+    interval: str | None = "wilson",
+    inputs: Mapping[str, str] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Report:
+    """The report of ``run`` on the file ``source``: document, numbers, terminal text.
+
+    ``figures``: draw the figures (matplotlib; not needed to print); ``interval``: the
+    per-bin interval of the reliability diagram (``"wilson"``, ``"clopper-pearson"``, or
+    ``"none"`` / None: none).
+    """
+    method = None if interval in (None, "none") else cast("IntervalMethod", interval)
+    drawn = evaluation_figures(run, Path(source).name, method) if figures else None
+    return Report(
+        "evaluate",
+        evaluation_document(run, source, group_key=group_key, figures=drawn),
+        evaluation_results(run),
+        text=evaluation_text(run, source, group_key),
+        inputs=inputs or {},
+        options=options or {},
+    )
+
+
+def write_figures(report: Report, paths: Mapping[str, Path]) -> Report:
+    """Save the report's figures named in ``paths`` (figure name -> file, e.g.
+    ``{RELIABILITY: Path("r.png")}``); the report, its text saying where each went."""
+    if not paths:
+        return report
+    from calibkit.io.atomic import atomic_write_bytes
+
+    figures = {f.name: f for f in report.document.figures()}
+    lines = []
+    for name, path in paths.items():
+        atomic_write_bytes(Path(path), figures[name].png)
+        lines.append(f"{FIGURE_NAMES.get(name, name)}: {path}")
+    return replace(report, text="\n".join([report.text, *lines]))
+
+
+__all__ = [
+    "FIGURE_NAMES",
+    "RELIABILITY",
+    "RISK_COVERAGE",
+    "SMOOTH",
+    "direction",
+    "evaluation_document",
+    "evaluation_figures",
+    "evaluation_report",
+    "evaluation_results",
+    "evaluation_text",
+    "evaluation_verdict",
+    "group_table",
+    "interval_text",
+    "metrics_table",
+    "write_figures",
+]

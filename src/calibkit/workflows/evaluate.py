@@ -1,0 +1,155 @@
+"""One evaluation of one model's outputs, every number ``calibkit evaluate`` reports.
+
+:func:`evaluate_outputs` runs the metric suite (values, bootstrap intervals at ``level``,
+noise floors), the extras asked for (:mod:`calibkit.metrics.extras`, each given the options
+its registry entry declares), the per-group metrics with ``groups``, the smoothed
+reliability curve (with the smooth ECE) and the CORP curve when asked. It computes
+numbers only; :mod:`calibkit.reporting.evaluate_report` turns them into a report.
+
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> z = rng.normal(size=(400, 3)) * 3
+>>> y = np.argmax(z / 3 + rng.gumbel(size=z.shape), axis=1)  # logits 3x too large
+>>> run = evaluate_outputs(as_outputs(y, logits=z), n_boot=0, extras=("brier_reliability",))
+>>> run.confidence > run.evaluation.values["accuracy"]  # overconfident
+True
+>>> "brier_reliability" in run.evaluation.values
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.metrics.extras import extra_values
+from calibkit.metrics.samples import Mode
+from calibkit.metrics.suite import Evaluation, MetricSuite, evaluate
+
+#: Noise-floor draws (:func:`calibkit.metrics.evaluate`'s default, so that the floor is
+#: the mean of the draws :attr:`EvaluationRun.noise_limit` is a quantile of).
+N_FLOOR_DRAWS = 200
+
+if TYPE_CHECKING:
+    from calibkit.metrics.groups import GroupEvaluation
+    from calibkit.metrics.reliability_bands import CorpReliability
+    from calibkit.metrics.smooth import SmoothReliability
+
+
+@dataclass(frozen=True)
+class EvaluationRun:
+    """What :func:`evaluate_outputs` found.
+
+    Attributes
+    ----------
+    outputs : ClassifierOutputs
+        The evaluated outputs.
+    evaluation : Evaluation
+        The suite's values, intervals and floors, and the extras asked for.
+    confidence : float
+        The mean top-label confidence (against ``evaluation.values["accuracy"]``).
+    noise_limit : float
+        The ECE a perfectly calibrated model with these confidences stays below with
+        probability ``evaluation.level`` (the ``level`` quantile of the draws whose mean is the
+        noise floor ``ece_floor``): an ECE below it is within the noise.
+    mode : str
+        The binary mode of the binned metrics.
+    groups : GroupEvaluation or None
+        The per-group metrics (with ``groups``).
+    smooth : SmoothReliability or None
+        The smoothed reliability curve (when the smooth ECE was asked).
+    corp : CorpReliability or None
+        The CORP reliability curve (with ``corp``).
+    """
+
+    outputs: ClassifierOutputs
+    evaluation: Evaluation
+    confidence: float
+    noise_limit: float
+    mode: Mode = "top_label"
+    groups: GroupEvaluation | None = None
+    smooth: SmoothReliability | None = None
+    corp: CorpReliability | None = None
+
+
+def evaluate_outputs(
+    outputs: ClassifierOutputs,
+    *,
+    groups: object = None,
+    extras: tuple[str, ...] = (),
+    smooth: bool = False,
+    corp: bool = False,
+    n_bins: int = 15,
+    mode: Mode = "top_label",
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    coverage: float = 0.8,
+    risk: float = 0.05,
+) -> EvaluationRun:
+    """Every number of one evaluation of ``outputs``.
+
+    Parameters
+    ----------
+    outputs : ClassifierOutputs
+        The model's outputs and the labels.
+    groups : array-like of shape (N,), optional
+        One group per sample: adds :func:`~calibkit.metrics.groups.evaluate_groups`.
+    extras : tuple of str
+        Registered extras (:func:`calibkit.metrics.extras.expand_extras`); ``smooth_ece``
+        among them (or ``smooth``) computes the smoothed reliability curve, whose smooth ECE
+        has a bootstrap interval.
+    smooth, corp : bool
+        Also compute the smoothed reliability curve / the CORP curve.
+    n_bins, mode, n_boot, level, seed
+        As in :func:`calibkit.metrics.evaluate`.
+    coverage, risk : float
+        The options of the extras ``risk_at_coverage`` and ``coverage_at_risk``.
+    """
+    outputs = as_outputs(outputs)
+    ev = evaluate(
+        outputs,
+        n_bins=n_bins,
+        n_boot=n_boot,
+        level=level,
+        seed=seed,
+        mode=mode,
+        n_floor_draws=N_FLOOR_DRAWS,
+    )
+    per_group = None
+    if groups is not None:
+        from calibkit.metrics.groups import evaluate_groups
+
+        per_group = evaluate_groups(
+            outputs, groups=groups, n_bins=n_bins, mode=mode, n_boot=n_boot, level=level, seed=seed
+        )
+    options = {"n_bins": n_bins, "mode": mode, "coverage": coverage, "risk": risk}
+    values = dict(ev.values)
+    values |= extra_values(outputs, [n for n in extras if n != "smooth_ece"], **options)
+    ci = dict(ev.ci)
+    rel = None
+    if smooth or "smooth_ece" in extras:
+        from calibkit.metrics.smooth import smooth_reliability
+
+        boot = max(1, n_boot)
+        rel = smooth_reliability(outputs, mode=mode, n_boot=boot, level=level, seed=seed)
+        values["smooth_ece"] = rel.value
+        if n_boot:
+            ci["smooth_ece"] = rel.interval
+    curve = None
+    if corp:
+        from calibkit.metrics.reliability_bands import corp_reliability
+
+        curve = corp_reliability(outputs, mode=mode, seed=seed)
+    confidence = float(np.mean(outputs.confidence))
+    suite = MetricSuite.from_outputs(outputs, n_bins=n_bins, mode=mode)  # the floor's draws
+    draws = suite.noise_draws(N_FLOOR_DRAWS, seed, ("ece",))["ece"]
+    limit = float(np.quantile(draws, level))
+    ev = replace(ev, values=values, ci=ci)
+    return EvaluationRun(outputs, ev, confidence, limit, mode, per_group, rel, curve)
+
+
+__all__ = ["EvaluationRun", "evaluate_outputs"]
