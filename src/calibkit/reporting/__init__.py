@@ -17,7 +17,7 @@ _MODULES: dict[str, str] = {
         "save_figure smooth_reliability_figure"
     ),
     "calibkit.reporting.compare_report": "write_compare_report",
-    "calibkit.reporting.shift_report": "write_shift_report",
+    "calibkit.reporting.shift_report": "shift_report write_shift_report",
     "calibkit.reporting.document": "Document Figure Gallery Paragraph Section Table",
     "calibkit.reporting.render": "to_html to_markdown",
 }
