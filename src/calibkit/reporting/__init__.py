@@ -2,7 +2,9 @@
 JSON, CSV) of comparisons and studies.
 
 Each name loads its module on first use (PEP 562), so that importing the package does not
-load matplotlib.
+load matplotlib. ``shift_report`` is a function of the module of the same name: it is
+exported at the package root (``calibkit.shift_report``), not here, where importing the
+module would hide the function behind it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ _MODULES: dict[str, str] = {
         "save_figure smooth_reliability_figure"
     ),
     "calibkit.reporting.compare_report": "write_compare_report",
-    "calibkit.reporting.shift_report": "shift_report write_shift_report",
+    "calibkit.reporting.shift_report": "write_shift_report",
     "calibkit.reporting.document": "Document Figure Gallery Paragraph Section Table",
     "calibkit.reporting.render": "to_html to_markdown",
 }

@@ -162,6 +162,20 @@ class Breaking:
         return self.ece[method][severity] <= self.limits[method]
 
 
+def _limits(rows: Sequence[ShiftRow], methods: Sequence[str]) -> dict[str, float]:
+    """Each method's ECE limit: :data:`FACTOR` times the larger of its clean ECE and its
+    clean noise floor (methods without a clean row are left out)."""
+    means, _ = _means(rows)
+    limits = {}
+    for m in methods:
+        if (m, 0) not in means:
+            continue
+        floor = means[m, 0].get("ece_floor", math.nan)
+        clean = max(means[m, 0]["ece"], 0.0 if math.isnan(floor) else floor)
+        limits[m] = FACTOR * clean
+    return limits
+
+
 def breaking_point(rows: Sequence[ShiftRow]) -> Breaking:
     """The severity from which calibration breaks (see the module docstring)."""
     means, _ = _means(rows)
@@ -169,11 +183,8 @@ def breaking_point(rows: Sequence[ShiftRow]) -> Breaking:
     methods = [m for m in ece_methods if m != "none"] or ece_methods
     severities = sorted({s for _, s in means if s > 0})
     ece = {m: {s: means[m, s]["ece"] for s in [0, *severities] if (m, s) in means} for m in methods}
-    limits = {}
-    for m in methods:
-        floor = means[m, 0].get("ece_floor", math.nan)
-        clean = max(means[m, 0]["ece"], 0.0 if math.isnan(floor) else floor)
-        limits[m] = FACTOR * clean
+    limits = _limits(rows, methods)
+    methods = [m for m in methods if m in limits]
     found = Breaking(None, methods, limits, ece)
     for s in severities:
         if not any(found.held(m, s) for m in methods if s in ece[m]):
@@ -210,7 +221,9 @@ def _calibration_headline(b: Breaking, means: Means) -> str:
     has_none = ("none", 0) in means and not alone
 
     def raw(s: int) -> str:
-        return f" (uncalibrated {_pct(means['none', s]['ece'])})" if has_none else ""
+        return (
+            f"; uncalibrated, {_pct(means['none', s]['ece'])} at severity {s}" if has_none else ""
+        )
 
     if b.severity is None:
         last = severities[-1]
@@ -226,9 +239,11 @@ def _calibration_headline(b: Breaking, means: Means) -> str:
     before = [s for s in severities if s < b.severity]
     if not before:
         clean = min(b.ece[m][0] for m in b.methods)
+        best = "" if alone else " at best"
         return (
             f"Calibration breaks from the mildest severity evaluated ({b.severity}): {who} is "
-            f"{_pct(low)} or more, against {_pct(clean)} clean{raw(b.severity)}."
+            f"{_pct(low)} or more from there on, against {_pct(clean)}{best} on clean "
+            f"images{raw(b.severity)}."
         )
     held_all = [m for m in b.methods if all(b.held(m, s) for s in before)] or b.methods
     best = min(held_all, key=lambda m: max(b.ece[m][s] for s in before))
@@ -286,9 +301,12 @@ def shift_verdict(rows: Sequence[ShiftRow], alpha: float | None) -> Verdict:
     return Verdict(headline, detail + ".")
 
 
-def _pivot(rows: Sequence[ShiftRow], name: str, title: str) -> Table:
+def _pivot(
+    rows: Sequence[ShiftRow], name: str, title: str, limits: Mapping[str, float] | None = None
+) -> Table:
     """``name``'s mean over the corruptions: a row per method, a column per severity; the
-    best value of each column in bold (where the metric has a direction)."""
+    best value of each column in bold (where the metric has a direction); ``limits``: a
+    last column of each method's limit (where given)."""
     means, _ = _means(rows)
     methods = _methods(rows, name)
     severities = sorted({s for m, s in means if m in methods})
@@ -305,6 +323,12 @@ def _pivot(rows: Sequence[ShiftRow], name: str, title: str) -> Table:
                 for r, v in zip(cells, vals, strict=True)
             ]
     header = ["Method", *(f"Severity {s}" if s else "Clean" for s in severities)]
+    if limits:
+        cells = [
+            [*r, Cell(_value(name, limits.get(m, math.nan)))]
+            for r, m in zip(cells, methods, strict=True)
+        ]
+        header.append("Holds up to")
     return Table(title, header, cells)
 
 
@@ -327,7 +351,8 @@ def summary_tables(rows: Sequence[ShiftRow], alpha: float | None = None) -> list
     names = list(rows[0].values) if rows else []
     tables = []
     if "ece" in names and _methods(rows, "ece"):
-        tables.append(_pivot(rows, "ece", "Mean ECE over the corruptions"))
+        limits = _limits(rows, _methods(rows, "ece"))
+        tables.append(_pivot(rows, "ece", "Mean ECE over the corruptions", limits))
     if "coverage" in names and _methods(rows, "coverage"):
         target = "" if alpha is None else f" (target {_pct(1 - alpha)})"
         tables.append(_pivot(rows, "coverage", f"Mean coverage of the conformal sets{target}"))
@@ -389,8 +414,9 @@ def _how_to_read(alpha: float | None) -> str:
         "corruptions at each severity (each set's numbers are in results.csv). A calibrator "
         "holds at a severity when its mean ECE stays within twice its clean level: the "
         "larger of its clean ECE and its clean noise floor (the ECE a perfectly calibrated "
-        "model with the same confidences would show at this test size). Calibration breaks "
-        "at the first severity at which no calibrator holds."
+        "model with the same confidences would show at this test size), the last column of "
+        "the ECE table. Calibration breaks at the first severity at which no calibrator "
+        "holds (the uncalibrated model, none, is shown for comparison)."
     )
     if alpha is not None:
         text += (

@@ -567,8 +567,9 @@ def run_shift(settings: ShiftSettings) -> ShiftResult:
     started = time.perf_counter()
     try:
         data = load_dataset(s.data, s.data_dir)
-    except InputError as exc:
-        raise _renamed(exc, "data") if exc.argument == "spec" else exc from None
+    except InputError as exc:  # the spec is the data field; a missing file, the folder's
+        where = {"spec": "data", "source": "data_dir", "archive": "data_dir"}
+        raise _renamed(exc, where[exc.argument]) if exc.argument in where else exc from None
     if s.split not in data:
         raise InputError("split", f"a split among {', '.join(data)}", repr(s.split))
     arrays = data[s.split]
