@@ -195,3 +195,25 @@ def test_a_broken_reference_is_found(tmp_path: Path) -> None:
         "configs/seed_bird_cat.toml",
         "configs/wang2021_birdcat.toml",
     ]
+
+
+def test_the_shift_snippet_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a synthetic cifar10-jpeg.zip (16 images a class) and a ResNet-20 with random
+    weights, so it runs without ../shared; the sizes cut to fit."""
+    from calibkit.models import create_model
+    from tests.data.synthetic import cifar10_jpeg_zip
+
+    cifar10_jpeg_zip(tmp_path / "data", per_class=16)
+    torch.manual_seed(0)
+    torch.save(create_model("resnet20", 10).state_dict(), tmp_path / "resnet20-12fca82f.th")
+    code = _block("ck.run_shift(").replace("cal_size=1000", "cal_size=60")
+    code = code.replace("test_size=500", "test_size=40")
+    assert "cal_size=60" in code
+    assert "test_size=40" in code
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert namespace["result"].n_test == 40
+    assert namespace["report"].document.verdict.headline.startswith("Calibration ")
+    assert (tmp_path / "shift" / "report.html").exists()
+    assert (tmp_path / "shift" / "config.json").exists()

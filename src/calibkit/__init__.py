@@ -16,7 +16,8 @@ and ``calibkit.reporting`` is here too (``tests/test_package.py`` checks it):
   ``CalibratedClassifier`` (any scikit-learn classifier, calibrated);
 - models and data: ``create_model``, ``load_dataset``;
 - training: ``TrainConfig``, ``train``;
-- workflows: ``compare``, ``conformal_sets``, ``label_shift``, ``shift_table``, ``run_demo``;
+- workflows: ``compare``, ``conformal_sets``, ``label_shift``, ``run_shift`` (with
+  ``ShiftSettings``) and ``shift_table``, ``run_demo``;
 - reporting: ``reliability_figure``, ``ReliabilityDisplay``, ``write_compare_report``, the
   document model (``Document``, ``Section``, ``Table``, ...);
 - studies: ``StudyConfig``, ``load_study_config``, ``run_study``.
@@ -81,7 +82,9 @@ _MODULES: dict[str, str] = {
     "calibkit.workflows.label_shift": (
         "LabelShiftResult label_shift resample_to_priors simulate_label_shift"
     ),
-    "calibkit.workflows.shift": "ShiftRow severity_summary shift_table",
+    "calibkit.workflows.shift": (
+        "ShiftResult ShiftRow ShiftSettings run_shift severity_summary shift_table"
+    ),
     "calibkit.workflows.demo": "DemoResult DemoSettings run_demo",
     "calibkit.reporting.display": "ReliabilityDisplay",
     "calibkit.reporting.figures": (
@@ -89,7 +92,7 @@ _MODULES: dict[str, str] = {
         "save_figure smooth_reliability_figure"
     ),
     "calibkit.reporting.compare_report": "write_compare_report",
-    "calibkit.reporting.shift_report": "write_shift_report",
+    "calibkit.reporting.shift_report": "shift_report write_shift_report",
     "calibkit.reporting.document": "Document Figure Gallery Paragraph Section Table",
     "calibkit.reporting.render": "to_html to_markdown",
     "calibkit.study": "StudyConfig load_study_config run_study",
@@ -291,6 +294,7 @@ if TYPE_CHECKING:
         to_markdown,
     )
     from calibkit.reporting.shift_report import (
+        shift_report,
         write_shift_report,
     )
     from calibkit.study import (
@@ -325,7 +329,10 @@ if TYPE_CHECKING:
         simulate_label_shift,
     )
     from calibkit.workflows.shift import (
+        ShiftResult,
         ShiftRow,
+        ShiftSettings,
+        run_shift,
         severity_summary,
         shift_table,
     )

@@ -1,5 +1,6 @@
-"""``calibkit shift``: bad input (exit 2, nothing written), a folder calibkit did not write,
-and a small real run on the pretrained ResNet-20 (skipped without ../shared/data)."""
+"""``calibkit shift``: bad input (exit 2, nothing written, the option named), a folder
+calibkit did not write, a run on a tiny synthetic dataset and model, and a small real run on
+the pretrained ResNet-20 (skipped without ../shared/data)."""
 
 from __future__ import annotations
 
@@ -32,11 +33,17 @@ def weights(tmp_path: Path) -> Path:
         (["--corruptions", "gaussian_noise,frost"], "gaussian_noise"),  # lists the valid ones
         (["--methods", "temperature,nope"], "--methods"),
         (["--methods", "neural_clamping"], "--methods"),
-        (["--conformal", "thr"], "--conformal"),
+        (["--scores", "thr"], "--scores"),
+        (["--scores", "rap"], "did you mean 'raps'"),
+        (["--methods", "temperatur"], "did you mean 'temperature'"),
         (["--model", "resnet21"], "--model"),
         (["--weights", "/nonexistent/w.th"], "--weights"),
         (["--std", "0,1,1"], "--std"),
         (["--device", "cuda:64"], "--device"),
+        (["--cal-size", "0"], "--cal-size"),
+        (["--seed", "-1"], "--seed"),
+        (["--n-bins", "0"], "--n-bins"),
+        (["--split", "nope"], "--data-dir"),  # the dataset is looked for first
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(
@@ -93,11 +100,13 @@ def test_a_small_real_run_on_the_pretrained_resnet20(
     ]  # fmt: skip
     assert main(args) == 0
     text = capsys.readouterr().out
+    assert text.startswith("Calibration ")  # the verdict first
     assert "ts+raps" in text
-    assert "clean" in text
+    assert "Clean" in text
     files = {p.name for p in out.iterdir()}
-    assert {"report.md", "results.csv", "results.json", "config.json"} <= files
-    assert {"shift_calibration.png", "shift_conformal.png"} <= files
+    assert {"report.md", "report.html", "results.csv", "results.json", "config.json"} <= files
+    figures = {p.name for p in (out / "figures").iterdir()}
+    assert {"shift_calibration.png", "shift_conformal.png"} <= figures
     with (out / "results.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 4 * 5  # (none, TS, RAPS, LAC) x (clean + 2 corruptions x 2 severities)
@@ -111,3 +120,77 @@ def test_a_small_real_run_on_the_pretrained_resnet20(
     config = json.loads((out / "config.json").read_text())
     assert config["n_calibration"] == 500
     assert config["n_test"] == 200
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> list[str]:
+    """The options of a run on a synthetic cifar10-jpeg.zip (16 images a class) and a LeNet-5
+    with random weights: seconds on a CPU, no ../shared."""
+    import torch
+
+    from calibkit.models import create_model
+    from tests.data.synthetic import cifar10_jpeg_zip
+
+    cifar10_jpeg_zip(tmp_path / "data", per_class=16)
+    torch.manual_seed(0)
+    weights = tmp_path / "lenet.pt"
+    torch.save(create_model("lenet5", 10).state_dict(), weights)
+    return [
+        "shift", "--model", "lenet5", "--weights", str(weights),
+        "--data-dir", str(tmp_path / "data"), "--cal-size", "60", "--test-size", "60",
+        "--corruptions", "gaussian_noise,contrast", "--severities", "1,3",
+        "--methods", "none,temperature", "--n-floor-draws", "5", "--device", "cpu",
+    ]  # fmt: skip
+
+
+def test_a_tiny_run_writes_the_report(
+    tiny: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report"
+    assert main([*tiny, "--scores", "lac", "--n-bins", "10", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("Calibration ")
+    assert "Mean ECE over the corruptions:" in captured.out
+    assert "ts+lac" in captured.out
+    assert "ts+raps" not in captured.out
+    assert f"report: {out / 'report.html'}" in captured.out
+    assert "1 of 1" not in captured.err
+    assert "Traceback" not in captured.err
+    files = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert {"report.md", "report.html", "results.json", "results.csv", "config.json"} <= files
+    assert "figures/shift_calibration.png" in files
+    data = json.loads((out / "results.json").read_text())
+    assert data["command"] == "calibkit shift"
+    assert data["options"]["scores"] == "lac"
+    assert data["options"]["n_bins"] == 10
+    assert data["inputs"]["--weights"]["path"].endswith("lenet.pt")
+    config = json.loads((out / "config.json").read_text())
+    assert (config["n_calibration"], config["n_test"], config["n_bins"]) == (60, 60, 10)
+    assert config["scores"] == ["lac"]
+    assert len(data["rows"]) == 3 * 5  # (none, TS, LAC) x (clean + 2 x 2)
+
+
+def test_the_old_conformal_option_still_works(
+    tiny: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*tiny, "--conformal", "none", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "--conformal is deprecated; use --scores" in captured.err
+    data = json.loads(captured.out)
+    assert data["verdict"]["headline"].startswith("Calibration ")
+    assert {r["method"] for r in data["rows"]} == {"none", "temperature"}
+
+
+def test_a_missing_split_names_the_option(
+    tiny: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*tiny, "--split", "validation"]) == 2
+    assert "--split: expected a split among train, test" in capsys.readouterr().err
+
+
+def test_run_stays_short() -> None:
+    import inspect
+
+    from calibkit.cli import shift
+
+    assert len(inspect.getsource(shift.run).splitlines()) <= 40

@@ -1,24 +1,39 @@
 """``calibkit shift``: a model's calibrators fitted on clean images, judged on every
-corruption x severity (calibration under distribution shift, Ovadia et al. 2019)."""
+corruption x severity (calibration under distribution shift, Ovadia et al. 2019).
+
+The command parses its options into :class:`~calibkit.workflows.shift.ShiftSettings` (which
+checks every name before any work), runs :func:`~calibkit.workflows.shift.run_shift`, and
+writes :func:`~calibkit.reporting.shift_report.shift_report` with ``--out``; a settings
+field an error names is reported as its option.
+"""
 
 from __future__ import annotations
 
 import argparse
-import time
-from pathlib import Path
 from typing import Any
 
-from calibkit.cli.common import method_class, renamed, say
-from calibkit.cli.options import Subparsers, number, opt, split_size
+from calibkit.cli.glossary import names
+from calibkit.cli.options import (
+    Subparsers,
+    add_cal_size,
+    add_format,
+    add_numbers,
+    add_out,
+    deprecated,
+    number,
+    opt,
+)
 from calibkit.core.errors import InputError
-from calibkit.core.validation import Integer
-from calibkit.io.atomic import atomic_directory, check_replaceable_folder
+from calibkit.core.validation import RESAMPLES, Integer
 
-#: The conformal scores (``calibkit.calibrators.sets.conformal.SCORES``; no numpy at parse time).
-SCORES = ("lac", "aps", "raps", "saps")
-#: The normalisation of the pretrained CIFAR ResNets (``../shared/data/README.md``).
+#: The conformity scores the command line spells (the library's, a test checks).
+SCORES = names("conformity scores")
+#: The normalisation of the pretrained CIFAR ResNets (``calibkit.workflows.shift``'s
+#: ``IMAGENET_MEAN``/``IMAGENET_STD``; no numpy at parse time).
 IMAGENET_MEAN = "0.485,0.456,0.406"
 IMAGENET_STD = "0.229,0.224,0.225"
+#: Settings fields whose option is not ``--`` + the field with dashes.
+_FLAGS = {"corruption": "--corruptions", "spec": "--data", "path": "--weights"}
 
 
 def _alpha(text: str) -> float:
@@ -56,19 +71,14 @@ def _floats(text: str) -> tuple[float, ...]:
         ) from None
 
 
-def _names(text: str) -> list[str]:
-    return list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
-
-
 def _add_data_options(p: argparse.ArgumentParser) -> None:
     """The model, its data and the two parts."""
     opt(p, "--model", "NAME", "registered model (calibkit's models, e.g. resnet20)", required=True)
     opt(p, "--weights", "PATH", "the model's checkpoint (state dict)", required=True)
     opt(p, "--data", "SPEC", "image dataset (default %(default)s)", default="cifar10-jpeg")
     opt(p, "--data-dir", "DIR", "its folder (default $CALIBKIT_DATA)")
-    opt(p, "--split", "NAME", "the split to use (default %(default)s)", default="test")
-    text = "clean calibration part: count or fraction, stratified (default %(default)s)"
-    opt(p, "--cal-size", "N", text, type=split_size, default=5000)
+    opt(p, "--split", "NAME", "the dataset's split to use (default %(default)s)", default="test")
+    add_cal_size(p, default=5000, alias=False)
     text = "test images kept of the rest, stratified (default: all)"
     opt(p, "--test-size", "N", text, type=number(Integer(low=1)))
 
@@ -78,7 +88,8 @@ def add_arguments(sub: Subparsers) -> None:
     text = "calibrators fitted on clean images, judged on every corruption x severity"
     about = (
         "Fit each calibrator on a clean calibration part of --data's split, then evaluate it "
-        "on the clean rest and on its CIFAR-10-C corruptions at each severity."
+        "on the clean rest and on its CIFAR-10-C corruptions at each severity. The verdict "
+        "says from which severity calibration breaks."
     )
     p = sub.add_parser("shift", help=text, description=about)
     _add_data_options(p)
@@ -88,240 +99,62 @@ def add_arguments(sub: Subparsers) -> None:
     text = (
         "calibrators (none: the model's softmax; default none,temperature,vector,ms_odir,dirichlet)"
     )
-    opt(p, "--methods", "A,B", text)
-    text = "conformal scores on temperature scaling, or none (default raps,lac)"
-    opt(p, "--conformal", "S,T", text, default="raps,lac")
-    opt(
-        p,
-        "--alpha",
-        "A",
-        "conformal miscoverage in (0, 1) (default %(default)s)",
-        type=_alpha,
-        default=0.1,
-    )
-    opt(
-        p,
-        "--mean",
-        "M,M,M",
-        "input normalisation mean (default %(default)s)",
-        type=_floats,
-        default=IMAGENET_MEAN,
-    )
-    opt(
-        p,
-        "--std",
-        "S,S,S",
-        "input normalisation std (default %(default)s)",
-        type=_floats,
-        default=IMAGENET_STD,
-    )
+    opt(p, "--methods", "A,B,C", text)
+    text = "conformity scores among " + ", ".join(SCORES) + ", each on temperature scaling"
+    opt(p, "--scores", "S,T", text + ", or none (default %(default)s)", default="raps,lac")
+    deprecated(p, "--conformal", "--scores")
+    text = "conformal miscoverage in (0, 1) (default %(default)s)"
+    opt(p, "--alpha", "A", text, type=_alpha, default=0.1)
+    text = "input normalisation mean (default %(default)s)"
+    opt(p, "--mean", "M,M,M", text, type=_floats, default=IMAGENET_MEAN)
+    text = "input normalisation std (default %(default)s)"
+    opt(p, "--std", "S,S,S", text, type=_floats, default=IMAGENET_STD)
     opt(p, "--device", "DEV", "cpu, cuda, cuda:N or auto (default %(default)s)", default="auto")
-    opt(
-        p,
-        "--batch-size",
-        "N",
-        "images per forward pass (default %(default)s)",
-        type=number(Integer(low=1)),
-        default=500,
-    )
-    opt(
-        p,
-        "--n-floor-draws",
-        "N",
-        "draws of the ECE noise floor (default %(default)s)",
-        type=number(Integer(low=0)),
-        default=100,
-    )
-    opt(
-        p,
-        "--seed",
-        "N",
-        "seed of the split, corruptions and conformal split (default %(default)s)",
-        type=number(Integer(low=0)),
-        default=0,
-    )
-    opt(
-        p,
-        "--out",
-        "DIR",
-        "write report.md, results.csv, results.json, config.json and figures here",
-    )
+    text = "images per forward pass (default %(default)s)"
+    opt(p, "--batch-size", "N", text, type=number(Integer(low=1)), default=500)
+    text = "draws of the ECE noise floor (default %(default)s)"
+    opt(p, "--n-floor-draws", "N", text, type=number(RESAMPLES), default=100)
+    add_numbers(p, boot=False, mode=False)
+    add_out(p, "the report (report.md, report.html, results.json, results.csv, config.json)")
+    add_format(p)
 
 
-def _checked(args: argparse.Namespace) -> dict[str, Any]:
-    """Every name checked before any work (an unknown one refused with the valid ones)."""
-    from calibkit.data.corruptions import CORRUPTIONS, check_corruption
-    from calibkit.models import MODELS
-    from calibkit.workflows.shift import DEFAULT_METHODS
-
-    corruptions = (
-        list(CORRUPTIONS.names()) if args.corruptions == "all" else _names(args.corruptions)
-    )
-    if not corruptions:
-        raise InputError(
-            "--corruptions", "comma-separated corruption names, or all", repr(args.corruptions)
-        )
-    for c in corruptions:
-        try:
-            check_corruption(c, 1)
-        except InputError as exc:
-            raise renamed(exc, "--corruptions") from None
-    methods = list(DEFAULT_METHODS) if args.methods is None else _names(args.methods)
-    if not methods:
-        raise InputError("--methods", "comma-separated calibrator names", repr(args.methods))
-    for m in methods:
-        if m != "none":
-            method_class(m, "--methods", ("logits",))
-    conformal = [] if args.conformal == "none" else _names(args.conformal)
-    bad = [s for s in conformal if s not in SCORES]
-    if bad or (args.conformal != "none" and not conformal):
-        raise InputError(
-            "--conformal", "scores among " + ", ".join(SCORES) + ", or none", repr(args.conformal)
-        )
-    try:
-        MODELS.get(args.model)
-    except InputError as exc:
-        raise renamed(exc, "--model") from None
-    if not Path(args.weights).is_file():
-        raise InputError("--weights", "an existing checkpoint file", repr(args.weights))
-    for name, values in (("--mean", args.mean), ("--std", args.std)):
-        if name == "--std" and any(v <= 0 for v in values):
-            raise InputError(name, "positive numbers", repr(values))
-    return {"corruptions": corruptions, "methods": methods, "conformal": conformal}
+#: The options that are :class:`~calibkit.workflows.shift.ShiftSettings` fields.
+FIELDS = (
+    *("model", "weights", "data", "data_dir", "split", "cal_size", "test_size", "corruptions"),
+    *("severities", "methods", "scores", "alpha", "mean", "std", "device", "batch_size"),
+    *("n_floor_draws", "n_bins", "seed"),
+)
 
 
-def _model(name: str, weights: str, n_classes: int, channels: int) -> Any:
-    from calibkit.models import MODELS, create_model, load_checkpoint, load_pretrained_cifar_resnet
-
-    info = MODELS.info(name)
-    if info.get("family") == "cifar_resnet":
-        return load_pretrained_cifar_resnet(weights, int(info["depth"]))
-    return load_checkpoint(create_model(name, n_classes, in_channels=channels), weights)
-
-
-def _split(labels: Any, args: argparse.Namespace) -> tuple[Any, Any]:
-    """Stratified seeded ``(calibration, test)`` indices, the test part cut to
-    ``--test-size`` (stratified) when that is smaller."""
-    from calibkit.core.splits import stratified_split
-
-    try:
-        test_idx, cal_idx = stratified_split(labels, args.cal_size, args.seed)
-    except InputError as exc:
-        raise renamed(exc, "--cal-size") from None
-    if args.test_size is not None and args.test_size < len(test_idx):
-        keep, _ = stratified_split(labels[test_idx], len(test_idx) - args.test_size, args.seed)
-        test_idx = test_idx[keep]
-    return cal_idx, test_idx
+def _flag(exc: InputError) -> InputError:
+    """An error naming a settings field, naming its option instead (others unchanged)."""
+    if exc.argument not in FIELDS and exc.argument not in _FLAGS:
+        return exc
+    flag = _FLAGS.get(exc.argument, "--" + exc.argument.replace("_", "-"))
+    return InputError(flag, exc.expected, exc.got)
 
 
-def _config(
-    args: argparse.Namespace, names: dict[str, Any], n_cal: int, n_test: int, device: str
-) -> dict[str, Any]:
-    """The resolved settings, written as config.json."""
-    keys = ("model", "weights", "data", "split", "test_size", "severities", "alpha", "seed")
-    return {
-        "command": "calibkit shift",
-        **{k: getattr(args, k) for k in keys},
-        "n_calibration": n_cal,
-        "n_test": n_test,
-        **names,
-        "mean": list(args.mean),
-        "std": list(args.std),
-        "device": device,
-        "n_floor_draws": args.n_floor_draws,
-    }
+def _settings(args: argparse.Namespace) -> Any:
+    """The options as settings (an option left unset: the settings' default)."""
+    from calibkit.workflows.shift import ShiftSettings
+
+    given = {f: getattr(args, f) for f in FIELDS}
+    optional = ("data_dir", "test_size")
+    return ShiftSettings(**{f: v for f, v in given.items() if v is not None or f in optional})
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load, split, corrupt, fit, judge; print the summary; write the report with ``--out``."""
-    from calibkit.core.outputs import as_outputs
-    from calibkit.data import load_dataset, parse_dataset_spec
-    from calibkit.reporting.shift_report import format_summary, write_shift_report
-    from calibkit.study.definition.components import resolve_device
-    from calibkit.workflows.shift import model_logits, shift_table, shifted_logits
+    """Parse into settings, run the study, report it (``--out``: the report folder)."""
+    from calibkit.cli.common import finish, output_folder, report_inputs, report_options
+    from calibkit.reporting.shift_report import shift_report
+    from calibkit.workflows.shift import run_shift
 
-    names = _checked(args)
-    out_dir = None if args.out is None else check_replaceable_folder(Path(args.out), "--out")
     try:
-        device = resolve_device(args.device)
+        settings = _settings(args)
+        folder = output_folder(args)
+        result = run_shift(settings)
     except InputError as exc:
-        raise renamed(exc, "--device") from None
-    spec = parse_dataset_spec(args.data)
-    if spec.corruption is not None:
-        raise InputError(
-            "--data", "a clean dataset (corruptions come from --corruptions)", repr(args.data)
-        )
-    started = time.perf_counter()
-    try:
-        data = load_dataset(args.data, args.data_dir)
-    except InputError as exc:
-        raise renamed(exc, "--data") if exc.argument == "spec" else exc from None
-    if args.split not in data:
-        raise InputError("--split", f"a split among {', '.join(data)}", repr(args.split))
-    arrays = data[args.split]
-    channels = int(arrays.images.shape[-1])
-    for name, values in (("--mean", args.mean), ("--std", args.std)):
-        if len(values) != channels:
-            raise InputError(name, f"{channels} values (one per channel)", repr(values))
-    cal_idx, test_idx = _split(arrays.labels, args)
-    model = _model(args.model, args.weights, len(arrays.classes), channels)
-    n_sets = len(names["corruptions"]) * len(args.severities)
-    say(
-        f"{args.model} on {args.data}:{args.split}: {len(cal_idx):,} clean calibration images, "
-        f"{len(test_idx):,} test images, {n_sets} corrupted sets, on {device}"
-    )
-
-    kw = {"device": device, "batch_size": args.batch_size}
-    y = arrays.labels
-    cal = as_outputs(
-        y[cal_idx], logits=model_logits(model, arrays.images[cal_idx], args.mean, args.std, **kw)
-    )
-    test = as_outputs(
-        y[test_idx], logits=model_logits(model, arrays.images[test_idx], args.mean, args.std, **kw)
-    )
-    shifted = shifted_logits(
-        model,
-        arrays.images[test_idx],
-        y[test_idx],
-        names["corruptions"],
-        args.severities,
-        mean=args.mean,
-        std=args.std,
-        seed=args.seed,
-        key=f"{spec.name}/{args.split}",
-        indices=test_idx,
-        **kw,
-    )
-    say("fitting the calibrators on the clean calibration part and judging every set")
-    rows = shift_table(
-        cal,
-        test,
-        shifted,
-        names["methods"],
-        conformal=names["conformal"],
-        alpha=args.alpha,
-        n_floor_draws=args.n_floor_draws,
-        seed=args.seed,
-    )
-    wall = time.perf_counter() - started
-    print(
-        f"{args.model} on {args.data}:{args.split} "
-        f"({len(test_idx):,} test images; mean over the corruptions)"
-    )
-    print(format_summary(rows))
-    print(f"wall time {wall:.0f}s")
-    if out_dir is not None:
-        config = _config(args, names, len(cal_idx), len(test_idx), str(device))
-        config |= {"wall_seconds": round(wall, 1), "classes": list(arrays.classes)}
-        say(f"writing the report to {out_dir}")
-        title = f"Calibration under shift: {args.model} on {args.data}"
-        with atomic_directory(out_dir) as tmp:
-            write_shift_report(
-                tmp,
-                rows,
-                title=title,
-                config=config,
-                alpha=args.alpha if names["conformal"] else None,
-            )
-        print(f"report: {out_dir / 'report.md'}")
-    return 0
+        raise _flag(exc) from None
+    inputs, options = report_inputs(args), report_options(args)
+    return finish(shift_report(result, inputs=inputs, options=options), args, folder)

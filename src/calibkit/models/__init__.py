@@ -6,7 +6,8 @@ any size), except those registered with an ``input_size``: ``resnet50_28`` (28x2
 ImageNet models with timm's parameter names (``family="timm"``, 224x224: ``resnet101``,
 ``vit_small_patch16_224``, ``mixer_b16_224``), which :func:`load_checkpoint` starts from a
 timm checkpoint; :func:`create_model` builds
-one by name. ``MODELS.names()`` lists them all.
+one by name, :func:`load_model` one with its trained weights. ``MODELS.names()`` lists
+them all.
 
 >>> import torch
 >>> model = create_model("resnet20", num_classes=10)
@@ -16,10 +17,12 @@ torch.Size([2, 10])
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from torch import nn
 
+from calibkit.core.errors import InputError
 from calibkit.core.validation import Integer
 
 # Import order is registration order (that of ``MODELS.names()``).
@@ -65,6 +68,40 @@ def create_model(name: str, num_classes: int, **kw: Any) -> nn.Module:
     return model
 
 
+def load_model(
+    name: str, weights: str | os.PathLike[str], n_classes: int, in_channels: int = 3
+) -> nn.Module:
+    """The model registered as ``name`` for ``n_classes`` classes of ``in_channels``-channel
+    images, with the trained weights of checkpoint ``weights``, in eval mode.
+
+    A CIFAR ResNet (``family="cifar_resnet"``) starts from the original checkpoints
+    (:func:`load_pretrained_cifar_resnet`: its number of classes read from the file, which
+    must be ``n_classes``); any other model is built by :func:`create_model` and its
+    weights loaded strictly (:func:`load_checkpoint`). An unknown ``name`` is refused with
+    the valid ones, a missing or mismatched checkpoint naming ``weights``.
+    """
+    info = MODELS.info(name)  # an unknown name: UnknownNameError listing the valid ones
+    try:
+        if info.get("family") == "cifar_resnet":
+            resnet = load_pretrained_cifar_resnet(os.fspath(weights), int(info["depth"]))
+            classes, channels = resnet.linear.out_features, resnet.conv1.in_channels
+            if (classes, channels) != (n_classes, in_channels):
+                raise InputError(
+                    "weights",
+                    f"a {name} checkpoint of {n_classes} classes and {in_channels} channels",
+                    f"{weights} ({classes} classes, {channels} channels)",
+                )
+            model: nn.Module = resnet
+        else:
+            model = create_model(name, n_classes, in_channels=in_channels)
+            model = load_checkpoint(model, weights)
+    except InputError as exc:
+        if exc.argument != "path":
+            raise
+        raise InputError("weights", exc.expected, exc.got) from None
+    return model.eval()
+
+
 __all__ = [
     "MLP",
     "MODELS",
@@ -81,6 +118,7 @@ __all__ = [
     "lenet5",
     "lenet5_dropout",
     "load_checkpoint",
+    "load_model",
     "load_pretrained_cifar_resnet",
     "mixer_b16_224",
     "mlp",

@@ -2,7 +2,9 @@
 JSON, CSV) of comparisons and studies.
 
 Each name loads its module on first use (PEP 562), so that importing the package does not
-load matplotlib.
+load matplotlib. ``shift_report`` is a function of the module of the same name: it is
+exported at the package root (``calibkit.shift_report``), not here, where importing the
+module would hide the function behind it.
 """
 
 from __future__ import annotations

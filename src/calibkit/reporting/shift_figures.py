@@ -16,7 +16,7 @@ Imports matplotlib: reports import this module only when they draw.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -26,19 +26,8 @@ from calibkit.core.errors import InputError
 from calibkit.reporting.figures import new_figure, style_axes, wrapped
 from calibkit.workflows.shift import ShiftRow
 
-__all__ = ["METRIC_LABELS", "shift_boxplots"]
+__all__ = ["shift_boxplots"]
 
-#: Axis labels of the metrics (fractions shown as percentages where marked).
-METRIC_LABELS = {
-    "accuracy": ("Accuracy (%)", True),
-    "nll": ("NLL", False),
-    "ece": ("ECE, 15 bins (%)", True),
-    "brier": ("Brier", False),
-    "failure_auroc": ("Failure AUROC (%)", True),
-    "aurc": ("AURC", False),
-    "coverage": ("Coverage (%)", True),
-    "mean_set_size": ("Mean set size", False),
-}
 _COLOURS = ("#555555", "#d1495b", "#2a9d8f", "#e9a03b", "#7b5ea7", "#3d5a80", "#8c564b")
 
 
@@ -48,11 +37,14 @@ def shift_boxplots(
     *,
     title: str,
     target: float | None = None,
+    labels: Mapping[str, tuple[str, bool]] | None = None,
 ) -> Figure:
     """One panel per name in ``metrics``: at each severity, a box per method (one colour
     each) over the corruptions; severity 0 is labelled ``clean``. Methods whose values
     are all NaN for a metric are left out of its panel; ``target`` draws a dashed line
-    (e.g. the conformal target coverage, a fraction)."""
+    (e.g. the conformal target coverage, a fraction) on the ``coverage`` panel.
+    ``labels``: each metric's axis label and whether it is shown in percent (the report
+    reads them from the metric registry; by default the name, as fractions)."""
     if not rows or not metrics:
         raise InputError("rows/metrics", "at least one row and one metric", f"{len(rows)}")
     methods = list(dict.fromkeys(r.method for r in rows))
@@ -61,7 +53,7 @@ def shift_boxplots(
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     width = 0.8 / len(methods)
     for ax, metric in zip(axes, metrics, strict=True):
-        label, pct = METRIC_LABELS.get(metric, (metric, False))
+        label, pct = (labels or {}).get(metric, (metric, False))
         scale = 100.0 if pct else 1.0
         for j, method in enumerate(methods):
             for i, s in enumerate(severities):

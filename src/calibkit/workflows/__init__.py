@@ -17,7 +17,9 @@ _MODULES: dict[str, str] = {
     "calibkit.workflows.compare": "Comparison MethodResult Recommendation split_outputs",
     "calibkit.workflows.conformal": "SetsResult conformal_sets",
     "calibkit.workflows.label_shift": ("LabelShiftResult resample_to_priors simulate_label_shift"),
-    "calibkit.workflows.shift": "ShiftRow shift_table severity_summary",
+    "calibkit.workflows.shift": (
+        "ShiftResult ShiftRow ShiftSettings run_shift shift_table severity_summary"
+    ),
     "calibkit.workflows.demo": "DemoResult DemoSettings run_demo",
     "calibkit.workflows.evaluate": "EvaluationRun evaluate_outputs",
 }

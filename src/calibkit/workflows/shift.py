@@ -9,6 +9,8 @@ size. The result is a tidy list of :class:`ShiftRow`, one per method x corruptio
 severity; :func:`severity_summary` averages it over the corruptions.
 :func:`model_logits` and :func:`shifted_logits` make the logits of a torch model on
 images and on their corrupted copies (:func:`calibkit.data.corrupt`).
+:func:`run_shift` does the whole study from its :class:`ShiftSettings` (load the dataset,
+split it, load the model, make the logits, corrupt, fit, judge), as ``calibkit shift`` does.
 
 >>> from calibkit.core.outputs import as_outputs
 >>> rng = np.random.default_rng(0)
@@ -16,7 +18,7 @@ images and on their corrupted copies (:func:`calibkit.data.corrupt`).
 >>> y = np.array([rng.choice(3, p=np.exp(r) / np.exp(r).sum()) for r in z])
 >>> cal, test = as_outputs(y[:400], logits=z[:400]), as_outputs(y[400:], logits=z[400:])
 >>> hot = as_outputs(y[400:], logits=3 * z[400:])  # overconfident: a "shift"
->>> rows = shift_table(cal, test, {("hot", 1): hot}, ["none"], conformal=[], n_floor_draws=0)
+>>> rows = shift_table(cal, test, {("hot", 1): hot}, ["none"], scores=[], n_floor_draws=0)
 >>> [(r.method, r.corruption, r.severity) for r in rows]
 [('none', 'clean', 0), ('none', 'hot', 1)]
 >>> rows[1].values["ece"] > rows[0].values["ece"]
@@ -25,11 +27,15 @@ True
 
 from __future__ import annotations
 
+import difflib
 import logging
 import math
+import os
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,6 +46,7 @@ from calibkit.calibrators.sets.conformal import ConformalClassifier
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import ProgressEvent, report_step
+from calibkit.core.validation import N_BINS, RESAMPLES, SEED, SPLIT_SIZE, Integer, Real
 from calibkit.metrics import evaluate
 
 if TYPE_CHECKING:
@@ -48,11 +55,16 @@ if TYPE_CHECKING:
 __all__ = [
     "CLASSIFIER_COLUMNS",
     "COLUMNS",
-    "DEFAULT_CONFORMAL",
     "DEFAULT_METHODS",
+    "DEFAULT_SCORES",
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
     "SET_COLUMNS",
+    "ShiftResult",
     "ShiftRow",
+    "ShiftSettings",
     "model_logits",
+    "run_shift",
     "severity_summary",
     "shift_table",
     "shifted_logits",
@@ -62,12 +74,16 @@ log = logging.getLogger(__name__)
 
 #: The calibrators fitted by default (``"none"``: the model's own softmax).
 DEFAULT_METHODS = ("none", "temperature", "vector", "ms_odir", "dirichlet")
-#: The conformal scores by default, each on temperature scaling.
-DEFAULT_CONFORMAL = ("raps", "lac")
-#: The metrics of a calibrator's row (fractions; ``ece_floor``: the ECE of a perfectly
-#: calibrated model with the same confidences).
+#: The conformity scores by default, each split conformal on temperature scaling.
+DEFAULT_SCORES = ("raps", "lac")
+DEFAULT_CONFORMAL = DEFAULT_SCORES  # the name before 0.x's one vocabulary (not in __all__)
+#: The input normalisation of the pretrained CIFAR ResNets (``../shared/data/README.md``).
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+#: The metrics of a calibrator's row (fractions; the names of the metric registry,
+#: ``ece_floor``: the ECE of a perfectly calibrated model with the same confidences).
 CLASSIFIER_COLUMNS = ("accuracy", "nll", "ece", "ece_floor", "brier", "failure_auroc", "aurc")
-#: The metrics of a conformal row.
+#: The metrics of a conformal row (the set metrics' names).
 SET_COLUMNS = ("coverage", "mean_set_size")
 #: Every metric column of the table, in order.
 COLUMNS = CLASSIFIER_COLUMNS + SET_COLUMNS
@@ -109,10 +125,14 @@ def conformal_name(score: str) -> str:
 
 
 def _classifier_values(
-    test: ClassifierOutputs, probs: npt.NDArray[np.float64], n_floor_draws: int, seed: int
+    test: ClassifierOutputs,
+    probs: npt.NDArray[np.float64],
+    n_floor_draws: int,
+    seed: int,
+    n_bins: int = 15,
 ) -> dict[str, float]:
     res = evaluate(
-        test.labels, probs=probs, n_bins=15, n_boot=0, n_floor_draws=n_floor_draws, seed=seed
+        test.labels, probs=probs, n_bins=n_bins, n_boot=0, n_floor_draws=n_floor_draws, seed=seed
     )
     values = {k: float(res.values.get(k, math.nan)) for k in CLASSIFIER_COLUMNS}
     return values | {k: math.nan for k in SET_COLUMNS}
@@ -130,10 +150,12 @@ def shift_table(
     shifted: Mapping[tuple[str, int], ClassifierOutputs],
     methods: Sequence[str] = DEFAULT_METHODS,
     *,
-    conformal: Sequence[str] = DEFAULT_CONFORMAL,
+    scores: Sequence[str] = DEFAULT_SCORES,
     alpha: float = 0.1,
     n_floor_draws: int = 100,
+    n_bins: int = 15,
     seed: int = 0,
+    conformal: Sequence[str] | None = None,
 ) -> list[ShiftRow]:
     """Every method fitted once on ``cal``, evaluated on ``test`` and on each shifted set.
 
@@ -146,12 +168,14 @@ def shift_table(
         classes of ``cal``).
     methods
         Calibrator names (``"none"``: the uncalibrated model).
-    conformal, alpha
-        Conformal scores, each split conformal on temperature scaling fitted on ``cal``
+    scores, alpha
+        Conformity scores, each split conformal on temperature scaling fitted on ``cal``
         (half for TS, half for the quantile), at miscoverage ``alpha``.
-    n_floor_draws, seed
-        Draws of the ECE noise floor (0: none, NaN); the seed of the floors and of the
-        conformal split.
+    n_floor_draws, n_bins, seed
+        Draws of the ECE noise floor (0: none, NaN); the bins of the binned metrics; the
+        seed of the floors and of the conformal split.
+    conformal
+        Deprecated spelling of ``scores``.
 
     Returns
     -------
@@ -159,6 +183,11 @@ def shift_table(
         Method by method (the conformal ones last); within one, clean first then the
         shifted sets in the order of ``shifted``.
     """
+    if conformal is not None:
+        warnings.warn(
+            "shift_table(conformal=) is deprecated; use scores=", DeprecationWarning, stacklevel=2
+        )
+        scores = conformal
     if not 0.0 < alpha < 1.0:
         raise InputError("alpha", "a number in (0, 1)", repr(alpha))
     bad = [(c, s) for (c, s), o in shifted.items() if o.n_classes != cal.n_classes]
@@ -170,16 +199,18 @@ def shift_table(
     z_cal = cal.as_logits()
     for name in methods:
         if name == "none":
-            fitted.append((name, lambda o: _classifier_values(o, o.probs, n_floor_draws, seed)))
+            fitted.append(
+                (name, lambda o: _classifier_values(o, o.probs, n_floor_draws, seed, n_bins))
+            )
             continue
         calibrator = create_calibrator(name).fit(z_cal, cal.labels)
 
         def apply(o: ClassifierOutputs, c: Any = calibrator) -> dict[str, float]:
             probs = np.asarray(c.predict_proba(o.as_logits()), dtype=np.float64)
-            return _classifier_values(o, probs, n_floor_draws, seed)
+            return _classifier_values(o, probs, n_floor_draws, seed, n_bins)
 
         fitted.append((name, apply))
-    for score in conformal:
+    for score in scores:
         cp = ConformalClassifier(score=score, alpha=alpha, calibrator="temperature", seed=seed)
         cp.fit(z_cal, cal.labels)
 
@@ -284,3 +315,321 @@ def shifted_logits(
         text = f"{c}:{s} accuracy {100 * acc:.1f}%  {spent:.0f}s spent, about {left:.0f}s left"
         report_step(log, ProgressEvent(f"shift {i}/{len(todo)}", i, len(todo), text), logging.INFO)
     return out
+
+
+def _names(value: str | Sequence[str] | None, name: str) -> tuple[str, ...] | None:
+    """A list of names as a tuple without repeats (a str: comma-separated)."""
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else list(value)
+    if not all(isinstance(v, str) for v in items):
+        raise InputError(name, "names (str)", repr(value))
+    return tuple(dict.fromkeys(v.strip() for v in items if v.strip()))
+
+
+def _unknown(field_name: str, name: str, valid: Sequence[str], what: str) -> InputError:
+    near = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
+    got = repr(name) + (f" (did you mean {near[0]!r}?)" if near else "")
+    return InputError(field_name, f"{what} among {', '.join(valid)}", got)
+
+
+def _renamed(exc: InputError, field_name: str) -> InputError:
+    return InputError(field_name, exc.expected, exc.got)
+
+
+@dataclass(frozen=True)
+class ShiftSettings:
+    """Everything a shift study needs; every name and number is checked when the settings
+    are made, and an error names the field (``calibkit shift`` renames it to the option).
+
+    Attributes
+    ----------
+    model, weights
+        A registered model (:data:`calibkit.models.MODELS`) and its checkpoint file
+        (:func:`calibkit.models.load_model`).
+    data, data_dir, split
+        A clean image dataset spec (:func:`calibkit.data.load_dataset`), its folder
+        (``None``: ``$CALIBKIT_DATA`` or the cache) and the split used.
+    cal_size, test_size
+        The clean calibration part (a count or a fraction, stratified) and the test images
+        kept of the rest (stratified; ``None``: all).
+    corruptions, severities
+        Corruption names (``None``: every one of :data:`calibkit.data.CORRUPTIONS`) and
+        severities in 1..5.
+    methods, scores, alpha
+        Calibrators of logits (``"none"``: the model's softmax), conformity scores (each
+        split conformal on temperature scaling; empty: none) and their miscoverage.
+    mean, std
+        The input normalisation, one value per channel.
+    device, batch_size
+        ``auto``, ``cpu``, ``cuda`` or ``cuda:N``, and images per forward pass.
+    n_floor_draws, n_bins, seed
+        Draws of the ECE noise floor (0: none), bins of the binned metrics, and the seed of
+        the split, the corruptions, the floors and the conformal split.
+
+    >>> ShiftSettings("resnet20", "w.th", corruptions="fog,gaussian_noise").corruptions
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: weights: expected an existing checkpoint file, got 'w.th'
+    """
+
+    model: str
+    weights: str | os.PathLike[str]
+    data: str = "cifar10-jpeg"
+    data_dir: str | os.PathLike[str] | None = None
+    split: str = "test"
+    cal_size: int | float = 5000
+    test_size: int | None = None
+    corruptions: str | Sequence[str] | None = None
+    severities: Sequence[int] = (1, 2, 3, 4, 5)
+    methods: str | Sequence[str] = DEFAULT_METHODS
+    scores: str | Sequence[str] = DEFAULT_SCORES
+    alpha: float = 0.1
+    mean: Sequence[float] = IMAGENET_MEAN
+    std: Sequence[float] = IMAGENET_STD
+    device: str = "auto"
+    batch_size: int = 500
+    n_floor_draws: int = 100
+    n_bins: int = 15
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        def put(name: str, value: object) -> None:
+            object.__setattr__(self, name, value)
+
+        put("corruptions", self._corruptions())
+        put("severities", self._severities())
+        put("methods", self._methods())
+        put("scores", self._scores())
+        self._model()
+        put("cal_size", SPLIT_SIZE.check("cal_size", self.cal_size))
+        if self.test_size is not None:
+            put("test_size", Integer(low=1).check("test_size", self.test_size))
+        put("alpha", Real(0.0, 1.0, closed="neither").check("alpha", self.alpha))
+        for name in ("mean", "std"):
+            values = getattr(self, name)
+            try:
+                values = tuple(float(v) for v in values)
+            except (TypeError, ValueError):
+                raise InputError(name, "one number per channel", repr(values)) from None
+            if not values or not all(math.isfinite(v) for v in values):
+                raise InputError(name, "one finite number per channel", repr(values))
+            put(name, values)
+        if any(v <= 0 for v in self.std):
+            raise InputError("std", "positive numbers", repr(self.std))
+        if len(self.mean) != len(self.std):
+            raise InputError("std", f"{len(self.mean)} values, as many as mean", repr(self.std))
+        put("batch_size", Integer(low=1).check("batch_size", self.batch_size))
+        put("n_floor_draws", RESAMPLES.check("n_floor_draws", self.n_floor_draws))
+        put("n_bins", N_BINS.check("n_bins", self.n_bins))
+        put("seed", SEED.check("seed", self.seed))
+        if not isinstance(self.device, str) or not self.device:
+            raise InputError("device", "cpu, cuda, cuda:N or auto", repr(self.device))
+
+    def _corruptions(self) -> tuple[str, ...]:
+        from calibkit.data.corruptions import CORRUPTIONS, UNAVAILABLE
+
+        valid = CORRUPTIONS.names()
+        if self.corruptions is None or self.corruptions == "all":
+            return tuple(valid)
+        names = _names(self.corruptions, "corruptions")
+        if not names:
+            raise InputError("corruptions", "corruption names, or None for all", "none")
+        for name in names:
+            if name not in valid:
+                why = "; ".join(f"{k} is not available: {v}" for k, v in UNAVAILABLE.items())
+                raise _unknown("corruptions", name, valid, f"corruptions ({why})")
+        return names
+
+    def _severities(self) -> tuple[int, ...]:
+        values = [self.severities] if isinstance(self.severities, int) else self.severities
+        try:
+            found = tuple(dict.fromkeys(Integer(1, 5).check("severities", v) for v in values))
+        except TypeError:
+            raise InputError("severities", "integers in 1..5", repr(self.severities)) from None
+        if not found:
+            raise InputError("severities", "at least one severity in 1..5", "none")
+        return found
+
+    def _methods(self) -> tuple[str, ...]:
+        from calibkit.calibrators import CALIBRATORS
+
+        names = _names(self.methods, "methods")
+        if not names:
+            raise InputError("methods", "at least one calibrator (or none)", repr(self.methods))
+        valid = ["none", *CALIBRATORS.names("logits")]
+        for name in names:
+            if name in CALIBRATORS and CALIBRATORS.kind_of(name) != "logits":
+                kind = CALIBRATORS.kind_of(name)
+                got = f"{name!r}, of kind {kind!r} (the model, its images or groups)"
+                raise InputError("methods", "calibrators of logits (kind 'logits')", got)
+            if name != "none" and name not in CALIBRATORS:
+                raise _unknown("methods", name, valid, "calibrators")
+        return names
+
+    def _scores(self) -> tuple[str, ...]:
+        from calibkit.calibrators.sets.conformal_scores import SCORES
+
+        names = _names("" if self.scores == "none" else self.scores, "scores") or ()
+        for name in names:
+            if name not in SCORES:
+                raise _unknown("scores", name, SCORES.names(), "conformity scores")
+        return names
+
+    def _model(self) -> None:
+        from calibkit.core.errors import UnknownNameError
+        from calibkit.models import MODELS
+
+        try:
+            MODELS.get(self.model)
+        except UnknownNameError as exc:
+            raise _renamed(exc, "model") from None
+        if not Path(self.weights).is_file():
+            raise InputError("weights", "an existing checkpoint file", repr(str(self.weights)))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as JSON-ready values (paths as str, tuples as lists)."""
+        out = asdict(self)
+        for k, v in out.items():
+            if isinstance(v, os.PathLike):
+                out[k] = os.fspath(v)
+            elif isinstance(v, tuple):
+                out[k] = list(v)
+        return out
+
+
+@dataclass(frozen=True)
+class ShiftResult:
+    """What :func:`run_shift` found: the table and what it was computed on.
+
+    ``config`` is the resolved configuration (the settings, every name spelled out, with
+    the part sizes, the device, the classes and the wall time), as ``config.json`` holds.
+    """
+
+    rows: list[ShiftRow]
+    settings: ShiftSettings
+    config: dict[str, Any]
+    n_cal: int
+    n_test: int
+    device: str
+    classes: tuple[str, ...]
+    wall_seconds: float
+
+    def summary(self) -> list[tuple[str, int, int, dict[str, float]]]:
+        """The mean over the corruptions per method and severity (:func:`severity_summary`)."""
+        return severity_summary(self.rows)
+
+
+def split_parts(
+    labels: npt.ArrayLike, cal_size: int | float, test_size: int | None, seed: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Stratified seeded ``(calibration, test)`` indices: ``cal_size`` (a count or a
+    fraction) for calibration, the rest for test, cut to ``test_size`` (stratified) when
+    that is smaller.
+
+    >>> cal, test = split_parts(np.repeat(np.arange(2), 10), 4, 6, seed=0)
+    >>> len(cal), len(test), sorted(set(cal) & set(test))
+    (4, 6, [])
+    """
+    from calibkit.core.splits import stratified_split
+
+    y = np.asarray(labels)
+    try:
+        test_idx, cal_idx = stratified_split(y, cal_size, seed)
+    except InputError as exc:
+        raise _renamed(exc, "cal_size") from None
+    if test_size is not None and test_size < len(test_idx):
+        keep, _ = stratified_split(y[test_idx], len(test_idx) - test_size, seed)
+        test_idx = test_idx[keep]
+    return cal_idx, test_idx
+
+
+def run_shift(settings: ShiftSettings) -> ShiftResult:
+    """The shift study of ``settings``: load the dataset's split, split it into a clean
+    calibration part and a test part, load the model, make its logits on both and on every
+    corrupted copy of the test part, then fit each method on the clean calibration part and
+    judge it on every set (:func:`shift_table`).
+
+    Errors name the field of :class:`ShiftSettings` to change (``data``, ``split``, ...).
+    """
+    from calibkit.core.devices import resolve_device
+    from calibkit.data import load_dataset, parse_dataset_spec
+    from calibkit.models import load_model
+
+    s = settings
+    try:
+        device = resolve_device(s.device)
+        spec = parse_dataset_spec(s.data)
+    except InputError as exc:
+        raise _renamed(exc, "device" if exc.argument == "device" else "data") from None
+    if spec.corruption is not None:
+        raise InputError("data", "a clean dataset (corruptions: the corruptions field)", s.data)
+    started = time.perf_counter()
+    try:
+        data = load_dataset(s.data, s.data_dir)
+    except InputError as exc:  # the spec is the data field; a missing file, the folder's
+        where = {"spec": "data", "source": "data_dir", "archive": "data_dir"}
+        raise _renamed(exc, where[exc.argument]) if exc.argument in where else exc from None
+    if s.split not in data:
+        raise InputError("split", f"a split among {', '.join(data)}", repr(s.split))
+    arrays = data[s.split]
+    channels = int(arrays.images.shape[-1])
+    for name in ("mean", "std"):
+        if len(getattr(s, name)) != channels:
+            got = repr(getattr(s, name))
+            raise InputError(name, f"{channels} values (one per channel of {s.data})", got)
+    cal_idx, test_idx = split_parts(arrays.labels, s.cal_size, s.test_size, s.seed)
+    model = load_model(s.model, s.weights, len(arrays.classes), channels)
+    corruptions, severities = tuple(s.corruptions or ()), tuple(s.severities)
+    log.info(
+        "%s on %s:%s: %s clean calibration images, %s test images, %d corrupted sets, on %s",
+        *(s.model, s.data, s.split, f"{len(cal_idx):,}", f"{len(test_idx):,}"),
+        *(len(corruptions) * len(severities), device),
+    )
+    kw: dict[str, Any] = {"device": device, "batch_size": s.batch_size}
+    y, x = arrays.labels, arrays.images
+    cal = as_outputs(y[cal_idx], logits=model_logits(model, x[cal_idx], s.mean, s.std, **kw))
+    test = as_outputs(y[test_idx], logits=model_logits(model, x[test_idx], s.mean, s.std, **kw))
+    shifted = shifted_logits(
+        model,
+        x[test_idx],
+        y[test_idx],
+        corruptions,
+        severities,
+        mean=s.mean,
+        std=s.std,
+        seed=s.seed,
+        key=f"{spec.name}/{s.split}",
+        indices=test_idx,
+        **kw,
+    )
+    log.info("fitting the calibrators on the clean calibration part and judging every set")
+    rows = shift_table(
+        cal,
+        test,
+        shifted,
+        list(s.methods),
+        scores=list(s.scores),
+        alpha=s.alpha,
+        n_floor_draws=s.n_floor_draws,
+        n_bins=s.n_bins,
+        seed=s.seed,
+    )
+    wall = time.perf_counter() - started
+    config = s.as_dict() | {
+        "n_calibration": len(cal_idx),
+        "n_test": len(test_idx),
+        "device": str(device),
+        "classes": list(arrays.classes),
+        "wall_seconds": round(wall, 1),
+    }
+    return ShiftResult(
+        rows=rows,
+        settings=s,
+        config=config,
+        n_cal=len(cal_idx),
+        n_test=len(test_idx),
+        device=str(device),
+        classes=tuple(arrays.classes),
+        wall_seconds=wall,
+    )

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import inspect
 
-import torch
 from torch import nn
 
+from calibkit.core.devices import resolve_device
 from calibkit.core.errors import InputError
 from calibkit.models import (
     MODELS,
@@ -19,31 +19,7 @@ from calibkit.models import (
 from calibkit.study.definition.config import ModelSpec
 from calibkit.study.definition.prepare import StudyData
 
-
-def resolve_device(name: str) -> torch.device:
-    """The device ``name`` (``auto``: CUDA when this machine has it, else the CPU).
-
-    In a Ray task given a GPU, CUDA shows that GPU alone, so ``auto`` and ``cuda`` are it.
-    A device this machine lacks is refused:
-
-    >>> resolve_device("cpu")
-    device(type='cpu')
-    >>> resolve_device("cuda:64")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    calibkit.core.errors.InputError: device: expected a device this machine has (...
-    """
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise InputError("device", "a device this machine has (no CUDA here)", repr(name))
-        count = torch.cuda.device_count()
-        index = torch.device(name).index
-        if index is not None and index >= count:
-            has = f"cuda:0 to cuda:{count - 1}" if count > 1 else "cuda:0"
-            raise InputError("device", f"a device this machine has ({has})", repr(name))
-    return torch.device(name)
+__all__ = ["build_model", "resolve_device"]  # resolve_device: from calibkit.core.devices
 
 
 def build_model(spec: ModelSpec, data: StudyData) -> nn.Module:
