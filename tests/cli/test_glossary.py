@@ -42,7 +42,9 @@ def test_every_option_is_in_the_glossary_with_its_commands() -> None:
             seen.setdefault(option, set()).add(command)
     for option, term in GLOSSARY.items():
         where = seen.get(option, set()) - {""}
-        assert where == set(term.commands), f"{option}: in {sorted(where)}, glossary says {term.commands}"
+        assert where == set(term.commands), (
+            f"{option}: in {sorted(where)}, glossary says {term.commands}"
+        )
 
 
 def test_one_spelling_per_concept() -> None:
@@ -59,7 +61,12 @@ def test_one_meaning_per_spelling() -> None:
     for p in _parsers().values():
         for option, a in _options(p).items():
             metavar = None if option == "--out" else a.metavar
-            kind = (metavar, tuple(a.choices or ()), getattr(a.type, "__qualname__", a.type), a.nargs)
+            kind = (
+                metavar,
+                tuple(a.choices or ()),
+                getattr(a.type, "__qualname__", a.type),
+                a.nargs,
+            )
             kinds.setdefault(option, set()).add(kind)
     differing = {o: k for o, k in kinds.items() if len(k) > 1}
     assert not differing, f"options with two meanings: {differing}"
@@ -74,21 +81,32 @@ def test_deprecated_spellings_are_hidden_and_map_to_the_glossary() -> None:
         assert not set(commands) & set(GLOSSARY.get(old, Term("", "", ())).commands)
         for command in commands:
             hidden = [
-                a for a in parsers[command]._actions if old in a.option_strings and a.help == argparse.SUPPRESS
+                a
+                for a in parsers[command]._actions
+                if old in a.option_strings and a.help == argparse.SUPPRESS
             ]
             assert hidden, f"{command} {old}: no hidden deprecated spelling"
             assert new in _options(parsers[command]), f"{command}: {new} missing"
 
 
 @pytest.mark.parametrize("old", sorted(DEPRECATED))
-def test_a_deprecated_spelling_warns_and_still_works(old: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_deprecated_spelling_warns_and_still_works(
+    old: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     new, commands = DEPRECATED[old]
     parser = _parsers()[commands[0]]
     action = next(a for a in parser._actions if new in a.option_strings)
-    value = {"--cal-size": "0.3", "--scores": "lac", "--method": "temperature", "--out": "x.json"}[new]
-    required = {"conformal": ["f.npz"], "compare": ["f.npz"], "fit": ["f.npz", "--method", "temperature"],
-                "apply": ["c.json", "f.npz"], "shift": ["--model", "resnet20", "--weights", "w.pt"],
-                "labelshift": ["--cal", "a.npz", "--target", "b.npz"]}[commands[0]]
+    value = {"--cal-size": "0.3", "--scores": "lac", "--method": "temperature", "--out": "x.json"}[
+        new
+    ]
+    required = {
+        "conformal": ["f.npz"],
+        "compare": ["f.npz"],
+        "fit": ["f.npz", "--method", "temperature"],
+        "apply": ["c.json", "f.npz"],
+        "shift": ["--model", "resnet20", "--weights", "w.pt"],
+        "labelshift": ["--cal", "a.npz", "--target", "b.npz"],
+    }[commands[0]]
     args = parser.parse_args([*required, old, value])
     got = getattr(args, action.dest)
     assert got == action.type(value) if action.type else got == value

@@ -87,19 +87,27 @@ GLOSSARY: dict[str, Term] = {
     ),
     "--priors": Term("known target priors", "P0,P1,... instead of estimating", ("labelshift",)),
     "--scores": Term(
-        "conformity scores", "comma-separated conformity scores (lac, aps, ...)", ("conformal", "shift")
+        "conformity scores",
+        "comma-separated conformity scores (lac, aps, ...)",
+        ("conformal", "shift"),
     ),
-    "--alpha": Term("miscoverage", "target miscoverage of the sets, in (0, 1)", ("conformal", "shift")),
+    "--alpha": Term(
+        "miscoverage", "target miscoverage of the sets, in (0, 1)", ("conformal", "shift")
+    ),
     "--mondrian": Term("per-class quantiles", "one conformal quantile per class", ("conformal",)),
     "--randomized": Term("randomised sets", "uniform tie-breaking of the scores", ("conformal",)),
     # ----- metrics
-    "--extra": Term("metric outside the suite", "a registered extra metric, repeatable", ("evaluate",)),
+    "--extra": Term(
+        "metric outside the suite", "a registered extra metric, repeatable", ("evaluate",)
+    ),
     "--coverage": Term("coverage of risk@coverage", "coverage in (0, 1]", ("evaluate",)),
     "--risk": Term("risk of coverage@risk", "risk in [0, 1]", ("evaluate",)),
     "--interval": Term("per-bin interval", "the per-bin interval of the diagram", ("evaluate",)),
     "--corp": Term("CORP curve", "add the CORP reliability curve", ("evaluate",)),
     "--n-bins": Term(
-        "bins", "equal-width bins of the binned metrics", ("evaluate", "compare", "labelshift", "shift", "demo")
+        "bins",
+        "equal-width bins of the binned metrics",
+        ("evaluate", "compare", "labelshift", "shift", "demo"),
     ),
     "--n-boot": Term(
         "bootstrap resamples",
@@ -111,11 +119,11 @@ GLOSSARY: dict[str, Term] = {
         "confidence level of the bootstrap intervals",
         ("evaluate", "compare", "conformal", "labelshift", "demo"),
     ),
-    "--seed": Term(
-        "random seed", "seed of every random draw (splits, bootstrap)", (*_REPORTING,)
-    ),
+    "--seed": Term("random seed", "seed of every random draw (splits, bootstrap)", (*_REPORTING,)),
     "--mode": Term(
-        "binary mode", "top_label or positive_class, for two classes", ("evaluate", "compare", "demo")
+        "binary mode",
+        "top_label or positive_class, for two classes",
+        ("evaluate", "compare", "demo"),
     ),
     "--n-floor-draws": Term("noise-floor draws", "draws of the ECE noise floor", ("shift",)),
     # ----- parts and splits
@@ -133,11 +141,17 @@ GLOSSARY: dict[str, Term] = {
         (*_REPORTING, "study", "fit", "apply"),
     ),
     "--force": Term(
-        "replace an output file", "replace an existing output file (never an input)", ("evaluate", "fit", "apply")
+        "replace an output file",
+        "replace an existing output file (never an input)",
+        ("evaluate", "fit", "apply"),
     ),
     "--format": Term("terminal format", "table or json on stdout", _REPORTING),
-    "--plot": Term("reliability diagram file", "write the reliability diagram there", ("evaluate",)),
-    "--smooth-plot": Term("smoothed diagram file", "the kernel-smoothed diagram there", ("evaluate",)),
+    "--plot": Term(
+        "reliability diagram file", "write the reliability diagram there", ("evaluate",)
+    ),
+    "--smooth-plot": Term(
+        "smoothed diagram file", "the kernel-smoothed diagram there", ("evaluate",)
+    ),
     "--rc-plot": Term("risk-coverage file", "the risk-coverage curves there", ("evaluate",)),
     "--quiet": Term("no progress", "no per-epoch progress lines", ("study",)),
     # ----- models, data, devices

@@ -58,7 +58,8 @@ figcaption{color:#555;font-size:.85rem}img{max-width:100%;height:auto}
 .gallery{display:flex;flex-wrap:wrap;gap:1rem}.gallery figure{width:360px;margin:0}
 .verdict{border-left:4px solid #1b5e20;background:#f1f8f2;padding:.6rem 1rem;margin:1rem 0}
 .verdict p{margin:.3rem 0}.verdict .headline{font-size:1.15rem;font-weight:600}
-.verdict .detail{color:#444}code{background:#f3f5f8;padding:0 .2rem;border-radius:3px;white-space:nowrap}
+.verdict .detail{color:#444}
+code{background:#f3f5f8;padding:0 .2rem;border-radius:3px;white-space:nowrap}
 """
 _e = html.escape
 

@@ -16,7 +16,7 @@ such as a fitted predictor) and hands it to :func:`write_report`, which writes a
 statistics one line below, then the tables (``--format table``), or ``results.json``'s
 content (``--format json``).
 
->>> import tempfile
+>>> import json, tempfile
 >>> from calibkit.reporting.document import Document, Paragraph, Verdict
 >>> doc = Document("Demo", [Paragraph("x")], Verdict("All good.", "ECE 0.5%."))
 >>> report = Report("demo", doc, {"ece": 0.005}, text="ece  0.50%")
@@ -31,7 +31,6 @@ content (``--format json``).
 from __future__ import annotations
 
 import hashlib
-import json
 import platform
 import sys
 from collections.abc import Mapping
