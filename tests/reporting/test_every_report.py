@@ -40,7 +40,8 @@ def check_report(folder: Path, stdout: str) -> dict[str, object]:
     after_title = page.split("</h1>", 1)[1].lstrip()
     assert after_title.startswith('<div class="verdict">'), after_title[:200]
     md = (folder / "report.md").read_text(encoding="utf-8").splitlines()
-    assert md[0].startswith("# ") and md[2].startswith("**"), md[:3]
+    assert md[0].startswith("# "), md[:3]
+    assert md[2].startswith("**"), md[:3]
     results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     headline = results["verdict"]["headline"].replace("**", "").replace("`", "")
     assert headline
