@@ -98,9 +98,13 @@ def add_groups(p: argparse.ArgumentParser, what: str) -> None:
     opt(p, "--groups", "KEY", text)
 
 
-def add_cal_size(p: argparse.ArgumentParser, default: object = 0.5) -> None:
-    """``--cal-size SIZE``: the calibration part of the data (a fraction or a count)."""
-    text = "calibration part: fraction or count, stratified (default %(default)s)"
+def add_cal_size(
+    p: argparse.ArgumentParser, default: object = 0.5, *, shown: str | None = None
+) -> None:
+    """``--cal-size SIZE``: the calibration part of the data (a fraction or a count;
+    ``shown``: the default as the help says it, when ``default`` is None)."""
+    said = "%(default)s" if shown is None else shown
+    text = f"calibration part: fraction or count, stratified (default {said})"
     opt(p, "--cal-size", "SIZE", text, type=split_size, default=default)
     deprecated(p, "--split", "--cal-size", type=split_size)
 

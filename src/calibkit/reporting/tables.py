@@ -428,7 +428,8 @@ def format_group_summary(comp: Comparison) -> str:
 
 
 def format_comparison_summary(comp: Comparison) -> str:
-    """A short plain-text summary of a comparison: ECE with its interval, NLL, accuracy."""
+    """A short plain-text summary of a comparison: ECE with its interval, NLL, accuracy
+    (the recommendation is the report's verdict, printed above it)."""
     width = max(len(r.method) for r in comp.rows)
     level = f"{comp.rows[0].evaluation.level:.0%} CI"
     lines = [
@@ -444,6 +445,4 @@ def format_comparison_summary(comp: Comparison) -> str:
             f"{format_params(r.params, r.chosen)}"
         )
         lines.append(line.rstrip())
-    if comp.recommendation is not None:
-        lines.append(f"recommended: {comp.recommendation.method} ({comp.recommendation.reason})")
     return "\n".join(lines)
