@@ -67,7 +67,8 @@ def test_folder_contents(folder: Path) -> None:
 
 def test_json_holds_every_number_as_fractions(folder: Path, comp: Comparison) -> None:
     data = json.loads((folder / "results.json").read_text())
-    assert data["calibkit_report"] == 1
+    assert data["calibkit_report"] == 2
+    assert data["command"] == "calibkit compare"
     assert data["title"] == TITLE
     assert data["source"] == "synthetic <data>.npz"
     meta = ("n_cal", "n_test", "n_classes", "n_bins", "n_boot", "seed")
@@ -235,7 +236,11 @@ def test_the_report_says_what_to_use_and_does_not_crown_an_ece_below_its_floor()
     import numpy as np
 
     from calibkit.core.outputs import as_outputs
-    from calibkit.reporting.compare_report import recommendation_paragraphs, results_dict
+    from calibkit.reporting.compare_report import (
+        compare_verdict,
+        recommendation_paragraphs,
+        results_dict,
+    )
     from calibkit.workflows.compare import compare
 
     rng = np.random.default_rng(0)
@@ -246,7 +251,10 @@ def test_the_report_says_what_to_use_and_does_not_crown_an_ece_below_its_floor()
     comp = compare(cal, test, ["histogram"], n_boot=0, seed=0, recommend=True)
     assert comp.recommendation is not None
     text = recommendation_paragraphs(comp)
-    assert text[0].startswith(f"**Use {comp.recommendation.method}.** Chosen on the calibration")
+    verdict = compare_verdict(comp)
+    assert verdict.headline.startswith(f"Use `{comp.recommendation.method}`")
+    assert verdict.detail.startswith("Chosen on the calibration part alone: ")
+    assert text[0].startswith(f"{comp.recommendation.method} on the test part: NLL")
     below = [
         r.method for r in comp.rows if r.evaluation.values["ece"] < r.evaluation.values["ece_floor"]
     ]

@@ -354,7 +354,7 @@ def compare_verdict(comp: Comparison) -> Verdict:
             "Do not pick by the lowest test ECE: step maps such as histogram binning reach it "
             "by luck.",
         )
-    use = f"Use **{rec.method}**"
+    use = f"Use `{rec.method}`"
     buys = _buys(comp, rec.method) if rec.method in names else ""
     detail = [f"Chosen on the calibration part alone: {rec.reason}."]
     if rec.method not in names:
@@ -375,10 +375,10 @@ def compare_verdict(comp: Comparison) -> Verdict:
             f"{use}: {buys}; it also has the smallest worst-group ECE gap ({_gap_text(comp, gap)})."
         )
         return Verdict(head, " ".join(detail))
-    head = f"{use} overall" + (f" ({buys})" if buys else "") + f"; for the groups, **{gap}** "
+    head = f"{use} overall" + (f" ({buys})" if buys else "") + f"; for the groups, `{gap}` "
     head += f"has the smallest worst-group ECE gap on the test part: {_gap_text(comp, gap)}"
     if rec.method in names and comp.row(rec.method).groups is not None:
-        head += f" against {_gap_text(comp, rec.method)} for {rec.method}"
+        head += f" against {_gap_text(comp, rec.method)} for `{rec.method}`"
         if _gaps_overlap(comp, gap, rec.method):
             detail.append(
                 "The two gaps' bootstrap intervals overlap: the test part cannot tell them apart."
