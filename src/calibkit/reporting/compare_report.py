@@ -61,6 +61,7 @@ from calibkit.reporting.figures import (
     risk_coverage_figure,
 )
 from calibkit.reporting.tables import (
+    column_info,
     comparison_tables,
     format_comparison_summary,
     format_group_summary,
@@ -305,13 +306,32 @@ GROUPS_VERDICT_HOW_TO_READ = (
 )
 
 
-def _change(name: str, before: float, after: float) -> str:
-    """'lowers NLL from 0.2410 to 0.2262' (raises, or leaves it at, as the numbers say)."""
-    label = "NLL" if name == "nll" else "ECE"
+def metric_change(name: str, before: float, after: float) -> str:
+    """'lowers NLL from 0.2410 to 0.2262' (raises, or leaves it at, as the numbers say).
+
+    >>> metric_change("ece", 0.0121, 0.0084), metric_change("nll", 0.2, 0.2)
+    ('lowers ECE from 1.21% to 0.84%', 'leaves NLL at 0.2000')
+    """
+    label = column_info(name).label
     a, b = format_value(name, before), format_value(name, after)
     if a == b:
         return f"leaves {label} at {b}"
     return f"{'lowers' if after < before else 'raises'} {label} from {a} to {b}"
+
+
+def nll_ece_change(before: Mapping[str, float], after: Mapping[str, float]) -> str:
+    """How NLL and ECE change from ``before`` to ``after``, in one phrase.
+
+    >>> nll_ece_change({"nll": 0.25, "ece": 0.02}, {"nll": 0.23, "ece": 0.01})
+    'lowers NLL from 0.2500 to 0.2300 and ECE from 2.00% to 1.00%'
+    """
+    nll, ece = (
+        metric_change(n, before.get(n, math.nan), after.get(n, math.nan)) for n in ("nll", "ece")
+    )
+    verb = nll.split(" ", 1)[0]
+    if verb != "leaves" and ece.startswith(verb + " "):  # 'lowers NLL from a to b and ECE ...'
+        ece = ece.removeprefix(verb + " ")
+    return f"{nll} and {ece}"
 
 
 def _buys(comp: Comparison, method: str) -> str:
@@ -320,12 +340,7 @@ def _buys(comp: Comparison, method: str) -> str:
     rows = {r.method: r.evaluation.values for r in comp.rows}
     base = "temperature" if method != "temperature" and "temperature" in rows else "none"
     against = "temperature scaling" if base == "temperature" else "the uncalibrated model"
-    v, b = rows[method], rows[base]
-    nll, ece = (_change(n, b.get(n, math.nan), v.get(n, math.nan)) for n in ("nll", "ece"))
-    verb = nll.split(" ", 1)[0]
-    if verb != "leaves" and ece.startswith(verb + " "):  # 'lowers NLL from a to b and ECE ...'
-        ece = ece.removeprefix(verb + " ")
-    return f"on the test part it {nll} and {ece} against {against}"
+    return f"on the test part it {nll_ece_change(rows[base], rows[method])} against {against}"
 
 
 def _gap_text(comp: Comparison, method: str) -> str:
