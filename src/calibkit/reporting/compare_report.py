@@ -44,11 +44,13 @@ from calibkit.io.jsonfile import json_ready
 from calibkit.reporting.csv_text import csv_number, csv_text
 from calibkit.reporting.document import (
     Block,
+    Cell,
     Document,
     Figure,
     Gallery,
     Paragraph,
     Section,
+    Table,
     Verdict,
     table_section,
 )
@@ -439,6 +441,39 @@ def recommendation_paragraphs(comp: Comparison) -> list[str]:
     return text
 
 
+def recommendation_table(comp: Comparison) -> Table | None:
+    """The rule's numbers on the calibration part: each candidate's mean cross-fitted NLL
+    and its paired difference from temperature scaling (lowest NLL first; None when
+    nothing was cross-fitted)."""
+    rec = comp.recommendation
+    if rec is None or not rec.scores:
+        return None
+    rows = []
+    for name, score in sorted(rec.scores.items(), key=lambda item: item[1]):
+        d = rec.paired.get(name)
+        diff = "" if d is None else f"{d[0]:+.4f} ± {d[1]:.4f}"
+        beats = "" if d is None else ("yes" if d[0] + d[1] < 0 else "no")
+        mark = "chosen" if name == rec.method else ""
+        rows.append(
+            [
+                Cell(name),
+                Cell(f"{score:.4f}", best=name == rec.method),
+                Cell(diff),
+                Cell(beats),
+                Cell(mark),
+            ]
+        )
+    header = [
+        "Method",
+        "Cross-fitted NLL",
+        "Difference from temperature (± 1 SE)",
+        "Beats temperature by > 1 SE",
+        "",
+    ]
+    title = "The rule on the calibration part (cross-fitted NLL)"
+    return Table(title, header, rows)
+
+
 def compare_document(
     comp: Comparison, title: str, figures: list[Figure], intro: Sequence[str] = ()
 ) -> Document:
@@ -460,11 +495,17 @@ def compare_document(
         blocks += [table_section(t) for t in by_group]
         groups = [Section("Calibration per group", blocks)]
     explained = recommendation_paragraphs(comp)
+    table = recommendation_table(comp)
+    rule: list[Block] = [] if table is None else [table_section(table)]
     return Document(
         title,
         [
             *(Paragraph(p, meta=True) for p in meta),
-            *([Section("Recommendation", [Paragraph(p) for p in explained])] if explained else []),
+            *(
+                [Section("Recommendation", [*(Paragraph(p) for p in explained), *rule])]
+                if explained or rule
+                else []
+            ),
             Section("How to read this", [Paragraph(p) for p in how if p]),
             *(table_section(t) for t in comparison_tables(comp)),
             *groups,

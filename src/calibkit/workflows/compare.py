@@ -184,6 +184,10 @@ class Recommendation:
     method, reason
         The method and why, in words. ``summary`` is the rule's table: each candidate's
         mean cross-fitted NLL and its paired difference from temperature scaling.
+    scores, paired
+        The same as numbers: each candidate's mean cross-fitted NLL, and its mean paired
+        difference from temperature scaling with its standard error (empty when nothing
+        was cross-fitted).
 
     Examples
     --------
@@ -195,6 +199,8 @@ class Recommendation:
     method: str
     reason: str
     summary: str
+    scores: dict[str, float] = dataclasses.field(default_factory=dict)
+    paired: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -675,4 +681,7 @@ def recommendation(cal: ClassifierOutputs, names: Sequence[str], seed: int = 0) 
         f"choosing among {len(candidates)} methods by cross-fitted NLL on the calibration part"
     )
     auto = AutoCalibrator(methods=candidates, seed=seed).fit(cal.as_logits(), cal.labels)
-    return Recommendation(auto.chosen_, auto.reason_.replace("\n", " "), auto.summary())
+    paired = {k: (float(v[0]), float(v[1])) for k, v in auto.paired_.items()}
+    scores = {k: float(v) for k, v in auto.cv_scores_.items()}
+    reason = auto.reason_.replace("\n", " ")
+    return Recommendation(auto.chosen_, reason, auto.summary(), scores, paired)
