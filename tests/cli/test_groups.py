@@ -177,7 +177,8 @@ def test_compare_finds_the_miscalibrated_group(
     assert res["smallest_worst_group_gap"] == smallest
     assert smallest in ("temperature_groupwise", "multicalibration")
     rec = res["recommendation"]["method"]
-    assert headline.startswith(f"Use `{rec}` overall (on the test part it ")
+    assert headline.startswith(f"Use `{rec}` overall; for the groups, ")
+    assert res["verdict"]["detail"].startswith(f"Overall, `{rec}` ")
     assert f"for the groups, `{smallest}` has the smallest worst-group ECE gap" in headline
     assert f"{100 * gaps[smallest]:.2f}% against {100 * gaps[rec]:.2f}% for `{rec}`" in headline
     rows = {m["method"]: m for m in res["methods"]}

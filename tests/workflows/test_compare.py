@@ -281,9 +281,9 @@ def test_compare_parts_splits_once_and_recommends() -> None:
     assert comp.recommendation.method == "temperature"
     same = compare_parts(cal=cal, test=test, methods=["temperature"], n_boot=0, seed=3)
     assert [r.evaluation.values for r in same.rows] == [r.evaluation.values for r in comp.rows]
-    with pytest.raises(InputError, match="^cal_size: "):
+    with pytest.raises(InputError, match=r"^cal_size: "):
         compare_parts(cal=cal, test=test, cal_size=0.5)
-    with pytest.raises(InputError, match="^cal_size: "):
+    with pytest.raises(InputError, match=r"^cal_size: "):
         compare_parts(whole, cal_size=1.5)
     with pytest.raises(InputError, match="either whole or both cal and test"):
         compare_parts(whole, cal=cal)

@@ -392,7 +392,10 @@ def compare_verdict(comp: Comparison) -> Verdict:
             f"{use}: {buys}; it also has the smallest worst-group ECE gap ({_gap_text(comp, gap)})."
         )
         return Verdict(head, " ".join(detail))
-    head = f"{use} overall" + (f" ({buys})" if buys else "") + f"; for the groups, `{gap}` "
+    if buys:  # the headline is about the groups; what the choice buys overall goes below
+        detail.insert(0, f"Overall, {buys.removeprefix('on the test part it ')} on the test part.")
+        detail[0] = f"Overall, `{rec.method}` " + detail[0].removeprefix("Overall, ")
+    head = f"{use} overall; for the groups, `{gap}` "
     head += f"has the smallest worst-group ECE gap on the test part: {_gap_text(comp, gap)}"
     if rec.method in names and comp.row(rec.method).groups is not None:
         head += f" against {_gap_text(comp, rec.method)} for `{rec.method}`"
