@@ -139,7 +139,7 @@ def test_fit_param_and_probability_method(work: Path, capsys: pytest.CaptureFixt
 
 
 def test_compare_split(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["compare", "preds.npz", "--split", "0.5", "--methods", "temperature,histogram"]
+    argv = ["compare", "preds.npz", "--cal-size", "0.5", "--methods", "temperature,histogram"]
     assert main([*argv, "--n-boot", "10", "--out", "rep"]) == 0
     out, err = capsys.readouterr()
     assert "150 calibration / 150 test samples" in out
@@ -148,6 +148,25 @@ def test_compare_split(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "fitting temperature" in err
     results = json.loads((work / "rep" / "results.json").read_text())
     assert [m["method"] for m in results["methods"]] == ["none", "temperature", "histogram"]
+    # the verdict first, on the terminal and in results.json, with the run's provenance
+    headline = results["verdict"]["headline"]
+    assert headline.startswith(f"Use `{results['recommendation']['method']}`")
+    assert out.splitlines()[0] == headline.replace("`", "")
+    assert results["command"] == "calibkit compare"
+    assert results["inputs"]["FILE"]["sha256"]
+    assert results["options"]["cal_size"] == 0.5
+    assert results["options"]["methods"] == "temperature,histogram"
+    assert results["versions"]["calibkit"] == __version__
+
+
+def test_compare_split_is_deprecated(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["compare", "preds.npz", "--split", "100", "--methods", "temperature"]
+    assert main([*argv, "--n-boot", "0", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert "--split is deprecated; use --cal-size" in err
+    results = json.loads(out)
+    assert (results["n_cal"], results["n_test"]) == (100, 200)
+    assert results["verdict"]["headline"].startswith("Use `temperature`")
 
 
 def test_compare_calibration_and_test_files(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -253,11 +272,14 @@ def test_unwritable_apply_output(work: Path, capsys: pytest.CaptureFixture[str])
         (["evaluate", "preds.npz", "--n-boot", "-1"], ("--n-boot",)),
         (["evaluate", "preds.npz", "--kind", "scores"], ("--kind",)),
         (["evaluate", "preds.npz", "--scores-key", "z"], ("--scores-key", "--kind")),
-        (["compare", "preds.npz", "--split", "1.5"], ("--split",)),
-        (["compare", "preds.npz", "--split", "300"], ("--split", "[1, 299]")),
+        (["compare", "preds.npz", "--cal-size", "1.5"], ("--cal-size",)),
+        (["compare", "preds.npz", "--cal-size", "300"], ("--cal-size", "[1, 299]")),
         (["compare", "preds.npz", "--cal", "preds.npz"], ("--cal",)),
         (["compare"], ("FILE",)),
-        (["compare", "--cal", "preds.npz", "--test", "probs.npz", "--split", "0.3"], ("--split",)),
+        (
+            ["compare", "--cal", "preds.npz", "--test", "probs.npz", "--cal-size", "0.3"],
+            ("--cal-size",),
+        ),
         (["compare", "preds.npz", "--methods", ","], ("--methods",)),
         (["fit", "--method", "temperature", "preds.npz", "--param", "t_min"], ("--param",)),
         (["fit", "--method", "temperature", "preds.npz", "--param", "zz=1"], ("--param", "t_max")),

@@ -165,8 +165,22 @@ def test_compare_finds_the_miscalibrated_group(
     argv = ["compare", "p.npz", "--groups", "cohort", "--n-boot", "50", "--methods", methods]
     capsys.readouterr()
     assert main([*argv, "--out", "rep"]) == 0
-    assert "worst-group ECE gap" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "worst-group ECE gap" in out
     res = json.loads((tmp_path / "rep" / "results.json").read_text())
+    # the verdict (first on the terminal) weighs the groups: the overall choice, and the
+    # calibrator with the smallest worst-group gap with both gaps
+    headline = res["verdict"]["headline"]
+    assert out.splitlines()[0] == headline.replace("`", "")
+    gaps = {m["method"]: m["groups"]["worst_group_gap"] for m in res["methods"]}
+    smallest = min((m for m in gaps if m != "none"), key=gaps.__getitem__)
+    assert res["smallest_worst_group_gap"] == smallest
+    assert smallest in ("temperature_groupwise", "multicalibration")
+    rec = res["recommendation"]["method"]
+    assert headline.startswith(f"Use `{rec}` overall; for the groups, ")
+    assert res["verdict"]["detail"].startswith(f"Overall, `{rec}` ")
+    assert f"for the groups, `{smallest}` has the smallest worst-group ECE gap" in headline
+    assert f"{100 * gaps[smallest]:.2f}% against {100 * gaps[rec]:.2f}% for `{rec}`" in headline
     rows = {m["method"]: m for m in res["methods"]}
     assert list(rows) == ["none", "temperature", "temperature_groupwise", "multicalibration"]
     ece_b = {m: rows[m]["groups"]["groups"]["b"]["ece"] for m in rows}

@@ -26,7 +26,7 @@ from calibkit.core.validation import (
 )
 from calibkit.study.definition.config import load_study_config
 
-#: The integer part of ``--split`` and of the data's split sizes.
+#: The integer part of ``--cal-size`` and of the data's split sizes.
 COUNT = Integer(1, 10**9)
 
 
@@ -75,7 +75,7 @@ OPTIONS = [
     (["compare", "preds.npz", "--n-bins"], "--n-bins", N_BINS),
     (["compare", "preds.npz", "--n-boot"], "--n-boot", RESAMPLES),
     (["compare", "preds.npz", "--seed"], "--seed", SEED),
-    (["compare", "preds.npz", "--split"], "--split", COUNT),
+    (["compare", "preds.npz", "--cal-size"], "--cal-size", COUNT),
     (["demo", "--out", "d", "--epochs"], "--epochs", TRAINED_EPOCHS),
     (["demo", "--out", "d", "--n-boot"], "--n-boot", RESAMPLES),
     (["demo", "--out", "d", "--seed"], "--seed", SEED),
@@ -113,7 +113,7 @@ def test_the_ranges_are_stated_in_the_messages(
 ) -> None:
     err = _refused(work, capsys, ["study", "--seeds", f"0,{2**64}"])
     assert f"--seeds: expected comma-separated integers in [0, {2**32 - 1}], got '0," in err
-    err = _refused(work, capsys, ["compare", "preds.npz", "--split", "1e3"])
+    err = _refused(work, capsys, ["compare", "preds.npz", "--cal-size", "1e3"])
     assert "an integer in [1, 1000000000] or a finite number in (0, 1)" in err
 
 

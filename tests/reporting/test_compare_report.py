@@ -67,7 +67,8 @@ def test_folder_contents(folder: Path) -> None:
 
 def test_json_holds_every_number_as_fractions(folder: Path, comp: Comparison) -> None:
     data = json.loads((folder / "results.json").read_text())
-    assert data["calibkit_report"] == 1
+    assert data["calibkit_report"] == 2
+    assert data["command"] == "calibkit compare"
     assert data["title"] == TITLE
     assert data["source"] == "synthetic <data>.npz"
     meta = ("n_cal", "n_test", "n_classes", "n_bins", "n_boot", "seed")
@@ -235,7 +236,11 @@ def test_the_report_says_what_to_use_and_does_not_crown_an_ece_below_its_floor()
     import numpy as np
 
     from calibkit.core.outputs import as_outputs
-    from calibkit.reporting.compare_report import recommendation_paragraphs, results_dict
+    from calibkit.reporting.compare_report import (
+        compare_verdict,
+        recommendation_paragraphs,
+        results_dict,
+    )
     from calibkit.workflows.compare import compare
 
     rng = np.random.default_rng(0)
@@ -246,7 +251,13 @@ def test_the_report_says_what_to_use_and_does_not_crown_an_ece_below_its_floor()
     comp = compare(cal, test, ["histogram"], n_boot=0, seed=0, recommend=True)
     assert comp.recommendation is not None
     text = recommendation_paragraphs(comp)
-    assert text[0].startswith(f"**Use {comp.recommendation.method}.** Chosen on the calibration")
+    verdict = compare_verdict(comp)
+    assert verdict.headline.startswith(f"Use `{comp.recommendation.method}`")
+    assert verdict.detail.startswith("Chosen on the calibration part alone: ")
+    if comp.recommendation.method in [r.method for r in comp.rows]:
+        assert text[0].startswith(f"{comp.recommendation.method} on the test part: NLL")
+    else:  # chosen among the candidates and temperature scaling, which was not compared
+        assert "was not among the compared methods" in verdict.detail
     below = [
         r.method for r in comp.rows if r.evaluation.values["ece"] < r.evaluation.values["ece_floor"]
     ]
@@ -261,3 +272,68 @@ def test_html_shows_no_raw_markdown(folder: Path) -> None:
     text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", page)
     assert "**" not in text
     assert "`" not in text
+
+
+@pytest.fixture(scope="module")
+def chosen() -> Comparison:
+    """A comparison with its recommendation (compare_parts: the CLI's workflow)."""
+    from calibkit.workflows.compare import compare_parts
+
+    rng = np.random.default_rng(2)
+    z = rng.normal(size=(800, 3)) * 3.0
+    y = np.argmax(z / 2.0 + rng.gumbel(size=z.shape), axis=1)
+    whole = as_outputs(y, logits=z)
+    return compare_parts(whole, methods=["temperature", "histogram"], n_boot=20, source="s.npz")
+
+
+def test_the_verdict_comes_first_in_markdown_html_and_terminal(
+    chosen: Comparison, tmp_path: Path
+) -> None:
+    from calibkit.reporting.compare_report import compare_report
+    from calibkit.reporting.text import plain
+    from calibkit.reporting.writer import report_text, write_report
+
+    report = compare_report(chosen, title="T", name="s.npz")
+    verdict = report.document.verdict
+    assert verdict is not None
+    assert chosen.recommendation is not None
+    method = chosen.recommendation.method
+    against = "temperature scaling" if method != "temperature" else "the uncalibrated model"
+    assert verdict.headline.startswith(f"Use `{method}`: on the test part it ")
+    assert verdict.headline.endswith(f" against {against}.")
+    assert "NLL from " in verdict.headline
+    assert "ECE" in verdict.headline
+    assert "5 stratified folds, seed 0" in verdict.detail
+    write_report(report, tmp_path / "r")
+    md = [line for line in (tmp_path / "r" / "report.md").read_text().splitlines() if line]
+    assert md[:3] == ["# T", f"**{verdict.headline}**", verdict.detail]
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert page[page.index("</h1>") + 5 :].lstrip().startswith('<div class="verdict">')
+    text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", page)
+    assert "**" not in text
+    assert "`" not in text
+    assert f"<code>{method}</code>" in page
+    terminal = report_text(report).splitlines()
+    assert terminal[:2] == [plain(verdict.headline), "  " + plain(verdict.detail)]
+    assert "calibration / " in report_text(report)  # format_comparison_summary below it
+    data = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert data["verdict"] == {"headline": verdict.headline, "detail": verdict.detail}
+    assert data["recommendation"]["method"] == method
+    assert {"inputs", "options", "versions", "command"} <= set(data)
+    assert (tmp_path / "r" / "results.csv").read_text() == report.files["results.csv"]
+
+
+def test_the_verdict_says_what_temperature_scaling_buys_against_the_model(
+    chosen: Comparison,
+) -> None:
+    from calibkit.reporting.compare_report import compare_verdict
+    from calibkit.workflows.compare import Recommendation
+
+    rec = Recommendation("temperature", "no candidate beat temperature", "")
+    verdict = compare_verdict(dataclasses.replace(chosen, recommendation=rec))
+    none, ts = chosen.rows[0].evaluation.values, chosen.row("temperature").evaluation.values
+    assert verdict.headline == (
+        f"Use `temperature`: on the test part it lowers NLL from {none['nll']:.4f} to "
+        f"{ts['nll']:.4f} and ECE from {100 * none['ece']:.2f}% to {100 * ts['ece']:.2f}% "
+        "against the uncalibrated model."
+    )

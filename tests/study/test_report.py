@@ -28,6 +28,20 @@ def test_each_run_saves_its_temperature_scaling(tiny_config: Path, tmp_path: Pat
     saved = (rdir / RunFolder.TEMPERATURE).read_bytes()
     (rdir / RunFolder.TEMPERATURE).unlink()
     before = (out / "report.md").read_text()
+    # the verdict first, right after the title, in Markdown, HTML and results.json
+    import json
+
+    verdict = json.loads((out / "results.json").read_text())["verdict"]
+    assert verdict["headline"].startswith(f"Use `{runs.records[0].recommended}` for mlp")
+    lines = [line for line in before.splitlines() if line.strip()]
+    assert lines[0].startswith("# ")
+    assert lines[1] == f"**{verdict['headline']}**"
+    page = (out / "report.html").read_text()
+    assert page.index('<div class="verdict">') < page.index("<h2")
+    body = page[page.index("</h1>") + 5 :].lstrip()
+    assert body.startswith('<div class="verdict">')
+    assert "**" not in page
+    assert "`" not in page
     run_study(cfg, out, progress=False, report_only=True)
     assert (rdir / RunFolder.TEMPERATURE).read_bytes() == saved
     assert (out / "report.md").read_text() == before
@@ -69,3 +83,34 @@ def test_results_csv_and_model_table_by_hand() -> None:
         ["ts", "10.00 ± 1.00", "1.5000 ± 0.1000"],
     ]
     assert [c.best for c in table.rows[1]] == [False, True, False]  # T is never ranked
+
+
+def test_study_verdict_names_each_models_choice_and_what_it_buys() -> None:
+    from calibkit.study.report.writer import study_verdict
+    from calibkit.study.store.record import RunRecord
+
+    def rec(model: str, seed: int, chose: str | None) -> RunRecord:
+        return RunRecord(model, seed, [], [], 1.0, 10, Path("."), chose)
+
+    stats = {
+        "a": {
+            "none": {"nll": (0.40, 0.0), "ece": (0.05, 0.0)},
+            "temperature": {"nll": (0.30, 0.0), "ece": (0.02, 0.0)},
+            "ms_odir": {"nll": (0.28, 0.0), "ece": (0.015, 0.0)},
+        }
+    }
+    one = study_verdict([rec("a", 0, "ms_odir"), rec("a", 1, "ms_odir")], stats)
+    assert one.headline == (
+        "Use `ms_odir` for a: over the seeds it lowers NLL from 0.3000 to 0.2800 and ECE "
+        "from 2.00% to 1.50% against temperature scaling."
+    )
+    assert one.detail.startswith("2/2 seeds chose it.")
+    ts = study_verdict([rec("a", 0, "temperature"), rec("a", 1, "ms_odir")], stats)
+    assert ts.headline.startswith("Use `temperature` for a: over the seeds it lowers NLL")
+    assert ts.headline.endswith("against the uncalibrated model.")
+    stats["b"] = stats["a"]
+    two = study_verdict([rec("a", 0, "ms_odir"), rec("b", 0, "temperature")], stats)
+    assert two.headline == "Use `ms_odir` for a, `temperature` for b."
+    assert "a (1/1 seeds): it lowers NLL" in two.detail
+    none = study_verdict([rec("a", 0, None)], {"a": stats["a"]})
+    assert none.headline.startswith("The runs hold no recommendation")

@@ -263,3 +263,32 @@ def test_the_recommendation_is_autos_rule_on_the_calibration_part_alone() -> Non
     again = compare(cal, scrambled, ["vector", "histogram"], n_boot=0, recommend=True)
     assert again.recommendation == rec
     assert compare(cal, test, ["vector"], n_boot=0).recommendation is None  # only when asked
+
+
+def test_compare_parts_splits_once_and_recommends() -> None:
+    from calibkit.workflows.compare import compare_parts
+
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=(300, 3)) * 3
+    y = np.argmax(z / 2 + rng.gumbel(size=z.shape), axis=1)
+    whole = as_outputs(y, logits=z)
+    comp = compare_parts(whole, cal_size=0.4, methods=["temperature"], n_boot=0, seed=3)
+    cal, test = split_outputs(whole, 0.4, seed=3)
+    direct = compare(cal, test, ["temperature"], n_boot=0, seed=3)
+    assert [r.evaluation.values for r in comp.rows] == [r.evaluation.values for r in direct.rows]
+    assert comp.source == "split 120 / 180 (seed 3)"
+    assert comp.recommendation is not None
+    assert comp.recommendation.method == "temperature"
+    same = compare_parts(cal=cal, test=test, methods=["temperature"], n_boot=0, seed=3)
+    assert [r.evaluation.values for r in same.rows] == [r.evaluation.values for r in comp.rows]
+    with pytest.raises(InputError, match=r"^cal_size: "):
+        compare_parts(cal=cal, test=test, cal_size=0.5)
+    with pytest.raises(InputError, match=r"^cal_size: "):
+        compare_parts(whole, cal_size=1.5)
+    with pytest.raises(InputError, match="either whole or both cal and test"):
+        compare_parts(whole, cal=cal)
+    groups = np.where(np.arange(300) % 2 == 0, "a", "b")
+    grouped = compare_parts(whole, groups=groups, methods=["temperature"], n_boot=0)
+    assert grouped.rows[1].groups is not None
+    assert sum(grouped.rows[1].groups.sizes) == grouped.n_test
+    assert grouped.smallest_gap == "temperature"

@@ -66,18 +66,45 @@ def test_small_demo_becomes_overconfident() -> None:
     assert res.train_accuracy > 0.99
     assert comp.row("temperature").params["temperature"] > 1.2  # overconfident
     assert comp.row("temperature").evaluation.values["ece"] < res.ece_before
-    assert "lowest test ECE: temperature" in res.summary()
+    assert res.recommended == "temperature"  # the only method compared
+    assert "recommended: temperature: on the test part it" in res.summary()
+
+
+def test_demo_recommends_by_the_comparisons_rule_not_the_lowest_test_ece() -> None:
+    """Histogram binning can reach the lowest test ECE; the demo names the method the
+    comparison chose on the calibration part (its verdict), never the lowest-ECE one."""
+    from calibkit.reporting.compare_report import demo_report
+
+    settings = DemoSettings(epochs=30, n_boot=0, methods=("temperature", "histogram"))
+    res = run_demo(seed=0, settings=settings)
+    comp = res.comparison
+    assert comp.recommendation is not None
+    assert res.recommended == comp.recommendation.method
+    report = demo_report(res, title="demo")
+    verdict = report.document.verdict
+    assert verdict is not None
+    assert verdict.headline.startswith(f"Use `{comp.recommendation.method}`")
+    lowest = min(comp.rows[1:], key=lambda r: r.evaluation.values["ece"]).method
+    if lowest != comp.recommendation.method:
+        assert f"`{lowest}`" not in verdict.headline
+    assert report.text.splitlines()[0].startswith("Trained a 64-128-10 MLP")
 
 
 def test_cli_demo_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["demo", "--out", str(tmp_path / "rep"), "--epochs", "30", "--n-boot", "0"]
     assert main([*argv, "--methods", "temperature"]) == 0
     out, err = capsys.readouterr()
+    assert out.startswith("Use temperature: on the test part it lowers NLL from ")
+    assert "against the uncalibrated model" in out.splitlines()[0]
     assert "before calibration" in out
-    assert "after temperature (T = " in out
+    assert "temperature=" in out
     assert "epoch 30/30" in err
     results = json.loads((tmp_path / "rep" / "results.json").read_text())
     assert results["n_cal"] == results["n_test"] == 719
+    assert results["command"] == "calibkit demo"
+    assert results["verdict"]["headline"].startswith("Use `temperature`")
+    assert results["options"]["epochs"] == 30
+    assert results["demo"]["n_train"] == 359
     assert {p.name for p in (tmp_path / "rep").iterdir()} >= {"report.html", "results.json"}
     assert (
         "calibkit demo: an overconfident MLP on digits"

@@ -13,24 +13,37 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from calibkit.cli.common import method_list, read_groups, read_outputs, renamed, say
+from calibkit.cli.common import (
+    finish,
+    method_list,
+    output_folder,
+    read_groups,
+    read_outputs,
+    renamed,
+    report_inputs,
+    report_options,
+)
 from calibkit.cli.options import (
     EVERY_METHOD,
     FILES,
     Subparsers,
+    add_cal_size,
+    add_format,
     add_groups,
     add_input_options,
     add_numbers,
+    add_out,
     opt,
-    split_size,
 )
 from calibkit.core.errors import InputError
-from calibkit.io.atomic import check_replaceable_folder
 
 if TYPE_CHECKING:
-    import numpy as np
+    from calibkit.workflows.compare import Comparison
+
+#: Library argument -> the option a refusal names.
+_OPTIONS = {"cal_size": "--cal-size", "methods": "--methods", "groups": "--groups"}
 
 
 def _check_sources(args: argparse.Namespace) -> bool:
@@ -40,8 +53,8 @@ def _check_sources(args: argparse.Namespace) -> bool:
         raise InputError("FILE/--cal/--test", "either FILE or both --cal and --test", "a mix")
     if not pair and args.file is None:
         raise InputError("FILE", "a prediction file (or --cal and --test)", "neither")
-    if pair and args.split is not None:
-        raise InputError("--split", "no split with --cal and --test (already split)", "--split")
+    if pair and args.cal_size is not None:
+        raise InputError("--cal-size", "no size with --cal and --test (already split)", "a size")
     if args.labels is not None and pair:
         raise InputError("--labels", "only beside FILE (use --cal-labels/--test-labels)", "--cal")
     return pair
@@ -58,93 +71,68 @@ def add_arguments(sub: Subparsers) -> None:
     opt(parts, "--cal-labels", "L.npy", "labels beside a .npy --cal file")
     opt(parts, "--test-labels", "L.npy", "labels beside a .npy --test file")
     add_input_options(p)
-    text = "calibration part of FILE: fraction or count (default 0.5)"
-    opt(p, "--split", "SIZE", text, type=split_size)
+    add_cal_size(p, None, shown="0.5 of FILE")
     opt(p, "--methods", "A,B,C", EVERY_METHOD)
-    opt(p, "--out", "DIR", "report folder (default %(default)s)", default="calibkit-report")
+    add_out(p, "the report", default="calibkit-report")
+    add_format(p)
     add_numbers(p)
     add_groups(p, "per-group results for every method, and the group-aware calibrators")
 
 
-def _part_groups(groups: np.ndarray, part: str) -> np.ndarray:
-    """``groups`` of one part, checked: every group there at least 2 samples."""
-    from calibkit.core.groups import check_groups
+def read_parts(args: argparse.Namespace) -> dict[str, Any]:
+    """The outputs (``whole``, or ``cal`` and ``test``), their groups and where they came
+    from, as :func:`~calibkit.workflows.compare.compare_parts` takes them."""
+    if not _check_sources(args):
+        whole = read_outputs(args, args.file, args.labels)
+        groups = None
+        if args.groups is not None:
+            groups = read_groups(args.file, args.groups, whole.n_samples)
+        source = str(args.file) + (f", groups {args.groups!r}" if groups is not None else "")
+        return {"whole": whole, "groups": groups, "source": source}
+    cal = read_outputs(args, args.cal, args.cal_labels)
+    test = read_outputs(args, args.test, args.test_labels)
+    groups_pair = None
+    if args.groups is not None:
+        cal_g = read_groups(args.cal, args.groups, cal.n_samples, check=False)
+        groups_pair = (cal_g, read_groups(args.test, args.groups, test.n_samples, check=False))
+    source = f"calibration part {args.cal}, test part {args.test}"
+    source += f", groups {args.groups!r}" if groups_pair is not None else ""
+    return {"cal": cal, "test": test, "groups": groups_pair, "source": source}
 
+
+def _title(args: argparse.Namespace) -> tuple[str, str]:
+    """The report's title and what its figures show (a file's name, not its path)."""
+    if args.file is not None:
+        return f"Calibration report: {args.file}", Path(args.file).name
+    name = f"{Path(args.cal).name} / {Path(args.test).name}"
+    return f"Calibration report: calibration part {args.cal}", name
+
+
+def _compare(args: argparse.Namespace, methods: list[str] | None) -> Comparison:
+    from calibkit.workflows.compare import compare_parts
+
+    numbers = {k: getattr(args, k) for k in ("n_bins", "n_boot", "level", "seed", "mode")}
     try:
-        check_groups(groups, groups.shape[0])
+        return compare_parts(**read_parts(args), cal_size=args.cal_size, methods=methods, **numbers)
     except InputError as exc:
-        raise InputError("--groups", f"{exc.expected} of the {part}", exc.got) from None
-    return groups
+        raise renamed(exc, _OPTIONS[exc.argument]) if exc.argument in _OPTIONS else exc from None
 
 
 def run(args: argparse.Namespace) -> int:
     """Compare the methods and write the report folder."""
-    from calibkit.reporting.compare_report import write_compare_report, written_before_manifests
-    from calibkit.reporting.tables import format_comparison_summary, format_group_summary
-    from calibkit.workflows.compare import compare, resolve_methods, split_indices, split_outputs
+    from calibkit.reporting.compare_report import compare_report, written_before_manifests
 
-    pair = _check_sources(args)
     # the group calibrators (kind groups) need each row's group
     methods = method_list(args.methods, ("logits", "groups") if args.groups else ("logits",))
-    out_dir = check_replaceable_folder(Path(args.out), "--out", written_before_manifests)
-    groups = None
-    if pair:
-        cal = read_outputs(args, args.cal, args.cal_labels)
-        test = read_outputs(args, args.test, args.test_labels)
-        if args.groups is not None:
-            cal_g = read_groups(args.cal, args.groups, cal.n_samples, check=False)
-            test_g = read_groups(args.test, args.groups, test.n_samples, check=False)
-            groups = (_part_groups(cal_g, "calibration part"), _part_groups(test_g, "test part"))
-        source = f"calibration part {args.cal}, test part {args.test}"
-        name = f"{Path(args.cal).name} / {Path(args.test).name}"
-    else:
-        whole = read_outputs(args, args.file, args.labels)
-        size = 0.5 if args.split is None else args.split
-        every = None
-        if args.groups is not None:
-            every = read_groups(args.file, args.groups, whole.n_samples)
-        try:
-            cal, test = split_outputs(whole, size, args.seed)
-            cal_idx, test_idx = split_indices(whole.labels, size, args.seed)
-        except InputError as exc:
-            raise renamed(exc, "--split") from None
-        if every is not None:
-            cal_g = _part_groups(every[cal_idx], "calibration part")
-            groups = (cal_g, _part_groups(every[test_idx], "test part"))
-        source = f"{args.file}, split {cal.n_samples:,} / {test.n_samples:,} (seed {args.seed})"
-        name = Path(args.file).name
-    if groups is not None:
-        source += f", groups {args.groups!r}"
-    if len(set(cal.labels.tolist())) < 2:
-        raise InputError(
-            "calibration part", "at least 2 distinct labels", f"only label {int(cal.labels[0])}"
-        )
-    try:
-        every_class = len(set(cal.labels.tolist())) == cal.n_classes
-        names = resolve_methods(methods, cal.n_classes, cal.n_samples, every_class)
-    except InputError as exc:
-        raise renamed(exc, "--methods") from None
-    numbers = {"n_bins": args.n_bins, "n_boot": args.n_boot, "seed": args.seed, "mode": args.mode}
-    if groups is not None and methods is None:
-        from calibkit.workflows.compare import group_methods
-
-        names += [m for m in group_methods(cal.n_classes) if m not in names]
-    cal_groups, test_groups = (None, None) if groups is None else groups
-    comp = compare(
-        cal,
-        test,
-        names,
-        source=source,
-        recommend=True,
-        cal_groups=cal_groups,
-        test_groups=test_groups,
-        **numbers,
+    _check_sources(args)
+    folder = output_folder(args, written_before_manifests)
+    comp = _compare(args, methods)
+    title, name = _title(args)
+    report = compare_report(
+        comp,
+        title=title,
+        name=name,
+        inputs=report_inputs(args),
+        options=report_options(args),
     )
-    say(f"writing the report to {out_dir}")
-    title = f"Calibration report: {source.split(',')[0]}"
-    write_compare_report(comp, out_dir, title=title, name=name)
-    print(format_comparison_summary(comp))
-    if groups is not None:
-        print(format_group_summary(comp))
-    print(f"report: {out_dir / 'report.html'}")
-    return 0
+    return finish(report, args, folder, written_before_manifests)

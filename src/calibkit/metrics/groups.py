@@ -39,14 +39,19 @@ import numpy as np
 from calibkit.core.errors import InputError
 from calibkit.core.groups import check_groups
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.metrics.info import METRICS
 from calibkit.metrics.resampled import resample_counts
 from calibkit.metrics.samples import F64, Mode
 from calibkit.metrics.suite import MetricSuite
 
-#: The per-group metrics, in report order (``confidence``: mean top-label confidence).
+#: The per-group metrics, in report order: entries of the metric registry
+#: (:data:`~calibkit.metrics.info.METRICS`, which gives their labels and formats), each
+#: computed by its kernel on each group's rows (``confidence``, the mean top-label
+#: confidence, is registered outside the default suite).
 GROUP_METRICS: tuple[str, ...] = ("ece", "nll", "accuracy", "confidence")
-#: The suite metrics among them.
-_SUITE = ("ece", "nll", "accuracy")
+for _name in GROUP_METRICS:
+    if METRICS.get(_name).kernel is None:  # pragma: no cover - a registry entry changed
+        raise InputError("GROUP_METRICS", "metrics with a kernel", repr(_name))
 
 
 @dataclass(frozen=True)
@@ -157,12 +162,12 @@ def evaluate_groups(
     out = as_outputs(labels, probs, logits=logits)
     grp = check_groups(groups, out.n_samples)
     parts = [_subset(out, grp.members(g)) for g in range(len(grp.names))]
-    suites = [MetricSuite.from_outputs(p, n_bins=n_bins, mode=mode) for p in parts]
-    tops = [p.confidence for p in parts]  # top-label, whatever the mode
+    suites = [
+        MetricSuite.from_outputs(p, n_bins=n_bins, mode=mode, names=GROUP_METRICS) for p in parts
+    ]
     values: dict[str, dict[str, float]] = {}
-    for name, suite, top in zip(grp.names, suites, tops, strict=True):
-        v = suite.compute(names=_SUITE)
-        v["confidence"] = float(np.mean(top))
+    for name, suite in zip(grp.names, suites, strict=True):
+        v = suite.compute(names=GROUP_METRICS)
         if n_floor_draws:
             v["ece_floor"] = suite.noise_floor(n_floor_draws, seed, names=("ece",))["ece"]
         values[name] = {k: v[k] for k in (*GROUP_METRICS, "ece_floor") if k in v}
@@ -171,7 +176,7 @@ def evaluate_groups(
     ci: dict[str, dict[str, tuple[float, float]]] = {}
     gap_ci = None
     if n_boot:
-        ci, gap_ci = _bootstrap(suites, tops, grp.names, n_boot, level, seed)
+        ci, gap_ci = _bootstrap(suites, grp.names, n_boot, level, seed)
     warnings = [
         f"group {g!r} ({n} samples): ECE {values[g]['ece']:.4f} is not above its noise floor "
         f"{values[g]['ece_floor']:.4f}: too few samples to tell its miscalibration from noise"
@@ -194,7 +199,6 @@ def evaluate_groups(
 
 def _bootstrap(
     suites: list[MetricSuite],
-    tops: list[F64],
     names: list[str],
     n_boot: int,
     level: float,
@@ -207,11 +211,10 @@ def _bootstrap(
     reps: dict[str, dict[str, list[F64]]] = {g: {m: [] for m in GROUP_METRICS} for g in names}
     for start in range(0, n_boot, block):
         b = min(block, n_boot - start)
-        for g, suite, top in zip(names, suites, tops, strict=True):
+        for g, suite in zip(names, suites, strict=True):
             m = suite.conf.shape[0]
             w = resample_counts(rng.integers(0, m, (b, m))).astype(np.float64)
-            batch = suite.compute_batch(w, _SUITE)
-            batch["confidence"] = w @ top / m
+            batch = suite.compute_batch(w, GROUP_METRICS)
             for metric in GROUP_METRICS:
                 reps[g][metric].append(batch[metric])
     alpha = (1.0 - level) / 2.0

@@ -33,7 +33,7 @@ from calibkit.metrics.decomposition import score_decomposition
 from calibkit.metrics.kernels import BinNorm, Kernel, RankStatistic, Residual, SampleMean
 from calibkit.metrics.murphy import brier_reliability, brier_resolution, brier_uncertainty
 from calibkit.metrics.parts import part_metric
-from calibkit.metrics.scores import accuracy, brier, entropy, nll
+from calibkit.metrics.scores import accuracy, brier, confidence, entropy, nll, top_confidence
 from calibkit.metrics.selective import (
     augrc,
     augrc_of,
@@ -226,6 +226,19 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         smooth_ece,
         False,
         options=("mode",),
+    ),
+    # mean top-label confidence: outside the default suite (evaluate's keys), computed by the
+    # suite's kernels where asked for (the per-group results, calibkit.metrics.groups)
+    MetricInfo(
+        "confidence",
+        "Confidence",
+        "score",
+        True,
+        None,
+        False,
+        confidence,
+        False,
+        SampleMean(top_confidence),
     ),
     MetricInfo("nll_calibration", "NLL calibration", "score", False, "min", False, _NLL_CAL, False),
     MetricInfo("nll_refinement", "NLL refinement", "score", False, "min", False, _NLL_REF, False),

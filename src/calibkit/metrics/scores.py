@@ -1,4 +1,5 @@
-"""Proper scores and summary statistics: accuracy, NLL, Brier, predictive entropy.
+"""Proper scores and summary statistics: accuracy, NLL, Brier, predictive entropy, mean
+confidence.
 
 Each takes ``labels`` (``(N,)`` integers, or a :class:`~calibkit.core.outputs.ClassifierOutputs`)
 and exactly one of ``probs`` or ``logits`` (``(N, K)``), plus optional non-negative
@@ -27,7 +28,7 @@ from calibkit.metrics.samples import (
     weighted_mean,
 )
 
-#: The Parameters section and the return type of accuracy, nll, brier, entropy.
+#: The Parameters section and the return type of accuracy, nll, brier, entropy, confidence.
 _SIGNATURE = """Parameters
 ----------
 labels, probs, logits, sample_weight
@@ -121,3 +122,26 @@ def entropy(
     0.3466
     """
     return _mean(entropy_per_sample, labels, probs, logits, sample_weight)
+
+
+def top_confidence(outputs: ClassifierOutputs) -> F64:
+    """Each sample's top-label confidence (its largest probability), float64."""
+    return outputs.confidence
+
+
+@fill_doc(signature=_SIGNATURE)
+def confidence(
+    labels: object, probs: object = None, *, logits: object = None, sample_weight: object = None
+) -> float:
+    """Mean top-label confidence (labels are checked but do not enter): beside the accuracy,
+    how confident the model is on average.
+
+    {signature}
+        ``mean_i max_k p_ik``, in (0, 1].
+
+    Examples
+    --------
+    >>> confidence([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]])
+    0.7
+    """
+    return _mean(top_confidence, labels, probs, logits, sample_weight)

@@ -127,13 +127,20 @@ class MetricSuite:
 
     @classmethod
     def from_outputs(
-        cls, outputs: ClassifierOutputs, *, n_bins: int = 15, mode: Mode = "top_label"
+        cls,
+        outputs: ClassifierOutputs,
+        *,
+        n_bins: int = 15,
+        mode: Mode = "top_label",
+        names: tuple[str, ...] | None = None,
     ) -> MetricSuite:
-        """Prepare every per-sample quantity of ``outputs`` (those of registered terms too)."""
+        """Prepare every per-sample quantity of ``outputs`` (those of registered terms too;
+        ``names``: the metrics to be computed, default the suite's, so a registered metric
+        outside the suite with a kernel can be asked for)."""
         n_bins = check_n_bins(n_bins)
         conf, outcome = calibration_target(outputs, mode)
         probs, per_sample = probs_and_scores(outputs)  # no (N, K) float64 temporaries
-        for name, kernel in kernels(suite_names()).items():
+        for name, kernel in kernels(suite_names() if names is None else names).items():
             if isinstance(kernel, SampleMean) and not isinstance(kernel.term, str):
                 per_sample[name] = kernel.values(outputs)
         sce = (probs, outputs.labels)

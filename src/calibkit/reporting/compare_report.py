@@ -1,43 +1,57 @@
-"""Reports of evaluations and comparisons: text tables, Markdown, HTML, JSON, CSV and PNGs.
+"""Reports of comparisons (``calibkit compare``, ``calibkit demo``): the verdict, tables,
+figures, JSON and CSV.
 
-:func:`write_compare_report` turns a :class:`~calibkit.workflows.compare.Comparison` into a folder,
-written atomically (it appears complete or not at all)::
+:func:`compare_report` turns a :class:`~calibkit.workflows.compare.Comparison` into a
+:class:`~calibkit.reporting.writer.Report`, written by the one writer
+(:func:`~calibkit.reporting.writer.write_report`, atomically: the folder appears complete or
+not at all)::
 
-    report.md      tables (every metric with its interval, noise floors, fitted
-                   parameters, fit time; the best value per column in bold) and figures
+    report.md      the verdict, then tables (every metric with its interval, noise floors,
+                   fitted parameters, fit time; the best value per column in bold) and figures
     report.html    the same, self-contained: inline CSS, figures as data URIs
-    results.json   every number, as fractions, plus the metadata
+    results.json   the writer's header (verdict, inputs, options, versions), then every
+                   number as fractions
     results.csv    one row per method: <metric>, <metric>_lo, <metric>_hi, floors, ...
     figures/       reliability_grid.png, reliability_<method>.png, ece_temperature.png,
                    risk_coverage.png; with groups also reliability_groups.png
+
+The verdict (:func:`compare_verdict`) comes first: which calibrator to use (chosen on the
+calibration part alone, :class:`~calibkit.workflows.compare.Recommendation`) and what it buys
+on the test part in NLL and ECE against temperature scaling (against the uncalibrated model
+when temperature scaling is the choice). With groups it also names the calibrator with the
+smallest worst-group ECE gap on the test part
+(:attr:`~calibkit.workflows.compare.Comparison.smallest_gap`) with both gaps.
 
 With groups (``compare(..., cal_groups=, test_groups=)``) the report gains a "Calibration per
 group" section (each method's ECE, NLL and accuracy per group with intervals, its worst-group
 gap), ``results.json`` a ``groups`` entry per method, and a per-group reliability figure.
 
 Human tables show calibration errors and accuracy in percent; JSON and CSV keep fractions.
-
+:func:`write_compare_report` writes a folder in one call (for library users).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from calibkit.calibrators import CALIBRATORS
-from calibkit.core.version import __version__
-from calibkit.io.atomic import atomic_directory, check_replaceable_folder
-from calibkit.io.jsonfile import json_ready, write_json
+from calibkit.io.atomic import check_replaceable_folder
+from calibkit.io.jsonfile import json_ready
 from calibkit.reporting.csv_text import csv_number, csv_text
 from calibkit.reporting.document import (
     Block,
+    Cell,
     Document,
     Figure,
     Gallery,
     Paragraph,
     Section,
+    Table,
+    Verdict,
     table_section,
 )
 from calibkit.reporting.figures import (
@@ -48,11 +62,22 @@ from calibkit.reporting.figures import (
     reliability_grid,
     risk_coverage_figure,
 )
-from calibkit.reporting.render import to_html, to_markdown
-from calibkit.reporting.tables import comparison_tables, group_tables, marks_note, metric_names
+from calibkit.reporting.tables import (
+    column_info,
+    comparison_tables,
+    format_comparison_summary,
+    format_group_summary,
+    format_value,
+    group_tables,
+    marks_note,
+    metric_names,
+)
+from calibkit.reporting.writer import Report, write_report
 from calibkit.workflows.compare import Comparison
 
-REPORT_FORMAT = 1
+if TYPE_CHECKING:
+    from calibkit.workflows.demo import DemoResult
+
 #: The two figures shown full width; one reliability diagram per method follows in a gallery.
 GRID, CURVE = "reliability_grid.png", "ece_temperature.png"
 #: The risk-coverage curves of every method (selective prediction), also full width.
@@ -180,8 +205,10 @@ def _group_figure(comp: Comparison, name: str) -> Figure | None:
     return Figure(GROUPS_FIGURE, caption, figure_png_bytes(fig))
 
 
-def results_dict(comp: Comparison, title: str) -> dict[str, Any]:
-    """Every number of the comparison (fractions; NaN becomes null), ready for JSON."""
+def results_dict(comp: Comparison, title: str | None = None) -> dict[str, Any]:
+    """Every number of the comparison (fractions; NaN becomes null), ready for JSON: the
+    ``results`` of its :class:`Report` (the writer adds the header: format, version, title,
+    verdict, inputs, options, versions; ``title`` is not used, kept for callers)."""
     methods = []
     for r in comp.rows:
         ev, rel = r.evaluation, r.reliability
@@ -206,9 +233,6 @@ def results_dict(comp: Comparison, title: str) -> dict[str, Any]:
             }
         )
     results = {
-        "calibkit_report": REPORT_FORMAT,
-        "calibkit_version": __version__,
-        "title": title,
         "source": comp.source,
         "n_cal": comp.n_cal,
         "n_test": comp.n_test,
@@ -227,6 +251,8 @@ def results_dict(comp: Comparison, title: str) -> dict[str, Any]:
     if comp.recommendation is not None:
         rec = comp.recommendation
         results["recommendation"] = {"method": rec.method, "reason": rec.reason}
+    if comp.smallest_gap is not None:
+        results["smallest_worst_group_gap"] = comp.smallest_gap
     return json_ready(results)  # type: ignore[no-any-return]
 
 
@@ -259,20 +285,144 @@ def _summary(comp: Comparison) -> str:
     )
 
 
+#: What the verdict says and how its method is chosen (the first paragraph of "How to read
+#: this").
+VERDICT_HOW_TO_READ = (
+    "The verdict names the calibrator to use. It is chosen on the calibration part alone, by "
+    "calibkit's auto rule: each candidate is cross-fitted on folds of the calibration part "
+    "and scored by NLL, and temperature scaling is kept unless a richer method beats it by "
+    "more than one standard error of the paired difference. The test part only judges the "
+    "choice: the verdict gives its test NLL and ECE against temperature scaling (against the "
+    "uncalibrated model when temperature scaling is the choice). The lowest test ECE is never "
+    "the rule: histogram binning and other step maps can reach it by luck, or below the "
+    "noise floor where no method is better than another."
+)
+#: With groups: how the verdict treats them.
+GROUPS_VERDICT_HOW_TO_READ = (
+    "With groups, the method to use is still chosen without them (the calibration part "
+    "gives no per-group judgement of the group-aware calibrators), and the verdict adds, "
+    "read on the test part, the calibrator with the smallest worst-group ECE gap and both "
+    "gaps. When they are two methods, pick by what matters: the overall choice for the "
+    "best NLL, the smallest-gap one for fairness across the groups; overlapping gap "
+    "intervals mean the test part cannot tell the two gaps apart."
+)
+
+
+def metric_change(name: str, before: float, after: float) -> str:
+    """'lowers NLL from 0.2410 to 0.2262' (raises, or leaves it at, as the numbers say).
+
+    >>> metric_change("ece", 0.0121, 0.0084), metric_change("nll", 0.2, 0.2)
+    ('lowers ECE from 1.21% to 0.84%', 'leaves NLL at 0.2000')
+    """
+    label = column_info(name).label
+    a, b = format_value(name, before), format_value(name, after)
+    if a == b:
+        return f"leaves {label} at {b}"
+    return f"{'lowers' if after < before else 'raises'} {label} from {a} to {b}"
+
+
+def nll_ece_change(before: Mapping[str, float], after: Mapping[str, float]) -> str:
+    """How NLL and ECE change from ``before`` to ``after``, in one phrase.
+
+    >>> nll_ece_change({"nll": 0.25, "ece": 0.02}, {"nll": 0.23, "ece": 0.01})
+    'lowers NLL from 0.2500 to 0.2300 and ECE from 2.00% to 1.00%'
+    """
+    nll, ece = (
+        metric_change(n, before.get(n, math.nan), after.get(n, math.nan)) for n in ("nll", "ece")
+    )
+    verb = nll.split(" ", 1)[0]
+    if verb != "leaves" and ece.startswith(verb + " "):  # 'lowers NLL from a to b and ECE ...'
+        ece = ece.removeprefix(verb + " ")
+    return f"{nll} and {ece}"
+
+
+def _buys(comp: Comparison, method: str) -> str:
+    """What ``method`` does on the test part against temperature scaling (or against the
+    uncalibrated model, for temperature scaling or when it was not compared)."""
+    rows = {r.method: r.evaluation.values for r in comp.rows}
+    base = "temperature" if method != "temperature" and "temperature" in rows else "none"
+    against = "temperature scaling" if base == "temperature" else "the uncalibrated model"
+    return f"on the test part it {nll_ece_change(rows[base], rows[method])} against {against}"
+
+
+def _gap_text(comp: Comparison, method: str) -> str:
+    row = comp.row(method)
+    assert row.groups is not None
+    return format_value("ece", row.groups.gap)
+
+
+def _gaps_overlap(comp: Comparison, a: str, b: str) -> bool | None:
+    ca, cb = comp.row(a).groups, comp.row(b).groups
+    if ca is None or cb is None or ca.gap_ci is None or cb.gap_ci is None:
+        return None
+    return ca.gap_ci[0] <= cb.gap_ci[1] and cb.gap_ci[0] <= ca.gap_ci[1]
+
+
+def compare_verdict(comp: Comparison) -> Verdict:
+    """The verdict of a comparison: the calibrator to use and what it buys on the test part
+    (NLL and ECE against temperature scaling, or against the uncalibrated model when
+    temperature scaling is the choice); with groups, the calibrator with the smallest
+    worst-group ECE gap too; the rule and its numbers on the calibration part below."""
+    rec, names = comp.recommendation, [r.method for r in comp.rows]
+    if rec is None:
+        return Verdict(
+            f"No method was chosen: the tables judge {len(names) - 1} calibrators on the test "
+            "part (compare(..., recommend=True) chooses one on the calibration part).",
+            "Do not pick by the lowest test ECE: step maps such as histogram binning reach it "
+            "by luck.",
+        )
+    use = f"Use `{rec.method}`"
+    buys = _buys(comp, rec.method) if rec.method in names else ""
+    detail = [f"Chosen on the calibration part alone: {rec.reason}."]
+    if rec.method not in names:
+        detail.append(f"{rec.method} was not among the compared methods: no test numbers.")
+    else:
+        v = comp.row(rec.method).evaluation.values
+        if v.get("ece", math.inf) < v.get("ece_floor", -math.inf):
+            floor = format_value("ece", v["ece_floor"])
+            detail.append(
+                f"Its test ECE is below its noise floor ({floor}): as small as "
+                "this test part can measure."
+            )
+    gap = comp.smallest_gap
+    if gap is None:
+        return Verdict(f"{use}: {buys}." if buys else f"{use}.", " ".join(detail))
+    if gap == rec.method:
+        head = (
+            f"{use}: {buys}; it also has the smallest worst-group ECE gap ({_gap_text(comp, gap)})."
+        )
+        return Verdict(head, " ".join(detail))
+    if buys:  # the headline is about the groups; what the choice buys overall goes below
+        detail.insert(0, f"Overall, {buys.removeprefix('on the test part it ')} on the test part.")
+        detail[0] = f"Overall, `{rec.method}` " + detail[0].removeprefix("Overall, ")
+    head = f"{use} overall; for the groups, `{gap}` "
+    head += f"has the smallest worst-group ECE gap on the test part: {_gap_text(comp, gap)}"
+    if rec.method in names and comp.row(rec.method).groups is not None:
+        head += f" against {_gap_text(comp, rec.method)} for `{rec.method}`"
+        if _gaps_overlap(comp, gap, rec.method):
+            detail.append(
+                "The two gaps' bootstrap intervals overlap: the test part cannot tell them apart."
+            )
+    detail.append(
+        "The overall choice ignores the groups; the smallest gap is read on the test part."
+    )
+    return Verdict(head + ".", " ".join(detail))
+
+
 def recommendation_paragraphs(comp: Comparison) -> list[str]:
-    """What to use and why (the rule, on the calibration part), its test numbers beside
-    temperature scaling's, and the methods whose ECE is below its noise floor (not better
-    than each other at this size: not crowned)."""
+    """The longer explanation below the verdict: the recommended method's test numbers
+    beside temperature scaling's, and the methods whose ECE is below its noise floor (not
+    better than each other at this size: not crowned)."""
     rec = comp.recommendation
     if rec is None:
         return []
     rows = {r.method: r.evaluation for r in comp.rows}
-    text = [f"**Use {rec.method}.** Chosen on the calibration part alone: {rec.reason}."]
+    text = []
     chosen, ts = rows.get(rec.method), rows.get("temperature")
     if chosen is not None:
         v = chosen.values
         line = (
-            f"On the test part: NLL {v['nll']:.4f}, ECE {100 * v['ece']:.2f}% "
+            f"{rec.method} on the test part: NLL {v['nll']:.4f}, ECE {100 * v['ece']:.2f}% "
             f"(noise floor {100 * v.get('ece_floor', math.nan):.2f}%)"
         )
         if ts is not None and rec.method != "temperature":
@@ -294,36 +444,177 @@ def recommendation_paragraphs(comp: Comparison) -> list[str]:
     return text
 
 
-def compare_document(comp: Comparison, title: str, figures: list[Figure]) -> Document:
-    """The report as a document: summary, how to read it, the tables, the figures."""
-    intro = [Paragraph(f"Source: {comp.source}", meta=True)] if comp.source else []
-    how = HOW_TO_READ.format(level=comp.rows[0].evaluation.level)
+def recommendation_table(comp: Comparison) -> Table | None:
+    """The rule's numbers on the calibration part: each candidate's mean cross-fitted NLL
+    and its paired difference from temperature scaling (lowest NLL first; None when
+    nothing was cross-fitted)."""
+    rec = comp.recommendation
+    if rec is None or not rec.scores:
+        return None
+    rows = []
+    for name, score in sorted(rec.scores.items(), key=lambda item: item[1]):
+        d = rec.paired.get(name)
+        diff = "" if d is None else f"{d[0]:+.4f} ± {d[1]:.4f}"
+        beats = "" if d is None else ("yes" if d[0] + d[1] < 0 else "no")
+        mark = "chosen" if name == rec.method else ""
+        rows.append(
+            [
+                Cell(name),
+                Cell(f"{score:.4f}", best=name == rec.method),
+                Cell(diff),
+                Cell(beats),
+                Cell(mark),
+            ]
+        )
+    header = [
+        "Method",
+        "Cross-fitted NLL",
+        "Difference from temperature (± 1 SE)",
+        "Beats temperature by > 1 SE",
+        "",
+    ]
+    title = "The rule on the calibration part (cross-fitted NLL)"
+    return Table(title, header, rows)
+
+
+def compare_document(
+    comp: Comparison, title: str, figures: list[Figure], intro: Sequence[str] = ()
+) -> Document:
+    """The report as a document: the verdict, the summary (``intro``: what came before the
+    comparison, such as the demo's training), how to read it, the tables, the figures."""
+    meta = [*intro, *([f"Source: {comp.source}"] if comp.source else []), _summary(comp)]
+    level = comp.rows[0].evaluation.level
+    how = [VERDICT_HOW_TO_READ, HOW_TO_READ.format(level=level), marks_note(comp)]
     big = [f for f in figures if f.name in (GRID, CURVE, RC, GROUPS_FIGURE)]
     singles = [f for f in figures if f.name not in (GRID, CURVE, RC, GROUPS_FIGURE)]
     by_group = group_tables(comp)
     groups = []
     if by_group:
-        paragraphs = [GROUPS_HOW_TO_READ.format(level=comp.rows[0].evaluation.level)]
+        how.insert(1, GROUPS_VERDICT_HOW_TO_READ)
+        paragraphs = [GROUPS_HOW_TO_READ.format(level=level)]
         noisy = comp.rows[0].groups.warnings if comp.rows[0].groups is not None else []
         paragraphs += [f"Uncalibrated model: {w}." for w in noisy]
         blocks: list[Block] = [Paragraph(p) for p in paragraphs]
         blocks += [table_section(t) for t in by_group]
         groups = [Section("Calibration per group", blocks)]
+    explained = recommendation_paragraphs(comp)
+    table = recommendation_table(comp)
+    rule: list[Block] = [] if table is None else [table_section(table)]
     return Document(
         title,
         [
-            *intro,
-            Paragraph(_summary(comp), meta=True),
+            *(Paragraph(p, meta=True) for p in meta),
             *(
-                [Section("Recommendation", [Paragraph(p) for p in recommendation_paragraphs(comp)])]
-                if comp.recommendation is not None
+                [Section("Recommendation", [*(Paragraph(p) for p in explained), *rule])]
+                if explained or rule
                 else []
             ),
-            Section("How to read this", [Paragraph(p) for p in (how, marks_note(comp)) if p]),
+            Section("How to read this", [Paragraph(p) for p in how if p]),
             *(table_section(t) for t in comparison_tables(comp)),
             *groups,
             Section("Figures", [*big, Gallery(singles)]),
         ],
+        verdict=compare_verdict(comp),
+    )
+
+
+def comparison_text(comp: Comparison) -> str:
+    """The terminal's tables below the verdict: each method's ECE, NLL, accuracy and
+    parameters, and with groups each one's worst-group gap."""
+    return "\n\n".join(
+        t for t in (format_comparison_summary(comp), format_group_summary(comp)) if t
+    )
+
+
+def compare_report(
+    comp: Comparison,
+    *,
+    title: str,
+    name: str | None = None,
+    command: str = "compare",
+    inputs: Mapping[str, str] | None = None,
+    options: Mapping[str, Any] | None = None,
+    intro: Sequence[str] = (),
+    text: str | None = None,
+) -> Report:
+    """The :class:`Report` of a comparison: the document (verdict first), every number
+    (:func:`results_dict`), ``results.csv`` and the terminal's tables (``text``, default
+    :func:`comparison_text`).
+
+    ``name``, what the figures say they show (default: ``title``), should be the input
+    file's name, not its path; ``intro``: paragraphs on what came before the comparison.
+    """
+    doc = compare_document(comp, title, comparison_figures(comp, name or title), intro)
+    return Report(
+        command,
+        doc,
+        results_dict(comp),
+        text=comparison_text(comp) if text is None else text,
+        inputs=dict(inputs or {}),
+        options=dict(options or {}),
+        files={"results.csv": results_csv(comp)},
+    )
+
+
+def demo_lines(res: DemoResult) -> list[str]:
+    """What the demo trained and how its test part looked before calibration."""
+    comp, s = res.comparison, res.settings
+    before = comp.rows[0].evaluation.values
+    return [
+        f"Trained a 64-{s.hidden}-10 MLP on {res.n_train} noisy digits for {s.epochs} epochs "
+        f"(train accuracy {100 * res.train_accuracy:.1f}%, last epoch's loss "
+        f"{res.final_loss:.4f}).",
+        f"Test part, {comp.n_test} samples: accuracy {100 * before['accuracy']:.1f}%, ECE "
+        f"{100 * before['ece']:.2f}% before calibration (noise floor "
+        f"{100 * before['ece_floor']:.2f}%).",
+    ]
+
+
+def demo_summary(res: DemoResult) -> str:
+    """The demo for people: what was trained, the test ECE before and after each
+    calibrator, and the recommended one (chosen on the calibration part, never by the
+    lowest test ECE)."""
+    comp = res.comparison
+    lines = demo_lines(res)
+    for row in comp.rows[1:]:
+        t = row.params.get("temperature")
+        fitted = f" (T = {t:.3f})" if t is not None else ""
+        lines.append(f"  after {row.method}{fitted}: ECE {100 * row.evaluation.values['ece']:.2f}%")
+    if comp.recommendation is not None:
+        from calibkit.reporting.text import plain
+
+        lines.append("recommended: " + plain(compare_verdict(comp).headline.removeprefix("Use ")))
+    return "\n".join(lines)
+
+
+def demo_report(
+    res: DemoResult,
+    *,
+    title: str,
+    inputs: Mapping[str, str] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Report:
+    """The demo's :class:`Report`: the comparison's report, with what was trained first."""
+    intro = demo_lines(res)
+    text = "\n".join(intro) + "\n\n" + comparison_text(res.comparison)
+    extra = {"n_train": res.n_train, "train_accuracy": res.train_accuracy}
+    report = compare_report(
+        res.comparison,
+        title=title,
+        command="demo",
+        inputs=inputs,
+        options=options,
+        intro=intro,
+        text=text,
+    )
+    return Report(
+        report.command,
+        report.document,
+        {**report.results, "demo": {**extra, "final_loss": res.final_loss}},
+        text=report.text,
+        inputs=report.inputs,
+        options=report.options,
+        files=report.files,
     )
 
 
@@ -337,7 +628,8 @@ def written_before_manifests(name: str) -> bool:
 def write_compare_report(
     comp: Comparison, out_dir: Path, *, title: str, name: str | None = None
 ) -> None:
-    """Write the report folder ``out_dir`` atomically.
+    """Write the report folder ``out_dir`` atomically (:func:`compare_report` written by
+    :func:`~calibkit.reporting.writer.write_report`).
 
     ``title`` heads the report (and is kept in results.json); ``name``, what the figures
     say they show (default: ``title``), should be the input file's name, not its path.
@@ -346,12 +638,5 @@ def write_compare_report(
     :mod:`calibkit.io.atomic`); otherwise an InputError is raised before any work.
     """
     check_replaceable_folder(Path(out_dir), "output", legacy=written_before_manifests)
-    doc = compare_document(comp, title, comparison_figures(comp, name or title))
-    with atomic_directory(Path(out_dir), legacy=written_before_manifests) as tmp:
-        (tmp / "figures").mkdir()
-        for fig in doc.figures():
-            (tmp / "figures" / fig.name).write_bytes(fig.png)
-        (tmp / "report.md").write_text(to_markdown(doc), encoding="utf-8")
-        (tmp / "report.html").write_text(to_html(doc), encoding="utf-8")
-        write_json(tmp / "results.json", results_dict(comp, title))
-        (tmp / "results.csv").write_text(results_csv(comp), encoding="utf-8")
+    report = compare_report(comp, title=title, name=name)
+    write_report(report, Path(out_dir), legacy=written_before_manifests)

@@ -143,32 +143,33 @@ def format_group_table(ge: GroupEvaluation) -> str:
     y      2   100.00%  20.00%                     0.2310              80.00%
     worst-group ECE gap 20.00%: group 'x' against group 'y'
     """
-    header = ["Group", "n", "Accuracy", "ECE", "ECE CI", "ECE floor", "NLL", "NLL CI", "Confidence"]
-    rows = [header]
+    from calibkit.metrics.groups import GROUP_METRICS
+    from calibkit.reporting.text import text_table
+
+    # accuracy first, then each metric (an interval beside a ranked one, the floor beside
+    # one that has it), in the order of GROUP_METRICS; labels from the metric registry
+    names = sorted(GROUP_METRICS, key=lambda m: m != "accuracy")
+    header = ["Group", "n"]
+    for m in names:
+        label = column_info(m).label
+        header += [label, *([f"{label} CI"] if _ranked(m) and m != "accuracy" else [])]
+        header += [f"{label} floor"] if METRICS.get(m).has_floor else []
+    rows = []
     for g, n in zip(ge.names, ge.sizes, strict=True):
         v, ci = ge.values[g], ge.ci.get(g, {})
-        rows.append(
-            [
-                g,
-                str(n),
-                format_value("accuracy", v["accuracy"]),
-                format_value("ece", v["ece"]),
-                _interval("ece", ci.get("ece")),
-                "" if "ece_floor" not in v else format_value("ece", v["ece_floor"]),
-                format_value("nll", v["nll"]),
-                _interval("nll", ci.get("nll")),
-                format_value("accuracy", v["confidence"]),
-            ]
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = [
-        "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        ).rstrip()
-        for r in rows
-    ]
-    return "\n".join([*lines, format_gap(ge), *ge.warnings])
+        row = [g, str(n)]
+        for m in names:
+            row.append(format_value(m, v[m]))
+            row += [_interval(m, ci.get(m))] if _ranked(m) and m != "accuracy" else []
+            if METRICS.get(m).has_floor:
+                row.append("" if f"{m}_floor" not in v else format_value(m, v[f"{m}_floor"]))
+        rows.append(row)
+    return "\n".join([text_table(header, rows), format_gap(ge), *ge.warnings])
+
+
+def _ranked(name: str) -> bool:
+    """Whether the registry ranks metric ``name`` (its intervals are then shown)."""
+    return column_info(name).better is not None
 
 
 # ----- the comparison tables (rendered by calibkit.reporting.render) --------------------------
@@ -370,6 +371,8 @@ def group_tables(comp: Comparison) -> list[Table]:
     rows = [r for r in comp.rows if r.groups is not None]
     if not rows:
         return []
+    from calibkit.metrics.groups import GROUP_METRICS
+
     per_group = []
     for r in rows:
         ge = r.groups
@@ -377,14 +380,16 @@ def group_tables(comp: Comparison) -> list[Table]:
         for i, (g, n) in enumerate(zip(ge.names, ge.sizes, strict=True)):
             v, ci = ge.values[g], ge.ci.get(g, {})
             cells = [Cell(method_label(comp, r.method) if i == 0 else ""), Cell(g), Cell(f"{n:,}")]
-            for name in ("ece", "nll", "accuracy"):
-                text = f"{format_value(name, v[name])} {_interval(name, ci.get(name))}".strip()
-                cells.append(Cell(text))
-                if name == "ece":
-                    cells.append(Cell(format_value("ece", v.get("ece_floor"))))
-            cells.append(Cell(format_value("accuracy", v["confidence"])))
+            for name in GROUP_METRICS:  # a ranked metric with its interval, then its floor
+                shown = _interval(name, ci.get(name)) if _ranked(name) else ""
+                cells.append(Cell(f"{format_value(name, v[name])} {shown}".strip()))
+                if METRICS.get(name).has_floor:
+                    cells.append(Cell(format_value(name, v.get(f"{name}_floor"))))
             per_group.append(cells)
-    header = ["Method", "Group", "n", "ECE", "ECE floor", "NLL", "Accuracy", "Confidence"]
+    header = ["Method", "Group", "n"]
+    for name in GROUP_METRICS:
+        label = column_info(name).label
+        header += [label, *([f"{label} floor"] if METRICS.get(name).has_floor else [])]
     worst = [r.groups.values[r.groups.worst_group]["ece"] for r in rows if r.groups is not None]
     best = format_value("ece", min(worst))
     gap_rows = []
@@ -428,7 +433,8 @@ def format_group_summary(comp: Comparison) -> str:
 
 
 def format_comparison_summary(comp: Comparison) -> str:
-    """A short plain-text summary of a comparison: ECE with its interval, NLL, accuracy."""
+    """A short plain-text summary of a comparison: ECE with its interval, NLL, accuracy
+    (the recommendation is the report's verdict, printed above it)."""
     width = max(len(r.method) for r in comp.rows)
     level = f"{comp.rows[0].evaluation.level:.0%} CI"
     lines = [
@@ -444,6 +450,4 @@ def format_comparison_summary(comp: Comparison) -> str:
             f"{format_params(r.params, r.chosen)}"
         )
         lines.append(line.rstrip())
-    if comp.recommendation is not None:
-        lines.append(f"recommended: {comp.recommendation.method} ({comp.recommendation.reason})")
     return "\n".join(lines)

@@ -44,8 +44,24 @@ Calibration per group (``cal_groups=`` and ``test_groups=``, one group per row o
     reliability bins per group. The calibrators that take the groups (kind ``groups``:
     group-wise temperature scaling, multicalibration; :func:`group_methods`) join the
     default list; each is fitted with the calibration part's groups and predicts with the
-    test part's (a group absent from the calibration part gets the global map). The
-    recommendation stays among the calibrators without groups.
+    test part's (a group absent from the calibration part gets the global map).
+
+Which calibrator to use (``recommend=True``, :class:`Recommendation`)
+    Chosen on the calibration part alone by ``auto``'s rule (cross-fitted NLL; temperature
+    scaling unless a richer method beats it by more than one standard error of the paired
+    difference), never by the test part the rows are judged on. With groups the rule stays
+    among the calibrators without groups: the calibration part gives no per-group judgement
+    of the group-aware ones (cross-fitting them per group is not done), so the group rule is
+    read on the test part and said beside it, not folded into it:
+    :attr:`Comparison.smallest_gap` is the calibrator (``"none"`` excluded) with the
+    smallest worst-group ECE gap on the test part (the first row on a tie). A report says
+    both plainly: use the recommended method overall; for the groups, the smallest-gap
+    method, with both gaps (and whether their intervals overlap, in which case the test
+    part cannot tell the two gaps apart).
+
+:func:`compare_parts` is the whole workflow of ``calibkit compare``: one set of outputs
+split once (seeded, stratified; its groups follow their rows) or the two parts as given,
+checked, compared and the method to use chosen.
 """
 
 from __future__ import annotations
@@ -95,6 +111,7 @@ __all__ = [
     "Recommendation",
     "applicable_methods",
     "compare",
+    "compare_parts",
     "group_methods",
     "recommendation",
     "resolve_methods",
@@ -167,6 +184,10 @@ class Recommendation:
     method, reason
         The method and why, in words. ``summary`` is the rule's table: each candidate's
         mean cross-fitted NLL and its paired difference from temperature scaling.
+    scores, paired
+        The same as numbers: each candidate's mean cross-fitted NLL, and its mean paired
+        difference from temperature scaling with its standard error (empty when nothing
+        was cross-fitted).
 
     Examples
     --------
@@ -178,6 +199,8 @@ class Recommendation:
     method: str
     reason: str
     summary: str
+    scores: dict[str, float] = dataclasses.field(default_factory=dict)
+    paired: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -239,6 +262,15 @@ class Comparison:
         marks = same_maps(names, self.n_classes, self.kind)
         chose = {r.method: r.chosen for r in self.rows if r.chosen in names}
         return {**marks, **{m: c for m, c in chose.items() if c is not None}}
+
+    @property
+    def smallest_gap(self) -> str | None:
+        """The calibrator (``"none"`` excluded) with the smallest worst-group ECE gap on the
+        test part, the first row on a tie; None without groups (see the module doc)."""
+        rows = [r for r in self.rows[1:] if r.groups is not None]
+        if not rows:
+            return None
+        return min(rows, key=lambda r: r.groups.gap if r.groups is not None else math.inf).method
 
     @property
     def accuracy_changed(self) -> list[str]:
@@ -426,6 +458,7 @@ def compare(
     *,
     n_bins: int = 15,
     n_boot: int = 1000,
+    level: float = 0.95,
     seed: int = 0,
     mode: Mode = "top_label",
     source: str = "",
@@ -444,8 +477,9 @@ def compare(
         Calibration and test parts, with the same number of classes.
     methods : sequence of str, optional
         Calibrator names (default: :func:`applicable_methods`).
-    n_bins, n_boot, seed, mode
-        As in :func:`calibkit.metrics.evaluate` (``mode``: see :mod:`calibkit.core.binning`).
+    n_bins, n_boot, level, seed, mode
+        As in :func:`calibkit.metrics.evaluate` (``mode``: see :mod:`calibkit.core.binning`;
+        ``level``: of the bootstrap intervals).
     source : str
         Where the outputs came from (kept in the result). Each step is logged (INFO).
     params : mapping, optional
@@ -476,7 +510,13 @@ def compare(
     names = resolve_methods(methods, cal.n_classes, cal.n_samples, every_class)
     if groups is not None and methods is None:
         names += [m for m in group_methods(cal.n_classes) if m not in names]
-    settings: dict[str, Any] = {"n_bins": n_bins, "n_boot": n_boot, "seed": seed, "mode": mode}
+    settings: dict[str, Any] = {
+        "n_bins": n_bins,
+        "n_boot": n_boot,
+        "level": level,
+        "seed": seed,
+        "mode": mode,
+    }
     rows = _rows(cal, test, names, settings, params or {}, groups)
     curve = ece_temperature_curve(test.as_logits(), test.labels, TEMPERATURE_GRID, n_bins)
     plain = [n for n in names if CALIBRATORS.kind_of(n) != "groups"]
@@ -494,6 +534,113 @@ def compare(
         seed=seed,
         kind=cal.kind if cal.kind == test.kind else "mixed",
         recommendation=chosen,
+    )
+
+
+def _part_groups(groups: object, out: ClassifierOutputs, part: str) -> np.ndarray:
+    """``groups`` of one part, checked: one per row, every group at least 2 rows there."""
+    try:
+        checked = check_groups(groups, out.n_samples)
+    except InputError as exc:
+        raise InputError("groups", f"{exc.expected} of the {part}", exc.got) from None
+    return np.asarray(checked.names)[checked.codes]
+
+
+def compare_parts(
+    whole: ClassifierOutputs | None = None,
+    *,
+    cal: ClassifierOutputs | None = None,
+    test: ClassifierOutputs | None = None,
+    groups: object = None,
+    cal_size: int | float | None = None,
+    methods: Sequence[str] | None = None,
+    source: str = "",
+    n_bins: int = 15,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    mode: Mode = "top_label",
+) -> Comparison:
+    """``calibkit compare`` as one call: split ``whole`` (or take ``cal`` and ``test``),
+    compare ``methods`` and choose the method to use.
+
+    Parameters
+    ----------
+    whole : ClassifierOutputs, optional
+        One set of outputs, split once into calibration and test parts by
+        :func:`split_indices` (``cal_size``: a count or a fraction, default 0.5; ``seed``).
+    cal, test : ClassifierOutputs, optional
+        The two parts as given (instead of ``whole``; no ``cal_size`` then).
+    groups : array-like or (array-like, array-like), optional
+        With ``whole``: one group per row, split with the rows. With ``cal`` and ``test``:
+        the groups of each part. Every group needs 2 rows in each part.
+    methods, n_bins, n_boot, level, seed, mode
+        As in :func:`compare` (``seed`` also seeds the split and the recommendation's folds).
+    source : str
+        Where the outputs came from; the split is added to it.
+
+    Returns
+    -------
+    Comparison
+        With its :class:`Recommendation`.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(200, 3)) * 3
+    >>> y = z.argmax(1)
+    >>> comp = compare_parts(as_outputs(y, logits=z), methods=["temperature"], n_boot=0)
+    >>> comp.n_cal, comp.n_test, comp.recommendation.method, comp.source
+    (100, 100, 'temperature', 'split 100 / 100 (seed 0)')
+    """
+    if (whole is None) == (cal is None or test is None) or (cal is None) != (test is None):
+        raise InputError("whole/cal/test", "either whole or both cal and test", "a mix")
+    part_groups: tuple[object, object] | None = None
+    if whole is not None:
+        if not isinstance(whole, ClassifierOutputs):
+            raise InputError("whole", "ClassifierOutputs (from as_outputs)", type(whole).__name__)
+        size = 0.5 if cal_size is None else cal_size
+        try:
+            cal_idx, test_idx = split_indices(whole.labels, size, seed)
+        except InputError as exc:
+            raise InputError("cal_size", exc.expected, exc.got) from None
+        cal, test = _subset(whole, cal_idx), _subset(whole, test_idx)
+        if groups is not None:
+            checked = check_groups(groups, whole.n_samples)
+            every = np.asarray(checked.names)[checked.codes]
+            part_groups = (every[cal_idx], every[test_idx])
+        split = f"split {cal.n_samples:,} / {test.n_samples:,} (seed {seed})"
+        source = f"{source}, {split}" if source else split
+    else:
+        if cal_size is not None:
+            raise InputError("cal_size", "no size with cal and test (already split)", "a size")
+        if groups is not None:
+            if not isinstance(groups, tuple | list) or len(groups) != 2:
+                raise InputError("groups", "(cal groups, test groups) with cal and test", "one")
+            part_groups = (groups[0], groups[1])
+    assert cal is not None
+    assert test is not None
+    _check_parts(cal, test)
+    if np.unique(cal.labels).size < 2:
+        got = f"only label {int(cal.labels[0])}"
+        raise InputError("calibration part", "at least 2 distinct labels", got)
+    cal_g = test_g = None
+    if part_groups is not None:
+        cal_g = _part_groups(part_groups[0], cal, "calibration part")
+        test_g = _part_groups(part_groups[1], test, "test part")
+    return compare(
+        cal,
+        test,
+        methods,
+        n_bins=n_bins,
+        n_boot=n_boot,
+        level=level,
+        seed=seed,
+        mode=mode,
+        source=source,
+        recommend=True,
+        cal_groups=cal_g,
+        test_groups=test_g,
     )
 
 
@@ -534,4 +681,7 @@ def recommendation(cal: ClassifierOutputs, names: Sequence[str], seed: int = 0) 
         f"choosing among {len(candidates)} methods by cross-fitted NLL on the calibration part"
     )
     auto = AutoCalibrator(methods=candidates, seed=seed).fit(cal.as_logits(), cal.labels)
-    return Recommendation(auto.chosen_, auto.reason_.replace("\n", " "), auto.summary())
+    paired = {k: (float(v[0]), float(v[1])) for k, v in auto.paired_.items()}
+    scores = {k: float(v) for k, v in auto.cv_scores_.items()}
+    reason = auto.reason_.replace("\n", " ")
+    return Recommendation(auto.chosen_, reason, auto.summary(), scores, paired)

@@ -12,7 +12,9 @@ Everything runs offline in a few seconds on a CPU, on the library's own parts:
    past the point where the training loss is near zero: its logits grow and it becomes
    overconfident on unseen digits, the classic failure temperature scaling fixes;
 3. :func:`calibkit.workflows.compare.compare` fits every applicable calibrator on the
-   calibration logits and judges them on the test logits.
+   calibration logits, judges them on the test logits, and chooses the one to use on the
+   calibration part alone (its :class:`~calibkit.workflows.compare.Recommendation`, the
+   rule of ``calibkit compare``; never the lowest test ECE, which histogram binning games).
 
 :func:`run_demo` returns the comparison; ``calibkit demo`` writes it as a report. The run is
 deterministic for a seed (the trainer's seeding, and one CPU thread while training).
@@ -32,6 +34,7 @@ from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.core.threads import using_threads
 from calibkit.data import load_dataset
+from calibkit.metrics.samples import Mode
 from calibkit.models import create_model
 from calibkit.training import TrainConfig, train
 from calibkit.workflows.compare import Comparison, compare, split_indices
@@ -53,6 +56,8 @@ class DemoSettings:
     pixel_noise: float = 0.2
     n_bins: int = 15
     n_boot: int = 1000
+    level: float = 0.95
+    mode: Mode = "top_label"
     methods: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -93,34 +98,19 @@ class DemoResult:
         """Test-part ECE of the uncalibrated network."""
         return self.comparison.rows[0].evaluation.values["ece"]
 
-    def best(self) -> tuple[str, float]:
-        """The calibrator with the lowest test-part ECE, and that ECE."""
-        row = min(self.comparison.rows[1:], key=lambda r: r.evaluation.values["ece"])
-        return row.method, row.evaluation.values["ece"]
+    @property
+    def recommended(self) -> str:
+        """The calibrator to use: the comparison's recommendation (chosen on the calibration
+        part by ``auto``'s rule, never by the lowest test ECE)."""
+        rec = self.comparison.recommendation
+        return "temperature" if rec is None else rec.method
 
     def summary(self) -> str:
-        """What was done and the ECE before and after each calibrator, for people."""
-        comp, s = self.comparison, self.settings
-        before = comp.rows[0].evaluation.values
-        lines = [
-            f"trained a 64-{s.hidden}-10 MLP on {self.n_train} noisy digits for {s.epochs} "
-            f"epochs (train accuracy {100 * self.train_accuracy:.1f}%, last epoch's loss "
-            f"{self.final_loss:.4f})",
-            f"test part, {comp.n_test} samples: accuracy {100 * before['accuracy']:.1f}%, ECE "
-            f"{100 * before['ece']:.2f}% before calibration (noise floor "
-            f"{100 * before['ece_floor']:.2f}%)",
-        ]
-        for row in comp.rows[1:]:
-            t = row.params.get("temperature")
-            fitted = f" (T = {t:.3f})" if t is not None else ""
-            lines.append(
-                f"  after {row.method}{fitted}: ECE {100 * row.evaluation.values['ece']:.2f}%"
-            )
-        best, best_ece = self.best()
-        lines.append(
-            f"lowest test ECE: {best}, {100 * best_ece:.2f}% (was {100 * self.ece_before:.2f}%)"
-        )
-        return "\n".join(lines)
+        """What was done, the ECE before and after each calibrator, and the recommended one
+        (:func:`calibkit.reporting.compare_report.demo_summary`)."""
+        from calibkit.reporting.compare_report import demo_summary
+
+        return demo_summary(self)
 
 
 def noisy_digits(pixel_noise: float = 0.0, seed: int = 0) -> tuple[Tensor, Tensor]:
@@ -180,8 +170,11 @@ def run_demo(*, seed: int = 0, settings: DemoSettings | None = None) -> DemoResu
         list(s.methods) if s.methods is not None else None,
         n_bins=s.n_bins,
         n_boot=s.n_boot,
+        level=s.level,
+        mode=s.mode,
         seed=seed,
         source=f"calibkit demo: MLP on scikit-learn digits (seed {seed})",
+        recommend=True,
     )
     train_logits, train_labels = result.logits["train"], result.labels["train"]
     return DemoResult(

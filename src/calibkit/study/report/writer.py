@@ -1,5 +1,9 @@
 """The study report: results.csv/json, mean +- std tables, figures, Markdown and HTML.
 
+The report opens with its verdict (:func:`study_verdict`): for each model the calibrator
+its runs recommend and what it buys in mean test NLL and ECE over the seeds; results.json
+holds it too.
+
 Every file is written atomically (the ``figures/`` folder as a whole), so a report is
 never half-written; running the study again rewrites it from the finished runs.
 
@@ -28,6 +32,7 @@ from calibkit.calibrators.logit.temperature_grid import ece_temperature_curve
 from calibkit.io.atomic import atomic_directory, atomic_write_bytes
 from calibkit.io.jsonfile import write_json
 from calibkit.metrics import ece, reliability_stats
+from calibkit.reporting.compare_report import nll_ece_change
 from calibkit.reporting.csv_text import csv_number, csv_text
 from calibkit.reporting.document import (
     Block,
@@ -38,6 +43,7 @@ from calibkit.reporting.document import (
     Paragraph,
     Section,
     Table,
+    Verdict,
     table_section,
 )
 from calibkit.reporting.figures import ece_temperature_figure, figure_png_bytes, reliability_grid
@@ -194,6 +200,51 @@ def recommended(runs: Sequence[RunRecord], by_cal: dict[str, Any]) -> tuple[str,
     nll = {m: by_cal.get(m, {}).get("nll", (math.inf, 0.0))[0] for m in tied}
     best = "temperature" if "temperature" in tied else min(tied, key=lambda m: nll[m])
     return best, f"{chosen[best]}/{len(runs)}"
+
+
+def _buys(model: str, method: str, by_cal: dict[str, Any]) -> str:
+    """What ``method`` does to ``model``'s mean test NLL and ECE over the seeds, against
+    temperature scaling (against the uncalibrated model for temperature scaling)."""
+    base = "temperature" if method != "temperature" and "temperature" in by_cal else "none"
+    if method not in by_cal or base not in by_cal:
+        return ""
+    against = "temperature scaling" if base == "temperature" else "the uncalibrated model"
+    means = {
+        m: {k: by_cal[m][k][0] for k in ("nll", "ece") if k in by_cal[m]} for m in (base, method)
+    }
+    return f"it {nll_ece_change(means[base], means[method])} against {against}"
+
+
+def study_verdict(records: Sequence[RunRecord], stats: dict[str, Any]) -> Verdict:
+    """The study's verdict: for each model the calibrator its runs recommend
+    (:func:`recommended`: each seed's choice on its calibration part alone) and what it buys
+    in mean test NLL and ECE over the seeds against temperature scaling (against the
+    uncalibrated model when temperature scaling is the choice)."""
+    choices = []
+    for model, by_cal in stats.items():
+        runs = [r for r in records if r.model == model]
+        best, seeds = recommended(runs, by_cal)
+        choices.append((model, best, seeds, _buys(model, best, by_cal)))
+    rule = (
+        "Each seed's run chose on its calibration part alone (cross-fitted NLL; temperature "
+        "scaling unless a richer method beats it by more than one standard error); the most "
+        "chosen wins (a tie: temperature scaling, else the lowest mean test NLL). Numbers are "
+        "means over the seeds on the test part."
+    )
+    chosen = [c for c in choices if c[2]]
+    if not chosen:
+        return Verdict(
+            "The runs hold no recommendation: compare the calibrators in the tables "
+            "(mean ± std over the seeds), by NLL rather than by the lowest ECE.",
+            "Runs written by an older calibkit did not choose a calibrator.",
+        )
+    if len(choices) == 1:
+        model, best, seeds, buys = choices[0]
+        head = f"Use `{best}` for {model}" + (f": over the seeds {buys}." if buys else ".")
+        return Verdict(head, f"{seeds} seeds chose it. {rule}")
+    head = "Use " + ", ".join(f"`{b}` for {m}" for m, b, _, _ in chosen) + "."
+    per_model = [f"{m} ({s} seeds): {buys}." for m, _, s, buys in chosen if buys]
+    return Verdict(head, " ".join([*per_model, rule]))
 
 
 def _ece_by_floor(by_cal: dict[str, Any], method: str) -> str:
@@ -364,9 +415,11 @@ def study_document(
     classes: Sequence[str],
     sizes: dict[str, dict[str, int]],
     sections: Sequence[SectionBuilder] = (),
+    verdict: Verdict | None = None,
 ) -> Document:
-    """The report as a document: header, how to read it, the extra ``sections`` (those that
-    describe this study), the tables, the figures (the sections' first)."""
+    """The report as a document: the ``verdict`` (:func:`study_verdict`), header, how to
+    read it, the extra ``sections`` (those that describe this study), the tables, the
+    figures (the sections' first)."""
     how = HOW_TO_READ
     if any(cfg.model_data(m).split_by_seed for m in cfg.models):
         how = how.replace("the data split is fixed", "each seed also draws another data split")
@@ -383,17 +436,24 @@ def study_document(
             extra += section.figures
     body += [table_section(t) for t in tables]
     body.append(Section("Figures", [Gallery(extra + figures)]))
-    return Document(cfg.name, body)
+    return Document(cfg.name, body, verdict=verdict)
 
 
-def results_json(cfg: StudyConfig, records: Sequence[RunRecord], summary: Any) -> dict[str, Any]:
-    """Every row, the summary and each run's history: the content of ``results.json``."""
+def results_json(
+    cfg: StudyConfig,
+    records: Sequence[RunRecord],
+    summary: Any,
+    verdict: Verdict | None = None,
+) -> dict[str, Any]:
+    """The verdict, every row, the summary and each run's history: the content of
+    ``results.json``."""
     runs = [
         {"model": r.model, "seed": r.seed, "train_seconds": r.train_seconds, "history": r.history}
         for r in records
     ]
     rows = [row for rec in records for row in rec.rows]
-    return {"name": cfg.name, "rows": rows, "summary": summary, "runs": runs}
+    said = None if verdict is None else {"headline": verdict.headline, "detail": verdict.detail}
+    return {"name": cfg.name, "verdict": said, "rows": rows, "summary": summary, "runs": runs}
 
 
 def write_study_report(
@@ -410,7 +470,8 @@ def write_study_report(
     active :func:`report_sections`."""
     tables, stats = study_tables(cfg, records)
     builders = [*_DEFAULT_SECTIONS, *sections]
-    doc = study_document(cfg, records, tables, classes, sizes, builders)
+    verdict = study_verdict(records, stats)
+    doc = study_document(cfg, records, tables, classes, sizes, builders, verdict)
     summary = {
         model: {cal: {k: {"mean": m, "std": s} for k, (m, s) in d.items()} for cal, d in by.items()}
         for model, by in stats.items()
@@ -419,7 +480,7 @@ def write_study_report(
     with atomic_directory(out / FIGURES, legacy=lambda name: name.endswith(".png")) as tmp:
         for fig in doc.figures():
             (tmp / fig.name).write_bytes(fig.png)
-    write_json(out / RESULTS_JSON, results_json(cfg, records, summary))
+    write_json(out / RESULTS_JSON, results_json(cfg, records, summary, verdict))
     atomic_write_bytes(out / RESULTS_CSV, results_csv(records).encode("utf-8"))
     atomic_write_bytes(out / REPORT_MD, to_markdown(doc).encode("utf-8"))
     atomic_write_bytes(out / REPORT_HTML, to_html(doc).encode("utf-8"))
