@@ -86,6 +86,7 @@ _MODULES: dict[str, str] = {
         "ShiftResult ShiftRow ShiftSettings run_shift severity_summary shift_table"
     ),
     "calibkit.workflows.demo": "DemoResult DemoSettings run_demo",
+    "calibkit.workflows.evaluate": "EvaluationRun evaluate_outputs",
     "calibkit.reporting.display": "ReliabilityDisplay",
     "calibkit.reporting.figures": (
         "ece_temperature_figure reliability_figure reliability_grid risk_coverage_figure "
@@ -93,8 +94,10 @@ _MODULES: dict[str, str] = {
     ),
     "calibkit.reporting.compare_report": "write_compare_report",
     "calibkit.reporting.shift_report": "shift_report write_shift_report",
-    "calibkit.reporting.document": "Document Figure Gallery Paragraph Section Table",
+    "calibkit.reporting.document": "Document Figure Gallery Paragraph Section Table Verdict",
     "calibkit.reporting.render": "to_html to_markdown",
+    "calibkit.reporting.evaluate_report": "evaluation_report",
+    "calibkit.reporting.writer": "Report print_report write_report",
     "calibkit.study": "StudyConfig load_study_config run_study",
 }
 #: Public name -> the module that defines it.
@@ -280,6 +283,10 @@ if TYPE_CHECKING:
         Paragraph,
         Section,
         Table,
+        Verdict,
+    )
+    from calibkit.reporting.evaluate_report import (
+        evaluation_report,
     )
     from calibkit.reporting.figures import (
         ece_temperature_figure,
@@ -296,6 +303,11 @@ if TYPE_CHECKING:
     from calibkit.reporting.shift_report import (
         shift_report,
         write_shift_report,
+    )
+    from calibkit.reporting.writer import (
+        Report,
+        print_report,
+        write_report,
     )
     from calibkit.study import (
         StudyConfig,
@@ -321,6 +333,10 @@ if TYPE_CHECKING:
         DemoResult,
         DemoSettings,
         run_demo,
+    )
+    from calibkit.workflows.evaluate import (
+        EvaluationRun,
+        evaluate_outputs,
     )
     from calibkit.workflows.label_shift import (
         LabelShiftResult,

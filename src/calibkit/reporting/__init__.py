@@ -20,7 +20,9 @@ _MODULES: dict[str, str] = {
     ),
     "calibkit.reporting.compare_report": "write_compare_report",
     "calibkit.reporting.shift_report": "write_shift_report",
-    "calibkit.reporting.document": "Document Figure Gallery Paragraph Section Table",
+    "calibkit.reporting.document": "Document Figure Gallery Paragraph Section Table Verdict",
     "calibkit.reporting.render": "to_html to_markdown",
+    "calibkit.reporting.evaluate_report": "evaluation_report",
+    "calibkit.reporting.writer": "Report print_report write_report",
 }
 __all__, __getattr__ = lazy_exports(__name__, _MODULES)
