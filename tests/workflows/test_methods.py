@@ -101,7 +101,7 @@ def test_auto_names_the_method_it_chose() -> None:
 def test_the_debiased_ece_stands_beside_the_ece() -> None:
     cal, test = parts(3)
     binned = comparison_tables(compare(cal, test, ["temperature"], n_boot=5))[0]
-    assert binned.header[:4] == ["Method", "ECE", "ECE floor", "Debiased ECE"]
+    assert binned.header[:4] == ["Method", "ECE", "ECE floor", "Debiased RMSCE"]
 
 
 def test_auto_is_marked_as_the_method_it_chose_when_that_has_a_row() -> None:

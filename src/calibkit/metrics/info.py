@@ -165,7 +165,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
     MetricInfo("rmsce", "RMSCE", "error", True, "min", False, rmsce, True, BinNorm("l2", _W)),
     MetricInfo(
         "ece_debiased",
-        "Debiased ECE",
+        "Debiased RMSCE",
         "error",
         True,
         "min",

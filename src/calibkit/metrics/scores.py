@@ -125,7 +125,24 @@ def entropy(
 
 
 def top_confidence(outputs: ClassifierOutputs) -> F64:
-    """Each sample's top-label confidence (its largest probability), float64."""
+    """Each sample's top-label confidence (its largest probability), float64.
+
+    Parameters
+    ----------
+    outputs : ClassifierOutputs
+        The classifier outputs.
+
+    Returns
+    -------
+    ndarray of shape (N,)
+        The largest probability of each row.
+
+    Examples
+    --------
+    >>> from calibkit.core.outputs import as_outputs
+    >>> top_confidence(as_outputs([0, 1], probs=[[0.8, 0.2], [0.4, 0.6]])).tolist()
+    [0.8, 0.6]
+    """
     return outputs.confidence
 
 

@@ -105,13 +105,6 @@ class DemoResult:
         rec = self.comparison.recommendation
         return "temperature" if rec is None else rec.method
 
-    def summary(self) -> str:
-        """What was done, the ECE before and after each calibrator, and the recommended one
-        (:func:`calibkit.reporting.compare_report.demo_summary`)."""
-        from calibkit.reporting.compare_report import demo_summary
-
-        return demo_summary(self)
-
 
 def noisy_digits(pixel_noise: float = 0.0, seed: int = 0) -> tuple[Tensor, Tensor]:
     """Every digit image as ``(N, 1, 8, 8)`` pixels in [0, 1] plus seeded Gaussian noise.
