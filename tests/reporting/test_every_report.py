@@ -117,7 +117,8 @@ def test_study_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     page = (out / "report.html").read_text(encoding="utf-8")
     assert not RAW.search(page_text(page))
     assert page.split("</h1>", 1)[1].lstrip().startswith('<div class="verdict">')
-    assert "verdict" in json.loads((out / "results.json").read_text(encoding="utf-8"))
+    said = json.loads((out / "results.json").read_text(encoding="utf-8"))["verdict"]
+    assert folder_text.startswith(said["headline"].replace("`", ""))
     assert "report:" in folder_text
 
 

@@ -95,7 +95,7 @@ def test_the_summary_tables_read_the_metric_registry() -> None:
         "Severity 1",
         "Severity 2",
         "Severity 3",
-        "Holds up to",
+        "Holds while ECE ≤ (2 × clean)",
     ]
     assert [c.text for c in ece.rows[0]] == [
         "none",

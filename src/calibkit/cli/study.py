@@ -139,5 +139,17 @@ def _run(args: argparse.Namespace) -> int:
             raise  # Ctrl-C: calibkit.cli.main says so, exit status 130
         print("calibkit: error: terminated", file=sys.stderr)
         return 143
+    print(_verdict(out))
     print(f"{len(runs.records)} runs; report: {out / 'report.html'}")
     return 0
+
+
+def _verdict(out: Path) -> str:
+    """The study's verdict as its report states it, for the terminal (first)."""
+    from calibkit.io.jsonfile import read_json
+    from calibkit.reporting.document import Verdict
+    from calibkit.reporting.text import verdict_text
+    from calibkit.study.store.folder import RESULTS_JSON
+
+    said = read_json(out / RESULTS_JSON).get("verdict")
+    return "" if not said else verdict_text(Verdict(said["headline"], said["detail"]))

@@ -99,7 +99,7 @@ def _change_detail(r: LabelShiftResult, name: str) -> str:
     text = f"{_name(info)} {scale * d:+.{digits}f}{unit}"
     ci = r.change_ci.get(name)
     if ci is not None:
-        text += f" ({scale * ci[0]:+.{digits}f} to {scale * ci[1]:+.{digits}f})"
+        text += f" [{scale * ci[0]:+.{digits}f}, {scale * ci[1]:+.{digits}f}]"
     return text
 
 

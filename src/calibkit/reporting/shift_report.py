@@ -328,7 +328,7 @@ def _pivot(
             [*r, Cell(_value(name, limits.get(m, math.nan)))]
             for r, m in zip(cells, methods, strict=True)
         ]
-        header.append("Holds up to")
+        header.append("Holds while ECE ≤ (2 × clean)")
     return Table(title, header, cells)
 
 
