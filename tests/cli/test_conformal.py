@@ -202,3 +202,12 @@ def test_scores_and_run_follow_the_glossary() -> None:
     assert run.end_lineno is not None
     assert run.end_lineno - run.lineno + 1 <= 40
     assert not re.search(r"\bprint\(|write_text|\.md\b", inspect.getsource(conformal.run))
+
+
+def test_a_mistyped_score_is_suggested(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A near miss names the score meant (#30): 'rapss' -> 'raps', exit 2, nothing written."""
+    preds = tmp_path / "p.npz"
+    np.savez(preds, logits=np.eye(3)[[0, 1, 2, 0]], labels=np.array([0, 1, 2, 0]))
+    assert main(["conformal", str(preds), "--scores", "lac,rapss"]) == 2
+    assert "did you mean 'raps'?" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.npz"]

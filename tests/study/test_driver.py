@@ -55,7 +55,9 @@ def test_the_study_logs_the_estimate_per_kind(
         run_study(cfg, tmp_path / "out", progress=False)
     lines = [r.getMessage() for r in caplog.records if r.name == "calibkit.study.run.driver"]
     assert len(lines) == 3
-    assert lines[0].startswith("(1/3) trained mlp seed 0 on ")
+    # the serial executor runs every unit here: no host or pid in its lines (#30)
+    assert lines[0].startswith("(1/3) trained mlp seed 0 in ")
+    assert not any(" pid " in line for line in lines)
     assert lines[0].endswith("; time left unknown (1 nc_fast fit, 1 nc_fl fit not timed yet)")
     assert "; about " in lines[1]
     assert lines[2].endswith("; about 0s left")

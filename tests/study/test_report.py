@@ -114,3 +114,11 @@ def test_study_verdict_names_each_models_choice_and_what_it_buys() -> None:
     assert "a (1/1 seeds): it lowers NLL" in two.detail
     none = study_verdict([rec("a", 0, None)], {"a": stats["a"]})
     assert none.headline.startswith("The runs hold no recommendation")
+
+
+def test_one_run_shows_no_spread_not_a_spread_of_zero() -> None:
+    """A standard deviation over one run is undefined: '–', never '± 0.00' (#30)."""
+    from calibkit.study.report.writer import _fmt, _stats
+
+    assert _fmt(*_stats([0.25]), True) == "25.00 ± –"
+    assert _fmt(*_stats([0.25, 0.35]), True) == "30.00 ± 7.07"

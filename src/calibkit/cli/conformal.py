@@ -9,6 +9,7 @@ makes the sets of new predictions with it.
 from __future__ import annotations
 
 import argparse
+import difflib
 from pathlib import Path
 
 from calibkit.cli.common import (
@@ -54,9 +55,10 @@ def _scores(text: str) -> list[str]:
     found = [s.strip() for s in text.split(",") if s.strip()]
     bad = [s for s in found if s not in SCORES and s != "all"]
     if bad or not found:
-        raise InputError(
-            "--scores", "comma-separated scores among " + ", ".join(SCORES) + ", or all", repr(text)
-        )
+        near = difflib.get_close_matches(bad[0], SCORES, n=1) if bad else []
+        got = repr(text) + (f" (did you mean {near[0]!r}?)" if near else "")
+        expected = "comma-separated scores among " + ", ".join(SCORES) + ", or all"
+        raise InputError("--scores", expected, got)
     return list(SCORES) if "all" in found else list(dict.fromkeys(found))
 
 

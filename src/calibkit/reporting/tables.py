@@ -62,11 +62,25 @@ def format_value(name: str, value: float | None) -> str:
     >>> format_value("ece", 0.05612), format_value("nll", 0.36909), format_value("ks", None)
     ('5.61%', '0.3691', 'n/a')
     """
+    if value is not None and math.isinf(value):
+        return format_number(value)
     if value is None or not math.isfinite(value):
         return "n/a"
     if name in TEST_METRICS and name.endswith("_p"):
         return format_p_value(value)
     return f"{100 * value:.2f}%" if column_info(name).percent else f"{value:.4f}"
+
+
+def format_number(x: float) -> str:
+    """A statistic in three significant digits; an infinite one as ``∞`` (one spelling on
+    the terminal and in every report), a missing one as ``n/a``.
+
+    >>> format_number(12.345), format_number(math.inf), format_number(math.nan)
+    ('12.3', '∞', 'n/a')
+    """
+    if math.isinf(x):
+        return "∞" if x > 0 else "-∞"
+    return "n/a" if math.isnan(x) else f"{x:.3g}"
 
 
 def format_p_value(p: float) -> str:
@@ -356,7 +370,7 @@ def calibration_tests_table(comp: Comparison) -> Table:
     rows = [
         [Cell(r.method)]
         + [
-            Cell(f"{t.statistic:.3g} ({format_p_value(t.p_value)})")
+            Cell(f"{format_number(t.statistic)} ({format_p_value(t.p_value)})")
             for t in (r.tests[n] for n in names)
         ]
         for r in comp.rows

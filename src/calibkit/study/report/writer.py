@@ -112,18 +112,25 @@ HOW_TO_READ = (
 
 
 def _stats(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation of the finite ``values`` (the deviation is NaN
+    over one value: one run has no spread to show, not a spread of 0)."""
     v = np.array([x for x in values if x is not None and math.isfinite(x)], dtype=np.float64)
     if v.size == 0:
         return math.nan, math.nan
-    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
+    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else math.nan
+
+
+def _spread(std: float, scale: float, digits: int) -> str:
+    """`` ± 0.12``, or `` ± –`` where there is no deviation (one run)."""
+    return f" ± {scale * std:.{digits}f}" if math.isfinite(std) else " ± –"
 
 
 def _fmt(mean: float, std: float, percent: bool) -> str:
     if not math.isfinite(mean):
         return "–"
     if percent:
-        return f"{100 * mean:.2f} ± {100 * std:.2f}"
-    return f"{mean:.4f} ± {std:.4f}"
+        return f"{100 * mean:.2f}{_spread(std, 100, 2)}"
+    return f"{mean:.4f}{_spread(std, 1, 4)}"
 
 
 def _seconds(mean: float, std: float) -> str:
@@ -131,7 +138,7 @@ def _seconds(mean: float, std: float) -> str:
     if not math.isfinite(mean) or mean == 0:
         return "–"
     digits = 0 if mean >= 10 else 2 if mean >= 0.1 else 4
-    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+    return f"{mean:.{digits}f}{_spread(std, 1, digits)}"
 
 
 def _pct(pair: tuple[float, float]) -> str:

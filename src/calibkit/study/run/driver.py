@@ -34,6 +34,7 @@ from calibkit.study.run.units import (
     RunArtefacts,
     RunUnit,
     Unit,
+    here,
 )
 from calibkit.study.store.identity import run_identity
 from calibkit.study.store.record import calibration_settings, clamp_settings
@@ -263,12 +264,14 @@ class Driver:
 
     def _log(self, what: str, finished: Finished) -> None:
         self.left.done(unit_kind(finished.unit), finished.seconds)
+        # where a unit ran is news only when it ran elsewhere (a worker process, a Ray node)
+        where = "" if finished.where == here() else f" on {finished.where}"
         log.info(
-            "(%d/%d) %s on %s in %s; %s",
+            "(%d/%d) %s%s in %s; %s",
             self.finished,
             self.total,
             what,
-            finished.where,
+            where,
             _duration(finished.seconds),
             self.left.describe(),
         )

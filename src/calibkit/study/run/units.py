@@ -145,8 +145,12 @@ def execute(unit: Unit, data: StudyData, threads: int | None = None) -> Finished
             out = calibrate_unit(unit)
         else:
             out = clamp_unit(unit, data)
-    where = f"{socket.gethostname()} pid {os.getpid()}"
-    return Finished(unit, out, where, time.perf_counter() - start)
+    return Finished(unit, out, here(), time.perf_counter() - start)
+
+
+def here() -> str:
+    """Where this process runs (``host pid N``): a unit's :attr:`Finished.where`."""
+    return f"{socket.gethostname()} pid {os.getpid()}"
 
 
 def calibration_record(
