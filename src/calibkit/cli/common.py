@@ -274,10 +274,13 @@ def finish(
 ) -> int:
     """Write ``report`` under ``folder`` (``--out``, when given) and print it as
     ``--format`` says; the command's exit status (0)."""
-    from calibkit.reporting.writer import print_report, write_report
+    from calibkit.reporting.writer import print_report, results_document, write_report
 
+    fmt = getattr(args, "format", "table")
+    # results.json's content (inputs hashed) once, for the folder and for --format json
+    results = results_document(report) if folder is not None or fmt == "json" else None
     if folder is not None:
         say(f"writing the report to {folder}")
-        write_report(report, folder, legacy=legacy)  # type: ignore[arg-type]
-    print_report(report, getattr(args, "format", "table"), folder)
+        write_report(report, folder, legacy=legacy, results=results)  # type: ignore[arg-type]
+    print_report(report, fmt, folder, results)
     return 0

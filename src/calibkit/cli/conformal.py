@@ -32,6 +32,7 @@ from calibkit.cli.options import (
     add_numbers,
     add_out,
     deprecated,
+    miscoverage,
     opt,
 )
 from calibkit.core.errors import InputError
@@ -39,16 +40,6 @@ from calibkit.core.errors import InputError
 #: The conformity scores the command line spells (equal to the library's, a test checks;
 #: spelled in the glossary so that building the parser imports no numpy).
 SCORES = names("conformity scores")
-
-
-def _alpha(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
-    return value
 
 
 def _scores(text: str) -> list[str]:
@@ -68,7 +59,14 @@ def add_arguments(sub: Subparsers) -> None:
     p = sub.add_parser("conformal", help=text, description=FILES)
     p.add_argument("file", metavar="FILE", help="split into calibration / test")
     add_input_options(p)
-    opt(p, "--alpha", "A", "miscoverage in (0, 1) (default %(default)s)", type=_alpha, default=0.1)
+    opt(
+        p,
+        "--alpha",
+        "A",
+        "miscoverage in (0, 1) (default %(default)s)",
+        type=miscoverage,
+        default=0.1,
+    )
     text = "conformity scores among " + ", ".join(SCORES) + ", or all (default all)"
     opt(p, "--scores", "S,T", text, default="all")
     deprecated(p, "--score", "--scores")

@@ -43,6 +43,17 @@ def _read_number(text: str) -> object:
         return text
 
 
+def miscoverage(text: str) -> float:
+    """An argparse type: ``--alpha``, a miscoverage strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return value
+
+
 def number(constraint: Constraint) -> Callable[[str], Any]:
     """An argparse type: the text read as a number and checked by ``constraint``; a refused
     value's message states the range (argparse adds the option's name)."""

@@ -20,6 +20,7 @@ from calibkit.cli.options import (
     add_numbers,
     add_out,
     deprecated,
+    miscoverage,
     number,
     opt,
 )
@@ -34,16 +35,6 @@ IMAGENET_MEAN = "0.485,0.456,0.406"
 IMAGENET_STD = "0.229,0.224,0.225"
 #: Settings fields whose option is not ``--`` + the field with dashes.
 _FLAGS = {"corruption": "--corruptions", "spec": "--data", "path": "--weights"}
-
-
-def _alpha(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
-    return value
 
 
 def _severities(text: str) -> list[int]:
@@ -104,7 +95,7 @@ def add_arguments(sub: Subparsers) -> None:
     opt(p, "--scores", "S,T", text + ", or none (default %(default)s)", default="raps,lac")
     deprecated(p, "--conformal", "--scores")
     text = "conformal miscoverage in (0, 1) (default %(default)s)"
-    opt(p, "--alpha", "A", text, type=_alpha, default=0.1)
+    opt(p, "--alpha", "A", text, type=miscoverage, default=0.1)
     text = "input normalisation mean (default %(default)s)"
     opt(p, "--mean", "M,M,M", text, type=_floats, default=IMAGENET_MEAN)
     text = "input normalisation std (default %(default)s)"

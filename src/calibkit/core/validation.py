@@ -306,6 +306,8 @@ SEED = Integer(0, 2**32 - 1)
 RESAMPLES = Integer(0, 100_000)
 #: The confidence level of an interval.
 LEVEL = Real(0.0, 1.0, closed="neither")
+#: The miscoverage ``alpha`` of prediction sets (their target coverage is ``1 - alpha``).
+MISCOVERAGE = Real(0.0, 1.0, closed="neither")
 #: Training epochs (0: not trained), and epochs of a model that must be trained.
 EPOCHS = Integer(0, 100_000)
 TRAINED_EPOCHS = Integer(1, 100_000)

@@ -39,9 +39,9 @@ import numpy.typing as npt
 
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import check_labels
-from calibkit.core.validation import LEVEL, RESAMPLES, SEED, Real
+from calibkit.core.validation import LEVEL, MISCOVERAGE, RESAMPLES, SEED
 from calibkit.metrics.info import METRICS, MetricInfo, register_metric
-from calibkit.metrics.resampled import resample_counts
+from calibkit.metrics.resampled import count_blocks
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -119,7 +119,7 @@ def median_set_size(sets: object, labels: object) -> float:
 
 def class_coverage_gap(sets: object, labels: object, alpha: float = 0.1) -> float:
     """``(1 - alpha)`` minus the worst class's coverage (positive: a class is under-covered)."""
-    alpha = Real(0.0, 1.0, closed="neither").check("alpha", alpha)
+    alpha = MISCOVERAGE.check("alpha", alpha)
     return float((1 - alpha) - _point(sets, labels)[3])
 
 
@@ -156,7 +156,7 @@ def set_metrics(
     """Coverage and set-size metrics of ``sets`` (bool ``(N, K)``) against ``labels``, with
     percentile bootstrap intervals at ``level`` from ``n_boot`` seeded replicates."""
     mask, y = _check(sets, labels)
-    alpha = Real(0.0, 1.0, closed="neither").check("alpha", alpha)
+    alpha = MISCOVERAGE.check("alpha", alpha)
     n_boot, seed = RESAMPLES.check("n_boot", n_boot), SEED.check("seed", seed)
     level = LEVEL.check("level", level)
     n, k = mask.shape
@@ -167,14 +167,8 @@ def set_metrics(
     values = dict(zip(SET_METRICS, map(float, point), strict=True))
     ci = {name: (float("nan"), float("nan")) for name in SET_METRICS}
     if n_boot:
-        rng = np.random.default_rng(seed)
-        block = max(1, min(n_boot, _BLOCK // max(n, 1)))
-        reps = []
-        for start in range(0, n_boot, block):
-            b = min(block, n_boot - start)
-            w = resample_counts(rng.integers(0, n, (b, n))).astype(np.float64)
-            reps.append(_weighted(w, covered, size, y, k))
-        rep = np.concatenate(reps)
+        blocks = count_blocks(np.random.default_rng(seed), n, n_boot, _BLOCK)
+        rep = np.concatenate([_weighted(w, covered, size, y, k) for w in blocks])
         rep[:, 3] = (1 - alpha) - rep[:, 3]
         tail = (1.0 - level) / 2.0
         low, high = np.quantile(rep, [tail, 1.0 - tail], axis=0)

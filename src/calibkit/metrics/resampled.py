@@ -25,6 +25,7 @@ sample, they are drawn straight into confidence order, one byte each
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -229,6 +230,23 @@ def _fixed_cumsum(
     fixed = np.rint(np.ldexp(values, shift)).astype(np.int64)
     terms = np.multiply(w, fixed, out=out)
     return np.cumsum(terms, axis=1, out=terms), 2.0**-shift
+
+
+def count_blocks(
+    rng: np.random.Generator, n: int, n_boot: int, cells: int = 1 << 20
+) -> Iterator[F64]:
+    """``n_boot`` bootstrap replicates of ``n`` rows as float64 multinomial count weights,
+    in blocks of shape ``(b, n)`` of at most about ``cells`` entries (memory). The draws do
+    not depend on the block size: the same ``rng`` gives the same replicates.
+
+    >>> blocks = list(count_blocks(np.random.default_rng(0), 3, 5, cells=6))
+    >>> [b.shape for b in blocks], float(sum(b.sum() for b in blocks))
+    ([(2, 3), (2, 3), (1, 3)], 15.0)
+    """
+    block = max(1, min(n_boot, cells // max(n, 1)))
+    for start in range(0, n_boot, block):
+        b = min(block, n_boot - start)
+        yield resample_counts(rng.integers(0, n, (b, n))).astype(np.float64)
 
 
 def resample_counts(draws: np.ndarray) -> np.ndarray:

@@ -44,7 +44,7 @@ from calibkit.reporting.document import (
     Table,
     Verdict,
 )
-from calibkit.reporting.tables import ColumnInfo, column_info
+from calibkit.reporting.tables import column_info, format_value
 from calibkit.reporting.text import table_text
 from calibkit.reporting.writer import Report
 from calibkit.workflows.shift import (
@@ -72,30 +72,14 @@ FIGURES = {
     "shift_selective.png": ("brier", "failure_auroc", "aurc"),
     "shift_conformal.png": ("coverage", "mean_set_size"),
 }
-#: The set metrics as shown where the metric registry does not describe them (yet).
-_SET_INFO = {
-    "coverage": ColumnInfo("Coverage", True, None),
-    "mean_set_size": ColumnInfo("Mean set size", False, "min"),
-}
 #: A calibrator holds while its mean ECE stays within this many times its clean level.
 FACTOR = 2.0
 #: A conformal method falls short when its coverage is this many standard errors under target.
 N_SE = 2.0
 
 
-def info(name: str) -> ColumnInfo:
-    """How the column ``name`` of a :class:`ShiftRow` is shown: the metric registry's label
-    and unit (the set metrics' own where the registry lacks them)."""
-    found = column_info(name)
-    if found.label == name and name in _SET_INFO:
-        return _SET_INFO[name]
-    return found
-
-
 def _value(name: str, value: float) -> str:
-    if math.isnan(value):
-        return ""
-    return f"{100 * value:.2f}%" if info(name).percent else f"{value:.4f}"
+    return "" if math.isnan(value) else format_value(name, value)
 
 
 def _pct(value: float) -> str:
@@ -310,7 +294,7 @@ def _pivot(
     means, _ = _means(rows)
     methods = _methods(rows, name)
     severities = sorted({s for m, s in means if m in methods})
-    better = info(name).better
+    better = column_info(name).better
     cells = []
     for m in methods:
         cells.append([Cell(m)] + [Cell(_value(name, means[m, s][name])) for s in severities])
@@ -341,7 +325,7 @@ def _long(rows: Sequence[ShiftRow], names: Sequence[str], title: str) -> Table:
         for (m, s) in means
         if m in methods
     ]
-    header = ["Method", "Severity", "Corruptions", *(info(k).label for k in names)]
+    header = ["Method", "Severity", "Corruptions", *(column_info(k).label for k in names)]
     return Table(title, header, cells, n_left=2)
 
 
@@ -373,7 +357,7 @@ def _figures(
 
     labels = {}
     for name in (*CLASSIFIER_COLUMNS, *SET_COLUMNS):
-        i = info(name)
+        i = column_info(name)
         label = f"{i.label}, {n_bins} bins" if name == "ece" else i.label
         labels[name] = (f"{label} (%)" if i.percent else label, i.percent)
     captions = {

@@ -135,18 +135,25 @@ def results_document(report: Report) -> dict[str, Any]:
     return json_ready(head | dict(report.results))  # type: ignore[no-any-return]
 
 
-def write_report(report: Report, folder: Path, *, legacy: Legacy | None = None) -> list[str]:
+def write_report(
+    report: Report,
+    folder: Path,
+    *,
+    legacy: Legacy | None = None,
+    results: Mapping[str, Any] | None = None,
+) -> list[str]:
     """Write the report folder ``folder`` atomically; returns the files written (relative).
 
     An existing ``folder`` is replaced only if calibkit wrote everything in it (``legacy``:
     names an older calibkit wrote there before folders had a manifest; see
-    :mod:`calibkit.io.atomic`).
+    :mod:`calibkit.io.atomic`). ``results``: :func:`results_document` of ``report`` when
+    the caller already has it (each input is hashed once per command).
     """
     doc = report.document
     files: dict[str, str | bytes] = {
         "report.md": to_markdown(doc),
         "report.html": to_html(doc),
-        "results.json": json_text(results_document(report)) + "\n",
+        "results.json": json_text(results or results_document(report)) + "\n",
     }
     for name, data in report.files.items():
         if name in files or name.startswith("figures/"):
@@ -173,11 +180,17 @@ def report_text(report: Report) -> str:
     return "\n\n".join(parts)
 
 
-def print_report(report: Report, fmt: str = "table", folder: Path | None = None) -> None:
+def print_report(
+    report: Report,
+    fmt: str = "table",
+    folder: Path | None = None,
+    results: Mapping[str, Any] | None = None,
+) -> None:
     """Print the report on stdout: :func:`report_text` (``fmt="table"``) and where the
-    folder was written, or ``results.json``'s content (``fmt="json"``)."""
+    folder was written, or ``results.json``'s content (``fmt="json"``; ``results``, as in
+    :func:`write_report`)."""
     if fmt == "json":
-        print(json_text(results_document(report)))
+        print(json_text(results or results_document(report)))
         return
     print(report_text(report))
     if folder is not None:

@@ -37,7 +37,7 @@ from calibkit.calibrators.priors.label_shift import PriorShiftAdapter, adapt_pri
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.validation import LEVEL, N_BINS, RESAMPLES, SEED
-from calibkit.metrics.resampled import resample_counts
+from calibkit.metrics.resampled import count_blocks
 from calibkit.metrics.scores import accuracy, nll
 from calibkit.metrics.suite import MetricSuite
 
@@ -96,14 +96,10 @@ def paired_bootstrap(
     suites = {
         v: MetricSuite.from_outputs(as_outputs(labels, p), n_bins=n_bins) for v, p in probs.items()
     }
-    rng = np.random.default_rng(seed)
-    n = labels.shape[0]
-    block = max(1, min(n_boot, (1 << 20) // n))
     reps: dict[str, dict[str, list[F64]]] = {v: {m: [] for m in SCORED} for v in probs}
-    for start in range(0, n_boot, block):
-        w = resample_counts(rng.integers(0, n, (min(block, n_boot - start), n)))
+    for w in count_blocks(np.random.default_rng(seed), labels.shape[0], n_boot):
         for v, suite in suites.items():
-            batch = suite.compute_batch(w.astype(np.float64), SCORED)
+            batch = suite.compute_batch(w, SCORED)
             for m in SCORED:
                 reps[v][m].append(batch[m])
     alpha = (1.0 - level) / 2.0

@@ -46,7 +46,7 @@ from calibkit.calibrators.sets.conformal import ConformalClassifier
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import ProgressEvent, report_step
-from calibkit.core.validation import N_BINS, RESAMPLES, SEED, SPLIT_SIZE, Integer, Real
+from calibkit.core.validation import MISCOVERAGE, N_BINS, RESAMPLES, SEED, SPLIT_SIZE, Integer
 from calibkit.metrics import evaluate
 
 if TYPE_CHECKING:
@@ -405,7 +405,7 @@ class ShiftSettings:
         put("cal_size", SPLIT_SIZE.check("cal_size", self.cal_size))
         if self.test_size is not None:
             put("test_size", Integer(low=1).check("test_size", self.test_size))
-        put("alpha", Real(0.0, 1.0, closed="neither").check("alpha", self.alpha))
+        put("alpha", MISCOVERAGE.check("alpha", self.alpha))
         for name in ("mean", "std"):
             values = getattr(self, name)
             try:

@@ -82,6 +82,7 @@ from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import as_outputs
 from calibkit.core.splits import stratified_split
 from calibkit.core.validation import (
+    MISCOVERAGE,
     SEED,
     Boolean,
     Constraints,
@@ -285,7 +286,7 @@ class ConformalClassifier(OnCalibrator):
 
     param_constraints: ClassVar[Constraints] = {
         "score": ScoreName(),
-        "alpha": Real(0.0, 1.0, closed="neither"),
+        "alpha": MISCOVERAGE,
         "calibrator": CalibratorSpec(),
         "calibrator_split": NoneOr(Real(0.0, 1.0, closed="neither")),
         "mondrian": Boolean(),
@@ -454,7 +455,7 @@ class ConformalClassifier(OnCalibrator):
         """Each class's conformal quantile at miscoverage ``alpha``, from the stored scores
         of the calibration rows (``thresholds_`` is the one at the fitted ``alpha``)."""
         self.check_is_fitted()
-        a = Real(0.0, 1.0, closed="neither").check("alpha", alpha)
+        a = MISCOVERAGE.check("alpha", alpha)
         if not hasattr(self, "label_scores_"):
             raise InputError(
                 "alpha",
