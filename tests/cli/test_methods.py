@@ -10,58 +10,107 @@ import pytest
 from calibkit.calibrators import CALIBRATORS, Calibrator
 from calibkit.calibrators.persistence import KINDS
 from calibkit.cli import main
-from calibkit.cli.methods import KIND_USE, SUMMARY_CHARS, first_sentence, summary
+from calibkit.cli.methods import KIND_USE, MIN_WIDTH, first_sentence, summary
+from calibkit.workflows.methods import UNCALIBRATED, UNCALIBRATED_SUMMARY
 
 
-def _listing(capsys: pytest.CaptureFixture[str]) -> str:
+def _listing(capsys: pytest.CaptureFixture[str], width: int = 100) -> str:
     capsys.readouterr()
-    assert main(["methods"]) == 0
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COLUMNS", str(width))
+        assert main(["methods"]) == 0
     return capsys.readouterr().out
 
 
-def test_every_kind_under_its_heading(capsys: pytest.CaptureFixture[str]) -> None:
-    lines = _listing(capsys).splitlines()
-    headings = [line for line in lines if line and not line.startswith(" ")]
-    assert headings == [f"{kind}: {KINDS[kind]}" for kind in KINDS if CALIBRATORS.names(kind)]
-    kind = None
-    listed: dict[str, list[str]] = {}
-    for line in lines:
+def _entries(out: str) -> dict[str, dict[str, str]]:
+    """Per kind, each listed name and its text (continuation lines joined)."""
+    kind, name = "", ""
+    listed: dict[str, dict[str, str]] = {}
+    for line in out.splitlines():
         if line and not line.startswith(" "):
             kind = line.split(":")[0]
-        elif line.startswith("  ") and not line.startswith("  ("):
-            assert kind is not None
-            listed.setdefault(kind, []).append(line.split()[0])
-    assert listed == {k: CALIBRATORS.names(kind=k) for k in KINDS if CALIBRATORS.names(kind=k)}
+        elif line.startswith("  (") or not line.strip():
+            continue
+        elif not line.startswith("   "):  # a name, then its text
+            name, text = line.split(maxsplit=1)
+            listed.setdefault(kind, {})[name] = text
+        else:
+            listed[kind][name] += " " + line.strip()
+    return listed
+
+
+def _accepted_names() -> set[str]:
+    """Every name --methods (compare, shift, demo) or --method (fit, conformal, labelshift)
+    takes: the registry's names and aliases, and 'none'."""
+    return {*CALIBRATORS.names(), *CALIBRATORS._aliases, UNCALIBRATED}
+
+
+def test_every_kind_under_its_heading(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _listing(capsys)
+    headings = [line for line in out.splitlines() if line and not line.startswith(" ")]
+    assert headings == [f"{kind}: {KINDS[kind]}" for kind in KINDS if CALIBRATORS.names(kind)]
+    listed = {k: list(v) for k, v in _entries(out).items()}
+    expected = {k: CALIBRATORS.names(kind=k) for k in KINDS if CALIBRATORS.names(kind=k)}
+    expected["logits"] = [UNCALIBRATED, *expected["logits"]]  # the model as it came, first
+    assert listed == expected
     for name in ("nc_ce", "nc_fast", "nc_fl", "ts_focal", "conformal", "prior_shift"):
         assert name in listed[CALIBRATORS.kind_of(name)]
 
 
-def test_each_line_is_the_name_its_summary_and_its_notes(
+def test_every_accepted_name_is_listed_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """Registered names as entries, aliases in their entry's text ('Also named: ...')."""
+    entries = {n: t for kind in _entries(_listing(capsys)).values() for n, t in kind.items()}
+    aliases = {a for n, t in entries.items() for a in re.findall(r"Also named: ([^.]+)\.", t)}
+    assert set(entries) | {a.strip() for a in ",".join(aliases).split(",")} == _accepted_names()
+    assert len(entries) == len(CALIBRATORS.names()) + 1
+    assert "(also" not in "".join(entries.values())
+    assert entries["bias_corrected_temperature"].endswith("Also named: bcts.")
+    assert entries["platt"].endswith("Two classes only.")
+
+
+@pytest.mark.parametrize("width", [72, 100, 120])
+def test_lines_fit_the_width_and_descriptions_are_whole(
+    capsys: pytest.CaptureFixture[str], width: int
+) -> None:
+    out = _listing(capsys, width)
+    entries = [line for line in out.splitlines() if line.startswith("  ") and "  (" not in line]
+    assert max(len(line) for line in entries) <= width  # headings are one line each
+    for kind in _entries(out).values():
+        for name, text in kind.items():
+            expected = summary(name) if name != UNCALIBRATED else UNCALIBRATED_SUMMARY
+            assert text.startswith(expected), (name, text)  # wrapped, never cut
+
+
+def test_a_narrow_terminal_wraps_at_the_narrowest_width(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    out = _listing(capsys)
-    for name in CALIBRATORS.names():
-        line = next(line for line in out.splitlines() if line.split()[:1] == [name])
-        assert f"  {summary(name)}" in line
-    bcts = next(line for line in out.splitlines() if "bias_corrected_temperature " in line)
-    assert bcts.endswith("(also: bcts)")
-    assert next(line for line in out.splitlines() if "platt " in line).endswith("[2 classes only]")
+    out = _listing(capsys, 20)
+    entries = [line for line in out.splitlines() if line.startswith("   ")]
+    assert max(len(line) for line in entries) <= MIN_WIDTH
 
 
-MARKUP = re.compile(r"``|`|:[a-z]+:|\bsee the module\b|\bmodule doc")
+MARKUP = re.compile(r"``|`|\*|:[a-z]+:|\bsee the module\b|\bmodule doc")
 
 
 @pytest.mark.parametrize("name", CALIBRATORS.names())
-def test_every_method_has_a_one_line_summary(name: str) -> None:
-    text = summary(name)
+def test_every_method_records_a_full_plain_description(name: str) -> None:
+    """Recorded beside its entry point (no docstring fallback for calibkit's own), one
+    plain sentence (or two clauses) ending in a full stop."""
+    text = CALIBRATORS.info(name).get("summary")
+    assert isinstance(text, str), f"{name} records no summary= in CALIBRATORS.register"
+    assert summary(name) == text
     assert "\n" not in text
     assert text.endswith("."), text
     assert not text.endswith(".."), text
     assert not text.endswith(("e.g.", "i.e.", "et al.")), text  # cut mid-sentence
     assert text[0].isupper(), text
     assert not MARKUP.search(text), text
-    assert len(text) < SUMMARY_CHARS, (len(text), text)
     assert text.count("(") == text.count(")"), text
+
+
+def test_no_line_of_the_listing_has_markup(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _listing(capsys)
+    assert not [line for line in out.splitlines() if MARKUP.search(line)]
 
 
 def test_a_summary_recorded_in_the_registry_wins() -> None:
@@ -75,6 +124,19 @@ def test_a_summary_recorded_in_the_registry_wins() -> None:
         assert summary("toy_summary") == "A toy, for this test."
     finally:
         CALIBRATORS.unregister("toy_summary")
+
+
+def test_an_entry_without_a_summary_gets_its_docstring_first_sentence() -> None:
+    temperature = CALIBRATORS.get("temperature")
+
+    @CALIBRATORS.register("toy_plain", default=False)
+    class ToyPlain(temperature):  # type: ignore[valid-type,misc]
+        """A toy with ``markup``. A second sentence."""
+
+    try:
+        assert summary("toy_plain") == "A toy with markup."
+    finally:
+        CALIBRATORS.unregister("toy_plain")
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,12 @@
-"""``calibkit methods``: every registered method, grouped by kind, one line each.
+"""``calibkit methods``: every name ``--methods`` and ``--method`` accept, grouped by kind.
 
 The kinds and their headings are ``calibkit.calibrators.persistence.KINDS``; the names of a
-kind are the registry's (``CALIBRATORS.names(kind=...)``), each with its one-sentence
-summary (:func:`summary`).
+kind are the registry's (``CALIBRATORS.names(kind=...)``), each with the one-sentence
+description recorded beside its entry point (``summary=`` in ``CALIBRATORS.register``, read
+by :func:`summary`), its notes (two classes only) and its aliases; ``none``, the model's own
+probabilities, which ``--methods`` and ``--method`` also accept, comes first. A description
+is never cut: it wraps at the terminal's width (:func:`line_width`), each continuation line
+indented under the description column (a kind's heading stays on one line).
 """
 
 from __future__ import annotations
@@ -10,11 +14,16 @@ from __future__ import annotations
 import argparse
 import inspect
 import re
+import shutil
+import textwrap
 
 from calibkit.cli.options import Subparsers
 
-#: The longest summary :func:`summary` returns (a test holds every registered method to it).
+#: The longest first sentence :func:`first_sentence` gives a docstring without a recorded
+#: summary (an entry registered outside calibkit): longer ones lose their asides.
 SUMMARY_CHARS = 100
+#: The narrowest and widest lines :func:`line_width` lets the terminal ask for.
+MIN_WIDTH, MAX_WIDTH = 72, 120
 #: Per kind, what ``calibkit`` does with it (shown under the kind's heading).
 KIND_USE = {
     "logits": "calibkit fit / apply, compare",
@@ -37,9 +46,9 @@ def _plain(text: str) -> str:
 
 
 def summary(name: str) -> str:
-    """One complete sentence saying what the method ``name`` is, under
-    :data:`SUMMARY_CHARS` characters, in plain text: the registry's ``summary`` metadata
-    when the method records one, else :func:`first_sentence` of its class docstring."""
+    """One complete sentence in plain text saying what the method ``name`` is: the
+    ``summary`` its registry entry records (every calibkit method records one), else
+    :func:`first_sentence` of its class docstring (an entry registered elsewhere)."""
     from calibkit.calibrators import CALIBRATORS
 
     recorded = CALIBRATORS.info(name).get("summary")
@@ -69,28 +78,66 @@ def first_sentence(doc: str) -> str:
     return sentence + "."
 
 
-def add_arguments(sub: Subparsers) -> None:
-    """The ``methods`` subcommand."""
-    sub.add_parser("methods", help="list every method by kind (calibrators, sets, priors)")
+def line_width() -> int:
+    """The width the listing wraps at: the terminal's (``COLUMNS`` when set, 100 when
+    stdout is not a terminal), kept within [:data:`MIN_WIDTH`, :data:`MAX_WIDTH`]."""
+    columns = shutil.get_terminal_size((100, 24)).columns
+    return min(max(columns, MIN_WIDTH), MAX_WIDTH)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Print each kind's heading, then each of its names and summaries (aliases after)."""
+def entry_lines(name: str, text: str, name_width: int, width: int) -> list[str]:
+    """``name`` and ``text`` as lines of at most ``width`` characters: the name in a column
+    of ``name_width``, the text wrapped under its own column (never cut).
+
+    >>> entry_lines("ts", "One temperature for all classes.", 4, 30)
+    ['  ts    One temperature for', '        all classes.']
+    """
+    indent = " " * (2 + name_width + 2)
+    first = f"  {name:<{name_width}}  "
+    wrapped = textwrap.wrap(
+        text, width, initial_indent=first, subsequent_indent=indent, break_on_hyphens=False
+    )
+    return wrapped or [first.rstrip()]
+
+
+def listing(width: int) -> list[str]:
+    """Every line of ``calibkit methods`` wrapped at ``width``."""
     from calibkit.calibrators import CALIBRATORS
     from calibkit.calibrators.persistence import KINDS
+    from calibkit.workflows.methods import UNCALIBRATED, UNCALIBRATED_SUMMARY
 
-    width = max(len(n) for n in CALIBRATORS.names())
-    first = True
+    name_width = max(len(n) for n in [*CALIBRATORS.names(), UNCALIBRATED])
+    lines: list[str] = []
     for kind, heading in KINDS.items():
         names = CALIBRATORS.names(kind=kind)
         if not names:
             continue
-        print(("" if first else "\n") + f"{kind}: {heading}")
-        print(f"  ({KIND_USE.get(kind, 'in Python')})")
-        first = False
+        lines += [
+            *([""] if lines else []),
+            f"{kind}: {heading}",
+            f"  ({KIND_USE.get(kind, 'in Python')})",
+        ]
+        if kind == "logits":
+            lines += entry_lines(UNCALIBRATED, UNCALIBRATED_SUMMARY, name_width, width)
         for name in names:
-            note = " [2 classes only]" if CALIBRATORS.get(name).binary_only else ""
+            text = summary(name)
+            if CALIBRATORS.get(name).binary_only:
+                text += " Two classes only."
             aliases = ", ".join(CALIBRATORS.info(name).get("aliases", ()))
-            also = f" (also: {aliases})" if aliases else ""
-            print(f"  {name:<{width}}  {summary(name)}{note}{also}")
+            if aliases:
+                text += f" Also named: {aliases}."
+            lines += entry_lines(name, text, name_width, width)
+    return lines
+
+
+def add_arguments(sub: Subparsers) -> None:
+    """The ``methods`` subcommand."""
+    sub.add_parser(
+        "methods", help="list every method --methods and --method accept, by kind, described"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print each kind's heading, then each of its names with its description and notes."""
+    print("\n".join(listing(line_width())))
     return 0

@@ -16,8 +16,13 @@ from calibkit.calibrators import CALIBRATORS, Calibrator
 from calibkit.core.errors import InputError
 from calibkit.core.validation import Integer
 
-#: Name of the uncalibrated row.
+#: Name of the uncalibrated row (``--methods none``, ``--method none``).
 UNCALIBRATED = "none"
+#: What :data:`UNCALIBRATED` is, as ``calibkit methods`` says it.
+UNCALIBRATED_SUMMARY = (
+    "No calibrator: the model's own softmax probabilities (compare's first row; with conformal "
+    "and labelshift, the sets or the prior adaptation computed on them)."
+)
 #: Unregularised matrix scaling is left out of the defaults from this many classes on ...
 MATRIX_MAX_CLASSES = 50
 #: ... and when the calibration part has fewer than this many samples per fitted parameter.

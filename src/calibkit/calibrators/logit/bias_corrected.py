@@ -47,7 +47,15 @@ def _nll_grad(scores: F64, labels: np.ndarray, weights: F64 | None) -> tuple[flo
     return float(-(w @ logp[rows, labels]) / n), grad
 
 
-@CALIBRATORS.register("bias_corrected_temperature", default=False, aliases=("bcts",))
+@CALIBRATORS.register(
+    "bias_corrected_temperature",
+    default=False,
+    aliases=("bcts",),
+    summary=(
+        "Bias-corrected temperature scaling (BCTS, Alexandari et al. 2020): softmax(z / T + "
+        "b) with one temperature and a bias per class, fitted by NLL."
+    ),
+)
 class BiasCorrectedTemperatureScaling(Calibrator):
     """BCTS: ``softmax(z / T + b)`` fitted by NLL (see the module docstring).
 

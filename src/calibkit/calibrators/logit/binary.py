@@ -102,7 +102,13 @@ def platt_targets(y: F64, sample_weight: F64 | None = None) -> F64:
     return np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
 
 
-@CALIBRATORS.register("platt")
+@CALIBRATORS.register(
+    "platt",
+    summary=(
+        "Platt scaling: sigmoid(a (z1 - z0) + b), the logit difference mapped by a logistic "
+        "regression fitted by NLL."
+    ),
+)
 class PlattScaling(Calibrator):
     """Platt scaling: ``sigmoid(slope_ * (z_1 - z_0) + intercept_)`` fitted by NLL.
 
@@ -152,7 +158,13 @@ class PlattScaling(Calibrator):
         return BinaryLogistic([self.slope_], self.intercept_, on_log_probs=False)
 
 
-@CALIBRATORS.register("beta")
+@CALIBRATORS.register(
+    "beta",
+    summary=(
+        "Beta calibration (Kull et al. 2017): sigmoid(a ln p - b ln(1 - p) + c) with a, b >= "
+        "0, fitted by NLL."
+    ),
+)
 class BetaCalibration(Calibrator):
     """Beta calibration: ``sigmoid(a_ ln p - b_ ln(1 - p) + c_)`` with ``a_, b_ >= 0``.
 

@@ -71,7 +71,14 @@ def clear_of_ends(y: F64, n: int) -> F64:
     return np.clip(y, eps, 1.0 - eps)
 
 
-@CALIBRATORS.register("isotonic_centred", default=False)
+@CALIBRATORS.register(
+    "isotonic_centred",
+    default=False,
+    summary=(
+        "Centred isotonic regression (Oron and Flournoy 2017), one-vs-rest and renormalised: "
+        "strictly increasing between its points, never probability 0."
+    ),
+)
 class CentredIsotonicCalibrator(Calibrator):
     """One-vs-rest centred isotonic regression, renormalised; never probability 0.
 

@@ -163,7 +163,13 @@ class _Binning(Calibrator):
         return {"k": n_classes, "m": len(one_vs_rest_classes(n_classes)), "n_bins": self.n_bins}
 
 
-@CALIBRATORS.register("histogram")
+@CALIBRATORS.register(
+    "histogram",
+    summary=(
+        "Top-label histogram binning: each confidence replaced by the accuracy of its bin "
+        "(n_bins bins of equal width or equal mass)."
+    ),
+)
 class HistogramBinning(_Binning):
     """Top-label histogram binning with ``n_bins`` bins (``scheme`` equal_width/equal_mass).
 
@@ -220,7 +226,13 @@ class HistogramBinning(_Binning):
         return with_smoothing(top, self.smoothing_)
 
 
-@CALIBRATORS.register("histogram_classwise")
+@CALIBRATORS.register(
+    "histogram_classwise",
+    summary=(
+        "One-vs-rest histogram binning of every class's probability, then renormalised to sum"
+        " to one."
+    ),
+)
 class ClasswiseHistogramBinning(_Binning):
     """One-vs-rest histogram binning of every class's probability, renormalised.
 

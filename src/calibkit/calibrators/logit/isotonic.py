@@ -63,7 +63,13 @@ def fit_isotonic(score: F64, outcome: F64, weights: F64 | None = None) -> tuple[
 THRESHOLDS = Array(shape=("n",), low=0.0, high=1.0, sorted=True, nonempty=True)
 
 
-@CALIBRATORS.register("isotonic")
+@CALIBRATORS.register(
+    "isotonic",
+    summary=(
+        "One-vs-rest isotonic regression of every class's softmax probability, then "
+        "renormalised to sum to one."
+    ),
+)
 class IsotonicCalibrator(Calibrator):
     """One-vs-rest isotonic regression on the softmax probabilities, renormalised.
 

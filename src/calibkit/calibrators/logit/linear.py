@@ -291,7 +291,13 @@ class _ShrunkScaling(_Linear):
         return best, means[best]
 
 
-@CALIBRATORS.register("vector")
+@CALIBRATORS.register(
+    "vector",
+    summary=(
+        "Vector scaling (Guo et al. 2017): softmax(diag(w) z + b), a weight and a bias per "
+        "class, shrunk towards temperature scaling by a cross-validated strength."
+    ),
+)
 class VectorScaling(_ShrunkScaling):
     """Vector scaling: ``softmax(w * z + b)`` with per-class ``w`` and ``b``.
 
@@ -384,7 +390,14 @@ class VectorScaling(_ShrunkScaling):
         self.weights_, self.bias_ = fit_diagonal(design, self.max_iter, self.tol, coef, c)
 
 
-@CALIBRATORS.register("matrix")
+@CALIBRATORS.register(
+    "matrix",
+    summary=(
+        "Matrix scaling (Guo et al. 2017): softmax(W z + b) with a full W, shrunk towards "
+        "temperature scaling by a cross-validated strength s; that penalty is ms_odir's with "
+        "lam = mu = s, so the two fit the same map when they choose the same strength."
+    ),
+)
 class MatrixScaling(_ShrunkScaling):
     """Matrix scaling: ``softmax(W z + b)``, full ``W``, by default shrunk towards
     temperature scaling; optional penalty ``reg_l2 * sum(W**2) / K**2``.
@@ -574,7 +587,14 @@ class _ODIR(_Linear):
         self.reg_lambda_, self.reg_mu_ = float(lambdas[best]), float(mus[best])
 
 
-@CALIBRATORS.register("ms_odir")
+@CALIBRATORS.register(
+    "ms_odir",
+    summary=(
+        "Matrix scaling with off-diagonal and intercept regularisation (ODIR, Kull et al. "
+        "2019) towards temperature scaling, lam by cross-validation unless given; at lam = mu"
+        " = s it is matrix's problem at strength s."
+    ),
+)
 class MatrixScalingODIR(_ODIR):
     """Matrix scaling on logits with ODIR; ``lam`` by cross-validation unless given.
 
@@ -603,7 +623,14 @@ class MatrixScalingODIR(_ODIR):
     """
 
 
-@CALIBRATORS.register("dirichlet")
+@CALIBRATORS.register(
+    "dirichlet",
+    summary=(
+        "Dirichlet calibration (Kull et al. 2019): ms_odir's regularised map on log-"
+        "probabilities instead of logits, so the same map as ms_odir when the inputs are "
+        "probabilities."
+    ),
+)
 class DirichletCalibration(_ODIR):
     """Dirichlet calibration (Dir-ODIR): the ODIR linear map on log-probabilities.
 

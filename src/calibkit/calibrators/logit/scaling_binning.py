@@ -65,7 +65,14 @@ def top_log_odds(logits: F64, temperature: float = 1.0) -> tuple[np.ndarray, F64
     return top, np.exp(log_p), log_c - log_rest
 
 
-@CALIBRATORS.register("scaling_binning", default=False)
+@CALIBRATORS.register(
+    "scaling_binning",
+    default=False,
+    summary=(
+        "Scaling-binning (Kumar et al. 2019): a scaler fitted on one part of the calibration "
+        "set, then equal-mass bins of its top-label confidences on the other."
+    ),
+)
 class ScalingBinning(Calibrator):
     """Top-label scaling-binning: a scaler, then equal-mass bins of its confidences.
 

@@ -81,7 +81,14 @@ def top_label(probs: F64) -> tuple[np.ndarray, F64]:
     return top, probs[np.arange(probs.shape[0]), top]
 
 
-@CALIBRATORS.register("spline", default=False)
+@CALIBRATORS.register(
+    "spline",
+    default=False,
+    summary=(
+        "Spline calibration (Gupta et al. 2021): the top-label confidence mapped through a "
+        "cubic spline with n_knots knots fitted to the cumulative calibration curve."
+    ),
+)
 class SplineCalibration(Calibrator):
     """Top-label spline calibration with ``n_knots`` knots (see the module docstring).
 

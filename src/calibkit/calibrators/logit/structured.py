@@ -176,7 +176,14 @@ class _Structured(_Linear):
         return SmoothedAffine(self.weights_, self.bias_, self.temperature_, self.smoothing_)
 
 
-@CALIBRATORS.register("svs", default=False)
+@CALIBRATORS.register(
+    "svs",
+    default=False,
+    summary=(
+        "Structured vector scaling (Berta et al. 2026): a diagonal linear map, fitted by "
+        "penalised NLL, on the log-probabilities of smoothed temperature scaling."
+    ),
+)
 class StructuredVectorScaling(_Structured):
     """Structured vector scaling: diagonal ``W`` on smoothed TS log-probabilities.
 
@@ -226,7 +233,14 @@ class StructuredVectorScaling(_Structured):
         self.weights_, self.bias_ = fit_diagonal(design, self.max_iter, self.tol, diag)
 
 
-@CALIBRATORS.register("sms", default=False)
+@CALIBRATORS.register(
+    "sms",
+    default=False,
+    summary=(
+        "Structured matrix scaling (Berta et al. 2026): a full linear map, fitted by "
+        "penalised NLL, on the log-probabilities of smoothed temperature scaling."
+    ),
+)
 class StructuredMatrixScaling(_Structured):
     """Structured matrix scaling: full ``W`` on smoothed TS log-probabilities.
 
@@ -296,7 +310,14 @@ class StructuredMatrixScaling(_Structured):
 DEFAULT_SCALE_GRID: tuple[float, ...] = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 
 
-@CALIBRATORS.register("sms_cv", default=False)
+@CALIBRATORS.register(
+    "sms_cv",
+    default=False,
+    summary=(
+        "Structured matrix scaling with its three penalty weights multiplied by one scale "
+        "chosen by cross-validation."
+    ),
+)
 class StructuredMatrixScalingCV(StructuredMatrixScaling):
     """:class:`StructuredMatrixScaling` with all three penalty weights times a scale ``s``
     chosen by cross-validation.

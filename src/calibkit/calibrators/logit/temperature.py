@@ -292,7 +292,13 @@ def nll_inverse_temperature(
     return fit_weighted_inverse_temperature(out.as_logits(), out.labels, weights, b_min, b_max)
 
 
-@CALIBRATORS.register("temperature")
+@CALIBRATORS.register(
+    "temperature",
+    summary=(
+        "Temperature scaling (Guo et al. 2017): the logits divided by one temperature T "
+        "fitted by NLL, T in [0.1, 10] unless t_min or t_max is given."
+    ),
+)
 class TemperatureScaling(Calibrator):
     """Temperature scaling fitted by NLL (T in ``[t_min, t_max]``, default [0.1, 10]).
 

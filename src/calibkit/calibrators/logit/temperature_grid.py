@@ -285,7 +285,14 @@ def _check_temperatures(temperatures: object) -> F64:
     return temps
 
 
-@CALIBRATORS.register("temperature_ece", auto_candidate=False)
+@CALIBRATORS.register(
+    "temperature_ece",
+    auto_candidate=False,
+    summary=(
+        "Temperature scaling with T chosen on a grid (0.001 to 5 by default) by the lowest "
+        "top-label ECE on the calibration set."
+    ),
+)
 class TemperatureScalingECE(Calibrator):
     """Temperature scaling with T chosen on a grid by the lowest calibration-set ECE.
 

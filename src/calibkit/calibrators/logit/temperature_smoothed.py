@@ -76,7 +76,14 @@ def smoothed_log_probs(logits: F64, temperature: float, smoothing: float) -> F64
     return np.logaddexp(log_p + math.log1p(-smoothing), math.log(smoothing / k))
 
 
-@CALIBRATORS.register("temperature_smoothed", default=False)
+@CALIBRATORS.register(
+    "temperature_smoothed",
+    default=False,
+    summary=(
+        "Temperature scaling mixed with the uniform distribution, (1 - eps) softmax(z / T) + "
+        "eps / K, with eps = 1 / (n + 1) unless smoothing is given."
+    ),
+)
 class SmoothedTemperatureScaling(TemperatureScaling):
     """Temperature scaling mixed with the uniform distribution (see the module docstring).
 

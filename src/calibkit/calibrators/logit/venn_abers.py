@@ -109,7 +109,14 @@ def place_of(score: F64, x: F64) -> I64:
 PLACES = Array(shape=(None,), low=0.0, high=1.0, nonempty=True)
 
 
-@CALIBRATORS.register("venn_abers", default=False)
+@CALIBRATORS.register(
+    "venn_abers",
+    default=False,
+    summary=(
+        "Inductive Venn-Abers calibration (Vovk and Petej 2014), one-vs-rest: two isotonic "
+        "fits per class merged into one probability, never 0."
+    ),
+)
 class VennAbers(Calibrator):
     """Inductive Venn-Abers calibration, one-vs-rest (see the module docstring).
 

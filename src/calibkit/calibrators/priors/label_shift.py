@@ -219,7 +219,14 @@ def estimate_priors_bbse(confusion: object, target_probs: object, *, soft: bool 
     return np.asarray(pi / total, dtype=np.float64)
 
 
-@CALIBRATORS.register("prior_shift", default=False)
+@CALIBRATORS.register(
+    "prior_shift",
+    default=False,
+    summary=(
+        "A calibrator (BCTS by default) followed by adaptation to the target's class priors, "
+        "estimated by EM or BBSE from unlabelled target rows."
+    ),
+)
 class PriorShiftAdapter(OnCalibrator):
     """A calibrator plus prior adaptation to a label-shifted target (module docstring).
 

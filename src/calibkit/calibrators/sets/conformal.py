@@ -222,7 +222,14 @@ def set_scores(
     return scorer.numpy(probs, u)
 
 
-@CALIBRATORS.register("conformal", default=False)
+@CALIBRATORS.register(
+    "conformal",
+    default=False,
+    summary=(
+        "Split conformal prediction sets (class-conditional with mondrian) that hold the true"
+        " class with probability at least 1 - alpha."
+    ),
+)
 class ConformalClassifier(OnCalibrator):
     """Split (or class-conditional) conformal prediction sets; see the module docstring.
 
