@@ -43,7 +43,9 @@ from calibkit.core.version import __version__
 #: Each module of the public API -> the names it gives the package (loaded on first access).
 #: A new public name goes here and in the ``TYPE_CHECKING`` imports at the end (tested equal).
 _MODULES: dict[str, str] = {
-    "calibkit.core.errors": "CalibkitError InputError NotFittedError UnknownNameError",
+    "calibkit.core.errors": (
+        "BoundWarning CalibkitError CalibkitWarning InputError NotFittedError UnknownNameError"
+    ),
     "calibkit.core.outputs": "ClassifierOutputs as_outputs",
     "calibkit.core.binning": "BinStats bin_stats",
     "calibkit.io.predictions": "load_predictions save_predictions",
@@ -176,7 +178,9 @@ if TYPE_CHECKING:
         bin_stats,
     )
     from calibkit.core.errors import (
+        BoundWarning,
         CalibkitError,
+        CalibkitWarning,
         InputError,
         NotFittedError,
         UnknownNameError,

@@ -19,18 +19,25 @@ path, a malformed command line) prints one line ``calibkit: error: <message>`` o
 exits with status 2, leaving no output behind (every output is written atomically, after the
 work is done). Results go to stdout; progress lines go to stderr: the library logs, and
 :func:`~calibkit.cli.progress.show_progress` displays its records while a command runs.
+calibkit's own warnings (:class:`~calibkit.core.errors.CalibkitWarning`, e.g. a temperature
+fitted at its bound) are shown among them, each message once, as one line
+``calibkit: warning: <message>`` (:func:`warnings_as_lines`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import logging
 import os
 import sys
+import warnings
+from collections.abc import Iterator
+from typing import TextIO
 
 from calibkit.cli.parser import PROG, build_parser
 from calibkit.cli.progress import show_progress
-from calibkit.core.errors import CalibkitError
+from calibkit.core.errors import CalibkitError, CalibkitWarning
 from calibkit.core.threads import using_threads
 
 EXIT_INPUT = 2
@@ -44,6 +51,35 @@ def _message(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """While the block runs, each distinct :class:`~calibkit.core.errors.CalibkitWarning`
+    message is logged once on the ``calibkit`` logger as ``warning: <message>`` (so the
+    progress display writes ``calibkit: warning: <message>``); other warnings are shown as
+    Python shows them."""
+    shown: set[str] = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", CalibkitWarning)  # repeats are dropped below
+        show = warnings.showwarning
+
+        def one_line(
+            message: Warning | str,
+            category: type[Warning],
+            filename: str,
+            lineno: int,
+            file: TextIO | None = None,
+            line: str | None = None,
+        ) -> None:
+            if not issubclass(category, CalibkitWarning):
+                show(message, category, filename, lineno, file, line)
+            elif str(message) not in shown:
+                shown.add(str(message))
+                logging.getLogger("calibkit").warning("warning: %s", message)
+
+        warnings.showwarning = one_line
+        yield
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (0, or 2 for bad input)."""
     try:
@@ -51,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         command = importlib.import_module(f"calibkit.cli.{args.command}")
         quiet = bool(getattr(args, "quiet", False))
         # threads are set before any work, and never for --help and --version
-        with using_threads(args.threads), show_progress(quiet=quiet):
+        with using_threads(args.threads), show_progress(quiet=quiet), warnings_as_lines():
             return int(command.run(args))
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0

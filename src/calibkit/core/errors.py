@@ -17,6 +17,10 @@ which send an error back pickled): the same type, arguments and message.
 scikit-learn costs about a second, which the CLI's ``--help`` and ``import calibkit`` must
 not pay, so the class is made on first use (the module's ``__getattr__``): only code that
 raises or catches it imports scikit-learn.
+
+Warnings: :class:`CalibkitWarning` is the base of the warnings calibkit gives on purpose
+(the CLI shows each message once, as ``calibkit: warning: <message>``);
+:class:`BoundWarning`, a fitted parameter that stopped at a bound of its searched range.
 """
 
 from __future__ import annotations
@@ -27,6 +31,16 @@ from typing import TYPE_CHECKING, Any
 
 class CalibkitError(Exception):
     """Base class of every exception raised on purpose by calibkit."""
+
+
+class CalibkitWarning(UserWarning):
+    """Base class of the warnings calibkit gives on purpose: something the caller should
+    know about a result that is still returned."""
+
+
+class BoundWarning(CalibkitWarning):
+    """A fitted parameter stopped at a bound of the range it was searched in, so the best
+    value may lie beyond it; the message names the parameter, the bound and what to do."""
 
 
 class InputError(CalibkitError, ValueError):

@@ -12,7 +12,7 @@ from scipy.special import logsumexp
 
 from calibkit.calibrators import TemperatureScaling, TemperatureScalingECE
 from calibkit.calibrators.logit.temperature import fit_inverse_temperature, nll_derivatives
-from calibkit.core.errors import InputError
+from calibkit.core.errors import BoundWarning, InputError
 from calibkit.metrics import nll
 from tests.calibrators.problems import random_problem
 
@@ -73,18 +73,24 @@ def test_optimum_outside_the_bounds_gives_the_bound(
     t_min: float, t_max: float, expected: float
 ) -> None:
     z, y = random_problem(3000, 5, temperature=2.0, seed=4)  # optimum near 2
-    assert TemperatureScaling(t_min=t_min, t_max=t_max).fit(z, y).temperature_ == expected
+    side = "upper" if expected == t_max else "lower"
+    with pytest.warns(BoundWarning, match=f"T reached its {side} bound"):
+        assert TemperatureScaling(t_min=t_min, t_max=t_max).fit(z, y).temperature_ == expected
 
 
 def test_extreme_optima_hit_the_default_bounds() -> None:
     rng = np.random.default_rng(5)
     z = rng.standard_normal((400, 4))
     always_right = z.argmax(axis=1)  # NLL decreases as T -> 0
-    assert TemperatureScaling().fit(z, always_right).temperature_ == pytest.approx(0.1, rel=0)
+    with pytest.warns(BoundWarning, match="lower bound t_min = 0.1;"):
+        ts = TemperatureScaling().fit(z, always_right)
+    assert ts.temperature_ == pytest.approx(0.1, rel=0)
     unrelated = rng.integers(0, 4, size=400)
     unrelated[:4] = np.arange(4)
     z_sharp = z * 50  # labels unrelated to very confident logits: T as large as allowed
-    assert TemperatureScaling().fit(z_sharp, unrelated).temperature_ == pytest.approx(10.0, rel=0)
+    with pytest.warns(BoundWarning, match="upper bound t_max = 10;"):
+        ts = TemperatureScaling().fit(z_sharp, unrelated)
+    assert ts.temperature_ == pytest.approx(10.0, rel=0)
 
 
 @pytest.mark.parametrize("seed", range(6))

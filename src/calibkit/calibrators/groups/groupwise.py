@@ -53,7 +53,11 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators.base import CALIBRATORS, Calibrator
-from calibkit.calibrators.logit.temperature import check_temperature_bounds, nll_inverse_temperature
+from calibkit.calibrators.logit.temperature import (
+    check_temperature_bounds,
+    nll_inverse_temperature,
+    warn_at_bound,
+)
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array
 from calibkit.core.groups import check_groups, group_names
@@ -216,6 +220,7 @@ class GroupwiseTemperatureScaling(_GroupCalibrator):
     ) -> None:
         names, codes = self._codes_at_fit(groups, out.n_samples)
         temperature = 1.0 / nll_inverse_temperature(out, None, self.t_min, self.t_max)
+        warn_at_bound(self.name, temperature, self.t_min, self.t_max, stacklevel=3)  # global T
         log_t = math.log(temperature)
         temps, sizes = [], []
         for g in range(len(names)):
@@ -417,6 +422,7 @@ class Multicalibration(_GroupCalibrator):
     ) -> None:
         names, codes = self._codes_at_fit(groups, out.n_samples)
         b = nll_inverse_temperature(out, None, self.t_min, self.t_max)
+        warn_at_bound(self.name, 1.0 / b, self.t_min, self.t_max, stacklevel=3)
         probs = np.exp(log_softmax64(out.as_logits() * b))
         conf, low = probs.max(axis=1), _lower(probs)
         correct = (probs.argmax(axis=1) == out.labels).astype(np.float64)

@@ -29,7 +29,7 @@ from typing import ClassVar
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, MAX_COEFFICIENT, Calibrator
-from calibkit.calibrators.logit.temperature import check_temperature_bounds
+from calibkit.calibrators.logit.temperature import check_temperature_bounds, warn_at_bound
 from calibkit.calibrators.modules import Affine
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
@@ -145,6 +145,7 @@ class BiasCorrectedTemperatureScaling(Calibrator):
             theta = start * scale
         beta = float(np.clip(theta[0], 1.0 / self.t_max, 1.0 / self.t_min))
         self.temperature_ = 1.0 / beta
+        warn_at_bound(self.name, self.temperature_, self.t_min, self.t_max, stacklevel=3)
         bias = np.clip(theta[1:] - theta[1:].mean(), -MAX_COEFFICIENT, MAX_COEFFICIENT)
         self.bias_ = np.ascontiguousarray(bias - bias.mean())
 

@@ -23,13 +23,14 @@ True
 from __future__ import annotations
 
 import math
+import warnings
 from typing import ClassVar
 
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.modules import Temperature
-from calibkit.core.errors import InputError
+from calibkit.core.errors import BoundWarning, InputError
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, IntArray
 from calibkit.core.validation import POSITIVE, Constraints, Real
 
@@ -72,6 +73,52 @@ def check_temperature_bounds(t_min: float, t_max: float) -> None:
     """An InputError unless ``t_min < t_max`` (both already checked as positive)."""
     if not t_min < t_max:
         raise InputError("t_max", f"a value above t_min ({t_min:g})", f"{t_max:g}")
+
+
+#: A fitted temperature within this relative distance of ``t_min`` or ``t_max`` is at it.
+AT_BOUND = 1e-6
+#: What a temperature at each bound says about the data, and what to do.
+_AT_BOUND_WHY = {
+    "t_min": (
+        "lower",
+        "smaller",
+        "the logits are far too flat for how often their top class is right "
+        "(probabilities, or scaled-down logits, passed as logits?); check the input, or pass "
+        "a smaller t_min",
+    ),
+    "t_max": (
+        "upper",
+        "larger",
+        "the logits predict these labels barely better than chance (labels that do not "
+        "belong to these logits?); check the labels, or pass a larger t_max",
+    ),
+}
+
+
+def warn_at_bound(
+    method: str, t: float, t_min: float, t_max: float, by: str = "NLL", stacklevel: int = 2
+) -> None:
+    """A :class:`~calibkit.core.errors.BoundWarning` when the fitted temperature ``t`` of
+    ``method`` lies at ``t_min`` or ``t_max`` (within :data:`AT_BOUND`): the optimum of
+    ``by`` over ``[t_min, t_max]`` is at the bound, so the best temperature may lie beyond.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     warn_at_bound("temperature", 10.0, 0.1, 10.0)
+    ...     warn_at_bound("temperature", 1.5, 0.1, 10.0)
+    >>> len(seen), str(seen[0].message)[:58]
+    (1, 'temperature: T reached its upper bound t_max = 10; a large')
+    """
+    for name, bound in (("t_min", t_min), ("t_max", t_max)):
+        if math.isclose(t, bound, rel_tol=AT_BOUND):
+            side, beyond, why = _AT_BOUND_WHY[name]
+            warnings.warn(
+                f"{method}: T reached its {side} bound {name} = {bound:g}; a {beyond} T may "
+                f"lower the {by} further: {why}",
+                BoundWarning,
+                stacklevel=stacklevel + 1,
+            )
 
 
 # ----- NLL and its derivatives in the inverse temperature ---------------------------------
@@ -302,6 +349,10 @@ def nll_inverse_temperature(
 class TemperatureScaling(Calibrator):
     """Temperature scaling fitted by NLL (T in ``[t_min, t_max]``, default [0.1, 10]).
 
+    A fit that stops at ``t_min`` or ``t_max`` gives a
+    :class:`~calibkit.core.errors.BoundWarning` naming the bound and what to do
+    (:func:`warn_at_bound`).
+
     A class absent from the calibration labels keeps its column by construction:
     the one temperature is shared by all classes.
 
@@ -318,9 +369,12 @@ class TemperatureScaling(Calibrator):
     Examples
     --------
     >>> z = np.array([[4.0, 0.0], [0.0, 4.0], [4.0, 0.0], [0.0, 4.0]])
-    >>> ts = TemperatureScaling(t_max=100.0).fit(z, [0, 1, 1, 0])
-    >>> round(ts.temperature_)
-    100
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as seen:  # T at its bound: a BoundWarning
+    ...     warnings.simplefilter("always")
+    ...     ts = TemperatureScaling(t_max=100.0).fit(z, [0, 1, 1, 0])
+    >>> round(ts.temperature_), seen[0].category.__name__
+    (100, 'BoundWarning')
     >>> ts.get_params()
     {'t_min': 0.1, 't_max': 100.0}
     """
@@ -340,6 +394,7 @@ class TemperatureScaling(Calibrator):
         b = nll_inverse_temperature(out, weights, self.t_min, self.t_max)
         self.log_temperature_ = float(-np.log(b))
         self.temperature_ = float(1.0 / b)
+        warn_at_bound(self.name, self.temperature_, self.t_min, self.t_max, stacklevel=3)
 
     def _check_state(self) -> None:
         check_log_temperature(self.log_temperature_, self.temperature_, self.t_min, self.t_max)

@@ -25,6 +25,7 @@ from calibkit.calibrators.logit.temperature import (
     CHUNK_ELEMENTS,
     check_log_temperature,
     check_temperature_bounds,
+    warn_at_bound,
 )
 from calibkit.calibrators.modules import Temperature
 from calibkit.core.binning import N_BINS, check_n_bins
@@ -311,14 +312,18 @@ class TemperatureScalingECE(Calibrator):
     temperature_ : float
         The grid temperature of lowest ECE (the smallest among ties).
     calibration_ece_ : float
-        Its ECE on the calibration set.
+        Its ECE on the calibration set. A temperature at either end of the grid gives a
+        :class:`~calibkit.core.errors.BoundWarning` (the ECE may fall further beyond it).
 
     Examples
     --------
     >>> z = np.array([[4.0, 0.0], [0.0, 4.0], [4.0, 0.0], [0.0, 4.0]])
-    >>> ts = TemperatureScalingECE(t_min=1.0, t_max=100.0, t_step=1.0).fit(z, [0, 1, 1, 0])
-    >>> ts.temperature_, ts.grid().size
-    (100.0, 100)
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as seen:  # T at the grid's end: a warning
+    ...     warnings.simplefilter("always")
+    ...     ts = TemperatureScalingECE(t_min=1.0, t_max=100.0, t_step=1.0).fit(z, [0, 1, 1, 0])
+    >>> ts.temperature_, ts.grid().size, seen[0].category.__name__
+    (100.0, 100, 'BoundWarning')
     """
 
     maps_logits = True
@@ -357,6 +362,8 @@ class TemperatureScalingECE(Calibrator):
         self.temperature_ = float(grid[best])
         self.log_temperature_ = float(np.log(self.temperature_))
         self.calibration_ece_ = value
+        by = "calibration-set ECE"
+        warn_at_bound(self.name, self.temperature_, grid[0], grid[-1], by, stacklevel=3)
 
     def _module(self) -> Temperature:
         return Temperature(self.temperature_)
