@@ -6,11 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from calibkit.calibrators import create_calibrator
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.reporting.compare_report import results_dict
-from calibkit.reporting.tables import ACCURACY_MARK, comparison_tables, marks_note
+from calibkit.reporting.tables import (
+    ACCURACY_MARK,
+    comparison_tables,
+    format_comparison_summary,
+    marks_note,
+)
 from calibkit.workflows.compare import compare, split_outputs
-from calibkit.workflows.methods import applicable_methods, matrix_fits, same_maps
+from calibkit.workflows.methods import applicable_methods, matrix_fits, same_fit, same_maps
 
 #: The default list for the 10-class prediction files (as in every earlier report).
 TEN_CLASSES = [
@@ -69,7 +75,52 @@ def test_marked_twins_give_the_same_numbers(k: int, probs: bool, pair: tuple[str
         assert a[name] == pytest.approx(b[name], rel=1e-4, abs=1e-6)
     label = comparison_tables(comp)[0].rows[2][0].text
     assert label.startswith(f"{pair[1]} (= {pair[0]})")
-    assert f"{pair[1]} = {pair[0]}" in marks_note(comp)
+    assert f"{pair[0]} and {pair[1]} fit the same map here: Dirichlet calibration is" in (
+        marks_note(comp)
+    )
+
+
+def test_matrix_and_ms_odir_are_explained_when_their_fits_agree() -> None:
+    """Both shrunk towards temperature scaling, they choose the same strength here: the
+    report, the terminal summary and results.json say they are the same map, and why."""
+    cal, test = parts(3, n=1200)
+    comp = compare(cal, test, ["temperature", "matrix", "ms_odir"], n_boot=0)
+    s = comp.row("matrix").params["shrink_strength"]
+    assert s == comp.row("ms_odir").params["reg_lambda"]
+    assert comp.same_maps == {"ms_odir": "matrix"}
+    a, b = (comp.row(m).evaluation.values for m in ("matrix", "ms_odir"))
+    assert a["nll"] == pytest.approx(b["nll"], rel=1e-6)
+    why = "matrix and ms_odir fit the same map here: shrunk towards temperature scaling"
+    assert why in marks_note(comp)
+    assert f"both chose s = {s:g} by cross-validation" in marks_note(comp)
+    assert why in format_comparison_summary(comp)
+    labels = [row[0].text for row in comparison_tables(comp)[0].rows]
+    assert labels == ["none", "temperature", "matrix", "ms_odir (= matrix)"]
+    methods = results_dict(comp)["methods"]
+    assert [m["same_map_as"] for m in methods] == [None, None, None, "matrix"]
+
+
+def test_matrix_and_ms_odir_are_not_twins_when_their_problems_differ() -> None:
+    """A given lam (0.5, outside matrix's grid) or matrix without shrinkage: different maps,
+    no mark, no note."""
+    cal, test = parts(3, n=1200)
+    for params in ({"ms_odir": {"reg_lambda": 0.5}}, {"matrix": {"shrink": "none"}}):
+        comp = compare(cal, test, ["matrix", "ms_odir"], n_boot=0, params=params)
+        assert comp.same_maps == {}
+        assert "same map" not in marks_note(comp)
+        assert "same map" not in format_comparison_summary(comp)
+        nll = [comp.row(m).evaluation.values["nll"] for m in ("matrix", "ms_odir")]
+        assert abs(nll[0] - nll[1]) > 1e-6
+
+
+def test_same_fit_follows_the_row_order_and_dirichlet_on_probabilities() -> None:
+    cal, _ = parts(3, probs=True, n=1200)
+    z, y = cal.as_logits(), cal.labels
+    fits = {m: create_calibrator(m).fit(z, y) for m in ("matrix", "dirichlet")}
+    later = {"dirichlet": fits["dirichlet"]}
+    assert same_fit(later, "matrix", fits["matrix"], "probs") is not None  # either order
+    assert same_fit(later, "matrix", fits["matrix"], "logits") is None  # a rule for ms_odir
+    assert same_fit({}, "matrix", fits["matrix"], "probs") is None
 
 
 def test_methods_that_change_the_accuracy_are_flagged() -> None:

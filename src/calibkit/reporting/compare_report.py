@@ -219,6 +219,7 @@ def results_dict(comp: Comparison, title: str | None = None) -> dict[str, Any]:
                 "values": dict(ev.values),
                 "ci": {k: [lo, hi] for k, (lo, hi) in ev.ci.items()},
                 "params": {**({"chosen": r.chosen} if r.chosen else {}), **r.params},
+                "same_map_as": comp.same_maps.get(r.method),
                 "fit_seconds": r.fit_seconds,
                 "tests": {name: test.to_dict() for name, test in r.tests.items()},
                 "ranking": None

@@ -233,16 +233,23 @@ def method_label(comp: Comparison, method: str) -> str:
     return " ".join([method, *marks])
 
 
+def same_map_lines(comp: Comparison) -> list[str]:
+    """One sentence per pair of rows that are the same map, saying why
+    (:attr:`~calibkit.workflows.compare.Comparison.same_map_reasons`)."""
+    reasons = comp.same_map_reasons
+    return [
+        f"{twin} and {method} fit the same map here: {reasons[method]}."
+        for method, twin in comp.same_maps.items()
+    ]
+
+
 def marks_note(comp: Comparison) -> str:
     """What the marks of the method column mean in this comparison ('' when there are none)."""
     notes = []
     if comp.same_maps:
-        pairs = ", ".join(f"{m} = {t}" for m, t in comp.same_maps.items())
         notes.append(
-            f"'(= X)' marks a method whose map equals method X's by construction ({pairs}): "
-            "Dirichlet calibration and MS-ODIR fit the same map on probabilities, vector and "
-            "matrix scaling the same map for two classes, and 'auto' repeats the method it "
-            "chose; differences between such rows are the optimiser's tolerance."
+            "'(= X)' marks a method whose map equals method X's; differences between such "
+            "rows are the optimiser's tolerance. " + " ".join(same_map_lines(comp))
         )
     if comp.accuracy_changed:
         notes.append(
@@ -447,8 +454,9 @@ def format_group_summary(comp: Comparison) -> str:
 
 
 def format_comparison_summary(comp: Comparison) -> str:
-    """A short plain-text summary of a comparison: ECE with its interval, NLL, accuracy
-    (the recommendation is the report's verdict, printed above it)."""
+    """A short plain-text summary of a comparison: ECE with its interval, NLL, accuracy,
+    then why rows that are the same map are (:func:`same_map_lines`; the recommendation is
+    the report's verdict, printed above it)."""
     width = max(len(r.method) for r in comp.rows)
     level = f"{comp.rows[0].evaluation.level:.0%} CI"
     lines = [
@@ -464,4 +472,4 @@ def format_comparison_summary(comp: Comparison) -> str:
             f"{format_params(r.params, r.chosen)}"
         )
         lines.append(line.rstrip())
-    return "\n".join(lines)
+    return "\n".join([*lines, *same_map_lines(comp)])

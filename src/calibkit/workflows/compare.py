@@ -26,9 +26,13 @@ Default methods (:func:`applicable_methods`, in :mod:`calibkit.workflows.methods
     refuse.
 
 Rows that say more than their numbers (:class:`Comparison`)
-    :attr:`Comparison.same_maps`: methods whose maps equal an earlier row's by construction
-    (Dirichlet and MS-ODIR on probabilities, vector and matrix scaling for two classes;
-    see :func:`calibkit.workflows.methods.same_maps`). :attr:`Comparison.accuracy_changed`:
+    :attr:`Comparison.same_maps`: methods whose maps equal an earlier row's, by
+    construction (Dirichlet and MS-ODIR on probabilities:
+    :func:`calibkit.workflows.methods.same_maps`) or because both fits solved the same
+    problem (matrix scaling and MS-ODIR, both shrunk towards temperature scaling, whenever
+    they choose the same strength: :func:`calibkit.workflows.methods.same_fit`; both are
+    still fitted), each with its reason (:attr:`Comparison.same_map_reasons`), and
+    ``"auto"`` beside the method it chose. :attr:`Comparison.accuracy_changed`:
     methods whose test accuracy differs from the uncalibrated row's (only a map that is
     not monotone within a sample can change the predicted class).
     :attr:`MethodResult.ranking`: whether the method changes the *ranking* of the test
@@ -77,7 +81,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators import CALIBRATORS, create_calibrator, ece_temperature_curve
+from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator, ece_temperature_curve
 from calibkit.core.binning import BinStats
 from calibkit.core.errors import InputError
 from calibkit.core.groups import check_groups
@@ -94,11 +98,13 @@ from calibkit.metrics.selective import (
     risk_coverage_curve,
 )
 from calibkit.workflows.methods import (
+    SAME_MAP_REASONS,
     UNCALIBRATED,
     applicable_methods,
     chosen_method,
     group_methods,
     resolve_methods,
+    same_fit,
     same_maps,
     summarize_params,
 )
@@ -141,6 +147,9 @@ class MethodResult:
         Scalar fitted parameters (:func:`summarize_params`) and the fit's wall time.
     chosen
         The method ``"auto"`` picked (None for every other method).
+    same_as
+        The earlier row whose fitted map this one repeats and why
+        (:func:`~calibkit.workflows.methods.same_fit`), or None.
     tests
         The calibration tests on the test part, by name
         (:func:`~calibkit.metrics.calibration_tests.calibration_tests`).
@@ -165,6 +174,7 @@ class MethodResult:
     fit_seconds: float
     reliability: BinStats
     chosen: str | None = None
+    same_as: tuple[str, str] | None = None
     tests: dict[str, CalibrationTest] = dataclasses.field(default_factory=dict)
     ranking: RankingChange | None = None
     risk_coverage: RiskCoverage | None = None
@@ -256,12 +266,24 @@ class Comparison:
 
     @property
     def same_maps(self) -> dict[str, str]:
-        """Method -> the method whose map it equals by construction (see above); ``"auto"``
-        -> the method it chose, when that method has a row too."""
+        """Method -> the earlier method whose map it equals, by construction or by its fit
+        (see above); ``"auto"`` -> the method it chose, when that method has a row too."""
+        return {m: twin for m, (twin, _) in self._same_maps().items()}
+
+    @property
+    def same_map_reasons(self) -> dict[str, str]:
+        """Method of :attr:`same_maps` -> why its map equals that method's, in words."""
+        return {m: why for m, (_, why) in self._same_maps().items()}
+
+    def _same_maps(self) -> dict[str, tuple[str, str]]:
         names = [r.method for r in self.rows]
-        marks = same_maps(names, self.n_classes, self.kind)
-        chose = {r.method: r.chosen for r in self.rows if r.chosen in names}
-        return {**marks, **{m: c for m, c in chose.items() if c is not None}}
+        found = {r.method: r.same_as for r in self.rows if r.same_as is not None}
+        for later, first in same_maps(names, self.n_classes, self.kind).items():
+            found[later] = (first, SAME_MAP_REASONS[first, later])
+        for r in self.rows:
+            if r.chosen is not None and r.chosen in names:
+                found[r.method] = (r.chosen, f"auto chose {r.chosen} and refitted it")
+        return found
 
     @property
     def smallest_gap(self) -> str | None:
@@ -415,6 +437,7 @@ def _rows(
     rows[0] = dataclasses.replace(rows[0], ranking=RankingChange(True, 1.0))
     rows[0] = _by_group(rows[0], test, test_groups, settings)
     cal_logits, test_logits = cal.as_logits(), test.as_logits()
+    fitted: dict[str, Calibrator] = {}
     for i, name in enumerate(names, start=1):
         _log.info(f"[{i}/{len(names)}] fitting {name} on {cal.n_samples:,} calibration samples")
         start = time.perf_counter()
@@ -430,7 +453,10 @@ def _rows(
         calibrated = as_outputs(test.labels, probs=probs)
         row = _judge(name, calibrated, summarize_params(calibrator), seconds, settings)
         ranking = ranking_change(test.confidence, calibrated.confidence)
-        row = dataclasses.replace(row, chosen=chosen_method(calibrator), ranking=ranking)
+        twin = same_fit(fitted, name, calibrator, cal.kind)
+        fitted[name] = calibrator
+        chosen = chosen_method(calibrator)
+        row = dataclasses.replace(row, chosen=chosen, ranking=ranking, same_as=twin)
         rows.append(_by_group(row, calibrated, test_groups, settings))
     return rows
 

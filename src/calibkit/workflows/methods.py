@@ -2,13 +2,16 @@
 
 The rules are described in :mod:`calibkit.workflows.compare`'s module docstring:
 :func:`applicable_methods` (the default list), :func:`resolve_methods` (a requested list),
-:func:`summarize_params` and :func:`chosen_method` (a fitted row's parameters) and
-:func:`same_maps` (rows that are the same map by construction).
+:func:`summarize_params` and :func:`chosen_method` (a fitted row's parameters),
+:func:`same_maps` (rows that are the same map by construction) and :func:`same_fit` (rows
+whose fits solved the same problem, as ``matrix`` and ``ms_odir`` do whenever they choose
+the same strength: see :func:`matrix_as_odir`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -159,6 +162,9 @@ def same_maps(methods: Sequence[str], n_classes: int, kind: str) -> dict[str, st
     {'dirichlet': 'ms_odir'}
     >>> same_maps(["vector", "matrix", "ms_odir", "dirichlet"], 3, "logits")
     {}
+
+    Why, in words: :data:`SAME_MAP_REASONS`. Fitted rows can also turn out to be the same
+    map, as ``"matrix"`` and ``"ms_odir"`` (:func:`same_fit`).
     """
     rules = ((("ms_odir", "dirichlet"), kind == "probs"),)
     order = list(methods)
@@ -168,3 +174,80 @@ def same_maps(methods: Sequence[str], n_classes: int, kind: str) -> dict[str, st
             first, later = sorted(pair, key=order.index)
             marks[later] = first
     return marks
+
+
+#: Why the later method of a :func:`same_maps` pair fits the same map as the earlier one.
+SAME_MAP_REASONS = {
+    ("ms_odir", "dirichlet"): (
+        "Dirichlet calibration is ms_odir's regularised map on log-probabilities, and on "
+        "probabilities the log-probabilities are the inputs themselves (log_softmax(log p) = "
+        "log p)"
+    ),
+}
+
+
+def matrix_as_odir(matrix: Calibrator, odir: Calibrator) -> str | None:
+    """Why the fitted ``"matrix"`` and ODIR (``"ms_odir"``, or ``"dirichlet"`` on
+    probabilities) calibrators are the same map, or None when they need not be.
+
+    Shrunk towards temperature scaling (``shrink="temperature"``, both defaults) and
+    without ``reg_l2``, matrix scaling's penalty at strength ``s`` is
+    ``s * sum((W - I / T) ** 2) / (K (K - 1)) + s * sum(b ** 2) / K``: ODIR's penalty with
+    ``lam = mu = s``, centred at the same temperature-scaling map. Both grids hold
+    0.01 ... 1e4 and the strongest end (the cross-validation of each, on the same seeded
+    folds, usually picks the same value); when the chosen strengths agree, both minimise
+    the same strictly convex objective, so they reach the same map (to the optimiser's
+    tolerance: 1e-15 on CIFAR-10's networks).
+    """
+    if getattr(matrix, "shrink", None) != "temperature" or getattr(matrix, "reg_l2", 1.0):
+        return None
+    if getattr(odir, "shrink", None) != "temperature":
+        return None
+    s = float(getattr(matrix, "shrink_strength_", math.nan))
+    lam = float(getattr(odir, "reg_lambda_", math.nan))
+    mu = float(getattr(odir, "reg_mu_", math.nan))
+    centres = (getattr(c, "centre_temperature_", math.nan) for c in (matrix, odir))
+    if not (s > 0 and s == lam == mu and math.isclose(*centres, rel_tol=1e-12)):
+        return None
+    return (
+        "shrunk towards temperature scaling, matrix scaling's penalty at strength s is "
+        f"ODIR's at lam = mu = s, and both chose s = {s:g} by cross-validation, so they "
+        "solved the same problem"
+    )
+
+
+#: ``(earlier, later)`` -> a rule telling whether the two fitted calibrators are the same
+#: map (its reason) or not (None); ``"dirichlet"`` stands for ``"ms_odir"`` on probabilities.
+_FIT_RULES: dict[tuple[str, str], Callable[[Calibrator, Calibrator], str | None]] = {
+    ("matrix", "ms_odir"): matrix_as_odir,
+    ("ms_odir", "matrix"): lambda odir, matrix: matrix_as_odir(matrix, odir),
+}
+
+
+def same_fit(
+    fitted: Mapping[str, Calibrator], name: str, calibrator: Calibrator, kind: str = "logits"
+) -> tuple[str, str] | None:
+    """The first method of ``fitted`` (earlier rows, in order) whose fit ``calibrator``
+    (method ``name``) repeats, with why, or None; ``kind`` is what the calibrators were
+    given (on ``"probs"``, ``"dirichlet"`` is ``"ms_odir"``: :data:`SAME_MAP_REASONS`).
+
+    >>> from calibkit.calibrators import create_calibrator
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(600, 3)) * 3
+    >>> y = np.argmax(z / 2 + rng.gumbel(size=z.shape), axis=1)
+    >>> fits = {m: create_calibrator(m).fit(z, y) for m in ("temperature", "matrix")}
+    >>> twin = same_fit(fits, "ms_odir", create_calibrator("ms_odir").fit(z, y))
+    >>> twin[0], twin[1][:40]
+    ('matrix', 'shrunk towards temperature scaling, matr')
+    >>> same_fit(fits, "ms_odir", create_calibrator("ms_odir", reg_lambda=0.5).fit(z, y))
+    """
+
+    def as_rule_name(method: str) -> str:
+        return "ms_odir" if method == "dirichlet" and kind == "probs" else method
+
+    for earlier, fit in fitted.items():
+        rule = _FIT_RULES.get((as_rule_name(earlier), as_rule_name(name)))
+        why = None if rule is None else rule(fit, calibrator)
+        if why is not None:
+            return earlier, why
+    return None

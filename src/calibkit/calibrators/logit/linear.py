@@ -27,6 +27,16 @@ instead of from the identity, the diagonal of ``W`` included:
 - ``"matrix"``: the same with ``lam = mu = s`` (``reg_l2`` too measures ``W - I / T``);
 - ``"vector"``: ``s * (sum_j (w_j - 1 / T) ** 2 + sum_j b_j ** 2) / K``;
 
+**Matrix scaling and MS-ODIR are then one problem.** With ``reg_l2 = 0`` and ``mu = lam``
+(the defaults), ``"matrix"`` at strength ``s`` and ``"ms_odir"`` at ``lam = s`` minimise
+the same strictly convex objective. Their grids share 0.01 ... 1e4 and :data:`TS_STRENGTH`
+(matrix's also holds 0 and 1e6) and their cross-validations use the same seeded folds, so
+they usually choose the same value, and then fit the same map to the optimiser's tolerance
+(1e-15 on the CIFAR-10 networks' predictions). ``"dirichlet"`` on probabilities is
+``"ms_odir"`` too (its log-probabilities are the inputs). A comparison marks such rows and
+says why (``calibkit.workflows.methods.same_fit``); to compare matrix scaling as published,
+pass ``shrink="none"``.
+
 ``s`` (or ``lam``) from a grid whose strongest end, :data:`TS_STRENGTH`, gives the TS map to
 about ``1e-8`` per entry and whose 0 (vector, matrix) gives the unpenalised fit, chosen by
 the same seeded, stratified k-fold cross-validation as ODIR's (each fold's penalty centred
@@ -405,7 +415,9 @@ class MatrixScaling(_ShrunkScaling):
     With ``shrink="temperature"`` the penalty is ``s`` times ODIR's weights on every
     entry (``s * sum((W - I / T) ** 2) / (K (K - 1)) + s * sum(b ** 2) / K``), ``s`` by
     cross-validation, and ``reg_l2`` too measures ``W - I / T``; with ``shrink="none"``
-    it is the published method (``reg_l2`` on ``W`` itself, default 0).
+    it is the published method (``reg_l2`` on ``W`` itself, default 0). That penalty is
+    :class:`MatrixScalingODIR`'s at ``lam = mu = s``: when both choose the same strength
+    they fit the same map (see the module docstring).
 
     A calibration set without some class is refused (an InputError naming ``labels``
     and the class): this method fits each class from that class's own rows, so it would
@@ -597,6 +609,10 @@ class _ODIR(_Linear):
 )
 class MatrixScalingODIR(_ODIR):
     """Matrix scaling on logits with ODIR; ``lam`` by cross-validation unless given.
+
+    Shrunk towards temperature scaling (the default), its problem at ``lam = mu = s`` is
+    :class:`MatrixScaling`'s at strength ``s``: when both choose the same strength they fit
+    the same map (see the module docstring).
 
     A calibration set without some class is refused (an InputError naming ``labels``
     and the class): this method fits each class from that class's own rows, so it would
