@@ -1,5 +1,5 @@
 """What the rows of a comparison say about each other: equal maps, changed accuracy, the
-method auto chose, matrix scaling where it can be fitted, the debiased ECE beside the ECE."""
+method auto chose, matrix scaling where it can be fitted, the debiased RMSCE beside the RMSCE."""
 
 from __future__ import annotations
 
@@ -149,10 +149,19 @@ def test_auto_names_the_method_it_chose() -> None:
     assert comp.rows[0].chosen is None
 
 
-def test_the_debiased_ece_stands_beside_the_ece() -> None:
+def test_the_debiased_rmsce_stands_beside_the_rmsce() -> None:
+    """An L2 quantity beside the L2 error it estimates, after the L1 errors (ECEs)."""
     cal, test = parts(3)
     binned = comparison_tables(compare(cal, test, ["temperature"], n_boot=5))[0]
-    assert binned.header[:4] == ["Method", "ECE", "ECE floor", "Debiased RMSCE"]
+    assert binned.header == [
+        "Method",
+        "ECE",
+        "ECE floor",
+        "Adaptive ECE",
+        "Adaptive ECE floor",
+        "RMSCE",
+        "Debiased RMSCE",
+    ]
 
 
 def test_auto_is_marked_as_the_method_it_chose_when_that_has_a_row() -> None:

@@ -33,9 +33,10 @@ NORMS: tuple[str, ...] = ("l1", "l2", "max")
 
 
 def errors_from_sums(counts: F64, conf_sum: F64, acc_sum: F64) -> dict[str, F64]:
-    """ECE (l1), RMSCE (l2), MCE (max) and debiased ECE from per-bin sums, row by row.
+    """ECE (l1), RMSCE (l2), MCE (max) and debiased RMSCE from per-bin sums, row by row.
 
-    The debiased l2 error (Kumar et al. 2019) is
+    The debiased l2 error (the debiased RMSCE; Kumar et al. 2019, "Verified uncertainty
+    calibration", the squared gap less the variance of the bin's accuracy) is
     ``sqrt(max(0, sum_b w_b [(acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1)]))`` with
     bins of fewer than 2 samples contributing 0.
 

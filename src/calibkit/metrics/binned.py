@@ -1,4 +1,4 @@
-"""Binned calibration errors: ECE, adaptive ECE, MCE, RMSCE, debiased ECE and SCE.
+"""Binned calibration errors: ECE, adaptive ECE, MCE, RMSCE, debiased RMSCE and SCE.
 
 All binning goes through :mod:`calibkit.core.binning`: equal-width bins are ``[a, b)`` with
 the last bin closed at 1.0; tie handling, the parity conventions and the binary semantics
@@ -256,6 +256,13 @@ def rmsce(labels: object, probs: object = None, **options: Unpack[_EqualWidth]) 
 
 def debiased_ece(labels: object, probs: object = None, **options: Unpack[_Schemed]) -> float:
     """Debiased l2 calibration error (Kumar et al. 2019, "Verified uncertainty calibration").
+
+    The debiased RMSCE (key ``ece_debiased``, labelled "Debiased RMSCE"): each bin's squared
+    gap ``(acc - conf) ** 2`` less the sampling variance of its accuracy,
+    ``acc (1 - acc) / (n - 1)``, weighted by the bin's share, then the square root. It
+    estimates the :func:`rmsce` (an L2, root-mean-square quantity) without the upward bias
+    of the plug-in squared error, so it is read beside the RMSCE, not the ECE: a root mean
+    square is never below the mean, so it often lies above the ECE.
 
     Parameters
     ----------

@@ -177,7 +177,7 @@ def metrics_from_sums(bins: F64, totals: F64, metrics: dict[str, Kernel]) -> dic
 
 
 class StreamingCalibration:
-    """Every streamable suite metric (ECE, MCE, RMSCE, debiased ECE, accuracy, NLL, Brier
+    """Every streamable suite metric (ECE, MCE, RMSCE, debiased RMSCE, accuracy, NLL, Brier
     score, entropy, and any registered since) from batches, as tensor sums.
 
     The metrics are those of :func:`streamed_names` when the object is made.

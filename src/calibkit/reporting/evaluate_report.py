@@ -82,8 +82,9 @@ HOW_TO_READ = (
     "is its value for a perfectly calibrated model with the same confidences and sample size: "
     "an error at or below its floor cannot be told from noise. Binned errors are biased "
     "upwards at finite sample size, so the interval of a well-calibrated model can lie wholly "
-    "above the estimate. The debiased RMSCE (key ece_debiased) removes that bias "
-    "from the squared error: it estimates the RMSCE, and is read beside it."
+    "above the estimate. The debiased RMSCE (key ece_debiased; Kumar et al. 2019) removes "
+    "that bias from the squared error, the L2 one: it estimates the RMSCE and is read beside "
+    "it, not beside the ECE (a root mean square is never below the mean)."
 )
 
 

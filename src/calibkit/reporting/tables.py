@@ -207,25 +207,29 @@ ACCURACY_MARK = "†"
 
 
 def binned_errors(names: list[str]) -> list[str]:
-    """The binned expected errors among ``names``, shown together: the top-label L1 and
-    debiased norms (:class:`~calibkit.metrics.kernels.BinNorm`), equal-width bins first, so
-    the plug-in ECE sits beside its debiased estimate.
+    """The binned expected errors among ``names``, shown together: the top-label L1 norms
+    (ECE, equal-width bins first), then the L2 norm (RMSCE) and beside it its debiased
+    estimate (the debiased RMSCE: Kumar et al. 2019's debiased L2 error, an L2 quantity
+    read against the RMSCE, not the ECE; :class:`~calibkit.metrics.kernels.BinNorm`).
 
-    >>> binned_errors(["accuracy", "ece", "aece", "mce", "ece_debiased", "ks"])
-    ['ece', 'ece_debiased', 'aece']
+    >>> binned_errors(["accuracy", "ece", "aece", "mce", "ece_debiased", "rmsce", "ks"])
+    ['ece', 'aece', 'rmsce', 'ece_debiased']
     """
+    norms = {"l1": 0, "l2": 1, "debiased": 2}
     found = [(n, METRICS.get(n).kernel) for n in names if n in METRICS]
     expected = [
         (n, k)
         for n, k in found
-        if isinstance(k, BinNorm) and k.scheme != "classwise" and k.norm in ("l1", "debiased")
+        if isinstance(k, BinNorm) and k.scheme != "classwise" and k.norm in norms
     ]
-    return [n for n, k in sorted(expected, key=lambda nk: nk[1].scheme != "width")]
+    order = sorted(expected, key=lambda nk: (norms[nk[1].norm], nk[1].scheme != "width"))
+    return [n for n, _ in order]
 
 
 def method_label(comp: Comparison, method: str) -> str:
-    """``method`` with its marks: ``(= other)`` when its map equals an earlier row's by
-    construction, :data:`ACCURACY_MARK` when it changes the test accuracy."""
+    """``method`` with its marks: ``(= other)`` when its map equals an earlier row's
+    (:func:`same_map_lines` says why), :data:`ACCURACY_MARK` when it changes the test
+    accuracy."""
     twin = comp.same_maps.get(method)
     marks = [f"(= {twin})"] if twin else []
     if method in comp.accuracy_changed:
@@ -324,9 +328,9 @@ def format_params(params: dict[str, float], chosen: str | None = None) -> str:
 
 
 def comparison_tables(comp: Comparison) -> list[Table]:
-    """The tables of a comparison report: binned calibration errors (the plug-in ECE beside
-    its debiased estimate), the other calibration errors, scores, selective prediction and
-    which methods change the confidence ranking, fitted parameters."""
+    """The tables of a comparison report: binned calibration errors (the ECEs, then the
+    RMSCE beside its debiased estimate), the other calibration errors, scores, selective
+    prediction and which methods change the confidence ranking, fitted parameters."""
     names = metric_names(comp.rows[0].evaluation)
     errors = [n for n in names if n not in METRICS or METRICS.get(n).kind == "error"]
     binned = binned_errors(errors)
