@@ -8,14 +8,15 @@ import pytest
 
 from calibkit.calibrators import create_calibrator
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
-from calibkit.reporting.compare_report import results_dict
+from calibkit.reporting.compare_report import compare_document, results_dict
+from calibkit.reporting.document import Paragraph, Section, Table
 from calibkit.reporting.tables import (
     ACCURACY_MARK,
     comparison_tables,
     format_comparison_summary,
     marks_note,
 )
-from calibkit.workflows.compare import compare, split_outputs
+from calibkit.workflows.compare import Comparison, compare, split_outputs
 from calibkit.workflows.methods import applicable_methods, matrix_fits, same_fit, same_maps
 
 #: The default list for the 10-class prediction files (as in every earlier report).
@@ -39,6 +40,16 @@ def parts(k: int, probs: bool = False, n: int = 800) -> tuple[ClassifierOutputs,
     p = np.exp(z - z.max(1, keepdims=True))
     out = as_outputs(y, probs=p / p.sum(1, keepdims=True)) if probs else as_outputs(y, logits=z)
     return split_outputs(out, 0.5, seed=0)
+
+
+def _under_the_first_table(comp: Comparison) -> str:
+    """The paragraphs of the report's first table section (the binned errors)."""
+    document = compare_document(comp, "t", [])
+    first = next(
+        b for b in document.body if isinstance(b, Section) and b.title.startswith("Binned")
+    )
+    assert isinstance(first.blocks[0], Table)
+    return " ".join(b.text for b in first.blocks if isinstance(b, Paragraph))
 
 
 def test_matrix_is_left_out_where_it_cannot_be_fitted() -> None:
@@ -75,9 +86,9 @@ def test_marked_twins_give_the_same_numbers(k: int, probs: bool, pair: tuple[str
         assert a[name] == pytest.approx(b[name], rel=1e-4, abs=1e-6)
     label = comparison_tables(comp)[0].rows[2][0].text
     assert label.startswith(f"{pair[1]} (= {pair[0]})")
-    assert f"{pair[0]} and {pair[1]} fit the same map here: Dirichlet calibration is" in (
-        marks_note(comp)
-    )
+    assert "'(= X)' marks" in marks_note(comp)
+    why = f"{pair[0]} and {pair[1]} fit the same map here: Dirichlet calibration is"
+    assert why in _under_the_first_table(comp)
 
 
 def test_matrix_and_ms_odir_are_explained_when_their_fits_agree() -> None:
@@ -91,8 +102,9 @@ def test_matrix_and_ms_odir_are_explained_when_their_fits_agree() -> None:
     a, b = (comp.row(m).evaluation.values for m in ("matrix", "ms_odir"))
     assert a["nll"] == pytest.approx(b["nll"], rel=1e-6)
     why = "matrix and ms_odir fit the same map here: shrunk towards temperature scaling"
-    assert why in marks_note(comp)
-    assert f"both chose s = {s:g} by cross-validation" in marks_note(comp)
+    note = _under_the_first_table(comp)
+    assert why in note
+    assert f"both chose s = {s:g} by cross-validation" in note
     assert why in format_comparison_summary(comp)
     labels = [row[0].text for row in comparison_tables(comp)[0].rows]
     assert labels == ["none", "temperature", "matrix", "ms_odir (= matrix)"]
@@ -107,7 +119,8 @@ def test_matrix_and_ms_odir_are_not_twins_when_their_problems_differ() -> None:
     for params in ({"ms_odir": {"reg_lambda": 0.5}}, {"matrix": {"shrink": "none"}}):
         comp = compare(cal, test, ["matrix", "ms_odir"], n_boot=0, params=params)
         assert comp.same_maps == {}
-        assert "same map" not in marks_note(comp)
+        assert "(= X)" not in marks_note(comp)
+        assert _under_the_first_table(comp) == ""
         assert "same map" not in format_comparison_summary(comp)
         nll = [comp.row(m).evaluation.values["nll"] for m in ("matrix", "ms_odir")]
         assert abs(nll[0] - nll[1]) > 1e-6

@@ -71,6 +71,7 @@ from calibkit.reporting.tables import (
     group_tables,
     marks_note,
     metric_names,
+    same_map_lines,
 )
 from calibkit.reporting.writer import Report, write_report
 from calibkit.workflows.compare import Comparison
@@ -482,6 +483,16 @@ def recommendation_table(comp: Comparison) -> Table | None:
     return Table(title, header, rows)
 
 
+def _with_same_maps(comp: Comparison, sections: list[Section]) -> list[Section]:
+    """``sections`` with, under the first table, why rows marked ``(= X)`` are the same map
+    as X (:func:`~calibkit.reporting.tables.same_map_lines`)."""
+    twins = same_map_lines(comp)
+    if not twins or not sections:
+        return sections
+    first = sections[0]
+    return [Section(first.title, [*first.blocks, Paragraph(" ".join(twins))]), *sections[1:]]
+
+
 def compare_document(
     comp: Comparison, title: str, figures: list[Figure], intro: Sequence[str] = ()
 ) -> Document:
@@ -515,7 +526,7 @@ def compare_document(
                 else []
             ),
             Section("How to read this", [Paragraph(p) for p in how if p]),
-            *(table_section(t) for t in comparison_tables(comp)),
+            *_with_same_maps(comp, [table_section(t) for t in comparison_tables(comp)]),
             *groups,
             Section("Figures", [*big, Gallery(singles)]),
         ],

@@ -252,8 +252,8 @@ def marks_note(comp: Comparison) -> str:
     notes = []
     if comp.same_maps:
         notes.append(
-            "'(= X)' marks a method whose map equals method X's; differences between such "
-            "rows are the optimiser's tolerance. " + " ".join(same_map_lines(comp))
+            "'(= X)' marks a method whose map equals method X's (the note under the first "
+            "table says why); differences between such rows are the optimiser's tolerance."
         )
     if comp.accuracy_changed:
         notes.append(
