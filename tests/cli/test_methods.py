@@ -184,3 +184,20 @@ def test_cli_name_lists_equal_the_library() -> None:
     # probabilities) but the model kind
     calibrators = {n for n in CALIBRATORS.names() if issubclass(CALIBRATORS.get(n), Calibrator)}
     assert set(common.CALIBRATOR_KINDS) == {CALIBRATORS.kind_of(n) for n in calibrators} - {"model"}
+
+
+def test_format_json_lists_the_same_entries(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    capsys.readouterr()
+    assert main(["methods", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    listed = {n for kind in _entries(_listing(capsys)).values() for n in kind}
+    by_kind = [n for kind in KINDS for n in CALIBRATORS.names(kind=kind)]
+    assert [r["name"] for r in rows] == [UNCALIBRATED, *by_kind]
+    assert {r["name"] for r in rows} == listed
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["bias_corrected_temperature"]["aliases"] == ["bcts"]
+    assert by_name["platt"]["binary_only"] is True
+    assert by_name["nc_ce"]["kind"] == "model"
+    assert all(r["description"] == summary(r["name"]) for r in rows[1:])

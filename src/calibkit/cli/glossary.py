@@ -145,7 +145,7 @@ GLOSSARY: dict[str, Term] = {
         "replace an existing output file (never an input)",
         ("evaluate", "fit", "apply"),
     ),
-    "--format": Term("terminal format", "table or json on stdout", _REPORTING),
+    "--format": Term("terminal format", "table or json on stdout", (*_REPORTING, "methods")),
     "--plot": Term(
         "reliability diagram file", "write the reliability diagram there", ("evaluate",)
     ),

@@ -130,14 +130,53 @@ def listing(width: int) -> list[str]:
     return lines
 
 
+def entries() -> list[dict[str, object]]:
+    """Every accepted name as ``calibkit methods --format json`` gives it: name, kind,
+    description, aliases, whether it takes two classes only and runs by default (``none``
+    first, of kind ``logits``).
+
+    >>> first, temperature = entries()[:2]
+    >>> first["name"], temperature["name"], temperature["kind"], temperature["aliases"]
+    ('none', 'temperature', 'logits', [])
+    """
+    from calibkit.calibrators import CALIBRATORS
+    from calibkit.calibrators.persistence import KINDS
+    from calibkit.workflows.methods import UNCALIBRATED, UNCALIBRATED_SUMMARY
+
+    none = {"name": UNCALIBRATED, "kind": "logits", "description": UNCALIBRATED_SUMMARY}
+    rows: list[dict[str, object]] = [{**none, "aliases": [], "binary_only": False, "default": True}]
+    for kind in KINDS:
+        for name in CALIBRATORS.names(kind=kind):
+            info = CALIBRATORS.info(name)
+            rows.append(
+                {
+                    "name": name,
+                    "kind": kind,
+                    "description": summary(name),
+                    "aliases": list(info.get("aliases", ())),
+                    "binary_only": bool(CALIBRATORS.get(name).binary_only),
+                    "default": bool(info.get("default", True)),
+                }
+            )
+    return rows
+
+
 def add_arguments(sub: Subparsers) -> None:
     """The ``methods`` subcommand."""
-    sub.add_parser(
+    p = sub.add_parser(
         "methods", help="list every method --methods and --method accept, by kind, described"
     )
+    text = "stdout: the listing, or a JSON list of the methods (default %(default)s)"
+    p.add_argument("--format", choices=("table", "json"), default="table", help=text)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print each kind's heading, then each of its names with its description and notes."""
-    print("\n".join(listing(line_width())))
+    """Print each kind's heading, then each of its names with its description and notes
+    (``--format json``: :func:`entries` as JSON)."""
+    if getattr(args, "format", "table") == "json":
+        import json
+
+        print(json.dumps(entries(), indent=2))
+    else:
+        print("\n".join(listing(line_width())))
     return 0
