@@ -15,6 +15,7 @@ ECE        5.00%  [4.00%, 6.00%]        1.00%
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -202,6 +203,8 @@ def _column(name: str, results: list[MethodResult], ranked: bool = True) -> tupl
     return info.label, cells
 
 
+#: The width the terminal summary wraps its notes at.
+NOTE_WIDTH = 100
 #: The mark after a method whose test accuracy differs from the uncalibrated model's.
 ACCURACY_MARK = "†"
 
@@ -476,4 +479,5 @@ def format_comparison_summary(comp: Comparison) -> str:
             f"{format_params(r.params, r.chosen)}"
         )
         lines.append(line.rstrip())
-    return "\n".join([*lines, *same_map_lines(comp)])
+    notes = [textwrap.fill(line, NOTE_WIDTH) for line in same_map_lines(comp)]
+    return "\n".join([*lines, *notes])
