@@ -110,6 +110,10 @@ def test_matrix_and_ms_odir_are_explained_when_their_fits_agree() -> None:
     assert labels == ["none", "temperature", "matrix", "ms_odir (= matrix)"]
     methods = results_dict(comp)["methods"]
     assert [m["same_map_as"] for m in methods] == [None, None, None, "matrix"]
+    given = {"ms_odir": {"reg_lambda": s}}  # lam given equal to matrix's choice: the same
+    comp = compare(cal, test, ["matrix", "ms_odir"], n_boot=0, params=given)
+    assert comp.same_maps == {"ms_odir": "matrix"}
+    assert f"matrix chose s = {s:g} by cross-validation" in _under_the_first_table(comp)
 
 
 def test_matrix_and_ms_odir_are_not_twins_when_their_problems_differ() -> None:

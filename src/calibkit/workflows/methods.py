@@ -209,9 +209,10 @@ def matrix_as_odir(matrix: Calibrator, odir: Calibrator) -> str | None:
     centres = (getattr(c, "centre_temperature_", math.nan) for c in (matrix, odir))
     if not (s > 0 and s == lam == mu and math.isclose(*centres, rel_tol=1e-12)):
         return None
+    how = "both chose" if getattr(odir, "reg_lambda", None) is None else "matrix chose"
     return (
         "shrunk towards temperature scaling, matrix scaling's penalty at strength s is "
-        f"ODIR's at lam = mu = s, and both chose s = {s:g} by cross-validation, so they "
+        f"ODIR's at lam = mu = s, and {how} s = {s:g} by cross-validation, so they "
         "solved the same problem"
     )
 
