@@ -202,7 +202,15 @@ def label_shift(
 # ----- simulated label shift ----------------------------------------------------------------
 def resample_to_priors(labels: I64, priors: F64, n: int, rng: np.random.Generator) -> I64:
     """Row indices of ``labels`` drawn with replacement so that ``n`` rows follow ``priors``
-    (class counts multinomial; a class without rows must have prior 0)."""
+    (class counts multinomial; a class without rows must have prior 0).
+
+    Examples
+    --------
+    >>> rows = resample_to_priors(np.array([0, 0, 1, 1]), np.array([0.0, 1.0]), 3,
+    ...                           np.random.default_rng(0))
+    >>> sorted(set(rows.tolist()) - {2, 3}), len(rows)  # rows of class 1 only
+    ([], 3)
+    """
     counts = rng.multinomial(n, priors)
     parts = []
     for c in np.flatnonzero(counts):
