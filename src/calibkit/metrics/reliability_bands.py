@@ -97,7 +97,19 @@ def proportion_interval(
 def bin_intervals(
     stats: BinStats, method: IntervalMethod = "wilson", level: float = 0.95
 ) -> BinIntervals:
-    """The ``level`` interval of every bin's accuracy (see the module docstring)."""
+    """The ``level`` interval of every bin's accuracy (see the module docstring).
+
+    Examples
+    --------
+    The upper bin holds four correct predictions: Wilson's 95% interval is
+    ``[4 / (4 + 1.96^2), 1]``; the lower bin is empty (NaN).
+
+    >>> from calibkit import reliability_stats
+    >>> probs = [[0.9, 0.1], [0.2, 0.8], [0.3, 0.7], [0.4, 0.6]]
+    >>> band = bin_intervals(reliability_stats([0, 1, 1, 1], probs=probs, n_bins=2))
+    >>> band.lower.round(4).tolist(), band.upper.tolist()
+    ([nan, 0.5101], [nan, 1.0])
+    """
     if not isinstance(stats, BinStats):
         raise InputError("stats", "a BinStats (from reliability_stats)", type(stats).__name__)
     lower, upper = proportion_interval(stats.accuracy_sum, stats.counts, method, level)
