@@ -56,7 +56,15 @@ _BLOCK = 1 << 20
 class SetMetrics:
     """Metrics of prediction sets: ``values[name]``, ``ci[name] = (low, high)`` (NaN
     without resamples; percentile intervals at ``level``), ``size_coverage[size] =
-    (coverage, rows)``, ``class_coverage`` (NaN for a class without test rows)."""
+    (coverage, rows)``, ``class_coverage`` (NaN for a class without test rows).
+
+    Examples
+    --------
+    >>> sets = [[True, False], [True, True], [False, True], [False, True]]
+    >>> metrics = set_metrics(sets, [0, 1, 1, 1], 0.1, n_boot=0)
+    >>> metrics.values["coverage"], metrics.values["mean_set_size"], metrics.size_coverage
+    (1.0, 1.25, {1: (1.0, 3), 2: (1.0, 1)})
+    """
 
     values: dict[str, float]
     ci: dict[str, tuple[float, float]]

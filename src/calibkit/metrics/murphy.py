@@ -59,6 +59,13 @@ class BrierDecomposition:
         within bins.
     n_bins : int
         Number of equal-width bins per class.
+
+    Examples
+    --------
+    >>> probs = [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]]
+    >>> parts = brier_decomposition([0, 1, 1, 1], probs=probs)
+    >>> parts.reliability, parts.resolution, parts.uncertainty, parts.brier, parts.residual
+    (0.25, 0.375, 0.375, 0.25, 0.0)
     """
 
     reliability: float
