@@ -46,7 +46,17 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class DemoSettings:
-    """Knobs of the demo (the defaults take a few seconds on one CPU core)."""
+    """Knobs of the demo (the defaults take a few seconds on one CPU core).
+
+    Examples
+    --------
+    >>> DemoSettings(epochs=5).epochs
+    5
+    >>> DemoSettings(epochs=0)
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: epochs: expected an integer >= 1, got 0
+    """
 
     hidden: int = 128
     epochs: int = 100

@@ -58,6 +58,19 @@ class LabelShiftResult:
     ``metrics[variant][name]`` for each of :data:`VARIANTS` and :data:`SCORED`;
     ``ci[variant][name]`` their bootstrap intervals at ``level`` and ``change_ci[name]``
     that of adapted - unadapted (empty without labels or with ``n_boot=0``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit import as_outputs
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 600)
+    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
+    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+
+    >>> result = label_shift(cal, test.scores, test.labels, n_boot=0)
+    >>> list(result.metrics), type(result.adapter).__name__
+    (['unadapted', 'adapted', 'oracle'], 'PriorShiftAdapter')
     """
 
     adapter: PriorShiftAdapter
@@ -134,6 +147,19 @@ def label_shift(
     ``n_bins``, ``n_boot`` (0: no intervals), ``level``, ``seed``: as for
     :func:`calibkit.metrics.evaluate`. A target label of a class the source never shows is
     refused (no prior to reweight).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit import as_outputs
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 600)
+    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
+    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+
+    >>> result = label_shift(cal, test.scores, test.labels, n_boot=0)
+    >>> result.priors.round(2).tolist(), result.true_priors.round(2).tolist()
+    ([0.34, 0.28, 0.38], [0.33, 0.31, 0.36])
     """
     if method is not None:
         warnings.warn(
