@@ -124,7 +124,23 @@ def _skip_member(app: Any, what: str, name: str, obj: Any, skip: bool, options: 
     return None
 
 
+def _public_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
+    """Link a reference to a public name by its defining module's path
+    (``calibkit.metrics.ece``, ``~calibkit.core.binning.BinStats``) to its ``calibkit.X`` page."""
+    target = str(node.get("reftarget", ""))
+    short = target.rsplit(".", 1)[-1]
+    if node.get("refdomain") != "py" or short not in calibkit.__all__:
+        return None
+    if target == f"calibkit.{short}" or not target.startswith("calibkit."):
+        return None
+    domain = env.get_domain("py")
+    return domain.resolve_xref(
+        env, node["refdoc"], app.builder, node["reftype"], f"calibkit.{short}", node, contnode
+    )
+
+
 def setup(app: Any) -> None:
+    app.connect("missing-reference", _public_reference)
     app.connect("autodoc-process-docstring", _data_docstring)
     app.connect("autodoc-process-bases", _public_bases)
     app.connect("autodoc-skip-member", _skip_member)

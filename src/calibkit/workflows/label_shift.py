@@ -263,6 +263,19 @@ def simulate_label_shift(
     Each row has the true priors, EM's and BBSE's estimates with their mean squared
     error against the resample's label frequencies, and the NLL and accuracy of the
     unadapted, EM-adapted, BBSE-adapted and oracle posteriors.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit import as_outputs
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 600)
+    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
+    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+
+    >>> rows = simulate_label_shift(cal, test, n_shifts=2, n_rows=200)
+    >>> len(rows), [key for key in rows[0] if key.startswith("em_")]
+    (2, ['em_priors', 'em_mse', 'em_nll', 'em_accuracy'])
     """
     rng = np.random.default_rng(seed)
     z_cal, z_test = cal.as_logits(), test.as_logits()
