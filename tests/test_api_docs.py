@@ -31,8 +31,6 @@ NO_EXAMPLE = frozenset(
         "run_shift",
         "run_study",
         "shift_report",
-        "train",
-        "write_compare_report",
         "write_shift_report",
     )
 )
