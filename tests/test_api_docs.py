@@ -22,12 +22,10 @@ SPHINX = pytest.importorskip("sphinx", reason="the docs extra (sphinx) is not in
 #: come with one (a doctest, run by pytest --doctest-modules). Shrink this list, never grow it.
 NO_EXAMPLE = frozenset(
     (
-        "DemoResult",
         "ShiftResult",
         "brier_reliability",
         "brier_resolution",
         "brier_uncertainty",
-        "run_demo",
         "run_shift",
         "run_study",
         "shift_report",
