@@ -23,9 +23,6 @@ SPHINX = pytest.importorskip("sphinx", reason="the docs extra (sphinx) is not in
 NO_EXAMPLE = frozenset(
     (
         "ShiftResult",
-        "brier_reliability",
-        "brier_resolution",
-        "brier_uncertainty",
         "run_shift",
         "run_study",
         "shift_report",
