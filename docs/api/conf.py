@@ -46,6 +46,8 @@ napoleon_use_ivar = True
 
 # Docstring examples are doctests: ``>>>`` blocks render as Python.
 highlight_language = "python3"
+# Option names in plain text (``labels beside --cal``) keep their two hyphens.
+smartquotes = False
 myst_heading_anchors = 3
 
 # Sphinx's own theme: no extra package, and about half the build time of furo's (which
