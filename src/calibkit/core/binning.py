@@ -195,6 +195,12 @@ class BinStats:
 
     ``counts`` is the total weight in each bin, ``confidence_sum`` and ``accuracy_sum`` the
     weighted sums of confidence and outcome. Empty bins have NaN means.
+
+    Examples
+    --------
+    >>> stats = bin_stats(np.array([0.1, 0.2, 0.7, 0.9]), np.array([0.0, 1.0, 1.0, 1.0]), 2)
+    >>> stats.counts.tolist(), stats.accuracy.tolist(), stats.mean_confidence.round(2).tolist()
+    ([2.0, 2.0], [0.5, 1.0], [0.15, 0.8])
     """
 
     edges: F64
@@ -309,6 +315,12 @@ def bin_stats(
 
     ``options`` are those of :func:`bin_index` (scheme, convention, weight, torchmetrics'
     float precision), with the same defaults.
+
+    Examples
+    --------
+    >>> stats = bin_stats(np.array([0.1, 0.2, 0.7, 0.9]), np.array([0.0, 1.0, 1.0, 1.0]), 2)
+    >>> stats.edges.tolist(), stats.gaps.round(2).tolist()  # |0.5 - 0.15|, |1 - 0.8|
+    ([0.0, 0.5, 1.0], [0.35, 0.2])
     """
     conf = np.asarray(conf, dtype=np.float64)
     outcome = np.asarray(outcome, dtype=np.float64)

@@ -30,7 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 
 class CalibkitError(Exception):
-    """Base class of every exception raised on purpose by calibkit."""
+    """Base class of every exception raised on purpose by calibkit.
+
+    Examples
+    --------
+    >>> from calibkit import InputError, UnknownNameError
+    >>> issubclass(InputError, CalibkitError), issubclass(UnknownNameError, CalibkitError)
+    (True, True)
+    """
 
 
 class CalibkitWarning(UserWarning):
@@ -44,7 +51,14 @@ class BoundWarning(CalibkitWarning):
 
 
 class InputError(CalibkitError, ValueError):
-    """Bad input: the message names the argument, what was expected and what came."""
+    """Bad input: the message names the argument, what was expected and what came.
+
+    Examples
+    --------
+    >>> err = InputError("n_bins", "an integer >= 2", "1")
+    >>> str(err), err.argument, isinstance(err, ValueError)
+    ('n_bins: expected an integer >= 2, got 1', 'n_bins', True)
+    """
 
     def __init__(self, argument: str, expected: str, got: str) -> None:
         self.argument = argument
@@ -66,7 +80,18 @@ def _not_fitted_error() -> type[Exception]:
     from sklearn.exceptions import NotFittedError as SklearnNotFittedError
 
     class NotFittedError(CalibkitError, SklearnNotFittedError, RuntimeError):  # type: ignore[misc]
-        """A calibrator was used before ``fit`` (scikit-learn's NotFittedError too)."""
+        """A calibrator was used before ``fit`` (scikit-learn's NotFittedError too).
+
+        Examples
+        --------
+        >>> from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+        >>> from calibkit import NotFittedError, TemperatureScaling
+        >>> try:
+        ...     TemperatureScaling().predict_proba([[0.0, 1.0]])
+        ... except NotFittedError as err:
+        ...     isinstance(err, SklearnNotFittedError)
+        True
+        """
 
     NotFittedError.__module__, NotFittedError.__qualname__ = __name__, "NotFittedError"
     return NotFittedError
@@ -80,7 +105,16 @@ def __getattr__(name: str) -> Any:
 
 
 class UnknownNameError(InputError, KeyError):
-    """A registry lookup failed; the message lists the valid names."""
+    """A registry lookup failed; the message lists the valid names.
+
+    Examples
+    --------
+    >>> err = UnknownNameError("method", "temprature", ["temperature", "vector"])
+    >>> err.name, err.valid, isinstance(err, KeyError)
+    ('temprature', ['temperature', 'vector'], True)
+    >>> "did you mean 'temperature'?" in str(err)
+    True
+    """
 
     def __init__(self, kind: str, name: str, valid: list[str]) -> None:
         self.kind, self.name, self.valid = kind, name, list(valid)

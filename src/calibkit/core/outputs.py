@@ -242,7 +242,15 @@ class ClassifierOutputs:
     """Labels and scores of one classifier on one data set, validated.
 
     Derived quantities (confidence, predictions, float64 probabilities) are computed
-    once, on first use.
+    once, on first use; :func:`as_outputs` makes one.
+
+    Examples
+    --------
+    >>> out = as_outputs([0, 1, 1], probs=[[0.9, 0.1], [0.3, 0.7], [0.6, 0.4]])
+    >>> out.kind, out.n_samples, out.n_classes
+    ('probs', 3, 2)
+    >>> out.predictions.tolist(), out.confidence.tolist(), out.correct.tolist()
+    ([0, 1, 0], [0.9, 0.7, 0.6], [1.0, 1.0, 0.0])
     """
 
     labels: IntArray
@@ -309,7 +317,18 @@ class ClassifierOutputs:
 
 
 def as_outputs(labels: object, probs: object = None, *, logits: object = None) -> ClassifierOutputs:
-    """Validate ``labels`` with exactly one of ``probs`` or ``logits``."""
+    """Validate ``labels`` with exactly one of ``probs`` or ``logits``.
+
+    Examples
+    --------
+    >>> out = as_outputs([0, 1], logits=[[2.0, 0.0], [0.0, 0.0]])
+    >>> out.kind, out.probs[1].tolist()  # equal logits: equal probabilities
+    ('logits', [0.5, 0.5])
+    >>> as_outputs([0, 1])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: probs/logits: expected exactly one of ..., got neither
+    """
     if isinstance(labels, ClassifierOutputs):
         if probs is not None or logits is not None:
             raise InputError("probs/logits", "nothing beside a ClassifierOutputs", "both")

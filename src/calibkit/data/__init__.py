@@ -185,6 +185,12 @@ def load_dataset(
 
     ``data_dir=None`` means ``$CALIBKIT_DATA``, else the cache folder (see the module
     docstring); bundled datasets (``digits``) need no folder.
+
+    Examples
+    --------
+    >>> digits = load_dataset("digits")  # bundled with scikit-learn: 8x8 grey images
+    >>> {part: arrays.images.shape for part, arrays in digits.items()}
+    {'train': (1198, 8, 8, 1), 'test': (599, 8, 8, 1)}
     """
     parsed = parse_dataset_spec(spec)
     name = parsed.name

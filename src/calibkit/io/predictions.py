@@ -65,7 +65,18 @@ def load_predictions(
     extra_columns: tuple[str, ...] = (),
 ) -> ClassifierOutputs:
     """Read labels and scores from a prediction file (layouts in the module docstring);
-    ``extra_columns``: ``.csv`` columns left for another reader (:func:`load_groups`)."""
+    ``extra_columns``: ``.csv`` columns left for another reader (:func:`load_groups`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "predictions.npz"
+    ...     save_predictions(path, [0, 1], logits=[[2.0, 0.0], [0.0, 1.0]])
+    ...     out = load_predictions(path)
+    >>> out.kind, out.labels.tolist(), out.n_classes
+    ('logits', [0, 1], 2)
+    """
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in SUFFIXES:
@@ -110,6 +121,16 @@ def save_predictions(
 
     ``labels`` may be a :class:`~calibkit.core.outputs.ClassifierOutputs` (its scores are written
     under its kind); otherwise give ``probs`` (written as float64), ``logits``, or both.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "predictions.npz"
+    ...     save_predictions(path, [0, 1], logits=[[2.0, 0.0], [0.0, 1.0]])
+    ...     out = load_predictions(path)
+    >>> out.kind, out.labels.tolist(), out.n_classes
+    ('logits', [0, 1], 2)
     """
     p = Path(path)
     if p.suffix.lower() != ".npz":

@@ -166,6 +166,15 @@ def create_loss(name: str, *, penalty: Mapping[str, Any] | None = None, **params
     An unknown ``name`` raises :class:`~calibkit.core.errors.UnknownNameError` listing the valid
     ones; an unknown parameter raises :class:`~calibkit.core.errors.InputError` listing the
     declared ones; an invalid value raises InputError naming the parameter.
+
+    Examples
+    --------
+    >>> import torch
+    >>> loss = create_loss("cross_entropy")
+    >>> round(float(loss(torch.zeros(2, 2), torch.tensor([0, 1]))), 4)  # ln 2
+    0.6931
+    >>> type(create_loss("focal", gamma=3, penalty={"name": "mdca"})).__name__
+    'CombinedLoss'
     """
     loss: nn.Module = LOSSES.create(name, **_checked("loss", name, params))
     if penalty is None:

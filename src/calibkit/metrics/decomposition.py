@@ -69,6 +69,13 @@ class ScoreDecomposition:
         The score after the in-sample temperature.
     temperature : float
         That temperature (1.0 when it does not lower the score).
+
+    Examples
+    --------
+    >>> probs = [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]]
+    >>> nll = score_decomposition([0, 1, 1, 1], probs=probs)
+    >>> nll.score, round(nll.value, 4), round(nll.calibration + nll.refinement, 4)
+    ('nll', 0.4004, 0.4004)
     """
 
     score: str

@@ -130,6 +130,8 @@ def _check_entry(name: str, info: MetricInfo) -> None:
         raise InputError("name", f"the entry's own name {info.name!r}", repr(name))
 
 
+#: Every metric by name (a :class:`MetricInfo` each), in report order; a new metric needs
+#: one :func:`register_metric`.
 METRICS = MetricRegistry()
 
 
@@ -332,18 +334,36 @@ for _test, _label in TEST_LABELS.items():
 
 
 def suite_names() -> tuple[str, ...]:
-    """The suite's metric names now, in report order (with any registered since import)."""
+    """The suite's metric names now, in report order (with any registered since import).
+
+    Examples
+    --------
+    >>> suite_names()[:4]
+    ('accuracy', 'nll', 'brier', 'entropy')
+    """
     return tuple(n for n in METRICS if METRICS.get(n).in_suite)
 
 
 def extra_names() -> tuple[str, ...]:
     """The metrics of predictions outside the suite now (``calibkit evaluate --extra``;
-    set metrics, computed from prediction sets, are not among them)."""
+    set metrics, computed from prediction sets, are not among them).
+
+    Examples
+    --------
+    >>> "smooth_ece" in extra_names(), "smooth_ece" in suite_names()
+    (True, False)
+    """
     return tuple(n for n in METRICS if not METRICS.get(n).in_suite and METRICS.get(n).kind != "set")
 
 
 def floor_names() -> tuple[str, ...]:
-    """The suite metrics whose noise floor the suite estimates, now."""
+    """The suite metrics whose noise floor the suite estimates, now.
+
+    Examples
+    --------
+    >>> floor_names()
+    ('ece', 'aece')
+    """
     return tuple(n for n in suite_names() if METRICS.get(n).has_floor)
 
 

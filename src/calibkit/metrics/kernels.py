@@ -94,6 +94,14 @@ class BinNorm:
     ``scheme``: ``"width"`` (equal-width bins), ``"mass"`` (equal-mass bins, moving with the
     weights) or ``"classwise"`` (equal-width bins of every class's probability, L1 only: SCE).
     ``norm``: one of :data:`NORMS` (``"debiased"``: Kumar et al. 2019's debiased L2).
+
+    Examples
+    --------
+    The kernels of the ECE and of the SCE:
+
+    >>> from calibkit import METRICS
+    >>> METRICS.get("ece").kernel, METRICS.get("sce").kernel
+    (BinNorm(norm='l1', scheme='width'), BinNorm(norm='l1', scheme='classwise'))
     """
 
     norm: Literal["l1", "l2", "max", "debiased"]
@@ -125,6 +133,14 @@ class Residual:
     ``"sup"``: the largest absolute cumulative residual over the total weight (KS);
     ``"laplace"``: the kernel norm with a Laplace kernel of width
     :data:`~calibkit.metrics.continuous.MMCE_WIDTH` (MMCE).
+
+    Examples
+    --------
+    The kernels of the KS error and of the MMCE:
+
+    >>> from calibkit import METRICS
+    >>> METRICS.get("ks").kernel, METRICS.get("mmce").kernel
+    (Residual(norm='sup'), Residual(norm='laplace'))
     """
 
     norm: Literal["sup", "laplace"]

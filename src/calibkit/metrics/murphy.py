@@ -59,6 +59,13 @@ class BrierDecomposition:
         within bins.
     n_bins : int
         Number of equal-width bins per class.
+
+    Examples
+    --------
+    >>> probs = [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]]
+    >>> parts = brier_decomposition([0, 1, 1, 1], probs=probs)
+    >>> parts.reliability, parts.resolution, parts.uncertainty, parts.brier, parts.residual
+    (0.25, 0.375, 0.375, 0.25, 0.0)
     """
 
     reliability: float
@@ -117,3 +124,22 @@ def brier_decomposition(
 brier_reliability = part_metric(brier_decomposition, "reliability", "brier_reliability")
 brier_resolution = part_metric(brier_decomposition, "resolution", "brier_resolution")
 brier_uncertainty = part_metric(brier_decomposition, "uncertainty", "brier_uncertainty")
+
+_PART_EXAMPLE = """
+
+Examples
+--------
+>>> probs = [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]]
+>>> round({name}([0, 1, 1, 1], probs=probs), 6)
+{value}
+"""
+for _metric, _value in (
+    (brier_reliability, 0.25),
+    (brier_resolution, 0.375),
+    (brier_uncertainty, 0.375),
+):
+    _metric.__doc__ = (_metric.__doc__ or "") + _PART_EXAMPLE.format(
+        name=_metric.__name__, value=_value
+    )
+#: The parts' examples, run as doctests (their functions are made, not written, here).
+__test__ = {m.__name__: m.__doc__ for m in (brier_reliability, brier_resolution, brier_uncertainty)}

@@ -44,7 +44,16 @@ INTERVAL_METHODS: tuple[str, ...] = ("wilson", "clopper-pearson")
 
 @dataclass(frozen=True)
 class BinIntervals:
-    """Per-bin ``lower`` and ``upper`` bounds of the accuracy (NaN for empty bins)."""
+    """Per-bin ``lower`` and ``upper`` bounds of the accuracy (NaN for empty bins).
+
+    Examples
+    --------
+    >>> from calibkit import reliability_stats
+    >>> stats = reliability_stats([0, 1, 1, 1], probs=[[0.9, 0.1], [0.2, 0.8]] * 2, n_bins=2)
+    >>> band = bin_intervals(stats, "clopper-pearson")
+    >>> band.method, band.level, band.upper.round(4).tolist()  # 3 of 4: 0.975 ** (1 / 4)
+    ('clopper-pearson', 0.95, [nan, 0.9937])
+    """
 
     lower: F64
     upper: F64
@@ -97,7 +106,19 @@ def proportion_interval(
 def bin_intervals(
     stats: BinStats, method: IntervalMethod = "wilson", level: float = 0.95
 ) -> BinIntervals:
-    """The ``level`` interval of every bin's accuracy (see the module docstring)."""
+    """The ``level`` interval of every bin's accuracy (see the module docstring).
+
+    Examples
+    --------
+    The upper bin holds four correct predictions: Wilson's 95% interval is
+    ``[4 / (4 + 1.96^2), 1]``; the lower bin is empty (NaN).
+
+    >>> from calibkit import reliability_stats
+    >>> probs = [[0.9, 0.1], [0.2, 0.8], [0.3, 0.7], [0.4, 0.6]]
+    >>> band = bin_intervals(reliability_stats([0, 1, 1, 1], probs=probs, n_bins=2))
+    >>> band.lower.round(4).tolist(), band.upper.tolist()
+    ([nan, 0.5101], [nan, 1.0])
+    """
     if not isinstance(stats, BinStats):
         raise InputError("stats", "a BinStats (from reliability_stats)", type(stats).__name__)
     lower, upper = proportion_interval(stats.accuracy_sum, stats.counts, method, level)
@@ -108,7 +129,15 @@ def bin_intervals(
 class CorpReliability:
     """The CORP curve on ``grid`` (confidences where the data lie) and its consistency band
     ``[lower, upper]`` (pointwise ``level`` quantiles of ``n_resamples`` refits under
-    perfect calibration)."""
+    perfect calibration).
+
+    Examples
+    --------
+    >>> probs = [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]]
+    >>> corp = corp_reliability([0, 1, 1, 1], probs=probs, n_resamples=20)
+    >>> float(corp.grid.min()), float(corp.grid.max()), bool((corp.lower <= corp.upper).all())
+    (0.6, 0.9, True)
+    """
 
     grid: F64
     curve: F64

@@ -526,6 +526,15 @@ class RiskCoverage:
         all samples accepted and wrong, and the threshold (accept scores ``>=`` it).
     aurc, augrc, optimal_aurc : float
         The areas (:func:`aurc`, :func:`augrc`) and the AURC of a perfect ranking.
+
+    Examples
+    --------
+    The only error is the least confident prediction:
+
+    >>> probs = [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]]
+    >>> curve = risk_coverage_curve([0, 1, 1, 1], probs=probs)
+    >>> curve.coverage.tolist(), curve.risk.tolist(), curve.aurc
+    ([0.25, 0.5, 0.75, 1.0], [0.0, 0.0, 0.0, 0.25], 0.0625)
     """
 
     coverage: F64

@@ -231,6 +231,14 @@ class SmoothReliability:
         Percentile bootstrap interval of the smooth ECE at the same bandwidth.
     level : float
         Level of the band and the interval.
+
+    Examples
+    --------
+    >>> from calibkit import smooth_ece
+    >>> probs = [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]]
+    >>> rel = smooth_reliability([0, 1, 1, 1], probs=probs)
+    >>> rel.value == smooth_ece([0, 1, 1, 1], probs=probs), rel.level, rel.grid.shape
+    (True, 0.95, (200,))
     """
 
     grid: F64

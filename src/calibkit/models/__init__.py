@@ -62,6 +62,13 @@ def create_model(name: str, num_classes: int, **kw: Any) -> nn.Module:
 
     An unknown ``name`` raises :class:`~calibkit.core.errors.UnknownNameError` listing the
     valid ones.
+
+    Examples
+    --------
+    >>> import torch
+    >>> model = create_model("lenet5", 10)
+    >>> tuple(model(torch.zeros(2, 3, 32, 32)).shape)
+    (2, 10)
     """
     MODELS.get(name)  # an unknown name is named before num_classes
     model: nn.Module = MODELS.create(name, Integer(low=1).check("num_classes", num_classes), **kw)

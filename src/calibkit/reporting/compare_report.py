@@ -652,6 +652,21 @@ def write_compare_report(
 
     An existing ``out_dir`` is replaced only if calibkit wrote everything in it (see
     :mod:`calibkit.io.atomic`); otherwise an InputError is raised before any work.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> from calibkit import as_outputs, compare
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 600)
+    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]
+    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+    >>> comparison = compare(cal, test, ["temperature"], n_boot=0)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     write_compare_report(comparison, Path(folder) / "report", title="Demo")
+    ...     sorted(path.name for path in (Path(folder) / "report").glob("report.*"))
+    ['report.html', 'report.md']
     """
     check_replaceable_folder(Path(out_dir), "output", legacy=written_before_manifests)
     report = compare_report(comp, title=title, name=name)

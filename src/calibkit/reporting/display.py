@@ -61,6 +61,17 @@ class ReliabilityDisplay:
     consistency band of each model (:func:`~calibkit.metrics.reliability_bands.corp_reliability`).
     An empty bin gets no bar, no interval and no count. After :meth:`plot`: ``figure_`` and
     ``axes_`` (one axes per panel).
+
+    Examples
+    --------
+    Two models in one panel:
+
+    >>> before = [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]]
+    >>> after = [[0.7, 0.3], [0.3, 0.7], [0.5, 0.5], [0.4, 0.6]]
+    >>> models = {"before": before, "after": after}
+    >>> shown = ReliabilityDisplay.from_predictions([0, 1, 1, 1], models)
+    >>> len(shown.axes_), list(shown.panels[""])
+    (1, ['before', 'after'])
     """
 
     def __init__(

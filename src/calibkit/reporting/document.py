@@ -36,7 +36,15 @@ class Cell:
 @dataclass(frozen=True)
 class Table:
     """A table of text cells; the first ``n_left`` columns are text (left-aligned), the rest
-    numbers. ``title`` names the table (a report shows it as the heading of its section)."""
+    numbers. ``title`` names the table (a report shows it as the heading of its section).
+
+    Examples
+    --------
+    >>> from calibkit import to_markdown
+    >>> table = Table("ECE", ["Method", "ECE"], [[Cell("ts"), Cell("1.00%", best=True)]])
+    >>> to_markdown(Document("Demo", [table])).splitlines()[2:5]
+    ['| Method | ECE |', '|:---|---:|', '| ts | **1.00%** |']
+    """
 
     title: str
     header: list[str]
@@ -46,7 +54,13 @@ class Table:
 
 @dataclass(frozen=True)
 class Paragraph:
-    """A paragraph of plain text; ``meta`` paragraphs (sources, sizes) are shown muted."""
+    """A paragraph of plain text; ``meta`` paragraphs (sources, sizes) are shown muted.
+
+    Examples
+    --------
+    >>> Paragraph("Computed on 1,000 test samples.", meta=True).meta
+    True
+    """
 
     text: str
     meta: bool = False
@@ -54,7 +68,13 @@ class Paragraph:
 
 @dataclass(frozen=True)
 class Figure:
-    """A PNG figure: its file name under ``figures/``, its caption and its bytes."""
+    """A PNG figure: its file name under ``figures/``, its caption and its bytes.
+
+    Examples
+    --------
+    >>> Figure("reliability.png", "Reliability diagram", b"")  # the bytes are not shown
+    Figure(name='reliability.png', caption='Reliability diagram')
+    """
 
     name: str
     caption: str
@@ -63,14 +83,29 @@ class Figure:
 
 @dataclass(frozen=True)
 class Gallery:
-    """Figures shown side by side (as many per row as fit)."""
+    """Figures shown side by side (as many per row as fit).
+
+    Examples
+    --------
+    >>> row = Gallery([Figure("a.png", "Before", b""), Figure("b.png", "After", b"")])
+    >>> [figure.name for figure in Document("Demo", [row]).figures()]
+    ['a.png', 'b.png']
+    """
 
     figures: list[Figure]
 
 
 @dataclass(frozen=True)
 class Section:
-    """A heading and its blocks; a section inside a section is one heading level lower."""
+    """A heading and its blocks; a section inside a section is one heading level lower.
+
+    Examples
+    --------
+    >>> from calibkit import to_markdown
+    >>> doc = Document("Demo", [Section("Results", [Section("Details", [Paragraph("...")])])])
+    >>> [line for line in to_markdown(doc).splitlines() if line.startswith("#")]
+    ['# Demo', '## Results', '### Details']
+    """
 
     title: str
     blocks: list[Block]
@@ -94,7 +129,14 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Document:
-    """A report: its title, its verdict (shown first), and its blocks, in reading order."""
+    """A report: its title, its verdict (shown first), and its blocks, in reading order.
+
+    Examples
+    --------
+    >>> doc = Document("Demo", [Paragraph("TS wins.")], verdict=Verdict("Use ts.", "ECE 1%"))
+    >>> doc.verdict.headline, [type(block).__name__ for block in doc.body]
+    ('Use ts.', ['Paragraph'])
+    """
 
     title: str
     body: list[Block]

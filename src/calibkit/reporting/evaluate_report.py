@@ -337,6 +337,21 @@ def evaluation_report(
     ``figures``: draw the figures (matplotlib; not needed to print); ``interval``: the
     per-bin interval of the reliability diagram (``"wilson"``, ``"clopper-pearson"``, or
     ``"none"`` / None: none).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit import as_outputs
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 600)
+    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
+    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+
+    >>> from calibkit import evaluate_outputs
+    >>> report = evaluation_report(evaluate_outputs(test, n_boot=0), source="test.npz",
+    ...                            figures=False)
+    >>> report.command, bool(report.document.verdict.headline), "ece" in report.results
+    ('evaluate', True, True)
     """
     method = None if interval in (None, "none") else cast("IntervalMethod", interval)
     drawn = evaluation_figures(run, Path(source).name, method) if figures else None

@@ -303,6 +303,13 @@ def reliability_figure(
     ``ece`` (a fraction) is printed in the diagram when given; pass the value from the
     same evaluation so that figure and table agree. ``interval``: each bin's 95% interval
     (``None``: none); ``corp``: the CORP curve with its consistency band.
+
+    Examples
+    --------
+    >>> from calibkit import reliability_stats
+    >>> stats = reliability_stats([0, 1, 1], probs=[[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
+    >>> len(reliability_figure(stats, title="My model", ece=0.2).axes)  # diagram, histogram
+    2
     """
     stats = _check_stats(stats)
     fig = new_figure(5.2, 6.6)
@@ -321,7 +328,16 @@ def reliability_figure(
 def smooth_reliability_figure(rel: SmoothReliability, *, title: str) -> Figure:
     """The kernel-smoothed reliability curve of ``rel`` (from
     :func:`calibkit.metrics.smooth_reliability`) with its bootstrap band, above the
-    kernel density of the confidences; the smooth ECE and its interval in the legend."""
+    kernel density of the confidences; the smooth ECE and its interval in the legend.
+
+    Examples
+    --------
+    >>> from calibkit import smooth_reliability
+    >>> probs = [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.7, 0.3], [0.1, 0.9]]
+    >>> rel = smooth_reliability([0, 1, 1, 0, 1], probs=probs)
+    >>> len(smooth_reliability_figure(rel, title="My model").axes)  # curve, density
+    2
+    """
     fig = new_figure(5.2, 6.6)
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3.3, 1.2]})
     top.plot(
@@ -362,7 +378,15 @@ def smooth_reliability_figure(rel: SmoothReliability, *, title: str) -> Figure:
 def reliability_grid(
     panels: Sequence[tuple[str, BinStats, float]], *, ncols: int = 4, title: str | None = None
 ) -> Figure:
-    """Reliability diagrams side by side: one ``(name, stats, ece)`` per panel."""
+    """Reliability diagrams side by side: one ``(name, stats, ece)`` per panel.
+
+    Examples
+    --------
+    >>> from calibkit import reliability_stats
+    >>> stats = reliability_stats([0, 1, 1], probs=[[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
+    >>> len(reliability_grid([("before", stats, 0.2), ("after", stats, 0.2)]).axes)
+    2
+    """
     if not panels:
         raise InputError("panels", "at least one (title, stats, ece) panel", "none")
     n = len(panels)
@@ -453,6 +477,12 @@ def ece_temperature_figure(
 
     ``fitted`` maps a method name to the temperature it chose; T = 1 (the uncalibrated
     model) and the minimum of the curve are marked too.
+
+    Examples
+    --------
+    >>> fig = ece_temperature_figure([0.5, 1.0, 2.0], [0.10, 0.05, 0.08], fitted={"ts": 1.1})
+    >>> len(fig.axes)
+    1
     """
     t = np.asarray(temperatures, dtype=np.float64).reshape(-1)
     e = np.asarray(eces, dtype=np.float64).reshape(-1)
@@ -578,5 +608,15 @@ def figure_png_bytes(fig: Figure, *, dpi: int = DPI) -> bytes:
 
 
 def save_figure(fig: Figure, path: str | Path, *, dpi: int = DPI) -> None:
-    """Write the figure to ``path`` as a PNG, atomically."""
+    """Write the figure to ``path`` as a PNG, atomically.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> fig = ece_temperature_figure([0.5, 1.0, 2.0], [0.10, 0.05, 0.08], fitted={"ts": 1.1})
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     save_figure(fig, Path(folder) / "ece.png")
+    ...     (Path(folder) / "ece.png").read_bytes()[:4]
+    b'\x89PNG'
+    """
     atomic_write_bytes(Path(path), figure_png_bytes(fig, dpi=dpi))

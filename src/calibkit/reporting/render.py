@@ -99,7 +99,15 @@ def _markdown_verdict(verdict: document.Verdict | None) -> list[str]:
 
 def to_markdown(doc: document.Document) -> str:
     """The document as Markdown: the verdict first (its headline bold), then the blocks
-    separated by blank lines, figures linked."""
+    separated by blank lines, figures linked.
+
+    Examples
+    --------
+    >>> from calibkit import Document, Paragraph, Verdict
+    >>> doc = Document("Demo", [Paragraph("TS wins.")], verdict=Verdict("Use ts.", "ECE 1%"))
+    >>> to_markdown(doc).splitlines()[:7]
+    ['# Demo', '', '**Use ts.**', '', 'ECE 1%', '', 'TS wins.']
+    """
     parts = [
         f"# {doc.title}",
         *_markdown_verdict(doc.verdict),
@@ -129,7 +137,15 @@ def markdown_table(table: document.Table) -> str:
 
 # ----- HTML -----------------------------------------------------------------------------------
 def to_html(doc: document.Document) -> str:
-    """The document as one self-contained HTML page (inline CSS, figures as data URIs)."""
+    """The document as one self-contained HTML page (inline CSS, figures as data URIs).
+
+    Examples
+    --------
+    >>> from calibkit import Document, Section
+    >>> page = to_html(Document("Demo", [Section("Results", [])]))
+    >>> page.startswith("<!DOCTYPE html>"), "<h2>Results</h2>" in page
+    (True, True)
+    """
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

@@ -77,6 +77,17 @@ class Report:
         The resolved options (defaults filled in).
     files : mapping of str to str or bytes
         The report's own files besides the three (``results.csv``, a fitted predictor).
+
+    Examples
+    --------
+    >>> from calibkit import Document, Paragraph, Verdict
+    >>> doc = Document("Demo", [Paragraph("TS wins.")], verdict=Verdict("Use ts.", "ECE 1.0%"))
+    >>> report = Report("evaluate", doc, {"ece": 0.01}, text="ECE 1.00%")
+    >>> print_report(report)  # the verdict first, then the tables
+    Use ts.
+      ECE 1.0%
+    <BLANKLINE>
+    ECE 1.00%
     """
 
     command: str
@@ -148,6 +159,15 @@ def write_report(
     names an older calibkit wrote there before folders had a manifest; see
     :mod:`calibkit.io.atomic`). ``results``: :func:`results_document` of ``report`` when
     the caller already has it (each input is hashed once per command).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from calibkit import Document, Verdict
+    >>> report = Report("evaluate", Document("Demo", [], verdict=Verdict("Use ts.")), {})
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     sorted(write_report(report, Path(folder) / "report"))
+    ['report.html', 'report.md', 'results.json']
     """
     doc = report.document
     files: dict[str, str | bytes] = {
@@ -188,7 +208,20 @@ def print_report(
 ) -> None:
     """Print the report on stdout: :func:`report_text` (``fmt="table"``) and where the
     folder was written, or ``results.json``'s content (``fmt="json"``; ``results``, as in
-    :func:`write_report`)."""
+    :func:`write_report`).
+
+    Examples
+    --------
+    >>> from calibkit import Document, Verdict
+    >>> report = Report("evaluate", Document("Demo", [], verdict=Verdict("Use ts.")), {"ece": 0.01})
+    >>> print_report(report, "json")  # doctest: +ELLIPSIS
+    {
+     ...
+     "command": "calibkit evaluate",
+     ...
+     "ece": 0.01
+    }
+    """
     if fmt == "json":
         print(json_text(results or results_document(report)))
         return

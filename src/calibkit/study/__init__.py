@@ -55,14 +55,15 @@ def run_study(
     executor: Executor | None = None,
     sections: Sequence[SectionBuilder] = (),
 ) -> StudyRuns:
-    """Run (or resume) the study ``cfg`` into ``out`` and write its report there
-        (``report_only``: from what is finished, training and fitting nothing), its units of
-        work on ``executor`` (default: one after another in this process; see
-        :mod:`calibkit.study.run.executors`), which it starts and closes. ``sections``: extra report
-    sections a reproduction adds (:data:`calibkit.study.report.SectionBuilder`).
+    """Run (or resume) the study ``cfg`` into ``out`` and write its report there.
 
-        Everything is checked before anything is written (the executor's resources too); a
-        refused study changes no file."""
+    ``report_only``: the report from what is finished, training and fitting nothing. The
+    units of work run on ``executor`` (default: one after another in this process; see
+    :mod:`calibkit.study.run.executors`), which it starts and closes. ``sections``: extra
+    report sections a reproduction adds (:data:`calibkit.study.report.SectionBuilder`).
+
+    Everything is checked before anything is written (the executor's resources too); a
+    refused study changes no file."""
     out = Path(out)
     cache = runner.check_study(cfg, out, report_only=report_only)
     executor = executor or SerialExecutor()

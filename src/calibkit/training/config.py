@@ -68,6 +68,16 @@ class TrainConfig:
     ``warmup_steps`` > 0 trains the first ``warmup_steps`` batches of the run at
     ``warmup_lr`` instead of the scheduled rate (He et al. 2016 warm ResNet-110 up at 0.01
     for about 400 batches); the schedule itself runs on unchanged.
+
+    Examples
+    --------
+    >>> cfg = TrainConfig(epochs=3, optimizer="sgd", lr=0.1, schedule="cosine")
+    >>> cfg.epochs, cfg.loss, cfg.batch_size
+    (3, 'cross_entropy', 128)
+    >>> TrainConfig(schedule="sometimes")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: schedule: expected one of none, step, ..., got 'sometimes'
     """
 
     epochs: int = 10

@@ -170,6 +170,19 @@ def train(
 
     ``loss_fn`` replaces the loss ``cfg`` names (see :func:`training_loss`); ``label`` starts
     every progress line (e.g. ``"mlp seed 0 "``).
+
+    Examples
+    --------
+    A small MLP, two epochs on random images, its logits on a held-out split tracked:
+
+    >>> from calibkit import TrainConfig, create_model
+    >>> _ = torch.manual_seed(0)
+    >>> x, y = torch.randn(64, 3, 32, 32), torch.randint(0, 3, (64,))
+    >>> model = create_model("mlp", 3, hidden=(16,))
+    >>> cfg = TrainConfig(epochs=2, batch_size=16)
+    >>> result = train(model, (x[:48], y[:48]), cfg, seed=0, held_out={"val": (x[48:], y[48:])})
+    >>> len(result.history), tuple(result.logits["val"].shape)
+    (2, (16, 3))
     """
     x, y = _check_split("train_split", train_split)
     if x.shape[0] == 0:

@@ -63,6 +63,19 @@ class EvaluationRun:
         The smoothed reliability curve (when the smooth ECE was asked).
     corp : CorpReliability or None
         The CORP reliability curve (with ``corp``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit import as_outputs
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 600)
+    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
+    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+
+    >>> run = evaluate_outputs(test, n_boot=0)
+    >>> run.outputs is test, run.mode, run.evaluation.values["ece"] > run.noise_limit
+    (True, 'top_label', True)
     """
 
     outputs: ClassifierOutputs
@@ -108,6 +121,19 @@ def evaluate_outputs(
         As in :func:`calibkit.metrics.evaluate`.
     coverage, risk : float
         The options of the extras ``risk_at_coverage`` and ``coverage_at_risk``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit import as_outputs
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 600)
+    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
+    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+
+    >>> run = evaluate_outputs(test, n_boot=0)
+    >>> round(run.evaluation.values["accuracy"], 3), round(run.confidence, 3)
+    (0.843, 0.725)
     """
     outputs = as_outputs(outputs)
     ev = evaluate(

@@ -58,6 +58,19 @@ class LabelShiftResult:
     ``metrics[variant][name]`` for each of :data:`VARIANTS` and :data:`SCORED`;
     ``ci[variant][name]`` their bootstrap intervals at ``level`` and ``change_ci[name]``
     that of adapted - unadapted (empty without labels or with ``n_boot=0``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit import as_outputs
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 600)
+    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
+    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+
+    >>> result = label_shift(cal, test.scores, test.labels, n_boot=0)
+    >>> list(result.metrics), type(result.adapter).__name__
+    (['unadapted', 'adapted', 'oracle'], 'PriorShiftAdapter')
     """
 
     adapter: PriorShiftAdapter
@@ -134,6 +147,19 @@ def label_shift(
     ``n_bins``, ``n_boot`` (0: no intervals), ``level``, ``seed``: as for
     :func:`calibkit.metrics.evaluate`. A target label of a class the source never shows is
     refused (no prior to reweight).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit import as_outputs
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 600)
+    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
+    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+
+    >>> result = label_shift(cal, test.scores, test.labels, n_boot=0)
+    >>> result.priors.round(2).tolist(), result.true_priors.round(2).tolist()
+    ([0.34, 0.28, 0.38], [0.33, 0.31, 0.36])
     """
     if method is not None:
         warnings.warn(
@@ -202,7 +228,15 @@ def label_shift(
 # ----- simulated label shift ----------------------------------------------------------------
 def resample_to_priors(labels: I64, priors: F64, n: int, rng: np.random.Generator) -> I64:
     """Row indices of ``labels`` drawn with replacement so that ``n`` rows follow ``priors``
-    (class counts multinomial; a class without rows must have prior 0)."""
+    (class counts multinomial; a class without rows must have prior 0).
+
+    Examples
+    --------
+    >>> rows = resample_to_priors(np.array([0, 0, 1, 1]), np.array([0.0, 1.0]), 3,
+    ...                           np.random.default_rng(0))
+    >>> sorted(set(rows.tolist()) - {2, 3}), len(rows)  # rows of class 1 only
+    ([], 3)
+    """
     counts = rng.multinomial(n, priors)
     parts = []
     for c in np.flatnonzero(counts):
@@ -229,6 +263,19 @@ def simulate_label_shift(
     Each row has the true priors, EM's and BBSE's estimates with their mean squared
     error against the resample's label frequencies, and the NLL and accuracy of the
     unadapted, EM-adapted, BBSE-adapted and oracle posteriors.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit import as_outputs
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 600)
+    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
+    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+
+    >>> rows = simulate_label_shift(cal, test, n_shifts=2, n_rows=200)
+    >>> len(rows), [key for key in rows[0] if key.startswith("em_")]
+    (2, ['em_priors', 'em_mse', 'em_nll', 'em_accuracy'])
     """
     rng = np.random.default_rng(seed)
     z_cal, z_test = cal.as_logits(), test.as_logits()

@@ -95,7 +95,22 @@ CLEAN = "clean"
 class ShiftRow:
     """One method on one test set: ``values`` maps every name of :data:`COLUMNS` to a
     number (NaN where it does not apply: set metrics for a calibrator, the others for a
-    conformal method)."""
+    conformal method).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit import as_outputs
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 600)
+    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
+    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+    >>> shifted = {("noise", 1): as_outputs(y[300:], logits=0.5 * z[300:])}
+
+    >>> row = shift_table(cal, test, shifted, ["temperature"], n_floor_draws=10)[1]
+    >>> row.method, row.corruption, row.severity, 0 <= row.values["ece"] <= 1
+    ('temperature', 'noise', 1, True)
+    """
 
     method: str
     corruption: str
@@ -182,6 +197,20 @@ def shift_table(
     list of ShiftRow
         Method by method (the conformal ones last); within one, clean first then the
         shifted sets in the order of ``shifted``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from calibkit import as_outputs
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 600)
+    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
+    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+    >>> shifted = {("noise", 1): as_outputs(y[300:], logits=0.5 * z[300:])}
+
+    >>> rows = shift_table(cal, test, shifted, ["none", "temperature"], n_floor_draws=10)
+    >>> [(row.method, row.corruption, row.severity) for row in rows][:3]
+    [('none', 'clean', 0), ('none', 'noise', 1), ('temperature', 'clean', 0)]
     """
     if conformal is not None:
         warnings.warn(

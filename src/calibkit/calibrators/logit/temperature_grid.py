@@ -163,6 +163,15 @@ def ece_temperature_curve(
     1e-13 (the confidences to about 1e-14, relative). Blocks of temperatures are vectorised:
     confidences from direct exps, or from a Taylor series in 1/T where the temperatures are
     dense (see the comment above), and each block's bin sums from one ``bincount``.
+
+    Examples
+    --------
+    Confidence ``sigmoid(2) = 0.8808`` at T = 1 against an accuracy of 0.5; about 0.5 at a
+    huge T:
+
+    >>> z = [[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [0.0, 2.0]]
+    >>> ece_temperature_curve(z, [0, 1, 1, 0], [1.0, 1e6]).round(4).tolist()
+    [0.3808, 0.0]
     """
     out = as_outputs(labels, logits=logits)
     n_bins = check_n_bins(n_bins)

@@ -101,6 +101,13 @@ def adapt_priors(probs: object, source_priors: object, target_priors: object) ->
     ``source_priors`` must be positive; ``target_priors`` may hold zeros. A row giving no
     probability to any class of positive target prior (possible only through underflow)
     gets the target priors.
+
+    Examples
+    --------
+    From balanced source priors to a target with four times more of class 1:
+
+    >>> adapt_priors([[0.5, 0.5], [0.8, 0.2]], [0.5, 0.5], [0.2, 0.8]).round(4).tolist()
+    [[0.2, 0.8], [0.5, 0.5]]
     """
     p = _check_probs(probs, "probs")
     k = p.shape[1]

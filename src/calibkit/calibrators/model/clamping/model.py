@@ -126,6 +126,8 @@ from calibkit.core.validation import (
 TRAINS = ("joint", "delta", "temperature")
 GAMMA_SELECTS = ("each", "fast")
 Ablation = Literal["delta_only", "temperature_only", "sgd"]
+#: The views :meth:`NeuralClamping.ablation` accepts: the fitted ``delta`` alone (T = 1),
+#: the temperature alone (delta = 0), or the pair where SGD left it.
 ABLATIONS = ("delta_only", "temperature_only", "sgd")
 GAMMA = "a number >= 0 or a non-empty sequence of them"
 PER_CHANNEL = "a sequence of finite numbers, one per channel"

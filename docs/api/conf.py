@@ -1,0 +1,148 @@
+"""Sphinx configuration of calibkit's API reference (``bash scripts/docs.sh`` builds it).
+
+Every page documents names as ``calibkit.<name>``, the way users import them; the names load
+lazily from the package root, so autodoc imports them through ``calibkit.__getattr__``. The
+build is offline (no intersphinx) and treats every warning as an error (``-W``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import calibkit
+
+#: The package documented: the one imported (``scripts/docs.sh`` puts ``src`` first on the path).
+PACKAGE = Path(calibkit.__file__).resolve().parent
+
+project = "calibkit"
+author = "calibkit contributors"
+copyright = "calibkit contributors"
+version = release = calibkit.__version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.napoleon",
+    "myst_parser",
+]
+templates_path = ["_templates"]
+exclude_patterns = ["_build"]
+source_suffix = {".rst": "restructuredtext"}
+root_doc = "index"
+
+# One stub page per public name (docs/api/generated/, written at build time, git-ignored).
+autosummary_generate = True
+autosummary_imported_members = True
+autodoc_default_options = {"members": True, "member-order": "bysource"}
+autodoc_typehints = "none"  # the signature shows the names; the docstring gives the types
+autodoc_preserve_defaults = True
+add_module_names = False
+
+napoleon_google_docstring = False
+napoleon_numpy_docstring = True
+napoleon_use_rtype = False
+napoleon_use_ivar = True
+
+# Docstring examples are doctests: ``>>>`` blocks render as Python.
+highlight_language = "python3"
+# Option names in plain text (``labels beside --cal``) keep their two hyphens.
+smartquotes = False
+myst_heading_anchors = 3
+
+# Sphinx's own theme: no extra package, and about half the build time of furo's (which
+# computes its full navigation tree on each of the ~190 pages).
+html_theme = "alabaster"
+html_theme_options = {"page_width": "1240px", "sidebar_width": "260px", "fixed_sidebar": True}
+html_title = f"calibkit {release} API reference"
+html_static_path: list[str] = []
+html_show_sourcelink = False
+html_copy_source = False
+
+
+def _attribute_docs() -> dict[str, list[str]]:
+    """``#:`` comments of every module-level name in calibkit's source, by name."""
+    from sphinx.pycode import ModuleAnalyzer
+
+    docs: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        module = module.removesuffix(".__init__")
+        try:
+            found = ModuleAnalyzer.for_file(str(path), module).find_attr_docs()
+        except Exception:  # a file the analyser cannot parse has no comments to give
+            continue
+        for (scope, name), lines in found.items():
+            if scope == "":
+                docs.setdefault(name, list(lines))
+    return docs
+
+
+_DATA_DOCS: dict[str, list[str]] = {}
+
+
+def _data_docstring(
+    app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
+    """A root constant (``calibkit.METRICS``) gets the ``#:`` comment of its definition."""
+    if what != "data" or not name.startswith("calibkit."):
+        return
+    if not _DATA_DOCS:
+        _DATA_DOCS.update(_attribute_docs())
+    short = name.removeprefix("calibkit.")
+    if short in calibkit.__all__ and short in _DATA_DOCS:
+        lines[:] = [*_DATA_DOCS[short]]
+
+
+def _public_bases(app: Any, name: str, obj: Any, options: Any, bases: list[Any]) -> None:
+    """A base class that the package root exports is shown (and linked) as ``calibkit.X``."""
+    for i, base in enumerate(bases):
+        short = getattr(base, "__name__", "")
+        if short in calibkit.__all__ and getattr(calibkit, short) is base:
+            bases[i] = f"calibkit.{short}"
+
+
+#: Class attributes of the post-hoc contract that say how the framework drives a class; the
+#: class's docstring says what matters to a user.
+_FRAMEWORK_ATTRIBUTES = frozenset(
+    {
+        "param_constraints",
+        "state_constraints",
+        "maps_logits",
+        "accepts_sample_weight",
+        "needs_model",
+        "takes_groups",
+        "name",
+    }
+)
+
+
+def _skip_member(app: Any, what: str, name: str, obj: Any, skip: bool, options: Any) -> bool | None:
+    """Skip the post-hoc framework's class attributes and scikit-learn's routing methods."""
+    if what == "class" and name in _FRAMEWORK_ATTRIBUTES:
+        return True
+    if str(getattr(obj, "__module__", "") or "").startswith("sklearn."):
+        return True
+    return None
+
+
+def _public_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
+    """Link a reference to a public name by its defining module's path
+    (``calibkit.metrics.ece``, ``~calibkit.core.binning.BinStats``) to its ``calibkit.X`` page."""
+    target = str(node.get("reftarget", ""))
+    short = target.rsplit(".", 1)[-1]
+    if node.get("refdomain") != "py" or short not in calibkit.__all__:
+        return None
+    if target == f"calibkit.{short}" or not target.startswith("calibkit."):
+        return None
+    domain = env.get_domain("py")
+    return domain.resolve_xref(
+        env, node["refdoc"], app.builder, node["reftype"], f"calibkit.{short}", node, contnode
+    )
+
+
+def setup(app: Any) -> None:
+    app.connect("missing-reference", _public_reference)
+    app.connect("autodoc-process-docstring", _data_docstring)
+    app.connect("autodoc-process-bases", _public_bases)
+    app.connect("autodoc-skip-member", _skip_member)
