@@ -191,7 +191,7 @@ def _draw_panel(
     ax.set_xlim(0.0, 1.0)
     ax.set_ylim(0.0, 1.02)
     if display.counts:
-        count_strip(ax)
+        count_strip(ax, [stats.counts[stats.nonempty] for stats in models.values()])
     for i, (name, stats) in enumerate(models.items()):
         keep = stats.nonempty
         width = np.diff(stats.edges)[keep] * share

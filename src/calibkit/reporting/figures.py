@@ -72,13 +72,13 @@ _HIST = "#7f8fa6"
 _IDEAL = "#555555"
 _CONF_LINE = "#d1495b"
 _ACC_LINE = "#1b3a63"
-_FLOOR = "#6b6b6b"
+_FLOOR = "#8c564b"
 _FITTED_COLOURS = ("#d1495b", "#2a9d8f", "#e9a03b", "#7b5ea7", "#3d5a80")
 #: Unit-interval axes reach this far past 0 and 1, so the bars and ticks at the ends show whole.
 _MARGIN = 0.05
-#: Depth (in accuracy units) of the strip under a reliability diagram's bars that holds the
-#: bins' sample counts: below every bar and interval, so no count meets one.
-COUNT_STRIP = 0.16
+#: Size (points) of the bins' sample counts, set upright in a strip under a reliability
+#: diagram's bars (below every bar and interval, so no count meets one).
+COUNT_FONT = 6.5
 _STRIP = "#f1f3f6"
 
 
@@ -208,16 +208,34 @@ def draw_bin_intervals(
         segments.set_gid(INTERVAL_GID)
 
 
-def count_strip(ax: Axes) -> None:
-    """Make room under the bars of ``ax`` for the count strip: the y axis starts at
-    ``-COUNT_STRIP``, the strip is shaded and labelled ``n`` (call after the y limits)."""
+def _count_label(n: float) -> str:
+    return f"{n:,.0f}"
+
+
+def _text_points(text: str, fontsize: float) -> float:
+    """Length in points of ``text`` set in ``fontsize`` (DejaVu Sans digits: 0.64 em, a
+    comma 0.32 em)."""
+    return fontsize * sum(0.32 if c in ",." else 0.64 for c in text)
+
+
+def count_strip(ax: Axes, counts: Sequence[npt.ArrayLike]) -> None:
+    """Make room under the bars of ``ax`` for a strip holding the bins' sample ``counts``
+    (one array per model): the y axis starts below 0 by as much as the longest count, set
+    upright in :data:`COUNT_FONT` points, needs; the strip is shaded and labelled ``n``. Call
+    after the y limits are set, before :func:`draw_bin_counts`."""
+    labels = [_count_label(n) for c in counts for n in np.asarray(c, dtype=np.float64).ravel()]
+    need = _text_points(max(labels, key=len, default="0"), COUNT_FONT) + 4.0
     top = ax.get_ylim()[1]
-    ax.set_ylim(-COUNT_STRIP, top)
-    ax.fill_between(
-        [-1.0, 2.0], -COUNT_STRIP, 0.0, color=_STRIP, linewidth=0, zorder=0, label="_strip"
-    )
+    span = top - ax.get_ylim()[0]
+    depth = 0.1
+    for _ in range(4):  # the strip deepens the axis it is measured on: a few fixed-point steps
+        ax.set_ylim(-depth, top)
+        per_unit = _axes_points(ax)[1] / (top + depth)
+        depth = min(need / max(per_unit, 1e-9), 0.35 * span)
+    ax.set_ylim(-depth, top)
+    ax.fill_between([-1.0, 2.0], -depth, 0.0, color=_STRIP, linewidth=0, zorder=0, label="_strip")
     ax.text(
-        -0.01, -COUNT_STRIP / 2, "n", transform=ax.get_yaxis_transform(), ha="right",
+        -0.01, -depth / 2, "n", transform=ax.get_yaxis_transform(), ha="right",
         va="center", fontsize=8, color="#555555", gid="count-strip",
     )  # fmt: skip
 
@@ -243,20 +261,21 @@ def draw_bin_counts(
     color: str = "#444444",
 ) -> None:
     """Each non-empty bin's sample count (gid :data:`COUNT_GID`), upright in the strip under
-    its bar (:func:`count_strip`), sized to fit the strip and the bar's width; a count never
-    meets a bar, an interval, the legend or the ECE."""
-    texts = [f"{n:,.0f}" for n in np.asarray(counts, dtype=np.float64)]
+    its bar (:func:`count_strip`), in :data:`COUNT_FONT` points or less where the strip or
+    the bar is narrower; a count never meets a bar, an interval, the legend or the ECE."""
+    texts = [_count_label(n) for n in np.asarray(counts, dtype=np.float64)]
     if not texts:
         return
     width_pt, height_pt = _axes_points(ax)
     (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-    strip_pt = COUNT_STRIP / (y1 - y0) * height_pt
+    depth = -y0
+    strip_pt = depth / (y1 - y0) * height_pt
     column_pt = float(np.min(widths)) / (x1 - x0) * width_pt
-    longest = max(len(t) for t in texts)
-    size = max(3.0, min(6.5, 0.75 * strip_pt / (0.62 * longest), 0.7 * column_pt))
+    fit = (strip_pt - 4.0) / _text_points(max(texts, key=len), 1.0)
+    size = max(3.0, min(COUNT_FONT, fit, 0.7 * column_pt))
     for x, text in zip(centres, texts, strict=True):
         ax.text(
-            x, -COUNT_STRIP / 2, text, ha="center", va="center", rotation=90,
+            x, -depth / 2, text, ha="center", va="center", rotation=90,
             fontsize=size, color=color, gid=COUNT_GID, zorder=5,
         )  # fmt: skip
 
@@ -359,7 +378,7 @@ def draw_reliability(
     if square:
         ax.set_aspect("equal", adjustable="box")
     if counts:
-        count_strip(ax)
+        count_strip(ax, [stats.counts[keep]])
         draw_bin_counts(ax, left + width / 2, stats.counts[keep], width)
     ax.set_ylabel("Accuracy")
     style_axes(ax)
@@ -517,7 +536,7 @@ def reliability_grid(
             ax.set_xlabel("Confidence")
     for ax in axes[n:]:
         ax.set_visible(False)
-    figure_legend(fig, list(axes[:1]), ncols=4)
+    figure_legend(fig, list(axes[:1]), ncols=max(2, min(4, int(fig.get_figwidth() / 1.8))))
     if title:
         fig.suptitle(wrapped(title, 2.9 * cols - 0.2, 12), fontsize=12)
     return fig
