@@ -39,7 +39,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
-from matplotlib.ticker import PercentFormatter
+from matplotlib.ticker import Formatter
 from matplotlib.transforms import ScaledTranslation
 
 from calibkit.core.binning import BinStats
@@ -95,7 +95,7 @@ def spaced(fig: Figure) -> None:
     clear the tick and axis labels of the row above."""
     engine = fig.get_layout_engine()
     if isinstance(engine, ConstrainedLayoutEngine):
-        engine.set(h_pad=0.05, w_pad=0.06, hspace=0.1, wspace=0.04)
+        engine.set(h_pad=0.11, w_pad=0.06, hspace=0.08, wspace=0.04)
 
 
 def plain(text: str) -> str:
@@ -135,6 +135,25 @@ def unit_limits(ax: Axes, *, y: bool = True) -> None:
     if y:
         ax.set_ylim(-_MARGIN, 1 + _MARGIN)
         ax.set_yticks(ticks)
+
+
+class PercentTicks(Formatter):
+    """Fractions as percent tick labels with as few decimals as the ticks need to read
+    exactly (``2.5%`` is never shown as ``2%``; ``10%`` never as ``10.0%``).
+
+    >>> PercentTicks().format_ticks([0.0, 0.025, 0.05, 0.1])
+    ['0.0%', '2.5%', '5.0%', '10.0%']
+    >>> PercentTicks().format_ticks([0.0, 0.2, 0.4])
+    ['0%', '20%', '40%']
+    """
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return self.format_ticks([x])[0]
+
+    def format_ticks(self, values: Sequence[float]) -> list[str]:
+        pct = [100.0 * float(v) for v in values]
+        digits = next((d for d in range(4) if all(abs(round(v, d) - v) < 1e-6 for v in pct)), 4)
+        return [f"{v:.{digits}f}%" for v in pct]
 
 
 def style_axes(ax: Axes) -> None:
@@ -404,7 +423,7 @@ def draw_histogram(ax: Axes, stats: BinStats) -> None:
     )
     unit_limits(ax, y=False)
     ax.set_ylim(0, max(1e-9, float(stats.weights.max())) * 1.1)
-    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.yaxis.set_major_formatter(PercentTicks())
     ax.set_ylabel("% of samples")
     ax.set_xlabel("Confidence")
     style_axes(ax)
@@ -647,7 +666,7 @@ def ece_temperature_figure(
     ax.set_xticks(ticks, [f"{v:g}" for v in ticks])
     ax.minorticks_off()
     ax.set_ylim(0, max(float(np.nanmax(e)), floor or 0.0) * 1.05)
-    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.yaxis.set_major_formatter(PercentTicks())
     ax.set_xlabel("Temperature T (log scale)")
     ax.set_ylabel("ECE")
     ax.set_title(wrapped(title, 6.2, 11), fontsize=11)
@@ -739,8 +758,8 @@ def risk_coverage_figure(
     ):
         ax.set_xlim(0, 1)
         ax.set_ylim(bottom=0)
-        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.xaxis.set_major_formatter(PercentTicks())
+        ax.yaxis.set_major_formatter(PercentTicks())
         ax.set_xlabel("Coverage (accepted fraction)")
         ax.set_ylabel(ylabel)
         ax.legend(fontsize=7, frameon=False)

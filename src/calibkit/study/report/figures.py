@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from calibkit.core.errors import InputError
-from calibkit.reporting.figures import new_figure, plain
+from calibkit.reporting.figures import PercentTicks, new_figure, plain
 
 _COLOURS = {"train": "#3366a8", "cal": "#7b5ea7", "test": "#d1495b", "optimal": "#2a9d8f"}
 #: Up to this many epochs, each epoch is a marked point and a tick of its own.
@@ -90,8 +90,8 @@ def training_curves_figure(
         else:
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(ylabel)
-        if percent:  # as many decimals as the range needs, so no two ticks read the same
-            ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+        if percent:  # as many decimals as the ticks need, so each reads exactly
+            ax.yaxis.set_major_formatter(PercentTicks())
         ax.legend(fontsize=8, frameon=False)
         ax.grid(alpha=0.3)
     n = len(histories)
