@@ -13,6 +13,14 @@ Drawing rules
     spans from the accuracy to the bin's mean confidence. The histogram below shows the
     fraction of samples in each bin, with the overall accuracy and mean confidence.
 
+Layout rules (a figure is read at a glance)
+    Nothing is drawn over the data: the bins' sample counts sit in a strip under the bars
+    (below every bar and interval), the ECE is stated above the axes beside its noise floor
+    where known, and the legend lies under the figure, each thing listed once. Every ECE
+    panel shows the floor (a line on the ECE-versus-T curve and the shift box plots). Rows
+    of panels are spaced so a title never touches the row above; long titles wrap into
+    balanced lines; outcome-rate curves are drawn within [0, 1].
+
 >>> from calibkit.core.binning import bin_stats
 >>> stats = bin_stats(np.array([0.15, 0.55, 0.95, 0.97]), np.array([0.0, 1.0, 1.0, 0.0]), 10)
 >>> fig = reliability_figure(stats, title="demo", ece=0.3)
