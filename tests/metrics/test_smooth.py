@@ -85,6 +85,18 @@ def test_the_curve_and_its_band() -> None:
     assert np.array_equal(rel.upper, again.upper)
 
 
+def test_the_curve_and_its_band_stay_within_zero_and_one() -> None:
+    # confidence 0.9, every prediction wrong: near the data the raw estimate
+    # t + (0 - 0.9) is negative for t < 0.9; a rate is clipped at 0
+    labels, probs = _constant(0, 4, 0.9)
+    rel = smooth_reliability(labels, probs, bandwidth=0.05, n_boot=20, seed=0)
+    for values in (rel.curve, rel.lower, rel.upper):
+        assert values.min() >= 0.0
+        assert values.max() <= 1.0
+    assert np.count_nonzero(rel.curve == 0.0) > 10  # the clip acted (the raw curve dips below 0)
+    assert np.interp(0.9, rel.grid, rel.curve) == pytest.approx(0.0, abs=1e-3)
+
+
 @pytest.mark.shared_data
 @pytest.mark.parametrize("name", FILES)
 def test_equals_relplot_on_the_shared_predictions(name: str) -> None:
@@ -104,6 +116,6 @@ def test_equals_relplot_on_the_shared_predictions(name: str) -> None:
     regressor = CenteredRegressor(KernelSmoother(ReflectedGaussianKernel(sigma)))
     regressor.fit(conf.reshape(-1, 1), correct)
     rel = smooth_reliability(out, n_boot=1)
-    curve = regressor.predict(rel.grid.reshape(-1, 1))
+    curve = np.clip(regressor.predict(rel.grid.reshape(-1, 1)), 0.0, 1.0)  # ours: a rate
     assert np.max(np.abs(rel.curve - curve)) < 1e-6
     assert abs(rel.value - reference) < 1e-6

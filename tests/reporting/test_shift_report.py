@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 
 from calibkit.reporting.document import Figure, Section
-from calibkit.reporting.shift_figures import shift_boxplots
+from calibkit.reporting.figures import FLOOR_GID
+from calibkit.reporting.shift_figures import FLOOR_LABEL, shift_boxplots
 from calibkit.reporting.shift_report import (
     breaking_point,
     coverage_drops,
@@ -19,6 +20,7 @@ from calibkit.reporting.shift_report import (
     shift_verdict,
     summary_tables,
 )
+from calibkit.reporting.tables import column_info
 from calibkit.reporting.text import table_text
 from calibkit.reporting.writer import write_report
 from calibkit.workflows.shift import COLUMNS, ShiftResult, ShiftRow, ShiftSettings
@@ -182,11 +184,30 @@ def test_one_panel_per_metric_one_box_per_method_and_severity() -> None:
     assert len(fig.axes) == 3
     ax = fig.axes[0]
     assert ax.get_ylabel() == "Accuracy (%)"
-    assert fig.axes[1].get_ylabel() == "ece"  # no label given: the name
+    assert fig.axes[1].get_ylabel() == "ECE (%)"  # no label given: the registry's, never the key
     assert [t.get_text() for t in ax.get_xticklabels()] == ["clean", "1", "2", "3"]
     assert len(ax.patches) == 4  # none's boxes; ts+raps has no accuracy
     assert len(fig.axes[2].patches) == 4  # ts+raps' boxes only
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["none", "ts+raps"]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == ["none", "ts+raps", FLOOR_LABEL, "Target coverage (90%)"]
+
+
+def test_panels_are_titled_with_the_registry_labels_and_the_ece_panel_shows_its_floor() -> None:
+    rows = _rows()
+    for r in rows:  # the floor differs by corruption: the median is drawn
+        if r.method == "temperature" and r.severity == 2:
+            r.values["ece_floor"] = {"a": 0.03, "b": 0.05}[r.corruption]
+    metrics = ("accuracy", "ece", "coverage", "mean_set_size")
+    fig = shift_boxplots(rows, metrics, title="t", target=0.9)
+    assert [ax.get_title() for ax in fig.axes] == [column_info(m).label for m in metrics]
+    assert "mean_set_size" not in {ax.get_title() for ax in fig.axes}
+    floors = [c for ax in fig.axes for c in ax.collections if c.get_gid() == FLOOR_GID]
+    assert floors  # only on the ECE panel
+    assert all(c.axes is fig.axes[1] for c in floors)
+    segments = [seg for c in floors for seg in c.get_segments()]
+    assert len(segments) == 8  # none and temperature at clean, 1, 2, 3
+    heights = sorted({round(float(seg[0, 1]), 6) for seg in segments})
+    assert heights == [1.0, 4.0]  # 1% everywhere, and temperature's median of 3% and 5%
 
 
 def test_the_figures_are_figure_blocks_with_captions(tmp_path: Path) -> None:

@@ -42,12 +42,38 @@ class CalibkitError(Exception):
 
 class CalibkitWarning(UserWarning):
     """Base class of the warnings calibkit gives on purpose: something the caller should
-    know about a result that is still returned."""
+    know about a result that is still returned.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("a result to read with care", CalibkitWarning)
+    >>> issubclass(seen[0].category, UserWarning)
+    True
+    """
 
 
 class BoundWarning(CalibkitWarning):
     """A fitted parameter stopped at a bound of the range it was searched in, so the best
-    value may lie beyond it; the message names the parameter, the bound and what to do."""
+    value may lie beyond it; the message names the parameter, the bound and what to do.
+
+    Examples
+    --------
+    Labels unrelated to the logits drive the temperature to its upper bound:
+
+    >>> import warnings
+    >>> import numpy as np
+    >>> from calibkit import TemperatureScaling
+    >>> rng = np.random.default_rng(0)
+    >>> logits, labels = rng.normal(size=(500, 3)) * 5, rng.integers(0, 3, 500)
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     ts = TemperatureScaling().fit(logits, labels)
+    >>> [w.category.__name__ for w in seen], round(ts.temperature_, 1)
+    (['BoundWarning'], 10.0)
+    """
 
 
 class InputError(CalibkitError, ValueError):

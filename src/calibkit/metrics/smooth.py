@@ -25,7 +25,8 @@ authors), so the values agree with it to rounding:
   small is used (so ``smECE_{sigma*} <= sigma*``).
 
 The smoothed reliability curve is ``t + (smoothed outcome - confidence) / smoothed
-density`` at the same bandwidth: where there is no data it falls back to the diagonal.
+density`` at the same bandwidth, clipped to [0, 1] (it estimates a rate): where there is no
+data it falls back to the diagonal.
 
 ``mode="top_label"`` (the default) smooths the top-label confidence against "prediction
 correct" (what ``relplot.multiclass_logits_to_confidences`` feeds to ``relplot.smECE``);
@@ -220,9 +221,11 @@ class SmoothReliability:
     grid : ndarray of shape (G,)
         Confidences in [0, 1] where the curve is evaluated.
     curve : ndarray of shape (G,)
-        Smoothed outcome rate at each grid confidence (the diagonal is perfect calibration).
+        Smoothed outcome rate at each grid confidence (the diagonal is perfect calibration),
+        clipped to [0, 1]: the estimate ``t + residual / density`` can step outside where
+        the confidences near ``t`` sit far from ``t`` (a rate never does).
     lower, upper : ndarray of shape (G,)
-        Pointwise percentile bootstrap band of the curve at ``level``.
+        Pointwise percentile bootstrap band of the curve at ``level``, clipped to [0, 1].
     density : ndarray of shape (G,)
         Kernel density of the confidences (integrates to about 1).
     bandwidth, value : float
@@ -320,9 +323,9 @@ def smooth_reliability(
     density = kernel_sums(conf, weight, sigma, grid)[0] / conf.shape[0]
     return SmoothReliability(
         grid=grid,
-        curve=_curves(conf, outcome, weight, sigma, grid)[0],
-        lower=lower,
-        upper=upper,
+        curve=np.clip(_curves(conf, outcome, weight, sigma, grid)[0], 0.0, 1.0),
+        lower=np.clip(lower, 0.0, 1.0),
+        upper=np.clip(upper, 0.0, 1.0),
         density=density,
         bandwidth=sigma,
         value=float(_at_bandwidth(conf, outcome, weight, sigma)[0]),

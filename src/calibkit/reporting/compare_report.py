@@ -134,15 +134,21 @@ def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
     ``name`` says what was compared (a file's name, not its path); every title holds it,
     after the method where there is one, so each figure reads on its own.
     """
-    panels = [(r.method, r.reliability, r.evaluation.values["ece"]) for r in comp.rows]
+    panels = [
+        (r.method, r.reliability, r.evaluation.values["ece"], r.evaluation.values.get("ece_floor"))
+        for r in comp.rows
+    ]
     grid = reliability_grid(
         panels, title=f"{name}: reliability on the test part, before and after calibration"
     )
+    floors = {r.method: r.evaluation.values.get("ece_floor") for r in comp.rows}
+    first = next(iter(comp.fitted_temperatures), None)
     curve = ece_temperature_figure(
         comp.temperatures,
         comp.ece_curve,
         fitted=comp.fitted_temperatures,
-        title=f"{name}: test-part ECE of the uncalibrated logits / T",
+        title=f"{name}: test-part ECE against the temperature",
+        floor=floors.get(first) if first is not None else None,
     )
     figs = [
         Figure(
@@ -162,7 +168,8 @@ def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
             r.reliability,
             title=f"{r.method}: {name}",
             ece=r.evaluation.values["ece"],
-            subtitle=f"test part, {comp.n_test:,} samples, {comp.n_bins} bins",
+            floor=r.evaluation.values.get("ece_floor"),
+            subtitle=f"test part, {comp.n_bins} bins",
         )
         caption = f"Reliability diagram: {r.method}"
         figs.append(Figure(figure_name(r.method), caption, figure_png_bytes(fig)))
@@ -203,7 +210,7 @@ def _group_figure(comp: Comparison, name: str) -> Figure | None:
             ge, bins = rows[m].groups, rows[m].group_reliability
             assert ge is not None
             assert bins is not None
-            lines[m] = (bins[g], ge.values[g]["ece"])
+            lines[m] = (bins[g], ge.values[g]["ece"], ge.values[g].get("ece_floor"))
         panels.append((f"group {g} ({n:,} samples)", lines))
     fig = group_reliability_figure(panels, title=f"{name}: reliability per group, test part")
     caption = "Reliability per group: " + ", ".join(methods)

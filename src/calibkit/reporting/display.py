@@ -36,10 +36,14 @@ from calibkit.metrics.reliability_bands import CorpReliability, IntervalMethod, 
 from calibkit.reporting.figures import (
     bar_heights,
     bin_bars,
+    count_strip,
+    draw_bin_counts,
     draw_bin_intervals,
     draw_corp,
+    figure_legend,
     new_figure,
     plain,
+    spaced,
     style_axes,
 )
 
@@ -57,10 +61,12 @@ class ReliabilityDisplay:
 
     ``interval``: each bar's 95% interval, ``"wilson"`` (default) or ``"clopper-pearson"``
     (:func:`~calibkit.metrics.reliability_bands.bin_intervals`), or ``None``; ``counts``:
-    each bin's sample count above its bar; ``corp``: per panel, the CORP curve and
-    consistency band of each model (:func:`~calibkit.metrics.reliability_bands.corp_reliability`).
-    An empty bin gets no bar, no interval and no count. After :meth:`plot`: ``figure_`` and
-    ``axes_`` (one axes per panel).
+    each bin's sample count, in a strip under its bar (in the model's colour); ``corp``: per
+    panel, the CORP curve and consistency band of each model
+    (:func:`~calibkit.metrics.reliability_bands.corp_reliability`). An empty bin gets no
+    bar, no interval and no count. The legend lists each thing once: under the figure when
+    the display draws its own, in each given axes otherwise. After :meth:`plot`:
+    ``figure_`` and ``axes_`` (one axes per panel).
 
     Examples
     --------
@@ -163,10 +169,12 @@ class ReliabilityDisplay:
     def plot(self, ax: Axes | Sequence[Axes] | None = None) -> Self:
         """Draw every panel: on ``ax`` (one axes per panel) or on a new figure."""
         n = len(self.panels)
+        own = ax is None
         if ax is None:
             cols = min(n, COLUMNS)
             rows = -(-n // cols)
-            fig = new_figure(3.6 * cols + 1.0, 3.6 * rows)
+            fig = new_figure(3.6 * cols + 0.4, 3.6 * rows + 0.5)
+            spaced(fig)
             axes = [fig.add_subplot(rows, cols, i + 1) for i in range(n)]
         else:
             axes = [ax] if isinstance(ax, Axes) else list(ax)
@@ -175,6 +183,10 @@ class ReliabilityDisplay:
             fig = axes[0].get_figure()  # type: ignore[assignment]
         for a, (title, models) in zip(axes, self.panels.items(), strict=True):
             _draw_panel(a, title, models, self)
+            if not own:
+                a.legend(loc="upper left", fontsize="small", frameon=False)
+        if own:
+            figure_legend(fig, axes[:1], ncols=max(2, min(6, int(fig.get_figwidth() / 2.2))))
         self.figure_, self.axes_ = fig, axes
         return self
 
@@ -183,28 +195,29 @@ def _draw_panel(
     ax: Axes, title: str, models: Mapping[str, BinStats], display: ReliabilityDisplay
 ) -> None:
     """One diagram: each model's accuracy bars side by side within the bins (with their
-    intervals and counts), CORP curves if asked, the diagonal."""
+    intervals, one legend entry for all, and counts in the strip under the bars), CORP
+    curves if asked, the diagonal."""
     ax.plot([0, 1], [0, 1], linestyle="--", color="#555555", linewidth=1.0, label="Perfect")
     share = 1.0 / len(models)
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(0.0, 1.02)
+    if display.counts:
+        count_strip(ax, [stats.counts[stats.nonempty] for stats in models.values()])
     for i, (name, stats) in enumerate(models.items()):
         keep = stats.nonempty
         width = np.diff(stats.edges)[keep] * share
         left = stats.edges[:-1][keep] + i * width
         bin_bars(ax, left, stats.accuracy[keep], width, color=f"C{i}", label=plain(name))
         if display.interval is not None:
-            draw_bin_intervals(
-                ax, stats, left + width / 2, method=display.interval, counts=display.counts
-            )
+            draw_bin_intervals(ax, stats, left + width / 2, method=display.interval, label=i == 0)
+        if display.counts:
+            draw_bin_counts(ax, left + width / 2, stats.counts[keep], width, color=f"C{i}")
         if name in display.corp.get(title, {}):
             # one model: the house colour, apart from its bars; several: each model's own
-            draw_corp(
-                ax, display.corp[title][name], **({} if len(models) == 1 else {"color": f"C{i}"})
-            )
-    ax.set_xlim(0.0, 1.0)
-    ax.set_ylim(0.0, 1.02)
+            several = {"color": f"C{i}", "name": name}
+            draw_corp(ax, display.corp[title][name], **({} if len(models) == 1 else several))
     ax.set_xlabel("Confidence")
     ax.set_ylabel("Accuracy" if not title else "Frequency")
     if title:
         ax.set_title(plain(title))
-    ax.legend(loc="upper left", fontsize="small", frameon=False)
     style_axes(ax)

@@ -243,7 +243,12 @@ def evaluation_figures(
     ev = run.evaluation
     stats = reliability_stats(run.outputs, n_bins=ev.n_bins, mode=run.mode)
     fig = reliability_figure(
-        stats, title=name, ece=ev.values["ece"], interval=interval, corp=run.corp
+        stats,
+        title=name,
+        ece=ev.values["ece"],
+        floor=ev.values.get("ece_floor"),
+        interval=interval,
+        corp=run.corp,
     )
     caption = f"Reliability diagram ({ev.n_bins} equal-width bins) and confidence histogram."
     figures = [Figure(RELIABILITY, caption, figure_png_bytes(fig))]

@@ -13,6 +13,14 @@ Drawing rules
     spans from the accuracy to the bin's mean confidence. The histogram below shows the
     fraction of samples in each bin, with the overall accuracy and mean confidence.
 
+Layout rules (a figure is read at a glance)
+    Nothing is drawn over the data: the bins' sample counts sit in a strip under the bars
+    (below every bar and interval), the ECE is stated above the axes beside its noise floor
+    where known, and the legend lies under the figure, each thing listed once. Every ECE
+    panel shows the floor (a line on the ECE-versus-T curve and the shift box plots). Rows
+    of panels are spaced so a title never touches the row above; long titles wrap into
+    balanced lines; outcome-rate curves are drawn within [0, 1].
+
 >>> from calibkit.core.binning import bin_stats
 >>> stats = bin_stats(np.array([0.15, 0.55, 0.95, 0.97]), np.array([0.0, 1.0, 1.0, 0.0]), 10)
 >>> fig = reliability_figure(stats, title="demo", ece=0.3)
@@ -38,7 +46,9 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
-from matplotlib.ticker import PercentFormatter
+from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.ticker import Formatter
+from matplotlib.transforms import ScaledTranslation
 
 from calibkit.core.binning import BinStats
 from calibkit.core.errors import InputError
@@ -50,13 +60,17 @@ if TYPE_CHECKING:
     from calibkit.metrics.smooth import SmoothReliability
 
 DPI = 120
-ACCURACY_LABEL = "Accuracy"
+ACCURACY_LABEL = "Accuracy per bin"
 GAP_LABEL = "Gap to mean confidence"
-FRACTION_LABEL = "Samples"
+FRACTION_LABEL = "Share of samples per bin"
 SMOOTH_LABEL = "Smoothed accuracy"
 BAND_LABEL = "Bootstrap band"
 INTERVAL_GID = "bin-interval"
 COUNT_GID = "bin-count"
+#: The gid of the line (or text) giving an ECE beside its noise floor, and of a floor line.
+ECE_GID = "ece-line"
+FLOOR_GID = "ece-floor"
+FLOOR_LABEL = "Noise floor"
 CORP_LABEL = "CORP (isotonic) curve"
 CONSISTENCY_LABEL = "Consistency band"
 
@@ -66,9 +80,14 @@ _HIST = "#7f8fa6"
 _IDEAL = "#555555"
 _CONF_LINE = "#d1495b"
 _ACC_LINE = "#1b3a63"
+_FLOOR = "#8c564b"
 _FITTED_COLOURS = ("#d1495b", "#2a9d8f", "#e9a03b", "#7b5ea7", "#3d5a80")
 #: Unit-interval axes reach this far past 0 and 1, so the bars and ticks at the ends show whole.
 _MARGIN = 0.05
+#: Size (points) of the bins' sample counts, set upright in a strip under a reliability
+#: diagram's bars (below every bar and interval, so no count meets one).
+COUNT_FONT = 6.5
+_STRIP = "#f1f3f6"
 
 
 def new_figure(width: float, height: float) -> Figure:
@@ -79,6 +98,14 @@ def new_figure(width: float, height: float) -> Figure:
     return fig
 
 
+def spaced(fig: Figure) -> None:
+    """Space the panels of a multi-row figure (constrained layout) so that a row's titles
+    clear the tick and axis labels of the row above."""
+    engine = fig.get_layout_engine()
+    if isinstance(engine, ConstrainedLayoutEngine):
+        engine.set(h_pad=0.11, w_pad=0.06, hspace=0.08, wspace=0.04)
+
+
 def plain(text: str) -> str:
     """``text`` with ``$`` escaped, so matplotlib never reads user text as mathtext."""
     return text.replace("$", r"\$")
@@ -86,13 +113,26 @@ def plain(text: str) -> str:
 
 def wrapped(text: str, width_inches: float, fontsize: float) -> str:
     """``text`` (``$`` escaped, see :func:`plain`) broken into lines that fit ``width_inches``
-    at ``fontsize`` points, so a long title wraps instead of running off the figure.
+    at ``fontsize`` points, so a long title wraps instead of running off the figure. The
+    lines are balanced (as narrow as the same number of lines allows), so a wrap never
+    leaves one short word alone on the last line.
 
     >>> wrapped("a" * 10 + " " + "b" * 10, 1.0, 10)
     'aaaaaaaaaa\\nbbbbbbbbbb'
+    >>> print(wrapped("cifar10_resnet18.npz: test-part ECE of the uncalibrated logits / T", 5, 11))
+    cifar10_resnet18.npz: test-part
+    ECE of the uncalibrated logits / T
     """
     per_line = max(10, int(width_inches * 72 / (0.62 * fontsize)))
-    return textwrap.fill(plain(text), per_line, break_on_hyphens=False)
+    text = plain(text)
+    lines = textwrap.wrap(text, per_line, break_on_hyphens=False)
+    width = per_line
+    while len(lines) > 1 and width > 10:
+        narrower = textwrap.wrap(text, width - 1, break_on_hyphens=False)
+        if len(narrower) > len(lines):
+            break
+        width -= 1
+    return "\n".join(textwrap.wrap(text, width, break_on_hyphens=False))
 
 
 def unit_limits(ax: Axes, *, y: bool = True) -> None:
@@ -103,6 +143,25 @@ def unit_limits(ax: Axes, *, y: bool = True) -> None:
     if y:
         ax.set_ylim(-_MARGIN, 1 + _MARGIN)
         ax.set_yticks(ticks)
+
+
+class PercentTicks(Formatter):
+    """Fractions as percent tick labels with as few decimals as the ticks need to read
+    exactly (``2.5%`` is never shown as ``2%``; ``10%`` never as ``10.0%``).
+
+    >>> PercentTicks().format_ticks([0.0, 0.025, 0.05, 0.1])
+    ['0.0%', '2.5%', '5.0%', '10.0%']
+    >>> PercentTicks().format_ticks([0.0, 0.2, 0.4])
+    ['0%', '20%', '40%']
+    """
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return self.format_ticks([x])[0]
+
+    def format_ticks(self, values: Sequence[float]) -> list[str]:
+        pct = [100.0 * float(v) for v in values]
+        digits = next((d for d in range(4) if all(abs(round(v, d) - v) < 1e-6 for v in pct)), 4)
+        return [f"{v:.{digits}f}%" for v in pct]
 
 
 def style_axes(ax: Axes) -> None:
@@ -148,13 +207,13 @@ def draw_bin_intervals(
     *,
     method: IntervalMethod = "wilson",
     level: float = 0.95,
-    counts: bool = True,
     color: str = "black",
+    label: bool = True,
 ) -> None:
     """Error bars of each non-empty bin's accuracy interval at ``centres`` (one x per
-    non-empty bin), and its sample count above (gid :data:`COUNT_GID`); empty bins get
-    neither. The intervals come from :func:`calibkit.metrics.reliability_bands.bin_intervals`.
-    """
+    non-empty bin; empty bins get none), from
+    :func:`calibkit.metrics.reliability_bands.bin_intervals`. ``label``: whether they get a
+    legend entry (several models' intervals share one)."""
     from calibkit.metrics.reliability_bands import bin_intervals
 
     keep = stats.nonempty
@@ -170,40 +229,151 @@ def draw_bin_intervals(
         elinewidth=0.9,
         capsize=0,
         zorder=4,
-        label=f"{level:.0%} {name} interval",
+        label=f"{level:.0%} {name} interval" if label else "_nolegend_",
     )
     for segments in bars.lines[2]:  # the vertical bars: one LineCollection
         segments.set_gid(INTERVAL_GID)
-    if counts:
-        for x, y, n in zip(centres, hi, stats.counts[keep], strict=True):
-            ax.text(
-                x, min(y + 0.02, 1.0), f"{n:,.0f}", ha="center", va="bottom", rotation=90,
-                fontsize=5.5, color="#444444", gid=COUNT_GID, zorder=5,
-            )  # fmt: skip
 
 
-def draw_corp(ax: Axes, corp: CorpReliability, *, color: str = "#2a9d8f") -> None:
-    """The CORP curve (a step function) and its consistency band around the diagonal."""
+def _count_label(n: float) -> str:
+    return f"{n:,.0f}"
+
+
+def _text_points(text: str, fontsize: float) -> float:
+    """Length in points of ``text`` set in ``fontsize`` (DejaVu Sans digits: 0.64 em, a
+    comma 0.32 em)."""
+    return fontsize * sum(0.32 if c in ",." else 0.64 for c in text)
+
+
+def count_strip(ax: Axes, counts: Sequence[npt.ArrayLike]) -> None:
+    """Make room under the bars of ``ax`` for a strip holding the bins' sample ``counts``
+    (one array per model): the y axis starts below 0 by as much as the longest count, set
+    upright in :data:`COUNT_FONT` points, needs; the strip is shaded and labelled ``n``. Call
+    after the y limits are set, before :func:`draw_bin_counts`."""
+    labels = [_count_label(n) for c in counts for n in np.asarray(c, dtype=np.float64).ravel()]
+    need = _text_points(max(labels, key=len, default="0"), COUNT_FONT) + 4.0
+    top = ax.get_ylim()[1]
+    span = top - ax.get_ylim()[0]
+    depth = 0.1
+    for _ in range(4):  # the strip deepens the axis it is measured on: a few fixed-point steps
+        ax.set_ylim(-depth, top)
+        per_unit = _axes_points(ax)[1] / (top + depth)
+        depth = min(need / max(per_unit, 1e-9), 0.35 * span)
+    ax.set_ylim(-depth, top)
+    ax.fill_between([-1.0, 2.0], -depth, 0.0, color=_STRIP, linewidth=0, zorder=0, label="_strip")
+    ax.text(
+        -0.01, -depth / 2, "n", transform=ax.get_yaxis_transform(), ha="right",
+        va="center", fontsize=8, color="#555555", gid="count-strip",
+    )  # fmt: skip
+
+
+def _axes_points(ax: Axes) -> tuple[float, float]:
+    """Width and height of ``ax`` in points as laid out now (an equal aspect applied)."""
+    fig, pos = ax.figure, ax.get_position()
+    width = pos.width * fig.bbox.width * 72 / fig.dpi
+    height = pos.height * fig.bbox.height * 72 / fig.dpi
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    if ax.get_aspect() == 1.0:  # the box shrinks to keep one data unit as long both ways
+        scale = min(width / (x1 - x0), height / (y1 - y0))
+        width, height = scale * (x1 - x0), scale * (y1 - y0)
+    return width, height
+
+
+def draw_bin_counts(
+    ax: Axes,
+    centres: npt.NDArray[np.float64],
+    counts: npt.ArrayLike,
+    widths: npt.NDArray[np.float64],
+    *,
+    color: str = "#444444",
+) -> None:
+    """Each non-empty bin's sample count (gid :data:`COUNT_GID`), upright in the strip under
+    its bar (:func:`count_strip`), in :data:`COUNT_FONT` points or less where the strip or
+    the bar is narrower; a count never meets a bar, an interval, the legend or the ECE."""
+    texts = [_count_label(n) for n in np.asarray(counts, dtype=np.float64)]
+    if not texts:
+        return
+    width_pt, height_pt = _axes_points(ax)
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    depth = -y0
+    strip_pt = depth / (y1 - y0) * height_pt
+    column_pt = float(np.min(widths)) / (x1 - x0) * width_pt
+    fit = (strip_pt - 4.0) / _text_points(max(texts, key=len), 1.0)
+    size = max(3.0, min(COUNT_FONT, fit, 0.7 * column_pt))
+    for x, text in zip(centres, texts, strict=True):
+        ax.text(
+            x, -depth / 2, text, ha="center", va="center", rotation=90,
+            fontsize=size, color=color, gid=COUNT_GID, zorder=5,
+        )  # fmt: skip
+
+
+def ece_text(ece: float, floor: float | None = None, n: float | None = None) -> str:
+    """The ECE as a figure states it: beside its noise floor (where known) and the sample size.
+
+    >>> ece_text(0.0535, 0.0061, 10000)
+    'ECE = 5.35%  (noise floor 0.61%),  n = 10,000'
+    >>> ece_text(0.0535)
+    'ECE = 5.35%'
+    """
+    text = f"ECE = {100 * ece:.2f}%"
+    if floor is not None and math.isfinite(floor):
+        text += f"  (noise floor {100 * floor:.2f}%)"
+    return text + (f",  n = {n:,.0f}" if n is not None else "")
+
+
+def title_with_ece(
+    ax: Axes,
+    title: str,
+    ece_line: str | None,
+    *,
+    fontsize: float,
+    ece_fontsize: float | None = None,
+    color: str = "black",
+) -> None:
+    """``title`` above ``ax`` and, between it and the axes, ``ece_line`` (gid
+    :data:`ECE_GID`): outside the data, so it covers nothing."""
+    if ece_line is None:
+        ax.set_title(title, fontsize=fontsize, color=color)
+        return
+    size = ece_fontsize or fontsize - 1
+    ax.set_title(title, fontsize=fontsize, color=color, pad=7 + 1.4 * size)
+    ax.annotate(
+        ece_line, (0.5, 1.0), xycoords="axes fraction", xytext=(0, 4),
+        textcoords="offset points", ha="center", va="bottom", fontsize=size, gid=ECE_GID,
+    )  # fmt: skip
+
+
+def draw_corp(
+    ax: Axes, corp: CorpReliability, *, color: str = "#2a9d8f", name: str | None = None
+) -> None:
+    """The CORP curve (a step function) and its consistency band around the diagonal;
+    ``name`` (the model's, when several share the axes) ends their legend labels."""
+    suffix = f": {plain(name)}" if name else ""
     ax.fill_between(
         corp.grid, corp.lower, corp.upper, color=color, alpha=0.2, linewidth=0, step="post",
-        label=f"{CONSISTENCY_LABEL} ({corp.level:.0%})", zorder=1,
+        label=f"{CONSISTENCY_LABEL} ({corp.level:.0%}){suffix}", zorder=1,
     )  # fmt: skip
-    ax.step(corp.grid, corp.curve, where="post", color=color, linewidth=1.6, label=CORP_LABEL)
+    ax.step(
+        corp.grid, corp.curve, where="post", color=color, linewidth=1.6,
+        label=CORP_LABEL + suffix,
+    )  # fmt: skip
 
 
 def draw_reliability(
     ax: Axes,
     stats: BinStats,
     *,
-    ece: float | None = None,
     square: bool = True,
     interval: IntervalMethod | None = "wilson",
     counts: bool = True,
     corp: CorpReliability | None = None,
 ) -> None:
     """Draw the reliability bars, gap shading and diagonal of ``stats`` on ``ax``; with
-    ``interval``, each bar's 95% interval (:func:`draw_bin_intervals`, with the bin counts
-    when ``counts``); with ``corp``, the CORP curve and its band (:func:`draw_corp`)."""
+    ``interval``, each bar's 95% interval (:func:`draw_bin_intervals`); with ``counts``, the
+    bins' sample counts in a strip under the bars (:func:`draw_bin_counts`); with ``corp``,
+    the CORP curve and its band (:func:`draw_corp`). Nothing is drawn over the data: the
+    caller states the ECE above the axes (:func:`title_with_ece`) and puts the legend
+    outside."""
     keep = stats.nonempty
     left = stats.edges[:-1][keep]
     width = np.diff(stats.edges)[keep]
@@ -228,65 +398,65 @@ def draw_reliability(
         zorder=3,
     )
     if interval is not None:
-        draw_bin_intervals(ax, stats, left + width / 2, method=interval, counts=counts)
+        draw_bin_intervals(ax, stats, left + width / 2, method=interval)
     if corp is not None:
         draw_corp(ax, corp)
     unit_limits(ax)
     if square:
         ax.set_aspect("equal", adjustable="box")
+    if counts:
+        count_strip(ax, [stats.counts[keep]])
+        draw_bin_counts(ax, left + width / 2, stats.counts[keep], width)
     ax.set_ylabel("Accuracy")
     style_axes(ax)
-    if ece is not None:
-        ax.text(
-            0.04,
-            0.95,
-            f"ECE = {100 * ece:.2f}%\nn = {stats.total:,.0f}",
-            transform=ax.transAxes,
-            va="top",
-            ha="left",
-            fontsize=9,
-            bbox={
-                "boxstyle": "round,pad=0.35",
-                "facecolor": "white",
-                "edgecolor": "#bbbbbb",
-                "linewidth": 0.7,
-            },
-        )
 
 
 def draw_histogram(ax: Axes, stats: BinStats) -> None:
-    """Draw the fraction of samples per non-empty bin, overall accuracy and confidence."""
+    """Draw the fraction of samples per non-empty bin, overall accuracy and confidence
+    (their legend entries go in the figure's legend)."""
     keep = stats.nonempty
     edges = stats.edges
     left, width = edges[:-1][keep], np.diff(edges)[keep]
-    bars = bin_bars(ax, left, stats.weights[keep], width, color=_HIST, label=FRACTION_LABEL)
+    bin_bars(ax, left, stats.weights[keep], width, color=_HIST, label=FRACTION_LABEL)
     total = stats.total
     acc = float(stats.accuracy_sum.sum() / total)
     conf = float(stats.confidence_sum.sum() / total)
-    lines = [
-        ax.axvline(acc, color=_ACC_LINE, linewidth=1.6, label=f"Accuracy {100 * acc:.1f}%"),
-        ax.axvline(
-            conf,
-            color=_CONF_LINE,
-            linewidth=1.6,
-            linestyle="--",
-            label=f"Mean confidence {100 * conf:.1f}%",
-        ),
-    ]
+    ax.axvline(acc, color=_ACC_LINE, linewidth=1.6, label=f"Overall accuracy {100 * acc:.1f}%")
+    ax.axvline(
+        conf,
+        color=_CONF_LINE,
+        linewidth=1.6,
+        linestyle="--",
+        label=f"Mean confidence {100 * conf:.1f}%",
+    )
     unit_limits(ax, y=False)
-    ax.set_ylim(0, max(1e-9, float(stats.weights.max())) * 1.4)
-    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.set_ylim(0, max(1e-9, float(stats.weights.max())) * 1.1)
+    ax.yaxis.set_major_formatter(PercentTicks())
     ax.set_ylabel("% of samples")
     ax.set_xlabel("Confidence")
-    ax.legend(
-        handles=[bars, *lines],
-        loc="upper center",
-        ncols=3,
-        fontsize=7,
-        framealpha=0.9,
-        edgecolor="none",
-    )
     style_axes(ax)
+
+
+def below(ax: Axes, points: float) -> dict[str, Any]:
+    """Legend placement ``points`` under the bottom of ``ax`` (clear of its tick labels and
+    axis label, whatever the axes' size): ``ax.legend(loc="upper center", **below(ax, 34))``."""
+    fig = ax.get_figure()
+    assert fig is not None
+    shift = ScaledTranslation(0, -points / 72, fig.dpi_scale_trans)
+    return {"bbox_to_anchor": (0.5, 0.0), "bbox_transform": ax.transAxes + shift}
+
+
+def figure_legend(fig: Figure, axes: Sequence[Axes], *, ncols: int = 2) -> None:
+    """One legend for ``fig`` under its axes: every labelled artist of ``axes``, each label
+    once (so it covers no data and lists each thing once)."""
+    seen: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(label, handle)
+    fig.legend(
+        list(seen.values()), list(seen), loc="outside lower center", ncols=ncols, fontsize=8,
+        frameon=False,
+    )  # fmt: skip
 
 
 def reliability_figure(
@@ -294,15 +464,19 @@ def reliability_figure(
     *,
     title: str,
     ece: float | None = None,
+    floor: float | None = None,
     subtitle: str | None = None,
     interval: IntervalMethod | None = "wilson",
     corp: CorpReliability | None = None,
 ) -> Figure:
     """Reliability diagram of ``stats`` stacked above its confidence histogram.
 
-    ``ece`` (a fraction) is printed in the diagram when given; pass the value from the
-    same evaluation so that figure and table agree. ``interval``: each bin's 95% interval
-    (``None``: none); ``corp``: the CORP curve with its consistency band.
+    ``ece`` (a fraction) is printed above the diagram when given, beside its noise
+    ``floor`` (the ECE a perfectly calibrated model with the same confidences shows) when
+    given; pass the values from the same evaluation so that figure and table agree.
+    ``interval``: each bin's 95% interval (``None``: none), with the bins' sample counts in
+    a strip under the bars; ``corp``: the CORP curve with its consistency band. One legend,
+    under the histogram.
 
     Examples
     --------
@@ -312,23 +486,25 @@ def reliability_figure(
     2
     """
     stats = _check_stats(stats)
-    fig = new_figure(5.2, 6.6)
-    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3.3, 1.2]})
-    draw_reliability(top, stats, ece=ece, square=False, interval=interval, corp=corp)
-    top.legend(
-        loc="upper left", bbox_to_anchor=(0.0, 0.86), fontsize=8, framealpha=0.85, edgecolor="none"
+    fig = new_figure(5.2, 7.2)
+    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3.3, 1.0]})
+    draw_reliability(
+        top, stats, square=False, interval=interval, counts=interval is not None, corp=corp
     )
     draw_histogram(bottom, stats)
+    figure_legend(fig, [top, bottom])
     fig.suptitle(wrapped(title, 5.0, 12), fontsize=12)
-    if subtitle:
-        top.set_title(wrapped(subtitle, 5.0, 9), fontsize=9, color="#555555")
+    line = None if ece is None else ece_text(ece, floor, stats.total)
+    subtitle = wrapped(subtitle or "", 5.0, 9)
+    title_with_ece(top, subtitle, line, fontsize=9, ece_fontsize=9.5, color="#555555")
     return fig
 
 
 def smooth_reliability_figure(rel: SmoothReliability, *, title: str) -> Figure:
     """The kernel-smoothed reliability curve of ``rel`` (from
     :func:`calibkit.metrics.smooth_reliability`) with its bootstrap band, above the
-    kernel density of the confidences; the smooth ECE and its interval in the legend.
+    kernel density of the confidences; the smooth ECE and its interval above the diagram,
+    the legend under the figure. Curve and band are outcome rates, drawn within [0, 1].
 
     Examples
     --------
@@ -338,47 +514,50 @@ def smooth_reliability_figure(rel: SmoothReliability, *, title: str) -> Figure:
     >>> len(smooth_reliability_figure(rel, title="My model").axes)  # curve, density
     2
     """
-    fig = new_figure(5.2, 6.6)
-    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3.3, 1.2]})
+    fig = new_figure(5.2, 7.0)
+    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3.3, 1.0]})
     top.plot(
         [0, 1], [0, 1], linestyle="--", color=_IDEAL, linewidth=1.0, label="Perfect calibration"
     )
     top.fill_between(
         rel.grid,
-        rel.lower,
-        rel.upper,
+        np.clip(rel.lower, 0.0, 1.0),
+        np.clip(rel.upper, 0.0, 1.0),
         color=_BAR,
         alpha=0.25,
         linewidth=0,
         label=f"{BAND_LABEL} ({rel.level:.0%})",
     )
-    lo, hi = rel.interval
-    top.plot(
-        rel.grid,
-        rel.curve,
-        color=_BAR,
-        linewidth=2.0,
-        label=f"{SMOOTH_LABEL}; smooth ECE {100 * rel.value:.2f}% "
-        f"[{100 * lo:.2f}%, {100 * hi:.2f}%]",
-    )
+    top.plot(rel.grid, np.clip(rel.curve, 0.0, 1.0), color=_BAR, linewidth=2.0, label=SMOOTH_LABEL)
     unit_limits(top)
     top.set_ylabel("Accuracy")
-    top.set_title(f"Bandwidth {rel.bandwidth:.4g}", fontsize=9, color="#555555")
-    top.legend(loc="upper left", fontsize=8, framealpha=0.85, edgecolor="none")
+    lo, hi = rel.interval
+    line = (
+        f"smooth ECE = {100 * rel.value:.2f}%  [{100 * lo:.2f}%, {100 * hi:.2f}%],  "
+        f"bandwidth {rel.bandwidth:.3g}"
+    )
+    title_with_ece(top, "", line, fontsize=9, ece_fontsize=9.5)
     style_axes(top)
     bottom.fill_between(rel.grid, 0, rel.density, color=_HIST, linewidth=0, label="Density")
     bottom.set_ylim(0, max(1e-9, float(rel.density.max())) * 1.1)
     bottom.set_ylabel("Density")
     bottom.set_xlabel("Confidence")
     style_axes(bottom)
+    figure_legend(fig, [top, bottom])
     fig.suptitle(wrapped(title, 5.0, 12), fontsize=12)
     return fig
 
 
+#: A reliability-grid panel: ``(name, stats, ece)`` or ``(name, stats, ece, noise floor)``.
+GridPanel = tuple[str, BinStats, float] | tuple[str, BinStats, float, float | None]
+
+
 def reliability_grid(
-    panels: Sequence[tuple[str, BinStats, float]], *, ncols: int = 4, title: str | None = None
+    panels: Sequence[GridPanel], *, ncols: int = 4, title: str | None = None
 ) -> Figure:
-    """Reliability diagrams side by side: one ``(name, stats, ece)`` per panel.
+    """Reliability diagrams side by side: one ``(name, stats, ece)`` or ``(name, stats, ece,
+    floor)`` per panel, the ECE (beside its noise floor, when given) above each panel, the
+    sample counts in a strip under the bars, one legend under the grid.
 
     Examples
     --------
@@ -392,39 +571,48 @@ def reliability_grid(
     n = len(panels)
     cols = max(1, min(ncols, n))
     rows = math.ceil(n / cols)
-    fig = new_figure(2.9 * cols, 3.0 * rows + 0.3)
+    fig = new_figure(2.9 * cols, 3.5 * rows + 0.5)
+    spaced(fig)
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).reshape(-1)
-    for i, (ax, (name, stats, ece)) in enumerate(zip(axes, panels, strict=False)):
-        draw_reliability(ax, _check_stats(stats), ece=ece)
-        ax.set_title(wrapped(name, 2.8, 10), fontsize=10)
+    for i, (ax, panel) in enumerate(zip(axes, panels, strict=False)):
+        name, stats, ece = panel[0], panel[1], panel[2]
+        floor = panel[3] if len(panel) > 3 else None
+        draw_reliability(ax, _check_stats(stats))
+        title_with_ece(
+            ax, wrapped(name, 2.8, 10), ece_text(ece, floor), fontsize=10, ece_fontsize=8
+        )
         if i % cols:
             ax.set_ylabel("")
         if i >= n - cols:
             ax.set_xlabel("Confidence")
     for ax in axes[n:]:
         ax.set_visible(False)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    figure_legend(fig, list(axes[:1]), ncols=max(2, min(4, int(fig.get_figwidth() / 1.8))))
     if title:
         fig.suptitle(wrapped(title, 2.9 * cols - 0.2, 12), fontsize=12)
     return fig
 
 
+#: A method of a group panel: ``(stats, ece)`` or ``(stats, ece, noise floor)``.
+GroupLine = tuple[BinStats, float] | tuple[BinStats, float, float | None]
+
+
 def group_reliability_figure(
-    panels: Sequence[tuple[str, Mapping[str, tuple[BinStats, float]]]],
+    panels: Sequence[tuple[str, Mapping[str, GroupLine]]],
     *,
     ncols: int = 4,
     title: str | None = None,
 ) -> Figure:
-    """Reliability per group: one panel per ``(group, {method: (stats, ece)})``, each
-    method's non-empty bins drawn as a line of points (mean confidence, accuracy) sized by
-    the bin's share of the group, the legend giving the group's ECE; empty bins draw nothing.
+    """Reliability per group: one panel per ``(group, {method: (stats, ece[, floor])})``,
+    each method's non-empty bins drawn as a line of points (mean confidence, accuracy) sized
+    by the bin's share of the group, the legend under the panel giving the group's ECE (and
+    its noise floor, when given); empty bins draw nothing.
 
     >>> from calibkit.core.binning import bin_stats
     >>> s = bin_stats(np.array([0.15, 0.55, 0.95]), np.array([0.0, 1.0, 1.0]), 10)
-    >>> fig = group_reliability_figure([("a (3)", {"none": (s, 0.2)})])
+    >>> fig = group_reliability_figure([("a (3)", {"none": (s, 0.2, 0.1)})])
     >>> [line.get_label() for line in fig.axes[0].lines]
-    ['none (ECE 20.00%)', '_diagonal']
+    ['none (ECE 20.00%, floor 10.00%)', '_diagonal']
     >>> fig.axes[0].lines[0].get_xdata().tolist() == s.mean_confidence[s.nonempty].tolist()
     True
     """
@@ -433,36 +621,40 @@ def group_reliability_figure(
     n = len(panels)
     cols = max(1, min(ncols, n))
     rows = math.ceil(n / cols)
-    fig = new_figure(2.9 * cols, 3.0 * rows + 0.4)
+    n_methods = max(len(methods) for _, methods in panels)
+    fig = new_figure(3.2 * cols, (3.3 + 0.17 * n_methods) * rows + 0.4)
+    spaced(fig)
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).reshape(-1)
     for i, (ax, (name, methods)) in enumerate(zip(axes, panels, strict=False)):
-        for j, (method, (stats, ece)) in enumerate(methods.items()):
-            st = _check_stats(stats)
+        for j, (method, line) in enumerate(methods.items()):
+            st = _check_stats(line[0])
+            ece = line[1]
+            floor = line[2] if len(line) > 2 else None
             keep = st.nonempty
             share = st.counts[keep] / max(1.0, float(st.counts.sum()))
             colour = _FITTED_COLOURS[j % len(_FITTED_COLOURS)] if j else _BAR
+            beside = "" if floor is None or not math.isfinite(floor) else f", floor {floor:.2%}"
             ax.plot(
                 st.mean_confidence[keep],
                 st.accuracy[keep],
                 "-",
                 color=colour,
                 linewidth=1.2,
-                label=f"{plain(method)} (ECE {ece:.2%})",
+                label=f"{plain(method)} (ECE {ece:.2%}{beside})",
             )
             ax.scatter(st.mean_confidence[keep], st.accuracy[keep], s=8 + 120 * share, color=colour)
         ax.plot([0, 1], [0, 1], ":", color=_IDEAL, linewidth=1, label="_diagonal")
         unit_limits(ax)
         style_axes(ax)
-        ax.set_title(wrapped(name, 2.8, 10), fontsize=10)
-        ax.legend(fontsize=7, frameon=False, loc="upper left")
+        ax.set_title(wrapped(name, 3.0, 10), fontsize=10)
+        ax.legend(fontsize=7, frameon=False, loc="upper center", **below(ax, 34))
         if i % cols == 0:
             ax.set_ylabel("Accuracy")
-        if i >= n - cols:
-            ax.set_xlabel("Confidence")
+        ax.set_xlabel("Confidence")
     for ax in axes[n:]:
         ax.set_visible(False)
     if title:
-        fig.suptitle(wrapped(title, 2.9 * cols - 0.2, 12), fontsize=12)
+        fig.suptitle(wrapped(title, 3.2 * cols - 0.2, 12), fontsize=12)
     return fig
 
 
@@ -471,12 +663,16 @@ def ece_temperature_figure(
     eces: object,
     *,
     fitted: Mapping[str, float],
-    title: str = "ECE versus temperature",
+    title: str = "ECE against the temperature",
+    floor: float | None = None,
 ) -> Figure:
     """ECE (y, percent) of ``softmax(logits / T)`` against T, marking fitted temperatures.
 
     ``fitted`` maps a method name to the temperature it chose; T = 1 (the uncalibrated
-    model) and the minimum of the curve are marked too.
+    model) and the minimum of the curve are marked too. ``floor``: the noise floor of the
+    ECE at the first fitted temperature (the ECE a perfectly calibrated model with those
+    confidences shows), drawn as a dotted line (gid :data:`FLOOR_GID`): the curve cannot
+    be read below it. The legend sits under the axes.
 
     Examples
     --------
@@ -492,21 +688,27 @@ def ece_temperature_figure(
             "two equal-length arrays, temperatures increasing",
             f"shapes {t.shape} and {e.shape}",
         )
-    fig = new_figure(6.4, 4.0)
+    fig = new_figure(6.4, 4.8)
     ax = fig.subplots()
     ax.plot(t, e, color=_BAR, linewidth=1.8, label="ECE on the test part")
     _mark_temperatures(ax, t, e, fitted)
+    if floor is not None and math.isfinite(floor):
+        where = f" at T = {next(iter(fitted.values())):.2f}" if fitted else ""
+        ax.axhline(
+            floor, color=_FLOOR, linestyle=(0, (1, 1.5)), linewidth=1.4, gid=FLOOR_GID,
+            label=f"{FLOOR_LABEL}{where}: {100 * floor:.2f}%",
+        )  # fmt: skip
     ax.set_xscale("log")
     ax.set_xlim(t[0], t[-1])
     ticks = [v for v in (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10) if t[0] <= v <= t[-1]]
     ax.set_xticks(ticks, [f"{v:g}" for v in ticks])
     ax.minorticks_off()
-    ax.set_ylim(0, float(np.nanmax(e)) * 1.05)
-    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.set_ylim(0, max(float(np.nanmax(e)), floor or 0.0) * 1.05)
+    ax.yaxis.set_major_formatter(PercentTicks())
     ax.set_xlabel("Temperature T (log scale)")
     ax.set_ylabel("ECE")
     ax.set_title(wrapped(title, 6.2, 11), fontsize=11)
-    ax.legend(fontsize=8, frameon=False)
+    figure_legend(fig, [ax])
     style_axes(ax)
     return fig
 
@@ -575,9 +777,13 @@ def risk_coverage_figure(
     for i, (name, rc) in enumerate(curves.items()):
         keep = np.unique(np.linspace(0, rc.coverage.size - 1, RC_POINTS).astype(np.int64))
         cov = np.r_[0.0, rc.coverage[keep]]
-        left.plot(cov[1:], rc.risk[keep], linewidth=1.5, label=f"{name} (AURC {rc.aurc:.2%})")
+        # ten colours, then the same ten dashed: no two curves look alike
+        style = {"color": f"C{i % 10}", "linestyle": ("-", "--", "-.", ":")[i // 10 % 4]}
+        left.plot(
+            cov[1:], rc.risk[keep], linewidth=1.5, label=f"{name} (AURC {rc.aurc:.2%})", **style
+        )
         grisk = np.r_[0.0, rc.generalized_risk[keep]]
-        right.plot(cov, grisk, linewidth=1.5, label=f"{name} (AUGRC {rc.augrc:.2%})")
+        right.plot(cov, grisk, linewidth=1.5, label=f"{name} (AUGRC {rc.augrc:.2%})", **style)
         if i == 0:
             acc = 1.0 - rc.risk[-1]
             c = np.linspace(1e-3, 1.0, 400)
@@ -590,8 +796,8 @@ def risk_coverage_figure(
     ):
         ax.set_xlim(0, 1)
         ax.set_ylim(bottom=0)
-        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.xaxis.set_major_formatter(PercentTicks())
+        ax.yaxis.set_major_formatter(PercentTicks())
         ax.set_xlabel("Coverage (accepted fraction)")
         ax.set_ylabel(ylabel)
         ax.legend(fontsize=7, frameon=False)

@@ -7,9 +7,11 @@ data URIs, every text escaped); best cells get ``class="best"`` (bold), second b
 them.
 
 Every HTML figure is a link to its full-size file, ``figures/<name>``, written beside the
-page by every calibkit report. Headers wrap; a table is wrapped in a horizontal scroller
-only when its estimated width (:func:`table_width`) exceeds the page's :data:`TEXT_WIDTH`,
-so at 1,400 px every column of a table that fits is in view.
+page by every calibkit report. A gallery shows two figures per row at 1,400 px, each at (or
+near) its own size; a figure wider than :data:`WIDE_PX` takes a whole row. Headers wrap; a
+table is wrapped in a horizontal scroller only when its estimated width (:func:`table_width`)
+exceeds the page's :data:`TEXT_WIDTH`, so at 1,400 px every column of a table that fits is in
+view.
 
 >>> from calibkit.reporting.document import Cell, Document, Paragraph, Section, Table
 >>> table = Table("Errors", ["Method", "ECE"], [[Cell("a|b"), Cell("1.00%", best=True)]])
@@ -55,7 +57,9 @@ th{background:#f3f5f8;border-bottom:2px solid #bbb;white-space:normal}th.l,td.l{
 tbody tr:nth-child(even){background:#fafbfc}td.best{font-weight:700;color:#1b5e20}
 td.second{font-style:italic}
 figcaption{color:#555;font-size:.85rem}img{max-width:100%;height:auto}
-.gallery{display:flex;flex-wrap:wrap;gap:1rem}.gallery figure{width:360px;margin:0}
+.gallery{display:flex;flex-wrap:wrap;gap:1.5rem 1rem;align-items:flex-start}
+.gallery figure{flex:0 1 calc(50% - .5rem);min-width:0;margin:0}
+.gallery figure.wide{flex-basis:100%}
 .verdict{border-left:4px solid #1b5e20;background:#f1f8f2;padding:.6rem 1rem;margin:1rem 0}
 .verdict p{margin:.3rem 0}.verdict .headline{font-size:1.15rem;font-weight:600}
 .verdict .detail{color:#444}
@@ -170,10 +174,25 @@ def _html_verdict(verdict: document.Verdict | None) -> list[str]:
     ]
 
 
+#: A figure wider than this (pixels) would shrink below ~80% of its size at two per gallery
+#: row, so it takes a row of its own (class ``wide``): at 1,400 px every figure is readable.
+WIDE_PX = 820
+
+
+def png_width(png: bytes) -> int:
+    """The width in pixels of a PNG (from its header; 0 if ``png`` is not one).
+
+    >>> png_width(b"\\x89PNG\\r\\n\\x1a\\n" + bytes(8) + (624).to_bytes(4, "big"))
+    624
+    """
+    return int.from_bytes(png[16:20], "big") if png[:8] == b"\x89PNG\r\n\x1a\n" else 0
+
+
 def _html_figure(block: document.Figure) -> str:
     data = base64.b64encode(block.png).decode("ascii")
+    wide = ' class="wide"' if png_width(block.png) > WIDE_PX else ""
     return (
-        f'<figure><a href="figures/{_e(block.name)}" title="full size">'
+        f'<figure{wide}><a href="figures/{_e(block.name)}" title="full size">'
         f'<img src="data:image/png;base64,{data}" alt="{_e(block.caption)}"></a>'
         f"<figcaption>{_e(block.caption)}</figcaption></figure>"
     )

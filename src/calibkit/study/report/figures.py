@@ -24,9 +24,11 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from calibkit.core.errors import InputError
-from calibkit.reporting.figures import new_figure, plain
+from calibkit.reporting.figures import PercentTicks, new_figure, plain
 
 _COLOURS = {"train": "#3366a8", "cal": "#7b5ea7", "test": "#d1495b", "optimal": "#2a9d8f"}
+#: Up to this many epochs, each epoch is a marked point and a tick of its own.
+FEW_EPOCHS = 12
 
 
 def _series(histories: Sequence[Sequence[dict[str, float]]], key: str) -> npt.NDArray[np.float64]:
@@ -73,15 +75,23 @@ def training_curves_figure(
             if not np.isfinite(values).any():
                 continue
             mean = np.nanmean(values, axis=0)
-            ax.plot(epochs, mean, color=_COLOURS[colour], linewidth=1.8, label=label)
+            few = epochs.size <= FEW_EPOCHS  # a point per epoch shows, even for one epoch
+            ax.plot(
+                epochs, mean, color=_COLOURS[colour], linewidth=1.8, label=label,
+                marker="o" if few else None, markersize=4,
+            )  # fmt: skip
             if values.shape[0] > 1:
                 lo, hi = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
                 ax.fill_between(epochs, lo, hi, color=_COLOURS[colour], alpha=0.18, linewidth=0)
         ax.set_xlabel("Epoch")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if epochs.size <= FEW_EPOCHS:
+            ax.set_xticks(epochs, [f"{e:g}" for e in epochs])
+            ax.set_xlim(epochs[0] - 0.5, epochs[-1] + 0.5)
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(ylabel)
-        if percent:
-            ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        if percent:  # as many decimals as the ticks need, so each reads exactly
+            ax.yaxis.set_major_formatter(PercentTicks())
         ax.legend(fontsize=8, frameon=False)
         ax.grid(alpha=0.3)
     n = len(histories)

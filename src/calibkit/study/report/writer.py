@@ -46,7 +46,12 @@ from calibkit.reporting.document import (
     Verdict,
     table_section,
 )
-from calibkit.reporting.figures import ece_temperature_figure, figure_png_bytes, reliability_grid
+from calibkit.reporting.figures import (
+    GridPanel,
+    ece_temperature_figure,
+    figure_png_bytes,
+    reliability_grid,
+)
 from calibkit.reporting.render import to_html, to_markdown
 from calibkit.reporting.tables import column_info
 from calibkit.study.definition.config import StudyConfig
@@ -333,16 +338,19 @@ def temperature_figures(cfg: StudyConfig, run: RunRecord) -> list[Figure]:
     ts = run.folder.temperature()
     probs = ts.predict_proba(z["test_logits"])
     y, logits, n_bins = z["test_labels"], z["test_logits"], cfg.n_bins
-    panels = [
+    floors = {r["calibrator"]: r.get("ece_floor") for r in run.rows}
+    panels: list[GridPanel] = [
         (
             "none",
             reliability_stats(y, logits=logits, n_bins=n_bins),
             ece(y, logits=logits, n_bins=n_bins),
+            floors.get("none"),
         ),
         (
             f"temperature (T={ts.temperature_:.2f})",
             reliability_stats(y, probs, n_bins=n_bins),
             ece(y, probs, n_bins=n_bins),
+            floors.get("temperature"),
         ),
     ]
     title = f"{run.model}, seed {run.seed}"
@@ -351,7 +359,8 @@ def temperature_figures(cfg: StudyConfig, run: RunRecord) -> list[Figure]:
         TEMPERATURE_GRID,
         ece_temperature_curve(logits, y, TEMPERATURE_GRID, n_bins),
         fitted={"temperature (NLL)": ts.temperature_},
-        title=f"{title}: test ECE against temperature",
+        title=f"{title}: test ECE against the temperature",
+        floor=floors.get("temperature"),
     )
     return [
         Figure(
