@@ -126,6 +126,31 @@ def _flag(exc: InputError) -> InputError:
     return InputError(flag, exc.expected, exc.got)
 
 
+def _check_first(args: argparse.Namespace) -> None:
+    """The names, the checkpoint and ``--out``, checked before torch is imported (the
+    settings check them again, with the rest)."""
+    from calibkit.cli.common import check_input, check_method, check_name, output_folder
+
+    check_name(args.model, "--model", names("models"))
+    check_input(args.weights, "--weights")
+    data, _, shift = args.data.partition("@")
+    check_name(data.partition(":")[0].strip(), "--data", names("datasets"))
+    if shift:
+        check_name(shift.partition(":")[0].strip(), "--data", names("corruptions"))
+    for name in _listed(args.corruptions, "all"):
+        check_name(name, "--corruptions", names("corruptions"))
+    for name in _listed(args.methods, "none"):
+        check_method(name, "--methods", ("logits",))
+    for name in _listed(args.scores, "none"):
+        check_name(name, "--scores", SCORES)
+    output_folder(args)
+
+
+def _listed(text: str | None, word: str) -> list[str]:
+    """The names of a comma-separated option, without ``word`` (``all``, ``none``)."""
+    return [n.strip() for n in (text or "").split(",") if n.strip() and n.strip() != word]
+
+
 def _settings(args: argparse.Namespace) -> Any:
     """The options as settings (an option left unset: the settings' default)."""
     from calibkit.workflows.shift import ShiftSettings
@@ -138,6 +163,8 @@ def _settings(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     """Parse into settings, run the study, report it (``--out``: the report folder)."""
     from calibkit.cli.common import finish, output_folder, report_inputs, report_options
+
+    _check_first(args)  # before torch
     from calibkit.reporting.shift_report import shift_report
     from calibkit.workflows.shift import run_shift
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
-from calibkit.cli.common import renamed
+from calibkit.cli.common import check_input, check_name, renamed
 from calibkit.cli.options import Subparsers, int_list, number, opt
 from calibkit.core.errors import InputError
 from calibkit.core.validation import EPOCHS, SEED, Integer
@@ -106,13 +106,36 @@ def run(args: argparse.Namespace) -> int:
         raise renamed(exc, FLAGS[exc.argument]) from None
 
 
+#: The study run without CONFIG (``calibkit.study.definition.config.DEFAULT_CONFIG``, a test
+#: checks; spelled here so that a refusal comes before torch is imported).
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "study" / "definition" / "digits.toml"
+
+
+def check_first(args: argparse.Namespace) -> Path:
+    """The config's path, checked with the ``--models`` labels it holds (read as plain TOML)
+    before torch is imported; the config loader checks the rest."""
+    import tomllib
+
+    if args.config is not None:
+        check_input(args.config, "CONFIG")
+    path = Path(args.config) if args.config else DEFAULT_CONFIG
+    if args.models:
+        try:
+            models = tomllib.loads(path.read_text(encoding="utf-8")).get("models", [])
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            return path  # the config loader names what is wrong with the file
+        labels = [m.get("label") or m.get("name") for m in models if isinstance(m, dict)]
+        for label in args.models.split(","):
+            check_name(label.strip(), "--models", [str(v) for v in labels])
+    return path
+
+
 def _run(args: argparse.Namespace) -> int:
+    path = check_first(args)
     from calibkit.study import load_study_config, make_executor, run_study
-    from calibkit.study.definition.config import DEFAULT_CONFIG
     from calibkit.study.run.executors import StudyFailed
     from calibkit.study.store.folder import check_study_folder
 
-    path = Path(args.config) if args.config else DEFAULT_CONFIG
     cfg = load_study_config(path)
     cfg = cfg.select(
         models=[m.strip() for m in args.models.split(",")] if args.models else None,
