@@ -23,6 +23,7 @@ from pathlib import Path
 from types import FrameType
 
 from calibkit.cli.common import check_input, check_name, renamed
+from calibkit.cli.glossary import names
 from calibkit.cli.options import Subparsers, int_list, number, opt
 from calibkit.core.errors import InputError
 from calibkit.core.validation import EPOCHS, SEED, Integer
@@ -112,21 +113,30 @@ DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "study" / "definition" / 
 
 
 def check_first(args: argparse.Namespace) -> Path:
-    """The config's path, checked with the ``--models`` labels it holds (read as plain TOML)
-    before torch is imported; the config loader checks the rest."""
+    """The config's path, checked before torch is imported with the names it holds (read as
+    plain TOML): its models' and its dataset's, and the ``--models`` labels; the config
+    loader checks the rest."""
     import tomllib
 
     if args.config is not None:
         check_input(args.config, "CONFIG")
     path = Path(args.config) if args.config else DEFAULT_CONFIG
-    if args.models:
-        try:
-            models = tomllib.loads(path.read_text(encoding="utf-8")).get("models", [])
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            return path  # the config loader names what is wrong with the file
-        labels = [m.get("label") or m.get("name") for m in models if isinstance(m, dict)]
-        for label in args.models.split(","):
-            check_name(label.strip(), "--models", [str(v) for v in labels])
+    try:
+        config = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return path  # the config loader names what is wrong with the file
+    found = config.get("models")
+    models = [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
+    for i, model in enumerate(models):
+        if isinstance(model.get("name"), str):
+            check_name(model["name"], f"{path}: models[{i}].name", names("models"))
+    data = config.get("data")
+    if isinstance(data, dict) and isinstance(data.get("dataset"), str):
+        dataset = data["dataset"].partition("@")[0].partition(":")[0].strip()
+        check_name(dataset, f"{path}: data.dataset", names("datasets"))
+    labels = [str(m.get("label") or m.get("name")) for m in models]
+    for label in args.models.split(",") if args.models else ():
+        check_name(label.strip(), "--models", labels)
     return path
 
 
