@@ -261,6 +261,8 @@ def test_a_mistyped_name_is_refused_with_a_suggestion_before_any_heavy_import(
         (["compare", "preds.npz", "--out", "preds.npz"], "--out: expected a folder path"),
         (["shift", "--model", "resnet20", "--weights", "preds.npz", "--out", "preds.npz"],
          "--out: expected a folder path"),
+        (["study", "--out", "preds.npz"], "--out: expected a folder path"),
+        (["study", "--out", "absent/study"], "--out: expected a path in an existing folder"),
         (["conformal", "preds.npz", "--alpha", "1.5"], "--alpha"),
         (["evaluate", "preds.npz", "--level", "2"], "--level"),
     ],

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
-from calibkit.cli.common import check_input, check_name, renamed
+from calibkit.cli.common import check_input, check_name, check_output, renamed
 from calibkit.cli.glossary import names
 from calibkit.cli.options import Subparsers, int_list, number, opt
 from calibkit.core.errors import InputError
@@ -114,12 +114,15 @@ DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "study" / "definition" / 
 
 def check_first(args: argparse.Namespace) -> Path:
     """The config's path, checked before torch is imported with the names it holds (read as
-    plain TOML): its models' and its dataset's, and the ``--models`` labels; the config
-    loader checks the rest."""
+    plain TOML): its models' and its dataset's, and the ``--models`` labels; and ``--out``'s
+    place (an existing file, a missing parent). The config loader and the study folder's
+    rules check the rest."""
     import tomllib
 
     if args.config is not None:
         check_input(args.config, "CONFIG")
+    if getattr(args, "out", None) is not None:
+        check_output(Path(args.out), "--out", folder=True)
     path = Path(args.config) if args.config else DEFAULT_CONFIG
     try:
         config = tomllib.loads(path.read_text(encoding="utf-8"))
