@@ -225,17 +225,24 @@ def test_truncated_corrupt_and_pickled_files(
     _fails(capsys, work, ["evaluate", "pickled.npz"], "pickled.npz", "a pickle where arrays")
     (work / "x.h5").write_bytes(b"")
     _fails(capsys, work, ["evaluate", "x.h5"], "predictions file", ".npz, .npy, .csv, .pt")
-    _fails(capsys, work, ["evaluate", "absent.npz"], "predictions file", "absent.npz")
+    _fails(capsys, work, ["evaluate", "absent.npz"], "FILE", "absent.npz")
     (work / "bad.json").write_text("{not json")
     _fails(capsys, work, ["apply", "bad.json", "preds.npz"], "calibkit file", "valid JSON")
 
 
 def test_unknown_method_lists_valid_names(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The names listed are those of the kinds the command takes (asked of the registry)."""
-    fitted = ", ".join(sorted(CALIBRATORS.names(kind=("logits", "groups", "sets", "priors"))))
+    """The names listed are those of the kinds the command takes, with their aliases (asked of
+    the registry)."""
+
+    def listed(kinds: tuple[str, ...]) -> str:
+        found = CALIBRATORS.names(kind=kinds)
+        aliases = [a for n in found for a in CALIBRATORS.info(n).get("aliases", ())]
+        return ", ".join(sorted([*found, *aliases]))
+
+    fitted = listed(("logits", "groups", "sets", "priors"))
     _fails(capsys, work, ["fit", "--method", "nope", "preds.npz"], "--method", fitted, "'nope'")
     argv = ["compare", "preds.npz", "--methods", "temperature,nope"]
-    _fails(capsys, work, argv, "--methods", ", ".join(sorted(CALIBRATORS.names(kind="logits"))))
+    _fails(capsys, work, argv, "--methods", listed(("logits",)))
     _fails(capsys, work, ["compare", "preds.npz", "--methods", "platt"], "--methods", "2 classes")
 
 
@@ -266,7 +273,7 @@ def test_unwritable_apply_output(work: Path, capsys: pytest.CaptureFixture[str])
     ("argv", "names"),
     [
         ([], ("COMMAND",)),
-        (["frobnicate"], ("invalid choice", "evaluate")),
+        (["frobnicate"], ("COMMAND", "expected one of", "evaluate", "'frobnicate'")),
         (["evaluate"], ("FILE",)),
         (["evaluate", "preds.npz", "--n-bins", "0"], ("--n-bins", "[1, 100000]")),
         (["evaluate", "preds.npz", "--n-boot", "-1"], ("--n-boot",)),

@@ -137,3 +137,177 @@ def test_demo_and_study_never_load_ray_or_onnx(tmp_path: Path) -> None:
     study = set(_loaded(tmp_path, "study", "--smoke", "--quiet", "--out", "s"))
     assert study <= allowed
     assert {"torch", "matplotlib"} <= study
+
+
+# ----- bad input, refused before any heavy import (issue #30) ------------------------------
+_REFUSAL = """
+tops = {m.split(".")[0] for m in sys.modules}
+loaded = sorted({*(m for m in HEAVY if m in tops), *(m for m in SCIPY if m in sys.modules)})
+print(json.dumps({"code": code, "loaded": loaded, "err": err.getvalue()}))
+"""
+
+
+def _refused(cwd: Path, *argv: str) -> tuple[str, list[str]]:
+    """``calibkit ARGV`` run in a fresh interpreter in ``cwd``, asserted to exit 2 with one
+    line on stderr and to write nothing: that line and the heavy modules it loaded."""
+    head = f"import contextlib, io, json, sys\nHEAVY, SCIPY = {HEAVY!r}, {SCIPY!r}\n"
+    body = (
+        "from calibkit.cli import main\nerr = io.StringIO()\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):\n"
+        "    code = main(sys.argv[1:])\n"
+    )
+    before = sorted(p.name for p in cwd.iterdir())
+    cmd = [sys.executable, "-c", head + body + _REFUSAL, *argv]
+    out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    lines = result["err"].strip().splitlines()
+    assert result["code"] == 2, result["err"]
+    assert len(lines) == 1, result["err"]
+    assert lines[0].startswith("calibkit: error: ")
+    assert sorted(p.name for p in cwd.iterdir()) == before  # nothing written
+    return lines[0], list(result["loaded"])
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding ``preds.npz`` (60 x 3 logits and labels), made without calibkit."""
+    folder = tmp_path_factory.mktemp("refusals")
+    rng = np.random.default_rng(0)
+    np.savez(folder / "preds.npz", logits=rng.normal(size=(60, 3)), labels=np.arange(60) % 3)
+    return folder
+
+
+#: A missing input file for every command that reads one (``methods`` reads none; ``demo``
+#: none either: its refusal is an existing file given as ``--out``).
+MISSING = [
+    (["evaluate", "absent.npz"], "FILE"),
+    (["evaluate", "preds.npz", "--kind", "logits", "--labels", "absent.npy"], "--labels"),
+    (["compare", "absent.npz"], "FILE"),
+    (["compare", "--cal", "preds.npz", "--test", "absent.npz"], "--test"),
+    (["conformal", "absent.npz"], "FILE"),
+    (["labelshift", "--cal", "absent.npz", "--target", "preds.npz"], "--cal"),
+    (["labelshift", "--cal", "preds.npz", "--target", "absent.npz"], "--target"),
+    (["shift", "--model", "resnet20", "--weights", "absent.pt"], "--weights"),
+    (["fit", "--method", "temperature", "absent.npz", "-o", "t.json"], "FILE"),
+    (["apply", "absent.json", "preds.npz", "-o", "c.npz"], "calibkit file"),
+    (["apply", "preds.npz", "absent.npz", "-o", "c.npz"], "FILE"),
+    (["study", "absent.toml"], "CONFIG"),
+]
+
+
+@pytest.mark.parametrize(("argv", "option"), MISSING, ids=[" ".join(a) for a, _ in MISSING])
+def test_a_missing_input_is_refused_before_any_heavy_import(
+    inputs: Path, argv: list[str], option: str
+) -> None:
+    line, loaded = _refused(inputs, *argv)
+    assert f"error: {option}: expected an existing file, got absent." in line
+    assert loaded == []  # torch, matplotlib, scikit-learn, scipy: none
+
+
+def test_every_command_that_reads_a_file_is_checked() -> None:
+    from calibkit.cli.parser import COMMANDS
+
+    checked = {argv[0] for argv, _ in MISSING}
+    assert checked == set(COMMANDS) - {"demo", "methods"}  # they read no file
+
+
+@pytest.mark.parametrize(
+    ("argv", "option", "meant"),
+    [
+        (["evalute", "preds.npz"], "COMMAND", "evaluate"),
+        (["fit", "--method", "temprature", "preds.npz", "-o", "t.json"], "--method", "temperature"),
+        (["compare", "preds.npz", "--methods", "temprature,ms_odir"], "--methods", "temperature"),
+        (["compare", "preds.npz", "--methods", "temperature,ms_odri"], "--methods", "ms_odir"),
+        (["demo", "--methods", "vectr"], "--methods", "vector"),
+        (["conformal", "preds.npz", "--method", "temprature"], "--method", "temperature"),
+        (["conformal", "preds.npz", "--scores", "rapss"], "--scores", "raps"),
+        (["labelshift", "--cal", "preds.npz", "--target", "preds.npz", "--method", "bctss"],
+         "--method", "bcts"),
+        (["labelshift", "--cal", "preds.npz", "--target", "preds.npz", "--estimator", "emm"],
+         "--estimator", "em"),
+        (["evaluate", "preds.npz", "--extra", "smooth_eci"], "--extra", "smooth_ece"),
+        (["evaluate", "preds.npz", "--format", "jsn"], "--format", "json"),
+        (["shift", "--model", "resnt20", "--weights", "preds.npz"], "--model", "resnet20"),
+        (["shift", "--model", "resnet20", "--weights", "preds.npz", "--data", "cifar10-jpg"],
+         "--data", "cifar10-jpeg"),
+        (["shift", "--model", "resnet20", "--weights", "preds.npz", "--data", "cifar10@fogg:3"],
+         "--data", "fog"),
+        (["shift", "--model", "resnet20", "--weights", "preds.npz", "--corruptions", "snoww"],
+         "--corruptions", "snow"),
+        (["shift", "--model", "resnet20", "--weights", "preds.npz", "--methods", "vectr"],
+         "--methods", "vector"),
+        (["shift", "--model", "resnet20", "--weights", "preds.npz", "--scores", "lacc"],
+         "--scores", "lac"),
+        (["study", "--models", "mlpp"], "--models", "mlp"),
+    ],
+)  # fmt: skip
+def test_a_mistyped_name_is_refused_with_a_suggestion_before_any_heavy_import(
+    inputs: Path, argv: list[str], option: str, meant: str
+) -> None:
+    line, loaded = _refused(inputs, *argv)
+    assert line.startswith(f"calibkit: error: {option}: ")
+    assert line.endswith(f"(did you mean {meant!r}?)")
+    assert loaded == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (  # the file's class count read before the fit
+            ["labelshift", "--cal", "preds.npz", "--target", "preds.npz", "--priors", "0.5,0.5"],
+            "--priors: expected 3 priors >= 0 summing to 1 (one per class of --cal), got 2 values",
+        ),
+        (["demo", "--out", "preds.npz"], "--out: expected a folder path"),
+        (["compare", "preds.npz", "--out", "preds.npz"], "--out: expected a folder path"),
+        (["shift", "--model", "resnet20", "--weights", "preds.npz", "--out", "preds.npz"],
+         "--out: expected a folder path"),
+        (["study", "--out", "preds.npz"], "--out: expected a folder path"),
+        (["study", "--out", "absent/study"], "--out: expected a path in an existing folder"),
+        (["conformal", "preds.npz", "--alpha", "1.5"], "--alpha"),
+        (["evaluate", "preds.npz", "--level", "2"], "--level"),
+    ],
+)  # fmt: skip
+def test_a_bad_option_value_is_refused_before_any_heavy_import(
+    inputs: Path, argv: list[str], expected: str
+) -> None:
+    line, loaded = _refused(inputs, *argv)
+    assert expected in line
+    assert not {"torch", "matplotlib", "sklearn"} & set(loaded)
+
+
+def test_the_cli_spells_the_default_study_config_where_the_library_has_it() -> None:
+    from calibkit.cli.study import DEFAULT_CONFIG
+    from calibkit.study.definition.config import DEFAULT_CONFIG as LIBRARY
+
+    assert LIBRARY.resolve() == DEFAULT_CONFIG
+
+
+@pytest.mark.parametrize(
+    ("table", "where", "meant"),
+    [
+        ('[data]\ndataset = "digitz"\n[[models]]\nname = "mlp"', "data.dataset", "digits"),
+        ('[data]\ndataset = "cifar10-jpg:bird,cat"', "data.dataset", "cifar10-jpeg"),
+        ('[data]\ndataset = "digits"\n[[models]]\nname = "mlpp"', "models[0].name", "mlp"),
+    ],
+)
+def test_a_mistyped_name_in_a_study_config_is_refused_before_any_heavy_import(
+    tmp_path: Path, table: str, where: str, meant: str
+) -> None:
+    (tmp_path / "s.toml").write_text(f"seeds = [0]\n{table}\n")
+    line, loaded = _refused(tmp_path, "study", "s.toml")
+    assert line.startswith(f"calibkit: error: s.toml: {where}: expected one of ")
+    assert line.endswith(f"(did you mean {meant!r}?)")
+    assert loaded == []
+
+
+def test_every_shipped_study_config_passes_the_early_checks() -> None:
+    """The early checks refuse no config the project ships (they read names only)."""
+    import argparse
+
+    from calibkit.cli.study import check_first
+
+    root = Path(__file__).resolve().parents[2]
+    configs = sorted(root.glob("experiments/**/*.toml"))
+    assert configs
+    for path in configs:
+        assert check_first(argparse.Namespace(config=str(path), models=None)) == path

@@ -189,7 +189,7 @@ def test_the_former_method_em_says_to_use_estimator(
         (["--priors=-0.1,0.6,0.5"], "-0.1 for class 0"),
         (["--priors", "0.5,0.5"], "got 2 values"),
         (["--priors", "a,b"], "comma-separated numbers"),
-        (["--estimator", "mle"], "invalid choice"),
+        (["--estimator", "mle"], "--estimator: expected one of bbse, em, got 'mle'"),
         (["--method", "temprature"], "'temprature' (did you mean 'temperature'?)"),
         (["--method", "conformal"], "--method: expected a method of kind 'logits'"),
         (["--level", "1.5"], "--level"),

@@ -61,7 +61,7 @@ def test_relative_data_dir_is_taken_from_the_file(tmp_path: Path) -> None:
         (
             'name = "mlp"\nparams',
             'name = "mlpp"\nparams',
-            r"model: expected one of .*lenet5.*'mlpp'",
+            r"model: expected one of \d+ names, got 'mlpp' \(did you mean 'mlp'\?\)",
         ),
         (
             '["temperature", "histogram"]',

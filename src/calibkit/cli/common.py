@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from calibkit.core.errors import InputError
+from calibkit.cli.glossary import method_aliases, method_kind, method_names
+from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.io.atomic import check_parent
 
 if TYPE_CHECKING:
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
 #: Most values a summary line shows of a per-class array (priors, thresholds).
 SHOWN = 10
 
+#: The kinds (``calibkit.calibrators.persistence.KINDS``) a consumer of predictions files
+#: calibrates with: calibrators of logits, and those that also take each row's group.
+CALIBRATOR_KINDS = ("logits", "groups")
+
 
 def say(message: str) -> None:
     """A progress line on stderr (results go to stdout)."""
@@ -35,8 +40,30 @@ def say(message: str) -> None:
 
 
 def renamed(exc: InputError, argument: str) -> InputError:
-    """The same complaint, naming the command-line option instead of the library argument."""
+    """The same complaint, naming the command-line option instead of the library argument
+    (an unknown name keeps its suggestion)."""
+    if isinstance(exc, UnknownNameError):
+        return UnknownNameError(argument, exc.name, exc.valid)
     return InputError(argument, exc.expected, exc.got)
+
+
+def check_name(name: str, option: str, valid: Sequence[str]) -> str:
+    """``name`` if it is one of ``valid``, else :class:`UnknownNameError` naming ``option``
+    and suggesting the nearest valid name ("did you mean ...?")."""
+    if name not in valid:
+        raise UnknownNameError(option, name, list(valid))
+    return name
+
+
+def check_method(name: str, option: str, kinds: tuple[str, ...] = CALIBRATOR_KINDS) -> None:
+    """Refuse, before the registry (and torch) is imported, a method that does not exist
+    (suggesting the nearest of ``kinds``) or is of another kind than ``kinds`` (then
+    :func:`method_class` says why, importing the registry: a rare case)."""
+    kind = method_kind(name)
+    if kind is None:
+        raise UnknownNameError(option, name, [*method_names(kinds), *method_aliases(kinds)])
+    if kind not in kinds:
+        method_class(name, option, kinds)
 
 
 def check_output(path: Path, option: str, *, folder: bool = False) -> Path:
@@ -173,9 +200,6 @@ def read_groups(path: str, key: str, n_samples: int, *, check: bool = True) -> n
     return groups
 
 
-#: The kinds (``calibkit.calibrators.persistence.KINDS``) a consumer of predictions files
-#: calibrates with: calibrators of logits, and those that also take each row's group.
-CALIBRATOR_KINDS = ("logits", "groups")
 #: Why a method of a kind is refused where it does not apply (the generic reason otherwise).
 _KIND_REFUSED = {
     "model": "which takes the model and its inputs, not a predictions file "
@@ -191,7 +215,6 @@ def method_class(
     ``option``."""
     from calibkit.calibrators import CALIBRATORS
     from calibkit.calibrators.persistence import KINDS
-    from calibkit.core.errors import UnknownNameError
 
     if name not in CALIBRATORS:
         raise renamed(UnknownNameError(CALIBRATORS.kind, name, CALIBRATORS.names(kinds)), option)
@@ -215,7 +238,7 @@ def method_list(text: str | None, kinds: tuple[str, ...] = CALIBRATOR_KINDS) -> 
         raise InputError("--methods", "comma-separated method names", repr(text))
     for name in names:
         if name != "none":
-            method_class(name, "--methods", kinds)
+            check_method(name, "--methods", kinds)
     return names
 
 
@@ -241,6 +264,13 @@ INPUT_OPTIONS = {
 }
 #: Attributes of ``args`` that are not options of the run (where output goes, how shown).
 _NOT_OPTIONS = {"command", "threads", "format", "out", "force", "quiet"}
+
+
+def check_inputs(args: argparse.Namespace) -> None:
+    """Fail early, naming its option, unless every input file ``args`` names
+    (:data:`INPUT_OPTIONS`) exists: before anything heavy is imported or computed."""
+    for attribute, option in INPUT_OPTIONS.items():
+        check_input(getattr(args, attribute, None), option)
 
 
 def report_inputs(args: argparse.Namespace) -> dict[str, str]:

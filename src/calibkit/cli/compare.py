@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calibkit.cli.common import (
+    check_inputs,
     finish,
     method_list,
     output_folder,
@@ -38,6 +39,7 @@ from calibkit.cli.options import (
     opt,
 )
 from calibkit.core.errors import InputError
+from calibkit.reporting.legacy import written_before_manifests
 
 if TYPE_CHECKING:
     from calibkit.workflows.compare import Comparison
@@ -120,12 +122,13 @@ def _compare(args: argparse.Namespace, methods: list[str] | None) -> Comparison:
 
 def run(args: argparse.Namespace) -> int:
     """Compare the methods and write the report folder."""
-    from calibkit.reporting.compare_report import compare_report, written_before_manifests
-
+    _check_sources(args)
+    check_inputs(args)
     # the group calibrators (kind groups) need each row's group
     methods = method_list(args.methods, ("logits", "groups") if args.groups else ("logits",))
-    _check_sources(args)
     folder = output_folder(args, written_before_manifests)
+    from calibkit.reporting.compare_report import compare_report
+
     comp = _compare(args, methods)
     title, name = _title(args)
     report = compare_report(

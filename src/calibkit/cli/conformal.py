@@ -9,13 +9,12 @@ makes the sets of new predictions with it.
 from __future__ import annotations
 
 import argparse
-import difflib
 from pathlib import Path
 
 from calibkit.cli.common import (
-    check_input,
+    check_inputs,
+    check_method,
     finish,
-    method_class,
     output_folder,
     read_outputs,
     renamed,
@@ -35,7 +34,7 @@ from calibkit.cli.options import (
     miscoverage,
     opt,
 )
-from calibkit.core.errors import InputError
+from calibkit.core.errors import InputError, nearest_name
 
 #: The conformity scores the command line spells (equal to the library's, a test checks;
 #: spelled in the glossary so that building the parser imports no numpy).
@@ -46,8 +45,8 @@ def _scores(text: str) -> list[str]:
     found = [s.strip() for s in text.split(",") if s.strip()]
     bad = [s for s in found if s not in SCORES and s != "all"]
     if bad or not found:
-        near = difflib.get_close_matches(bad[0], SCORES, n=1) if bad else []
-        got = repr(text) + (f" (did you mean {near[0]!r}?)" if near else "")
+        near = nearest_name(bad[0], SCORES) if bad else None
+        got = repr(text) + (f" (did you mean {near!r}?)" if near else "")
         expected = "comma-separated scores among " + ", ".join(SCORES) + ", or all"
         raise InputError("--scores", expected, got)
     return list(SCORES) if "all" in found else list(dict.fromkeys(found))
@@ -84,15 +83,14 @@ def add_arguments(sub: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Fit and measure each score on a split of FILE; print and write the report."""
+    check_inputs(args)
+    scores = _scores(args.scores)
+    if args.method is not None:
+        check_method(args.method, "--method", ("logits",))
+    folder = output_folder(args)
     from calibkit.reporting.conformal_report import conformal_report
     from calibkit.workflows.conformal import split_conformal_sets
 
-    scores = _scores(args.scores)
-    folder = output_folder(args)
-    check_input(args.file, "FILE")
-    check_input(args.labels, "--labels")
-    if args.method is not None:
-        method_class(args.method, "--method", ("logits",))
     whole = read_outputs(args, args.file, args.labels)
     try:
         found = split_conformal_sets(

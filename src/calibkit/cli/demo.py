@@ -21,6 +21,7 @@ from calibkit.cli.options import (
     opt,
 )
 from calibkit.core.validation import TRAINED_EPOCHS
+from calibkit.reporting.legacy import written_before_manifests
 
 TITLE = "calibkit demo: an overconfident MLP on digits"
 
@@ -37,11 +38,11 @@ def add_arguments(sub: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train the demo model, compare the calibrators, write the report."""
-    from calibkit.reporting.compare_report import demo_report, written_before_manifests
+    methods = method_list(args.methods, ("logits",))  # the demo has no groups
+    folder = output_folder(args, written_before_manifests)
+    from calibkit.reporting.compare_report import demo_report
     from calibkit.workflows.demo import DemoSettings, run_demo
 
-    folder = output_folder(args, written_before_manifests)
-    methods = method_list(args.methods, ("logits",))  # the demo has no groups
     numbers = {k: getattr(args, k) for k in ("n_bins", "n_boot", "level", "mode")}
     settings = DemoSettings(
         epochs=args.epochs, methods=None if methods is None else tuple(methods), **numbers

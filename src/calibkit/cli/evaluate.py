@@ -29,6 +29,8 @@ import argparse
 from pathlib import Path
 
 from calibkit.cli.common import (
+    check_inputs,
+    check_name,
     check_output_file,
     finish,
     output_folder,
@@ -39,6 +41,7 @@ from calibkit.cli.common import (
     report_options,
     say,
 )
+from calibkit.cli.glossary import names
 from calibkit.cli.options import (
     FILES,
     Subparsers,
@@ -51,6 +54,9 @@ from calibkit.cli.options import (
     opt,
 )
 from calibkit.core.errors import InputError
+
+#: The names ``--extra`` takes (``calibkit.metrics.extras.extra_choices()``, a test checks).
+EXTRAS = names("extra metrics")
 
 
 def add_arguments(sub: Subparsers) -> None:
@@ -84,9 +90,12 @@ def add_arguments(sub: Subparsers) -> None:
 
 
 def checked(args: argparse.Namespace) -> tuple[tuple[str, ...], dict[str, Path]]:
-    """Check the options before any work: the extras asked for (expanded), and each figure
-    file to write (by its name in the report), never an input, another figure's path, or an
-    existing file without ``--force``."""
+    """Check the options before any work: the inputs, the extras asked for (expanded), and
+    each figure file to write (by its name in the report), never an input, another figure's
+    path, or an existing file without ``--force``."""
+    check_inputs(args)
+    for name in args.extra:  # a typo refused before numpy is imported
+        check_name(name, "--extra", EXTRAS)
     from calibkit.metrics.extras import expand_extras
     from calibkit.metrics.selective import check_fraction
     from calibkit.reporting.evaluate_report import RELIABILITY, RISK_COVERAGE, SMOOTH
@@ -116,11 +125,11 @@ def checked(args: argparse.Namespace) -> tuple[tuple[str, ...], dict[str, Path]]
 
 def run(args: argparse.Namespace) -> int:
     """Print the verdict and the metrics table (or JSON); write the report and figures."""
+    extras, plots = checked(args)
+    folder = output_folder(args)
     from calibkit.reporting.evaluate_report import evaluation_report, write_figures
     from calibkit.workflows.evaluate import evaluate_outputs
 
-    folder = output_folder(args)
-    extras, plots = checked(args)
     out = read_outputs(args, args.file, args.labels)
     groups = None if args.groups is None else read_groups(args.file, args.groups, out.n_samples)
     say(f"evaluating {out.n_samples:,} samples ({args.n_boot} bootstrap resamples)")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from calibkit.cli.common import (
     check_input,
+    check_method,
     check_output_file,
     method_class,
     read_groups,
@@ -151,7 +152,8 @@ def run(args: argparse.Namespace) -> int:
     check_input(args.file, "FILE")
     check_input(args.labels, "--labels")
     check_input(args.target, "--target")
-    # the paths checked, the registry (and torch) imported
+    check_method(args.method, "--method", FIT_KINDS)
+    # the paths and the name checked, the registry (and torch) imported
     from calibkit.calibrators import CALIBRATORS, Calibrator, ConformalClassifier, PriorShiftAdapter
 
     klass = method_class(args.method, "--method", FIT_KINDS)

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 
 from calibkit.cli.common import (
     check_input,
+    check_method,
     finish,
-    method_class,
     output_folder,
     read_outputs,
     read_scores,
@@ -85,13 +85,19 @@ def add_arguments(sub: Subparsers) -> None:
     add_format(p)
 
 
-def _priors(text: str | None) -> list[float] | None:
+def _priors(text: str | None, n_classes: int | None = None) -> list[float] | None:
+    """``--priors`` as numbers, as many as the source's ``n_classes`` if given (checked before
+    any fit; the rest of the rule, >= 0 and summing to 1, by the library)."""
     if text is None:
         return None
     try:
-        return [float(v) for v in text.split(",")]
+        priors = [float(v) for v in text.split(",")]
     except ValueError:
         raise InputError("--priors", "comma-separated numbers", repr(text)) from None
+    if n_classes is not None and len(priors) != n_classes:
+        expected = f"{n_classes} priors >= 0 summing to 1 (one per class of --cal)"
+        raise InputError("--priors", expected, f"{len(priors)} values")
+    return priors
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -122,7 +128,7 @@ def check_args(args: argparse.Namespace) -> None:
             repr(args.method),
         )
     if args.method != "none":
-        method_class(args.method, "--method", ("logits",))
+        check_method(args.method, "--method", ("logits",))
 
 
 def adapt(args: argparse.Namespace, source: ClassifierOutputs) -> LabelShiftResult:
@@ -155,12 +161,13 @@ def adapt(args: argparse.Namespace, source: ClassifierOutputs) -> LabelShiftResu
 
 def run(args: argparse.Namespace) -> int:
     """Estimate (or take) the target priors, score with target labels, report."""
-    from calibkit.reporting.label_shift_report import label_shift_report
-
-    folder = output_folder(args)
     _priors(args.priors)  # refused before any work
     check_args(args)
-    source = read_outputs(args, args.cal, args.cal_labels)
+    folder = output_folder(args)
+    source = read_outputs(args, args.cal, args.cal_labels)  # numpy only (no torch yet)
+    _priors(args.priors, source.n_classes)
+    from calibkit.reporting.label_shift_report import label_shift_report
+
     result = adapt(args, source)
     title = f"Label shift: {Path(args.cal).name} -> {Path(args.target).name}"
     inputs, options = report_inputs(args), report_options(args)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from calibkit.cli.options import number, opt
-from calibkit.core.errors import CalibkitError
+from calibkit.core.errors import CalibkitError, UnknownNameError
 from calibkit.core.threads import THREADS
 from calibkit.core.version import __version__
 
@@ -38,6 +38,14 @@ class UsageError(CalibkitError):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see '{self.prog} --help')")
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """A value outside an argument's choices (a command, ``--estimator``, ``--format``,
+        ...) is an unknown name: refused with the nearest one ("did you mean ...?")."""
+        if action.choices is not None and value not in action.choices:
+            name = action.option_strings[0] if action.option_strings else action.metavar
+            valid = [str(c) for c in action.choices]
+            raise UnknownNameError(str(name or action.dest), value, valid)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,7 +24,7 @@ from calibkit.cli.options import (
     number,
     opt,
 )
-from calibkit.core.errors import InputError
+from calibkit.core.errors import InputError, nearest_name
 from calibkit.core.validation import RESAMPLES, Integer
 
 #: The conformity scores the command line spells (the library's, a test checks).
@@ -126,6 +126,42 @@ def _flag(exc: InputError) -> InputError:
     return InputError(flag, exc.expected, exc.got)
 
 
+def _check_first(args: argparse.Namespace) -> None:
+    """The names, the checkpoint and ``--out``, checked before torch is imported (the
+    settings check them again, with the rest)."""
+    from calibkit.cli.common import check_input, check_method, check_name, output_folder
+
+    if args.model is not None:
+        check_name(args.model, "--model", names("models"))
+    check_input(args.weights, "--weights")
+    data, _, shift = args.data.partition("@")
+    check_name(data.partition(":")[0].strip(), "--data", names("datasets"))
+    if shift:
+        _check_corruption(shift.partition(":")[0].strip(), "--data")
+    for name in _listed(args.corruptions, "all"):
+        _check_corruption(name, "--corruptions")
+    for name in _listed(args.methods, "none"):
+        check_method(name, "--methods", ("logits",))
+    for name in _listed(args.scores, "none"):
+        check_name(name, "--scores", SCORES)
+    output_folder(args)
+
+
+def _check_corruption(name: str, option: str) -> None:
+    """A mistyped corruption name (one near a valid name) refused; another unknown one is left
+    to the settings, which say which corruptions are not available and why."""
+    from calibkit.cli.common import check_name
+
+    valid = names("corruptions")
+    if name not in valid and nearest_name(name, valid) is not None:
+        check_name(name, option, valid)
+
+
+def _listed(text: str | None, word: str) -> list[str]:
+    """The names of a comma-separated option, without ``word`` (``all``, ``none``)."""
+    return [n.strip() for n in (text or "").split(",") if n.strip() and n.strip() != word]
+
+
 def _settings(args: argparse.Namespace) -> Any:
     """The options as settings (an option left unset: the settings' default)."""
     from calibkit.workflows.shift import ShiftSettings
@@ -138,6 +174,8 @@ def _settings(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     """Parse into settings, run the study, report it (``--out``: the report folder)."""
     from calibkit.cli.common import finish, output_folder, report_inputs, report_options
+
+    _check_first(args)  # before torch
     from calibkit.reporting.shift_report import shift_report
     from calibkit.workflows.shift import run_shift
 

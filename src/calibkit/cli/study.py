@@ -22,7 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
-from calibkit.cli.common import renamed
+from calibkit.cli.common import check_input, check_name, check_output, renamed
+from calibkit.cli.glossary import names
 from calibkit.cli.options import Subparsers, int_list, number, opt
 from calibkit.core.errors import InputError
 from calibkit.core.validation import EPOCHS, SEED, Integer
@@ -106,13 +107,48 @@ def run(args: argparse.Namespace) -> int:
         raise renamed(exc, FLAGS[exc.argument]) from None
 
 
+#: The study run without CONFIG (``calibkit.study.definition.config.DEFAULT_CONFIG``, a test
+#: checks; spelled here so that a refusal comes before torch is imported).
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "study" / "definition" / "digits.toml"
+
+
+def check_first(args: argparse.Namespace) -> Path:
+    """The config's path, checked before torch is imported with the names it holds (read as
+    plain TOML): its models' and its dataset's, and the ``--models`` labels; and ``--out``'s
+    place (an existing file, a missing parent). The config loader and the study folder's
+    rules check the rest."""
+    import tomllib
+
+    if args.config is not None:
+        check_input(args.config, "CONFIG")
+    if getattr(args, "out", None) is not None:
+        check_output(Path(args.out), "--out", folder=True)
+    path = Path(args.config) if args.config else DEFAULT_CONFIG
+    try:
+        config = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return path  # the config loader names what is wrong with the file
+    found = config.get("models")
+    models = [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
+    for i, model in enumerate(models):
+        if isinstance(model.get("name"), str):
+            check_name(model["name"], f"{path}: models[{i}].name", names("models"))
+    data = config.get("data")
+    if isinstance(data, dict) and isinstance(data.get("dataset"), str):
+        dataset = data["dataset"].partition("@")[0].partition(":")[0].strip()
+        check_name(dataset, f"{path}: data.dataset", names("datasets"))
+    labels = [str(m.get("label") or m.get("name")) for m in models]
+    for label in args.models.split(",") if args.models else ():
+        check_name(label.strip(), "--models", labels)
+    return path
+
+
 def _run(args: argparse.Namespace) -> int:
+    path = check_first(args)
     from calibkit.study import load_study_config, make_executor, run_study
-    from calibkit.study.definition.config import DEFAULT_CONFIG
     from calibkit.study.run.executors import StudyFailed
     from calibkit.study.store.folder import check_study_folder
 
-    path = Path(args.config) if args.config else DEFAULT_CONFIG
     cfg = load_study_config(path)
     cfg = cfg.select(
         models=[m.strip() for m in args.models.split(",")] if args.models else None,

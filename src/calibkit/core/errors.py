@@ -26,6 +26,7 @@ Warnings: :class:`CalibkitWarning` is the base of the warnings calibkit gives on
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 
@@ -130,23 +131,42 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+#: Most names an :class:`UnknownNameError` lists beside its suggestion (more: counted only).
+LISTED_BESIDE_SUGGESTION = 10
+
+
+def nearest_name(name: object, valid: Iterable[str]) -> str | None:
+    """The valid name nearest to a mistyped ``name`` (difflib's ratio >= 0.6), or None.
+
+    >>> nearest_name("temprature", ["temperature", "vector"]), nearest_name("xyz", ["vector"])
+    ('temperature', None)
+    """
+    near = difflib.get_close_matches(str(name), list(valid), n=1, cutoff=0.6)
+    return near[0] if near else None
+
+
 class UnknownNameError(InputError, KeyError):
-    """A registry lookup failed; the message lists the valid names.
+    """A registry lookup failed: the message suggests the nearest valid name, if one is near
+    ("did you mean ...?"), and lists the valid names (counts them, beside a suggestion, when
+    they are more than :data:`LISTED_BESIDE_SUGGESTION`).
 
     Examples
     --------
     >>> err = UnknownNameError("method", "temprature", ["temperature", "vector"])
     >>> err.name, err.valid, isinstance(err, KeyError)
     ('temprature', ['temperature', 'vector'], True)
-    >>> "did you mean 'temperature'?" in str(err)
-    True
+    >>> print(UnknownNameError("--model", "resnt20", [f"resnet{d}" for d in range(8, 120, 6)]))
+    --model: expected one of 19 names, got 'resnt20' (did you mean 'resnet20'?)
     """
 
-    def __init__(self, kind: str, name: str, valid: list[str]) -> None:
+    def __init__(self, kind: str, name: str, valid: Iterable[str]) -> None:
         self.kind, self.name, self.valid = kind, name, list(valid)
-        near = difflib.get_close_matches(str(name), self.valid, n=1, cutoff=0.6)
-        got = repr(name) + (f" (did you mean {near[0]!r}?)" if near else "")
-        super().__init__(kind, "one of " + ", ".join(sorted(valid)), got)
+        self.suggestion = nearest_name(name, self.valid)
+        got = repr(name) + (f" (did you mean {self.suggestion!r}?)" if self.suggestion else "")
+        expected = "one of " + ", ".join(sorted(self.valid))
+        if self.suggestion and len(self.valid) > LISTED_BESIDE_SUGGESTION:
+            expected = f"one of {len(self.valid)} names"
+        super().__init__(kind, expected, got)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.kind, self.name, self.valid), self.__dict__

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from calibkit.core.errors import InputError
+from calibkit.core.errors import UnknownNameError
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics.info import METRICS, TEST_METRICS, extra_names
 
@@ -41,7 +41,7 @@ def expand_extras(names: Iterable[str]) -> tuple[str, ...]:
     names = list(names)
     unknown = [n for n in names if n not in extra_choices()]
     if unknown:
-        raise InputError("extra", "one of " + ", ".join(extra_choices()), repr(unknown[0]))
+        raise UnknownNameError("extra", unknown[0], list(extra_choices()))
     asked = {m for n in names for m in EXTRA_GROUPS.get(n, (n,))}
     return tuple(n for n in extra_names() if n in asked)
 

@@ -62,6 +62,7 @@ from calibkit.reporting.figures import (
     reliability_grid,
     risk_coverage_figure,
 )
+from calibkit.reporting.legacy import written_before_manifests
 from calibkit.reporting.tables import (
     column_info,
     comparison_tables,
@@ -639,13 +640,6 @@ def demo_report(
         options=report.options,
         files=report.files,
     )
-
-
-def written_before_manifests(name: str) -> bool:
-    """Whether ``name`` (a path inside a report folder) is one a compare report has always
-    held: such a folder written by an older calibkit, without a manifest, may be replaced."""
-    top = ("report.md", "report.html", "results.json", "results.csv")
-    return name in top or (name.startswith("figures/") and name.endswith(".png"))
 
 
 def write_compare_report(

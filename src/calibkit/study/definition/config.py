@@ -41,7 +41,7 @@ from torch import nn
 
 from calibkit.calibrators import CALIBRATORS
 from calibkit.calibrators.model.clamping.registry import create_input_calibrator
-from calibkit.core.errors import InputError
+from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.core.validation import (
     N_BINS,
     NON_NEGATIVE,
@@ -288,7 +288,7 @@ class StudyConfig:
         for spec in self.models:
             if spec.label == label:
                 return spec
-        raise InputError("model", "one of " + ", ".join(m.label for m in self.models), repr(label))
+        raise UnknownNameError("model", label, [m.label for m in self.models])
 
     def select(
         self,
