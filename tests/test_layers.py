@@ -17,7 +17,7 @@ import pytest
 import calibkit
 
 SRC = Path(calibkit.__file__).parent
-#: Layer -> rank, lowest first (the README's "How the code is laid out").
+#: Layer -> rank, lowest first (docs/layout.md, "How the code is laid out").
 LAYERS = {
     "core": 0,
     "io": 1,
@@ -34,7 +34,7 @@ LAYERS = {
 }
 #: Modules outside the layers: the lazy package root and ``python -m calibkit``.
 ROOT_MODULES = ("__init__.py", "__main__.py")
-#: The sub-layers of ``study`` -> rank, lowest first (the README's "How the code is laid
+#: The sub-layers of ``study`` -> rank, lowest first (docs/layout.md's "How the code is laid
 #: out"): what a study is, what it keeps on disk, running it, its report. ``run`` and
 #: ``report`` share a rank: the report reads the store, never the runner, and the runner
 #: writes no report (``calibkit.study.run_study``, the package root, joins them).
@@ -158,9 +158,9 @@ def test_no_upward_import(path: Path) -> None:
     assert bad == [], f"{path.relative_to(SRC)} imports upward"
 
 
-def test_readme_lists_the_layers_in_order() -> None:
-    readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## How the code is laid out", 1)[1].split("\n## ", 1)[0]
+def test_the_map_lists_the_layers_in_order() -> None:
+    layout = (SRC.parents[1] / "docs" / "layout.md").read_text(encoding="utf-8")
+    section = layout.split("## How the code is laid out", 1)[1].split("\n## ", 1)[0]
     listed = [
         name
         for line in section.splitlines()
@@ -234,9 +234,9 @@ def test_the_study_rank_test_can_fail() -> None:
         assert study_upward(path, imports_in(text, package)) != [], text
 
 
-def test_readme_lists_the_study_sub_layers_in_order() -> None:
-    readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## How the code is laid out", 1)[1].split("\n## ", 1)[0]
+def test_the_map_lists_the_study_sub_layers_in_order() -> None:
+    layout = (SRC.parents[1] / "docs" / "layout.md").read_text(encoding="utf-8")
+    section = layout.split("## How the code is laid out", 1)[1].split("\n## ", 1)[0]
     listed = [
         line.split("`study/", 1)[1].split("/`", 1)[0]
         for line in section.splitlines()
@@ -246,7 +246,7 @@ def test_readme_lists_the_study_sub_layers_in_order() -> None:
     assert set(listed) == set(STUDY_LAYERS)
 
 
-#: The sub-layers of ``calibrators`` -> rank (the README's "How the code is laid out"):
+#: The sub-layers of ``calibrators`` -> rank (docs/layout.md, "How the code is laid out"):
 #: the contract and the export modules (the modules at its top), the calibrators of logits,
 #: the kinds built on them, and the scikit-learn wrapper over all of them.
 CALIBRATOR_LAYERS = {

@@ -1,6 +1,6 @@
 """calibkit: measure and fix the confidence calibration of neural-network classifiers.
 
-The public API, by layer (see "How the code is laid out" in the README); every name of
+The public API, by layer (see "How the code is laid out" in docs/layout.md); every name of
 the ``__all__`` of ``calibkit.metrics``, ``calibkit.calibrators``, ``calibkit.workflows``
 and ``calibkit.reporting`` is here too (``tests/test_package.py`` checks it):
 
