@@ -56,6 +56,7 @@ auto chose 'temperature': no candidate beat temperature's NLL by more than one s
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Literal
 
@@ -67,6 +68,7 @@ from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import MappingOf
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.progress import Phase
 from calibkit.metrics import brier, ece, nll
 from calibkit.metrics.samples import brier_per_sample, nll_per_sample
 
@@ -79,6 +81,7 @@ Rule = Literal["one_se", "lowest"]
 RULES: tuple[str, ...] = ("one_se", "lowest")
 #: The fewest samples cross-validated (two folds of two); below, the baseline is fitted.
 MIN_SAMPLES = 4
+log = logging.getLogger(__name__)
 
 
 def named_only() -> list[str]:
@@ -285,16 +288,20 @@ class AutoCalibrator(Calibrator):
         fold_scores: dict[str, list[float]] = {}
         losses: dict[str, F64] = {}
         dropped: list[str] = []
+        label = f"cross-fitting {len(names)} methods x {len(folds)} folds"
+        phase = Phase(log, label, len(names) * len(folds))
         for name in names:
             scores, held = [], np.empty(labels.shape[0])
             try:
-                for train, test in folds:
+                for f, (train, test) in enumerate(folds, 1):
                     cal = candidate(name).fit(z[train], labels[train])
                     probs = cal.predict_proba(z[test])
                     scores.append(self._score(labels[test], probs))
                     held[test] = self._losses(labels[test], probs)
+                    phase.step(f"{name} fold {f}/{len(folds)}")
             except InputError:  # e.g. a fold too small for the method's own settings
                 dropped.append(name)
+                phase.step(f"{name} left out", len(folds) - len(scores))
                 continue
             fold_scores[name], losses[name] = scores, held
         self.cv_scores_ = {name: float(np.mean(s)) for name, s in fold_scores.items()}
