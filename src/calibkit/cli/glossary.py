@@ -171,7 +171,7 @@ GLOSSARY: dict[str, Term] = {
     "--seeds": Term("seeds of a study", "the seeds to run", ("study",)),
     "--smoke": Term(
         "toy size",
-        "the whole command at a toy size, in under a minute; marked smoke",
+        "a toy size, same code paths, in about a minute; marked smoke",
         ("shift", "study"),
     ),
     "--report-only": Term("report only", "write the report from finished runs", ("study",)),
