@@ -285,25 +285,28 @@ class AutoCalibrator(Calibrator):
         if folds:
             seen = min(np.unique(labels[train]).size for train, _ in folds)
             names = self.candidates(out.n_classes, every_class=seen == out.n_classes)
-        fold_scores: dict[str, list[float]] = {}
-        losses: dict[str, F64] = {}
-        dropped: list[str] = []
+        scores: dict[str, list[float]] = {name: [] for name in names}
+        held: dict[str, F64] = {name: np.empty(labels.shape[0]) for name in names}
+        failed: set[str] = set()
+        # fold by fold, every candidate in each: the time per fold is alike, so the time
+        # left said after the first fold holds (candidate by candidate, cheap ones first, it
+        # did not); each fit is the same, so are the scores
         label = f"cross-fitting {len(names)} methods x {len(folds)} folds"
         phase = Phase(log, label, len(names) * len(folds))
-        for name in names:
-            scores, held = [], np.empty(labels.shape[0])
-            try:
-                for f, (train, test) in enumerate(folds, 1):
-                    cal = candidate(name).fit(z[train], labels[train])
-                    probs = cal.predict_proba(z[test])
-                    scores.append(self._score(labels[test], probs))
-                    held[test] = self._losses(labels[test], probs)
-                    phase.step(f"{name} fold {f}/{len(folds)}")
-            except InputError:  # e.g. a fold too small for the method's own settings
-                dropped.append(name)
-                phase.step(f"{name} left out", len(folds) - len(scores))
-                continue
-            fold_scores[name], losses[name] = scores, held
+        for f, (train, test) in enumerate(folds, 1):
+            for name in names:
+                if name not in failed:
+                    try:
+                        cal = candidate(name).fit(z[train], labels[train])
+                        probs = cal.predict_proba(z[test])
+                        scores[name].append(self._score(labels[test], probs))
+                        held[name][test] = self._losses(labels[test], probs)
+                    except InputError:  # e.g. a fold too small for the method's own settings
+                        failed.add(name)
+                phase.step(f"fold {f}/{len(folds)} {name}")
+        dropped = [name for name in names if name in failed]
+        fold_scores = {name: scores[name] for name in names if name not in failed}
+        losses = {name: held[name] for name in names if name not in failed}
         self.cv_scores_ = {name: float(np.mean(s)) for name, s in fold_scores.items()}
         self.cv_fold_scores_ = fold_scores
         self.paired_ = self._paired(fold_scores, losses)
