@@ -90,3 +90,22 @@ def test_default_stream_is_stderr_and_the_logger_is_restored(
     captured = capsys.readouterr()
     assert captured.err == "lbl end\n"
     assert captured.out == ""
+
+
+def test_a_phase_keeps_its_bar_clock_across_its_permanent_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A phase (calibkit.core.progress.Phase) writes a permanent line between two steps of
+    the same bar: the bar's time left still counts from the phase's start (step 0)."""
+    now = [0.0]
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: now[0])
+    stream = FakeTTY()
+    with show_progress(stream=stream):
+        report_step(log, ProgressEvent("fits", 0, 4))  # the phase begins at 0 s
+        now[0] = 10.0
+        report_step(log, ProgressEvent("fits", 1, 4, "a"))
+        report_step(log, ProgressEvent("fits 1/4", 1, 4, "a  10s spent"), logging.INFO)
+        now[0] = 20.0
+        report_step(log, ProgressEvent("fits", 2, 4, "b"))
+    # 2 steps in 20 s: 20 s left (it said 0 s when the line reset the bar's clock)
+    assert stream.getvalue().endswith("] b  eta   20s ")

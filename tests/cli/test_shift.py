@@ -194,3 +194,29 @@ def test_run_stays_short() -> None:
     from calibkit.cli import shift
 
     assert len(inspect.getsource(shift.run).splitlines()) <= 40
+
+
+def test_smoke_runs_the_whole_command_at_a_toy_size(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--smoke``: the whole command on the real data in well under a minute, said to be a
+    smoke run in the log, the report's title and config.json."""
+    weights = shared_path("pretrained/resnet20-12fca82f.th")
+    data = shared_path("cifar10-jpeg.zip").parent
+    out = tmp_path / "smoke"
+    args = [
+        "shift", "--smoke", "--model", "resnet20", "--weights", str(weights),
+        "--data-dir", str(data), "--out", str(out),
+    ]  # fmt: skip
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "calibkit: smoke run: a toy size" in err
+    assert "shift 6/6 fog:5 " in err  # 2 corruptions x 3 severities, each with a time left
+    config = json.loads((out / "config.json").read_text())
+    assert config["smoke"] is True
+    assert (config["n_calibration"], config["n_test"]) == (300, 300)
+    md = (out / "report.md").read_text()
+    assert md.splitlines()[0].endswith("(smoke)")
+    assert "Smoke run (--smoke)" in md
+    with (out / "results.csv").open() as f:
+        assert len(list(csv.DictReader(f))) == 3 * 7  # (none, TS, LAC) x (clean + 6 sets)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
 from calibkit.core.errors import InputError
+from calibkit.core.progress import progress_of
 from calibkit.metrics import accuracy, ece, evaluate
 from calibkit.metrics.bootstrap import bootstrap_ci
 
@@ -56,3 +59,18 @@ def test_bad_arguments_name_themselves(kwargs: dict[str, object], argument: str)
     metric = kwargs.pop("metric", ece)
     with pytest.raises(InputError, match=f"^{argument}:"):
         bootstrap_ci(metric, y, probs=p, **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_bootstrap_reports_its_replicates_block_by_block(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A step per block of 2**20 / N replicates, the last one short: on big files the
+    bootstrap takes seconds (a compare at 100 classes: one per method)."""
+    y, p = _data(20_000)
+    with caplog.at_level(logging.DEBUG, logger="calibkit.metrics.suite"):
+        evaluate(y, probs=p, n_boot=200, seed=0)
+    events = [e for r in caplog.records if r.levelno == logging.DEBUG if (e := progress_of(r))]
+    block = (1 << 20) // 20_000  # 52 replicates a block
+    assert [e.step for e in events] == [0, block, 2 * block, 3 * block, 200]
+    assert {e.total for e in events} == {200}
+    assert events[0].label == "bootstrap (200 replicates of 20,000 samples)"

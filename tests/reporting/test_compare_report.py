@@ -7,6 +7,7 @@ import csv
 import dataclasses
 import io
 import json
+import logging
 import math
 import re
 from pathlib import Path
@@ -18,6 +19,7 @@ import calibkit.reporting.compare_report as report
 from calibkit.calibrators.logit.temperature import TemperatureScaling
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
+from calibkit.core.progress import progress_of
 from calibkit.io.atomic import MANIFEST
 from calibkit.metrics import METRIC_NAMES, Evaluation
 from calibkit.reporting.compare_report import write_compare_report
@@ -337,3 +339,14 @@ def test_the_verdict_says_what_temperature_scaling_buys_against_the_model(
         f"{ts['nll']:.4f} and ECE from {100 * none['ece']:.2f}% to {100 * ts['ece']:.2f}% "
         "against the uncalibrated model."
     )
+
+
+def test_drawing_the_figures_is_a_phase_with_a_step_per_figure(
+    comp: Comparison, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="calibkit.reporting.compare_report"):
+        figures = report.comparison_figures(comp, "data.npz")
+    events = [e for r in caplog.records if r.levelno == logging.DEBUG if (e := progress_of(r))]
+    n = len(figures)  # the grid, ECE(T), risk-coverage and one per row
+    assert [(e.step, e.total) for e in events] == [(k, n) for k in range(n + 1)]
+    assert events[0].label == f"drawing {n} figures"

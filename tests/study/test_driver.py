@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,33 @@ def test_the_study_logs_the_estimate_per_kind(
     assert lines[0].endswith("; time left unknown (1 nc_fast fit, 1 nc_fl fit not timed yet)")
     assert "; about " in lines[1]
     assert lines[2].endswith("; about 0s left")
+
+
+def test_the_serial_counter_counts_every_unit_of_the_study(
+    tiny_config: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With the default serial executor each unit runs as it is submitted: the counter
+    used to count the units submitted so far, "(1/1)", "(2/2)", ... and "about 0s left"
+    while runs remained (#30). Every unit is counted before the first runs."""
+    cfg = load_study_config(tiny_config)  # 2 models x 2 seeds: 4 trainings
+    with caplog.at_level(logging.INFO, logger="calibkit.study.run.driver"):
+        run_study(cfg, tmp_path / "out", progress=False)
+    lines = [r.getMessage() for r in caplog.records if r.name == "calibkit.study.run.driver"]
+    assert [line.split(" ", 1)[0] for line in lines] == ["(1/4)", "(2/4)", "(3/4)", "(4/4)"]
+    # a model's first training prices its second seed; the other model is not timed yet
+    assert re.search(r"; about \S+ left, and 2 trainings not timed yet$", lines[0])
+    assert lines[3].endswith("; about 0s left")
+
+
+def test_a_resumed_study_counts_only_what_is_left(
+    tiny_config: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg = load_study_config(tiny_config).select(models=["mlp"])
+    out = tmp_path / "out"
+    run_study(cfg, out, progress=False)
+    wider = dataclasses.replace(cfg, calibrators=("temperature", "isotonic"))
+    with caplog.at_level(logging.INFO, logger="calibkit.study.run.driver"):
+        run_study(wider, out, progress=False)  # both runs' calibrators fitted again
+    lines = [r.getMessage() for r in caplog.records if r.name == "calibkit.study.run.driver"]
+    assert [line.split(" ", 1)[0] for line in lines] == ["(1/2)", "(2/2)"]
+    assert lines[0].startswith("(1/2) fitted the calibration of mlp seed 0")

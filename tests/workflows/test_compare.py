@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -292,3 +293,16 @@ def test_compare_parts_splits_once_and_recommends() -> None:
     assert grouped.rows[1].groups is not None
     assert sum(grouped.rows[1].groups.sizes) == grouped.n_test
     assert grouped.smallest_gap == "temperature"
+
+
+def test_each_fit_after_the_first_says_the_time_left_of_the_fits(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cal, test = split_outputs(synthetic(400), 0.5, seed=0)
+    with caplog.at_level(logging.INFO, logger="calibkit.workflows.compare"):
+        compare(cal, test, ["temperature", "histogram", "isotonic"], n_boot=0)
+    fits = [r.getMessage() for r in caplog.records if "fitting" in r.getMessage()]
+    assert fits[0] == "[1/3] fitting temperature on 200 calibration samples"  # nothing to go by
+    for k, line in enumerate(fits[1:], 2):
+        assert line.startswith(f"[{k}/3] fitting ")
+        assert re.search(r" \(\d+s spent, about \d+s left of the fits\)$", line)

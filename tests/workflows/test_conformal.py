@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import numpy as np
 import pytest
 
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
+from calibkit.core.progress import progress_of
 from calibkit.reporting.conformal_report import conformal_report, under_covers
 from calibkit.reporting.text import plain
 from calibkit.workflows.conformal import conformal_sets, split_conformal_sets
@@ -76,3 +78,20 @@ def test_without_resamples_the_verdict_claims_no_interval(whole) -> None:  # typ
     assert plain(verdict.headline).startswith("LAC covers ")
     assert "no intervals" in verdict.detail
     assert np.isnan(rows[0].metrics.ci["coverage"][0])
+
+
+def test_each_score_is_a_step_when_fitted_and_when_judged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    z, y = random_problem(600, 4, seed=0)
+    cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+    with caplog.at_level(logging.DEBUG, logger="calibkit.workflows.conformal"):
+        conformal_sets(cal, test, ["lac", "aps"], alpha=0.1, n_boot=20)
+    events = [e for r in caplog.records if r.levelno == logging.DEBUG if (e := progress_of(r))]
+    assert [(e.step, e.total, e.text) for e in events] == [
+        (0, 4, ""),
+        (1, 4, "lac fitted"),
+        (2, 4, "aps fitted"),
+        (3, 4, "lac judged"),
+        (4, 4, "aps judged"),
+    ]

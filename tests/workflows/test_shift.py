@@ -4,6 +4,7 @@ and the model's logits are the model's forward pass on the corrupted images."""
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from pathlib import Path
@@ -15,6 +16,7 @@ import torch
 
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
+from calibkit.core.progress import progress_of
 from calibkit.data import corrupt
 from calibkit.workflows.shift import (
     COLUMNS,
@@ -286,3 +288,18 @@ def test_load_model_and_resolve_device_live_below_study(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         load_model("lenet5", lenet, 10, 3)
     assert info.value.argument == "weights"
+
+
+def test_fitting_and_judging_are_phases_with_a_step_each(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The last part of ``calibkit shift`` (about 35 s on the README's study) ran silent."""
+    cal, test, _, _ = _parts(400, 3)
+    shifted = {("hot", 1): as_outputs(test.labels, logits=2 * test.as_logits())}
+    with caplog.at_level(logging.DEBUG, logger="calibkit.workflows.shift"):
+        shift_table(cal, test, shifted, ["none", "temperature"], scores=["lac"], n_floor_draws=0)
+    events = [e for r in caplog.records if (e := progress_of(r))]
+    fits = [(e.step, e.text) for e in events if e.label == "fitting 3 methods"]
+    assert fits == [(0, ""), (1, "none"), (2, "temperature"), (3, "ts+lac")]
+    judged = [(e.step, e.total) for e in events if e.label == "judging 3 methods on 2 sets"]
+    assert judged == [(k, 6) for k in range(7)]

@@ -169,7 +169,11 @@ GLOSSARY: dict[str, Term] = {
     # ----- studies
     "--models": Term("models of a study", "the config's model labels to run", ("study",)),
     "--seeds": Term("seeds of a study", "the seeds to run", ("study",)),
-    "--smoke": Term("toy size", "one epoch of two batches, same code paths", ("study",)),
+    "--smoke": Term(
+        "toy size",
+        "a toy size, same code paths, in about a minute; marked smoke",
+        ("shift", "study"),
+    ),
     "--report-only": Term("report only", "write the report from finished runs", ("study",)),
     "--executor": Term("executor", "serial, processes or ray", ("study",)),
     "--workers": Term("worker processes", "worker processes of --executor processes", ("study",)),

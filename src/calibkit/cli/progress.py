@@ -34,6 +34,7 @@ class ProgressDisplay(logging.Handler):
         self.stream = stream
         self.quiet = quiet
         self._bar = ""  # label of the bar on screen ("" when none)
+        self._timed = ""  # label of the loop timed since _start (kept across permanent lines)
         self._start = 0.0
         self._drawn = 0.0
 
@@ -57,8 +58,10 @@ class ProgressDisplay(logging.Handler):
 
     def _draw(self, stream: TextIO, event: ProgressEvent) -> None:
         now = time.perf_counter()
+        if event.label != self._timed or event.step <= 0:
+            self._timed, self._start = event.label, now
         if event.label != self._bar:
-            self._bar, self._start, self._drawn = event.label, now, 0.0
+            self._bar, self._drawn = event.label, 0.0
         total = max(event.total, 1)
         done = min(max(event.step, 0), total)
         if now - self._drawn <= REDRAW and done < total:

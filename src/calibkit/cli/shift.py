@@ -105,6 +105,10 @@ def add_arguments(sub: Subparsers) -> None:
     opt(p, "--batch-size", "N", text, type=number(Integer(low=1)), default=500)
     text = "draws of the ECE noise floor (default %(default)s)"
     opt(p, "--n-floor-draws", "N", text, type=number(RESAMPLES), default=100)
+    text = (
+        "toy size (300 + 300 images, 2 corruptions at 1,3,5, none,temperature, lac); marked smoke"
+    )
+    p.add_argument("--smoke", action="store_true", help=text)
     add_numbers(p, boot=False, mode=False)
     add_out(p, "the report (report.md, report.html, results.json, results.csv, config.json)")
     add_format(p)
@@ -168,7 +172,8 @@ def _settings(args: argparse.Namespace) -> Any:
 
     given = {f: getattr(args, f) for f in FIELDS}
     optional = ("data_dir", "test_size")
-    return ShiftSettings(**{f: v for f, v in given.items() if v is not None or f in optional})
+    settings = ShiftSettings(**{f: v for f, v in given.items() if v is not None or f in optional})
+    return settings.smoke_run() if args.smoke else settings
 
 
 def run(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ True
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,7 @@ from calibkit.core.binning import (
 )
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.progress import Phase
 from calibkit.metrics import resampled as rs
 from calibkit.metrics.bin_errors import (
     debiased_from_stats,
@@ -59,6 +61,8 @@ from calibkit.metrics.selective import Ranking
 
 if TYPE_CHECKING:
     from scipy import sparse
+
+_log = logging.getLogger(__name__)
 
 #: Largest sample count for which the bootstrap uses :meth:`MetricSuite.compute_batch` and SCE
 #: sums in sample order; above it, :mod:`.resampled` and ``sce_batch_split`` (equal to rounding).
@@ -297,6 +301,7 @@ class MetricSuite:
         sce = None
         if ss is not None and self._sce is not None and classwise:
             sce = rs.SortedSCE(self._sce[0], self._split_map(), self.n_bins, ss.order, n_boot)
+        phase = Phase(_log, f"bootstrap ({n_boot:,} replicates of {n:,} samples)", n_boot)
         for start in range(0, n_boot, block):
             b = min(block, n_boot - start)
             if ss is None:
@@ -310,6 +315,7 @@ class MetricSuite:
                     sce.add(start, counts, ss.weights)
             for name, vals in batch.items():
                 values[name].append(vals)
+            phase.step(n=b)
         if sce is not None:
             sce_values = sce.values()
             for name in classwise:

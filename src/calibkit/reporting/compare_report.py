@@ -32,6 +32,7 @@ Human tables show calibration errors and accuracy in percent; JSON and CSV keep 
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calibkit.calibrators import CALIBRATORS
+from calibkit.core.progress import Phase
 from calibkit.io.atomic import check_replaceable_folder
 from calibkit.io.jsonfile import json_ready
 from calibkit.reporting.csv_text import csv_number, csv_text
@@ -78,9 +80,12 @@ from calibkit.reporting.writer import Report, write_report
 from calibkit.workflows.compare import Comparison
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure as MplFigure
+
     from calibkit.workflows.demo import DemoResult
 
 #: The two figures shown full width; one reliability diagram per method follows in a gallery.
+_log = logging.getLogger(__name__)
 GRID, CURVE = "reliability_grid.png", "ece_temperature.png"
 #: The risk-coverage curves of every method (selective prediction), also full width.
 RC = "risk_coverage.png"
@@ -135,6 +140,15 @@ def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
     ``name`` says what was compared (a file's name, not its path); every title holds it,
     after the method where there is one, so each figure reads on its own.
     """
+    curves = {r.method: r.risk_coverage for r in comp.rows if r.risk_coverage is not None}
+    n = 2 + bool(curves) + len(comp.rows)
+    phase = Phase(_log, f"drawing {n} figures", n)
+
+    def png(fig: MplFigure) -> bytes:
+        data = figure_png_bytes(fig)
+        phase.step()
+        return data
+
     panels = [
         (r.method, r.reliability, r.evaluation.values["ece"], r.evaluation.values.get("ece_floor"))
         for r in comp.rows
@@ -152,15 +166,12 @@ def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
         floor=floors.get(first) if first is not None else None,
     )
     figs = [
-        Figure(
-            "reliability_grid.png", "Reliability diagrams, every method", figure_png_bytes(grid)
-        ),
-        Figure("ece_temperature.png", "Test-part ECE versus temperature", figure_png_bytes(curve)),
+        Figure("reliability_grid.png", "Reliability diagrams, every method", png(grid)),
+        Figure("ece_temperature.png", "Test-part ECE versus temperature", png(curve)),
     ]
-    curves = {r.method: r.risk_coverage for r in comp.rows if r.risk_coverage is not None}
     if curves:
         rc = risk_coverage_figure(curves, title=f"{name}: risk-coverage on the test part")
-        figs.append(Figure(RC, "Risk-coverage curves, every method", figure_png_bytes(rc)))
+        figs.append(Figure(RC, "Risk-coverage curves, every method", png(rc)))
     group_figure = _group_figure(comp, name)
     if group_figure is not None:
         figs.append(group_figure)
@@ -173,7 +184,7 @@ def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
             subtitle=f"test part, {comp.n_bins} bins",
         )
         caption = f"Reliability diagram: {r.method}"
-        figs.append(Figure(figure_name(r.method), caption, figure_png_bytes(fig)))
+        figs.append(Figure(figure_name(r.method), caption, png(fig)))
     return figs
 
 

@@ -26,12 +26,14 @@ none,clean,0,4,0.25
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from calibkit.core.progress import Phase
 from calibkit.io.jsonfile import json_text
 from calibkit.reporting.csv_text import csv_number, csv_text
 from calibkit.reporting.document import (
@@ -65,6 +67,8 @@ __all__ = [
     "summary_tables",
     "write_shift_report",
 ]
+
+log = logging.getLogger(__name__)
 
 #: The figure files and the metrics each shows.
 FIGURES = {
@@ -366,15 +370,19 @@ def _figures(
         "shift_conformal.png": "Coverage (dashed: the target) and mean set size of the "
         "conformal sets",
     }
-    out = []
+    todo = []
     for name, metrics in FIGURES.items():
         keep = [r for r in rows if any(not math.isnan(r.values.get(m, math.nan)) for m in metrics)]
-        if not keep or any(m not in keep[0].values for m in metrics):
-            continue
+        if keep and all(m in keep[0].values for m in metrics):
+            todo.append((name, metrics, keep))
+    out = []
+    phase = Phase(log, f"drawing {len(todo)} figures", len(todo))
+    for name, metrics, keep in todo:
         target = None if alpha is None else 1 - alpha
         fig = shift_boxplots(keep, metrics, title=title, target=target, labels=labels)
         caption = f"{captions[name]} by severity: one box per method over the corruptions."
         out.append(Figure(name, caption, figure_png_bytes(fig)))
+        phase.step(name)
     return out
 
 
@@ -382,7 +390,8 @@ def _about(result: ShiftResult) -> str:
     c = result.config
     corruptions = c.get("corruptions") or []
     severities = ", ".join(str(s) for s in c.get("severities", []))
-    return (
+    smoke = "Smoke run (--smoke): a toy size, to check the set-up, not for conclusions. "
+    return (smoke if c.get("smoke") else "") + (
         f"{c.get('model')} ({Path(str(c.get('weights', ''))).name}) on "
         f"{c.get('data')}:{c.get('split')}: {result.n_cal:,} clean calibration images, "
         f"{result.n_test:,} test images; {len(corruptions)} corruptions "
@@ -424,7 +433,7 @@ def shift_report(
     rows = result.rows
     s = result.settings
     alpha = s.alpha if s.scores else None
-    title = f"Calibration under shift: {s.model} on {s.data}"
+    title = f"Calibration under shift: {s.model} on {s.data}" + (" (smoke)" if s.smoke else "")
     tables = summary_tables(rows, alpha)
     body: list[Block] = [
         Paragraph(_about(result), meta=True),

@@ -86,6 +86,7 @@ from calibkit.core.binning import BinStats
 from calibkit.core.errors import InputError
 from calibkit.core.groups import check_groups
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_labels
+from calibkit.core.progress import time_left_text
 from calibkit.core.splits import stratified_split
 from calibkit.metrics import Evaluation, evaluate, reliability_stats
 from calibkit.metrics.calibration_tests import CalibrationTest, calibration_tests
@@ -438,8 +439,13 @@ def _rows(
     rows[0] = _by_group(rows[0], test, test_groups, settings)
     cal_logits, test_logits = cal.as_logits(), test.as_logits()
     fitted: dict[str, Calibrator] = {}
+    began = time.perf_counter()
     for i, name in enumerate(names, start=1):
-        _log.info(f"[{i}/{len(names)}] fitting {name} on {cal.n_samples:,} calibration samples")
+        spent = time.perf_counter() - began
+        eta = f" ({time_left_text(spent, i - 1, len(names))} of the fits)" if i > 1 else ""
+        _log.info(
+            f"[{i}/{len(names)}] fitting {name} on {cal.n_samples:,} calibration samples{eta}"
+        )
         start = time.perf_counter()
         calibrator = create_calibrator(name, **params.get(name, {}))
         with_groups: dict[str, Any] = {}

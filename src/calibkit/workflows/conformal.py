@@ -18,13 +18,17 @@ per score on the calibration part and measures its sets on the test part
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from calibkit.calibrators.sets.conformal import ConformalClassifier
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs
+from calibkit.core.progress import Phase
 from calibkit.metrics.conformal import SetMetrics, set_metrics
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["SetsResult", "SplitSets", "conformal_sets", "split_conformal_sets"]
 
@@ -97,18 +101,17 @@ def conformal_sets(
         for s in scores
     ]
     z_cal, z_test = cal.as_logits(), test.as_logits()
+    phase = Phase(_log, f"conformal sets of {len(models)} scores", 2 * len(models))
     for m in models:
         m.fit(z_cal, cal.labels)
-    return [
-        SetsResult(
-            m.score,
-            m,
-            set_metrics(
-                m.predict_set(z_test), test.labels, alpha, n_boot=n_boot, level=level, seed=seed
-            ),
-        )
-        for m in models
-    ]
+        phase.step(f"{m.score} fitted")
+    out = []
+    for m in models:
+        sets = m.predict_set(z_test)
+        metrics = set_metrics(sets, test.labels, alpha, n_boot=n_boot, level=level, seed=seed)
+        out.append(SetsResult(m.score, m, metrics))
+        phase.step(f"{m.score} judged")
+    return out
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ True
 
 from __future__ import annotations
 
+import logging
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,10 +37,13 @@ import numpy.typing as npt
 from calibkit.calibrators.priors.label_shift import PriorShiftAdapter, adapt_priors, check_priors
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.progress import Phase
 from calibkit.core.validation import LEVEL, N_BINS, RESAMPLES, SEED
 from calibkit.metrics.resampled import count_blocks
 from calibkit.metrics.scores import accuracy, nll
 from calibkit.metrics.suite import MetricSuite
+
+_log = logging.getLogger(__name__)
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -110,11 +114,14 @@ def paired_bootstrap(
         v: MetricSuite.from_outputs(as_outputs(labels, p), n_bins=n_bins) for v, p in probs.items()
     }
     reps: dict[str, dict[str, list[F64]]] = {v: {m: [] for m in SCORED} for v in probs}
+    label = f"paired bootstrap ({n_boot:,} replicates of {labels.shape[0]:,} samples)"
+    phase = Phase(_log, label, n_boot)
     for w in count_blocks(np.random.default_rng(seed), labels.shape[0], n_boot):
         for v, suite in suites.items():
             batch = suite.compute_batch(w, SCORED)
             for m in SCORED:
                 reps[v][m].append(batch[m])
+        phase.step(n=w.shape[0])
     alpha = (1.0 - level) / 2.0
 
     def interval(values: F64) -> Interval:

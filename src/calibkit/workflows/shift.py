@@ -34,7 +34,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +45,7 @@ from calibkit.calibrators import create_calibrator
 from calibkit.calibrators.sets.conformal import ConformalClassifier
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
-from calibkit.core.progress import ProgressEvent, report_step
+from calibkit.core.progress import Phase, ProgressEvent, report_step, time_left_text
 from calibkit.core.validation import MISCOVERAGE, N_BINS, RESAMPLES, SEED, SPLIT_SIZE, Integer
 from calibkit.metrics import evaluate
 
@@ -60,6 +60,7 @@ __all__ = [
     "IMAGENET_MEAN",
     "IMAGENET_STD",
     "SET_COLUMNS",
+    "SMOKE",
     "ShiftResult",
     "ShiftRow",
     "ShiftSettings",
@@ -89,6 +90,17 @@ SET_COLUMNS = ("coverage", "mean_set_size")
 COLUMNS = CLASSIFIER_COLUMNS + SET_COLUMNS
 #: The corruption name of the unshifted test part.
 CLEAN = "clean"
+#: What a smoke run (:meth:`ShiftSettings.smoke_run`, ``calibkit shift --smoke``) keeps: the
+#: whole command on a toy size, under a minute on a 2-core CPU.
+SMOKE: dict[str, Any] = {
+    "cal_size": 300,
+    "test_size": 300,
+    "corruptions": ("gaussian_noise", "fog"),
+    "severities": (1, 3, 5),
+    "methods": ("none", "temperature"),
+    "scores": ("lac",),
+    "n_floor_draws": 20,
+}
 
 
 @dataclass(frozen=True)
@@ -226,13 +238,16 @@ def shift_table(
     keys = [(CLEAN, 0), *shifted]
     fitted: list[tuple[str, Callable[[ClassifierOutputs], dict[str, float]]]] = []
     z_cal = cal.as_logits()
+    fits = Phase(log, f"fitting {len(methods) + len(scores)} methods", len(methods) + len(scores))
     for name in methods:
         if name == "none":
             fitted.append(
                 (name, lambda o: _classifier_values(o, o.probs, n_floor_draws, seed, n_bins))
             )
+            fits.step(name)
             continue
         calibrator = create_calibrator(name).fit(z_cal, cal.labels)
+        fits.step(name)
 
         def apply(o: ClassifierOutputs, c: Any = calibrator) -> dict[str, float]:
             probs = np.asarray(c.predict_proba(o.as_logits()), dtype=np.float64)
@@ -247,10 +262,14 @@ def shift_table(
             return _set_values(np.asarray(m.predict_set(o.as_logits())), o.labels)
 
         fitted.append((conformal_name(score), cover))
+        fits.step(conformal_name(score))
     rows = []
+    label = f"judging {len(fitted)} methods on {len(keys)} sets"
+    judged = Phase(log, label, len(fitted) * len(keys))
     for name, judge in fitted:
         for (corruption, severity), out in zip(keys, sets.values(), strict=True):
             rows.append(ShiftRow(name, corruption, severity, out.n_samples, judge(out)))
+            judged.step(f"{name} on {corruption}" + (f":{severity}" if severity else ""))
     return rows
 
 
@@ -339,9 +358,8 @@ def shifted_logits(
         z = model_logits(model, x, mean, std, device=device, batch_size=batch_size)
         out[(c, s)] = as_outputs(y, logits=z)
         spent = time.perf_counter() - start
-        left = spent / i * (len(todo) - i)
         acc = float((z.argmax(axis=1) == y).mean())
-        text = f"{c}:{s} accuracy {100 * acc:.1f}%  {spent:.0f}s spent, about {left:.0f}s left"
+        text = f"{c}:{s} accuracy {100 * acc:.1f}%  {time_left_text(spent, i, len(todo))}"
         report_step(log, ProgressEvent(f"shift {i}/{len(todo)}", i, len(todo), text), logging.INFO)
     return out
 
@@ -395,6 +413,8 @@ class ShiftSettings:
     n_floor_draws, n_bins, seed
         Draws of the ECE noise floor (0: none), bins of the binned metrics, and the seed of
         the split, the corruptions, the floors and the conformal split.
+    smoke
+        Marks a smoke run (:meth:`smoke_run`): a toy size, said in the log and the report.
 
     >>> ShiftSettings("resnet20", "w.th", corruptions="fog,gaussian_noise").corruptions
     Traceback (most recent call last):
@@ -421,6 +441,17 @@ class ShiftSettings:
     n_floor_draws: int = 100
     n_bins: int = 15
     seed: int = 0
+    smoke: bool = False
+
+    def smoke_run(self) -> ShiftSettings:
+        """These settings at the toy size of :data:`SMOKE` (the model, data, device and
+        seed kept), marked ``smoke``: the whole study in under a minute on a CPU.
+
+        >>> s = ShiftSettings("resnet20", __file__).smoke_run()
+        >>> s.smoke, s.cal_size, s.corruptions, s.severities, s.methods
+        (True, 300, ('gaussian_noise', 'fog'), (1, 3, 5), ('none', 'temperature'))
+        """
+        return replace(self, **SMOKE, smoke=True)
 
     def __post_init__(self) -> None:
         def put(name: str, value: object) -> None:
@@ -452,6 +483,8 @@ class ShiftSettings:
         put("n_floor_draws", RESAMPLES.check("n_floor_draws", self.n_floor_draws))
         put("n_bins", N_BINS.check("n_bins", self.n_bins))
         put("seed", SEED.check("seed", self.seed))
+        if not isinstance(self.smoke, bool):
+            raise InputError("smoke", "True or False", repr(self.smoke))
         if not isinstance(self.device, str) or not self.device:
             raise InputError("device", "cpu, cuda, cuda:N or auto", repr(self.device))
 
@@ -573,6 +606,20 @@ def split_parts(
     return cal_idx, test_idx
 
 
+def _smoke_text() -> str:
+    """What a smoke run keeps, in words.
+
+    >>> _smoke_text()  # doctest: +ELLIPSIS
+    '300 calibration and 300 test images, gaussian_noise and fog at severities 1, 3, 5, ...'
+    """
+    sm = SMOKE
+    return (
+        f"{sm['cal_size']} calibration and {sm['test_size']} test images, "
+        f"{' and '.join(sm['corruptions'])} at severities {', '.join(map(str, sm['severities']))}, "
+        f"{', '.join(sm['methods'])} and {', '.join(sm['scores'])}"
+    )
+
+
 def run_shift(settings: ShiftSettings) -> ShiftResult:
     """The shift study of ``settings``: load the dataset's split, split it into a clean
     calibration part and a test part, load the model, make its logits on both and on every
@@ -610,6 +657,8 @@ def run_shift(settings: ShiftSettings) -> ShiftResult:
     cal_idx, test_idx = split_parts(arrays.labels, s.cal_size, s.test_size, s.seed)
     model = load_model(s.model, s.weights, len(arrays.classes), channels)
     corruptions, severities = tuple(s.corruptions or ()), tuple(s.severities)
+    if s.smoke:
+        log.info("smoke run: a toy size (%s), not for conclusions", _smoke_text())
     log.info(
         "%s on %s:%s: %s clean calibration images, %s test images, %d corrupted sets, on %s",
         *(s.model, s.data, s.split, f"{len(cal_idx):,}", f"{len(test_idx):,}"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ from sklearn.model_selection import StratifiedKFold
 from calibkit.calibrators import CALIBRATORS, AutoCalibrator, Calibrator, create_calibrator
 from calibkit.calibrators.logit.auto import named_only
 from calibkit.core.errors import InputError, NotFittedError, UnknownNameError
+from calibkit.core.progress import progress_of
 from calibkit.metrics import ece, nll
 from tests.calibrators.problems import (
     CIFAR10,
@@ -237,3 +239,19 @@ def test_the_matrix_family_enters_unshrunk() -> None:
     assert auto.chosen_ == "ms_odir"  # an affine miscalibration TS cannot fix
     assert auto.chosen.get_params()["shrink"] == "none"
     assert Calibrator.from_json(auto.to_json()).chosen.get_params()["shrink"] == "none"
+
+
+def test_the_cross_fitting_reports_each_candidate_and_fold(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A bar step per fold and candidate (on 100 classes this phase ran silent for minutes)."""
+    z, y = random_problem(300, 3, seed=1)
+    with caplog.at_level(logging.DEBUG, logger="calibkit.calibrators.logit.auto"):
+        AutoCalibrator(methods=["temperature", "isotonic"], n_folds=3).fit(z, y)
+    steps = [(e.label, e.step, e.total, e.text) for r in caplog.records if (e := progress_of(r))]
+    assert [s[1:3] for s in steps] == [(k, 6) for k in range(7)]
+    assert steps[1][0] == "cross-fitting 2 methods x 3 folds"
+    # fold by fold (each fold's mix of cheap and dear fits alike: an honest time left)
+    assert [s[3] for s in steps[1:]] == [
+        f"fold {f}/3 {m}" for f in (1, 2, 3) for m in ("temperature", "isotonic")
+    ]

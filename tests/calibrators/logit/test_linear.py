@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import tracemalloc
 from pathlib import Path
 
@@ -24,8 +25,9 @@ from calibkit.calibrators import (
     create_calibrator,
 )
 from calibkit.calibrators import linear_solver as lin
-from calibkit.calibrators.logit.linear import TS_STRENGTH
+from calibkit.calibrators.logit.linear import DEFAULT_LAMBDA_GRID, TS_STRENGTH
 from calibkit.core.errors import InputError, NotFittedError
+from calibkit.core.progress import progress_of
 from calibkit.metrics import ece, nll
 from tests.calibrators.problems import CIFAR100, load_logits, needs_cifar100, seeded_split
 
@@ -434,3 +436,20 @@ def test_cifar100_odir_beats_uncalibrated_and_matches_temperature(
     # both ODIR methods 0.9246 / 0.0412 (lambda = 1000)
     assert ece(y[test], probs) < ece(y[test], logits=z[test])
     assert nll(y[test], probs) <= 1.03 * nll(y[test], cifar100["ts"])
+
+
+def test_the_penalty_search_reports_each_penalty_of_each_fold(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A bar step per penalty and fold, from the folds' threads (at 100 classes the search
+    of a matrix-family fit takes minutes)."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(120, 3)) * 2
+    y = np.arange(120) % 3
+    with caplog.at_level(logging.DEBUG, logger="calibkit.calibrators.logit.linear_solver"):
+        create_calibrator("ms_odir", shrink="none", n_folds=3).fit(z, y)
+    events = [e for r in caplog.records if (e := progress_of(r))]
+    n_pens = len(DEFAULT_LAMBDA_GRID)  # unshrunk: the ODIR grid alone
+    assert sorted(e.step for e in events) == list(range(3 * n_pens + 1))
+    assert {e.total for e in events} == {3 * n_pens}
+    assert events[0].label == f"penalty search ({n_pens} penalties x 3 folds, 3 classes)"

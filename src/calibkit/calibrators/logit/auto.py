@@ -56,6 +56,7 @@ auto chose 'temperature': no candidate beat temperature's NLL by more than one s
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Literal
 
@@ -67,6 +68,7 @@ from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import MappingOf
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.progress import Phase
 from calibkit.metrics import brier, ece, nll
 from calibkit.metrics.samples import brier_per_sample, nll_per_sample
 
@@ -79,6 +81,7 @@ Rule = Literal["one_se", "lowest"]
 RULES: tuple[str, ...] = ("one_se", "lowest")
 #: The fewest samples cross-validated (two folds of two); below, the baseline is fitted.
 MIN_SAMPLES = 4
+log = logging.getLogger(__name__)
 
 
 def named_only() -> list[str]:
@@ -289,21 +292,28 @@ class AutoCalibrator(Calibrator):
         if folds:
             seen = min(np.unique(labels[train]).size for train, _ in folds)
             names = self.candidates(out.n_classes, every_class=seen == out.n_classes)
-        fold_scores: dict[str, list[float]] = {}
-        losses: dict[str, F64] = {}
-        dropped: list[str] = []
-        for name in names:
-            scores, held = [], np.empty(labels.shape[0])
-            try:
-                for train, test in folds:
-                    cal = candidate(name).fit(z[train], labels[train])
-                    probs = cal.predict_proba(z[test])
-                    scores.append(self._score(labels[test], probs))
-                    held[test] = self._losses(labels[test], probs)
-            except InputError:  # e.g. a fold too small for the method's own settings
-                dropped.append(name)
-                continue
-            fold_scores[name], losses[name] = scores, held
+        scores: dict[str, list[float]] = {name: [] for name in names}
+        held: dict[str, F64] = {name: np.empty(labels.shape[0]) for name in names}
+        failed: set[str] = set()
+        # fold by fold, every candidate in each: the time per fold is alike, so the time
+        # left said after the first fold holds (candidate by candidate, cheap ones first, it
+        # did not); each fit is the same, so are the scores
+        label = f"cross-fitting {len(names)} methods x {len(folds)} folds"
+        phase = Phase(log, label, len(names) * len(folds))
+        for f, (train, test) in enumerate(folds, 1):
+            for name in names:
+                if name not in failed:
+                    try:
+                        cal = candidate(name).fit(z[train], labels[train])
+                        probs = cal.predict_proba(z[test])
+                        scores[name].append(self._score(labels[test], probs))
+                        held[name][test] = self._losses(labels[test], probs)
+                    except InputError:  # e.g. a fold too small for the method's own settings
+                        failed.add(name)
+                phase.step(f"fold {f}/{len(folds)} {name}")
+        dropped = [name for name in names if name in failed]
+        fold_scores = {name: scores[name] for name in names if name not in failed}
+        losses = {name: held[name] for name in names if name not in failed}
         self.cv_scores_ = {name: float(np.mean(s)) for name, s in fold_scores.items()}
         self.cv_fold_scores_ = fold_scores
         self.paired_ = self._paired(fold_scores, losses)

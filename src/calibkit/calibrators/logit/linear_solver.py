@@ -6,6 +6,7 @@ the methods and their objectives).
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,8 +22,10 @@ from calibkit.calibrators.logit.temperature import (
     fit_weighted_inverse_temperature,
 )
 from calibkit.core.outputs import log_softmax64
+from calibkit.core.progress import Phase
 
 I64 = npt.NDArray[np.int64]
+log = logging.getLogger(__name__)
 #: What a regularisation path is indexed by: penalties, or vector scaling's strengths.
 P = TypeVar("P")
 
@@ -333,13 +336,14 @@ def fit_path(
     tol: float,
     start: F64 | None = None,
     home: F64 | None = None,
+    step: Callable[[], None] | None = None,
 ) -> list[F64]:
     """Fit ``[W | b]`` for each penalty in turn, warm-started along the path.
 
     Each fit starts at the previous solution (first: ``start``, default ``home``) or at
     ``home`` (default the identity; the temperature-scaling map when shrinking towards
     it), whichever has the lower objective under the new penalty, so none ends above
-    ``home``'s objective.
+    ``home``'s objective. ``step`` is called after each fit (progress).
     """
     eye = identity_map(design.n_classes) if home is None else home
     id_nll = design.mean_identity_nll() if home is None else design.nll(home)
@@ -350,28 +354,43 @@ def fit_path(
             wb, wb_nll = eye, id_nll
         wb, wb_nll = fit_full(design, pen, wb, wb_nll, max_iter, tol)
         out.append(wb)
+        if step is not None:
+            step()
     return out
 
 
-def shrunk_path(design: Design, pens: Sequence[Penalty], max_iter: int, tol: float) -> list[F64]:
+def shrunk_path(
+    design: Design,
+    pens: Sequence[Penalty],
+    max_iter: int,
+    tol: float,
+    step: Callable[[], None] | None = None,
+) -> list[F64]:
     """:func:`fit_path` with every penalty centred at the temperature-scaling map fitted on
     ``design`` (which is also where the path starts)."""
     home = temperature_map(design.n_classes, fit_inverse_temperature_of(design))
-    return fit_path(design, [replace(p, centre=home) for p in pens], max_iter, tol, None, home)
+    pens = [replace(p, centre=home) for p in pens]
+    return fit_path(design, pens, max_iter, tol, None, home, step)
 
 
 def diagonal_path(
-    design: Design, strengths: Sequence[float], max_iter: int, tol: float
+    design: Design,
+    strengths: Sequence[float],
+    max_iter: int,
+    tol: float,
+    step: Callable[[], None] | None = None,
 ) -> list[F64]:
     """Vector scaling shrunk towards the temperature-scaling map fitted on ``design``: for
     each strength ``s``, the weight ``s / K`` on every squared ``w_j - 1 / T`` and ``b_j``;
-    each solution as a (K, K+1) map ``[diag(w) | b]``."""
+    each solution as a (K, K+1) map ``[diag(w) | b]`` (``step``: called after each)."""
     k = design.n_classes
     c = fit_inverse_temperature_of(design)
     out = []
     for s in strengths:
         w, b = fit_diagonal(design, max_iter, tol, np.full(2 * k, s / k), c)
         out.append(np.column_stack([np.diag(w), b]))
+        if step is not None:
+            step()
     return out
 
 
@@ -382,20 +401,24 @@ def cross_validate(
     seed: int,
     max_iter: int,
     tol: float,
-    path: Callable[[Design, Sequence[P], int, float], list[F64]] = fit_path,  # type: ignore[assignment]
+    path: Callable[..., list[F64]] = fit_path,
 ) -> tuple[F64, list[F64]]:
-    """Pooled held-out NLL of ``path`` (default :func:`fit_path`) for each penalty
-    (stratified k-fold), and the mean over folds of each penalty's solution. Folds run in
-    parallel threads (BLAS and numpy release the GIL); the result does not depend on
-    their number."""
+    """Pooled held-out NLL of ``path`` (default :func:`fit_path`; called as ``path(design,
+    pens, max_iter, tol, step=...)``) for each penalty (stratified k-fold), and the mean
+    over folds of each penalty's solution. Folds run in parallel threads (BLAS and numpy
+    release the GIL); the result does not depend on their number. Each fit of a fold is a
+    step of the logged progress (:class:`~calibkit.core.progress.Phase`)."""
     y = design.labels
     from sklearn.model_selection import StratifiedKFold  # lazy: sklearn costs seconds at import
 
     folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    k, n_pens = design.n_classes, len(pens)
+    label = f"penalty search ({n_pens} penalties x {n_folds} folds, {k} classes)"
+    phase = Phase(log, label, n_folds * n_pens)
 
     def run(fold: tuple[I64, I64]) -> tuple[list[float], list[F64]]:
         train, test = fold
-        solutions = path(design.subset(train), pens, max_iter, tol)
+        solutions = path(design.subset(train), pens, max_iter, tol, step=phase.step)
         held_out = design.subset(test)
         return [held_out.nll(wb) * design.weight_of(test) for wb in solutions], solutions
 

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from calibkit.core.progress import duration
 from calibkit.study.definition.config import ModelSpec, StudyConfig
 from calibkit.study.definition.prepare import StudyData
 from calibkit.study.run.executors import Executor, UnitFailed
@@ -41,14 +42,6 @@ from calibkit.study.store.record import calibration_settings, clamp_settings
 from calibkit.study.store.run_folder import RunFolder
 
 log = logging.getLogger(__name__)
-
-
-def _duration(seconds: float) -> str:
-    """``seconds`` as ``1h02m``, ``3m05s`` or ``12s``."""
-    s = round(seconds)
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
 #: The kinds of unit that are not an input calibrator's fit (see :func:`unit_kind`).
@@ -123,11 +116,11 @@ class TimeLeft:
             else:
                 total += price * count
         if not untimed:
-            return f"about {_duration(total / self.slots)} left"
+            return f"about {duration(total / self.slots)} left"
         rest = ", ".join(f"{n} {w}{'s' * (n > 1)}" for w, n in untimed.items()) + " not timed yet"
         if total == 0:
             return f"time left unknown ({rest})"
-        return f"about {_duration(total / self.slots)} left, and {rest}"
+        return f"about {duration(total / self.slots)} left, and {rest}"
 
 
 class Driver:
@@ -137,6 +130,7 @@ class Driver:
         self.cfg, self.executor, self.progress = cfg, executor, progress
         self.keys: dict[str, Hashable] = {}  # a run folder -> the key of its data
         self.total = 0
+        self.planned = False  # whether total counts every unit of the study (plan)
         self.finished = 0
         self.left = TimeLeft(executor.slots)
         self.failed: list[UnitFailed] = []  # the units that failed, in order
@@ -149,6 +143,36 @@ class Driver:
             if not trained or run.clamping_rows(name, clamp_settings(self.cfg, name)) is None
         ]
 
+    def _needs_calibration(self, run: RunFolder) -> bool:
+        """Whether a trained run's calibrators must be fitted again (see submit_calibration)."""
+        rows = run.calibration(calibration_settings(self.cfg, run.logits())) is None
+        return rows or not run.has_temperature
+
+    def _count_run(self, spec: ModelSpec, run: RunFolder, calibration: bool = True) -> None:
+        """Count what is left of a run: its training (or, with ``calibration``, its
+        calibration again) and the fits of its input calibrators not cached yet."""
+        trained = run.finished
+        fits = self._missing_fits(run, trained)
+        again = calibration and trained and self._needs_calibration(run)
+        self.total += len(fits) + (not trained) + again
+        self.left.add(("training", spec.label), int(not trained))
+        self.left.add(("calibration", spec.label), int(again))
+        for name in fits:
+            self.left.add((name, spec.label))
+
+    def plan(self, runs: Sequence[tuple[ModelSpec, RunFolder]], report_only: bool = False) -> None:
+        """Count every unit of the study before the first is submitted, so that each
+        finished unit is logged as ``(k/N)`` over all of them and the time left prices
+        them all (without it, units are counted as they are submitted). ``report_only``:
+        only the calibrations again of the runs already trained."""
+        for spec, run in runs:
+            if not report_only:
+                self._count_run(spec, run)
+            elif run.finished and self._needs_calibration(run):
+                self.total += 1
+                self.left.add(("calibration", spec.label))
+        self.planned = True
+
     def submit_run(
         self, spec: ModelSpec, seed: int, rdir: Path, key: Hashable, data: StudyData
     ) -> None:
@@ -156,10 +180,8 @@ class Driver:
         run = RunFolder(rdir)
         trained = run.finished
         fits = self._missing_fits(run, trained)
-        self.total += len(fits) + (not trained)
-        self.left.add(("training", spec.label), int(not trained))
-        for name in fits:
-            self.left.add((name, spec.label))
+        if not self.planned:  # its calibration again is counted by submit_calibration
+            self._count_run(spec, run, calibration=False)
         self.keys[str(rdir)] = key
         if trained:
             self.submit_calibration(spec, seed, rdir, key, data)
@@ -182,8 +204,9 @@ class Driver:
         if not (rows or temperature):
             return
         self.keys[str(rdir)] = key
-        self.total += 1
-        self.left.add(("calibration", spec.label))
+        if not self.planned:
+            self.total += 1
+            self.left.add(("calibration", spec.label))
         logits = run.logits_bytes()
         unit = CalibrateUnit(self.cfg, spec, seed, str(rdir), logits, rows, temperature)
         self.executor.submit(unit, key, data)
@@ -272,6 +295,6 @@ class Driver:
             self.total,
             what,
             where,
-            _duration(finished.seconds),
+            duration(finished.seconds),
             self.left.describe(),
         )

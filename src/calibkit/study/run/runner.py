@@ -171,6 +171,7 @@ def _run_unlocked(
     sizes: dict[str, dict[str, int]] = {}
     classes: tuple[str, ...] = ()
     runs = _runs(cfg, out, False)
+    driver.plan([(spec, RunFolder(rdir)) for spec, _, rdir in runs], report_only)
     n = len(runs)
     shown: list[tuple[DataConfig, int]] = []
     for i, (spec, seed, rdir) in enumerate(runs, start=1):
