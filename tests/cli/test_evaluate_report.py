@@ -182,3 +182,23 @@ def test_run_is_short() -> None:
     from calibkit.cli import evaluate
 
     assert len(inspect.getsource(evaluate.run).splitlines()) <= 40
+
+
+def test_the_suggested_compare_runs_as_printed(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file read with ``--kind`` and array names (the demo's ``logits.npz``): the verdict's
+    ``calibkit compare`` command repeats them, and runs as printed."""
+    import shlex
+
+    z, y = _calibrated()
+    np.savez(work / "run.npz", test_logits=z * 3.0, test_labels=y)
+    reading = ["--kind", "logits", "--scores-key", "test_logits", "--labels-key", "test_labels"]
+    assert main(["evaluate", "run.npz", *reading, "--n-boot", "0"]) == 0
+    out = capsys.readouterr().out
+    found = re.search(r"Run `?(calibkit compare .*?)`? to choose a calibrator", out)
+    assert found is not None, out
+    argv = shlex.split(found.group(1))[1:]
+    assert argv[:8] == ["compare", "run.npz", *reading]
+    methods = ["--methods", "temperature", "--n-boot", "0"]
+    assert main([*argv, *methods]) == 0

@@ -52,6 +52,7 @@ from calibkit.cli.options import (
     add_numbers,
     add_out,
     opt,
+    reading_words,
 )
 from calibkit.core.errors import InputError
 
@@ -156,5 +157,6 @@ def run(args: argparse.Namespace) -> int:
         interval=args.interval or "wilson",
         inputs=report_inputs(args),
         options=report_options(args),
+        reading=reading_words(args),
     )
     return finish(write_figures(report, plots), args, folder)

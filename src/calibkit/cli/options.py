@@ -186,3 +186,14 @@ def add_numbers(
     if bins if mode is None else mode:
         what = "binary problems: top_label or positive_class (default %(default)s)"
         opt(p, "--mode", "MODE", what, choices=("top_label", "positive_class"), default="top_label")
+
+
+def reading_words(args: argparse.Namespace) -> list[str]:
+    """The options of :func:`add_input_options` given in ``args``, as words of a command
+    line (``["--kind", "logits"]``), for a command a report suggests to repeat them."""
+    words: list[str] = []
+    for flag in ("--labels", "--kind", "--scores-key", "--labels-key"):
+        value = getattr(args, flag.removeprefix("--").replace("-", "_"), None)
+        if value is not None:
+            words += [flag, str(value)]
+    return words

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -137,8 +137,15 @@ def _group_sentence(ge: GroupEvaluation, key: str | None) -> str:
     )
 
 
-def evaluation_verdict(run: EvaluationRun, source: str, group_key: str | None = None) -> Verdict:
-    """The verdict of one evaluation of the file ``source`` (``group_key``: the groups' key).
+def evaluation_verdict(
+    run: EvaluationRun,
+    source: str,
+    group_key: str | None = None,
+    reading: Sequence[str] = (),
+) -> Verdict:
+    """The verdict of one evaluation of the file ``source`` (``group_key``: the groups' key;
+    ``reading``: the options the file was read with, such as ``("--kind", "logits")``, which
+    the command it suggests repeats so that it runs as printed).
 
     The headline: overconfident or underconfident (mean confidence against accuracy), the
     ECE against its noise floor (not above it, or not above the ECE a calibrated model
@@ -160,7 +167,8 @@ def evaluation_verdict(run: EvaluationRun, source: str, group_key: str | None = 
         times = f"{ece / floor:.1f} times its noise floor" if floor > 0 else "above its floor"
         first += f", an ECE {times}{', within the noise' if calibrated else ''}."
     sentences = [first]
-    extra = (f"--groups {shlex.quote(group_key)}",) if group_key else ()
+    extra = tuple(shlex.quote(word) for word in reading)
+    extra += (f"--groups {shlex.quote(group_key)}",) if group_key else ()
     if run.groups is not None:
         sentences.append(_group_sentence(run.groups, group_key))
     if not calibrated:
@@ -274,6 +282,7 @@ def evaluation_document(
     *,
     group_key: str | None = None,
     figures: list[Figure] | None = None,
+    reading: Sequence[str] = (),
 ) -> Document:
     """The report's document: the verdict, the metrics, the groups, then ``figures``."""
     ev = run.evaluation
@@ -296,7 +305,7 @@ def evaluation_document(
     if RISK_COVERAGE in by_name:
         body.append(Section("Selective prediction", [by_name[RISK_COVERAGE]]))
     title = f"Evaluation of {Path(source).name}"
-    return Document(title, body, evaluation_verdict(run, source, group_key))
+    return Document(title, body, evaluation_verdict(run, source, group_key, reading))
 
 
 def evaluation_text(run: EvaluationRun, source: str, group_key: str | None = None) -> str:
@@ -336,12 +345,14 @@ def evaluation_report(
     interval: str | None = "wilson",
     inputs: Mapping[str, str] | None = None,
     options: Mapping[str, Any] | None = None,
+    reading: Sequence[str] = (),
 ) -> Report:
     """The report of ``run`` on the file ``source``: document, numbers, terminal text.
 
     ``figures``: draw the figures (matplotlib; not needed to print); ``interval``: the
     per-bin interval of the reliability diagram (``"wilson"``, ``"clopper-pearson"``, or
-    ``"none"`` / None: none).
+    ``"none"`` / None: none); ``reading``: the options the file was read with (``--kind``,
+    ``--scores-key``, ...), repeated in the ``calibkit compare`` command the verdict suggests.
 
     Examples
     --------
@@ -362,7 +373,7 @@ def evaluation_report(
     drawn = evaluation_figures(run, Path(source).name, method) if figures else None
     return Report(
         "evaluate",
-        evaluation_document(run, source, group_key=group_key, figures=drawn),
+        evaluation_document(run, source, group_key=group_key, figures=drawn, reading=reading),
         evaluation_results(run),
         text=evaluation_text(run, source, group_key),
         inputs=inputs or {},
