@@ -91,9 +91,9 @@ _MODULES: dict[str, str] = {
     "calibkit.workflows.evaluate": "EvaluationRun evaluate_outputs",
     "calibkit.reporting.display": "ReliabilityDisplay",
     "calibkit.reporting.figures": (
-        "ece_temperature_figure reliability_figure reliability_grid risk_coverage_figure "
-        "save_figure smooth_reliability_figure"
+        "reliability_figure reliability_grid save_figure smooth_reliability_figure"
     ),
+    "calibkit.reporting.curves": "ece_temperature_figure risk_coverage_figure",
     "calibkit.reporting.compare_report": "write_compare_report",
     "calibkit.reporting.shift_report": "shift_report write_shift_report",
     "calibkit.reporting.document": "Document Figure Gallery Paragraph Section Table Verdict",
@@ -277,6 +277,7 @@ if TYPE_CHECKING:
     from calibkit.reporting.compare_report import (
         write_compare_report,
     )
+    from calibkit.reporting.curves import ece_temperature_figure, risk_coverage_figure
     from calibkit.reporting.display import (
         ReliabilityDisplay,
     )
@@ -293,10 +294,8 @@ if TYPE_CHECKING:
         evaluation_report,
     )
     from calibkit.reporting.figures import (
-        ece_temperature_figure,
         reliability_figure,
         reliability_grid,
-        risk_coverage_figure,
         save_figure,
         smooth_reliability_figure,
     )

@@ -80,6 +80,8 @@ def test_lenet_architecture_and_init() -> None:
 
 def test_bad_arguments() -> None:
     with pytest.raises(UnknownNameError, match=r"resnet20.*wrn28_10|wrn28_10.*resnet20"):
+        create_model("vgg16", num_classes=10)  # far from every name: all are listed
+    with pytest.raises(UnknownNameError, match=r"got 'resnet21' \(did you mean 'resnet20'\?\)"):
         create_model("resnet21", num_classes=10)
     with pytest.raises(InputError, match="num_classes"):
         create_model("resnet20", num_classes=0)

@@ -13,6 +13,7 @@ from matplotlib.transforms import Bbox
 
 from calibkit.core.binning import BinStats, bin_stats
 from calibkit.metrics.smooth import SmoothReliability
+from calibkit.reporting.curves import ece_temperature_figure
 from calibkit.reporting.display import ReliabilityDisplay
 from calibkit.reporting.document import Document, Gallery
 from calibkit.reporting.document import Figure as FigureBlock
@@ -20,7 +21,6 @@ from calibkit.reporting.figures import (
     COUNT_GID,
     ECE_GID,
     FLOOR_GID,
-    ece_temperature_figure,
     figure_png_bytes,
     group_reliability_figure,
     reliability_figure,

@@ -12,12 +12,12 @@ from calibkit.core.binning import BinStats, bin_stats
 from calibkit.core.errors import InputError
 from calibkit.metrics import ece, reliability_stats
 from calibkit.metrics.binned import error_from_stats
+from calibkit.reporting.curves import ece_temperature_figure
 from calibkit.reporting.figures import (
     ACCURACY_LABEL,
     FRACTION_LABEL,
     GAP_LABEL,
     bar_heights,
-    ece_temperature_figure,
     figure_png_bytes,
     reliability_figure,
     reliability_grid,

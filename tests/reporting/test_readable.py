@@ -16,9 +16,9 @@ from matplotlib.text import Text
 from calibkit.core.binning import BinStats, bin_stats
 from calibkit.core.outputs import as_outputs
 from calibkit.reporting.compare_report import write_compare_report
+from calibkit.reporting.curves import ece_temperature_figure
 from calibkit.reporting.document import Cell, Document, Section, Table
 from calibkit.reporting.figures import (
-    ece_temperature_figure,
     reliability_figure,
     reliability_grid,
 )

@@ -62,7 +62,7 @@ def test_report_says_whether_seeds_draw_the_split(
     ("old", "new", "message"),
     [
         ("lr = 0.01", "lr = 0.01\nwarmup = 3", "training.warmup: expected a key among epochs"),
-        ('name = "mlp"\nparams', 'name = "mlq"\nparams', "model: expected one of"),
+        ('name = "mlp"\nparams', 'name = "mlq"\nparams', "models[0].name: expected one of"),
         ('"digits:0,1,2"', '"digits:0,1,bird"', "classes: expected distinct names among 0, 1"),
         ('"digits:0,1,2"', '"digits:0,1,2@fog:6"', "severity: expected an integer in 1..5"),
         ('"digits:0,1,2"', '"digits:0,1,2@frost:3"', "frost is not available"),
@@ -88,7 +88,7 @@ def test_unknown_model_option_and_seeds(
 ) -> None:
     out = str(tmp_path / "o")
     assert main(["study", str(tiny_config), "--out", out, "--models", "resnet"]) == 2
-    assert "model: expected one of mlp, mlp_dropout, got 'resnet'" in capsys.readouterr().err
+    assert "--models: expected one of mlp, mlp_dropout, got 'resnet'" in capsys.readouterr().err
     assert main(["study", str(tiny_config), "--out", out, "--seeds", "a"]) == 2
     assert "--seeds: expected comma-separated integers" in capsys.readouterr().err
 

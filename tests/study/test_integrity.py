@@ -66,7 +66,7 @@ def _config(work: Path, old: str, new: str) -> str:
 
 
 BAD_CONFIGS = {
-    "unknown model": ('name = "mlp"\nparams', 'name = "mlq"\nparams', "models[0].model"),
+    "unknown model": ('name = "mlp"\nparams', 'name = "mlq"\nparams', "models[0].name"),
     "unknown dataset": ('"digits:0,1,2"', '"nosuch"', "data.dataset"),
     "unknown calibrator": ('"histogram"]', '"nope"]', "calibrator"),
     "binary-only calibrator": ('"histogram"]', '"platt"]', "calibrators"),
@@ -116,7 +116,7 @@ def test_a_refused_study_changes_no_file(
     [
         (["--seeds", "4294967296"], "seeds"),
         (["--seeds", "-1"], "seeds"),
-        (["--models", "x"], "model"),
+        (["--models", "x"], "--models"),
     ],
 )
 def test_bad_selections_change_no_file(

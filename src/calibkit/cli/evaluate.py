@@ -9,7 +9,7 @@ built on :func:`calibkit.metrics.evaluate`) keeps its keys. ``--extra risk_at_co
 ``--extra coverage_at_risk`` take ``--coverage C`` (in (0, 1]) and ``--risk R`` (in [0, 1]).
 
 ``--rc-plot PNG`` writes the risk-coverage curves (selective risk and generalized risk
-against coverage, :func:`calibkit.reporting.figures.risk_coverage_figure`).
+against coverage, :func:`calibkit.reporting.curves.risk_coverage_figure`).
 
 ``--groups KEY`` reads one group per sample from the file (an array of a ``.npz`` / ``.pt``,
 a column of a ``.csv``: :func:`calibkit.io.predictions.load_groups`) and adds each group's
@@ -30,7 +30,6 @@ from pathlib import Path
 
 from calibkit.cli.common import (
     check_inputs,
-    check_name,
     check_output_file,
     finish,
     output_folder,
@@ -41,7 +40,6 @@ from calibkit.cli.common import (
     report_options,
     say,
 )
-from calibkit.cli.glossary import names
 from calibkit.cli.options import (
     FILES,
     Subparsers,
@@ -55,9 +53,6 @@ from calibkit.cli.options import (
     reading_words,
 )
 from calibkit.core.errors import InputError
-
-#: The names ``--extra`` takes (``calibkit.metrics.extras.extra_choices()``, a test checks).
-EXTRAS = names("extra metrics")
 
 
 def add_arguments(sub: Subparsers) -> None:
@@ -95,8 +90,8 @@ def checked(args: argparse.Namespace) -> tuple[tuple[str, ...], dict[str, Path]]
     each figure file to write (by its name in the report), never an input, another figure's
     path, or an existing file without ``--force``."""
     check_inputs(args)
-    for name in args.extra:  # a typo refused before numpy is imported
-        check_name(name, "--extra", EXTRAS)
+    # the registry, not a copy of its names: a metric registered at run time is an extra too
+    # (the metrics layer loads no torch, scipy or matplotlib)
     from calibkit.metrics.extras import expand_extras
     from calibkit.metrics.selective import check_fraction
     from calibkit.reporting.evaluate_report import RELIABILITY, RISK_COVERAGE, SMOOTH

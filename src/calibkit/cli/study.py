@@ -117,17 +117,14 @@ def check_first(args: argparse.Namespace) -> Path:
     plain TOML): its models' and its dataset's, and the ``--models`` labels; and ``--out``'s
     place (an existing file, a missing parent). The config loader and the study folder's
     rules check the rest."""
-    import tomllib
+    from calibkit.io.toml import read_toml
 
     if args.config is not None:
         check_input(args.config, "CONFIG")
     if getattr(args, "out", None) is not None:
         check_output(Path(args.out), "--out", folder=True)
     path = Path(args.config) if args.config else DEFAULT_CONFIG
-    try:
-        config = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return path  # the config loader names what is wrong with the file
+    config = read_toml(path)  # a file that is not TOML is refused here, saying why
     found = config.get("models")
     models = [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
     for i, model in enumerate(models):

@@ -138,11 +138,25 @@ LISTED_BESIDE_SUGGESTION = 10
 def nearest_name(name: object, valid: Iterable[str]) -> str | None:
     """The valid name nearest to a mistyped ``name`` (difflib's ratio >= 0.6), or None.
 
+    Among equally near names, the one sharing the longest beginning with ``name`` wins.
+
     >>> nearest_name("temprature", ["temperature", "vector"]), nearest_name("xyz", ["vector"])
     ('temperature', None)
+    >>> nearest_name("resnet21", ["resnet32", "resnet20", "resnet44"])
+    'resnet20'
     """
-    near = difflib.get_close_matches(str(name), list(valid), n=1, cutoff=0.6)
-    return near[0] if near else None
+    text = str(name)
+    near = difflib.get_close_matches(text, list(valid), n=5, cutoff=0.6)
+    if not near:
+        return None
+
+    def closeness(candidate: str) -> tuple[float, int]:
+        ratio = difflib.SequenceMatcher(None, text, candidate).ratio()
+        pairs = zip(text, candidate, strict=False)
+        shared = next((i for i, (a, b) in enumerate(pairs) if a != b), len(candidate))
+        return ratio, shared
+
+    return max(near, key=closeness)
 
 
 class UnknownNameError(InputError, KeyError):

@@ -115,18 +115,28 @@ def from_mapping(cls: type[T], data: Mapping[str, Any], where: str, *, prefix: s
         raise _fail(where, dotted + key, exc.expected, exc.got) from None
 
 
-def load_toml(cls: type[T], path: str | Path) -> T:
-    """Parse the TOML file ``path`` into dataclass ``cls`` (see :func:`from_mapping`)."""
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """The TOML file ``path`` as plain Python values; one clear message for a missing,
+    undecodable, malformed or too deeply nested file.
+
+    >>> read_toml("missing.toml")
+    Traceback (most recent call last):
+    calibkit.core.errors.InputError: config: expected an existing TOML file, got missing.toml
+    """
     p = Path(path)
     if not p.is_file():
         raise InputError("config", "an existing TOML file", str(p))
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        return tomllib.loads(p.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(str(p), "valid TOML", str(exc)) from None
     except RecursionError:  # tomllib parses nested arrays and tables recursively
         raise InputError(str(p), "valid TOML", "arrays or tables nested too deeply") from None
-    return from_mapping(cls, data, str(p))
+
+
+def load_toml(cls: type[T], path: str | Path) -> T:
+    """Parse the TOML file ``path`` into dataclass ``cls`` (see :func:`from_mapping`)."""
+    return from_mapping(cls, read_toml(path), str(path))
 
 
 def _scalar(value: Any) -> str:

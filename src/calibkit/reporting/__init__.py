@@ -15,9 +15,9 @@ from calibkit.core.lazy import lazy_exports
 _MODULES: dict[str, str] = {
     "calibkit.reporting.display": "ReliabilityDisplay",
     "calibkit.reporting.figures": (
-        "ece_temperature_figure reliability_figure reliability_grid risk_coverage_figure "
-        "save_figure smooth_reliability_figure"
+        "reliability_figure reliability_grid save_figure smooth_reliability_figure"
     ),
+    "calibkit.reporting.curves": "ece_temperature_figure risk_coverage_figure",
     "calibkit.reporting.compare_report": "write_compare_report",
     "calibkit.reporting.shift_report": "write_shift_report",
     "calibkit.reporting.document": "Document Figure Gallery Paragraph Section Table Verdict",

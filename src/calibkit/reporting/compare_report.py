@@ -44,6 +44,7 @@ from calibkit.core.progress import Phase
 from calibkit.io.atomic import check_replaceable_folder
 from calibkit.io.jsonfile import json_ready
 from calibkit.reporting.csv_text import csv_number, csv_text
+from calibkit.reporting.curves import ece_temperature_figure, risk_coverage_figure
 from calibkit.reporting.document import (
     Block,
     Cell,
@@ -57,12 +58,10 @@ from calibkit.reporting.document import (
     table_section,
 )
 from calibkit.reporting.figures import (
-    ece_temperature_figure,
     figure_png_bytes,
     group_reliability_figure,
     reliability_figure,
     reliability_grid,
-    risk_coverage_figure,
 )
 from calibkit.reporting.legacy import written_before_manifests
 from calibkit.reporting.tables import (

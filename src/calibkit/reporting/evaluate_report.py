@@ -241,10 +241,10 @@ def evaluation_figures(
     curves of ``run`` (``name``: the file's name, in the titles)."""
     from calibkit.metrics.binned import reliability_stats
     from calibkit.metrics.selective import risk_coverage_curve
+    from calibkit.reporting.curves import risk_coverage_figure
     from calibkit.reporting.figures import (
         figure_png_bytes,
         reliability_figure,
-        risk_coverage_figure,
         smooth_reliability_figure,
     )
 

@@ -34,6 +34,7 @@ from calibkit.io.jsonfile import write_json
 from calibkit.metrics import ece, reliability_stats
 from calibkit.reporting.compare_report import nll_ece_change
 from calibkit.reporting.csv_text import csv_number, csv_text
+from calibkit.reporting.curves import ece_temperature_figure
 from calibkit.reporting.document import (
     Block,
     Cell,
@@ -48,7 +49,6 @@ from calibkit.reporting.document import (
 )
 from calibkit.reporting.figures import (
     GridPanel,
-    ece_temperature_figure,
     figure_png_bytes,
     reliability_grid,
 )
