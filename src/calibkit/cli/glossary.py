@@ -248,17 +248,6 @@ NAME_LISTS: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "calibkit.data:CORRUPTIONS",
     ),
-    "extra metrics": (
-        (
-            *("smooth_ece", "confidence", "nll_calibration", "nll_refinement"),
-            *("brier_calibration", "brier_refinement", "brier_reliability"),
-            *("brier_resolution", "brier_uncertainty", "risk_at_coverage", "coverage_at_risk"),
-            *("spiegelhalter_statistic", "spiegelhalter_p", "ks_statistic", "ks_p"),
-            *("kuiper_statistic", "kuiper_p", "hosmer_lemeshow_statistic"),
-            *("hosmer_lemeshow_p", "decomposition", "tests"),
-        ),
-        "calibkit.metrics.extras:extra_choices",
-    ),
 }
 #: The calibrators' other names (``CALIBRATORS``' aliases) -> the name each stands for.
 CALIBRATOR_ALIASES: dict[str, str] = {"bcts": "bias_corrected_temperature"}

@@ -27,7 +27,6 @@ True
 
 from __future__ import annotations
 
-import difflib
 import logging
 import math
 import os
@@ -43,7 +42,7 @@ import numpy.typing as npt
 
 from calibkit.calibrators import create_calibrator
 from calibkit.calibrators.sets.conformal import ConformalClassifier
-from calibkit.core.errors import InputError
+from calibkit.core.errors import InputError, nearest_name
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import Phase, ProgressEvent, report_step, time_left_text
 from calibkit.core.validation import MISCOVERAGE, N_BINS, RESAMPLES, SEED, SPLIT_SIZE, Integer
@@ -375,8 +374,8 @@ def _names(value: str | Sequence[str] | None, name: str) -> tuple[str, ...] | No
 
 
 def _unknown(field_name: str, name: str, valid: Sequence[str], what: str) -> InputError:
-    near = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
-    got = repr(name) + (f" (did you mean {near[0]!r}?)" if near else "")
+    near = nearest_name(name, valid)
+    got = repr(name) + (f" (did you mean {near!r}?)" if near else "")
     return InputError(field_name, f"{what} among {', '.join(valid)}", got)
 
 
