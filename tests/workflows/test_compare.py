@@ -51,6 +51,7 @@ class FakeBinary(Calibrator):
 def fake_binary(monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(FakeBinary, "name", "fake_binary")
     monkeypatch.setitem(CALIBRATORS._items, "fake_binary", FakeBinary)
+    monkeypatch.setitem(CALIBRATORS._info, "fake_binary", {})
     return "fake_binary"
 
 

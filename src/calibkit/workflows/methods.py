@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from calibkit.calibrators import CALIBRATORS, Calibrator
+from calibkit.calibrators.scope import declined, scope_of
 from calibkit.core.errors import InputError
 from calibkit.core.validation import Integer
 
@@ -26,10 +27,6 @@ UNCALIBRATED_SUMMARY = (
     "No calibrator: the model's own softmax probabilities (compare's first row; with conformal "
     "and labelshift, the sets or the prior adaptation computed on them)."
 )
-#: Unregularised matrix scaling is left out of the defaults from this many classes on ...
-MATRIX_MAX_CLASSES = 50
-#: ... and when the calibration part has fewer than this many samples per fitted parameter.
-MATRIX_SAMPLES_PER_PARAMETER = 2
 
 
 def _applies_to(method: str, n_classes: int) -> bool:
@@ -38,16 +35,27 @@ def _applies_to(method: str, n_classes: int) -> bool:
 
 
 def matrix_fits(n_classes: int, n_cal: int | None = None) -> bool:
-    """Whether unregularised matrix scaling (``K * (K + 1)`` parameters) can be fitted well:
-    fewer than :data:`MATRIX_MAX_CLASSES` classes and, when ``n_cal`` is given, at least
-    :data:`MATRIX_SAMPLES_PER_PARAMETER` calibration samples per parameter.
+    """Whether unregularised matrix scaling is among the defaults for ``n_classes`` classes
+    and ``n_cal`` calibration samples: its declared scope
+    (:func:`~calibkit.calibrators.scope.scope_of`) does not decline it.
 
     >>> matrix_fits(10, 5000), matrix_fits(10, 200), matrix_fits(100)
     (True, False, False)
     """
-    if n_classes >= MATRIX_MAX_CLASSES:
-        return False
-    return n_cal is None or n_cal >= MATRIX_SAMPLES_PER_PARAMETER * n_classes * (n_classes + 1)
+    return scope_of("matrix").declines(n_classes, n_cal) is None
+
+
+def declined_methods(n_classes: int, n_cal: int | None = None) -> dict[str, str]:
+    """The default entries that apply to ``n_classes`` classes but whose declared scope
+    (:class:`~calibkit.calibrators.scope.Scope`) excludes ``n_classes`` classes and ``n_cal``
+    calibration samples, each with its one-line reason: what the output and the report say
+    about a method left out.
+
+    >>> list(declined_methods(100, 5000)), declined_methods(10, 5000)
+    (['matrix'], {})
+    """
+    names = [n for n in CALIBRATORS.defaults(kind="logits") if _applies_to(n, n_classes)]
+    return declined(names, n_classes, n_cal)
 
 
 def applicable_methods(
@@ -56,10 +64,11 @@ def applicable_methods(
     """Default methods for ``n_classes`` classes and ``n_cal`` calibration samples (None:
     not known) in the registry's order: the entries registered without ``default=False``
     (:meth:`~calibkit.core.registry.Registry.defaults`; ``"auto"`` and the methods run
-    only when named are left out), ``"matrix"`` left out unless
-    :func:`matrix_fits`, and with ``every_class`` False (a class absent from the calibration
-    labels) the methods that fit each class from its own rows and so refuse such data
-    (``needs_every_class``).
+    only when named are left out), without those whose declared scope declines the data
+    (:func:`declined_methods`: ``"matrix"`` from 50 classes on or below 2 samples per
+    parameter), and with ``every_class`` False (a class absent from the calibration
+    labels) without the methods that fit each class from its own rows and so refuse such
+    data (``needs_every_class``).
 
     >>> "temperature" in applicable_methods(10), "auto" in applicable_methods(10)
     (True, False)
@@ -67,7 +76,7 @@ def applicable_methods(
     (True, False)
     """
     n_classes = Integer(low=2).check("n_classes", n_classes)
-    left_out = [] if matrix_fits(n_classes, n_cal) else ["matrix"]
+    left_out = declined_methods(n_classes, n_cal)
     return [
         name
         for name in CALIBRATORS.defaults(kind="logits")

@@ -103,6 +103,7 @@ from calibkit.calibrators.logit.linear_solver import (
     temperature_map,
 )
 from calibkit.calibrators.modules import Affine
+from calibkit.calibrators.scope import Scope
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import (
@@ -402,6 +403,12 @@ class VectorScaling(_ShrunkScaling):
 
 @CALIBRATORS.register(
     "matrix",
+    scope=Scope(
+        max_classes=50,
+        reason="K (K + 1) parameters overfit (on 100 classes: 26-38% ECE, NLL 64)",
+        parameters=lambda k: k * (k + 1),
+        samples_per_parameter=2,
+    ),
     summary=(
         "Matrix scaling (Guo et al. 2017): softmax(W z + b) with a full W, shrunk towards "
         "temperature scaling by a cross-validated strength s; that penalty is ms_odir's with "

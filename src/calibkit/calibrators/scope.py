@@ -1,0 +1,99 @@
+"""Where a registered calibrator runs by default: its scope, declared on its registry entry.
+
+A method is one of the defaults (``compare``'s rows, ``auto``'s candidates) for some data
+sizes and not others: unregularised matrix scaling overfits from 50 classes on, and a
+method that costs minutes at 1,000 classes is no default there. That fact lives beside the
+method, as the ``scope=`` metadata of its :data:`~calibkit.calibrators.base.CALIBRATORS`
+entry (a :class:`Scope`), and every consumer asks :func:`declined` for it: no workflow keeps
+its own list. A declined method still runs when named; the one-line reason is what the
+output and the report say about it.
+
+>>> Scope(max_classes=50, reason="K (K + 1) parameters").declines(100, 5000)
+'declined from 50 classes on: K (K + 1) parameters'
+>>> Scope().declines(1000, 50_000) is None
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The data sizes for which a method is among the defaults.
+
+    Attributes
+    ----------
+    max_classes : int, optional
+        The method is a default only below this many classes (None: any number).
+    reason : str
+        Why, in one line (said with :attr:`max_classes`'s decline).
+    parameters : callable, optional
+        The number of fitted parameters for ``K`` classes; with :attr:`samples_per_parameter`,
+        the fewest calibration samples the method is a default for.
+    samples_per_parameter : float
+        Calibration samples needed per fitted parameter (0: no such limit).
+
+    Examples
+    --------
+    >>> s = Scope(parameters=lambda k: k * (k + 1), samples_per_parameter=2)
+    >>> s.declines(10, 219)
+    'declined below 2 calibration samples per parameter (220 for 10 classes, 110 parameters)'
+    >>> s.declines(10, 220) is None
+    True
+    """
+
+    max_classes: int | None = None
+    reason: str = ""
+    parameters: Callable[[int], int] | None = None
+    samples_per_parameter: float = 0.0
+
+    def declines(self, n_classes: int, n_samples: int | None = None) -> str | None:
+        """Why the method is no default for ``n_classes`` classes and ``n_samples``
+        calibration samples (None: not known), in one line; None when it is one."""
+        if self.max_classes is not None and n_classes >= self.max_classes:
+            why = f": {self.reason}" if self.reason else ""
+            return f"declined from {self.max_classes} classes on{why}"
+        if self.parameters is not None and self.samples_per_parameter and n_samples is not None:
+            p = self.parameters(n_classes)
+            need = int(self.samples_per_parameter * p)
+            if n_samples < need:
+                return (
+                    f"declined below {self.samples_per_parameter:g} calibration samples per "
+                    f"parameter ({need:,} for {n_classes} classes, {p:,} parameters)"
+                )
+        return None
+
+
+#: The scope of an entry registered without ``scope=``: every data size.
+EVERYWHERE = Scope()
+
+
+def scope_of(name: str) -> Scope:
+    """The :class:`Scope` declared on the registered calibrator ``name``.
+
+    >>> scope_of("temperature") == EVERYWHERE, scope_of("matrix").max_classes
+    (True, 50)
+    """
+    from calibkit.calibrators.base import CALIBRATORS
+
+    scope = CALIBRATORS.info(name).get("scope", EVERYWHERE)
+    assert isinstance(scope, Scope)
+    return scope
+
+
+def declined(names: list[str], n_classes: int, n_samples: int | None = None) -> dict[str, str]:
+    """Each of ``names`` whose declared scope excludes ``n_classes`` classes and
+    ``n_samples`` calibration samples, with its one-line reason (in the order of ``names``).
+
+    >>> declined(["temperature", "matrix"], 100, 5000)["matrix"][:27]
+    'declined from 50 classes on'
+    """
+    res: dict[str, str] = {}
+    for name in names:
+        why = scope_of(name).declines(n_classes, n_samples)
+        if why is not None:
+            res[name] = why
+    return res
