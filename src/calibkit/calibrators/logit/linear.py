@@ -95,13 +95,13 @@ from calibkit.calibrators.logit.linear_solver import (
     curvature,
     diagonal_path,
     fit_diagonal,
-    fit_inverse_temperature_of,
     fit_path,
     identity_map,
     odir_coefficients,
     shrunk_path,
     temperature_map,
 )
+from calibkit.calibrators.logit.temperature import nll_inverse_temperature
 from calibkit.calibrators.modules import Affine
 from calibkit.calibrators.scope import Scope
 from calibkit.core.fitted_state import Array
@@ -210,6 +210,13 @@ class _Linear(Calibrator):
 
     def _features(self, logits: F64) -> F64:
         return log_softmax64(logits) if self.on_log_probs else np.asarray(logits, np.float64)
+
+    @staticmethod
+    def _ts_inverse_temperature(out: ClassifierOutputs, weights: F64 | None) -> float:
+        """``1 / T`` of temperature scaling on ``out`` (T in [0.1, 10]): the fit shared with
+        every other method that centres on it (the ``temperature`` row's included; on
+        log-probabilities, Dirichlet's features, it is the same ``T``)."""
+        return nll_inverse_temperature(out, weights, 0.1, 10.0)
 
     def _design(self, out: ClassifierOutputs, weights: F64 | None = None) -> Design:
         return Design(self._features(np.asarray(out.as_logits())), out.labels, weights)
@@ -388,14 +395,16 @@ class VectorScaling(_ShrunkScaling):
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         design = self._design(out, weights)
-        if self.shrink == "none":
-            self._store_unshrunk()
-            self.weights_, self.bias_ = fit_diagonal(design, self.max_iter, self.tol)
-            return
         k = design.n_classes
+        c = self._ts_inverse_temperature(out, weights)
+        ts_map = np.concatenate([np.full(k, c), np.zeros(k)])
+        if self.shrink == "none":  # from the TS map: the same optimum, fewer iterations
+            self._store_unshrunk()
+            fit = fit_diagonal(design, self.max_iter, self.tol, start=ts_map)
+            self.weights_, self.bias_ = fit
+            return
         strengths = np.unique(self.shrink_grid)[::-1]
         best, _ = self._choose(design, out.labels, list(strengths), diagonal_path)
-        c = fit_inverse_temperature_of(design)
         self.centre_temperature_, self.shrink_strength_ = 1.0 / c, float(strengths[best])
         coef = np.full(2 * k, strengths[best] / k)
         self.weights_, self.bias_ = fit_diagonal(design, self.max_iter, self.tol, coef, c)
@@ -495,7 +504,7 @@ class MatrixScaling(_ShrunkScaling):
             pen = Penalty.make(l2, curvature(design))
             self._store(fit_path(design, [pen], self.max_iter, self.tol)[0])
             return
-        c = fit_inverse_temperature_of(design)
+        c = self._ts_inverse_temperature(out, weights)
         centre, curv = temperature_map(k, c), curvature(design, inverse_temperature=c)
         strengths = np.unique(self.shrink_grid)[::-1]
         coefs = [odir_coefficients(k, s, s, diagonal=True) + l2 for s in strengths]
@@ -584,7 +593,7 @@ class _ODIR(_Linear):
         elif shrink:  # the grid reaches temperature scaling
             lambdas = np.unique([*lambdas, TS_STRENGTH])[::-1]
         mus = lambdas if self.reg_mu is None else np.full_like(lambdas, self.reg_mu)
-        c = fit_inverse_temperature_of(design) if shrink else 1.0
+        c = self._ts_inverse_temperature(out, weights) if shrink else 1.0
         centre = temperature_map(k, c) if shrink else None
         self.centre_temperature_ = 1.0 / c
         curv = curvature(design, inverse_temperature=c)

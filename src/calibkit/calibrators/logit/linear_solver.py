@@ -17,10 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators.base import F64
-from calibkit.calibrators.logit.temperature import (
-    fit_inverse_temperature,
-    fit_weighted_inverse_temperature,
-)
+from calibkit.calibrators.logit.temperature import shared_inverse_temperature
 from calibkit.core.outputs import log_softmax64
 from calibkit.core.progress import Phase
 
@@ -82,11 +79,11 @@ def temperature_map(k: int, inverse_temperature: float) -> F64:
 
 def fit_inverse_temperature_of(design: Design) -> float:
     """The inverse temperature ``1 / T`` of temperature scaling fitted by NLL on the
-    design's features (``T`` in [0.1, 10], the defaults of ``TemperatureScaling``)."""
-    x, y = np.ascontiguousarray(design.x1[:, :-1]), design.labels
-    if design.weights is None:
-        return float(fit_inverse_temperature(x, y, 0.1, 10.0))
-    return float(fit_weighted_inverse_temperature(x, y, design.weights, 0.1, 10.0))
+    design's features (``T`` in [0.1, 10], the defaults of ``TemperatureScaling``), fitted
+    once per distinct design (:func:`~calibkit.calibrators.logit.temperature.
+    shared_inverse_temperature`: the folds of vector scaling, matrix scaling and MS-ODIR
+    share theirs)."""
+    return shared_inverse_temperature(design.x_rows, design.labels, design.weights, 0.1, 10.0)
 
 
 class Design:
@@ -112,22 +109,39 @@ class Design:
     """
 
     def __init__(self, x: F64, labels: I64, weights: F64 | None = None) -> None:
-        n, k = x.shape
+        n = x.shape[0]
         self.weights = None if weights is None else weights * (n / weights.sum())
-        self.x1 = np.empty((n, k + 1), order="F")
-        self.x1[:, :k] = x
-        self.x1[:, k] = 1.0
+        #: The features ``x`` in C order (the diagonal fits read row chunks of them).
+        self.x_rows = np.ascontiguousarray(x, dtype=np.float64)
         self.labels = labels
-        #: NLL of each sample under the identity map.
-        self.identity_nll = -log_softmax64(x)[np.arange(n), labels]
+        self._x1: F64 | None = None
+        self._identity_nll: F64 | None = None
+
+    @property
+    def x1(self) -> F64:
+        """``[x, 1]`` in Fortran order, made on first use (only the full maps need it)."""
+        if self._x1 is None:
+            n, k = self.x_rows.shape
+            self._x1 = np.empty((n, k + 1), order="F")
+            self._x1[:, :k] = self.x_rows
+            self._x1[:, k] = 1.0
+        return self._x1
+
+    @property
+    def identity_nll(self) -> F64:
+        """NLL of each sample under the identity map (computed on first use)."""
+        if self._identity_nll is None:
+            n = self.labels.shape[0]
+            self._identity_nll = -log_softmax64(self.x_rows)[np.arange(n), self.labels]
+        return self._identity_nll
 
     @property
     def n_classes(self) -> int:
-        return int(self.x1.shape[1] - 1)
+        return int(self.x_rows.shape[1])
 
     def subset(self, rows: I64) -> Design:
         weights = None if self.weights is None else self.weights[rows]
-        return Design(self.x1[rows, :-1], self.labels[rows], weights)
+        return Design(self.x_rows[rows], self.labels[rows], weights)
 
     def mean_identity_nll(self) -> float:
         """The (weighted) mean NLL of the identity map."""
@@ -291,41 +305,147 @@ def fit_full(
     return wb, fun - pen(wb)
 
 
+#: Elements per row chunk of the diagonal fits' passes (a chunk and its temporaries stay
+#: in a 2 MB L2 cache).
+DIAGONAL_CHUNK = 1 << 15
+
+
+def _row_chunks(n: int, k: int) -> range:
+    return range(0, n, max(1, DIAGONAL_CHUNK // k))
+
+
+def diagonal_pass(
+    x: F64, labels: I64, weights: F64 | None, w: F64, b: F64
+) -> tuple[float, F64, F64]:
+    """Mean NLL of ``softmax(x * w + b)`` and its gradients in ``w`` and ``b``, in one pass
+    over row chunks of ``x`` (C order; ``weights``: of the rows, mean 1, or ``None``).
+
+    >>> x = np.array([[1.0, 0.0]])
+    >>> loss, gw, gb = diagonal_pass(x, np.array([0]), None, np.ones(2), np.zeros(2))
+    >>> round(loss, 6), gw.round(6).tolist(), gb.round(6).tolist()
+    (0.313262, [-0.268941, 0.0], [-0.268941, 0.268941])
+    """
+    n, k = x.shape
+    gw, gb, loss = np.zeros(k), np.zeros(k), 0.0
+    step = max(1, DIAGONAL_CHUNK // k)
+    for lo in _row_chunks(n, k):
+        xc, yc = x[lo : lo + step], labels[lo : lo + step]
+        rows = np.arange(xc.shape[0])
+        s = xc * w
+        s += b
+        s -= s.max(axis=1, keepdims=True)
+        picked = s[rows, yc]
+        np.exp(s, out=s)
+        total = s.sum(axis=1)
+        log_total = np.log(total)
+        scale = 1.0 / (n * total)
+        if weights is None:
+            loss += float(log_total.sum() - picked.sum())
+            s *= scale[:, None]
+            s[rows, yc] -= 1.0 / n
+        else:
+            wc = weights[lo : lo + step]
+            loss += float(wc @ (log_total - picked))
+            s *= (scale * wc)[:, None]
+            s[rows, yc] -= wc / n
+        gw += np.einsum("ij,ij->j", s, xc)
+        gb += s.sum(axis=0)
+    return loss / n, gw, gb
+
+
+def diagonal_curvature(x: F64, weights: F64 | None, w: F64, b: F64) -> F64:
+    """The 2 x 2 diagonal blocks of the Hessian of :func:`diagonal_pass`'s NLL in each
+    ``(w_j, b_j)`` at ``(w, b)``, a (3, K) array of their entries ``h00, h10, h11``
+    (``mean_i v_ij [x_ij, 1][x_ij, 1]^T``, ``v_ij = p_ij (1 - p_ij)``)."""
+    n, k = x.shape
+    h = np.zeros((3, k))
+    step = max(1, DIAGONAL_CHUNK // k)
+    for lo in _row_chunks(n, k):
+        xc = x[lo : lo + step]
+        s = xc * w
+        s += b
+        s -= s.max(axis=1, keepdims=True)
+        np.exp(s, out=s)
+        s /= s.sum(axis=1, keepdims=True)
+        s *= 1.0 - s
+        if weights is not None:
+            s *= weights[lo : lo + step, None]
+        h[2] += s.sum(axis=0)
+        s *= xc
+        h[1] += s.sum(axis=0)
+        h[0] += np.einsum("ij,ij->j", s, xc)
+    return np.asarray(h / n, dtype=np.float64)
+
+
+def _diagonal_factor(design: Design, theta: F64, pen: F64) -> F64:
+    """The inverse Cholesky factors of the 2 x 2 blocks ``(w_j, b_j)`` of vector scaling's
+    Hessian at ``theta = [w, b]`` plus the penalty's curvature ``2 pen``: a (3, K) array of
+    their entries ``a00, a10, a11`` (``a01 = 0``), so that ``A_j H_j A_j^T = I``.
+
+    The coupling between classes (``-p_ij p_ik``) is left out: it is small where many
+    classes share the probability, and L-BFGS learns what remains.
+    """
+    k = design.n_classes
+    h00, h10, h11 = diagonal_curvature(design.x_rows, design.weights, theta[:k], theta[k:])
+    h00, h11 = h00 + 2.0 * pen[:k], h11 + 2.0 * pen[k:]
+    floor = 1e-6 * float(np.mean(h00) + np.mean(h11)) / 2.0 + 1e-12  # flat directions
+    h00, h11 = h00 + floor, h11 + floor
+    l00 = np.sqrt(h00)
+    l10 = h10 / l00
+    l11 = np.sqrt(np.maximum(h11 - l10 * l10, floor))
+    return np.stack([1.0 / l00, -l10 / (l00 * l11), 1.0 / l11])
+
+
 def fit_diagonal(
     design: Design,
     max_iter: int,
     tol: float,
     coef: F64 | None = None,
     inverse_temperature: float = 1.0,
+    start: F64 | None = None,
 ) -> tuple[F64, F64]:
-    """Vector scaling: minimise the NLL of ``softmax(x * w + b)`` from ``w = c, b = 0``
-    (``c``: ``inverse_temperature``, default 1), plus ``sum(coef * ([w, b] - [c, 0]) ** 2)``
-    when ``coef`` (2K weights) is given.
+    """Vector scaling: minimise the NLL of ``softmax(x * w + b)`` plus
+    ``sum(coef * ([w, b] - [c, 0]) ** 2)`` when ``coef`` (2K weights) is given (``c``:
+    ``inverse_temperature``, default 1), from ``start`` (``[w, b]``; default ``[c, 0]``).
 
-    Variables are scaled by the square root of the diagonal Hessian at the start.
+    Each class's ``(w_j, b_j)`` is whitened by the inverse Cholesky factor of its 2 x 2
+    block of the Hessian at the start (:func:`_diagonal_factor`); the fit never ends above
+    the start's objective.
+
+    >>> z = np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [0.0, 2.0], [1.0, 0.0]])
+    >>> d = Design(z, np.array([0, 1, 0, 0, 1]))
+    >>> w, b = fit_diagonal(d, 500, 1e-12, np.full(4, 1e12), 0.5)
+    >>> bool(np.abs(w - 0.5).max() < 1e-9), bool(np.abs(b).max() < 1e-9)
+    (True, True)
     """
     k = design.n_classes
-    x, y = design.x1[:, :k], design.labels
-    c = inverse_temperature
-    p = np.exp(log_softmax64(x * c))
-    var = p * (1.0 - p)
-    curv = np.concatenate([np.einsum("ij,ij->j", var, x * x), var.sum(axis=0)]) / y.shape[0]
+    x, y, weights = design.x_rows, design.labels, design.weights
+    centre = np.concatenate([np.full(k, inverse_temperature), np.zeros(k)])
+    theta0 = centre if start is None else np.asarray(start, dtype=np.float64)
     pen = np.zeros(2 * k) if coef is None else coef
-    curv += 2.0 * pen
-    scale = 1.0 / np.sqrt(curv + 1e-6 * curv.mean() + 1e-12)
-    start = np.concatenate([np.full(k, c), np.zeros(k)])
+    a00, a10, a11 = _diagonal_factor(design, theta0, pen)
+
+    def theta_of(u: F64) -> F64:
+        u0, u1 = u[:k], u[k:]
+        return np.asarray(theta0 + np.concatenate([u0 * a00 + u1 * a10, u1 * a11]))
+
+    first: list[float] = []
 
     def objective(u: F64) -> tuple[float, F64]:
-        d = u * scale
-        loss, dz = softmax_nll_grad(x * (c + d[:k]) + d[k:], y, design.weights)
-        grad = np.concatenate([np.einsum("ij,ij->j", dz, x), dz.sum(axis=0)]) + 2.0 * pen * d
-        return loss + float(pen @ (d * d)), grad * scale
+        theta = theta_of(u)
+        loss, gw, gb = diagonal_pass(x, y, weights, theta[:k], theta[k:])
+        d = theta - centre
+        gw += 2.0 * pen[:k] * d[:k]
+        gb += 2.0 * pen[k:] * d[k:]
+        value = loss + float(pen @ (d * d))
+        if not first:
+            first.append(value)
+        return value, np.concatenate([gw * a00, gw * a10 + gb * a11])
 
     u, fun = _lbfgs(objective, 2 * k, max_iter, tol)
-    start_nll = design.mean_identity_nll() if c == 1.0 else design.nll(temperature_map(k, c))
-    if fun > start_nll:  # L-BFGS only goes down
+    if fun > first[0]:  # L-BFGS only goes down
         u = np.zeros_like(u)
-    theta = start + u * scale
+    theta = theta_of(u)
     return theta[:k], theta[k:]
 
 
@@ -382,12 +502,19 @@ def diagonal_path(
 ) -> list[F64]:
     """Vector scaling shrunk towards the temperature-scaling map fitted on ``design``: for
     each strength ``s``, the weight ``s / K`` on every squared ``w_j - 1 / T`` and ``b_j``;
-    each solution as a (K, K+1) map ``[diag(w) | b]`` (``step``: called after each)."""
+    each solution as a (K, K+1) map ``[diag(w) | b]`` (``step``: called after each).
+
+    ``strengths`` go from the strongest down, each fit warm-started at the previous
+    solution (whose objective under the weaker penalty is at most the TS map's, so no fit
+    ends above it); the problems are convex, so this changes the path only within the
+    optimiser's tolerance (and, for fits stopped after a few iterations, brings them closer
+    to their optimum)."""
     k = design.n_classes
     c = fit_inverse_temperature_of(design)
-    out = []
+    out, theta = [], None
     for s in strengths:
-        w, b = fit_diagonal(design, max_iter, tol, np.full(2 * k, s / k), c)
+        w, b = fit_diagonal(design, max_iter, tol, np.full(2 * k, s / k), c, theta)
+        theta = np.concatenate([w, b])
         out.append(np.column_stack([np.diag(w), b]))
         if step is not None:
             step()
