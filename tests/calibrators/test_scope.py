@@ -27,3 +27,27 @@ def test_declined_keeps_order_and_reasons() -> None:
     assert list(got) == ["matrix"]
     assert "overfit" in got["matrix"]
     assert declined(["matrix"], 10, 5000) == {}
+
+
+def test_the_matrix_and_structured_families_declare_their_class_limits() -> None:
+    """Each limit as measured (calibrators/logit/linear.py, structured.py): the K x K maps
+    with a cross-validated penalty from 200 classes, SMS's single fit from 200, vector
+    scaling's cross-validated shrinkage from 500; SVS (diagonal, one fit) everywhere."""
+    limits = {"ms_odir": 200, "dirichlet": 200, "sms_cv": 200, "sms": 200, "vector": 500}
+    for name, limit in limits.items():
+        scope = scope_of(name)
+        assert scope.declines(limit - 1, 25_000) is None
+        why = scope.declines(limit, 25_000)
+        assert why is not None
+        assert why.startswith(f"declined from {limit} classes on: ")
+        assert "\n" not in why
+    assert scope_of("svs") is EVERYWHERE
+    at_imagenet = declined(["temperature", "vector", "ms_odir", "svs", "sms", "sms_cv"], 1000)
+    assert list(at_imagenet) == ["vector", "ms_odir", "sms", "sms_cv"]
+
+
+def test_the_structured_family_is_a_default_after_dirichlet() -> None:
+    names = CALIBRATORS.names()
+    assert {"svs", "sms", "sms_cv"} <= set(CALIBRATORS.defaults())
+    assert names.index("dirichlet") < names.index("svs") < names.index("sms")
+    assert names.index("sms") < names.index("sms_cv") < names.index("temperature_smoothed")

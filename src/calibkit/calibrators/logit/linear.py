@@ -311,6 +311,13 @@ class _ShrunkScaling(_Linear):
 
 @CALIBRATORS.register(
     "vector",
+    scope=Scope(
+        max_classes=500,
+        reason=(
+            "its shrinkage's cross-validation (50 fits of N x K passes) takes about a minute "
+            "at 1,000 classes and 25,000 rows"
+        ),
+    ),
     summary=(
         "Vector scaling (Guo et al. 2017): softmax(diag(w) z + b), a weight and a bias per "
         "class, shrunk towards temperature scaling by a cross-validated strength."
@@ -615,8 +622,20 @@ class _ODIR(_Linear):
         self.reg_lambda_, self.reg_mu_ = float(lambdas[best]), float(mus[best])
 
 
+#: The scope of the cross-validated K x K maps (MS-ODIR, Dirichlet, SMS-CV): every
+#: objective evaluation multiplies N x K by K x K twice.
+CV_FULL_MAP_SCOPE = Scope(
+    max_classes=200,
+    reason=(
+        "a K x K map with a cross-validated penalty (30-40 fits of K^2 parameters): about "
+        "2 minutes at 200 classes and 25,000 rows, 10 at 1,000"
+    ),
+)
+
+
 @CALIBRATORS.register(
     "ms_odir",
+    scope=CV_FULL_MAP_SCOPE,
     summary=(
         "Matrix scaling with off-diagonal and intercept regularisation (ODIR, Kull et al. "
         "2019) towards temperature scaling, lam by cross-validation unless given; at lam = mu"
@@ -657,6 +676,7 @@ class MatrixScalingODIR(_ODIR):
 
 @CALIBRATORS.register(
     "dirichlet",
+    scope=CV_FULL_MAP_SCOPE,
     summary=(
         "Dirichlet calibration (Kull et al. 2019): ms_odir's regularised map on log-"
         "probabilities instead of logits, so the same map as ms_odir when the inputs are "
