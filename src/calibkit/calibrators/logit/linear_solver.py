@@ -192,6 +192,10 @@ def identity_map(k: int) -> F64:
     return np.eye(k, k + 1)
 
 
+#: Entries of the row outer products per chunk of :func:`curvature` (16 MB).
+CURVATURE_CHUNK = 1 << 21
+
+
 def curvature(design: Design, floor: float = 1e-3, inverse_temperature: float = 1.0) -> F64:
     """Approximate diagonal blocks of the NLL Hessian at the identity (or at the
     temperature-scaling map of ``inverse_temperature``), one per class row.
@@ -208,10 +212,16 @@ def curvature(design: Design, floor: float = 1e-3, inverse_temperature: float = 
     var = p * (1.0 - p)
     if k1 * k1 > 4 * n:
         return np.asarray((x1.T * var.mean(axis=1)) @ x1 / n)
+    var[var <= floor * var.max(axis=0)] = 0.0  # rows that add little to a class's block
+    upper = np.triu_indices(k1)
+    acc = np.zeros((k1 - 1, upper[0].size))
+    step = max(1, CURVATURE_CHUNK // (k1 * k1))
+    for lo in range(0, n, step):  # every class's block from one product per row chunk
+        xc = x1[lo : lo + step]
+        acc += var[lo : lo + step].T @ (xc[:, upper[0]] * xc[:, upper[1]])
     blocks = np.empty((k1 - 1, k1, k1))
-    for j in range(k1 - 1):  # one (K+1, n_j) x (n_j, K+1) product per class
-        rows = np.flatnonzero(var[:, j] > floor * var[:, j].max())
-        blocks[j] = (x1[rows].T * var[rows, j]) @ x1[rows]
+    blocks[:, upper[0], upper[1]] = acc
+    blocks[:, upper[1], upper[0]] = acc
     blocks /= n
     return blocks
 
