@@ -62,6 +62,16 @@ and stopped after ``cv_max_iter`` iterations: a few suffice to rank the grid (on
 CIFAR-10/100 predictions of nine networks, 5, 10 and 40 iterations chose the same value).
 The final fit on the whole calibration set starts at the mean of the folds' solutions for
 the chosen value (or at the identity) and runs to convergence (``tol``, ``max_iter``).
+Vector scaling's path is warm-started the same way (each strength from the previous
+solution), each class's ``(w_j, b_j)`` whitened by its 2 x 2 Hessian block, and its
+passes read the features in cache-sized row chunks; its unshrunk fit starts at the TS map.
+
+**One temperature-scaling fit.** Every ``T`` these methods centre on (the whole set's and
+each fold's) comes from :func:`~calibkit.calibrators.logit.temperature.
+shared_inverse_temperature`, which fits TS once per distinct input (logits, labels,
+weights): in one ``compare`` run the ``temperature`` row, vector and matrix scaling,
+MS-ODIR, Dirichlet and the structured scalings share the fit on the calibration set, and
+the first three share each fold's.
 
 Fitting runs BLAS on one thread (on a busy two-core machine, two BLAS threads made a
 CIFAR-100 fit ten times slower: every mid-sized product waits for both cores) and runs the

@@ -115,7 +115,9 @@ class Design:
     """Calibration features ``[x, 1]`` with their labels.
 
     ``x1`` is float64, (N, K+1), in Fortran order: the two products of each objective
-    evaluation, :meth:`scores` and ``grad.T @ x1``, run about a third faster that way.
+    evaluation, :meth:`scores` and ``grad.T @ x1``, run about a third faster that way. It
+    is made on first use (the diagonal fits read ``x_rows``, the features in C order), as
+    is the identity map's NLL.
 
     Parameters
     ----------
