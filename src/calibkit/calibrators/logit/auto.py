@@ -598,9 +598,9 @@ class AutoCalibrator(Calibrator):
             used = len(first) if isinstance(first, list) else 0
             state = {**state, "paired_": {}, "folds_used_": used}
             state = {**state, "stratified_": True, "dropped_": []}
-        if isinstance(state, dict):  # saved before the declared scopes (issue 31)
-            later = {key: state.get(key, {}) for key in ("declined_", "same_as_")}
-            state = {**state, **later}
+        later = ("declined_", "same_as_")  # saved before the declared scopes (issue 31)
+        if isinstance(state, dict) and not any(key in state for key in later):
+            state = {**state, "declined_": {}, "same_as_": {}}
         super()._load_state(state)
 
     def _check_state(self) -> None:
