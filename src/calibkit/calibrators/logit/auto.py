@@ -42,8 +42,9 @@ The cross-fitting shares work:
   (:data:`TUNED_ONCE`: MS-ODIR's and Dirichlet's ``lam``, ``sms_cv``'s scale) is fitted
   once on the whole calibration set, its search run on ``auto``'s own folds (the same
   ``n_folds`` and seed, stratified alike), and cross-fitted at the value it chose: one fit
-  per fold instead of a nested search per fold (on CIFAR-100 at 5,000 rows, 14 searches
-  of 7 penalties x 5 folds became 2). That whole-set fit is the refit when it is chosen.
+  per fold instead of a nested search per fold (on CIFAR-100 at 5,000 rows, MS-ODIR's and
+  Dirichlet's 10 nested searches of 7 penalties x 5 folds became 2, and 1 on
+  probabilities). That whole-set fit is the refit when it is chosen.
   The held-out rows helped choose the penalty of their own fold's fit, a one-of-seven
   choice on a smooth curve; ``docs/selection.md`` measures the effect on the choice and
   the test NLL.
@@ -370,7 +371,7 @@ class AutoCalibrator(Calibrator):
             if CALIBRATORS.get(name).binary_only and n_classes != 2:
                 raise InputError(
                     "methods",
-                    f"methods for {n_classes} classes",
+                    f"methods that apply to {n_classes} classes",
                     f"{name!r}, a binary-only method",
                 )
         return list(self.methods)
