@@ -341,7 +341,7 @@ def test_on_probabilities_dirichlet_takes_ms_odirs_scores_unfitted(
     dirichlet.clear()
     on_logits = AutoCalibrator(methods=methods, n_folds=3).fit(z, y)
     assert on_logits.same_as_ == {}
-    assert len(dirichlet) == 1 + 3 + (on_logits.chosen_ == "dirichlet")
+    assert len(dirichlet) == 1 + 3  # tuned once (the refit if chosen), once per fold
 
 
 def test_a_cross_validated_penalty_is_tuned_once_on_autos_folds(
