@@ -3,16 +3,23 @@ temperature scaling, on the nine shared prediction files.
 
     .venv/bin/python benchmarks/bench_selection.py [--n-cal 100 300 1000 5000]
         [--seeds 0 1 2 3 4] [--files cifar10_resnet18 ...] [--out docs/selection/selection.csv]
+        [--extra-candidates svs sms sms_cv] [--rules one_se lowest] [--nested]
 
 For each file, calibration size ``n`` and split seed: one seeded permutation, the first
 ``n`` samples to calibrate and the rest to judge; every method is fitted on the calibration
 part and its test NLL and ECE written as ratios to temperature scaling's on the same split,
-with ``auto`` under its two rules (``one_se``, the default: TS unless a richer method beats
-it by more than one standard error of the cross-fitted paired NLL; ``lowest``: the lowest
-cross-fitted NLL, as before). A method that refuses the data is written as refused, with
-its message. The rows go to ``--out`` (CSV) one split at a time: a run that is stopped
+with ``auto`` under its rules (``one_se``, the default: TS unless a richer method beats it
+by more than one standard error of the cross-fitted paired NLL; ``lowest``: the lowest
+cross-fitted NLL, as before), fitted on the file's probabilities (``fit_outputs``: kind
+``probs``, so Dirichlet shares MS-ODIR's fits) with its default candidates for the split's
+classes and size (``AutoCalibrator.candidates``: the declared scopes applied) plus
+``--extra-candidates`` (the structured family before it was among the defaults).
+``--nested`` adds ``auto_nested``: the same candidates and rule, but each fold running
+the candidates' own penalty search as before issue 31 (instead of tuning it once on the
+whole calibration set). A method that refuses the data is written as refused, with its
+message. The rows go to ``--out`` (CSV) one split at a time: a run that is stopped
 resumes where it was. ``--table`` prints the medians over seeds as Markdown from that file
-without fitting anything.
+without fitting anything; ``--picks`` how often ``auto`` chose each method.
 """
 
 from __future__ import annotations
@@ -26,12 +33,14 @@ from pathlib import Path
 import numpy as np
 from _bench import machine, table
 
-from calibkit.calibrators import AutoCalibrator, create_calibrator
+from calibkit.calibrators import AutoCalibrator, Calibrator, create_calibrator
 from calibkit.core.errors import InputError
+from calibkit.core.outputs import as_outputs
 from calibkit.metrics import ece, nll
 
 METHODS = (
     "temperature",
+    "svs",
     "vector",
     "matrix",
     "ms_odir",
@@ -46,7 +55,23 @@ FIELDS = ("file", "n_cal", "seed", "method", "chosen", "nll", "ece", "nll_ratio"
 WORSE = 1.01
 
 
-def _split_rows(z: np.ndarray, y: np.ndarray, name: str, n: int, seed: int) -> list[dict]:
+class NestedAuto(AutoCalibrator):
+    """``auto`` as before issue 31: every fold runs the candidates' own penalty search."""
+
+    def _tune_once(self, *args: object) -> dict[str, Calibrator]:
+        return {}
+
+
+def _auto_methods(k: int, n: int, extra: list[str]) -> list[str]:
+    """``auto``'s default candidates for ``k`` classes and ``n`` samples, plus ``extra``."""
+    names = AutoCalibrator().candidates(k, n_samples=n)
+    return names + [m for m in extra if m not in names]
+
+
+def _split_rows(
+    p: np.ndarray, y: np.ndarray, name: str, n: int, seed: int, args: argparse.Namespace
+) -> list[dict]:
+    z = np.log(np.maximum(p.astype(np.float64), 1e-300))
     perm = np.random.default_rng(seed).permutation(len(y))
     cal, test = perm[:n], perm[n:]
     fitted: dict[str, tuple[str, object]] = {}
@@ -55,9 +80,16 @@ def _split_rows(z: np.ndarray, y: np.ndarray, name: str, n: int, seed: int) -> l
             fitted[method] = (method, create_calibrator(method).fit(z[cal], y[cal]))
         except InputError as exc:
             fitted[method] = (f"refused: {exc}", None)
-    for rule in ("one_se", "lowest"):
-        auto = AutoCalibrator(rule=rule, seed=seed).fit(z[cal], y[cal])
-        fitted[f"auto_{rule}"] = (auto.chosen_, auto)
+    out = as_outputs(y[cal], probs=p[cal])
+    methods = _auto_methods(p.shape[1], n, args.extra_candidates)
+    autos = {f"auto_{rule}": AutoCalibrator(methods, rule=rule, seed=seed) for rule in args.rules}
+    if args.nested:
+        autos["auto_nested"] = NestedAuto(methods, seed=seed)
+    for label, auto in autos.items():
+        t0 = time.perf_counter()
+        auto.fit_outputs(out)
+        print(f"  {label}: {time.perf_counter() - t0:.1f}s, {auto.chosen_}", file=sys.stderr)
+        fitted[label] = (auto.chosen_, auto)
     base = fitted["temperature"][1]
     assert base is not None
     p_ts = base.predict_proba(z[test])  # type: ignore[attr-defined]
@@ -128,6 +160,28 @@ def summary(out: Path) -> str:
     return table(headers, lines)
 
 
+def picks(out: Path) -> str:
+    """How often each ``auto`` row chose each method, per size and class count, and its
+    median test NLL ratio to TS (with the worst split)."""
+    with out.open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["method"].startswith("auto")]
+    classes = {"cifar100_wideresnet-16-4": 100}
+    lines = []
+    keys = sorted({(classes.get(r["file"], 10), int(r["n_cal"]), r["method"]) for r in rows})
+    for k, n, method in keys:
+        sel = [r for r in rows if (classes.get(r["file"], 10), int(r["n_cal"]), r["method"]) ==
+               (k, n, method)]  # fmt: skip
+        counts: dict[str, int] = {}
+        for r in sel:
+            counts[r["chosen"]] = counts.get(r["chosen"], 0) + 1
+        ratios = [float(r["nll_ratio"]) for r in sel if r["nll_ratio"]]
+        chosen = ", ".join(f"{m} {c}" for m, c in sorted(counts.items(), key=lambda i: -i[1]))
+        ratio = f"{np.median(ratios):.3f}x (worst {max(ratios):.3f}x)" if ratios else ""
+        lines.append([str(k), f"{n:,}", method, f"{len(sel)}", chosen, ratio])
+    headers = ["K", "n_cal", "auto", "splits", "chosen", "test NLL / TS's"]
+    return table(headers, lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n-cal", type=int, nargs="+", default=[100, 300, 1000, 5000])
@@ -137,9 +191,13 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=here)
     parser.add_argument("--out", type=Path, default=Path("selection.csv"))
     parser.add_argument("--table", action="store_true", help="only print the medians")
+    parser.add_argument("--picks", action="store_true", help="only print auto's choices")
+    parser.add_argument("--extra-candidates", nargs="*", default=[])
+    parser.add_argument("--rules", nargs="+", default=["one_se", "lowest"])
+    parser.add_argument("--nested", action="store_true")
     args = parser.parse_args()
-    if args.table:
-        print(summary(args.out))
+    if args.table or args.picks:
+        print(summary(args.out) if args.table else picks(args.out))
         return 0
     files = sorted(args.data.glob("*.npz"))
     if args.files:
@@ -154,19 +212,19 @@ def main() -> int:
         loaded = {}
         for path in files:
             data = np.load(path)
-            z = np.log(np.maximum(data["probs"].astype(np.float64), 1e-300))
-            loaded[path.stem] = (z, data["labels"])
+            loaded[path.stem] = (data["probs"], data["labels"])
         for n in args.n_cal:  # every file at one size before the next size
             for seed in args.seeds:
-                for name, (z, y) in loaded.items():
+                for name, (p, y) in loaded.items():
                     if (name, n, seed) in done or n >= len(y):
                         continue
                     t0 = time.perf_counter()
-                    writer.writerows(_split_rows(z, y, name, n, seed))
+                    writer.writerows(_split_rows(p, y, name, n, seed, args))
                     f.flush()
                     took = time.perf_counter() - t0
                     print(f"{name} n={n} seed={seed}: {took:.0f}s", file=sys.stderr)
     print(summary(args.out))
+    print(picks(args.out))
     return 0
 
 

@@ -255,3 +255,165 @@ def test_the_cross_fitting_reports_each_candidate_and_fold(
     assert [s[3] for s in steps[1:]] == [
         f"fold {f}/3 {m}" for f in (1, 2, 3) for m in ("temperature", "isotonic")
     ]
+
+
+@pytest.fixture
+def scoped_toy() -> object:
+    """A default calibrator registered for real whose declared scope declines 3 classes and
+    more (removed afterwards)."""
+    from calibkit.calibrators import TemperatureScaling
+    from calibkit.calibrators.scope import Scope
+
+    class Toy(TemperatureScaling):
+        """Temperature scaling, registered with a scope."""
+
+    scope = Scope(max_classes=3, reason="a toy too dear for many classes")
+    CALIBRATORS.register("scoped_toy", scope=scope)(Toy)
+    yield
+    CALIBRATORS.unregister("scoped_toy")
+
+
+@pytest.mark.usefixtures("scoped_toy")
+def test_default_candidates_leave_out_what_the_declared_scope_declines(tmp_path: Path) -> None:
+    assert "scoped_toy" in AutoCalibrator().candidates(2)
+    assert "scoped_toy" not in AutoCalibrator().candidates(3)
+    z, y = random_problem(300, 3, seed=2)
+    auto = AutoCalibrator(n_folds=3).fit(z, y)
+    why = "declined from 3 classes on: a toy too dear for many classes"
+    assert "scoped_toy" not in auto.cv_scores_
+    assert auto.declined_ == {"scoped_toy": why}
+    assert f"  scoped_toy           {why}" in auto.summary().splitlines()
+    assert auto.reason_.endswith("; declined by their scope: scoped_toy")
+    auto.save(tmp_path / "auto.json")
+    assert Calibrator.load(tmp_path / "auto.json").declined_ == {"scoped_toy": why}
+    # named, a declined method runs
+    named = AutoCalibrator(methods=["temperature", "scoped_toy"], n_folds=3).fit(z, y)
+    assert "scoped_toy" in named.cv_scores_
+    assert named.declined_ == {}
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, klass: type[Calibrator]) -> list[Calibrator]:
+    """The calibrators of ``klass`` whose ``_fit`` runs from now on, in order."""
+    fits: list[Calibrator] = []
+    fit = klass._fit
+
+    def counted(self: Calibrator, *args: object, **kwargs: object) -> None:
+        fits.append(self)
+        fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(klass, "_fit", counted)
+    return fits
+
+
+def _probs_problem(n: int = 600) -> tuple[np.ndarray, np.ndarray]:
+    z, y = random_problem(n, 3, seed=4)
+    z[:, 0] *= 2.5  # a miscalibration of one class that temperature scaling cannot fix
+    p = np.exp(z - z.max(1, keepdims=True))
+    return p / p.sum(1, keepdims=True), y
+
+
+def test_on_probabilities_dirichlet_takes_ms_odirs_scores_unfitted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from calibkit.calibrators.logit.linear import DirichletCalibration, MatrixScalingODIR
+    from calibkit.core.outputs import as_outputs
+
+    p, y = _probs_problem()
+    odir = _counting(monkeypatch, MatrixScalingODIR)
+    dirichlet = _counting(monkeypatch, DirichletCalibration)
+    methods = ["temperature", "ms_odir", "dirichlet"]
+    auto = AutoCalibrator(methods=methods, n_folds=3).fit_outputs(as_outputs(y, probs=p))
+    assert dirichlet == []  # never fitted
+    assert len(odir) == 1 + 3  # tuned once on the whole set, then once per fold
+    assert auto.same_as_ == {"dirichlet": "ms_odir"}
+    assert auto.cv_fold_scores_["dirichlet"] == auto.cv_fold_scores_["ms_odir"]
+    assert auto.paired_["dirichlet"] == auto.paired_["ms_odir"]
+    assert auto.chosen_ in ("temperature", "ms_odir")  # a tie goes to the first listed
+    assert "(ms_odir's scores: the same map on probabilities)" in auto.summary()
+    # the rule holds: Dirichlet fitted on a fold gives ms_odir's held-out score
+    train, test = next(StratifiedKFold(3, shuffle=True, random_state=0).split(p, y))
+    z = np.log(p)
+    lam = odir[0].reg_lambda_  # type: ignore[attr-defined]
+    own = create_calibrator("dirichlet", shrink="none", reg_lambda=lam).fit(z[train], y[train])
+    score = nll(y[test], probs=own.predict_proba(z[test]))
+    assert score == pytest.approx(auto.cv_fold_scores_["ms_odir"][0], rel=1e-6)
+    # on logits both are fitted
+    dirichlet.clear()
+    on_logits = AutoCalibrator(methods=methods, n_folds=3).fit(z, y)
+    assert on_logits.same_as_ == {}
+    assert len(dirichlet) == 1 + 3  # tuned once (the refit if chosen), once per fold
+
+
+def test_a_cross_validated_penalty_is_tuned_once_on_autos_folds(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """MS-ODIR's own search runs once, on the whole calibration set with auto's folds and
+    seed; each fold fits the lambda it chose; that whole-set fit is the refit if chosen."""
+    from calibkit.calibrators.logit.linear import MatrixScalingODIR
+
+    p, y = _probs_problem(1500)
+    z = np.log(p)
+    odir = _counting(monkeypatch, MatrixScalingODIR)
+    with caplog.at_level(logging.DEBUG, logger="calibkit.calibrators.logit.auto"):
+        auto = AutoCalibrator(methods=["temperature", "ms_odir"], n_folds=4, seed=3).fit(z, y)
+    whole, *folds = odir
+    assert whole.get_params()["reg_lambda"] is None
+    assert (whole.get_params()["n_folds"], whole.get_params()["random_state"]) == (4, 3)
+    assert whole.cv_lambdas_.size > 1  # type: ignore[attr-defined]
+    assert [c.get_params()["reg_lambda"] for c in folds] == [whole.reg_lambda_] * 4  # type: ignore[attr-defined]
+    assert auto.chosen_ == "ms_odir"
+    assert auto.chosen is whole
+    labels = [e.label for r in caplog.records if (e := progress_of(r))]
+    assert "tuning 1 methods' penalties once" in labels
+
+
+def test_the_baseline_is_fitted_first_in_each_fold_on_the_arrays_all_share(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In each fold the baseline's temperature is fitted first, and structured matrix
+    scaling's first stage (the same fit) gets the very same training array: a fit the
+    solvers share is found by its data (then one solve per fold, else two)."""
+    import calibkit.calibrators.logit.temperature as temperature
+
+    solves: list[tuple[str, np.ndarray]] = []
+    solve, ts_fit = temperature.fit_inverse_temperature, temperature.TemperatureScaling._fit
+    inside: list[str] = []
+
+    def recorded(logits: np.ndarray, labels: np.ndarray, *args: object, **kw: object) -> float:
+        solves.append((inside[-1] if inside else "sms", logits))
+        return solve(logits, labels, *args, **kw)  # type: ignore[arg-type]
+
+    def baseline_fit(self: Calibrator, *args: object, **kwargs: object) -> None:
+        inside.append("temperature")
+        try:
+            ts_fit(self, *args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(temperature, "fit_inverse_temperature", recorded)
+    monkeypatch.setattr(temperature.TemperatureScaling, "_fit", baseline_fit)
+    z, y = random_problem(300, 3, seed=6)
+    AutoCalibrator(methods=["sms", "temperature"], n_folds=3).fit(z, y)
+    folds: list[tuple[np.ndarray, list[str]]] = []  # each training array and who solved on it
+    for who, logits in solves:
+        if logits.shape[0] == 300:  # the whole set's refit
+            continue
+        if folds and folds[-1][0] is logits:
+            folds[-1][1].append(who)
+        else:
+            folds.append((logits, [who]))
+    assert len(folds) == 3
+    for _, who in folds:
+        assert who in (["temperature", "sms"], ["temperature"])  # shared or not, first
+
+
+def test_a_file_saved_before_the_declared_scopes_loads(tmp_path: Path) -> None:
+    z, y = random_problem(200, 3, seed=7)
+    auto = AutoCalibrator(methods=["temperature", "histogram"], n_folds=2).fit(z, y)
+    doc = auto.to_json()
+    for key in ("declined_", "same_as_"):
+        del doc["state"][key]
+    back = Calibrator.from_json(doc)
+    assert (back.declined_, back.same_as_) == ({}, {})
+    assert back.summary() == auto.summary()
+    np.testing.assert_array_equal(back.predict_proba(z), auto.predict_proba(z))

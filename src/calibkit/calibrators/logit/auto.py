@@ -21,22 +21,47 @@ left out); a candidate whose fit fails on some fold is left out, and said; with 
 4 samples, or no candidate left but the baseline, the baseline is fitted and the reason
 said by ``reason_`` (why the choice, in words, from the fitted state).
 
-Candidates: ``methods`` names them; by default every registered method that applies to the
-data's number of classes (binary-only methods only for two classes), except ``"auto"``
-itself and the grid-search ``"temperature_ece"`` (name it to include it), and without the
-methods that need every class (:attr:`~calibkit.calibrators.base.Calibrator.needs_every_class`)
-when a class is absent from the labels or from a fold's training part. Names are looked up
-in the registry at fit time, so methods registered later are candidates too. The matrix
-family (vector, matrix, MS-ODIR, Dirichlet) enters unshrunk (``shrink="none"``,
-:func:`candidate`): ``auto``'s own paired comparison with temperature scaling is the guard
-that their shrinkage is elsewhere. Nested in ``auto``, their shrinkage's cross-validation
-made a CIFAR-100 fit of 5,000 rows take minutes instead of seconds, and more single splits
-worse than TS (``docs/selection.md``).
+Candidates: ``methods`` names them (taken as named); by default every registered method
+that applies to the data's number of classes (binary-only methods only for two classes),
+except ``"auto"`` itself and the grid-search ``"temperature_ece"`` (name it to include it),
+and without the methods that need every class
+(:attr:`~calibkit.calibrators.base.Calibrator.needs_every_class`) when a class is absent
+from the labels or from a fold's training part, and without those whose declared scope
+(:mod:`calibkit.calibrators.scope`, on the registry entry) declines the data's number of
+classes and calibration samples: each is said, with its one-line reason (``declined_``).
+Names are looked up in the registry at fit time, so methods registered later are
+candidates too. The matrix family (vector, matrix, MS-ODIR, Dirichlet) enters unshrunk
+(``shrink="none"``, :func:`candidate`): ``auto``'s own paired comparison with temperature
+scaling is the guard that their shrinkage is elsewhere. Nested in ``auto``, their
+shrinkage's cross-validation made a CIFAR-100 fit of 5,000 rows take minutes instead of
+seconds, and more single splits worse than TS (``docs/selection.md``).
+
+The cross-fitting shares work:
+
+- **A penalty tuned once.** A candidate that chooses its own penalty by cross-validation
+  (:data:`TUNED_ONCE`: MS-ODIR's and Dirichlet's ``lam``, ``sms_cv``'s scale) is fitted
+  once on the whole calibration set, its search run on ``auto``'s own folds (the same
+  ``n_folds`` and seed, stratified alike), and cross-fitted at the value it chose: one fit
+  per fold instead of a nested search per fold (on CIFAR-100 at 5,000 rows, MS-ODIR's and
+  Dirichlet's 10 nested searches of 7 penalties x 5 folds became 2, and 1 on
+  probabilities). That whole-set fit is the refit when it is chosen.
+  The held-out rows helped choose the penalty of their own fold's fit, a one-of-seven
+  choice on a smooth curve; ``docs/selection.md`` measures the effect on the choice and
+  the test NLL.
+- **One map, one fit.** On probabilities (:meth:`AutoCalibrator.fit_outputs` with
+  ``kind == "probs"``) Dirichlet calibration is MS-ODIR's map (:data:`SAME_MAPS_ON_PROBS`):
+  the later of the two in the candidate list is not fitted, its held-out scores are the
+  earlier one's, and the summary says so (``same_as_``).
+- **The baseline first.** In each fold the baseline (temperature scaling) is fitted
+  first and every candidate gets the same training arrays, so the candidates that centre
+  on temperature scaling fit it on the same rows (a fit the solvers share).
 
 Fitted state: ``chosen_`` (the method name), ``cv_scores_`` (name -> mean score),
 ``cv_fold_scores_`` (name -> per-fold scores), ``paired_`` (name -> ``[mean difference
 from the baseline, its standard error]``), ``folds_used_``, ``stratified_``, ``dropped_``
-(candidates whose fit failed on a fold) and ``chosen_state_``, the chosen calibrator's
+(candidates whose fit failed on a fold), ``declined_`` (default candidates declined by
+their scope -> why), ``same_as_`` (a candidate -> the one whose map and scores it shares)
+and ``chosen_state_``, the chosen calibrator's
 :meth:`~calibkit.calibrators.base.Calibrator.to_json` dict, from which a loaded
 ``AutoCalibrator`` rebuilds it on first use. :meth:`AutoCalibrator.summary` says what was
 picked and why.
@@ -57,12 +82,13 @@ auto chose 'temperature': no candidate beat temperature's NLL by more than one s
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar, Literal
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, ClassVar, Literal, Self
 
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, create_calibrator
+from calibkit.calibrators.scope import declined as scope_declined
 from calibkit.core import validation as v
 from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError
@@ -115,18 +141,67 @@ def default_candidates() -> list[str]:
     ]
 
 
-def candidate(name: str) -> Calibrator:
-    """The calibrator ``name`` as ``auto`` tries it: a method that shrinks itself toward
-    temperature scaling by its own cross-validation (``shrink``) enters in its published,
-    unshrunk form, since ``auto``'s cross-fitting against temperature scaling is that guard.
+def candidate(name: str, **params: object) -> Calibrator:
+    """The calibrator ``name`` as ``auto`` tries it (with ``params`` besides): a method that
+    shrinks itself toward temperature scaling by its own cross-validation (``shrink``)
+    enters in its published, unshrunk form, since ``auto``'s cross-fitting against
+    temperature scaling is that guard.
 
     >>> candidate("ms_odir").shrink, candidate("temperature").get_params()
     ('none', {'t_min': 0.1, 't_max': 10.0})
+    >>> candidate("ms_odir", reg_lambda=0.1).reg_lambda
+    0.1
     """
     klass = CALIBRATORS.get(name)
-    return create_calibrator(
-        name, **({"shrink": "none"} if "shrink" in klass.param_constraints else {})
-    )
+    unshrunk = {"shrink": "none"} if "shrink" in klass.param_constraints else {}
+    return create_calibrator(name, **unshrunk, **params)
+
+
+def _fixed_odir(fitted: Calibrator) -> dict[str, object]:
+    return {"reg_lambda": fitted.reg_lambda_, "reg_mu": fitted.reg_mu_}  # type: ignore[attr-defined]
+
+
+def _fixed_scale(fitted: Calibrator) -> dict[str, object]:
+    return {"scale_grid": [fitted.reg_scale_]}  # type: ignore[attr-defined]
+
+
+#: The candidates that choose a penalty by their own cross-validation, and the parameters
+#: that fix it at the value a fitted one chose. ``auto`` tunes each once, on the whole
+#: calibration set with its own folds (``n_folds`` and ``seed`` passed as the method's
+#: ``n_folds`` and ``random_state``: the same stratified folds), and cross-fits it at that
+#: value (see the module doc).
+TUNED_ONCE: dict[str, Callable[[Calibrator], dict[str, object]]] = {
+    "ms_odir": _fixed_odir,
+    "dirichlet": _fixed_odir,
+    "sms_cv": _fixed_scale,
+}
+
+#: Pairs of candidates that fit the same map by construction when the inputs are
+#: probabilities (``kind == "probs"``): Dirichlet calibration is MS-ODIR's map on
+#: log-probabilities, and those are the inputs then (``log_softmax(log p) = log p``; the
+#: rule of ``calibkit.workflows.methods.same_maps``). The later of a pair is not fitted:
+#: its held-out scores are the earlier one's.
+SAME_MAPS_ON_PROBS: tuple[tuple[str, str], ...] = (("ms_odir", "dirichlet"),)
+
+
+def same_maps(names: Sequence[str], kind: str) -> dict[str, str]:
+    """Each of ``names`` whose map is an earlier one's by construction on inputs of
+    ``kind`` (:data:`SAME_MAPS_ON_PROBS`), mapped to that earlier one.
+
+    >>> same_maps(["temperature", "dirichlet", "ms_odir"], "probs")
+    {'ms_odir': 'dirichlet'}
+    >>> same_maps(["temperature", "dirichlet", "ms_odir"], "logits")
+    {}
+    """
+    order = list(names)
+    marks: dict[str, str] = {}
+    if kind != "probs":
+        return marks
+    for pair in SAME_MAPS_ON_PROBS:
+        if all(m in order for m in pair):
+            first, later = sorted(pair, key=order.index)
+            marks[later] = first
+    return marks
 
 
 class _SavedCalibrator(v.Constraint):
@@ -230,6 +305,8 @@ class AutoCalibrator(Calibrator):
         "folds_used_": v.Integer(0, 100),
         "stratified_": v.Boolean(),
         "dropped_": _MethodNames(),
+        "declined_": MappingOf(v.String()),
+        "same_as_": MappingOf(v.String()),
         "chosen_": v.String(),
         "chosen_state_": _SavedCalibrator(),
     }
@@ -263,16 +340,31 @@ class AutoCalibrator(Calibrator):
         if self.methods is not None and "auto" in self.methods:
             raise InputError("methods", "names other than 'auto'", repr(methods))
         self._chosen: Calibrator | None = None
+        self._outputs: ClassifierOutputs | None = None  # what fit_outputs passes to _fit
 
-    def candidates(self, n_classes: int, every_class: bool = True) -> list[str]:
-        """The method names cross-validated for data with ``n_classes`` classes (by default,
-        without the methods that need every class when ``every_class`` is False: a class is
-        absent from the labels or from a fold's training part)."""
+    def candidates(
+        self, n_classes: int, every_class: bool = True, n_samples: int | None = None
+    ) -> list[str]:
+        """The method names cross-validated for data with ``n_classes`` classes and
+        ``n_samples`` calibration samples (None: not known). By default: the entries of
+        :func:`default_candidates` whose declared scope does not decline the data
+        (:meth:`declined`), the binary-only ones for two classes only, and without the
+        methods that need every class when ``every_class`` is False (a class is absent from
+        the labels or from a fold's training part). Named ``methods`` are taken as named.
+
+        >>> auto = AutoCalibrator()
+        >>> "temperature" in auto.candidates(100, n_samples=5000)
+        True
+        >>> "matrix" in auto.candidates(10, n_samples=5000), "matrix" in auto.candidates(100)
+        (True, False)
+        """
         if self.methods is None:
+            left_out = self.declined(n_classes, n_samples)
             return [
                 name
                 for name in default_candidates()
-                if (n_classes == 2 or not CALIBRATORS.get(name).binary_only)
+                if name not in left_out
+                and (n_classes == 2 or not CALIBRATORS.get(name).binary_only)
                 and (every_class or not CALIBRATORS.get(name).needs_every_class)
             ]
         for name in self.methods:
@@ -284,6 +376,50 @@ class AutoCalibrator(Calibrator):
                 )
         return list(self.methods)
 
+    def declined(self, n_classes: int, n_samples: int | None = None) -> dict[str, str]:
+        """The default candidates (``methods=None``) whose declared scope
+        (:func:`~calibkit.calibrators.scope.declined`) excludes ``n_classes`` classes and
+        ``n_samples`` calibration samples, each with its one-line reason; named ``methods``
+        are never declined.
+
+        >>> AutoCalibrator().declined(100, 5000)["matrix"][:27]
+        'declined from 50 classes on'
+        >>> AutoCalibrator(methods=["temperature", "matrix"]).declined(100, 5000)
+        {}
+        """
+        if self.methods is not None:
+            return {}
+        names = [
+            name
+            for name in default_candidates()
+            if n_classes == 2 or not CALIBRATORS.get(name).binary_only
+        ]
+        return scope_declined(names, n_classes, n_samples)
+
+    def fit_outputs(self, out: ClassifierOutputs, sample_weight: object = None) -> Self:
+        """Fit on a :class:`~calibkit.core.outputs.ClassifierOutputs`, keeping its kind:
+        on probabilities (``out.kind == "probs"``) the candidates get the log-probabilities,
+        and the pairs of :data:`SAME_MAPS_ON_PROBS` are cross-fitted once (``dirichlet``
+        takes ``ms_odir``'s held-out scores). :meth:`fit` takes logits (``kind`` logits).
+
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.dirichlet(np.ones(3), size=300)
+        >>> y = np.array([rng.choice(3, p=row) for row in p])
+        >>> methods = ["temperature", "ms_odir", "dirichlet"]
+        >>> auto = AutoCalibrator(methods=methods).fit_outputs(as_outputs(y, probs=p))
+        >>> auto.same_as_, auto.cv_scores_["dirichlet"] == auto.cv_scores_["ms_odir"]
+        ({'dirichlet': 'ms_odir'}, True)
+        """
+        self._outputs = as_outputs(out)
+        try:
+            return self.fit(self._outputs.as_logits(), self._outputs.labels, sample_weight)
+        finally:
+            self._outputs = None
+
+    def _check_fit_input(self, logits: object, labels: object) -> ClassifierOutputs:
+        checked = super()._check_fit_input(logits, labels)
+        return checked if self._outputs is None else self._outputs
+
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         z = np.asarray(out.as_logits(), dtype=np.float64)
         labels = out.labels
@@ -291,38 +427,74 @@ class AutoCalibrator(Calibrator):
         names: list[str] = []
         if folds:
             seen = min(np.unique(labels[train]).size for train, _ in folds)
-            names = self.candidates(out.n_classes, every_class=seen == out.n_classes)
+            every = seen == out.n_classes
+            names = self.candidates(out.n_classes, every_class=every, n_samples=labels.shape[0])
+        same = same_maps(names, out.kind)
+        # the baseline first in each fold: the candidates centred on temperature scaling
+        # fit the same T on the same rows (a shared fit in the solvers)
+        fitted = sorted(
+            (name for name in names if name not in same),
+            key=lambda name: name != self.baseline,
+        )
+        failed: set[str] = set()
+        tuned = self._tune_once(z, labels, [n for n in fitted if n in TUNED_ONCE], failed)
         scores: dict[str, list[float]] = {name: [] for name in names}
         held: dict[str, F64] = {name: np.empty(labels.shape[0]) for name in names}
-        failed: set[str] = set()
         # fold by fold, every candidate in each: the time per fold is alike, so the time
         # left said after the first fold holds (candidate by candidate, cheap ones first, it
         # did not); each fit is the same, so are the scores
-        label = f"cross-fitting {len(names)} methods x {len(folds)} folds"
-        phase = Phase(log, label, len(names) * len(folds))
+        label = f"cross-fitting {len(fitted)} methods x {len(folds)} folds"
+        phase = Phase(log, label, len(fitted) * len(folds))
         for f, (train, test) in enumerate(folds, 1):
-            for name in names:
+            z_train, y_train, z_test, y_test = z[train], labels[train], z[test], labels[test]
+            for name in fitted:
                 if name not in failed:
+                    fixed = TUNED_ONCE[name](tuned[name]) if name in tuned else {}
                     try:
-                        cal = candidate(name).fit(z[train], labels[train])
-                        probs = cal.predict_proba(z[test])
-                        scores[name].append(self._score(labels[test], probs))
-                        held[name][test] = self._losses(labels[test], probs)
+                        cal = candidate(name, **fixed).fit(z_train, y_train)
+                        probs = cal.predict_proba(z_test)
+                        scores[name].append(self._score(y_test, probs))
+                        held[name][test] = self._losses(y_test, probs)
                     except InputError:  # e.g. a fold too small for the method's own settings
                         failed.add(name)
                 phase.step(f"fold {f}/{len(folds)} {name}")
+        for later, first in same.items():  # the same map: the same held-out scores
+            scores[later], held[later] = scores[first], held[first]
+            if first in failed:
+                failed.add(later)
         dropped = [name for name in names if name in failed]
-        fold_scores = {name: scores[name] for name in names if name not in failed}
+        fold_scores = {name: list(scores[name]) for name in names if name not in failed}
         losses = {name: held[name] for name in names if name not in failed}
         self.cv_scores_ = {name: float(np.mean(s)) for name, s in fold_scores.items()}
         self.cv_fold_scores_ = fold_scores
         self.paired_ = self._paired(fold_scores, losses)
         self.folds_used_, self.stratified_, self.dropped_ = len(folds), stratified, dropped
+        self.declined_ = self.declined(out.n_classes, labels.shape[0]) if folds else {}
+        self.same_as_ = {later: first for later, first in same.items() if later not in failed}
         best = self._choose(names)
-        chosen = candidate(best).fit(z, labels)
+        chosen = tuned[best] if best in tuned else candidate(best).fit(z, labels)
         self.chosen_ = best
         self.chosen_state_ = chosen.to_json()
         self._chosen = chosen
+
+    def _tune_once(
+        self, z: F64, labels: np.ndarray, names: list[str], failed: set[str]
+    ) -> dict[str, Calibrator]:
+        """Each of ``names`` (of :data:`TUNED_ONCE`) fitted on the whole calibration set,
+        its penalty chosen by its own cross-validation on ``auto``'s folds; a refusal adds
+        the name to ``failed``."""
+        tuned: dict[str, Calibrator] = {}
+        if not names:
+            return tuned
+        phase = Phase(log, f"tuning {len(names)} methods' penalties once", len(names))
+        for name in names:
+            folds = {"n_folds": self.n_folds, "random_state": self.seed}
+            try:
+                tuned[name] = candidate(name, **folds).fit(z, labels)
+            except InputError:
+                failed.add(name)
+            phase.step(name)
+        return tuned
 
     def _folds(self, labels: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarray]], bool]:
         """The folds (none below :data:`MIN_SAMPLES`) and whether they are stratified."""
@@ -411,11 +583,15 @@ class AutoCalibrator(Calibrator):
             )
         if self.dropped_:
             text += f"; left out, their fit failed on a fold: {', '.join(self.dropped_)}"
+        if self.declined_:
+            text += f"; declined by their scope: {', '.join(self.declined_)}"
         return text
 
     def _load_state(self, state: object) -> None:
         """A file saved before the one-standard-error rule lacks its fields: they are filled
-        in as what that fit was (stratified folds, the lowest mean score)."""
+        in as what that fit was (stratified folds, the lowest mean score); one saved before
+        the declared scopes and the shared cross-fitting lacks ``declined_`` and
+        ``same_as_``: nothing was declined, every candidate was fitted."""
         added = ("paired_", "folds_used_", "stratified_", "dropped_")
         if isinstance(state, dict) and not any(key in state for key in added):
             folds = state.get("cv_fold_scores_", {})
@@ -423,6 +599,9 @@ class AutoCalibrator(Calibrator):
             used = len(first) if isinstance(first, list) else 0
             state = {**state, "paired_": {}, "folds_used_": used}
             state = {**state, "stratified_": True, "dropped_": []}
+        later = ("declined_", "same_as_")  # saved before the declared scopes (issue 31)
+        if isinstance(state, dict) and not any(key in state for key in later):
+            state = {**state, "declined_": {}, "same_as_": {}}
         super()._load_state(state)
 
     def _check_state(self) -> None:
@@ -456,14 +635,18 @@ class AutoCalibrator(Calibrator):
         its paired difference from the baseline (± one standard error)."""
         self.check_is_fitted()
         lines = [f"auto chose {self.chosen_!r}: {self.reason_}"]
-        width = max((len(name) for name in self.cv_scores_), default=0)
+        width = max((len(name) for name in [*self.cv_scores_, *self.declined_]), default=0)
         for name, score in sorted(self.cv_scores_.items(), key=lambda item: item[1]):
             mark = "  <- chosen" if name == self.chosen_ else ""
             pair = ""
             if name in self.paired_:
                 d, se = self.paired_[name]
                 pair = f"  {d:+.4g} ± {se:.2g} vs {self.baseline}"
-            lines.append(f"  {name:<{width}}  {score:.6g}{pair}{mark}")
+            same = self.same_as_.get(name)
+            twin = f"  ({same}'s scores: the same map on probabilities)" if same else ""
+            lines.append(f"  {name:<{width}}  {score:.6g}{pair}{mark}{twin}")
+        for name, why in self.declined_.items():
+            lines.append(f"  {name:<{width}}  {why}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
