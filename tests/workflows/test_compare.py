@@ -236,7 +236,13 @@ def test_default_methods_leave_out_those_a_missing_class_makes_refuse() -> None:
     comp = compare(cal, test, None, n_boot=0, seed=0)
     names = [r.method for r in comp.rows]
     assert "temperature" in names
-    assert not [n for n in names if n != "none" and CALIBRATORS.get(n).needs_every_class]
+    left_out = [n for n in names if n != "none" and CALIBRATORS.get(n).needs_every_class]
+    assert not left_out
+    # never silently dropped: each one left out is said, with why
+    refusing = [n for n in CALIBRATORS.defaults("logits") if CALIBRATORS.get(n).needs_every_class]
+    assert refusing
+    assert sorted(comp.declined) == sorted(refusing)
+    assert all("a class is absent from the calibration part" in w for w in comp.declined.values())
     assert all(np.isfinite(r.evaluation.values["nll"]) for r in comp.rows)
 
 

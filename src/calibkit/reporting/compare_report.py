@@ -272,6 +272,7 @@ def results_dict(comp: Comparison, title: str | None = None) -> dict[str, Any]:
             "ece": comp.ece_curve.tolist(),
         },
     }
+    results["declined"] = dict(comp.declined)
     if comp.recommendation is not None:
         rec = comp.recommendation
         results["recommendation"] = {"method": rec.method, "reason": rec.reason}
@@ -511,12 +512,30 @@ def _with_same_maps(comp: Comparison, sections: list[Section]) -> list[Section]:
     return [Section(first.title, [*first.blocks, Paragraph(" ".join(twins))]), *sections[1:]]
 
 
+def declined_lines(comp: Comparison) -> list[str]:
+    """One line per default method the comparison did not run, with its reason
+    (:attr:`~calibkit.workflows.compare.Comparison.declined`): never silently dropped.
+
+    >>> import dataclasses
+    >>> from calibkit import as_outputs, compare
+    >>> out = as_outputs([0, 1], probs=[[0.8, 0.2], [0.4, 0.6]])
+    >>> comp = compare(out, out, [], n_boot=0)
+    >>> declined_lines(dataclasses.replace(comp, declined={"matrix": "too many parameters"}))
+    ['Not run (a default method left out on this data): matrix, too many parameters.']
+    """
+    return [
+        f"Not run (a default method left out on this data): {name}, {why}."
+        for name, why in comp.declined.items()
+    ]
+
+
 def compare_document(
     comp: Comparison, title: str, figures: list[Figure], intro: Sequence[str] = ()
 ) -> Document:
     """The report as a document: the verdict, the summary (``intro``: what came before the
     comparison, such as the demo's training), how to read it, the tables, the figures."""
     meta = [*intro, *([f"Source: {comp.source}"] if comp.source else []), _summary(comp)]
+    meta += declined_lines(comp)
     level = comp.rows[0].evaluation.level
     how = [VERDICT_HOW_TO_READ, HOW_TO_READ.format(level=level), marks_note(comp)]
     big = [f for f in figures if f.name in (GRID, CURVE, RC, GROUPS_FIGURE)]
