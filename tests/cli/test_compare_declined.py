@@ -34,6 +34,9 @@ def test_the_cli_says_declined_methods_first_and_writes_them(
     assert said in err
     assert err.index(said) < next(i for i, line in enumerate(err) if "uncalibrated" in line)
     report = plain((tmp_path / "rep" / "report.md").read_text())
-    assert "Not run (a default method left out on this data): toy_wide, declined from 3" in report
+    assert (
+        "Not run by default on this data: toy_wide (declined from 3 classes on: toy limit)."
+        in report
+    )
     results = json.loads((tmp_path / "rep" / "results.json").read_text())
     assert results["declined"] == {"toy_wide": "declined from 3 classes on: toy limit"}

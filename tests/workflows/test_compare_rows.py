@@ -101,8 +101,7 @@ def test_declined_methods_are_said_before_the_work_and_in_the_report(
     assert results_dict(comp)["declined"] == {toy_scope: "declined from 3 classes on: toy limit"}
     meta = [b.text for b in compare_document(comp, "t", []).body if hasattr(b, "text")]
     assert (
-        "Not run (a default method left out on this data): toy_wide, declined from 3 "
-        "classes on: toy limit." in meta
+        "Not run by default on this data: toy_wide (declined from 3 classes on: toy limit)." in meta
     )
     named = compare(cal, test, ["toy_wide"], n_boot=0)  # named, it runs
     assert [r.method for r in named.rows] == ["none", "toy_wide"]

@@ -77,6 +77,7 @@ from calibkit.reporting.tables import (
 )
 from calibkit.reporting.writer import Report, write_report
 from calibkit.workflows.compare import Comparison
+from calibkit.workflows.methods import left_out_lines
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure as MplFigure
@@ -513,20 +514,18 @@ def _with_same_maps(comp: Comparison, sections: list[Section]) -> list[Section]:
 
 
 def declined_lines(comp: Comparison) -> list[str]:
-    """One line per default method the comparison did not run, with its reason
-    (:attr:`~calibkit.workflows.compare.Comparison.declined`): never silently dropped.
+    """The default methods the comparison did not run, with their reasons
+    (:attr:`~calibkit.workflows.compare.Comparison.declined`; one line per reason): never
+    silently dropped.
 
     >>> import dataclasses
     >>> from calibkit import as_outputs, compare
     >>> out = as_outputs([0, 1], probs=[[0.8, 0.2], [0.4, 0.6]])
     >>> comp = compare(out, out, [], n_boot=0)
     >>> declined_lines(dataclasses.replace(comp, declined={"matrix": "too many parameters"}))
-    ['Not run (a default method left out on this data): matrix, too many parameters.']
+    ['Not run by default on this data: matrix (too many parameters).']
     """
-    return [
-        f"Not run (a default method left out on this data): {name}, {why}."
-        for name, why in comp.declined.items()
-    ]
+    return [f"Not run by default on this data: {line}." for line in left_out_lines(comp.declined)]
 
 
 def compare_document(

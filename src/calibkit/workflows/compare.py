@@ -104,6 +104,7 @@ from calibkit.workflows.methods import (
     applicable_methods,
     chosen_method,
     group_methods,
+    left_out_lines,
     left_out_methods,
     resolve_methods,
     same_fit,
@@ -617,8 +618,8 @@ def compare(
     declined = (
         {} if methods is not None else left_out_methods(cal.n_classes, cal.n_samples, every_class)
     )
-    for name, why in declined.items():  # said before the work, never silently dropped
-        _log.info(f"not run by default: {name} ({why})")
+    for line in left_out_lines(declined):  # said before the work, never silently dropped
+        _log.info(f"not run by default: {line}")
     if groups is not None and methods is None:
         names += [m for m in group_methods(cal.n_classes) if m not in names]
     settings: dict[str, Any] = {
@@ -629,6 +630,7 @@ def compare(
         "mode": mode,
     }
     rows = _rows(cal, test, names, settings, params or {}, groups)
+    _log.info(f"the test part's ECE at {TEMPERATURE_GRID.size} temperatures (its figure)")
     curve = ece_temperature_curve(test.as_logits(), test.labels, TEMPERATURE_GRID, n_bins)
     # one candidate per map (each with its default parameters): a twin is cross-fitted once
     twins = reused_fits(names, cal, test)

@@ -90,6 +90,19 @@ def left_out_methods(
     return res
 
 
+def left_out_lines(left_out: Mapping[str, str]) -> list[str]:
+    """The methods of ``left_out`` (method -> reason, as :func:`left_out_methods` gives)
+    grouped by reason, one ``"a, b (reason)"`` per reason, in order of first appearance.
+
+    >>> left_out_lines({"a": "too big", "b": "no class 3", "c": "too big"})
+    ['a, c (too big)', 'b (no class 3)']
+    """
+    by_reason: dict[str, list[str]] = {}
+    for name, why in left_out.items():
+        by_reason.setdefault(why, []).append(name)
+    return [f"{', '.join(names)} ({why})" for why, names in by_reason.items()]
+
+
 def applicable_methods(
     n_classes: int, n_cal: int | None = None, every_class: bool = True
 ) -> list[str]:
