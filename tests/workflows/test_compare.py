@@ -134,8 +134,9 @@ def test_compare_rows_match_independent_computations(caplog: pytest.LogCaptureFi
     for row in comp.rows:  # the figure's bins are the table's bins
         assert error_from_stats(row.reliability) == row.evaluation.values["ece"]
     assert comp.fitted_temperatures == {"temperature": fitted.temperature_}
-    assert len(msgs) == 2
+    assert len(msgs) == 3
     assert "temperature" in msgs[1]
+    assert msgs[2] == "the test part's ECE at 199 temperatures (its figure)"
 
 
 def test_temperature_scaling_lowers_ece_on_over_confident_logits() -> None:

@@ -17,13 +17,15 @@ Default methods (:func:`applicable_methods`, in :mod:`calibkit.workflows.methods
     would repeat one of theirs at the price of another full model selection. Ask for it by
     name to include it; its row names the method it chose (``chosen`` in its parameters)
     and shows that method's fitted parameters. ``"temperature_ece"`` (temperature chosen by
-    calibration-set ECE) is included. Unregularised ``"matrix"`` scaling, with K (K + 1)
-    parameters, is left out when it cannot be fitted well: from K = 50 classes on (on 100
-    classes it gives 26-38% ECE and an NLL of 64), or when the calibration part holds fewer
-    than 2 samples per parameter (220 for 10 classes). Name it to include it anyway. When a
-    class is absent from the calibration part, the methods that refuse such data (they fit
-    each class from its own rows: ``needs_every_class``) are left out too; named, they
-    refuse.
+    calibration-set ECE) is included. A method whose declared scope (the ``scope=`` of its
+    registry entry, :mod:`calibkit.calibrators.scope`) declines the data is left out:
+    unregularised ``"matrix"`` scaling, with K (K + 1) parameters, from K = 50 classes on
+    (on 100 classes it gives 26-38% ECE and an NLL of 64) or when the calibration part holds
+    fewer than 2 samples per parameter (220 for 10 classes). Name it to include it anyway.
+    When a class is absent from the calibration part, the methods that refuse such data
+    (they fit each class from its own rows: ``needs_every_class``) are left out too; named,
+    they refuse. None is dropped silently: each is logged with its reason before the work
+    and kept in :attr:`Comparison.declined` (the report says them).
 
 Rows that say more than their numbers (:class:`Comparison`)
     :attr:`Comparison.same_maps`: methods whose maps equal an earlier row's, by
@@ -32,7 +34,9 @@ Rows that say more than their numbers (:class:`Comparison`)
     problem (matrix scaling and MS-ODIR, both shrunk towards temperature scaling, whenever
     they choose the same strength: :func:`calibkit.workflows.methods.same_fit`; both are
     still fitted), each with its reason (:attr:`Comparison.same_map_reasons`), and
-    ``"auto"`` beside the method it chose. :attr:`Comparison.accuracy_changed`:
+    ``"auto"`` beside the method it chose. A map equal by construction is fitted once
+    (:func:`reused_fits`): the later row reuses the earlier one's fit, test probabilities
+    and evaluation (fit time 0), and the recommendation cross-fits it once. :attr:`Comparison.accuracy_changed`:
     methods whose test accuracy differs from the uncalibrated row's (only a map that is
     not monotone within a sample can change the predicted class).
     :attr:`MethodResult.ranking`: whether the method changes the *ranking* of the test
