@@ -193,11 +193,13 @@ def main() -> None:
             rev_phases = [
                 x.phases() for name, done in runs.items() if name != "current" for x in done
             ]
-            for phase in phases[0]:
-                mine = median([p.get(phase, 0.0) for p in phases])
+            order = list(phases[0]) + [p for x in rev_phases for p in x if p not in phases[0]]
+            for phase in dict.fromkeys(order):
+                here = [p[phase] for p in phases if phase in p]
+                mine = fmt_time(median(here)) if here else ""
                 theirs = [p[phase] for p in rev_phases if phase in p]
                 before = fmt_time(median(theirs)) if theirs else ""
-                breakdowns.append([label, phase, fmt_time(mine), before])
+                breakdowns.append([label, phase, mine, before])
     print()
     print(table(["case", "code", "median wall time", "peak memory", "REV / current"], rows))
     print()

@@ -52,6 +52,7 @@ def test_dirichlet_on_probabilities_reuses_ms_odirs_fit_and_evaluation(fits: lis
     assert dirichlet.same_as is not None
     assert dirichlet.same_as[0] == "ms_odir"
     assert comp.same_maps == {"dirichlet": "ms_odir"}
+    assert comp.same_map_reasons["dirichlet"].endswith("log p); fitted once, its row reused")
     # the recommendation cross-fits one candidate per map
     assert comp.recommendation is None
     with_rec = compare(cal, test, ["ms_odir", "dirichlet"], n_boot=0, recommend=True)

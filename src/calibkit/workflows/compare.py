@@ -36,9 +36,10 @@ Rows that say more than their numbers (:class:`Comparison`)
     still fitted), each with its reason (:attr:`Comparison.same_map_reasons`), and
     ``"auto"`` beside the method it chose. A map equal by construction is fitted once
     (:func:`reused_fits`): the later row reuses the earlier one's fit, test probabilities
-    and evaluation (fit time 0), and the recommendation cross-fits it once. :attr:`Comparison.accuracy_changed`:
-    methods whose test accuracy differs from the uncalibrated row's (only a map that is
-    not monotone within a sample can change the predicted class).
+    and evaluation (fit time 0), and the recommendation cross-fits it once.
+    :attr:`Comparison.accuracy_changed`: methods whose test accuracy differs from the
+    uncalibrated row's (only a map that is not monotone within a sample can change the
+    predicted class).
     :attr:`MethodResult.ranking`: whether the method changes the *ranking* of the test
     samples by top-label confidence (:func:`calibkit.metrics.selective.ranking_change`),
     which is all the selective-prediction metrics see: histogram binning and isotonic
@@ -293,7 +294,7 @@ class Comparison:
         names = [r.method for r in self.rows]
         found = {r.method: r.same_as for r in self.rows if r.same_as is not None}
         for later, first in same_maps(names, self.n_classes, self.kind).items():
-            found[later] = (first, SAME_MAP_REASONS[first, later])
+            found.setdefault(later, (first, SAME_MAP_REASONS[first, later]))
         for r in self.rows:
             if r.chosen is not None and r.chosen in names:
                 found[r.method] = (r.chosen, f"auto chose {r.chosen} and refitted it")
@@ -502,7 +503,7 @@ def _rows(
             _log.info(f"[{i}/{len(names)}] {name}: the same map as {twin}, its fit reused{eta}")
             fitted[name] = fitted[twin]
             earlier = next(r for r in rows if r.method == twin)
-            why = (twin, SAME_MAP_REASONS[twin, name])
+            why = (twin, f"{SAME_MAP_REASONS[twin, name]}; fitted once, its row reused")
             rows.append(dataclasses.replace(earlier, method=name, fit_seconds=0.0, same_as=why))
             continue
         _log.info(
