@@ -273,7 +273,8 @@ def results_dict(comp: Comparison, title: str | None = None) -> dict[str, Any]:
             "ece": comp.ece_curve.tolist(),
         },
     }
-    results["declined"] = dict(comp.declined)
+    if comp.declined:  # the default methods not run on this data, with why
+        results["declined"] = dict(comp.declined)
     if comp.recommendation is not None:
         rec = comp.recommendation
         results["recommendation"] = {"method": rec.method, "reason": rec.reason}
