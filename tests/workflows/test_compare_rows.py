@@ -107,6 +107,7 @@ def test_declined_methods_are_said_before_the_work_and_in_the_report(
     named = compare(cal, test, ["toy_wide"], n_boot=0)  # named, it runs
     assert [r.method for r in named.rows] == ["none", "toy_wide"]
     assert named.declined == {}
+    assert "declined" not in results_dict(named)  # absent when nothing was left out
 
 
 def test_matrix_at_60_classes_is_declined_in_words(toy_scope: str) -> None:
