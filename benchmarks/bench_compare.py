@@ -14,6 +14,8 @@ when absent) and seeded synthetic logits, 50,000 x 1,000 (``_bench.synthetic``, 
 The current code's progress log (stderr) is cut into phases at its landmark lines (the
 uncalibrated row, each method's row, the ECE-vs-temperature curve, the recommendation, the
 figures, the writing) and each phase's time is printed beside REV's where REV says the same.
+A phase whose progress lines start only after 2 s (the figures, a judged row) is counted in
+the phase before it when it is shorter than that.
 
     .venv/bin/python benchmarks/bench_compare.py [--repeats 1] [--quick] [--only cifar100|k1000]
         [--methods A,B] [--rev-timeout 300] [--no-rev]
