@@ -134,8 +134,9 @@ def test_compare_rows_match_independent_computations(caplog: pytest.LogCaptureFi
     for row in comp.rows:  # the figure's bins are the table's bins
         assert error_from_stats(row.reliability) == row.evaluation.values["ece"]
     assert comp.fitted_temperatures == {"temperature": fitted.temperature_}
-    assert len(msgs) == 2
+    assert len(msgs) == 3
     assert "temperature" in msgs[1]
+    assert msgs[2] == "the test part's ECE at 199 temperatures (its figure)"
 
 
 def test_temperature_scaling_lowers_ece_on_over_confident_logits() -> None:
@@ -236,7 +237,13 @@ def test_default_methods_leave_out_those_a_missing_class_makes_refuse() -> None:
     comp = compare(cal, test, None, n_boot=0, seed=0)
     names = [r.method for r in comp.rows]
     assert "temperature" in names
-    assert not [n for n in names if n != "none" and CALIBRATORS.get(n).needs_every_class]
+    left_out = [n for n in names if n != "none" and CALIBRATORS.get(n).needs_every_class]
+    assert not left_out
+    # never silently dropped: each one left out is said, with why
+    refusing = [n for n in CALIBRATORS.defaults("logits") if CALIBRATORS.get(n).needs_every_class]
+    assert refusing
+    assert sorted(comp.declined) == sorted(refusing)
+    assert all("a class is absent from the calibration part" in w for w in comp.declined.values())
     assert all(np.isfinite(r.evaluation.values["nll"]) for r in comp.rows)
 
 

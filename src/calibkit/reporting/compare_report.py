@@ -77,6 +77,7 @@ from calibkit.reporting.tables import (
 )
 from calibkit.reporting.writer import Report, write_report
 from calibkit.workflows.compare import Comparison
+from calibkit.workflows.methods import left_out_lines
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure as MplFigure
@@ -272,6 +273,8 @@ def results_dict(comp: Comparison, title: str | None = None) -> dict[str, Any]:
             "ece": comp.ece_curve.tolist(),
         },
     }
+    if comp.declined:  # the default methods not run on this data, with why
+        results["declined"] = dict(comp.declined)
     if comp.recommendation is not None:
         rec = comp.recommendation
         results["recommendation"] = {"method": rec.method, "reason": rec.reason}
@@ -511,12 +514,28 @@ def _with_same_maps(comp: Comparison, sections: list[Section]) -> list[Section]:
     return [Section(first.title, [*first.blocks, Paragraph(" ".join(twins))]), *sections[1:]]
 
 
+def declined_lines(comp: Comparison) -> list[str]:
+    """The default methods the comparison did not run, with their reasons
+    (:attr:`~calibkit.workflows.compare.Comparison.declined`; one line per reason): never
+    silently dropped.
+
+    >>> import dataclasses
+    >>> from calibkit import as_outputs, compare
+    >>> out = as_outputs([0, 1], probs=[[0.8, 0.2], [0.4, 0.6]])
+    >>> comp = compare(out, out, [], n_boot=0)
+    >>> declined_lines(dataclasses.replace(comp, declined={"matrix": "too many parameters"}))
+    ['Not run by default on this data: matrix (too many parameters).']
+    """
+    return [f"Not run by default on this data: {line}." for line in left_out_lines(comp.declined)]
+
+
 def compare_document(
     comp: Comparison, title: str, figures: list[Figure], intro: Sequence[str] = ()
 ) -> Document:
     """The report as a document: the verdict, the summary (``intro``: what came before the
     comparison, such as the demo's training), how to read it, the tables, the figures."""
     meta = [*intro, *([f"Source: {comp.source}"] if comp.source else []), _summary(comp)]
+    meta += declined_lines(comp)
     level = comp.rows[0].evaluation.level
     how = [VERDICT_HOW_TO_READ, HOW_TO_READ.format(level=level), marks_note(comp)]
     big = [f for f in figures if f.name in (GRID, CURVE, RC, GROUPS_FIGURE)]

@@ -17,13 +17,15 @@ Default methods (:func:`applicable_methods`, in :mod:`calibkit.workflows.methods
     would repeat one of theirs at the price of another full model selection. Ask for it by
     name to include it; its row names the method it chose (``chosen`` in its parameters)
     and shows that method's fitted parameters. ``"temperature_ece"`` (temperature chosen by
-    calibration-set ECE) is included. Unregularised ``"matrix"`` scaling, with K (K + 1)
-    parameters, is left out when it cannot be fitted well: from K = 50 classes on (on 100
-    classes it gives 26-38% ECE and an NLL of 64), or when the calibration part holds fewer
-    than 2 samples per parameter (220 for 10 classes). Name it to include it anyway. When a
-    class is absent from the calibration part, the methods that refuse such data (they fit
-    each class from its own rows: ``needs_every_class``) are left out too; named, they
-    refuse.
+    calibration-set ECE) is included. A method whose declared scope (the ``scope=`` of its
+    registry entry, :mod:`calibkit.calibrators.scope`) declines the data is left out:
+    unregularised ``"matrix"`` scaling, with K (K + 1) parameters, from K = 50 classes on
+    (on 100 classes it gives 26-38% ECE and an NLL of 64) or when the calibration part holds
+    fewer than 2 samples per parameter (220 for 10 classes). Name it to include it anyway.
+    When a class is absent from the calibration part, the methods that refuse such data
+    (they fit each class from its own rows: ``needs_every_class``) are left out too; named,
+    they refuse. None is dropped silently: each is logged with its reason before the work
+    and kept in :attr:`Comparison.declined` (the report says them).
 
 Rows that say more than their numbers (:class:`Comparison`)
     :attr:`Comparison.same_maps`: methods whose maps equal an earlier row's, by
@@ -32,9 +34,12 @@ Rows that say more than their numbers (:class:`Comparison`)
     problem (matrix scaling and MS-ODIR, both shrunk towards temperature scaling, whenever
     they choose the same strength: :func:`calibkit.workflows.methods.same_fit`; both are
     still fitted), each with its reason (:attr:`Comparison.same_map_reasons`), and
-    ``"auto"`` beside the method it chose. :attr:`Comparison.accuracy_changed`:
-    methods whose test accuracy differs from the uncalibrated row's (only a map that is
-    not monotone within a sample can change the predicted class).
+    ``"auto"`` beside the method it chose. A map equal by construction is fitted once
+    (:func:`reused_fits`): the later row reuses the earlier one's fit, test probabilities
+    and evaluation (fit time 0), and the recommendation cross-fits it once.
+    :attr:`Comparison.accuracy_changed`: methods whose test accuracy differs from the
+    uncalibrated row's (only a map that is not monotone within a sample can change the
+    predicted class).
     :attr:`MethodResult.ranking`: whether the method changes the *ranking* of the test
     samples by top-label confidence (:func:`calibkit.metrics.selective.ranking_change`),
     which is all the selective-prediction metrics see: histogram binning and isotonic
@@ -86,7 +91,7 @@ from calibkit.core.binning import BinStats
 from calibkit.core.errors import InputError
 from calibkit.core.groups import check_groups
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_labels
-from calibkit.core.progress import time_left_text
+from calibkit.core.progress import Phase, time_left_text
 from calibkit.core.splits import stratified_split
 from calibkit.metrics import Evaluation, evaluate, reliability_stats
 from calibkit.metrics.calibration_tests import CalibrationTest, calibration_tests
@@ -104,6 +109,8 @@ from calibkit.workflows.methods import (
     applicable_methods,
     chosen_method,
     group_methods,
+    left_out_lines,
+    left_out_methods,
     resolve_methods,
     same_fit,
     same_maps,
@@ -122,6 +129,7 @@ __all__ = [
     "group_methods",
     "recommendation",
     "resolve_methods",
+    "reused_fits",
     "split_indices",
     "split_outputs",
     "summarize_params",
@@ -231,6 +239,11 @@ class Comparison:
         then), or ``"mixed"`` (one part of each).
     recommendation : Recommendation or None
         The method to use (with ``recommend=True``).
+    declined : dict of str to str
+        The default methods not run on this data, each with its one-line reason
+        (:func:`~calibkit.workflows.methods.left_out_methods`: a declared scope that
+        declines the class or sample count, a class absent from the calibration part);
+        empty when the methods were named.
 
     Examples
     --------
@@ -252,6 +265,7 @@ class Comparison:
     seed: int = 0
     kind: str = "logits"
     recommendation: Recommendation | None = None
+    declined: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def row(self, method: str) -> MethodResult:
         """The result of ``method`` (InputError if it was not compared)."""
@@ -280,7 +294,7 @@ class Comparison:
         names = [r.method for r in self.rows]
         found = {r.method: r.same_as for r in self.rows if r.same_as is not None}
         for later, first in same_maps(names, self.n_classes, self.kind).items():
-            found[later] = (first, SAME_MAP_REASONS[first, later])
+            found.setdefault(later, (first, SAME_MAP_REASONS[first, later]))
         for r in self.rows:
             if r.chosen is not None and r.chosen in names:
                 found[r.method] = (r.chosen, f"auto chose {r.chosen} and refitted it")
@@ -385,13 +399,24 @@ def _judge(
     params: dict[str, float],
     seconds: float,
     settings: dict[str, Any],
+    phase: Phase | None = None,
 ) -> MethodResult:
+    """``method``'s row on ``test`` (its calibrated outputs); ``phase``: a step after
+    the calibration tests, the metrics and the risk-coverage curve."""
     reliability = reliability_stats(test, n_bins=settings["n_bins"], mode=settings["mode"])
     tests = calibration_tests(test, mode=settings["mode"])
-    result = MethodResult(
-        method, evaluate(test, **settings), params, seconds, reliability, tests=tests
-    )
-    return dataclasses.replace(result, risk_coverage=risk_coverage_curve(test))
+    _step(phase, "calibration tests")
+    evaluation = evaluate(test, **settings)
+    _step(phase, "metrics")
+    result = MethodResult(method, evaluation, params, seconds, reliability, tests=tests)
+    result = dataclasses.replace(result, risk_coverage=risk_coverage_curve(test))
+    _step(phase, "risk-coverage")
+    return result
+
+
+def _step(phase: Phase | None, text: str) -> None:
+    if phase is not None:
+        phase.step(text)
 
 
 def _check_parts(cal: ClassifierOutputs, test: ClassifierOutputs) -> None:
@@ -421,6 +446,34 @@ def _bin_settings(settings: dict[str, Any]) -> dict[str, Any]:
     return {"n_bins": settings["n_bins"], "mode": settings["mode"]}
 
 
+def reused_fits(
+    names: Sequence[str],
+    cal: ClassifierOutputs,
+    test: ClassifierOutputs,
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, str]:
+    """The methods of ``names`` fitted once for two rows: each later method whose map
+    equals an earlier one's by construction on these parts
+    (:func:`~calibkit.workflows.methods.same_maps`; both parts of the same kind) and that
+    is given the same ``params``, mapped to that earlier method. Its row reuses the
+    earlier row's fit, test probabilities and evaluation (the same inputs and seed give
+    the same numbers), and its ``same_as`` says so.
+
+    >>> p = as_outputs([0, 1, 1], probs=[[0.7, 0.3], [0.4, 0.6], [0.2, 0.8]])
+    >>> reused_fits(["ms_odir", "dirichlet"], p, p)
+    {'dirichlet': 'ms_odir'}
+    >>> reused_fits(["ms_odir", "dirichlet"], p, p, {"dirichlet": {"reg_lambda": 1.0}})
+    {}
+    """
+    params = params or {}
+    kind = cal.kind if cal.kind == test.kind else "mixed"
+    return {
+        later: first
+        for later, first in same_maps(names, cal.n_classes, kind).items()
+        if dict(params.get(later, {})) == dict(params.get(first, {}))
+    }
+
+
 def _rows(
     cal: ClassifierOutputs,
     test: ClassifierOutputs,
@@ -431,40 +484,67 @@ def _rows(
 ) -> list[MethodResult]:
     """The uncalibrated row, then each method fitted on ``cal`` and judged on ``test``
     (``groups``: the parts' group names, for the per-group results and the calibrators
-    that take them)."""
+    that take them). A method whose map equals an earlier one's by construction
+    (:func:`reused_fits`) reuses that row: one fit, one evaluation."""
     _log.info(f"evaluating the uncalibrated model on {test.n_samples:,} test samples")
     test_groups = None if groups is None else groups[1]
-    rows = [_judge(UNCALIBRATED, test, {}, 0.0, settings)]
+    phase = Phase(_log, f"judging none on {test.n_samples:,} test samples", 3)
+    rows = [_judge(UNCALIBRATED, test, {}, 0.0, settings, phase)]
     rows[0] = dataclasses.replace(rows[0], ranking=RankingChange(True, 1.0))
     rows[0] = _by_group(rows[0], test, test_groups, settings)
-    cal_logits, test_logits = cal.as_logits(), test.as_logits()
+    twins = reused_fits(names, cal, test, params)
     fitted: dict[str, Calibrator] = {}
     began = time.perf_counter()
     for i, name in enumerate(names, start=1):
         spent = time.perf_counter() - began
         eta = f" ({time_left_text(spent, i - 1, len(names))} of the fits)" if i > 1 else ""
+        if name in twins:  # the same map by construction: the earlier row's fit, reused
+            twin = twins[name]
+            _log.info(f"[{i}/{len(names)}] {name}: the same map as {twin}, its fit reused{eta}")
+            fitted[name] = fitted[twin]
+            earlier = next(r for r in rows if r.method == twin)
+            why = (twin, f"{SAME_MAP_REASONS[twin, name]}; fitted once, its row reused")
+            rows.append(dataclasses.replace(earlier, method=name, fit_seconds=0.0, same_as=why))
+            continue
         _log.info(
             f"[{i}/{len(names)}] fitting {name} on {cal.n_samples:,} calibration samples{eta}"
         )
-        start = time.perf_counter()
-        calibrator = create_calibrator(name, **params.get(name, {}))
-        with_groups: dict[str, Any] = {}
-        if groups is not None and calibrator.kind == "groups":
-            calibrator.fit(cal_logits, cal.labels, groups=groups[0])
-            with_groups = {"groups": groups[1]}
-        else:
-            calibrator.fit(cal_logits, cal.labels)
-        seconds = time.perf_counter() - start
-        probs = calibrator.predict_proba(test_logits, **with_groups)
-        calibrated = as_outputs(test.labels, probs=probs)
-        row = _judge(name, calibrated, summarize_params(calibrator), seconds, settings)
-        ranking = ranking_change(test.confidence, calibrated.confidence)
-        twin = same_fit(fitted, name, calibrator, cal.kind)
+        calibrator, row = _fitted_row(name, cal, test, settings, params, groups)
+        row = dataclasses.replace(row, same_as=same_fit(fitted, name, calibrator, cal.kind))
         fitted[name] = calibrator
-        chosen = chosen_method(calibrator)
-        row = dataclasses.replace(row, chosen=chosen, ranking=ranking, same_as=twin)
-        rows.append(_by_group(row, calibrated, test_groups, settings))
+        rows.append(row)
     return rows
+
+
+def _fitted_row(
+    name: str,
+    cal: ClassifierOutputs,
+    test: ClassifierOutputs,
+    settings: dict[str, Any],
+    params: Mapping[str, Mapping[str, Any]],
+    groups: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple[Calibrator, MethodResult]:
+    """``name`` fitted on ``cal`` and its row on ``test`` (its (N, K) test probabilities
+    freed on return: one such array alive at a time)."""
+    start = time.perf_counter()
+    calibrator = create_calibrator(name, **params.get(name, {}))
+    with_groups: dict[str, Any] = {}
+    if groups is not None and calibrator.kind == "groups":
+        calibrator.fit(cal.as_logits(), cal.labels, groups=groups[0])
+        with_groups = {"groups": groups[1]}
+    else:
+        calibrator.fit(cal.as_logits(), cal.labels)
+    seconds = time.perf_counter() - start
+    phase = Phase(_log, f"judging {name} on {test.n_samples:,} test samples", 4)
+    probs = calibrator.predict_proba(test.as_logits(), **with_groups)
+    calibrated = as_outputs(test.labels, probs=probs)
+    del probs
+    phase.step("test probabilities")
+    row = _judge(name, calibrated, summarize_params(calibrator), seconds, settings, phase)
+    ranking = ranking_change(test.confidence, calibrated.confidence)
+    row = dataclasses.replace(row, chosen=chosen_method(calibrator), ranking=ranking)
+    test_groups = None if groups is None else groups[1]
+    return calibrator, _by_group(row, calibrated, test_groups, settings)
 
 
 def _check_group_parts(
@@ -540,6 +620,11 @@ def compare(
     groups = _check_group_parts(cal, test, cal_groups, test_groups)
     every_class = np.unique(cal.labels).size == cal.n_classes
     names = resolve_methods(methods, cal.n_classes, cal.n_samples, every_class)
+    declined = (
+        {} if methods is not None else left_out_methods(cal.n_classes, cal.n_samples, every_class)
+    )
+    for line in left_out_lines(declined):  # said before the work, never silently dropped
+        _log.info(f"not run by default: {line}")
     if groups is not None and methods is None:
         names += [m for m in group_methods(cal.n_classes) if m not in names]
     settings: dict[str, Any] = {
@@ -550,8 +635,11 @@ def compare(
         "mode": mode,
     }
     rows = _rows(cal, test, names, settings, params or {}, groups)
+    _log.info(f"the test part's ECE at {TEMPERATURE_GRID.size} temperatures (its figure)")
     curve = ece_temperature_curve(test.as_logits(), test.labels, TEMPERATURE_GRID, n_bins)
-    plain = [n for n in names if CALIBRATORS.kind_of(n) != "groups"]
+    # one candidate per map (each with its default parameters): a twin is cross-fitted once
+    twins = reused_fits(names, cal, test)
+    plain = [n for n in names if CALIBRATORS.kind_of(n) != "groups" and n not in twins]
     chosen = recommendation(cal, plain, seed) if recommend else None
     return Comparison(
         rows=rows,
@@ -566,6 +654,7 @@ def compare(
         seed=seed,
         kind=cal.kind if cal.kind == test.kind else "mixed",
         recommendation=chosen,
+        declined=declined,
     )
 
 

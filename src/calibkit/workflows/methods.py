@@ -58,6 +58,51 @@ def declined_methods(n_classes: int, n_cal: int | None = None) -> dict[str, str]
     return declined(names, n_classes, n_cal)
 
 
+#: Why a method that fits each class from its own rows (``needs_every_class``) is left out
+#: when a class is absent from the calibration part.
+MISSING_CLASS_REASON = (
+    "a class is absent from the calibration part, and it fits each class from its own rows"
+)
+
+
+def left_out_methods(
+    n_classes: int, n_cal: int | None = None, every_class: bool = True
+) -> dict[str, str]:
+    """Every default method that :func:`applicable_methods` leaves out for this data, with
+    its one-line reason, in the registry's order: those :func:`declined_methods` declines,
+    and with ``every_class`` False those that need every class (:data:`MISSING_CLASS_REASON`).
+    What a comparison says about the methods it did not run (never silently dropped).
+
+    >>> left_out_methods(100, 5000)["matrix"][:27]
+    'declined from 50 classes on'
+    >>> left_out_methods(10, 5000, every_class=False)["histogram_classwise"][:30]
+    'a class is absent from the cal'
+    """
+    declined_here = declined_methods(n_classes, n_cal)
+    res: dict[str, str] = {}
+    for name in CALIBRATORS.defaults(kind="logits"):
+        if not _applies_to(name, n_classes):
+            continue
+        if name in declined_here:
+            res[name] = declined_here[name]
+        elif not every_class and CALIBRATORS.get(name).needs_every_class:
+            res[name] = MISSING_CLASS_REASON
+    return res
+
+
+def left_out_lines(left_out: Mapping[str, str]) -> list[str]:
+    """The methods of ``left_out`` (method -> reason, as :func:`left_out_methods` gives)
+    grouped by reason, one ``"a, b (reason)"`` per reason, in order of first appearance.
+
+    >>> left_out_lines({"a": "too big", "b": "no class 3", "c": "too big"})
+    ['a, c (too big)', 'b (no class 3)']
+    """
+    by_reason: dict[str, list[str]] = {}
+    for name, why in left_out.items():
+        by_reason.setdefault(why, []).append(name)
+    return [f"{', '.join(names)} ({why})" for why, names in by_reason.items()]
+
+
 def applicable_methods(
     n_classes: int, n_cal: int | None = None, every_class: bool = True
 ) -> list[str]:
@@ -76,13 +121,11 @@ def applicable_methods(
     (True, False)
     """
     n_classes = Integer(low=2).check("n_classes", n_classes)
-    left_out = declined_methods(n_classes, n_cal)
+    left_out = left_out_methods(n_classes, n_cal, every_class)
     return [
         name
         for name in CALIBRATORS.defaults(kind="logits")
-        if name not in left_out
-        and _applies_to(name, n_classes)
-        and (every_class or not CALIBRATORS.get(name).needs_every_class)
+        if name not in left_out and _applies_to(name, n_classes)
     ]
 
 

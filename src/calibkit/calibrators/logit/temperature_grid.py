@@ -15,6 +15,7 @@ True
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import ClassVar
 
@@ -31,7 +32,10 @@ from calibkit.calibrators.modules import Temperature
 from calibkit.core.binning import N_BINS, check_n_bins
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.progress import Phase
 from calibkit.core.validation import POSITIVE, Constraints, Real
+
+_log = logging.getLogger(__name__)
 
 # Direct evaluation costs one exp per (temperature, sample, class). Where the grid is dense
 # in b (large T), a window [b0 - w, b0 + w] is served by the Taylor series of S around b0:
@@ -178,20 +182,33 @@ def ece_temperature_curve(
     return _ece_curve(out, _check_temperatures(temperatures), n_bins)
 
 
+def _centred_block(z: np.ndarray, start: int, stop: int) -> F64:
+    """The non-top centred logits of samples ``start:stop``, each sample's sorted
+    descending, class-major (float64; one block at a time, so no full-size copy)."""
+    zc = np.array(z[start:stop], dtype=np.float64)
+    zc -= zc.max(axis=1, keepdims=True)
+    zc.sort(axis=1)
+    return np.ascontiguousarray(zc[:, -2::-1].T)
+
+
 def _ece_curve(out: ClassifierOutputs, temps: F64, n_bins: int) -> F64:
-    z = np.asarray(out.as_logits(), dtype=np.float64)
-    n = z.shape[0]
+    z = out.as_logits()
+    n, k = z.shape
     correct = (np.argmax(z, axis=1) == out.labels).astype(np.float64)
-    # non-top centred logits, each sample's sorted descending, class-major
-    d = np.ascontiguousarray(np.sort(z - z.max(axis=1, keepdims=True), axis=1)[:, -2::-1].T)
-    n_terms = d.shape[0]
+    n_terms = k - 1
+    # the widest spread of a sample's logits (float64, as the centred values are)
+    spread = 0.0
+    for start in range(0, n, 1 << 14):
+        zc = np.asarray(z[start : start + (1 << 14)], dtype=np.float64)
+        spread = max(spread, float((zc.max(axis=1) - zc.min(axis=1)).max(initial=0.0)))
     order = np.argsort(1.0 / temps, kind="stable")
     bs = 1.0 / temps[order]
-    plan = _plan(bs, float(-d.min()) if d.size else 0.0, n_terms)
+    plan = _plan(bs, spread if n_terms else 0.0, n_terms)
     sums = np.zeros((bs.shape[0], n_bins + 1))
     rows = min(n, max(1024, (1 << 18) // max(1, n_terms)))
+    phase = Phase(_log, f"ECE at {bs.shape[0]:,} temperatures ({n:,} x {k:,})", -(-n // rows))
     for start in range(0, n, rows):
-        dc, cc = d[:, start : start + rows], correct[start : start + rows]
+        dc, cc = _centred_block(z, start, start + rows), correct[start : start + rows]
         r = dc.shape[1]
         per = max(1, (1 << 18) // r)
         conf = np.empty((min(per, bs.shape[0]), r))
@@ -209,6 +226,7 @@ def _ece_curve(out: ClassifierOutputs, temps: F64, n_bins: int) -> F64:
                     c += 1.0
                     np.divide(1.0, c, out=c)
                 _accumulate(c, cc, n_bins, sums[i:j], scratch)
+        phase.step(f"samples {start + r:,}/{n:,}")
     sums[:, n_bins - 1] += sums[:, n_bins]
     res = np.empty(bs.shape[0])
     res[order] = np.abs(sums[:, :n_bins]).sum(axis=1) / n
