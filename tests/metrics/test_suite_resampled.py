@@ -111,3 +111,25 @@ def test_sce_of_kept_counts_equals_blockwise_sce(monkeypatch: pytest.MonkeyPatch
     for name in METRIC_NAMES:
         tol = bound if name == "sce" else 1e-12
         assert large[name] == pytest.approx(small[name], rel=1e-10, abs=tol), name
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_rank_sums_of_prefix_sums_equal_the_rankings(ties: bool) -> None:
+    """The bootstrap's ranking sums, taken from its ascending prefix sums, are the very
+    integers of Ranking.sums on the same counts (so the ranking metrics are unchanged)."""
+    suite = _suite(500, 3)
+    conf = suite.conf if ties else suite.conf + np.arange(500) * 1e-9  # distinct
+    ss = SortedSamples(conf, suite.outcome, {}, suite.n_bins)
+    from calibkit.metrics.selective import Ranking
+
+    ranking = Ranking(conf, suite.correct)
+    assert ranking.tied == ties
+    counts = resample_counts(np.random.default_rng(5).integers(0, 500, (6, 500)))
+    ss.compute(counts[:, ss.order], ("ece",))
+    got, want = ss.rank_sums(), ranking.sums(counts)
+    for field in ("count", "wrong", "cum_count", "cum_wrong"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)
+    for name in RANKED:
+        kernel = METRICS.get(name).kernel
+        assert isinstance(kernel, RankStatistic)
+        np.testing.assert_array_equal(kernel.function(got), kernel.function(want), err_msg=name)

@@ -30,13 +30,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from calibkit.core.binning import BinStats, equal_mass_cuts, equal_width_index
+from calibkit.core.binning import BinStats, equal_mass_cuts_rows, equal_width_index, tie_runs
 from calibkit.metrics.bin_errors import errors_from_sums, sce_batch_split
 from calibkit.metrics.continuous import MMCE_WIDTH, mmce_from_sorted_batch
 from calibkit.metrics.info import kernels
 from calibkit.metrics.kernels import BinNorm, Residual, SampleMean
 from calibkit.metrics.poisson import poisson_counts
 from calibkit.metrics.samples import F64
+from calibkit.metrics.selective import RankSums, Work
 
 if TYPE_CHECKING:
     from scipy import sparse
@@ -95,13 +96,17 @@ class SortedSamples:
         self.tied = np.flatnonzero(~self.run_end)
         ends = np.flatnonzero(self.run_end)
         self.tied_end = ends[np.searchsorted(ends, self.tied)]
+        self.ends = ends  # the last position of each run of equal confidences
+        self.runs = tie_runs(self.conf)
         x = (self.conf - self.conf[0]) / MMCE_WIDTH if self.conf.size else self.conf
         # MMCE's two factors exp(+-x) d, d = outcome - conf (bounded when x is; see _mmce)
         self.mmce_up = self.signed * np.exp(np.minimum(x, _FIXED_MAX_X))
         self.mmce_down = self.signed * np.exp(-x)
         self.signed2 = self.signed * self.signed
         self._work: dict[str, np.ndarray] = {}
+        self._rank_work = Work()
         self.weights: F64 = np.empty((0, conf.shape[0]))  # the last block's, as float64
+        self._cums: tuple[np.ndarray, np.ndarray] | None = None  # the last block's
 
     def _buffer(self, name: str, b: int, dtype: type) -> np.ndarray:
         """A ``(b, N)`` work array kept from block to block.
@@ -132,7 +137,10 @@ class SortedSamples:
 
         Equal to ``resample_counts(draws)[:, self.order]``, without permuting the counts.
         """
-        return resample_counts(self.rank[draws])
+        b, n = draws.shape
+        index = np.take(self.rank, draws, out=self._buffer("index", b, np.int64), mode="clip")
+        index += (np.arange(b, dtype=np.int64) * n)[:, None]
+        return np.bincount(index.reshape(-1), minlength=b * n).reshape(b, n)
 
     def compute(self, counts: np.ndarray, names: tuple[str, ...]) -> dict[str, F64]:
         """Every metric in ``names`` for each row of ``counts`` (confidence order), from its
@@ -144,9 +152,11 @@ class SortedSamples:
         float64 counts stay in :attr:`weights` until the next call.
         """
         b = counts.shape[0]
-        w, self.weights = self._buffer("w", b, np.int64), self._buffer("wf", b, np.float64)
-        w[...], self.weights[...] = counts, counts
-        wf = self.weights
+        w = counts if counts.dtype == np.int64 else self._buffer("w", b, np.int64)
+        self.weights = wf = self._buffer("wf", b, np.float64)
+        if w is not counts:
+            w[...] = counts
+        wf[...] = counts
         cum_count = np.cumsum(w, axis=1, out=self._buffer("count", b, np.int64))
         total = cum_count[:, -1].astype(np.float64)
         wmax = float(total.max(initial=0.0))
@@ -160,6 +170,7 @@ class SortedSamples:
         cum_signed, scale = _fixed_cumsum(w, self.signed, wmax, self._buffer("signed", b, np.int64))
         hits = np.multiply(w, self.hits, out=self._buffer("hits", b, self.hits.dtype.type))
         cums = (cum_count, np.cumsum(hits, axis=1, out=hits), cum_signed)
+        self._cums = (cum_count, hits)
         errors: dict[str, dict[str, F64]] = {}
         # bins first: KS then closes the tie runs of cum_signed in place
         for name, kernel in sorted(wanted.items(), key=lambda nk: isinstance(nk[1], Residual)):
@@ -183,9 +194,44 @@ class SortedSamples:
         b = cum_count.shape[0]
         if scheme == "width":
             return np.broadcast_to(self.ew_cuts, (b, self.n_bins + 1))
-        cum = self._buffer("float", b, np.float64)
-        cum[...] = cum_count
-        return np.stack([equal_mass_cuts(self.conf, self.n_bins, cum=row) for row in cum])
+        return equal_mass_cuts_rows(self.conf, self.n_bins, cum_count, self.runs)
+
+    def rank_sums(self) -> RankSums:
+        """The tie-group sums of the last :meth:`compute`'s block for the ranking metrics
+        (:class:`~calibkit.metrics.selective.RankSums`, groups in decreasing confidence),
+        from its prefix sums of counts and outcomes: the integers that
+        :meth:`~calibkit.metrics.selective.Ranking.sums` gives for the same counts when the
+        ranking score is this confidence and the outcome is correctness (0/1).
+
+        The ascending prefix sums at the run ends ``P`` give the cumulative weight down to
+        each group in decreasing order as ``total - P`` of the run before, and the group's
+        own weight as the step between neighbours. Valid until the next :meth:`compute`.
+        """
+        assert self._cums is not None
+        assert np.issubdtype(self.hits.dtype, np.integer)
+        work, ends = self._rank_work, self.ends
+        (cum_count, cum_hits), (b, n), g = self._cums, self._cums[0].shape, self.ends.shape[0]
+        if g < n:  # ties: the sums at the run ends
+            cum_count = np.take(
+                cum_count, ends, axis=1, out=work("at_count", (b, g), np.int64), mode="clip"
+            )
+            cum_hits = np.take(
+                cum_hits, ends, axis=1, out=work("at_hits", (b, g), np.int64), mode="clip"
+            )
+        cum = work("cum", (b, g), np.int64)  # C: weight from the top down to each group
+        cum[:, -1] = cum_count[:, -1]
+        np.subtract(cum_count[:, -1:], cum_count[:, : g - 1][:, ::-1], out=cum[:, : g - 1])
+        minus = np.subtract(cum_hits, cum_count, out=work("minus", (b, g), np.int64))
+        cum_wrong = work("e_cum", (b, g), np.int64)  # E: wrong weight down to each group
+        cum_wrong[:, -1] = -minus[:, -1]
+        np.subtract(minus[:, : g - 1][:, ::-1], minus[:, -1:], out=cum_wrong[:, : g - 1])
+        count, wrong = work("count", (b, g), np.int64), work("wrong", (b, g), np.int64)
+        for steps, c in ((count, cum), (wrong, cum_wrong)):
+            steps[:, 0] = c[:, 0]
+            np.subtract(c[:, 1:], c[:, :-1], out=steps[:, 1:])
+        sums = RankSums(count, wrong, work)
+        sums.__dict__.update(cum_count=cum, cum_wrong=cum_wrong)  # its cached properties
+        return sums
 
     def _mmce(self, w: np.ndarray, wf: F64, total: F64, wmax: float) -> F64:
         """MMCE of each row (:func:`~calibkit.metrics.continuous.mmce_from_sorted_batch`).
