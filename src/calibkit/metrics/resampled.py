@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 
 #: Probabilities up to this many bytes are permuted whole for SCE (see :class:`SortedSCE`).
 _SCE_SMALL = 1 << 26
+#: :class:`SortedSCE` sums at least this many replicates, or this many cells, at once.
+_SCE_ROWS = 16
+_SCE_CELLS = 1 << 18
 #: The largest kernel-scaled confidence span for which MMCE's prefix sums go in fixed point.
 _FIXED_MAX_X = 8.0
 #: From this many samples on, the bootstrap of :class:`~calibkit.metrics.suite.MetricSuite`
@@ -314,29 +317,38 @@ def calibrated_draw_errors(
     floors: dict[str, BinNorm],
     n_draws: int,
     rng: np.random.Generator,
+    order: np.ndarray | None = None,
 ) -> dict[str, list[float]]:
     """Binned errors of ``n_draws`` perfectly calibrated outcome draws ``Bernoulli(conf)``.
 
     ``floors`` maps each metric to its kernel; ``binnings`` holds the bin index and the
-    outcome-free sums of each top-label scheme (``"width"``, ``"mass"``). A block of draws
+    outcome-free sums of each top-label scheme (``"width"``, ``"mass"``), whose bins are
+    ranges of the confidences in ascending ``order`` (default: sorted here). A block of draws
     ``rng.random((b, N))`` (the numbers of ``b`` calls ``rng.random(N)``) needs only its
-    outcome sums per bin: one ``bincount`` over a (bin, draw) index, each bin adding its
-    samples in sample order.
+    outcome counts per bin: the hits are put in confidence order (one byte each) and
+    counted once by a cumulative sum, which every scheme reads at its bin ends. The counts
+    are integers, so the errors are those of summing the outcomes bin by bin.
     """
     n = conf.shape[0]
+    order = np.argsort(conf, kind="stable") if order is None else order
+    ends = {  # the last position + 1 of each bin, in confidence order
+        scheme: np.searchsorted(idx[order], np.arange(st.counts.shape[0]), side="right")
+        for scheme, (idx, st) in binnings.items()
+    }
     draws: dict[str, list[float]] = {name: [] for name in floors}
     block = max(1, min(n_draws, (1 << 20) // max(n, 1)))
     for start in range(0, n_draws, block):
         b = min(block, n_draws - start)
-        outcome = (rng.random((b, n)) < conf).astype(np.float64).reshape(-1)
-        for scheme, (idx, st) in binnings.items():
+        hits = np.take(rng.random((b, n)) < conf, order, axis=1)
+        cum = np.cumsum(hits, axis=1, dtype=np.int64 if n >= 1 << 31 else np.int32)
+        for scheme, (_, st) in binnings.items():
             wanted = [name for name, k in floors.items() if k.scheme == scheme]
             if not wanted:
                 continue
-            nb = st.counts.shape[0]
-            flat = ((idx * b)[None, :] + np.arange(b)[:, None]).reshape(-1)
-            acc = np.bincount(flat, weights=outcome, minlength=nb * b).astype(np.float64)
-            errors = errors_from_sums(st.counts, st.confidence_sum, acc.reshape(nb, b).T)
+            at = np.take(cum, ends[scheme] - 1, axis=1, mode="clip")
+            at[:, ends[scheme] == 0] = 0
+            acc = np.diff(at, axis=1, prepend=0).astype(np.float64)
+            errors = errors_from_sums(st.counts, st.confidence_sum, acc)
             for name in wanted:
                 draws[name] += errors[floors[name].norm].tolist()
     return draws
@@ -392,6 +404,10 @@ class SortedSCE:
         self.sorted_probs = probs[order] if small else probs[:0]
         self.out = np.empty(n_boot)
         self.store = None if small else np.empty((n_boot, order.shape[0]), np.uint8)
+        # small: the weights of consecutive replicates wait here for one product of at
+        # least _SCE_ROWS rows (the sparse product costs twice as much per row in fours)
+        rows = max(_SCE_ROWS, _SCE_CELLS // max(order.shape[0], 1)) if small else 0
+        self.stage, self.staged, self.first = np.empty((rows, order.shape[0])), 0, 0
 
     def add(self, start: int, counts: np.ndarray, weights: F64 | None = None) -> None:
         """Take the counts of replicates ``start, start + 1, ...`` (one row each).
@@ -400,8 +416,19 @@ class SortedSCE:
         """
         rows = slice(start, start + counts.shape[0])
         if self.store is None:
-            w = counts.astype(np.float64) if weights is None else weights
-            self.out[rows] = sce_batch_split(self.sorted_probs, self.split, self.n_bins, w)
+            w = counts if weights is None else weights
+            if self.staged and start != self.first + self.staged:
+                self._flush()
+            if self.staged + w.shape[0] > self.stage.shape[0]:
+                self._flush()
+            if w.shape[0] > self.stage.shape[0]:
+                w = w.astype(np.float64, copy=False)
+                self.out[rows] = sce_batch_split(self.sorted_probs, self.split, self.n_bins, w)
+                return
+            if not self.staged:
+                self.first = start
+            self.stage[self.staged : self.staged + w.shape[0]] = w
+            self.staged += w.shape[0]
             return
         if counts.max(initial=0) > np.iinfo(self.store.dtype).max:  # multinomial: rarely
             self.store = self.store.astype(np.int64 if counts.max() >= 1 << 16 else np.uint16)
@@ -410,6 +437,7 @@ class SortedSCE:
     def values(self) -> F64:
         """The SCE of every replicate."""
         if self.store is None:
+            self._flush()
             return self.out
         totals = _class_totals(self.store, self.probs, self.order)
         step = max(1, (1 << 20) // self.store.shape[1])
@@ -420,6 +448,14 @@ class SortedSCE:
                 self.probs, self.split, self.n_bins, w, totals=totals[rows]
             )
         return self.out
+
+    def _flush(self) -> None:
+        """The SCE of the staged replicates."""
+        if self.staged:
+            w = self.stage[: self.staged]
+            rows = slice(self.first, self.first + self.staged)
+            self.out[rows] = sce_batch_split(self.sorted_probs, self.split, self.n_bins, w)
+            self.staged = 0
 
 
 def _class_totals(counts: np.ndarray, probs: F64, order: np.ndarray) -> F64:

@@ -284,7 +284,7 @@ class MetricSuite:
             "mass": (em_idx, stats_from_index(em_idx, em_edges, self.n_bins, self.conf, zero)),
         }
         floors = {n: k for n, k in kernels(names).items() if isinstance(k, BinNorm)}
-        draws = rs.calibrated_draw_errors(self.conf, fixed, floors, n_draws, rng)
+        draws = rs.calibrated_draw_errors(self.conf, fixed, floors, n_draws, rng, self.order)
         return {name: np.asarray(draws[name], dtype=np.float64) for name in floors}
 
     def bootstrap(
