@@ -36,6 +36,7 @@ from calibkit.metrics.continuous import MMCE_WIDTH, mmce_from_sorted_batch
 from calibkit.metrics.info import kernels
 from calibkit.metrics.kernels import BinNorm, Residual, SampleMean
 from calibkit.metrics.poisson import poisson_counts
+from calibkit.metrics.rank_prefix import PrefixRanks, tie_groups
 from calibkit.metrics.samples import F64
 from calibkit.metrics.selective import RankSums, Work
 
@@ -101,6 +102,7 @@ class SortedSamples:
         self.tied_end = ends[np.searchsorted(ends, self.tied)]
         self.ends = ends  # the last position of each run of equal confidences
         self.runs = tie_runs(self.conf)
+        self.groups = tie_groups(self.runs[0])
         x = (self.conf - self.conf[0]) / MMCE_WIDTH if self.conf.size else self.conf
         # MMCE's two factors exp(+-x) d, d = outcome - conf (bounded when x is; see _mmce)
         self.mmce_up = self.signed * np.exp(np.minimum(x, _FIXED_MAX_X))
@@ -110,6 +112,7 @@ class SortedSamples:
         self._rank_work = Work()
         self.weights: F64 = np.empty((0, conf.shape[0]))  # the last block's, as float64
         self._cums: tuple[np.ndarray, np.ndarray] | None = None  # the last block's
+        self._right: tuple[np.ndarray, np.ndarray] = (self.weights, self.weights)
 
     def _buffer(self, name: str, b: int, dtype: type) -> np.ndarray:
         """A ``(b, N)`` work array kept from block to block.
@@ -172,8 +175,10 @@ class SortedSamples:
                     res[name] = means[:, j] / total
         cum_signed, scale = _fixed_cumsum(w, self.signed, wmax, self._buffer("signed", b, np.int64))
         hits = np.multiply(w, self.hits, out=self._buffer("hits", b, self.hits.dtype.type))
-        cums = (cum_count, np.cumsum(hits, axis=1, out=hits), cum_signed)
-        self._cums = (cum_count, hits)
+        cum_hits = np.cumsum(hits, axis=1, out=self._buffer("cum_hits", b, hits.dtype.type))
+        cums = (cum_count, cum_hits, cum_signed)
+        self._cums = (cum_count, cum_hits)
+        self._right = (w, hits)
         errors: dict[str, dict[str, F64]] = {}
         # bins first: KS then closes the tie runs of cum_signed in place
         for name, kernel in sorted(wanted.items(), key=lambda nk: isinstance(nk[1], Residual)):
@@ -198,6 +203,17 @@ class SortedSamples:
         if scheme == "width":
             return np.broadcast_to(self.ew_cuts, (b, self.n_bins + 1))
         return equal_mass_cuts_rows(self.conf, self.n_bins, cum_count, self.runs)
+
+    def prefix_ranks(self) -> PrefixRanks:
+        """The built-in ranking metrics of the last :meth:`compute`'s block
+        (:class:`~calibkit.metrics.rank_prefix.PrefixRanks`, under the same conditions as
+        :meth:`rank_sums`). Valid until the next :meth:`compute`."""
+        assert self._cums is not None
+        (cum_count, cum_hits), (counts, right) = self._cums, self._right
+        first, work = self.runs[0], self._rank_work
+        return PrefixRanks(
+            cum_count, cum_hits, counts, right, self.weights, first, work, self.groups
+        )
 
     def rank_sums(self) -> RankSums:
         """The tie-group sums of the last :meth:`compute`'s block for the ranking metrics

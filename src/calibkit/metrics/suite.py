@@ -57,6 +57,7 @@ from calibkit.metrics.continuous import (
 )
 from calibkit.metrics.info import floor_names, kernels, suite_names
 from calibkit.metrics.kernels import BinNorm, RankStatistic, Residual, SampleMean
+from calibkit.metrics.rank_prefix import prefix_functions
 from calibkit.metrics.samples import F64, Mode, calibration_target, probs_and_scores, weighted_mean
 from calibkit.metrics.selective import Ranking, RankSums
 
@@ -338,7 +339,7 @@ class MetricSuite:
                 counts = ss.draw(rng, b)  # in confidence order
                 batch = ss.compute(counts, names)
                 if shared:
-                    batch.update(self._ranked_of(names, ss.rank_sums))
+                    batch.update(_ranked_sorted(names, ss))
                 else:
                     batch.update(self.ranked(names, counts, ss.rank))
                 if sce is not None:
@@ -423,6 +424,22 @@ class MetricSuite:
                 else:
                     res[name] = mmce_from_sorted_batch(self.sorted_conf, signed, total, MMCE_WIDTH)
         return {name: res[name] for name in names if name in res}
+
+
+def _ranked_sorted(names: tuple[str, ...], ss: rs.SortedSamples) -> dict[str, F64]:
+    """The :class:`~.kernels.RankStatistic` metrics in ``names`` of the block ``ss`` last
+    computed: the built-in ones from its prefix sums (:mod:`.rank_prefix`), any other from
+    its tie-group sums."""
+    wanted = {n: k for n, k in kernels(names).items() if isinstance(k, RankStatistic)}
+    fast = prefix_functions()
+    res: dict[str, F64] = {}
+    if any(k.function in fast for k in wanted.values()):
+        ranks = ss.prefix_ranks()
+        res = {n: fast[k.function](ranks) for n, k in wanted.items() if k.function in fast}
+    if len(res) < len(wanted):
+        sums = ss.rank_sums()
+        res.update({n: k.function(sums) for n, k in wanted.items() if n not in res})
+    return {n: res[n] for n in wanted}
 
 
 def _quantiles(values: F64, alpha: float) -> F64:
