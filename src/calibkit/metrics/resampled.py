@@ -1,6 +1,6 @@
 """Many bootstrap replicates at once, with the samples in confidence order.
 
-The bootstrap of :class:`~calibkit.metrics.suite.MetricSuite` on large inputs: a block of
+The bootstrap of :class:`~calibkit.metrics.suite.MetricSuite` (every sample count): a block of
 replicates is a matrix of resample counts whose columns are the samples sorted by
 confidence. In that order every equal-width bin, every equal-mass bin and every prefix that
 KS and MMCE read is a contiguous range, so all of them come from a few cumulative sums of

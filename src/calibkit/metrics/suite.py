@@ -300,8 +300,10 @@ class MetricSuite:
 
         Binned errors are biased upwards at finite N and a resample repeats samples, so near
         calibration the interval can lie above the estimate (it shows the estimator's spread;
-        read it beside the noise floor). Above :data:`_BATCH_MAX_N` samples, sums go in fixed
-        point, SCE's class totals from 100 classes in float32 (:mod:`.resampled`; both far
+        read it beside the noise floor). The replicates go in cache-sized blocks with the
+        samples in confidence order (:mod:`.resampled`, the ranking metrics by
+        :mod:`.rank_prefix`): the same draws and the values of :meth:`compute` on them to
+        rounding (sums in fixed point, SCE's class totals from 100 classes in float32, far
         below the printed digits). From :data:`~.resampled.POISSON_MIN_N` (50,000) samples on,
         each sample's count is an independent Poisson(1) weight (the Poisson bootstrap, the
         large-N limit of drawing N samples with replacement: other draws, the same spread).
