@@ -72,8 +72,8 @@ def test_the_bootstrap_reports_its_replicates_block_by_block(
     with caplog.at_level(logging.DEBUG, logger="calibkit.metrics.suite"):
         evaluate(y, probs=p, n_boot=200, seed=0)
     events = [e for r in caplog.records if r.levelno == logging.DEBUG if (e := progress_of(r))]
-    block = suite_module._BLOCK_CELLS // 20_000  # 13 replicates a block
-    assert block >= suite_module._BLOCK_MIN_ROWS
+    block = suite_module.block_rows(20_000)  # 16 replicates a block
+    assert block == suite_module._BLOCK_MIN_ROWS
     assert [e.step for e in events] == [*range(0, 200, block), 200]
     assert {e.total for e in events} == {200}
     assert events[0].label == "bootstrap (200 replicates of 20,000 samples)"

@@ -437,7 +437,7 @@ class SortedSCE:
                 self._flush()
             if self.staged + w.shape[0] > self.stage.shape[0]:
                 self._flush()
-            if w.shape[0] > self.stage.shape[0]:
+            if w.shape[0] >= self.stage.shape[0]:  # a whole product: no copy
                 w = w.astype(np.float64, copy=False)
                 self.out[rows] = sce_batch_split(self.sorted_probs, self.split, self.n_bins, w)
                 return

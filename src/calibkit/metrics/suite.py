@@ -72,11 +72,23 @@ _BATCH_MAX_N = 30_000
 #: The bootstrap takes its replicates in confidence order (:mod:`.resampled`) from this many
 #: samples on, and :meth:`MetricSuite.compute_batch` below (tests set it to compare the two).
 _SORTED_MIN_N = 0
-#: The bootstrap's blocks hold about this many (replicate, sample) cells, at least
-#: :data:`_BLOCK_MIN_ROWS` rows: a block's work arrays then stay in the CPU's cache (2 MB
-#: of L2 per core here); the draws do not depend on the block size.
+#: The bootstrap's blocks hold about this many (replicate, sample) cells, so that a block's
+#: work arrays stay in the CPU's cache (2 MB of L2 per core here), but at least
+#: :data:`_BLOCK_MIN_ROWS` rows (fewer rows cost more per row: Python's overhead, SCE's
+#: sparse product) while that stays within :data:`_BLOCK_MAX_CELLS` (memory: about 110
+#: bytes a cell). The draws do not depend on the block size.
 _BLOCK_CELLS = 1 << 18
-_BLOCK_MIN_ROWS = 4
+_BLOCK_MIN_ROWS = 16
+_BLOCK_MAX_CELLS = 1 << 21
+
+
+def block_rows(n: int) -> int:
+    """Replicates per block of the bootstrap of ``n`` samples (see :data:`_BLOCK_CELLS`).
+
+    >>> block_rows(10_000), block_rows(100_000), block_rows(1_000_000)
+    (26, 16, 2)
+    """
+    return max(1, _BLOCK_CELLS // n, min(_BLOCK_MIN_ROWS, _BLOCK_MAX_CELLS // n))
 
 
 class MetricSuite:
@@ -318,7 +330,7 @@ class MetricSuite:
         ss = None
         if n >= _SORTED_MIN_N:
             ss = rs.SortedSamples(self.conf, self.outcome, self.means(names), self.n_bins)
-        rows = (1 << 20) // n if ss is None else max(_BLOCK_MIN_ROWS, _BLOCK_CELLS // n)
+        rows = (1 << 20) // n if ss is None else block_rows(n)
         block = max(1, min(n_boot, rows))  # the draws do not depend on it
         # the ranking metrics from the same prefix sums when they rank by this confidence
         shared = self._ranks_by_conf()
