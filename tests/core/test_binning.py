@@ -21,10 +21,12 @@ from calibkit.core.binning import (
     bin_stats,
     check_n_bins,
     equal_mass_cuts,
+    equal_mass_cuts_rows,
     equal_mass_edges,
     equal_mass_index,
     equal_width_index,
     index_from_edges,
+    tie_runs,
     torchmetrics_edges,
 )
 from calibkit.core.errors import InputError
@@ -382,3 +384,20 @@ def test_index_from_edges_puts_fitted_values_back_in_their_bins(scheme: str) -> 
     got = index_from_edges(probe, edges, scheme)  # type: ignore[arg-type]
     inner = edges[1:-1]
     np.testing.assert_array_equal(got, [int(np.sum(inner <= p)) for p in probe])
+
+
+@pytest.mark.parametrize("n_bins", [1, 3, 10])
+def test_equal_mass_cuts_rows_equal_row_by_row_cuts(n_bins: int) -> None:
+    """All rows at once (the bootstrap's blocks) = equal_mass_cuts of each row, for integer
+    counts (zeros, ties, cuts inside tie runs) and for float weights."""
+    rng = np.random.default_rng(11)
+    sc = np.sort(np.round(rng.random(200), 2))  # many tie runs
+    counts = rng.poisson(1.0, (40, 200))
+    counts[0] = 0
+    counts[0, 5] = 3  # all weight on one sample
+    weights = rng.random((5, 200))
+    for cum in (np.cumsum(counts, axis=1), np.cumsum(weights, axis=1)):
+        got = equal_mass_cuts_rows(sc, n_bins, cum)
+        want = np.stack([equal_mass_cuts(sc, n_bins, cum=row.astype(np.float64)) for row in cum])
+        np.testing.assert_array_equal(got, want)
+    assert [r.tolist() for r in tie_runs(np.array([0.2, 0.2, 0.3]))] == [[0, 0, 2], [2, 2, 3]]

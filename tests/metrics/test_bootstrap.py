@@ -64,13 +64,16 @@ def test_bad_arguments_name_themselves(kwargs: dict[str, object], argument: str)
 def test_the_bootstrap_reports_its_replicates_block_by_block(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A step per block of 2**20 / N replicates, the last one short: on big files the
-    bootstrap takes seconds (a compare at 100 classes: one per method)."""
+    """A step per block of the bootstrap's cells per N replicates, the last one short: on
+    big files the bootstrap takes seconds (a compare at 100 classes: one per method)."""
+    from calibkit.metrics import suite as suite_module
+
     y, p = _data(20_000)
     with caplog.at_level(logging.DEBUG, logger="calibkit.metrics.suite"):
         evaluate(y, probs=p, n_boot=200, seed=0)
     events = [e for r in caplog.records if r.levelno == logging.DEBUG if (e := progress_of(r))]
-    block = (1 << 20) // 20_000  # 52 replicates a block
-    assert [e.step for e in events] == [0, block, 2 * block, 3 * block, 200]
+    block = suite_module.block_rows(20_000)  # 16 replicates a block
+    assert block == suite_module._BLOCK_MIN_ROWS
+    assert [e.step for e in events] == [*range(0, 200, block), 200]
     assert {e.total for e in events} == {200}
     assert events[0].label == "bootstrap (200 replicates of 20,000 samples)"

@@ -42,15 +42,25 @@ def test_mmce_batch_with_a_narrow_kernel_goes_row_by_row() -> None:
 
 
 def test_bootstrap_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Blocks of replicates (small N) and one replicate at a time (large N): same intervals."""
+    """Replicates in confidence order (the bootstrap's path) and compute_batch in sample
+    order (the straightforward one): the same draws, the same intervals to rounding."""
     import calibkit.metrics.suite as suite_module
 
     rng = np.random.default_rng(7)
     p = rng.dirichlet(np.ones(5), size=400)
+    p[:100] = np.round(p[:100], 1)  # ties and confidences on bin edges
+    p /= p.sum(axis=1, keepdims=True)
     y = rng.integers(0, 5, 400)
     suite = MetricSuite.from_outputs(as_outputs(y, probs=p))
-    batched = suite.bootstrap(60, seed=3)
-    monkeypatch.setattr(suite_module, "_BATCH_MAX_N", 0)
-    looped = suite.bootstrap(60, seed=3)
-    for name in METRIC_NAMES:
-        assert batched[name] == pytest.approx(looped[name], rel=1e-10, abs=1e-13), name
+    for mode in ("top_label", "positive_class"):
+        if mode == "positive_class":
+            y2 = (y > 2).astype(int)
+            p2 = np.stack([p[:, :3].sum(axis=1), p[:, 3:].sum(axis=1)], axis=1)
+            suite = MetricSuite.from_outputs(as_outputs(y2, probs=p2), mode=mode)
+        sorted_path = suite.bootstrap(60, seed=3)
+        monkeypatch.setattr(suite_module, "_SORTED_MIN_N", 10**9)
+        batched = suite.bootstrap(60, seed=3)
+        monkeypatch.setattr(suite_module, "_SORTED_MIN_N", 0)
+        assert list(sorted_path) == list(batched)
+        for name in METRIC_NAMES:
+            assert sorted_path[name] == pytest.approx(batched[name], rel=1e-10, abs=1e-13), name

@@ -111,3 +111,53 @@ def test_sce_of_kept_counts_equals_blockwise_sce(monkeypatch: pytest.MonkeyPatch
     for name in METRIC_NAMES:
         tol = bound if name == "sce" else 1e-12
         assert large[name] == pytest.approx(small[name], rel=1e-10, abs=tol), name
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_rank_sums_of_prefix_sums_equal_the_rankings(ties: bool) -> None:
+    """The bootstrap's ranking sums, taken from its ascending prefix sums, are the very
+    integers of Ranking.sums on the same counts (so the ranking metrics are unchanged)."""
+    suite = _suite(500, 3)
+    conf = suite.conf if ties else suite.conf + np.arange(500) * 1e-9  # distinct
+    ss = SortedSamples(conf, suite.outcome, {}, suite.n_bins)
+    from calibkit.metrics.selective import Ranking
+
+    ranking = Ranking(conf, suite.correct)
+    assert ranking.tied == ties
+    counts = resample_counts(np.random.default_rng(5).integers(0, 500, (6, 500)))
+    ss.compute(counts[:, ss.order], ("ece",))
+    got, want = ss.rank_sums(), ranking.sums(counts)
+    for field in ("count", "wrong", "cum_count", "cum_wrong"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)
+    for name in RANKED:
+        kernel = METRICS.get(name).kernel
+        assert isinstance(kernel, RankStatistic)
+        np.testing.assert_array_equal(kernel.function(got), kernel.function(want), err_msg=name)
+
+
+@pytest.mark.parametrize(("n", "ties"), [(500, False), (500, True), (40, True)])
+def test_prefix_ranks_equal_the_ranking_functions(n: int, ties: bool) -> None:
+    """The built-in ranking metrics from the per-sample prefix sums (tie groups corrected)
+    equal the registered functions on the group sums: exactly where the formulas are integer
+    (AUROC, AUGRC, the risk and coverage points), to rounding where a float sum is taken in
+    another order (AURC, E-AURC)."""
+    from calibkit.metrics.rank_prefix import prefix_functions
+
+    suite = _suite(n, 3)
+    conf = np.round(suite.conf, 1) if ties else suite.conf + np.arange(n) * 1e-9
+    ss = SortedSamples(conf, suite.outcome, {}, suite.n_bins)
+    counts = resample_counts(np.random.default_rng(6).integers(0, n, (7, n)))
+    counts[0] = 0
+    counts[0, :3] = 1  # a replicate of three samples
+    ss.compute(counts[:, ss.order], ("ece",))
+    fast, sums = ss.prefix_ranks(), ss.rank_sums()
+    assert fast.inner.size > 0 if ties else fast.inner.size == 0
+    exact = ("failure_auroc", "augrc", "risk_at_cov80", "cov_at_risk5")
+    for name in RANKED:
+        kernel = METRICS.get(name).kernel
+        assert isinstance(kernel, RankStatistic)
+        got, want = prefix_functions()[kernel.function](fast), kernel.function(sums)
+        if name in exact:
+            np.testing.assert_array_equal(got, want, err_msg=name)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13, err_msg=name)

@@ -156,6 +156,63 @@ def equal_mass_cuts(
     return np.concatenate([[0], cuts, [n]]).astype(np.int64)
 
 
+def tie_runs(sorted_conf: F64) -> tuple[I64, I64]:
+    """The run of equal values around each position of sorted confidences: its first
+    position and the position after its last (what ``searchsorted`` left and right give for
+    the value at that position).
+
+    >>> [r.tolist() for r in tie_runs(np.array([0.1, 0.5, 0.5, 0.9]))]
+    [[0, 1, 1, 3], [1, 3, 3, 4]]
+    """
+    n = sorted_conf.shape[0]
+    new = np.ones(n, dtype=bool)
+    new[1:] = sorted_conf[1:] != sorted_conf[:-1]
+    starts = np.flatnonzero(new)
+    run = np.cumsum(new) - 1
+    return starts[run].astype(np.int64), np.append(starts[1:], n)[run].astype(np.int64)
+
+
+def equal_mass_cuts_rows(
+    sorted_conf: F64, n_bins: int, cum: np.ndarray, runs: tuple[I64, I64] | None = None
+) -> I64:
+    """:func:`equal_mass_cuts` of every row of ``cum`` at once, shape ``(B, n_bins + 1)``.
+
+    ``cum`` (shape ``(B, N)``) holds the cumulative weights of each row (integers, e.g.
+    bootstrap counts, or floats); ``runs``: :func:`tie_runs` of ``sorted_conf`` when the
+    caller has them. The same cuts as row by row: the same targets and distances in float64,
+    the searches on integer rows at ``floor(target)`` (the first sum above a target is the
+    first above its floor), the tie runs looked up instead of searched.
+
+    >>> sc = np.array([0.1, 0.2, 0.5, 0.5, 0.5, 0.9])
+    >>> equal_mass_cuts_rows(sc, 3, np.cumsum([[1, 1, 1, 1, 1, 1], [0, 3, 0, 0, 0, 3]], axis=1))
+    array([[0, 2, 5, 6],
+           [0, 2, 5, 6]])
+    """
+    b, n = cum.shape
+    if n == 0:
+        return np.zeros((b, n_bins + 1), dtype=np.int64)
+    first, stop = tie_runs(sorted_conf) if runs is None else runs
+    total = cum[:, -1].astype(np.float64)
+    targets = total[:, None] * np.arange(1, n_bins, dtype=np.float64) / n_bins
+    keys = np.floor(targets).astype(cum.dtype) if np.issubdtype(cum.dtype, np.integer) else targets
+    raw = np.empty(targets.shape, dtype=np.int64)
+    for i in range(b):  # one binary search per row (B calls, not B N work)
+        raw[i] = np.searchsorted(cum[i], keys[i], side="right")
+    np.minimum(raw, n - 1, out=raw)
+    run_start, run_end = first[raw], stop[raw]
+
+    def before(pos: I64) -> F64:  # the cumulative weight before position pos (0 at 0)
+        at = np.take_along_axis(cum, np.maximum(pos - 1, 0), axis=1).astype(np.float64)
+        return np.where(pos > 0, at, 0.0)
+
+    dist_start = np.abs(before(run_start) - targets)
+    dist_end = np.abs(before(run_end) - targets)
+    cuts = np.maximum.accumulate(np.where(dist_end < dist_start, run_end, run_start), axis=1)
+    out = np.empty((b, n_bins + 1), dtype=np.int64)
+    out[:, 0], out[:, -1], out[:, 1:-1] = 0, n, cuts
+    return out
+
+
 def equal_mass_edges(sorted_conf: F64, cuts: I64) -> F64:
     """Edges of the equal-mass bins given by ``cuts`` (length ``len(cuts)``).
 

@@ -1,6 +1,6 @@
 """Many bootstrap replicates at once, with the samples in confidence order.
 
-The bootstrap of :class:`~calibkit.metrics.suite.MetricSuite` on large inputs: a block of
+The bootstrap of :class:`~calibkit.metrics.suite.MetricSuite` (every sample count): a block of
 replicates is a matrix of resample counts whose columns are the samples sorted by
 confidence. In that order every equal-width bin, every equal-mass bin and every prefix that
 KS and MMCE read is a contiguous range, so all of them come from a few cumulative sums of
@@ -30,19 +30,24 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from calibkit.core.binning import BinStats, equal_mass_cuts, equal_width_index
+from calibkit.core.binning import BinStats, equal_mass_cuts_rows, equal_width_index, tie_runs
 from calibkit.metrics.bin_errors import errors_from_sums, sce_batch_split
 from calibkit.metrics.continuous import MMCE_WIDTH, mmce_from_sorted_batch
 from calibkit.metrics.info import kernels
 from calibkit.metrics.kernels import BinNorm, Residual, SampleMean
 from calibkit.metrics.poisson import poisson_counts
+from calibkit.metrics.rank_prefix import PrefixRanks, tie_groups
 from calibkit.metrics.samples import F64
+from calibkit.metrics.selective import RankSums, Work
 
 if TYPE_CHECKING:
     from scipy import sparse
 
 #: Probabilities up to this many bytes are permuted whole for SCE (see :class:`SortedSCE`).
 _SCE_SMALL = 1 << 26
+#: :class:`SortedSCE` sums at least this many replicates, or this many cells, at once.
+_SCE_ROWS = 16
+_SCE_CELLS = 1 << 18
 #: The largest kernel-scaled confidence span for which MMCE's prefix sums go in fixed point.
 _FIXED_MAX_X = 8.0
 #: From this many samples on, the bootstrap of :class:`~calibkit.metrics.suite.MetricSuite`
@@ -95,13 +100,19 @@ class SortedSamples:
         self.tied = np.flatnonzero(~self.run_end)
         ends = np.flatnonzero(self.run_end)
         self.tied_end = ends[np.searchsorted(ends, self.tied)]
+        self.ends = ends  # the last position of each run of equal confidences
+        self.runs = tie_runs(self.conf)
+        self.groups = tie_groups(self.runs[0])
         x = (self.conf - self.conf[0]) / MMCE_WIDTH if self.conf.size else self.conf
         # MMCE's two factors exp(+-x) d, d = outcome - conf (bounded when x is; see _mmce)
         self.mmce_up = self.signed * np.exp(np.minimum(x, _FIXED_MAX_X))
         self.mmce_down = self.signed * np.exp(-x)
         self.signed2 = self.signed * self.signed
         self._work: dict[str, np.ndarray] = {}
+        self._rank_work = Work()
         self.weights: F64 = np.empty((0, conf.shape[0]))  # the last block's, as float64
+        self._cums: tuple[np.ndarray, np.ndarray] | None = None  # the last block's
+        self._right: tuple[np.ndarray, np.ndarray] = (self.weights, self.weights)
 
     def _buffer(self, name: str, b: int, dtype: type) -> np.ndarray:
         """A ``(b, N)`` work array kept from block to block.
@@ -132,7 +143,10 @@ class SortedSamples:
 
         Equal to ``resample_counts(draws)[:, self.order]``, without permuting the counts.
         """
-        return resample_counts(self.rank[draws])
+        b, n = draws.shape
+        index = np.take(self.rank, draws, out=self._buffer("index", b, np.int64), mode="clip")
+        index += (np.arange(b, dtype=np.int64) * n)[:, None]
+        return np.bincount(index.reshape(-1), minlength=b * n).reshape(b, n)
 
     def compute(self, counts: np.ndarray, names: tuple[str, ...]) -> dict[str, F64]:
         """Every metric in ``names`` for each row of ``counts`` (confidence order), from its
@@ -144,9 +158,11 @@ class SortedSamples:
         float64 counts stay in :attr:`weights` until the next call.
         """
         b = counts.shape[0]
-        w, self.weights = self._buffer("w", b, np.int64), self._buffer("wf", b, np.float64)
-        w[...], self.weights[...] = counts, counts
-        wf = self.weights
+        w = counts if counts.dtype == np.int64 else self._buffer("w", b, np.int64)
+        self.weights = wf = self._buffer("wf", b, np.float64)
+        if w is not counts:
+            w[...] = counts
+        wf[...] = counts
         cum_count = np.cumsum(w, axis=1, out=self._buffer("count", b, np.int64))
         total = cum_count[:, -1].astype(np.float64)
         wmax = float(total.max(initial=0.0))
@@ -159,7 +175,10 @@ class SortedSamples:
                     res[name] = means[:, j] / total
         cum_signed, scale = _fixed_cumsum(w, self.signed, wmax, self._buffer("signed", b, np.int64))
         hits = np.multiply(w, self.hits, out=self._buffer("hits", b, self.hits.dtype.type))
-        cums = (cum_count, np.cumsum(hits, axis=1, out=hits), cum_signed)
+        cum_hits = np.cumsum(hits, axis=1, out=self._buffer("cum_hits", b, hits.dtype.type))
+        cums = (cum_count, cum_hits, cum_signed)
+        self._cums = (cum_count, cum_hits)
+        self._right = (w, hits)
         errors: dict[str, dict[str, F64]] = {}
         # bins first: KS then closes the tie runs of cum_signed in place
         for name, kernel in sorted(wanted.items(), key=lambda nk: isinstance(nk[1], Residual)):
@@ -183,9 +202,55 @@ class SortedSamples:
         b = cum_count.shape[0]
         if scheme == "width":
             return np.broadcast_to(self.ew_cuts, (b, self.n_bins + 1))
-        cum = self._buffer("float", b, np.float64)
-        cum[...] = cum_count
-        return np.stack([equal_mass_cuts(self.conf, self.n_bins, cum=row) for row in cum])
+        return equal_mass_cuts_rows(self.conf, self.n_bins, cum_count, self.runs)
+
+    def prefix_ranks(self) -> PrefixRanks:
+        """The built-in ranking metrics of the last :meth:`compute`'s block
+        (:class:`~calibkit.metrics.rank_prefix.PrefixRanks`, under the same conditions as
+        :meth:`rank_sums`). Valid until the next :meth:`compute`."""
+        assert self._cums is not None
+        (cum_count, cum_hits), (counts, right) = self._cums, self._right
+        first, work = self.runs[0], self._rank_work
+        return PrefixRanks(
+            cum_count, cum_hits, counts, right, self.weights, first, work, self.groups
+        )
+
+    def rank_sums(self) -> RankSums:
+        """The tie-group sums of the last :meth:`compute`'s block for the ranking metrics
+        (:class:`~calibkit.metrics.selective.RankSums`, groups in decreasing confidence),
+        from its prefix sums of counts and outcomes: the integers that
+        :meth:`~calibkit.metrics.selective.Ranking.sums` gives for the same counts when the
+        ranking score is this confidence and the outcome is correctness (0/1).
+
+        The ascending prefix sums at the run ends ``P`` give the cumulative weight down to
+        each group in decreasing order as ``total - P`` of the run before, and the group's
+        own weight as the step between neighbours. Valid until the next :meth:`compute`.
+        """
+        assert self._cums is not None
+        assert np.issubdtype(self.hits.dtype, np.integer)
+        work, ends = self._rank_work, self.ends
+        (cum_count, cum_hits), (b, n), g = self._cums, self._cums[0].shape, self.ends.shape[0]
+        if g < n:  # ties: the sums at the run ends
+            cum_count = np.take(
+                cum_count, ends, axis=1, out=work("at_count", (b, g), np.int64), mode="clip"
+            )
+            cum_hits = np.take(
+                cum_hits, ends, axis=1, out=work("at_hits", (b, g), np.int64), mode="clip"
+            )
+        cum = work("cum", (b, g), np.int64)  # C: weight from the top down to each group
+        cum[:, -1] = cum_count[:, -1]
+        np.subtract(cum_count[:, -1:], cum_count[:, : g - 1][:, ::-1], out=cum[:, : g - 1])
+        minus = np.subtract(cum_hits, cum_count, out=work("minus", (b, g), np.int64))
+        cum_wrong = work("e_cum", (b, g), np.int64)  # E: wrong weight down to each group
+        cum_wrong[:, -1] = -minus[:, -1]
+        np.subtract(minus[:, : g - 1][:, ::-1], minus[:, -1:], out=cum_wrong[:, : g - 1])
+        count, wrong = work("count", (b, g), np.int64), work("wrong", (b, g), np.int64)
+        for steps, c in ((count, cum), (wrong, cum_wrong)):
+            steps[:, 0] = c[:, 0]
+            np.subtract(c[:, 1:], c[:, :-1], out=steps[:, 1:])
+        sums = RankSums(count, wrong, work)
+        sums.__dict__.update(cum_count=cum, cum_wrong=cum_wrong)  # its cached properties
+        return sums
 
     def _mmce(self, w: np.ndarray, wf: F64, total: F64, wmax: float) -> F64:
         """MMCE of each row (:func:`~calibkit.metrics.continuous.mmce_from_sorted_batch`).
@@ -268,29 +333,38 @@ def calibrated_draw_errors(
     floors: dict[str, BinNorm],
     n_draws: int,
     rng: np.random.Generator,
+    order: np.ndarray | None = None,
 ) -> dict[str, list[float]]:
     """Binned errors of ``n_draws`` perfectly calibrated outcome draws ``Bernoulli(conf)``.
 
     ``floors`` maps each metric to its kernel; ``binnings`` holds the bin index and the
-    outcome-free sums of each top-label scheme (``"width"``, ``"mass"``). A block of draws
+    outcome-free sums of each top-label scheme (``"width"``, ``"mass"``), whose bins are
+    ranges of the confidences in ascending ``order`` (default: sorted here). A block of draws
     ``rng.random((b, N))`` (the numbers of ``b`` calls ``rng.random(N)``) needs only its
-    outcome sums per bin: one ``bincount`` over a (bin, draw) index, each bin adding its
-    samples in sample order.
+    outcome counts per bin: the hits are put in confidence order (one byte each) and
+    counted once by a cumulative sum, which every scheme reads at its bin ends. The counts
+    are integers, so the errors are those of summing the outcomes bin by bin.
     """
     n = conf.shape[0]
+    order = np.argsort(conf, kind="stable") if order is None else order
+    ends = {  # the last position + 1 of each bin, in confidence order
+        scheme: np.searchsorted(idx[order], np.arange(st.counts.shape[0]), side="right")
+        for scheme, (idx, st) in binnings.items()
+    }
     draws: dict[str, list[float]] = {name: [] for name in floors}
     block = max(1, min(n_draws, (1 << 20) // max(n, 1)))
     for start in range(0, n_draws, block):
         b = min(block, n_draws - start)
-        outcome = (rng.random((b, n)) < conf).astype(np.float64).reshape(-1)
-        for scheme, (idx, st) in binnings.items():
+        hits = np.take(rng.random((b, n)) < conf, order, axis=1)
+        cum = np.cumsum(hits, axis=1, dtype=np.int64 if n >= 1 << 31 else np.int32)
+        for scheme, (_, st) in binnings.items():
             wanted = [name for name, k in floors.items() if k.scheme == scheme]
             if not wanted:
                 continue
-            nb = st.counts.shape[0]
-            flat = ((idx * b)[None, :] + np.arange(b)[:, None]).reshape(-1)
-            acc = np.bincount(flat, weights=outcome, minlength=nb * b).astype(np.float64)
-            errors = errors_from_sums(st.counts, st.confidence_sum, acc.reshape(nb, b).T)
+            at = np.take(cum, ends[scheme] - 1, axis=1, mode="clip")
+            at[:, ends[scheme] == 0] = 0
+            acc = np.diff(at, axis=1, prepend=0).astype(np.float64)
+            errors = errors_from_sums(st.counts, st.confidence_sum, acc)
             for name in wanted:
                 draws[name] += errors[floors[name].norm].tolist()
     return draws
@@ -346,6 +420,10 @@ class SortedSCE:
         self.sorted_probs = probs[order] if small else probs[:0]
         self.out = np.empty(n_boot)
         self.store = None if small else np.empty((n_boot, order.shape[0]), np.uint8)
+        # small: the weights of consecutive replicates wait here for one product of at
+        # least _SCE_ROWS rows (the sparse product costs twice as much per row in fours)
+        rows = max(_SCE_ROWS, _SCE_CELLS // max(order.shape[0], 1)) if small else 0
+        self.stage, self.staged, self.first = np.empty((rows, order.shape[0])), 0, 0
 
     def add(self, start: int, counts: np.ndarray, weights: F64 | None = None) -> None:
         """Take the counts of replicates ``start, start + 1, ...`` (one row each).
@@ -354,8 +432,19 @@ class SortedSCE:
         """
         rows = slice(start, start + counts.shape[0])
         if self.store is None:
-            w = counts.astype(np.float64) if weights is None else weights
-            self.out[rows] = sce_batch_split(self.sorted_probs, self.split, self.n_bins, w)
+            w = counts if weights is None else weights
+            if self.staged and start != self.first + self.staged:
+                self._flush()
+            if self.staged + w.shape[0] > self.stage.shape[0]:
+                self._flush()
+            if w.shape[0] >= self.stage.shape[0]:  # a whole product: no copy
+                w = w.astype(np.float64, copy=False)
+                self.out[rows] = sce_batch_split(self.sorted_probs, self.split, self.n_bins, w)
+                return
+            if not self.staged:
+                self.first = start
+            self.stage[self.staged : self.staged + w.shape[0]] = w
+            self.staged += w.shape[0]
             return
         if counts.max(initial=0) > np.iinfo(self.store.dtype).max:  # multinomial: rarely
             self.store = self.store.astype(np.int64 if counts.max() >= 1 << 16 else np.uint16)
@@ -364,6 +453,7 @@ class SortedSCE:
     def values(self) -> F64:
         """The SCE of every replicate."""
         if self.store is None:
+            self._flush()
             return self.out
         totals = _class_totals(self.store, self.probs, self.order)
         step = max(1, (1 << 20) // self.store.shape[1])
@@ -374,6 +464,14 @@ class SortedSCE:
                 self.probs, self.split, self.n_bins, w, totals=totals[rows]
             )
         return self.out
+
+    def _flush(self) -> None:
+        """The SCE of the staged replicates."""
+        if self.staged:
+            w = self.stage[: self.staged]
+            rows = slice(self.first, self.first + self.staged)
+            self.out[rows] = sce_batch_split(self.sorted_probs, self.split, self.n_bins, w)
+            self.staged = 0
 
 
 def _class_totals(counts: np.ndarray, probs: F64, order: np.ndarray) -> F64:

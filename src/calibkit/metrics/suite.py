@@ -22,6 +22,7 @@ True
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -56,17 +57,38 @@ from calibkit.metrics.continuous import (
 )
 from calibkit.metrics.info import floor_names, kernels, suite_names
 from calibkit.metrics.kernels import BinNorm, RankStatistic, Residual, SampleMean
+from calibkit.metrics.rank_prefix import prefix_functions
 from calibkit.metrics.samples import F64, Mode, calibration_target, probs_and_scores, weighted_mean
-from calibkit.metrics.selective import Ranking
+from calibkit.metrics.selective import Ranking, RankSums
 
 if TYPE_CHECKING:
     from scipy import sparse
 
 _log = logging.getLogger(__name__)
 
-#: Largest sample count for which the bootstrap uses :meth:`MetricSuite.compute_batch` and SCE
-#: sums in sample order; above it, :mod:`.resampled` and ``sce_batch_split`` (equal to rounding).
+#: Largest sample count for which :meth:`MetricSuite.compute` sums SCE in sample order;
+#: above it, ``sce_batch_split`` (equal to rounding).
 _BATCH_MAX_N = 30_000
+#: The bootstrap takes its replicates in confidence order (:mod:`.resampled`) from this many
+#: samples on, and :meth:`MetricSuite.compute_batch` below (tests set it to compare the two).
+_SORTED_MIN_N = 0
+#: The bootstrap's blocks hold about this many (replicate, sample) cells, so that a block's
+#: work arrays stay in the CPU's cache (2 MB of L2 per core here), but at least
+#: :data:`_BLOCK_MIN_ROWS` rows (fewer rows cost more per row: Python's overhead, SCE's
+#: sparse product) while that stays within :data:`_BLOCK_MAX_CELLS` (memory: about 110
+#: bytes a cell). The draws do not depend on the block size.
+_BLOCK_CELLS = 1 << 18
+_BLOCK_MIN_ROWS = 16
+_BLOCK_MAX_CELLS = 1 << 21
+
+
+def block_rows(n: int) -> int:
+    """Replicates per block of the bootstrap of ``n`` samples (see :data:`_BLOCK_CELLS`).
+
+    >>> block_rows(10_000), block_rows(100_000), block_rows(1_000_000)
+    (26, 16, 2)
+    """
+    return max(1, _BLOCK_CELLS // n, min(_BLOCK_MIN_ROWS, _BLOCK_MAX_CELLS // n))
 
 
 class MetricSuite:
@@ -170,13 +192,28 @@ class MetricSuite:
         ``weights`` (shape ``(b, N)``; None: every sample once, one row; ``columns``: the
         column of each sample, for weights in another order), from one set of tie-group
         sums."""
-        wanted = {n: k for n, k in kernels(names).items() if isinstance(k, RankStatistic)}
-        if not wanted:
+        if not any(isinstance(k, RankStatistic) for k in kernels(names).values()):
             return {}
         if self._ranking is None:
             self._ranking = Ranking(self.score, self.correct)
-        sums = self._ranking.sums(weights, columns, reuse=True)  # values copied out below
-        return {name: kernel.function(sums) for name, kernel in wanted.items()}
+        ranking = self._ranking
+        return self._ranked_of(names, lambda: ranking.sums(weights, columns, reuse=True))
+
+    def _ranked_of(self, names: tuple[str, ...], sums: Callable[[], RankSums]) -> dict[str, F64]:
+        """Each :class:`~.kernels.RankStatistic` metric in ``names`` from the group sums that
+        ``sums()`` gives (called only when one is wanted; values copied out)."""
+        wanted = {n: k for n, k in kernels(names).items() if isinstance(k, RankStatistic)}
+        if not wanted:
+            return {}
+        s = sums()
+        return {name: kernel.function(s) for name, kernel in wanted.items()}
+
+    def _ranks_by_conf(self) -> bool:
+        """Whether the ranking metrics' score and outcome are this suite's confidence and
+        outcome (top-label mode): then they come from the bootstrap's own prefix sums."""
+        same = self.score is self.conf or np.array_equal(self.score, self.conf)
+        binary = bool(np.all((self.outcome == 0) | (self.outcome == 1)))
+        return same and binary and np.array_equal(self.outcome, self.correct)
 
     def _equal_mass_index(self, weight: F64 | None) -> tuple[np.ndarray, F64]:
         """Equal-mass bin of every sample under ``weight``, and the bin edges."""
@@ -260,7 +297,7 @@ class MetricSuite:
             "mass": (em_idx, stats_from_index(em_idx, em_edges, self.n_bins, self.conf, zero)),
         }
         floors = {n: k for n, k in kernels(names).items() if isinstance(k, BinNorm)}
-        draws = rs.calibrated_draw_errors(self.conf, fixed, floors, n_draws, rng)
+        draws = rs.calibrated_draw_errors(self.conf, fixed, floors, n_draws, rng, self.order)
         return {name: np.asarray(draws[name], dtype=np.float64) for name in floors}
 
     def bootstrap(
@@ -275,8 +312,10 @@ class MetricSuite:
 
         Binned errors are biased upwards at finite N and a resample repeats samples, so near
         calibration the interval can lie above the estimate (it shows the estimator's spread;
-        read it beside the noise floor). Above :data:`_BATCH_MAX_N` samples, sums go in fixed
-        point, SCE's class totals from 100 classes in float32 (:mod:`.resampled`; both far
+        read it beside the noise floor). The replicates go in cache-sized blocks with the
+        samples in confidence order (:mod:`.resampled`, the ranking metrics by
+        :mod:`.rank_prefix`): the same draws and the values of :meth:`compute` on them to
+        rounding (sums in fixed point, SCE's class totals from 100 classes in float32, far
         below the printed digits). From :data:`~.resampled.POISSON_MIN_N` (50,000) samples on,
         each sample's count is an independent Poisson(1) weight (the Poisson bootstrap, the
         large-N limit of drawing N samples with replacement: other draws, the same spread).
@@ -289,9 +328,12 @@ class MetricSuite:
         n = self.conf.shape[0]
         rng = np.random.default_rng(seed)
         ss = None
-        if n > _BATCH_MAX_N:
+        if n >= _SORTED_MIN_N:
             ss = rs.SortedSamples(self.conf, self.outcome, self.means(names), self.n_bins)
-        block = max(1, min(n_boot, (1 << 20) // n))  # the draws do not depend on it
+        rows = (1 << 20) // n if ss is None else block_rows(n)
+        block = max(1, min(n_boot, rows))  # the draws do not depend on it
+        # the ranking metrics from the same prefix sums when they rank by this confidence
+        shared = self._ranks_by_conf()
         values: dict[str, list[F64]] = {name: [] for name in names}
         classwise = [
             name
@@ -310,7 +352,10 @@ class MetricSuite:
             else:
                 counts = ss.draw(rng, b)  # in confidence order
                 batch = ss.compute(counts, names)
-                batch.update(self.ranked(names, counts, ss.rank))
+                if shared:
+                    batch.update(_ranked_sorted(names, ss))
+                else:
+                    batch.update(self.ranked(names, counts, ss.rank))
                 if sce is not None:
                     sce.add(start, counts, ss.weights)
             for name, vals in batch.items():
@@ -393,6 +438,22 @@ class MetricSuite:
                 else:
                     res[name] = mmce_from_sorted_batch(self.sorted_conf, signed, total, MMCE_WIDTH)
         return {name: res[name] for name in names if name in res}
+
+
+def _ranked_sorted(names: tuple[str, ...], ss: rs.SortedSamples) -> dict[str, F64]:
+    """The :class:`~.kernels.RankStatistic` metrics in ``names`` of the block ``ss`` last
+    computed: the built-in ones from its prefix sums (:mod:`.rank_prefix`), any other from
+    its tie-group sums."""
+    wanted = {n: k for n, k in kernels(names).items() if isinstance(k, RankStatistic)}
+    fast = prefix_functions()
+    res: dict[str, F64] = {}
+    if any(k.function in fast for k in wanted.values()):
+        ranks = ss.prefix_ranks()
+        res = {n: fast[k.function](ranks) for n, k in wanted.items() if k.function in fast}
+    if len(res) < len(wanted):
+        sums = ss.rank_sums()
+        res.update({n: k.function(sums) for n, k in wanted.items() if n not in res})
+    return {n: res[n] for n in wanted}
 
 
 def _quantiles(values: F64, alpha: float) -> F64:

@@ -637,9 +637,8 @@ def compare(
     rows = _rows(cal, test, names, settings, params or {}, groups)
     _log.info(f"the test part's ECE at {TEMPERATURE_GRID.size} temperatures (its figure)")
     curve = ece_temperature_curve(test.as_logits(), test.labels, TEMPERATURE_GRID, n_bins)
-    # one candidate per map (each with its default parameters): a twin is cross-fitted once
-    twins = reused_fits(names, cal, test)
-    plain = [n for n in names if CALIBRATORS.kind_of(n) != "groups" and n not in twins]
+    # a twin by construction is cross-fitted once: auto takes the kind (fit_outputs)
+    plain = [n for n in names if CALIBRATORS.kind_of(n) != "groups"]
     chosen = recommendation(cal, plain, seed) if recommend else None
     return Comparison(
         rows=rows,
@@ -801,7 +800,7 @@ def recommendation(cal: ClassifierOutputs, names: Sequence[str], seed: int = 0) 
     _log.info(
         f"choosing among {len(candidates)} methods by cross-fitted NLL on the calibration part"
     )
-    auto = AutoCalibrator(methods=candidates, seed=seed).fit(cal.as_logits(), cal.labels)
+    auto = AutoCalibrator(methods=candidates, seed=seed).fit_outputs(cal)
     paired = {k: (float(v[0]), float(v[1])) for k, v in auto.paired_.items()}
     scores = {k: float(v) for k, v in auto.cv_scores_.items()}
     reason = auto.reason_.replace("\n", " ")

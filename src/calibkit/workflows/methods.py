@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from calibkit.calibrators import CALIBRATORS, Calibrator
+from calibkit.calibrators.logit.auto import same_maps as auto_same_maps
 from calibkit.calibrators.scope import declined, scope_of
 from calibkit.core.errors import InputError
 from calibkit.core.validation import Integer
@@ -218,14 +219,7 @@ def same_maps(methods: Sequence[str], n_classes: int, kind: str) -> dict[str, st
     Why, in words: :data:`SAME_MAP_REASONS`. Fitted rows can also turn out to be the same
     map, as ``"matrix"`` and ``"ms_odir"`` (:func:`same_fit`).
     """
-    rules = ((("ms_odir", "dirichlet"), kind == "probs"),)
-    order = list(methods)
-    marks: dict[str, str] = {}
-    for pair, applies in rules:
-        if applies and all(m in order for m in pair):
-            first, later = sorted(pair, key=order.index)
-            marks[later] = first
-    return marks
+    return auto_same_maps(methods, kind)  # the rule's one place: auto's SAME_MAPS_ON_PROBS
 
 
 #: Why the later method of a :func:`same_maps` pair fits the same map as the earlier one.
