@@ -36,8 +36,8 @@ def test_the_matrix_and_structured_families_declare_their_class_limits() -> None
     limits = {"ms_odir": 200, "dirichlet": 200, "sms_cv": 200, "sms": 200, "vector": 500}
     for name, limit in limits.items():
         scope = scope_of(name)
-        assert scope.declines(limit - 1, 25_000) is None
-        why = scope.declines(limit, 25_000)
+        assert scope.declines(limit - 1, 10**6) is None
+        why = scope.declines(limit, 10**6)
         assert why is not None
         assert why.startswith(f"declined from {limit} classes on: ")
         assert "\n" not in why
@@ -51,3 +51,12 @@ def test_the_structured_family_is_a_default_after_dirichlet() -> None:
     assert {"svs", "sms", "sms_cv"} <= set(CALIBRATORS.defaults())
     assert names.index("dirichlet") < names.index("svs") < names.index("sms")
     assert names.index("sms") < names.index("sms_cv") < names.index("temperature_smoothed")
+
+
+def test_sms_needs_two_samples_per_parameter_as_matrix_scaling() -> None:
+    """auto's small-sample regression of issue 31 (docs/selection.md): SMS and SMS-CV at 100
+    samples and 10 classes are no defaults (110 parameters: 220 samples needed)."""
+    for name in ("sms", "sms_cv", "matrix"):
+        assert scope_of(name).declines(10, 219) is not None
+        assert scope_of(name).declines(10, 220) is None
+    assert scope_of("svs").declines(10, 100) is None
