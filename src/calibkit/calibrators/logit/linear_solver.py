@@ -194,7 +194,8 @@ def identity_map(k: int) -> F64:
     return np.eye(k, k + 1)
 
 
-#: Entries of the row outer products per chunk of :func:`curvature` (16 MB).
+#: Entries of the row outer products per chunk of :func:`curvature` (16 MB at most, and
+#: never more than the design holds: the memory stays linear in N K).
 CURVATURE_CHUNK = 1 << 21
 
 
@@ -217,7 +218,7 @@ def curvature(design: Design, floor: float = 1e-3, inverse_temperature: float = 
     var[var <= floor * var.max(axis=0)] = 0.0  # rows that add little to a class's block
     upper = np.triu_indices(k1)
     acc = np.zeros((k1 - 1, upper[0].size))
-    step = max(1, CURVATURE_CHUNK // (k1 * k1))
+    step = max(1, min(CURVATURE_CHUNK, n * k1) // (k1 * k1))
     for lo in range(0, n, step):  # every class's block from one product per row chunk
         xc = x1[lo : lo + step]
         acc += var[lo : lo + step].T @ (xc[:, upper[0]] * xc[:, upper[1]])
