@@ -117,3 +117,37 @@ def test_matrix_at_60_classes_is_declined_in_words(toy_scope: str) -> None:
     comp = compare(cal, test, None, n_boot=0)
     assert "matrix" not in [r.method for r in comp.rows]
     assert comp.declined["matrix"].startswith("declined from 50 classes on: K (K + 1)")
+
+
+@pytest.fixture
+def toy_costly(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The default methods are temperature, vector and toy_costly, a temperature scaling
+    whose scope keeps it out of the cross-fitting from 3 classes on."""
+    scope = Scope(cross_fit_max_classes=3, cross_fit_reason="toy cost")
+    info = {**CALIBRATORS._info["temperature"], "scope": scope}
+    monkeypatch.setitem(CALIBRATORS._items, "toy_costly", CALIBRATORS._items["temperature"])
+    monkeypatch.setitem(CALIBRATORS._info, "toy_costly", info)
+    defaults = ["temperature", "vector", "toy_costly"]
+    monkeypatch.setattr(CALIBRATORS, "defaults", lambda kind=None: defaults)
+    return "toy_costly"
+
+
+def test_a_method_not_cross_fitted_has_its_row_and_is_said(
+    toy_costly: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    cal, test = parts(k=3, n=400, probs=False)
+    with caplog.at_level(logging.INFO, logger="calibkit.workflows.compare"):
+        comp = compare(cal, test, None, n_boot=0, recommend=True)
+    assert [r.method for r in comp.rows] == ["none", "temperature", "vector", toy_costly]
+    rec = comp.recommendation
+    assert rec is not None
+    why = "not cross-fitted from 3 classes on: toy cost"
+    assert rec.not_cross_fitted == {toy_costly: why}
+    assert toy_costly not in rec.scores
+    assert "vector" in rec.scores
+    assert f"not cross-fitted: {toy_costly} ({why})" in rec.summary
+    assert f"not a candidate: {toy_costly} ({why})" in [r.getMessage() for r in caplog.records]
+    assert results_dict(comp)["recommendation"]["not_cross_fitted"] == {toy_costly: why}
+    named = compare(cal, test, ["temperature", toy_costly], n_boot=0, recommend=True)
+    assert named.recommendation is not None
+    assert toy_costly in named.recommendation.scores

@@ -35,6 +35,12 @@ class Scope:
         the fewest calibration samples the method is a default for.
     samples_per_parameter : float
         Calibration samples needed per fitted parameter (0: no such limit).
+    cross_fit_max_classes : int, optional
+        The method is one of ``auto``'s default candidates (cross-fitted in each of its
+        folds: five fits more) only below this many classes (None: wherever it is a
+        default); :attr:`cross_fit_reason` says why.
+    cross_fit_reason : str
+        Why, in one line.
 
     Examples
     --------
@@ -49,6 +55,8 @@ class Scope:
     reason: str = ""
     parameters: Callable[[int], int] | None = None
     samples_per_parameter: float = 0.0
+    cross_fit_max_classes: int | None = None
+    cross_fit_reason: str = ""
 
     def declines(self, n_classes: int, n_samples: int | None = None) -> str | None:
         """Why the method is no default for ``n_classes`` classes and ``n_samples``
@@ -65,6 +73,21 @@ class Scope:
                     f"parameter ({need:,} for {n_classes} classes, {p:,} parameters)"
                 )
         return None
+
+    def declines_cross_fit(self, n_classes: int, n_samples: int | None = None) -> str | None:
+        """Why the method is no default candidate of ``auto`` for ``n_classes`` classes and
+        ``n_samples`` calibration samples: :meth:`declines`, or its cross-fitting limit.
+
+        >>> s = Scope(cross_fit_max_classes=500, cross_fit_reason="5 fits of 10 s")
+        >>> s.declines(1000) is None, s.declines_cross_fit(1000)
+        (True, 'not cross-fitted from 500 classes on: 5 fits of 10 s')
+        """
+        why = self.declines(n_classes, n_samples)
+        limit = self.cross_fit_max_classes
+        if why is None and limit is not None and n_classes >= limit:
+            tail = f": {self.cross_fit_reason}" if self.cross_fit_reason else ""
+            why = f"not cross-fitted from {limit} classes on{tail}"
+        return why
 
 
 #: The scope of an entry registered without ``scope=``: every data size.
@@ -84,16 +107,23 @@ def scope_of(name: str) -> Scope:
     return scope
 
 
-def declined(names: list[str], n_classes: int, n_samples: int | None = None) -> dict[str, str]:
+def declined(
+    names: list[str], n_classes: int, n_samples: int | None = None, cross_fit: bool = False
+) -> dict[str, str]:
     """Each of ``names`` whose declared scope excludes ``n_classes`` classes and
-    ``n_samples`` calibration samples, with its one-line reason (in the order of ``names``).
+    ``n_samples`` calibration samples, with its one-line reason (in the order of ``names``;
+    ``cross_fit``: as ``auto``'s default candidates, :meth:`Scope.declines_cross_fit`).
 
     >>> declined(["temperature", "matrix"], 100, 5000)["matrix"][:27]
     'declined from 50 classes on'
     """
     res: dict[str, str] = {}
     for name in names:
-        why = scope_of(name).declines(n_classes, n_samples)
+        scope = scope_of(name)
+        if cross_fit:
+            why = scope.declines_cross_fit(n_classes, n_samples)
+        else:
+            why = scope.declines(n_classes, n_samples)
         if why is not None:
             res[name] = why
     return res

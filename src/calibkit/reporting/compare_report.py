@@ -277,7 +277,10 @@ def results_dict(comp: Comparison, title: str | None = None) -> dict[str, Any]:
         results["declined"] = dict(comp.declined)
     if comp.recommendation is not None:
         rec = comp.recommendation
-        results["recommendation"] = {"method": rec.method, "reason": rec.reason}
+        chosen: dict[str, object] = {"method": rec.method, "reason": rec.reason}
+        if rec.not_cross_fitted:  # left out of the choice by their declared scope, with why
+            chosen["not_cross_fitted"] = dict(rec.not_cross_fitted)
+        results["recommendation"] = chosen
     if comp.smallest_gap is not None:
         results["smallest_worst_group_gap"] = comp.smallest_gap
     return json_ready(results)  # type: ignore[no-any-return]
@@ -456,6 +459,8 @@ def recommendation_paragraphs(comp: Comparison) -> list[str]:
             t = ts.values
             line += f"; temperature scaling NLL {t['nll']:.4f}, ECE {100 * t['ece']:.2f}%"
         text.append(line + ".")
+    for name, why in rec.not_cross_fitted.items():
+        text.append(f"Not a candidate of the recommendation: {name} ({why}).")
     below = [
         r.method
         for r in comp.rows

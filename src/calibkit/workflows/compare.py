@@ -87,6 +87,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator, ece_temperature_curve
+from calibkit.calibrators.scope import declined as scope_declined
 from calibkit.core.binning import BinStats
 from calibkit.core.errors import InputError
 from calibkit.core.groups import check_groups
@@ -207,6 +208,11 @@ class Recommendation:
         The same as numbers: each candidate's mean cross-fitted NLL, and its mean paired
         difference from temperature scaling with its standard error (empty when nothing
         was cross-fitted).
+    not_cross_fitted
+        The compared default methods left out of the cross-fitting, each with the one-line
+        reason its declared scope gives
+        (:meth:`~calibkit.calibrators.scope.Scope.declines_cross_fit`: at 1,000 classes, the
+        methods whose five fold fits cost most and never gained).
 
     Examples
     --------
@@ -220,6 +226,7 @@ class Recommendation:
     summary: str
     scores: dict[str, float] = dataclasses.field(default_factory=dict)
     paired: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    not_cross_fitted: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -639,7 +646,9 @@ def compare(
     curve = ece_temperature_curve(test.as_logits(), test.labels, TEMPERATURE_GRID, n_bins)
     # a twin by construction is cross-fitted once: auto takes the kind (fit_outputs)
     plain = [n for n in names if CALIBRATORS.kind_of(n) != "groups"]
-    chosen = recommendation(cal, plain, seed) if recommend else None
+    # the default methods' scopes say which are no candidates (named methods all are)
+    skip = {} if methods is not None else scope_declined(plain, cal.n_classes, cal.n_samples, True)
+    chosen = recommendation(cal, plain, seed, skip) if recommend else None
     return Comparison(
         rows=rows,
         n_cal=cal.n_samples,
@@ -764,7 +773,12 @@ def compare_parts(
     )
 
 
-def recommendation(cal: ClassifierOutputs, names: Sequence[str], seed: int = 0) -> Recommendation:
+def recommendation(
+    cal: ClassifierOutputs,
+    names: Sequence[str],
+    seed: int = 0,
+    not_cross_fitted: Mapping[str, str] | None = None,
+) -> Recommendation:
     """The method to use among ``names`` and temperature scaling, by ``auto``'s rule on
     ``cal`` alone (see :class:`Recommendation`).
 
@@ -776,6 +790,9 @@ def recommendation(cal: ClassifierOutputs, names: Sequence[str], seed: int = 0) 
         The candidates (``"auto"`` is skipped; temperature scaling is always one).
     seed : int
         Seed of the folds.
+    not_cross_fitted : mapping of str to str, optional
+        Methods of ``names`` left out of the cross-fitting, each with why (said in the
+        recommendation's summary).
 
     Returns
     -------
@@ -792,7 +809,10 @@ def recommendation(cal: ClassifierOutputs, names: Sequence[str], seed: int = 0) 
     """
     from calibkit.calibrators.logit.auto import AutoCalibrator
 
-    candidates = [n for n in names if n != "auto"]
+    skip = dict(not_cross_fitted or {})
+    candidates = [n for n in names if n != "auto" and n not in skip]
+    for name, why in skip.items():
+        _log.info(f"not a candidate: {name} ({why})")
     if "temperature" not in candidates:
         candidates.insert(0, "temperature")
     if candidates == ["temperature"]:  # nothing to choose between: no cross-validation
@@ -804,4 +824,5 @@ def recommendation(cal: ClassifierOutputs, names: Sequence[str], seed: int = 0) 
     paired = {k: (float(v[0]), float(v[1])) for k, v in auto.paired_.items()}
     scores = {k: float(v) for k, v in auto.cv_scores_.items()}
     reason = auto.reason_.replace("\n", " ")
-    return Recommendation(auto.chosen_, reason, auto.summary(), scores, paired)
+    summary = auto.summary() + "".join(f"\n  not cross-fitted: {n} ({w})" for n, w in skip.items())
+    return Recommendation(auto.chosen_, reason, summary, scores, paired, skip)

@@ -29,6 +29,7 @@ from calibkit.calibrators.logit.temperature import (
     warn_at_bound,
 )
 from calibkit.calibrators.modules import Temperature
+from calibkit.calibrators.scope import Scope
 from calibkit.core.binning import N_BINS, check_n_bins
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
@@ -315,6 +316,13 @@ def _check_temperatures(temperatures: object) -> F64:
 
 @CALIBRATORS.register(
     "temperature_ece",
+    scope=Scope(
+        cross_fit_max_classes=500,
+        cross_fit_reason=(
+            "its ECE grid search took 11 s a fit at 25,000 x 1,000 on 2 busy cores (five per "
+            "auto), for a temperature chosen by ECE, not NLL"
+        ),
+    ),
     auto_candidate=False,
     summary=(
         "Temperature scaling with T chosen on a grid (0.001 to 5 by default) by the lowest "
