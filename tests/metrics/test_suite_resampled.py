@@ -161,3 +161,39 @@ def test_prefix_ranks_equal_the_ranking_functions(n: int, ties: bool) -> None:
             np.testing.assert_array_equal(got, want, err_msg=name)
         else:
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13, err_msg=name)
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_risk_at_any_coverage_of_prefix_sums_is_the_ranking_functions(ties: bool) -> None:
+    """The risk at a coverage, found from the prefix sums by one binary search per row,
+    is the very number of risk_at_coverage_of for coverages whose product with the total
+    rounds either way (0.7 of 10, thirds), all (1) and past it."""
+    from calibkit.metrics.selective import risk_at_coverage_of
+
+    n = 300
+    suite = _suite(n, 3)
+    conf = np.round(suite.conf, 1) if ties else suite.conf + np.arange(n) * 1e-9
+    ss = SortedSamples(conf, suite.outcome, {}, suite.n_bins)
+    counts = resample_counts(np.random.default_rng(8).integers(0, n, (9, n)))
+    counts[0] = 0
+    counts[0, :10] = 1  # a total of 10: 0.7 * 10 rounds above 7
+    counts[1] = 0
+    counts[1, -3:] = 1  # three samples at the top
+    ss.compute(counts[:, ss.order], ("ece",))
+    fast, sums = ss.prefix_ranks(), ss.rank_sums()
+    for coverage in (0.05, 0.1, 0.3, 1 / 3, 2 / 3, 0.7, 0.8, 0.9, 0.99, 1.0, 1.5):
+        np.testing.assert_array_equal(
+            fast.risk_at_coverage(coverage), risk_at_coverage_of(sums, coverage), str(coverage)
+        )
+
+
+def test_least_weight_is_the_first_passing_integer() -> None:
+    """_least_weight: the least m with m / T >= coverage in float64, by trying every m."""
+    from calibkit.metrics.rank_prefix import _least_weight
+
+    totals = np.array([1, 2, 3, 7, 10, 30, 99, 1000, 10_001], dtype=np.float64)
+    for coverage in (0.0, 0.1, 0.3, 1 / 3, 0.7, 0.8, 0.95, 1.0, 1.2):
+        want = [
+            next((m for m in range(int(t) + 1) if m / t >= coverage), int(t) + 1) for t in totals
+        ]
+        assert _least_weight(totals, coverage).tolist() == want, coverage

@@ -201,25 +201,26 @@ class PrefixRanks:
 
     def risk_at_coverage(self, coverage: float = DEFAULT_COVERAGE) -> F64:
         """The risk of the last group whose ``C / T >= coverage`` (the smallest such
-        coverage, as :func:`~calibkit.metrics.selective.risk_at_coverage_of` finds it)."""
-        out = np.empty(self.b)
-        for i in range(self.b):
-            pc, pw, t, total = self.pc[i], self.pw[i], int(self.t_int[i]), self.total[i]
+        coverage, as :func:`~calibkit.metrics.selective.risk_at_coverage_of` finds it).
 
-            def cum(r: int, pc: np.ndarray = pc, t: int = t) -> int:
-                return t - int(pc[r - 1]) if r > 0 else t
-
-            # C_r >= coverage T about where Pc_{r-1} <= T - coverage T; then the exact test
-            r = int(np.searchsorted(pc, int(np.floor(t - coverage * total)), side="right"))
-            r = min(max(r, 0), self.n - 1)
-            while r < self.n - 1 and cum(r + 1) / total >= coverage:
-                r += 1
-            while r > 0 and cum(r) / total < coverage:
-                r -= 1
-            r = int(self.first[r])  # its group
-            wrong = int(self.w_int[i]) - (int(pw[r - 1]) if r > 0 else 0)
-            out[i] = float(wrong) / float(cum(r))
-        return out
+        ``C_r = T - Pc_{r-1}`` falls with ``r`` and the rounded test ``m / T >= coverage``
+        holds from some integer ``m`` on (:func:`_least_weight`): the run is found by one
+        binary search per row for ``Pc_{r-1} <= T - m``, then its group's first sample.
+        """
+        rows, t = np.arange(self.b), self.t_int
+        limit = t - _least_weight(self.total, coverage)
+        # r: how many r' in [1, n - 1] pass, i.e. how many of Pc_0 .. Pc_{n-2} are <= limit
+        r = np.array(
+            [np.searchsorted(self.pc[i, : self.n - 1], limit[i], side="right") for i in rows],
+            dtype=np.int64,
+        ).reshape(self.b)
+        r = self.first[r]  # its group
+        before = r > 0
+        at = np.maximum(r - 1, 0)
+        cum = t - np.where(before, self.pc[rows, at], 0)
+        wrong = self.w_int - np.where(before, self.pw[rows, at], 0)
+        with np.errstate(divide="ignore", invalid="ignore"):  # an empty row: NaN
+            return np.asarray(wrong / cum.astype(np.float64), dtype=np.float64)
 
     def coverage_at_risk(self, risk: float = DEFAULT_RISK) -> F64:
         ok = self.risk <= risk
@@ -230,6 +231,29 @@ class PrefixRanks:
         return np.asarray(
             np.where(ok[rows, first], self.cum[rows, first] / self.total, 0.0), dtype=np.float64
         )
+
+
+def _least_weight(total: F64, coverage: float) -> np.ndarray:
+    """The least integer ``m >= 0`` with ``m / total >= coverage`` in float64 (the quotient
+    rounds monotonically in ``m``), for each total; ``total + 1`` where none is ``<= total``.
+
+    >>> _least_weight(np.array([10.0, 3.0, 5.0]), 0.7).tolist()
+    [7, 3, 4]
+    """
+    m = np.clip(np.ceil(coverage * total), 0, total + 1).astype(np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _rounding_steps(m, total, coverage)
+
+
+def _rounding_steps(m: np.ndarray, total: F64, coverage: float) -> np.ndarray:
+    """:func:`_least_weight` from a guess ``m``: a step or two either way."""
+    for _ in range(64):
+        down = (m > 0) & ((m - 1) / total >= coverage)
+        up = ~down & (m <= total) & (m / total < coverage)
+        if not (down.any() or up.any()):
+            break
+        m = m - down + up
+    return m
 
 
 def prefix_functions() -> dict[Callable[..., F64], Callable[[PrefixRanks], F64]]:
