@@ -481,11 +481,13 @@ def _rows(
     settings: dict[str, Any],
     params: Mapping[str, Mapping[str, Any]],
     groups: tuple[np.ndarray, np.ndarray] | None = None,
+    keep: dict[str, Calibrator] | None = None,
 ) -> list[MethodResult]:
     """The uncalibrated row, then each method fitted on ``cal`` and judged on ``test``
     (``groups``: the parts' group names, for the per-group results and the calibrators
     that take them). A method whose map equals an earlier one's by construction
-    (:func:`reused_fits`) reuses that row: one fit, one evaluation."""
+    (:func:`reused_fits`) reuses that row: one fit, one evaluation. ``keep`` (a dict) gets
+    the fitted calibrators by name."""
     _log.info(f"evaluating the uncalibrated model on {test.n_samples:,} test samples")
     test_groups = None if groups is None else groups[1]
     phase = Phase(_log, f"judging none on {test.n_samples:,} test samples", 3)
@@ -513,6 +515,8 @@ def _rows(
         row = dataclasses.replace(row, same_as=same_fit(fitted, name, calibrator, cal.kind))
         fitted[name] = calibrator
         rows.append(row)
+    if keep is not None:
+        keep.update(fitted)
     return rows
 
 
@@ -634,12 +638,13 @@ def compare(
         "seed": seed,
         "mode": mode,
     }
-    rows = _rows(cal, test, names, settings, params or {}, groups)
+    fits: dict[str, Calibrator] = {}
+    rows = _rows(cal, test, names, settings, params or {}, groups, fits)
     _log.info(f"the test part's ECE at {TEMPERATURE_GRID.size} temperatures (its figure)")
     curve = ece_temperature_curve(test.as_logits(), test.labels, TEMPERATURE_GRID, n_bins)
     # a twin by construction is cross-fitted once: auto takes the kind (fit_outputs)
     plain = [n for n in names if CALIBRATORS.kind_of(n) != "groups"]
-    chosen = recommendation(cal, plain, seed) if recommend else None
+    chosen = recommendation(cal, plain, seed, fits) if recommend else None
     return Comparison(
         rows=rows,
         n_cal=cal.n_samples,
@@ -764,7 +769,12 @@ def compare_parts(
     )
 
 
-def recommendation(cal: ClassifierOutputs, names: Sequence[str], seed: int = 0) -> Recommendation:
+def recommendation(
+    cal: ClassifierOutputs,
+    names: Sequence[str],
+    seed: int = 0,
+    fitted: Mapping[str, Calibrator] | None = None,
+) -> Recommendation:
     """The method to use among ``names`` and temperature scaling, by ``auto``'s rule on
     ``cal`` alone (see :class:`Recommendation`).
 
@@ -776,6 +786,10 @@ def recommendation(cal: ClassifierOutputs, names: Sequence[str], seed: int = 0) 
         The candidates (``"auto"`` is skipped; temperature scaling is always one).
     seed : int
         Seed of the folds.
+    fitted : mapping, optional
+        Calibrators already fitted on ``cal`` (unweighted), by name: ``auto`` takes a
+        penalty-tuning one as its tuned fit when its parameters are those ``auto`` tunes
+        with (:meth:`~calibkit.calibrators.logit.auto.AutoCalibrator.fit_outputs`).
 
     Returns
     -------
@@ -800,7 +814,7 @@ def recommendation(cal: ClassifierOutputs, names: Sequence[str], seed: int = 0) 
     _log.info(
         f"choosing among {len(candidates)} methods by cross-fitted NLL on the calibration part"
     )
-    auto = AutoCalibrator(methods=candidates, seed=seed).fit_outputs(cal)
+    auto = AutoCalibrator(methods=candidates, seed=seed).fit_outputs(cal, fitted=fitted)
     paired = {k: (float(v[0]), float(v[1])) for k, v in auto.paired_.items()}
     scores = {k: float(v) for k, v in auto.cv_scores_.items()}
     reason = auto.reason_.replace("\n", " ")

@@ -82,7 +82,7 @@ auto chose 'temperature': no candidate beat temperature's NLL by more than one s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar, Literal, Self
 
 import numpy as np
@@ -341,6 +341,7 @@ class AutoCalibrator(Calibrator):
             raise InputError("methods", "names other than 'auto'", repr(methods))
         self._chosen: Calibrator | None = None
         self._outputs: ClassifierOutputs | None = None  # what fit_outputs passes to _fit
+        self._given: dict[str, Calibrator] = {}  # fit_outputs' ``fitted``
 
     def candidates(
         self, n_classes: int, every_class: bool = True, n_samples: int | None = None
@@ -396,11 +397,24 @@ class AutoCalibrator(Calibrator):
         ]
         return scope_declined(names, n_classes, n_samples)
 
-    def fit_outputs(self, out: ClassifierOutputs, sample_weight: object = None) -> Self:
+    def fit_outputs(
+        self,
+        out: ClassifierOutputs,
+        sample_weight: object = None,
+        fitted: Mapping[str, Calibrator] | None = None,
+    ) -> Self:
         """Fit on a :class:`~calibkit.core.outputs.ClassifierOutputs`, keeping its kind:
         on probabilities (``out.kind == "probs"``) the candidates get the log-probabilities,
         and the pairs of :data:`SAME_MAPS_ON_PROBS` are cross-fitted once (``dirichlet``
         takes ``ms_odir``'s held-out scores). :meth:`fit` takes logits (``kind`` logits).
+
+        ``fitted``: calibrators the caller has already fitted on these same outputs
+        (``out.as_logits()`` and ``out.labels``, unweighted), by name. One of
+        :data:`TUNED_ONCE` whose parameters are those ``auto`` would tune it with
+        (``candidate(name, n_folds=n_folds, random_state=seed)``) is taken as its tuned
+        whole-set fit instead of fitting it again (``calibkit compare`` passes its rows'
+        fits); any other is ignored. The caller vouches for the data: ``auto`` checks the
+        parameters, the number of classes and that it is fitted.
 
         >>> rng = np.random.default_rng(0)
         >>> p = rng.dirichlet(np.ones(3), size=300)
@@ -411,10 +425,11 @@ class AutoCalibrator(Calibrator):
         ({'dirichlet': 'ms_odir'}, True)
         """
         self._outputs = as_outputs(out)
+        self._given = {} if fitted is None or sample_weight is not None else dict(fitted)
         try:
             return self.fit(self._outputs.as_logits(), self._outputs.labels, sample_weight)
         finally:
-            self._outputs = None
+            self._outputs, self._given = None, {}
 
     def _check_fit_input(self, logits: object, labels: object) -> ClassifierOutputs:
         checked = super()._check_fit_input(logits, labels)
@@ -438,6 +453,7 @@ class AutoCalibrator(Calibrator):
         )
         failed: set[str] = set()
         tuned = self._tune_once(z, labels, [n for n in fitted if n in TUNED_ONCE], failed)
+        starts = self._fold_starts(tuned, len(folds), stratified)
         scores: dict[str, list[float]] = {name: [] for name in names}
         held: dict[str, F64] = {name: np.empty(labels.shape[0]) for name in names}
         # fold by fold, every candidate in each: the time per fold is alike, so the time
@@ -451,7 +467,9 @@ class AutoCalibrator(Calibrator):
                 if name not in failed:
                     fixed = TUNED_ONCE[name](tuned[name]) if name in tuned else {}
                     try:
-                        cal = candidate(name, **fixed).fit(z_train, y_train)
+                        cal = candidate(name, **fixed)
+                        cal.warm_start = starts.get(name, [None] * f)[f - 1]  # type: ignore[attr-defined]
+                        cal.fit(z_train, y_train)
                         probs = cal.predict_proba(z_test)
                         scores[name].append(self._score(y_test, probs))
                         held[name][test] = self._losses(y_test, probs)
@@ -486,15 +504,49 @@ class AutoCalibrator(Calibrator):
         tuned: dict[str, Calibrator] = {}
         if not names:
             return tuned
+        folds = {"n_folds": self.n_folds, "random_state": self.seed}
+        for name in names:
+            given = self._given.get(name)
+            if given is not None and self._same_tuning(given, name, folds, z.shape[1]):
+                log.info(f"{name}: its penalty as the caller's fit on these data chose it")
+                tuned[name] = given
+        names = [name for name in names if name not in tuned]
+        if not names:
+            return tuned
         phase = Phase(log, f"tuning {len(names)} methods' penalties once", len(names))
         for name in names:
-            folds = {"n_folds": self.n_folds, "random_state": self.seed}
             try:
                 tuned[name] = candidate(name, **folds).fit(z, labels)
             except InputError:
                 failed.add(name)
             phase.step(name)
         return tuned
+
+    @staticmethod
+    def _same_tuning(given: Calibrator, name: str, folds: Mapping[str, int], k: int) -> bool:
+        """Whether ``given`` is ``name`` fitted with the parameters ``auto`` tunes it with
+        (``folds``: its ``n_folds`` and seed), on ``k`` classes."""
+        own = candidate(name, **folds)
+        return (
+            given.name == own.name
+            and given.is_fitted
+            and getattr(given, "n_classes_", None) == k
+            and given.get_params() == own.get_params()
+        )
+
+    @staticmethod
+    def _fold_starts(
+        tuned: dict[str, Calibrator], n_folds: int, stratified: bool
+    ) -> dict[str, list[F64]]:
+        """Where each tuned candidate's fit on each fold starts: its penalty search's
+        solution on that fold at the chosen penalty (``fold_maps``; the search's folds
+        are ``auto``'s when stratified, by the same seed). The problem is the same and
+        convex, so the fit ends where a cold one does, within the solver's tolerance, in
+        fewer iterations."""
+        if not stratified:
+            return {}
+        maps = {name: getattr(cal, "fold_maps", None) for name, cal in tuned.items()}
+        return {name: m for name, m in maps.items() if m is not None and len(m) == n_folds}
 
     def _folds(self, labels: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarray]], bool]:
         """The folds (none below :data:`MIN_SAMPLES`) and whether they are stratified."""
