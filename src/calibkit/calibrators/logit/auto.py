@@ -425,7 +425,7 @@ class AutoCalibrator(Calibrator):
         ({'dirichlet': 'ms_odir'}, True)
         """
         self._outputs = as_outputs(out)
-        self._given = {} if fitted is None or sample_weight is not None else dict(fitted)
+        self._given = dict(fitted or {})
         try:
             return self.fit(self._outputs.as_logits(), self._outputs.labels, sample_weight)
         finally:
@@ -453,7 +453,6 @@ class AutoCalibrator(Calibrator):
         )
         failed: set[str] = set()
         tuned = self._tune_once(z, labels, [n for n in fitted if n in TUNED_ONCE], failed)
-        starts = self._fold_starts(tuned, len(folds), stratified)
         scores: dict[str, list[float]] = {name: [] for name in names}
         held: dict[str, F64] = {name: np.empty(labels.shape[0]) for name in names}
         # fold by fold, every candidate in each: the time per fold is alike, so the time
@@ -467,9 +466,7 @@ class AutoCalibrator(Calibrator):
                 if name not in failed:
                     fixed = TUNED_ONCE[name](tuned[name]) if name in tuned else {}
                     try:
-                        cal = candidate(name, **fixed)
-                        cal.warm_start = starts.get(name, [None] * f)[f - 1]  # type: ignore[attr-defined]
-                        cal.fit(z_train, y_train)
+                        cal = candidate(name, **fixed).fit(z_train, y_train)
                         probs = cal.predict_proba(z_test)
                         scores[name].append(self._score(y_test, probs))
                         held[name][test] = self._losses(y_test, probs)
@@ -533,20 +530,6 @@ class AutoCalibrator(Calibrator):
             and getattr(given, "n_classes_", None) == k
             and given.get_params() == own.get_params()
         )
-
-    @staticmethod
-    def _fold_starts(
-        tuned: dict[str, Calibrator], n_folds: int, stratified: bool
-    ) -> dict[str, list[F64]]:
-        """Where each tuned candidate's fit on each fold starts: its penalty search's
-        solution on that fold at the chosen penalty (``fold_maps``; the search's folds
-        are ``auto``'s when stratified, by the same seed). The problem is the same and
-        convex, so the fit ends where a cold one does, within the solver's tolerance, in
-        fewer iterations."""
-        if not stratified:
-            return {}
-        maps = {name: getattr(cal, "fold_maps", None) for name, cal in tuned.items()}
-        return {name: m for name, m in maps.items() if m is not None and len(m) == n_folds}
 
     def _folds(self, labels: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarray]], bool]:
         """The folds (none below :data:`MIN_SAMPLES`) and whether they are stratified."""

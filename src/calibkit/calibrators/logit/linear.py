@@ -185,28 +185,6 @@ def legacy_unshrunk(
     return {**params, "shrink": "none"}, {**state, **added}
 
 
-def warm_start_of(cal: object) -> F64 | None:
-    """Where ``cal``'s final fit starts, if the caller says: its ``warm_start`` hint (a
-    ``[W | b]`` map, e.g. a fold's solution from a penalty search at the same penalty; the
-    problem is convex, so the start moves the solution only within the optimiser's
-    tolerance, and :func:`fit_path` starts at the identity or the centre instead when that
-    has the lower objective); ``None`` when none is set.
-
-    A fit that cross-validates its penalty sets ``fold_maps``: each fold's solution at the
-    chosen penalty (stopped after ``cv_max_iter`` iterations), folds in split order. Both
-    are plain attributes, not fitted state: never saved.
-
-    >>> class Cal: pass
-    >>> warm_start_of(Cal()) is None
-    True
-    >>> cal = Cal(); cal.warm_start = np.ones((2, 3))
-    >>> warm_start_of(cal).shape
-    (2, 3)
-    """
-    hint = getattr(cal, "warm_start", None)
-    return None if hint is None else np.asarray(hint, dtype=np.float64)
-
-
 def usable_folds(n_folds: int, labels: I64) -> int:
     """The folds of a stratified cross-validation on ``labels``: ``n_folds``, or as many
     as the smallest class has rows when that is fewer (the data decides, it is not
@@ -640,18 +618,15 @@ class _ODIR(_Linear):
         coefs = [odir_coefficients(k, lam, mu, diagonal=shrink) for lam, mu in pairs]
         pens = [Penalty.make(coef, curv, centre) for coef in coefs]
         self.cv_lambdas_, self.cv_nll_ = np.empty(0), np.empty(0)
-        hint, best = warm_start_of(self), 0
-        start = (identity_map(k) if centre is None else centre) if hint is None else hint
+        best, start = 0, identity_map(k) if centre is None else centre
         folds = usable_folds(self.n_folds, out.labels)
         if lambdas.size > 1 and folds > 1:
             budget = (folds, self.random_state, self.cv_max_iter, self.tol)
             fold_path = shrunk_path if shrink else fit_path
-            kept: list[list[F64]] = []
-            scores, means = cross_validate(design, pens, *budget, path=fold_path, keep=kept)
+            scores, means = cross_validate(design, pens, *budget, path=fold_path)
             best = int(np.argmin(scores))  # first minimum: the strongest penalty among ties
             self.cv_lambdas_, self.cv_nll_ = lambdas[::-1].copy(), scores[::-1].copy()
             start = means[best]  # fit_path falls back to the identity if that is better
-            self.fold_maps = [solutions[best] for solutions in kept]
         path = fit_path(design, [pens[best]], self.max_iter, self.tol, start, centre)
         self._store(path[0])
         self.reg_lambda_, self.reg_mu_ = float(lambdas[best]), float(mus[best])

@@ -566,14 +566,12 @@ def cross_validate(
     max_iter: int,
     tol: float,
     path: Callable[..., list[F64]] = fit_path,
-    keep: list[list[F64]] | None = None,
 ) -> tuple[F64, list[F64]]:
     """Pooled held-out NLL of ``path`` (default :func:`fit_path`; called as ``path(design,
     pens, max_iter, tol, step=...)``) for each penalty (stratified k-fold), and the mean
     over folds of each penalty's solution. Folds run in parallel threads (BLAS and numpy
     release the GIL); the result does not depend on their number. Each fit of a fold is a
-    step of the logged progress (:class:`~calibkit.core.progress.Phase`). ``keep`` (a
-    list) gets each fold's solutions (one per penalty), folds in their split order."""
+    step of the logged progress (:class:`~calibkit.core.progress.Phase`)."""
     y = design.labels
     from sklearn.model_selection import StratifiedKFold  # lazy: sklearn costs seconds at import
 
@@ -592,8 +590,6 @@ def cross_validate(
         results = list(pool.map(run, folds.split(np.zeros(y.shape[0]), y)))
     total = np.sum([r[0] for r in results], axis=0) / y.shape[0]
     means = [np.mean([r[1][i] for r in results], axis=0) for i in range(len(pens))]
-    if keep is not None:
-        keep.extend(r[1] for r in results)
     return np.asarray(total, dtype=np.float64), means
 
 

@@ -54,7 +54,6 @@ from calibkit.calibrators.logit.linear import (
     TOL,
     _Linear,
     usable_folds,
-    warm_start_of,
 )
 from calibkit.calibrators.logit.linear_solver import (
     Penalty,
@@ -300,14 +299,12 @@ class StructuredMatrixScaling(_Structured):
         coef, curv, eye = self._coefficients(k, n), curvature(design, 1e-2), identity_map(k)
         scales = np.array([1.0]) if cv is None else np.unique(cv[0])[::-1]
         pens = [Penalty.make(coef * s, curv, eye) for s in scales]
-        best, start, grid = 0, warm_start_of(self), (np.empty(0), np.empty(0))
+        best, start, grid = 0, None, (np.empty(0), np.empty(0))
         folds = 1 if cv is None else usable_folds(cv[1], out.labels)
         if cv is not None and scales.size > 1 and folds > 1:
-            kept: list[list[F64]] = []
-            nll, means = cross_validate(design, pens, folds, cv[2], cv[3], self.tol, keep=kept)
+            nll, means = cross_validate(design, pens, folds, cv[2], cv[3], self.tol)
             best = int(np.argmin(nll))  # first minimum: the strongest penalty among ties
             grid, start = (scales[::-1].copy(), nll[::-1].copy()), means[best]
-            self.fold_maps = [solutions[best] for solutions in kept]
         if cv is not None:
             self.cv_scales_, self.cv_nll_ = grid
         self._store(fit_path(design, [pens[best]], self.max_iter, self.tol, start)[0])
