@@ -44,7 +44,9 @@ The cross-fitting shares work:
   ``n_folds`` and seed, stratified alike), and cross-fitted at the value it chose: one fit
   per fold instead of a nested search per fold (on CIFAR-100 at 5,000 rows, MS-ODIR's and
   Dirichlet's 10 nested searches of 7 penalties x 5 folds became 2, and 1 on
-  probabilities). That whole-set fit is the refit when it is chosen.
+  probabilities). That whole-set fit is the refit when it is chosen. A caller that has
+  fitted it so on the same outputs hands it in (``fit_outputs(fitted=...)``: ``calibkit
+  compare`` passes its ``sms_cv`` row, and on CIFAR-100 that search is not run twice).
   The held-out rows helped choose the penalty of their own fold's fit, a one-of-seven
   choice on a smooth curve; ``docs/selection.md`` measures the effect on the choice and
   the test NLL.
