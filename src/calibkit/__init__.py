@@ -79,7 +79,8 @@ _MODULES: dict[str, str] = {
     "calibkit.models": "MODELS create_model",
     "calibkit.data": "DATASETS load_dataset",
     "calibkit.training": "TrainConfig train",
-    "calibkit.workflows.compare": "Comparison MethodResult Recommendation compare split_outputs",
+    "calibkit.workflows.compare": "Comparison MethodResult compare split_outputs",
+    "calibkit.workflows.recommendation": "Recommendation",
     "calibkit.workflows.conformal": "SetsResult conformal_sets",
     "calibkit.workflows.label_shift": (
         "LabelShiftResult label_shift resample_to_priors simulate_label_shift"
@@ -324,7 +325,6 @@ if TYPE_CHECKING:
     from calibkit.workflows.compare import (
         Comparison,
         MethodResult,
-        Recommendation,
         compare,
         split_outputs,
     )
@@ -347,6 +347,7 @@ if TYPE_CHECKING:
         resample_to_priors,
         simulate_label_shift,
     )
+    from calibkit.workflows.recommendation import Recommendation
     from calibkit.workflows.shift import (
         ShiftResult,
         ShiftRow,

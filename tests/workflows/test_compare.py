@@ -314,3 +314,29 @@ def test_each_fit_after_the_first_says_the_time_left_of_the_fits(
     for k, line in enumerate(fits[1:], 2):
         assert line.startswith(f"[{k}/3] fitting ")
         assert re.search(r" \(\d+s spent, about \d+s left of the fits\)$", line)
+
+
+def test_the_recommendation_takes_the_rows_tuned_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sms_cv's row fit is the fit auto tunes (same folds and seed): auto's search is not
+    run again, only its folds; with another seed auto tunes its own."""
+    from calibkit.calibrators.logit.structured import StructuredMatrixScalingCV
+    from calibkit.core.outputs import as_outputs
+    from calibkit.workflows.compare import compare
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(800, 3)) * 3
+    y = np.array([rng.choice(3, p=np.exp(r / 2) / np.exp(r / 2).sum()) for r in z])
+    cal, test = as_outputs(y[:500], logits=z[:500]), as_outputs(y[500:], logits=z[500:])
+    fits: list[object] = []
+    fit = StructuredMatrixScalingCV._fit
+
+    def counted(self: StructuredMatrixScalingCV, *args: Any, **kwargs: Any) -> None:
+        fits.append(self)
+        fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(StructuredMatrixScalingCV, "_fit", counted)
+    compare(cal, test, ["sms_cv"], n_boot=0, recommend=True)
+    assert len(fits) == 1 + 5  # the row, then auto's 5 folds
+    fits.clear()
+    compare(cal, test, ["sms_cv"], n_boot=0, recommend=True, seed=1)
+    assert len(fits) == 1 + 1 + 5  # the row (random_state 0), auto's own tuning, its folds

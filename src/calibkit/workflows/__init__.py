@@ -14,7 +14,8 @@ from calibkit.core.lazy import lazy_exports
 
 #: Each module -> the names it gives the package (loaded on first access).
 _MODULES: dict[str, str] = {
-    "calibkit.workflows.compare": "Comparison MethodResult Recommendation split_outputs",
+    "calibkit.workflows.compare": "Comparison MethodResult split_outputs",
+    "calibkit.workflows.recommendation": "Recommendation",
     "calibkit.workflows.conformal": "SetsResult conformal_sets",
     "calibkit.workflows.label_shift": ("LabelShiftResult resample_to_priors simulate_label_shift"),
     "calibkit.workflows.shift": (

@@ -117,6 +117,7 @@ from calibkit.workflows.methods import (
     same_maps,
     summarize_params,
 )
+from calibkit.workflows.recommendation import Recommendation, recommendation
 
 __all__ = [
     "TEMPERATURE_GRID",
@@ -190,43 +191,6 @@ class MethodResult:
     risk_coverage: RiskCoverage | None = None
     groups: GroupEvaluation | None = None
     group_reliability: dict[str, BinStats] | None = None
-
-
-@dataclass(frozen=True)
-class Recommendation:
-    """The calibrator to use, chosen on the calibration part alone by ``auto``'s rule
-    (:class:`~calibkit.calibrators.AutoCalibrator`: cross-fitted NLL, temperature scaling
-    unless a richer method beats it by more than one standard error of the paired
-    difference), never by the test part that the rows are judged on.
-
-    Attributes
-    ----------
-    method, reason
-        The method and why, in words. ``summary`` is the rule's table: each candidate's
-        mean cross-fitted NLL and its paired difference from temperature scaling.
-    scores, paired
-        The same as numbers: each candidate's mean cross-fitted NLL, and its mean paired
-        difference from temperature scaling with its standard error (empty when nothing
-        was cross-fitted).
-    not_cross_fitted
-        The compared default methods left out of the cross-fitting, each with the one-line
-        reason its declared scope gives
-        (:meth:`~calibkit.calibrators.scope.Scope.declines_cross_fit`: at 1,000 classes, the
-        methods whose five fold fits cost most and never gained).
-
-    Examples
-    --------
-    >>> rec = Recommendation("temperature", "no candidate beat temperature", "")
-    >>> rec.method
-    'temperature'
-    """
-
-    method: str
-    reason: str
-    summary: str
-    scores: dict[str, float] = dataclasses.field(default_factory=dict)
-    paired: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
-    not_cross_fitted: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -488,11 +452,13 @@ def _rows(
     settings: dict[str, Any],
     params: Mapping[str, Mapping[str, Any]],
     groups: tuple[np.ndarray, np.ndarray] | None = None,
+    keep: dict[str, Calibrator] | None = None,
 ) -> list[MethodResult]:
     """The uncalibrated row, then each method fitted on ``cal`` and judged on ``test``
     (``groups``: the parts' group names, for the per-group results and the calibrators
     that take them). A method whose map equals an earlier one's by construction
-    (:func:`reused_fits`) reuses that row: one fit, one evaluation."""
+    (:func:`reused_fits`) reuses that row: one fit, one evaluation. ``keep`` (a dict) gets
+    the fitted calibrators by name."""
     _log.info(f"evaluating the uncalibrated model on {test.n_samples:,} test samples")
     test_groups = None if groups is None else groups[1]
     phase = Phase(_log, f"judging none on {test.n_samples:,} test samples", 3)
@@ -520,6 +486,8 @@ def _rows(
         row = dataclasses.replace(row, same_as=same_fit(fitted, name, calibrator, cal.kind))
         fitted[name] = calibrator
         rows.append(row)
+    if keep is not None:
+        keep.update(fitted)
     return rows
 
 
@@ -641,14 +609,15 @@ def compare(
         "seed": seed,
         "mode": mode,
     }
-    rows = _rows(cal, test, names, settings, params or {}, groups)
+    fits: dict[str, Calibrator] = {}
+    rows = _rows(cal, test, names, settings, params or {}, groups, fits)
     _log.info(f"the test part's ECE at {TEMPERATURE_GRID.size} temperatures (its figure)")
     curve = ece_temperature_curve(test.as_logits(), test.labels, TEMPERATURE_GRID, n_bins)
     # a twin by construction is cross-fitted once: auto takes the kind (fit_outputs)
     plain = [n for n in names if CALIBRATORS.kind_of(n) != "groups"]
     # the default methods' scopes say which are no candidates (named methods all are)
     skip = {} if methods is not None else scope_declined(plain, cal.n_classes, cal.n_samples, True)
-    chosen = recommendation(cal, plain, seed, skip) if recommend else None
+    chosen = recommendation(cal, plain, seed, skip, fits) if recommend else None
     return Comparison(
         rows=rows,
         n_cal=cal.n_samples,
@@ -771,58 +740,3 @@ def compare_parts(
         cal_groups=cal_g,
         test_groups=test_g,
     )
-
-
-def recommendation(
-    cal: ClassifierOutputs,
-    names: Sequence[str],
-    seed: int = 0,
-    not_cross_fitted: Mapping[str, str] | None = None,
-) -> Recommendation:
-    """The method to use among ``names`` and temperature scaling, by ``auto``'s rule on
-    ``cal`` alone (see :class:`Recommendation`).
-
-    Parameters
-    ----------
-    cal : ClassifierOutputs
-        The calibration part (the test part plays no role).
-    names : sequence of str
-        The candidates (``"auto"`` is skipped; temperature scaling is always one).
-    seed : int
-        Seed of the folds.
-    not_cross_fitted : mapping of str to str, optional
-        Methods of ``names`` left out of the cross-fitting, each with why (said in the
-        recommendation's summary).
-
-    Returns
-    -------
-    Recommendation
-        The method, why, and the rule's table.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(400, 3)) * 3
-    >>> y = np.array([rng.choice(3, p=np.exp(r / 3) / np.exp(r / 3).sum()) for r in z])
-    >>> recommendation(as_outputs(y, logits=z), ["vector", "histogram"]).method
-    'temperature'
-    """
-    from calibkit.calibrators.logit.auto import AutoCalibrator
-
-    skip = dict(not_cross_fitted or {})
-    candidates = [n for n in names if n != "auto" and n not in skip]
-    for name, why in skip.items():
-        _log.info(f"not a candidate: {name} ({why})")
-    if "temperature" not in candidates:
-        candidates.insert(0, "temperature")
-    if candidates == ["temperature"]:  # nothing to choose between: no cross-validation
-        return Recommendation("temperature", "the only method compared", "")
-    _log.info(
-        f"choosing among {len(candidates)} methods by cross-fitted NLL on the calibration part"
-    )
-    auto = AutoCalibrator(methods=candidates, seed=seed).fit_outputs(cal)
-    paired = {k: (float(v[0]), float(v[1])) for k, v in auto.paired_.items()}
-    scores = {k: float(v) for k, v in auto.cv_scores_.items()}
-    reason = auto.reason_.replace("\n", " ")
-    summary = auto.summary() + "".join(f"\n  not cross-fitted: {n} ({w})" for n, w in skip.items())
-    return Recommendation(auto.chosen_, reason, summary, scores, paired, skip)

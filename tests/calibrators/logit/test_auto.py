@@ -417,3 +417,34 @@ def test_a_file_saved_before_the_declared_scopes_loads(tmp_path: Path) -> None:
     assert (back.declined_, back.same_as_) == ({}, {})
     assert back.summary() == auto.summary()
     np.testing.assert_array_equal(back.predict_proba(z), auto.predict_proba(z))
+
+
+def test_a_callers_identical_tuned_fit_is_taken_instead_of_tuning_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """fit_outputs(fitted=): a TUNED_ONCE candidate fitted with the parameters auto tunes
+    it with is its tuned fit (its search not run again, the same scores as auto's own
+    tuning); one fitted otherwise (another seed, shrunk) is tuned by auto as before."""
+    from calibkit.calibrators.logit.linear import MatrixScalingODIR
+    from calibkit.core.outputs import as_outputs
+
+    p, y = _probs_problem(900)
+    out = as_outputs(y, probs=p)
+    z = out.as_logits()
+    methods = ["temperature", "ms_odir"]
+    own = AutoCalibrator(methods=methods, n_folds=3, seed=2).fit_outputs(out)
+    same = create_calibrator("ms_odir", shrink="none", n_folds=3, random_state=2).fit(z, y)
+    other = create_calibrator("ms_odir", shrink="none", n_folds=3, random_state=5).fit(z, y)
+    odir = _counting(monkeypatch, MatrixScalingODIR)
+    auto = AutoCalibrator(methods=methods, n_folds=3, seed=2)
+    auto.fit_outputs(out, fitted={"ms_odir": same, "temperature": same})
+    assert len(odir) == 3  # the folds only: no whole-set search
+    assert all(c.get_params()["reg_lambda"] == same.reg_lambda_ for c in odir)  # type: ignore[attr-defined]
+    assert auto.cv_fold_scores_ == own.cv_fold_scores_
+    assert auto.chosen_ == own.chosen_
+    for given in (other, create_calibrator("ms_odir", n_folds=3, random_state=2).fit(z, y)):
+        odir.clear()
+        AutoCalibrator(methods=methods, n_folds=3, seed=2).fit_outputs(
+            out, fitted={"ms_odir": given}
+        )
+        assert len(odir) == 1 + 3  # not the same tuning: auto's own search, then the folds

@@ -44,7 +44,9 @@ The cross-fitting shares work:
   ``n_folds`` and seed, stratified alike), and cross-fitted at the value it chose: one fit
   per fold instead of a nested search per fold (on CIFAR-100 at 5,000 rows, MS-ODIR's and
   Dirichlet's 10 nested searches of 7 penalties x 5 folds became 2, and 1 on
-  probabilities). That whole-set fit is the refit when it is chosen.
+  probabilities). That whole-set fit is the refit when it is chosen. A caller that has
+  fitted it so on the same outputs hands it in (``fit_outputs(fitted=...)``: ``calibkit
+  compare`` passes its ``sms_cv`` row, and on CIFAR-100 that search is not run twice).
   The held-out rows helped choose the penalty of their own fold's fit, a one-of-seven
   choice on a smooth curve; ``docs/selection.md`` measures the effect on the choice and
   the test NLL.
@@ -82,7 +84,7 @@ auto chose 'temperature': no candidate beat temperature's NLL by more than one s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar, Literal, Self
 
 import numpy as np
@@ -341,6 +343,7 @@ class AutoCalibrator(Calibrator):
             raise InputError("methods", "names other than 'auto'", repr(methods))
         self._chosen: Calibrator | None = None
         self._outputs: ClassifierOutputs | None = None  # what fit_outputs passes to _fit
+        self._given: dict[str, Calibrator] = {}  # fit_outputs' ``fitted``
 
     def candidates(
         self, n_classes: int, every_class: bool = True, n_samples: int | None = None
@@ -396,11 +399,24 @@ class AutoCalibrator(Calibrator):
         ]
         return scope_declined(names, n_classes, n_samples)
 
-    def fit_outputs(self, out: ClassifierOutputs, sample_weight: object = None) -> Self:
+    def fit_outputs(
+        self,
+        out: ClassifierOutputs,
+        sample_weight: object = None,
+        fitted: Mapping[str, Calibrator] | None = None,
+    ) -> Self:
         """Fit on a :class:`~calibkit.core.outputs.ClassifierOutputs`, keeping its kind:
         on probabilities (``out.kind == "probs"``) the candidates get the log-probabilities,
         and the pairs of :data:`SAME_MAPS_ON_PROBS` are cross-fitted once (``dirichlet``
         takes ``ms_odir``'s held-out scores). :meth:`fit` takes logits (``kind`` logits).
+
+        ``fitted``: calibrators the caller has already fitted on these same outputs
+        (``out.as_logits()`` and ``out.labels``, unweighted), by name. One of
+        :data:`TUNED_ONCE` whose parameters are those ``auto`` would tune it with
+        (``candidate(name, n_folds=n_folds, random_state=seed)``) is taken as its tuned
+        whole-set fit instead of fitting it again (``calibkit compare`` passes its rows'
+        fits); any other is ignored. The caller vouches for the data: ``auto`` checks the
+        parameters, the number of classes and that it is fitted.
 
         >>> rng = np.random.default_rng(0)
         >>> p = rng.dirichlet(np.ones(3), size=300)
@@ -411,10 +427,11 @@ class AutoCalibrator(Calibrator):
         ({'dirichlet': 'ms_odir'}, True)
         """
         self._outputs = as_outputs(out)
+        self._given = dict(fitted or {})
         try:
             return self.fit(self._outputs.as_logits(), self._outputs.labels, sample_weight)
         finally:
-            self._outputs = None
+            self._outputs, self._given = None, {}
 
     def _check_fit_input(self, logits: object, labels: object) -> ClassifierOutputs:
         checked = super()._check_fit_input(logits, labels)
@@ -486,15 +503,35 @@ class AutoCalibrator(Calibrator):
         tuned: dict[str, Calibrator] = {}
         if not names:
             return tuned
+        folds = {"n_folds": self.n_folds, "random_state": self.seed}
+        for name in names:
+            given = self._given.get(name)
+            if given is not None and self._same_tuning(given, name, folds, z.shape[1]):
+                log.info(f"{name}: its penalty as the caller's fit on these data chose it")
+                tuned[name] = given
+        names = [name for name in names if name not in tuned]
+        if not names:
+            return tuned
         phase = Phase(log, f"tuning {len(names)} methods' penalties once", len(names))
         for name in names:
-            folds = {"n_folds": self.n_folds, "random_state": self.seed}
             try:
                 tuned[name] = candidate(name, **folds).fit(z, labels)
             except InputError:
                 failed.add(name)
             phase.step(name)
         return tuned
+
+    @staticmethod
+    def _same_tuning(given: Calibrator, name: str, folds: Mapping[str, int], k: int) -> bool:
+        """Whether ``given`` is ``name`` fitted with the parameters ``auto`` tunes it with
+        (``folds``: its ``n_folds`` and seed), on ``k`` classes."""
+        own = candidate(name, **folds)
+        return (
+            given.name == own.name
+            and given.is_fitted
+            and getattr(given, "n_classes_", None) == k
+            and given.get_params() == own.get_params()
+        )
 
     def _folds(self, labels: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarray]], bool]:
         """The folds (none below :data:`MIN_SAMPLES`) and whether they are stratified."""
