@@ -381,9 +381,10 @@ class AutoCalibrator(Calibrator):
 
     def declined(self, n_classes: int, n_samples: int | None = None) -> dict[str, str]:
         """The default candidates (``methods=None``) whose declared scope
-        (:func:`~calibkit.calibrators.scope.declined`) excludes ``n_classes`` classes and
-        ``n_samples`` calibration samples, each with its one-line reason; named ``methods``
-        are never declined.
+        (:func:`~calibkit.calibrators.scope.declined`, as a candidate:
+        :meth:`~calibkit.calibrators.scope.Scope.declines_cross_fit`) excludes ``n_classes``
+        classes and ``n_samples`` calibration samples, each with its one-line reason; named
+        ``methods`` are never declined.
 
         >>> AutoCalibrator().declined(100, 5000)["matrix"][:27]
         'declined from 50 classes on'
@@ -397,7 +398,7 @@ class AutoCalibrator(Calibrator):
             for name in default_candidates()
             if n_classes == 2 or not CALIBRATORS.get(name).binary_only
         ]
-        return scope_declined(names, n_classes, n_samples)
+        return scope_declined(names, n_classes, n_samples, cross_fit=True)
 
     def fit_outputs(
         self,
