@@ -21,7 +21,12 @@ Default methods (:func:`applicable_methods`, in :mod:`calibkit.workflows.methods
     registry entry, :mod:`calibkit.calibrators.scope`) declines the data is left out:
     unregularised ``"matrix"`` scaling, with K (K + 1) parameters, from K = 50 classes on
     (on 100 classes it gives 26-38% ECE and an NLL of 64) or when the calibration part holds
-    fewer than 2 samples per parameter (220 for 10 classes). Name it to include it anyway.
+    fewer than 2 samples per parameter (220 for 10 classes); SMS and SMS-CV below 2 samples
+    per parameter too; vector scaling from 500 classes and the cross-validated K x K maps
+    (MS-ODIR, Dirichlet, SMS, SMS-CV) from 200, for their cost (``docs/performance.md``).
+    Name one to include it anyway. At 500 classes and more the recommendation does not
+    cross-fit ``temperature_ece``, ``isotonic`` and ``histogram_classwise`` (their scopes'
+    cross-fitting limit; their rows stay; said in :attr:`Recommendation.not_cross_fitted`).
     When a class is absent from the calibration part, the methods that refuse such data
     (they fit each class from its own rows: ``needs_every_class``) are left out too; named,
     they refuse. None is dropped silently: each is logged with its reason before the work
