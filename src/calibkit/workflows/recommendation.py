@@ -86,6 +86,8 @@ def recommendation(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from calibkit.core.outputs import as_outputs
     >>> rng = np.random.default_rng(0)
     >>> z = rng.normal(size=(400, 3)) * 3
     >>> y = np.array([rng.choice(3, p=np.exp(r / 3) / np.exp(r / 3).sum()) for r in z])
