@@ -53,10 +53,14 @@ def test_the_structured_family_is_a_default_after_dirichlet() -> None:
     assert names.index("sms") < names.index("sms_cv") < names.index("temperature_smoothed")
 
 
-def test_sms_needs_two_samples_per_parameter_as_matrix_scaling() -> None:
+def test_sms_needs_twenty_samples_per_class() -> None:
     """auto's small-sample regression of issue 31 (docs/selection.md): SMS and SMS-CV at 100
-    samples and 10 classes are no defaults (110 parameters: 220 samples needed)."""
-    for name in ("sms", "sms_cv", "matrix"):
-        assert scope_of(name).declines(10, 219) is not None
-        assert scope_of(name).declines(10, 220) is None
+    samples and 10 classes are no defaults; at 5,000 samples and 100 classes they are."""
+    for name in ("sms", "sms_cv"):
+        assert scope_of(name).declines(10, 199) == (
+            "declined below 20 calibration samples per class (200 for 10 classes)"
+        )
+        assert scope_of(name).declines(10, 200) is None
+        assert scope_of(name).declines(100, 5000) is None
+    assert scope_of("matrix").declines(10, 219) is not None
     assert scope_of("svs").declines(10, 100) is None

@@ -35,6 +35,9 @@ class Scope:
         the fewest calibration samples the method is a default for.
     samples_per_parameter : float
         Calibration samples needed per fitted parameter (0: no such limit).
+    per : str
+        What :attr:`parameters` counts, in words (``"parameter"``; ``"class"`` when it
+        counts classes: the samples needed per class).
     cross_fit_max_classes : int, optional
         The method is one of ``auto``'s default candidates (cross-fitted in each of its
         folds: five fits more) only below this many classes (None: wherever it is a
@@ -55,6 +58,7 @@ class Scope:
     reason: str = ""
     parameters: Callable[[int], int] | None = None
     samples_per_parameter: float = 0.0
+    per: str = "parameter"
     cross_fit_max_classes: int | None = None
     cross_fit_reason: str = ""
 
@@ -68,9 +72,10 @@ class Scope:
             p = self.parameters(n_classes)
             need = int(self.samples_per_parameter * p)
             if n_samples < need:
+                count = f", {p:,} parameters" if self.per == "parameter" else ""
                 return (
                     f"declined below {self.samples_per_parameter:g} calibration samples per "
-                    f"parameter ({need:,} for {n_classes} classes, {p:,} parameters)"
+                    f"{self.per} ({need:,} for {n_classes} classes{count})"
                 )
         return None
 

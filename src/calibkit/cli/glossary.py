@@ -210,7 +210,7 @@ NAME_LISTS: dict[str, tuple[tuple[str, ...], str]] = {
     "calibrators of logits": (
         (
             *("temperature", "temperature_ece", "vector", "matrix", "ms_odir", "dirichlet"),
-            *("temperature_smoothed", "bias_corrected_temperature", "svs", "sms", "sms_cv"),
+            *("svs", "sms", "sms_cv", "temperature_smoothed", "bias_corrected_temperature"),
             *("histogram", "histogram_classwise", "isotonic", "platt", "beta"),
             *("scaling_binning", "venn_abers", "isotonic_centred", "spline", "auto"),
         ),

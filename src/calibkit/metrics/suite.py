@@ -85,6 +85,18 @@ _BLOCK_MAX_CELLS = 1 << 21
 def block_rows(n: int) -> int:
     """Replicates per block of the bootstrap of ``n`` samples (see :data:`_BLOCK_CELLS`).
 
+    Parameters
+    ----------
+    n : int
+        The number of samples.
+
+    Returns
+    -------
+    int
+        Replicates drawn and computed together (at least 1).
+
+    Examples
+    --------
     >>> block_rows(10_000), block_rows(100_000), block_rows(1_000_000)
     (26, 16, 2)
     """

@@ -21,8 +21,8 @@ Default methods (:func:`applicable_methods`, in :mod:`calibkit.workflows.methods
     registry entry, :mod:`calibkit.calibrators.scope`) declines the data is left out:
     unregularised ``"matrix"`` scaling, with K (K + 1) parameters, from K = 50 classes on
     (on 100 classes it gives 26-38% ECE and an NLL of 64) or when the calibration part holds
-    fewer than 2 samples per parameter (220 for 10 classes); SMS and SMS-CV below 2 samples
-    per parameter too; vector scaling from 500 classes and the cross-validated K x K maps
+    fewer than 2 samples per parameter (220 for 10 classes); SMS and SMS-CV below 20 samples
+    per class; vector scaling from 500 classes and the cross-validated K x K maps
     (MS-ODIR, Dirichlet, SMS, SMS-CV) from 200, for their cost (``docs/performance.md``).
     Name one to include it anyway. At 500 classes and more the recommendation does not
     cross-fit ``temperature_ece``, ``isotonic`` and ``histogram_classwise`` (their scopes'
@@ -435,6 +435,22 @@ def reused_fits(
     earlier row's fit, test probabilities and evaluation (the same inputs and seed give
     the same numbers), and its ``same_as`` says so.
 
+    Parameters
+    ----------
+    names : sequence of str
+        The compared methods, in their order.
+    cal, test : ClassifierOutputs
+        The calibration and test parts.
+    params : mapping, optional
+        Calibrator parameters by method (as :func:`compare`'s).
+
+    Returns
+    -------
+    dict of str to str
+        Each reusing method -> the method whose fit it reuses.
+
+    Examples
+    --------
     >>> p = as_outputs([0, 1, 1], probs=[[0.7, 0.3], [0.4, 0.6], [0.2, 0.8]])
     >>> reused_fits(["ms_odir", "dirichlet"], p, p)
     {'dirichlet': 'ms_odir'}

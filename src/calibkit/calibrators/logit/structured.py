@@ -179,12 +179,13 @@ class _Structured(_Linear):
         return SmoothedAffine(self.weights_, self.bias_, self.temperature_, self.smoothing_)
 
 
-def _full_map_parameters(k: int) -> int:
-    """The parameters of SMS's full map: ``K x K`` weights and ``K`` intercepts. Below 2
-    calibration samples per parameter (220 for 10 classes) SMS and SMS-CV are no defaults:
-    among ``auto``'s candidates at 100 samples and 10 classes their cross-fitted gains did
-    not hold on the test part (1.10x-1.15x TS's NLL, ``docs/selection.md``)."""
-    return k * (k + 1)
+def _classes(k: int) -> int:
+    """SMS's map has a row per class, each penalised towards temperature scaling: what the
+    calibration data must pin is about a row per class. Below 20 calibration samples per
+    class SMS and SMS-CV are no defaults: among ``auto``'s candidates at 100 samples and 10
+    classes their cross-fitted gains did not hold on the test part (1.10x-1.15x TS's NLL,
+    ``docs/selection.md``); from 30 per class on they did."""
+    return k
 
 
 @CALIBRATORS.register(
@@ -250,8 +251,9 @@ class StructuredVectorScaling(_Structured):
     scope=Scope(
         max_classes=200,
         reason="a K x K map: one fit took 23 s at 200 classes and 25,000 rows on 2 busy cores",
-        parameters=_full_map_parameters,
-        samples_per_parameter=2,
+        parameters=_classes,
+        samples_per_parameter=20,
+        per="class",
     ),
     summary=(
         "Structured matrix scaling (Berta et al. 2026): a full linear map, fitted by "
@@ -331,7 +333,7 @@ DEFAULT_SCALE_GRID: tuple[float, ...] = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
     "sms_cv",
     order=5.3,
     scope=dataclasses.replace(
-        CV_FULL_MAP_SCOPE, parameters=_full_map_parameters, samples_per_parameter=2
+        CV_FULL_MAP_SCOPE, parameters=_classes, samples_per_parameter=20, per="class"
     ),
     summary=(
         "Structured matrix scaling with its three penalty weights multiplied by one scale "
