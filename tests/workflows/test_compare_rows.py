@@ -80,12 +80,19 @@ def test_no_reuse_without_the_same_map_by_construction(fits: list[str]) -> None:
 def toy_scope(monkeypatch: pytest.MonkeyPatch) -> str:
     """The default methods are temperature, matrix and toy_wide, a temperature scaling
     whose registry entry declares a scope of fewer than 3 classes."""
-    info = {**CALIBRATORS._info["temperature"], "scope": Scope(max_classes=3, reason="toy limit")}
-    monkeypatch.setitem(CALIBRATORS._items, "toy_wide", CALIBRATORS._items["temperature"])
-    monkeypatch.setitem(CALIBRATORS._info, "toy_wide", info)
-    defaults = ["temperature", "matrix", "toy_wide"]
+    scope = Scope(max_classes=3, reason="toy limit")
+    return _toy_default(monkeypatch, "toy_wide", scope, "matrix")
+
+
+def _toy_default(monkeypatch: pytest.MonkeyPatch, name: str, scope: Scope, other: str) -> str:
+    """Register ``name``, a temperature scaling with ``scope``, and make temperature,
+    ``other`` and ``name`` the default methods."""
+    info = {**CALIBRATORS._info["temperature"], "scope": scope}
+    monkeypatch.setitem(CALIBRATORS._items, name, CALIBRATORS._items["temperature"])
+    monkeypatch.setitem(CALIBRATORS._info, name, info)
+    defaults = ["temperature", other, name]
     monkeypatch.setattr(CALIBRATORS, "defaults", lambda kind=None: defaults)
-    return "toy_wide"
+    return name
 
 
 def test_declined_methods_are_said_before_the_work_and_in_the_report(
@@ -124,12 +131,7 @@ def toy_costly(monkeypatch: pytest.MonkeyPatch) -> str:
     """The default methods are temperature, vector and toy_costly, a temperature scaling
     whose scope keeps it out of the cross-fitting from 3 classes on."""
     scope = Scope(cross_fit_max_classes=3, cross_fit_reason="toy cost")
-    info = {**CALIBRATORS._info["temperature"], "scope": scope}
-    monkeypatch.setitem(CALIBRATORS._items, "toy_costly", CALIBRATORS._items["temperature"])
-    monkeypatch.setitem(CALIBRATORS._info, "toy_costly", info)
-    defaults = ["temperature", "vector", "toy_costly"]
-    monkeypatch.setattr(CALIBRATORS, "defaults", lambda kind=None: defaults)
-    return "toy_costly"
+    return _toy_default(monkeypatch, "toy_costly", scope, "vector")
 
 
 def test_a_method_not_cross_fitted_has_its_row_and_is_said(
