@@ -322,6 +322,8 @@ class OnCalibrator(PostHoc):
     [True, True]
     """
 
+    #: The calibrator asked for (a :class:`CalibratorSpec`), and the one fitted.
+    calibrator: Any
     calibrator_: Any
 
     def _probs(self, logits: F64) -> F64:
@@ -338,6 +340,32 @@ class OnCalibrator(PostHoc):
             return softmax_module(self.n_classes_)
         module: nn.Module = self.calibrator_.to_module()
         return module
+
+    def _check_calibrator_state(self) -> None:
+        """Refuse a loaded ``calibrator_`` that disagrees with ``params.calibrator``: it is
+        ``None`` exactly when no calibrator is named, else of the named method with the
+        named (or default) parameters, and of this object's number of classes. A kind
+        composed over a calibrator calls it from :meth:`_check_state` (a file whose
+        calibrator was deleted would otherwise silently use the softmax instead)."""
+        spec, fitted = self.calibrator, self.calibrator_
+        field = "state.calibrator_"
+        if spec is None:
+            if fitted is not None:
+                expected = "null, as params.calibrator is null (the softmax of the logits)"
+                raise InputError(field, expected, f"a fitted {fitted.name!r}")
+            return
+        named = CALIBRATORS.create(spec) if isinstance(spec, str) else spec
+        expected = f"a fitted {named.name!r} calibrator, as params.calibrator says"
+        if fitted is None:
+            raise InputError(field, expected, "null")
+        if fitted.name != named.name:
+            raise InputError(field, expected, f"a fitted {fitted.name!r}")
+        if fitted._saved_params() != named._saved_params():
+            expected = f"the parameters params.calibrator gives {named.name!r}"
+            raise InputError(f"{field}.params", expected, "others")
+        if fitted.n_classes_ != self.n_classes_:
+            expected = f"a calibrator of {self.n_classes_} classes (state.n_classes_)"
+            raise InputError(f"{field}.n_classes_", expected, str(fitted.n_classes_))
 
 
 def _same(value: object) -> object:

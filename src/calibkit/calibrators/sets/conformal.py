@@ -72,6 +72,7 @@ from calibkit.calibrators.fitted import CALIBRATORS, CalibratorSpec, FittedObjec
 from calibkit.calibrators.sets.conformal_scores import (
     RAPS,
     SAPS,
+    SCORE_TOL,
     SCORES,
     ConformalScore,
     ScoreName,
@@ -197,6 +198,13 @@ def conformal_threshold(scores: F64, alpha: float) -> float:
     """
     k = conformal_quantile_rank(scores.shape[0], alpha)
     return math.inf if k > scores.shape[0] else float(np.partition(scores, k - 1)[k - 1])
+
+
+def _refuse_at(field: str, expected: str, values: F64, bad: Mask) -> None:
+    """An InputError naming ``field`` and its first ``bad`` entry, if any."""
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(field, expected, f"{float(values[i])!r} at index {i}")
 
 
 def set_scores(
@@ -591,12 +599,60 @@ class ConformalClassifier(OnCalibrator):
                 raise InputError("state.score_labels_", "the labels class_counts_ counts", "others")
             if (np.diff(self.confidences_) > 0).any():
                 raise InputError("state.confidences_", "non-increasing values", "an increase")
-        if self.calibrator_ is not None and self.calibrator_.n_classes_ != self.n_classes_:
-            raise InputError(
-                "state.calibrator_", f"a calibrator of {self.n_classes_} classes", "another"
+        self._check_calibrator_state()
+        self._check_thresholds(all(stored))
+
+    def _check_thresholds(self, scores_stored: bool) -> None:
+        """Refuse loaded thresholds no fit gives: each in the score's range
+        (:meth:`~calibkit.calibrators.sets.conformal_scores.ConformalScore.value_range`, the
+        one declaration), ``inf`` exactly where ``allow_full_sets=True`` let too few rows
+        through, one value for every class unless ``mondrian``, and, where the calibration
+        scores are stored (files of calibkit 1), their quantile at ``alpha``."""
+        low, high = self.score_object().value_range(self.n_classes_)
+        on = f"the range of the {self.score!r} score on {self.n_classes_} classes"
+        span = f"[{low:g}, {high:g}] ({on})"
+        short = self._short_parts()
+        for field in ("thresholds_", "label_scores_") if scores_stored else ("thresholds_",):
+            values = getattr(self, field)
+            outside = (values < low - SCORE_TOL) | (values > high + SCORE_TOL)
+            if field == "thresholds_":  # inf where allowed: checked below
+                outside &= ~(np.isposinf(values) & short)
+            _refuse_at(f"state.{field}", f"values in {span}", values, outside)
+        need = f"{rows_needed(self.alpha)} calibration rows for alpha={self.alpha:g}"
+        full = np.isposinf(self.thresholds_)
+        if not self.allow_full_sets and short.any():
+            field = "state.class_counts_" if self.mondrian else "state.n_calibration_"
+            raise InputError(field, f"at least {need} (allow_full_sets=False)", "fewer")
+        expected = f"inf (no finite quantile: fewer than {need}, allow_full_sets=True)"
+        _refuse_at("state.thresholds_", expected, self.thresholds_, short & ~full)
+        if not self.mondrian and (self.thresholds_ != self.thresholds_[0]).any():
+            expected = "one value for every class (mondrian=False)"
+            _refuse_at(
+                "state.thresholds_",
+                expected,
+                self.thresholds_,
+                self.thresholds_ != self.thresholds_[0],
             )
-        if (self.calibrator_ is None) != (self.calibrator is None):
-            raise InputError("state.calibrator_", "a calibrator as params.calibrator says", "other")
+        if scores_stored:
+            quantiles = self.thresholds(self.alpha)
+            expected = (
+                f"the quantiles of the stored label_scores_ at alpha={self.alpha:g}, "
+                f"{quantiles.tolist()}"
+            )
+            _refuse_at(
+                "state.thresholds_", expected, self.thresholds_, quantiles != self.thresholds_
+            )
+
+    def _short_parts(self) -> Mask:
+        """Per class, whether its quantile's part (its own rows with ``mondrian``, else every
+        row) has fewer rows than ``alpha`` needs; a loaded state's check."""
+        if int(self.class_counts_.sum()) != self.n_calibration_:
+            expected = f"counts summing to n_calibration_ = {self.n_calibration_}"
+            raise InputError("state.class_counts_", expected, str(int(self.class_counts_.sum())))
+        counts = (
+            self.class_counts_ if self.mondrian else np.full(self.n_classes_, self.n_calibration_)
+        )
+        return np.asarray(counts < rows_needed(self.alpha))
 
     @classmethod
     def _upgrade(
