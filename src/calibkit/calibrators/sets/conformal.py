@@ -551,9 +551,15 @@ class ConformalClassifier(OnCalibrator):
             return None
         if u is None:
             return self._draw(n, 1)
-        arr = np.asarray(u, dtype=np.float64)
-        if arr.shape != (n,) or not np.all((arr >= 0) & (arr < 1)):
-            raise InputError("u", f"{n} values in [0, 1)", f"shape {arr.shape}")
+        import torch
+
+        from calibkit.calibrators.sets.conformal_module import check_uniform
+
+        try:
+            arr = np.asarray(u, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError("u", f"{n} values in [0, 1), one per row", "no numbers") from None
+        check_uniform(torch.tensor(arr), n)  # the modules' check, the same message
         return arr
 
     # ----- export ------------------------------------------------------------------------
