@@ -118,6 +118,9 @@ class PostHoc(EstimatorAPI, ABC):
     maps_logits: ClassVar[bool] = False
     #: The constructor parameters: name -> constraint, in signature order.
     param_constraints: ClassVar[Constraints] = {}
+    #: Parameters only Python takes: the command line (``calibkit fit --param``) neither
+    #: offers nor accepts them, and its messages never suggest them.
+    python_only: ClassVar[tuple[str, ...]] = ()
     #: The fitted attributes besides ``n_classes_``, in the order ``fit`` sets them: name
     #: -> constraint (array shapes name ``k``, the classes, and the dimensions of
     #: :meth:`_state_dims`); a loaded state is checked against them.

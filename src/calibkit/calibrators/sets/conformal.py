@@ -80,7 +80,7 @@ from calibkit.calibrators.sets.conformal_scores import (
 )
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array
-from calibkit.core.outputs import as_outputs
+from calibkit.core.outputs import as_outputs, check_labels
 from calibkit.core.splits import stratified_split
 from calibkit.core.validation import (
     MISCOVERAGE,
@@ -281,6 +281,9 @@ class ConformalClassifier(OnCalibrator):
     """
 
     kind: ClassVar[str] = "sets"
+    #: Sets that are all full say nothing: only a Python caller, who asked for them in so
+    #: many words, gets them; the command line refuses a part too small for alpha instead.
+    python_only: ClassVar[tuple[str, ...]] = ("allow_full_sets",)
 
     score: str
     alpha: float
@@ -377,16 +380,10 @@ class ConformalClassifier(OnCalibrator):
             raise InputError("sample_weight", "None for 'conformal' (unweighted ranks)", "weights")
         out = as_outputs(labels, logits=logits)
         z, y = np.asarray(out.as_logits(), dtype=np.float64), out.labels
-        quantile_rows = np.arange(y.shape[0])
+        quantile_rows, fit_rows = self._split_rows(y)
+        self._check_enough(np.bincount(y[quantile_rows], minlength=out.n_classes))
         calibrator, fitted = CalibratorSpec.resolve(self.calibrator)
         if calibrator is not None and not fitted:
-            fit_rows = quantile_rows
-            if self.calibrator_split is not None:
-                if y.shape[0] < 2:
-                    raise InputError("labels", "at least 2 calibration rows to split", "1")
-                quantile_rows, fit_rows = stratified_split(
-                    y, self.calibrator_split, self.seed, every_class_in_both=False
-                )
             calibrator.fit(z[fit_rows], y[fit_rows])
         if calibrator is not None and calibrator.n_classes_ != out.n_classes:
             expected = f"a calibrator of {out.n_classes} classes, as the logits"
@@ -405,7 +402,6 @@ class ConformalClassifier(OnCalibrator):
             if self.mondrian
             else [label_scores]
         )
-        self._check_enough(counts if self.mondrian else np.array([yq.shape[0]]))
         values = [conformal_threshold(g, self.alpha) for g in groups]
         self.thresholds_ = np.array(
             values if self.mondrian else values * self.n_classes_, dtype=np.float64
@@ -421,8 +417,63 @@ class ConformalClassifier(OnCalibrator):
         self.errors_ = (probs.argmax(axis=1) != yq)[by_confidence].astype(np.int64)
         return self
 
-    def _check_enough(self, counts: npt.NDArray[np.int64]) -> None:
+    def _split_rows(self, y: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.intp], ...]:
+        """The rows that give the quantile and those that fit the calibrator (the same rows
+        unless a calibrator is fitted here on its ``calibrator_split``)."""
+        rows = np.arange(y.shape[0])
+        spec = self.calibrator
+        if spec is None or self.calibrator_split is None or CalibratorSpec.resolve(spec)[1]:
+            return rows, rows
+        if y.shape[0] < 2:
+            raise InputError("labels", "at least 2 calibration rows to split", "1")
+        quantile, fit = stratified_split(
+            y, self.calibrator_split, self.seed, every_class_in_both=False
+        )
+        return quantile, fit
+
+    def check_calibration_size(
+        self, labels: object, n_classes: int | None = None, *, remedy: str = "allow_full_sets=True"
+    ) -> None:
+        """Refuse, before any work, calibration labels too few for ``alpha``: the InputError
+        (argument ``"calibration part"``) that :meth:`fit` raises first, fitting nothing.
+
+        Parameters
+        ----------
+        labels : array-like of int
+            The calibration labels :meth:`fit` would get.
+        n_classes : int, optional
+            The number of classes (default: the largest label + 1); with ``mondrian``, a
+            class without rows has no quantile.
+        remedy : str
+            The way out the message offers besides more rows: ``allow_full_sets=True`` in
+            Python; a caller that does not offer that parameter (a workflow, the command
+            line) names its own (``"a larger alpha"``).
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> cp = ConformalClassifier(alpha=0.01, calibrator=None)
+        >>> cp.check_calibration_size(np.arange(50) % 2, remedy="a larger alpha")
+        ... # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        calibkit.core.errors.InputError: calibration part: expected at least 99 ..., got 50 ...
+        """
+        y = check_labels(labels, n_classes=n_classes)
+        k = int(y.max()) + 1 if n_classes is None else n_classes
+        quantile_rows, _ = self._split_rows(y)
+        self._check_enough(np.bincount(y[quantile_rows], minlength=k), remedy)
+
+    def _check_enough(
+        self, counts: npt.NDArray[np.int64], remedy: str = "allow_full_sets=True"
+    ) -> None:
+        """Refuse quantile parts (each class's with ``mondrian``, else all ``counts``
+        together) of fewer rows than ``alpha`` needs, unless ``allow_full_sets``."""
         need = rows_needed(self.alpha)
+        counts = counts if self.mondrian else np.array([int(counts.sum())])
         short = np.flatnonzero(counts < need)
         if short.size == 0 or self.allow_full_sets:
             return
@@ -434,7 +485,7 @@ class ConformalClassifier(OnCalibrator):
         raise InputError(
             "calibration part",
             f"at least {need} {rows}{' per class' if self.mondrian else ''} for alpha="
-            f"{self.alpha:g} (ceil((n + 1)(1 - alpha)) <= n), or allow_full_sets=True",
+            f"{self.alpha:g} (ceil((n + 1)(1 - alpha)) <= n), or {remedy}",
             where + (split if self.calibrator is not None else ""),
         )
 
