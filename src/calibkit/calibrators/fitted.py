@@ -17,7 +17,8 @@ What they share, declared once here:
 
 - constructor parameters declared in ``param_constraints`` (name -> constraint, in
   signature order): checked by the constructor, returned by ``get_params``, set (checked,
-  all or nothing) by ``set_params``; ``sklearn.base.clone`` and ``repr`` read them;
+  all or nothing) by ``set_params``; ``sklearn.base.clone`` and ``repr`` read them
+  (``python_only`` names those the command line neither offers nor accepts);
 - ``fit(...) -> self``; fitted state in attributes ending in ``_``, declared in
   ``state_constraints`` (``optional_state`` names those a fit may leave unset); using an
   unfitted object raises :class:`~calibkit.core.errors.NotFittedError`;
@@ -26,7 +27,9 @@ What they share, declared once here:
   undeclared one (:meth:`PostHoc._route`);
 - one JSON document (:mod:`~calibkit.calibrators.persistence`) with its ``kind``, written
   by ``save`` and read back, bit-exact, by :func:`load` (any kind) or ``cls.load`` (that
-  class, or an error saying what the file holds), every field checked;
+  class, or an error saying what the file holds), every field checked (array shapes
+  against ``n_classes_``; relations the declarations cannot state in ``_check_state``; a
+  composed kind's calibrator against its parameters, :meth:`OnCalibrator._check_calibrator_state`);
 - ``to_module()``: the fitted map as a torch module.
 
 :data:`CALIBRATORS` registers every kind by name; ``CALIBRATORS.names(kind="sets")`` asks

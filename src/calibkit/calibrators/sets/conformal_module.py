@@ -6,7 +6,8 @@ a :class:`ConformalSets`: the calibrator's module (or a softmax) gives float64
 probabilities, the score object (:mod:`~calibkit.calibrators.sets.conformal_scores`, a module)
 computes every class's score with its torch half, and a class is in the set when its score
 is at or below its stored threshold. A randomised score takes the uniform ``u`` (one value
-in [0, 1) per row) as a second input: ``module(logits, u)``.
+in [0, 1) per row) as a second input: ``module(logits, u)``; any other ``u`` is refused as
+``predict_set`` refuses it (:func:`check_uniform`, the one check of both).
 
 The torch halves rank classes by pairwise comparisons instead of a sort, so the module
 scripts, exports and runs in ONNX; memory is O(N K^2) per batch. A score may differ from
