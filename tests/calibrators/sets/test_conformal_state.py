@@ -23,8 +23,9 @@ from tests.calibrators.problems import random_problem
 #: Each score's range on 3 classes, by hand: LAC and APS in [0, 1]; RAPS adds at most
 #: 0.1 * (3 - 1); SAPS's last rank is below 1 + 0.2 * (3 - 1).
 RANGES = {"lac": "[0, 1]", "aps": "[0, 1]", "raps": "[0, 1.2]", "saps": "[0, 1.4]"}
-#: The tampered thresholds of the issue: every set empty, or every set full.
-TAMPERED = [-5.0, 1e300, {"__float__": "inf"}]
+#: The tampered thresholds of the issue: every set empty, or every set full (infinity as
+#: calibkit encodes it, and as the JSON literal ``Infinity`` that Python's json reads).
+TAMPERED = [-5.0, 1e300, {"__float__": "inf"}, float("inf")]
 
 
 @functools.cache
@@ -50,7 +51,7 @@ def _thresholds(doc: dict[str, Any]) -> list[Any]:
     return doc["state"]["thresholds_"]["__ndarray__"]  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("value", TAMPERED, ids=["negative", "huge", "infinite"])
+@pytest.mark.parametrize("value", TAMPERED, ids=["negative", "huge", "infinite", "Infinity"])
 @pytest.mark.parametrize("score", RANGES)
 def test_a_threshold_outside_the_score_range_is_refused(
     score: str, value: object, tmp_path: Path
