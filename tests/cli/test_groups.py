@@ -103,8 +103,8 @@ def _bad_files(folder: Path) -> None:
 @pytest.mark.parametrize(
     ("file", "key", "cause"),
     [
-        ("str.npz", "nope", "an array named 'nope'"),
-        ("plain.csv", "site", "one column named 'site'"),
+        ("str.npz", "nope", "an array of str.npz (its arrays: labels, logits, site), got 'nope'"),
+        ("plain.csv", "site", "a column of plain.csv (its columns: label, logit_0 .. logit_2)"),
         ("short.npz", "site", "expected 600 entries"),
         ("nan.npz", "site", "a missing value (nan) at index 0"),
         ("none.npz", "site", "a missing value ('None') at index 0"),
