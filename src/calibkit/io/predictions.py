@@ -13,8 +13,9 @@ Supported layouts (the score kind is never guessed from the values):
     A header row, then one row per sample: a ``label`` column and score columns
     ``logit_0 .. logit_{K-1}`` or ``prob_0 .. prob_{K-1}`` (one kind per file, any column
     order, no other columns but those named by ``extra_columns``), comma-separated in
-    standard CSV quoting (read by Python's :mod:`csv`: a quoted cell may hold commas, as
-    pandas writes ``"Paris, FR"``). Labels may be written as ``3`` or ``3.0``.
+    standard CSV quoting (read by :func:`calibkit.io.csv_table.read_csv_table`: a quoted
+    cell may hold commas, as pandas writes ``"Paris, FR"``). Labels may be written as ``3``
+    or ``3.0``.
 ``.pt`` / ``.pth``
     A dict of tensors saved with ``torch.save``, same keys as ``.npz``. It is read with
     ``torch.load(weights_only=True)``: a pickle holding other objects is refused, never run.
@@ -38,7 +39,6 @@ calibkit.core.errors.InputError: ...p.npz: expected a 'logits' array, got keys l
 
 from __future__ import annotations
 
-import csv
 import io
 import re
 import warnings
@@ -48,10 +48,11 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.core.errors import InputError, nearest_name
+from calibkit.core.errors import InputError
 from calibkit.core.groups import group_names
 from calibkit.core.outputs import ClassifierOutputs, ScoreKind, check_labels, check_scores
 from calibkit.io.atomic import atomic_write_bytes
+from calibkit.io.csv_table import missing_name, read_csv_table
 from calibkit.io.numpy_files import load_npy, load_npz
 
 SUFFIXES: tuple[str, ...] = (".npz", ".npy", ".csv", ".pt", ".pth")
@@ -190,13 +191,13 @@ def load_groups(path: str | Path, key: str, n_samples: int) -> np.ndarray:
     _check_exists(p, "predictions file")
     raw: object
     if suffix == ".csv":
-        names, rows = _read_csv(p)
-        at = _column(p, names, key, "groups")
-        raw = np.array([row[at] for row in rows], dtype=str)
+        table = read_csv_table(p)
+        at = table.column(key, "groups")
+        raw = np.array([row[at] for row in table.rows], dtype=str)
     else:
         arrays = load_npz(p) if suffix == ".npz" else _load_torch(p)
         if key not in arrays:
-            raise _unknown_column("groups", key, p, sorted(arrays), "array")
+            raise missing_name("groups", key, p, sorted(arrays), "array")
         raw = arrays[key]
     return group_names(raw, n_samples, "groups")
 
@@ -287,113 +288,25 @@ def _load_torch(p: Path) -> dict[str, object]:
 
 
 def _load_csv(p: Path, kind: ScoreKind | None, extra: tuple[str, ...] = ()) -> ClassifierOutputs:
-    names, rows = _read_csv(p)
+    table = read_csv_table(p)
+    names = table.names
     for name in extra:
         if name == "label" or _SCORE_COLUMN.fullmatch(name):
             got = f"{name!r} (read as the labels or scores)"
             raise InputError("extra_columns", "a column other than the labels and scores", got)
-    skipped = {_column(p, names, name, "extra_columns") for name in extra}
+    skipped = {table.column(name, "extra_columns") for name in extra}
     kept = [i for i in range(len(names)) if i not in skipped]
     label_col, score_cols, csv_kind = _csv_columns(p, [names[i] for i in kept])
     label_col, score_cols = kept[label_col], [kept[i] for i in score_cols]
     if kind is not None and kind != csv_kind:
         raise InputError("kind", f"{csv_kind!r} (the columns of {p.name})", repr(kind))
-    if not rows:
+    if not table.rows:
         raise InputError(str(p), "at least one data row after the header", "no rows")
-    data = _numbers(p, names, rows, [label_col, *score_cols])
+    data = table.numbers([label_col, *score_cols])
     prefix = "logit" if csv_kind == "logits" else "prob"
     return _validate(
         data[:, 1:], data[:, 0], csv_kind, f"{prefix}_* columns of {p}", f"label column of {p}"
     )
-
-
-def _read_csv(p: Path) -> tuple[list[str], list[list[str]]]:
-    """The header's column names (stripped) and the data rows of the CSV file ``p``, read by
-    Python's csv module: standard quoting (a quoted cell may hold commas, doubled quotes and
-    line breaks, as pandas and spreadsheets write it), blank lines skipped, every row as long
-    as the header."""
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(str(p), "a UTF-8 text CSV file", "binary or non-UTF-8 content") from None
-    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True, strict=True)
-    try:
-        rows = [row for row in reader if any(cell.strip() for cell in row)]
-    except csv.Error as exc:
-        got = f"{exc} (line {reader.line_num})"
-        raise InputError(str(p), "a CSV file in standard quoting", got) from None
-    if not rows:
-        raise InputError(str(p), "a header row naming the columns", "an empty file")
-    names = [cell.strip() for cell in rows[0]]
-    for i, row in enumerate(rows[1:], start=1):
-        if len(row) != len(names):
-            expected = f"{len(names)} cells in every row (the number of columns of the header)"
-            raise InputError(str(p), expected, f"{len(row)} in data row {i}")
-    return names, rows[1:]
-
-
-def _numbers(p: Path, names: list[str], rows: list[list[str]], cols: list[int]) -> np.ndarray:
-    """The cells of columns ``cols`` as float64, one row per data row."""
-    cells = np.array([[row[c] for c in cols] for row in rows], dtype=str).reshape(-1, len(cols))
-    try:
-        return cells.astype(np.float64)
-    except ValueError:
-        pass
-    bad = next((i, c) for i, row in enumerate(rows) for c in cols if not _is_number(row[c]))
-    got = f"{rows[bad[0]][bad[1]]!r} in data row {bad[0] + 1}, column {names[bad[1]]!r}"
-    raise InputError(str(p), "numbers in every cell", got)
-
-
-def _is_number(cell: str) -> bool:
-    try:
-        np.array([cell], dtype=str).astype(np.float64)  # the conversion of _numbers
-    except ValueError:
-        return False
-    return True
-
-
-def _column(p: Path, names: list[str], key: str, argument: str) -> int:
-    """The position of the one column named ``key`` (refused, naming ``argument``, when the
-    header has none, or several)."""
-    count = names.count(key)
-    if count == 0:
-        raise _unknown_column(argument, key, p, names, "column")
-    if count > 1:
-        raise InputError(argument, f"one column named {key!r} in {p.name}", f"{count} of them")
-    return names.index(key)
-
-
-def _unknown_column(argument: str, key: str, p: Path, present: list[str], what: str) -> InputError:
-    """``argument`` names a column (``what``: or an array) that ``p`` lacks: the message lists
-    those it has (score columns as one range) and suggests the nearest."""
-    near = nearest_name(key, [n for n in present if not _SCORE_COLUMN.fullmatch(n)])
-    got = f"{key!r}" + (f" (did you mean {near!r}?)" if near else "")
-    has = f"its {what}s: {_listing(present)}" if present else f"it has no {what}s"
-    return InputError(
-        argument, f"{'an' if what[0] in 'aeiou' else 'a'} {what} of {p.name} ({has})", got
-    )
-
-
-def _listing(names: list[str], most: int = 12) -> str:
-    """Names in order, each run ``prob_0 .. prob_{K-1}`` (or ``logit_``) as one entry.
-
-    >>> _listing(["label", "prob_0", "prob_1", "prob_2", "site"])
-    'label, prob_0 .. prob_2, site'
-    """
-    shown: list[str] = []
-    i = 0
-    while i < len(names):
-        j = i
-        m = _SCORE_COLUMN.fullmatch(names[i])
-        if m:
-            prefix, start = m[1], int(m[2])
-            while j + 1 < len(names) and names[j + 1] == f"{prefix}_{start + j + 1 - i}":
-                j += 1
-        shown.append(names[i] if j == i else f"{names[i]} .. {names[j]}")
-        i = j + 1
-    if len(shown) > most:
-        shown = [*shown[:most], f"and {len(shown) - most} more"]
-    return ", ".join(shown)
 
 
 def _csv_columns(p: Path, names: list[str]) -> tuple[int, list[int], ScoreKind]:
