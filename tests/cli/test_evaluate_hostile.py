@@ -167,6 +167,7 @@ def test_undefined_test_is_marked_and_the_evaluation_goes_on(
     assert "Hosmer-Lemeshow p-value               undefined" in table
     assert f"Hosmer-Lemeshow statistic and Hosmer-Lemeshow p-value: undefined ({why})." in table
     assert f"undefined ({why})" in (work / "rep" / "report.md").read_text()
+    assert f"undefined ({why})" in (work / "rep" / "report.html").read_text()
     saved = json.loads((work / "rep" / "results.json").read_text())
     assert json.dumps(saved).count(why) >= 2
 
@@ -185,6 +186,15 @@ def test_none_writes_no_figure(
     assert "smooth_ece" not in _json(
         capsys, ["evaluate", "p.npz", "--n-boot", "0", "--format", "json", option, word]
     )
+
+
+def test_none_for_every_figure_at_once(work: Path) -> None:
+    probs, y, _ = _problem(200)
+    np.savez(work / "p.npz", probs=probs, labels=y)
+    before = tree(work)
+    figures = ["--plot", "none", "--smooth-plot", "NONE", "--rc-plot", "none"]
+    assert main(["evaluate", "p.npz", "--n-boot", "0", *figures]) == 0  # not one path twice
+    assert tree(work) == before
 
 
 # ----- refused before any work --------------------------------------------------------------

@@ -114,11 +114,14 @@ class CsvTable:
         ...
         calibkit.core.errors.InputError: t.csv: expected numbers in every cell, got 'x' in data row 2, column 'prob_0'
         """  # noqa: E501
-        cells = np.array([[row[c] for c in cols] for row in self.rows], dtype=str)
+        every = sorted(cols) == list(range(len(self.names)))  # no copy of the rows then
+        picked = self.rows if every else [[row[c] for c in cols] for row in self.rows]
         try:
-            return cells.reshape(-1, len(cols)).astype(np.float64)
+            data = np.array(picked, dtype=np.float64).reshape(-1, len(cols))
         except ValueError:
             pass
+        else:
+            return data[:, cols] if every else data
         for i, row in enumerate(self.rows, start=1):
             for c in cols:
                 if not _is_number(row[c]):
@@ -129,7 +132,7 @@ class CsvTable:
 
 def _is_number(cell: str) -> bool:
     try:
-        np.array([cell], dtype=str).astype(np.float64)  # the conversion of CsvTable.numbers
+        np.array([cell], dtype=np.float64)  # the conversion of CsvTable.numbers
     except ValueError:
         return False
     return True
