@@ -143,6 +143,19 @@ def test_missing_groups_column_is_named_with_the_columns_present(
     assert no_work == []
 
 
+def test_one_group_only_is_refused_not_a_zero_gap(
+    work: Path, capsys: pytest.CaptureFixture[str], no_work: list[str]
+) -> None:
+    probs, y, _ = _problem()
+    np.savez(work / "p.npz", probs=probs, labels=y, city=np.full(600, "Paris"))
+    line = _refused(capsys, ["evaluate", "p.npz", "--groups", "city", "--out", "rep"], work)
+    assert line == (
+        "calibkit: error: --groups: expected at least 2 distinct groups (the worst-group gap "
+        "compares them), got one group, 'Paris', for all 600 samples"
+    )
+    assert no_work == []
+
+
 # ----- case 4: a test undefined on constant confidences -------------------------------------
 def test_undefined_test_is_marked_and_the_evaluation_goes_on(
     work: Path, capsys: pytest.CaptureFixture[str]

@@ -202,17 +202,20 @@ def read_scores(
     return Scores(unlabelled.as_logits(), None, None)
 
 
-def read_groups(path: str, key: str, n_samples: int, *, check: bool = True) -> np.ndarray:
+def read_groups(
+    path: str, key: str, n_samples: int, *, check: bool = True, min_groups: int = 1
+) -> np.ndarray:
     """Each sample's group (a str array) from the array or column ``key`` of the prediction
     file ``path`` (``--groups``): a missing key, a wrong length, a missing value or (with
-    ``check``) a group of one sample is blamed on ``--groups``."""
+    ``check``) a group of one sample, or fewer than ``min_groups`` groups, is blamed on
+    ``--groups``."""
     from calibkit.core.groups import check_groups
     from calibkit.io.predictions import load_groups
 
     try:
         groups = load_groups(path, key, n_samples)
         if check:
-            check_groups(groups, n_samples)
+            check_groups(groups, n_samples, min_groups=min_groups)
     except InputError as exc:
         raise renamed(exc, "--groups") from None
     return groups

@@ -137,7 +137,11 @@ def run(args: argparse.Namespace) -> int:
     from calibkit.workflows.evaluate import evaluate_outputs
 
     out = read_outputs(args, args.file, args.labels)
-    groups = None if args.groups is None else read_groups(args.file, args.groups, out.n_samples)
+    groups = (
+        None
+        if args.groups is None
+        else read_groups(args.file, args.groups, out.n_samples, min_groups=2)
+    )
     say(f"evaluating {out.n_samples:,} samples ({args.n_boot} bootstrap resamples)")
     figures = folder is not None or bool(plots)
     result = evaluate_outputs(

@@ -165,8 +165,18 @@ def group_names(groups: object, n_samples: int | None = None, name: str = "group
     return _values(groups, n_samples, name).astype(str)
 
 
-def check_groups(groups: object, n_samples: int, name: str = "groups") -> Groups:
-    """The checked :class:`Groups` of ``n_samples`` samples (rules in the module docstring)."""
+def check_groups(
+    groups: object, n_samples: int, name: str = "groups", *, min_groups: int = 1
+) -> Groups:
+    """The checked :class:`Groups` of ``n_samples`` samples (rules in the module docstring),
+    at least ``min_groups`` of them (2 where groups are compared: a gap between a group and
+    itself is no number to report).
+
+    >>> check_groups(["Paris"] * 3, 3, min_groups=2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: groups: expected at least 2 distinct groups ..., got one group, 'Paris', for all 3 samples
+    """  # noqa: E501
     values = _values(groups, n_samples, name)
     uniques, codes = np.unique(values, return_inverse=True)  # integers sort as numbers
     names = [str(u) for u in uniques.tolist()]
@@ -185,6 +195,11 @@ def check_groups(groups: object, n_samples: int, name: str = "groups") -> Groups
             f"at least {MIN_GROUP_SIZE} samples in every group",
             f"group {names[g]!r} with {count}",
         )
+    if len(names) < min_groups:
+        one = len(names) == 1
+        got = f"one group, {names[0]!r}, for all {n_samples} samples" if one else f"{len(names)}"
+        expected = f"at least {min_groups} distinct groups (the worst-group gap compares them)"
+        raise InputError(name, expected, got)
     return Groups(names, codes.astype(np.int64).reshape(-1), sizes)
 
 

@@ -141,6 +141,10 @@ def evaluate_outputs(
     (0.843, 0.725)
     """
     outputs = as_outputs(outputs)
+    if groups is not None:  # refused before the bootstrap, not after it
+        from calibkit.core.groups import check_groups
+
+        check_groups(groups, outputs.n_samples, min_groups=2)
     ev = evaluate(
         outputs,
         n_bins=n_bins,
