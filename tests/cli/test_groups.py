@@ -103,8 +103,8 @@ def _bad_files(folder: Path) -> None:
 @pytest.mark.parametrize(
     ("file", "key", "cause"),
     [
-        ("str.npz", "nope", "an array named 'nope'"),
-        ("plain.csv", "site", "one column named 'site'"),
+        ("str.npz", "nope", "an array of str.npz (its arrays: labels, logits, site), got 'nope'"),
+        ("plain.csv", "site", "a column of plain.csv (its columns: label, logit_0 .. logit_2)"),
         ("short.npz", "site", "expected 600 entries"),
         ("nan.npz", "site", "a missing value (nan) at index 0"),
         ("none.npz", "site", "a missing value ('None') at index 0"),
@@ -242,3 +242,19 @@ def test_compare_cal_and_test_files_with_groups(
     row = res["methods"][1]
     assert row["method"] == "temperature_groupwise"
     assert sum(v["n_samples"] for v in row["groups"]["groups"].values()) == 300
+
+
+def test_fit_and_apply_read_a_quoted_group_column_whole(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # standard quoting (pandas, spreadsheets): "Paris, FR" is one cell, not two
+    lines = (folder / "p.csv").read_text().splitlines()
+    cities = {"a": '"Paris, FR"', "b": '"Paris, TX"'}
+    rows = [line.rsplit(",", 1)[0] + "," + cities[line.rsplit(",", 1)[1]] for line in lines[1:]]
+    (folder / "q.csv").write_text("\n".join([lines[0].replace("site", "city"), *rows]) + "\n")
+    argv = ["fit", "q.csv", "--groups", "city", "--method", "temperature_groupwise"]
+    assert main([*argv, "-o", "gts.json"]) == 0
+    state = json.loads((folder / "gts.json").read_text())["state"]
+    assert state["group_names_"] == ["Paris, FR", "Paris, TX"]
+    assert main(["apply", "gts.json", "q.csv", "--groups", "city", "-o", "out.npz"]) == 0
+    assert np.load(folder / "out.npz")["probs"].shape == (600, 3)

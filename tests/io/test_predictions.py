@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from calibkit.core.errors import InputError
-from calibkit.io.predictions import load_predictions, save_predictions
+from calibkit.io.predictions import load_groups, load_predictions, save_predictions
 
 LABELS = np.array([0, 1, 2, 1, 0])
 LOGITS = np.array(
@@ -281,3 +281,39 @@ def test_binary_csv_is_not_utf8(tmp_path: Path) -> None:
     (tmp_path / "b.csv").write_bytes(b"\xff\xfe\x00\x01")
     with pytest.raises(InputError, match="UTF-8"):
         load_predictions(tmp_path / "b.csv")
+
+
+# ----- standard CSV quoting (issue #32) -----------------------------------------------------
+TWO = np.array([[0.9, 0.1], [0.2, 0.8], [0.3, 0.7], [0.6, 0.4]])
+
+
+def test_csv_quoted_group_column_read_whole_wherever_it_stands(tmp_path: Path) -> None:
+    # as pandas writes it: a cell holding a comma is quoted; placed first, a split at every
+    # comma would also shift the labels and scores
+    rows = [
+        f'"{city}",{y},{p[0]!r},{p[1]!r}'
+        for city, y, p in zip(
+            ["Paris, FR", "Paris, TX"] * 2, [0, 1, 1, 0], TWO.tolist(), strict=True
+        )
+    ]
+    path = _csv(tmp_path, "city,label,prob_0,prob_1\n" + "\n".join(rows) + "\n")
+    with pytest.raises(InputError, match="a column named 'city'"):  # not asked for: refused
+        load_predictions(path)
+    out = load_predictions(path, extra_columns=("city",))
+    np.testing.assert_array_equal(out.labels, [0, 1, 1, 0])
+    np.testing.assert_array_equal(out.scores, TWO)  # repr round-trips exactly
+    assert load_groups(path, "city", 4).tolist() == ["Paris, FR", "Paris, TX"] * 2
+
+
+def test_csv_extra_column_missing_or_a_score_column(tmp_path: Path) -> None:
+    path = _csv(tmp_path, "label,prob_0,prob_1,site\n0,0.5,0.5,a\n")
+    with pytest.raises(InputError) as info:
+        load_predictions(path, extra_columns=("region",))
+    assert str(info.value) == (
+        "extra_columns: expected a column of p.csv (its columns: label, prob_0 .. prob_1, "
+        "site), got 'region'"
+    )
+    with pytest.raises(InputError, match="extra_columns: expected a column other than"):
+        load_predictions(path, extra_columns=("label",))
+    with pytest.raises(InputError, match=r"groups: expected a column of p\.csv .*'region'"):
+        load_groups(path, "region", 1)

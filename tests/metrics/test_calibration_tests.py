@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -9,8 +11,10 @@ from scipy import stats
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics.calibration_tests import (
+    UndefinedTestError,
     brownian_max_abs_sf,
     brownian_range_sf,
+    calibration_test_metric,
     calibration_tests,
     cumulative_differences,
     cumulative_statistic,
@@ -183,6 +187,38 @@ def test_bad_input_is_one_clear_error() -> None:
     tests = calibration_tests([0, 1, 1, 0], [0.6] * 4, **BINARY)
     assert np.isnan(tests["hosmer_lemeshow"].p_value)
     assert 0 < tests["ks"].p_value <= 1
+
+
+# ----- undefined tests: a reason, never a bare NaN (issue #32) ---------------------------------
+HL_WHY = "too few distinct confidences: 1 group of them, at least 2 needed"
+
+
+def test_undefined_tests_carry_their_reason() -> None:
+    tests = calibration_tests([0, 1, 1, 0], [0.6] * 4, **BINARY)
+    assert tests["hosmer_lemeshow"].reason == HL_WHY
+    assert tests["hosmer_lemeshow"].to_dict()["undefined"] == HL_WHY
+    assert [tests[n].reason for n in ("spiegelhalter", "ks", "kuiper")] == [None] * 3
+    half = spiegelhalter_test([0, 1, 1], [0.5, 0.5, 1.0], **BINARY)  # scores 0, 1/2, 1 only
+    assert np.isnan(half.statistic)
+    assert half.reason == "every confidence is 0, 1/2 or 1 (Z's null variance is 0)"
+    for test in (ks_test, kuiper_test):
+        sure = test([0, 1, 1], [0.0, 1.0, 1.0], **BINARY)  # sigma = 0
+        assert np.isnan(sure.statistic)
+        assert sure.reason == "every confidence is 0 or 1 (sigma is 0)"
+    with pytest.raises(UndefinedTestError) as info:
+        hosmer_lemeshow_test([0, 1, 1, 0], [0.6] * 4, **BINARY)
+    assert info.value.reason == HL_WHY
+    assert isinstance(info.value, InputError)  # as before: callers catching InputError
+    again = pickle.loads(pickle.dumps(info.value))  # crosses a process boundary in a study
+    assert (type(again), again.reason, str(again)) == (UndefinedTestError, HL_WHY, str(info.value))
+
+
+@pytest.mark.parametrize(("test", "part"), [("hosmer_lemeshow", "p_value"), ("ks", "statistic")])
+def test_registry_metric_of_an_undefined_test_raises_its_reason(test: str, part: str) -> None:
+    metric = calibration_test_metric(test, part)
+    scores = [0.6] * 4 if test == "hosmer_lemeshow" else [0.0, 1.0, 1.0, 0.0]
+    with pytest.raises(UndefinedTestError, match=r"too few distinct|sigma is 0"):
+        metric([0, 1, 1, 0], scores, mode="positive_class")
 
 
 # ----- simulations ----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 
 from calibkit.core.errors import InputError
 from calibkit.metrics import METRICS, brier_decomposition, extra_names, risk_at_coverage
-from calibkit.metrics.extras import EXTRA_GROUPS, expand_extras, extra_values
+from calibkit.metrics.extras import EXTRA_GROUPS, expand_extras, extra_results, extra_values
 
 #: A value for each option an extra may declare (calibkit evaluate gives these).
 VALUES = {"n_bins": 10, "mode": "top_label", "coverage": 0.5, "risk": 0.2}
@@ -50,3 +50,21 @@ def test_groups_expand_in_report_order_and_unknown_names_are_refused() -> None:
     assert expand_extras(["tests"]) == EXTRA_GROUPS["tests"]
     with pytest.raises(InputError, match="'nope'"):
         expand_extras(["nope"])
+
+
+def test_extra_results_marks_an_undefined_extra_and_computes_the_rest() -> None:
+    y = np.array([0, 1, 1, 0, 1, 0])
+    probs = np.tile([0.7, 0.3], (6, 1))  # one confidence: one group of risk
+    names = ["hosmer_lemeshow_p", "spiegelhalter_statistic", "brier_uncertainty"]
+    values, undefined = extra_results(y, names, probs, **VALUES)
+    assert np.isnan(values["hosmer_lemeshow_p"])
+    assert undefined == {
+        "hosmer_lemeshow_p": "too few distinct confidences: 1 group of them, at least 2 needed"
+    }
+    # Spiegelhalter's Z by hand: correct = y == 0, sum (c - 0.7)(1 - 1.4) / sqrt(6 0.16 0.21)
+    correct = (y == 0).astype(float)
+    z = np.sum((correct - 0.7) * -0.4) / np.sqrt(6 * 0.16 * 0.21)
+    assert values["spiegelhalter_statistic"] == pytest.approx(z, rel=1e-12)
+    assert values["brier_uncertainty"] == pytest.approx(0.5, rel=1e-12)  # 3 of each class
+    with pytest.raises(InputError, match="too few distinct"):  # extra_values still raises
+        extra_values(y, names, probs, **VALUES)

@@ -76,3 +76,9 @@ def test_small_group_warning() -> None:
 def test_bad_groups(groups, cause: str) -> None:
     with pytest.raises(InputError, match=f"^groups: .*{cause}"):
         evaluate_groups([1, 0, 1, 1], probs=PROBS, groups=groups, n_boot=0)
+
+
+def test_one_group_alone_is_said_not_silently_a_zero_gap() -> None:
+    res = evaluate_groups([1, 0, 1, 1], probs=PROBS, groups=["Paris"] * 4, n_boot=0)
+    assert res.gap == 0.0
+    assert res.warnings[0] == "one group only ('Paris'): the worst-group gap compares nothing"

@@ -90,6 +90,16 @@ def check_output_file(
     return path
 
 
+#: The value of a file option that asks for no file (``--plot none``), in any case.
+NO_FILE = "none"
+
+
+def file_or_none(value: str | None) -> str | None:
+    """The path a file option names, or None when it is absent or :data:`NO_FILE`: one
+    rule for every option whose file is optional (``--plot``, ``--smooth-plot``, ...)."""
+    return None if value is None or value.strip().lower() == NO_FILE else value
+
+
 def _same_file(a: Path, b: Path) -> bool:
     if a.exists() and b.exists():
         return os.path.samefile(a, b)
@@ -97,7 +107,8 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def read_outputs(args: argparse.Namespace, path: str, labels: str | None) -> ClassifierOutputs:
-    """The prediction file ``path`` as the input options of ``args`` describe it."""
+    """The prediction file ``path`` as the input options of ``args`` describe it (a binary
+    ``--mode`` on more than 2 classes refused here, before any work)."""
     from calibkit.io.predictions import load_predictions
 
     if args.scores_key and not args.kind:
@@ -107,15 +118,22 @@ def read_outputs(args: argparse.Namespace, path: str, labels: str | None) -> Cla
         key[f"{args.kind}_key"] = args.scores_key
     kind, labels_key = args.kind, args.labels_key
     groups = getattr(args, "groups", None)
-    return load_predictions(
-        path,
-        kind=kind,
-        labels_path=labels,
-        labels_key=labels_key,
-        logits_key=key["logits_key"],
-        probs_key=key["probs_key"],
-        extra_columns=() if groups is None else (groups,),
-    )
+    try:
+        out = load_predictions(
+            path,
+            kind=kind,
+            labels_path=labels,
+            labels_key=labels_key,
+            logits_key=key["logits_key"],
+            probs_key=key["probs_key"],
+            extra_columns=() if groups is None else (groups,),
+        )
+    except InputError as exc:  # the groups' column, missing from a .csv: --groups's fault
+        raise renamed(exc, "--groups") if exc.argument == "extra_columns" else exc from None
+    if getattr(args, "mode", None) == "positive_class" and out.n_classes != 2:
+        got = f"positive_class for {path}, which has {out.n_classes} classes"
+        raise InputError("--mode", "top_label for more than 2 classes", got)
+    return out
 
 
 def check_input(path: str | None, option: str) -> None:
@@ -184,17 +202,20 @@ def read_scores(
     return Scores(unlabelled.as_logits(), None, None)
 
 
-def read_groups(path: str, key: str, n_samples: int, *, check: bool = True) -> np.ndarray:
+def read_groups(
+    path: str, key: str, n_samples: int, *, check: bool = True, min_groups: int = 1
+) -> np.ndarray:
     """Each sample's group (a str array) from the array or column ``key`` of the prediction
     file ``path`` (``--groups``): a missing key, a wrong length, a missing value or (with
-    ``check``) a group of one sample is blamed on ``--groups``."""
+    ``check``) a group of one sample, or fewer than ``min_groups`` groups, is blamed on
+    ``--groups``."""
     from calibkit.core.groups import check_groups
     from calibkit.io.predictions import load_groups
 
     try:
         groups = load_groups(path, key, n_samples)
         if check:
-            check_groups(groups, n_samples)
+            check_groups(groups, n_samples, min_groups=min_groups)
     except InputError as exc:
         raise renamed(exc, "--groups") from None
     return groups

@@ -9,7 +9,9 @@ built on :func:`calibkit.metrics.evaluate`) keeps its keys. ``--extra risk_at_co
 ``--extra coverage_at_risk`` take ``--coverage C`` (in (0, 1]) and ``--risk R`` (in [0, 1]).
 
 ``--rc-plot PNG`` writes the risk-coverage curves (selective risk and generalized risk
-against coverage, :func:`calibkit.reporting.curves.risk_coverage_figure`).
+against coverage, :func:`calibkit.reporting.curves.risk_coverage_figure`). ``--plot``,
+``--smooth-plot`` and ``--rc-plot`` given ``none`` write no file
+(:func:`calibkit.cli.common.file_or_none`).
 
 ``--groups KEY`` reads one group per sample from the file (an array of a ``.npz`` / ``.pt``,
 a column of a ``.csv``: :func:`calibkit.io.predictions.load_groups`) and adds each group's
@@ -31,6 +33,7 @@ from pathlib import Path
 from calibkit.cli.common import (
     check_inputs,
     check_output_file,
+    file_or_none,
     finish,
     output_folder,
     read_groups,
@@ -63,7 +66,7 @@ def add_arguments(sub: Subparsers) -> None:
     add_numbers(p)
     add_out(p, "the report (verdict, metrics, figures)")
     add_format(p)
-    opt(p, "--plot", "PNG", "write the reliability diagram there (default: no file)")
+    opt(p, "--plot", "PNG", "write the reliability diagram there (default, or none: no file)")
     extra = (
         "also compute a metric outside the default suite, e.g. smooth_ece (smooth ECE, "
         "Błasiok & Nakkiran 2023), brier_reliability (Murphy), or decomposition (NLL and "
@@ -74,9 +77,13 @@ def add_arguments(sub: Subparsers) -> None:
     opt(p, "--interval", "METHOD", interval, choices=("wilson", "clopper-pearson", "none"))
     corp = "add the CORP (isotonic) reliability curve and its consistency band to --plot"
     p.add_argument("--corp", action="store_true", help=corp)
-    smooth = "write the kernel-smoothed reliability diagram there (implies --extra smooth_ece)"
+    smooth = (
+        "write the kernel-smoothed reliability diagram there (implies --extra smooth_ece; "
+        "none: no file)"
+    )
     opt(p, "--smooth-plot", "PNG", smooth)
-    opt(p, "--rc-plot", "PNG", "write the risk-coverage curves there (selective prediction)")
+    rc = "write the risk-coverage curves there (selective prediction; none: no file)"
+    opt(p, "--rc-plot", "PNG", rc)
     cov = "coverage of --extra risk_at_coverage, in (0, 1] (default %(default)s)"
     opt(p, "--coverage", "C", cov, type=float, default=0.8)
     risk = "risk of --extra coverage_at_risk, in [0, 1] (default %(default)s)"
@@ -102,8 +109,11 @@ def checked(args: argparse.Namespace) -> tuple[tuple[str, ...], dict[str, Path]]
         extras = expand_extras(args.extra)
     except InputError as exc:
         raise renamed(exc, "--extra") from None
-    plot = None if args.plot is None or args.plot.lower() == "none" else args.plot
-    given = {"--plot": plot, "--smooth-plot": args.smooth_plot, "--rc-plot": args.rc_plot}
+    given = {
+        "--plot": file_or_none(args.plot),
+        "--smooth-plot": file_or_none(args.smooth_plot),
+        "--rc-plot": file_or_none(args.rc_plot),
+    }
     names = {"--plot": RELIABILITY, "--smooth-plot": SMOOTH, "--rc-plot": RISK_COVERAGE}
     paths: dict[str, Path] = {}
     taken: list[tuple[str, Path]] = []
@@ -123,18 +133,22 @@ def run(args: argparse.Namespace) -> int:
     """Print the verdict and the metrics table (or JSON); write the report and figures."""
     extras, plots = checked(args)
     folder = output_folder(args)
-    from calibkit.reporting.evaluate_report import evaluation_report, write_figures
+    from calibkit.reporting.evaluate_report import SMOOTH, evaluation_report, write_figures
     from calibkit.workflows.evaluate import evaluate_outputs
 
     out = read_outputs(args, args.file, args.labels)
-    groups = None if args.groups is None else read_groups(args.file, args.groups, out.n_samples)
+    groups = (
+        None
+        if args.groups is None
+        else read_groups(args.file, args.groups, out.n_samples, min_groups=2)
+    )
     say(f"evaluating {out.n_samples:,} samples ({args.n_boot} bootstrap resamples)")
     figures = folder is not None or bool(plots)
     result = evaluate_outputs(
         out,
         groups=groups,
         extras=extras,
-        smooth=args.smooth_plot is not None,
+        smooth=SMOOTH in plots,
         corp=args.corp and figures,
         n_bins=args.n_bins,
         mode=args.mode,

@@ -12,7 +12,10 @@ Supported layouts (the score kind is never guessed from the values):
 ``.csv``
     A header row, then one row per sample: a ``label`` column and score columns
     ``logit_0 .. logit_{K-1}`` or ``prob_0 .. prob_{K-1}`` (one kind per file, any column
-    order, no other columns), comma-separated. Labels may be written as ``3`` or ``3.0``.
+    order, no other columns but those named by ``extra_columns``), comma-separated in
+    standard CSV quoting (read by :func:`calibkit.io.csv_table.read_csv_table`: a quoted
+    cell may hold commas, as pandas writes ``"Paris, FR"``). Labels may be written as ``3``
+    or ``3.0``.
 ``.pt`` / ``.pth``
     A dict of tensors saved with ``torch.save``, same keys as ``.npz``. It is read with
     ``torch.load(weights_only=True)``: a pickle holding other objects is refused, never run.
@@ -49,9 +52,12 @@ from calibkit.core.errors import InputError
 from calibkit.core.groups import group_names
 from calibkit.core.outputs import ClassifierOutputs, ScoreKind, check_labels, check_scores
 from calibkit.io.atomic import atomic_write_bytes
+from calibkit.io.csv_table import missing_name, read_csv_table
 from calibkit.io.numpy_files import load_npy, load_npz
 
 SUFFIXES: tuple[str, ...] = (".npz", ".npy", ".csv", ".pt", ".pth")
+#: A score column's name: its prefix and class.
+_SCORE_COLUMN = re.compile(r"(logit|prob)_(\d+)")
 
 
 def load_predictions(
@@ -166,12 +172,16 @@ def load_groups(path: str | Path, key: str, n_samples: int) -> np.ndarray:
     >>> import tempfile
     >>> tmp = tempfile.TemporaryDirectory()
     >>> path = Path(tmp.name) / "p.csv"
-    >>> rows = ["label,prob_0,prob_1,site", "0,0.9,0.1,a", "1,0.2,0.8,b"]
+    >>> rows = ["label,prob_0,prob_1,site", '0,0.9,0.1,"Paris, FR"', '1,0.2,0.8,"Paris, TX"']
     >>> _ = path.write_text(chr(10).join(rows))
     >>> load_predictions(path, extra_columns=("site",)).n_samples
     2
     >>> load_groups(path, "site", 2).tolist()
-    ['a', 'b']
+    ['Paris, FR', 'Paris, TX']
+    >>> load_groups(path, "stie", 2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: groups: ... (its columns: label, prob_0 .. prob_1, site), ...
     >>> tmp.cleanup()
     """
     p = Path(path)
@@ -181,23 +191,13 @@ def load_groups(path: str | Path, key: str, n_samples: int) -> np.ndarray:
     _check_exists(p, "predictions file")
     raw: object
     if suffix == ".csv":
-        text = p.read_text(encoding="utf-8-sig")
-        header, _, body = text.partition("\n")
-        names = [c.strip().strip('"').strip() for c in header.split(",")]
-        if names.count(key) != 1:
-            raise InputError(
-                "groups", f"one column named {key!r} in {p.name}", f"header {names[:8]}"
-            )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            raw = np.loadtxt(
-                io.StringIO(body), delimiter=",", dtype=str, ndmin=1, usecols=names.index(key)
-            )
-        raw = np.char.strip(np.char.strip(np.asarray(raw), '"'))
+        table = read_csv_table(p)
+        at = table.column(key, "groups")
+        raw = np.array([row[at] for row in table.rows], dtype=str)
     else:
         arrays = load_npz(p) if suffix == ".npz" else _load_torch(p)
         if key not in arrays:
-            raise InputError("groups", f"an array named {key!r} in {p.name}", _keys_present(arrays))
+            raise missing_name("groups", key, p, sorted(arrays), "array")
         raw = arrays[key]
     return group_names(raw, n_samples, "groups")
 
@@ -288,43 +288,24 @@ def _load_torch(p: Path) -> dict[str, object]:
 
 
 def _load_csv(p: Path, kind: ScoreKind | None, extra: tuple[str, ...] = ()) -> ClassifierOutputs:
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(str(p), "a UTF-8 text CSV file", "binary or non-UTF-8 content") from None
-    header, _, body = text.partition("\n")
-    names = [c.strip().strip('"').strip() for c in header.split(",")]
-    kept = [i for i, name in enumerate(names) if name not in extra]
+    table = read_csv_table(p)
+    names = table.names
+    for name in extra:
+        if name == "label" or _SCORE_COLUMN.fullmatch(name):
+            got = f"{name!r} (read as the labels or scores)"
+            raise InputError("extra_columns", "a column other than the labels and scores", got)
+    skipped = {table.column(name, "extra_columns") for name in extra}
+    kept = [i for i in range(len(names)) if i not in skipped]
     label_col, score_cols, csv_kind = _csv_columns(p, [names[i] for i in kept])
     label_col, score_cols = kept[label_col], [kept[i] for i in score_cols]
     if kind is not None and kind != csv_kind:
         raise InputError("kind", f"{csv_kind!r} (the columns of {p.name})", repr(kind))
-    if not body.strip():
+    if not table.rows:
         raise InputError(str(p), "at least one data row after the header", "no rows")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            data = np.loadtxt(
-                io.StringIO(body),
-                delimiter=",",
-                dtype=np.float64,
-                ndmin=2,
-                usecols=kept if extra else None,
-            )
-    except ValueError as exc:
-        detail = str(exc).split("\n")[0]
-        detail = re.sub(r"at row (\d+)", lambda m: f"in data row {int(m[1]) + 1}", detail)
-        raise InputError(str(p), "numbers in every cell", detail) from None
-    if data.shape[1] != len(kept):
-        raise InputError(str(p), f"{len(names)} cells per row", f"{data.shape[1]}")
+    data = table.numbers([label_col, *score_cols])
     prefix = "logit" if csv_kind == "logits" else "prob"
-    at = {col: i for i, col in enumerate(kept)}
     return _validate(
-        data[:, [at[c] for c in score_cols]],
-        data[:, at[label_col]],
-        csv_kind,
-        f"{prefix}_* columns of {p}",
-        f"label column of {p}",
+        data[:, 1:], data[:, 0], csv_kind, f"{prefix}_* columns of {p}", f"label column of {p}"
     )
 
 

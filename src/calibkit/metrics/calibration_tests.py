@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -74,11 +74,35 @@ _TERMS = 48
 _JITTER, _JITTER_SEED = 1e-8, 1
 
 
+class UndefinedTestError(InputError):
+    """A test these outputs leave undefined, the reason in the message (Hosmer-Lemeshow on
+    fewer than two groups of distinct confidences; Spiegelhalter's Z, KS or Kuiper when the
+    null variance is 0). :func:`calibration_tests` and ``calibkit evaluate --extra tests``
+    mark that one test undefined, with the reason, and go on.
+
+    Examples
+    --------
+    >>> try:
+    ...     hosmer_lemeshow_test([0, 1, 1, 0], [0.6] * 4, mode="positive_class")
+    ... except UndefinedTestError as err:
+    ...     print(err.reason)
+    too few distinct confidences: 1 group of them, at least 2 needed
+    """
+
+    def __init__(self, argument: str, reason: str) -> None:
+        self.reason = reason
+        super().__init__(argument, "outputs on which the test is defined", reason)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.argument, self.reason), self.__dict__
+
+
 @dataclass(frozen=True)
 class CalibrationTest:
     """One test's result: ``name`` (a key of :data:`TEST_LABELS`), its ``statistic`` and
     ``p_value`` (the probability, under perfect calibration, of a statistic at least as
-    extreme), the sample count ``n`` and, for Hosmer-Lemeshow, the degrees of freedom.
+    extreme), the sample count ``n``, for Hosmer-Lemeshow the degrees of freedom, and for a
+    test these outputs leave undefined (NaN statistic and p-value) the ``reason``.
 
     >>> CalibrationTest("ks", 0.5, 0.99, 10).label
     'Cumulative KS (ECCE-MAD)'
@@ -89,6 +113,7 @@ class CalibrationTest:
     p_value: float
     n: int
     df: int | None = None
+    reason: str | None = None
 
     @property
     def label(self) -> str:
@@ -102,6 +127,7 @@ class CalibrationTest:
             "p_value": self.p_value,
             "n": self.n,
             "df": self.df,
+            "undefined": self.reason,
         }
 
 
@@ -210,7 +236,10 @@ def spiegelhalter_test(
     """
     conf, outcome = _pairs(labels, probs, logits, mode)
     z = spiegelhalter_z(conf, outcome)
-    return CalibrationTest("spiegelhalter", float(z), float(normal_two_sided(z)), conf.size)
+    why = "every confidence is 0, 1/2 or 1 (Z's null variance is 0)" if np.isnan(z) else None
+    return CalibrationTest(
+        "spiegelhalter", float(z), float(normal_two_sided(z)), conf.size, None, why
+    )
 
 
 def _cumulative_test(
@@ -220,7 +249,8 @@ def _cumulative_test(
     path, sigma = cumulative_differences(conf, outcome, ties)
     stat = cumulative_statistic(name, path, sigma)
     sf = brownian_max_abs_sf if name == "ks" else brownian_range_sf
-    return CalibrationTest(name, float(stat), float(sf(stat)), conf.size)
+    why = "every confidence is 0 or 1 (sigma is 0)" if np.isnan(stat) else None
+    return CalibrationTest(name, float(stat), float(sf(stat)), conf.size, None, why)
 
 
 def cumulative_statistic(name: str, path: F64, sigma: F64) -> F64:
@@ -335,8 +365,9 @@ def hosmer_lemeshow_test(
     stat, groups = hosmer_lemeshow_statistic(conf, outcome, int(n_groups))
     df = groups - int(df_offset)
     if df < 1 or groups < 2:
-        expected = f"at least {max(2, df_offset + 1)} groups of distinct confidences"
-        raise InputError("probs", expected, f"{groups} (too few distinct confidences)")
+        need, them = max(2, df_offset + 1), "group" + ("s" if groups != 1 else "")
+        why = f"too few distinct confidences: {groups} {them} of them, at least {need} needed"
+        raise UndefinedTestError("probs", why)
     return CalibrationTest("hosmer_lemeshow", stat, float(chi2.sf(stat, df)), conf.size, df)
 
 
@@ -345,12 +376,15 @@ def calibration_tests(
 ) -> dict[str, CalibrationTest]:
     """Every test of :data:`TEST_LABELS` on the same outputs (defaults of each test).
 
-    A test that cannot run on these outputs (e.g. Hosmer-Lemeshow on fewer than 3
-    distinct confidences) gets NaN statistic and p-value, so a report still shows the rest.
+    A test these outputs leave undefined (e.g. Hosmer-Lemeshow on fewer than 2 groups of
+    distinct confidences) gets NaN statistic and p-value and its ``reason``, so a report
+    still shows the rest.
 
     >>> tests = calibration_tests([0, 1, 1, 0], [[0.6, 0.4]] * 4)
     >>> list(tests), tests["hosmer_lemeshow"].p_value
     (['spiegelhalter', 'ks', 'kuiper', 'hosmer_lemeshow'], nan)
+    >>> tests["hosmer_lemeshow"].reason
+    'too few distinct confidences: 1 group of them, at least 2 needed'
     """
     out = as_outputs(labels, probs, logits=logits)
     results = {
@@ -360,16 +394,24 @@ def calibration_tests(
     }
     try:
         results["hosmer_lemeshow"] = hosmer_lemeshow_test(out, mode=mode)
-    except InputError:
+    except UndefinedTestError as exc:
         results["hosmer_lemeshow"] = CalibrationTest(
-            "hosmer_lemeshow", math.nan, math.nan, out.n_samples
+            "hosmer_lemeshow", math.nan, math.nan, out.n_samples, None, exc.reason
         )
     return results
 
 
 def calibration_test_metric(name: str, part: str) -> Callable[..., float]:
     """A metric function ``(labels, probs, *, logits, mode) -> float`` giving one part of
-    one test, for the metric registry (``calibkit evaluate --extra``)."""
+    one test, for the metric registry (``calibkit evaluate --extra``); a test these outputs
+    leave undefined raises :class:`UndefinedTestError` with the reason (never a bare NaN).
+
+    >>> p = calibration_test_metric("spiegelhalter", "p_value")
+    >>> p([0, 1], [[0.5, 0.5], [0.5, 0.5]])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    calibkit.metrics.calibration_tests.UndefinedTestError: probs: ... (Z's null variance is 0)
+    """
     tests = {
         "spiegelhalter": spiegelhalter_test,
         "ks": ks_test,
@@ -383,7 +425,10 @@ def calibration_test_metric(name: str, part: str) -> Callable[..., float]:
     def metric(
         labels: object, probs: object = None, *, logits: object = None, mode: Mode = "top_label"
     ) -> float:
-        return float(getattr(test(labels, probs, logits=logits, mode=mode), part))
+        result = test(labels, probs, logits=logits, mode=mode)
+        if result.reason is not None:
+            raise UndefinedTestError("probs", result.reason)
+        return float(getattr(result, part))
 
     metric.__name__ = f"{name}_{'p' if part == 'p_value' else part}"  # its registry key
     metric.__doc__ = f"The {part.replace('_', '-')} of :func:`{test.__name__}`."

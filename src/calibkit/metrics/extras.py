@@ -16,11 +16,13 @@ function exactly those of the caller's options, so a new extra needs no code her
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
 from calibkit.core.errors import UnknownNameError
 from calibkit.core.outputs import as_outputs
+from calibkit.metrics.calibration_tests import UndefinedTestError
 from calibkit.metrics.info import METRICS, TEST_METRICS, extra_names
 
 #: Names that stand for several registered extras (``calibkit evaluate --extra tests``).
@@ -65,4 +67,34 @@ def extra_values(
     return values
 
 
-__all__ = ["EXTRA_GROUPS", "expand_extras", "extra_choices", "extra_values"]
+def extra_results(
+    labels: object, names: Iterable[str], probs: object = None, **options: Any
+) -> tuple[dict[str, float], dict[str, str]]:
+    """:func:`extra_values`, but an extra these outputs leave undefined (a calibration test,
+    :class:`~calibkit.metrics.calibration_tests.UndefinedTestError`) gets NaN and its reason
+    instead of stopping the rest: the values, and the reason of each undefined extra.
+
+    Examples
+    --------
+    Every confidence 0.6: Hosmer-Lemeshow has one group of risk, Spiegelhalter's Z is defined.
+
+    >>> values, undefined = extra_results(
+    ...     [0, 1, 1, 0], ["spiegelhalter_p", "hosmer_lemeshow_p"], [[0.6, 0.4]] * 4)
+    >>> round(values["spiegelhalter_p"], 4), values["hosmer_lemeshow_p"]
+    (0.6831, nan)
+    >>> undefined
+    {'hosmer_lemeshow_p': 'too few distinct confidences: 1 group of them, at least 2 needed'}
+    """
+    logits = options.pop("logits", None)
+    outputs = as_outputs(labels, probs, logits=logits)
+    values: dict[str, float] = {}
+    undefined: dict[str, str] = {}
+    for name in names:
+        try:
+            values |= extra_values(outputs, [name], **options)
+        except UndefinedTestError as exc:
+            values[name], undefined[name] = math.nan, exc.reason
+    return values, undefined
+
+
+__all__ = ["EXTRA_GROUPS", "expand_extras", "extra_choices", "extra_results", "extra_values"]

@@ -139,7 +139,8 @@ def evaluate_groups(
     labels, probs, logits
         The outputs, as for every metric.
     groups : array-like of shape (N,)
-        One group (integer or string) per sample; every group at least 2 samples.
+        One group (integer or string) per sample; every group at least 2 samples (one group
+        alone gets a warning: its gap of 0 compares nothing).
     n_bins, mode, n_boot, level, n_floor_draws, seed
         As in :func:`calibkit.metrics.evaluate` (``n_boot=0``: no intervals).
 
@@ -183,6 +184,10 @@ def evaluate_groups(
         for g, n in zip(grp.names, grp.sizes.tolist(), strict=True)
         if "ece_floor" in values[g] and values[g]["ece"] <= values[g]["ece_floor"]
     ]
+    if len(grp.names) == 1:
+        warnings.insert(
+            0, f"one group only ({grp.names[0]!r}): the worst-group gap compares nothing"
+        )
     return GroupEvaluation(
         names=grp.names,
         sizes=grp.sizes.tolist(),

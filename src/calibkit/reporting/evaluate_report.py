@@ -75,6 +75,8 @@ FIGURE_NAMES = {
 #: Below this share of the ECE, the gap between mean confidence and accuracy does not name a
 #: direction: the model errs both ways (over at some confidences, under at others).
 MIXED_SHARE = 0.5
+#: What a metric these outputs leave undefined shows in place of its value.
+UNDEFINED = "undefined"
 
 HOW_TO_READ = (
     "Calibration errors and accuracy are in percent, scores as fractions; brackets hold the "
@@ -195,21 +197,36 @@ def evaluation_verdict(
     return Verdict(" ".join(sentences), "; ".join(detail) + ".")
 
 
-def metrics_table(ev: Evaluation) -> Table:
-    """Every metric of ``ev`` (labels from the metric registry): value, interval, noise floor."""
+def metrics_table(ev: Evaluation, undefined: Mapping[str, str] | None = None) -> Table:
+    """Every metric of ``ev`` (labels from the metric registry): value, interval, noise floor;
+    a metric of ``undefined`` (name -> reason) shows ``undefined`` (:func:`undefined_notes`
+    says why)."""
     header = ["Metric", "Value", f"{ev.level:.0%} CI", "Noise floor"]
     rows = []
     for name in metric_names(ev):
         floor = ev.values.get(f"{name}_floor")
+        value = UNDEFINED if name in (undefined or {}) else format_value(name, ev.values[name])
         rows.append(
             [
                 Cell(column_info(name).label),
-                Cell(format_value(name, ev.values[name])),
+                Cell(value),
                 Cell(interval_text(name, ev.ci.get(name))),
                 Cell("" if floor is None else format_value(name, floor)),
             ]
         )
     return Table("Metrics", header, rows)
+
+
+def undefined_notes(undefined: Mapping[str, str]) -> list[str]:
+    """One sentence per reason: which metrics these outputs leave undefined, and why.
+
+    >>> undefined_notes({"hosmer_lemeshow_statistic": "why", "hosmer_lemeshow_p": "why"})
+    ['Hosmer-Lemeshow statistic and Hosmer-Lemeshow p-value: undefined (why).']
+    """
+    by_reason: dict[str, list[str]] = {}
+    for name, why in undefined.items():
+        by_reason.setdefault(why, []).append(column_info(name).label)
+    return [f"{' and '.join(names)}: {UNDEFINED} ({why})." for why, names in by_reason.items()]
 
 
 def group_table(ge: GroupEvaluation, key: str | None = None) -> Table:
@@ -290,7 +307,14 @@ def evaluation_document(
     about = f"{_about(run, source)}; {ev.n_bins} equal-width bins, {mode} calibration."
     body: list[Block] = [
         Paragraph(about, meta=True),
-        Section("Metrics", [Paragraph(HOW_TO_READ.format(level=ev.level)), metrics_table(ev)]),
+        Section(
+            "Metrics",
+            [
+                Paragraph(HOW_TO_READ.format(level=ev.level)),
+                metrics_table(ev, run.undefined),
+                *(Paragraph(note) for note in undefined_notes(run.undefined)),
+            ],
+        ),
     ]
     if run.groups is not None:
         ge = run.groups
@@ -310,8 +334,8 @@ def evaluation_document(
 
 def evaluation_text(run: EvaluationRun, source: str, group_key: str | None = None) -> str:
     """The tables for the terminal (shown below the verdict)."""
-    metrics = metrics_table(run.evaluation)
-    lines = [_about(run, source), _text(metrics)]
+    metrics = metrics_table(run.evaluation, run.undefined)
+    lines = [_about(run, source), _text(metrics), *undefined_notes(run.undefined)]
     if run.groups is not None:
         ge = run.groups
         where = f" ({group_key})" if group_key else ""
@@ -327,10 +351,13 @@ def _text(table: Table) -> str:
 def evaluation_results(run: EvaluationRun) -> dict[str, Any]:
     """``results.json``'s numbers: the evaluation's (fractions, intervals, sizes), the mean
     confidence, ``ece_noise_limit`` (the ECE a calibrated model stays below with probability
-    ``level``) and, with groups, ``"groups"``."""
+    ``level``), with groups ``"groups"``, and under ``"undefined"`` the reason of each
+    metric these outputs leave undefined (its value null)."""
     results: dict[str, Any] = run.evaluation.to_dict()
     results |= {"confidence": run.confidence, "ece_noise_limit": run.noise_limit}
     results["mode"] = run.mode
+    if run.undefined:
+        results["undefined"] = dict(run.undefined)
     if run.groups is not None:
         results["groups"] = run.groups.to_dict()
     return results
@@ -411,5 +438,6 @@ __all__ = [
     "group_table",
     "interval_text",
     "metrics_table",
+    "undefined_notes",
     "write_figures",
 ]

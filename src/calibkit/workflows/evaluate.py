@@ -19,13 +19,13 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
-from calibkit.metrics.extras import extra_values
+from calibkit.metrics.extras import extra_results
 from calibkit.metrics.samples import Mode
 from calibkit.metrics.suite import Evaluation, MetricSuite, evaluate
 
@@ -63,6 +63,9 @@ class EvaluationRun:
         The smoothed reliability curve (when the smooth ECE was asked).
     corp : CorpReliability or None
         The CORP reliability curve (with ``corp``).
+    undefined : dict of str to str
+        The extras these outputs leave undefined (a calibration test on constant
+        confidences; their value NaN), each with its reason.
 
     Examples
     --------
@@ -86,6 +89,7 @@ class EvaluationRun:
     groups: GroupEvaluation | None = None
     smooth: SmoothReliability | None = None
     corp: CorpReliability | None = None
+    undefined: dict[str, str] = field(default_factory=dict)
 
 
 def evaluate_outputs(
@@ -114,7 +118,8 @@ def evaluate_outputs(
     extras : tuple of str
         Registered extras (:func:`calibkit.metrics.extras.expand_extras`); ``smooth_ece``
         among them (or ``smooth``) computes the smoothed reliability curve, whose smooth ECE
-        has a bootstrap interval.
+        has a bootstrap interval. An extra these outputs leave undefined is NaN, its reason
+        in :attr:`EvaluationRun.undefined` (the others are computed).
     smooth, corp : bool
         Also compute the smoothed reliability curve / the CORP curve.
     n_bins, mode, n_boot, level, seed
@@ -136,6 +141,10 @@ def evaluate_outputs(
     (0.843, 0.725)
     """
     outputs = as_outputs(outputs)
+    if groups is not None:  # refused before the bootstrap, not after it
+        from calibkit.core.groups import check_groups
+
+        check_groups(groups, outputs.n_samples, min_groups=2)
     ev = evaluate(
         outputs,
         n_bins=n_bins,
@@ -154,7 +163,10 @@ def evaluate_outputs(
         )
     options = {"n_bins": n_bins, "mode": mode, "coverage": coverage, "risk": risk}
     values = dict(ev.values)
-    values |= extra_values(outputs, [n for n in extras if n != "smooth_ece"], **options)
+    computed, undefined = extra_results(
+        outputs, [n for n in extras if n != "smooth_ece"], **options
+    )
+    values |= computed
     ci = dict(ev.ci)
     rel = None
     if smooth or "smooth_ece" in extras:
@@ -175,7 +187,7 @@ def evaluate_outputs(
     draws = suite.noise_draws(N_FLOOR_DRAWS, seed, ("ece",))["ece"]
     limit = float(np.quantile(draws, level))
     ev = replace(ev, values=values, ci=ci)
-    return EvaluationRun(outputs, ev, confidence, limit, mode, per_group, rel, curve)
+    return EvaluationRun(outputs, ev, confidence, limit, mode, per_group, rel, curve, undefined)
 
 
 __all__ = ["EvaluationRun", "evaluate_outputs"]

@@ -1,0 +1,81 @@
+"""CSV files read by Python's csv module (calibkit.io.csv_table): standard quoting kept,
+bad files refused naming the file, missing columns named with those present."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from calibkit.core.errors import InputError
+from calibkit.io.csv_table import listing, missing_name, read_csv_table
+
+
+def _csv(tmp_path: Path, text: str | bytes) -> Path:
+    path = tmp_path / "t.csv"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, newline="")
+    return path
+
+
+def test_standard_quoting_as_pandas_writes_it(tmp_path: Path) -> None:
+    text = (
+        '\ufeffcity, label ,prob_0\r\n"Paris, FR",0,0.25\r\n\r\n"O""Hare, IL", 1,"0.5"\r\n'
+        '"two\nlines",0,1e-3\r\n'
+    )
+    table = read_csv_table(_csv(tmp_path, text))
+    assert table.names == ["city", "label", "prob_0"]
+    assert [row[0] for row in table.rows] == ["Paris, FR", 'O"Hare, IL', "two\nlines"]
+    assert table.numbers([1, 2]).tolist() == [[0.0, 0.25], [1.0, 0.5], [0.0, 0.001]]
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("", "a header row naming the columns, got an empty file"),
+        ("a,b\n1,2\n3\n", r"expected 2 cells in every row .*, got 1 in data row 2"),
+        ('a,b\n"1,2\n', "standard quoting, got unexpected end of data"),
+        ('a,b\n"1"x,2\n', "standard quoting, got .*line 2"),
+    ],
+)
+def test_bad_files_refused_naming_the_file(tmp_path: Path, text: str, match: str) -> None:
+    with pytest.raises(InputError, match=match) as info:
+        read_csv_table(_csv(tmp_path, text))
+    assert info.value.argument.endswith("t.csv")
+
+
+def test_binary_file_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="UTF-8"):
+        read_csv_table(_csv(tmp_path, b"\xff\xfe\x00\x01"))
+
+
+def test_cells_that_are_not_numbers_named_by_row_and_column(tmp_path: Path) -> None:
+    table = read_csv_table(_csv(tmp_path, "a,b\n1,2\n3,\n"))
+    assert table.numbers([0]).tolist() == [[1.0], [3.0]]
+    with pytest.raises(InputError, match="got '' in data row 2, column 'b'"):
+        table.numbers([0, 1])
+
+
+def test_missing_or_repeated_column(tmp_path: Path) -> None:
+    table = read_csv_table(_csv(tmp_path, "label,prob_0,prob_1,prob_2,site,site\n0,1,0,0,a,b\n"))
+    with pytest.raises(InputError) as info:
+        table.column("region", "--groups")
+    assert str(info.value) == (
+        "--groups: expected a column of t.csv (its columns: label, prob_0 .. prob_2, site, "
+        "site), got 'region'"
+    )
+    with pytest.raises(InputError, match=r"one column named 'site' in t\.csv, got 2 of them"):
+        table.column("site", "--groups")
+    assert table.column("prob_1", "x") == 2
+
+
+def test_listing_and_suggestion() -> None:
+    assert listing(["logit_0", "logit_1", "logit_3", "y"]) == "logit_0 .. logit_1, logit_3, y"
+    assert listing([f"x{i}" for i in range(14)]) == ", ".join(
+        [f"x{i}" for i in range(12)] + ["and 2 more"]
+    )
+    err = missing_name("groups", "prob", Path("p.npz"), ["prob_0", "probe"], "array")
+    assert str(err).endswith("got 'prob' (did you mean 'probe'?)")  # never a score column
+    assert "it has no arrays" in str(missing_name("groups", "g", Path("e.npz"), [], "array"))
