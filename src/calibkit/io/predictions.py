@@ -202,6 +202,52 @@ def load_groups(path: str | Path, key: str, n_samples: int) -> np.ndarray:
     return group_names(raw, n_samples, "groups")
 
 
+def load_unlabelled_csv(
+    path: str | Path, kind: ScoreKind | None = None
+) -> tuple[np.ndarray, ScoreKind] | None:
+    """The scores and their kind of a ``.csv`` prediction file without a ``label`` column
+    (rows whose labels are unknown: a label-shift target), or None for a file with one
+    (:func:`load_predictions` reads it). ``kind``, if given, must be that of the columns.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "target.csv"
+    >>> _ = path.write_text("prob_1,prob_0" + chr(10) + "0.25,0.75" + chr(10))
+    >>> scores, kind = load_unlabelled_csv(path)
+    >>> scores.tolist(), kind
+    ([[0.75, 0.25]], 'probs')
+    >>> tmp.cleanup()
+    """
+    p = Path(path)
+    _check_exists(p, "predictions file")
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(str(p), "a UTF-8 text CSV file", "binary or non-UTF-8 content") from None
+    header, _, body = text.partition("\n")
+    names = [c.strip().strip('"').strip() for c in header.split(",")]
+    if "label" in names:
+        return None
+    _, cols, csv_kind = _csv_columns(p, ["label", *names])  # the score columns' layout
+    if kind is not None and kind != csv_kind:
+        raise InputError("kind", f"{csv_kind!r} (the columns of {p.name})", repr(kind))
+    if not body.strip():
+        raise InputError(str(p), "at least one data row after the header", "no rows")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            data = np.loadtxt(io.StringIO(body), delimiter=",", dtype=np.float64, ndmin=2)
+    except ValueError as exc:
+        raise InputError(str(p), "numbers in every cell", str(exc).split("\n")[0]) from None
+    if data.shape[1] != len(names):
+        raise InputError(str(p), f"{len(names)} cells per row", f"{data.shape[1]}")
+    prefix = "logit" if csv_kind == "logits" else "prob"
+    scores = data[:, [c - 1 for c in cols]]
+    return np.asarray(check_scores(scores, csv_kind, name=f"{prefix}_* columns of {p}")), csv_kind
+
+
 # ----- validation ------------------------------------------------------------------------
 def _validate(
     scores: object, labels: object, kind: ScoreKind, scores_name: str, labels_name: str
