@@ -55,6 +55,7 @@ from calibkit.cli.options import (
 from calibkit.core.errors import InputError
 
 if TYPE_CHECKING:
+    from calibkit.cli.common import Scores
     from calibkit.core.outputs import ClassifierOutputs
     from calibkit.workflows.label_shift import LabelShiftResult
 
@@ -139,13 +140,27 @@ def check_args(args: argparse.Namespace) -> None:
         check_method(args.method, "--method", ("logits",))
 
 
+def _read_target(args: argparse.Namespace) -> Scores:
+    """``--target`` read as ``--target-kind`` says (``--kind`` by default); a kind its
+    columns contradict is blamed on the option that gave it."""
+    as_target = argparse.Namespace(**{**vars(args), "kind": args.target_kind or args.kind})
+    try:
+        return read_scores(as_target, args.target, args.target_labels, "--target")
+    except InputError as exc:
+        if exc.argument not in ("kind", "--kind"):
+            raise
+        if args.target_kind:
+            raise renamed(exc, "--target-kind") from None
+        hint = f"{exc.expected}, or --target-kind for the target's own kind"
+        raise InputError("--kind", hint, exc.got) from None
+
+
 def adapt(args: argparse.Namespace, source: ClassifierOutputs) -> LabelShiftResult:
     """:func:`~calibkit.workflows.label_shift.label_shift` of the parsed options, its
     complaints naming the options."""
     from calibkit.workflows.label_shift import label_shift
 
-    as_target = argparse.Namespace(**{**vars(args), "kind": args.target_kind or args.kind})
-    target = read_scores(as_target, args.target, args.target_labels, "--target")
+    target = _read_target(args)
     if target.n_classes != source.n_classes:
         expected = f"scores of the source's {source.n_classes} classes"
         raise InputError("--target", expected, f"{target.n_classes} classes")

@@ -78,7 +78,7 @@ def _how(r: LabelShiftResult) -> str:
         how = f"target priors estimated by {ESTIMATOR_TEXT.get(r.estimator, r.estimator)}"
         if r.estimator == "em":
             converged = "" if r.converged else ", not converged"
-            how += f" ({r.n_iter} iterations{converged})"
+            how += f" ({_iterations(r.n_iter)}{converged})"
         if not r.identified:
             how += " (singular confusion matrix: source priors kept)"
     return f"{how}; calibrator {calibrator}; {r.n_source:,} source rows, {r.n_target:,} target rows"
@@ -113,13 +113,17 @@ def _moved(r: LabelShiftResult) -> str:
     return f"by up to {100 * moved:.1f} points (class {c}: {source:.1f}% -> {target:.1f}%)"
 
 
+def _iterations(n: int) -> str:
+    return f"{n:,} iteration" + ("" if n == 1 else "s")
+
+
 def _cautions(r: LabelShiftResult) -> str:
     """The estimate's caveats in a few words, for the verdict (empty if none)."""
     said = []
     if not r.identified:
         said.append("BBSE's confusion matrix is singular, so the source priors were kept")
     if not r.converged:
-        said.append(f"EM did not converge in {r.n_iter} iterations")
+        said.append(f"EM did not converge in {_iterations(r.n_iter)}")
     k = r.priors.shape[0]
     if not r.given and r.n_target < k:
         said.append(f"{r.n_target:,} target rows are too few for {k} priors")
