@@ -55,9 +55,12 @@ def n_classes(name: str) -> int:
     return 2 if CALIBRATORS.get(name).binary_only else 3
 
 
-def data(name: str, n: int = N_FIT, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Logits (float64) and labels drawn from softmax(logits / 1.5), every class present."""
-    k = n_classes(name)
+def data(
+    name: str, n: int = N_FIT, seed: int = 0, k: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Logits (float64) and labels drawn from softmax(logits / 1.5), every class present
+    (``k`` classes: by default :func:`n_classes`)."""
+    k = n_classes(name) if k is None else k
     z, y = random_problem(n, k, seed=seed, temperature=1.5, scale=2.5)
     y[:k] = np.arange(k)
     return z, y
@@ -68,15 +71,15 @@ def groups(n: int, unseen: bool = False) -> np.ndarray:
     return np.array([f"g{i % (3 if unseen else 2)}" for i in range(n)])
 
 
-def fit(obj: PostHoc, name: str) -> PostHoc:
-    """``obj`` fitted on :func:`data` as its kind needs (module docstring)."""
-    z, y = data(name)
+def fit(obj: PostHoc, name: str, k: int | None = None) -> PostHoc:
+    """``obj`` fitted on :func:`data` (of ``k`` classes) as its kind needs (module docstring)."""
+    z, y = data(name, k=k)
     if obj.kind == "groups":
         g = groups(z.shape[0])
         z = z * np.where(g == "g1", 3.0, 1.0)[:, None]
         return obj.fit(z, y, groups=g)  # type: ignore[call-arg]
     if obj.kind == "priors":
-        target, _ = data(name, n=200, seed=7)
+        target, _ = data(name, n=200, seed=7, k=k)
         shift = np.linspace(1.0, -1.0, target.shape[1])  # a label-shifted target
         return obj.fit(z, y, target_logits=target + shift)  # type: ignore[call-arg]
     return obj.fit(z, y)  # type: ignore[attr-defined,no-any-return]

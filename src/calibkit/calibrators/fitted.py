@@ -17,7 +17,8 @@ What they share, declared once here:
 
 - constructor parameters declared in ``param_constraints`` (name -> constraint, in
   signature order): checked by the constructor, returned by ``get_params``, set (checked,
-  all or nothing) by ``set_params``; ``sklearn.base.clone`` and ``repr`` read them;
+  all or nothing) by ``set_params``; ``sklearn.base.clone`` and ``repr`` read them
+  (``python_only`` names those the command line neither offers nor accepts);
 - ``fit(...) -> self``; fitted state in attributes ending in ``_``, declared in
   ``state_constraints`` (``optional_state`` names those a fit may leave unset); using an
   unfitted object raises :class:`~calibkit.core.errors.NotFittedError`;
@@ -26,7 +27,9 @@ What they share, declared once here:
   undeclared one (:meth:`PostHoc._route`);
 - one JSON document (:mod:`~calibkit.calibrators.persistence`) with its ``kind``, written
   by ``save`` and read back, bit-exact, by :func:`load` (any kind) or ``cls.load`` (that
-  class, or an error saying what the file holds), every field checked;
+  class, or an error saying what the file holds), every field checked (array shapes
+  against ``n_classes_``; relations the declarations cannot state in ``_check_state``; a
+  composed kind's calibrator against its parameters, :meth:`OnCalibrator._check_calibrator_state`);
 - ``to_module()``: the fitted map as a torch module.
 
 :data:`CALIBRATORS` registers every kind by name; ``CALIBRATORS.names(kind="sets")`` asks
@@ -118,6 +121,9 @@ class PostHoc(EstimatorAPI, ABC):
     maps_logits: ClassVar[bool] = False
     #: The constructor parameters: name -> constraint, in signature order.
     param_constraints: ClassVar[Constraints] = {}
+    #: Parameters only Python takes: the command line (``calibkit fit --param``) neither
+    #: offers nor accepts them, and its messages never suggest them.
+    python_only: ClassVar[tuple[str, ...]] = ()
     #: The fitted attributes besides ``n_classes_``, in the order ``fit`` sets them: name
     #: -> constraint (array shapes name ``k``, the classes, and the dimensions of
     #: :meth:`_state_dims`); a loaded state is checked against them.
@@ -322,6 +328,8 @@ class OnCalibrator(PostHoc):
     [True, True]
     """
 
+    #: The calibrator asked for (a :class:`CalibratorSpec`), and the one fitted.
+    calibrator: Any
     calibrator_: Any
 
     def _probs(self, logits: F64) -> F64:
@@ -338,6 +346,32 @@ class OnCalibrator(PostHoc):
             return softmax_module(self.n_classes_)
         module: nn.Module = self.calibrator_.to_module()
         return module
+
+    def _check_calibrator_state(self) -> None:
+        """Refuse a loaded ``calibrator_`` that disagrees with ``params.calibrator``: it is
+        ``None`` exactly when no calibrator is named, else of the named method with the
+        named (or default) parameters, and of this object's number of classes. A kind
+        composed over a calibrator calls it from :meth:`_check_state` (a file whose
+        calibrator was deleted would otherwise silently use the softmax instead)."""
+        spec, fitted = self.calibrator, self.calibrator_
+        field = "state.calibrator_"
+        if spec is None:
+            if fitted is not None:
+                expected = "null, as params.calibrator is null (the softmax of the logits)"
+                raise InputError(field, expected, f"a fitted {fitted.name!r}")
+            return
+        named = CALIBRATORS.create(spec) if isinstance(spec, str) else spec
+        expected = f"a fitted {named.name!r} calibrator, as params.calibrator says"
+        if fitted is None:
+            raise InputError(field, expected, "null")
+        if fitted.name != named.name:
+            raise InputError(field, expected, f"a fitted {fitted.name!r}")
+        if fitted._saved_params() != named._saved_params():
+            expected = f"the parameters params.calibrator gives {named.name!r}"
+            raise InputError(f"{field}.params", expected, "others")
+        if fitted.n_classes_ != self.n_classes_:
+            expected = f"a calibrator of {self.n_classes_} classes (state.n_classes_)"
+            raise InputError(f"{field}.n_classes_", expected, str(fitted.n_classes_))
 
 
 def _same(value: object) -> object:

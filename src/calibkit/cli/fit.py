@@ -93,9 +93,11 @@ def build_calibrator(method: str, params: list[str], klass: type[PostHoc] | None
         key = key.strip()
         if not sep or not key:
             raise InputError("--param", "key=value", repr(item))
-        if key not in declared:
-            valid = ", ".join(declared) or "none"
-            raise InputError("--param", f"a parameter of {method} ({valid})", repr(key))
+        offered = [name for name in declared if name not in klass.python_only]
+        if key not in offered:
+            valid = ", ".join(offered) or "none"
+            python = " (a Python-only parameter)" if key in klass.python_only else ""
+            raise InputError("--param", f"a parameter of {method} ({valid})", repr(key) + python)
         none = value.strip().lower() in NONE_WORDS and _accepts_none(declared[key], key)
         kwargs[key] = None if none else param_value(value)
     checked = check_params(declared, kwargs, "--param", prefix="--param ")
@@ -169,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         if target.shape[1] != out.n_classes:
             expected = f"scores of FILE's {out.n_classes} classes"
             raise InputError("--target", expected, f"{target.shape[1]} classes")
-    _fit(fitted, z, out.labels, groups, target)
+    _fit(fitted, z, out.labels, groups, target, args.file)
     fitted.save(output)
     where = "" if groups is None else f", {len(set(groups.tolist()))} groups in {args.groups!r}"
     print(f"fitted {args.method} on {out.n_samples:,} samples ({out.n_classes} classes{where})")
@@ -192,9 +194,18 @@ def _fit(
     labels: np.ndarray,
     groups: np.ndarray | None,
     target: np.ndarray | None,
+    file: str,
 ) -> None:
-    """Fit ``fitted`` as its kind takes it (groups, or the target to adapt to)."""
+    """Fit ``fitted`` as its kind takes it (groups, or the target to adapt to); a
+    conformal predictor's calibration part (``file``'s rows) checked against its alpha
+    first, before the calibrator's fit, offering what the command line takes."""
     from calibkit.calibrators import Calibrator, ConformalClassifier, PriorShiftAdapter
+
+    if isinstance(fitted, ConformalClassifier):
+        try:
+            fitted.check_calibration_size(labels, z.shape[1], remedy="a larger alpha")
+        except InputError as exc:
+            raise renamed(exc, f"FILE {file}") from None
 
     if isinstance(fitted, PriorShiftAdapter):
         fitted.fit(z, labels, target_logits=target)

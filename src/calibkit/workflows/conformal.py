@@ -71,8 +71,9 @@ def conformal_sets(
 ) -> list[SetsResult]:
     """Every score in ``scores`` fitted on ``cal`` and measured on ``test``.
 
-    Each classifier is built (parameters checked) before any is fitted, so a bad one
-    refuses before work starts; ``randomized`` applies to the scores that have a
+    Each classifier is built (parameters checked) and its calibration part checked against
+    ``alpha`` before any is fitted, so a bad one refuses before work starts (no full sets:
+    a part too small for ``alpha`` is refused); ``randomized`` applies to the scores that have a
     randomised variant (LAC has none). The intervals are seeded bootstrap intervals of the
     test part at ``level`` (``n_boot`` replicates; none with 0).
 
@@ -100,6 +101,8 @@ def conformal_sets(
         )
         for s in scores
     ]
+    for m in models:  # every model's part checked before any fit (a calibrator's can be long)
+        m.check_calibration_size(cal.labels, cal.n_classes, remedy="a larger alpha")
     z_cal, z_test = cal.as_logits(), test.as_logits()
     phase = Phase(_log, f"conformal sets of {len(models)} scores", 2 * len(models))
     for m in models:

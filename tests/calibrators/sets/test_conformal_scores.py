@@ -161,3 +161,25 @@ def test_the_classifier_builds_its_score_from_its_parameters() -> None:
     assert score.get_params() == {"penalty": 0.25, "k_reg": 2}
     assert isinstance(ConformalClassifier(score="lac").score_object(), LAC)
     assert cp.get_params()["score"] == "raps"  # the saved document keeps the name
+
+
+# ----- the declared range of each score (what a loaded threshold is checked against) -------
+#: Each score's range on 4 classes by hand: RAPS(0.5, 1) adds 0.5 * (4 - 1), SAPS(0.25) is
+#: below 1 + 0.25 * (4 - 1) at the last rank.
+HAND_RANGES = {"lac": 1.0, "aps": 1.0, "raps": 2.5, "saps": 1.75}
+HAND_SCORES = {"lac": LAC(), "aps": APS(), "raps": RAPS(penalty=0.5, k_reg=1), "saps": SAPS(0.25)}
+
+
+@pytest.mark.parametrize("name", HAND_RANGES)
+def test_every_score_stays_in_its_declared_range_and_reaches_its_ends(name: str) -> None:
+    score = HAND_SCORES[name]
+    assert score.value_range(4) == (0.0, HAND_RANGES[name])
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.full(4, 0.3), size=2000)
+    for u in (None, rng.random(2000), np.zeros(2000), np.full(2000, np.nextafter(1.0, 0.0))):
+        s = score.numpy(p, u)
+        assert s.min() >= 0.0, name
+        assert s.max() <= HAND_RANGES[name] + 1e-12, name
+    one_hot = np.array([[1.0, 0.0, 0.0, 0.0]])  # the top class sure, the last ranked 4th
+    assert score.numpy(one_hot).max() == HAND_RANGES[name]
+    assert score.numpy(one_hot, np.array([np.nextafter(1.0, 0.0)])).min() < 1e-15

@@ -72,6 +72,7 @@ from calibkit.calibrators.fitted import CALIBRATORS, CalibratorSpec, FittedObjec
 from calibkit.calibrators.sets.conformal_scores import (
     RAPS,
     SAPS,
+    SCORE_TOL,
     SCORES,
     ConformalScore,
     ScoreName,
@@ -79,7 +80,7 @@ from calibkit.calibrators.sets.conformal_scores import (
 )
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array
-from calibkit.core.outputs import as_outputs
+from calibkit.core.outputs import as_outputs, check_labels
 from calibkit.core.splits import stratified_split
 from calibkit.core.validation import (
     MISCOVERAGE,
@@ -199,6 +200,13 @@ def conformal_threshold(scores: F64, alpha: float) -> float:
     return math.inf if k > scores.shape[0] else float(np.partition(scores, k - 1)[k - 1])
 
 
+def _refuse_at(field: str, expected: str, values: F64, bad: Mask) -> None:
+    """An InputError naming ``field`` and its first ``bad`` entry, if any."""
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(field, expected, f"{float(values[i])!r} at index {i}")
+
+
 def set_scores(
     probs: F64,
     score: str,
@@ -273,6 +281,9 @@ class ConformalClassifier(OnCalibrator):
     """
 
     kind: ClassVar[str] = "sets"
+    #: Sets that are all full say nothing: only a Python caller, who asked for them in so
+    #: many words, gets them; the command line refuses a part too small for alpha instead.
+    python_only: ClassVar[tuple[str, ...]] = ("allow_full_sets",)
 
     score: str
     alpha: float
@@ -369,16 +380,10 @@ class ConformalClassifier(OnCalibrator):
             raise InputError("sample_weight", "None for 'conformal' (unweighted ranks)", "weights")
         out = as_outputs(labels, logits=logits)
         z, y = np.asarray(out.as_logits(), dtype=np.float64), out.labels
-        quantile_rows = np.arange(y.shape[0])
+        quantile_rows, fit_rows = self._split_rows(y)
+        self._check_enough(np.bincount(y[quantile_rows], minlength=out.n_classes))
         calibrator, fitted = CalibratorSpec.resolve(self.calibrator)
         if calibrator is not None and not fitted:
-            fit_rows = quantile_rows
-            if self.calibrator_split is not None:
-                if y.shape[0] < 2:
-                    raise InputError("labels", "at least 2 calibration rows to split", "1")
-                quantile_rows, fit_rows = stratified_split(
-                    y, self.calibrator_split, self.seed, every_class_in_both=False
-                )
             calibrator.fit(z[fit_rows], y[fit_rows])
         if calibrator is not None and calibrator.n_classes_ != out.n_classes:
             expected = f"a calibrator of {out.n_classes} classes, as the logits"
@@ -397,7 +402,6 @@ class ConformalClassifier(OnCalibrator):
             if self.mondrian
             else [label_scores]
         )
-        self._check_enough(counts if self.mondrian else np.array([yq.shape[0]]))
         values = [conformal_threshold(g, self.alpha) for g in groups]
         self.thresholds_ = np.array(
             values if self.mondrian else values * self.n_classes_, dtype=np.float64
@@ -413,8 +417,63 @@ class ConformalClassifier(OnCalibrator):
         self.errors_ = (probs.argmax(axis=1) != yq)[by_confidence].astype(np.int64)
         return self
 
-    def _check_enough(self, counts: npt.NDArray[np.int64]) -> None:
+    def _split_rows(self, y: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.intp], ...]:
+        """The rows that give the quantile and those that fit the calibrator (the same rows
+        unless a calibrator is fitted here on its ``calibrator_split``)."""
+        rows = np.arange(y.shape[0])
+        spec = self.calibrator
+        if spec is None or self.calibrator_split is None or CalibratorSpec.resolve(spec)[1]:
+            return rows, rows
+        if y.shape[0] < 2:
+            raise InputError("labels", "at least 2 calibration rows to split", "1")
+        quantile, fit = stratified_split(
+            y, self.calibrator_split, self.seed, every_class_in_both=False
+        )
+        return quantile, fit
+
+    def check_calibration_size(
+        self, labels: object, n_classes: int | None = None, *, remedy: str = "allow_full_sets=True"
+    ) -> None:
+        """Refuse, before any work, calibration labels too few for ``alpha``: the InputError
+        (argument ``"calibration part"``) that :meth:`fit` raises first, fitting nothing.
+
+        Parameters
+        ----------
+        labels : array-like of int
+            The calibration labels :meth:`fit` would get.
+        n_classes : int, optional
+            The number of classes (default: the largest label + 1); with ``mondrian``, a
+            class without rows has no quantile.
+        remedy : str
+            The way out the message offers besides more rows: ``allow_full_sets=True`` in
+            Python; a caller that does not offer that parameter (a workflow, the command
+            line) names its own (``"a larger alpha"``).
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> cp = ConformalClassifier(alpha=0.01, calibrator=None)
+        >>> cp.check_calibration_size(np.arange(50) % 2, remedy="a larger alpha")
+        ... # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        calibkit.core.errors.InputError: calibration part: expected at least 99 ..., got 50 ...
+        """
+        y = check_labels(labels, n_classes=n_classes)
+        k = int(y.max()) + 1 if n_classes is None else n_classes
+        quantile_rows, _ = self._split_rows(y)
+        self._check_enough(np.bincount(y[quantile_rows], minlength=k), remedy)
+
+    def _check_enough(
+        self, counts: npt.NDArray[np.int64], remedy: str = "allow_full_sets=True"
+    ) -> None:
+        """Refuse quantile parts (each class's with ``mondrian``, else all ``counts``
+        together) of fewer rows than ``alpha`` needs, unless ``allow_full_sets``."""
         need = rows_needed(self.alpha)
+        counts = counts if self.mondrian else np.array([int(counts.sum())])
         short = np.flatnonzero(counts < need)
         if short.size == 0 or self.allow_full_sets:
             return
@@ -426,7 +485,7 @@ class ConformalClassifier(OnCalibrator):
         raise InputError(
             "calibration part",
             f"at least {need} {rows}{' per class' if self.mondrian else ''} for alpha="
-            f"{self.alpha:g} (ceil((n + 1)(1 - alpha)) <= n), or allow_full_sets=True",
+            f"{self.alpha:g} (ceil((n + 1)(1 - alpha)) <= n), or {remedy}",
             where + (split if self.calibrator is not None else ""),
         )
 
@@ -543,9 +602,15 @@ class ConformalClassifier(OnCalibrator):
             return None
         if u is None:
             return self._draw(n, 1)
-        arr = np.asarray(u, dtype=np.float64)
-        if arr.shape != (n,) or not np.all((arr >= 0) & (arr < 1)):
-            raise InputError("u", f"{n} values in [0, 1)", f"shape {arr.shape}")
+        import torch
+
+        from calibkit.calibrators.sets.conformal_module import check_uniform
+
+        try:
+            arr = np.asarray(u, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError("u", f"{n} values in [0, 1), one per row", "no numbers") from None
+        check_uniform(torch.tensor(arr), n)  # the modules' check, the same message
         return arr
 
     # ----- export ------------------------------------------------------------------------
@@ -591,12 +656,60 @@ class ConformalClassifier(OnCalibrator):
                 raise InputError("state.score_labels_", "the labels class_counts_ counts", "others")
             if (np.diff(self.confidences_) > 0).any():
                 raise InputError("state.confidences_", "non-increasing values", "an increase")
-        if self.calibrator_ is not None and self.calibrator_.n_classes_ != self.n_classes_:
-            raise InputError(
-                "state.calibrator_", f"a calibrator of {self.n_classes_} classes", "another"
+        self._check_calibrator_state()
+        self._check_thresholds(all(stored))
+
+    def _check_thresholds(self, scores_stored: bool) -> None:
+        """Refuse loaded thresholds no fit gives: each in the score's range
+        (:meth:`~calibkit.calibrators.sets.conformal_scores.ConformalScore.value_range`, the
+        one declaration), ``inf`` exactly where ``allow_full_sets=True`` let too few rows
+        through, one value for every class unless ``mondrian``, and, where the calibration
+        scores are stored (files of calibkit 1), their quantile at ``alpha``."""
+        low, high = self.score_object().value_range(self.n_classes_)
+        on = f"the range of the {self.score!r} score on {self.n_classes_} classes"
+        span = f"[{low:g}, {high:g}] ({on})"
+        short = self._short_parts()
+        for field in ("thresholds_", "label_scores_") if scores_stored else ("thresholds_",):
+            values = getattr(self, field)
+            outside = (values < low - SCORE_TOL) | (values > high + SCORE_TOL)
+            if field == "thresholds_":  # inf where allowed: checked below
+                outside &= ~(np.isposinf(values) & short)
+            _refuse_at(f"state.{field}", f"values in {span}", values, outside)
+        need = f"{rows_needed(self.alpha)} calibration rows for alpha={self.alpha:g}"
+        full = np.isposinf(self.thresholds_)
+        if not self.allow_full_sets and short.any():
+            field = "state.class_counts_" if self.mondrian else "state.n_calibration_"
+            raise InputError(field, f"at least {need} (allow_full_sets=False)", "fewer")
+        expected = f"inf (no finite quantile: fewer than {need}, allow_full_sets=True)"
+        _refuse_at("state.thresholds_", expected, self.thresholds_, short & ~full)
+        if not self.mondrian and (self.thresholds_ != self.thresholds_[0]).any():
+            expected = "one value for every class (mondrian=False)"
+            _refuse_at(
+                "state.thresholds_",
+                expected,
+                self.thresholds_,
+                self.thresholds_ != self.thresholds_[0],
             )
-        if (self.calibrator_ is None) != (self.calibrator is None):
-            raise InputError("state.calibrator_", "a calibrator as params.calibrator says", "other")
+        if scores_stored:
+            quantiles = self.thresholds(self.alpha)
+            expected = (
+                f"the quantiles of the stored label_scores_ at alpha={self.alpha:g}, "
+                f"{quantiles.tolist()}"
+            )
+            _refuse_at(
+                "state.thresholds_", expected, self.thresholds_, quantiles != self.thresholds_
+            )
+
+    def _short_parts(self) -> Mask:
+        """Per class, whether its quantile's part (its own rows with ``mondrian``, else every
+        row) has fewer rows than ``alpha`` needs; a loaded state's check."""
+        if int(self.class_counts_.sum()) != self.n_calibration_:
+            expected = f"counts summing to n_calibration_ = {self.n_calibration_}"
+            raise InputError("state.class_counts_", expected, str(int(self.class_counts_.sum())))
+        counts = (
+            self.class_counts_ if self.mondrian else np.full(self.n_classes_, self.n_calibration_)
+        )
+        return np.asarray(counts < rows_needed(self.alpha))
 
     @classmethod
     def _upgrade(

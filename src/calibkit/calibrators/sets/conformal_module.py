@@ -6,7 +6,8 @@ a :class:`ConformalSets`: the calibrator's module (or a softmax) gives float64
 probabilities, the score object (:mod:`~calibkit.calibrators.sets.conformal_scores`, a module)
 computes every class's score with its torch half, and a class is in the set when its score
 is at or below its stored threshold. A randomised score takes the uniform ``u`` (one value
-in [0, 1) per row) as a second input: ``module(logits, u)``.
+in [0, 1) per row) as a second input: ``module(logits, u)``; any other ``u`` is refused as
+``predict_set`` refuses it (:func:`check_uniform`, the one check of both).
 
 The torch halves rank classes by pairwise comparisons instead of a sort, so the module
 scripts, exports and runs in ONNX; memory is O(N K^2) per batch. A score may differ from
@@ -36,8 +37,65 @@ __all__ = [
     "ConformalSets",
     "RandomizedConformalPredictor",
     "RandomizedConformalSets",
+    "check_uniform",
     "softmax_module",
 ]
+
+
+@torch.jit.unused
+def _refuse_u(u: Tensor, n: int, expected: str) -> None:
+    """The InputError of :func:`check_uniform`, naming the shape or the first value refused."""
+    if u.dim() != 1 or u.shape[0] != n:
+        got = f"shape {tuple(u.shape)}"
+    else:
+        i = int(torch.nonzero(~((u >= 0.0) & (u < 1.0)))[0, 0])
+        got = f"{float(u[i])!r} at index {i}"
+    raise InputError("u", expected, got)
+
+
+def check_uniform(u: Tensor, n: int) -> None:
+    """Refuse ``u`` unless it holds ``n`` values in [0, 1) (NaN refused): the one check of
+    the uniform draws of a randomised score, shared by
+    :meth:`~calibkit.calibrators.sets.conformal.ConformalClassifier.predict_set` and the
+    modules that take ``u``.
+
+    Eager, it raises an :class:`~calibkit.core.errors.InputError` naming ``u`` and the
+    first value refused; scripted, a ``ValueError``; in a ``torch.export`` program, a
+    runtime assertion. An ONNX graph cannot raise: ONNX Runtime drops the assertion, so
+    there a caller checks ``u`` itself.
+
+    Parameters
+    ----------
+    u : Tensor
+        The uniform values, one per row.
+    n : int
+        The number of rows.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> check_uniform(torch.tensor([0.0, 0.5]), 2)
+    >>> check_uniform(torch.tensor([0.5, 1.5]), 2)
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: u: expected 2 values in [0, 1), one per row, got 1.5 at index 1
+    """
+    expected = str(n) + " values in [0, 1), one per row"
+    if u.dim() != 1 or u.shape[0] != n:
+        if torch.jit.is_scripting():  # type: ignore[attr-defined]
+            raise ValueError("u: expected " + expected + ", got another shape")
+        _refuse_u(u, n, expected)
+    inside = (u >= 0.0) & (u < 1.0)  # False for NaN
+    if torch.jit.is_scripting():  # type: ignore[attr-defined]
+        if not bool(inside.all()):
+            raise ValueError("u: expected " + expected + ", got other values")
+    elif torch.compiler.is_exporting():
+        torch._assert_async(inside.all(), "u: expected " + expected)
+    elif not bool(inside.all()):
+        _refuse_u(u, n, expected)
 
 
 class ConformalSets(nn.Module):
@@ -104,14 +162,13 @@ class RandomizedConformalSets(ConformalSets):
     --------
     >>> from calibkit.calibrators.sets.conformal_scores import APS
     >>> m = RandomizedConformalSets(softmax_module(2), APS(), np.array([0.5, 0.5]), True)
-    >>> u = torch.tensor([0.0, 1.0], dtype=torch.float64)  # score: mass to the class, less u p
+    >>> u = torch.tensor([0.0, 0.9], dtype=torch.float64)  # score: mass to the class, less u p
     >>> m(torch.tensor([[0.0, 3.0], [0.0, 3.0]]), u).tolist()
     [[False, False], [False, True]]
     """
 
     def forward(self, logits: Tensor, u: Tensor) -> Tensor:  # type: ignore[override]
-        if u.dim() != 1 or u.shape[0] != logits.shape[0]:
-            raise ValueError("u: expected one uniform value per row of logits")
+        check_uniform(u, logits.shape[0])
         return self.sets(logits, u)
 
 
@@ -178,7 +235,7 @@ class RandomizedConformalPredictor(ConformalPredictor):
     --------
     >>> from calibkit.calibrators.sets.conformal_scores import APS
     >>> m = RandomizedConformalPredictor(softmax_module(2), APS(), np.array([0.5, 0.5]), 0.9, True)
-    >>> u = torch.tensor([0.0, 1.0], dtype=torch.float64)
+    >>> u = torch.tensor([0.0, 0.9], dtype=torch.float64)
     >>> m(torch.tensor([[0.0, 3.0], [0.0, 3.0]]), u)[1].tolist()
     [[False, False], [False, True]]
     """
@@ -186,6 +243,5 @@ class RandomizedConformalPredictor(ConformalPredictor):
     def forward(  # type: ignore[override]
         self, logits: Tensor, u: Tensor
     ) -> tuple[Tensor, Tensor, Tensor]:
-        if u.dim() != 1 or u.shape[0] != logits.shape[0]:
-            raise ValueError("u: expected one uniform value per row of logits")
+        check_uniform(u, logits.shape[0])
         return self.answers(logits, u)

@@ -49,6 +49,10 @@ from calibkit.core.registry import Registry
 from calibkit.core.validation import Constraint, Constraints, Integer, Real, check_params
 
 F64 = npt.NDArray[np.float64]
+#: How far (absolute) a score computed in floating point may stray outside its exact range
+#: (:meth:`ConformalScore.value_range`): probabilities that sum to 1 to a few units in the
+#: last place give cumulative masses a few units above 1.
+SCORE_TOL = 1e-9
 
 
 class ConformalScore(nn.Module):
@@ -94,6 +98,24 @@ class ConformalScore(nn.Module):
 
     def torch(self, p: Tensor, u: Tensor) -> Tensor:
         """:meth:`numpy` in torch (``u``: ``(N,)``, zeros for the non-randomised score)."""
+        raise NotImplementedError
+
+    def value_range(self, n_classes: int) -> tuple[float, float]:
+        """The least and the greatest value the score can take on ``n_classes`` classes,
+        for any probabilities and any ``U`` in [0, 1): declared beside the formula, the one
+        source a loaded threshold is checked against (a fitted threshold is one of the
+        calibration rows' scores, so it lies in this range, to :data:`SCORE_TOL`).
+
+        Parameters
+        ----------
+        n_classes : int
+            ``K``, the number of classes.
+
+        Returns
+        -------
+        tuple of float
+            ``(low, high)``.
+        """
         raise NotImplementedError
 
     def forward(self, p: Tensor, u: Tensor) -> Tensor:
@@ -214,6 +236,14 @@ class LAC(ConformalScore):
     def torch(self, p: Tensor, u: Tensor) -> Tensor:
         return 1.0 - p
 
+    def value_range(self, n_classes: int) -> tuple[float, float]:
+        """``1 - p_y`` lies in [0, 1].
+
+        >>> LAC().value_range(10)
+        (0.0, 1.0)
+        """
+        return 0.0, 1.0
+
 
 @SCORES.register("aps")
 class APS(ConformalScore):
@@ -239,6 +269,14 @@ class APS(ConformalScore):
     def torch(self, p: Tensor, u: Tensor) -> Tensor:
         ahead, _ = _pairwise_rank(p)
         return _pairwise_aps(p, u, ahead)
+
+    def value_range(self, n_classes: int) -> tuple[float, float]:
+        """A cumulative mass less a part of its last term: in [0, 1].
+
+        >>> APS().value_range(10)
+        (0.0, 1.0)
+        """
+        return 0.0, 1.0
 
 
 @SCORES.register("raps")
@@ -282,6 +320,14 @@ class RAPS(ConformalScore):
         penalised = torch.clamp(rank - float(self.k_reg), min=0.0)
         return _pairwise_aps(p, u, ahead) + self.penalty * penalised
 
+    def value_range(self, n_classes: int) -> tuple[float, float]:
+        """APS's [0, 1] plus at most ``penalty * max(0, K - k_reg)`` (the last rank's).
+
+        >>> RAPS(penalty=0.1, k_reg=1).value_range(3)
+        (0.0, 1.2)
+        """
+        return 0.0, 1.0 + self.penalty * max(0, n_classes - self.k_reg)
+
 
 @SCORES.register("saps")
 class SAPS(ConformalScore):
@@ -317,3 +363,11 @@ class SAPS(ConformalScore):
         uu = u.to(p.dtype).unsqueeze(1)
         top = p.max(dim=1, keepdim=True).values
         return torch.where(rank == 1.0, (1.0 - uu) * top, top + self.weight * (rank - 1.0 - uu))
+
+    def value_range(self, n_classes: int) -> tuple[float, float]:
+        """``(1 - U) p_(1)`` in [0, 1] at rank 1, else below ``1 + weight * (K - 1)``.
+
+        >>> SAPS(weight=0.25).value_range(5)
+        (0.0, 2.0)
+        """
+        return 0.0, 1.0 + self.weight * (n_classes - 1)

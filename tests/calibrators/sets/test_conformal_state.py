@@ -1,0 +1,159 @@
+"""A saved conformal predictor is cross-checked on load (issue 32): its thresholds lie in
+the range its score can take (declared once, beside each score), are infinite only where
+``allow_full_sets=True`` let too few rows through, and equal the quantile of the stored
+calibration scores; its calibrator agrees with its parameters. A tampered file is refused
+naming the file, the field and what is allowed, by the library and by ``calibkit apply``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from calibkit.calibrators import ConformalClassifier, load
+from calibkit.cli import main
+from calibkit.core.errors import InputError
+from tests.calibrators.problems import random_problem
+
+#: Each score's range on 3 classes, by hand: LAC and APS in [0, 1]; RAPS adds at most
+#: 0.1 * (3 - 1); SAPS's last rank is below 1 + 0.2 * (3 - 1).
+RANGES = {"lac": "[0, 1]", "aps": "[0, 1]", "raps": "[0, 1.2]", "saps": "[0, 1.4]"}
+#: The tampered thresholds of the issue: every set empty, or every set full (infinity as
+#: calibkit encodes it, and as the JSON literal ``Infinity`` that Python's json reads).
+TAMPERED = [-5.0, 1e300, {"__float__": "inf"}, float("inf")]
+
+
+@functools.cache
+def _document(score: str, calibrator: str | None = "temperature", **params: Any) -> str:
+    z, y = random_problem(400, 3, seed=0)
+    cp = ConformalClassifier(score=score, alpha=0.1, calibrator=calibrator, **params)
+    return json.dumps(cp.fit(z, y).to_json())
+
+
+def _refused(tmp_path: Path, doc: dict[str, Any], *parts: str) -> str:
+    path = tmp_path / "tampered.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        load(path)
+    message = str(info.value)
+    assert message.startswith(f"calibkit file {path}: "), message
+    for part in parts:
+        assert part in message, (part, message)
+    return message
+
+
+def _thresholds(doc: dict[str, Any]) -> list[Any]:
+    return doc["state"]["thresholds_"]["__ndarray__"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("value", TAMPERED, ids=["negative", "huge", "infinite", "Infinity"])
+@pytest.mark.parametrize("score", RANGES)
+def test_a_threshold_outside_the_score_range_is_refused(
+    score: str, value: object, tmp_path: Path
+) -> None:
+    doc = json.loads(_document(score))
+    doc["state"]["thresholds_"]["__ndarray__"] = [value] * 3
+    _refused(tmp_path, doc, "state.thresholds_", f"values in {RANGES[score]}", repr(score))
+
+
+@pytest.mark.parametrize("mondrian", [False, True])
+def test_a_threshold_in_range_but_not_the_stored_quantile_is_refused(
+    mondrian: bool, tmp_path: Path
+) -> None:
+    doc = json.loads(_document("lac", mondrian=mondrian))
+    thresholds = _thresholds(doc)
+    thresholds[:] = [min(t + 0.05, 1.0) for t in thresholds]  # still in [0, 1]
+    _refused(tmp_path, doc, "state.thresholds_", "quantiles of the stored label_scores_")
+
+
+def test_one_threshold_changed_without_mondrian_is_refused(tmp_path: Path) -> None:
+    doc = json.loads(_document("aps"))
+    _thresholds(doc)[1] = 0.5
+    _refused(tmp_path, doc, "state.thresholds_", "one value for every class")
+
+
+def test_a_stored_score_outside_the_range_is_refused(tmp_path: Path) -> None:
+    doc = json.loads(_document("raps"))
+    doc["state"]["label_scores_"]["__ndarray__"][-1] = 7.0  # still sorted
+    _refused(tmp_path, doc, "state.label_scores_", "values in [0, 1.2]", "7.0")
+
+
+def _full_sets_document(allow: bool) -> dict[str, Any]:
+    z, y = random_problem(6, 3, seed=0)  # alpha 0.1 needs 9 rows: the quantile is infinite
+    cp = ConformalClassifier(alpha=0.1, calibrator=None, allow_full_sets=True).fit(z, y)
+    doc = cp.to_json()
+    doc["params"]["allow_full_sets"] = allow
+    return doc
+
+
+def test_infinite_thresholds_load_only_where_allow_full_sets_let_them(tmp_path: Path) -> None:
+    path = tmp_path / "full.json"
+    path.write_text(json.dumps(_full_sets_document(True)), encoding="utf-8")
+    assert load(path).predict_set(np.zeros((2, 3))).all()  # the sets asked for: full
+    _refused(tmp_path, _full_sets_document(False), "state.n_calibration_", "at least 9")
+    doc = _full_sets_document(True)
+    _thresholds(doc)[:] = [0.5] * 3
+    _refused(tmp_path, doc, "state.thresholds_", "expected inf", "0.5 at index 0")
+
+
+def test_class_counts_must_add_up_to_the_calibration_rows(tmp_path: Path) -> None:
+    doc = json.loads(_document("aps", calibrator=None))
+    doc["state"]["n_calibration_"] += 1
+    doc["state"]["class_counts_"]["__ndarray__"][0] += 1  # the stored rows are one fewer
+    _refused(tmp_path, doc, "state.")
+
+
+# ----- the calibrator underneath agrees with the parameters -----------------------------------
+def test_a_deleted_calibrator_is_refused_not_replaced_by_softmax(tmp_path: Path) -> None:
+    doc = json.loads(_document("aps"))
+    doc["state"]["calibrator_"] = None
+    _refused(tmp_path, doc, "state.calibrator_", "a fitted 'temperature' calibrator", "got null")
+
+
+def test_a_calibrator_where_none_is_named_is_refused(tmp_path: Path) -> None:
+    doc = json.loads(_document("aps"))
+    doc["params"]["calibrator"] = None
+    _refused(tmp_path, doc, "state.calibrator_", "null, as params.calibrator is null")
+
+
+def test_a_calibrator_of_another_method_is_refused(tmp_path: Path) -> None:
+    doc = json.loads(_document("aps"))
+    doc["params"]["calibrator"] = "histogram"
+    _refused(tmp_path, doc, "state.calibrator_", "'histogram'", "got a fitted 'temperature'")
+
+
+def test_a_calibrator_with_other_parameters_is_refused(tmp_path: Path) -> None:
+    doc = json.loads(_document("aps"))
+    doc["state"]["calibrator_"]["params"]["t_max"] = 20.0  # its temperature is still inside
+    _refused(tmp_path, doc, "state.calibrator_.params", "'temperature'")
+
+
+def test_a_calibrator_of_another_class_count_is_refused(tmp_path: Path) -> None:
+    doc = json.loads(_document("aps"))
+    doc["state"]["calibrator_"]["state"]["n_classes_"] = 4
+    _refused(tmp_path, doc, "state.calibrator_.n_classes_", "3 classes", "got 4")
+
+
+def test_calibkit_apply_refuses_a_tampered_threshold_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    z, y = random_problem(50, 3, seed=1)
+    np.savez(tmp_path / "preds.npz", logits=z, labels=y)
+    doc = json.loads(_document("raps"))
+    _thresholds(doc)[:] = [-5.0] * 3
+    (tmp_path / "cp.json").write_text(json.dumps(doc), encoding="utf-8")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    capsys.readouterr()
+    assert main(["apply", "cp.json", "preds.npz", "--out", "sets.npz"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("calibkit: error: calibkit file cp.json: state.thresholds_: expected")
+    assert "values in [0, 1.2]" in err
+    assert "-5.0" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
