@@ -624,19 +624,7 @@ class PriorShiftAdapter(OnCalibrator):
                     f"{source[j]:.6g} for class {j} ({counts[j]:.6g} rows)",
                 )
         self._check_adapt_state()
-        if (self.calibrator_ is None) != (self.calibrator is None):
-            raise InputError(
-                "state.calibrator_", "a fitted calibrator as params.calibrator says", "other"
-            )
-        if self.calibrator_ is not None:
-            spec = self.calibrator
-            name = (
-                CALIBRATORS.canonical(spec) if isinstance(spec, str) else getattr(spec, "name", "")
-            )
-            if self.calibrator_.name != name or self.calibrator_.n_classes_ != k:
-                raise InputError(
-                    "state.calibrator_", f"a {name!r} calibrator of {k} classes", "another"
-                )
+        self._check_calibrator_state()
 
     def _check_adapt_state(self) -> None:
         present = [name for name in (*ADAPT_STATE, *ADAPT_FLAGS) if hasattr(self, name)]
