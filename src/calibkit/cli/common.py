@@ -172,8 +172,8 @@ def read_scores(
     args: argparse.Namespace, path: str, labels: str | None, option: str = "FILE"
 ) -> Scores:
     """The prediction file ``path`` as :func:`read_outputs` reads it, its labels optional:
-    an ``.npz`` without a labels array, or a ``.npy`` without a labels file (with
-    ``--kind``), gives scores only. The other layouts (``.csv``, ``.pt``) need labels."""
+    an ``.npz`` without a labels array, a ``.csv`` without a ``label`` column, or a ``.npy``
+    without a labels file (with ``--kind``), gives scores only. A ``.pt`` needs labels."""
     import numpy as np
 
     from calibkit.core.outputs import ClassifierOutputs, check_scores
@@ -194,12 +194,24 @@ def read_scores(
             keys = ", ".join(sorted(arrays)) or "none"
             raise InputError(str(p), "a 'logits' or 'probs' array (or name the key)", keys)
         scores = arrays[key]
+    elif p.suffix.lower() == ".csv" and labels is None and (csv := _unlabelled_csv(args, p)):
+        scores, kind = csv
     else:
         out = read_outputs(args, path, labels)
         return Scores(out.as_logits(), out.labels, out)
     s = check_scores(scores, kind, name=f"{kind} in {p}")
     unlabelled = ClassifierOutputs(labels=np.zeros(s.shape[0], np.int64), scores=s, kind=kind)
     return Scores(unlabelled.as_logits(), None, None)
+
+
+def _unlabelled_csv(args: argparse.Namespace, p: Path) -> tuple[np.ndarray, str] | None:
+    """The scores of a ``.csv`` without a ``label`` column (None for one with it)."""
+    from calibkit.io.predictions import load_unlabelled_csv
+
+    try:
+        return load_unlabelled_csv(p, args.kind)
+    except InputError as exc:
+        raise renamed(exc, "--kind") if exc.argument == "kind" else exc from None
 
 
 def read_groups(

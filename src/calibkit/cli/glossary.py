@@ -62,6 +62,11 @@ GLOSSARY: dict[str, Term] = {
         "labels beside --target", "labels (.npy) beside a .npy --target file", ("labelshift",)
     ),
     "--kind": Term("score kind", "logits or probs: what the file's scores are", _FILES),
+    "--target-kind": Term(
+        "score kind of --target",
+        "logits or probs: what --target's scores are (default: as --kind says)",
+        ("labelshift",),
+    ),
     "--scores-key": Term("score array name", "name of the score array (with --kind)", _FILES),
     "--labels-key": Term("label array name", "name of the label array", _FILES),
     "--groups": Term(

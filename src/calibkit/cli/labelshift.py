@@ -3,9 +3,15 @@
 ``--cal FILE`` (labelled) fits the calibrator (``--method``, default bcts), the source
 priors and BBSE's confusion matrix; ``--target FILE``'s scores give the target priors,
 estimated by ``--estimator`` (em or bbse) or given by ``--priors``. The target's labels are
-optional (an ``.npz`` without a ``labels`` array, or a ``.npy`` without
-``--target-labels``); with labels the report also scores the unadapted, adapted and oracle
-posteriors, with bootstrap intervals (``--n-boot``, ``--level``, ``--seed``).
+optional (an ``.npz`` without a ``labels`` array, a ``.csv`` without a ``label`` column,
+or a ``.npy`` without ``--target-labels``); with labels the report also scores the
+unadapted, adapted and oracle posteriors, with bootstrap intervals (``--n-boot``,
+``--level``, ``--seed``). ``--kind`` says what both files' scores are; ``--target-kind``
+overrides it for the target (logits on one side, probabilities on the other).
+
+An estimate to read with care (EM not converged, BBSE's confusion matrix singular: the
+source priors kept, fewer target rows than classes) is said as a ``calibkit: warning:``
+line and in the report (its verdict, a caution paragraph, ``results.json``'s ``caveats``).
 
 The report opens with its verdict (how much adapting helped, or how far the priors moved);
 with ``--out DIR`` the folder holds ``report.md``, ``report.html``, ``results.json`` and the
@@ -49,6 +55,7 @@ from calibkit.cli.options import (
 from calibkit.core.errors import InputError
 
 if TYPE_CHECKING:
+    from calibkit.cli.common import Scores
     from calibkit.core.outputs import ClassifierOutputs
     from calibkit.workflows.label_shift import LabelShiftResult
 
@@ -72,6 +79,8 @@ def add_arguments(sub: Subparsers) -> None:
     for dest in ("source_file", "target_file"):  # the former positionals
         p.add_argument(dest, nargs="?", help=argparse.SUPPRESS)
     add_input_options(p, labels=False)
+    what = "score kind of --target when it differs from --cal's (default: --kind's)"
+    p.add_argument("--target-kind", choices=("logits", "probs"), help=what)
     deprecated(p, "--labels", "--cal-labels", metavar="L.npy")
     what = "calibrator of logits fitted on --cal, or none (default %(default)s)"
     opt(p, "--method", "NAME", what, default="bcts")
@@ -131,12 +140,27 @@ def check_args(args: argparse.Namespace) -> None:
         check_method(args.method, "--method", ("logits",))
 
 
+def _read_target(args: argparse.Namespace) -> Scores:
+    """``--target`` read as ``--target-kind`` says (``--kind`` by default); a kind its
+    columns contradict is blamed on the option that gave it."""
+    as_target = argparse.Namespace(**{**vars(args), "kind": args.target_kind or args.kind})
+    try:
+        return read_scores(as_target, args.target, args.target_labels, "--target")
+    except InputError as exc:
+        if exc.argument not in ("kind", "--kind"):
+            raise
+        if args.target_kind:
+            raise renamed(exc, "--target-kind") from None
+        hint = f"{exc.expected}, or --target-kind for the target's own kind"
+        raise InputError("--kind", hint, exc.got) from None
+
+
 def adapt(args: argparse.Namespace, source: ClassifierOutputs) -> LabelShiftResult:
     """:func:`~calibkit.workflows.label_shift.label_shift` of the parsed options, its
     complaints naming the options."""
     from calibkit.workflows.label_shift import label_shift
 
-    target = read_scores(args, args.target, args.target_labels, "--target")
+    target = _read_target(args)
     if target.n_classes != source.n_classes:
         expected = f"scores of the source's {source.n_classes} classes"
         raise InputError("--target", expected, f"{target.n_classes} classes")

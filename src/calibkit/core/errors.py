@@ -20,7 +20,11 @@ raises or catches it imports scikit-learn.
 
 Warnings: :class:`CalibkitWarning` is the base of the warnings calibkit gives on purpose
 (the CLI shows each message once, as ``calibkit: warning: <message>``);
-:class:`BoundWarning`, a fitted parameter that stopped at a bound of its searched range.
+:class:`BoundWarning`, a fitted parameter that stopped at a bound of its searched range;
+:class:`ConvergenceWarning`, an iterative estimate that used its whole iteration budget;
+:class:`SingularSystemWarning`, a linear system that cannot be solved reliably (singular, or
+singular within its sampling error); :class:`SmallSampleWarning`, too few rows for what is
+estimated from them.
 """
 
 from __future__ import annotations
@@ -74,6 +78,47 @@ class BoundWarning(CalibkitWarning):
     ...     ts = TemperatureScaling().fit(logits, labels)
     >>> [w.category.__name__ for w in seen], round(ts.temperature_, 1)
     (['BoundWarning'], 10.0)
+    """
+
+
+class ConvergenceWarning(CalibkitWarning):
+    """An iterative estimate stopped at its iteration budget before meeting its tolerance:
+    the result is the last iterate (the estimator records ``converged_`` and ``n_iter_``).
+
+    Examples
+    --------
+    EM on label-shifted posteriors, stopped after one iteration:
+
+    >>> import warnings
+    >>> from calibkit.calibrators.priors.label_shift import estimate_priors_em
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     _ = estimate_priors_em([[0.9, 0.1], [0.9, 0.1], [0.2, 0.8]], [0.5, 0.5], max_iter=1)
+    >>> [w.category.__name__ for w in seen]
+    ['ConvergenceWarning']
+    """
+
+
+class SingularSystemWarning(CalibkitWarning):
+    """A linear system an estimate rests on is singular, or singular within the sampling
+    error of its coefficients: its solution is not identified by the data, and the message
+    says what was done instead.
+
+    Examples
+    --------
+    >>> issubclass(SingularSystemWarning, CalibkitWarning)
+    True
+    """
+
+
+class SmallSampleWarning(CalibkitWarning):
+    """Too few rows for what is estimated from them (fewer target rows than class priors):
+    the result is returned, but it says more about the sample than about the population.
+
+    Examples
+    --------
+    >>> issubclass(SmallSampleWarning, CalibkitWarning)
+    True
     """
 
 

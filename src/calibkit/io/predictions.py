@@ -202,6 +202,40 @@ def load_groups(path: str | Path, key: str, n_samples: int) -> np.ndarray:
     return group_names(raw, n_samples, "groups")
 
 
+def load_unlabelled_csv(
+    path: str | Path, kind: ScoreKind | None = None
+) -> tuple[np.ndarray, ScoreKind] | None:
+    """The scores and their kind of a ``.csv`` prediction file without a ``label`` column
+    (rows whose labels are unknown: a label-shift target), or None for a file with one
+    (:func:`load_predictions` reads it). ``kind``, if given, must be that of the columns.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "target.csv"
+    >>> _ = path.write_text("prob_1,prob_0" + chr(10) + "0.25,0.75" + chr(10))
+    >>> scores, kind = load_unlabelled_csv(path)
+    >>> scores.tolist(), kind
+    ([[0.75, 0.25]], 'probs')
+    >>> tmp.cleanup()
+    """
+    p = Path(path)
+    _check_exists(p, "predictions file")
+    table = read_csv_table(p)
+    names = table.names
+    if "label" in names:
+        return None
+    _, cols, csv_kind = _csv_columns(p, ["label", *names])  # the score columns' layout
+    if kind is not None and kind != csv_kind:
+        raise InputError("kind", f"{csv_kind!r} (the columns of {p.name})", repr(kind))
+    if not table.rows:
+        raise InputError(str(p), "at least one data row after the header", "no rows")
+    prefix = "logit" if csv_kind == "logits" else "prob"
+    scores = table.numbers([c - 1 for c in cols])
+    return np.asarray(check_scores(scores, csv_kind, name=f"{prefix}_* columns of {p}")), csv_kind
+
+
 # ----- validation ------------------------------------------------------------------------
 def _validate(
     scores: object, labels: object, kind: ScoreKind, scores_name: str, labels_name: str
@@ -319,7 +353,11 @@ def _csv_columns(p: Path, names: list[str]) -> tuple[int, list[int], ScoreKind]:
         if name == "label":
             continue
         prefix, _, idx = name.partition("_")
-        if prefix not in found or not idx.isdigit() or int(idx) in found[prefix]:
+        if (
+            prefix not in found
+            or not (idx.isascii() and idx.isdigit())
+            or int(idx) in found[prefix]
+        ):
             raise InputError(str(p), layout, f"a column named {name!r}")
         found[prefix][int(idx)] = col
     kinds = [k for k, cols in found.items() if cols]

@@ -77,7 +77,10 @@ def _how(r: LabelShiftResult) -> str:
     else:
         how = f"target priors estimated by {ESTIMATOR_TEXT.get(r.estimator, r.estimator)}"
         if r.estimator == "em":
-            how += f" ({r.n_iter} iterations)"
+            converged = "" if r.converged else ", not converged"
+            how += f" ({_iterations(r.n_iter)}{converged})"
+        if not r.identified:
+            how += " (singular confusion matrix: source priors kept)"
     return f"{how}; calibrator {calibrator}; {r.n_source:,} source rows, {r.n_target:,} target rows"
 
 
@@ -110,8 +113,34 @@ def _moved(r: LabelShiftResult) -> str:
     return f"by up to {100 * moved:.1f} points (class {c}: {source:.1f}% -> {target:.1f}%)"
 
 
+def _iterations(n: int) -> str:
+    return f"{n:,} iteration" + ("" if n == 1 else "s")
+
+
+def _cautions(r: LabelShiftResult) -> str:
+    """The estimate's caveats in a few words, for the verdict (empty if none)."""
+    said = []
+    if not r.identified:
+        said.append("BBSE's confusion matrix is singular, so the source priors were kept")
+    if not r.converged:
+        said.append(f"EM did not converge in {_iterations(r.n_iter)}")
+    k = r.priors.shape[0]
+    if not r.given and r.n_target < k:
+        said.append(f"{r.n_target:,} target rows are too few for {k} priors")
+    return "Read with care: " + "; ".join(said) + ". " if said else ""
+
+
 def label_shift_verdict(r: LabelShiftResult) -> Verdict:
-    """What the run shows, in plain words, and the numbers behind it."""
+    """What the run shows, in plain words, and the numbers behind it (led by the
+    estimate's caveats, if any: EM not converged, BBSE's system singular, too few rows)."""
+    verdict = _plain_verdict(r)
+    caution = _cautions(r)
+    if not caution:
+        return verdict
+    return Verdict(verdict.headline, caution + verdict.detail)
+
+
+def _plain_verdict(r: LabelShiftResult) -> Verdict:
     moved, c = _largest_move(r)
     which = "given" if r.given else "estimated"
     if not r.metrics:
@@ -180,6 +209,7 @@ def label_shift_document(r: LabelShiftResult, title: str) -> Document:
     """The report: the verdict, how the priors were had, the priors, the scores."""
     how = _how(r)
     body: list[Block] = [Paragraph(how[0].upper() + how[1:] + ".", meta=True)]
+    body += [Paragraph(f"Caution: {caveat}.") for caveat in r.caveats]
     body.append(Section("Class priors", [priors_table(r)]))
     if r.metrics:
         notes = [
@@ -220,6 +250,9 @@ def label_shift_results(r: LabelShiftResult) -> dict[str, Any]:
         "n_source": r.n_source,
         "n_target": r.n_target,
         "n_iter": r.n_iter,
+        "converged": r.converged,
+        "identified": r.identified,
+        "caveats": list(r.caveats),
         "source_priors": r.source_priors.tolist(),
         "priors": r.priors.tolist(),
         "true_priors": None if r.true_priors is None else r.true_priors.tolist(),
@@ -230,6 +263,10 @@ def label_shift_results(r: LabelShiftResult) -> dict[str, Any]:
         "n_bins": r.n_bins,
         "n_boot": r.n_boot,
     }
+
+
+def _caution_lines(r: LabelShiftResult) -> list[str]:
+    return [f"caution: {caveat}" for caveat in r.caveats]
 
 
 def label_shift_report(
@@ -246,7 +283,7 @@ def label_shift_report(
         "labelshift",
         doc,
         label_shift_results(r),
-        text="\n\n".join(table_text(t) for t in tables),
+        text="\n\n".join([*(table_text(t) for t in tables), *_caution_lines(r)]),
         inputs=dict(inputs or {}),
         options=dict(options or {}),
         files={ADAPTER_FILE: json.dumps(r.adapter.to_json(), indent=1, allow_nan=False)},

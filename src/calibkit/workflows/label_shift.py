@@ -62,6 +62,10 @@ class LabelShiftResult:
     ``metrics[variant][name]`` for each of :data:`VARIANTS` and :data:`SCORED`;
     ``ci[variant][name]`` their bootstrap intervals at ``level`` and ``change_ci[name]``
     that of adapted - unadapted (empty without labels or with ``n_boot=0``).
+    ``converged`` (EM met its tolerance), ``identified`` (BBSE's system was not singular;
+    else the source priors were kept) and ``caveats`` (the adapter's
+    :meth:`~calibkit.calibrators.priors.label_shift.PriorShiftAdapter.caveats`: the
+    warnings of the estimate, in words) say how far the priors can be trusted.
 
     Examples
     --------
@@ -91,6 +95,9 @@ class LabelShiftResult:
     n_bins: int = 15
     n_boot: int = 0
     level: float = 0.95
+    converged: bool = True
+    identified: bool = True
+    caveats: tuple[str, ...] = ()
 
     @property
     def estimator(self) -> str:
@@ -229,6 +236,9 @@ def label_shift(
         n_bins=n_bins,
         n_boot=n_boot if y is not None else 0,
         level=level,
+        converged=adapter.converged_,
+        identified=adapter.identified_,
+        caveats=tuple(adapter.caveats()),
     )
 
 

@@ -36,14 +36,25 @@ priors from unlabelled target rows, ``predict_proba`` gives the adapted posterio
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators.base import Calibrator
 from calibkit.calibrators.fitted import CALIBRATORS, CalibratorSpec, FittedObject, OnCalibrator
-from calibkit.core.errors import InputError
+from calibkit.calibrators.priors.prior_diagnostics import (
+    bbse_conditioning,
+    not_converged_message,
+    singular_message,
+    small_sample_message,
+)
+from calibkit.core.errors import (
+    ConvergenceWarning,
+    InputError,
+    SingularSystemWarning,
+    SmallSampleWarning,
+)
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import as_outputs, check_scores
 from calibkit.core.validation import POSITIVE, Boolean, Choice, Constraints, Integer
@@ -58,6 +69,12 @@ ESTIMATORS = ("em", "bbse")
 PRIOR_SUM_TOL = 1e-6
 #: What a loaded state lacking one of the optional fields got (as check_state says it).
 MISSING = "nothing: the field is missing"
+#: The state :meth:`PriorShiftAdapter.adapt` sets (both or neither in a saved document).
+ADAPT_STATE = ("target_priors_", "n_iter_")
+#: What adapt records about its estimate (all or none: documents saved before them lack them).
+ADAPT_FLAGS = ("converged_", "identified_", "n_target_")
+#: The most rows a saved adapter may say it was fitted or adapted on (counts stay exact).
+MAX_ROWS = 2**40
 
 
 def check_priors(priors: object, name: str, n_classes: int, *, positive: bool = False) -> F64:
@@ -119,8 +136,8 @@ def adapt_priors(probs: object, source_priors: object, target_priors: object) ->
 def _reweight(p: F64, w: F64, fallback: F64) -> F64:
     q = p * w
     total = q.sum(axis=1, keepdims=True)
-    empty = total[:, 0] <= 0
-    q = q / np.where(total > 0, total, 1.0)
+    empty = total[:, 0] <= 0  # NaN is not empty: a row with a NaN stays all NaN
+    q = q / np.where(total <= 0, 1.0, total)
     if empty.any():
         q[empty] = fallback
     return np.asarray(q, dtype=np.float64)
@@ -138,7 +155,9 @@ def estimate_priors_em(
 
     Starts at ``source_priors`` (positive); each iteration reweights the posteriors by the
     current priors and takes their mean; stops when no prior moves by more than ``tol``,
-    or after ``max_iter`` iterations. The likelihood never decreases along the way.
+    or after ``max_iter`` iterations, with a
+    :class:`~calibkit.core.errors.ConvergenceWarning` (the priors are then the last
+    iterate). The likelihood never decreases along the way.
 
     Hand case: two classes, source priors (1/2, 1/2), three rows whose class-0 posteriors
     are 0.9, 0.9 and 0.2. A fixed point ``pi`` of class 0 solves ``1 = mean_i p_i / (pi p_i +
@@ -157,14 +176,22 @@ def estimate_priors_em(
     ps = check_priors(source_priors, "source_priors", k, positive=True)
     POSITIVE.check("tol", tol)
     Integer(1).check("max_iter", max_iter)
+    pi, n_iter, converged = _em(p, ps, tol, max_iter)
+    if not converged:
+        warnings.warn(not_converged_message(max_iter, tol), ConvergenceWarning, stacklevel=2)
+    return pi, n_iter
+
+
+def _em(p: F64, ps: F64, tol: float, max_iter: int) -> tuple[F64, int, bool]:
+    """EM's priors, iterations, and whether a step moved no prior by more than ``tol``."""
     pi = ps.copy()
     for it in range(1, max_iter + 1):
         new = _reweight(p, pi / ps, pi).mean(axis=0)
         new /= new.sum()
         if float(np.abs(new - pi).max()) <= tol:
-            return new, it
+            return new, it, True
         pi = new
-    return pi, max_iter
+    return pi, max_iter, False
 
 
 def confusion_matrix(probs: object, labels: object, *, soft: bool = False) -> F64:
@@ -191,7 +218,9 @@ def _predicted(p: F64, soft: bool) -> F64:
     return np.asarray(np.eye(p.shape[1])[np.argmax(p, axis=1)], dtype=np.float64)
 
 
-def estimate_priors_bbse(confusion: object, target_probs: object, *, soft: bool = False) -> F64:
+def estimate_priors_bbse(
+    confusion: object, target_probs: object, *, soft: bool = False, n_source: int | None = None
+) -> F64:
     """Target priors by black-box shift estimation (Lipton et al. 2018).
 
     ``confusion`` is :func:`confusion_matrix` of held-out labelled source rows (made with
@@ -200,6 +229,17 @@ def estimate_priors_bbse(confusion: object, target_probs: object, *, soft: bool 
     non-negative least squares, then returns ``w pi_s`` renormalised (``pi_s`` the columns'
     sums). A source class without rows (a zero column) gets no target prior.
 
+    BBSE assumes ``C`` invertible (Lipton et al.'s identifiability condition). When it is
+    not, or cannot be told from a singular matrix given the ``n_source`` rows it was
+    counted on (:func:`~calibkit.calibrators.priors.prior_diagnostics.bbse_conditioning`),
+    ``C w = mu`` has a whole family of solutions (or one made of sampling noise) and NNLS
+    picks one arbitrarily, typically a vertex such as ``(1, 0, ..., 0)``, whose adapted
+    posteriors can be far worse than none. Then the source priors are returned (no
+    adaptation: the calibrated posteriors unchanged, never worse than not adapting) with a
+    :class:`~calibkit.core.errors.SingularSystemWarning` saying so and naming EM, which
+    needs no matrix inverse. Refusing instead would deny the rest of a run (the unadapted
+    scores, EM) for a fact about the model, not about the input.
+
     Hand case: ``C = [[0.4, 0.1], [0.1, 0.4]]`` (source priors 1/2, 80% recall each) and a
     target predicting class 0 for 62% of its rows: ``0.4 w0 + 0.1 w1 = 0.62`` and ``0.1 w0 +
     0.4 w1 = 0.38`` give ``w = (1.4, 0.6)``, priors ``(0.7, 0.3)``.
@@ -207,9 +247,18 @@ def estimate_priors_bbse(confusion: object, target_probs: object, *, soft: bool 
     >>> target = np.array([[0.9, 0.1]] * 62 + [[0.2, 0.8]] * 38)
     >>> estimate_priors_bbse([[0.4, 0.1], [0.1, 0.4]], target).round(12).tolist()
     [0.7, 0.3]
-    """
-    from scipy.optimize import nnls  # lazy: scipy costs a quarter second at import
 
+    A source model that always predicts class 0 (``C``'s second row is 0): no estimate,
+    the source priors, with a warning:
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     estimate_priors_bbse([[0.3, 0.7], [0.0, 0.0]], target).tolist()
+    [0.3, 0.7]
+    >>> seen[0].category.__name__
+    'SingularSystemWarning'
+    """
     p = _check_probs(target_probs, "target_probs")
     k = p.shape[1]
     c = np.asarray(check_scores(confusion, "logits", name="confusion"), dtype=np.float64)
@@ -217,13 +266,32 @@ def estimate_priors_bbse(confusion: object, target_probs: object, *, soft: bool 
         raise InputError("confusion", f"a ({k}, {k}) matrix, as the target's classes", str(c.shape))
     if (c < 0).any() or abs(float(c.sum()) - 1.0) > PRIOR_SUM_TOL:
         raise InputError("confusion", "a joint confusion matrix (entries >= 0, sum 1)", "other")
+    if n_source is not None:
+        Integer(1).check("n_source", n_source)
+    if p.shape[0] < k:
+        warnings.warn(small_sample_message(p.shape[0], k), SmallSampleWarning, stacklevel=2)
+    pi, identifiable = _bbse(c, p, soft, n_source)
+    if not identifiable:
+        sigma, floor = bbse_conditioning(c, n_source)
+        warnings.warn(singular_message(sigma, floor), SingularSystemWarning, stacklevel=2)
+    return pi
+
+
+def _bbse(c: F64, p: F64, soft: bool, n_source: int | None) -> tuple[F64, bool]:
+    """BBSE's priors and whether ``c`` identifies them (else the source priors)."""
+    from scipy.optimize import nnls  # lazy: scipy costs a quarter second at import
+
+    source = np.asarray(c.sum(axis=0), dtype=np.float64)
+    sigma, floor = bbse_conditioning(c, n_source)
+    if not sigma > floor:
+        return source, False
     mu = _predicted(p, soft).mean(axis=0)
     w, _ = nnls(c, mu)
-    pi = w * c.sum(axis=0)
+    pi = w * source
     total = float(pi.sum())
     if not total > 0:  # C w = mu has no non-negative solution but 0: keep the source
-        return np.asarray(c.sum(axis=0), dtype=np.float64)
-    return np.asarray(pi / total, dtype=np.float64)
+        return source, True
+    return np.asarray(pi / total, dtype=np.float64), True
 
 
 @CALIBRATORS.register(
@@ -261,10 +329,26 @@ class PriorShiftAdapter(OnCalibrator):
         The source's label frequencies (all positive).
     confusion_ : ndarray of shape (n_classes, n_classes)
         The joint confusion matrix of the calibrated source rows (``soft`` as given).
+    n_source_ : int
+        The labelled source rows (``source_priors_ * n_source_`` are their class counts).
     target_priors_ : ndarray of shape (n_classes,)
         Set by :meth:`adapt` (or :meth:`set_target_priors`).
     n_iter_ : int
         EM's iterations in the last :meth:`adapt` (0 for BBSE or given priors).
+    converged_ : bool
+        Whether EM met ``tol`` within ``max_iter`` iterations (else a
+        :class:`~calibkit.core.errors.ConvergenceWarning`; True for BBSE and given priors).
+    identified_ : bool
+        False when BBSE's confusion matrix is singular
+        (:func:`~calibkit.calibrators.priors.prior_diagnostics.bbse_conditioning`): the
+        target priors are then the source priors, with a
+        :class:`~calibkit.core.errors.SingularSystemWarning`.
+    n_target_ : int
+        The target rows the priors were estimated from (0: given priors); fewer than
+        ``n_classes_`` gives a :class:`~calibkit.core.errors.SmallSampleWarning`.
+
+    :meth:`caveats` says in words what these flags found; loading a saved adapter checks
+    them against each other and the source priors against the confusion matrix and counts.
 
     Examples
     --------
@@ -289,8 +373,12 @@ class PriorShiftAdapter(OnCalibrator):
     calibrator_: Calibrator | None
     source_priors_: F64
     confusion_: F64
+    n_source_: int
     target_priors_: F64
     n_iter_: int
+    converged_: bool
+    identified_: bool
+    n_target_: int
 
     param_constraints: ClassVar[Constraints] = {
         "estimator": Choice(*ESTIMATORS),
@@ -303,10 +391,16 @@ class PriorShiftAdapter(OnCalibrator):
         "calibrator_": FittedObject(),
         "source_priors_": Array(shape=("k",), low=0.0),
         "confusion_": Array(shape=("k", "k"), low=0.0),
+        "n_source_": Integer(1, MAX_ROWS),
         "target_priors_": Array(shape=("k",), low=0.0),
         "n_iter_": Integer(low=0),
+        "converged_": Boolean(),
+        "identified_": Boolean(),
+        "n_target_": Integer(0, MAX_ROWS),
     }
-    optional_state: ClassVar[tuple[str, ...]] = ("target_priors_", "n_iter_")
+    #: Unset until :meth:`adapt`; ``n_source_`` and the adapt flags: absent from documents
+    #: saved before they were recorded (such a document loads as before).
+    optional_state: ClassVar[tuple[str, ...]] = ("n_source_", *ADAPT_STATE, *ADAPT_FLAGS)
 
     def __init__(
         self,
@@ -381,13 +475,14 @@ class PriorShiftAdapter(OnCalibrator):
         if calibrator is not None and calibrator.n_classes_ != out.n_classes:
             expected = f"a calibrator of {out.n_classes} classes, as the logits"
             raise InputError("calibrator", expected, f"one of {calibrator.n_classes_}")
-        for name in ("target_priors_", "n_iter_"):
+        for name in (*ADAPT_STATE, *ADAPT_FLAGS):
             if hasattr(self, name):
                 delattr(self, name)
         self.n_classes_ = out.n_classes
         self.calibrator_ = calibrator
         self.source_priors_ = counts / float(counts.sum())
         self.confusion_ = confusion_matrix(self._probs(z), out.labels, soft=self.soft)
+        self.n_source_ = int(counts.sum())
         if target_logits is not None:
             self.adapt(target_logits)
         return self
@@ -398,15 +493,38 @@ class PriorShiftAdapter(OnCalibrator):
 
     def estimate(self, target_logits: object) -> tuple[F64, int]:
         """The target priors estimated from unlabelled target logits, and EM's iterations
-        (0 for BBSE), without storing them."""
+        (0 for BBSE), without storing them (warning as :meth:`adapt` does)."""
+        est = self._estimate(target_logits)
+        self._warn(est)
+        return est.priors, est.n_iter
+
+    def _estimate(self, target_logits: object) -> _Estimate:
         p = self.source_proba(target_logits)
+        n = int(p.shape[0])
         if self.estimator == "em":
-            return estimate_priors_em(p, self.source_priors_, tol=self.tol, max_iter=self.max_iter)
-        return estimate_priors_bbse(self.confusion_, p, soft=self.soft), 0
+            pi, n_iter, converged = _em(p, self.source_priors_, self.tol, self.max_iter)
+            return _Estimate(pi, n_iter, converged, True, n)
+        pi, identified = _bbse(self.confusion_, p, self.soft, getattr(self, "n_source_", None))
+        return _Estimate(pi, 0, True, identified, n)
+
+    def _warn(self, est: _Estimate) -> None:
+        """Each caveat of ``est`` as its warning (:meth:`caveats` says them from the state)."""
+        for category, message in self._caveats(est.converged, est.identified, est.n_target):
+            warnings.warn(message, category, stacklevel=4)
 
     def adapt(self, target_logits: object) -> Self:
-        """Estimate the target priors from unlabelled target logits and keep them."""
-        self.target_priors_, self.n_iter_ = self.estimate(target_logits)
+        """Estimate the target priors from unlabelled target logits and keep them, with
+        what the estimate found (``converged_``, ``identified_``, ``n_target_``; a warning
+        for each caveat: EM not converged, BBSE's system singular, fewer rows than
+        classes)."""
+        est = self._estimate(target_logits)
+        self._warn(est)
+        self.target_priors_, self.n_iter_ = est.priors, est.n_iter
+        self.converged_, self.identified_, self.n_target_ = (
+            est.converged,
+            est.identified,
+            est.n_target,
+        )
         return self
 
     def set_target_priors(self, priors: object) -> Self:
@@ -414,7 +532,44 @@ class PriorShiftAdapter(OnCalibrator):
         self.check_is_fitted()
         self.target_priors_ = check_priors(priors, "priors", self.n_classes_)
         self.n_iter_ = 0
+        self.converged_, self.identified_, self.n_target_ = True, True, 0
         return self
+
+    def caveats(self) -> list[str]:
+        """What the last :meth:`adapt` found that a reader of its priors must know, in
+        words (empty when nothing: given priors, or an estimate without caveat; also for a
+        document saved before the flags were recorded).
+
+        Returns
+        -------
+        list of str
+            The messages of the warnings :meth:`adapt` gave.
+
+        Examples
+        --------
+        >>> z = np.array([[2.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 2.0]])
+        >>> ps = PriorShiftAdapter(calibrator=None).fit(z, [0, 1, 0, 1])
+        >>> ps.set_target_priors([0.5, 0.5]).caveats()
+        []
+        """
+        self._check_is_adapted()
+        if not hasattr(self, "converged_"):
+            return []
+        found = self._caveats(self.converged_, self.identified_, self.n_target_)
+        return [message for _, message in found]
+
+    def _caveats(
+        self, converged: bool, identified: bool, n_target: int
+    ) -> list[tuple[type[Warning], str]]:
+        found: list[tuple[type[Warning], str]] = []
+        if not converged:
+            found.append((ConvergenceWarning, not_converged_message(self.max_iter, self.tol)))
+        if not identified:
+            sigma, floor = bbse_conditioning(self.confusion_, getattr(self, "n_source_", None))
+            found.append((SingularSystemWarning, singular_message(sigma, floor)))
+        if 0 < n_target < self.n_classes_:
+            found.append((SmallSampleWarning, small_sample_message(n_target, self.n_classes_)))
+        return found
 
     @property
     def weights_(self) -> F64:
@@ -437,31 +592,100 @@ class PriorShiftAdapter(OnCalibrator):
 
     # ----- persistence ------------------------------------------------------------------
     def _check_state(self) -> None:
+        """A loaded state as :meth:`fit` and :meth:`adapt` can leave it: the source priors
+        those of the counts (the confusion matrix's column sums; with ``n_source_``,
+        counts of at least one row each: no prior below ``1 / n_source_``), the adapt
+        flags beside the target priors and agreeing with the estimator (EM alone may not
+        converge, after exactly ``max_iter`` iterations; BBSE alone may find its system
+        singular, which the confusion matrix must confirm, and then kept the source
+        priors).
+        """
         k = self.n_classes_
-        check_priors(self.source_priors_, "state.source_priors_", k, positive=True)
+        source = check_priors(self.source_priors_, "state.source_priors_", k, positive=True)
         if abs(float(self.confusion_.sum()) - 1.0) > PRIOR_SUM_TOL:
             raise InputError("state.confusion_", "entries >= 0 summing to 1", "another sum")
-        if self.is_adapted:
-            if not hasattr(self, "n_iter_"):
-                raise InputError(
-                    "state.n_iter_", "EM's iterations beside the target priors", MISSING
-                )
-            check_priors(self.target_priors_, "state.target_priors_", k)
-        elif hasattr(self, "n_iter_"):
-            raise InputError("state.target_priors_", "the target priors beside n_iter_", MISSING)
-        if (self.calibrator_ is None) != (self.calibrator is None):
+        sums = self.confusion_.sum(axis=0)
+        if np.abs(sums - source).max() > PRIOR_SUM_TOL:
+            j = int(np.argmax(np.abs(sums - source)))
             raise InputError(
-                "state.calibrator_", "a fitted calibrator as params.calibrator says", "other"
+                "state.source_priors_",
+                "the column sums of state.confusion_ (the source's label frequencies)",
+                f"{source[j]:.6g} for class {j}, whose column sums to {sums[j]:.6g}",
             )
-        if self.calibrator_ is not None:
-            spec = self.calibrator
-            name = (
-                CALIBRATORS.canonical(spec) if isinstance(spec, str) else getattr(spec, "name", "")
-            )
-            if self.calibrator_.name != name or self.calibrator_.n_classes_ != k:
+        if hasattr(self, "n_source_"):
+            counts = source * self.n_source_
+            whole = np.rint(counts)
+            if (whole < 1).any() or np.abs(counts - whole).max() > 1e-6:
+                j = int(np.argmax((whole < 1) | (np.abs(counts - whole) > 1e-6)))
                 raise InputError(
-                    "state.calibrator_", f"a {name!r} calibrator of {k} classes", "another"
+                    "state.source_priors_",
+                    f"class counts of at least 1 of state.n_source_ = {self.n_source_} rows "
+                    f"(priors >= {1 / self.n_source_:.3g})",
+                    f"{source[j]:.6g} for class {j} ({counts[j]:.6g} rows)",
                 )
+        self._check_adapt_state()
+        self._check_calibrator_state()
+
+    def _check_adapt_state(self) -> None:
+        present = [name for name in (*ADAPT_STATE, *ADAPT_FLAGS) if hasattr(self, name)]
+        if not present:
+            return
+        flags = [name for name in ADAPT_FLAGS if hasattr(self, name)]
+        # the flags came with n_source_: a document with them is no older one
+        needed = [*ADAPT_STATE, *((*ADAPT_FLAGS, "n_source_") if flags else ())]
+        for name in needed:
+            if not hasattr(self, name):
+                beside = ", ".join(f"state.{n}" for n in present)
+                raise InputError(f"state.{name}", f"this field beside {beside}", MISSING)
+        check_priors(self.target_priors_, "state.target_priors_", self.n_classes_)
+        if self.n_iter_ > self.max_iter:
+            expected = f"at most params.max_iter = {self.max_iter} iterations"
+            raise InputError("state.n_iter_", expected, str(self.n_iter_))
+        if not flags:
+            return
+        em = self.estimator == "em" and self.n_target_ > 0
+        if not self.converged_ and not (em and self.n_iter_ == self.max_iter):
+            raise InputError(
+                "state.converged_",
+                f"true, or false for EM after params.max_iter = {self.max_iter} iterations",
+                f"false with estimator {self.estimator!r}, {self.n_iter_} iterations",
+            )
+        if self.n_target_ == 0 or self.estimator == "bbse":
+            if self.n_iter_ != 0:
+                expected = "0 for given priors or BBSE"
+                raise InputError("state.n_iter_", expected, str(self.n_iter_))
+        elif self.n_iter_ < 1:
+            raise InputError("state.n_iter_", "at least 1 EM iteration", str(self.n_iter_))
+        bbse = self.estimator == "bbse" and self.n_target_ > 0
+        if bbse:
+            sigma, floor = bbse_conditioning(self.confusion_, getattr(self, "n_source_", None))
+            if self.identified_ != (sigma > floor):
+                raise InputError(
+                    "state.identified_",
+                    f"{str(sigma > floor).lower()}, as state.confusion_ says (smallest "
+                    f"singular value {sigma:.3g}, floor {floor:.3g})",
+                    str(self.identified_).lower(),
+                )
+        elif not self.identified_:
+            raise InputError("state.identified_", "true for EM or given priors", "false")
+        if not self.identified_:
+            gap = np.abs(self.target_priors_ - self.source_priors_).max()
+            if gap > PRIOR_SUM_TOL:
+                raise InputError(
+                    "state.target_priors_",
+                    "the source priors, kept when BBSE's system is singular",
+                    f"priors that differ by up to {gap:.3g}",
+                )
+
+
+class _Estimate(NamedTuple):
+    """One estimate of the target priors and what it found."""
+
+    priors: F64
+    n_iter: int
+    converged: bool
+    identified: bool
+    n_target: int
 
 
 def _renamed_estimator(estimator: str, renamed: dict[str, Any]) -> str:

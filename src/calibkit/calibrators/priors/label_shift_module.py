@@ -5,7 +5,8 @@
 a :class:`PriorWeights`: the calibrator's module (or a softmax) gives float64
 probabilities, each class is multiplied by its weight (a float64 buffer) and the row is
 renormalised; a row whose reweighted mass is 0 gets the target priors, as
-:func:`~calibkit.calibrators.priors.label_shift.adapt_priors` does.
+:func:`~calibkit.calibrators.priors.label_shift.adapt_priors` does, and a row with a NaN
+logit gives a NaN row, as every calibrator's module does (``predict_proba`` refuses it).
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ class PriorWeights(nn.Module):
     --------
     >>> from calibkit.calibrators.modules import softmax_module
     >>> m = PriorWeights(softmax_module(2), np.array([1.6, 0.4]), np.array([0.8, 0.2]))
-    >>> m(torch.tensor([[0.0, 0.0]])).tolist()
-    [[0.8, 0.2]]
+    >>> m(torch.tensor([[0.0, 0.0], [float("nan"), 0.0]])).tolist()
+    [[0.8, 0.2], [nan, nan]]
     """
 
     def __init__(
@@ -52,5 +53,6 @@ class PriorWeights(nn.Module):
     def forward(self, logits: Tensor) -> Tensor:
         q = self.probabilities(logits).to(self.weights.dtype) * self.weights
         total = q.sum(dim=1, keepdim=True)
-        out = q / torch.where(total > 0, total, torch.ones_like(total))
-        return torch.where(total > 0, out, self.fallback.unsqueeze(0).expand_as(out))
+        empty = total <= 0  # NaN for a NaN row: not empty, so the row stays NaN
+        out = q / torch.where(empty, torch.ones_like(total), total)
+        return torch.where(empty, self.fallback.unsqueeze(0).expand_as(out), out)
