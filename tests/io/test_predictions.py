@@ -10,7 +10,12 @@ import pytest
 import torch
 
 from calibkit.core.errors import InputError
-from calibkit.io.predictions import load_groups, load_predictions, save_predictions
+from calibkit.io.predictions import (
+    load_groups,
+    load_predictions,
+    load_unlabelled_csv,
+    save_predictions,
+)
 
 LABELS = np.array([0, 1, 2, 1, 0])
 LOGITS = np.array(
@@ -317,3 +322,16 @@ def test_csv_extra_column_missing_or_a_score_column(tmp_path: Path) -> None:
         load_predictions(path, extra_columns=("label",))
     with pytest.raises(InputError, match=r"groups: expected a column of p\.csv .*'region'"):
         load_groups(path, "region", 1)
+
+
+@pytest.mark.parametrize("labelled", [True, False])
+def test_csv_score_column_numbered_with_a_non_ascii_digit_is_refused(
+    tmp_path: Path, labelled: bool
+) -> None:
+    # '³'.isdigit() holds but int('³') raises: a ValueError traceback before issue 32
+    path = tmp_path / "p.csv"
+    header = ("label," if labelled else "") + "prob_0,prob_\u00b3"
+    path.write_text(header + "\n" + ("0," if labelled else "") + "0.5,0.5\n")
+    load = load_predictions if labelled else load_unlabelled_csv
+    with pytest.raises(InputError, match="prob_\u00b3"):
+        load(path)
