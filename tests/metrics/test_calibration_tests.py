@@ -40,6 +40,18 @@ MAPIE_EXAMPLES = [
 #: 1e-10 (the issue's bar) leaves room for the p-value series' own truncation (about 1e-12).
 TOL = 1e-10
 BINARY = {"mode": "positive_class"}
+#: ECCE-R of MAPIE's first example, from C_0 = 0 (the path never rises above 0, so it equals
+#: ECCE-MAD there: max |C| = 0.162 over sigma).
+KUIPER_FIRST = 0.978
+
+
+def _range_from_origin(y: np.ndarray, s: np.ndarray) -> tuple[float, float]:
+    """ECCE-R and its p-value as the authors' code computes it (facebookresearch/ecevecce,
+    codes/calibration.py: the range of the path with ``C_0 = 0`` inserted), from MAPIE's
+    path, length scale and Kuiper CDF (MAPIE's own statistic leaves ``C_0`` out)."""
+    path = np.insert(mapie.cumulative_differences(y, s), 0, 0.0)
+    stat = float(np.ptp(path) / mapie.length_scale(s))
+    return stat, 1 - mapie.kuiper_cdf(stat)
 
 
 def _mapie_two_sided(y: np.ndarray, s: np.ndarray) -> float:
@@ -52,8 +64,9 @@ def test_equals_mapie_on_its_own_examples(y: np.ndarray, s: np.ndarray) -> None:
     ks, ku = ks_test(y, s, **BINARY, ties="jitter"), kuiper_test(y, s, **BINARY, ties="jitter")
     assert abs(ks.statistic - mapie.kolmogorov_smirnov_statistic(y, s)) < TOL
     assert abs(ks.p_value - mapie.kolmogorov_smirnov_p_value(y, s)) < TOL
-    assert abs(ku.statistic - mapie.kuiper_statistic(y, s)) < TOL
-    assert abs(ku.p_value - mapie.kuiper_p_value(y, s)) < TOL
+    stat, p_value = _range_from_origin(y, s)
+    assert abs(ku.statistic - stat) < TOL
+    assert abs(ku.p_value - p_value) < TOL
     sp = spiegelhalter_test(y, s, **BINARY)
     assert abs(sp.statistic - mapie.spiegelhalter_statistic(y, s)) < TOL
     assert abs(sp.p_value - _mapie_two_sided(y, s)) < TOL
@@ -65,7 +78,9 @@ def test_mapie_docstring_numbers() -> None:
     """The numbers MAPIE's docstrings print, restated (rounded as they print them)."""
     y, s = MAPIE_EXAMPLES[0]
     assert round(ks_test(y, s, **BINARY, ties="jitter").statistic, 3) == 0.978
-    assert round(kuiper_test(y, s, **BINARY, ties="jitter").statistic, 3) == 0.857
+    # MAPIE prints 0.857, the range without C_0; C_0 = 0 lies above the path (max -0.02)
+    assert round(mapie.kuiper_statistic(y, s), 3) == 0.857
+    assert round(kuiper_test(y, s, **BINARY, ties="jitter").statistic, 3) == KUIPER_FIRST
     assert round(spiegelhalter_test(y, s, **BINARY).statistic, 3) == -0.757
     y, s = MAPIE_EXAMPLES[1]
     assert round(ks_test(y, s, **BINARY, ties="jitter").p_value, 4) == 0.7857
@@ -107,8 +122,9 @@ def test_equals_mapie_on_shared_top_label_outputs(name: str) -> None:
     ks, ku = ks_test(out, ties="jitter"), kuiper_test(out, ties="jitter")
     assert abs(ks.statistic - mapie.kolmogorov_smirnov_statistic(correct, conf)) < TOL
     assert abs(ks.p_value - mapie.kolmogorov_smirnov_p_value(correct, conf)) < TOL
-    assert abs(ku.statistic - mapie.kuiper_statistic(correct, conf)) < TOL
-    assert abs(ku.p_value - mapie.kuiper_p_value(correct, conf)) < TOL
+    stat, p_value = _range_from_origin(correct, conf)
+    assert abs(ku.statistic - stat) < TOL * max(1.0, stat)
+    assert abs(ku.p_value - p_value) < TOL
     sp = spiegelhalter_test(out)
     assert abs(sp.statistic - mapie.spiegelhalter_statistic(correct, conf)) < TOL
     assert abs(sp.p_value - _mapie_two_sided(correct, conf)) < TOL
@@ -124,7 +140,20 @@ def test_hand_computed_spiegelhalter_and_paths() -> None:
     assert path.tolist() == pytest.approx([-0.1, -0.3, -0.2], abs=1e-15)
     assert float(sigma) == pytest.approx(np.sqrt(0.21 + 0.21 + 0.24) / 3, rel=1e-14)
     assert float(cumulative_statistic("ks", path, sigma)) == pytest.approx(0.3 / sigma)
-    assert float(cumulative_statistic("kuiper", path, sigma)) == pytest.approx(0.2 / sigma)
+    # the range from C_0 = 0: max(0, -0.1) - min(0, -0.3) = 0.3 (without the origin: 0.2)
+    assert float(cumulative_statistic("kuiper", path, sigma)) == pytest.approx(0.3 / sigma)
+
+
+def test_kuiper_of_constant_confidences_is_their_whole_gap_not_zero() -> None:
+    """Issue 32: one run of tied confidences is one point of the path; its range from the
+    origin is |C_n| (= the KS statistic), not 0 with a p-value of 1."""
+    s = np.full(400, 0.7)
+    y = np.r_[np.ones(220), np.zeros(180)]  # accuracy 0.55 at confidence 0.7
+    ks, ku = ks_test(y, s, **BINARY), kuiper_test(y, s, **BINARY)
+    sigma = np.sqrt(400 * 0.7 * 0.3) / 400
+    assert ku.statistic == pytest.approx(0.15 / sigma, rel=1e-12)
+    assert ku.statistic == pytest.approx(ks.statistic, rel=1e-12)
+    assert ku.p_value < 1e-4
 
 
 def test_group_rule_reads_tied_runs_at_their_ends_whatever_the_row_order() -> None:
