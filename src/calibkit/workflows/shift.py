@@ -170,6 +170,57 @@ def _set_values(sets: npt.NDArray[np.bool_], labels: npt.NDArray[np.int64]) -> d
     return values | {"coverage": coverage, "mean_set_size": float(sets.sum(axis=1).mean())}
 
 
+def _conformal(score: str, alpha: float, seed: int) -> ConformalClassifier:
+    """The conformal method of the table: ``score`` split conformal on temperature scaling."""
+    return ConformalClassifier(score=score, alpha=alpha, calibrator="temperature", seed=seed)
+
+
+def check_conformal_size(
+    scores: Sequence[str], alpha: float, n_cal: int, seed: int = 0, argument: str = "cal_size"
+) -> None:
+    """Refuse, naming ``argument``, ``n_cal`` calibration rows too few for the conformal
+    quantile at ``alpha`` once temperature scaling has taken its half: the rule
+    :meth:`ConformalClassifier.fit` applies (``rows_needed(alpha)`` rows for the quantile,
+    :func:`~calibkit.calibrators.sets.conformal.rows_needed`), checked before any work.
+
+    Parameters
+    ----------
+    scores
+        The conformity scores (none: nothing to check).
+    alpha, n_cal, seed
+        The miscoverage, the calibration rows and the seed of the conformal methods.
+    argument
+        What an error names.
+
+    Examples
+    --------
+    >>> check_conformal_size(["lac"], 0.1, 18)  # 9 rows for the quantile: enough
+    >>> check_conformal_size(["lac"], 0.001, 200)
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: cal_size: expected at least 1,997 calibration images for \
+alpha=0.001 (split conformal needs 999 rows for its quantile, ceil((n + 1)(1 - alpha)) <= n, \
+after temperature scaling takes its half), or a larger alpha, got 200 (100 for the quantile)
+    """
+    from calibkit.calibrators.sets.conformal import rows_needed
+
+    if not scores:
+        return
+    method = _conformal(scores[0], alpha, seed)
+    need, got = rows_needed(alpha), method.quantile_rows(n_cal)
+    if got >= need:
+        return
+    least = max(need, 2 * need - 3)  # temperature scaling takes half: about 2 x need rows
+    while method.quantile_rows(least) < need:
+        least += 1
+    expected = (
+        f"at least {least:,} calibration images for alpha={alpha:g} (split conformal needs "
+        f"{need:,} rows for its quantile, ceil((n + 1)(1 - alpha)) <= n, after temperature "
+        "scaling takes its half), or a larger alpha"
+    )
+    raise InputError(argument, expected, f"{n_cal:,} ({got:,} for the quantile)")
+
+
 def shift_table(
     cal: ClassifierOutputs,
     test: ClassifierOutputs,
@@ -230,6 +281,7 @@ def shift_table(
         scores = conformal
     if not 0.0 < alpha < 1.0:
         raise InputError("alpha", "a number in (0, 1)", repr(alpha))
+    check_conformal_size(scores, alpha, cal.n_samples, seed, "cal")
     bad = [(c, s) for (c, s), o in shifted.items() if o.n_classes != cal.n_classes]
     if bad:
         raise InputError("shifted", f"outputs with {cal.n_classes} classes", repr(bad[0]))
@@ -254,8 +306,7 @@ def shift_table(
 
         fitted.append((name, apply))
     for score in scores:
-        cp = ConformalClassifier(score=score, alpha=alpha, calibrator="temperature", seed=seed)
-        cp.fit(z_cal, cal.labels)
+        cp = _conformal(score, alpha, seed).fit(z_cal, cal.labels)
 
         def cover(o: ClassifierOutputs, m: ConformalClassifier = cp) -> dict[str, float]:
             return _set_values(np.asarray(m.predict_set(o.as_logits())), o.labels)
@@ -465,6 +516,9 @@ class ShiftSettings:
         if self.test_size is not None:
             put("test_size", Integer(low=1).check("test_size", self.test_size))
         put("alpha", MISCOVERAGE.check("alpha", self.alpha))
+        put("seed", SEED.check("seed", self.seed))
+        if isinstance(self.cal_size, int):  # a fraction: once the split's size is known
+            check_conformal_size(self.scores, self.alpha, self.cal_size, self.seed)
         for name in ("mean", "std"):
             values = getattr(self, name)
             try:
@@ -481,7 +535,6 @@ class ShiftSettings:
         put("batch_size", Integer(low=1).check("batch_size", self.batch_size))
         put("n_floor_draws", RESAMPLES.check("n_floor_draws", self.n_floor_draws))
         put("n_bins", N_BINS.check("n_bins", self.n_bins))
-        put("seed", SEED.check("seed", self.seed))
         if not isinstance(self.smoke, bool):
             raise InputError("smoke", "True or False", repr(self.smoke))
         if not isinstance(self.device, str) or not self.device:
@@ -595,12 +648,32 @@ def split_parts(
     from calibkit.core.splits import stratified_split
 
     y = np.asarray(labels)
+    n, k = len(y), len(np.unique(y))
     try:
         test_idx, cal_idx = stratified_split(y, cal_size, seed)
     except InputError as exc:
-        raise _renamed(exc, "cal_size") from None
+        if exc.argument == "labels":  # a class with no image in one of the two parts
+            expected = (
+                f"a calibration part holding images of each of the {k} classes and leaving "
+                "images of each for the test part (the split is stratified)"
+            )
+            got = f"{cal_size!r} ({exc.got} would have none in one part)"
+            raise InputError("cal_size", expected, got) from None
+        what = f"a count in 1..{n - 1} or a fraction of the {n:,} images"
+        got = repr(cal_size)
+        if isinstance(cal_size, float):
+            got += f" ({round(cal_size * n):,} of the {n:,} images)"
+        raise InputError("cal_size", f"{what} leaving images for both parts", got) from None
     if test_size is not None and test_size < len(test_idx):
-        keep, _ = stratified_split(y[test_idx], len(test_idx) - test_size, seed)
+        shown = len(np.unique(y[test_idx]))
+        if test_size < shown:
+            expected = (
+                f"at least {shown} test images: one of each class (the test part is stratified)"
+            )
+            raise InputError("test_size", expected, repr(test_size))
+        keep, _ = stratified_split(
+            y[test_idx], len(test_idx) - test_size, seed, every_class_in_both=False
+        )
         test_idx = test_idx[keep]
     return cal_idx, test_idx
 
@@ -619,6 +692,36 @@ def _smoke_text() -> str:
     )
 
 
+def _keeps_labels(
+    s: ShiftSettings, subset: Sequence[str] | None, every: Sequence[str], n_model: int
+) -> bool:
+    """Whether a class ``subset`` of the dataset (``every`` class) keeps its labels among
+    all the classes (the model has a column for each: ``n_model == len(every)``, preferred)
+    rather than being relabelled ``0..k-1`` (a model of the subset's ``k`` classes). Any
+    other class count of the model, and a class the dataset lacks, are refused naming the
+    ``data`` field: never a label scored against another class's column.
+    """
+    if subset is not None:
+        for name in subset:
+            if name not in every:
+                raise _unknown("data", name, list(every), "class names of the dataset")
+    if n_model == len(every):
+        return subset is not None
+    if subset is not None and n_model == len(subset):
+        return False
+    checkpoint = f"the {s.model} checkpoint {os.fspath(s.weights)!r}, of {n_model} classes"
+    if subset is None:
+        expected = f"a dataset of as many classes as {checkpoint}, or {n_model} of its classes"
+        got = f"{s.data!r}, of {len(every)} classes"
+    else:
+        expected = (
+            f"as many classes as {checkpoint}: all {len(every)} of the dataset (labels kept "
+            f"as its classes' columns), or a subset of {n_model} (labelled in the order given)"
+        )
+        got = f"{s.data!r}, {len(subset)} of its {len(every)} classes"
+    raise InputError("data", expected, got)
+
+
 def run_shift(settings: ShiftSettings) -> ShiftResult:
     """The shift study of ``settings``: load the dataset's split, split it into a clean
     calibration part and a test part, load the model, make its logits on both and on every
@@ -628,8 +731,8 @@ def run_shift(settings: ShiftSettings) -> ShiftResult:
     Errors name the field of :class:`ShiftSettings` to change (``data``, ``split``, ...).
     """
     from calibkit.core.devices import resolve_device
-    from calibkit.data import load_dataset, parse_dataset_spec
-    from calibkit.models import load_model
+    from calibkit.data import dataset_classes, load_dataset, parse_dataset_spec
+    from calibkit.models import load_model, model_classes
 
     s = settings
     try:
@@ -639,21 +742,35 @@ def run_shift(settings: ShiftSettings) -> ShiftResult:
         raise _renamed(exc, "device" if exc.argument == "device" else "data") from None
     if spec.corruption is not None:
         raise InputError("data", "a clean dataset (corruptions: the corruptions field)", s.data)
+    n_model = model_classes(s.model, s.weights)  # the model's classes against the data's,
+    where = {"spec": "data", "source": "data_dir", "archive": "data_dir"}
+    try:  # before any image is decoded where the data's can be known without it
+        every = dataset_classes(s.data, s.data_dir)
+    except InputError as exc:
+        raise _renamed(exc, where[exc.argument]) if exc.argument in where else exc from None
+    if every is not None:
+        _keeps_labels(s, spec.classes, every, n_model)
     started = time.perf_counter()
     try:
-        data = load_dataset(s.data, s.data_dir)
+        data = load_dataset(s.data, s.data_dir, keep_labels=True)
     except InputError as exc:  # the spec is the data field; a missing file, the folder's
-        where = {"spec": "data", "source": "data_dir", "archive": "data_dir"}
         raise _renamed(exc, where[exc.argument]) if exc.argument in where else exc from None
     if s.split not in data:
         raise InputError("split", f"a split among {', '.join(data)}", repr(s.split))
     arrays = data[s.split]
+    kept = _keeps_labels(s, spec.classes, arrays.classes, n_model)
+    if kept:
+        columns = ", ".join(f"{arrays.classes.index(c)} ({c})" for c in spec.classes or ())
+        log.info("%s: scored on the model's columns %s of its %d", s.data, columns, n_model)
+    elif spec.classes is not None:
+        arrays = arrays.subset_classes(spec.classes)  # a model of these classes: 0..k-1
     channels = int(arrays.images.shape[-1])
     for name in ("mean", "std"):
         if len(getattr(s, name)) != channels:
             got = repr(getattr(s, name))
             raise InputError(name, f"{channels} values (one per channel of {s.data})", got)
     cal_idx, test_idx = split_parts(arrays.labels, s.cal_size, s.test_size, s.seed)
+    check_conformal_size(s.scores, s.alpha, len(cal_idx), s.seed)
     model = load_model(s.model, s.weights, len(arrays.classes), channels)
     corruptions, severities = tuple(s.corruptions or ()), tuple(s.severities)
     if s.smoke:
@@ -700,6 +817,8 @@ def run_shift(settings: ShiftSettings) -> ShiftResult:
         "classes": list(arrays.classes),
         "wall_seconds": round(wall, 1),
     }
+    if kept:
+        config["subset"] = list(spec.classes or ())  # scored on the columns of a model of all
     return ShiftResult(
         rows=rows,
         settings=s,
