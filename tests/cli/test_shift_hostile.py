@@ -135,6 +135,7 @@ def test_a_model_of_other_classes_is_refused_before_any_image_is_decoded(
     assert line.startswith("calibkit: error: --data: expected ")
     assert words in line
     if n_classes == 3:
+        assert "the lenet5 checkpoint" in line
         assert "of 3 classes" in line
     assert _listing(tiny["folder"]) == before  # no cache, no report
 

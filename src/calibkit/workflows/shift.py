@@ -42,11 +42,18 @@ import numpy.typing as npt
 
 from calibkit.calibrators import create_calibrator
 from calibkit.calibrators.sets.conformal import ConformalClassifier
-from calibkit.core.errors import InputError, nearest_name
+from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import Phase, ProgressEvent, report_step, time_left_text
 from calibkit.core.validation import MISCOVERAGE, N_BINS, RESAMPLES, SEED, SPLIT_SIZE, Integer
 from calibkit.metrics import evaluate
+from calibkit.workflows.shift_parts import (
+    check_conformal_size,
+    conformal_method,
+    keeps_labels,
+    split_parts,
+    unknown_name,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -170,57 +177,6 @@ def _set_values(sets: npt.NDArray[np.bool_], labels: npt.NDArray[np.int64]) -> d
     return values | {"coverage": coverage, "mean_set_size": float(sets.sum(axis=1).mean())}
 
 
-def _conformal(score: str, alpha: float, seed: int) -> ConformalClassifier:
-    """The conformal method of the table: ``score`` split conformal on temperature scaling."""
-    return ConformalClassifier(score=score, alpha=alpha, calibrator="temperature", seed=seed)
-
-
-def check_conformal_size(
-    scores: Sequence[str], alpha: float, n_cal: int, seed: int = 0, argument: str = "cal_size"
-) -> None:
-    """Refuse, naming ``argument``, ``n_cal`` calibration rows too few for the conformal
-    quantile at ``alpha`` once temperature scaling has taken its half: the rule
-    :meth:`ConformalClassifier.fit` applies (``rows_needed(alpha)`` rows for the quantile,
-    :func:`~calibkit.calibrators.sets.conformal.rows_needed`), checked before any work.
-
-    Parameters
-    ----------
-    scores
-        The conformity scores (none: nothing to check).
-    alpha, n_cal, seed
-        The miscoverage, the calibration rows and the seed of the conformal methods.
-    argument
-        What an error names.
-
-    Examples
-    --------
-    >>> check_conformal_size(["lac"], 0.1, 18)  # 9 rows for the quantile: enough
-    >>> check_conformal_size(["lac"], 0.001, 200)
-    Traceback (most recent call last):
-    ...
-    calibkit.core.errors.InputError: cal_size: expected at least 1,997 calibration images for \
-alpha=0.001 (split conformal needs 999 rows for its quantile, ceil((n + 1)(1 - alpha)) <= n, \
-after temperature scaling takes its half), or a larger alpha, got 200 (100 for the quantile)
-    """
-    from calibkit.calibrators.sets.conformal import rows_needed
-
-    if not scores:
-        return
-    method = _conformal(scores[0], alpha, seed)
-    need, got = rows_needed(alpha), method.quantile_rows(n_cal)
-    if got >= need:
-        return
-    least = max(need, 2 * need - 3)  # temperature scaling takes half: about 2 x need rows
-    while method.quantile_rows(least) < need:
-        least += 1
-    expected = (
-        f"at least {least:,} calibration images for alpha={alpha:g} (split conformal needs "
-        f"{need:,} rows for its quantile, ceil((n + 1)(1 - alpha)) <= n, after temperature "
-        "scaling takes its half), or a larger alpha"
-    )
-    raise InputError(argument, expected, f"{n_cal:,} ({got:,} for the quantile)")
-
-
 def shift_table(
     cal: ClassifierOutputs,
     test: ClassifierOutputs,
@@ -306,7 +262,7 @@ def shift_table(
 
         fitted.append((name, apply))
     for score in scores:
-        cp = _conformal(score, alpha, seed).fit(z_cal, cal.labels)
+        cp = conformal_method(score, alpha, seed).fit(z_cal, cal.labels)
 
         def cover(o: ClassifierOutputs, m: ConformalClassifier = cp) -> dict[str, float]:
             return _set_values(np.asarray(m.predict_set(o.as_logits())), o.labels)
@@ -422,12 +378,6 @@ def _names(value: str | Sequence[str] | None, name: str) -> tuple[str, ...] | No
     if not all(isinstance(v, str) for v in items):
         raise InputError(name, "names (str)", repr(value))
     return tuple(dict.fromkeys(v.strip() for v in items if v.strip()))
-
-
-def _unknown(field_name: str, name: str, valid: Sequence[str], what: str) -> InputError:
-    near = nearest_name(name, valid)
-    got = repr(name) + (f" (did you mean {near!r}?)" if near else "")
-    return InputError(field_name, f"{what} among {', '.join(valid)}", got)
 
 
 def _renamed(exc: InputError, field_name: str) -> InputError:
@@ -552,7 +502,7 @@ class ShiftSettings:
         for name in names:
             if name not in valid:
                 why = "; ".join(f"{k} is not available: {v}" for k, v in UNAVAILABLE.items())
-                raise _unknown("corruptions", name, valid, f"corruptions ({why})")
+                raise unknown_name("corruptions", name, valid, f"corruptions ({why})")
         return names
 
     def _severities(self) -> tuple[int, ...]:
@@ -578,7 +528,7 @@ class ShiftSettings:
                 got = f"{name!r}, of kind {kind!r} (the model, its images or groups)"
                 raise InputError("methods", "calibrators of logits (kind 'logits')", got)
             if name != "none" and name not in CALIBRATORS:
-                raise _unknown("methods", name, valid, "calibrators")
+                raise unknown_name("methods", name, valid, "calibrators")
         return names
 
     def _scores(self) -> tuple[str, ...]:
@@ -587,7 +537,7 @@ class ShiftSettings:
         names = _names("" if self.scores == "none" else self.scores, "scores") or ()
         for name in names:
             if name not in SCORES:
-                raise _unknown("scores", name, SCORES.names(), "conformity scores")
+                raise unknown_name("scores", name, SCORES.names(), "conformity scores")
         return names
 
     def _model(self) -> None:
@@ -634,50 +584,6 @@ class ShiftResult:
         return severity_summary(self.rows)
 
 
-def split_parts(
-    labels: npt.ArrayLike, cal_size: int | float, test_size: int | None, seed: int
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Stratified seeded ``(calibration, test)`` indices: ``cal_size`` (a count or a
-    fraction) for calibration, the rest for test, cut to ``test_size`` (stratified) when
-    that is smaller.
-
-    >>> cal, test = split_parts(np.repeat(np.arange(2), 10), 4, 6, seed=0)
-    >>> len(cal), len(test), sorted(set(cal) & set(test))
-    (4, 6, [])
-    """
-    from calibkit.core.splits import stratified_split
-
-    y = np.asarray(labels)
-    n, k = len(y), len(np.unique(y))
-    try:
-        test_idx, cal_idx = stratified_split(y, cal_size, seed)
-    except InputError as exc:
-        if exc.argument == "labels":  # a class with no image in one of the two parts
-            expected = (
-                f"a calibration part holding images of each of the {k} classes and leaving "
-                "images of each for the test part (the split is stratified)"
-            )
-            got = f"{cal_size!r} ({exc.got} would have none in one part)"
-            raise InputError("cal_size", expected, got) from None
-        what = f"a count in 1..{n - 1} or a fraction of the {n:,} images"
-        got = repr(cal_size)
-        if isinstance(cal_size, float):
-            got += f" ({round(cal_size * n):,} of the {n:,} images)"
-        raise InputError("cal_size", f"{what} leaving images for both parts", got) from None
-    if test_size is not None and test_size < len(test_idx):
-        shown = len(np.unique(y[test_idx]))
-        if test_size < shown:
-            expected = (
-                f"at least {shown} test images: one of each class (the test part is stratified)"
-            )
-            raise InputError("test_size", expected, repr(test_size))
-        keep, _ = stratified_split(
-            y[test_idx], len(test_idx) - test_size, seed, every_class_in_both=False
-        )
-        test_idx = test_idx[keep]
-    return cal_idx, test_idx
-
-
 def _smoke_text() -> str:
     """What a smoke run keeps, in words.
 
@@ -690,36 +596,6 @@ def _smoke_text() -> str:
         f"{' and '.join(sm['corruptions'])} at severities {', '.join(map(str, sm['severities']))}, "
         f"{', '.join(sm['methods'])} and {', '.join(sm['scores'])}"
     )
-
-
-def _keeps_labels(
-    s: ShiftSettings, subset: Sequence[str] | None, every: Sequence[str], n_model: int
-) -> bool:
-    """Whether a class ``subset`` of the dataset (``every`` class) keeps its labels among
-    all the classes (the model has a column for each: ``n_model == len(every)``, preferred)
-    rather than being relabelled ``0..k-1`` (a model of the subset's ``k`` classes). Any
-    other class count of the model, and a class the dataset lacks, are refused naming the
-    ``data`` field: never a label scored against another class's column.
-    """
-    if subset is not None:
-        for name in subset:
-            if name not in every:
-                raise _unknown("data", name, list(every), "class names of the dataset")
-    if n_model == len(every):
-        return subset is not None
-    if subset is not None and n_model == len(subset):
-        return False
-    checkpoint = f"the {s.model} checkpoint {os.fspath(s.weights)!r}, of {n_model} classes"
-    if subset is None:
-        expected = f"a dataset of as many classes as {checkpoint}, or {n_model} of its classes"
-        got = f"{s.data!r}, of {len(every)} classes"
-    else:
-        expected = (
-            f"as many classes as {checkpoint}: all {len(every)} of the dataset (labels kept "
-            f"as its classes' columns), or a subset of {n_model} (labelled in the order given)"
-        )
-        got = f"{s.data!r}, {len(subset)} of its {len(every)} classes"
-    raise InputError("data", expected, got)
 
 
 def run_shift(settings: ShiftSettings) -> ShiftResult:
@@ -749,7 +625,7 @@ def run_shift(settings: ShiftSettings) -> ShiftResult:
     except InputError as exc:
         raise _renamed(exc, where[exc.argument]) if exc.argument in where else exc from None
     if every is not None:
-        _keeps_labels(s, spec.classes, every, n_model)
+        keeps_labels(s.data, spec.classes, every, (s.model, s.weights, n_model))
     started = time.perf_counter()
     try:
         data = load_dataset(s.data, s.data_dir, keep_labels=True)
@@ -758,7 +634,7 @@ def run_shift(settings: ShiftSettings) -> ShiftResult:
     if s.split not in data:
         raise InputError("split", f"a split among {', '.join(data)}", repr(s.split))
     arrays = data[s.split]
-    kept = _keeps_labels(s, spec.classes, arrays.classes, n_model)
+    kept = keeps_labels(s.data, spec.classes, arrays.classes, (s.model, s.weights, n_model))
     if kept:
         columns = ", ".join(f"{arrays.classes.index(c)} ({c})" for c in spec.classes or ())
         log.info("%s: scored on the model's columns %s of its %d", s.data, columns, n_model)
