@@ -130,3 +130,41 @@ def test_the_next_shift_removes_a_killed_shift_s_folder(
     after = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
     assert [p for p in after if not p.startswith("report")] == kept
     assert (out / "report" / "report.md").is_file()
+
+
+#: A process that starts writing ``<parent>/data.npz`` and is killed in the middle.
+KILLED_FILE = """
+import os, signal, sys
+from pathlib import Path
+from calibkit.io.temporaries import make_temporary_file
+fd, path = make_temporary_file(Path(sys.argv[1]), "data.npz")
+os.write(fd, b"half")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_writer_s_file_is_removed_by_the_next_write(tmp_path: Path) -> None:
+    """The temporary file of an atomic write (the decoded dataset's cache, say) killed
+    before its rename: removed by the next atomic write beside it; look-alikes stay."""
+    from calibkit.io.atomic import atomic_write_bytes
+    from calibkit.io.temporaries import _host_tag
+
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run([sys.executable, "-c", KILLED_FILE, str(tmp_path)], env=env, check=False)
+    assert done.returncode == -signal.SIGKILL
+    (left,) = tmp_path.iterdir()
+    assert left.read_bytes() == b"half"
+    tag, dead = _host_tag(), dead_pid()
+    keep = [
+        f".a.npz.abcd1234-{tag}-{os.getpid()}.tmp",  # its maker runs
+        f".a.npz.abcd1234-{'0' * 8 if tag != '0' * 8 else '1' * 8}-{dead}.tmp",  # elsewhere
+        ".a.npz.abcd1234.tmp",  # no maker named: not known to be calibkit's
+        f"a.npz.abcd1234-{tag}-{dead}.tmp",  # not the pattern
+    ]
+    for name in keep:
+        (tmp_path / name).write_text("mine")
+    (tmp_path / f".l.npz.abcd1234-{tag}-{dead}.tmp").symlink_to(tmp_path / keep[0])
+    keep.append(f".l.npz.abcd1234-{tag}-{dead}.tmp")  # a link is not removed
+    atomic_write_bytes(tmp_path / "other.npz", b"new")
+    assert not left.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*keep, "other.npz"])

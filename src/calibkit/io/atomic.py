@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from calibkit.core.errors import InputError
-from calibkit.io.temporaries import make_temporary_folder, release_temporary
+from calibkit.io.temporaries import make_temporary_file, make_temporary_folder, release_temporary
 
 #: The file in every folder :func:`atomic_directory` writes, listing the files it wrote.
 MANIFEST = ".calibkit-written.json"
@@ -50,7 +50,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (temporary file + rename)."""
     path = Path(path)
     parent = check_parent(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    fd, tmp = make_temporary_file(parent, path.name)  # named by its maker: see temporaries
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; the file gets the usual mode

@@ -8,7 +8,10 @@ process that made it. Before making a new one, calibkit removes the temporary fo
 it whose maker is dead (:func:`remove_stale_temporaries`): only a real folder (not a link)
 whose name has that pattern and whose marker is a real file calibkit wrote, naming this host
 and a process that no longer runs. Anything else, a folder of the same pattern without a
-marker included, is never touched.
+marker included, is never touched. A temporary file (:func:`make_temporary_file`, the sibling
+a file is written to before it is renamed over its target) cannot hold a marker: its name
+carries its maker instead, ``.<name>.<random>-<host>-<pid>.tmp`` (``<host>``: a hash of the
+host name), and one of this host whose process is dead is removed the same way.
 
 >>> import tempfile
 >>> with tempfile.TemporaryDirectory() as parent:
@@ -21,6 +24,7 @@ marker included, is never touched.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -29,12 +33,25 @@ import socket
 import tempfile
 from pathlib import Path
 
-__all__ = ["MARKER", "make_temporary_folder", "release_temporary", "remove_stale_temporaries"]
+__all__ = [
+    "MARKER",
+    "make_temporary_file",
+    "make_temporary_folder",
+    "release_temporary",
+    "remove_stale_temporaries",
+]
 
 #: The file in a temporary folder naming its maker: ``{"host": ..., "pid": ...}``.
 MARKER = ".calibkit-temporary.json"
 #: The names of calibkit's temporary folders: ``.<name>.<random>.tmp``.
 _PATTERN = re.compile(r"\.(.+)\.[A-Za-z0-9_]+\.tmp")
+#: The names of calibkit's temporary files: ``.<name>.<random>-<host>-<pid>.tmp``.
+_FILE_PATTERN = re.compile(r"\.(.+)\.[A-Za-z0-9_]+-([0-9a-f]{8})-([1-9][0-9]*)\.tmp")
+
+
+def _host_tag() -> str:
+    """This host in a file name: the first 8 hex digits of the SHA-256 of its name."""
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 
 
 def _alive(pid: int) -> bool:
@@ -94,8 +111,15 @@ def remove_stale_temporaries(parent: Path) -> list[Path]:
         entries = list(Path(parent).iterdir())
     except OSError:
         return removed
-    here = socket.gethostname()
+    here, tag = socket.gethostname(), _host_tag()
     for entry in entries:
+        named = _FILE_PATTERN.fullmatch(entry.name)
+        if named and entry.is_file() and not entry.is_symlink():
+            if named[2] == tag and not _alive(int(named[3])):
+                with contextlib.suppress(OSError):
+                    entry.unlink()
+                    removed.append(entry)
+            continue
         if not _PATTERN.fullmatch(entry.name) or entry.is_symlink() or not entry.is_dir():
             continue
         maker = _maker(entry)
@@ -138,6 +162,37 @@ def make_temporary_folder(parent: Path, name: str, *, sweep: bool = True) -> Pat
     maker = {"host": socket.gethostname(), "pid": os.getpid()}
     (tmp / MARKER).write_text(json.dumps(maker) + "\n", encoding="utf-8")
     return tmp
+
+
+def make_temporary_file(parent: Path, name: str) -> tuple[int, str]:
+    """A new temporary file ``.<name>.<random>-<host>-<pid>.tmp`` in ``parent``, opened
+    (mode 0600, as :func:`tempfile.mkstemp` makes it), after removing the stale temporaries a
+    killed run left there.
+
+    Parameters
+    ----------
+    parent
+        Where the file is made (beside the file it becomes).
+    name
+        The name of that file.
+
+    Returns
+    -------
+    tuple of int and str
+        The open descriptor and the path, as :func:`tempfile.mkstemp` returns them.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as parent:
+    ...     fd, path = make_temporary_file(Path(parent), "a.npz")
+    ...     os.close(fd)
+    ...     Path(path).name.endswith(f"-{os.getpid()}.tmp")
+    True
+    """
+    remove_stale_temporaries(parent)
+    suffix = f"-{_host_tag()}-{os.getpid()}.tmp"
+    return tempfile.mkstemp(prefix=f".{name}.", suffix=suffix, dir=parent)
 
 
 def release_temporary(folder: Path) -> None:
