@@ -43,7 +43,7 @@ def weights(tmp_path: Path) -> Path:
         (["--cal-size", "0"], "--cal-size"),
         (["--seed", "-1"], "--seed"),
         (["--n-bins", "0"], "--n-bins"),
-        (["--split", "nope"], "--data-dir"),  # the dataset is looked for first
+        (["--split", "nope"], "--weights"),  # the checkpoint is read first: its classes
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(

@@ -340,6 +340,24 @@ def test_download_failure(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert os.listdir(env) == []
 
 
+def test_a_failed_download_into_a_missing_calibkit_data_leaves_no_folder(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32: ``$CALIBKIT_DATA`` naming a folder that does not exist: the folders made to
+    download into are removed again when the download fails (nothing else is)."""
+
+    def offline(*args: object, **kwargs: object) -> None:
+        raise urllib.error.URLError("no network")
+
+    monkeypatch.setattr(cifar_mod.urllib.request, "urlopen", offline)
+    (env / "mine").mkdir()
+    monkeypatch.setenv("CALIBKIT_DATA", str(env / "mine" / "typo" / "data"))
+    with pytest.raises(InputError, match="no network"):
+        load_dataset("cifar10:bird,cat")
+    assert [p.name for p in env.rglob("*")] == ["mine"]  # the user's folder alone is left
+    assert not (env.parent / "cache").exists()
+
+
 def test_download_into_read_only_folder(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied", str(env))
@@ -366,7 +384,7 @@ def test_default_data_dir_under_cache(env: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="download=True") as info:
         load_cifar("cifar100", download=False)
     assert str(tmp_path / "cache" / "datasets") in str(info.value)
-    assert (tmp_path / "cache" / "datasets").is_dir()
+    assert not (tmp_path / "cache").exists()  # the folders made for it are removed again
 
 
 def test_other_file_datasets_still_need_data_dir() -> None:

@@ -102,3 +102,40 @@ def test_every_file_dataset_reads_calibkit_data_then_the_default_folder(
             assert arrays.classes == from_env[split].classes
             np.testing.assert_array_equal(arrays.labels, from_env[split].labels)
             np.testing.assert_array_equal(arrays.images, from_env[split].images)
+
+
+def test_every_class_is_known_without_decoding_an_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32: the classes a model must have, read before any work (the zip's index, or
+    the registry's names); None where only loading can tell."""
+    import calibkit.data.image_folder as image_folder
+    from calibkit.data import dataset_classes
+
+    def decoded(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an image was decoded")
+
+    cifar10_jpeg_zip(tmp_path, per_class=2)
+    monkeypatch.setattr(image_folder, "_decode_all", decoded)
+    every = dataset_classes("cifar10-jpeg:bird,cat", tmp_path)
+    assert every is not None
+    assert every[:3] == ("airplane", "automobile", "bird")
+    assert len(every) == 10
+    blood = dataset_classes("bloodmnist", tmp_path)  # the official names, no file needed
+    assert blood is not None
+    assert (len(blood), blood[0]) == (8, "basophil")
+    assert dataset_classes("cifar10-jpeg", tmp_path / "missing") is None  # refused on loading
+    assert dataset_classes("imagenet-val", tmp_path) is None
+
+
+def test_a_subset_may_keep_its_labels_among_every_class(tmp_path: Path) -> None:
+    """``keep_labels``: a subset's images keep their label among all the dataset's classes
+    (the columns of a model of every class), the same images as the relabelled subset."""
+    cifar10_jpeg_zip(tmp_path, per_class=3)
+    kept = load_dataset("cifar10-jpeg:cat,bird", tmp_path, keep_labels=True)["test"]
+    relabelled = load_dataset("cifar10-jpeg:cat,bird", tmp_path)["test"]
+    assert kept.classes[2:4] == ("bird", "cat")
+    assert len(kept.classes) == 10
+    assert kept.labels.tolist() == [2, 2, 2, 3, 3, 3]
+    assert relabelled.labels.tolist() == [1, 1, 1, 0, 0, 0]  # cat 0, bird 1: the order given
+    assert np.array_equal(kept.images, relabelled.images)

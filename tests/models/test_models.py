@@ -189,3 +189,16 @@ def test_a_checkpoint_holding_nan_or_inf_is_refused_naming_it(tmp_path: Path, lo
     )
     with pytest.raises(InputError, match=match):
         load()
+
+
+def test_model_classes_reads_the_checkpoint_alone(tmp_path: Path) -> None:
+    """Issue 32: a model's classes, checked against the data's before any work."""
+    from calibkit.models import model_classes
+
+    for name, k in (("lenet5", 7), ("resnet20", 3), ("wrn16_4", 5)):
+        torch.save(create_model(name, k).state_dict(), tmp_path / f"{name}.pt")
+        assert model_classes(name, tmp_path / f"{name}.pt") == k
+    with pytest.raises(InputError, match="weights: expected a checkpoint of this MLP"):
+        model_classes("mlp", tmp_path / "lenet5.pt")
+    with pytest.raises(InputError, match="weights: expected a CIFAR ResNet checkpoint"):
+        model_classes("resnet32", tmp_path / "lenet5.pt")

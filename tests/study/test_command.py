@@ -65,6 +65,12 @@ def test_report_says_whether_seeds_draw_the_split(
         ('name = "mlp"\nparams', 'name = "mlq"\nparams', "models[0].name: expected one of"),
         ('"digits:0,1,2"', '"digits:0,1,bird"', "classes: expected distinct names among 0, 1"),
         ('"digits:0,1,2"', '"digits:0,1,2@fog:6"', "severity: expected an integer in 1..5"),
+        ('"digits:0,1,2"', '"digits:0,1,2@fog:\u00b3"', "severity: expected an integer in 1..5"),
+        (
+            "n_floor_draws = 20",
+            'n_floor_draws = 20\ndevice = "cuda:\u00b3"',
+            "device: expected auto, cpu",
+        ),
         ('"digits:0,1,2"', '"digits:0,1,2@frost:3"', "frost is not available"),
     ],
 )

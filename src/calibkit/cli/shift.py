@@ -10,6 +10,9 @@ field an error names is reported as its option.
 from __future__ import annotations
 
 import argparse
+import math
+import re
+from collections.abc import Callable
 from typing import Any
 
 from calibkit.cli.glossary import names
@@ -38,28 +41,47 @@ _FLAGS = {"corruption": "--corruptions", "spec": "--data", "path": "--weights"}
 
 
 def _severities(text: str) -> list[int]:
-    """``1-5``, ``3`` or ``1,3,5``: severities in 1..5."""
+    """``1-5``, ``3`` or ``1,3,5``: severities in 1..5, written in the digits 0-9 (``³`` and
+    other Unicode digits are refused, as ``int`` would turn some into a number and fail on
+    others).
+
+    >>> _severities("2-4"), _severities(" 5,1")
+    ([2, 3, 4], [5, 1])
+    """
     what = f"severities in 1..5 as 1-5 or 1,3,5, got {text!r}"
-    try:
-        if "-" in text:
-            low, high = (int(t) for t in text.split("-"))
-            values = list(range(low, high + 1))
-        else:
-            values = [int(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {what}") from None
+    found = re.fullmatch(r"\s*([0-9]+)\s*-\s*([0-9]+)\s*", text, re.ASCII)
+    if found:
+        values = list(range(int(found[1]), int(found[2]) + 1))
+    elif re.fullmatch(r"\s*[0-9]+\s*(,\s*[0-9]+\s*)*,?\s*", text, re.ASCII):
+        values = [int(t) for t in text.split(",") if t.strip()]
+    else:
+        raise argparse.ArgumentTypeError(f"expected {what}")
     if not values or any(not 1 <= v <= 5 for v in values):
         raise argparse.ArgumentTypeError(f"expected {what}")
     return list(dict.fromkeys(values))
 
 
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(t) for t in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated numbers, got {text!r}"
-        ) from None
+def _floats(*, positive: bool = False) -> Callable[[str], tuple[float, ...]]:
+    """The parser of a comma-separated list of finite numbers (``positive``: each > 0), so
+    that ``--mean nan`` or ``--std inf`` is refused when the options are read.
+
+    >>> _floats(positive=True)("0.5, 2")
+    (0.5, 2.0)
+    """
+    what = "positive finite numbers" if positive else "finite numbers"
+
+    def parse(text: str) -> tuple[float, ...]:
+        try:
+            values = tuple(float(t) for t in text.split(","))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated {what}, got {text!r}"
+            ) from None
+        if not all(math.isfinite(v) and (v > 0 or not positive) for v in values):
+            raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}")
+        return values
+
+    return parse
 
 
 def _add_data_options(p: argparse.ArgumentParser) -> None:
@@ -97,9 +119,9 @@ def add_arguments(sub: Subparsers) -> None:
     text = "conformal miscoverage in (0, 1) (default %(default)s)"
     opt(p, "--alpha", "A", text, type=miscoverage, default=0.1)
     text = "input normalisation mean (default %(default)s)"
-    opt(p, "--mean", "M,M,M", text, type=_floats, default=IMAGENET_MEAN)
+    opt(p, "--mean", "M,M,M", text, type=_floats(), default=IMAGENET_MEAN)
     text = "input normalisation std (default %(default)s)"
-    opt(p, "--std", "S,S,S", text, type=_floats, default=IMAGENET_STD)
+    opt(p, "--std", "S,S,S", text, type=_floats(positive=True), default=IMAGENET_STD)
     opt(p, "--device", "DEV", "cpu, cuda, cuda:N or auto (default %(default)s)", default="auto")
     text = "images per forward pass (default %(default)s)"
     opt(p, "--batch-size", "N", text, type=number(Integer(low=1)), default=500)

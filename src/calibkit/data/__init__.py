@@ -1,11 +1,13 @@
 """Datasets for training and calibrating classifiers.
 
 Loaders are registered by name in :data:`DATASETS`; :func:`load_dataset` takes a spec
-``name`` or ``name:class,class`` (a class subset, relabelled ``0..k-1`` in that order) and
-returns ``{split: ImageArrays}``. ``cifar10``/``cifar100`` read the official python
-archives (downloaded and MD5-checked when absent); ``cifar10-jpeg`` and ``bloodmnist`` read
-their file from the data folder, ``imagenet-val`` reads the data folder as a folder of class
-folders.
+``name`` or ``name:class,class`` (a class subset, relabelled ``0..k-1`` in that order, or
+with ``keep_labels`` keeping each image's label among all the dataset's classes, for a model
+of every class) and returns ``{split: ImageArrays}``; :func:`dataset_classes` names the
+classes of the whole dataset without decoding an image where it can. ``cifar10``/``cifar100``
+read the official python archives (downloaded and MD5-checked when absent);
+``cifar10-jpeg`` and ``bloodmnist`` read their file from the data folder, ``imagenet-val``
+reads the data folder as a folder of class folders.
 
 The data folder of every dataset but the bundled ``digits`` is, in this order: the
 ``data_dir`` argument (the CLI's ``--data-dir``, a config's ``data_dir``), else
@@ -47,9 +49,14 @@ from calibkit.data.augment import crop_and_flip, random_crop, random_hflip
 from calibkit.data.cifar import default_data_dir, load_cifar
 from calibkit.data.cifar_classes import CIFAR10_CLASSES, CIFAR100_CLASSES
 from calibkit.data.corruptions import CORRUPTIONS, check_corruption, corrupt
-from calibkit.data.image_folder import default_cache_dir, load_image_folder, read_image_folder
+from calibkit.data.image_folder import (
+    default_cache_dir,
+    image_folder_classes,
+    load_image_folder,
+    read_image_folder,
+)
 from calibkit.data.imagenet import load_imagenet_val, resize_center_crop
-from calibkit.data.medmnist import load_medmnist
+from calibkit.data.medmnist import KNOWN_CLASSES, load_medmnist
 
 __all__ = [
     "CIFAR10_CLASSES",
@@ -60,6 +67,7 @@ __all__ = [
     "ImageArrays",
     "corrupt",
     "crop_and_flip",
+    "dataset_classes",
     "default_cache_dir",
     "default_data_dir",
     "load_cifar",
@@ -82,12 +90,12 @@ Loader = Callable[[Path], dict[str, ImageArrays]]
 
 #: Dataset loaders by name. Metadata: ``bundled=True`` for data that needs no folder,
 #: ``default_dir``, a function giving the folder used when none is passed, ``file``, the
-#: file a loader reads in its folder, and ``classes``, the class names in label order where
-#: they are fixed.
+#: file a loader reads in its folder, ``classes``, the class names in label order where
+#: they are fixed, and ``index``, a function reading them from ``file`` without decoding.
 DATASETS: Registry[Loader] = Registry("dataset")
 
 
-@DATASETS.register("digits", bundled=True)
+@DATASETS.register("digits", bundled=True, classes=tuple(str(c) for c in range(10)))
 def load_digits(data_dir: Path | None = None) -> dict[str, ImageArrays]:
     """scikit-learn's bundled 8x8 digits (1,797 images, offline), 0..16 scaled to 0..255.
 
@@ -106,7 +114,12 @@ def load_digits(data_dir: Path | None = None) -> dict[str, ImageArrays]:
     }
 
 
-@DATASETS.register("cifar10-jpeg", default_dir=default_data_dir, file="cifar10-jpeg.zip")
+@DATASETS.register(
+    "cifar10-jpeg",
+    default_dir=default_data_dir,
+    file="cifar10-jpeg.zip",
+    index=image_folder_classes,
+)
 def load_cifar10_jpeg(data_dir: Path) -> dict[str, ImageArrays]:
     """``<data_dir>/cifar10-jpeg.zip`` (60,000 32x32 JPEGs), decoded once then cached."""
     return load_image_folder(Path(data_dir) / "cifar10-jpeg.zip")
@@ -124,7 +137,12 @@ def load_cifar100(data_dir: Path) -> dict[str, ImageArrays]:
     return load_cifar("cifar100", data_dir)
 
 
-@DATASETS.register("bloodmnist", default_dir=default_data_dir, file="bloodmnist.npz")
+@DATASETS.register(
+    "bloodmnist",
+    default_dir=default_data_dir,
+    file="bloodmnist.npz",
+    classes=KNOWN_CLASSES["bloodmnist.npz"],
+)
 def load_bloodmnist(data_dir: Path) -> dict[str, ImageArrays]:
     """``<data_dir>/bloodmnist.npz`` (MD5-checked; train/val/test, 28x28 RGB, 8 classes)."""
     return load_medmnist(Path(data_dir) / "bloodmnist.npz")
@@ -172,43 +190,86 @@ def parse_dataset_spec(spec: str) -> DatasetSpec:
         raise InputError(
             "spec", "name@corruption:severity or name@corruption:severity:split", repr(spec)
         )
-    severity = int(parts[1]) if parts[1].isdigit() else parts[1]
+    severity: int | str = int(parts[1]) if parts[1].isascii() and parts[1].isdigit() else parts[1]
     severity = check_corruption(parts[0], severity)
     return DatasetSpec(name, classes, parts[0], severity, parts[2] if len(parts) == 3 else None)
 
 
-def load_dataset(
+def _folder(name: str, data_dir: str | os.PathLike[str] | None) -> Path:
+    """The data folder of dataset ``name`` (see the module docstring); a file missing from a
+    folder that was not passed is refused naming where it was looked for."""
+    info = DATASETS.info(name)
+    if data_dir is not None:
+        return Path(data_dir)
+    if info.get("bundled", False):
+        return Path(".")
+    folder: Path = info["default_dir"]()
+    file = info.get("file")
+    if file is not None and not (folder / file).exists():
+        where = "$CALIBKIT_DATA" if os.environ.get("CALIBKIT_DATA") else "the default folder"
+        raise InputError(
+            "data_dir",
+            f"the folder holding the {name} file (pass --data-dir or set $CALIBKIT_DATA)",
+            f"None, and {where} {folder} has no {file}",
+        )
+    return folder
+
+
+def dataset_classes(
     spec: str, data_dir: str | os.PathLike[str] | None = None
+) -> tuple[str, ...] | None:
+    """The class names of the whole dataset of ``spec`` (before any class subset), in label
+    order, found without decoding an image: those registered with the dataset, or read from
+    its file's index; None where only loading it can tell (an ImageNet folder, say).
+
+    Parameters
+    ----------
+    spec, data_dir
+        As :func:`load_dataset` takes them.
+
+    Returns
+    -------
+    tuple of str or None
+        Every class of the dataset, label ``i`` the ``i``-th.
+
+    Examples
+    --------
+    >>> len(dataset_classes("cifar10:bird,cat")), dataset_classes("digits:3,8")[:3]
+    (10, ('0', '1', '2'))
+    """
+    name = parse_dataset_spec(spec).name
+    info = DATASETS.info(name)
+    if "classes" in info:
+        return tuple(info["classes"])
+    if "index" not in info:
+        return None
+    path = _folder(name, data_dir) / info["file"]
+    return tuple(info["index"](path)) if path.exists() else None
+
+
+def load_dataset(
+    spec: str, data_dir: str | os.PathLike[str] | None = None, *, keep_labels: bool = False
 ) -> dict[str, ImageArrays]:
     """Load ``name``, ``name:class_a,class_b``, either ending in ``@corruption:severity`` or
     ``@corruption:severity:split``, from :data:`DATASETS` (see the module docstring).
 
     ``data_dir=None`` means ``$CALIBKIT_DATA``, else the cache folder (see the module
-    docstring); bundled datasets (``digits``) need no folder.
+    docstring); bundled datasets (``digits``) need no folder. ``keep_labels``: a class
+    subset keeps every class name and each image's label among them (the columns of a model
+    of every class), instead of being relabelled ``0..k-1``.
 
     Examples
     --------
     >>> digits = load_dataset("digits")  # bundled with scikit-learn: 8x8 grey images
     >>> {part: arrays.images.shape for part, arrays in digits.items()}
     {'train': (1198, 8, 8, 1), 'test': (599, 8, 8, 1)}
+    >>> kept = load_dataset("digits:3,8", keep_labels=True)["test"]
+    >>> sorted(set(kept.labels.tolist())), len(kept.classes)
+    ([3, 8], 10)
     """
     parsed = parse_dataset_spec(spec)
     name = parsed.name
-    info = DATASETS.info(name)
-    if data_dir is not None:
-        folder = Path(data_dir)
-    elif info.get("bundled", False):
-        folder = Path(".")
-    else:
-        folder = info["default_dir"]()
-        file = info.get("file")
-        if file is not None and not (folder / file).exists():
-            where = "$CALIBKIT_DATA" if os.environ.get("CALIBKIT_DATA") else "the default folder"
-            raise InputError(
-                "data_dir",
-                f"the folder holding the {name} file (pass --data-dir or set $CALIBKIT_DATA)",
-                f"None, and {where} {folder} has no {file}",
-            )
+    folder = _folder(name, data_dir)
     data: dict[str, ImageArrays] = DATASETS.create(name, folder)
     if parsed.split is not None and parsed.split not in data:
         raise InputError("spec", f"a split among {', '.join(data)}", repr(parsed.split))
@@ -220,6 +281,8 @@ def load_dataset(
             keep = np.flatnonzero(
                 np.isin(arrays.labels, [arrays.classes.index(c) for c in sub.classes])
             )
+            if keep_labels:
+                sub = ImageArrays(arrays.images[keep], arrays.labels[keep], arrays.classes)
             arrays = sub
         if parsed.corruption is not None and parsed.split in (None, split):
             images = corrupt(

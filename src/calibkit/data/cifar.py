@@ -28,7 +28,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -144,6 +144,22 @@ def _make_dir(folder: Path, argument: str) -> Path:
     except OSError as exc:
         raise InputError(argument, "a folder that exists or can be created", f"{exc}") from None
     return folder
+
+
+@contextlib.contextmanager
+def _created_dir(folder: Path, argument: str) -> Iterator[Path]:
+    """``folder``, made with its missing parents for the block; if the block fails, the
+    folders made here are removed again (those still empty), so a failed download into a
+    mistyped ``$CALIBKIT_DATA`` leaves nothing behind."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]  # deepest first
+    _make_dir(folder, argument)
+    try:
+        yield folder
+    except BaseException:
+        for made in missing:
+            with contextlib.suppress(OSError):
+                made.rmdir()  # only an empty folder: never one something was put in
+        raise
 
 
 def _check_md5(what: str, expected: str, got: str) -> None:
@@ -298,7 +314,8 @@ def load_cifar(
     cached = load_splits(target, SPLITS)  # None: absent or unreadable (rebuilt below)
     if cached is not None:
         return cached
-    folder = _make_dir(Path(data_dir) if data_dir is not None else default_data_dir(), "data_dir")
-    data = read_cifar(name, _archive(spec, folder, download))
+    where = Path(data_dir) if data_dir is not None else default_data_dir()
+    with _created_dir(where, "data_dir") as folder:
+        data = read_cifar(name, _archive(spec, folder, download))
     save_splits(_make_dir(cache, "cache_dir") / target.name, data)
     return data

@@ -256,6 +256,45 @@ def read_image_folder(
     return _read_zip(path, workers)
 
 
+def image_folder_classes(source: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The class names of an image-folder dataset (folder or ``.zip``), sorted, read from
+    its file names alone (no image decoded): what :func:`read_image_folder` would label.
+
+    Parameters
+    ----------
+    source
+        The folder or ``.zip`` (``train/<class>/*``, ``test/<class>/*``).
+
+    Returns
+    -------
+    tuple of str
+        The class folders, sorted (label ``i`` is the ``i``-th).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     for split in ("train", "test"):
+    ...         for name in ("dog", "cat"):
+    ...             Path(folder, split, name).mkdir(parents=True)
+    ...             _ = Path(folder, split, name, "0.png").write_bytes(b"")
+    ...     image_folder_classes(folder)
+    ('cat', 'dog')
+    """
+    path = Path(source)
+    if path.is_dir():
+        names = [p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file()]
+    elif path.is_file():
+        try:
+            with zipfile.ZipFile(path) as zf:
+                names = [i.filename for i in zf.infolist() if not i.is_dir()]
+        except _ZIP_ERRORS as exc:
+            raise InputError("source", "a readable zip archive", f"{path} ({exc})") from None
+    else:
+        raise InputError("source", "an existing folder or .zip file", str(path))
+    return tuple(_index(str(path), names)[1])
+
+
 def load_image_folder(
     source: str | os.PathLike[str],
     *,

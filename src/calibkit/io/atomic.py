@@ -2,7 +2,8 @@
 
 A file is written to a temporary sibling and renamed over the target; a report folder is
 built in a temporary sibling folder and renamed into place, so an interrupted or failed
-run never leaves half-written output.
+run never leaves half-written output (the folder of a run killed outright is marked as its,
+and removed by the next write beside it: :mod:`calibkit.io.temporaries`).
 
 The output rule: calibkit only ever replaces what it wrote itself. A folder written by
 :func:`atomic_directory` holds a manifest (``MANIFEST``) listing every file in it; an
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from calibkit.core.errors import InputError
+from calibkit.io.temporaries import make_temporary_file, make_temporary_folder, release_temporary
 
 #: The file in every folder :func:`atomic_directory` writes, listing the files it wrote.
 MANIFEST = ".calibkit-written.json"
@@ -48,7 +50,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (temporary file + rename)."""
     path = Path(path)
     parent = check_parent(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    fd, tmp = make_temporary_file(parent, path.name)  # named by its maker: see temporaries
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; the file gets the usual mode
@@ -140,12 +142,13 @@ def atomic_directory(
     if path.exists() and not overwrite:
         raise InputError("output", "a folder that does not exist yet", f"{path} exists")
     check_replaceable_folder(path, "output", legacy)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent))
+    tmp = make_temporary_folder(parent, path.name)  # marked: a killed run's is removed later
     umask = os.umask(0)
     os.umask(umask)
     tmp.chmod(0o777 & ~umask)  # mkdtemp makes 0700; a report folder gets the usual mode
     try:
         yield tmp
+        release_temporary(tmp)
         manifest = json.dumps([f for f in _files(tmp) if f != MANIFEST], indent=1)
         (tmp / MANIFEST).write_text(manifest + "\n", encoding="utf-8")
         _swap_in(tmp, path, parent, legacy)

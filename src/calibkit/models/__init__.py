@@ -51,7 +51,7 @@ from calibkit.models.resnet import (
 from calibkit.models.bottleneck import BottleneckResNet, resnet50_28, resnet101
 from calibkit.models.vit import VisionTransformer, vit_small_patch16_224
 from calibkit.models.mixer import MlpMixer, mixer_b16_224
-from calibkit.models.checkpoint import load_checkpoint, read_state_dict
+from calibkit.models.checkpoint import checkpoint_classes, load_checkpoint, read_state_dict
 from calibkit.models.mlp import MLP, mlp
 
 # isort: on
@@ -109,6 +109,47 @@ def load_model(
     return model.eval()
 
 
+def model_classes(name: str, weights: str | os.PathLike[str]) -> int:
+    """The number of classes of checkpoint ``weights`` for the model registered as ``name``,
+    read from the file without building the model's weights (its shapes come from the
+    ``meta`` device): a model's classes checked against a dataset's before any work.
+
+    Parameters
+    ----------
+    name
+        A name of :data:`MODELS` (an unknown one: UnknownNameError listing the valid ones).
+    weights
+        Its checkpoint; a missing, unreadable or foreign file is refused naming ``weights``.
+
+    Returns
+    -------
+    int
+        The classes of the checkpoint's classifier.
+
+    Examples
+    --------
+    >>> import tempfile, torch
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     torch.save(create_model("lenet5", 4).state_dict(), f"{folder}/w.pt")
+    ...     model_classes("lenet5", f"{folder}/w.pt")
+    4
+    """
+    import torch
+
+    info = MODELS.info(name)
+    try:
+        if info.get("family") == "cifar_resnet":  # the loader's own checks (a small model)
+            resnet = load_pretrained_cifar_resnet(os.fspath(weights), int(info["depth"]))
+            return int(resnet.linear.out_features)
+        with torch.device("meta"):
+            two, three = create_model(name, 2), create_model(name, 3)
+        return checkpoint_classes(two, three, weights)
+    except InputError as exc:
+        if exc.argument != "path":
+            raise
+        raise InputError("weights", exc.expected, exc.got) from None
+
+
 __all__ = [
     "MLP",
     "MODELS",
@@ -129,6 +170,7 @@ __all__ = [
     "load_pretrained_cifar_resnet",
     "mixer_b16_224",
     "mlp",
+    "model_classes",
     "read_state_dict",
     "resnet18",
     "resnet20",

@@ -85,3 +85,47 @@ def load_checkpoint(model: nn.Module, path: str | os.PathLike[str]) -> nn.Module
         raise InputError("path", f"a checkpoint of this {type(model).__name__}", got)
     model.load_state_dict(state, strict=True)
     return model
+
+
+def checkpoint_classes(model: nn.Module, other: nn.Module, path: str | os.PathLike[str]) -> int:
+    """The number of classes of checkpoint ``path``, read from its tensors alone: ``model``
+    and ``other`` are the same architecture built for two different class counts (say on
+    the ``meta`` device, which allocates nothing), and the class count is the size, in
+    ``path``, of the first tensor dimension they disagree on (the classifier's). A missing
+    or unreadable file, or one without that tensor, raises
+    :class:`~calibkit.core.errors.InputError` naming ``path``.
+
+    Parameters
+    ----------
+    model, other
+        One architecture built for two class counts.
+    path
+        The checkpoint (see the module docstring).
+
+    Returns
+    -------
+    int
+        The number of classes the checkpoint's classifier has.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> net = lambda k: nn.Sequential(nn.Flatten(), nn.Linear(12, 8), nn.Linear(8, k))
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     torch.save(net(7).state_dict(), f"{folder}/w.pt")
+    ...     checkpoint_classes(net(2), net(3), f"{folder}/w.pt")
+    7
+    """
+    state = read_state_dict(path)
+    a, b = model.state_dict(), other.state_dict()
+    for key, tensor in a.items():
+        if key not in b or tensor.shape == b[key].shape or tensor.ndim != b[key].ndim:
+            continue
+        axis = next(
+            i for i, (m, n) in enumerate(zip(tensor.shape, b[key].shape, strict=True)) if m != n
+        )
+        if key not in state or state[key].ndim != tensor.ndim:
+            break
+        return int(state[key].shape[axis])
+    expected = f"a checkpoint of this {type(model).__name__} (its classifier's tensors)"
+    raise InputError("path", expected, f"{path}, which lacks them")

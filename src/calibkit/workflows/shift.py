@@ -42,11 +42,18 @@ import numpy.typing as npt
 
 from calibkit.calibrators import create_calibrator
 from calibkit.calibrators.sets.conformal import ConformalClassifier
-from calibkit.core.errors import InputError, nearest_name
+from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import Phase, ProgressEvent, report_step, time_left_text
 from calibkit.core.validation import MISCOVERAGE, N_BINS, RESAMPLES, SEED, SPLIT_SIZE, Integer
 from calibkit.metrics import evaluate
+from calibkit.workflows.shift_parts import (
+    check_conformal_size,
+    conformal_method,
+    keeps_labels,
+    split_parts,
+    unknown_name,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -230,6 +237,7 @@ def shift_table(
         scores = conformal
     if not 0.0 < alpha < 1.0:
         raise InputError("alpha", "a number in (0, 1)", repr(alpha))
+    check_conformal_size(scores, alpha, cal.n_samples, seed, "cal")
     bad = [(c, s) for (c, s), o in shifted.items() if o.n_classes != cal.n_classes]
     if bad:
         raise InputError("shifted", f"outputs with {cal.n_classes} classes", repr(bad[0]))
@@ -254,8 +262,7 @@ def shift_table(
 
         fitted.append((name, apply))
     for score in scores:
-        cp = ConformalClassifier(score=score, alpha=alpha, calibrator="temperature", seed=seed)
-        cp.fit(z_cal, cal.labels)
+        cp = conformal_method(score, alpha, seed).fit(z_cal, cal.labels)
 
         def cover(o: ClassifierOutputs, m: ConformalClassifier = cp) -> dict[str, float]:
             return _set_values(np.asarray(m.predict_set(o.as_logits())), o.labels)
@@ -373,12 +380,6 @@ def _names(value: str | Sequence[str] | None, name: str) -> tuple[str, ...] | No
     return tuple(dict.fromkeys(v.strip() for v in items if v.strip()))
 
 
-def _unknown(field_name: str, name: str, valid: Sequence[str], what: str) -> InputError:
-    near = nearest_name(name, valid)
-    got = repr(name) + (f" (did you mean {near!r}?)" if near else "")
-    return InputError(field_name, f"{what} among {', '.join(valid)}", got)
-
-
 def _renamed(exc: InputError, field_name: str) -> InputError:
     return InputError(field_name, exc.expected, exc.got)
 
@@ -465,6 +466,9 @@ class ShiftSettings:
         if self.test_size is not None:
             put("test_size", Integer(low=1).check("test_size", self.test_size))
         put("alpha", MISCOVERAGE.check("alpha", self.alpha))
+        put("seed", SEED.check("seed", self.seed))
+        if isinstance(self.cal_size, int):  # a fraction: once the split's size is known
+            check_conformal_size(self.scores, self.alpha, self.cal_size, self.seed)
         for name in ("mean", "std"):
             values = getattr(self, name)
             try:
@@ -481,7 +485,6 @@ class ShiftSettings:
         put("batch_size", Integer(low=1).check("batch_size", self.batch_size))
         put("n_floor_draws", RESAMPLES.check("n_floor_draws", self.n_floor_draws))
         put("n_bins", N_BINS.check("n_bins", self.n_bins))
-        put("seed", SEED.check("seed", self.seed))
         if not isinstance(self.smoke, bool):
             raise InputError("smoke", "True or False", repr(self.smoke))
         if not isinstance(self.device, str) or not self.device:
@@ -499,7 +502,7 @@ class ShiftSettings:
         for name in names:
             if name not in valid:
                 why = "; ".join(f"{k} is not available: {v}" for k, v in UNAVAILABLE.items())
-                raise _unknown("corruptions", name, valid, f"corruptions ({why})")
+                raise unknown_name("corruptions", name, valid, f"corruptions ({why})")
         return names
 
     def _severities(self) -> tuple[int, ...]:
@@ -525,7 +528,7 @@ class ShiftSettings:
                 got = f"{name!r}, of kind {kind!r} (the model, its images or groups)"
                 raise InputError("methods", "calibrators of logits (kind 'logits')", got)
             if name != "none" and name not in CALIBRATORS:
-                raise _unknown("methods", name, valid, "calibrators")
+                raise unknown_name("methods", name, valid, "calibrators")
         return names
 
     def _scores(self) -> tuple[str, ...]:
@@ -534,7 +537,7 @@ class ShiftSettings:
         names = _names("" if self.scores == "none" else self.scores, "scores") or ()
         for name in names:
             if name not in SCORES:
-                raise _unknown("scores", name, SCORES.names(), "conformity scores")
+                raise unknown_name("scores", name, SCORES.names(), "conformity scores")
         return names
 
     def _model(self) -> None:
@@ -581,30 +584,6 @@ class ShiftResult:
         return severity_summary(self.rows)
 
 
-def split_parts(
-    labels: npt.ArrayLike, cal_size: int | float, test_size: int | None, seed: int
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Stratified seeded ``(calibration, test)`` indices: ``cal_size`` (a count or a
-    fraction) for calibration, the rest for test, cut to ``test_size`` (stratified) when
-    that is smaller.
-
-    >>> cal, test = split_parts(np.repeat(np.arange(2), 10), 4, 6, seed=0)
-    >>> len(cal), len(test), sorted(set(cal) & set(test))
-    (4, 6, [])
-    """
-    from calibkit.core.splits import stratified_split
-
-    y = np.asarray(labels)
-    try:
-        test_idx, cal_idx = stratified_split(y, cal_size, seed)
-    except InputError as exc:
-        raise _renamed(exc, "cal_size") from None
-    if test_size is not None and test_size < len(test_idx):
-        keep, _ = stratified_split(y[test_idx], len(test_idx) - test_size, seed)
-        test_idx = test_idx[keep]
-    return cal_idx, test_idx
-
-
 def _smoke_text() -> str:
     """What a smoke run keeps, in words.
 
@@ -628,8 +607,8 @@ def run_shift(settings: ShiftSettings) -> ShiftResult:
     Errors name the field of :class:`ShiftSettings` to change (``data``, ``split``, ...).
     """
     from calibkit.core.devices import resolve_device
-    from calibkit.data import load_dataset, parse_dataset_spec
-    from calibkit.models import load_model
+    from calibkit.data import dataset_classes, load_dataset, parse_dataset_spec
+    from calibkit.models import load_model, model_classes
 
     s = settings
     try:
@@ -639,21 +618,35 @@ def run_shift(settings: ShiftSettings) -> ShiftResult:
         raise _renamed(exc, "device" if exc.argument == "device" else "data") from None
     if spec.corruption is not None:
         raise InputError("data", "a clean dataset (corruptions: the corruptions field)", s.data)
+    n_model = model_classes(s.model, s.weights)  # the model's classes against the data's,
+    where = {"spec": "data", "source": "data_dir", "archive": "data_dir"}
+    try:  # before any image is decoded where the data's can be known without it
+        every = dataset_classes(s.data, s.data_dir)
+    except InputError as exc:
+        raise _renamed(exc, where[exc.argument]) if exc.argument in where else exc from None
+    if every is not None:
+        keeps_labels(s.data, spec.classes, every, (s.model, s.weights, n_model))
     started = time.perf_counter()
     try:
-        data = load_dataset(s.data, s.data_dir)
+        data = load_dataset(s.data, s.data_dir, keep_labels=True)
     except InputError as exc:  # the spec is the data field; a missing file, the folder's
-        where = {"spec": "data", "source": "data_dir", "archive": "data_dir"}
         raise _renamed(exc, where[exc.argument]) if exc.argument in where else exc from None
     if s.split not in data:
         raise InputError("split", f"a split among {', '.join(data)}", repr(s.split))
     arrays = data[s.split]
+    kept = keeps_labels(s.data, spec.classes, arrays.classes, (s.model, s.weights, n_model))
+    if kept:
+        columns = ", ".join(f"{arrays.classes.index(c)} ({c})" for c in spec.classes or ())
+        log.info("%s: scored on the model's columns %s of its %d", s.data, columns, n_model)
+    elif spec.classes is not None:
+        arrays = arrays.subset_classes(spec.classes)  # a model of these classes: 0..k-1
     channels = int(arrays.images.shape[-1])
     for name in ("mean", "std"):
         if len(getattr(s, name)) != channels:
             got = repr(getattr(s, name))
             raise InputError(name, f"{channels} values (one per channel of {s.data})", got)
     cal_idx, test_idx = split_parts(arrays.labels, s.cal_size, s.test_size, s.seed)
+    check_conformal_size(s.scores, s.alpha, len(cal_idx), s.seed)
     model = load_model(s.model, s.weights, len(arrays.classes), channels)
     corruptions, severities = tuple(s.corruptions or ()), tuple(s.severities)
     if s.smoke:
@@ -700,6 +693,8 @@ def run_shift(settings: ShiftSettings) -> ShiftResult:
         "classes": list(arrays.classes),
         "wall_seconds": round(wall, 1),
     }
+    if kept:
+        config["subset"] = list(spec.classes or ())  # scored on the columns of a model of all
     return ShiftResult(
         rows=rows,
         settings=s,

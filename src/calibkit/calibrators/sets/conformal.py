@@ -489,6 +489,21 @@ class ConformalClassifier(OnCalibrator):
             where + (split if self.calibrator is not None else ""),
         )
 
+    def quantile_rows(self, n: int) -> int:
+        """Of ``n`` calibration rows, how many :meth:`fit` gives the quantile: all of them,
+        or those left once the calibrator's part (``calibrator_split``) is split off when a
+        calibrator is to be fitted. Compared with :func:`rows_needed` before any work.
+
+        >>> ConformalClassifier(calibrator="temperature").quantile_rows(201)
+        101
+        >>> ConformalClassifier().quantile_rows(201)
+        201
+        """
+        calibrator, fitted = CalibratorSpec.resolve(self.calibrator)
+        if calibrator is None or fitted or self.calibrator_split is None:
+            return int(n)
+        return int(n) - round(self.calibrator_split * int(n))  # as stratified_split counts
+
     def _draw(self, n: int, stream: int) -> F64:
         return np.random.default_rng([self.seed, stream]).random(n)
 

@@ -264,7 +264,8 @@ class StudyConfig:
         draws = RESAMPLES.check("n_floor_draws", self.n_floor_draws)
         object.__setattr__(self, "n_bins", N_BINS.check("n_bins", self.n_bins))
         object.__setattr__(self, "n_floor_draws", draws)
-        cuda_n = self.device.startswith("cuda:") and self.device[5:].isdigit()
+        index = self.device[5:]
+        cuda_n = self.device.startswith("cuda:") and index.isascii() and index.isdigit()
         if self.device not in ("auto", "cpu", "cuda") and not cuda_n:
             raise InputError("device", "auto, cpu, cuda or cuda:N", repr(self.device))
         for i, spec in enumerate(self.models):
