@@ -347,6 +347,8 @@ class PriorShiftAdapter(OnCalibrator):
         The target rows the priors were estimated from (0: given priors); fewer than
         ``n_classes_`` gives a :class:`~calibkit.core.errors.SmallSampleWarning`.
 
+    Notes
+    -----
     :meth:`caveats` says in words what these flags found; loading a saved adapter checks
     them against each other and the source priors against the confusion matrix and counts.
 
