@@ -20,12 +20,13 @@ run's ``identity.json``) is still a study folder, judged by the names above; the
 on it writes its record. A folder with no record and no such run is judged as a new one:
 anything but a lock in it is foreign.
 
-Any foreign file, the current folder and its parents, and a folder holding one of the
-study's inputs (its config file, an ``init`` checkpoint, its data folder) are refused
-before anything is read or written (:func:`check_study_folder`). A study holds the folder's
-lock for its whole length (:func:`locked_study_folder`): a second study on the same folder
-is refused, not waited for, with a message naming the holder's host and process; a lock
-left by a killed study is taken over.
+Any foreign file, a symbolic link (``--out`` itself, or anything in it: the lock, a results
+file, a run folder; calibkit never writes through one), the current folder and its parents,
+and a folder holding one of the study's inputs (its config file, an ``init`` checkpoint, its
+data folder) are refused before anything is read or written (:func:`check_study_folder`). A
+study holds the folder's lock for its whole length (:func:`locked_study_folder`): a second
+study on the same folder is refused, not waited for, with a message naming the holder's host
+and process; a lock left by a killed study is taken over.
 
 >>> is_study_file("runs/mlp/seed-0/logits.npz"), is_study_file("notes.txt")
 (True, False)
@@ -46,6 +47,7 @@ from calibkit.io.atomic import (
     atomic_write_text,
     existing_output_folder,
     refuse_foreign,
+    refuse_links_inside,
 )
 from calibkit.io.lock import LOCK, FolderLock
 from calibkit.study.store.run_folder import RUNS, RunFolder
@@ -182,6 +184,7 @@ def check_study_folder(
             "a folder holding none of the study's inputs",
             f"{out}, which holds {', '.join(inside[:3])}, an input of this study",
         )
+    refuse_links_inside(out, argument, _files(out))
     refuse_foreign(out, argument, _foreign(out, _written(out, argument)), "a study folder")
     return out
 
