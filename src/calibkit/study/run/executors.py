@@ -24,6 +24,11 @@ A unit that raises fails alone (:class:`UnitFailed`, raised by :meth:`Executor.p
 units: ``processes`` and ``ray`` run it again with half as many units at once, finally alone
 (:class:`QueuedExecutor`). ``close(stop=True)`` (a study interrupted or failed) stops the
 units still running instead of waiting for them.
+
+Ctrl-C reaches the driver alone: worker processes (and a local Ray's) are started with SIGINT
+blocked (:func:`sigint_blocked`) and a worker ignores it, so a terminal's Ctrl-C, sent to the
+whole process group, never prints a worker's traceback (a worker importing torch when it
+came); the driver stops them and says how to resume.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ import sys
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -296,9 +301,33 @@ _WORKER_DATA: dict[Hashable, StudyData] = {}
 PR_SET_PDEATHSIG = 1
 
 
+@contextlib.contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """Block SIGINT in this thread for the block: processes started in it start with SIGINT
+    blocked (a signal mask survives fork and exec), so a terminal's Ctrl-C reaches the driver
+    only; one that comes meanwhile is delivered to the driver at the block's end.
+
+    Examples
+    --------
+    >>> with sigint_blocked():
+    ...     signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    True
+    """
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 def _die_with(parent: int) -> None:
     """A worker's initializer: it dies with the driver ``parent``, however the driver ends
-    (Linux: a parent-death SIGKILL; anywhere: a thread watching the parent's pid)."""
+    (Linux: a parent-death SIGKILL; anywhere: a thread watching the parent's pid), and it
+    ignores Ctrl-C (the driver stops it: see the module docstring)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -354,7 +383,8 @@ class ProcessExecutor(QueuedExecutor):
         if self._pool is None:
             self.start(job.unit.cfg)
         assert self._pool is not None
-        return self._pool.submit(_process_task, job.unit, job.key, self._threads)  # type: ignore[arg-type]
+        with sigint_blocked():  # a worker the pool starts here ignores Ctrl-C from its start
+            return self._pool.submit(_process_task, job.unit, job.key, self._threads)  # type: ignore[arg-type]
 
     def _done(self, handles: list[Any], timeout: float | None) -> list[Any]:
         done, _ = cf.wait(handles, timeout=timeout, return_when=cf.FIRST_COMPLETED)
