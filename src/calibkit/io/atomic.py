@@ -208,18 +208,23 @@ def check_replaceable_folder(path: Path, argument: str, legacy: Legacy | None = 
     refuse_links_inside(path, argument, _files(path))
     foreign, changed = _judge(path, legacy)
     refuse_foreign(path, argument, foreign, "a report folder")
-    if changed:
-        shown = ", ".join(changed[:3]) + (
-            f" and {len(changed) - 3} more" if len(changed) > 3 else ""
-        )
-        raise InputError(
-            argument,
-            "a new or empty folder, or a report folder whose files nobody changed since "
-            "calibkit wrote them",
-            f"{path}, whose {shown} changed since calibkit wrote it (keep your changes: "
-            "move them elsewhere, or choose another folder)",
-        )
+    refuse_changed(path, argument, changed, "a report folder")
     return path
+
+
+def refuse_changed(path: Path, argument: str, changed: list[str], kind: str) -> None:
+    """Refuse, naming ``argument``, the folder ``path`` if it holds files calibkit wrote
+    that someone ``changed`` since (their sha256 is not the one calibkit recorded); ``kind``
+    says what folder calibkit would have written."""
+    if not changed:
+        return
+    shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    raise InputError(
+        argument,
+        f"a new or empty folder, or {kind} whose files nobody changed since calibkit wrote them",
+        f"{path}, whose {shown} changed since calibkit wrote it (keep your changes: move "
+        "them elsewhere, or choose another folder)",
+    )
 
 
 def existing_output_folder(path: Path, argument: str) -> bool:

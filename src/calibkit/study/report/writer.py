@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from calibkit.calibrators.logit.temperature_grid import ece_temperature_curve
-from calibkit.io.atomic import atomic_directory, atomic_write_bytes
-from calibkit.io.jsonfile import write_json
+from calibkit.io.atomic import atomic_directory
+from calibkit.io.jsonfile import json_text
 from calibkit.metrics import ece, reliability_stats
 from calibkit.reporting.compare_report import nll_ece_change
 from calibkit.reporting.csv_text import csv_number, csv_text
@@ -64,6 +64,7 @@ from calibkit.study.store.folder import (
     RESULTS_CSV,
     RESULTS_JSON,
     record_written,
+    write_study_file,
 )
 from calibkit.study.store.record import COLUMNS, RunRecord
 from calibkit.workflows.compare import TEMPERATURE_GRID
@@ -496,8 +497,9 @@ def write_study_report(
     with atomic_directory(out / FIGURES, legacy=lambda name: name.endswith(".png")) as tmp:
         for fig in doc.figures():
             (tmp / fig.name).write_bytes(fig.png)
-    write_json(out / RESULTS_JSON, results_json(cfg, records, summary, verdict))
-    atomic_write_bytes(out / RESULTS_CSV, results_csv(records).encode("utf-8"))
-    atomic_write_bytes(out / REPORT_MD, to_markdown(doc).encode("utf-8"))
-    atomic_write_bytes(out / REPORT_HTML, to_html(doc).encode("utf-8"))
+    results = json_text(results_json(cfg, records, summary, verdict)) + "\n"
+    write_study_file(out, RESULTS_JSON, results.encode("utf-8"))
+    write_study_file(out, RESULTS_CSV, results_csv(records).encode("utf-8"))
+    write_study_file(out, REPORT_MD, to_markdown(doc).encode("utf-8"))
+    write_study_file(out, REPORT_HTML, to_html(doc).encode("utf-8"))
     return summary
