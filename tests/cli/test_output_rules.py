@@ -211,3 +211,27 @@ def test_a_link_as_out_is_refused_before_any_work(
     monkeypatch.setattr("calibkit.io.predictions.load_predictions", _no_work)
     err = refused(capsys, work, [*REPORTS[command], "--out", "rep"], "--out")
     assert f"rep (a symbolic link to {target})" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["apply", "t.json", "preds.npz", "-o", "link.npz", "--force"],
+        ["fit", "--method", "temperature", "preds.npz", "-o", "link.json", "--force"],
+        ["evaluate", "preds.npz", "--n-boot", "0", "--plot", "link.png", "--force"],
+    ],
+)
+@pytest.mark.parametrize("target", ["user.txt", "missing.txt"], ids=["to a file", "dangling"])
+def test_an_output_file_that_is_a_link_is_refused_first(
+    work: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    target: str,
+) -> None:
+    (work / "user.txt").write_text("the user's")
+    (work / argv[-2]).symlink_to(target)
+    monkeypatch.setattr("calibkit.io.predictions.load_predictions", _no_work)
+    option = "--plot" if argv[0] == "evaluate" else "--out"
+    err = refused(capsys, work, argv, option)
+    assert f"{argv[-2]} (a symbolic link to {target})" in err
