@@ -25,10 +25,10 @@ units: ``processes`` and ``ray`` run it again with half as many units at once, f
 (:class:`QueuedExecutor`). ``close(stop=True)`` (a study interrupted or failed) stops the
 units still running instead of waiting for them.
 
-Ctrl-C reaches the driver alone: worker processes (and a local Ray's) are started with SIGINT
-blocked (:func:`sigint_blocked`) and a worker ignores it, so a terminal's Ctrl-C, sent to the
-whole process group, never prints a worker's traceback (a worker importing torch when it
-came); the driver stops them and says how to resume.
+Ctrl-C reaches the driver alone: worker processes (and a local Ray's) are started with
+SIGINT blocked (:func:`~calibkit.core.signals.sigint_blocked`) and a worker ignores it, so a
+terminal's Ctrl-C, sent to the whole process group, never prints a worker's traceback (a
+worker importing torch when it came); the driver stops them and says how to resume.
 """
 
 from __future__ import annotations
@@ -46,13 +46,14 @@ import sys
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from calibkit.core.errors import CalibkitError, InputError
+from calibkit.core.signals import sigint_blocked
 from calibkit.core.threads import available_cores
 from calibkit.study.definition.config import StudyConfig
 from calibkit.study.definition.prepare import StudyData, prepare_data
@@ -299,28 +300,6 @@ class QueuedExecutor(Executor):
 _WORKER_DATA: dict[Hashable, StudyData] = {}
 #: Linux's ``prctl`` option asking for a signal when the parent dies.
 PR_SET_PDEATHSIG = 1
-
-
-@contextlib.contextmanager
-def sigint_blocked() -> Iterator[None]:
-    """Block SIGINT in this thread for the block: processes started in it start with SIGINT
-    blocked (a signal mask survives fork and exec), so a terminal's Ctrl-C reaches the driver
-    only; one that comes meanwhile is delivered to the driver at the block's end.
-
-    Examples
-    --------
-    >>> with sigint_blocked():
-    ...     signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
-    True
-    """
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _die_with(parent: int) -> None:

@@ -7,7 +7,7 @@ on one node of the cluster (:func:`check_resources`).
 
 A local Ray is started without its dashboard (calibkit does not use it), with SIGINT blocked
 (its processes leave Ctrl-C to the driver:
-:func:`~calibkit.study.run.executors.sigint_blocked`), and with its session files in a
+:func:`~calibkit.core.signals.sigint_blocked`), and with its session files in a
 temporary folder of its own, removed when the study ends (by the watcher if the driver is
 killed): no ``session_*`` folder is left in Ray's temporary folder. A Ray that fails to
 start (its dashboard agent or raylet dying during start-up) is one line,
@@ -31,6 +31,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from calibkit.core.errors import InputError
+from calibkit.core.signals import sigint_blocked
 from calibkit.study.definition.config import Resources, StudyConfig
 from calibkit.study.definition.prepare import StudyData
 from calibkit.study.run.executors import (
@@ -39,7 +40,6 @@ from calibkit.study.run.executors import (
     Job,
     QueuedExecutor,
     run_unit,
-    sigint_blocked,
 )
 from calibkit.study.run.units import Finished, Unit, resources
 
