@@ -344,15 +344,16 @@ def test_a_link_as_out_is_refused_before_any_work(
     assert f"loop (a symbolic link to {target})" in err
 
 
-@pytest.mark.parametrize("name", ["report.md", "results.csv", "config.toml"])
+@pytest.mark.parametrize("name", ["report.md", "results.csv", "config.toml", "figures/*.png"])
 def test_a_study_never_replaces_a_file_of_its_folder_the_user_changed(
     work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
-    with (work / "out" / name).open("a", encoding="utf-8") as f:
+    path = next((work / "out").glob(name))  # a figure: the first one
+    with path.open("a", encoding="utf-8") as f:
         f.write("\n# my notes\n")
     monkeypatch.setattr("calibkit.study.run_study", _no_work)
     err = refused(capsys, work, ["study", "small.toml", "--out", "out", "--quiet"], "--out")
-    assert f"out, whose {name} changed since calibkit wrote it" in err
+    assert f", whose {path.name} changed since calibkit wrote it" in err
 
 
 def test_a_study_rewrites_its_unchanged_report(work: Path) -> None:

@@ -48,6 +48,7 @@ from calibkit.io.atomic import (
     MANIFEST,
     atomic_write_bytes,
     atomic_write_text,
+    check_replaceable_folder,
     existing_output_folder,
     refuse_changed,
     refuse_foreign,
@@ -192,7 +193,18 @@ def check_study_folder(
     refuse_links_inside(out, argument, _files(out))
     refuse_foreign(out, argument, _foreign(out, _written(out, argument)), "a study folder")
     refuse_changed(out, argument, _changed(out), "a study folder")
+    if (out / FIGURES).is_dir():  # the figures' own manifest: none changed since written
+        check_replaceable_folder(out / FIGURES, argument, legacy=is_figure)
     return out
+
+
+def is_figure(name: str) -> bool:
+    """Whether ``name`` (in a study's ``figures/``) is a figure an older study wrote there.
+
+    >>> is_figure("reliability.png"), is_figure("notes.txt")
+    (True, False)
+    """
+    return name.endswith(".png")
 
 
 def _document(out: Path) -> dict[str, Any]:
