@@ -4,6 +4,9 @@ with one line and leaves the folder tree (names and bytes) exactly as it was."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -27,11 +30,15 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+def _content(p: Path) -> bytes | None:
+    if p.is_symlink():
+        return b"link to " + os.readlink(p).encode()
+    return None if p.is_dir() else p.read_bytes()
+
+
 def tree(root: Path) -> dict[str, bytes | None]:
-    return {
-        p.relative_to(root).as_posix(): None if p.is_dir() else p.read_bytes()
-        for p in sorted(root.rglob("*"))
-    }
+    """Every path below ``root`` with its bytes (None for a folder, the target for a link)."""
+    return {p.relative_to(root).as_posix(): _content(p) for p in sorted(root.rglob("*"))}
 
 
 def refused(capsys: pytest.CaptureFixture[str], root: Path, argv: list[str], option: str) -> str:
@@ -129,3 +136,102 @@ def test_the_two_evaluate_figures_never_share_a_path(
 ) -> None:
     argv = ["evaluate", "preds.npz", "--n-boot", "0", "--plot", "f.png", "--smooth-plot", "f.png"]
     assert "other than --plot's" in refused(capsys, work, argv, "--smooth-plot")
+
+
+#: Commands writing a report folder (the one writer), as each is run on ``preds.npz``.
+REPORTS = {
+    "conformal": ["conformal", "preds.npz", "--n-boot", "0"],
+    "compare": ["compare", "preds.npz", "--n-boot", "0", "--methods", "temperature"],
+    "evaluate": ["evaluate", "preds.npz", "--n-boot", "0"],
+    "labelshift": ["labelshift", "--cal", "preds.npz", "--target", "z.npy", "--kind", "logits"],
+}
+
+
+def _no_work(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the command read its inputs before checking --out")
+
+
+@pytest.mark.parametrize("command", ["conformal", "evaluate"])
+def test_a_rerun_never_replaces_a_report_file_the_user_changed(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    argv = [*REPORTS[command], "--out", "rep"]
+    assert main(argv) == 0
+    with (work / "rep" / "report.md").open("a", encoding="utf-8") as f:
+        f.write("\nMy notes on this run.\n")
+    monkeypatch.setattr("calibkit.io.predictions.load_predictions", _no_work)
+    err = refused(capsys, work, argv, "--out")  # refused before any work, nothing touched
+    assert "rep, whose report.md changed since calibkit wrote it" in err
+
+
+def _listed(manifest: object, name: str, sha: str) -> object:
+    """``manifest`` edited to list ``name``: a hashed one with ``sha``, an old list as is."""
+    if isinstance(manifest, dict):
+        return manifest | {"files": manifest["files"] | {name: sha}}
+    return [*manifest, name]  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda m, sha: _listed(m, "notes.txt", "0" * 64),  # a made-up hash
+        lambda m, sha: [*m["files"], "notes.txt"],  # the old layout: names only
+        lambda m, sha: [*m["files"], "figures/notes.png"],  # a report's name, written after
+    ],
+    ids=["hashed, wrong hash", "old list", "old list, report name"],
+)
+def test_a_manifest_edited_to_list_a_users_file_never_gets_it_deleted(
+    work: Path, capsys: pytest.CaptureFixture[str], edit: object
+) -> None:
+    argv = [*REPORTS["compare"], "--out", "rep"]
+    assert main(argv) == 0
+    manifest = json.loads((work / "rep" / MANIFEST).read_text())
+    (work / "rep" / "figures").mkdir(exist_ok=True)
+    for name in ("notes.txt", "figures/notes.png"):
+        (work / "rep" / name).write_text("mine")
+        os.utime(work / "rep" / name, ns=(2 * 10**18, 2 * 10**18))  # written after the manifest
+    sha = hashlib.sha256(b"mine").hexdigest()
+    (work / "rep" / MANIFEST).write_text(json.dumps(edit(manifest, sha)))  # type: ignore[operator]
+    err = refused(capsys, work, argv, "--out")
+    assert "notes" in err
+
+
+@pytest.mark.parametrize("command", list(REPORTS))
+@pytest.mark.parametrize("target", ["real", "rep"], ids=["link to a folder", "link loop"])
+def test_a_link_as_out_is_refused_before_any_work(
+    work: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    target: str,
+) -> None:
+    (work / "real").mkdir()
+    (work / "real" / "notes.txt").write_text("the user's")
+    (work / "rep").symlink_to(target)
+    monkeypatch.setattr("calibkit.io.predictions.load_predictions", _no_work)
+    err = refused(capsys, work, [*REPORTS[command], "--out", "rep"], "--out")
+    assert f"rep (a symbolic link to {target})" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["apply", "t.json", "preds.npz", "-o", "link.npz", "--force"],
+        ["fit", "--method", "temperature", "preds.npz", "-o", "link.json", "--force"],
+        ["evaluate", "preds.npz", "--n-boot", "0", "--plot", "link.png", "--force"],
+    ],
+)
+@pytest.mark.parametrize("target", ["user.txt", "missing.txt"], ids=["to a file", "dangling"])
+def test_an_output_file_that_is_a_link_is_refused_first(
+    work: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    target: str,
+) -> None:
+    (work / "user.txt").write_text("the user's")
+    (work / argv[-2]).symlink_to(target)
+    monkeypatch.setattr("calibkit.io.predictions.load_predictions", _no_work)
+    option = "--plot" if argv[0] == "evaluate" else "--out"
+    err = refused(capsys, work, argv, option)
+    assert f"{argv[-2]} (a symbolic link to {target})" in err

@@ -15,14 +15,91 @@ from typing import Any
 import pytest
 
 from calibkit.core.errors import InputError
-from calibkit.io.lock import LOCK, FolderLock
+from calibkit.io.lock import LOCK, FolderLock, start_time
 
 
 def test_lock_is_created_and_removed(tmp_path: Path) -> None:
     with FolderLock(tmp_path, "--out"):
         held = json.loads((tmp_path / LOCK).read_text())
-        assert held == {"host": socket.gethostname(), "pid": os.getpid()}
+        me = {"host": socket.gethostname(), "pid": os.getpid()}
+        assert held == me | ({"started": start_time(os.getpid())} if "started" in held else {})
     assert not (tmp_path / LOCK).exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_the_start_time_is_the_22nd_field_of_proc_stat() -> None:
+    # a process started later has a start time at least as late (clock ticks since boot)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+    try:
+        mine, its = start_time(os.getpid()), start_time(child.pid)
+        assert mine is not None
+        assert its is not None
+        assert int(mine) <= int(its)
+        assert mine.isdigit()
+        assert start_time(2**22 + 1) is None
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _links(tmp_path: Path) -> dict[str, Path]:
+    """The user's file outside the folder, and the lock made a link to it (or dangling)."""
+    user = tmp_path / "user.txt"
+    user.write_text("")
+    (tmp_path / "out").mkdir()
+    return {"user": user, "lock": tmp_path / "out" / LOCK}
+
+
+@pytest.mark.parametrize("target", ["../user.txt", "../missing.txt"])
+def test_a_lock_that_is_a_link_is_refused_never_written_through(
+    tmp_path: Path, target: str
+) -> None:
+    paths = _links(tmp_path)
+    paths["lock"].symlink_to(target)
+    with pytest.raises(InputError, match=rf"^--out: .*{LOCK} \(a symbolic link; calibkit never"):
+        FolderLock(tmp_path / "out", "--out").acquire()
+    assert paths["user"].read_text() == ""  # nothing written through the link
+    assert not (tmp_path / "missing.txt").exists()  # nor created at a dangling link's end
+    assert paths["lock"].is_symlink()  # and the link is left as it was
+
+
+def test_a_lock_with_a_second_name_is_refused(tmp_path: Path) -> None:
+    paths = _links(tmp_path)
+    os.link(paths["user"], paths["lock"])
+    with pytest.raises(InputError, match="a file with two names"):
+        FolderLock(tmp_path / "out", "--out").acquire()
+    assert paths["user"].read_text() == ""
+
+
+def test_a_live_unrelated_holder_is_said_to_be_possibly_stale(tmp_path: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (tmp_path / LOCK).write_text(json.dumps({"host": socket.gethostname(), "pid": holder.pid}))
+        stale = rf"if process {holder.pid} is not a calibkit run, the lock is stale: remove "
+        with pytest.raises(InputError, match=stale + str(tmp_path / LOCK)):
+            FolderLock(tmp_path, "--out").acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_reused_pid_is_a_stale_lock(tmp_path: Path) -> None:
+    # the lock names a live process, but one that started at another time than its holder
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        then = str(int(start_time(holder.pid) or 0) - 1)
+        lock = {"host": socket.gethostname(), "pid": holder.pid, "started": then}
+        (tmp_path / LOCK).write_text(json.dumps(lock))
+        with FolderLock(tmp_path, "--out"):
+            assert json.loads((tmp_path / LOCK).read_text())["pid"] == os.getpid()
+        lock["started"] = start_time(holder.pid)  # the same process: still held
+        (tmp_path / LOCK).write_text(json.dumps(lock))
+        with pytest.raises(InputError, match=f"in use by process {holder.pid}"):
+            FolderLock(tmp_path, "--out").acquire()
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_a_live_holder_is_refused_by_name(tmp_path: Path) -> None:

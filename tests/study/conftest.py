@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -39,9 +40,13 @@ def tiny_config(tmp_path: Path) -> Path:
     return path
 
 
+def _content(p: Path) -> bytes | None:
+    if p.is_symlink():
+        return b"link to " + os.readlink(p).encode()
+    return None if p.is_dir() else p.read_bytes()
+
+
 def tree(root: Path) -> dict[str, bytes | None]:
-    """Every path below ``root`` with its bytes (None for a folder): names and contents."""
-    return {
-        p.relative_to(root).as_posix(): None if p.is_dir() else p.read_bytes()
-        for p in sorted(root.rglob("*"))
-    }
+    """Every path below ``root`` with its bytes (None for a folder, the target for a link):
+    names and contents."""
+    return {p.relative_to(root).as_posix(): _content(p) for p in sorted(root.rglob("*"))}

@@ -8,9 +8,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -131,6 +133,51 @@ def test_an_unreachable_address_exits_2_writing_nothing(tiny_config: Path, tmp_p
     assert "Traceback" not in done.stderr
     assert time.monotonic() - start < 30
     assert not out.exists()
+
+
+#: Ray's start-up failing as when its dashboard agent dies (Ray raises a bare Exception).
+_AGENT_DIES = (
+    "import ray; exec('def init(**kw):\\n raise Exception(\"The raylet exited immediately because"
+    " one Ray agent failed, agent_name = dashboard_agent.\\\\nThe raylet fate shares\")');"
+    " ray.init = init; "
+)
+
+
+def test_ray_failing_to_start_is_one_line(tiny_config: Path, tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    out = tmp_path / "out"
+    done = _cli(
+        "study", str(tiny_config), "--out", str(out), "--executor", "ray",
+        "--seeds", "0", "--models", "mlp", prelude=_AGENT_DIES,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        "calibkit: error: --executor: expected a local Ray that starts (a Ray process died during"
+        " its start-up), got ray: Exception: The raylet exited immediately because one Ray agent"
+        " failed, agent_name = dashboard_agent."
+    ]
+    assert not out.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Ray's TMPDIR is Linux's")
+def test_a_ray_study_leaves_no_session_folder(tiny_config: Path, tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    # Ray's temporary folder is $TMPDIR/ray on Linux (short: Ray's socket paths must fit)
+    temp = Path(tempfile.mkdtemp(prefix="ck", dir="/tmp"))
+    (tmp_path / "tmp").symlink_to(temp)  # removed with tmp_path
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": str(temp)}
+    code = "import sys; from calibkit.cli import main; sys.exit(main(sys.argv[1:]))"
+    argv = ["study", str(tiny_config), "--out", str(tmp_path / "out"), "--executor", "ray"]
+    argv += ["--seeds", "0", "--models", "mlp", "--epochs", "1", "--quiet"]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    left = [p.name for p in temp.iterdir() if "ray" in p.name]  # not torch's own caches
+    shutil.rmtree(temp)
+    assert left == []
 
 
 def test_the_three_executors_write_the_same_table(

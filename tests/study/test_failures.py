@@ -284,6 +284,56 @@ def test_a_driver_terminated_or_interrupted_stops_cleanly(
     _assert_nothing_left(family, out)
 
 
+#: A ``sitecustomize`` that holds a spawned worker in its start-up (where a Ctrl-C used to
+#: print the worker's traceback) after marking that it started, and marks a Ctrl-C it gets.
+_SLOW_WORKER = """
+import os, sys, time
+if "--multiprocessing-fork" in sys.orig_argv:
+    import multiprocessing.spawn as spawn
+
+    def _main(*args, _main=spawn._main, **kwargs):
+        open(os.environ["CALIBKIT_TEST_MARK"], "w").close()
+        try:
+            time.sleep(4)
+        except KeyboardInterrupt:
+            open(os.environ["CALIBKIT_TEST_MARK"] + ".interrupted", "w").close()
+            raise
+        return _main(*args, **kwargs)
+
+    spawn._main = _main
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals a process group")
+def test_ctrl_c_while_a_worker_starts_ends_in_one_line(tmp_path: Path, tiny_config: Path) -> None:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(_SLOW_WORKER)
+    mark = tmp_path / "worker-starting"
+    path = os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
+    env["CALIBKIT_TEST_MARK"] = str(mark)
+    command = [sys.executable, "-m", "calibkit", "--threads", "1", "study", str(tiny_config)]
+    command += ["--out", str(tmp_path / "out"), "--models", "mlp", "--seeds", "0", "--quiet"]
+    command += ["--executor", "processes", "--workers", "1"]
+    with (tmp_path / "stderr.txt").open("wb") as log:
+        driver = subprocess.Popen(command, env=env, stderr=log, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while not mark.exists():
+            assert driver.poll() is None, (tmp_path / "stderr.txt").read_text()
+            assert time.monotonic() < deadline, "no worker started"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.killpg(driver.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole group
+        status = driver.wait(timeout=60)
+    stderr = (tmp_path / "stderr.txt").read_text()
+    assert status == 130, stderr
+    assert "Traceback" not in stderr
+    assert "KeyboardInterrupt" not in stderr
+    assert stderr.strip().splitlines()[-1] == "calibkit: error: interrupted"
+    assert all(line.startswith("calibkit: ") for line in stderr.splitlines())
+    assert not Path(f"{mark}.interrupted").exists()  # the Ctrl-C reached the driver only
+
+
 def test_a_unit_out_of_memory_raises_its_error_without_its_frames(
     monkeypatch: pytest.MonkeyPatch, tiny_config: Path
 ) -> None:

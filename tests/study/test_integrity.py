@@ -290,3 +290,75 @@ def test_a_refused_lock_leaves_no_new_folder(work: Path, monkeypatch: pytest.Mon
     before = tree(work)
     assert main(["study", "small.toml", "--out", "new", "--quiet"]) == 2
     assert tree(work) == before
+
+
+def _link_in(work: Path, name: str, target: str) -> None:
+    """``out/name`` made a link to ``target`` (relative to ``out/name``'s folder)."""
+    path = work / "out" / name
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+    path.symlink_to(target)
+
+
+@pytest.mark.parametrize(
+    ("name", "target"),
+    [
+        (LOCK, "../user.txt"),  # the lock, to the user's (empty) file outside --out
+        (LOCK, "../missing.txt"),  # a dangling link: the file would be created outside
+        ("results.csv", "../user.txt"),
+        ("config.toml", "../user.txt"),
+        ("runs/mlp", "../../userdir"),
+        ("figures", "../userdir"),
+    ],
+)
+def test_a_study_never_writes_through_a_link_in_its_folder(
+    work: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    target: str,
+) -> None:
+    (work / "user.txt").write_text("")
+    (work / "userdir").mkdir()
+    _link_in(work, name, target)
+    monkeypatch.setattr("calibkit.study.run_study", _no_work)
+    err = refused(capsys, work, ["study", "small.toml", "--out", "out", "--quiet"], "--out")
+    assert f"{name}, a symbolic link" in err
+    assert not (work / "missing.txt").exists()
+
+
+def _no_work(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the study ran before its --out was checked")
+
+
+@pytest.mark.parametrize("target", ["out", "loop"])
+def test_a_link_as_out_is_refused_before_any_work(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    (work / "loop").symlink_to(target)  # to the finished study folder, or to itself
+    monkeypatch.setattr("calibkit.study.run_study", _no_work)
+    argv = ["study", "small.toml", "--out", "loop", "--quiet"]
+    err = refused(capsys, work, argv, "--out")
+    assert f"loop (a symbolic link to {target})" in err
+
+
+@pytest.mark.parametrize("name", ["report.md", "results.csv", "config.toml", "figures/*.png"])
+def test_a_study_never_replaces_a_file_of_its_folder_the_user_changed(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    path = next((work / "out").glob(name))  # a figure: the first one
+    with path.open("a", encoding="utf-8") as f:
+        f.write("\n# my notes\n")
+    monkeypatch.setattr("calibkit.study.run_study", _no_work)
+    err = refused(capsys, work, ["study", "small.toml", "--out", "out", "--quiet"], "--out")
+    assert f", whose {path.name} changed since calibkit wrote it" in err
+
+
+def test_a_study_rewrites_its_unchanged_report(work: Path) -> None:
+    report = (work / "out" / "report.md").read_bytes()
+    (work / "out" / "report.md").unlink()  # a file the study wrote, removed: written again
+    assert main(["study", "small.toml", "--out", "out", "--quiet", "--report-only"]) == 0
+    assert main(["study", "small.toml", "--out", "out", "--quiet", "--report-only"]) == 0
+    assert (work / "out" / "report.md").read_bytes().count(b"\n") == report.count(b"\n")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from calibkit.cli.glossary import method_aliases, method_kind, method_names
 from calibkit.core.errors import InputError, UnknownNameError
-from calibkit.io.atomic import check_parent
+from calibkit.io.atomic import check_parent, refuse_link
 
 if TYPE_CHECKING:
     import numpy as np
@@ -67,8 +67,11 @@ def check_method(name: str, option: str, kinds: tuple[str, ...] = CALIBRATOR_KIN
 
 
 def check_output(path: Path, option: str, *, folder: bool = False) -> Path:
-    """Fail early, naming ``option``, when ``path`` cannot be written."""
+    """Fail early, naming ``option``, when ``path`` cannot be written: a missing or read-only
+    parent, a symbolic link (calibkit never writes through one, nor replaces it), a file
+    where a folder is wanted or the reverse."""
     check_parent(path, option)
+    refuse_link(path, option)
     if folder and path.exists() and not path.is_dir():
         raise InputError(option, "a folder path", f"{path} (an existing file)")
     if not folder and path.is_dir():

@@ -5,20 +5,35 @@ built in a temporary sibling folder and renamed into place, so an interrupted or
 run never leaves half-written output (the folder of a run killed outright is marked as its,
 and removed by the next write beside it: :mod:`calibkit.io.temporaries`).
 
-The output rule: calibkit only ever replaces what it wrote itself. A folder written by
-:func:`atomic_directory` holds a manifest (``MANIFEST``) listing every file in it; an
-existing folder is replaced only when it is empty or when everything in it is listed in its
-manifest (or, for folders written before manifests existed, matches the ``legacy`` names
-the caller writes). Anything else (a folder holding other files, the current folder or one
-of its parents, an existing file) is refused by :func:`check_replaceable_folder` before
-any work starts.
+The output rule: calibkit only ever replaces what it wrote itself, as it wrote it. A folder
+written by :func:`atomic_directory` holds a manifest (``MANIFEST``) giving the sha256 of
+every file in it; an existing folder is replaced only when it is empty or when every file
+in it is listed in its manifest with the content calibkit wrote (a user's notes appended to
+``report.md`` change its hash: the folder is refused, naming the file). Refused before any
+work starts, by :func:`check_replaceable_folder`: a folder holding a file calibkit did not
+write or one changed since, a symbolic link anywhere (``--out`` itself, a link loop, or a
+link inside: calibkit never writes through, nor replaces, a link), the current folder or one
+of its parents, an existing file.
+
+Folders of older calibkits:
+
+- a manifest that is a plain list of names (no hashes): a listed file is replaceable only
+  if it is not newer than the manifest (calibkit writes the manifest last: a file changed
+  since is newer) and its name is one a report folder holds (``report.md``,
+  ``report.html``, ``results.json``, ``results.csv``, ``figures/*.png``) or one of the
+  caller's ``legacy`` names. A manifest edited to list a user's file therefore never gets
+  that file deleted; at worst an old folder is refused and its owner removes it by hand.
+- no manifest at all: files matching the ``legacy`` names the caller writes are
+  replaceable, anything else is refused.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -29,8 +44,12 @@ from calibkit.io.temporaries import make_temporary_file, make_temporary_folder, 
 
 #: The file in every folder :func:`atomic_directory` writes, listing the files it wrote.
 MANIFEST = ".calibkit-written.json"
+#: The manifest's layout version (2: a sha256 per file; 1, a plain list of names, is read).
+MANIFEST_FORMAT = 2
 #: Names a folder written before manifests existed may hold (a relative path -> bool).
 Legacy = Callable[[str], bool]
+#: The names of a report folder an old manifest (names without hashes) may vouch for.
+_REPORT_NAME = re.compile(r"report\.(md|html)|results\.(json|csv)|figures/[^/]+\.png")
 
 
 def check_parent(path: Path, argument: str = "output") -> Path:
@@ -46,10 +65,23 @@ def check_parent(path: Path, argument: str = "output") -> Path:
     return parent
 
 
+def refuse_link(path: Path, argument: str) -> None:
+    """Refuse, naming ``argument``, a ``path`` that is a symbolic link (a link loop too):
+    calibkit never writes through a link, nor replaces one with its own file."""
+    if Path(path).is_symlink():
+        try:
+            target = f"a symbolic link to {os.readlink(path)}"
+        except OSError:
+            target = "a symbolic link"
+        raise InputError(argument, "a path that is not a symbolic link", f"{path} ({target})")
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temporary file + rename)."""
+    """Write ``data`` to ``path`` atomically (temporary file + rename); a ``path`` that is a
+    symbolic link is refused (:func:`refuse_link`), never written through or replaced."""
     path = Path(path)
     parent = check_parent(path)
+    refuse_link(path, "output")
     fd, tmp = make_temporary_file(parent, path.name)  # named by its maker: see temporaries
     umask = os.umask(0)
     os.umask(umask)
@@ -77,34 +109,132 @@ def _files(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in found)
 
 
-def _written(folder: Path) -> set[str]:
-    """The files the manifest of ``folder`` lists (empty if it has none or it is unreadable)."""
+def sha256_file(path: Path) -> str:
+    """The sha256 of the file ``path`` (hex), read without following a final link.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     (Path(d) / "a").write_bytes(b"abc")
+    ...     sha256_file(Path(d) / "a")[:16]
+    3
+    'ba7816bf8f01cfea'
+    """
+    digest = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _manifest(folder: Path) -> dict[str, str | None]:
+    """The files the manifest of ``folder`` vouches for, each with its sha256 (None: an old
+    manifest without hashes); empty if it has none, it is unreadable or it is a link."""
+    path = folder / MANIFEST
+    if path.is_symlink():
+        return {}
     try:
-        listed = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        found = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return set()
-    ok = isinstance(listed, list) and all(isinstance(x, str) for x in listed)
-    return set(listed) if ok else set()
+        return {}
+    if isinstance(found, list) and all(isinstance(x, str) for x in found):
+        return dict.fromkeys(found)
+    files = found.get("files") if isinstance(found, dict) else None
+    if isinstance(files, dict) and all(isinstance(v, str) for v in files.values()):
+        return dict(files)
+    return {}
+
+
+def _judge(folder: Path, legacy: Legacy | None) -> tuple[list[str], list[str]]:
+    """The files of ``folder`` calibkit did not write, and those it wrote that changed
+    since (see the module docstring); links are left to :func:`refuse_links_inside`."""
+    listed = _manifest(folder)
+    foreign: list[str] = []
+    changed: list[str] = []
+    written_at = 0
+    with contextlib.suppress(OSError):
+        written_at = os.lstat(folder / MANIFEST).st_mtime_ns
+    for name in _files(folder):
+        path = folder / name
+        if path.is_symlink() or name == MANIFEST:
+            continue
+        elif name not in listed:  # without a manifest, a legacy name is calibkit's
+            if listed or (folder / MANIFEST).exists() or not (legacy and legacy(name)):
+                foreign.append(name)
+        elif listed[name] is not None:
+            if sha256_file(path) != listed[name]:
+                changed.append(name)
+        elif not (_REPORT_NAME.fullmatch(name) or (legacy and legacy(name))):
+            foreign.append(name)
+        elif path.stat().st_mtime_ns > written_at:
+            changed.append(name)
+    return foreign, changed
 
 
 def check_replaceable_folder(path: Path, argument: str, legacy: Legacy | None = None) -> Path:
     """Refuse, naming ``argument``, an output folder that calibkit may not replace.
 
-    ``path`` may be new, empty, or a folder calibkit wrote (see the module docstring).
+    ``path`` may be new, empty, or a folder calibkit wrote and nobody changed since (see
+    the module docstring); a symbolic link is refused, wherever it is.
+
+    Parameters
+    ----------
+    path : Path
+        The output folder.
+    argument : str
+        The option that named it (``"--out"``), for the message.
+    legacy : callable, optional
+        The names a folder of an older calibkit (no manifest) may hold.
+
+    Returns
+    -------
+    Path
+        ``path``, when calibkit may write it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     (Path(d) / "rep").mkdir()
+    ...     (Path(d) / "rep" / "notes.txt").write_text("mine")
+    ...     check_replaceable_folder(Path(d) / "rep", "--out")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: --out: ... calibkit did not write (notes.txt)
     """
     path = Path(path)
     if not existing_output_folder(path, argument):
         return path
-    written = _written(path) | {MANIFEST}
-    foreign = [f for f in _files(path) if f not in written and not (legacy and legacy(f))]
+    refuse_links_inside(path, argument, _files(path))
+    foreign, changed = _judge(path, legacy)
     refuse_foreign(path, argument, foreign, "a report folder")
+    refuse_changed(path, argument, changed, "a report folder")
     return path
+
+
+def refuse_changed(path: Path, argument: str, changed: list[str], kind: str) -> None:
+    """Refuse, naming ``argument``, the folder ``path`` if it holds files calibkit wrote
+    that someone ``changed`` since (their sha256 is not the one calibkit recorded); ``kind``
+    says what folder calibkit would have written."""
+    if not changed:
+        return
+    shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    raise InputError(
+        argument,
+        f"a new or empty folder, or {kind} whose files nobody changed since calibkit wrote them",
+        f"{path}, whose {shown} changed since calibkit wrote it (keep your changes: move "
+        "them elsewhere, or choose another folder)",
+    )
 
 
 def existing_output_folder(path: Path, argument: str) -> bool:
     """Whether the output folder ``path`` exists; refuses, naming ``argument``, a path whose
-    parent is missing, an existing file, and the current folder or one of its parents."""
+    parent is missing, a symbolic link (to a folder, or a loop), an existing file, and the
+    current folder or one of its parents."""
     check_parent(path, argument)
+    refuse_link(path, argument)
     if not path.exists():
         return False
     if not path.is_dir():
@@ -113,6 +243,20 @@ def existing_output_folder(path: Path, argument: str) -> bool:
     if path.resolve() == here or path.resolve() in here.parents:
         raise InputError(argument, "a folder other than the current one or its parents", str(path))
     return True
+
+
+def refuse_links_inside(path: Path, argument: str, names: list[str]) -> None:
+    """Refuse, naming ``argument``, the folder ``path`` if any of ``names`` (relative paths
+    in it) is a symbolic link: calibkit never writes through a link, nor replaces one."""
+    links = [n for n in names if (path / n).is_symlink()]
+    if not links:
+        return
+    shown = ", ".join(links[:3]) + (f" and {len(links) - 3} more" if len(links) > 3 else "")
+    raise InputError(
+        argument,
+        "a folder holding no symbolic links (calibkit never writes through one)",
+        f"{path}, which holds {shown}, a symbolic link",
+    )
 
 
 def refuse_foreign(path: Path, argument: str, foreign: list[str], kind: str) -> None:
@@ -149,7 +293,8 @@ def atomic_directory(
     try:
         yield tmp
         release_temporary(tmp)
-        manifest = json.dumps([f for f in _files(tmp) if f != MANIFEST], indent=1)
+        hashes = {f: sha256_file(tmp / f) for f in _files(tmp) if f != MANIFEST}
+        manifest = json.dumps({"calibkit_manifest": MANIFEST_FORMAT, "files": hashes}, indent=1)
         (tmp / MANIFEST).write_text(manifest + "\n", encoding="utf-8")
         _swap_in(tmp, path, parent, legacy)
     except BaseException:

@@ -1,25 +1,30 @@
 """A lock on an output folder, so two calibkit processes never write one folder at once.
 
-The lock is a file (``LOCK``) in the folder, holding the host name and process id of its
-holder as JSON, and an ``fcntl.flock`` on that file held by the holder for as long as it
-holds the lock. The kernel grants the ``flock`` to one process at a time and drops it when
-its holder dies, however it dies, so taking over the lock of a killed study is atomic: of
-several processes racing for it, exactly one gets it. A process that gets the ``flock`` then
-checks the file (it also names holders that hold no ``flock``: an older calibkit) and, once
-it holds the lock, checks that the file it locked is still the one in the folder (a holder
-removes the file when it releases the lock; a process that locked the removed file tries
-again on the new one).
+The lock is a file (``LOCK``) in the folder, holding the host name, process id and (on
+Linux) process start time of its holder as JSON, and an ``fcntl.flock`` on that file held by
+the holder for as long as it holds the lock. The kernel grants the ``flock`` to one process
+at a time and drops it when its holder dies, however it dies, so taking over the lock of a
+killed study is atomic: of several processes racing for it, exactly one gets it. A process
+that gets the ``flock`` then checks the file (it also names holders that hold no ``flock``:
+an older calibkit) and, once it holds the lock, checks that the file it locked is still the
+one in the folder (a holder removes the file when it releases the lock; a process that
+locked the removed file tries again on the new one).
 
 Who holds a lock, as read from the file:
 
-- a live process on this host (not this lock): refused, naming its host and pid;
+- a live process on this host (not this lock): refused, naming its host and pid, and saying
+  that if that process is not a calibkit run the lock is stale and may be removed (its
+  path); a lock recording its holder's start time is stale, and taken over, when the
+  process now holding that pid started at another time (the pid was reused);
 - a process on another host: refused, never taken over (it cannot be checked from here);
 - a process id that no process has (dead), or one that cannot be a process id (not a
   positive integer up to the system's limit: ``-1``, ``0``, ``true``, 10**20): not a live
   holder on this host, so the lock is taken over;
 - an empty file (its creator died before writing it): taken over;
 - a file that is not a calibkit lock (not JSON naming a host and a pid): refused, naming
-  the file, and left as it is (calibkit never writes over a file it did not write).
+  the file, and left as it is (calibkit never writes over a file it did not write);
+- a symbolic link (dangling or not), or anything but a plain file with one name (a hard
+  link, a pipe): refused, naming the file; the lock is never written through a link.
 
 A second process is refused at once, never made to wait.
 
@@ -36,6 +41,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 from types import TracebackType
@@ -62,6 +68,34 @@ def _alive(pid: object) -> bool:
     except (OverflowError, OSError):
         return False
     return True
+
+
+def start_time(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, from ``/proc/<pid>/stat``), or
+    None where that cannot be read (no such process, not Linux).
+
+    Examples
+    --------
+    >>> start_time(os.getpid()) == start_time(os.getpid())
+    True
+    """
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as f:
+            fields = f.read().rpartition(b")")[2].split()
+        return fields[19].decode("ascii")
+    except (OSError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def _held(holder: dict[str, Any]) -> bool:
+    """Whether the process ``holder`` names (on this host) still holds its lock: it is
+    alive, and, when the lock recorded its start time, it is the same process."""
+    pid = holder["pid"]
+    if not _alive(pid):
+        return False
+    started = holder.get("started")
+    now = start_time(pid) if isinstance(started, str) else None
+    return now is None or now == started
 
 
 def _holder(text: str) -> dict[str, Any] | None:
@@ -91,7 +125,10 @@ class FolderLock:
     def __init__(self, folder: Path, argument: str) -> None:
         self.path = Path(folder) / LOCK
         self.argument = argument
-        self.me = {"host": socket.gethostname(), "pid": os.getpid()}
+        self.me: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid()}
+        started = start_time(os.getpid())
+        if started is not None:
+            self.me["started"] = started
         self._fd: int | None = None
 
     def _refuse(self, holder: dict[str, Any] | None, text: str | None) -> InputError:
@@ -99,10 +136,37 @@ class FolderLock:
             got = f"{self.path} (unreadable, not a calibkit lock: {text!r:.40})"
             return InputError(self.argument, "a folder with a readable calibkit lock", got)
         where = f"process {holder['pid']} on {holder['host']}"
+        stale = (
+            f"; if process {holder['pid']} is not a calibkit run, the lock is stale: "
+            f"remove {self.path}"
+        )
         return InputError(
             self.argument,
             "a folder no other calibkit process is writing",
-            f"{self.path.parent}, in use by {where} (wait for it, or stop it)",
+            f"{self.path.parent}, in use by {where} (wait for it, or stop it{stale})",
+        )
+
+    def _open(self) -> int:
+        """The lock file, opened (created if missing) without following a link; a link or
+        anything but a plain file with one name is refused, never written."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+        except OSError:
+            if not self.path.is_symlink():
+                raise
+            raise self._not_a_lock("a symbolic link") from None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            os.close(fd)
+            kind = "not a plain file" if not stat.S_ISREG(info.st_mode) else "a file with two names"
+            raise self._not_a_lock(kind)
+        return fd
+
+    def _not_a_lock(self, kind: str) -> InputError:
+        return InputError(
+            self.argument,
+            "a folder whose calibkit lock is a plain file",
+            f"{self.path} ({kind}; calibkit never writes through it: remove it)",
         )
 
     def _busy(self) -> InputError:
@@ -118,14 +182,14 @@ class FolderLock:
 
     def _try_once(self) -> bool | None:
         """True: taken; None: the locked file was replaced meanwhile (try again)."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._open()
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise self._busy() from None
             try:
-                if os.fstat(fd).st_ino != os.stat(self.path).st_ino:
+                if os.fstat(fd).st_ino != os.lstat(self.path).st_ino:
                     return None  # released (and removed) by its holder since we opened it
             except FileNotFoundError:
                 return None
@@ -133,7 +197,7 @@ class FolderLock:
             if text.strip():
                 holder = _holder(text)
                 same_host = holder is not None and holder["host"] == self.me["host"]
-                if holder is None or not same_host or _alive(holder["pid"]):
+                if holder is None or not same_host or _held(holder):
                     raise self._refuse(holder, text)
             data = json.dumps(self.me).encode("utf-8")
             os.ftruncate(fd, 0)
@@ -160,7 +224,7 @@ class FolderLock:
             return
         fd, self._fd = self._fd, None
         with contextlib.suppress(OSError):
-            if os.fstat(fd).st_ino == os.stat(self.path).st_ino:
+            if os.fstat(fd).st_ino == os.lstat(self.path).st_ino:
                 self.path.unlink()
         os.close(fd)
 

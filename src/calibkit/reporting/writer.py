@@ -155,8 +155,9 @@ def write_report(
 ) -> list[str]:
     """Write the report folder ``folder`` atomically; returns the files written (relative).
 
-    An existing ``folder`` is replaced only if calibkit wrote everything in it (``legacy``:
-    names an older calibkit wrote there before folders had a manifest; see
+    An existing ``folder`` is replaced only if calibkit wrote everything in it and nobody
+    changed it since (its manifest keeps each file's sha256), and it holds no symbolic link
+    (``legacy``: names an older calibkit wrote there before folders had a manifest; see
     :mod:`calibkit.io.atomic`). ``results``: :func:`results_document` of ``report`` when
     the caller already has it (each input is hashed once per command).
 

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from calibkit.calibrators.logit.temperature_grid import ece_temperature_curve
-from calibkit.io.atomic import atomic_directory, atomic_write_bytes
-from calibkit.io.jsonfile import write_json
+from calibkit.io.atomic import atomic_directory
+from calibkit.io.jsonfile import json_text
 from calibkit.metrics import ece, reliability_stats
 from calibkit.reporting.compare_report import nll_ece_change
 from calibkit.reporting.csv_text import csv_number, csv_text
@@ -63,7 +63,9 @@ from calibkit.study.store.folder import (
     REPORT_MD,
     RESULTS_CSV,
     RESULTS_JSON,
+    is_figure,
     record_written,
+    write_study_file,
 )
 from calibkit.study.store.record import COLUMNS, RunRecord
 from calibkit.workflows.compare import TEMPERATURE_GRID
@@ -493,11 +495,12 @@ def write_study_report(
         for model, by in stats.items()
     }
     record_written(out, FIGURES, RESULTS_JSON, RESULTS_CSV, REPORT_MD, REPORT_HTML)
-    with atomic_directory(out / FIGURES, legacy=lambda name: name.endswith(".png")) as tmp:
+    with atomic_directory(out / FIGURES, legacy=is_figure) as tmp:
         for fig in doc.figures():
             (tmp / fig.name).write_bytes(fig.png)
-    write_json(out / RESULTS_JSON, results_json(cfg, records, summary, verdict))
-    atomic_write_bytes(out / RESULTS_CSV, results_csv(records).encode("utf-8"))
-    atomic_write_bytes(out / REPORT_MD, to_markdown(doc).encode("utf-8"))
-    atomic_write_bytes(out / REPORT_HTML, to_html(doc).encode("utf-8"))
+    results = json_text(results_json(cfg, records, summary, verdict)) + "\n"
+    write_study_file(out, RESULTS_JSON, results.encode("utf-8"))
+    write_study_file(out, RESULTS_CSV, results_csv(records).encode("utf-8"))
+    write_study_file(out, REPORT_MD, to_markdown(doc).encode("utf-8"))
+    write_study_file(out, REPORT_HTML, to_html(doc).encode("utf-8"))
     return summary

@@ -24,6 +24,11 @@ A unit that raises fails alone (:class:`UnitFailed`, raised by :meth:`Executor.p
 units: ``processes`` and ``ray`` run it again with half as many units at once, finally alone
 (:class:`QueuedExecutor`). ``close(stop=True)`` (a study interrupted or failed) stops the
 units still running instead of waiting for them.
+
+Ctrl-C reaches the driver alone: worker processes (and a local Ray's) are started with
+SIGINT blocked (:func:`~calibkit.core.signals.sigint_blocked`) and a worker ignores it, so a
+terminal's Ctrl-C, sent to the whole process group, never prints a worker's traceback (a
+worker importing torch when it came); the driver stops them and says how to resume.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from typing import Any
 import torch
 
 from calibkit.core.errors import CalibkitError, InputError
+from calibkit.core.signals import sigint_blocked
 from calibkit.core.threads import available_cores
 from calibkit.study.definition.config import StudyConfig
 from calibkit.study.definition.prepare import StudyData, prepare_data
@@ -298,7 +304,9 @@ PR_SET_PDEATHSIG = 1
 
 def _die_with(parent: int) -> None:
     """A worker's initializer: it dies with the driver ``parent``, however the driver ends
-    (Linux: a parent-death SIGKILL; anywhere: a thread watching the parent's pid)."""
+    (Linux: a parent-death SIGKILL; anywhere: a thread watching the parent's pid), and it
+    ignores Ctrl-C (the driver stops it: see the module docstring)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -354,7 +362,8 @@ class ProcessExecutor(QueuedExecutor):
         if self._pool is None:
             self.start(job.unit.cfg)
         assert self._pool is not None
-        return self._pool.submit(_process_task, job.unit, job.key, self._threads)  # type: ignore[arg-type]
+        with sigint_blocked():  # a worker the pool starts here ignores Ctrl-C from its start
+            return self._pool.submit(_process_task, job.unit, job.key, self._threads)  # type: ignore[arg-type]
 
     def _done(self, handles: list[Any], timeout: float | None) -> list[Any]:
         done, _ = cf.wait(handles, timeout=timeout, return_when=cf.FIRST_COMPLETED)

@@ -4,6 +4,15 @@ Ray is imported here only, when this executor is made; without it the error says
 install it. Before any task runs, an ``address`` must answer within
 :data:`~calibkit.study.run.executors.CONNECT_SECONDS` and every model's ``resources`` must fit
 on one node of the cluster (:func:`check_resources`).
+
+A local Ray is started without its dashboard (calibkit does not use it), with SIGINT blocked
+(its processes leave Ctrl-C to the driver:
+:func:`~calibkit.core.signals.sigint_blocked`), and with its session files in a
+temporary folder of its own, removed when the study ends (by the watcher if the driver is
+killed): no ``session_*`` folder is left in Ray's temporary folder. A Ray that fails to
+start (its dashboard agent or raylet dying during start-up) is one line,
+:class:`~calibkit.core.errors.InputError` naming ``executor`` (or ``address`` for a
+cluster), never Ray's traceback.
 """
 
 from __future__ import annotations
@@ -11,18 +20,27 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from calibkit.core.errors import InputError
+from calibkit.core.signals import sigint_blocked
 from calibkit.study.definition.config import Resources, StudyConfig
 from calibkit.study.definition.prepare import StudyData
-from calibkit.study.run.executors import ATTEMPTS, CONNECT_SECONDS, Job, QueuedExecutor, run_unit
+from calibkit.study.run.executors import (
+    ATTEMPTS,
+    CONNECT_SECONDS,
+    Job,
+    QueuedExecutor,
+    run_unit,
+)
 from calibkit.study.run.units import Finished, Unit, resources
 
 #: How to get Ray.
@@ -84,9 +102,10 @@ def check_resources(cfg: StudyConfig, nodes: Sequence[Mapping[str, Any]]) -> Non
             )
 
 
-#: The watcher of a local Ray (see :func:`watch_local_ray`): argv[1] is the driver's pid.
+#: The watcher of a local Ray (see :func:`watch_local_ray`): argv[1] is the driver's pid,
+#: argv[2] (if given) Ray's temporary folder, removed once Ray's processes are killed.
 _WATCHER = """
-import os, signal, sys, time
+import os, shutil, signal, sys, time
 driver, me, seen = int(sys.argv[1]), os.getpid(), {}
 def stat(pid):
     try:
@@ -117,18 +136,68 @@ for pid, start in seen.items():
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+if len(sys.argv) > 2:
+    time.sleep(0.5)
+    shutil.rmtree(sys.argv[2], ignore_errors=True)
 """
 
 
-def watch_local_ray() -> subprocess.Popen[bytes] | None:
+def watch_local_ray(temp_dir: str | None = None) -> subprocess.Popen[bytes] | None:
     """A small process that stops the local Ray this process started if this process ends
     without stopping it (SIGKILL): it notes Ray's processes among this process's descendants
-    as they start, and kills those still running once this process is gone. Linux only
-    (it reads ``/proc``); elsewhere None."""
+    as they start, and kills those still running once this process is gone, then removes
+    ``temp_dir`` (Ray's temporary folder). Linux only (it reads ``/proc``); elsewhere None.
+
+    Parameters
+    ----------
+    temp_dir : str, optional
+        The temporary folder of the local Ray, removed after its processes.
+
+    Returns
+    -------
+    subprocess.Popen or None
+        The watcher (killed by :meth:`RayExecutor.close`), or None off Linux.
+    """
     if not sys.platform.startswith("linux"):
         return None
-    command = [sys.executable, "-c", _WATCHER, str(os.getpid())]
+    command = [sys.executable, "-c", _WATCHER, str(os.getpid()), *([temp_dir] if temp_dir else [])]
     return subprocess.Popen(command, start_new_session=True, stdin=subprocess.DEVNULL)
+
+
+#: The longest temporary folder Ray's sockets fit under (a socket path is at most 107
+#: bytes; Ray adds ``/session_<date>_<time>_<pid>/sockets/plasma_store`` to it).
+_SHORT_TEMP = 44
+
+
+def ray_temp_dir() -> str:
+    """A new temporary folder for a local Ray's session files: in the system's temporary
+    folder (``$TMPDIR``, as Ray's own default), or in ``/tmp`` where that is too long for
+    Ray's sockets.
+
+    Returns
+    -------
+    str
+        The folder's path (the caller removes it).
+
+    Examples
+    --------
+    >>> import shutil
+    >>> path = ray_temp_dir()
+    >>> len(path) <= _SHORT_TEMP or not os.path.isdir("/tmp")
+    True
+    >>> shutil.rmtree(path)
+    """
+    prefix = "calibkit-ray-"
+    base = tempfile.gettempdir()
+    if len(os.path.join(base, prefix)) + 8 > _SHORT_TEMP and os.path.isdir("/tmp"):
+        base = "/tmp"
+    return tempfile.mkdtemp(prefix=prefix, dir=base)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message that says something (Ray's are pages long)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[0] if lines else 'no message'}"
 
 
 class RayExecutor(QueuedExecutor):
@@ -143,6 +212,7 @@ class RayExecutor(QueuedExecutor):
         self._ray = ray
         self.address, self.verbose = address, verbose
         self._owner = False  # whether this executor started Ray (and shuts it down)
+        self._temp: str | None = None  # the temporary folder of the Ray started here
         self._watcher: subprocess.Popen[bytes] | None = None
         self._data: dict[Hashable, Any] = {}
         self._slots = 1
@@ -157,24 +227,7 @@ class RayExecutor(QueuedExecutor):
         if self.address is not None:
             check_reachable(self.address)
         if not ray.is_initialized():
-            level = logging.INFO if self.verbose else logging.ERROR
-            handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-            try:
-                ray.init(
-                    address=self.address or "local",
-                    log_to_driver=self.verbose,
-                    logging_level=level,
-                    include_dashboard=False,
-                )
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise InputError("address", "a running Ray cluster", str(exc)) from None
-            finally:  # Ray's own handlers abort the process: Ctrl-C and SIGTERM unwind instead
-                for signum, handler in handlers.items():
-                    with contextlib.suppress(ValueError, TypeError):  # not the main thread
-                        signal.signal(signum, handler)
-            self._owner = True
-            if self.address is None:
-                self._watcher = watch_local_ray()
+            self._init()
         try:
             check_resources(cfg, ray.nodes())
         except InputError:
@@ -182,6 +235,39 @@ class RayExecutor(QueuedExecutor):
             raise
         self._slots = self.limit = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self._remote = ray.remote(_ray_task)
+
+    def _init(self) -> None:
+        """Start a local Ray (in a temporary folder of its own) or join ``address``; a
+        failure is one line naming ``executor`` (or ``address``), Ray stopped and its
+        temporary folder removed."""
+        ray = self._ray
+        level = logging.INFO if self.verbose else logging.ERROR
+        handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        local = self.address is None
+        if local:
+            self._temp = ray_temp_dir()
+            self._watcher = watch_local_ray(self._temp)
+        try:
+            with sigint_blocked():  # Ray's processes leave Ctrl-C to the driver
+                ray.init(
+                    address=self.address or "local",
+                    log_to_driver=self.verbose,
+                    logging_level=level,
+                    include_dashboard=False,
+                    **({"_temp_dir": self._temp} if local else {}),
+                )
+        except Exception as exc:  # Ray raises many kinds here; none is calibkit's to show
+            self._owner = True
+            self.close()
+            if local:
+                expected = "a local Ray that starts (a Ray process died during its start-up)"
+                raise InputError("executor", expected, f"ray: {_first_line(exc)}") from None
+            raise InputError("address", "a running Ray cluster", _first_line(exc)) from None
+        finally:  # Ray's own handlers abort the process: Ctrl-C and SIGTERM unwind instead
+            for signum, handler in handlers.items():
+                with contextlib.suppress(ValueError, TypeError):  # not the main thread
+                    signal.signal(signum, handler)
+        self._owner = True
 
     def close(self, stop: bool = False) -> None:
         if stop and not self._owner:  # a cluster we joined keeps running: cancel our tasks
@@ -192,12 +278,16 @@ class RayExecutor(QueuedExecutor):
         self._running.clear()
         self._queue.clear()
         if self._owner:
-            self._ray.shutdown()
+            with contextlib.suppress(Exception):  # a Ray that never started stops as it can
+                self._ray.shutdown()
             self._owner = False
         if self._watcher is not None:
             self._watcher.kill()
             self._watcher.wait()
             self._watcher = None
+        if self._temp is not None:
+            shutil.rmtree(self._temp, ignore_errors=True)
+            self._temp = None
 
     def submit(self, unit: Unit, key: Hashable, data: StudyData | None) -> None:
         if key not in self._data:

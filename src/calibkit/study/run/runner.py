@@ -46,7 +46,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calibkit.core.errors import InputError
-from calibkit.io.atomic import atomic_write_bytes
 from calibkit.io.toml import to_toml
 from calibkit.study.definition.components import build_model, resolve_device
 from calibkit.study.definition.config import (
@@ -58,7 +57,12 @@ from calibkit.study.definition.config import (
 from calibkit.study.definition.prepare import StudyData, prepare_data
 from calibkit.study.run.driver import Driver
 from calibkit.study.run.executors import Executor, SerialExecutor, StudyFailed
-from calibkit.study.store.folder import CONFIG, check_study_folder, record_written
+from calibkit.study.store.folder import (
+    CONFIG,
+    check_study_folder,
+    record_written,
+    write_study_file,
+)
 from calibkit.study.store.identity import check_identity, run_identity
 from calibkit.study.store.record import RunRecord, read_record
 from calibkit.study.store.run_folder import RUNS, RunFolder
@@ -162,7 +166,7 @@ def _run_unlocked(
     out = Path(out)
     if not report_only:
         record_written(out, CONFIG, RUNS)
-        atomic_write_bytes(out / CONFIG, to_toml(cfg).encode("utf-8"))
+        write_study_file(out, CONFIG, to_toml(cfg).encode("utf-8"))
     elif (out / RUNS).is_dir():
         record_written(out, RUNS)
     start = time.perf_counter()

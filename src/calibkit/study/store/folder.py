@@ -20,12 +20,13 @@ run's ``identity.json``) is still a study folder, judged by the names above; the
 on it writes its record. A folder with no record and no such run is judged as a new one:
 anything but a lock in it is foreign.
 
-Any foreign file, the current folder and its parents, and a folder holding one of the
-study's inputs (its config file, an ``init`` checkpoint, its data folder) are refused
-before anything is read or written (:func:`check_study_folder`). A study holds the folder's
-lock for its whole length (:func:`locked_study_folder`): a second study on the same folder
-is refused, not waited for, with a message naming the holder's host and process; a lock
-left by a killed study is taken over.
+Any foreign file, a symbolic link (``--out`` itself, or anything in it: the lock, a results
+file, a run folder; calibkit never writes through one), the current folder and its parents,
+and a folder holding one of the study's inputs (its config file, an ``init`` checkpoint, its
+data folder) are refused before anything is read or written (:func:`check_study_folder`). A
+study holds the folder's lock for its whole length (:func:`locked_study_folder`): a second
+study on the same folder is refused, not waited for, with a message naming the holder's host
+and process; a lock left by a killed study is taken over.
 
 >>> is_study_file("runs/mlp/seed-0/logits.npz"), is_study_file("notes.txt")
 (True, False)
@@ -34,18 +35,25 @@ left by a killed study is taken over.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from calibkit.core.errors import InputError
 from calibkit.io.atomic import (
     MANIFEST,
+    atomic_write_bytes,
     atomic_write_text,
+    check_replaceable_folder,
     existing_output_folder,
+    refuse_changed,
     refuse_foreign,
+    refuse_links_inside,
+    sha256_file,
 )
 from calibkit.io.lock import LOCK, FolderLock
 from calibkit.study.store.run_folder import RUNS, RunFolder
@@ -182,8 +190,94 @@ def check_study_folder(
             "a folder holding none of the study's inputs",
             f"{out}, which holds {', '.join(inside[:3])}, an input of this study",
         )
+    refuse_links_inside(out, argument, _files(out))
     refuse_foreign(out, argument, _foreign(out, _written(out, argument)), "a study folder")
+    refuse_changed(out, argument, _changed(out), "a study folder")
+    if (out / FIGURES).is_dir():  # the figures' own manifest: none changed since written
+        check_replaceable_folder(out / FIGURES, argument, legacy=is_figure)
     return out
+
+
+def is_figure(name: str) -> bool:
+    """Whether ``name`` (in a study's ``figures/``) is a figure an older study wrote there.
+
+    >>> is_figure("reliability.png"), is_figure("notes.txt")
+    (True, False)
+    """
+    return name.endswith(".png")
+
+
+def _document(out: Path) -> dict[str, Any]:
+    """The record of ``out`` as a dict (``{"written": []}`` where it has none yet)."""
+    try:
+        found = json.loads((out / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"written": []}
+    return found if isinstance(found, dict) else {"written": []}
+
+
+def _hashes(out: Path) -> dict[str, list[str]]:
+    """The sha256 a study recorded for each top-level file it wrote: each name with the
+    contents it may hold (two while it is being replaced: the old one and the new one)."""
+    found = _document(out).get("sha256")
+    if not isinstance(found, dict):
+        return {}
+    hashes = {}
+    for name, value in found.items():
+        listed = [value] if isinstance(value, str) else value
+        if isinstance(listed, list) and all(isinstance(h, str) for h in listed):
+            hashes[str(name)] = listed
+    return hashes
+
+
+def _changed(out: Path) -> list[str]:
+    """The top-level files of ``out`` a study wrote that someone changed since (a record of
+    an older calibkit holds no hashes: nothing is known changed)."""
+    return sorted(
+        name
+        for name, hashes in _hashes(out).items()
+        if (out / name).is_file() and sha256_file(out / name) not in hashes
+    )
+
+
+def _set_hashes(out: Path, name: str, hashes: list[str]) -> None:
+    doc = _document(out)
+    known = doc.get("sha256")
+    doc["sha256"] = dict(known) if isinstance(known, dict) else {}
+    doc["sha256"][name] = hashes[0] if len(hashes) == 1 else hashes
+    atomic_write_text(out / RECORD, json.dumps(doc, indent=1) + "\n")
+
+
+def write_study_file(out: Path, name: str, data: bytes) -> None:
+    """Write the top-level file ``name`` (listed by :func:`record_written`) of the study
+    folder ``out`` atomically, keeping its sha256 in the record: a later study replaces it
+    only while it is unchanged (a user's notes appended to ``report.md`` are refused, never
+    lost).
+
+    Parameters
+    ----------
+    out : Path
+        The study folder (its lock held).
+    name : str
+        The file's name at the top of ``out`` (``report.md``).
+    data : bytes
+        Its new content.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     record_written(Path(d), REPORT_MD)
+    ...     write_study_file(Path(d), REPORT_MD, b"# Study")
+    ...     _changed(Path(d))
+    []
+    """
+    new = hashlib.sha256(data).hexdigest()
+    path = out / name
+    old = [sha256_file(path)] if path.is_file() and not path.is_symlink() else []
+    _set_hashes(out, name, [*old, new])  # a kill during the write leaves either content
+    atomic_write_bytes(path, data)
+    _set_hashes(out, name, [new])
 
 
 def record_written(out: Path, *names: str) -> None:
@@ -200,8 +294,8 @@ def record_written(out: Path, *names: str) -> None:
             got = f"{out}, which holds files calibkit did not write ({name})"
             raise InputError("out", "a study folder calibkit wrote", got)
     if not (out / RECORD).exists() or not set(names) <= written:
-        text = json.dumps({"written": sorted(written | set(names))}, indent=1)
-        atomic_write_text(out / RECORD, text + "\n")
+        doc = _document(out) | {"written": sorted(written | set(names))}
+        atomic_write_text(out / RECORD, json.dumps(doc, indent=1) + "\n")
 
 
 @contextlib.contextmanager
