@@ -9,6 +9,7 @@ import pytest
 from calibkit.calibrators.estimator import _NoTransformError
 from calibkit.cli.parser import UsageError
 from calibkit.core.errors import CalibkitError, InputError, NotFittedError, UnknownNameError
+from calibkit.metrics.calibration_tests import UndefinedTestError
 from calibkit.study.run.executors import StudyFailed
 
 
@@ -21,6 +22,7 @@ from calibkit.study.run.executors import StudyFailed
         UsageError("unrecognized arguments: --x"),
         _NoTransformError("transform", "a calibrator that outputs logits", "isotonic"),
         StudyFailed([("mlp seed 1", "RuntimeError: boom")], 1),
+        UndefinedTestError("hosmer_lemeshow", "too few distinct confidences"),
     ],
     ids=lambda e: type(e).__name__,
 )
@@ -51,7 +53,7 @@ def test_every_calibkit_error_class_is_covered() -> None:
 
     names = {c.__name__ for c in subclasses(CalibkitError)}
     covered = {"InputError", "UnknownNameError", "NotFittedError", "UsageError"}
-    assert names <= covered | {"_NoTransformError", "StudyFailed"}, names
+    assert names <= covered | {"_NoTransformError", "StudyFailed", "UndefinedTestError"}, names
 
 
 def test_an_unknown_name_suggests_the_nearest_only_when_one_is_near() -> None:
