@@ -92,6 +92,8 @@ def test_an_unreachable_address_fails_fast() -> None:
         check_reachable("127.0.0.1:1")
     with pytest.raises(InputError, match=r"^address: expected HOST:PORT"):
         check_reachable("nowhere")
+    with pytest.raises(InputError, match=r"^address: expected HOST:PORT"):
+        check_reachable("127.0.0.1:\u00b3")  # '³'.isdigit(), but int('³') raises
     assert time.monotonic() - start < 30
 
 

@@ -65,7 +65,7 @@ def check_reachable(address: str, timeout: float = CONNECT_SECONDS) -> None:
     if address == "auto":
         return
     host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
         raise InputError("address", "HOST:PORT of a Ray head (ray start --head)", address)
     expected = f"a Ray head answering within {timeout:g} s (ray start --head)"
     deadline = time.monotonic() + timeout
