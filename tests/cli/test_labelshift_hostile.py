@@ -60,6 +60,7 @@ def test_bbse_on_a_singular_confusion_matrix_is_said_and_adapts_nothing(
     assert any("source priors were kept" in c for c in results["caveats"])
     before, after = results["metrics"]["unadapted"]["nll"], results["metrics"]["adapted"]["nll"]
     assert after == pytest.approx(before, rel=1e-9)  # not 491
+    assert results["verdict"]["headline"].startswith("BBSE could not estimate the target priors")
     detail = results["verdict"]["detail"]
     assert detail.startswith("Read with care: BBSE's confusion matrix is singular")
     assert "Caution: BBSE: the confusion matrix is singular" in (out / "report.md").read_text()

@@ -137,7 +137,14 @@ def label_shift_verdict(r: LabelShiftResult) -> Verdict:
     caution = _cautions(r)
     if not caution:
         return verdict
-    return Verdict(verdict.headline, caution + verdict.detail)
+    headline = verdict.headline
+    if not r.identified:  # nothing was estimated: the headline says so, not "differ by 0.0"
+        headline = (
+            "BBSE could not estimate the target priors: its confusion matrix is singular, "
+            "so the source priors were kept and nothing was adapted (EM, --estimator em, "
+            "needs no inverse)."
+        )
+    return Verdict(headline, caution + verdict.detail)
 
 
 def _plain_verdict(r: LabelShiftResult) -> Verdict:
