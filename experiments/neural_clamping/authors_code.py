@@ -31,7 +31,8 @@ import inspect
 import sys
 import types
 import uuid
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,11 +47,19 @@ COMMIT = "cdbb0a0"
 WRAPPER = Path("neural_clamping") / "nc_wrapper.py"
 #: What the driver calls, by name: the wrapper's constructor and methods with their parameters.
 NEEDED: dict[str, tuple[str, ...]] = {
-    "__init__": ("model", "num_classes", "lambda_0", "lambda_1", "image_size", "init_scale",
-                 "init_temp", "device_ids"),
+    "__init__": (
+        "model",
+        "num_classes",
+        "lambda_0",
+        "lambda_1",
+        "image_size",
+        "init_scale",
+        "init_temp",
+        "device_ids",
+    ),
     "train_NC": ("val_loader", "epoch", "lr", "momentum", "verbose", "focal_loss", "gamma"),
     "forward": ("input",),
-}  # fmt: skip
+}
 
 
 class AuthorsCodeError(InputError):
@@ -86,13 +95,26 @@ class _Absent:
         return _Absent(f"{self._name}.{attr}")
 
 
+def _absent_attribute(module: str) -> Callable[[str], _Absent]:
+    """A module-level ``__getattr__`` (PEP 562) naming every attribute as absent."""
+
+    def get(attr: str) -> _Absent:
+        return _Absent(f"{module}.{attr}")
+
+    return get
+
+
 def _torchvision_stand_in() -> dict[str, types.ModuleType]:
     """Stand-in modules for ``torchvision`` and the submodules their ``utils.py`` imports."""
     modules = {}
-    for name in ("torchvision", "torchvision.transforms", "torchvision.datasets",
-                 "torchvision.models"):  # fmt: skip
+    for name in (
+        "torchvision",
+        "torchvision.transforms",
+        "torchvision.datasets",
+        "torchvision.models",
+    ):
         mod = types.ModuleType(name)
-        mod.__getattr__ = lambda attr, _n=name: _Absent(f"{_n}.{attr}")  # type: ignore[method-assign]
+        setattr(mod, "__getattr__", _absent_attribute(name))  # noqa: B010 (PEP 562)
         modules[name] = mod
     for sub in ("transforms", "datasets", "models"):
         setattr(modules["torchvision"], sub, modules[f"torchvision.{sub}"])
@@ -130,6 +152,12 @@ def cpu_cuda() -> Iterator[None]:
         torch.Tensor.cuda = tensor_cuda  # type: ignore[method-assign]
 
 
+def _forget(name: str) -> None:
+    """Remove the private package ``name`` and its modules from ``sys.modules``."""
+    for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+        del sys.modules[mod]
+
+
 def _import_package(root: Path) -> tuple[types.ModuleType, types.ModuleType]:
     """Their ``neural_clamping`` package under a private name; its nc_wrapper and utils."""
     name = f"_nctoolkit_{uuid.uuid4().hex[:8]}"
@@ -141,19 +169,24 @@ def _import_package(root: Path) -> tuple[types.ModuleType, types.ModuleType]:
         raise AuthorsCodeError(f"'{root}' (its neural_clamping package cannot be loaded)")
     package = importlib.util.module_from_spec(spec)
     sys.modules[name] = package
+    bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # their clone stays as is
     try:
         spec.loader.exec_module(package)
-        with _stand_in_torchvision(), cpu_cuda():
+        with _stand_in_torchvision(), cpu_cuda(), warnings.catch_warnings():
+            # their 2022 sources compile with invalid escapes in docstrings: not ours to flag
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", SyntaxWarning)
             wrapper = importlib.import_module(f"{name}.nc_wrapper")
             utils = importlib.import_module(f"{name}.utils")
     except Exception as exc:  # their code, any failure: one line naming it
-        for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
-            del sys.modules[mod]
+        _forget(name)
         first = str(exc).splitlines()[0] if str(exc) else ""
         raise AuthorsCodeError(
             f"'{root}', whose neural_clamping.nc_wrapper fails to import "
             f"({type(exc).__name__}: {first})"
         ) from None
+    finally:
+        sys.dont_write_bytecode = bytecode
     return wrapper, utils
 
 
@@ -205,5 +238,9 @@ def load_authors_code(path: str | Path) -> AuthorsCode:
     if not (root / "neural_clamping" / "__init__.py").is_file():
         raise AuthorsCodeError(f"'{path}', which has no neural_clamping/__init__.py")
     wrapper, utils = _import_package(root.resolve())
-    _check_api(root, wrapper, utils)
+    try:
+        _check_api(root, wrapper, utils)
+    except AuthorsCodeError:
+        _forget(wrapper.__name__.rpartition(".")[0])
+        raise
     return AuthorsCode(root.resolve(), wrapper.NCWrapper, utils)

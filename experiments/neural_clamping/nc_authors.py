@@ -141,8 +141,12 @@ def check_args(args: argparse.Namespace) -> None:
         args.seed_list = [int(s) for s in args.seeds.split(",")]
     except ValueError:
         raise InputError("--seeds", "comma-separated integers", repr(args.seeds)) from None
-    for option, value in (("--epochs", args.epochs), ("--batch-size", args.batch_size),
-                          ("--n-boot", args.n_boot), ("--images", args.images or 1)):  # fmt: skip
+    for option, value in (
+        ("--epochs", args.epochs),
+        ("--batch-size", args.batch_size),
+        ("--n-boot", args.n_boot),
+        ("--images", args.images or 1),
+    ):
         if value < 1:
             raise InputError(option, "an integer >= 1", str(value))
     for option, value in (("--lr", args.lr), ("--init-scale", args.init_scale + 1e-300)):
@@ -199,8 +203,10 @@ def load_inputs(config: str, label: str, seed: int, images: int | None) -> Input
     torch.manual_seed(seed)  # a model without pretrained weights (tests) is seeded
     model = build_model(spec, data).eval().requires_grad_(False)
     (xc, yc), (xt, yt) = data.splits["cal"], data.splits["test"]
-    n = images or len(yc)
-    return Inputs(model, xc[:n], yc[:n].long(), xt[:n], yt[:n].long())
+    gen = torch.Generator().manual_seed(seed)  # ``images``: a seeded subset of each part
+    c = torch.randperm(len(yc), generator=gen)[:images].sort().values if images else slice(None)
+    t = torch.randperm(len(yt), generator=gen)[:images].sort().values if images else slice(None)
+    return Inputs(model, xc[c], yc[c].long(), xt[t], yt[t].long())
 
 
 def check_config(config: str, label: str) -> None:
@@ -302,7 +308,7 @@ class Curve:
                 "delta_norm": float(delta.detach().norm()),
                 "test_ece": ece(y, probs),
                 "test_nll": nll(y, probs),
-            }  # fmt: skip
+            }
         )
         if epoch:
             spent = time.perf_counter() - self.start
@@ -343,24 +349,32 @@ def _lam(args: argparse.Namespace) -> float | None:
 
 
 def fit_calibkit(
-    method: str, gamma: float, args: argparse.Namespace, seed: int, inputs: Inputs,
-    logits: dict[str, np.ndarray], curve: Curve,
-) -> Fit:  # fmt: skip
+    method: str,
+    gamma: float,
+    args: argparse.Namespace,
+    seed: int,
+    inputs: Inputs,
+    logits: dict[str, np.ndarray],
+    curve: Curve,
+) -> Fit:
     if method == "ts":
         ts = TemperatureScaling().fit(logits["cal_logits"], logits["cal_labels"])
         t = float(ts.temperature_)
         return Fit(t, torch.zeros(()), logits["test_logits"] / t, {})
     init = {"own": "data", "data": "data", "random": "random", "zero": "zero"}[args.delta_start]
     sgd = SGDSettings(
-        lr=args.lr, batch_size=args.batch_size, epochs=args.epochs, precision="float32",
+        lr=args.lr,
+        batch_size=args.batch_size,
+        epochs=args.epochs,
+        precision="float32",
         progress=False,
-    )  # fmt: skip
+    )
     nc = NeuralClamping(inputs.model, gamma=gamma, lam=_lam(args), init=init, seed=seed, sgd=sgd)
     steps = math.ceil(len(inputs.y_cal) / args.batch_size)
 
     def read(opt: torch.optim.Optimizer) -> tuple[Tensor, float]:
         delta, log_t = opt.param_groups[0]["params"][:2]
-        return delta, math.exp(float(log_t))
+        return delta, math.exp(float(log_t.detach()))
 
     with epoch_observer(steps, read, curve):
         nc.fit(inputs.x_cal, inputs.y_cal.numpy())
@@ -375,9 +389,15 @@ def _authors_loader(x: Tensor, y: Tensor, batch_size: int, seed: int) -> Any:
 
 
 def fit_authors(
-    code: AuthorsCode, method: str, gamma: float, args: argparse.Namespace, seed: int,
-    inputs: Inputs, logits: dict[str, np.ndarray], curve: Curve,
-) -> Fit:  # fmt: skip
+    code: AuthorsCode,
+    method: str,
+    gamma: float,
+    args: argparse.Namespace,
+    seed: int,
+    inputs: Inputs,
+    logits: dict[str, np.ndarray],
+    curve: Curve,
+) -> Fit:
     ts = method == "ts"
     k = inputs.n_classes
     if ts:  # their SGD on T alone: the cached logits through an identity model, delta pinned at 0
@@ -390,15 +410,26 @@ def fit_authors(
     with cpu_cuda(), contextlib.redirect_stdout(log):
         torch.manual_seed(seed)
         nc = code.NCWrapper(
-            model=model, num_classes=k, lambda_0=1, lambda_1=0.0, image_size=shape,
-            init_scale=0.0 if ts else args.init_scale, init_temp=1, device_ids=[],
-        )  # fmt: skip
+            model=model,
+            num_classes=k,
+            lambda_0=1,
+            lambda_1=0.0,
+            image_size=shape,
+            init_scale=0.0 if ts else args.init_scale,
+            init_temp=1,
+            device_ids=[],
+        )
         start = "zero" if ts else args.delta_start
         if start in ("data", "zero", "random") and not ts:
             delta0 = initial_delta(
-                "data" if start == "data" else start, inputs.model, inputs.x_cal,
-                input_range=None, seed=seed, batch_size=500, device=torch.device("cpu"),
-            )  # fmt: skip
+                "data" if start == "data" else start,
+                inputs.model,
+                inputs.x_cal,
+                input_range=None,
+                seed=seed,
+                batch_size=500,
+                device=torch.device("cpu"),
+            )
             nc.perturbation.data.copy_(delta0)
         if ts:
             nc.perturbation.data.zero_()
@@ -416,13 +447,18 @@ def fit_authors(
 
         def read(opt: torch.optim.Optimizer) -> tuple[Tensor, float]:
             delta, temp = opt.param_groups[0]["params"][:2]
-            return delta, float(temp)
+            return delta, float(temp.detach())
 
         with epoch_observer(len(loader), read, curve):
             history = nc.train_NC(
-                val_loader=loader, epoch=args.epochs, lr=args.lr, momentum=0.9, verbose=True,
-                focal_loss=gamma > 0, gamma=gamma,
-            )  # fmt: skip
+                val_loader=loader,
+                epoch=args.epochs,
+                lr=args.lr,
+                momentum=0.9,
+                verbose=True,
+                focal_loss=gamma > 0,
+                gamma=gamma,
+            )
         t = float(nc.temperature.detach())
         delta = nc.perturbation.detach().clone()
         with torch.no_grad():
@@ -430,28 +466,45 @@ def fit_authors(
                 z = nc(torch.from_numpy(logits["test_logits"]).float())
             else:
                 z = torch.cat([nc(b) for b in inputs.x_test.split(500)])
-    extra = {"lam": lam, "T_sgd": t, "refined": False, "penalty": "lambda ||delta||",
-             "authors_history": {k2: [float(v) for v in vs] for k2, vs in history.items()},
-             "authors_log_tail": log.getvalue()[-2000:]}  # fmt: skip
+    extra = {
+        "lam": lam,
+        "T_sgd": t,
+        "refined": False,
+        "penalty": "lambda ||delta||",
+        "authors_history": {k2: [float(v) for v in vs] for k2, vs in history.items()},
+        "authors_log_tail": log.getvalue()[-2000:],
+    }
     return Fit(t, delta, z.double().numpy(), extra)
 
 
-def _interval(metric: Callable[..., float], y: np.ndarray, p: np.ndarray, n: int, seed: int) -> dict[str, float]:  # fmt: skip
+def _interval(
+    metric: Callable[..., float], y: np.ndarray, p: np.ndarray, n: int, seed: int
+) -> dict[str, float]:
     ci = bootstrap_ci(metric, y, probs=p, n_boot=n, seed=seed)
     return {"estimate": ci.estimate, "low": ci.low, "high": ci.high}
 
 
 def run_unit(
-    args: argparse.Namespace, code_obj: AuthorsCode | None, seed: int, method: str, code: str,
-    inputs: Inputs, logits: dict[str, np.ndarray],
-) -> dict[str, Any]:  # fmt: skip
+    args: argparse.Namespace,
+    code_obj: AuthorsCode | None,
+    seed: int,
+    method: str,
+    code: str,
+    inputs: Inputs,
+    logits: dict[str, np.ndarray],
+) -> dict[str, Any]:
     label, gamma = METHODS[method]
     gamma = args.gamma if gamma is None else gamma
     epochs = 0 if (method == "ts" and code == "calibkit") else args.epochs
     curve = Curve(inputs, epochs, f"{label} {code}", identity=(method == "ts"))
     if method == "ts":
-        curve.inputs = Inputs(nn.Identity(), inputs.x_cal, inputs.y_cal,
-                              torch.from_numpy(logits["test_logits"]), inputs.y_test)  # fmt: skip
+        curve.inputs = Inputs(
+            nn.Identity(),
+            inputs.x_cal,
+            inputs.y_cal,
+            torch.from_numpy(logits["test_logits"]),
+            inputs.y_test,
+        )
     start = time.perf_counter()
     if code == "calibkit":
         fit = fit_calibkit(method, gamma, args, seed, inputs, logits, curve)
@@ -462,17 +515,36 @@ def run_unit(
     y = logits["test_labels"]
     probs = _softmax(np.asarray(fit.test_logits, dtype=np.float64))
     return {
-        "model": args.model, "seed": seed, "method": label, "method_key": method, "code": code,
-        "variant": variant_name(args), "gamma": gamma,
-        "settings": {"epochs": args.epochs, "lr": args.lr, "batch_size": args.batch_size,
-                     "momentum": 0.9, "delta_start": args.delta_start, "init_scale": args.init_scale,
-                     "lam": args.lam, "calibration": args.calibration, "images": len(y)},
-        "T": fit.temperature, "delta_norm": float(fit.delta.norm()),
-        "test": {"accuracy": float((probs.argmax(1) == y).mean()),
-                 "ece": _interval(ece, y, probs, args.n_boot, seed),
-                 "nll": _interval(nll, y, probs, args.n_boot, seed)},
-        "curve": curve.points, "seconds": seconds, **fit.extra,
-    }  # fmt: skip
+        "model": args.model,
+        "seed": seed,
+        "method": label,
+        "method_key": method,
+        "code": code,
+        "variant": variant_name(args),
+        "gamma": gamma,
+        "settings": {
+            "epochs": args.epochs,
+            "lr": args.lr,
+            "batch_size": args.batch_size,
+            "momentum": 0.9,
+            "delta_start": args.delta_start,
+            "init_scale": args.init_scale,
+            "lam": args.lam,
+            "calibration": args.calibration,
+            "cal_images": len(inputs.y_cal),
+            "test_images": len(y),
+        },
+        "T": fit.temperature,
+        "delta_norm": float(fit.delta.norm()),
+        "test": {
+            "accuracy": float((probs.argmax(1) == y).mean()),
+            "ece": _interval(ece, y, probs, args.n_boot, seed),
+            "nll": _interval(nll, y, probs, args.n_boot, seed),
+        },
+        "curve": curve.points,
+        "seconds": seconds,
+        **fit.extra,
+    }
 
 
 # ---------------------------------------------------------------- the run
@@ -521,8 +593,11 @@ def _inputs_cache(args: argparse.Namespace, seed: int) -> Inputs:
 
 def summary(out: Path, variant: str) -> str:
     """A markdown table of the units of ``variant`` found under ``out``."""
-    rows = ["| model | seed | method | code | T | T (SGD) | ||delta|| | test ECE % [95%] | test NLL [95%] |",
-            "|---|---|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+    rows = [
+        "| model | seed | method | code | T | T (SGD) | ||delta|| "
+        "| test ECE % [95%] | test NLL [95%] |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|",
+    ]
     for path in sorted(out.glob(f"*/seed-*/{variant}/*.json")):
         u = json.loads(path.read_text(encoding="utf-8"))
         e, n = u["test"]["ece"], u["test"]["nll"]

@@ -1,0 +1,265 @@
+"""The driver running Neural Clamping by calibkit and by its authors' code (issue #33).
+
+The authors' code (NCToolkit) is not in the repository: the end-to-end test writes a
+minimal stand-in with the same API (and the same torchvision imports and ``.cuda()``
+calls, so the driver's shims are exercised); one test runs the real clone at
+``$NCTOOLKIT`` or ``/tmp/NCToolkit`` when it is there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from calibkit.core.errors import BoundWarning
+from calibkit.metrics import ece
+from experiments.neural_clamping import nc_authors
+from experiments.neural_clamping.authors_code import load_authors_code
+from tests.conftest import shared_path
+
+FAKE_UTILS = """
+import torch
+import torchvision
+from torch import nn
+from torchvision import transforms
+from torchvision.datasets import ImageFolder
+
+train_transform = transforms.Compose([transforms.RandomCrop(32, padding=4), transforms.ToTensor()])
+
+
+class FocalLoss(nn.Module):
+    def __init__(self, class_num=10, gamma=2):
+        super().__init__()
+        self.gamma = gamma
+
+    def forward(self, logits, labels):
+        logp = torch.log_softmax(logits, dim=1).gather(1, labels.view(-1, 1)).view(-1)
+        return (-(1 - logp.exp()) ** self.gamma * logp).mean()
+"""
+
+FAKE_WRAPPER = """
+import torch
+from torch import nn, optim
+
+from .utils import FocalLoss
+
+
+class NCWrapper(nn.Module):
+    def __init__(self, model, num_classes=10, lambda_0=1, lambda_1=1, image_size=(3, 32, 32),
+                 init_scale=0.01, dropout_p=0.0, init_temp=1, device_ids=[]):
+        super().__init__()
+        self.model = model
+        self.perturbation = nn.Parameter(torch.randn(size=image_size) * init_scale)
+        self.temperature = nn.Parameter(torch.ones(1) * init_temp)
+        self.lambda_0, self.lambda_1, self.num_classes = lambda_0, lambda_1, num_classes
+        self.model.cuda()
+
+    def forward(self, input):
+        return self.model(input + self.perturbation) / self.temperature
+
+    def train_NC(self, val_loader, epoch, lr=0.001, momentum=0.9, nesterov=False, verbose=True,
+                 focal_loss=False, gamma=1, adamW=False):
+        self.cuda()
+        crit = FocalLoss(self.num_classes, gamma) if focal_loss else nn.CrossEntropyLoss()
+        opt = optim.SGD([self.perturbation, self.temperature], lr=lr, momentum=momentum)
+        temps = []
+        for i in range(epoch):
+            for x, y in val_loader:
+                x, y = x.cuda(), y.cuda()
+                loss = self.lambda_0 * crit(self(x), y) + self.lambda_1 * torch.norm(
+                    self.perturbation
+                )
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+            temps.append(self.temperature.item())
+            print(i + 1, "/", epoch, "Training")
+        return {"temp": temps}
+"""
+
+CONFIG = """
+name = "tiny"
+seeds = [0]
+calibrators = ["temperature"]
+[data]
+dataset = "digits"
+calibration_from = "test"
+calibration_size = 150
+split_by_seed = true
+[training]
+epochs = 0
+[[models]]
+name = "mlp"
+"""
+
+
+def _fake(folder: Path, wrapper: str = FAKE_WRAPPER, utils: str = FAKE_UTILS) -> Path:
+    pkg = folder / "neural_clamping"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "nc_wrapper.py").write_text(textwrap.dedent(wrapper), encoding="utf-8")
+    (pkg / "utils.py").write_text(textwrap.dedent(utils), encoding="utf-8")
+    return folder
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+
+
+def _refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], code: Path | str) -> str:
+    out = tmp_path / "out"
+    before = _listing(tmp_path)
+    rc = nc_authors.main(["--authors-code", str(code), "--out", str(out), "--epochs", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1
+    assert err.startswith("nc_authors.py: error: --authors-code: ")
+    assert "Traceback" not in err
+    assert not out.exists()
+    assert _listing(tmp_path) == before
+    return err
+
+
+@pytest.fixture
+def no_heavy_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refusal comes before any data is loaded or any fit is run."""
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise AssertionError("heavy work started before the input was checked")
+
+    monkeypatch.setattr(nc_authors, "load_inputs", boom)
+    monkeypatch.setattr(nc_authors, "run", boom)
+
+
+@pytest.mark.usefixtures("no_heavy_work")
+def test_a_missing_authors_code_folder_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = _refused(tmp_path, capsys, tmp_path / "NCToolkit")
+    assert "does not exist" in err
+    assert "git clone https://github.com/yungchentang/NCToolkit" in err
+
+
+@pytest.mark.usefixtures("no_heavy_work")
+def test_a_folder_that_is_not_nctoolkit_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "demo.py").write_text("print(1)\n", encoding="utf-8")
+    assert "has no neural_clamping/nc_wrapper.py" in _refused(tmp_path, capsys, tmp_path / "other")
+    (tmp_path / "a_file").write_text("x", encoding="utf-8")
+    assert "is not a folder" in _refused(tmp_path, capsys, tmp_path / "a_file")
+
+
+@pytest.mark.usefixtures("no_heavy_work")
+def test_an_nctoolkit_like_folder_with_another_api_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    renamed = FAKE_WRAPPER.replace("def train_NC(self, val_loader, epoch,", "def fit(self, x, y,")
+    err = _refused(tmp_path, capsys, _fake(tmp_path / "renamed", wrapper=renamed))
+    assert "has no method train_NC" in err
+    other = FAKE_WRAPPER.replace("focal_loss=False, gamma=1,", "loss='ce',")
+    err = _refused(tmp_path, capsys, _fake(tmp_path / "params", wrapper=other))
+    assert "NCWrapper.train_NC lacks the parameter(s) focal_loss, gamma" in err
+    broken = _fake(tmp_path / "broken", wrapper="import torch\nraise ImportError('no gpu')\n")
+    err = _refused(tmp_path, capsys, broken)
+    assert "fails to import (ImportError: no gpu)" in err
+    assert not [m for m in sys.modules if m.startswith("_nctoolkit_")]
+
+
+def test_the_shims_are_undone_after_loading(tmp_path: Path) -> None:
+    cuda = torch.Tensor.cuda
+    code = load_authors_code(_fake(tmp_path / "fake"))
+    assert code.NCWrapper.__name__ == "NCWrapper"
+    assert torch.Tensor.cuda is cuda
+    assert "torchvision" not in sys.modules or sys.modules["torchvision"].__file__
+
+
+def _units(out: Path) -> dict[str, dict[str, object]]:
+    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(out.rglob("*.json"))}
+
+
+def test_both_codes_run_end_to_end_on_identical_inputs_and_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "cfg.toml").write_text(CONFIG, encoding="utf-8")
+    out, cuda = tmp_path / "out", torch.Tensor.cuda
+    argv = ["--authors-code", str(_fake(tmp_path / "fake")), "--config", str(tmp_path / "cfg.toml"),
+            "--model", "mlp", "--epochs", "2", "--batch-size", "64", "--lr", "0.01",
+            "--n-boot", "20", "--out", str(out)]  # fmt: skip
+    with pytest.warns(BoundWarning):  # the untrained MLP's TS reaches its bound: said, not hidden
+        assert nc_authors.main(argv) == 0
+    first = capsys.readouterr()
+    units = _units(out)
+    assert sorted(units) == sorted(f"{m}-{c}" for m in nc_authors.METHODS for c in nc_authors.CODES)
+    labels = np.load(out / "mlp" / "seed-0" / "logits.npz")["test_labels"]
+    for name, unit in units.items():
+        curve = unit["curve"]
+        assert isinstance(curve, list)
+        assert len(curve) == (0 if name == "ts-calibkit" else 3)  # the start and 2 epochs
+        settings = unit["settings"]
+        assert isinstance(settings, dict)
+        assert (settings["cal_images"], settings["test_images"]) == (150, len(labels)) == (150, 449)
+        interval = unit["test"]["ece"]  # type: ignore[index]
+        assert interval["low"] <= interval["high"]
+        if name.endswith("authors"):  # the hook saw what their own history says
+            temps = [p["T"] for p in curve[1:]]
+            assert temps == pytest.approx(unit["authors_history"]["temp"], rel=1e-6)  # type: ignore[index]
+            assert unit["T"] == pytest.approx(temps[-1], rel=1e-6)
+        elif curve:  # calibkit: the curve ends where SGD left T; then T is refined
+            assert unit["T_sgd"] == pytest.approx(curve[-1]["T"], rel=1e-6)
+    ts = units["ts-authors"]
+    assert ts["delta_norm"] == 0.0  # their perturbation stayed pinned at 0
+    raw = np.load(out / "mlp" / "seed-0" / "logits.npz")["test_logits"]
+    assert ts["curve"][0]["test_ece"] == pytest.approx(ece(labels, logits=raw), abs=1e-9)  # type: ignore[index]
+    assert "| NC (FL) | authors |" in first.out
+    assert torch.Tensor.cuda is cuda  # the .cuda() shim is undone after the run
+
+    mtimes = {p: p.stat().st_mtime_ns for p in out.rglob("*.json")}
+    variant = units["nc_fl-authors"]["variant"]
+    (out / "mlp" / "seed-0" / str(variant) / "nc_fl-authors.json").unlink()
+    assert nc_authors.main(argv) == 0
+    again = capsys.readouterr().err
+    assert again.count("done before, skipped") == 5
+    assert "[6/6] mlp seed 0 NC (FL) authors: fitting" in again
+    for path, mtime in mtimes.items():
+        if path.name != "nc_fl-authors.json":
+            assert path.stat().st_mtime_ns == mtime
+    assert _units(out)["nc_fl-authors"]["T"] == pytest.approx(units["nc_fl-authors"]["T"])
+
+
+def _real_code() -> Path:
+    path = Path(os.environ.get("NCTOOLKIT", "/tmp/NCToolkit"))
+    if not (path / "neural_clamping" / "nc_wrapper.py").is_file():
+        pytest.skip(f"the authors' code is absent: clone NCToolkit to {path} (or set $NCTOOLKIT)")
+    return path
+
+
+def test_the_real_authors_code_runs_on_the_pretrained_resnet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = _real_code()
+    shared_path("pretrained/resnet20-12fca82f.th")
+    shared_path("cifar10-jpeg.zip")
+    out = tmp_path / "out"
+    argv = ["--authors-code", str(code), "--model", "resnet20", "--images", "200",
+            "--epochs", "1", "--batch-size", "100", "--methods", "ts,nc_fl",
+            "--n-boot", "20", "--out", str(out)]  # fmt: skip
+    assert nc_authors.main(argv) == 0
+    units = _units(out)
+    assert sorted(units) == ["nc_fl-authors", "nc_fl-calibkit", "ts-authors", "ts-calibkit"]
+    data = np.load(out / "resnet20" / "seed-0" / "logits.npz")
+    raw_ece = ece(data["test_labels"], logits=data["test_logits"])
+    assert raw_ece > 0.05  # the JPEG shift: the ResNet is overconfident before calibration
+    nc = units["nc_fl-authors"]
+    # their start (delta of sd 0.001, T = 1) is the raw model on the same test images
+    assert nc["curve"][0]["test_ece"] == pytest.approx(raw_ece, abs=0.01)  # type: ignore[index]
+    assert nc["curve"][1]["T"] == pytest.approx(nc["authors_history"]["temp"][0], rel=1e-6)  # type: ignore[index]
+    assert units["ts-calibkit"]["T"] > 1.5  # type: ignore[operator]
