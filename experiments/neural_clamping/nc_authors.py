@@ -67,6 +67,7 @@ from calibkit.calibrators import TemperatureScaling
 from calibkit.calibrators.model.clamping import NeuralClamping, SGDSettings
 from calibkit.calibrators.model.clamping.init import initial_delta
 from calibkit.calibrators.model.clamping.objective import default_lam
+from calibkit.calibrators.model.clamping.passes import fused_copy
 from calibkit.core.errors import InputError
 from calibkit.io.atomic import atomic_write_bytes, atomic_write_text
 from calibkit.metrics import ece, nll
@@ -382,10 +383,27 @@ def fit_calibkit(
     return Fit(nc.temperature_, nc.delta_, nc.logits(inputs.x_test), extra)
 
 
-def _authors_loader(x: Tensor, y: Tensor, batch_size: int, seed: int) -> Any:
-    gen = torch.Generator().manual_seed(seed)
+class SeededOrder(torch.utils.data.Sampler[int]):
+    """A new ``torch.randperm(n)`` per epoch from a generator seeded once: the order in which
+    calibkit's SGD visits the calibration set (``sgd.run_sgd``), so both codes see the same
+    batches in the same order (a DataLoader's own ``generator`` would also be drawn from
+    for its worker seed, and the orders would differ)."""
+
+    def __init__(self, n: int, seed: int) -> None:
+        self.n, self.gen = n, torch.Generator().manual_seed(seed)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(torch.randperm(self.n, generator=self.gen).tolist())
+
+
+def authors_loader(x: Tensor, y: Tensor, batch_size: int, seed: int) -> Any:
+    """The calibration set as their ``train_NC`` takes it: a loader of ``(inputs, labels)``."""
     data = torch.utils.data.TensorDataset(x, y)
-    return torch.utils.data.DataLoader(data, batch_size=batch_size, shuffle=True, generator=gen)
+    order = SeededOrder(len(y), seed)
+    return torch.utils.data.DataLoader(data, batch_size=batch_size, sampler=order)
 
 
 def fit_authors(
@@ -421,13 +439,15 @@ def fit_authors(
         )
         start = "zero" if ts else args.delta_start
         if start in ("data", "zero", "random") and not ts:
+            # calibkit's start, computed as calibkit's fit computes it (the fused model,
+            # batches of --batch-size): the identical tensor
             delta0 = initial_delta(
-                "data" if start == "data" else start,
-                inputs.model,
+                start,
+                fused_copy(inputs.model),
                 inputs.x_cal,
                 input_range=None,
                 seed=seed,
-                batch_size=500,
+                batch_size=args.batch_size,
                 device=torch.device("cpu"),
             )
             nc.perturbation.data.copy_(delta0)
@@ -443,7 +463,7 @@ def fit_authors(
                 else float(args.lam)
             )
         nc.lambda_1 = lam
-        loader = _authors_loader(x_cal, inputs.y_cal, args.batch_size, seed)
+        loader = authors_loader(x_cal, inputs.y_cal, args.batch_size, seed)
 
         def read(opt: torch.optim.Optimizer) -> tuple[Tensor, float]:
             delta, temp = opt.param_groups[0]["params"][:2]

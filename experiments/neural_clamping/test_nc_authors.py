@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 import torch
 
+from calibkit.calibrators.model.clamping import SGDSettings
+from calibkit.calibrators.model.clamping.sgd import run_sgd
 from calibkit.core.errors import BoundWarning
 from calibkit.metrics import ece
 from experiments.neural_clamping import nc_authors
@@ -235,6 +237,32 @@ def test_both_codes_run_end_to_end_on_identical_inputs_and_resume(
     assert _units(out)["nc_fl-authors"]["T"] == pytest.approx(units["nc_fl-authors"]["T"])
 
 
+class _Recorder(torch.nn.Module):
+    """A linear model that records the first feature (an input's index) of every batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear, self.seen = torch.nn.Linear(1, 2), []  # type: list[list[int]]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.seen.append(x[:, 0].detach().round().long().tolist())
+        return self.linear(x)
+
+
+def test_the_authors_loader_visits_the_calibration_set_in_calibkits_sgd_order() -> None:
+    """The same batches in the same order for both codes: calibkit's own SGD, recorded."""
+    x, y = torch.arange(50.0).view(50, 1), torch.arange(50) % 2
+    model = _Recorder()
+    settings = SGDSettings(lr=1e-12, batch_size=16, epochs=3, progress=False, precision="float32")
+    run_sgd(model, x, y, torch.zeros(1), 0.0, 0.0, settings, joint=True, seed=7,
+            device=torch.device("cpu"))  # fmt: skip
+    loader = nc_authors.authors_loader(x, y, 16, seed=7)
+    theirs = [xb[:, 0].long().tolist() for _ in range(3) for xb, _ in loader]
+    assert theirs == model.seen
+    assert len(theirs) == 12
+    assert theirs[:4] != theirs[4:8]  # a new order each epoch
+
+
 def _real_code() -> Path:
     path = Path(os.environ.get("NCTOOLKIT", "/tmp/NCToolkit"))
     if not (path / "neural_clamping" / "nc_wrapper.py").is_file():
@@ -251,15 +279,17 @@ def test_the_real_authors_code_runs_on_the_pretrained_resnet(
     out = tmp_path / "out"
     argv = ["--authors-code", str(code), "--model", "resnet20", "--images", "200",
             "--epochs", "1", "--batch-size", "100", "--methods", "ts,nc_fl",
-            "--n-boot", "20", "--out", str(out)]  # fmt: skip
+            "--delta-start", "data", "--n-boot", "20", "--out", str(out)]  # fmt: skip
     assert nc_authors.main(argv) == 0
     units = _units(out)
     assert sorted(units) == ["nc_fl-authors", "nc_fl-calibkit", "ts-authors", "ts-calibkit"]
     data = np.load(out / "resnet20" / "seed-0" / "logits.npz")
     raw_ece = ece(data["test_labels"], logits=data["test_logits"])
     assert raw_ece > 0.05  # the JPEG shift: the ResNet is overconfident before calibration
-    nc = units["nc_fl-authors"]
-    # their start (delta of sd 0.001, T = 1) is the raw model on the same test images
-    assert nc["curve"][0]["test_ece"] == pytest.approx(raw_ece, abs=0.01)  # type: ignore[index]
-    assert nc["curve"][1]["T"] == pytest.approx(nc["authors_history"]["temp"][0], rel=1e-6)  # type: ignore[index]
+    ours, theirs = units["nc_fl-calibkit"], units["nc_fl-authors"]
+    # the same start (calibkit's data-driven delta, T = 1) on the same test images
+    assert theirs["curve"][0]["test_ece"] == pytest.approx(ours["curve"][0]["test_ece"], abs=1e-9)  # type: ignore[index]
+    assert theirs["curve"][0]["delta_norm"] == pytest.approx(ours["curve"][0]["delta_norm"])  # type: ignore[index]
+    assert theirs["lam"] == pytest.approx(ours["lam"], rel=1e-6)  # the same rule, the same lambda
+    assert theirs["curve"][1]["T"] == pytest.approx(theirs["authors_history"]["temp"][0], rel=1e-6)  # type: ignore[index]
     assert units["ts-calibkit"]["T"] > 1.5  # type: ignore[operator]
