@@ -176,6 +176,31 @@ def test_an_nctoolkit_like_folder_with_another_api_is_refused(
     assert not [m for m in sys.modules if m.startswith("_nctoolkit_")]
 
 
+@pytest.mark.usefixtures("no_heavy_work")
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--calibration", "train-augmented", "is not implemented yet"),
+        ("--lr", "0", "expected a finite number > 0, got 0.0"),
+        ("--methods", "nc_fl,ts_focal", "names among ts, nc_ce, nc_fl"),
+        ("--delta-start", "theorem", "one of own, data, random, zero"),
+        ("--lam", "-1", "'auto' or a number >= 0"),
+    ],
+)
+def test_a_bad_option_is_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    out = tmp_path / "out"
+    code = _fake(tmp_path / "fake")
+    before = _listing(tmp_path)
+    assert nc_authors.main(["--authors-code", str(code), "--out", str(out), option, value]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"nc_authors.py: error: {option}: ")
+    assert message in err
+    assert err.count("\n") == 1
+    assert _listing(tmp_path) == before
+
+
 def test_the_shims_are_undone_after_loading(tmp_path: Path) -> None:
     cuda = torch.Tensor.cuda
     code = load_authors_code(_fake(tmp_path / "fake"))
