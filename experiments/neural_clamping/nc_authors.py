@@ -543,6 +543,7 @@ def run_unit(
         "variant": variant_name(args),
         "gamma": gamma,
         "settings": {
+            "config": str(Path(args.config).resolve()),
             "epochs": args.epochs,
             "lr": args.lr,
             "batch_size": args.batch_size,
@@ -570,6 +571,34 @@ def run_unit(
 # ---------------------------------------------------------------- the run
 
 
+def unit_path(args: argparse.Namespace, seed: int, method: str, code: str) -> Path:
+    """Where the unit (``args.model``, seed, method, code, variant) is written."""
+    folder = Path(args.out) / str(args.model) / f"seed-{seed}" / variant_name(args)
+    path: Path = folder / f"{method}-{code}.json"
+    return path
+
+
+def check_resume(args: argparse.Namespace) -> None:
+    """Refuse to resume units that another ``--config`` made (the same model label)."""
+    config = str(Path(args.config).resolve())
+    for seed in args.seed_list:
+        for method in args.method_list:
+            for code in args.code_list:
+                path = unit_path(args, seed, method, code)
+                if not path.is_file():
+                    continue
+                try:
+                    made = json.loads(path.read_text(encoding="utf-8"))["settings"]["config"]
+                except (ValueError, KeyError, TypeError):
+                    raise InputError("--out", "units this driver wrote", f"'{path}'") from None
+                if made != config:
+                    raise InputError(
+                        "--out",
+                        f"units made with --config {config} (or another --out)",
+                        f"'{path}', made with {made}",
+                    )
+
+
 def run(args: argparse.Namespace, code_obj: AuthorsCode | None) -> Path:
     out = Path(args.out)
     units = [(s, m, c) for s in args.seed_list for m in args.method_list for c in args.code_list]
@@ -577,7 +606,7 @@ def run(args: argparse.Namespace, code_obj: AuthorsCode | None) -> Path:
     done_seconds: list[float] = []
     for i, (seed, method, code) in enumerate(units, start=1):
         folder = out / args.model / f"seed-{seed}"
-        path = folder / variant / f"{method}-{code}.json"
+        path = unit_path(args, seed, method, code)
         tag = f"[{i}/{len(units)}] {args.model} seed {seed} {METHODS[method][0]} {code}"
         if path.is_file():
             print(f"{tag}: done before, skipped", file=sys.stderr, flush=True)
@@ -637,6 +666,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_args(args)
         check_config(args.config, args.model)
+        check_resume(args)
         code_obj = load_authors_code(args.authors_code)
     except InputError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)

@@ -261,6 +261,13 @@ def test_both_codes_run_end_to_end_on_identical_inputs_and_resume(
             assert path.stat().st_mtime_ns == mtime
     assert _units(out)["nc_fl-authors"]["T"] == pytest.approx(units["nc_fl-authors"]["T"])
 
+    other = tmp_path / "other.toml"  # the same model label in another config: not resumed
+    other.write_text(CONFIG.replace("calibration_size = 150", "calibration_size = 100"), "utf-8")
+    before = _listing(tmp_path)
+    assert nc_authors.main([*argv, "--config", str(other)]) == 2
+    assert "made with " + str(tmp_path / "cfg.toml") in capsys.readouterr().err
+    assert _listing(tmp_path) == before
+
 
 class _Recorder(torch.nn.Module):
     """A linear model that records the first feature (an input's index) of every batch."""
