@@ -15,7 +15,8 @@ with two shims and no edit of their files:
 - **.cuda()**: their wrapper calls ``.cuda()`` on the model, the tensors and the loss
   modules unconditionally. On a machine without CUDA, :func:`cpu_cuda` makes
   ``nn.Module.cuda`` and ``Tensor.cuda`` return their object unchanged while their code
-  runs (and restores them after). With CUDA, nothing is patched.
+  runs (and restores them after). The driver runs both codes on the CPU, so it applies
+  this shim on a machine with CUDA too (``force``): a GPU path is not built yet.
 
 A folder that is not NCToolkit, or whose wrapper's API differs from the one the driver
 drives (:data:`NEEDED`), is refused with one :class:`AuthorsCodeError` naming
@@ -137,9 +138,10 @@ def _stand_in_torchvision() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def cpu_cuda() -> Iterator[None]:
-    """While inside, without CUDA: ``Module.cuda()`` and ``Tensor.cuda()`` return their object."""
-    if torch.cuda.is_available():
+def cpu_cuda(force: bool = False) -> Iterator[None]:
+    """While inside, without CUDA (or with ``force``): ``Module.cuda()`` and
+    ``Tensor.cuda()`` return their object (their code then runs on the CPU)."""
+    if torch.cuda.is_available() and not force:
         yield
         return
     module_cuda, tensor_cuda = torch.nn.Module.cuda, torch.Tensor.cuda

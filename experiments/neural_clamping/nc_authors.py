@@ -425,7 +425,7 @@ def fit_authors(
     else:
         model, x_cal, shape = inputs.model, inputs.x_cal, tuple(inputs.x_cal.shape[1:])
     log = io.StringIO()
-    with cpu_cuda(), contextlib.redirect_stdout(log):
+    with cpu_cuda(force=True), contextlib.redirect_stdout(log):
         torch.manual_seed(seed)
         nc = code.NCWrapper(
             model=model,
