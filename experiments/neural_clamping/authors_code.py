@@ -100,6 +100,8 @@ def _absent_attribute(module: str) -> Callable[[str], _Absent]:
     """A module-level ``__getattr__`` (PEP 562) naming every attribute as absent."""
 
     def get(attr: str) -> _Absent:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
         return _Absent(f"{module}.{attr}")
 
     return get
