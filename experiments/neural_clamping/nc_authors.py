@@ -29,11 +29,12 @@ How each unit is fitted:
 Variant switches (issue #33, item 3): ``--lr`` and ``--batch-size`` (c); ``--delta-start``
 and ``--lam`` (d: ``own`` is each code's own start, calibkit's data-driven delta of
 Theorem 3.2 and the authors' random one, ``--init-scale``; ``--lam 0`` drops the penalty);
-``--calibration`` (b: only ``heldout`` is implemented; ``train-augmented``, the authors'
-last 5,000 training images with crop/flip/Cutout, is refused until it is). Each variant has
-its own folder, so variants never overwrite each other.
+``--calibration train-augmented`` (b: calibration on as many training images, seeded, with
+the authors' crop/flip/Cutout: one fixed draw for calibkit, the TS fits and the lambda
+rule; a new draw per epoch for the authors' NC loader, as their own loader does). Each
+variant has its own folder, so variants never overwrite each other.
 
-Output: ``OUT/<model>/seed-<S>/logits.npz`` (the model's calibration and test logits,
+Output: ``OUT/<model>/seed-<S>/logits*.npz`` (the model's calibration and test logits,
 computed once) and ``OUT/<model>/seed-<S>/<variant>/<method>-<code>.json`` per unit,
 written atomically when the unit ends; a rerun skips the units whose file exists.
 """
@@ -88,6 +89,55 @@ STARTS = ("own", "data", "random", "zero")
 CALIBRATIONS = ("heldout", "train-augmented")
 
 
+class Augment:
+    """The authors' CIFAR training augmentation, on normalised ``(C, H, W)`` images, seeded.
+
+    Their ``cifar10_transform_train``: ``RandomCrop(32, padding=4)`` (black padding, which
+    is ``-mean / std`` once normalised), ``RandomHorizontalFlip()``, ``Normalize``, then
+    ``Cutout(n_holes=1, length=6)`` (zeros after the normalisation, a square centred
+    anywhere in the image and clipped to it).
+    """
+
+    PAD, HOLE = 4, 6
+
+    def __init__(self, mean: Sequence[float], std: Sequence[float], seed: int) -> None:
+        self.pad_value = (-torch.tensor(mean) / torch.tensor(std)).view(-1, 1, 1).float()
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def _int(self, high: int) -> int:
+        return int(torch.randint(high, (1,), generator=self.gen))
+
+    def __call__(self, image: Tensor) -> Tensor:
+        c, h, w = image.shape
+        p = self.PAD
+        padded = self.pad_value.expand(c, h + 2 * p, w + 2 * p).clone()
+        padded[:, p : p + h, p : p + w] = image
+        top, left = self._int(2 * p + 1), self._int(2 * p + 1)
+        out = padded[:, top : top + h, left : left + w]
+        if float(torch.rand(1, generator=self.gen)) < 0.5:
+            out = out.flip(-1)
+        y, x, half = self._int(h), self._int(w), self.HOLE // 2
+        out[:, max(y - half, 0) : min(y + half, h), max(x - half, 0) : min(x + half, w)] = 0.0
+        return out.contiguous()
+
+    def batch(self, images: Tensor) -> Tensor:
+        """One draw for each of ``images``."""
+        return torch.stack([self(im) for im in images])
+
+
+class AugmentedImages(torch.utils.data.Dataset[tuple[Tensor, Tensor]]):
+    """``(augment(x[i]), y[i])``: a new draw at every access, as their loader does per epoch."""
+
+    def __init__(self, x: Tensor, y: Tensor, augment: Augment) -> None:
+        self.x, self.y, self.augment = x, y, augment
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+    def __getitem__(self, i: int) -> tuple[Tensor, Tensor]:
+        return self.augment(self.x[i]), self.y[i]
+
+
 @dataclass
 class Inputs:
     """One seed's frozen model and its normalised calibration and test images."""
@@ -97,6 +147,14 @@ class Inputs:
     y_cal: Tensor
     x_test: Tensor
     y_test: Tensor
+    #: --calibration train-augmented: the calibration images before augmentation, and the
+    #: normalisation (``x_cal`` is then one seeded draw of their augmentation)
+    x_cal_raw: Tensor | None = None
+    mean_std: tuple[Sequence[float], Sequence[float]] = ((), ())
+
+    def augment(self, seed: int) -> Augment | None:
+        """A fresh seeded augmentation of the raw calibration images (None: held-out)."""
+        return None if self.x_cal_raw is None else Augment(*self.mean_std, seed)
 
     @property
     def n_classes(self) -> int:
@@ -166,13 +224,6 @@ def check_args(args: argparse.Namespace) -> None:
             raise InputError("--lam", "'auto' or a number >= 0", repr(args.lam)) from None
         if not (math.isfinite(lam) and lam >= 0):
             raise InputError("--lam", "'auto' or a number >= 0", repr(args.lam))
-    if args.calibration == "train-augmented":  # the hook of issue #33 item 3(b)
-        raise InputError(
-            "--calibration",
-            "'heldout' (calibration on augmented training images, issue #33 item 3b, "
-            "is not implemented yet)",
-            repr(args.calibration),
-        )
     if args.calibration not in CALIBRATIONS:
         raise InputError("--calibration", " or ".join(CALIBRATIONS), repr(args.calibration))
     out = Path(args.out)
@@ -192,8 +243,15 @@ def variant_name(args: argparse.Namespace) -> str:
 # ---------------------------------------------------------------- inputs
 
 
-def load_inputs(config: str, label: str, seed: int, images: int | None) -> Inputs:
-    """The model of ``label`` and its calibration/test split for ``seed``, by calibkit."""
+def load_inputs(
+    config: str, label: str, seed: int, images: int | None, calibration: str = "heldout"
+) -> Inputs:
+    """The model of ``label`` and its calibration/test split for ``seed``, by calibkit.
+
+    ``calibration="train-augmented"`` (variant (b)): calibration images drawn (seeded, as
+    many as the held-out part has) from the training images instead, with the authors'
+    augmentation: ``x_cal`` is one fixed draw (what calibkit, the TS fits and the lambda
+    rule get) and ``augment`` re-draws per epoch for the authors' NC loader."""
     from calibkit.study import load_study_config
     from calibkit.study.definition.components import build_model
     from calibkit.study.definition.prepare import prepare_data
@@ -207,7 +265,14 @@ def load_inputs(config: str, label: str, seed: int, images: int | None) -> Input
     gen = torch.Generator().manual_seed(seed)  # ``images``: a seeded subset of each part
     c = torch.randperm(len(yc), generator=gen)[:images].sort().values if images else slice(None)
     t = torch.randperm(len(yt), generator=gen)[:images].sort().values if images else slice(None)
-    return Inputs(model, xc[c], yc[c].long(), xt[t], yt[t].long())
+    xc, yc = xc[c], yc[c].long()
+    if calibration == "train-augmented":
+        xtr, ytr = data.splits["train"]
+        pick = torch.randperm(len(ytr), generator=gen)[: len(yc)].sort().values
+        raw, norm = xtr[pick], (data.mean, data.std)
+        fixed = Augment(*norm, seed).batch(raw)
+        return Inputs(model, fixed, ytr[pick].long(), xt[t], yt[t].long(), raw, norm)
+    return Inputs(model, xc, yc, xt[t], yt[t].long())
 
 
 def check_config(config: str, label: str) -> None:
@@ -229,25 +294,37 @@ def logits_of(model: nn.Module, x: Tensor, delta: Tensor | None = None) -> np.nd
     return torch.cat([model(b + shift) for b in x.split(500)]).double().numpy()
 
 
-def cached_logits(folder: Path, inputs: Inputs) -> dict[str, np.ndarray]:
-    """The model's calibration and test logits, computed once and kept in ``folder``."""
-    path = folder / "logits.npz"
+def logits_name(args: argparse.Namespace) -> str:
+    """The file of a seed's cached logits: one per set of calibration and test images."""
+    images = f"-n{args.images}" if args.images else ""
+    calibration = "" if args.calibration == "heldout" else f"-{args.calibration}"
+    return f"logits{images}{calibration}.npz"
+
+
+def cached_logits(path: Path, inputs: Inputs) -> dict[str, np.ndarray]:
+    """The model's calibration and test logits, computed once and kept at ``path`` (reused
+    only for the same images: their labels and the sums of their pixels are checked)."""
+    sums = np.array([float(inputs.x_cal.double().sum()), float(inputs.x_test.double().sum())])
     if path.is_file():
         with np.load(path) as f:
             cached = {k: f[k] for k in f.files}
-        if np.array_equal(cached["cal_labels"], inputs.y_cal.numpy()) and np.array_equal(
-            cached["test_labels"], inputs.y_test.numpy()
-        ):
+        same = (
+            np.array_equal(cached.get("cal_labels", np.nan), inputs.y_cal.numpy())
+            and np.array_equal(cached.get("test_labels", np.nan), inputs.y_test.numpy())
+            and np.array_equal(cached.get("pixel_sums", np.nan), sums)
+        )
+        if same:
             return cached
     out = {
         "cal_logits": logits_of(inputs.model, inputs.x_cal),
         "cal_labels": inputs.y_cal.numpy(),
         "test_logits": logits_of(inputs.model, inputs.x_test),
         "test_labels": inputs.y_test.numpy(),
+        "pixel_sums": sums,
     }
     buf = io.BytesIO()
     np.savez_compressed(buf, **out)  # type: ignore[arg-type]
-    folder.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, buf.getvalue())
     return out
 
@@ -399,9 +476,14 @@ class SeededOrder(torch.utils.data.Sampler[int]):
         return iter(torch.randperm(self.n, generator=self.gen).tolist())
 
 
-def authors_loader(x: Tensor, y: Tensor, batch_size: int, seed: int) -> Any:
-    """The calibration set as their ``train_NC`` takes it: a loader of ``(inputs, labels)``."""
-    data = torch.utils.data.TensorDataset(x, y)
+def authors_loader(
+    x: Tensor, y: Tensor, batch_size: int, seed: int, augment: Augment | None = None
+) -> Any:
+    """The calibration set as their ``train_NC`` takes it: a loader of ``(inputs, labels)``
+    (with ``augment``: images re-drawn at every epoch, as their own loader does)."""
+    data: torch.utils.data.Dataset[Any] = (
+        torch.utils.data.TensorDataset(x, y) if augment is None else AugmentedImages(x, y, augment)
+    )
     order = SeededOrder(len(y), seed)
     return torch.utils.data.DataLoader(data, batch_size=batch_size, sampler=order)
 
@@ -463,7 +545,10 @@ def fit_authors(
                 else float(args.lam)
             )
         nc.lambda_1 = lam
-        loader = authors_loader(x_cal, inputs.y_cal, args.batch_size, seed)
+        augment = None if ts else inputs.augment(seed + 1)  # re-drawn per epoch, seeded
+        if augment is not None and inputs.x_cal_raw is not None:
+            x_cal = inputs.x_cal_raw
+        loader = authors_loader(x_cal, inputs.y_cal, args.batch_size, seed, augment)
 
         def read(opt: torch.optim.Optimizer) -> tuple[Tensor, float]:
             delta, temp = opt.param_groups[0]["params"][:2]
@@ -552,6 +637,13 @@ def run_unit(
             "init_scale": args.init_scale,
             "lam": args.lam,
             "calibration": args.calibration,
+            "augmentation": (
+                None
+                if args.calibration == "heldout"
+                else "one fixed draw"
+                if code == "calibkit" or method == "ts"
+                else "per epoch"
+            ),
             "cal_images": len(inputs.y_cal),
             "test_images": len(y),
         },
@@ -612,7 +704,7 @@ def run(args: argparse.Namespace, code_obj: AuthorsCode | None) -> Path:
             print(f"{tag}: done before, skipped", file=sys.stderr, flush=True)
             continue
         inputs = _inputs_cache(args, seed)
-        logits = cached_logits(folder, inputs)
+        logits = cached_logits(folder / logits_name(args), inputs)
         print(f"{tag}: fitting", file=sys.stderr, flush=True)
         unit = run_unit(args, code_obj, seed, method, code, inputs, logits)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -629,14 +721,14 @@ def run(args: argparse.Namespace, code_obj: AuthorsCode | None) -> Path:
     return out
 
 
-_CACHE: dict[tuple[str, str, int, int | None], Inputs] = {}
+_CACHE: dict[tuple[str, str, int, int | None, str], Inputs] = {}
 
 
 def _inputs_cache(args: argparse.Namespace, seed: int) -> Inputs:
-    key = (args.config, args.model, seed, args.images)
+    key = (args.config, args.model, seed, args.images, args.calibration)
     if key not in _CACHE:
         _CACHE.clear()
-        _CACHE[key] = load_inputs(args.config, args.model, seed, args.images)
+        _CACHE[key] = load_inputs(args.config, args.model, seed, args.images, args.calibration)
     return _CACHE[key]
 
 

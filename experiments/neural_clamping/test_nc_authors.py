@@ -180,7 +180,7 @@ def test_an_nctoolkit_like_folder_with_another_api_is_refused(
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [
-        ("--calibration", "train-augmented", "is not implemented yet"),
+        ("--calibration", "train", "heldout or train-augmented"),
         ("--lr", "0", "expected a finite number > 0, got 0.0"),
         ("--methods", "nc_fl,ts_focal", "names among ts, nc_ce, nc_fl"),
         ("--delta-start", "theorem", "one of own, data, random, zero"),
@@ -296,6 +296,55 @@ def test_the_authors_loader_visits_the_calibration_set_in_calibkits_sgd_order() 
     assert theirs[:4] != theirs[4:8]  # a new order each epoch
 
 
+def test_the_augmentation_crops_flips_and_cuts_out_as_theirs() -> None:
+    """Every output pixel is an input pixel, the black padding (-mean/std) or a Cutout 0;
+    the Cutout square is at most 6 x 6; draws differ; a seed repeats them."""
+    image = torch.arange(1.0, 3 * 8 * 8 + 1).view(3, 8, 8)
+    aug = nc_authors.Augment([0.5, 0.5, 0.5], [0.25, 0.25, 0.25], seed=3)
+    draws = [aug(image) for _ in range(40)]
+    allowed = set(image.flatten().tolist()) | {-2.0, 0.0}
+    flipped = 0
+    for out in draws:
+        assert out.shape == image.shape
+        assert set(out.flatten().tolist()) <= allowed
+        assert 1 <= int((out == 0).sum()) <= 3 * 36
+        inside = out[0][(out[0] > 0)]
+        rows = out[0].clone()
+        rows[rows <= 0] = float("nan")
+        steps = torch.diff(rows, dim=1)
+        steps = steps[~steps.isnan()]
+        flipped += bool((steps < 0).all())
+        assert inside.numel() > 0
+    assert 8 <= flipped <= 32  # RandomHorizontalFlip: about half
+    again = nc_authors.Augment([0.5, 0.5, 0.5], [0.25, 0.25, 0.25], seed=3)
+    assert all(torch.equal(again(image), d) for d in draws[:5])
+    assert not torch.equal(draws[0], draws[1])
+
+
+def test_the_augmented_variant_runs_and_keeps_its_own_logits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "cfg.toml").write_text(CONFIG, encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["--authors-code", str(_fake(tmp_path / "fake")), "--config", str(tmp_path / "cfg.toml"),
+            "--model", "mlp", "--epochs", "2", "--batch-size", "64", "--methods", "nc_ce",
+            "--n-boot", "20", "--out", str(out)]  # fmt: skip
+    assert nc_authors.main([*argv, "--calibration", "train-augmented"]) == 0
+    assert nc_authors.main(argv) == 0
+    capsys.readouterr()
+    seed = out / "mlp" / "seed-0"
+    aug, held = np.load(seed / "logits-train-augmented.npz"), np.load(seed / "logits.npz")
+    assert not np.array_equal(aug["cal_logits"], held["cal_logits"])
+    assert np.array_equal(aug["test_logits"], held["test_logits"])  # the same test images
+    units = {p.parent.name.rpartition("cal_")[2] + "/" + p.stem: p for p in seed.rglob("*.json")}
+    assert sorted(units) == [
+        "heldout/nc_ce-authors", "heldout/nc_ce-calibkit",
+        "train-augmented/nc_ce-authors", "train-augmented/nc_ce-calibkit",
+    ]  # fmt: skip
+    theirs = json.loads(units["train-augmented/nc_ce-authors"].read_text(encoding="utf-8"))
+    assert theirs["settings"]["augmentation"] == "per epoch"
+
+
 def _real_code() -> Path:
     path = Path(os.environ.get("NCTOOLKIT", "/tmp/NCToolkit"))
     if not (path / "neural_clamping" / "nc_wrapper.py").is_file():
@@ -316,7 +365,7 @@ def test_the_real_authors_code_runs_on_the_pretrained_resnet(
     assert nc_authors.main(argv) == 0
     units = _units(out)
     assert sorted(units) == ["nc_fl-authors", "nc_fl-calibkit", "ts-authors", "ts-calibkit"]
-    data = np.load(out / "resnet20" / "seed-0" / "logits.npz")
+    data = np.load(out / "resnet20" / "seed-0" / "logits-n200.npz")
     raw_ece = ece(data["test_labels"], logits=data["test_logits"])
     assert raw_ece > 0.05  # the JPEG shift: the ResNet is overconfident before calibration
     ours, theirs = units["nc_fl-calibkit"], units["nc_fl-authors"]
