@@ -22,7 +22,7 @@ from calibkit.calibrators.model.clamping import SGDSettings
 from calibkit.calibrators.model.clamping.sgd import run_sgd
 from calibkit.core.errors import BoundWarning
 from calibkit.metrics import ece
-from experiments.neural_clamping import nc_authors
+from experiments.neural_clamping import nc_authors, nc_inputs
 from experiments.neural_clamping.authors_code import load_authors_code
 from tests.conftest import shared_path
 
@@ -289,7 +289,7 @@ def test_the_authors_loader_visits_the_calibration_set_in_calibkits_sgd_order() 
     settings = SGDSettings(lr=1e-12, batch_size=16, epochs=3, progress=False, precision="float32")
     run_sgd(model, x, y, torch.zeros(1), 0.0, 0.0, settings, joint=True, seed=7,
             device=torch.device("cpu"))  # fmt: skip
-    loader = nc_authors.authors_loader(x, y, 16, seed=7)
+    loader = nc_inputs.authors_loader(x, y, 16, seed=7)
     theirs = [xb[:, 0].long().tolist() for _ in range(3) for xb, _ in loader]
     assert theirs == model.seen
     assert len(theirs) == 12
@@ -300,7 +300,7 @@ def test_the_augmentation_crops_flips_and_cuts_out_as_theirs() -> None:
     """Every output pixel is an input pixel, the black padding (-mean/std) or a Cutout 0;
     the Cutout square is at most 6 x 6; draws differ; a seed repeats them."""
     image = torch.arange(1.0, 3 * 8 * 8 + 1).view(3, 8, 8)
-    aug = nc_authors.Augment([0.5, 0.5, 0.5], [0.25, 0.25, 0.25], seed=3)
+    aug = nc_inputs.Augment([0.5, 0.5, 0.5], [0.25, 0.25, 0.25], seed=3)
     draws = [aug(image) for _ in range(40)]
     allowed = set(image.flatten().tolist()) | {-2.0, 0.0}
     flipped = 0
@@ -316,7 +316,7 @@ def test_the_augmentation_crops_flips_and_cuts_out_as_theirs() -> None:
         flipped += bool((steps < 0).all())
         assert inside.numel() > 0
     assert 8 <= flipped <= 32  # RandomHorizontalFlip: about half
-    again = nc_authors.Augment([0.5, 0.5, 0.5], [0.25, 0.25, 0.25], seed=3)
+    again = nc_inputs.Augment([0.5, 0.5, 0.5], [0.25, 0.25, 0.25], seed=3)
     assert all(torch.equal(again(image), d) for d in draws[:5])
     assert not torch.equal(draws[0], draws[1])
 
