@@ -214,13 +214,19 @@ def check_replaceable_folder(path: Path, argument: str, legacy: Legacy | None = 
     return path
 
 
+def _first_three(names: list[str]) -> str:
+    """``a, b, c and 2 more``: the first three of ``names`` in a refusal."""
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return ", ".join(names[:3]) + more
+
+
 def refuse_changed(path: Path, argument: str, changed: list[str], kind: str) -> None:
     """Refuse, naming ``argument``, the folder ``path`` if it holds files calibkit wrote
     that someone ``changed`` since (their sha256 is not the one calibkit recorded); ``kind``
     says what folder calibkit would have written."""
     if not changed:
         return
-    shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    shown = _first_three(changed)
     raise InputError(
         argument,
         f"a new or empty folder, or {kind} whose files nobody changed since calibkit wrote them",
@@ -251,7 +257,7 @@ def refuse_links_inside(path: Path, argument: str, names: list[str]) -> None:
     links = [n for n in names if (path / n).is_symlink()]
     if not links:
         return
-    shown = ", ".join(links[:3]) + (f" and {len(links) - 3} more" if len(links) > 3 else "")
+    shown = _first_three(links)
     raise InputError(
         argument,
         "a folder holding no symbolic links (calibkit never writes through one)",
@@ -264,7 +270,7 @@ def refuse_foreign(path: Path, argument: str, foreign: list[str], kind: str) -> 
     (calibkit did not write them); ``kind`` says what folder calibkit would have written."""
     if not foreign:
         return
-    shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+    shown = _first_three(foreign)
     raise InputError(
         argument,
         f"a new or empty folder, or {kind} calibkit wrote",
