@@ -93,7 +93,7 @@ METHODS: dict[str, tuple[str, float | None]] = {
 }
 CODES = ("calibkit", "authors")
 STARTS = ("own", "data", "random", "zero")
-CALIBRATIONS = ("heldout", "train-augmented")
+CALIBRATIONS = ("heldout", "train", "train-augmented")
 
 
 # ---------------------------------------------------------------- arguments
@@ -115,6 +115,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--init-scale", type=float, default=1e-3, help="sd of a random start")
     parser.add_argument("--lam", default="auto", help="'auto' (0.1 x initial loss) or a number")
     parser.add_argument("--calibration", default="heldout", help=" or ".join(CALIBRATIONS))
+    parser.add_argument(
+        "--temperature-only",
+        action="store_true",
+        help="NC with delta held at 0: each code's own SGD on T alone, on the cached logits",
+    )
     parser.add_argument("--images", type=int, default=None, help="keep N cal and N test images")
     parser.add_argument("--n-boot", type=int, default=1000)
     parser.add_argument("--out", default="runs/nc_authors")
@@ -171,7 +176,9 @@ def variant_name(args: argparse.Namespace) -> str:
     start = args.delta_start + (f"{args.init_scale:g}" if args.delta_start == "own" else "")
     return (
         f"e{args.epochs}-lr{args.lr:g}-b{args.batch_size}-g{args.gamma:g}-start_{start}"
-        f"-lam_{args.lam}-cal_{args.calibration}" + (f"-n{args.images}" if args.images else "")
+        f"-lam_{args.lam}-cal_{args.calibration}"
+        + (f"-n{args.images}" if args.images else "")
+        + ("-tonly" if args.temperature_only else "")
     )
 
 
@@ -307,6 +314,7 @@ def fit_calibkit(
         ts = TemperatureScaling().fit(logits["cal_logits"], logits["cal_labels"])
         t = float(ts.temperature_)
         return Fit(t, torch.zeros(()), logits["test_logits"] / t, {})
+    on_logits = args.temperature_only
     init = {"own": "data", "data": "data", "random": "random", "zero": "zero"}[args.delta_start]
     sgd = SGDSettings(
         lr=args.lr,
@@ -315,17 +323,45 @@ def fit_calibkit(
         precision="float32",
         progress=False,
     )
-    nc = NeuralClamping(inputs.model, gamma=gamma, lam=_lam(args), init=init, seed=seed, sgd=sgd)
+    if on_logits:  # its SGD on log T alone: the cached logits, delta pinned at 0
+        model: nn.Module = nn.Identity()
+        x_cal = torch.from_numpy(logits["cal_logits"]).float()
+        nc = NeuralClamping(model, gamma=gamma, lam=0.0, init="zero", seed=seed, sgd=sgd)
+    else:
+        x_cal = inputs.x_cal
+        nc = NeuralClamping(
+            inputs.model, gamma=gamma, lam=_lam(args), init=init, seed=seed, sgd=sgd
+        )
     steps = math.ceil(len(inputs.y_cal) / args.batch_size)
 
     def read(opt: torch.optim.Optimizer) -> tuple[Tensor, float]:
         delta, log_t = opt.param_groups[0]["params"][:2]
         return delta, math.exp(float(log_t.detach()))
 
-    with epoch_observer(steps, read, curve):
-        nc.fit(inputs.x_cal, inputs.y_cal.numpy())
+    pin = delta_pinned() if on_logits else contextlib.nullcontext()
+    with epoch_observer(steps, read, curve), pin:
+        nc.fit(x_cal, inputs.y_cal.numpy())
     extra = {"lam": nc.lam_, "T_sgd": math.exp(nc.sgd_log_temperature_), "refined": True}
+    if on_logits:
+        return Fit(nc.temperature_, nc.delta_, logits["test_logits"] / nc.temperature_, extra)
     return Fit(nc.temperature_, nc.delta_, nc.logits(inputs.x_test), extra)
+
+
+@contextlib.contextmanager
+def delta_pinned() -> Iterator[None]:
+    """Zero the gradient of the first parameter (``delta``) of every optimizer step taken
+    inside: with SGD (momentum, no weight decay) ``delta`` stays where it started."""
+
+    def pre(opt: torch.optim.Optimizer, *_: Any) -> None:
+        delta = opt.param_groups[0]["params"][0]
+        if delta.grad is not None:
+            delta.grad.zero_()
+
+    handle = register_optimizer_step_pre_hook(pre)
+    try:
+        yield
+    finally:
+        handle.remove()
 
 
 def fit_authors(
@@ -338,7 +374,7 @@ def fit_authors(
     logits: dict[str, np.ndarray],
     curve: Curve,
 ) -> Fit:
-    ts = method == "ts"
+    ts = method == "ts" or args.temperature_only
     k = inputs.n_classes
     if ts:  # their SGD on T alone: the cached logits through an identity model, delta pinned at 0
         model: nn.Module = nn.Identity()
@@ -441,8 +477,9 @@ def run_unit(
     label, gamma = METHODS[method]
     gamma = args.gamma if gamma is None else gamma
     epochs = 0 if (method == "ts" and code == "calibkit") else args.epochs
-    curve = Curve(inputs, epochs, f"{label} {code}", identity=(method == "ts"))
-    if method == "ts":
+    on_logits = method == "ts" or args.temperature_only
+    curve = Curve(inputs, epochs, f"{label} {code}", identity=on_logits)
+    if on_logits:
         curve.inputs = Inputs(
             nn.Identity(),
             inputs.x_cal,
@@ -477,11 +514,12 @@ def run_unit(
             "init_scale": args.init_scale,
             "lam": args.lam,
             "calibration": args.calibration,
+            "temperature_only": args.temperature_only,
             "augmentation": (
                 None
-                if args.calibration == "heldout"
+                if args.calibration in ("heldout", "train")
                 else "one fixed draw"
-                if code == "calibkit" or method == "ts"
+                if code == "calibkit" or on_logits
                 else "per epoch"
             ),
             "cal_images": len(inputs.y_cal),
@@ -531,11 +569,29 @@ def check_resume(args: argparse.Namespace) -> None:
                     )
 
 
+def _kind(args: argparse.Namespace, method: str, code: str) -> tuple[bool, str]:
+    """Units of one kind take about the same time: on the cached logits (TS, or
+    ``--temperature-only``: seconds) or through the model (minutes), by each code."""
+    return (method == "ts" or args.temperature_only, code)
+
+
+def time_left(
+    args: argparse.Namespace, seconds: dict[tuple[bool, str], list[float]], rest: list[Any]
+) -> str:
+    """The time the ``rest`` of the units will take, from the fits of their own kind; said
+    to be unknown while a kind left has not been timed yet (never a guess from another)."""
+    kinds = [_kind(args, m, c) for _, m, c in rest]
+    if any(k not in seconds for k in kinds):
+        return "time left known once a fit of each kind has run"
+    total = sum(sum(seconds[k]) / len(seconds[k]) for k in kinds)
+    return f"about {_duration(total)} left"
+
+
 def run(args: argparse.Namespace, code_obj: AuthorsCode | None) -> Path:
     out = Path(args.out)
     units = [(s, m, c) for s in args.seed_list for m in args.method_list for c in args.code_list]
     variant = variant_name(args)
-    done_seconds: list[float] = []
+    seconds: dict[tuple[bool, str], list[float]] = {}
     for i, (seed, method, code) in enumerate(units, start=1):
         folder = out / args.model / f"seed-{seed}"
         path = unit_path(args, seed, method, code)
@@ -549,11 +605,11 @@ def run(args: argparse.Namespace, code_obj: AuthorsCode | None) -> Path:
         unit = run_unit(args, code_obj, seed, method, code, inputs, logits)
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps(unit, indent=1) + "\n")
-        done_seconds.append(unit["seconds"])
-        left = sum(done_seconds) / len(done_seconds) * (len(units) - i)
+        seconds.setdefault(_kind(args, method, code), []).append(unit["seconds"])
+        rest = [u for u in units[i:] if not unit_path(args, *u).is_file()]
         print(
             f"{tag}: T {unit['T']:.3f}, test ECE {100 * unit['test']['ece']['estimate']:.2f}%, "
-            f"{unit['seconds']:.0f} s; about {_duration(left)} left (mean of this run's fits)",
+            f"{unit['seconds']:.0f} s; {time_left(args, seconds, rest) if rest else 'done'}",
             file=sys.stderr,
             flush=True,
         )

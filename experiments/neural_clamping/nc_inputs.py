@@ -103,7 +103,9 @@ def load_inputs(
     ``calibration="train-augmented"`` (variant (b)): calibration images drawn (seeded, as
     many as the held-out part has) from the training images instead, with the authors'
     augmentation: ``x_cal`` is one fixed draw (what calibkit, the TS fits and the lambda
-    rule get) and ``augment`` re-draws per epoch for the authors' NC loader."""
+    rule get) and ``augment`` re-draws per epoch for the authors' NC loader.
+    ``calibration="train"``: the same training images without augmentation (separates
+    calibrating on images the model was trained on from the augmentation)."""
     from calibkit.study import load_study_config
     from calibkit.study.definition.components import build_model
     from calibkit.study.definition.prepare import prepare_data
@@ -118,10 +120,12 @@ def load_inputs(
     c = torch.randperm(len(yc), generator=gen)[:images].sort().values if images else slice(None)
     t = torch.randperm(len(yt), generator=gen)[:images].sort().values if images else slice(None)
     xc, yc = xc[c], yc[c].long()
-    if calibration == "train-augmented":
+    if calibration in ("train", "train-augmented"):
         xtr, ytr = data.splits["train"]
         pick = torch.randperm(len(ytr), generator=gen)[: len(yc)].sort().values
         raw, norm = xtr[pick], (data.mean, data.std)
+        if calibration == "train":  # the same images, not augmented
+            return Inputs(model, raw, ytr[pick].long(), xt[t], yt[t].long())
         fixed = Augment(*norm, seed).batch(raw)
         return Inputs(model, fixed, ytr[pick].long(), xt[t], yt[t].long(), raw, norm)
     return Inputs(model, xc, yc, xt[t], yt[t].long())

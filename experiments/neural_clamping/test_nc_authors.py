@@ -13,6 +13,7 @@ import os
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -180,7 +181,7 @@ def test_an_nctoolkit_like_folder_with_another_api_is_refused(
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [
-        ("--calibration", "train", "heldout or train-augmented"),
+        ("--calibration", "training", "heldout or train or train-augmented"),
         ("--lr", "0", "expected a finite number > 0, got 0.0"),
         ("--methods", "nc_fl,ts_focal", "names among ts, nc_ce, nc_fl"),
         ("--delta-start", "theorem", "one of own, data, random, zero"),
@@ -375,3 +376,82 @@ def test_the_real_authors_code_runs_on_the_pretrained_resnet(
     assert theirs["lam"] == pytest.approx(ours["lam"], rel=1e-6)  # the same rule, the same lambda
     assert theirs["curve"][1]["T"] == pytest.approx(theirs["authors_history"]["temp"][0], rel=1e-6)  # type: ignore[index]
     assert units["ts-calibkit"]["T"] > 1.5  # type: ignore[operator]
+
+
+def test_temperature_only_runs_each_codes_sgd_on_t_alone_on_the_cached_logits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--temperature-only``: delta stays at 0 in both codes; their NC (CE) is then their
+    TS step for step (the same loss, SGD and batches), and calibkit's refined NC (CE) is
+    the exact NLL minimum, i.e. calibkit's TS."""
+    (tmp_path / "cfg.toml").write_text(CONFIG, encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["--authors-code", str(_fake(tmp_path / "fake")), "--config", str(tmp_path / "cfg.toml"),
+            "--model", "mlp", "--epochs", "3", "--batch-size", "64", "--lr", "0.01",
+            "--n-boot", "20", "--temperature-only", "--out", str(out)]  # fmt: skip
+    with pytest.warns(BoundWarning):
+        assert nc_authors.main(argv) == 0
+    err = capsys.readouterr().err
+    units: dict[str, Any] = _units(out)
+    assert len(units) == 6
+    for name, unit in units.items():
+        assert str(unit["variant"]).endswith("-tonly")
+        assert unit["settings"]["temperature_only"] is True
+        assert unit["delta_norm"] == 0.0
+        assert all(p["delta_norm"] == 0.0 for p in unit["curve"])
+        if name != "ts-calibkit":
+            assert len(unit["curve"]) == 4
+    temps = [[p["T"] for p in units[n]["curve"]] for n in ("ts-authors", "nc_ce-authors")]
+    assert temps[0] == pytest.approx(temps[1], rel=1e-6)
+    assert temps[0][-1] > temps[0][1] > 1.0  # SGD moved T, as in their TS
+    assert "time left known once a fit of each kind has run" not in err.splitlines()[-1]
+
+
+def test_temperature_only_nc_ce_by_calibkit_is_its_ts_on_the_pretrained_resnet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On real logits (an interior optimum): calibkit's NC (CE) with delta held at 0 ends at
+    TS's temperature (the exact step), NC (FL) above it (focal loss favours a higher T)."""
+    shared_path("pretrained/resnet20-12fca82f.th")
+    shared_path("cifar10-jpeg.zip")
+    argv = ["--authors-code", str(_fake(tmp_path / "fake")), "--model", "resnet20",
+            "--images", "500", "--epochs", "5", "--codes", "calibkit", "--temperature-only",
+            "--n-boot", "20", "--out", str(tmp_path / "out")]  # fmt: skip
+    assert nc_authors.main(argv) == 0
+    capsys.readouterr()
+    units: dict[str, Any] = _units(tmp_path / "out")
+    assert units["nc_ce-calibkit"]["T"] == pytest.approx(units["ts-calibkit"]["T"], rel=1e-3)
+    assert units["nc_fl-calibkit"]["T"] > 1.1 * units["ts-calibkit"]["T"]
+    assert units["ts-calibkit"]["T"] > 1.5
+
+
+def test_the_time_left_is_read_from_fits_of_the_same_kind() -> None:
+    args = nc_authors.parse_args(["--authors-code", "x"])
+    rest = [(0, "nc_fl", "authors"), (0, "ts", "authors")]
+    seconds = {(True, "authors"): [2.0, 4.0]}
+    assert "known once" in nc_authors.time_left(args, seconds, rest)  # NC through the model
+    seconds[(False, "authors")] = [600.0]
+    assert nc_authors.time_left(args, seconds, rest) == "about 10.1 min left"  # 600 + 3 s
+
+
+def test_calibration_on_training_images_without_augmentation_has_its_own_logits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "cfg.toml").write_text(CONFIG, encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["--authors-code", str(_fake(tmp_path / "fake")), "--config", str(tmp_path / "cfg.toml"),
+            "--model", "mlp", "--epochs", "1", "--batch-size", "64", "--methods", "nc_ce",
+            "--temperature-only", "--n-boot", "20", "--out", str(out)]  # fmt: skip
+    for calibration in ("train", "train-augmented"):
+        assert nc_authors.main([*argv, "--calibration", calibration]) == 0
+    capsys.readouterr()
+    seed = out / "mlp" / "seed-0"
+    plain, aug = np.load(seed / "logits-train.npz"), np.load(seed / "logits-train-augmented.npz")
+    assert np.array_equal(plain["cal_labels"], aug["cal_labels"])  # the same training images
+    assert not np.allclose(plain["cal_logits"], aug["cal_logits"])  # only one is augmented
+    assert np.array_equal(plain["test_logits"], aug["test_logits"])
+    theirs = [json.loads(p.read_text("utf-8")) for p in seed.rglob("nc_ce-authors.json")]
+    assert sorted(u["settings"]["augmentation"] or "none" for u in theirs) == [
+        "none",
+        "one fixed draw",  # T alone on the cached logits: no per-epoch draw
+    ]
