@@ -66,6 +66,8 @@ def test_the_report_reads_every_unit_and_measures_what_delta_adds(
     md = (out / "authors_comparison.md").read_text(encoding="utf-8")
     assert "| NC (FL) | authors | 100 epochs, T alone |" in md
     assert "| NC (FL) | authors | 10 epochs, δ learnt |" in md
+    best = md.split("lowest test ECE (T alone, 100 epochs)")[1].split("##")[0]
+    assert best.count("| mlp | 0 |") == 1  # the split's TS, its paths and the oracle T
     inert = md.split("## δ inert")[1].split("##")[0]
     assert inert.count("| mlp | 0 |") == 4  # one row per fit through the model
     assert "‖δ‖" in md
@@ -92,3 +94,16 @@ def test_a_missing_run_folder_is_refused_in_one_line(
     assert err.startswith("nc_authors_report.py: error: run folder:")
     assert err.count("\n") == 1
     assert _listing(tmp_path) == before
+
+
+def test_the_oracle_temperature_is_the_grid_point_of_lowest_test_ece() -> None:
+    """All predictions right: the ECE is 1 - confidence, lowest at the sharpest T of the
+    grid (1); all wrong at confidence c: the ECE is c, lowest at the flattest T (6)."""
+    y = np.zeros(50, dtype=np.int64)
+    z = np.tile([2.0, 0.0], (50, 1))
+    t, e = nc_authors_report.oracle_temperature(z, y)
+    assert t == 1.0
+    assert e == pytest.approx(1 - 1 / (1 + np.exp(-2.0)), abs=1e-12)
+    t, e = nc_authors_report.oracle_temperature(z[:, ::-1].copy(), y)
+    assert t == pytest.approx(6.0)
+    assert e == pytest.approx(1 / (1 + np.exp(-2.0 / 6.0)), abs=1e-12)
