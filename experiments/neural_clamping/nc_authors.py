@@ -14,7 +14,8 @@ method, code, variant) it writes T, ||delta||, the test ECE and NLL with bootstr
 intervals, and T and the test ECE after every epoch (read by an optimizer-step hook, so
 neither code is changed or run one epoch at a time: their ``train_NC`` makes a new
 optimizer per call). The authors' code is imported from ``--authors-code`` with two shims
-(``authors_code.py``: a stand-in for torchvision, ``.cuda()`` as a no-op on a CPU).
+(``authors_code.py``: a stand-in for torchvision, ``.cuda()`` as a no-op with ``--device
+cpu``; with ``--device cuda`` everything runs on the GPU and their ``.cuda()`` is real).
 
 How each unit is fitted:
 
@@ -25,6 +26,9 @@ How each unit is fitted:
   refined exactly after SGD; ``T_sgd`` is where SGD left it, the curve's last point).
 - NC (CE) / NC (FL), authors: ``NCWrapper.train_NC`` (``focal_loss`` for FL), T where
   their SGD leaves it, the penalty ``lambda ||delta||`` (not squared).
+- ``--temperature-only``: NC (CE) / NC (FL) with delta held at 0 (its gradient zeroed
+  before every optimizer step), on the cached logits: each code's own SGD on T alone
+  (seconds for 100 epochs), the completion of a curve where delta is shown inert.
 
 Variant switches (issue #33, item 3): ``--lr`` and ``--batch-size`` (c); ``--delta-start``
 and ``--lam`` (d: ``own`` is each code's own start, calibkit's data-driven delta of
@@ -122,6 +126,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--images", type=int, default=None, help="keep N cal and N test images")
     parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument(
+        "--device", default="cpu", help="cpu, or cuda[:N]: both codes and the model run there"
+    )
     parser.add_argument("--out", default="runs/nc_authors")
     return parser.parse_args(argv)
 
@@ -166,9 +173,29 @@ def check_args(args: argparse.Namespace) -> None:
             raise InputError("--lam", "'auto' or a number >= 0", repr(args.lam))
     if args.calibration not in CALIBRATIONS:
         raise InputError("--calibration", " or ".join(CALIBRATIONS), repr(args.calibration))
+    args.torch_device = check_device(args.device)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError("--out", "a folder (or a path that does not exist yet)", f"file '{out}'")
+
+
+def check_device(device: str) -> torch.device:
+    """``--device`` as a torch device: the CPU, or a CUDA device this machine has."""
+    expected = "cpu, or cuda / cuda:N on a machine with CUDA"
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise InputError("--device", expected, repr(device)) from None
+    if dev.type == "cpu":
+        return dev
+    if dev.type != "cuda":
+        raise InputError("--device", expected, repr(device))
+    if not torch.cuda.is_available():
+        raise InputError("--device", expected, f"{device!r} (torch sees no CUDA device here)")
+    if (dev.index or 0) >= torch.cuda.device_count():
+        count = torch.cuda.device_count()
+        raise InputError("--device", expected, f"{device!r} (this machine has {count})")
+    return dev
 
 
 def variant_name(args: argparse.Namespace) -> str:
@@ -322,6 +349,7 @@ def fit_calibkit(
         epochs=args.epochs,
         precision="float32",
         progress=False,
+        device=args.torch_device,
     )
     if on_logits:  # its SGD on log T alone: the cached logits, delta pinned at 0
         model: nn.Module = nn.Identity()
@@ -383,7 +411,8 @@ def fit_authors(
     else:
         model, x_cal, shape = inputs.model, inputs.x_cal, tuple(inputs.x_cal.shape[1:])
     log = io.StringIO()
-    with cpu_cuda(force=True), contextlib.redirect_stdout(log):
+    device: torch.device = args.torch_device
+    with cpu_cuda(force=device.type == "cpu"), contextlib.redirect_stdout(log):
         torch.manual_seed(seed)
         nc = code.NCWrapper(
             model=model,
@@ -406,7 +435,7 @@ def fit_authors(
                 input_range=None,
                 seed=seed,
                 batch_size=args.batch_size,
-                device=torch.device("cpu"),
+                device=device,
             )
             nc.perturbation.data.copy_(delta0)
         if ts:
@@ -444,9 +473,9 @@ def fit_authors(
         delta = nc.perturbation.detach().clone()
         with torch.no_grad():
             if ts:
-                z = nc(torch.from_numpy(logits["test_logits"]).float())
+                z = nc(torch.from_numpy(logits["test_logits"]).float().to(device))
             else:
-                z = torch.cat([nc(b) for b in inputs.x_test.split(500)])
+                z = torch.cat([nc(b.to(device)) for b in inputs.x_test.split(500)])
     extra = {
         "lam": lam,
         "T_sgd": t,
@@ -455,7 +484,7 @@ def fit_authors(
         "authors_history": {k2: [float(v) for v in vs] for k2, vs in history.items()},
         "authors_log_tail": log.getvalue()[-2000:],
     }
-    return Fit(t, delta, z.double().numpy(), extra)
+    return Fit(t, delta, z.double().cpu().numpy(), extra)
 
 
 def _interval(
@@ -515,6 +544,7 @@ def run_unit(
             "lam": args.lam,
             "calibration": args.calibration,
             "temperature_only": args.temperature_only,
+            "device": str(args.torch_device),
             "augmentation": (
                 None
                 if args.calibration in ("heldout", "train")
@@ -624,7 +654,9 @@ def _inputs_cache(args: argparse.Namespace, seed: int) -> Inputs:
     key = (args.config, args.model, seed, args.images, args.calibration)
     if key not in _CACHE:
         _CACHE.clear()
-        _CACHE[key] = load_inputs(args.config, args.model, seed, args.images, args.calibration)
+        inputs = load_inputs(args.config, args.model, seed, args.images, args.calibration)
+        inputs.model.to(args.torch_device)
+        _CACHE[key] = inputs
     return _CACHE[key]
 
 

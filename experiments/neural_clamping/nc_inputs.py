@@ -133,9 +133,10 @@ def load_inputs(
 
 @torch.no_grad()
 def logits_of(model: nn.Module, x: Tensor, delta: Tensor | None = None) -> np.ndarray:
-    """``model(x + delta)`` in batches of 500, float64."""
-    shift = 0.0 if delta is None else delta.detach().to("cpu", torch.float32)
-    return torch.cat([model(b + shift) for b in x.split(500)]).double().numpy()
+    """``model(x + delta)`` in batches of 500 on the model's device, float64 on the CPU."""
+    device = next(model.parameters(), torch.empty(0)).device
+    shift = 0.0 if delta is None else delta.detach().to(device, torch.float32)
+    return torch.cat([model(b.to(device) + shift).cpu() for b in x.split(500)]).double().numpy()
 
 
 def cached_logits(path: Path, inputs: Inputs) -> dict[str, np.ndarray]:

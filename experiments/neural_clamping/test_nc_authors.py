@@ -186,6 +186,8 @@ def test_an_nctoolkit_like_folder_with_another_api_is_refused(
         ("--methods", "nc_fl,ts_focal", "names among ts, nc_ce, nc_fl"),
         ("--delta-start", "theorem", "one of own, data, random, zero"),
         ("--lam", "-1", "'auto' or a number >= 0"),
+        ("--device", "tpu", "cpu, or cuda / cuda:N on a machine with CUDA, got 'tpu'"),
+        ("--device", "cuda:99", "cpu, or cuda / cuda:N on a machine with CUDA, got 'cuda:99' ("),
     ],
 )
 def test_a_bad_option_is_refused_before_any_work(
@@ -455,3 +457,27 @@ def test_calibration_on_training_images_without_augmentation_has_its_own_logits(
         "none",
         "one fixed draw",  # T alone on the cached logits: no per-epoch draw
     ]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_both_codes_run_on_cuda_and_agree_with_the_cpu(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--device cuda``: the model, both codes' fits and the curves on the GPU (their
+    ``.cuda()`` calls real, no shim); T and the curve's first test ECE as on the CPU."""
+    (tmp_path / "cfg.toml").write_text(CONFIG, encoding="utf-8")
+    argv = ["--authors-code", str(_fake(tmp_path / "fake")), "--config", str(tmp_path / "cfg.toml"),
+            "--model", "mlp", "--epochs", "2", "--batch-size", "64", "--lr", "0.01",
+            "--methods", "nc_ce,nc_fl", "--n-boot", "20"]  # fmt: skip
+    runs = {}
+    for device in ("cpu", "cuda"):
+        out = tmp_path / device
+        assert nc_authors.main([*argv, "--device", device, "--out", str(out)]) == 0
+        runs[device] = _units(out)
+    capsys.readouterr()
+    for name, unit in runs["cuda"].items():
+        cpu = runs["cpu"][name]
+        assert unit["settings"]["device"].startswith("cuda")  # type: ignore[index]
+        assert unit["T"] == pytest.approx(cpu["T"], rel=1e-3)
+        assert unit["curve"][0]["test_ece"] == pytest.approx(cpu["curve"][0]["test_ece"], abs=1e-3)  # type: ignore[index]
