@@ -226,9 +226,15 @@ def check_config(config: str, label: str) -> None:
 
 def logits_name(args: argparse.Namespace) -> str:
     """The file of a seed's cached logits: one per set of calibration and test images."""
-    images = f"-n{args.images}" if args.images else ""
-    calibration = "" if args.calibration == "heldout" else f"-{args.calibration}"
-    return f"logits{images}{calibration}.npz"
+    return logits_file(args.images, args.calibration)
+
+
+def logits_file(images: int | None, calibration: str) -> str:
+    """The cached logits' file name for ``--images`` and ``--calibration`` (the one place
+    it is spelled; ``nc_authors_report.py`` asks here)."""
+    part = f"-n{images}" if images else ""
+    cal = "" if calibration == "heldout" else f"-{calibration}"
+    return f"logits{part}{cal}.npz"
 
 
 # ---------------------------------------------------------------- per-epoch observation
@@ -543,6 +549,7 @@ def run_unit(
             "init_scale": args.init_scale,
             "lam": args.lam,
             "calibration": args.calibration,
+            "images": args.images,
             "temperature_only": args.temperature_only,
             "device": str(args.torch_device),
             "augmentation": (

@@ -40,6 +40,7 @@ if __package__ in (None, ""):  # run as a file: make ``experiments`` importable
 from calibkit.io.atomic import atomic_write_text
 from calibkit.metrics import ece
 from calibkit.reporting.figures import new_figure, save_figure, spaced, style_axes
+from experiments.neural_clamping.nc_authors import logits_file
 
 F64 = npt.NDArray[np.float64]
 PROG = "nc_authors_report.py"
@@ -81,7 +82,8 @@ _LOGITS: dict[Path, tuple[F64, npt.NDArray[np.int64]]] = {}
 
 def test_logits(unit: dict[str, Any]) -> tuple[F64, npt.NDArray[np.int64]]:
     """The model's test logits and labels of the unit's seed (held-out test part)."""
-    path = unit["_seed_dir"] / "logits.npz"
+    # the held-out test part: the same test images for every --calibration
+    path = unit["_seed_dir"] / logits_file(unit["settings"].get("images"), "heldout")
     if path not in _LOGITS:
         with np.load(path) as f:
             _LOGITS[path] = (f["test_logits"].astype(np.float64), f["test_labels"])
