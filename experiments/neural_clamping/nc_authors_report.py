@@ -23,6 +23,7 @@ both fits (fits on the cached logits only: a fit through the model has no cached
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import sys
@@ -667,11 +668,11 @@ def report(units: Sequence[dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2:
-        print(f"usage: {PROG} RUN_FOLDER OUT_FOLDER", file=sys.stderr)
-        return 2
-    run, out = Path(args[0]), Path(args[1])
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser.add_argument("run", help="the --out folder of nc_authors.py")
+    parser.add_argument("out", help="the folder to write the tables and the figure into")
+    args = parser.parse_args(argv)
+    run, out = Path(args.run), Path(args.out)
     if not run.is_dir():
         print(
             f"{PROG}: error: run folder: expected a folder of nc_authors.py units, got "
