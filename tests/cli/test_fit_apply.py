@@ -157,6 +157,30 @@ def test_fit_file_apply_round_trip(
         assert "ECE " in out
 
 
+def test_apply_says_what_rows_of_unseen_groups_get(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 42: a third of the rows in a group never seen at fit were mapped silently."""
+    _run(capsys, ["fit", *CASES["groups"][0], "cal.npz", "-o", "g.json"])
+    test = _arrays(work / "test.npz")
+    site = np.where(np.arange(N_TEST) % 3 == 0, "west", test["site"])
+    np.savez(work / "new.npz", logits=test["logits"], labels=test["labels"], site=site)
+    n = int(np.count_nonzero(site == "west"))
+    capsys.readouterr()
+    assert main(["apply", "g.json", "new.npz", "--groups", "site", "-o", "out.npz"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(
+        f"applied temperature_groupwise to {N_TEST} samples ({n} of them in groups unseen at"
+        " fit time: the global temperature)\n"
+    ), out
+    assert err == (
+        f"calibkit: warning: temperature_groupwise: {n} of {N_TEST} rows (33.5%) belong to a"
+        " group unseen at fit time, 'west': they get the global temperature\n"
+    )
+    out = _run(capsys, ["apply", "g.json", "test.npz", "--groups", "site", "-o", "o2.npz"])
+    assert out.startswith(f"applied temperature_groupwise to {N_TEST} samples\n")
+
+
 def test_fit_prints_what_each_kind_fitted(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = _run(capsys, ["fit", *CASES["sets"][0], "cal.npz", "-o", "sets.json"])
     cp = load(work / "sets.json")

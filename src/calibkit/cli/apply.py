@@ -167,9 +167,20 @@ def _apply_calibrator(
         save_predictions(output, rows.labels, probs=probs, logits=logits)
     else:
         _write(output, rows, probs=probs, **({} if logits is None else {"logits": logits}))
-    print(f"applied {calibrator.name} to {rows.n_samples:,} samples")
+    print(f"applied {calibrator.name} to {rows.n_samples:,} samples{_unseen(calibrator, groups)}")
     _ece_line(rows, probs)
     print(f"calibrated predictions: {output}")
+
+
+def _unseen(calibrator: Calibrator, groups: np.ndarray | None) -> str:
+    """``" (N of them in groups unseen at fit time: what they get)"``, or ``""``."""
+    import numpy as np
+
+    codes, gets = getattr(calibrator, "group_codes", None), getattr(calibrator, "global_map", "")
+    if groups is None or codes is None:
+        return ""
+    n = int(np.count_nonzero(codes(groups) < 0))
+    return f" ({n:,} of them in groups unseen at fit time: {gets})" if n else ""
 
 
 def _apply_sets(cp: ConformalClassifier, rows: Scores, output: Path) -> None:

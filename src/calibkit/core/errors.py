@@ -24,7 +24,8 @@ Warnings: :class:`CalibkitWarning` is the base of the warnings calibkit gives on
 :class:`ConvergenceWarning`, an iterative estimate that used its whole iteration budget;
 :class:`SingularSystemWarning`, a linear system that cannot be solved reliably (singular, or
 singular within its sampling error); :class:`SmallSampleWarning`, too few rows for what is
-estimated from them.
+estimated from them; :class:`UnseenGroupWarning`, rows of groups a group-wise calibrator
+never saw at fit time (they get its global map).
 """
 
 from __future__ import annotations
@@ -118,6 +119,17 @@ class SmallSampleWarning(CalibkitWarning):
     Examples
     --------
     >>> issubclass(SmallSampleWarning, CalibkitWarning)
+    True
+    """
+
+
+class UnseenGroupWarning(CalibkitWarning):
+    """Rows given to a group-wise calibrator belong to groups it never saw at fit time: the
+    message names how many rows, which groups, and what they get instead (the global map).
+
+    Examples
+    --------
+    >>> issubclass(UnseenGroupWarning, CalibkitWarning)
     True
     """
 

@@ -3,12 +3,14 @@ fallback for unseen groups, persistence and module parity with groups, bad group
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
 
 from calibkit.calibrators import CALIBRATORS, Calibrator, TemperatureScaling, create_calibrator
-from calibkit.core.errors import InputError
+from calibkit.core.errors import InputError, UnseenGroupWarning
 from calibkit.metrics.groups import evaluate_groups
 from calibkit.workflows.methods import applicable_methods
 
@@ -82,11 +84,32 @@ def test_unseen_group_and_no_groups_get_the_global_map(sim, name: str) -> None:
     (zc, yc, gc), (zt, _, _) = sim
     cal = create_calibrator(name).fit(zc, yc, groups=gc)
     plain = cal.predict_proba(zt[:50])
-    np.testing.assert_array_equal(cal.predict_proba(zt[:50], groups=["C"] * 50), plain)
+    with pytest.warns(UnseenGroupWarning):
+        np.testing.assert_array_equal(cal.predict_proba(zt[:50], groups=["C"] * 50), plain)
     assert cal.group_codes(["A", "C", "B"]).tolist() == [0, -1, 1]
     if name == "temperature_groupwise":  # the global map is global temperature scaling
         ts = TemperatureScaling().fit(zc, yc)
         np.testing.assert_allclose(plain, ts.predict_proba(zt[:50]), rtol=1e-9)
+
+
+@pytest.mark.parametrize("name", GROUP_METHODS)
+def test_rows_of_unseen_groups_are_warned_of(sim, name: str) -> None:
+    """Issue 42: a third of the rows in groups never seen at fit were mapped silently."""
+    (zc, yc, gc), (zt, _, gt) = sim
+    cal = create_calibrator(name).fit(zc, yc, groups=gc)
+    groups = np.where(np.arange(gt.size) % 3 == 0, np.where(gt == "A", "C", "D"), gt)
+    with pytest.warns(UnseenGroupWarning) as seen:
+        cal.predict_proba(zt, groups=groups)
+    assert len(seen) == 1
+    message = str(seen[0].message)
+    n = int(np.count_nonzero(np.arange(gt.size) % 3 == 0))
+    assert f"{name}: {n:,} of {gt.size:,} rows (33.4%)" in message, message
+    assert "2 groups unseen at fit time, 'C', 'D': they get the global temperature" in message
+    assert seen[0].filename == __file__  # points at the caller
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cal.predict_proba(zt, groups=gt)  # every group seen: no warning
+        cal.predict_proba(zt)  # no groups: the global map, as asked
 
 
 @pytest.mark.parametrize("name", GROUP_METHODS)
@@ -101,6 +124,7 @@ def test_persistence_round_trip_with_groups(sim, name: str, tmp_path) -> None:
     )
 
 
+@pytest.mark.filterwarnings("ignore::calibkit.core.errors.UnseenGroupWarning")
 @pytest.mark.parametrize("name", GROUP_METHODS)
 def test_module_parity_with_group_codes(sim, name: str) -> None:
     (zc, yc, gc), (zt, _, gt) = sim

@@ -8,7 +8,8 @@ length, a missing value or a group of one sample is an InputError naming ``group
 - A group unseen at fit time (or ``groups=None`` at predict time) gets the **global map**:
   the global temperature for :class:`GroupwiseTemperatureScaling`, the global temperature and
   the patches of the whole-set cells for :class:`Multicalibration`. Fitted without groups,
-  each is its global map alone.
+  each is its global map alone. Rows of unseen groups are warned of
+  (:class:`~calibkit.core.errors.UnseenGroupWarning`: how many, which groups, what they get).
 - ``to_module()`` takes the groups as a second input: an int64 tensor of **group codes**,
   each row's position in ``group_names_`` (the calibrator's ``group_codes(groups)`` gives
   them; ``-1``, or no second input, for the global map), since a torch module takes no
@@ -40,13 +41,19 @@ other classes' probabilities are rescaled to sum to one.
 >>> gts = GroupwiseTemperatureScaling().fit(z, y, groups=g)
 >>> gts.group_names_, np.round(gts.group_temperatures_).tolist()
 (['a', 'b'], [1.0, 3.0])
->>> gts.predict_proba(z[:2], groups=["a", "new"]).shape  # "new": the global temperature
+>>> import warnings
+>>> with warnings.catch_warnings(record=True) as seen:  # "new": the global temperature
+...     warnings.simplefilter("always")
+...     gts.predict_proba(z[:2], groups=["a", "new"]).shape
 (2, 3)
-"""
+>>> print(seen[0].message)
+temperature_groupwise: 1 of 2 rows (50%) belong to a group unseen at fit time, 'new': they get the global temperature
+"""  # noqa: E501
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -58,7 +65,7 @@ from calibkit.calibrators.logit.temperature import (
     nll_inverse_temperature,
     warn_at_bound,
 )
-from calibkit.core.errors import InputError
+from calibkit.core.errors import InputError, UnseenGroupWarning
 from calibkit.core.fitted_state import Array
 from calibkit.core.groups import check_groups, group_names
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
@@ -75,6 +82,30 @@ MIN_GROUP_SIZE = 50
 PATIENCE = 3
 #: The confidence of a patched cell stays in ``[1/K, 1 - CONF_EPS]``.
 CONF_EPS = 1e-6
+
+
+#: Most unseen group names an :class:`UnseenGroupWarning` lists (more: counted only).
+LISTED_UNSEEN = 5
+
+
+def unseen_groups_message(
+    method: str, n_rows: int, n_total: int, unseen: list[str], gets: str
+) -> str:
+    """The message of an :class:`~calibkit.core.errors.UnseenGroupWarning`: how many rows,
+    which groups (the first :data:`LISTED_UNSEEN`), and what those rows get.
+
+    >>> print(unseen_groups_message("temperature_groupwise", 200, 600, ["c"], "the global T"))
+    temperature_groupwise: 200 of 600 rows (33.3%) belong to a group unseen at fit time, 'c': they get the global T
+    """  # noqa: E501
+    listed = ", ".join(repr(g) for g in unseen[:LISTED_UNSEEN])
+    if len(unseen) > LISTED_UNSEEN:
+        listed += f" and {len(unseen) - LISTED_UNSEEN} more"
+    which = "a group" if len(unseen) == 1 else f"{len(unseen)} groups"
+    share = f"{100 * n_rows / n_total:.3g}%" if n_total else "0%"
+    return (
+        f"{method}: {n_rows:,} of {n_total:,} rows ({share}) belong to {which} unseen at fit"
+        f" time, {listed}: they get {gets}"
+    )
 
 
 class _NameList(Constraint):
@@ -98,6 +129,8 @@ class _GroupCalibrator(Calibrator):
 
     kind: ClassVar[str] = "groups"
     fit_metadata: ClassVar[tuple[str, ...]] = ("groups",)
+    #: What a row of a group unseen at fit time gets (said by :class:`UnseenGroupWarning`).
+    global_map: ClassVar[str] = "the global map"
     group_names_: list[str]
 
     @staticmethod
@@ -113,20 +146,36 @@ class _GroupCalibrator(Calibrator):
 
         The second input of :meth:`to_module`'s module.
         """
+        return self._codes_and_unseen(groups, n_samples)[0]
+
+    def _codes_and_unseen(self, groups: object, n_samples: int | None) -> tuple[I64, list[str]]:
+        """:meth:`group_codes`, and the names of the groups unseen at fit time (sorted)."""
         self.check_is_fitted()
         names = group_names(groups, n_samples)
+        if not names.size:
+            return np.zeros(0, dtype=np.int64), []
         uniq, inverse = np.unique(names, return_inverse=True)
         position = {g: i for i, g in enumerate(self.group_names_)}
         lookup = np.array([position.get(str(u), -1) for u in uniq.tolist()], dtype=np.int64)
-        return lookup[inverse.reshape(-1)] if names.size else np.zeros(0, dtype=np.int64)
+        unseen = [
+            str(u) for u, code in zip(uniq.tolist(), lookup.tolist(), strict=True) if code < 0
+        ]
+        return lookup[inverse.reshape(-1)], unseen
 
     def _predict_proba(self, logits: F64, groups: object = None) -> F64:
-        """``groups`` one per row (None or unseen: the global map)."""
-        codes = (
-            np.full(logits.shape[0], -1, dtype=np.int64)
-            if groups is None
-            else self.group_codes(groups, logits.shape[0])
-        )
+        """``groups`` one per row (None or unseen: the global map; unseen rows warned of,
+        :class:`~calibkit.core.errors.UnseenGroupWarning`)."""
+        if groups is None:
+            codes = np.full(logits.shape[0], -1, dtype=np.int64)
+        else:
+            codes, unseen = self._codes_and_unseen(groups, logits.shape[0])
+            if unseen:
+                n = int(np.count_nonzero(codes < 0))
+                warnings.warn(
+                    unseen_groups_message(self.name, n, codes.shape[0], unseen, self.global_map),
+                    UnseenGroupWarning,
+                    stacklevel=3,  # the caller of predict_proba
+                )
         return self._predict_groups(logits, codes)
 
     def _predict_groups(self, logits: F64, codes: I64) -> F64:
@@ -182,10 +231,11 @@ class GroupwiseTemperatureScaling(_GroupCalibrator):
     >>> y = z.argmax(1)
     >>> g = np.repeat(["a", "b"], 200)
     >>> cal = GroupwiseTemperatureScaling(min_group_size=100).fit(z, y, groups=g)
-    >>> cal.group_names_, cal.predict_proba(z[:2], groups=["b", "c"]).shape
+    >>> cal.group_names_, cal.predict_proba(z[:2], groups=["b", "b"]).shape
     (['a', 'b'], (2, 3))
     """
 
+    global_map: ClassVar[str] = "the global temperature"
     param_constraints: ClassVar[Constraints] = {
         "t_min": POSITIVE,
         "t_max": POSITIVE,
@@ -359,6 +409,7 @@ class Multicalibration(_GroupCalibrator):
     True
     """
 
+    global_map: ClassVar[str] = "the global temperature and the whole-set patches"
     param_constraints: ClassVar[Constraints] = {
         "n_bins": Integer(1, 1000),
         "alpha": Real(low=0.0, high=1.0),
