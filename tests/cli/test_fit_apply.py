@@ -274,6 +274,16 @@ def test_apply_a_calibkit_0x_file(work: Path, capsys: pytest.CaptureFixture[str]
             ("--target: expected an existing file, got absent.npz (not found)",),
         ),
         (["fit", "--method", "conformal", "--param", "score=topk", "cal.npz"], ("--param score",)),
+        (  # issue 42: the last was kept silently
+            [
+                *("fit", "--method", "temperature", "cal.npz"),
+                *("--param", "t_min=0.05", "--param", "t_min=0.2"),
+            ],
+            (
+                "--param t_min: expected one value (each parameter given once), got two:"
+                " 't_min=0.05', then 't_min=0.2'",
+            ),
+        ),
         (["fit", "--method", "temperature", "absent.npz"], ("FILE", "absent.npz")),
     ],
 )

@@ -88,6 +88,7 @@ def build_calibrator(method: str, params: list[str], klass: type[PostHoc] | None
     klass = klass or method_class(method, "--method", FIT_KINDS)
     declared = klass.param_constraints
     kwargs: dict[str, Any] = {}
+    given: dict[str, str] = {}  # each key's --param
     for item in params:
         key, sep, value = item.partition("=")
         key = key.strip()
@@ -98,6 +99,10 @@ def build_calibrator(method: str, params: list[str], klass: type[PostHoc] | None
             valid = ", ".join(offered) or "none"
             python = " (a Python-only parameter)" if key in klass.python_only else ""
             raise InputError("--param", f"a parameter of {method} ({valid})", repr(key) + python)
+        if key in given:  # the last would win silently
+            twice = f"two: {given[key]!r}, then {item!r}"
+            raise InputError(f"--param {key}", "one value (each parameter given once)", twice)
+        given[key] = item
         none = value.strip().lower() in NONE_WORDS and _accepts_none(declared[key], key)
         kwargs[key] = None if none else param_value(value)
     checked = check_params(declared, kwargs, "--param", prefix="--param ")
