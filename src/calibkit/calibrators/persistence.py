@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.core.errors import InputError
-from calibkit.core.validation import is_integer
+from calibkit.core.validation import check_file_path, is_integer
 
 #: The format version :func:`document` writes.
 FORMAT_VERSION = 2
@@ -185,9 +185,10 @@ def _check_fields(data: dict[str, Any], keys: tuple[str, ...]) -> None:
 def read_json_document(path: str | Path, what: str) -> tuple[Any, str]:
     """The JSON document at ``path`` and its name for messages (``"<what> <path>"``): one
     :class:`InputError` for a missing, irregular, unreadable, oversized (over
-    :data:`MAX_FILE_BYTES`), non-JSON or too deeply nested file. Used by every ``load``.
+    :data:`MAX_FILE_BYTES`), non-JSON or too deeply nested file, and for a ``path`` that is
+    no path (None, a file object, bytes, a dict, ''). Used by every ``load``.
     """
-    p = Path(path)
+    p = check_file_path("path", path, from_json="calibkit.PostHoc.from_json")
     source = f"{what} {p}"
     if not p.exists():
         raise InputError(what, "an existing file", str(p))
@@ -212,7 +213,8 @@ def write_json_document(path: str | Path, doc: dict[str, Any]) -> None:
     """Write ``doc`` to ``path`` atomically (strict JSON: no NaN or infinity literals)."""
     from calibkit.io.atomic import atomic_write_text
 
-    atomic_write_text(Path(path), json.dumps(doc, indent=1, allow_nan=False))
+    p = check_file_path("path", path)  # before Path(''), which is '.'
+    atomic_write_text(p, json.dumps(doc, indent=1, allow_nan=False))
 
 
 def encode(obj: Any) -> Any:

@@ -34,9 +34,12 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import reprlib
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal, NoReturn, cast
 
 from calibkit.core.errors import InputError
@@ -320,6 +323,47 @@ SPLIT_SIZE = AnyOf(Integer(1, 10**9), Real(0.0, 1.0, closed="neither"))
 def check_fraction(name: str, value: object) -> float:
     """``value`` as a float in ``[0, 1)``, else an InputError."""
     return FRACTION.check(name, value)
+
+
+def check_file_path(name: str, value: object, from_json: str = "") -> Path:
+    """``value``, a file's path (a non-empty ``str`` or ``os.PathLike`` of ``str``), as a
+    ``Path``; else one InputError naming ``name`` and saying what came (None, bytes, a file
+    object, a dict, an empty string) and, given ``from_json`` (the function that rebuilds a
+    JSON document already read), how to pass a document held in memory.
+
+    >>> check_file_path("path", "ts.json").name
+    'ts.json'
+    >>> check_file_path("path", {"kind": "logits"}, "f")
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: path: expected a file path (str or os.PathLike), got a dict: a document already read goes to f(doc)
+    >>> check_file_path("path", "")
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: path: expected a file path (str or os.PathLike), got '' (an empty string)
+    """  # noqa: E501
+    expected = "a file path (str or os.PathLike)"
+    text = os.fspath(value) if isinstance(value, str | os.PathLike) else None
+    if isinstance(text, str) and text:
+        return Path(text)
+    if isinstance(text, str):
+        got = f"{text!r} (an empty string)"
+    elif isinstance(text, bytes):
+        got = f"a path of bytes ({text!r}): pass it as str (os.fsdecode)"
+    elif value is None:
+        got = "None"
+    elif isinstance(value, bytes | bytearray):
+        got = f"{type(value).__name__} ({len(value):,} of them)"
+        got += f": pass the file's path, or {from_json}(json.loads(data))" if from_json else ""
+    elif hasattr(value, "read"):
+        got = f"a file object ({type(value).__name__})"
+        got += f": pass its path, or {from_json}(json.load(file))" if from_json else ""
+    elif isinstance(value, Mapping):
+        got = f"a {type(value).__name__}"
+        got += f": a document already read goes to {from_json}(doc)" if from_json else ""
+    else:
+        got = f"{reprlib.repr(value)} (of type {type(value).__name__})"
+    raise InputError(name, expected, got)
 
 
 def check_params(
