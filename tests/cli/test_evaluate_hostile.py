@@ -222,3 +222,33 @@ def test_binary_mode_on_three_classes_refused_before_work(
         "got positive_class for m.npz, which has 3 classes"
     )
     assert no_work == []
+
+
+# ----- issue 42: another CSV dialect, a row of empty cells ------------------------------------
+@pytest.mark.parametrize(
+    ("text", "cause"),
+    [
+        (  # a spreadsheet of a decimal-comma locale
+            "label;prob_0;prob_1\n0;0,9;0,1\n1;0,2;0,8\n",
+            "got a header separated by semicolons ('label;prob_0;prob_1') and numbers with"
+            " decimal commas ('0,9'): save it comma-separated with decimal points",
+        ),
+        (
+            'label,prob_0,prob_1\n0,"0,9","0,1"\n',
+            "got '0,9' in data row 1, column 'prob_0' (a decimal comma: write decimal points, 0.9)",
+        ),
+        (
+            "label,prob_0,prob_1\n0,0.9,0.1\n,,\n1,0.2,0.8\n",
+            "expected a value in some cell of every row, got 3 empty cells at line 3 (data row 2)",
+        ),
+    ],
+    ids=["semicolons", "decimal-commas", "empty-row"],
+)
+def test_another_dialect_or_an_empty_row_is_named(
+    work: Path, capsys: pytest.CaptureFixture[str], no_work: list[str], text: str, cause: str
+) -> None:
+    (work / "p.csv").write_text(text)
+    line = _refused(capsys, ["evaluate", "p.csv", "--out", "rep"], work)
+    assert line.startswith("calibkit: error: p.csv: "), line
+    assert cause in line, line
+    assert no_work == []

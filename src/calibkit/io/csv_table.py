@@ -33,6 +33,15 @@ from calibkit.core.errors import InputError, nearest_name
 NUMBERED = re.compile(r"(.+)_(\d+)")
 #: Most entries a listing of names shows (the rest counted).
 LISTED = 12
+#: A number written with a decimal comma (``0,9``, ``-1,5e-3``).
+DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+(?:[eE][+-]?\d+)?")
+#: An integer cell (the pieces of numbers with decimal commas split at each comma).
+_INTEGER = re.compile(r"[+-]?\d+(?:[eE][+-]?\d+)?")
+#: Separators of other CSV dialects, in words (a spreadsheet of a decimal-comma locale
+#: writes semicolons).
+OTHER_SEPARATORS = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}
+#: How a file of another dialect is made comma-separated.
+WRITE_COMMAS = "save it comma-separated with decimal points (pandas: to_csv(sep=',', decimal='.'))"
 
 
 @dataclass(frozen=True)
@@ -126,6 +135,9 @@ class CsvTable:
             for c in cols:
                 if not _is_number(row[c]):
                     got = f"{row[c]!r} in data row {i}, column {self.names[c]!r}"
+                    if DECIMAL_COMMA.fullmatch(row[c].strip()):
+                        point = row[c].strip().replace(",", ".")
+                        got += f" (a decimal comma: write decimal points, {point})"
                     raise InputError(str(self.path), "numbers in every cell", got)
         raise AssertionError("a cell failed to convert but none fails alone")  # pragma: no cover
 
@@ -150,9 +162,11 @@ def read_csv_table(path: str | Path) -> CsvTable:
     Returns
     -------
     CsvTable
-        The header's names and the data rows; a row of another length than the header, bad
-        quoting (a quote inside an unquoted cell, an unclosed quote) or binary content is
-        refused, naming the file.
+        The header's names and the data rows; a row of another length than the header, a
+        row of empty cells (``,,``: a line that says nothing is no sample), bad quoting (a
+        quote inside an unquoted cell, an unclosed quote) or binary content is refused,
+        naming the file (and the line); so is a file of another dialect (semicolons, tabs,
+        decimal commas), named.
 
     Examples
     --------
@@ -169,19 +183,47 @@ def read_csv_table(path: str | Path) -> CsvTable:
     except UnicodeDecodeError:
         raise InputError(str(p), "a UTF-8 text CSV file", "binary or non-UTF-8 content") from None
     reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True, strict=True)
+    rows: list[list[str]] = []
     try:
-        rows = [row for row in reader if any(cell.strip() for cell in row)]
+        for row in reader:
+            if any(cell.strip() for cell in row):
+                rows.append(row)
+            elif len(row) > 1:  # not a blank line: a row whose every cell is empty
+                where = f"line {reader.line_num}" + (f" (data row {len(rows)})" if rows else "")
+                got = f"{len(row)} empty cells at {where}: fill the row, or delete the line"
+                raise InputError(str(p), "a value in some cell of every row", got)
     except csv.Error as exc:
         got = f"{exc} (line {reader.line_num})"
         raise InputError(str(p), "a CSV file in standard quoting", got) from None
     if not rows:
         raise InputError(str(p), "a header row naming the columns", "an empty file")
+    _check_separator(p, rows[0], rows[1:2], "a header")
     names = [cell.strip() for cell in rows[0]]
     for i, row in enumerate(rows[1:], start=1):
         if len(row) != len(names):
             expected = f"{len(names)} cells in every row (the number of columns of the header)"
-            raise InputError(str(p), expected, f"{len(row)} in data row {i}")
+            _check_separator(p, row, [row], f"data row {i}")
+            got = f"{len(row)} in data row {i}"
+            if len(row) > len(names) and all(_INTEGER.fullmatch(c.strip()) for c in row):
+                got += f": numbers with decimal commas, split at each comma? {WRITE_COMMAS}"
+            raise InputError(str(p), expected, got)
     return CsvTable(p, names, rows[1:])
+
+
+def _check_separator(p: Path, row: list[str], data: list[list[str]], what: str) -> None:
+    """Refuse ``row`` (``what``: the header, or a data row) if it is one cell holding another
+    dialect's separator, saying which, and whether ``data`` (rows as the comma-separated
+    reader split them) holds decimal commas."""
+    if len(row) != 1:
+        return
+    for sep, words in OTHER_SEPARATORS.items():
+        if sep in row[0]:
+            cells = [c.strip() for r in data for c in ",".join(r).split(sep)]
+            commas = [c for c in cells if DECIMAL_COMMA.fullmatch(c) and "," in c]
+            got = f"{what} separated by {words} ({row[0][:60]!r})"
+            if commas:
+                got += f" and numbers with decimal commas ({commas[0]!r})"
+            raise InputError(str(p), "a comma-separated file", f"{got}: {WRITE_COMMAS}")
 
 
 def missing_name(

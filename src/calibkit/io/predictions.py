@@ -14,8 +14,9 @@ Supported layouts (the score kind is never guessed from the values):
     ``logit_0 .. logit_{K-1}`` or ``prob_0 .. prob_{K-1}`` (one kind per file, any column
     order, no other columns but those named by ``extra_columns``), comma-separated in
     standard CSV quoting (read by :func:`calibkit.io.csv_table.read_csv_table`: a quoted
-    cell may hold commas, as pandas writes ``"Paris, FR"``). Labels may be written as ``3``
-    or ``3.0``.
+    cell may hold commas, as pandas writes ``"Paris, FR"``), with decimal points (another
+    separator or decimal commas are refused, named). Labels may be written as ``3`` or
+    ``3.0``.
 ``.pt`` / ``.pth``
     A dict of tensors saved with ``torch.save``, same keys as ``.npz``. It is read with
     ``torch.load(weights_only=True)``: a pickle holding other objects is refused, never run.
