@@ -382,3 +382,16 @@ def test_an_adapter_saved_with_method_still_applies(
     out = _run(capsys, ["apply", "old.json", "test.npz", "-o", "old.npz"])
     assert "(em)" in out
     assert np.array_equal(_arrays(work / "new.npz")["probs"], _arrays(work / "old.npz")["probs"])
+
+
+@pytest.mark.parametrize("name", ["TEMPERATURE", "Temperature"])
+def test_a_wrong_case_method_is_suggested(
+    work: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """Issue 42: a method name in the wrong case got no "did you mean"."""
+    _fails(
+        capsys,
+        work,
+        ["fit", "--method", name, "cal.npz"],
+        f"got {name!r} (did you mean 'temperature'?)",
+    )

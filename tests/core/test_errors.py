@@ -65,3 +65,29 @@ def test_an_unknown_name_suggests_the_nearest_only_when_one_is_near() -> None:
     far = UnknownNameError("calibrator", "xyz", ["temperature", "vector", "matrix"])
     assert str(far).endswith("got 'xyz'")
     assert far.valid == ["temperature", "vector", "matrix"]
+
+
+@pytest.mark.parametrize(
+    ("name", "suggestion"),
+    [
+        ("TEMPERATURE", "temperature"),
+        ("Temperature", "temperature"),
+        ("SMS", "sms"),  # too short for difflib's ratio once the case differs
+        ("Sms_Cv", "sms_cv"),
+        ("TEMPRATURE", "temperature"),  # a typo in another case
+        ("LAC", "lac"),
+    ],
+)
+def test_a_wrong_case_name_is_suggested(name: str, suggestion: str) -> None:
+    """Issue 42: 'TEMPERATURE' or 'SMS' got no suggestion (difflib compares case)."""
+    valid = ["temperature", "sms", "sms_cv", "svs", "vector", "lac", "aps"]
+    err = UnknownNameError("--method", name, valid)
+    assert err.suggestion == suggestion
+    assert str(err).endswith(f"got {name!r} (did you mean {suggestion!r}?)")
+
+
+def test_names_equal_but_for_case_suggest_the_one_spelled_alike() -> None:
+    from calibkit.core.errors import nearest_name
+
+    assert nearest_name("Ab", ["ab", "AB", "Ab"]) == "Ab"
+    assert nearest_name("xyz", ["XYZW", "abc"]) == "XYZW"  # near ignoring case

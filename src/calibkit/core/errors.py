@@ -193,27 +193,40 @@ LISTED_BESIDE_SUGGESTION = 10
 
 
 def nearest_name(name: object, valid: Iterable[str]) -> str | None:
-    """The valid name nearest to a mistyped ``name`` (difflib's ratio >= 0.6), or None.
+    """The valid name nearest to a mistyped ``name``, or None: a name equal to it but for
+    case first (``TEMPERATURE``, ``SMS``), else the nearest ignoring case (difflib's ratio
+    >= 0.6).
 
-    Among equally near names, the one sharing the longest beginning with ``name`` wins.
+    Among equally near names, the one sharing the longest beginning with ``name`` wins (and
+    among names equal but for case, the one spelled most like it).
 
     >>> nearest_name("temprature", ["temperature", "vector"]), nearest_name("xyz", ["vector"])
     ('temperature', None)
     >>> nearest_name("resnet21", ["resnet32", "resnet20", "resnet44"])
     'resnet20'
+    >>> nearest_name("SMS", ["sms", "sms_cv", "svs"]), nearest_name("TEMPRATURE", ["temperature"])
+    ('sms', 'temperature')
     """
     text = str(name)
-    near = difflib.get_close_matches(text, list(valid), n=5, cutoff=0.6)
+    names = list(valid)
+    same_but_case = [v for v in names if v.casefold() == text.casefold()]
+    if same_but_case:  # several only if valid names differ by case alone
+        return max(same_but_case, key=lambda v: sum(a == b for a, b in zip(text, v, strict=False)))
+    by_folded: dict[str, str] = {}
+    for v in names:
+        by_folded.setdefault(v.casefold(), v)
+    folded = text.casefold()
+    near = difflib.get_close_matches(folded, list(by_folded), n=5, cutoff=0.6)
     if not near:
         return None
 
     def closeness(candidate: str) -> tuple[float, int]:
-        ratio = difflib.SequenceMatcher(None, text, candidate).ratio()
-        pairs = zip(text, candidate, strict=False)
+        ratio = difflib.SequenceMatcher(None, folded, candidate).ratio()
+        pairs = zip(folded, candidate, strict=False)
         shared = next((i for i, (a, b) in enumerate(pairs) if a != b), len(candidate))
         return ratio, shared
 
-    return max(near, key=closeness)
+    return by_folded[max(near, key=closeness)]
 
 
 class UnknownNameError(InputError, KeyError):
