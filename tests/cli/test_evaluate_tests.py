@@ -60,3 +60,27 @@ def test_compare_reports_each_calibrators_tests() -> None:
     assert "Cumulative KS (ECCE-MAD) (p)" in md
     saved = results_dict(comp, "t")["methods"][1]["tests"]["kuiper"]
     assert saved["p_value"] == comp.row("temperature").tests["kuiper"].p_value
+
+
+def test_compare_report_says_why_a_test_is_undefined() -> None:
+    """Issue 42: the table showed 'n/a (n/a)' where the test is undefined, never why."""
+    rng = np.random.default_rng(2)
+    probs = np.zeros((400, 3))
+    probs[:, 0] = 1.0  # every top-label confidence is 1: Spiegelhalter's variance is 0
+    y = np.where(rng.random(400) < 0.75, 0, 1)
+    cal, test = split_outputs(as_outputs(y, probs=probs), 0.5, seed=0)
+    comp = compare(cal, test, ["histogram"], n_boot=0)
+    assert np.isnan(comp.row("none").tests["spiegelhalter"].p_value)
+    md = to_markdown(compare_document(comp, "t", []))
+    assert "n/a (n/a)" not in md
+    assert "| none | undefined | undefined | undefined | undefined |" in md
+    section = md.split("## Calibration tests left undefined, and why\n", 1)[1]
+    assert (
+        "| Spiegelhalter Z | none | every confidence is 0, 1/2 or 1 (Z's null variance is 0) |"
+        in section
+    )
+    assert (
+        "| Cumulative KS (ECCE-MAD) | none | every confidence is 0 or 1 (sigma is 0) |" in section
+    )
+    saved = results_dict(comp, "t")["methods"][0]["tests"]["spiegelhalter"]
+    assert saved["undefined"] == "every confidence is 0, 1/2 or 1 (Z's null variance is 0)"

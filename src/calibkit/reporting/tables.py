@@ -373,23 +373,49 @@ def comparison_tables(comp: Comparison) -> list[Table]:
         fitted,
     ]
     tables = [t for t in tables if len(t.header) > 1 or t is fitted]
-    return tables + ([calibration_tests_table(comp)] if comp.rows[0].tests else [])
+    if not comp.rows[0].tests:
+        return tables
+    undefined = undefined_tests_table(comp)
+    return [*tables, calibration_tests_table(comp), *([undefined] if undefined.rows else [])]
+
+
+#: What a test these outputs leave undefined shows in place of its statistic and p-value.
+UNDEFINED_TEST = "undefined"
 
 
 def calibration_tests_table(comp: Comparison) -> Table:
     """Each method's calibration tests on the test part: statistic and p-value (a small
-    p-value: miscalibration beyond what the test part's size explains)."""
+    p-value: miscalibration beyond what the test part's size explains); a test these
+    outputs leave undefined shows ``undefined`` (:func:`undefined_tests_table` says why)."""
     names = list(comp.rows[0].tests)
     header = ["Method", *(f"{comp.rows[0].tests[n].label} (p)" for n in names)]
     rows = [
         [Cell(r.method)]
         + [
-            Cell(f"{format_number(t.statistic)} ({format_p_value(t.p_value)})")
+            Cell(
+                UNDEFINED_TEST
+                if t.reason is not None
+                else f"{format_number(t.statistic)} ({format_p_value(t.p_value)})"
+            )
             for t in (r.tests[n] for n in names)
         ]
         for r in comp.rows
     ]
     return Table("Calibration tests on the test part (statistic, p-value)", header, rows)
+
+
+def undefined_tests_table(comp: Comparison) -> Table:
+    """Why a calibration test of :func:`calibration_tests_table` is undefined: a row per
+    test and reason, with the methods whose test part it holds for (no rows: none is)."""
+    methods: dict[tuple[str, str], list[str]] = {}
+    for r in comp.rows:
+        for t in r.tests.values():
+            if t.reason is not None:
+                methods.setdefault((t.label, t.reason), []).append(r.method)
+    rows = [
+        [Cell(label), Cell(", ".join(names)), Cell(why)] for (label, why), names in methods.items()
+    ]
+    return Table("Calibration tests left undefined, and why", ["Test", "Methods", "Why"], rows, 3)
 
 
 def group_tables(comp: Comparison) -> list[Table]:
