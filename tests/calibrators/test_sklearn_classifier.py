@@ -118,6 +118,26 @@ def test_string_labels_and_weights() -> None:
     assert set(clf.predict(test)) <= {"no", "yes"}
 
 
+@pytest.mark.parametrize("string_first", [True, False])
+@pytest.mark.parametrize("cv", [3, "prefit"])
+def test_strings_mixed_with_numbers_are_one_input_error(cv: int | str, string_first: bool) -> None:
+    """Issue 42: an object array mixing '0' and 1 raised numpy's raw TypeError (a string
+    first: sorting failed), or scikit-learn's "Unknown label type ... regression target"."""
+    x, y, _, _ = _data(3)
+    estimator = LogisticRegression() if cv == 3 else LogisticRegression().fit(x, y)
+    mixed = y.astype(object)
+    mixed[y == 0] = "0"
+    mixed[0] = "0" if string_first else 1
+    strings = [i for i, v in enumerate(mixed) if isinstance(v, str)]
+    ints = [i for i, v in enumerate(mixed) if not isinstance(v, str)]
+    with pytest.raises(InputError) as info:
+        CalibratedClassifier(estimator, cv=cv).fit(x, mixed)
+    assert str(info.value) == (
+        "y: expected class labels of one type (all strings, or all numbers), got strings and"
+        f" numbers ('0' at index {strings[0]}, {mixed[ints[0]]} at index {ints[0]})"
+    )
+
+
 def test_binary_decision_function_is_the_positive_logit() -> None:
     x, y, _, _ = _data(2)
     fitted = LogisticRegression().fit(x, y)

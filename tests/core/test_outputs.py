@@ -165,11 +165,35 @@ def test_non_integer_labels() -> None:
         "labels: expected class indices that fit in int64, got a label of np.float64(1e+30)"
     ):
         as_outputs([0.0, 1e30, 1.0], probs=P2)
-    with pytest.raises(InputError, match=r"^labels: expected integer class indices, got an array"):
+    with raises(
+        "labels: expected integer class indices, got strings ('a' at index 0): encode each"
+        " class as its score column's index, 0 .. K-1"
+    ):
         as_outputs(["a", "b", "c"], probs=P2)
     # integral floats (as read from CSV) and booleans are fine
     assert as_outputs([0.0, 1.0, 1.0], probs=P2).labels.dtype == np.int64
     assert as_outputs(np.array([False, True, True]), probs=P2).labels.tolist() == [0, 1, 1]
+
+
+@pytest.mark.parametrize(
+    ("labels", "got"),
+    [
+        ([0, "1", 1], "strings and numbers ('1' at index 1, 0 at index 0)"),  # numpy: '<U21'
+        (np.array([0, "a", 1], dtype=object), "strings and numbers ('a' at index 1, 0 at index 0)"),
+        ([np.int64(1), 0, b"0"], "strings and numbers (b'0' at index 2, np.int64(1) at index 0)"),
+        (np.array(["cat", "dog", "cat"]), "strings ('cat' at index 0)"),
+    ],
+)
+def test_string_labels_mixed_with_numbers_or_not_are_named(labels: object, got: str) -> None:
+    """Issue 42: mixed labels were an InputError about a dtype (or a raw TypeError where they
+    were sorted), never saying they mix strings and numbers."""
+    with raises(
+        f"labels: expected integer class indices, got {got}: encode each class as its score"
+        " column's index, 0 .. K-1"
+    ):
+        as_outputs(labels, probs=P2)
+    with pytest.raises(InputError, match=r"^y: expected integer class indices, got strings"):
+        check_labels(labels, name="y")
 
 
 def test_labels_wrong_length_or_shape() -> None:

@@ -56,7 +56,7 @@ from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.estimator import check_sample_weight
 from calibkit.calibrators.logit.binary import PlattScaling
 from calibkit.core.errors import InputError
-from calibkit.core.outputs import as_outputs
+from calibkit.core.outputs import as_outputs, label_types
 from calibkit.core.validation import check_bool, check_int
 
 #: The kinds of calibrator a ``method`` name may be (those that read the estimator's logits).
@@ -389,7 +389,11 @@ def _encode_against(targets: np.ndarray, classes: Any) -> tuple[np.ndarray, np.n
 
 
 def _check_targets(y: Any) -> np.ndarray:
-    """``y`` as one class label per row (scikit-learn's checks, calibkit's error)."""
+    """``y`` as one class label per row (scikit-learn's checks, calibkit's error); strings
+    mixed with numbers are refused, saying so (they do not sort: no class order)."""
+    found = label_types(y)
+    if found is not None and found[0] == "mixed":
+        raise InputError("y", "class labels of one type (all strings, or all numbers)", found[1])
     try:
         labels = column_or_1d(y, warn=True)
         check_classification_targets(labels)

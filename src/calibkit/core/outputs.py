@@ -25,6 +25,7 @@ labels: expected integers in [0, 2) (the number of columns of probs), got a labe
 
 from __future__ import annotations
 
+import numbers
 import sys
 from dataclasses import dataclass
 from functools import cached_property
@@ -76,6 +77,51 @@ def _describe(arr: np.ndarray) -> str:
     return f"an array of shape {arr.shape} and dtype {arr.dtype}"
 
 
+def label_types(labels: object) -> tuple[str, str] | None:
+    """What a list, tuple or array of labels holds that is no class index: ``("mixed", text)``
+    when it mixes strings (or bytes) with numbers, ``("strings", text)`` when it holds strings
+    only, ``text`` showing the first of each with its index; None for anything else.
+
+    >>> label_types([0, "1", 2])
+    ('mixed', "strings and numbers ('1' at index 1, 0 at index 0)")
+    >>> label_types(np.array(["cat", "dog"])), label_types([0, 1])
+    (('strings', "strings ('cat' at index 0)"), None)
+    """
+    if isinstance(labels, np.ndarray) and labels.dtype.kind in "OUS":
+        values = labels.ravel().tolist()
+    elif isinstance(labels, list | tuple):
+        values = list(labels)
+    else:
+        return None
+    first: dict[str, tuple[int, object]] = {}
+    for i, v in enumerate(values):
+        if isinstance(v, str | bytes | np.str_ | np.bytes_):
+            first.setdefault("string", (i, v))
+        elif isinstance(v, numbers.Number):
+            first.setdefault("number", (i, v))
+        else:
+            return None
+        if len(first) == 2:
+            break
+
+    def shown(kind: str) -> str:
+        i, v = first[kind]
+        return f"{v!r} at index {i}"
+
+    if len(first) == 2:
+        return "mixed", f"strings and numbers ({shown('string')}, {shown('number')})"
+    return ("strings", f"strings ({shown('string')})") if "string" in first else None
+
+
+def _refuse_label_types(labels: object, name: str) -> None:
+    """An InputError naming ``name`` if ``labels`` are strings, or strings mixed with
+    numbers (what :func:`label_types` finds); else nothing."""
+    found = label_types(labels)
+    if found is not None:
+        how = "encode each class as its score column's index, 0 .. K-1"
+        raise InputError(name, "integer class indices", f"{found[1]}: {how}")
+
+
 def check_labels(
     labels: object,
     *,
@@ -87,8 +133,15 @@ def check_labels(
     """Validate class labels: 1-D integers in ``[0, n_classes)``; returns int64.
 
     Floats are accepted only when every value is integral (as read from a CSV file).
+    Strings, or strings mixed with numbers, are refused, saying so.
     """
-    arr = to_numpy(labels, name)
+    try:
+        arr = to_numpy(labels, name)
+    except InputError:
+        _refuse_label_types(labels, name)  # the cause, where it is strings
+        raise
+    if arr.dtype.kind in "USO":  # strings, maybe beside numbers (numpy made strings of them)
+        _refuse_label_types(labels, name)
     if arr.ndim == 2 and arr.shape[1] == 1:  # MedMNIST and others store (N, 1)
         arr = arr[:, 0]
     if arr.ndim != 1:
