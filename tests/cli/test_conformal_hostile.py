@@ -98,3 +98,18 @@ def test_python_still_offers_full_sets() -> None:
         ConformalClassifier(alpha=0.01, calibrator="temperature").fit(z, y)
     full = ConformalClassifier(alpha=0.01, calibrator="temperature", allow_full_sets=True)
     assert np.isinf(full.fit(z, y).thresholds_).all()
+
+
+def test_a_tiny_alpha_gives_a_compact_message(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42: alpha=1e-300 needs about 1e+300 rows, which the message wrote in 300 digits."""
+    _no_fit(monkeypatch)
+    err = _refused(work, capsys, ["conformal", "preds.npz", "--alpha", "1e-300"])
+    assert err == (
+        "calibkit: error: --cal-size: expected at least 1e+300 calibration rows for the quantile"
+        " for alpha=1e-300 (ceil((n + 1)(1 - alpha)) <= n), or a larger alpha, got 200"
+        " calibration rows for the quantile\n"
+    )
+    err = _refused(work, capsys, ["evaluate", "preds.npz", "--n-bins", str(10**400)])
+    assert "--n-bins: expected an integer in [1, 100000], got 1e+400 (see" in err

@@ -91,3 +91,24 @@ def test_names_equal_but_for_case_suggest_the_one_spelled_alike() -> None:
 
     assert nearest_name("Ab", ["ab", "AB", "Ab"]) == "Ab"
     assert nearest_name("xyz", ["XYZW", "abc"]) == "XYZW"  # near ignoring case
+
+
+def test_long_integers_in_messages_are_compact() -> None:
+    """Issue 42: alpha=1e-300's message held a 300-digit row count."""
+    from calibkit.calibrators import CALIBRATORS
+    from calibkit.core.validation import N_BINS
+
+    with pytest.raises(InputError) as info:
+        CALIBRATORS.create("conformal", alpha=1e-300, calibrator=None).fit(
+            [[0.0, 1.0]] * 20, [0, 1] * 10
+        )
+    assert "expected at least 1e+300 calibration rows for the quantile for alpha=1e-300" in str(
+        info.value
+    )
+    with pytest.raises(InputError) as info:
+        N_BINS.check("n_bins", -(10**400))
+    assert str(info.value) == "n_bins: expected an integer in [1, 100000], got -1e+400"
+    err = InputError("x", f"at most {10**25 + 123456789}", f"{2**64 - 1} and '{10**30}'")
+    assert (err.expected, err.got) == ("at most 1e+25", f"{2**64 - 1} and '{10**30}'")
+    back = pickle.loads(pickle.dumps(err))
+    assert (str(back), vars(back)) == (str(err), vars(err))

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
-from calibkit.core.errors import InputError
+from calibkit.core.errors import InputError, compact_numbers
 from calibkit.core.validation import (
     LEVEL,
     N_BINS,
@@ -62,7 +62,9 @@ def number(constraint: Constraint) -> Callable[[str], Any]:
         try:
             return constraint.check("", _read_number(text))
         except InputError as exc:
-            raise argparse.ArgumentTypeError(f"expected {exc.expected}, got {text!r}") from None
+            shown = compact_numbers(text)  # a 400-digit number as 1e+400
+            got = repr(text) if shown == text else shown
+            raise argparse.ArgumentTypeError(f"expected {exc.expected}, got {got}") from None
 
     return parse
 

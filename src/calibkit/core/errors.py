@@ -30,7 +30,9 @@ never saw at fit time (they get its global map).
 
 from __future__ import annotations
 
+import decimal
 import difflib
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -134,21 +136,49 @@ class UnseenGroupWarning(CalibkitWarning):
     """
 
 
+#: Digits up to which an integer in a message is written out (every int64 and uint64);
+#: a longer one is written compactly (:func:`compact_numbers`).
+EXACT_DIGITS = 20
+#: An integer standing alone in a message (not in a name, a path, a quoted text or a hash).
+_LONG_INTEGER = re.compile(rf"(?<![\w.'\"/\\])\d{{{EXACT_DIGITS + 1},}}(?![\w'\"/\\]|\.\d)")
+
+
+def compact_numbers(text: str) -> str:
+    """``text`` with each integer of more than :data:`EXACT_DIGITS` digits that stands alone
+    written in six significant digits (``10**300`` as ``1e+300``): the one rule of every
+    :class:`InputError` message, whose "expected" and "got" parts pass through it. Names,
+    paths, quoted texts and hashes are left as they are.
+
+    >>> compact_numbers(f"at least {10**300 - 1} rows, got {2**64 - 1}")
+    'at least 1e+300 rows, got 18446744073709551615'
+    >>> compact_numbers(f"-{3 * 10**400} and '{10**30}' and run_{10**30}.npz")
+    "-3e+400 and '1000000000000000000000000000000' and run_1000000000000000000000000000000.npz"
+    """
+
+    def compact(match: re.Match[str]) -> str:
+        return format(decimal.Context(prec=6).plus(decimal.Decimal(match[0])).normalize(), "g")
+
+    return _LONG_INTEGER.sub(compact, text)
+
+
 class InputError(CalibkitError, ValueError):
-    """Bad input: the message names the argument, what was expected and what came.
+    """Bad input: the message names the argument, what was expected and what came (long
+    integers in those written compactly: :func:`compact_numbers`).
 
     Examples
     --------
     >>> err = InputError("n_bins", "an integer >= 2", "1")
     >>> str(err), err.argument, isinstance(err, ValueError)
     ('n_bins: expected an integer >= 2, got 1', 'n_bins', True)
+    >>> str(InputError("n_bins", "an integer in [1, 100000]", str(10**400)))
+    'n_bins: expected an integer in [1, 100000], got 1e+400'
     """
 
     def __init__(self, argument: str, expected: str, got: str) -> None:
         self.argument = argument
-        self.expected = expected
-        self.got = got
-        super().__init__(f"{argument}: expected {expected}, got {got}")
+        self.expected = compact_numbers(expected)
+        self.got = compact_numbers(got)
+        super().__init__(f"{argument}: expected {self.expected}, got {self.got}")
 
     def __reduce__(self) -> tuple[Any, ...]:  # args holds the message, not __init__'s
         return type(self), (self.argument, self.expected, self.got), self.__dict__
