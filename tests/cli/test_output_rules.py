@@ -33,6 +33,8 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _content(p: Path) -> bytes | None:
     if p.is_symlink():
         return b"link to " + os.readlink(p).encode()
+    if not (p.is_dir() or p.is_file()):  # a FIFO: never opened
+        return b"special"
     return None if p.is_dir() else p.read_bytes()
 
 
@@ -235,3 +237,86 @@ def test_an_output_file_that_is_a_link_is_refused_first(
     option = "--plot" if argv[0] == "evaluate" else "--out"
     err = refused(capsys, work, argv, option)
     assert f"{argv[-2]} (a symbolic link to {target})" in err
+
+
+def _users_own_report_folder(work: Path) -> str:
+    """The user's ``report/`` (the README's own spelling of ``--out``), named as calibkit
+    names its files: no manifest, so it is the user's (issue #42: it was replaced whole)."""
+    (work / "report" / "figures").mkdir(parents=True)
+    (work / "report" / "report.md").write_text("# My findings\n")
+    (work / "report" / "results.csv").write_text("model,acc\nmine,0.9\n")
+    (work / "report" / "figures" / "fig1.png").write_bytes(b"my figure")
+    return "report"
+
+
+def _report_copied_and_annotated(work: Path) -> str:
+    """``cp -r rep/* mine/`` leaves the hidden manifest behind; the notes are the user's."""
+    assert main([*REPORTS["compare"], "--out", "rep"]) == 0
+    for path in sorted((work / "rep").rglob("*")):
+        rel = path.relative_to(work / "rep")
+        if path.is_dir():
+            (work / "mine" / rel).mkdir(parents=True, exist_ok=True)
+        elif path.name != MANIFEST:
+            (work / "mine" / rel).parent.mkdir(parents=True, exist_ok=True)
+            (work / "mine" / rel).write_bytes(path.read_bytes())
+    with (work / "mine" / "report.md").open("a", encoding="utf-8") as f:
+        f.write("\nMy notes.\n")
+    return "mine"
+
+
+def _users_file_named_like_the_manifest(work: Path) -> str:
+    (work / "rep").mkdir()
+    (work / "rep" / MANIFEST).write_text('{"my": "notes"}')
+    return "rep"
+
+
+def _deeply_nested_manifest(work: Path) -> str:
+    assert main([*REPORTS["compare"], "--out", "rep"]) == 0
+    (work / "rep" / MANIFEST).write_text("[" * 200_000 + "]" * 200_000)
+    return "rep"
+
+
+@pytest.mark.parametrize("command", list(REPORTS))
+@pytest.mark.parametrize(
+    "make",
+    [
+        _users_own_report_folder,
+        _report_copied_and_annotated,
+        _users_file_named_like_the_manifest,
+        _deeply_nested_manifest,
+    ],
+)
+def test_a_folder_without_calibkit_s_record_is_never_replaced(
+    work: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    make: object,
+) -> None:
+    out = make(work)  # type: ignore[operator]
+    monkeypatch.setattr("calibkit.io.predictions.load_predictions", _no_work)
+    err = refused(capsys, work, [*REPORTS[command], "--out", out], "--out")
+    assert "calibkit did not write" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fit", "--method", "temperature", "preds.npz", "-o", "pipe", "--force"],
+        ["fit", "--method", "temperature", "preds.npz", "-o", "pipe"],
+        ["apply", "t.json", "preds.npz", "-o", "pipe", "--force"],
+        ["evaluate", "preds.npz", "--n-boot", "0", "--plot", "pipe", "--force"],
+        ["compare", "preds.npz", "--n-boot", "0", "--methods", "temperature", "--out", "pipe"],
+    ],
+)
+def test_a_special_file_is_never_replaced_force_or_not(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    """A FIFO (or a device: ``-o /dev/null --force`` as root replaced the system's
+    ``/dev/null``) is refused before any work, and the refusal never suggests ``--force``."""
+    os.mkfifo(work / "pipe")
+    monkeypatch.setattr("calibkit.io.predictions.load_predictions", _no_work)
+    option = "--plot" if argv[0] == "evaluate" else "--out"
+    err = refused(capsys, work, argv, option)
+    assert "pipe (a FIFO)" in err
+    assert "--force" not in err

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,8 @@ from calibkit.io.atomic import (
 def _content(p: Path) -> bytes | None:
     if p.is_symlink():
         return b"link to " + os.readlink(p).encode()
+    if not (p.is_dir() or p.is_file()):  # a FIFO or a device: never opened
+        return b"special " + oct(p.lstat().st_mode).encode()
     return None if p.is_dir() else p.read_bytes()
 
 
@@ -94,18 +97,61 @@ def _manifest_edited_to_list_a_users_file(tmp_path: Path) -> Path:
     return tmp_path / "rep"
 
 
-def _old_manifest_edited_to_list_a_users_file(tmp_path: Path) -> Path:
-    (tmp_path / "rep").mkdir()
-    (tmp_path / "rep" / "notes.txt").write_text("mine")
-    (tmp_path / "rep" / MANIFEST).write_text(json.dumps(["notes.txt"]))
+def _users_report_folder(tmp_path: Path) -> Path:
+    """The user's own ``report/``, named as calibkit names its files (issue #42: once taken
+    for an older calibkit's report and replaced)."""
+    (tmp_path / "rep" / "figures").mkdir(parents=True)
+    (tmp_path / "rep" / "report.md").write_text("# My report\n")
+    (tmp_path / "rep" / "results.csv").write_text("a,b\n1,2\n")
+    (tmp_path / "rep" / "figures" / "fig1.png").write_bytes(b"my figure")
     return tmp_path / "rep"
 
 
-def _old_manifest_file_changed_after(tmp_path: Path) -> Path:
+def _report_copied_without_its_manifest(tmp_path: Path) -> Path:
+    """``cp -r rep/* mine/``: the hidden manifest stays behind; the copy is the user's."""
+    write_report(tmp_path / "rep", {"report.md": "# Report\n", "figures/a.png": "png"})
+    (tmp_path / "mine" / "figures").mkdir(parents=True)
+    for name in ("report.md", "figures/a.png"):
+        (tmp_path / "mine" / name).write_bytes((tmp_path / "rep" / name).read_bytes())
+    return tmp_path / "mine"
+
+
+def _old_list_manifest(tmp_path: Path) -> Path:
+    """A manifest of names without hashes vouches for nothing."""
     (tmp_path / "rep").mkdir()
     (tmp_path / "rep" / "report.md").write_text("# Report\n")
     (tmp_path / "rep" / MANIFEST).write_text(json.dumps(["report.md"]))
-    os.utime(tmp_path / "rep" / "report.md", ns=(2 * 10**18, 2 * 10**18))  # edited later
+    return tmp_path / "rep"
+
+
+def _users_file_named_like_the_manifest(tmp_path: Path) -> Path:
+    (tmp_path / "rep").mkdir()
+    (tmp_path / "rep" / MANIFEST).write_text('{"my": "settings"}')
+    return tmp_path / "rep"
+
+
+def _deeply_nested_manifest(tmp_path: Path) -> Path:
+    write_report(tmp_path / "rep", {"report.md": "# Report\n"})
+    (tmp_path / "rep" / MANIFEST).write_text("[" * 100_000 + "]" * 100_000)
+    return tmp_path / "rep"
+
+
+def _fifo_inside(tmp_path: Path) -> Path:
+    write_report(tmp_path / "rep", {"report.md": "# Report\n"})
+    os.mkfifo(tmp_path / "rep" / "pipe")
+    return tmp_path / "rep"
+
+
+def _fifo_listed_in_a_forged_manifest(tmp_path: Path) -> Path:
+    """A FIFO the manifest lists is never opened (reading it would hang the run)."""
+    write_report(tmp_path / "rep", {"report.md": "# Report\n"})
+    (tmp_path / "rep" / "report.md").unlink()
+    os.mkfifo(tmp_path / "rep" / "report.md")
+    return tmp_path / "rep"
+
+
+def _fifo_as_the_folder(tmp_path: Path) -> Path:
+    os.mkfifo(tmp_path / "rep")
     return tmp_path / "rep"
 
 
@@ -152,8 +198,14 @@ def _parent_of_current(tmp_path: Path) -> Path:
         _corrupt_manifest,
         _appended_notes,
         _manifest_edited_to_list_a_users_file,
-        _old_manifest_edited_to_list_a_users_file,
-        _old_manifest_file_changed_after,
+        _users_report_folder,
+        _report_copied_without_its_manifest,
+        _old_list_manifest,
+        _users_file_named_like_the_manifest,
+        _deeply_nested_manifest,
+        _fifo_inside,
+        _fifo_listed_in_a_forged_manifest,
+        _fifo_as_the_folder,
         _link_to_a_folder,
         _link_loop,
         _link_inside,
@@ -203,16 +255,10 @@ def test_a_link_as_the_folder_is_refused_naming_its_target(
         check_replaceable_folder(target, "--out")
 
 
-def test_an_old_manifest_without_hashes_vouches_for_unchanged_report_files(
-    tmp_path: Path,
-) -> None:
-    (tmp_path / "rep" / "figures").mkdir(parents=True)
-    (tmp_path / "rep" / "report.md").write_text("old")
-    (tmp_path / "rep" / "figures" / "a.png").write_bytes(b"png")
-    (tmp_path / "rep" / MANIFEST).write_text(json.dumps(["report.md", "figures/a.png"]))
-    write_report(tmp_path / "rep", {"report.md": "new"})
-    assert (tmp_path / "rep" / "report.md").read_text() == "new"
-    assert not (tmp_path / "rep" / "figures").exists()
+def test_the_users_report_folder_is_refused_naming_its_files(tmp_path: Path) -> None:
+    folder = _users_report_folder(tmp_path)
+    with pytest.raises(InputError, match=r"did not write \(figures/fig1\.png, report\.md, results"):
+        check_replaceable_folder(folder, "--out")
 
 
 def test_a_file_is_never_written_through_a_link(tmp_path: Path) -> None:
@@ -227,12 +273,31 @@ def test_a_file_is_never_written_through_a_link(tmp_path: Path) -> None:
     assert not (tmp_path / "missing.txt").exists()
 
 
-def test_legacy_names_may_be_replaced(tmp_path: Path) -> None:
-    (tmp_path / "figures").mkdir()
-    (tmp_path / "figures" / "old.png").write_bytes(b"png")
-    with atomic_directory(tmp_path / "figures", legacy=lambda f: f.endswith(".png")) as tmp:
-        (tmp / "new.png").write_bytes(b"png")
-    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == [MANIFEST, "new.png"]
+def test_a_file_is_never_written_over_a_fifo_or_a_device(tmp_path: Path) -> None:
+    """``save(path)`` or ``-o PATH --force`` on a FIFO or a device (``/dev/null`` as root in
+    a container) is refused: the rename would put a regular file in its place."""
+    os.mkfifo(tmp_path / "pipe")
+    specials = [tmp_path / "pipe"]
+    try:  # a character device of our own (needs CAP_MKNOD; /dev/null itself is never risked)
+        os.mknod(tmp_path / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        specials.append(tmp_path / "null")
+    except OSError:
+        pass
+    for path in specials:
+        with pytest.raises(InputError, match=r"^output: expected a path that is not a special"):
+            atomic_write_bytes(path, b"calibkit's")
+        assert not path.is_file()
+        assert not path.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in specials)
+
+
+def test_an_empty_path_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match=r"^output: expected a file path, got '\.'"):
+        atomic_write_bytes(Path(""), b"x")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_failed_block_leaves_the_old_folder_and_no_temporary(tmp_path: Path) -> None:

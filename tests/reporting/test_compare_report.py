@@ -187,16 +187,20 @@ def test_a_folder_holding_other_files_is_refused_before_any_work(
     assert [p.name for p in (tmp_path / "old").iterdir()] == ["keep.txt"]
 
 
-def test_a_report_written_before_manifests_may_be_replaced(
+def test_a_folder_of_report_names_without_a_manifest_is_the_users(
     comp: Comparison, tmp_path: Path
 ) -> None:
+    """Without calibkit's manifest a folder is the user's, whatever its files are called
+    (issue #42: such a folder was taken for an older calibkit's report and replaced)."""
     old = tmp_path / "old"
     (old / "figures").mkdir(parents=True)
-    for name in ("report.md", "report.html", "results.json", "results.csv", "figures/x.png"):
-        (old / name).write_text("older calibkit")
-    write_compare_report(comp, old, title="t")
-    assert not (old / "figures" / "x.png").exists()
-    assert (old / MANIFEST).exists()
+    names = ("report.md", "report.html", "results.json", "results.csv", "figures/x.png")
+    for name in names:
+        (old / name).write_text("the user's")
+    with pytest.raises(InputError, match=r"^output: .*calibkit did not write"):
+        write_compare_report(comp, old, title="t")
+    assert all((old / name).read_text() == "the user's" for name in names)
+    assert not (old / MANIFEST).exists()
 
 
 def test_failing_method_leaves_no_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,6 +5,7 @@ taken over)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -362,3 +363,45 @@ def test_a_study_rewrites_its_unchanged_report(work: Path) -> None:
     assert main(["study", "small.toml", "--out", "out", "--quiet", "--report-only"]) == 0
     assert main(["study", "small.toml", "--out", "out", "--quiet", "--report-only"]) == 0
     assert (work / "out" / "report.md").read_bytes().count(b"\n") == report.count(b"\n")
+
+
+def test_a_study_folder_copied_without_its_record_is_the_users(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cp -r out/* mine/`` leaves the hidden record behind: the copy, annotated, is the
+    user's (issue #42: it was taken for an older study's folder and its report rewritten)."""
+    (work / "mine").mkdir()
+    for path in (work / "out").iterdir():
+        if not path.name.startswith("."):
+            copy = shutil.copytree if path.is_dir() else shutil.copy2
+            copy(path, work / "mine" / path.name)
+    with (work / "mine" / "report.md").open("a", encoding="utf-8") as f:
+        f.write("\n# my notes\n")
+    monkeypatch.setattr("calibkit.study.run_study", _no_work)
+    err = refused(capsys, work, ["study", "small.toml", "--out", "mine", "--quiet"], "--out")
+    assert "which holds files calibkit did not write" in err
+
+
+def test_a_record_listing_a_file_without_its_sha256_vouches_for_nothing(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record edited to drop a file's sha256 (or one that never had it) does not make that
+    file replaceable."""
+    record = work / "out" / ".calibkit-study.json"
+    doc = json.loads(record.read_text())
+    del doc["sha256"]["report.md"]
+    record.write_text(json.dumps(doc))
+    (work / "out" / "report.md").write_text("# the user's own report\n")
+    monkeypatch.setattr("calibkit.study.run_study", _no_work)
+    err = refused(capsys, work, ["study", "small.toml", "--out", "out", "--quiet"], "--out")
+    assert ", whose report.md changed since calibkit wrote it" in err
+
+
+def test_a_fifo_in_a_study_folder_is_refused_never_opened(
+    work: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (work / "out" / "report.md").unlink()
+    os.mkfifo(work / "out" / "report.md")
+    monkeypatch.setattr("calibkit.study.run_study", _no_work)
+    err = refused(capsys, work, ["study", "small.toml", "--out", "out", "--quiet"], "--out")
+    assert "did not write (report.md)" in err

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from calibkit.cli.glossary import method_aliases, method_kind, method_names
 from calibkit.core.errors import InputError, UnknownNameError
-from calibkit.io.atomic import check_parent, refuse_link
+from calibkit.io.atomic import check_parent, refuse_link, refuse_special
 
 if TYPE_CHECKING:
     import numpy as np
@@ -68,10 +68,12 @@ def check_method(name: str, option: str, kinds: tuple[str, ...] = CALIBRATOR_KIN
 
 def check_output(path: Path, option: str, *, folder: bool = False) -> Path:
     """Fail early, naming ``option``, when ``path`` cannot be written: a missing or read-only
-    parent, a symbolic link (calibkit never writes through one, nor replaces it), a file
-    where a folder is wanted or the reverse."""
+    parent, a symbolic link (calibkit never writes through one, nor replaces it), a special
+    file (a device such as ``/dev/null``, a FIFO: never replaced, ``--force`` or not), a
+    file where a folder is wanted or the reverse."""
     check_parent(path, option)
     refuse_link(path, option)
+    refuse_special(path, option)
     if folder and path.exists() and not path.is_dir():
         raise InputError(option, "a folder path", f"{path} (an existing file)")
     if not folder and path.is_dir():
@@ -325,19 +327,17 @@ def report_options(args: argparse.Namespace) -> dict[str, object]:
     return out
 
 
-def output_folder(args: argparse.Namespace, legacy: object = None) -> Path | None:
+def output_folder(args: argparse.Namespace) -> Path | None:
     """``--out`` checked before any work (None without it): new, empty, or a folder calibkit
     wrote; an input's folder, or one holding foreign files, is refused."""
     from calibkit.io.atomic import check_replaceable_folder
 
     if getattr(args, "out", None) is None:
         return None
-    return check_replaceable_folder(Path(args.out), "--out", legacy)  # type: ignore[arg-type]
+    return check_replaceable_folder(Path(args.out), "--out")
 
 
-def finish(
-    report: Report, args: argparse.Namespace, folder: Path | None, legacy: object = None
-) -> int:
+def finish(report: Report, args: argparse.Namespace, folder: Path | None) -> int:
     """Write ``report`` under ``folder`` (``--out``, when given) and print it as
     ``--format`` says; the command's exit status (0)."""
     from calibkit.reporting.writer import print_report, results_document, write_report
@@ -347,6 +347,6 @@ def finish(
     results = results_document(report) if folder is not None or fmt == "json" else None
     if folder is not None:
         say(f"writing the report to {folder}")
-        write_report(report, folder, legacy=legacy, results=results)  # type: ignore[arg-type]
+        write_report(report, folder, results=results)
     print_report(report, fmt, folder, results)
     return 0

@@ -39,7 +39,6 @@ from calibkit.cli.options import (
     opt,
 )
 from calibkit.core.errors import InputError
-from calibkit.reporting.legacy import written_before_manifests
 
 if TYPE_CHECKING:
     from calibkit.workflows.compare import Comparison
@@ -126,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     check_inputs(args)
     # the group calibrators (kind groups) need each row's group
     methods = method_list(args.methods, ("logits", "groups") if args.groups else ("logits",))
-    folder = output_folder(args, written_before_manifests)
+    folder = output_folder(args)
     from calibkit.reporting.compare_report import compare_report
 
     comp = _compare(args, methods)
@@ -138,4 +137,4 @@ def run(args: argparse.Namespace) -> int:
         inputs=report_inputs(args),
         options=report_options(args),
     )
-    return finish(report, args, folder, written_before_manifests)
+    return finish(report, args, folder)

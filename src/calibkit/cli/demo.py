@@ -21,7 +21,6 @@ from calibkit.cli.options import (
     opt,
 )
 from calibkit.core.validation import TRAINED_EPOCHS
-from calibkit.reporting.legacy import written_before_manifests
 
 TITLE = "calibkit demo: an overconfident MLP on digits"
 
@@ -39,7 +38,7 @@ def add_arguments(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Train the demo model, compare the calibrators, write the report."""
     methods = method_list(args.methods, ("logits",))  # the demo has no groups
-    folder = output_folder(args, written_before_manifests)
+    folder = output_folder(args)
     from calibkit.reporting.compare_report import demo_report
     from calibkit.workflows.demo import DemoSettings, run_demo
 
@@ -49,4 +48,4 @@ def run(args: argparse.Namespace) -> int:
     )
     res = run_demo(seed=args.seed, settings=settings)
     report = demo_report(res, title=TITLE, inputs=report_inputs(args), options=report_options(args))
-    return finish(report, args, folder, written_before_manifests)
+    return finish(report, args, folder)

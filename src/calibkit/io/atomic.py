@@ -9,22 +9,17 @@ The output rule: calibkit only ever replaces what it wrote itself, as it wrote i
 written by :func:`atomic_directory` holds a manifest (``MANIFEST``) giving the sha256 of
 every file in it; an existing folder is replaced only when it is empty or when every file
 in it is listed in its manifest with the content calibkit wrote (a user's notes appended to
-``report.md`` change its hash: the folder is refused, naming the file). Refused before any
-work starts, by :func:`check_replaceable_folder`: a folder holding a file calibkit did not
-write or one changed since, a symbolic link anywhere (``--out`` itself, a link loop, or a
-link inside: calibkit never writes through, nor replaces, a link), the current folder or one
-of its parents, an existing file.
-
-Folders of older calibkits:
-
-- a manifest that is a plain list of names (no hashes): a listed file is replaceable only
-  if it is not newer than the manifest (calibkit writes the manifest last: a file changed
-  since is newer) and its name is one a report folder holds (``report.md``,
-  ``report.html``, ``results.json``, ``results.csv``, ``figures/*.png``) or one of the
-  caller's ``legacy`` names. A manifest edited to list a user's file therefore never gets
-  that file deleted; at worst an old folder is refused and its owner removes it by hand.
-- no manifest at all: files matching the ``legacy`` names the caller writes are
-  replaceable, anything else is refused.
+``report.md`` change its hash: the folder is refused, naming the file). Without calibkit's
+own record, an existing file is never replaced: a folder with no manifest (the user's own
+``report/`` holding ``report.md``, or a report copied with ``cp -r rep/* mine/``, which
+leaves the hidden manifest behind) is the user's, whatever its files are called, and so is
+a file named like the manifest that is not one. Refused before any work starts, by
+:func:`check_replaceable_folder`: a folder holding a file calibkit did not write or one
+changed since, anything but a regular file or a folder (a FIFO, a device, a socket: never
+read, never replaced), a symbolic link anywhere (``--out`` itself, a link loop, or a link
+inside: calibkit never writes through, nor replaces, a link), the current folder or one of
+its parents, an existing file. A single file (:func:`atomic_write_bytes`) is never written
+over anything but a regular file: ``-o /dev/null`` is refused, not replaced.
 """
 
 from __future__ import annotations
@@ -35,8 +30,9 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from calibkit.core.errors import InputError
@@ -44,12 +40,10 @@ from calibkit.io.temporaries import make_temporary_file, make_temporary_folder, 
 
 #: The file in every folder :func:`atomic_directory` writes, listing the files it wrote.
 MANIFEST = ".calibkit-written.json"
-#: The manifest's layout version (2: a sha256 per file; 1, a plain list of names, is read).
+#: The manifest's layout version (a sha256 per file).
 MANIFEST_FORMAT = 2
-#: Names a folder written before manifests existed may hold (a relative path -> bool).
-Legacy = Callable[[str], bool]
-#: The names of a report folder an old manifest (names without hashes) may vouch for.
-_REPORT_NAME = re.compile(r"report\.(md|html)|results\.(json|csv)|figures/[^/]+\.png")
+#: The largest manifest read (a report folder's lists a few dozen files).
+_MANIFEST_BYTES = 1 << 20
 
 
 def check_parent(path: Path, argument: str = "output") -> Path:
@@ -76,12 +70,40 @@ def refuse_link(path: Path, argument: str) -> None:
         raise InputError(argument, "a path that is not a symbolic link", f"{path} ({target})")
 
 
+def refuse_special(path: Path, argument: str) -> None:
+    """Refuse, naming ``argument``, an existing ``path`` that is neither a regular file nor a
+    folder (a FIFO, a character or block device such as ``/dev/null``, a socket): calibkit
+    never reads one as its own output, nor replaces it with a file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode):
+        return
+    raise InputError(argument, "a path that is not a special file", f"{path} ({_special(mode)})")
+
+
+def _special(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    return "a socket" if stat.S_ISSOCK(mode) else "a special file"
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (temporary file + rename); a ``path`` that is a
-    symbolic link is refused (:func:`refuse_link`), never written through or replaced."""
+    symbolic link (:func:`refuse_link`) or a special file such as a device or a FIFO
+    (:func:`refuse_special`) is refused, never written through or replaced."""
     path = Path(path)
+    if not str(path) or str(path) in (".", ".."):
+        raise InputError("output", "a file path", repr(str(path)))
     parent = check_parent(path)
     refuse_link(path, "output")
+    refuse_special(path, "output")
     fd, tmp = make_temporary_file(parent, path.name)  # named by its maker: see temporaries
     umask = os.umask(0)
     os.umask(umask)
@@ -129,51 +151,52 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _manifest(folder: Path) -> dict[str, str | None]:
-    """The files the manifest of ``folder`` vouches for, each with its sha256 (None: an old
-    manifest without hashes); empty if it has none, it is unreadable or it is a link."""
+def _manifest(folder: Path) -> dict[str, str] | None:
+    """The files the manifest of ``folder`` vouches for, each with its sha256; None if
+    ``folder`` holds no manifest calibkit wrote (none, a link, a special file, anything not
+    a manifest of this layout: then the file of that name is the user's)."""
     path = folder / MANIFEST
-    if path.is_symlink():
-        return {}
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_size > _MANIFEST_BYTES:
+        return None
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if isinstance(found, list) and all(isinstance(x, str) for x in found):
-        return dict.fromkeys(found)
-    files = found.get("files") if isinstance(found, dict) else None
-    if isinstance(files, dict) and all(isinstance(v, str) for v in files.values()):
-        return dict(files)
-    return {}
+    except (OSError, ValueError, RecursionError):  # a deeply nested file is not a manifest
+        return None
+    if not isinstance(found, dict) or found.get("calibkit_manifest") != MANIFEST_FORMAT:
+        return None
+    files = found.get("files")
+    if not isinstance(files, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and re.fullmatch("[0-9a-f]{64}", v)
+        for k, v in files.items()
+    ):
+        return None
+    return dict(files)
 
 
-def _judge(folder: Path, legacy: Legacy | None) -> tuple[list[str], list[str]]:
+def _judge(folder: Path) -> tuple[list[str], list[str]]:
     """The files of ``folder`` calibkit did not write, and those it wrote that changed
     since (see the module docstring); links are left to :func:`refuse_links_inside`."""
     listed = _manifest(folder)
     foreign: list[str] = []
     changed: list[str] = []
-    written_at = 0
-    with contextlib.suppress(OSError):
-        written_at = os.lstat(folder / MANIFEST).st_mtime_ns
     for name in _files(folder):
         path = folder / name
-        if path.is_symlink() or name == MANIFEST:
+        if path.is_symlink():
             continue
-        elif name not in listed:  # without a manifest, a legacy name is calibkit's
-            if listed or (folder / MANIFEST).exists() or not (legacy and legacy(name)):
-                foreign.append(name)
-        elif listed[name] is not None:
-            if sha256_file(path) != listed[name]:
-                changed.append(name)
-        elif not (_REPORT_NAME.fullmatch(name) or (legacy and legacy(name))):
-            foreign.append(name)
-        elif path.stat().st_mtime_ns > written_at:
+        if name == MANIFEST and listed is not None:
+            continue
+        if listed is None or name not in listed or not stat.S_ISREG(os.lstat(path).st_mode):
+            foreign.append(name)  # a FIFO listed in a forged manifest is never opened
+        elif sha256_file(path) != listed[name]:
             changed.append(name)
     return foreign, changed
 
 
-def check_replaceable_folder(path: Path, argument: str, legacy: Legacy | None = None) -> Path:
+def check_replaceable_folder(path: Path, argument: str) -> Path:
     """Refuse, naming ``argument``, an output folder that calibkit may not replace.
 
     ``path`` may be new, empty, or a folder calibkit wrote and nobody changed since (see
@@ -185,8 +208,6 @@ def check_replaceable_folder(path: Path, argument: str, legacy: Legacy | None = 
         The output folder.
     argument : str
         The option that named it (``"--out"``), for the message.
-    legacy : callable, optional
-        The names a folder of an older calibkit (no manifest) may hold.
 
     Returns
     -------
@@ -208,7 +229,7 @@ def check_replaceable_folder(path: Path, argument: str, legacy: Legacy | None = 
     if not existing_output_folder(path, argument):
         return path
     refuse_links_inside(path, argument, _files(path))
-    foreign, changed = _judge(path, legacy)
+    foreign, changed = _judge(path)
     refuse_foreign(path, argument, foreign, "a report folder")
     refuse_changed(path, argument, changed, "a report folder")
     return path
@@ -237,10 +258,11 @@ def refuse_changed(path: Path, argument: str, changed: list[str], kind: str) -> 
 
 def existing_output_folder(path: Path, argument: str) -> bool:
     """Whether the output folder ``path`` exists; refuses, naming ``argument``, a path whose
-    parent is missing, a symbolic link (to a folder, or a loop), an existing file, and the
-    current folder or one of its parents."""
+    parent is missing, a symbolic link (to a folder, or a loop), a special file, an existing
+    file, and the current folder or one of its parents."""
     check_parent(path, argument)
     refuse_link(path, argument)
+    refuse_special(path, argument)
     if not path.exists():
         return False
     if not path.is_dir():
@@ -279,9 +301,7 @@ def refuse_foreign(path: Path, argument: str, foreign: list[str], kind: str) -> 
 
 
 @contextlib.contextmanager
-def atomic_directory(
-    path: Path, *, overwrite: bool = True, legacy: Legacy | None = None
-) -> Iterator[Path]:
+def atomic_directory(path: Path, *, overwrite: bool = True) -> Iterator[Path]:
     """Yield a temporary folder that replaces ``path`` only if the block succeeds.
 
     An existing ``path`` is replaced only if ``overwrite`` and
@@ -291,7 +311,7 @@ def atomic_directory(
     parent = check_parent(path)
     if path.exists() and not overwrite:
         raise InputError("output", "a folder that does not exist yet", f"{path} exists")
-    check_replaceable_folder(path, "output", legacy)
+    check_replaceable_folder(path, "output")
     tmp = make_temporary_folder(parent, path.name)  # marked: a killed run's is removed later
     umask = os.umask(0)
     os.umask(umask)
@@ -302,18 +322,18 @@ def atomic_directory(
         hashes = {f: sha256_file(tmp / f) for f in _files(tmp) if f != MANIFEST}
         manifest = json.dumps({"calibkit_manifest": MANIFEST_FORMAT, "files": hashes}, indent=1)
         (tmp / MANIFEST).write_text(manifest + "\n", encoding="utf-8")
-        _swap_in(tmp, path, parent, legacy)
+        _swap_in(tmp, path, parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
-def _swap_in(tmp: Path, path: Path, parent: Path, legacy: Legacy | None) -> None:
+def _swap_in(tmp: Path, path: Path, parent: Path) -> None:
     """Move ``tmp`` to ``path``; an existing ``path`` (still replaceable) is removed after."""
     if not path.exists():
         os.replace(tmp, path)
         return
-    check_replaceable_folder(path, "output", legacy)  # nothing new appeared in the meantime
+    check_replaceable_folder(path, "output")  # nothing new appeared in the meantime
     old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=parent))
     os.replace(path, old / path.name)
     os.replace(tmp, path)

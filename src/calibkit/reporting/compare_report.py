@@ -63,7 +63,6 @@ from calibkit.reporting.figures import (
     reliability_figure,
     reliability_grid,
 )
-from calibkit.reporting.legacy import written_before_manifests
 from calibkit.reporting.tables import (
     column_info,
     comparison_tables,
@@ -703,6 +702,6 @@ def write_compare_report(
     ...     sorted(path.name for path in (Path(folder) / "report").glob("report.*"))
     ['report.html', 'report.md']
     """
-    check_replaceable_folder(Path(out_dir), "output", legacy=written_before_manifests)
+    check_replaceable_folder(Path(out_dir), "output")
     report = compare_report(comp, title=title, name=name)
-    write_report(report, Path(out_dir), legacy=written_before_manifests)
+    write_report(report, Path(out_dir))

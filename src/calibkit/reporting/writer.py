@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from calibkit.core.version import __version__
-from calibkit.io.atomic import Legacy, atomic_directory
+from calibkit.io.atomic import atomic_directory
 from calibkit.io.jsonfile import json_ready, json_text
 from calibkit.reporting.document import Document
 from calibkit.reporting.render import to_html, to_markdown
@@ -150,14 +150,12 @@ def write_report(
     report: Report,
     folder: Path,
     *,
-    legacy: Legacy | None = None,
     results: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Write the report folder ``folder`` atomically; returns the files written (relative).
 
     An existing ``folder`` is replaced only if calibkit wrote everything in it and nobody
-    changed it since (its manifest keeps each file's sha256), and it holds no symbolic link
-    (``legacy``: names an older calibkit wrote there before folders had a manifest; see
+    changed it since (its manifest keeps each file's sha256), and it holds no symbolic link (see
     :mod:`calibkit.io.atomic`). ``results``: :func:`results_document` of ``report`` when
     the caller already has it (each input is hashed once per command).
 
@@ -181,7 +179,7 @@ def write_report(
             raise ValueError(f"a report's own file may not be named {name!r}")
         files[name] = data
     files |= {f"figures/{fig.name}": fig.png for fig in doc.figures()}
-    with atomic_directory(Path(folder), legacy=legacy) as tmp:
+    with atomic_directory(Path(folder)) as tmp:
         for name, data in files.items():
             path = tmp / name
             path.parent.mkdir(parents=True, exist_ok=True)

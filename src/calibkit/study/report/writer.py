@@ -63,7 +63,6 @@ from calibkit.study.store.folder import (
     REPORT_MD,
     RESULTS_CSV,
     RESULTS_JSON,
-    is_figure,
     record_written,
     write_study_file,
 )
@@ -495,7 +494,7 @@ def write_study_report(
         for model, by in stats.items()
     }
     record_written(out, FIGURES, RESULTS_JSON, RESULTS_CSV, REPORT_MD, REPORT_HTML)
-    with atomic_directory(out / FIGURES, legacy=is_figure) as tmp:
+    with atomic_directory(out / FIGURES) as tmp:
         for fig in doc.figures():
             (tmp / fig.name).write_bytes(fig.png)
     results = json_text(results_json(cfg, records, summary, verdict)) + "\n"

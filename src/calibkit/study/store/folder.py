@@ -14,11 +14,11 @@ them: ``config.toml``, ``results.csv``, ``results.json``, ``report.md``, ``repor
   (``.<name>.<random>.tmp`` / ``.old``) of a write that a killed study left behind.
 
 A file at the top that the record does not list is not the study's, whatever its name: a
-folder holding only the user's ``config.toml`` is refused, never written over. A study
-folder made by a calibkit older than the record (no record, a ``runs/`` folder holding a
-run's ``identity.json``) is still a study folder, judged by the names above; the next study
-on it writes its record. A folder with no record and no such run is judged as a new one:
-anything but a lock in it is foreign.
+folder holding only the user's ``config.toml`` is refused, never written over. Without a
+record, a folder is judged as a new one, whatever it holds: anything but a lock in it is
+foreign (a study folder copied with ``cp -r study/* mine/`` leaves its hidden record behind,
+and the copy is the user's). A top-level file the record lists must still have the sha256
+the record gives it: one without a recorded sha256, or with another, has changed since.
 
 Any foreign file, a symbolic link (``--out`` itself, or anything in it: the lock, a results
 file, a run folder; calibkit never writes through one), the current folder and its parents,
@@ -121,44 +121,33 @@ def _record(out: Path, argument: str) -> set[str] | None:
     if not path.exists() and not path.is_symlink():
         return None
     try:
+        if not path.is_file() or path.is_symlink():  # a FIFO is never opened
+            raise TypeError
         found = json.loads(path.read_text(encoding="utf-8"))
         written = found["written"]
         if not isinstance(written, list) or not all(isinstance(x, str) for x in written):
             raise TypeError
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, RecursionError):
         got = f"{out}, whose {RECORD} is not a study's record"
         raise InputError(argument, "a new or empty folder, or a study folder", got) from None
     return set(written)
 
 
-def _older_study(out: Path) -> bool:
-    """Whether ``out`` (no record) is a study folder of an older calibkit: a ``runs/``
-    folder holding a run's identity."""
-    for path in out.glob(f"{RunFolder.GLOB}/{RunFolder.IDENTITY}"):
-        with contextlib.suppress(OSError, ValueError):
-            found = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(found, dict) and {"format", "seed", "model"} <= set(found):
-                return True
-    return False
-
-
 def _written(out: Path, argument: str) -> set[str]:
-    """The top-level names of ``out`` a study wrote: its record's, or for a folder of an
-    older calibkit, every top-level name of a study file there."""
+    """The top-level names of ``out`` a study wrote: its record's (none without one)."""
     record = _record(out, argument)
-    if record is not None:
-        return record
-    if out.is_dir() and _older_study(out):
-        return {_top(f) for f in _files(out) if is_study_file(f)}
-    return set()
+    return set() if record is None else record
 
 
 def _foreign(out: Path, written: set[str]) -> list[str]:
+    """The files of ``out`` no study wrote there: unlisted, or not regular files (a FIFO or
+    a device is never a study's, whatever its name)."""
     always = {LOCK, RECORD}
     return [
         f
         for f in _files(out)
         if not (is_study_file(f) and (_top(f) in written or _top(f) in always))
+        or not ((out / f).is_symlink() or (out / f).is_file())
     ]
 
 
@@ -194,24 +183,15 @@ def check_study_folder(
     refuse_foreign(out, argument, _foreign(out, _written(out, argument)), "a study folder")
     refuse_changed(out, argument, _changed(out), "a study folder")
     if (out / FIGURES).is_dir():  # the figures' own manifest: none changed since written
-        check_replaceable_folder(out / FIGURES, argument, legacy=is_figure)
+        check_replaceable_folder(out / FIGURES, argument)
     return out
-
-
-def is_figure(name: str) -> bool:
-    """Whether ``name`` (in a study's ``figures/``) is a figure an older study wrote there.
-
-    >>> is_figure("reliability.png"), is_figure("notes.txt")
-    (True, False)
-    """
-    return name.endswith(".png")
 
 
 def _document(out: Path) -> dict[str, Any]:
     """The record of ``out`` as a dict (``{"written": []}`` where it has none yet)."""
     try:
         found = json.loads((out / RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {"written": []}
     return found if isinstance(found, dict) else {"written": []}
 
@@ -231,12 +211,19 @@ def _hashes(out: Path) -> dict[str, list[str]]:
 
 
 def _changed(out: Path) -> list[str]:
-    """The top-level files of ``out`` a study wrote that someone changed since (a record of
-    an older calibkit holds no hashes: nothing is known changed)."""
+    """The top-level files of ``out`` its record lists that someone changed since: a file
+    whose sha256 is not one the record gives it, or for which it gives none (a study records
+    the sha256 of every top-level file it writes, before writing it)."""
+    record = _record(out, "out") or set()
+    hashes = _hashes(out)
     return sorted(
         name
-        for name, hashes in _hashes(out).items()
-        if (out / name).is_file() and sha256_file(out / name) not in hashes
+        for name in record
+        if name in TOP_FILES
+        and name != LOCK
+        and (out / name).is_file()
+        and not (out / name).is_symlink()
+        and sha256_file(out / name) not in hashes.get(name, [])
     )
 
 
