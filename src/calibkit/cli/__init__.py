@@ -17,8 +17,11 @@ line is parsed, before the command runs (so never for ``--help`` and ``--version
 Any bad input (a :class:`~calibkit.core.errors.CalibkitError`, an unreadable or unwritable
 path, a malformed command line) prints one line ``calibkit: error: <message>`` on stderr and
 exits with status 2, leaving no output behind (every output is written atomically, after the
-work is done). Results go to stdout; progress lines go to stderr: the library logs, and
-:func:`~calibkit.cli.progress.show_progress` displays its records while a command runs.
+work is done). Ctrl-C and SIGTERM unwind the command alike (worker processes stopped,
+temporary files removed) and print one line, ``calibkit: error: interrupted`` (status 130)
+or ``calibkit: error: terminated`` (status 143). Results go to stdout; progress lines go
+to stderr: the library logs, and :func:`~calibkit.cli.progress.show_progress` displays its
+records while a command runs.
 calibkit's own warnings (:class:`~calibkit.core.errors.CalibkitWarning`, e.g. a temperature
 fitted at its bound) are shown among them, each message once, as one line
 ``calibkit: warning: <message>`` (:func:`warnings_as_lines`).
@@ -38,6 +41,12 @@ from typing import TextIO
 from calibkit.cli.parser import PROG, build_parser
 from calibkit.cli.progress import show_progress
 from calibkit.core.errors import CalibkitError, CalibkitWarning
+from calibkit.core.signals import (
+    INTERRUPTED_STATUS,
+    TERMINATED_STATUS,
+    sigterm_as_interrupt,
+    terminated,
+)
 from calibkit.core.threads import using_threads
 
 EXIT_INPUT = 2
@@ -81,7 +90,14 @@ def warnings_as_lines() -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0, or 2 for bad input)."""
+    """Run the command line; returns the exit status (0, or 2 for bad input; 130 for Ctrl-C
+    and 143 for SIGTERM, each said in one line, the command unwound: its worker processes
+    stopped, its temporary files removed)."""
+    with sigterm_as_interrupt():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
         command = importlib.import_module(f"calibkit.cli.{args.command}")
@@ -99,5 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {_message(exc)}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
+        if terminated():  # SIGTERM (sigterm_as_interrupt), maybe re-raised as a Ctrl-C
+            print(f"{PROG}: error: terminated", file=sys.stderr)
+            return TERMINATED_STATUS
         print(f"{PROG}: error: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED_STATUS

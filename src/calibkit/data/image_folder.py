@@ -3,9 +3,11 @@
 Images are read straight from the archive (nothing is extracted to disk), decoded once with
 Pillow (any format it reads; every image is converted to RGB and all must share one size),
 in forked worker processes for datasets of 4,096 images or more (``workers=1`` decodes
-in-process), and cached as a ``.npz`` of uint8 arrays. Decoding the 60,000 CIFAR-10 JPEGs
-took about 10 s in one process and 7 s with two (threads were slower: most of the time is
-Pillow's Python-level header parsing, which holds the GIL); a cache hit takes under 1 s.
+in-process; the workers die with the process that started them, however it ends, even by
+SIGKILL, and an interrupted decode stops them at once), and cached as a ``.npz`` of uint8
+arrays. Decoding the 60,000 CIFAR-10 JPEGs took about 10 s in one process and 7 s with two
+(threads were slower: most of the time is Pillow's Python-level header parsing, which holds
+the GIL); a cache hit takes under 1 s.
 
 The cache key is a checksum of the source: the SHA-256 of a zip file, or of
 the sorted list of member paths, sizes and modification times of a folder, so a changed
@@ -17,6 +19,7 @@ The cache folder is the ``cache_dir`` argument, else ``$CALIBKIT_CACHE``, else
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import multiprocessing
@@ -34,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.core.errors import InputError
+from calibkit.core.signals import die_with_parent, sigint_blocked
 from calibkit.data.arrays import ImageArrays
 from calibkit.data.cache import load_splits, save_splits
 from calibkit.io.numpy_files import memory_bytes
@@ -183,14 +187,43 @@ def _decode_all(
     else:
         size = -(-len(items) // (4 * n_workers))
         chunks = [items[i : i + size] for i in range(0, len(items), size)]
-        with ProcessPoolExecutor(n_workers, mp_context=ctx) as pool:
-            parts = list(pool.map(_decode_chunk, chunks, [first.shape] * len(chunks)))
+        parts = _decode_in_pool(chunks, first.shape, n_workers, ctx)
     arrays: list[npt.NDArray[np.uint8]] = []
     for part in parts:
         if isinstance(part, tuple):
             raise InputError(*part)
         arrays.append(part)
     return np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
+
+
+def _decode_in_pool(
+    chunks: Sequence[Sequence[tuple[str, bytes | Path]]],
+    shape: tuple[int, ...],
+    n_workers: int,
+    ctx: multiprocessing.context.BaseContext,
+) -> list[npt.NDArray[np.uint8] | _Failure]:
+    """:func:`_decode_chunk` of each chunk, in ``n_workers`` forked processes that die with
+    this one however it ends (even by SIGKILL: :func:`~calibkit.core.signals.die_with_parent`)
+    and ignore Ctrl-C; interrupted (Ctrl-C, SIGTERM, an error), it kills them at once
+    rather than waiting for the chunks they decode."""
+    pool = ProcessPoolExecutor(
+        n_workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)
+    )
+    try:
+        with sigint_blocked():  # the workers (forked at the first submit) start ignoring it
+            futures = [pool.submit(_decode_chunk, chunk, shape) for chunk in chunks]
+        parts = [future.result() for future in futures]
+    except BaseException:
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            with contextlib.suppress(OSError, ValueError):
+                worker.kill()
+        for worker in workers:
+            worker.join(timeout=5)
+        raise
+    pool.shutdown()
+    return parts
 
 
 def _source_key(path: Path) -> str:

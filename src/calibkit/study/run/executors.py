@@ -35,16 +35,11 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
-import ctypes
 import dataclasses
 import gc
 import logging
 import multiprocessing
 import os
-import signal
-import sys
-import threading
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -53,7 +48,7 @@ from typing import Any
 import torch
 
 from calibkit.core.errors import CalibkitError, InputError
-from calibkit.core.signals import sigint_blocked
+from calibkit.core.signals import die_with_parent, sigint_blocked
 from calibkit.core.threads import available_cores
 from calibkit.study.definition.config import StudyConfig
 from calibkit.study.definition.prepare import StudyData, prepare_data
@@ -298,27 +293,9 @@ class QueuedExecutor(Executor):
 
 #: A worker process's prepared data: the last key it was asked for, and that data.
 _WORKER_DATA: dict[Hashable, StudyData] = {}
-#: Linux's ``prctl`` option asking for a signal when the parent dies.
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with(parent: int) -> None:
-    """A worker's initializer: it dies with the driver ``parent``, however the driver ends
-    (Linux: a parent-death SIGKILL; anywhere: a thread watching the parent's pid), and it
-    ignores Ctrl-C (the driver stops it: see the module docstring)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the driver died before the signal was asked for
-        os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-
-
-def _watch_parent(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os.kill(os.getpid(), signal.SIGKILL)
+#: A worker's initializer: it dies with the driver, however the driver ends, and it ignores
+#: Ctrl-C (the driver stops it: see the module docstring).
+_die_with = die_with_parent
 
 
 def _process_task(unit: Unit, key: tuple[Any, int], threads: int) -> Finished:
