@@ -335,3 +335,28 @@ def test_csv_score_column_numbered_with_a_non_ascii_digit_is_refused(
     load = load_predictions if labelled else load_unlabelled_csv
     with pytest.raises(InputError, match="prob_\u00b3"):
         load(path)
+
+
+@pytest.mark.parametrize(
+    ("value", "got"),
+    [
+        (None, "None"),
+        ("", "'' (an empty string)"),
+        (b"p.npz", "bytes (5 of them)"),
+        ({"labels": [0]}, "a dict"),
+    ],
+)
+def test_no_path_is_one_input_error(value: object, got: str, tmp_path: Path) -> None:
+    """Issue 42 (as ck.load): None, bytes, a dict or '' gave pathlib's TypeError."""
+    expected = f"path: expected a file path (str or os.PathLike), got {got}"
+    with pytest.raises(InputError) as info:
+        load_predictions(value)  # type: ignore[arg-type]
+    assert str(info.value) == expected
+    with pytest.raises(InputError) as info:
+        save_predictions(value, [0, 1], probs=PROBS)  # type: ignore[arg-type]
+    assert str(info.value) == expected
+    scores = tmp_path / "s.npy"
+    np.save(scores, np.array(PROBS))
+    with pytest.raises(InputError) as info:
+        load_predictions(scores, kind="probs", labels_path=value or {})  # type: ignore[arg-type]
+    assert str(info.value).startswith("labels_path: expected a file path")

@@ -52,6 +52,7 @@ import numpy as np
 from calibkit.core.errors import InputError
 from calibkit.core.groups import group_names
 from calibkit.core.outputs import ClassifierOutputs, ScoreKind, check_labels, check_scores
+from calibkit.core.validation import check_file_path
 from calibkit.io.atomic import atomic_write_bytes
 from calibkit.io.csv_table import missing_name, read_csv_table
 from calibkit.io.numpy_files import load_npy, load_npz
@@ -84,7 +85,7 @@ def load_predictions(
     >>> out.kind, out.labels.tolist(), out.n_classes
     ('logits', [0, 1], 2)
     """
-    p = Path(path)
+    p = check_file_path("path", path)
     suffix = p.suffix.lower()
     if suffix not in SUFFIXES:
         raise InputError("predictions file", "a file ending in " + ", ".join(SUFFIXES), p.name)
@@ -101,7 +102,7 @@ def load_predictions(
         if logits_key or probs_key or labels_key:
             raise InputError("keys", "no key names for a .npy file (it holds one array)", "some")
         scores = load_npy(p)
-        lp = Path(labels_path)
+        lp = check_file_path("labels_path", labels_path)
         _check_exists(lp, "labels file")
         labels = load_npy(lp)
         return _validate(scores, labels, kind, f"{kind} in {p}", f"labels in {lp}")
@@ -139,7 +140,7 @@ def save_predictions(
     >>> out.kind, out.labels.tolist(), out.n_classes
     ('logits', [0, 1], 2)
     """
-    p = Path(path)
+    p = check_file_path("path", path)
     if p.suffix.lower() != ".npz":
         raise InputError("output", "a file name ending in .npz", p.name)
     if isinstance(labels, ClassifierOutputs):
@@ -185,7 +186,7 @@ def load_groups(path: str | Path, key: str, n_samples: int) -> np.ndarray:
     calibkit.core.errors.InputError: groups: ... (its columns: label, prob_0 .. prob_1, site), ...
     >>> tmp.cleanup()
     """
-    p = Path(path)
+    p = check_file_path("path", path)
     suffix = p.suffix.lower()
     if suffix == ".npy":
         raise InputError("groups", "a key of a .npz, .pt or .csv file", "a .npy file")
@@ -221,7 +222,7 @@ def load_unlabelled_csv(
     ([[0.75, 0.25]], 'probs')
     >>> tmp.cleanup()
     """
-    p = Path(path)
+    p = check_file_path("path", path)
     _check_exists(p, "predictions file")
     table = read_csv_table(p)
     names = table.names
