@@ -6,7 +6,10 @@ configs (``configs/*.toml``), its driver scripts, its figure and analysis code, 
 and figures its studies wrote (``results/``). Nothing here is installed with calibkit, and
 ``calibkit`` never imports it. A driver runs from the repository root as a file
 (``python experiments/wang2021/study.py CONFIG``, with calibkit importable: the venv, or
-``PYTHONPATH=src``); tests import ``experiments.<folder>.<module>``.
+``PYTHONPATH=src``); tests import ``experiments.<folder>.<module>``. Every driver keeps the
+command line's rules through ``_driver.py`` (``--help`` does nothing else; bad input is one
+line and exit status 2, nothing written; an output folder is written through the library's
+``atomic_directory``, never over the user's files).
 
 - ``seed_study``: the first study (bird vs cat, three small networks).
 - ``guo2017``: Guo et al. (2017), what makes networks miscalibrated.

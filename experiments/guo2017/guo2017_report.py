@@ -13,6 +13,12 @@ their figures (experiments.guo2017.factor_figures).
         [--out experiments/guo2017/results]
 
 Models of the config without a finished run are left out of the tables and figures.
+
+``--out`` (an existing folder) holds one folder per study, ``NAME``, each written whole
+(:func:`calibkit.io.atomic.atomic_directory`): a new or empty folder, or one this script
+wrote and nobody changed since (its manifest says so). A folder holding anything else (the
+user's files; the committed ``results/<name>/``, written before manifests) is refused before
+any work, and so is a missing input, in one line (exit status 2): nothing is written.
 """
 
 from __future__ import annotations
@@ -21,16 +27,20 @@ import argparse
 import json
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as a file: the repository root makes `experiments` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from calibkit.core.errors import InputError
+from calibkit.io.atomic import atomic_directory, check_replaceable_folder
 from calibkit.reporting.document import Document, Figure, Paragraph, table_section
 from calibkit.reporting.figures import figure_png_bytes
 from calibkit.reporting.render import to_markdown
 from calibkit.study import load_study_config
+from experiments._driver import driver_parser, input_file, input_folder, run_driver
 from experiments.guo2017.factor_figures import (
     epoch_table,
     factor_figure,
@@ -43,6 +53,22 @@ from experiments.guo2017.factor_figures import (
 
 #: Where the write-up (README.md) finds the reports.
 RESULTS = Path(__file__).resolve().parent / "results"
+#: The lists of a study's results.json read here.
+RUN_KEYS = ("rows", "runs")
+
+
+def study_results(study: Path) -> dict[str, Any]:
+    """The ``results.json`` of the study folder ``study`` (an InputError naming STUDY_DIR if
+    it is not one of ``calibkit study``: a missing file, no list of rows and of runs)."""
+    input_folder(study, "STUDY_DIR", ["report.md", "results.json"])
+    try:
+        found = json.loads((study / "results.json").read_text(encoding="utf-8"))
+    except (ValueError, RecursionError):
+        found = None
+    if not (isinstance(found, dict) and all(isinstance(found.get(k), list) for k in RUN_KEYS)):
+        got = f"{study} (its results.json has no {' and no '.join(RUN_KEYS)})"
+        raise InputError("STUDY_DIR", "a folder of calibkit study", got)
+    return found
 
 
 def histories(results: dict[str, Any]) -> dict[str, list[list[dict[str, float]]]]:
@@ -67,7 +93,7 @@ def shown_models(levels: dict[str, list[tuple[float, str]]], base: str) -> list[
 def document(config: Path, study: Path) -> Document:
     """The factor document of one study folder and its config."""
     cfg = load_study_config(config)
-    results = json.loads((study / "results.json").read_text())
+    results = study_results(study)
     rows, hist = results["rows"], histories(results)
     base = cfg.models[0].label
     levels = {
@@ -91,25 +117,59 @@ def document(config: Path, study: Path) -> Document:
     return Document(f"Factors: {cfg.name}", blocks)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("studies", nargs="+", help="CONFIG:STUDY_DIR:NAME")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args()
-    for spec in args.studies:
-        config, folder, name = spec.split(":")
-        study, dest = Path(folder), args.out / name
-        (dest / "figures").mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(config, dest / "config.toml")
-        shutil.copyfile(study / "report.md", dest / "report.md")
+#: The argument naming each study.
+SPEC = "CONFIG:STUDY_DIR:NAME"
+
+
+def studies(specs: Sequence[str], out: Path) -> list[tuple[Path, Path, Path]]:
+    """``(config, study folder, output folder)`` of each spec, every output folder and input
+    checked before any is written (an InputError naming the argument)."""
+    found: list[tuple[Path, Path, Path]] = []
+    for spec in specs:
+        parts = spec.split(":")
+        if len(parts) != 3:
+            raise InputError(SPEC, "three parts separated by ':'", repr(spec))
+        config, folder, name = parts
+        if name in ("", ".", "..") or "/" in name:
+            raise InputError(SPEC, "a NAME that is one folder name", repr(spec))
+        dest = out / name
+        if dest in [d for _, _, d in found]:
+            raise InputError(SPEC, "a different NAME for each study", repr(spec))
+        check_replaceable_folder(dest, "--out")
+        study_results(Path(folder))
+        found.append((input_file(config, "CONFIG"), Path(folder), dest))
+    return found
+
+
+def write(config: Path, study: Path, dest: Path) -> None:
+    """The folder ``dest``: the config, the study's report and figures, and ``factors.md``."""
+    doc = document(config, study)
+    with atomic_directory(dest) as tmp:
+        (tmp / "figures").mkdir()
+        shutil.copyfile(config, tmp / "config.toml")
+        shutil.copyfile(study / "report.md", tmp / "report.md")
         for png in (study / "figures").glob("*.png"):
-            shutil.copyfile(png, dest / "figures" / png.name)
-        doc = document(Path(config), study)
+            shutil.copyfile(png, tmp / "figures" / png.name)
         for fig in doc.figures():
-            (dest / "figures" / fig.name).write_bytes(fig.png)
-        (dest / "factors.md").write_text(to_markdown(doc))
-        print(f"wrote {dest}")
+            (tmp / "figures" / fig.name).write_bytes(fig.png)
+        (tmp / "factors.md").write_text(to_markdown(doc), encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; its exit status (2: bad input, nothing written)."""
+    parser = driver_parser(__file__, __doc__)
+    parser.add_argument("studies", nargs="+", metavar=SPEC)
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS, help="the folder to write a NAME folder in"
+    )
+
+    def work(args: argparse.Namespace) -> None:
+        for config, study, dest in studies(args.studies, args.out):
+            write(config, study, dest)
+            print(f"wrote {dest}")
+
+    return run_driver(parser, work, argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

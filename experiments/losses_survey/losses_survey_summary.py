@@ -10,19 +10,26 @@ bins per class, one-vs-rest, :func:`calibkit.metrics.brier_decomposition`). Ever
 mean ± std over the seeds; a paired t-test over the seeds (same seed = same
 initialisation seed and batch order) compares each objective with CE: ``↓``/``↑`` marks a
 mean significantly lower/higher than CE's at p < 0.05, and ``p`` columns give the p-value.
+It writes nothing but its standard output.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
+if __package__ in (None, ""):  # run as a file: the repository root makes `experiments` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from calibkit.metrics import brier_decomposition
 from calibkit.study.store.run_folder import RunFolder
+from experiments._driver import driver_parser, input_folder, run_driver
 
 CE = "ce"
 CALIBRATORS = {"none": "raw", "temperature": "TS (NLL)", "temperature_ece": "TS", "histogram": "HB"}
@@ -66,7 +73,8 @@ def table(rows: list[dict], models: list[str], calibrator: str, metrics: list[tu
     return "\n".join(lines)
 
 
-def main(out: Path) -> None:
+def summary(out: Path) -> None:
+    """Print the summary of the study folder ``out``."""
     results = json.loads((out / "results.json").read_text())
     rows = results["rows"]
     models = list(dict.fromkeys(r["model"] for r in rows))
@@ -98,5 +106,16 @@ def main(out: Path) -> None:
         print(table(rows, models, calibrator, metrics) + "\n")
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; its exit status (2: bad input)."""
+    parser = driver_parser(__file__, __doc__)
+    parser.add_argument("study", metavar="STUDY_DIR", help="the survey study's --out folder")
+
+    def work(args: argparse.Namespace) -> None:
+        summary(input_folder(args.study, "STUDY_DIR", ["results.json"]))
+
+    return run_driver(parser, work, argv)
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    sys.exit(main())

@@ -40,7 +40,10 @@ variant has its own folder, so variants never overwrite each other.
 
 Output: ``OUT/<model>/seed-<S>/logits*.npz`` (the model's calibration and test logits,
 computed once) and ``OUT/<model>/seed-<S>/<variant>/<method>-<code>.json`` per unit,
-written atomically when the unit ends; a rerun skips the units whose file exists.
+written atomically when the unit ends; a rerun skips the units whose file exists. ``--out``
+is a new or empty folder, or one this driver wrote (and nobody changed since: its manifest
+lists each file's sha256, :class:`experiments._driver.ResultsFolder`); a folder holding
+anything else is refused before any work, as is any bad option, in one line.
 """
 
 from __future__ import annotations
@@ -74,9 +77,9 @@ from calibkit.calibrators.model.clamping.init import initial_delta
 from calibkit.calibrators.model.clamping.objective import default_lam
 from calibkit.calibrators.model.clamping.passes import fused_copy
 from calibkit.core.errors import InputError
-from calibkit.io.atomic import atomic_write_text
 from calibkit.metrics import ece, nll
 from calibkit.metrics.bootstrap import bootstrap_ci
+from experiments._driver import ResultsFolder, run_driver
 from experiments.neural_clamping.authors_code import AuthorsCode, cpu_cuda, load_authors_code
 from experiments.neural_clamping.nc_inputs import (
     Inputs,
@@ -104,6 +107,10 @@ CALIBRATIONS = ("heldout", "train", "train-augmented")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--authors-code", required=True, help="a clone of NCToolkit")
     parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="study config (data, model)")
@@ -130,7 +137,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--device", default="cpu", help="cpu, or cuda[:N]: both codes and the model run there"
     )
     parser.add_argument("--out", default="runs/nc_authors")
-    return parser.parse_args(argv)
+    return parser
 
 
 def _names(value: str, allowed: Sequence[str], option: str) -> list[str]:
@@ -174,9 +181,7 @@ def check_args(args: argparse.Namespace) -> None:
     if args.calibration not in CALIBRATIONS:
         raise InputError("--calibration", " or ".join(CALIBRATIONS), repr(args.calibration))
     args.torch_device = check_device(args.device)
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError("--out", "a folder (or a path that does not exist yet)", f"file '{out}'")
+    args.folder = ResultsFolder(args.out, "--out")
 
 
 def check_device(device: str) -> torch.device:
@@ -637,11 +642,10 @@ def run(args: argparse.Namespace, code_obj: AuthorsCode | None) -> Path:
             print(f"{tag}: done before, skipped", file=sys.stderr, flush=True)
             continue
         inputs = _inputs_cache(args, seed)
-        logits = cached_logits(folder / logits_name(args), inputs)
+        logits = cached_logits(folder / logits_name(args), inputs, args.folder.write_bytes)
         print(f"{tag}: fitting", file=sys.stderr, flush=True)
         unit = run_unit(args, code_obj, seed, method, code, inputs, logits)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(unit, indent=1) + "\n")
+        args.folder.write_text(path, json.dumps(unit, indent=1) + "\n")
         seconds.setdefault(_kind(args, method, code), []).append(unit["seconds"])
         rest = [u for u in units[i:] if not unit_path(args, *u).is_file()]
         print(
@@ -689,18 +693,16 @@ def summary(out: Path, variant: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command: refuse bad input (one line, exit 2, nothing written), then run."""
-    args = parse_args(argv)
-    try:
+
+    def work(args: argparse.Namespace) -> None:
         check_args(args)
         check_config(args.config, args.model)
         check_resume(args)
         code_obj = load_authors_code(args.authors_code)
-    except InputError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
-    torch.set_num_threads(1)
-    run(args, code_obj if "authors" in args.code_list else None)
-    return 0
+        torch.set_num_threads(1)
+        run(args, code_obj if "authors" in args.code_list else None)
+
+    return run_driver(build_parser(), work, argv)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,10 @@
         experiments/neural_clamping/results/authors
 
 Reads every unit under the run folder (``<model>/seed-<S>/<variant>/<method>-<code>.json``)
-and the cached test logits beside them, and writes into the output folder:
+and the cached test logits beside them, and writes the output folder (whole, through
+:func:`calibkit.io.atomic.atomic_directory`: a new or empty folder, or one this script wrote
+and nobody changed since; a folder holding anything else, the committed ``results/authors``
+too, written before manifests, is refused before any work, in one line):
 
 - ``units.csv``: one row per unit (its settings, T, T where SGD stopped, ||delta||, the
   test accuracy, ECE and NLL with their 95% bootstrap intervals, and, for a fit through the
@@ -38,9 +41,11 @@ from matplotlib.figure import Figure
 if __package__ in (None, ""):  # run as a file: make ``experiments`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from calibkit.io.atomic import atomic_write_text
+from calibkit.core.errors import InputError
+from calibkit.io.atomic import atomic_directory, check_replaceable_folder
 from calibkit.metrics import ece
 from calibkit.reporting.figures import new_figure, save_figure, spaced, style_axes
+from experiments._driver import input_folder, run_driver
 from experiments.neural_clamping.nc_authors import logits_file
 
 F64 = npt.NDArray[np.float64]
@@ -671,26 +676,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("run", help="the --out folder of nc_authors.py")
     parser.add_argument("out", help="the folder to write the tables and the figure into")
-    args = parser.parse_args(argv)
-    run, out = Path(args.run), Path(args.out)
-    if not run.is_dir():
-        print(
-            f"{PROG}: error: run folder: expected a folder of nc_authors.py units, got "
-            f"'{run}' (no such folder)",
-            file=sys.stderr,
-        )
-        return 2
-    units = load_units(run)
-    if not units:
-        print(f"{PROG}: error: run folder: no units of nc_authors.py in '{run}'", file=sys.stderr)
-        return 2
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "units.csv", csv_text(unit_rows(units)))
-    atomic_write_text(out / "curves.csv", csv_text(curve_rows(units)))
-    atomic_write_text(out / "authors_comparison.md", report(units))
-    save_figure(curves_figure(units, figure_model(units), 0), out / "nc_authors_curves.png")
-    print(f"wrote {out}/units.csv, curves.csv, authors_comparison.md, nc_authors_curves.png")
-    return 0
+
+    def work(args: argparse.Namespace) -> None:
+        out = check_replaceable_folder(Path(args.out), "out")
+        run = input_folder(args.run, "run")
+        units = load_units(run)
+        if not units:
+            raise InputError("run", "a folder of nc_authors.py units", f"'{run}' (none in it)")
+        with atomic_directory(out) as tmp:
+            (tmp / "units.csv").write_text(csv_text(unit_rows(units)), encoding="utf-8")
+            (tmp / "curves.csv").write_text(csv_text(curve_rows(units)), encoding="utf-8")
+            (tmp / "authors_comparison.md").write_text(report(units), encoding="utf-8")
+            save_figure(curves_figure(units, figure_model(units), 0), tmp / "nc_authors_curves.png")
+        print(f"wrote {out}/units.csv, curves.csv, authors_comparison.md, nc_authors_curves.png")
+
+    return run_driver(parser, work, argv)
 
 
 if __name__ == "__main__":

@@ -18,30 +18,47 @@ on the run's calibration part:
 Each fit's calibrated test logits are written to ``FITS_OUT/MODEL_LABEL/seed-S/<fit>.npz``
 (with T and the fit's seconds) as soon as it ends; a fit whose file exists is skipped, so
 a killed run resumes. ``study/clamping_figures.py`` draws the figures from these files.
+``FITS_OUT`` is a new or empty folder, or one this script wrote (and nobody changed since:
+its manifest lists each file's sha256, :class:`experiments._driver.ResultsFolder`); a folder
+holding anything else, a missing input or a bad option is refused before any work, in one
+line.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+if __package__ in (None, ""):  # run as a file: the repository root makes `experiments` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from calibkit.calibrators.model.clamping import NeuralClamping, SGDSettings
-from calibkit.io.atomic import atomic_write_bytes
+from calibkit.core.errors import InputError
 from calibkit.study import load_study_config
 from calibkit.study.definition.prepare import prepare_data
 from calibkit.study.run.clamping import load_run_model
+from experiments._driver import (
+    ResultsFolder,
+    driver_parser,
+    input_file,
+    input_folder,
+    model_spec,
+    run_driver,
+)
 
 
-def _save(path: Path, **arrays: Any) -> None:
+def _save(folder: ResultsFolder, path: Path, **arrays: Any) -> None:
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
-    atomic_write_bytes(path, buf.getvalue())
+    folder.write_bytes(path, buf.getvalue())
 
 
 def _fits(gammas: list[float], random_gamma: float) -> list[tuple[str, dict[str, Any]]]:
@@ -56,17 +73,23 @@ def _fits(gammas: list[float], random_gamma: float) -> list[tuple[str, dict[str,
 
 def fit_seed(args: argparse.Namespace, seed: int) -> None:
     cfg = load_study_config(args.config)
-    spec = next(m for m in cfg.models if m.label == args.model)
+    spec = model_spec(cfg, args.model, "MODEL_LABEL")
     data = prepare_data(cfg.model_data(spec), seed)
     rdir = Path(args.study_out) / "runs" / spec.label / f"seed-{seed}"
-    out = Path(args.fits_out) / spec.label / f"seed-{seed}"
-    out.mkdir(parents=True, exist_ok=True)
+    out = args.folder.path / spec.label / f"seed-{seed}"
     model = load_run_model(spec, data, rdir)
     (xc, yc), (xt, yt) = data.splits["cal"], data.splits["test"]
     if not (out / "none.npz").exists():
         with torch.no_grad():
             raw = torch.cat([model(b) for b in xt.split(512)]).double().numpy()
-        _save(out / "none.npz", logits=raw, labels=yt.numpy(), temperature=1.0, seconds=0.0)
+        _save(
+            args.folder,
+            out / "none.npz",
+            logits=raw,
+            labels=yt.numpy(),
+            temperature=1.0,
+            seconds=0.0,
+        )
     sgd = SGDSettings(progress=False, precision=args.precision)
     for name, params in _fits(args.gammas, args.random_gamma):
         path = out / f"{name}.npz"
@@ -79,29 +102,59 @@ def fit_seed(args: argparse.Namespace, seed: int) -> None:
             view = nc.ablation("sgd")
             family, _, gamma = name.partition("@")
             sgd_path = out / f"{family}_sgd@{gamma}.npz"
-            _save(sgd_path, logits=view.logits(xt), temperature=view.temperature_, seconds=0.0)
-        _save(path, logits=nc.logits(xt), temperature=nc.temperature_, seconds=seconds)
+            _save(
+                args.folder,
+                sgd_path,
+                logits=view.logits(xt),
+                temperature=view.temperature_,
+                seconds=0.0,
+            )
+        _save(args.folder, path, logits=nc.logits(xt), temperature=nc.temperature_, seconds=seconds)
         print(
             f"{spec.label} seed {seed} {name}: T {nc.temperature_:.3f}, {seconds:.1f} s", flush=True
         )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("config")
-    parser.add_argument("study_out")
-    parser.add_argument("model")
-    parser.add_argument("fits_out")
+def _numbers(text: str, kind: type, option: str) -> list[Any]:
+    """A comma-separated option as numbers of ``kind``, or an InputError naming it."""
+    try:
+        return [kind(v) for v in text.split(",")]
+    except ValueError:
+        raise InputError(option, f"comma-separated {kind.__name__}s", repr(text)) from None
+
+
+def check(args: argparse.Namespace) -> None:
+    """Refuse, before any work, a folder ``FITS_OUT`` holding what this script did not
+    write, a missing input and a bad option (an InputError naming it)."""
+    args.folder = ResultsFolder(args.fits_out, "FITS_OUT")
+    cfg = load_study_config(input_file(args.config, "CONFIG"))
+    spec = model_spec(cfg, args.model, "MODEL_LABEL")
+    args.seeds = _numbers(args.seeds, int, "--seeds")
+    args.gammas = _numbers(args.gammas, float, "--gammas")
+    for seed in args.seeds:
+        input_folder(Path(args.study_out) / "runs" / spec.label / f"seed-{seed}", "STUDY_OUT")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; its exit status (2: bad input, nothing written)."""
+    parser = driver_parser(__file__, __doc__)
+    parser.add_argument("config", metavar="CONFIG")
+    parser.add_argument("study_out", metavar="STUDY_OUT")
+    parser.add_argument("model", metavar="MODEL_LABEL")
+    parser.add_argument("fits_out", metavar="FITS_OUT")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--gammas", default="0,0.5,1,2,3,5")
     parser.add_argument("--random-gamma", type=float, default=1.0)
     parser.add_argument("--precision", default="auto")
-    args = parser.parse_args()
-    args.gammas = [float(g) for g in args.gammas.split(",")]
-    for seed in (int(s) for s in args.seeds.split(",")):
-        fit_seed(args, seed)
+
+    def work(args: argparse.Namespace) -> None:
+        check(args)
+        torch.set_num_threads(1)
+        for seed in args.seeds:
+            fit_seed(args, seed)
+
+    return run_driver(parser, work, argv)
 
 
 if __name__ == "__main__":
-    torch.set_num_threads(1)
-    main()
+    sys.exit(main())

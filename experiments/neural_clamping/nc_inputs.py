@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +19,6 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor, nn
-
-from calibkit.io.atomic import atomic_write_bytes
 
 
 class Augment:
@@ -139,9 +137,12 @@ def logits_of(model: nn.Module, x: Tensor, delta: Tensor | None = None) -> np.nd
     return torch.cat([model(b.to(device) + shift).cpu() for b in x.split(500)]).double().numpy()
 
 
-def cached_logits(path: Path, inputs: Inputs) -> dict[str, np.ndarray]:
-    """The model's calibration and test logits, computed once and kept at ``path`` (reused
-    only for the same images: their labels and the sums of their pixels are checked)."""
+def cached_logits(
+    path: Path, inputs: Inputs, write: Callable[[Path, bytes], None]
+) -> dict[str, np.ndarray]:
+    """The model's calibration and test logits, computed once and kept at ``path`` by
+    ``write`` (reused only for the same images: their labels and the sums of their pixels
+    are checked)."""
     sums = np.array([float(inputs.x_cal.double().sum()), float(inputs.x_test.double().sum())])
     if path.is_file():
         with np.load(path) as f:
@@ -162,8 +163,7 @@ def cached_logits(path: Path, inputs: Inputs) -> dict[str, np.ndarray]:
     }
     buf = io.BytesIO()
     np.savez_compressed(buf, **out)  # type: ignore[arg-type]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, buf.getvalue())
+    write(path, buf.getvalue())
     return out
 
 

@@ -213,8 +213,12 @@ def test_the_shims_are_undone_after_loading(tmp_path: Path) -> None:
     assert all(sys.modules[m].__spec__ is not None for m in stand_in)  # a real one, if any
 
 
+#: The units under ``--out`` (beside them: the cached logits, and the folder's manifest).
+UNITS = "*/seed-*/*/*.json"
+
+
 def _units(out: Path) -> dict[str, dict[str, object]]:
-    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(out.rglob("*.json"))}
+    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(out.glob(UNITS))}
 
 
 def test_both_codes_run_end_to_end_on_identical_inputs_and_resume(
@@ -253,7 +257,7 @@ def test_both_codes_run_end_to_end_on_identical_inputs_and_resume(
     assert "| NC (FL) | authors |" in first.out
     assert torch.Tensor.cuda is cuda  # the .cuda() shim is undone after the run
 
-    mtimes = {p: p.stat().st_mtime_ns for p in out.rglob("*.json")}
+    mtimes = {p: p.stat().st_mtime_ns for p in out.glob(UNITS)}
     variant = units["nc_fl-authors"]["variant"]
     (out / "mlp" / "seed-0" / str(variant) / "nc_fl-authors.json").unlink()
     assert nc_authors.main(argv) == 0

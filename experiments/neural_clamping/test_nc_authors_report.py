@@ -46,7 +46,7 @@ def test_the_report_reads_every_unit_and_measures_what_delta_adds(
     out = tmp_path / "report"
     assert nc_authors_report.main([str(run), str(out)]) == 0
     capsys.readouterr()
-    units = list(run.rglob("*.json"))
+    units = list(run.glob("*/seed-*/*/*.json"))
     with (out / "units.csv").open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == len(units) == 12
@@ -91,7 +91,7 @@ def test_a_missing_run_folder_is_refused_in_one_line(
     before = _listing(tmp_path)
     assert nc_authors_report.main([str(tmp_path / "nope"), str(tmp_path / "rep")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("nc_authors_report.py: error: run folder:")
+    assert err.startswith("nc_authors_report.py: error: run: ")
     assert err.count("\n") == 1
     assert _listing(tmp_path) == before
 

@@ -3,6 +3,8 @@
 From the repository root::
 
     python experiments/shift/analysis.py experiments/shift/resnet20 experiments/shift/resnet32
+
+It writes nothing; a folder without a ``results.csv`` is refused in one line (exit status 2).
 """
 
 from __future__ import annotations
@@ -13,6 +15,11 @@ import math
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file: the repository root makes `experiments` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from experiments._driver import driver_parser, input_folder, run_driver
 
 #: The calibrators of the ECE table.
 METHODS = ("none", "temperature", "vector", "ms_odir", "dirichlet")
@@ -154,16 +161,19 @@ def markdown(folders: list[Path]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the summary of each folder (``--markdown``: the README's tables)."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("folders", nargs="+", type=Path)
+    p = driver_parser(__file__, __doc__)
+    p.add_argument("folders", nargs="+", type=Path, metavar="FOLDER", help="a calibkit shift --out")
     p.add_argument("--markdown", action="store_true", help="the README's tables")
-    args = p.parse_args(argv)
-    if args.markdown:
-        print(markdown(args.folders))
-        return 0
-    for folder in args.folders:
-        print(describe(folder))
-    return 0
+
+    def work(args: argparse.Namespace) -> None:
+        folders = [input_folder(f, "FOLDER", ["results.csv"]) for f in args.folders]
+        if args.markdown:
+            print(markdown(folders))
+            return
+        for folder in folders:
+            print(describe(folder))
+
+    return run_driver(p, work, argv)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,15 @@
 """Write the configs of the "calibrated vs calibratable" study (Wang, Feng & Zhang 2021).
 
-    python experiments/wang2021/wang2021_configs.py
-    # rewrites experiments/wang2021/configs/wang2021_*.toml and
-    # experiments/fullscale/configs/wang2021_resnet32_*.toml
+    python experiments/wang2021/wang2021_configs.py --write
+    # writes experiments/wang2021/configs/wang2021_{birdcat,cifar10,bloodmnist}.toml and
+    # experiments/fullscale/configs/wang2021_resnet32_{cifar10,cifar100}.toml
+
+Writing is asked for by ``--write`` (``--help``, or no argument, only prints the usage), and
+never destroys an edit. A config is written only if it is absent, already what the generator
+writes now (then it is left as it is), or exactly what the generator wrote there before: its
+sha256 is the one the record ``configs/.wang2021_configs.json`` here kept when it wrote it.
+Any other config is someone's edit: then nothing at all is written, and one line names the
+file (make the change in this generator instead, or move the edit elsewhere, and run again).
 
 One config per dataset, each with the same 19 training objectives (CE; label smoothing,
 L1 logit norm, focal and inverse focal at the paper's coefficients) x 5 seeds, LeNet-5, and
@@ -23,11 +30,26 @@ the 10,000 test images split 5,000 calibration / 5,000 test, and the schedule of
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Sequence
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file: the repository root makes `experiments` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from calibkit.core.errors import InputError
+from calibkit.io.atomic import atomic_write_text, refuse_link, sha256_file
+from experiments._driver import driver_parser, run_driver
 
 #: Where :func:`main` writes the configs: this experiment's ``configs/`` and full scale's.
 CONFIGS = Path(__file__).resolve().parent / "configs"
 FULLSCALE_CONFIGS = Path(__file__).resolve().parents[1] / "fullscale" / "configs"
+#: The sha256 of each config as the generator last wrote it (paths relative to its folder).
+RECORD = CONFIGS / ".wang2021_configs.json"
 
 #: Long enough, without augmentation, for cross-entropy to overfit into overconfidence:
 #: the regime the paper is about.
@@ -145,13 +167,72 @@ def fullscale_config(key: str) -> str:
     return "\n".join(lines + models("resnet32")) + "\n"
 
 
-def main() -> None:
-    for key in DATASETS:
-        (CONFIGS / f"wang2021_{key}.toml").write_text(config(key), encoding="utf-8")
+def generated() -> dict[Path, str]:
+    """Every config the generator writes: its path and its text."""
+    files = {CONFIGS / f"wang2021_{key}.toml": config(key) for key in DATASETS}
     for key in FULLSCALE:
-        target = FULLSCALE_CONFIGS / f"wang2021_resnet32_{key}.toml"
-        target.write_text(fullscale_config(key), encoding="utf-8")
+        files[FULLSCALE_CONFIGS / f"wang2021_resnet32_{key}.toml"] = fullscale_config(key)
+    return files
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def write(files: dict[Path, str], record: Path) -> list[Path]:
+    """Write ``files`` (path -> text) and keep their sha256 in ``record``; the paths written
+    (a file already as generated is left alone). Refused before anything is written, with an
+    InputError naming the file, if one of them is an edit (see the module docstring)."""
+    try:
+        wrote: dict[str, str] = json.loads(record.read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        wrote = {}  # no record (or an unreadable one): only what is generated now is ours
+    keys = {path: os.path.relpath(path, record.parent) for path in files}
+    changed = []
+    for path, text in files.items():
+        refuse_link(path, str(path))
+        if not path.exists():
+            changed.append(path)
+            continue
+        if not path.is_file():
+            raise InputError(str(path), "a config file (or none)", "a folder or special file")
+        digest = sha256_file(path)
+        if digest == _sha256(text):
+            continue
+        changed.append(path)
+        if digest != wrote.get(keys[path]):
+            raise InputError(
+                str(path),
+                "the config as wang2021_configs.py wrote it (or no file)",
+                "one changed since (nothing written: make the change in the generator, or "
+                "move your edit elsewhere, and run again)",
+            )
+    for path in changed:
+        atomic_write_text(path, files[path])
+    recorded = {keys[path]: _sha256(text) for path, text in files.items()}
+    if recorded != wrote:
+        atomic_write_text(record, json.dumps({"files": recorded}, indent=1) + "\n")
+    return changed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (``--write``); its exit status."""
+    parser = driver_parser(__file__, __doc__)
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        required=True,
+        help="write the configs (a config someone edited is refused, nothing written)",
+    )
+
+    def work(args: argparse.Namespace) -> None:
+        files = generated()
+        for path in write(files, RECORD):
+            print(f"wrote {path}")
+        print(f"{len(files)} configs as generated")
+
+    return run_driver(parser, work, argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -13,6 +13,11 @@
 for N = 500, 1000, 3000. Seeds 0-4 are read (``SEEDS``); of them, the runs finished so far
 are used. The figures go to ``FIGURES`` and the numbers quoted
 in experiments/wang2021/README.md are printed.
+
+``FIGURES`` is written whole (:func:`calibkit.io.atomic.atomic_directory`): a new or empty
+folder, or one this script wrote and nobody changed since. A folder holding anything else
+(the user's files; the committed ``results/birdcat/``, which holds the study's report too)
+is refused before any work, and so is a missing input, in one line (exit status 2).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -27,11 +33,14 @@ import numpy as np
 if __package__ in (None, ""):  # run as a file: the repository root makes `experiments` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from calibkit.core.errors import InputError
+from calibkit.io.atomic import atomic_directory, check_replaceable_folder
 from calibkit.reporting.figures import save_figure
 from calibkit.study import load_study_config
 from calibkit.study.report.paired import welch_test
 from calibkit.study.run.runner import finished_runs  # unlocked: reads while a study runs
 from calibkit.study.store.record import RunRecord
+from experiments._driver import driver_parser, input_folder, run_driver
 from experiments.wang2021.loss_figures import optimal_ece_per_epoch_figure
 from experiments.wang2021.wang_figures import (
     best_coefficient_figure,
@@ -76,13 +85,22 @@ def summary(recs: list[RunRecord]) -> None:
         print(f"  {NAMES[label]:16s} n={len(rows)} acc {acc:.1f}%  ECE: " + "; ".join(parts))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", type=Path)
-    parser.add_argument("figures", type=Path)
-    args = parser.parse_args()
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; its exit status (2: bad input, nothing written)."""
+    parser = driver_parser(__file__, __doc__)
+    parser.add_argument("runs", type=Path, metavar="RUNS")
+    parser.add_argument("figures", type=Path, metavar="FIGURES")
+    return run_driver(parser, figures, argv)
+
+
+def figures(args: argparse.Namespace) -> None:
+    """Print the numbers of the studies in ``args.runs`` and write their figures."""
+    check_replaceable_folder(args.figures, "FIGURES")
+    study = input_folder(args.runs / "wang2021_birdcat", "RUNS")
     logging.disable(logging.INFO)
-    main_recs = records(CONFIGS / "wang2021_birdcat.toml", args.runs / "wang2021_birdcat")
+    main_recs = records(CONFIGS / "wang2021_birdcat.toml", study)
+    if not main_recs:
+        raise InputError("RUNS", "finished runs in wang2021_birdcat", f"none in {study}")
     print(f"{FULL:,} training images:")
     summary(main_recs)
     table = {FULL: ece_by_coefficient(main_recs, LS)}
@@ -101,33 +119,34 @@ def main() -> None:
             print(f"  {size}: best {100 * b.mean():.2f}, CE {100 * ce.mean():.2f}, Welch p {p:.2f}")
     floor = [x["ece_floor"] for r in main_recs for x in r.rows if x["calibrator"] == "temperature"]
     print(f"ECE noise floor after TS (NLL), {FULL:,} training images: {100 * np.mean(floor):.2f}%")
-    fig_dir = args.figures
-    fig_dir.mkdir(parents=True, exist_ok=True)
-    n_seeds = len({r.seed for r in main_recs})
-    title = (
-        f"Best label-smoothing coefficient against the training-set size ({WHERE}, {n_seeds} seeds)"
-    )
-    save_figure(
-        best_coefficient_figure(table, CALS, title=title),
-        fig_dir / "wang_fig1d_best_coefficient.png",
-    )
-    done = {r.model for r in main_recs if r.seed == 0}
-    shown = {k: NAMES[k] for k in ("ce", "ls_0.05", "ls_0.09", "inverse_focal_2") if k in done}
-    title = f"Test reliability before (top) and after TS (bottom), {WHERE}, seed 0"
-    fig = reliability_after_ts_figure(main_recs, shown, title=title)
-    save_figure(fig, fig_dir / "wang_fig2_reliability_ts.png")
-    histories: dict[str, list] = {}
-    for r in sorted(main_recs, key=lambda r: r.seed):
-        histories.setdefault(r.model, []).append(r.history)
-    ls = [k for k in LS if k in histories]
-    title = f"Label smoothing, every coefficient: ECE per epoch ({WHERE}, {n_seeds} seeds)"
-    fig = optimal_ece_per_epoch_figure(histories, ls, names=NAMES, title=title)
-    save_figure(fig, fig_dir / "wang_fig4_ls_optimal_ece.png")
-    curves = {k: NAMES[k] for k in ("ce", "inverse_focal_2", "ls_0.05") if k in histories}
-    title = f"Inverse focal loss against CE and LS, per epoch ({WHERE}, {n_seeds} seeds)"
-    save_figure(
-        loss_curves_figure(histories, curves, title=title), fig_dir / "wang_fig6a_loss_curves.png"
-    )
+    with atomic_directory(args.figures) as fig_dir:
+        n_seeds = len({r.seed for r in main_recs})
+        title = (
+            "Best label-smoothing coefficient against the training-set size"
+            f" ({WHERE}, {n_seeds} seeds)"
+        )
+        save_figure(
+            best_coefficient_figure(table, CALS, title=title),
+            fig_dir / "wang_fig1d_best_coefficient.png",
+        )
+        done = {r.model for r in main_recs if r.seed == 0}
+        shown = {k: NAMES[k] for k in ("ce", "ls_0.05", "ls_0.09", "inverse_focal_2") if k in done}
+        title = f"Test reliability before (top) and after TS (bottom), {WHERE}, seed 0"
+        fig = reliability_after_ts_figure(main_recs, shown, title=title)
+        save_figure(fig, fig_dir / "wang_fig2_reliability_ts.png")
+        histories: dict[str, list] = {}
+        for r in sorted(main_recs, key=lambda r: r.seed):
+            histories.setdefault(r.model, []).append(r.history)
+        ls = [k for k in LS if k in histories]
+        title = f"Label smoothing, every coefficient: ECE per epoch ({WHERE}, {n_seeds} seeds)"
+        fig = optimal_ece_per_epoch_figure(histories, ls, names=NAMES, title=title)
+        save_figure(fig, fig_dir / "wang_fig4_ls_optimal_ece.png")
+        curves = {k: NAMES[k] for k in ("ce", "inverse_focal_2", "ls_0.05") if k in histories}
+        title = f"Inverse focal loss against CE and LS, per epoch ({WHERE}, {n_seeds} seeds)"
+        save_figure(
+            loss_curves_figure(histories, curves, title=title),
+            fig_dir / "wang_fig6a_loss_curves.png",
+        )
     for k in curves:
         print_curves(NAMES[k], histories[k])
     for k in ls:
@@ -154,4 +173,4 @@ def print_curves(name: str, histories: list) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
