@@ -123,11 +123,11 @@ def _bins(
     idx, _, width = bin_index(conf, check_n_bins(n_bins), scheme=scheme)
     u = outcome - conf
     counts = np.bincount(idx, minlength=width).astype(np.float64)
-    total = np.bincount(idx, weights=u, minlength=width)
-    squares = np.bincount(idx, weights=u * u, minlength=width)
-    conf_sum = np.bincount(idx, weights=conf, minlength=width)
+    sums = [
+        np.bincount(idx, weights=x, minlength=width).astype(np.float64) for x in (u, u * u, conf)
+    ]
     keep = counts > 0
-    return _Bins(int(conf.shape[0]), counts[keep], total[keep], squares[keep], conf_sum[keep])
+    return _Bins(int(conf.shape[0]), counts[keep], *(x[keep] for x in sums))
 
 
 def _l2_moments(b: _Bins) -> tuple[float, float]:
