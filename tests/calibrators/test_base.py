@@ -202,7 +202,7 @@ def test_saved_file_is_plain_json_not_a_pickle(name: str, tmp_path: Path) -> Non
     data = json.loads(raw.decode("utf-8"))
     if not _takes_model(name):  # Neural Clamping's document: tests/calibrators/model/clamping
         assert list(data) == ["calibkit", "kind", "method", "params", "state"]
-        assert (data["calibkit"], data["kind"], data["method"]) == (2, cal.kind, name)
+        assert (data["calibkit"], data["kind"], data["method"]) == (3, cal.kind, name)
 
 
 def _newer(text: str) -> str:

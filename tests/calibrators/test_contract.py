@@ -67,10 +67,10 @@ def _answers(obj: PostHoc, name: str) -> list[np.ndarray]:
 
 # ----- persistence ----------------------------------------------------------------------------
 @pytest.mark.parametrize("name", NAMES)
-def test_the_document_is_format_2_of_the_kind(name: str) -> None:
+def test_the_document_is_format_3_of_the_kind(name: str) -> None:
     doc = json.loads(_text(kinds.fitted(name)))
     assert list(doc) == ["calibkit", "kind", "method", "params", "state"]
-    assert (doc["calibkit"], doc["kind"], doc["method"]) == (2, CALIBRATORS.kind_of(name), name)
+    assert (doc["calibkit"], doc["kind"], doc["method"]) == (3, CALIBRATORS.kind_of(name), name)
     assert list(doc["state"]) == list(CALIBRATORS.get(name).fitted_constraints())
 
 
@@ -113,12 +113,12 @@ def test_a_file_of_another_kind_is_refused_by_cls_load(name: str, tmp_path: Path
 def _foreign(doc: dict[str, Any], name: str) -> str:
     doc.clear()
     doc.update({"model": "resnet18", "weights": [0.5, 1.5]})
-    return "document: expected a calibkit JSON document (format version 2, or 1)"
+    return "document: expected a calibkit JSON document (format version 3, or 2, 1)"
 
 
 def _newer(doc: dict[str, Any], name: str) -> str:
-    doc["calibkit"] = 3
-    return "document: expected a calibkit document of format version 2, got version 3"
+    doc["calibkit"] = 4
+    return "document: expected a calibkit document of format version 3 (or 2), got version 4"
 
 
 def _unknown(doc: dict[str, Any], name: str) -> str:

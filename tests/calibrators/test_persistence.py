@@ -14,6 +14,7 @@ import copy
 import functools
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,10 @@ import numpy as np
 import pytest
 
 from calibkit.calibrators import CALIBRATORS, load, persistence
+from calibkit.calibrators.fitted import load_document
+from calibkit.cli import main
 from calibkit.core.errors import InputError
-from calibkit.core.fitted_state import Array, ArrayList
+from calibkit.core.fitted_state import Array, ArrayList, Param
 from tests.calibrators import kinds
 
 #: Every kind saved as one JSON document; Neural Clamping's (beside a tensor file) is
@@ -89,7 +92,9 @@ NUMBERS = [-1.0, 0.0, 1e400, -1e400, True, 2.5, 10**30]
 
 @pytest.mark.parametrize(("name", "field"), CASES)
 def test_a_wrong_value_is_named(name: str, field: str, tmp_path: Path) -> None:
+    # bound to the fitted object's parameters (a temperature within its [t_min, t_max])
     constraint = CALIBRATORS.get(name).fitted_constraints()[field]
+    constraint = constraint.bind(kinds.fitted(name).get_params())
     for value in [*BAD_VALUES.values(), *NUMBERS]:
         if value in NUMBERS:
             try:
@@ -262,10 +267,12 @@ TAMPERED = [
     *((name, _set_entry("weights_", -1e300), "state.weights_") for name in ("sms", "dirichlet")),
     ("sms_cv", _set_entry("bias_", 1e300), "state.bias_"),
     ("ms_odir", _set_entry("weights_", 1e300), "state.weights_"),
+    # log_temperature_ is declared first: its range [log t_min, log t_max] refuses it first
     *(
-        (name, _set("temperature_", 1e300), "state.temperature_")
+        (name, _set("temperature_", 1e300), "state.log_temperature_")
         for name in ("temperature", "temperature_smoothed", "svs")
     ),
+    ("temperature_ece", _set("temperature_", 1e300), "state.temperature_"),
 ]
 
 
@@ -286,3 +293,204 @@ def test_a_state_no_fit_gives_is_refused(
     tamper(doc)
     _with_log(doc)
     _refused(tmp_path, doc, field)
+
+
+# ----- values outside the range their parameters give the fit (issue #42) -----------------------
+def _param_bounded(name: str) -> list[tuple[str, Param]]:
+    """``name``'s fitted fields whose upper end is a parameter (``[t_min, t_max]``)."""
+    out = []
+    for field, constraint in CALIBRATORS.get(name).fitted_constraints().items():
+        inner = getattr(constraint, "inner", constraint)  # NoneOr(...)
+        high = getattr(inner, "high", None)
+        if isinstance(high, Param):
+            out.append((field, high))
+    return out
+
+
+BOUNDED = [(name, field, end) for name in NAMES for field, end in _param_bounded(name)]
+
+
+def test_every_fitted_temperature_is_bounded_by_its_parameters() -> None:
+    """The declarations this suite covers: every temperature a fit keeps in [t_min, t_max]."""
+    assert {(name, field) for name, field, _ in BOUNDED} == {
+        *(
+            (n, f)
+            for n in ("temperature", "temperature_smoothed", "svs", "sms", "sms_cv")
+            for f in ("log_temperature_", "temperature_")
+        ),
+        ("temperature_ece", "temperature_"),
+        ("temperature_ece", "log_temperature_"),
+        ("bias_corrected_temperature", "temperature_"),
+        ("temperature_groupwise", "temperature_"),
+        ("temperature_groupwise", "group_temperatures_"),
+        ("multicalibration", "temperature_"),
+    }
+
+
+def _beyond(value: float, end: Param, params: dict[str, Any]) -> float:
+    """A value 1% (of the range, on its own scale) past the upper end ``end``."""
+    top = end.value(params)
+    return top + 0.01 * max(1.0, abs(top))
+
+
+@pytest.mark.parametrize(("name", "field", "end"), BOUNDED)
+def test_a_value_past_its_parameters_range_is_refused_by_name(
+    name: str, field: str, end: Param, tmp_path: Path
+) -> None:
+    """A temperature past t_max (1e308 for BCTS made every prediction nearly uniform) or a
+    log temperature past log t_max (past 709, exp overflowed: OverflowError from load) is
+    refused naming the field and the range, whatever the other fields say."""
+    doc = json.loads(_document(name))
+    params = kinds.fitted(name).get_params()
+    for value in (_beyond(0.0, end, params), 1e308 if not end.log else 1000.0):
+        bad = copy.deepcopy(doc)
+        if isinstance(bad["state"][field], dict):  # an array: its first entry
+            _array(bad, field)[0] = value
+        else:
+            bad["state"][field] = value
+        message = _refused(tmp_path, bad, f"state.{field}: expected")
+        assert f"{end} = {end.value(params):g}" in message, message
+    assert load_document(doc).to_json() == doc  # the fitted values are in range
+
+
+@pytest.mark.parametrize("log_t", [709.0, 710.0, 1000.0, -1000.0])
+def test_a_huge_log_temperature_is_an_input_error_not_an_overflow(
+    log_t: float, tmp_path: Path
+) -> None:
+    doc = json.loads(_document("temperature"))
+    doc["state"]["log_temperature_"] = log_t
+    message = _refused(tmp_path, doc, "state.log_temperature_: expected a finite number in")
+    assert message.endswith(f"got {log_t!r}"), message
+
+
+def _nested_temperature(name: str) -> tuple[dict[str, Any], list[str]]:
+    """A document of ``name`` holding a fitted temperature scaling, and where it is."""
+    if name == "auto":
+        obj = kinds.fit(kinds.new("auto", methods=["temperature"]), "auto")
+        return obj.to_json(), ["chosen_state_"]
+    obj = kinds.fit(kinds.new(name, calibrator="temperature"), name)
+    return obj.to_json(), ["calibrator_"]
+
+
+@pytest.mark.parametrize("name", ["auto", "conformal", "prior_shift"])
+def test_a_huge_log_temperature_underneath_is_refused_by_name(name: str, tmp_path: Path) -> None:
+    """auto, a conformal predictor and a prior adapter over temperature scaling: the edit
+    in the nested document raised OverflowError from load (a traceback from calibkit
+    apply); now one InputError naming the nested field."""
+    doc, where = _nested_temperature(name)
+    doc["state"][where[0]]["state"]["log_temperature_"] = 1000.0
+    _refused(tmp_path, doc, f"state.{where[0]}: state.log_temperature_: expected")
+
+
+# ----- what the fitted values were computed with (fitted_with_) ----------------------------------
+#: Another accepted value of each recorded parameter.
+OTHER_VALUE: dict[str, Any] = {
+    "score": "aps",  # the kinds' conformal predictor uses raps
+    "randomized": True,
+    "penalty": 0.5,
+    "k_reg": 0,
+    "weight": 0.5,
+    "soft": True,
+}
+RECORDED = [(name, param) for name in NAMES for param in CALIBRATORS.get(name).fitted_with]
+
+
+def test_the_recorded_parameters() -> None:
+    expected = [
+        *(("conformal", p) for p in ("score", "randomized", "penalty", "k_reg", "weight")),
+        ("prior_shift", "soft"),
+    ]
+    assert expected == RECORDED
+
+
+@pytest.mark.parametrize(("name", "param"), RECORDED)
+def test_an_edited_parameter_the_fit_used_is_refused(name: str, param: str, tmp_path: Path) -> None:
+    """A RAPS predictor whose k_reg, penalty or randomized was edited loaded and gave other
+    sets from the stored quantile (tests/calibrators/sets/test_conformal_state.py has the
+    coverage); the parameter is now checked against the fit's record."""
+    doc = json.loads(_document(name))
+    assert doc["state"]["fitted_with_"][param] == doc["params"][param]
+    assert doc["params"][param] != OTHER_VALUE[param]
+    edited = copy.deepcopy(doc)
+    edited["params"][param] = OTHER_VALUE[param]
+    message = _refused(tmp_path, edited, f"params.{param}: expected")
+    assert "state.fitted_with_" in message, message
+    record = copy.deepcopy(doc)  # the record edited instead: the two disagree too
+    record["state"]["fitted_with_"][param] = OTHER_VALUE[param]
+    _refused(tmp_path, record, f"params.{param}: expected")
+    record["state"]["fitted_with_"][param] = "nope"
+    _refused(tmp_path, record, f"state.fitted_with_.{param}: expected")
+
+
+def _format_2(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` as the code before format 3 wrote it: no records (nested documents too)."""
+    old = copy.deepcopy(doc)
+    old["calibkit"] = 2
+    for key in ("fitted_with_", "input_kind_"):
+        old["state"].pop(key, None)
+    for value in old["state"].values():
+        if isinstance(value, dict) and "calibkit" in value:
+            value.update(_format_2(value))
+    return old
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_format_2_document_loads_and_predicts_as_before(name: str, tmp_path: Path) -> None:
+    """Files saved before format 3 hold no records: they load with their parameters taken
+    as the fit's (the input kind unknown: mapped as before), and save as format 3."""
+    obj = kinds.fitted(name)
+    old = _format_2(obj.to_json())
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old), encoding="utf-8")
+    back = load(path)
+    z, metadata = kinds.rows(name)
+    np.testing.assert_array_equal(kinds.answer(back, z, metadata), kinds.answer(obj, z, metadata))
+    again = back.to_json()
+    assert again["calibkit"] == 3
+    assert list(again["state"]) == _fields(name)
+    if obj.fitted_with:
+        assert again["state"]["fitted_with_"] == obj.to_json()["state"]["fitted_with_"]
+    if not obj.shift_invariant:
+        assert again["state"]["input_kind_"] == "unknown"
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if CALIBRATORS.get(n).fitted_with])
+def test_saving_after_set_params_changed_a_recorded_parameter_is_refused(name: str) -> None:
+    obj = kinds.fit(kinds.new(name), name)
+    param = obj.fitted_with[-1]
+    obj.set_params(**{param: OTHER_VALUE[param]})
+    with pytest.raises(InputError, match=f"^{param}: expected .*fit again before saving"):
+        obj.to_json()
+
+
+@pytest.mark.parametrize(
+    ("name", "where"),
+    [("temperature", ()), ("auto", ("chosen_state_",)), ("conformal", ("calibrator_",))],
+)
+def test_calibkit_apply_refuses_a_huge_log_temperature_in_one_line(
+    name: str,
+    where: tuple[str, ...],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The issue's edit through the command line: OverflowError, a traceback and exit 1
+    before; now exit 2 with one line naming the file and the field, and nothing written."""
+    monkeypatch.chdir(tmp_path)
+    doc = _nested_temperature(name)[0] if where else json.loads(_document(name))
+    state = doc["state"][where[0]]["state"] if where else doc["state"]
+    state["log_temperature_"] = 1000.0
+    Path("bad.json").write_text(json.dumps(doc), encoding="utf-8")
+    z, _ = kinds.data(name)
+    np.savez("preds.npz", logits=z)
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code = main(["apply", "bad.json", "preds.npz", "-o", "out.npz"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1, err
+    assert "Traceback" not in err
+    field = "".join(f"state.{w}: " for w in where) + "state.log_temperature_: expected"
+    assert err.startswith(f"calibkit: error: calibkit file bad.json: {field}"), err
+    assert not Path("out.npz").exists()

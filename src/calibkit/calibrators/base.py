@@ -22,7 +22,11 @@ second): ``get_params(deep=...)``, ``set_params`` (checked against the declarati
 samples ``X`` of scikit-learn's API are rows of logits, ``y`` their labels.
 
 Inputs are numpy arrays or torch tensors. For models that only published probabilities,
-pass ``log(probs)`` as logits (softmax ignores the per-row constant).
+pass ``log(probs)`` as logits (softmax ignores the per-row constant). A map that does not
+ignore it (``shift_invariant = False``: vector and matrix scaling, MS-ODIR) records which
+kind it was fitted on (``input_kind_``): fitted on probabilities, it maps a model's logits
+through their log-softmax (the same numbers as its probabilities give); fitted on logits,
+it refuses log-probabilities (:meth:`~calibkit.calibrators.fitted.PostHoc._as_fitted_kind`).
 """
 
 from __future__ import annotations
@@ -170,11 +174,13 @@ class Calibrator(PostHoc):
         if self.needs_every_class:
             self._check_every_class(out, weights)
         self.n_classes_ = out.n_classes
+        self._record_params()
         fit: Any = self._fit  # a kind with fit_metadata takes it by keyword
         if weights is None:  # subclasses that take no weights define _fit(out)
             fit(out, **routed)
         else:
             fit(out, weights, **routed)
+        self._record_input(out.scores)
         return self
 
     def predict_proba(self, logits: object, **metadata: object) -> F64:
@@ -206,7 +212,21 @@ class Calibrator(PostHoc):
         from calibkit.calibrators.modules import CheckedLogits
 
         self.check_is_fitted()
-        return CheckedLogits(self._module(), self.n_classes_).eval()
+        return CheckedLogits(self._map_module(), self.n_classes_).eval()
+
+    def _map_module(self) -> nn.Module:
+        """:meth:`_module`, after the log-softmax of logits for a map fitted on
+        probabilities (as :meth:`~calibkit.calibrators.fitted.PostHoc._as_fitted_kind`
+        gives them to it): what :meth:`to_module` checks the input of."""
+        from torch import nn
+
+        from calibkit.calibrators.fitted import NORMALIZED_TOL
+        from calibkit.calibrators.modules import LogProbs
+
+        module = self._module()
+        if not self.shift_invariant and getattr(self, "input_kind_", None) == "probs":
+            module = nn.Sequential(LogProbs(NORMALIZED_TOL), module)
+        return module
 
     def input_module(self) -> nn.Module:
         """What a model's inputs go through before the model, for deployment

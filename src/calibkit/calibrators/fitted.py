@@ -28,8 +28,17 @@ What they share, declared once here:
 - one JSON document (:mod:`~calibkit.calibrators.persistence`) with its ``kind``, written
   by ``save`` and read back, bit-exact, by :func:`load` (any kind) or ``cls.load`` (that
   class, or an error saying what the file holds), every field checked (array shapes
-  against ``n_classes_``; relations the declarations cannot state in ``_check_state``; a
-  composed kind's calibrator against its parameters, :meth:`OnCalibrator._check_calibrator_state`);
+  against ``n_classes_``; values against the ranges the parameters give the fit, such as
+  a temperature within ``[t_min, t_max]``; relations the declarations cannot state in
+  ``_check_state``; a composed kind's calibrator against its parameters,
+  :meth:`OnCalibrator._check_calibrator_state`);
+- what the fitted values were computed with, recorded by the fit and checked on load (see
+  :mod:`~calibkit.calibrators.persistence` for why a record and not a digest): the
+  parameters predictions read beside the state (``fitted_with``: a conformal predictor's
+  score; the record ``fitted_with_``), and, for a map that is not shift-invariant
+  (``shift_invariant = False``: vector and matrix scaling), whether it was fitted on
+  logits or on probabilities (``input_kind_``, :func:`input_kind`), so that the other kind
+  is converted or refused instead of giving other numbers;
 - ``to_module()``: the fitted map as a torch module.
 
 :data:`CALIBRATORS` registers every kind by name; ``CALIBRATORS.names(kind="sets")`` asks
@@ -70,12 +79,59 @@ from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Dims, check_state
 from calibkit.core.outputs import check_scores, log_softmax64
 from calibkit.core.registry import Registry
-from calibkit.core.validation import Constraint, Constraints, Integer, check_params
+from calibkit.core.validation import Choice, Constraint, Constraints, Integer, check_params
 
 if TYPE_CHECKING:
     from torch import nn
 
 F64 = npt.NDArray[np.float64]
+#: What a calibrator can be fitted on (``state.input_kind_``): the logits, or probabilities
+#: (given as their logarithms: every row's logsumexp is 0).
+INPUT_KINDS = ("logits", "probs")
+#: The input kind of a fit that did not record it (loaded from a file of an older format):
+#: its map takes what it took then, either kind, unchecked.
+UNKNOWN_KIND = "unknown"
+#: The kind of input a fit recorded, as a loaded state holds it.
+INPUT_KIND = Choice(*INPUT_KINDS, UNKNOWN_KIND)
+#: How far from 0 every row's logsumexp may be for the rows to be log-probabilities: twice
+#: the tolerance on a probability row's sum (``calibkit.core.outputs.PROBS_ATOL``, 1e-4),
+#: so every probability file the command line accepts reads as probabilities.
+NORMALIZED_TOL = 2e-4
+
+
+def _logsumexp_rows(z: F64) -> F64:
+    m = z.max(axis=1, keepdims=True)
+    return np.asarray((m + np.log(np.exp(z - m).sum(axis=1, keepdims=True)))[:, 0])
+
+
+def input_kind(scores: object) -> str:
+    """``"probs"`` when every row of ``scores`` is log-probabilities (its logsumexp within
+    :data:`NORMALIZED_TOL` of 0: probabilities given as ``log(probs)``, as the command line
+    gives a probability file), else ``"logits"``.
+
+    >>> z = np.array([[2.0, 0.0], [0.0, 1.0]])
+    >>> input_kind(z), input_kind(np.log([[0.5, 0.5], [0.9, 0.1]]))
+    ('logits', 'probs')
+    """
+    z = np.asarray(scores, dtype=np.float64)
+    return "probs" if bool(np.all(np.abs(_logsumexp_rows(z)) <= NORMALIZED_TOL)) else "logits"
+
+
+def as_log_probs(z: F64) -> F64:
+    """``z`` with every row that is not log-probabilities (logsumexp farther than
+    :data:`NORMALIZED_TOL` from 0: logits) replaced by its log-softmax, the others left as
+    they are: the map of a calibrator fitted on probabilities then gives the same numbers
+    for a model's logits as for its probabilities, and for these exactly the old ones.
+
+    >>> as_log_probs(np.array([[0.0, 0.0], [np.log(0.25), np.log(0.75)]])).round(4).tolist()
+    [[-0.6931, -0.6931], [-1.3863, -0.2877]]
+    """
+    logits = np.abs(_logsumexp_rows(z)) > NORMALIZED_TOL
+    if not logits.any():
+        return z
+    out = np.array(z, dtype=np.float64)
+    out[logits] = log_softmax64(z[logits])
+    return out
 
 
 def _set_name(name: str, cls: type[PostHoc]) -> None:
@@ -130,6 +186,18 @@ class PostHoc(EstimatorAPI, ABC):
     state_constraints: ClassVar[Constraints] = {}
     #: Fitted attributes a fit may leave unset (a prior adapter's target priors).
     optional_state: ClassVar[tuple[str, ...]] = ()
+    #: The parameters the fitted state was computed with and predictions read beside it (a
+    #: conformal predictor's score: its stored scores and quantile hold for that score only):
+    #: the fit records their values in ``fitted_with_`` (:meth:`_record_params`), and a loaded
+    #: file whose parameters differ from its record is refused, naming the parameter.
+    fitted_with: ClassVar[tuple[str, ...]] = ()
+    #: False for a map whose output changes when a constant is added to a row of its input
+    #: (a linear map of the raw logits: vector and matrix scaling, MS-ODIR), so that a
+    #: model's logits and its log-probabilities give other numbers: the fit records which it
+    #: was given (``input_kind_``, :func:`input_kind`); then a calibrator fitted on
+    #: probabilities maps logits through their log-softmax (:func:`as_log_probs`: the same
+    #: numbers), and one fitted on logits refuses log-probabilities.
+    shift_invariant: ClassVar[bool] = True
     #: Per-row inputs ``fit`` and ``predict_proba`` take by keyword besides the logits
     #: (``("groups",)`` for the group calibrators); the base routes them.
     fit_metadata: ClassVar[tuple[str, ...]] = ()
@@ -206,7 +274,23 @@ class PostHoc(EstimatorAPI, ABC):
             raise InputError(
                 "logits", f"{self.n_classes_} columns (as at fit time)", f"{z.shape[1]} columns"
             )
-        return np.asarray(z, dtype=np.float64)
+        return self._as_fitted_kind(np.asarray(z, dtype=np.float64))
+
+    def _as_fitted_kind(self, z: F64) -> F64:
+        """``z`` as the kind of input the fit was given (a map that is not shift-invariant:
+        see :attr:`shift_invariant`); unchanged for the others and where not recorded."""
+        kind = getattr(self, "input_kind_", None) if not self.shift_invariant else None
+        if kind == "probs":
+            return as_log_probs(z)
+        if kind == "logits" and input_kind(z) == "probs":
+            raise InputError(
+                "logits",
+                f"the model's logits, which this {self.name!r} was fitted on "
+                "(state.input_kind_): its map is not shift-invariant, so log-probabilities "
+                "give other numbers (fit it on probabilities to apply it to them)",
+                "log-probabilities (every row's logsumexp is 0: probabilities given as logits?)",
+            )
+        return z
 
     @abstractmethod
     def to_module(self) -> nn.Module:
@@ -216,6 +300,7 @@ class PostHoc(EstimatorAPI, ABC):
     def to_json(self) -> dict[str, Any]:
         """The JSON-ready document: kind, method, parameters and fitted state."""
         self.check_is_fitted()
+        self._check_fitted_with("")
         return document(self.kind, self.name, self._saved_params(), self.fitted_state())
 
     def _saved_params(self) -> dict[str, Any]:
@@ -275,15 +360,69 @@ class PostHoc(EstimatorAPI, ABC):
             obj = cls(**checked)
         except InputError as exc:  # a relation between parameters (t_min < t_max, ...)
             raise InputError(f"params.{exc.argument}", exc.expected, exc.got) from None
+        if isinstance(state, dict) and not doc.current:
+            state = obj._older_state(state)
         obj._load_state(state)
         return obj
 
     @classmethod
     def fitted_constraints(cls) -> dict[str, Constraint]:
-        """Every fitted attribute, as checked on load: ``n_classes_``, then
-        :attr:`state_constraints` (in the order :meth:`fit` sets them)."""
+        """Every fitted attribute, as checked on load, in the order :meth:`fit` sets them:
+        ``n_classes_``, the record of the :attr:`fitted_with` parameters where declared
+        (``fitted_with_``, :meth:`_record_params`), :attr:`state_constraints`, and for a
+        map that is not shift-invariant its input kind (``input_kind_``,
+        :meth:`_record_input`)."""
         classes = Integer(2, 2) if cls.binary_only else Integer(low=2)
-        return {"n_classes_": classes, **cls.state_constraints}
+        declared: dict[str, Constraint] = {"n_classes_": classes}
+        if cls.fitted_with:
+            declared["fitted_with_"] = FittedWith(cls.fitted_with, cls.param_constraints)
+        declared.update(cls.state_constraints)
+        if not cls.shift_invariant:
+            declared["input_kind_"] = INPUT_KIND
+        return declared
+
+    def _record_params(self) -> None:
+        """Record the :attr:`fitted_with` parameters' values (a fit calls it right after
+        setting ``n_classes_``)."""
+        if self.fitted_with:
+            self.fitted_with_ = {name: getattr(self, name) for name in self.fitted_with}
+
+    def _record_input(self, inputs: object) -> None:
+        """Record the kind of the scores ``inputs`` a map that is not shift-invariant was
+        fitted on (:func:`input_kind`; a fit calls it last)."""
+        if not self.shift_invariant:
+            self.input_kind_ = input_kind(inputs)
+
+    def _older_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """The state of a document of an older format, with what format
+        :data:`~calibkit.calibrators.persistence.FORMAT_VERSION` added: the record of the
+        :attr:`fitted_with` parameters as the parameters (such a file is trusted to hold the
+        parameters it was fitted with, as before), and the input kind as not recorded
+        (:data:`UNKNOWN_KIND`)."""
+        added: dict[str, Any] = {}
+        if self.fitted_with and "fitted_with_" not in state:
+            added["fitted_with_"] = {name: getattr(self, name) for name in self.fitted_with}
+        if not self.shift_invariant and "input_kind_" not in state:
+            added["input_kind_"] = UNKNOWN_KIND
+        return {**state, **added}
+
+    def _check_fitted_with(self, prefix: str = "params.") -> None:
+        """An InputError unless each :attr:`fitted_with` parameter has the value the fit
+        recorded (``prefix``: where the parameter is named: the file's ``params.``, or the
+        object's own after ``set_params``)."""
+        record = getattr(self, "fitted_with_", None)
+        if not self.fitted_with or record is None:
+            return
+        for name in self.fitted_with:
+            value = getattr(self, name)
+            if not same_value(record[name], value):
+                why = (
+                    "the stored values hold for it only"
+                    if prefix
+                    else "changed by set_params since: fit again before saving"
+                )
+                expected = f"{record[name]!r}, the value the fit used (state.fitted_with_: {why})"
+                raise InputError(prefix + name, expected, repr(value))
 
     def _state_dims(self, n_classes: int) -> Dims:
         """The lengths the state's array shapes name (``k``: the number of classes)."""
@@ -310,9 +449,17 @@ class PostHoc(EstimatorAPI, ABC):
             dims = self._state_dims(
                 declared["n_classes_"].check("state.n_classes_", state["n_classes_"])
             )
-        checked = check_state(declared, state, dims, prefix="state.", optional=self.optional_state)
+        checked = check_state(
+            declared,
+            state,
+            dims,
+            prefix="state.",
+            optional=self.optional_state,
+            params=self.get_params(),
+        )
         for key, value in checked.items():
             setattr(self, key, value)
+        self._check_fitted_with()
         self._check_state()
 
 
@@ -547,3 +694,40 @@ class FittedObject(Constraint):
     def describe(self) -> str:
         kinds = " or ".join(self.kinds)
         return f"{'None or ' if self.optional else ''}a fitted object of a {kinds} kind"
+
+
+class FittedWith(Constraint):
+    """The record ``fitted_with_`` of the parameters ``names`` (:attr:`PostHoc.fitted_with`):
+    a mapping holding exactly them, each value one its parameter's constraint accepts
+    (refused as ``state.fitted_with_.<name>``); whether they equal the parameters is
+    checked once both are loaded (:meth:`PostHoc._check_fitted_with`).
+
+    Parameters
+    ----------
+    names : tuple of str
+        The parameters recorded.
+    params : mapping of str to Constraint
+        The owner's parameter declarations (:attr:`PostHoc.param_constraints`).
+
+    Examples
+    --------
+    >>> from calibkit.core.validation import Integer
+    >>> record = FittedWith(("k_reg",), {"k_reg": Integer(0)})
+    >>> record.check("state.fitted_with_", {"k_reg": 1})
+    {'k_reg': 1}
+    >>> record.check("state.fitted_with_", {})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: state.fitted_with_: expected the values of k_reg ..., got {}
+    """
+
+    def __init__(self, names: tuple[str, ...], params: Constraints) -> None:
+        self.names, self.params = names, params
+
+    def check(self, name: str, value: object) -> dict[str, Any]:
+        if not isinstance(value, dict) or set(value) != set(self.names):
+            self.fail(name, value)
+        return {key: self.params[key].check(f"{name}.{key}", value[key]) for key in self.names}
+
+    def describe(self) -> str:
+        return f"the values of {', '.join(self.names)} the fit used (a mapping)"

@@ -122,6 +122,36 @@ def log_softmax_rows(z: Tensor) -> Tensor:
     return z - torch.log(torch.exp(z).sum(dim=1, keepdim=True))
 
 
+class LogProbs(nn.Module):
+    """Logits to log-probabilities in float64, rows that already are left as they are: what
+    a calibrator fitted on probabilities maps (:func:`calibkit.calibrators.fitted.as_log_probs`).
+
+    Parameters
+    ----------
+    tolerance : float
+        A row is log-probabilities when its logsumexp is within this of 0
+        (:data:`calibkit.calibrators.fitted.NORMALIZED_TOL`).
+
+    Examples
+    --------
+    >>> m = LogProbs(2e-4)
+    >>> m(torch.tensor([[0.0, 0.0], [-0.5, -1.0]])).round(decimals=4).tolist()
+    [[-0.6931, -0.6931], [-0.4741, -0.9741]]
+    >>> m(torch.log(torch.tensor([[0.25, 0.75]]))).round(decimals=4).tolist()
+    [[-1.3863, -0.2877]]
+    """
+
+    def __init__(self, tolerance: float) -> None:
+        super().__init__()
+        self.tolerance = float(tolerance)
+
+    def forward(self, logits: Tensor) -> Tensor:
+        z = logits.to(torch.float64)
+        m = z.max(dim=1, keepdim=True).values
+        lse = m + torch.log(torch.exp(z - m).sum(dim=1, keepdim=True))
+        return torch.where(lse.abs() > self.tolerance, log_softmax_rows(z), z)
+
+
 def gather_rows(table: Tensor, index: Tensor) -> Tensor:
     """``table[i, index[:, i]]`` for a ``(maps, width)`` table and ``(N, maps)`` indices."""
     offsets = torch.arange(table.shape[0], device=index.device) * table.shape[1]

@@ -4,7 +4,7 @@ A fitted object (:class:`~calibkit.calibrators.fitted.PostHoc`: a calibrator, a 
 predictor, a prior-shift adapter, Neural Clamping) is saved as one JSON document, never
 pickle::
 
-    {"calibkit": 2, "kind": "logits", "method": "temperature",
+    {"calibkit": 3, "kind": "logits", "method": "temperature",
      "params": {...}, "state": {...}}
 
 ``kind`` is the object's kind (``logits``, ``groups``, ``model``, ``sets``, ``priors``: see
@@ -17,10 +17,33 @@ tensors (``tensors_file``, ``tensors_sha256``).
 
 The documents of calibkit 0.x (``{"calibkit_calibrator": 1, ...}``,
 ``{"calibkit_conformal": 1, ...}``, ``{"calibkit_label_shift": 1, ...}`` and Neural
-Clamping's ``{"calibkit_neural_clamping": 1, ...}`` sidecar) are read as the same fields by
-:func:`parse_document`, so every file written before still loads.
+Clamping's ``{"calibkit_neural_clamping": 1, ...}`` sidecar) and of format 2 are read as
+the same fields by :func:`parse_document`, so every file written before still loads.
 
->>> doc = {"calibkit": 2, "kind": "logits", "method": "temperature",
+Trust: what a loaded file is checked against
+    Every field is checked on load, and a file that cannot be trusted gets one
+    ``InputError`` naming the file and the field, never a raw exception. Beyond types and
+    shapes, a saved value is checked against what its fit can give: within the range its
+    parameters give the fit (a temperature in ``[t_min, t_max]``, its logarithm in ``[log
+    t_min, log t_max]``: :class:`~calibkit.core.fitted_state.Param`), in its relations with
+    the other fields (``_check_state``), and against the parameters it was computed with,
+    which the fit records in the state since format 3 (``fitted_with_``: a conformal
+    predictor's score and its options; ``input_kind_``: whether a map that is not
+    shift-invariant was fitted on logits or on probabilities). A file of an older format
+    lacks those records: its parameters are taken as the ones it was fitted with and its
+    input kind as ``"unknown"`` (it maps what it mapped before), and an object loaded from
+    it writes these as its records when saved again.
+
+    A digest of the parameters and state, written by ``save`` and checked by ``load``, was
+    considered and not chosen: anyone can recompute an unkeyed digest, so it stops a
+    careless edit but not a hostile, self-consistent file, which the bounds above must
+    refuse anyway; it would refuse every file another tool writes in this documented
+    format, and the files written before it hold none, so it could only be optional. The
+    records say which parameter a stored value depends on, and a refusal names it. No check
+    can tell a hostile file that is consistent in every field (a conformal quantile and its
+    score's parameters both edited, say) from a fit: that takes the calibration data.
+
+>>> doc = {"calibkit": 3, "kind": "logits", "method": "temperature",
 ...        "params": {}, "state": {"n_classes_": 3}}
 >>> parse_document(doc).method, parse_document(doc).kind
 ('temperature', 'logits')
@@ -43,8 +66,11 @@ import numpy as np
 from calibkit.core.errors import InputError
 from calibkit.core.validation import check_file_path, is_integer
 
-#: The format version :func:`document` writes.
-FORMAT_VERSION = 2
+#: The format version :func:`document` writes (3: the state records what its values were
+#: computed with, ``fitted_with_`` and ``input_kind_``, where the method declares them).
+FORMAT_VERSION = 3
+#: The older format versions of a ``calibkit`` document still read (2: no such records).
+OLDER_VERSIONS = (2,)
 #: The kinds of fitted object, each with what it maps (``calibkit methods`` lists them so).
 KINDS: dict[str, str] = {
     "logits": "calibrators of logits: logits -> calibrated probabilities",
@@ -93,8 +119,8 @@ class Document:
     Examples
     --------
     >>> doc = parse_document({"calibkit_conformal": 1, "params": {}, "state": {}})
-    >>> doc.method, doc.kinds, doc.header
-    ('conformal', ('sets',), ('calibkit_conformal', 1))
+    >>> doc.method, doc.kinds, doc.header, doc.current
+    ('conformal', ('sets',), ('calibkit_conformal', 1), False)
     """
 
     kind: str
@@ -109,6 +135,12 @@ class Document:
         """The kinds the document may hold: its ``kind``, or every kind its calibkit 0.x
         header held (:data:`LEGACY_HEADERS`; the method's kind tells them apart)."""
         return LEGACY_HEADERS.get(self.header[0], (self.kind,))
+
+    @property
+    def current(self) -> bool:
+        """Whether the document is of the format :func:`document` writes now
+        (:data:`FORMAT_VERSION`); older ones lack the fields it added."""
+        return self.header == ("calibkit", FORMAT_VERSION)
 
 
 def document(
@@ -131,9 +163,11 @@ def parse_document(data: object) -> Document:
     if not isinstance(data, dict):
         raise InputError("document", "a calibkit JSON document", type(data).__name__)
     if "calibkit" in data:
-        if data["calibkit"] != FORMAT_VERSION or type(data["calibkit"]) is not int:
-            expected = f"a calibkit document of format version {FORMAT_VERSION}"
-            raise InputError("document", expected, f"version {data['calibkit']!r}")
+        version = data["calibkit"]
+        if type(version) is not int or version not in (FORMAT_VERSION, *OLDER_VERSIONS):
+            older = ", ".join(map(str, OLDER_VERSIONS))
+            expected = f"a calibkit document of format version {FORMAT_VERSION} (or {older})"
+            raise InputError("document", expected, f"version {version!r}")
         keys = DOCUMENT_KEYS + (TENSOR_KEYS if data.get("kind") == "model" else ())
         _check_fields(data, keys)
         kind = data["kind"]
@@ -142,11 +176,12 @@ def parse_document(data: object) -> Document:
         method = data["method"]
         if not isinstance(method, str):
             raise InputError("method", "a registered name", repr(method)[:60])
-        return Document(kind, method, data["params"], data["state"], ("calibkit", 2), data)
+        return Document(kind, method, data["params"], data["state"], ("calibkit", version), data)
     for header, kinds in LEGACY_HEADERS.items():
         if header in data:
             return _legacy(data, header, kinds)
-    expected = f"a calibkit JSON document (format version {FORMAT_VERSION}, or 1)"
+    versions = ", ".join(map(str, (*OLDER_VERSIONS, 1)))
+    expected = f"a calibkit JSON document (format version {FORMAT_VERSION}, or {versions})"
     raise InputError("document", expected, "something else")
 
 

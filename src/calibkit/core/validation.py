@@ -85,6 +85,12 @@ class Constraint(ABC):
     def fail(self, name: str, value: object) -> NoReturn:
         raise InputError(name, self.describe(), repr(value))
 
+    def bind(self, params: Mapping[str, object]) -> Constraint:
+        """This constraint with whatever it reads from the owner's parameters filled in
+        from ``params`` (a fitted value bounded by a parameter:
+        :class:`calibkit.core.fitted_state.Param`); itself when it reads none."""
+        return self
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__}: {self.describe()}>"
 
@@ -223,6 +229,10 @@ class NoneOr(Constraint):
 
     def describe(self) -> str:
         return f"{self.inner.describe()}, or None"
+
+    def bind(self, params: Mapping[str, object]) -> Constraint:
+        inner = self.inner.bind(params)
+        return self if inner is self.inner else NoneOr(inner)
 
 
 class AnyOf(Constraint):

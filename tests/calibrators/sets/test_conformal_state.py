@@ -157,3 +157,65 @@ def test_calibkit_apply_refuses_a_tampered_threshold_and_writes_nothing(
     assert "values in [0, 1.2]" in err
     assert "-5.0" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+# ----- the score the quantile was computed with (issue #42) ----------------------------------
+@functools.cache
+def _raps() -> tuple[ConformalClassifier, np.ndarray, np.ndarray]:
+    """RAPS (penalty 0.1, k_reg 1) at alpha 0.1 over temperature scaling on 4,000 rows of
+    10 classes, and 4,000 test rows."""
+    z, y = random_problem(4000, 10, seed=0, temperature=1.5, scale=2.5)
+    test = random_problem(4000, 10, seed=1, temperature=1.5, scale=2.5)
+    cp = ConformalClassifier(score="raps", alpha=0.1, calibrator="temperature").fit(z, y)
+    return cp, *test
+
+
+def _coverage(cp: ConformalClassifier) -> float:
+    _, z, y = _raps()
+    return float(cp.predict_set(z)[np.arange(y.size), y].mean())
+
+
+#: The edits of the issue, and the coverage each gave when it loaded (fitted: 0.907 for a
+#: target of 0.9): the stored scores and quantile hold for the fitted score only.
+EDITS = [("k_reg", 0, 0.873), ("penalty", 0.5, 0.651), ("randomized", True, 0.916)]
+
+
+@pytest.mark.parametrize(("param", "value", "coverage"), EDITS)
+def test_an_edited_score_parameter_is_refused(
+    param: str, value: object, coverage: float, tmp_path: Path
+) -> None:
+    cp = _raps()[0]
+    assert round(_coverage(cp), 3) == 0.907
+    doc = cp.to_json()
+    assert doc["state"]["fitted_with_"] == {
+        "score": "raps",
+        "randomized": False,
+        "penalty": 0.1,
+        "k_reg": 1,
+        "weight": 0.2,
+    }
+    doc["params"][param] = value
+    message = _refused(tmp_path, doc, f"params.{param}: expected {cp.get_params()[param]!r}")
+    assert message.endswith(f"got {value!r}"), message
+    # what the edit gave before it was refused: the same stored quantile, other sets
+    edited = ConformalClassifier(**{**cp.get_params(), param: value})
+    edited.__dict__.update({k: v for k, v in cp.__dict__.items() if k.endswith("_")})
+    assert round(_coverage(edited), 3) == coverage
+
+
+def test_calibkit_apply_refuses_an_edited_k_reg_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    cp, z, y = _raps()
+    doc = cp.to_json()
+    doc["params"]["k_reg"] = 0
+    Path("cp.json").write_text(json.dumps(doc), encoding="utf-8")
+    np.savez("preds.npz", logits=z, labels=y)
+    capsys.readouterr()
+    assert main(["apply", "cp.json", "preds.npz", "-o", "out.npz"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "Traceback" not in err
+    assert err.startswith("calibkit: error: calibkit file cp.json: params.k_reg: expected 1"), err
+    assert not Path("out.npz").exists()

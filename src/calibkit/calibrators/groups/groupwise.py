@@ -61,12 +61,13 @@ import numpy.typing as npt
 
 from calibkit.calibrators.base import CALIBRATORS, Calibrator
 from calibkit.calibrators.logit.temperature import (
+    TEMPERATURE,
     check_temperature_bounds,
     nll_inverse_temperature,
     warn_at_bound,
 )
 from calibkit.core.errors import InputError, UnseenGroupWarning
-from calibkit.core.fitted_state import Array
+from calibkit.core.fitted_state import Array, Param
 from calibkit.core.groups import check_groups, group_names
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import POSITIVE, Constraint, Constraints, Integer, Real
@@ -243,9 +244,9 @@ class GroupwiseTemperatureScaling(_GroupCalibrator):
         "shrinkage": Real(low=0.0),
     }
     state_constraints: ClassVar[Constraints] = {
-        "temperature_": POSITIVE,
+        "temperature_": TEMPERATURE,
         "group_names_": _NameList(),
-        "group_temperatures_": Array(shape=("g",), low=0.0),
+        "group_temperatures_": Array(shape=("g",), low=Param("t_min"), high=Param("t_max")),
         "group_sizes_": Array("int64", shape=("g",), low=0),
     }
     t_min: float
@@ -421,7 +422,7 @@ class Multicalibration(_GroupCalibrator):
         "t_max": POSITIVE,
     }
     state_constraints: ClassVar[Constraints] = {
-        "temperature_": POSITIVE,
+        "temperature_": TEMPERATURE,
         "group_names_": _NameList(),
         "patch_sets_": Array("int64", shape=("t",), low=-1),
         "patch_deltas_": Array(shape=(None,), low=-1.0, high=1.0),

@@ -666,7 +666,7 @@ class AutoCalibrator(Calibrator):
 
     def _module(self) -> nn.Module:
         self.chosen.check_is_fitted()
-        return self.chosen._module()
+        return self.chosen._map_module()
 
     def summary(self) -> str:
         """Which method was picked and why: each candidate's mean cross-validated score and

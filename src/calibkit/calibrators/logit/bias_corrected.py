@@ -29,7 +29,11 @@ from typing import ClassVar
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, MAX_COEFFICIENT, Calibrator
-from calibkit.calibrators.logit.temperature import check_temperature_bounds, warn_at_bound
+from calibkit.calibrators.logit.temperature import (
+    TEMPERATURE,
+    check_temperature_bounds,
+    warn_at_bound,
+)
 from calibkit.calibrators.modules import Affine
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
@@ -93,7 +97,7 @@ class BiasCorrectedTemperatureScaling(Calibrator):
         "tol": POSITIVE,
     }
     state_constraints: ClassVar[Constraints] = {
-        "temperature_": POSITIVE,
+        "temperature_": TEMPERATURE,
         "bias_": Array(shape=("k",), low=-MAX_COEFFICIENT, high=MAX_COEFFICIENT),
     }
     t_min: float

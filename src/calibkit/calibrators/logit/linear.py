@@ -208,6 +208,10 @@ class _Linear(Calibrator):
     accepts_sample_weight = True
     #: Whether the map acts on log-probabilities (Dirichlet) rather than logits.
     on_log_probs: ClassVar[bool] = False
+    #: ``W x + b`` of the raw logits changes with a constant added to a row (unless ``W``'s
+    #: rows sum alike), so the fit records whether it was given logits or probabilities
+    #: (``input_kind_``; see :attr:`~calibkit.calibrators.fitted.PostHoc.shift_invariant`).
+    shift_invariant: ClassVar[bool] = False
     weights_: F64
     bias_: F64
 
@@ -712,3 +716,4 @@ class DirichletCalibration(_ODIR):
     """
 
     on_log_probs = True
+    shift_invariant = True  # on the log-softmax: the same for logits and probabilities

@@ -123,6 +123,8 @@ class _Structured(_Linear):
     """Shared parts: the smoothed temperature stage, the features and the parameters."""
 
     param_constraints: ClassVar[Constraints] = STRUCTURED_PARAMS
+    #: The map acts on (smoothed) log-probabilities: logits and probabilities alike.
+    shift_invariant = True
     reg_intercept: float
     reg_diagonal: float
     reg_off_diagonal: float

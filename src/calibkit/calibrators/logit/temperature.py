@@ -34,6 +34,7 @@ import numpy as np
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.modules import Temperature
 from calibkit.core.errors import BoundWarning, InputError
+from calibkit.core.fitted_state import InRange, Param
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, IntArray
 from calibkit.core.validation import POSITIVE, Constraints, Real
 
@@ -51,17 +52,36 @@ def positive_param(value: object, name: str) -> float:
     return POSITIVE.check(name, value)
 
 
+#: A fitted temperature in the range its fit searched, ``[t_min, t_max]`` of the parameters
+#: (to rounding), and its logarithm in ``[log t_min, log t_max]``: a loaded file's value is
+#: checked against its own parameters' range before anything computes with it (``exp`` of a
+#: hand-edited log temperature past 709 would overflow).
+TEMPERATURE = InRange(Param("t_min"), Param("t_max"), within=POSITIVE)
+LOG_TEMPERATURE = InRange(Param("t_min", log=True), Param("t_max", log=True))
 #: The fitted state of both temperature scalings (besides ``n_classes_``).
-TEMPERATURE_STATE: Constraints = {"log_temperature_": Real(), "temperature_": POSITIVE}
+TEMPERATURE_STATE: Constraints = {"log_temperature_": LOG_TEMPERATURE, "temperature_": TEMPERATURE}
+#: The largest magnitude of a log temperature a fit without a declared range may keep
+#: (Neural Clamping's SGD): ``exp`` of it is a finite positive float.
+MAX_LOG_TEMPERATURE = 700.0
+#: A log temperature whose range no parameter states (see :data:`MAX_LOG_TEMPERATURE`).
+ANY_LOG_TEMPERATURE = Real(-MAX_LOG_TEMPERATURE, MAX_LOG_TEMPERATURE)
 
 
 def check_log_temperature(
     log_t: float, t: float, t_min: float | None = None, t_max: float | None = None
 ) -> None:
-    """An InputError unless ``exp(log_t)`` is ``t`` (to rounding) and ``t`` lies in the
+    """An InputError unless ``log_t`` is ``log(t)`` (to rounding) and ``t`` lies in the
     searched range ``[t_min, t_max]`` where given (to rounding: ``1 / (1 / t)``): a loaded
-    state's check."""
-    if not math.isclose(math.exp(log_t), t, rel_tol=1e-9):
+    state's check. Compared on the log scale, which never overflows.
+
+    >>> check_log_temperature(1000.0, 2.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: state.log_temperature_: expected log(...) = 0.69..., got 1000.0
+    """
+    if not t > 0 or not math.isfinite(t):
+        raise InputError("state.temperature_", "a finite number > 0", repr(t))
+    if not math.isclose(log_t, math.log(t), rel_tol=1e-9, abs_tol=1e-9):
         raise InputError(
             "state.log_temperature_", f"log(temperature_) = {math.log(t)!r}", repr(log_t)
         )

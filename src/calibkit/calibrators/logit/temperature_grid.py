@@ -24,6 +24,8 @@ import numpy as np
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.logit.temperature import (
     CHUNK_ELEMENTS,
+    LOG_TEMPERATURE,
+    TEMPERATURE,
     check_log_temperature,
     check_temperature_bounds,
     warn_at_bound,
@@ -369,8 +371,8 @@ class TemperatureScalingECE(Calibrator):
         "n_bins": N_BINS,
     }
     state_constraints: ClassVar[Constraints] = {
-        "temperature_": POSITIVE,
-        "log_temperature_": Real(),
+        "temperature_": TEMPERATURE,
+        "log_temperature_": LOG_TEMPERATURE,
         "calibration_ece_": Real(0.0, 1.0),
     }
     t_min: float

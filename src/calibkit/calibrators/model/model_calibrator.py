@@ -46,7 +46,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from calibkit.calibrators.base import F64, Calibrator
 from calibkit.calibrators.fitted import CALIBRATORS, PostHoc
 from calibkit.calibrators.persistence import (
-    FORMAT_VERSION,
     MAX_FILE_BYTES,
     TENSOR_KEYS,
     Document,
@@ -165,6 +164,12 @@ class ModelCalibrator(Calibrator):
         """Check and set the tensors read from a tensor file (an InputError naming the
         tensor for a wrong one)."""
 
+    def _check_model(self) -> None:
+        """Refuse, on load, a ``model`` the fitted state was not fitted for (an InputError
+        naming ``model``: another number of classes, or inputs of another shape); called
+        once the state and the tensors are set. Default: nothing to check."""
+        return None
+
     @classmethod
     def _constructor_params(cls, params: dict[str, Any]) -> dict[str, Any]:
         """A document's parameters -> constructor keywords (default: the same)."""
@@ -184,6 +189,7 @@ class ModelCalibrator(Calibrator):
         from safetensors.torch import save
 
         self.check_is_fitted()
+        self._check_fitted_with("")
         tensors = {k: t.detach().cpu().contiguous() for k, t in self._tensors().items()}
         data = save(tensors)
         doc = document(
@@ -238,7 +244,7 @@ class ModelCalibrator(Calibrator):
         state = decode(doc.state, "state")
         if not isinstance(params, dict):
             raise InputError("params", "a mapping of parameters", type(params).__name__)
-        if isinstance(state, dict) and doc.header != ("calibkit", FORMAT_VERSION):
+        if isinstance(state, dict) and doc.header[0] != "calibkit":
             params, state = cls._upgrade(params, state)  # as that version fitted it
         given = check_params(
             cls.param_constraints, cls._constructor_params(params), "params", prefix="params."
@@ -252,11 +258,14 @@ class ModelCalibrator(Calibrator):
             if key in given and getattr(obj, key) != given[key]:
                 expected = f"{getattr(obj, key)!r}, fixed by {cls.name!r}"
                 raise InputError(f"params.{key}", expected, repr(given[key]))
+        if isinstance(state, dict) and not doc.current:
+            state = obj._older_state(state)
         obj._load_state(state)
         try:
             obj._set_tensors(tensors)
         except InputError as exc:
             raise InputError(f"{tensor_path}: {exc.argument}", exc.expected, exc.got) from None
+        obj._check_model()
         return obj
 
 
@@ -281,7 +290,7 @@ def _read_tensors(doc: Document, path: Path) -> tuple[Path, dict[str, Tensor]]:
     from safetensors import SafetensorError
     from safetensors.torch import load
 
-    name_key, sha_key = _TENSOR_FIELDS[doc.header == ("calibkit", FORMAT_VERSION)]
+    name_key, sha_key = _TENSOR_FIELDS[doc.header[0] == "calibkit"]
     name, digest = doc.raw.get(name_key), doc.raw.get(sha_key)
     if not isinstance(name, str) or Path(name).name != name or not name.endswith(".safetensors"):
         expected = "the name of a .safetensors file beside the document"

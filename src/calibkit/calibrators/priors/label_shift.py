@@ -400,6 +400,8 @@ class PriorShiftAdapter(OnCalibrator):
         "identified_": Boolean(),
         "n_target_": Integer(0, MAX_ROWS),
     }
+    #: ``confusion_`` is hard or soft as ``soft`` was at fit (BBSE reads both): recorded.
+    fitted_with: ClassVar[tuple[str, ...]] = ("soft",)
     #: Unset until :meth:`adapt`; ``n_source_`` and the adapt flags: absent from documents
     #: saved before they were recorded (such a document loads as before).
     optional_state: ClassVar[tuple[str, ...]] = ("n_source_", *ADAPT_STATE, *ADAPT_FLAGS)
@@ -481,6 +483,7 @@ class PriorShiftAdapter(OnCalibrator):
             if hasattr(self, name):
                 delattr(self, name)
         self.n_classes_ = out.n_classes
+        self._record_params()
         self.calibrator_ = calibrator
         self.source_priors_ = counts / float(counts.sum())
         self.confusion_ = confusion_matrix(self._probs(z), out.labels, soft=self.soft)
@@ -596,7 +599,9 @@ class PriorShiftAdapter(OnCalibrator):
     def _check_state(self) -> None:
         """A loaded state as :meth:`fit` and :meth:`adapt` can leave it: the source priors
         those of the counts (the confusion matrix's column sums; with ``n_source_``,
-        counts of at least one row each: no prior below ``1 / n_source_``), the adapt
+        counts of at least one row each: no prior below ``1 / n_source_``; without it, a
+        document saved before it was recorded, no prior below ``1 / MAX_ROWS``, the least
+        any count of rows gives), the adapt
         flags beside the target priors and agreeing with the estimator (EM alone may not
         converge, after exactly ``max_iter`` iterations; BBSE alone may find its system
         singular, which the confusion matrix must confirm, and then kept the source
@@ -625,6 +630,14 @@ class PriorShiftAdapter(OnCalibrator):
                     f"(priors >= {1 / self.n_source_:.3g})",
                     f"{source[j]:.6g} for class {j} ({counts[j]:.6g} rows)",
                 )
+        elif (source < 1.0 / MAX_ROWS).any():  # no count recorded: at most MAX_ROWS rows
+            j = int(np.argmax(source < 1.0 / MAX_ROWS))
+            raise InputError(
+                "state.source_priors_",
+                f"class counts of at least 1 row of at most {MAX_ROWS:,} (priors >= "
+                f"{1 / MAX_ROWS:.3g}; state.n_source_ is not recorded)",
+                f"{source[j]:.6g} for class {j}",
+            )
         self._check_adapt_state()
         self._check_calibrator_state()
 

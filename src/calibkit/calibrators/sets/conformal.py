@@ -325,6 +325,10 @@ class ConformalClassifier(OnCalibrator):
         "confidences_": Array(shape=("n",), low=0.0, high=1.0),
         "errors_": Array("int64", shape=("n",), low=0, high=1),
     }
+    #: The score the stored scores and quantile were computed with (its name, variant and
+    #: options): recorded by the fit (``fitted_with_``), so a file whose score parameters
+    #: were edited since is refused, naming the parameter.
+    fitted_with: ClassVar[tuple[str, ...]] = ("score", "randomized", "penalty", "k_reg", "weight")
     #: Files of calibkit 0.x hold no calibration scores: sets at their own alpha only.
     optional_state: ClassVar[tuple[str, ...]] = (
         "label_scores_",
@@ -389,6 +393,7 @@ class ConformalClassifier(OnCalibrator):
             expected = f"a calibrator of {out.n_classes} classes, as the logits"
             raise InputError("calibrator", expected, f"one of {calibrator.n_classes_}")
         self.n_classes_ = out.n_classes
+        self._record_params()
         self.calibrator_ = calibrator
         probs = self._probs(z[quantile_rows])
         yq = y[quantile_rows]

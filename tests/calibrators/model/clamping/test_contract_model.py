@@ -68,7 +68,7 @@ def test_save_load_round_trip_is_bit_exact(name: str, tmp_path: Path) -> None:
     cal, x, _ = fitted(name)
     path = _saved(name, tmp_path / "a")
     doc = json.loads(path.read_text(encoding="utf-8"))
-    assert (doc["calibkit"], doc["kind"], doc["method"]) == (2, "model", name)
+    assert (doc["calibkit"], doc["kind"], doc["method"]) == (3, "model", name)
     for load in (
         lambda: calibkit.load(path, model=cal.model),
         lambda: PostHoc.load(path, cal.model),
@@ -136,7 +136,7 @@ def test_tampered_and_foreign_files_are_refused(name: str, tmp_path: Path) -> No
     tensors.write_bytes(original)
     doc = json.loads(path.read_text(encoding="utf-8"))
     foreign = {
-        "newer": {**doc, "calibkit": 3},
+        "newer": {**doc, "calibkit": 4},
         "no kind": {k: v for k, v in doc.items() if k != "kind"},
         "not calibkit": {"format": "something", "params": {}},
         "another method's kind": {**doc, "method": "conformal"},

@@ -54,7 +54,7 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "nc.json").read_text())
     # the base class is not registered: saved as nc_fl, which fixes no parameter
     assert {k: doc[k] for k in ("calibkit", "kind", "method", "tensors_file")} == {
-        "calibkit": 2,
+        "calibkit": 3,
         "kind": "model",
         "method": "nc_fl",
         "tensors_file": "nc.safetensors",
@@ -299,3 +299,92 @@ def test_the_document_keeps_the_settings_flat(tmp_path: Path) -> None:
     old = json.loads((DATA / "nc_v1.json").read_text())["params"]
     assert set(params) == set(old)
     assert (params["epochs"], params["batch_size"]) == (1, 64)
+
+
+# ----- issue #42: values no fit gives, and a model of another class count -----------------------
+def _saved_fit(tmp_path: Path, **params: object) -> tuple[torch.nn.Module, dict[str, object]]:
+    model, x, y = problem()
+    NeuralClamping(model, sgd=QUICK, **params).fit(x, y).save(tmp_path / "nc")  # type: ignore[arg-type]
+    return model, json.loads((tmp_path / "nc.json").read_text())
+
+
+def _refused_nc(tmp_path: Path, doc: dict[str, object], model: torch.nn.Module) -> str:
+    _write(tmp_path / "nc.json", doc)
+    with pytest.raises(InputError) as info:
+        calibkit.load(tmp_path / "nc.json", model=model)
+    message = str(info.value)
+    assert message.startswith(f"calibkit file {tmp_path / 'nc.json'}: "), message
+    return message
+
+
+@pytest.mark.parametrize("log_t", [709.0, 1000.0, -1000.0])
+def test_a_huge_log_temperature_is_an_input_error_not_an_overflow(
+    log_t: float, tmp_path: Path
+) -> None:
+    """Past about 709, exp overflowed: OverflowError from load (a traceback from apply)."""
+    model, doc = _saved_fit(tmp_path)
+    state = doc["state"]
+    assert isinstance(state, dict)
+    for field in ("log_temperature_", "sgd_log_temperature_"):
+        bad = {**doc, "state": {**state, field: log_t}}
+        assert f"state.{field}: expected" in _refused_nc(tmp_path, bad, model)
+
+
+def test_the_exact_temperature_step_keeps_its_range(tmp_path: Path) -> None:
+    """A joint SGD refined by the exact step (the default) ends in T_BOUNDS = [0.01, 100]:
+    a consistent pair (log T, T) of T = e^6 (403) does not."""
+    model, doc = _saved_fit(tmp_path)
+    state = doc["state"]
+    assert isinstance(state, dict)
+    bad = {**doc, "state": {**state, "log_temperature_": 6.0, "temperature_": math.exp(6.0)}}
+    message = _refused_nc(tmp_path, bad, model)
+    assert "state.log_temperature_: expected a log temperature in [log 0.01, log 100]" in message
+
+
+def test_without_the_exact_step_the_temperature_is_where_sgd_left_it(tmp_path: Path) -> None:
+    model, doc = _saved_fit(tmp_path, refine_temperature=False)
+    state = doc["state"]
+    assert isinstance(state, dict)
+    assert state["log_temperature_"] == state["sgd_log_temperature_"]
+    log_t = state["sgd_log_temperature_"] + 0.5
+    bad = {**doc, "state": {**state, "log_temperature_": log_t, "temperature_": math.exp(log_t)}}
+    assert "state.log_temperature_: expected state.sgd_log_temperature_" in _refused_nc(
+        tmp_path, bad, model
+    )
+
+
+def test_a_model_of_another_class_count_is_refused(tmp_path: Path) -> None:
+    """A file fitted for a 4-class model loaded with a 3-class one (or a 5-class one) and
+    predicted that model's columns; the model is now checked on load, by one pass over the
+    saved delta, and again at prediction."""
+    model, doc = _saved_fit(tmp_path)
+    _, x, _ = problem()
+    assert doc["state"]["n_classes_"] == 4  # type: ignore[index]
+    for k in (3, 5):
+        other, _, _ = problem(k=k)
+        message = _refused_nc(tmp_path, doc, other)
+        assert message.endswith(
+            f"model: expected a classifier of 4 classes, as state.n_classes_ says, got one of "
+            f"{k} classes"
+        ), message
+    wrong_inputs = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3, 4))
+    assert "model: expected a classifier of inputs of shape (2, 2, 2)" in _refused_nc(
+        tmp_path, doc, wrong_inputs
+    )
+    nc = calibkit.load(tmp_path / "nc.json", model=model)
+    nc.model = problem(k=3)[0]  # swapped after loading
+    with pytest.raises(InputError, match=r"model: expected a model of 4 classes"):
+        nc.predict_proba(x)
+
+
+def test_an_edited_normalisation_is_refused(tmp_path: Path) -> None:
+    """``delta_`` is added to images normalised by ``mean`` and ``std``: recorded by the fit."""
+    model, doc = _saved_fit(tmp_path, mean=(0.5, 0.5), std=(0.25, 0.25))
+    state, params = doc["state"], doc["params"]
+    assert isinstance(state, dict)
+    assert isinstance(params, dict)
+    assert state["fitted_with_"] == {"mean": [0.5, 0.5], "std": [0.25, 0.25]}
+    bad = {**doc, "params": {**params, "std": [1.0, 1.0]}}
+    assert "params.std: expected (0.25, 0.25), the value the fit used" in _refused_nc(
+        tmp_path, bad, model
+    )

@@ -83,6 +83,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from calibkit.calibrators.logit.temperature import ANY_LOG_TEMPERATURE
 from calibkit.calibrators.model.clamping.holdout import GUARDS, check_holdout
 from calibkit.calibrators.model.clamping.init import INITS, check_input_range
 from calibkit.calibrators.model.clamping.inputs import (
@@ -205,14 +206,17 @@ class NeuralClamping(ModelCalibrator):
         "seed": Integer(),
         "sgd": Checked(_sgd, "an SGDSettings"),
     }
+    #: A dataset's images are normalised by ``mean`` and ``std`` before ``delta_`` is added,
+    #: at fit as at prediction: ``delta_`` holds for that normalisation only (recorded).
+    fitted_with: ClassVar[tuple[str, ...]] = ("mean", "std")
     #: The fitted attributes the document holds, as it holds them
     #: (:mod:`~calibkit.calibrators.model.clamping.persistence`; ``delta_`` is in the tensor file).
     state_constraints: ClassVar[Constraints] = {
-        "log_temperature_": Real(),
+        "log_temperature_": ANY_LOG_TEMPERATURE,
         "lam_": NON_NEGATIVE,
         "history_": ListOf(Real(), as_list=True),
         "gamma_": NON_NEGATIVE,
-        "sgd_log_temperature_": NoneOr(Real()),
+        "sgd_log_temperature_": NoneOr(ANY_LOG_TEMPERATURE),
         "holdout_losses_": AnyOf(Choice([]), ListOf(Real(), as_list=True)),
         "delta_kept_": Boolean(),
         "guard_": Choice(*GUARDS),
@@ -340,6 +344,7 @@ class NeuralClamping(ModelCalibrator):
         self.temperature_ = best.temperature
         self.ece_by_gamma_ = eces
         self.n_classes_ = n_classes
+        self._record_params()
 
     @property
     def guard(self) -> str:
@@ -367,6 +372,9 @@ class NeuralClamping(ModelCalibrator):
         device = self.sgd.torch_device(self.model)
         with frozen(self.model):
             z = logits_pass(self.model, x, self.delta_, self.sgd.batch_size, device)
+        if z.ndim != 2 or z.shape[1] != self.n_classes_:
+            expected = f"a model of {self.n_classes_} classes (as at fit time)"
+            raise InputError("model", expected, f"logits of shape {tuple(z.shape)}")
         out: np.ndarray = z.numpy().astype(np.float64) / self.temperature_
         return out
 
@@ -410,6 +418,21 @@ class NeuralClamping(ModelCalibrator):
 
     def _set_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
         self.delta_ = delta_of(tensors)
+
+    def _check_model(self) -> None:
+        """The model given to ``load`` takes inputs of ``delta_``'s shape and returns
+        ``n_classes_`` logits: one pass over one input (``delta_`` itself), in eval mode."""
+        shape = tuple(self.delta_.shape)
+        device = self.sgd.torch_device(self.model)
+        try:
+            with frozen(self.model):
+                k = n_outputs(self.model, self.delta_.unsqueeze(0), device)
+        except InputError as exc:
+            expected = f"a classifier of inputs of shape {shape} (the saved delta's)"
+            raise InputError("model", expected, exc.got) from None
+        if k != self.n_classes_:
+            expected = f"a classifier of {self.n_classes_} classes, as state.n_classes_ says"
+            raise InputError("model", expected, f"one of {k} classes")
 
     def _saved_params(self) -> dict[str, Any]:
         return saved_params(self.get_params())

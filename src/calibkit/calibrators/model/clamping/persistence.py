@@ -11,7 +11,9 @@ beside a ``.safetensors`` file holding ``delta_`` (as ``delta``). What is its ow
   sidecar reads as the same document; every parameter is required;
 - the state holds ``ece_by_gamma_`` as ``[gamma, ECE]`` pairs and ``sgd_log_temperature_``
   as null where no SGD ran (NaN in memory); the relations between the fitted attributes
-  are checked on load (:func:`check_relations`);
+  are checked on load (:func:`check_relations`), the log temperature among them: in the
+  range the exact step searches (:data:`~calibkit.calibrators.model.clamping.objective.
+  T_BOUNDS`) where the fit took that step, else where the SGD left it;
 - a file written before the guard said which of it decided gets its ``guard_`` as what
   that fit was: no hold-out, or delta kept or dropped (:func:`upgrade_guard`);
 - the tensor file holds one finite floating-point ``delta`` (:func:`delta_of`).
@@ -28,6 +30,7 @@ from torch import Tensor
 
 from calibkit.calibrators.logit.temperature import check_log_temperature
 from calibkit.calibrators.model.clamping.holdout import GUARDS
+from calibkit.calibrators.model.clamping.objective import T_BOUNDS
 from calibkit.calibrators.model.clamping.settings import SGD_FIELDS, flat_params, split_params
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import check_state
@@ -107,6 +110,7 @@ def check_relations(nc: NeuralClamping) -> None:
         expected = "a list of [gamma, ECE] pairs, one per gamma"
         raise InputError("state.ece_by_gamma_", expected, repr(pairs)[:60])
     check_log_temperature(nc.log_temperature_, nc.temperature_)
+    _check_log_temperature_source(nc)
     if nc.gamma_ not in nc.gamma:
         raise InputError("state.gamma_", f"one of params.gamma {nc.gamma}", repr(nc.gamma_))
     guard = nc.guard_
@@ -114,6 +118,28 @@ def check_relations(nc: NeuralClamping) -> None:
     if (guard == GUARDS[0]) != (nc.holdout == 0) or not agrees:
         expected = f"a guard agreeing with params.holdout ({nc.holdout:g}) and state.delta_kept_"
         raise InputError("state.guard_", expected, repr(guard))
+
+
+def _check_log_temperature_source(nc: NeuralClamping) -> None:
+    """The log temperature where the fit leaves it (``search.fit_gamma``): the exact step's
+    (in ``log T_BOUNDS``) where no SGD ran or a joint SGD was refined, else the SGD's own."""
+    sgd = nc.sgd_log_temperature_
+    exact = sgd is None or (nc.refine_temperature and nc.train == "joint")
+    log_t = nc.log_temperature_
+    if exact:
+        low, high = (math.log(t) for t in T_BOUNDS)
+        if not low - 1e-9 <= log_t <= high + 1e-9:
+            expected = (
+                f"a log temperature in [log {T_BOUNDS[0]:g}, log {T_BOUNDS[1]:g}] = "
+                f"[{low:.6g}, {high:.6g}] (the range of the exact temperature step)"
+            )
+            raise InputError("state.log_temperature_", expected, repr(log_t))
+    elif not math.isclose(log_t, sgd, rel_tol=0.0, abs_tol=1e-12):
+        expected = (
+            f"state.sgd_log_temperature_ = {sgd!r} (params.train={nc.train!r}, "
+            f"refine_temperature={nc.refine_temperature}: the SGD's temperature is kept)"
+        )
+        raise InputError("state.log_temperature_", expected, repr(log_t))
 
 
 def delta_of(tensors: dict[str, Tensor]) -> Tensor:
