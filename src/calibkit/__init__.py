@@ -9,6 +9,7 @@ and ``calibkit.reporting`` is here too (``tests/test_package.py`` checks it):
 - metrics: ``ece``, ``nll``, ``evaluate``, ``evaluate_groups``, the calibration tests
   (``calibration_tests``, ``spiegelhalter_test``, ...), the selective metrics (``aurc``,
   ``risk_at_coverage``, ...), ``set_metrics``, ``StreamingCalibration`` and ``METRICS``;
+  ``simulate`` (outputs with a declared miscalibration and its exact population values);
 - losses: ``create_loss`` and ``LOSSES``;
 - fitted post-hoc objects, one contract (``PostHoc``) and one loader (``load``):
   calibrators (``TemperatureScaling`` ... ``NeuralClamping``, ``create_calibrator``),
@@ -62,6 +63,7 @@ _MODULES: dict[str, str] = {
         "risk_at_coverage risk_coverage_curve rmsce sce score_decomposition set_metrics "
         "smooth_ece smooth_reliability spiegelhalter_test suite_names"
     ),
+    "calibkit.metrics.simulated": "Simulation SimulationTruth simulate",
     "calibkit.losses": "LOSSES create_loss",
     "calibkit.calibrators": (
         "ABLATIONS AutoCalibrator BetaCalibration BiasCorrectedTemperatureScaling CALIBRATORS "
@@ -271,6 +273,7 @@ if TYPE_CHECKING:
         spiegelhalter_test,
         suite_names,
     )
+    from calibkit.metrics.simulated import Simulation, SimulationTruth, simulate
     from calibkit.models import (
         MODELS,
         create_model,
