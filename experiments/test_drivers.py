@@ -17,6 +17,7 @@ from experiments.test_layout import DRIVERS, ENV, ROOT
 #: the current folder, do not exist yet.
 MISSING_INPUT = {
     "experiments/guo2017/guo2017_report.py": ["{missing}/c.toml:{missing}/study:a", "--out", "."],
+    "experiments/intervals/conformance_report.py": ["{missing}", "out"],
     "experiments/losses_survey/losses_survey_summary.py": ["{missing}"],
     "experiments/losses_survey/study.py": ["{missing}/c.toml", "--out", "out"],
     "experiments/neural_clamping/nc_authors.py": ["--authors-code", "{missing}", "--out", "out"],
@@ -34,13 +35,15 @@ MISSING_INPUT = {
     "experiments/wang2021/study.py": ["{missing}/c.toml", "--out", "out"],
     "experiments/wang2021/wang2021_figures.py": ["{missing}", "out"],
 }
-#: Drivers that read no input.
-NO_INPUT = {"experiments/wang2021/wang2021_configs.py"}
+#: Drivers that read no input (the conformance study simulates its data: its folder rule is
+#: tested beside it, ``intervals/test_conformance.py``).
+NO_INPUT = {"experiments/wang2021/wang2021_configs.py", "experiments/intervals/conformance.py"}
 
 #: Per driver that writes a folder: the folder its command line above writes (the output is
 #: checked before the inputs), made here as the user's, and the argument naming it.
 USER_FOLDER = {
     "experiments/guo2017/guo2017_report.py": ("a", "--out"),
+    "experiments/intervals/conformance_report.py": ("out", "OUT"),
     "experiments/neural_clamping/nc_authors.py": ("out", "--out"),
     "experiments/neural_clamping/nc_authors_report.py": ("out", "out"),
     "experiments/neural_clamping/nc_figure_fits.py": ("out", "FITS_OUT"),
@@ -48,9 +51,11 @@ USER_FOLDER = {
     "experiments/shift/run.py": ("resnet20", "--out-root"),
     "experiments/wang2021/wang2021_figures.py": ("out", "FIGURES"),
 }
-#: Drivers that write no folder (the configs generator: ``test_wang2021_configs.py``), and
-#: those that are ``calibkit study`` (its --out rule is the library's: ``tests/study``).
+#: Drivers that write no folder (the configs generator: ``test_wang2021_configs.py``), those
+#: that are ``calibkit study`` (its --out rule is the library's: ``tests/study``), and those
+#: whose folder rule is tested beside them (``intervals/test_conformance.py``).
 NO_FOLDER = {
+    "experiments/intervals/conformance.py",
     "experiments/losses_survey/losses_survey_summary.py",
     "experiments/neural_clamping/nc_objective_check.py",
     "experiments/shift/analysis.py",

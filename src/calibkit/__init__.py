@@ -10,6 +10,8 @@ and ``calibkit.reporting`` is here too (``tests/test_package.py`` checks it):
   (``calibration_tests``, ``spiegelhalter_test``, ...), the selective metrics (``aurc``,
   ``risk_at_coverage``, ...), ``set_metrics``, ``StreamingCalibration`` and ``METRICS``;
   ``simulate`` (outputs with a declared miscalibration and its exact population values);
+  ``ece_interval``, ``l2_ece_interval`` (the true calibration error, with intervals that
+  cover it);
 - losses: ``create_loss`` and ``LOSSES``;
 - fitted post-hoc objects, one contract (``PostHoc``) and one loader (``load``):
   calibrators (``TemperatureScaling`` ... ``NeuralClamping``, ``create_calibrator``),
@@ -64,6 +66,7 @@ _MODULES: dict[str, str] = {
         "smooth_ece smooth_reliability spiegelhalter_test suite_names"
     ),
     "calibkit.metrics.simulated": "Simulation SimulationTruth simulate",
+    "calibkit.metrics.intervals": "CalibrationInterval ece_interval l2_ece_interval",
     "calibkit.losses": "LOSSES create_loss",
     "calibkit.calibrators": (
         "ABLATIONS AutoCalibrator BetaCalibration BiasCorrectedTemperatureScaling CALIBRATORS "
@@ -273,6 +276,7 @@ if TYPE_CHECKING:
         spiegelhalter_test,
         suite_names,
     )
+    from calibkit.metrics.intervals import CalibrationInterval, ece_interval, l2_ece_interval
     from calibkit.metrics.simulated import Simulation, SimulationTruth, simulate
     from calibkit.models import (
         MODELS,

@@ -1,0 +1,226 @@
+"""Do calibkit's intervals cover the truth? A conformance study on simulated models.
+
+Every cell of the grid is a simulated K-class model with a declared miscalibration
+(:func:`calibkit.metrics.simulated.simulate`: its exact population values known), drawn
+``--reps`` times at ``n`` samples. Each draw is evaluated as ``calibkit evaluate`` does
+(:class:`~calibkit.metrics.suite.MetricSuite`: 15 equal-width bins, the percentile bootstrap
+of every binned metric, the noise floor) and with the intervals of the true error
+(:mod:`calibkit.metrics.intervals`); a cell records, per metric and interval method, the
+bias of the estimate, how often the 95% interval covers the truth, its mean width, how
+often it excludes its own estimate, and (calibrated cells) how often the noise-floor verdict
+calls a calibrated model miscalibrated.
+
+The grid (``--grid full``): ``shape="constant"`` at n in 300, 1k, 5k, 20k, 100k, K in 2, 10,
+100, 1,000 and true gap 0, 0.5%, 1%, 3%, 10% (n x K at most the simulator's limit); the
+other shapes at K = 10 over the same n (``sign_change``, ``classwise`` and ``groups`` at the
+same gaps; ``platt`` and ``beta`` at three curves each). ``--grid reduced`` is a corner of
+it for the tests. Each cell is one JSON file in ``--out`` (written as it finishes, with the
+folder's manifest): a killed run resumes where it stopped; a cell is redone only if its
+file is missing. Cells run on ``--workers`` processes.
+
+``python experiments/intervals/conformance_report.py OUT docs/intervals`` makes the tables
+and figures from the cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+if __package__ in (None, ""):  # run as a file: the repository root on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from experiments._driver import ResultsFolder, driver_parser, run_driver
+
+#: The metrics ``evaluate`` bootstraps that have a population truth, with that truth's name
+#: (:class:`~calibkit.metrics.simulated_truth.SimulationTruth`).
+BOOTSTRAPPED = {
+    "ece": "ece",
+    "aece": "aece",
+    "mce": "mce",
+    "rmsce": "rmsce",
+    "ece_debiased": "rmsce",
+    "sce": "sce",
+    "ks": "ks",
+}
+#: The intervals of the true error (:mod:`calibkit.metrics.intervals`), with their truth.
+TRUE_ERROR = {"ece_interval": "ece", "l2_ece_interval": "rmsce"}
+N_BINS = 15
+LEVEL = 0.95
+SIZES = (300, 1_000, 5_000, 20_000, 100_000)
+CLASSES = (2, 10, 100, 1_000)
+GAPS = (0.0, 0.005, 0.01, 0.03, 0.1)
+#: Platt curves ``(a, b)`` and beta-calibration curves ``(a, b, m)``: nearly calibrated to
+#: strongly overconfident.
+CURVES = {
+    "platt": ((0.9, 0.0), (0.7, 0.0), (0.5, 0.0)),
+    "beta": ((1.0, 0.9, 0.0), (1.0, 0.7, 0.0), (1.0, 0.5, 0.0)),
+}
+
+_log = logging.getLogger("conformance")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One simulated model at one sample size."""
+
+    shape: str
+    n: int
+    n_classes: int
+    gap: float | None = None
+    params: tuple[float, ...] | None = None
+
+    @property
+    def name(self) -> str:
+        what = f"gap{self.gap:g}" if self.params is None else "p" + "_".join(map(str, self.params))
+        return f"{self.shape}-K{self.n_classes}-n{self.n}-{what}"
+
+    def seed(self, rep: int) -> int:
+        """A seed of its own for each draw of each cell."""
+        digest = hashlib.sha256(f"{self.name}/{rep}".encode()).digest()
+        return int.from_bytes(digest[:4], "little")
+
+
+def grid(which: str) -> list[Cell]:
+    """The cells of ``which`` (``full`` or ``reduced``), cheapest first."""
+    from calibkit.metrics.simulated import MAX_ENTRIES
+
+    cells: list[Cell] = []
+    if which == "reduced":
+        return [Cell("constant", n, 10, gap) for n in (1_000, 5_000) for gap in (0.0, 0.03)]
+    for n in SIZES:
+        for k in CLASSES:
+            if n * k <= MAX_ENTRIES:
+                cells += [Cell("constant", n, k, gap) for gap in GAPS]
+        for shape in ("sign_change", "classwise", "groups"):
+            cells += [Cell(shape, n, 10, gap) for gap in GAPS]
+        for shape, curves in CURVES.items():
+            cells += [Cell(shape, n, 10, params=p) for p in curves]
+    return sorted(cells, key=lambda c: c.n * max(c.n_classes, 10))
+
+
+def _one(cell: Cell, rep: int, n_boot: int) -> dict[str, Any]:
+    """Every estimate, interval and truth of one draw of ``cell``."""
+    from calibkit.core.outputs import as_outputs
+    from calibkit.metrics.intervals import ece_interval, l2_ece_interval
+    from calibkit.metrics.simulated import simulate
+    from calibkit.metrics.suite import MetricSuite
+
+    seed = cell.seed(rep)
+    sim = simulate(
+        cell.n,
+        cell.n_classes,
+        seed=seed,
+        shape=cell.shape,
+        gap=cell.gap,  # type: ignore[arg-type]
+        params=cell.params,
+        n_bins=N_BINS,
+    )
+    truth = {name: float(getattr(sim.truth, name)) for name in set(BOOTSTRAPPED.values())}
+    out = as_outputs(sim.labels, probs=sim.probs)
+    suite = MetricSuite.from_outputs(out, n_bins=N_BINS)
+    values = suite.compute()
+    ci = suite.bootstrap(n_boot, LEVEL, seed, names=tuple(BOOTSTRAPPED))
+    floor = suite.noise_draws(200, seed, names=("ece",))["ece"]
+    rows: dict[str, Any] = {}
+    for name, of in BOOTSTRAPPED.items():
+        lo, hi = ci[name]
+        # the basic bootstrap (2 x estimate - the other quantile), truncated at 0
+        basic = (max(0.0, 2 * values[name] - hi), max(0.0, 2 * values[name] - lo))
+        rows[f"{name}/percentile"] = (values[name], lo, hi, truth[of])
+        rows[f"{name}/basic"] = (values[name], *basic, truth[of])
+    for name, f in (("ece_interval", ece_interval), ("l2_ece_interval", l2_ece_interval)):
+        got = f(out, n_bins=N_BINS, level=LEVEL)
+        rows[f"{name}/{got.method}"] = (got.estimate, got.low, got.high, truth[TRUE_ERROR[name]])
+    limit = float(np.quantile(floor, LEVEL))
+    return {"rows": rows, "alarm": bool(values["ece"] > limit), "truth": truth}
+
+
+def summarise(cell: Cell, draws: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cell's record: per metric/method, bias, coverage, width, and how often the
+    interval excludes its own estimate."""
+    keys = draws[0]["rows"].keys()
+    stats = {}
+    for key in keys:
+        a = np.array([d["rows"][key] for d in draws])  # estimate, low, high, truth
+        est, lo, hi, truth = a.T
+        stats[key] = {
+            "truth": float(truth.mean()),
+            "mean_estimate": float(est.mean()),
+            "bias": float((est - truth).mean()),
+            "coverage": float(np.mean((lo <= truth) & (truth <= hi))),
+            "width": float((hi - lo).mean()),
+            "excludes_estimate": float(np.mean((est < lo) | (est > hi))),
+        }
+    return {
+        "cell": asdict(cell),
+        "name": cell.name,
+        "reps": len(draws),
+        "false_alarm": float(np.mean([d["alarm"] for d in draws])),
+        "metrics": stats,
+    }
+
+
+def run_cell(cell: Cell, reps: int, n_boot: int) -> dict[str, Any]:
+    return summarise(cell, [_one(cell, rep, n_boot) for rep in range(reps)])
+
+
+def _pending(folder: Path, cells: list[Cell]) -> Iterator[Cell]:
+    for cell in cells:
+        if not (folder / f"{cell.name}.json").is_file():
+            yield cell
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = driver_parser(__file__, __doc__)
+    parser.add_argument("--out", required=True, help="the folder of the cells (resumed)")
+    parser.add_argument("--grid", choices=("full", "reduced"), default="full")
+    parser.add_argument("--reps", type=int, default=60, help="data sets per cell (60)")
+    parser.add_argument("--n-boot", type=int, default=200, help="bootstrap replicates (200)")
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    return run_driver(parser, _work, argv)
+
+
+def _work(args: argparse.Namespace) -> int:
+    from calibkit.core.errors import InputError
+    from calibkit.core.progress import Phase
+    from calibkit.core.signals import die_with_parent
+
+    for option, value in (
+        ("--reps", args.reps),
+        ("--n-boot", args.n_boot),
+        ("--workers", args.workers),
+    ):
+        if value < 1:
+            raise InputError(option, "a whole number >= 1", str(value))
+    folder = ResultsFolder(args.out, "--out")
+    cells = list(_pending(folder.path, grid(args.grid)))
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    phase = Phase(_log, "cells", len(cells), quiet_for=0.0, every=30.0)
+    with ProcessPoolExecutor(
+        args.workers, initializer=die_with_parent, initargs=(os.getpid(),)
+    ) as pool:
+        futures = {pool.submit(run_cell, c, args.reps, args.n_boot): c for c in cells}
+        for future in as_completed(futures):
+            record = future.result()
+            folder.write_text(
+                folder.path / f"{record['name']}.json", json.dumps(record, indent=1) + "\n"
+            )
+            phase.step(record["name"])
+    print(f"{len(cells)} cells written to {folder.path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
