@@ -4,8 +4,10 @@ the JSON document, ``load`` and the registry :data:`CALIBRATORS` for every kind)
 
 A calibrator maps a classifier's logits to calibrated probabilities:
 
-- ``fit(logits, labels, sample_weight=None) -> self`` learns from a calibration set
-  (weighted where the method allows it: :attr:`Calibrator.accepts_sample_weight`);
+- ``fit(logits, labels, sample_weight=None, *, input_kind="logits") -> self`` learns from
+  a calibration set (weighted where the method allows it:
+  :attr:`Calibrator.accepts_sample_weight`); ``input_kind`` declares what ``logits`` holds
+  (see below);
 - ``predict_proba(logits)`` returns float64 probabilities (rows sum to 1);
 - ``transform(logits)`` returns calibrated logits, for methods that map logits to logits;
 - fitted state lives in attributes ending in ``_``; using an unfitted calibrator raises
@@ -22,15 +24,22 @@ second): ``get_params(deep=...)``, ``set_params`` (checked against the declarati
 samples ``X`` of scikit-learn's API are rows of logits, ``y`` their labels.
 
 Inputs are numpy arrays or torch tensors. For models that only published probabilities,
-pass ``log(probs)`` as logits (softmax ignores the per-row constant). A map that does not
-ignore it (``shift_invariant = False``: vector and matrix scaling, MS-ODIR) records which
-kind it was fitted on (``input_kind_``): fitted on probabilities, it maps a model's logits
-through their log-softmax (the same numbers as its probabilities give); fitted on logits,
-it refuses log-probabilities (:meth:`~calibkit.calibrators.fitted.PostHoc._as_fitted_kind`).
+pass ``log(probs)`` as logits and say so: ``fit(log_probs, labels, input_kind="probs")``.
+The caller declares the kind; nothing is guessed from the values. Softmax ignores a
+constant added to a row, so most maps give the same numbers either way; a map that does
+not ignore it (``shift_invariant = False``: vector and matrix scaling, MS-ODIR) records
+the declared kind (``input_kind_``). Fitted on probabilities, it takes the log-softmax of
+every row, at fit and at prediction (and in :meth:`Calibrator.to_module`), so a model's
+logits give the same numbers as its probabilities; fitted on logits, it takes what it is
+given, unchecked (nothing can tell log-probabilities from logits without guessing:
+``calibkit apply``, which knows a file's kind, refuses probabilities for it). Files of an
+older format record ``"unknown"`` and map as they did
+(:meth:`~calibkit.calibrators.fitted.PostHoc._as_fitted_kind`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, Self
@@ -39,7 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators.estimator import check_sample_weight
-from calibkit.calibrators.fitted import CALIBRATORS, PostHoc, load
+from calibkit.calibrators.fitted import CALIBRATORS, PostHoc, check_input_kind, load
 from calibkit.calibrators.persistence import (
     FORMAT_VERSION,
     MAX_DEPTH,
@@ -155,16 +164,36 @@ class Calibrator(PostHoc):
 
     # ----- the contract ---------------------------------------------------------------
     def fit(
-        self, logits: object, labels: object, sample_weight: object = None, **metadata: object
+        self,
+        logits: object,
+        labels: object,
+        sample_weight: object = None,
+        *,
+        input_kind: str = "logits",
+        **metadata: object,
     ) -> Self:
         """Learn the calibration map from calibration-set ``logits`` and ``labels``.
 
         ``sample_weight`` (non-negative, one per row, not all 0) weighs each row as that
-        many repetitions of it would; ``None`` weighs all rows equally. ``metadata``: the
-        per-row inputs the method declares (:attr:`fit_metadata`, e.g. ``groups=``).
+        many repetitions of it would; ``None`` weighs all rows equally. ``input_kind``
+        (keyword only) declares what ``logits`` holds: ``"logits"`` (the default), or
+        ``"probs"`` for the log-probabilities of a model that published probabilities
+        (``log(probs)``); anything else is one InputError naming ``input_kind``. Nothing is
+        read from the values. A map that is not shift-invariant (:attr:`shift_invariant`)
+        records it (``input_kind_``) and, fitted on ``"probs"``, takes the log-softmax of
+        every row, here and at prediction. ``metadata``: the per-row inputs the method
+        declares (:attr:`fit_metadata`, e.g. ``groups=``).
+
+        >>> z = np.log([[0.8, 0.2], [0.3, 0.7], [0.6, 0.4], [0.1, 0.9]])
+        >>> vs = create_calibrator("vector").fit(z, [0, 1, 1, 1], input_kind="probs")
+        >>> vs.input_kind_, bool(np.allclose(vs.predict_proba(z), vs.predict_proba(z + 5.0)))
+        ('probs', True)
         """
+        kind = check_input_kind(input_kind)
         routed = self._route(metadata)
         out = self._check_fit_input(logits, labels)
+        if not self.shift_invariant and kind == "probs":  # as it maps them (_as_fitted_kind)
+            out = dataclasses.replace(out, scores=log_softmax64(out.scores))
         weights = None
         if sample_weight is not None:
             if not self.accepts_sample_weight:
@@ -180,7 +209,7 @@ class Calibrator(PostHoc):
             fit(out, **routed)
         else:
             fit(out, weights, **routed)
-        self._record_input(out.scores)
+        self._record_input(kind)
         return self
 
     def predict_proba(self, logits: object, **metadata: object) -> F64:
@@ -215,17 +244,17 @@ class Calibrator(PostHoc):
         return CheckedLogits(self._map_module(), self.n_classes_).eval()
 
     def _map_module(self) -> nn.Module:
-        """:meth:`_module`, after the log-softmax of logits for a map fitted on
-        probabilities (as :meth:`~calibkit.calibrators.fitted.PostHoc._as_fitted_kind`
-        gives them to it): what :meth:`to_module` checks the input of."""
+        """:meth:`_module`, after the log-softmax of every row (float64) for a map that is
+        not shift-invariant fitted on probabilities (as
+        :meth:`~calibkit.calibrators.fitted.PostHoc._as_fitted_kind` gives them to it):
+        what :meth:`to_module` checks the input of."""
         from torch import nn
 
-        from calibkit.calibrators.fitted import NORMALIZED_TOL
-        from calibkit.calibrators.modules import LogProbs
+        from calibkit.calibrators.modules import LogSoftmax
 
         module = self._module()
         if not self.shift_invariant and getattr(self, "input_kind_", None) == "probs":
-            module = nn.Sequential(LogProbs(NORMALIZED_TOL), module)
+            module = nn.Sequential(LogSoftmax(), module)
         return module
 
     def input_module(self) -> nn.Module:

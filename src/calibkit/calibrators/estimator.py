@@ -26,7 +26,14 @@ F64 = npt.NDArray[np.float64]
 
 
 class _FitTransform(Protocol):
-    def __call__(self, logits: object, labels: object, sample_weight: object = None) -> F64: ...
+    def __call__(
+        self,
+        logits: object,
+        labels: object,
+        sample_weight: object = None,
+        *,
+        input_kind: str = "logits",
+    ) -> F64: ...
 
 
 class _NoTransformError(InputError, AttributeError):
@@ -78,7 +85,14 @@ class EstimatorAPI:
         n_classes_: int
 
         def check_is_fitted(self) -> None: ...
-        def fit(self, logits: object, labels: object, sample_weight: object = None) -> Self: ...
+        def fit(
+            self,
+            logits: object,
+            labels: object,
+            sample_weight: object = None,
+            *,
+            input_kind: str = "logits",
+        ) -> Self: ...
         def _transform_logits(self, logits: object) -> F64: ...
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
@@ -129,8 +143,8 @@ class EstimatorAPI:
 
     @property
     def fit_transform(self) -> _FitTransform:
-        """``fit_transform(logits, labels, sample_weight=None)``: ``fit``, then ``transform``
-        the same logits (missing as :attr:`transform` is)."""
+        """``fit_transform(logits, labels, sample_weight=None, *, input_kind="logits")``:
+        ``fit``, then ``transform`` the same logits (missing as :attr:`transform` is)."""
         self._require_logit_map("fit_transform")
         return self._fit_transform
 
@@ -142,6 +156,13 @@ class EstimatorAPI:
                 f"{self.name!r}, which outputs probabilities; use predict_proba()",
             )
 
-    def _fit_transform(self, logits: object, labels: object, sample_weight: object = None) -> F64:
-        self.fit(logits, labels, sample_weight)
+    def _fit_transform(
+        self,
+        logits: object,
+        labels: object,
+        sample_weight: object = None,
+        *,
+        input_kind: str = "logits",
+    ) -> F64:
+        self.fit(logits, labels, sample_weight, input_kind=input_kind)
         return self._transform_logits(logits)

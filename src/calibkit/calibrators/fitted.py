@@ -36,9 +36,11 @@ What they share, declared once here:
   :mod:`~calibkit.calibrators.persistence` for why a record and not a digest): the
   parameters predictions read beside the state (``fitted_with``: a conformal predictor's
   score; the record ``fitted_with_``), and, for a map that is not shift-invariant
-  (``shift_invariant = False``: vector and matrix scaling), whether it was fitted on
-  logits or on probabilities (``input_kind_``, :func:`input_kind`), so that the other kind
-  is converted or refused instead of giving other numbers;
+  (``shift_invariant = False``: vector and matrix scaling, MS-ODIR), whether it was fitted
+  on logits or on probabilities (``input_kind_``: the kind the caller declared to ``fit``,
+  never read from the values), so that a map fitted on probabilities gives the same
+  numbers for a model's logits (:meth:`PostHoc._as_fitted_kind`) and ``calibkit apply``
+  refuses probabilities for a map fitted on logits;
 - ``to_module()``: the fitted map as a torch module.
 
 :data:`CALIBRATORS` registers every kind by name; ``CALIBRATORS.names(kind="sets")`` asks
@@ -85,53 +87,36 @@ if TYPE_CHECKING:
     from torch import nn
 
 F64 = npt.NDArray[np.float64]
-#: What a calibrator can be fitted on (``state.input_kind_``): the logits, or probabilities
-#: (given as their logarithms: every row's logsumexp is 0).
+#: What a calibrator can be fitted on, as the caller declares it (``fit(...,
+#: input_kind=...)``) and the fit records it (``state.input_kind_``): the logits, or
+#: probabilities (given as their logarithms). Nothing is guessed from the values.
 INPUT_KINDS = ("logits", "probs")
 #: The input kind of a fit that did not record it (loaded from a file of an older format):
-#: its map takes what it took then, either kind, unchecked.
+#: its map takes what it took then, either kind, unchanged.
 UNKNOWN_KIND = "unknown"
 #: The kind of input a fit recorded, as a loaded state holds it.
 INPUT_KIND = Choice(*INPUT_KINDS, UNKNOWN_KIND)
-#: How far from 0 every row's logsumexp may be for the rows to be log-probabilities: twice
-#: the tolerance on a probability row's sum (``calibkit.core.outputs.PROBS_ATOL``, 1e-4),
-#: so every probability file the command line accepts reads as probabilities.
-NORMALIZED_TOL = 2e-4
 
 
-def _logsumexp_rows(z: F64) -> F64:
-    m = z.max(axis=1, keepdims=True)
-    return np.asarray((m + np.log(np.exp(z - m).sum(axis=1, keepdims=True)))[:, 0])
+def check_input_kind(value: object) -> str:
+    """``value`` if it is one of :data:`INPUT_KINDS` (the ``input_kind`` a caller declares
+    to ``fit``), else one InputError naming ``input_kind``.
 
-
-def input_kind(scores: object) -> str:
-    """``"probs"`` when every row of ``scores`` is log-probabilities (its logsumexp within
-    :data:`NORMALIZED_TOL` of 0: probabilities given as ``log(probs)``, as the command line
-    gives a probability file), else ``"logits"``.
-
-    >>> z = np.array([[2.0, 0.0], [0.0, 1.0]])
-    >>> input_kind(z), input_kind(np.log([[0.5, 0.5], [0.9, 0.1]]))
-    ('logits', 'probs')
+    >>> check_input_kind("probs")
+    'probs'
+    >>> check_input_kind("log-probs")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: input_kind: expected 'logits' or 'probs' ..., got 'log-probs'
     """
-    z = np.asarray(scores, dtype=np.float64)
-    return "probs" if bool(np.all(np.abs(_logsumexp_rows(z)) <= NORMALIZED_TOL)) else "logits"
-
-
-def as_log_probs(z: F64) -> F64:
-    """``z`` with every row that is not log-probabilities (logsumexp farther than
-    :data:`NORMALIZED_TOL` from 0: logits) replaced by its log-softmax, the others left as
-    they are: the map of a calibrator fitted on probabilities then gives the same numbers
-    for a model's logits as for its probabilities, and for these exactly the old ones.
-
-    >>> as_log_probs(np.array([[0.0, 0.0], [np.log(0.25), np.log(0.75)]])).round(4).tolist()
-    [[-0.6931, -0.6931], [-1.3863, -0.2877]]
-    """
-    logits = np.abs(_logsumexp_rows(z)) > NORMALIZED_TOL
-    if not logits.any():
-        return z
-    out = np.array(z, dtype=np.float64)
-    out[logits] = log_softmax64(z[logits])
-    return out
+    if isinstance(value, str) and value in INPUT_KINDS:
+        return value
+    raise InputError(
+        "input_kind",
+        "'logits' or 'probs' (the logits given are the log-probabilities of a model that "
+        "published probabilities)",
+        repr(value),
+    )
 
 
 def _set_name(name: str, cls: type[PostHoc]) -> None:
@@ -193,10 +178,12 @@ class PostHoc(EstimatorAPI, ABC):
     fitted_with: ClassVar[tuple[str, ...]] = ()
     #: False for a map whose output changes when a constant is added to a row of its input
     #: (a linear map of the raw logits: vector and matrix scaling, MS-ODIR), so that a
-    #: model's logits and its log-probabilities give other numbers: the fit records which it
-    #: was given (``input_kind_``, :func:`input_kind`); then a calibrator fitted on
-    #: probabilities maps logits through their log-softmax (:func:`as_log_probs`: the same
-    #: numbers), and one fitted on logits refuses log-probabilities.
+    #: model's logits and its log-probabilities give other numbers: the fit records the kind
+    #: its caller declared (``input_kind_``, from ``fit(..., input_kind=...)``); a map
+    #: fitted on probabilities takes the log-softmax of every row, at fit and prediction
+    #: (:meth:`_as_fitted_kind`: the same numbers for the logits as for the probabilities),
+    #: and one fitted on logits takes what it is given (only its caller knows the kind:
+    #: ``calibkit apply`` refuses a probability file for it).
     shift_invariant: ClassVar[bool] = True
     #: Per-row inputs ``fit`` and ``predict_proba`` take by keyword besides the logits
     #: (``("groups",)`` for the group calibrators); the base routes them.
@@ -277,20 +264,33 @@ class PostHoc(EstimatorAPI, ABC):
         return self._as_fitted_kind(np.asarray(z, dtype=np.float64))
 
     def _as_fitted_kind(self, z: F64) -> F64:
-        """``z`` as the kind of input the fit was given (a map that is not shift-invariant:
-        see :attr:`shift_invariant`); unchanged for the others and where not recorded."""
-        kind = getattr(self, "input_kind_", None) if not self.shift_invariant else None
-        if kind == "probs":
-            return as_log_probs(z)
-        if kind == "logits" and input_kind(z) == "probs":
-            raise InputError(
-                "logits",
-                f"the model's logits, which this {self.name!r} was fitted on "
-                "(state.input_kind_): its map is not shift-invariant, so log-probabilities "
-                "give other numbers (fit it on probabilities to apply it to them)",
-                "log-probabilities (every row's logsumexp is 0: probabilities given as logits?)",
-            )
+        """``z`` as the map takes it: for a map that is not shift-invariant fitted on
+        probabilities (``input_kind_ == "probs"``), the log-softmax of every row (the
+        log-probabilities themselves, up to rounding, for log-probabilities; those of the
+        model for its logits: the same numbers either way); unchanged for the others
+        (fitted on logits, or of an older file: ``"unknown"``)."""
+        if not self.shift_invariant and getattr(self, "input_kind_", None) == "probs":
+            return log_softmax64(z)
         return z
+
+    def fitted_input_kind(self) -> str | None:
+        """The kind of input the map was fitted on where its numbers depend on it: the
+        ``input_kind_`` of a map that is not shift-invariant (``"logits"``, ``"probs"``, or
+        ``"unknown"`` for an older file), None for a map that gives the same numbers for a
+        model's logits and its log-probabilities. A composed kind answers for the map
+        underneath (:meth:`OnCalibrator.fitted_input_kind`, ``auto``'s choice).
+
+        >>> import calibkit as ck
+        >>> z, y = [[2.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 2.0]], [0, 1, 1, 1]
+        >>> ck.TemperatureScaling().fit(z, y).fitted_input_kind() is None
+        True
+        >>> ck.create_calibrator("vector").fit(z, y, input_kind="probs").fitted_input_kind()
+        'probs'
+        """
+        if self.shift_invariant:
+            return None
+        kind: str | None = getattr(self, "input_kind_", None)
+        return kind
 
     @abstractmethod
     def to_module(self) -> nn.Module:
@@ -387,11 +387,11 @@ class PostHoc(EstimatorAPI, ABC):
         if self.fitted_with:
             self.fitted_with_ = {name: getattr(self, name) for name in self.fitted_with}
 
-    def _record_input(self, inputs: object) -> None:
-        """Record the kind of the scores ``inputs`` a map that is not shift-invariant was
-        fitted on (:func:`input_kind`; a fit calls it last)."""
+    def _record_input(self, kind: str) -> None:
+        """Record the input kind ``kind`` the caller declared (:data:`INPUT_KINDS`) for a
+        map that is not shift-invariant (a fit calls it last); the others record nothing."""
         if not self.shift_invariant:
-            self.input_kind_ = input_kind(inputs)
+            self.input_kind_ = kind
 
     def _older_state(self, state: dict[str, Any]) -> dict[str, Any]:
         """The state of a document of an older format, with what format
@@ -493,6 +493,28 @@ class OnCalibrator(PostHoc):
             return softmax_module(self.n_classes_)
         module: nn.Module = self.calibrator_.to_module()
         return module
+
+    def fitted_input_kind(self) -> str | None:
+        """That of the calibrator underneath (None for the softmax of the logits)."""
+        self.check_is_fitted()
+        if self.calibrator_ is None:
+            return None
+        kind: str | None = self.calibrator_.fitted_input_kind()
+        return kind
+
+    @staticmethod
+    def _check_given_kind(calibrator: PostHoc, kind: str) -> None:
+        """Refuse log-probabilities (``kind``, the fit's declared ``input_kind``, is
+        ``"probs"``) for a given, fitted calibrator whose map was fitted on logits and is not
+        shift-invariant: it gives other numbers on them."""
+        if kind == "probs" and calibrator.fitted_input_kind() == "logits":
+            raise InputError(
+                "input_kind",
+                f"'logits', as the given calibrator {calibrator.name!r} was fitted on (its map "
+                "is not shift-invariant, so probabilities give other numbers: fit it on "
+                "probabilities, or give the logits)",
+                "'probs'",
+            )
 
     def _check_calibrator_state(self) -> None:
         """Refuse a loaded ``calibrator_`` that disagrees with ``params.calibrator``: it is

@@ -122,34 +122,22 @@ def log_softmax_rows(z: Tensor) -> Tensor:
     return z - torch.log(torch.exp(z).sum(dim=1, keepdim=True))
 
 
-class LogProbs(nn.Module):
-    """Logits to log-probabilities in float64, rows that already are left as they are: what
-    a calibrator fitted on probabilities maps (:func:`calibkit.calibrators.fitted.as_log_probs`).
-
-    Parameters
-    ----------
-    tolerance : float
-        A row is log-probabilities when its logsumexp is within this of 0
-        (:data:`calibkit.calibrators.fitted.NORMALIZED_TOL`).
+class LogSoftmax(nn.Module):
+    """The log-softmax of every row, in float64: what a map fitted on probabilities takes
+    first (:meth:`calibkit.calibrators.fitted.PostHoc._as_fitted_kind`), so that a
+    model's logits and its log-probabilities give it the same numbers.
 
     Examples
     --------
-    >>> m = LogProbs(2e-4)
-    >>> m(torch.tensor([[0.0, 0.0], [-0.5, -1.0]])).round(decimals=4).tolist()
-    [[-0.6931, -0.6931], [-0.4741, -0.9741]]
-    >>> m(torch.log(torch.tensor([[0.25, 0.75]]))).round(decimals=4).tolist()
+    >>> m = LogSoftmax()
+    >>> m(torch.tensor([[0.0, 0.0], [1.0, 3.0]])).round(decimals=4).tolist()
+    [[-0.6931, -0.6931], [-2.1269, -0.1269]]
+    >>> m(torch.log(torch.tensor([[0.25, 0.75]], dtype=torch.float64))).round(decimals=4).tolist()
     [[-1.3863, -0.2877]]
     """
 
-    def __init__(self, tolerance: float) -> None:
-        super().__init__()
-        self.tolerance = float(tolerance)
-
     def forward(self, logits: Tensor) -> Tensor:
-        z = logits.to(torch.float64)
-        m = z.max(dim=1, keepdim=True).values
-        lse = m + torch.log(torch.exp(z - m).sum(dim=1, keepdim=True))
-        return torch.where(lse.abs() > self.tolerance, log_softmax_rows(z), z)
+        return log_softmax_rows(logits.to(torch.float64))
 
 
 def gather_rows(table: Tensor, index: Tensor) -> Tensor:

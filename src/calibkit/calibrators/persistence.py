@@ -29,10 +29,10 @@ Trust: what a loaded file is checked against
     the other fields (``_check_state``), and against the parameters it was computed with,
     which the fit records in the state since format 3 (``fitted_with_``: a conformal
     predictor's score and its options; ``input_kind_``: whether a map that is not
-    shift-invariant was fitted on logits or on probabilities). A file of an older format
-    lacks those records: its parameters are taken as the ones it was fitted with and its
-    input kind as ``"unknown"`` (it maps what it mapped before), and an object loaded from
-    it writes these as its records when saved again.
+    shift-invariant was fitted on logits or on probabilities, as its caller declared). A
+    file of an older format lacks those records: its parameters are taken as the ones it
+    was fitted with and its input kind as ``"unknown"`` (it maps what it mapped before),
+    and an object loaded from it writes these as its records when saved again.
 
     A digest of the parameters and state, written by ``save`` and checked by ``load``, was
     considered and not chosen: anyone can recompute an unkeyed digest, so it stops a

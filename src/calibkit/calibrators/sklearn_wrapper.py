@@ -20,8 +20,10 @@ The scores a calibrator sees are logits, chosen as scikit-learn chooses its resp
 ``decision_function`` where the estimator has one (a binary problem's 1-D score is the
 positive class's logit against a zero logit, as calibkit reads 1-D logits), else the log of
 ``predict_proba`` (probabilities below the smallest normal float are raised to it, so that
-no logit is infinite). ``sample_weight`` goes to the estimator's ``fit`` where it takes one
-and to the calibrator (on the held-out part). The per-row inputs a calibrator declares
+no logit is infinite), declared as such to the calibrator's fit (``input_kind="probs"``:
+a map that is not shift-invariant, such as vector scaling, takes their log-softmax).
+``sample_weight`` goes to the estimator's ``fit`` where it takes one and to the
+calibrator (on the held-out part). The per-row inputs a calibrator declares
 (its ``fit_metadata``: ``groups`` for the group calibrators) are given by keyword to
 ``fit`` and ``predict_proba`` and routed to the calibrator, cut to the held-out rows of
 each fold like ``sample_weight``; an input the calibrator does not declare is refused.
@@ -74,6 +76,16 @@ def response_method(estimator: Any) -> str:
     raise InputError(
         "estimator", "a classifier with decision_function or predict_proba", repr(estimator)
     )
+
+
+def input_kind_of(method: str) -> str:
+    """The kind of input the logits of the response ``method`` are, as declared to a
+    calibrator's fit: ``"probs"`` for the log of ``predict_proba``, else ``"logits"``.
+
+    >>> input_kind_of("predict_proba"), input_kind_of("decision_function")
+    ('probs', 'logits')
+    """
+    return "probs" if method == "predict_proba" else "logits"
 
 
 def scores_to_logits(scores: F64, method: str) -> F64:
@@ -259,7 +271,8 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
         if prefit:
             check_is_fitted(self.estimator)
             features = self._features(self.estimator, X)
-            cal = self._calibrator().fit(features, labels, weights, **meta)
+            kind = input_kind_of(response_method(self.estimator))
+            cal = self._fit_calibrator(features, labels, weights, meta, kind)
             self.calibrated_classifiers_ = [(self.estimator, cal)]
         elif check_bool("ensemble", self.ensemble):
             splits = self._splitter().split(X, labels)
@@ -313,7 +326,8 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
         )
         w_test = None if weights is None else weights[test]
         held_out = {key: value[test] for key, value in meta.items()}
-        cal = self._calibrator().fit(self._features(est, x_test), labels[test], w_test, **held_out)
+        features, kind = self._features(est, x_test), input_kind_of(response_method(est))
+        cal = self._fit_calibrator(features, labels[test], w_test, held_out, kind)
         return est, cal
 
     def _fit_on_predictions(
@@ -329,8 +343,18 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
             features = raw_columns(scores)
         else:
             features = scores_to_logits(scores, method)
-        cal = self._calibrator().fit(features, labels, weights, **meta)
+        cal = self._fit_calibrator(features, labels, weights, meta, input_kind_of(method))
         return self._fit_estimator(x, labels, weights), cal
+
+    def _fit_calibrator(
+        self, features: F64, labels: Any, weights: F64 | None, meta: dict[str, Any], kind: str
+    ) -> Any:
+        """A new calibrator fitted on ``features``, declared of the input ``kind``
+        (:func:`input_kind_of`; scikit-learn's ``"sigmoid"`` reads the raw response)."""
+        cal = self._calibrator()
+        if isinstance(cal, Calibrator):
+            return cal.fit(features, labels, weights, input_kind=kind, **meta)
+        return cal.fit(features, labels, weights, **meta)
 
     def predict_proba(self, X: Any, **metadata: Any) -> F64:
         """The mean of the calibrated models' probabilities (columns: ``classes_``);

@@ -11,8 +11,13 @@ The file is read by the one loader (:func:`calibkit.calibrators.load`), whatever
 - a prior-shift adapter (kind ``priors``): the probabilities adapted to its target priors
   (estimated from FILE itself when the adapter was saved unadapted).
 
-A model calibrator (kind ``model``, Neural Clamping) needs the model and its inputs, not a
-predictions file: refused. FILE's labels are optional (an ``.npz`` without ``labels``, a
+A map that is not shift-invariant (vector and matrix scaling, MS-ODIR, also underneath a
+conformal predictor, a prior adapter or ``auto``) fitted on logits gives other numbers on
+probabilities: a file of probabilities (``--kind probs``, or its ``probs`` array) is
+refused for it before any work, naming FILE (:func:`check_file_kind`); fitted on
+probabilities, it takes either kind (the log-softmax of every row). A model calibrator
+(kind ``model``, Neural Clamping) needs the model and its inputs, not a predictions file:
+refused. FILE's labels are optional (an ``.npz`` without ``labels``, a
 ``.npy`` without ``--labels``): without them the output has none, and nothing is scored.
 """
 
@@ -94,6 +99,21 @@ def read_fitted(path: str) -> PostHoc:
     return load_document(data, source)
 
 
+def check_file_kind(fitted: PostHoc, kind: str, option: str, source: str) -> None:
+    """Refuse a file of probabilities (``kind``, its declared kind, is ``"probs"``) for
+    ``fitted`` (read from ``source``) whose map was fitted on logits and is not
+    shift-invariant (:meth:`~calibkit.calibrators.fitted.PostHoc.fitted_input_kind`): one
+    InputError naming ``option`` (``FILE <path>``). Nothing is read from the values."""
+    if kind == "probs" and fitted.fitted_input_kind() == "logits":
+        raise InputError(
+            option,
+            f"logits: the map of {source} ({fitted.name!r}) was fitted on logits and is not "
+            "shift-invariant, so it gives other numbers on probabilities (fit it on "
+            "probabilities, or give the logits)",
+            "probabilities",
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     """Apply the saved object and write the result (``.npz``); print its one-line summary."""
     inputs = [args.calibrator, args.file, args.labels]
@@ -117,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
     if rows.n_classes != fitted.n_classes_:
         expected = f"{fitted.n_classes_} columns, as {args.calibrator} was fitted on"
         raise InputError(f"FILE {args.file}", expected, f"{rows.n_classes} columns")
+    check_file_kind(fitted, rows.kind, f"FILE {args.file}", args.calibrator)
     if isinstance(fitted, ConformalClassifier):
         _apply_sets(fitted, rows, output)
     elif isinstance(fitted, PriorShiftAdapter):

@@ -163,6 +163,8 @@ class Scores:
     labels: np.ndarray | None
     #: The file as read, when it has labels (its scores in their own kind).
     outputs: ClassifierOutputs | None
+    #: The file's declared kind (``--kind``, or its array's key): "logits" or "probs".
+    kind: str
 
     @property
     def n_samples(self) -> int:
@@ -203,10 +205,10 @@ def read_scores(
         scores, kind = csv
     else:
         out = read_outputs(args, path, labels)
-        return Scores(out.as_logits(), out.labels, out)
+        return Scores(out.as_logits(), out.labels, out, out.kind)
     s = check_scores(scores, kind, name=f"{kind} in {p}")
     unlabelled = ClassifierOutputs(labels=np.zeros(s.shape[0], np.int64), scores=s, kind=kind)
-    return Scores(unlabelled.as_logits(), None, None)
+    return Scores(unlabelled.as_logits(), None, None, kind)
 
 
 def _unlabelled_csv(args: argparse.Namespace, p: Path) -> tuple[np.ndarray, str] | None:

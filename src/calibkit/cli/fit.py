@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calibkit.cli.common import (
+    Scores,
     check_input,
     check_method,
     check_output_file,
@@ -172,11 +173,11 @@ def run(args: argparse.Namespace) -> int:
     groups = None if args.groups is None else read_groups(args.file, args.groups, out.n_samples)
     target = None
     if args.target is not None:  # read (and checked) before any fit
-        target = read_scores(args, args.target, None, "--target").logits
-        if target.shape[1] != out.n_classes:
+        target = read_scores(args, args.target, None, "--target")
+        if target.n_classes != out.n_classes:
             expected = f"scores of FILE's {out.n_classes} classes"
-            raise InputError("--target", expected, f"{target.shape[1]} classes")
-    _fit(fitted, z, out.labels, groups, target, args.file)
+            raise InputError("--target", expected, f"{target.n_classes} classes")
+    _fit(fitted, z, out.labels, groups, target, args.file, out.kind)
     fitted.save(output)
     where = "" if groups is None else f", {len(set(groups.tolist()))} groups in {args.groups!r}"
     print(f"fitted {args.method} on {out.n_samples:,} samples ({out.n_classes} classes{where})")
@@ -198,13 +199,18 @@ def _fit(
     z: np.ndarray,
     labels: np.ndarray,
     groups: np.ndarray | None,
-    target: np.ndarray | None,
+    target: Scores | None,
     file: str,
+    kind: str,
 ) -> None:
-    """Fit ``fitted`` as its kind takes it (groups, or the target to adapt to); a
-    conformal predictor's calibration part (``file``'s rows) checked against its alpha
-    first, before the calibrator's fit, offering what the command line takes."""
+    """Fit ``fitted`` as its kind takes it (groups, or the target to adapt to), declaring
+    ``file``'s kind (``kind``: "logits", or "probs" for its log-probabilities) to the fit;
+    a conformal predictor's calibration part (``file``'s rows) checked against its alpha
+    first, before the calibrator's fit, offering what the command line takes. A target
+    of probabilities is refused for a prior adapter whose map underneath was fitted on
+    logits and is not shift-invariant (before the adaptation; nothing is written)."""
     from calibkit.calibrators import Calibrator, ConformalClassifier, PriorShiftAdapter
+    from calibkit.cli.apply import check_file_kind
 
     if isinstance(fitted, ConformalClassifier):
         try:
@@ -213,12 +219,15 @@ def _fit(
             raise renamed(exc, f"FILE {file}") from None
 
     if isinstance(fitted, PriorShiftAdapter):
-        fitted.fit(z, labels, target_logits=target)
+        fitted.fit(z, labels, input_kind=kind)
+        if target is not None:
+            check_file_kind(fitted, target.kind, "--target", f"FILE {file}")
+            fitted.adapt(target.logits)
     elif isinstance(fitted, Calibrator) and groups is not None:
-        fitted.fit(z, labels, groups=groups)
+        fitted.fit(z, labels, groups=groups, input_kind=kind)
     else:
         assert isinstance(fitted, Calibrator | ConformalClassifier)
-        fitted.fit(z, labels)
+        fitted.fit(z, labels, input_kind=kind)
 
 
 def _print_calibrator(calibrator: Calibrator, indent: str = "  ") -> None:

@@ -525,11 +525,12 @@ def _fitted_row(
     start = time.perf_counter()
     calibrator = create_calibrator(name, **params.get(name, {}))
     with_groups: dict[str, Any] = {}
+    kind = cal.kind  # declared: a map that is not shift-invariant records it
     if groups is not None and calibrator.kind == "groups":
-        calibrator.fit(cal.as_logits(), cal.labels, groups=groups[0])
+        calibrator.fit(cal.as_logits(), cal.labels, groups=groups[0], input_kind=kind)
         with_groups = {"groups": groups[1]}
     else:
-        calibrator.fit(cal.as_logits(), cal.labels)
+        calibrator.fit(cal.as_logits(), cal.labels, input_kind=kind)
     seconds = time.perf_counter() - start
     phase = Phase(_log, f"judging {name} on {test.n_samples:,} test samples", 4)
     probs = calibrator.predict_proba(test.as_logits(), **with_groups)

@@ -106,7 +106,7 @@ def conformal_sets(
     z_cal, z_test = cal.as_logits(), test.as_logits()
     phase = Phase(_log, f"conformal sets of {len(models)} scores", 2 * len(models))
     for m in models:
-        m.fit(z_cal, cal.labels)
+        m.fit(z_cal, cal.labels, input_kind=cal.kind)
         phase.step(f"{m.score} fitted")
     out = []
     for m in models:

@@ -199,7 +199,7 @@ def label_shift(
                 "classes the source has rows of",
                 f"class {int(outside[0])}, which the source never shows",
             )
-    adapter.fit(source.as_logits(), source.labels)
+    adapter.fit(source.as_logits(), source.labels, input_kind=source.kind)
     if priors is not None:
         adapter.set_target_priors(check_priors(priors, "priors", k))
     else:

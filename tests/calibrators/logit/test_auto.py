@@ -423,8 +423,9 @@ def test_a_callers_identical_tuned_fit_is_taken_instead_of_tuning_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """fit_outputs(fitted=): a TUNED_ONCE candidate fitted with the parameters auto tunes
-    it with is its tuned fit (its search not run again, the same scores as auto's own
-    tuning); one fitted otherwise (another seed, shrunk) is tuned by auto as before."""
+    it with, on the same kind of input, is its tuned fit (its search not run again, the
+    same scores as auto's own tuning); one fitted otherwise (another seed, shrunk, declared
+    logits on probabilities) is tuned by auto as before."""
     from calibkit.calibrators.logit.linear import MatrixScalingODIR
     from calibkit.core.outputs import as_outputs
 
@@ -433,8 +434,10 @@ def test_a_callers_identical_tuned_fit_is_taken_instead_of_tuning_again(
     z = out.as_logits()
     methods = ["temperature", "ms_odir"]
     own = AutoCalibrator(methods=methods, n_folds=3, seed=2).fit_outputs(out)
-    same = create_calibrator("ms_odir", shrink="none", n_folds=3, random_state=2).fit(z, y)
-    other = create_calibrator("ms_odir", shrink="none", n_folds=3, random_state=5).fit(z, y)
+    tuned = {"shrink": "none", "n_folds": 3}
+    same = create_calibrator("ms_odir", **tuned, random_state=2).fit(z, y, input_kind="probs")
+    other = create_calibrator("ms_odir", **tuned, random_state=5).fit(z, y, input_kind="probs")
+    undeclared = create_calibrator("ms_odir", **tuned, random_state=2).fit(z, y)  # logits
     odir = _counting(monkeypatch, MatrixScalingODIR)
     auto = AutoCalibrator(methods=methods, n_folds=3, seed=2)
     auto.fit_outputs(out, fitted={"ms_odir": same, "temperature": same})
@@ -442,7 +445,8 @@ def test_a_callers_identical_tuned_fit_is_taken_instead_of_tuning_again(
     assert all(c.get_params()["reg_lambda"] == same.reg_lambda_ for c in odir)  # type: ignore[attr-defined]
     assert auto.cv_fold_scores_ == own.cv_fold_scores_
     assert auto.chosen_ == own.chosen_
-    for given in (other, create_calibrator("ms_odir", n_folds=3, random_state=2).fit(z, y)):
+    shrunk = create_calibrator("ms_odir", n_folds=3, random_state=2).fit(z, y, input_kind="probs")
+    for given in (other, shrunk, undeclared):
         odir.clear()
         AutoCalibrator(methods=methods, n_folds=3, seed=2).fit_outputs(
             out, fitted={"ms_odir": given}

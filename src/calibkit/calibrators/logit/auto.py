@@ -90,6 +90,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal, Self
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator, create_calibrator
+from calibkit.calibrators.fitted import check_input_kind
 from calibkit.calibrators.scope import declined as scope_declined
 from calibkit.core import validation as v
 from calibkit.core.binning import N_BINS
@@ -344,6 +345,7 @@ class AutoCalibrator(Calibrator):
         self._chosen: Calibrator | None = None
         self._outputs: ClassifierOutputs | None = None  # what fit_outputs passes to _fit
         self._given: dict[str, Calibrator] = {}  # fit_outputs' ``fitted``
+        self._input_kind = "logits"  # what fit was told the logits are: its candidates too
 
     def candidates(
         self, n_classes: int, every_class: bool = True, n_samples: int | None = None
@@ -408,8 +410,10 @@ class AutoCalibrator(Calibrator):
     ) -> Self:
         """Fit on a :class:`~calibkit.core.outputs.ClassifierOutputs`, keeping its kind:
         on probabilities (``out.kind == "probs"``) the candidates get the log-probabilities,
-        and the pairs of :data:`SAME_MAPS_ON_PROBS` are cross-fitted once (``dirichlet``
-        takes ``ms_odir``'s held-out scores). :meth:`fit` takes logits (``kind`` logits).
+        declared so (``input_kind="probs"``), and the pairs of :data:`SAME_MAPS_ON_PROBS`
+        are cross-fitted once (``dirichlet`` takes ``ms_odir``'s held-out scores).
+        :meth:`fit` takes logits, or log-probabilities with ``input_kind="probs"`` (its
+        candidates fitted on them as such, every one fitted).
 
         ``fitted``: calibrators the caller has already fitted on these same outputs
         (``out.as_logits()`` and ``out.labels``, unweighted), by name. One of
@@ -430,9 +434,25 @@ class AutoCalibrator(Calibrator):
         self._outputs = as_outputs(out)
         self._given = dict(fitted or {})
         try:
-            return self.fit(self._outputs.as_logits(), self._outputs.labels, sample_weight)
+            z, labels = self._outputs.as_logits(), self._outputs.labels
+            return self.fit(z, labels, sample_weight, input_kind=self._outputs.kind)
         finally:
             self._outputs, self._given = None, {}
+
+    def fit(
+        self,
+        logits: object,
+        labels: object,
+        sample_weight: object = None,
+        *,
+        input_kind: str = "logits",
+        **metadata: object,
+    ) -> Self:
+        """Cross-fit the candidates and refit the chosen one (see the module docstring);
+        ``input_kind`` as for :meth:`Calibrator.fit <calibkit.calibrators.base.Calibrator.fit>`,
+        declared to every candidate's fit (those that are not shift-invariant record it)."""
+        self._input_kind = check_input_kind(input_kind)
+        return super().fit(logits, labels, sample_weight, input_kind=input_kind, **metadata)
 
     def _check_fit_input(self, logits: object, labels: object) -> ClassifierOutputs:
         checked = super()._check_fit_input(logits, labels)
@@ -440,7 +460,7 @@ class AutoCalibrator(Calibrator):
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         z = np.asarray(out.as_logits(), dtype=np.float64)
-        labels = out.labels
+        labels, kind = out.labels, self._input_kind
         folds, stratified = self._folds(labels)
         names: list[str] = []
         if folds:
@@ -469,7 +489,7 @@ class AutoCalibrator(Calibrator):
                 if name not in failed:
                     fixed = TUNED_ONCE[name](tuned[name]) if name in tuned else {}
                     try:
-                        cal = candidate(name, **fixed).fit(z_train, y_train)
+                        cal = candidate(name, **fixed).fit(z_train, y_train, input_kind=kind)
                         probs = cal.predict_proba(z_test)
                         scores[name].append(self._score(y_test, probs))
                         held[name][test] = self._losses(y_test, probs)
@@ -490,7 +510,8 @@ class AutoCalibrator(Calibrator):
         self.declined_ = self.declined(out.n_classes, labels.shape[0]) if folds else {}
         self.same_as_ = {later: first for later, first in same.items() if later not in failed}
         best = self._choose(names)
-        chosen = tuned[best] if best in tuned else candidate(best).fit(z, labels)
+        refit = best not in tuned  # the whole-set fit of a tuned candidate is its refit
+        chosen = candidate(best).fit(z, labels, input_kind=kind) if refit else tuned[best]
         self.chosen_ = best
         self.chosen_state_ = chosen.to_json()
         self._chosen = chosen
@@ -507,7 +528,9 @@ class AutoCalibrator(Calibrator):
         folds = {"n_folds": self.n_folds, "random_state": self.seed}
         for name in names:
             given = self._given.get(name)
-            if given is not None and self._same_tuning(given, name, folds, z.shape[1]):
+            if given is not None and self._same_tuning(
+                given, name, folds, z.shape[1], self._input_kind
+            ):
                 log.info(f"{name}: its penalty as the caller's fit on these data chose it")
                 tuned[name] = given
         names = [name for name in names if name not in tuned]
@@ -516,22 +539,26 @@ class AutoCalibrator(Calibrator):
         phase = Phase(log, f"tuning {len(names)} methods' penalties once", len(names))
         for name in names:
             try:
-                tuned[name] = candidate(name, **folds).fit(z, labels)
+                tuned[name] = candidate(name, **folds).fit(z, labels, input_kind=self._input_kind)
             except InputError:
                 failed.add(name)
             phase.step(name)
         return tuned
 
     @staticmethod
-    def _same_tuning(given: Calibrator, name: str, folds: Mapping[str, int], k: int) -> bool:
+    def _same_tuning(
+        given: Calibrator, name: str, folds: Mapping[str, int], k: int, kind: str
+    ) -> bool:
         """Whether ``given`` is ``name`` fitted with the parameters ``auto`` tunes it with
-        (``folds``: its ``n_folds`` and seed), on ``k`` classes."""
+        (``folds``: its ``n_folds`` and seed), on ``k`` classes, of the declared input
+        ``kind`` (where its map depends on it)."""
         own = candidate(name, **folds)
         return (
             given.name == own.name
             and given.is_fitted
             and getattr(given, "n_classes_", None) == k
             and given.get_params() == own.get_params()
+            and given.fitted_input_kind() in (None, kind)
         )
 
     def _folds(self, labels: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarray]], bool]:
@@ -667,6 +694,10 @@ class AutoCalibrator(Calibrator):
     def _module(self) -> nn.Module:
         self.chosen.check_is_fitted()
         return self.chosen._map_module()
+
+    def fitted_input_kind(self) -> str | None:
+        """That of the method it chose."""
+        return self.chosen.fitted_input_kind()
 
     def summary(self) -> str:
         """Which method was picked and why: each candidate's mean cross-validated score and

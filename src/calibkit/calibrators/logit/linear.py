@@ -209,18 +209,26 @@ class _Linear(Calibrator):
     #: Whether the map acts on log-probabilities (Dirichlet) rather than logits.
     on_log_probs: ClassVar[bool] = False
     #: ``W x + b`` of the raw logits changes with a constant added to a row (unless ``W``'s
-    #: rows sum alike), so the fit records whether it was given logits or probabilities
-    #: (``input_kind_``; see :attr:`~calibkit.calibrators.fitted.PostHoc.shift_invariant`).
+    #: rows sum alike), so the fit records whether its caller declared logits or
+    #: probabilities (``input_kind_``; see
+    #: :attr:`~calibkit.calibrators.fitted.PostHoc.shift_invariant`).
     shift_invariant: ClassVar[bool] = False
     weights_: F64
     bias_: F64
 
     def fit(
-        self, logits: object, labels: object, sample_weight: object = None, **metadata: object
+        self,
+        logits: object,
+        labels: object,
+        sample_weight: object = None,
+        *,
+        input_kind: str = "logits",
+        **metadata: object,
     ) -> Self:
-        """Fit with single-threaded BLAS (see the module docstring)."""
+        """Fit with single-threaded BLAS (see the module docstring); ``input_kind`` as for
+        :meth:`Calibrator.fit <calibkit.calibrators.base.Calibrator.fit>`."""
         with threadpool_limits(limits=1, user_api="blas"):
-            return super().fit(logits, labels, sample_weight, **metadata)
+            return super().fit(logits, labels, sample_weight, input_kind=input_kind, **metadata)
 
     def _features(self, logits: F64) -> F64:
         return log_softmax64(logits) if self.on_log_probs else np.asarray(logits, np.float64)

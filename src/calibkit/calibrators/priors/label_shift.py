@@ -42,7 +42,13 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators.base import Calibrator
-from calibkit.calibrators.fitted import CALIBRATORS, CalibratorSpec, FittedObject, OnCalibrator
+from calibkit.calibrators.fitted import (
+    CALIBRATORS,
+    CalibratorSpec,
+    FittedObject,
+    OnCalibrator,
+    check_input_kind,
+)
 from calibkit.calibrators.priors.prior_diagnostics import (
     bbse_conditioning,
     not_converged_message,
@@ -453,12 +459,16 @@ class PriorShiftAdapter(OnCalibrator):
         sample_weight: object = None,
         *,
         target_logits: object = None,
+        input_kind: str = "logits",
         **metadata: object,
     ) -> Self:
         """Fit the calibrator, the source priors and the confusion matrix on labelled
         source rows (every class at least once: the source priors must be positive);
         with ``target_logits`` (unlabelled target rows), :meth:`adapt` to them too
-        (``metadata``: none is declared, so any is refused by name)."""
+        (``input_kind``: what ``logits`` holds, declared to the calibrator's fit as
+        :meth:`Calibrator.fit <calibkit.calibrators.base.Calibrator.fit>` takes it;
+        ``metadata``: none is declared, so any is refused by name)."""
+        kind = check_input_kind(input_kind)
         self._route(metadata)
         if sample_weight is not None:
             raise InputError("sample_weight", "None for 'prior_shift'", "weights")
@@ -474,8 +484,10 @@ class PriorShiftAdapter(OnCalibrator):
             )
         z = np.asarray(out.as_logits(), dtype=np.float64)
         calibrator, fitted = CalibratorSpec.resolve(self.calibrator)
+        if fitted:
+            self._check_given_kind(calibrator, kind)
         if calibrator is not None and not fitted:
-            calibrator.fit(z, out.labels)
+            calibrator.fit(z, out.labels, input_kind=kind)
         if calibrator is not None and calibrator.n_classes_ != out.n_classes:
             expected = f"a calibrator of {out.n_classes} classes, as the logits"
             raise InputError("calibrator", expected, f"one of {calibrator.n_classes_}")

@@ -68,7 +68,13 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators.base import Calibrator
-from calibkit.calibrators.fitted import CALIBRATORS, CalibratorSpec, FittedObject, OnCalibrator
+from calibkit.calibrators.fitted import (
+    CALIBRATORS,
+    CalibratorSpec,
+    FittedObject,
+    OnCalibrator,
+    check_input_kind,
+)
 from calibkit.calibrators.sets.conformal_scores import (
     RAPS,
     SAPS,
@@ -375,10 +381,19 @@ class ConformalClassifier(OnCalibrator):
 
     # ----- fit and predict ---------------------------------------------------------------
     def fit(
-        self, logits: object, labels: object, sample_weight: object = None, **metadata: object
+        self,
+        logits: object,
+        labels: object,
+        sample_weight: object = None,
+        *,
+        input_kind: str = "logits",
+        **metadata: object,
     ) -> Self:
         """Fit the calibrator (on its part) and the quantile(s) on the calibration rows
-        (``metadata``: none is declared, so any is refused by name)."""
+        (``input_kind``: what ``logits`` holds, declared to the calibrator's fit as
+        :meth:`Calibrator.fit <calibkit.calibrators.base.Calibrator.fit>` takes it;
+        ``metadata``: none is declared, so any is refused by name)."""
+        kind = check_input_kind(input_kind)
         self._route(metadata)
         if sample_weight is not None:
             raise InputError("sample_weight", "None for 'conformal' (unweighted ranks)", "weights")
@@ -387,8 +402,10 @@ class ConformalClassifier(OnCalibrator):
         quantile_rows, fit_rows = self._split_rows(y)
         self._check_enough(np.bincount(y[quantile_rows], minlength=out.n_classes))
         calibrator, fitted = CalibratorSpec.resolve(self.calibrator)
+        if fitted:
+            self._check_given_kind(calibrator, kind)
         if calibrator is not None and not fitted:
-            calibrator.fit(z[fit_rows], y[fit_rows])
+            calibrator.fit(z[fit_rows], y[fit_rows], input_kind=kind)
         if calibrator is not None and calibrator.n_classes_ != out.n_classes:
             expected = f"a calibrator of {out.n_classes} classes, as the logits"
             raise InputError("calibrator", expected, f"one of {calibrator.n_classes_}")
