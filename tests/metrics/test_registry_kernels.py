@@ -50,7 +50,7 @@ TOY = (
     MetricInfo("rmsce_mass", "Adaptive RMSCE", "error", True, "min", True, _rms_mass,
                kernel=BinNorm("l2", "mass")),
     MetricInfo("rmsce_twin", "RMSCE twin", "error", True, "min", True, rmsce,
-               kernel=BinNorm("l2")),
+               kernel=BinNorm("l2"), interval="true_error"),
 )  # fmt: skip
 
 
@@ -85,7 +85,7 @@ def test_a_registered_metric_reaches_evaluate_bootstrap_floor_and_stream(toys: N
     for name in ("mean_top", "rmsce_mass", "rmsce_twin"):
         lo, hi = ev.ci[name]
         assert lo <= hi
-    assert ev.ci["rmsce_twin"] == ev.ci["rmsce"]  # the same resamples, the same formula
+    assert ev.ci["rmsce_twin"] == ev.ci["rmsce"]  # the same data, the same true-error interval
     table = format_evaluation_table(ev)
     assert "Mean top prob." in table
     assert "Adaptive RMSCE" in table

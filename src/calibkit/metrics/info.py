@@ -50,6 +50,10 @@ from calibkit.metrics.selective import (
 )
 from calibkit.metrics.smooth import smooth_ece
 
+#: What ``evaluate``'s interval of a metric is (:attr:`MetricInfo.interval`).
+Interval = Literal["bootstrap", "true_error", "none"]
+INTERVALS: tuple[str, ...] = ("bootstrap", "true_error", "none")
+
 
 @dataclass(frozen=True)
 class MetricInfo:
@@ -64,8 +68,15 @@ class MetricInfo:
     by ``evaluate``) by default; ``kernel``: how the engines compute it, required in the
     suite (:mod:`~calibkit.metrics.kernels`); ``options``: the keyword options its function
     takes from the caller (``calibkit evaluate --extra`` passes exactly these:
-    :func:`~calibkit.metrics.extras.extra_values`). Calling a ``MetricInfo`` calls its function.
-    A kernel that cannot do what the entry asks fails here, when the registry is built.
+    :func:`~calibkit.metrics.extras.extra_values`); ``interval``: what ``evaluate``'s interval
+    of it is (:data:`INTERVALS`: ``"bootstrap"``, the percentile bootstrap, for metrics
+    whose estimator is nearly unbiased; ``"true_error"``, an interval of the model's true
+    binned error, :mod:`~calibkit.metrics.intervals`, for a binned error whose plug-in
+    estimate is biased upwards, so that a bootstrap of it misses the truth of a nearly
+    calibrated model; ``"none"``: no interval shown covered the truth in the conformance
+    study, ``experiments/intervals``, and none is printed). Calling a ``MetricInfo`` calls its
+    function. A kernel that cannot do what the entry asks fails here, when the registry is
+    built.
 
     >>> MetricInfo("toy", "Toy", "error", True, "min", False, ece)
     Traceback (most recent call last):
@@ -84,9 +95,18 @@ Residual) for the suite metric 'toy', got None
     in_suite: bool = True
     kernel: Kernel | None = None
     options: tuple[str, ...] = ()
+    interval: Interval = "bootstrap"
 
     def __post_init__(self) -> None:
         k = self.kernel
+        if self.interval not in INTERVALS:
+            raise InputError("interval", "one of " + ", ".join(INTERVALS), repr(self.interval))
+        top_label = isinstance(k, BinNorm) and k.scheme != "classwise"
+        if self.interval == "true_error" and not (
+            top_label and isinstance(k, BinNorm) and k.norm in ("l1", "l2", "debiased")
+        ):
+            expected = f"a top-label BinNorm kernel (l1 or l2) for the true error of {self.name!r}"
+            raise InputError("interval", expected, repr(k))
         if k is not None and not isinstance(k, SampleMean | BinNorm | Residual | RankStatistic):
             raise InputError("kernel", f"a kernel for {self.name!r}", type(k).__name__)
         if self.kind == "set" and (self.in_suite or k is not None or self.has_floor):
@@ -150,6 +170,7 @@ def register_metric(info: MetricInfo) -> MetricInfo:
     return info
 
 
+_TRUE: Interval = "true_error"
 _W: Literal["width"] = "width"
 _M: Literal["mass"] = "mass"
 for _info in (  # name, label, kind, percent, better, has_floor, function, in_suite, kernel
@@ -161,10 +182,36 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
     MetricInfo(
         "entropy", "Entropy", "score", False, None, False, entropy, True, SampleMean("entropy")
     ),
-    MetricInfo("ece", "ECE", "error", True, "min", True, ece, True, BinNorm("l1", _W)),
-    MetricInfo("aece", "Adaptive ECE", "error", True, "min", True, aece, True, BinNorm("l1", _M)),
-    MetricInfo("mce", "MCE", "error", True, "min", False, mce, True, BinNorm("max", _W)),
-    MetricInfo("rmsce", "RMSCE", "error", True, "min", False, rmsce, True, BinNorm("l2", _W)),
+    MetricInfo(
+        "ece", "ECE", "error", True, "min", True, ece, True, BinNorm("l1", _W), interval=_TRUE
+    ),
+    MetricInfo(
+        "aece",
+        "Adaptive ECE",
+        "error",
+        True,
+        "min",
+        True,
+        aece,
+        True,
+        BinNorm("l1", _M),
+        interval=_TRUE,
+    ),
+    MetricInfo(
+        "mce", "MCE", "error", True, "min", False, mce, True, BinNorm("max", _W), interval="none"
+    ),
+    MetricInfo(
+        "rmsce",
+        "RMSCE",
+        "error",
+        True,
+        "min",
+        False,
+        rmsce,
+        True,
+        BinNorm("l2", _W),
+        interval=_TRUE,
+    ),
     MetricInfo(
         "ece_debiased",
         "Debiased RMSCE",
@@ -175,9 +222,23 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         debiased_ece,
         True,
         BinNorm("debiased", _W),
+        interval=_TRUE,
     ),
-    MetricInfo("sce", "SCE", "error", True, "min", False, sce, True, BinNorm("l1", "classwise")),
-    MetricInfo("ks", "KS", "error", True, "min", False, ks_error, True, Residual("sup")),
+    MetricInfo(
+        "sce",
+        "SCE",
+        "error",
+        True,
+        "min",
+        False,
+        sce,
+        True,
+        BinNorm("l1", "classwise"),
+        interval="none",
+    ),
+    MetricInfo(
+        "ks", "KS", "error", True, "min", False, ks_error, True, Residual("sup"), interval="none"
+    ),
     MetricInfo("mmce", "MMCE", "error", True, "min", False, mmce, True, Residual("laplace")),
     # selective prediction (calibkit.metrics.selective): the ranking, not the values
     MetricInfo(

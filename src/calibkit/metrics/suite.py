@@ -30,6 +30,7 @@ import numpy as np
 
 from calibkit.core.binning import (
     BinStats,
+    Scheme,
     check_n_bins,
     equal_mass_cuts,
     equal_mass_edges,
@@ -55,7 +56,7 @@ from calibkit.metrics.continuous import (
     mmce_from_sorted,
     mmce_from_sorted_batch,
 )
-from calibkit.metrics.info import floor_names, kernels, suite_names
+from calibkit.metrics.info import METRICS, floor_names, kernels, suite_names
 from calibkit.metrics.kernels import BinNorm, RankStatistic, Residual, SampleMean
 from calibkit.metrics.rank_prefix import prefix_functions
 from calibkit.metrics.samples import F64, Mode, calibration_target, probs_and_scores, weighted_mean
@@ -512,11 +513,14 @@ class Evaluation:
     n_samples: int = 0
     n_classes: int = 0
     n_bins: int = 15
+    estimands: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
-        """Flat metric values plus ``ci`` and the sizes, ready for JSON."""
+        """Flat metric values plus ``ci`` (with each interval's estimand, ``ci_estimand``)
+        and the sizes, ready for JSON."""
         d: dict[str, object] = dict(self.values)
         d["ci"] = {k: list(v) for k, v in self.ci.items()}
+        d["ci_estimand"] = {k: self.estimands[k] for k in self.ci if k in self.estimands}
         d["ci_level"] = self.level
         d.update(n_samples=self.n_samples, n_classes=self.n_classes, n_bins=self.n_bins)
         return d
@@ -569,6 +573,7 @@ def evaluate(
         floors = suite.noise_floor(n_floor_draws, seed)
         values.update({f"{k}_floor": v for k, v in floors.items()})
     ci = suite.bootstrap(n_boot, level, seed) if n_boot else {}
+    ci, estimands = adopted_intervals(out, values, ci, n_bins=n_bins, mode=mode, level=level)
     return Evaluation(
         values=values,
         ci=ci,
@@ -576,4 +581,75 @@ def evaluate(
         n_samples=out.n_samples,
         n_classes=out.n_classes,
         n_bins=n_bins,
+        estimands=estimands,
     )
+
+
+def adopted_intervals(
+    out: ClassifierOutputs,
+    values: dict[str, float],
+    bootstrap: dict[str, tuple[float, float]],
+    *,
+    n_bins: int,
+    mode: Mode,
+    level: float,
+) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:
+    """The interval ``evaluate`` prints for each bootstrapped metric, as its entry's
+    :attr:`~calibkit.metrics.info.MetricInfo.interval` says, and what each is an interval of.
+
+    ``"true_error"``: the interval of the model's true binned error
+    (:func:`~calibkit.metrics.intervals.ece_interval` for an l1 norm,
+    :func:`~calibkit.metrics.intervals.l2_ece_interval` for l2 and Kumar's debiased one, in
+    the entry's bins), widened where needed to hold the printed plug-in value (a wider
+    interval covers at least as often; the plug-in is biased upwards, so near calibration
+    it can lie above the truth's upper end); ``"none"``: left out; ``"bootstrap"``: the
+    percentile interval.
+
+    Parameters
+    ----------
+    out : ClassifierOutputs
+        The evaluated outputs.
+    values, bootstrap : dict
+        The metrics' values and their percentile bootstrap intervals.
+    n_bins, mode, level
+        The bins, what is binned, and the confidence level.
+
+    Returns
+    -------
+    ci : dict of str to (float, float)
+        The intervals to print.
+    estimands : dict of str to str
+        What each is an interval of.
+
+    Examples
+    --------
+    >>> out = as_outputs([0, 1, 1, 0], probs=[[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.7, 0.3]])
+    >>> ci, what = adopted_intervals(
+    ...     out, {"ece": 0.25, "mce": 0.4}, {"ece": (0.3, 0.5), "mce": (0.3, 0.6)},
+    ...     n_bins=2, mode="top_label", level=0.95)
+    >>> sorted(ci), what["ece"]
+    (['ece'], 'the population equal-width 2-bin L1 calibration error')
+    """
+    from calibkit.metrics.intervals import ece_interval, l2_ece_interval
+
+    ci: dict[str, tuple[float, float]] = {}
+    estimands: dict[str, str] = {}
+    for name, interval in bootstrap.items():
+        info = METRICS.get(name) if name in METRICS else None
+        how = "bootstrap" if info is None else info.interval
+        if how == "none":
+            continue
+        if how == "bootstrap" or info is None:
+            ci[name] = interval
+            label = name if info is None else info.label
+            estimands[name] = f"the population {label} (percentile bootstrap)"
+            continue
+        kernel = info.kernel
+        assert isinstance(kernel, BinNorm)
+        scheme: Scheme = "equal_mass" if kernel.scheme == "mass" else "equal_width"
+        f = ece_interval if kernel.norm == "l1" else l2_ece_interval
+        true = f(out, n_bins=n_bins, scheme=scheme, mode=mode, level=level)
+        value = values[name]
+        ci[name] = (min(true.low, value), max(true.high, value))
+        estimands[name] = true.estimand
+    return ci, estimands

@@ -127,6 +127,18 @@ def _direction_sentence(run: EvaluationRun, calibrated: bool) -> str:
     return f"The model is {which}: {means.replace(' and right', ' but right')}"
 
 
+def _true_ece_sentence(ci: tuple[float, float], level: float) -> str:
+    """What the interval of the true ECE says, with its error rate: at least its lower end,
+    or not told apart from 0 (at most its upper end)."""
+    low, high = (format_value("ece", x) for x in ci)
+    if ci[0] > 0.0:
+        return (
+            f"Its true ECE is at least {low} (and at most {high}; {level:.0%} confidence: "
+            f"wrong in at most {1 - level:.0%} of such statements)."
+        )
+    return f"Its true ECE could be 0, and is at most {high} ({level:.0%} confidence)."
+
+
 def _group_sentence(ge: GroupEvaluation, key: str | None) -> str:
     ci = interval_text("ece", ge.gap_ci)
     worst, best = ge.values[ge.worst_group]["ece"], ge.values[ge.best_group]["ece"]
@@ -160,6 +172,8 @@ def evaluation_verdict(
     ece, floor, ci, limit = v["ece"], v.get("ece_floor"), ev.ci.get("ece"), run.noise_limit
     known = floor is not None and math.isfinite(floor) and math.isfinite(limit)
     calibrated = known and ece <= limit
+    if ci is not None and math.isfinite(ci[0]):  # the interval of the true ECE decides
+        calibrated = ci[0] <= 0.0
     first = _direction_sentence(run, calibrated)
     if floor is None or not known:
         first += f", with an ECE of {format_value('ece', ece)} (no noise floor was estimated)."
@@ -169,6 +183,8 @@ def evaluation_verdict(
         times = f"{ece / floor:.1f} times its noise floor" if floor > 0 else "above its floor"
         first += f", an ECE {times}{', within the noise' if calibrated else ''}."
     sentences = [first]
+    if ci is not None and math.isfinite(ci[0]):
+        sentences.append(_true_ece_sentence(ci, ev.level))
     extra = tuple(shlex.quote(word) for word in reading)
     extra += (f"--groups {shlex.quote(group_key)}",) if group_key else ()
     if run.groups is not None:
@@ -182,7 +198,7 @@ def evaluation_verdict(
     shown = format_value("ece", ece)
     detail = [f"ECE {shown}"]
     if ci is not None:
-        detail[0] += f" {interval_text('ece', ci)} ({ev.level:.0%} CI)"
+        detail[0] += f" {interval_text('ece', ci)} ({ev.level:.0%} CI of the true ECE)"
     if floor is not None:
         detail.append(
             f"noise floor {format_value('ece', floor)} ({ev.level:.0%} of calibrated draws "
