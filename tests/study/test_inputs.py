@@ -100,19 +100,24 @@ def test_an_init_checkpoint_the_study_wrote_is_an_input_once_passed_back(
     assert "model.safetensors, an input of this study" in err
 
 
-def test_a_study_folder_made_before_the_record_resumes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_study_folder_without_its_record_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A folder with ``runs/`` and results but no record (an older calibkit) is a study
-    folder; the study adds the record."""
+    """A folder with ``runs/`` and results but no record (a copy of a study folder, which
+    leaves the hidden record behind) is the user's: refused, never resumed into (issue #42;
+    it was taken for an older calibkit's study folder and its report rewritten)."""
     from calibkit.study.store.folder import RECORD
 
     monkeypatch.chdir(tmp_path)
     Path("small.toml").write_text(SMALL, "utf-8")
     assert main(["study", "small.toml", "--out", "out", "--models", "mlp", "--quiet"]) == 0
     (tmp_path / "out" / RECORD).unlink()
-    assert main(["study", "small.toml", "--out", "out", "--quiet"]) == 0
-    assert "runs" in json.loads((tmp_path / "out" / RECORD).read_text())["written"]
+    report = (tmp_path / "out" / "report.md").read_bytes()
+    capsys.readouterr()
+    assert main(["study", "small.toml", "--out", "out", "--quiet"]) == 2
+    assert "calibkit did not write" in capsys.readouterr().err
+    assert (tmp_path / "out" / "report.md").read_bytes() == report
+    assert not (tmp_path / "out" / RECORD).exists()
 
 
 # Item: runs from two checkpoints of the same name are never mixed.

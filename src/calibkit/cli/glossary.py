@@ -116,12 +116,12 @@ GLOSSARY: dict[str, Term] = {
     ),
     "--n-boot": Term(
         "bootstrap resamples",
-        "resamples of the bootstrap intervals (0: none)",
+        "resamples of the bootstrap intervals (0: none, and no interval at all)",
         ("evaluate", "compare", "conformal", "labelshift", "demo"),
     ),
     "--level": Term(
         "interval level",
-        "confidence level of the bootstrap intervals",
+        "confidence level of every interval (the true binned errors' too)",
         ("evaluate", "compare", "conformal", "labelshift", "demo"),
     ),
     "--seed": Term("random seed", "seed of every random draw (splits, bootstrap)", (*_REPORTING,)),
