@@ -79,12 +79,14 @@ MIXED_SHARE = 0.5
 UNDEFINED = "undefined"
 
 HOW_TO_READ = (
-    "Calibration errors and accuracy are in percent, scores as fractions; brackets hold the "
-    "{level:.0%} bootstrap interval over the samples. The noise floor of a calibration error "
-    "is its value for a perfectly calibrated model with the same confidences and sample size: "
-    "an error at or below its floor cannot be told from noise. Binned errors are biased "
-    "upwards at finite sample size, so the interval of a well-calibrated model can lie wholly "
-    "above the estimate. The debiased RMSCE (key ece_debiased; Kumar et al. 2019) removes "
+    "Calibration errors and accuracy are in percent, scores as fractions. Brackets hold a "
+    "{level:.0%} interval: for ECE, adaptive ECE, RMSCE and debiased RMSCE, of the model's "
+    "true binned error (their estimates are biased upwards at finite sample size; an interval "
+    "starting at 0 means the model cannot be told apart from calibrated); for the others, "
+    "the bootstrap interval over the samples; MCE, SCE and KS have none (no interval "
+    "calibkit knows covers their truth). The noise floor of a calibration error is its value "
+    "for a perfectly calibrated model with the same confidences and sample size. The "
+    "debiased RMSCE (key ece_debiased; Kumar et al. 2019) removes "
     "that bias from the squared error, the L2 one: it estimates the RMSCE and is read beside "
     "it, not beside the ECE (a root mean square is never below the mean)."
 )
