@@ -139,8 +139,10 @@ class UnseenGroupWarning(CalibkitWarning):
 #: Digits up to which an integer in a message is written out (every int64 and uint64);
 #: a longer one is written compactly (:func:`compact_numbers`).
 EXACT_DIGITS = 20
-#: An integer standing alone in a message (not in a name, a path, a quoted text or a hash).
-_LONG_INTEGER = re.compile(rf"(?<![\w.'\"/\\])\d{{{EXACT_DIGITS + 1},}}(?![\w'\"/\\]|\.\d)")
+#: An integer standing alone in a message (not in a name, a path, a quoted text or a hash;
+#: an integer is never written with a leading zero, a run of digits such as an MD5 of
+#: zeros may be).
+_LONG_INTEGER = re.compile(rf"(?<![\w.'\"/\\])[1-9]\d{{{EXACT_DIGITS},}}(?![\w'\"/\\]|\.\d)")
 
 
 def compact_numbers(text: str) -> str:
@@ -153,6 +155,8 @@ def compact_numbers(text: str) -> str:
     'at least 1e+300 rows, got 18446744073709551615'
     >>> compact_numbers(f"-{3 * 10**400} and '{10**30}' and run_{10**30}.npz")
     "-3e+400 and '1000000000000000000000000000000' and run_1000000000000000000000000000000.npz"
+    >>> compact_numbers("expected MD5 " + "0" * 32)  # digits with a leading zero: no integer
+    'expected MD5 00000000000000000000000000000000'
     """
 
     def compact(match: re.Match[str]) -> str:

@@ -4,8 +4,9 @@
 :class:`~calibkit.reporting.writer.Report`. Its verdict says in plain words whether the model
 is overconfident or underconfident (its mean top-label confidence against its accuracy), by
 how much against the noise floor (the ECE a perfectly calibrated model with the same
-confidences shows at this sample size: an ECE not above it is indistinguishable from
-calibrated), and what to run next; the statistics behind it follow on one line. Then come
+confidences shows at this sample size), what the interval of its true ECE says (at least
+its lower end, or not told apart from calibrated where that end is 0:
+:mod:`calibkit.metrics.intervals`), and what to run next; the statistics behind it follow on one line. Then come
 the metrics table (labels and formats from the metric registry), the per-group table (with
 groups), the reliability diagram (and the smoothed one, when the smooth ECE was asked) and
 the risk-coverage curves.
@@ -20,10 +21,12 @@ the risk-coverage curves.
 >>> v = evaluation_verdict(run, "preds.npz")
 >>> print(v.headline)  # doctest: +NORMALIZE_WHITESPACE
 The model is overconfident: 78.11% confident on average but right 53.85% of the time, an ECE
-11.5 times its noise floor. Run `calibkit compare preds.npz` to choose a calibrator.
+11.5 times its noise floor. Its true ECE is at least 15.15% (and at most 28.07%; 95%
+confidence: wrong in at most 5% of such statements). Run `calibkit compare preds.npz` to
+choose a calibrator.
 >>> print(v.detail)  # doctest: +NORMALIZE_WHITESPACE
-ECE 24.46% [23.10%, 26.32%] (95% CI); noise floor 2.12% (95% of calibrated draws below
-2.99%); NLL 1.5247; accuracy 53.85%; mean confidence 78.11%; 2,000 samples.
+ECE 24.46% [15.15%, 28.07%] (95% CI of the true ECE); noise floor 2.12% (95% of calibrated
+draws below 2.99%); NLL 1.5247; accuracy 53.85%; mean confidence 78.11%; 2,000 samples.
 >>> report = evaluation_report(run, source="preds.npz", figures=False)
 >>> print(report.text.splitlines()[0])
 preds.npz: 2,000 samples, 4 classes, logits
