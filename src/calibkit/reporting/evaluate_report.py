@@ -6,10 +6,10 @@ is overconfident or underconfident (its mean top-label confidence against its ac
 how much against the noise floor (the ECE a perfectly calibrated model with the same
 confidences shows at this sample size), what the interval of its true ECE says (at least
 its lower end, or not told apart from calibrated where that end is 0:
-:mod:`calibkit.metrics.intervals`), and what to run next; the statistics behind it follow on one line. Then come
-the metrics table (labels and formats from the metric registry), the per-group table (with
-groups), the reliability diagram (and the smoothed one, when the smooth ECE was asked) and
-the risk-coverage curves.
+:mod:`calibkit.metrics.intervals`), and what to run next; the statistics behind it follow
+on one line. Then come the metrics table (labels and formats from the metric registry),
+the per-group table (with groups), the reliability diagram (and the smoothed one, when the
+smooth ECE was asked) and the risk-coverage curves.
 
 >>> import numpy as np
 >>> from calibkit.core.outputs import as_outputs
