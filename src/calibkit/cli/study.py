@@ -15,12 +15,8 @@ lock released, and the exit status is 143 (130 for Ctrl-C).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 
 from calibkit.cli.common import check_input, check_name, check_output, renamed
 from calibkit.cli.glossary import names
@@ -62,34 +58,6 @@ def _add_executor_options(p: argparse.ArgumentParser) -> None:
     text = "a Ray cluster's head, HOST:PORT (--executor ray; default: a local Ray)"
     opt(where, "--address", "ADDR", text)
     where.add_argument("--verbose", action="store_true", help="show Ray's own logs")
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM arrived: unwound like Ctrl-C (workers stopped, the lock released)."""
-
-
-#: Whether SIGTERM arrived (code it unwinds through may turn it into a plain Ctrl-C).
-_SIGTERM: list[int] = []
-
-
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    _SIGTERM.append(signum)
-    raise Terminated
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` during the block (in the main thread only)."""
-    _SIGTERM.clear()
-    try:
-        before = signal.signal(signal.SIGTERM, _terminate)
-    except ValueError:  # not the main thread: left as it is
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
 
 
 #: The library's argument names -> the flags that set them (errors name what the user typed).
@@ -159,19 +127,13 @@ def _run(args: argparse.Namespace) -> int:
     executor = make_executor(
         args.executor or "serial", workers=args.workers, address=args.address, verbose=args.verbose
     )
-    try:
-        with _sigterm_as_interrupt():
-            runs = run_study(
-                cfg, out, progress=not args.quiet, report_only=args.report_only, executor=executor
-            )
+    try:  # Ctrl-C and SIGTERM unwind through here: calibkit.cli.main says so (130, 143)
+        runs = run_study(
+            cfg, out, progress=not args.quiet, report_only=args.report_only, executor=executor
+        )
     except StudyFailed as exc:
         print(f"calibkit: error: {exc}", file=sys.stderr)
         return exc.status
-    except KeyboardInterrupt:
-        if not _SIGTERM:
-            raise  # Ctrl-C: calibkit.cli.main says so, exit status 130
-        print("calibkit: error: terminated", file=sys.stderr)
-        return 143
     print(_verdict(out))
     print(f"{len(runs.records)} runs; report: {out / 'report.html'}")
     return 0
