@@ -572,8 +572,12 @@ def evaluate(
     if n_floor_draws:
         floors = suite.noise_floor(n_floor_draws, seed)
         values.update({f"{k}_floor": v for k, v in floors.items()})
-    ci = suite.bootstrap(n_boot, level, seed) if n_boot else {}
-    ci, estimands = adopted_intervals(out, values, ci, n_bins=n_bins, mode=mode, level=level)
+    ci: dict[str, tuple[float, float]] = {}
+    estimands: dict[str, str] = {}
+    if n_boot:  # resampled only where the percentile interval is the one printed
+        boot = tuple(n for n in suite_names() if METRICS.get(n).interval == "bootstrap")
+        ci = suite.bootstrap(n_boot, level, seed, names=boot)
+        ci, estimands = adopted_intervals(out, values, ci, n_bins=n_bins, mode=mode, level=level)
     return Evaluation(
         values=values,
         ci=ci,
@@ -594,16 +598,18 @@ def adopted_intervals(
     mode: Mode,
     level: float,
 ) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:
-    """The interval ``evaluate`` prints for each bootstrapped metric, as its entry's
-    :attr:`~calibkit.metrics.info.MetricInfo.interval` says, and what each is an interval of.
+    """The intervals ``evaluate`` prints, as each metric entry's
+    :attr:`~calibkit.metrics.info.MetricInfo.interval` says, and what each is an interval of:
+    ``bootstrap`` (the percentile intervals of the metrics whose entry says
+    ``"bootstrap"``) as they are, and an interval of the true error for each metric of
+    ``values`` whose entry says ``"true_error"``; ``"none"``: no interval.
 
     ``"true_error"``: the interval of the model's true binned error
     (:func:`~calibkit.metrics.intervals.ece_interval` for an l1 norm,
     :func:`~calibkit.metrics.intervals.l2_ece_interval` for l2 and Kumar's debiased one, in
     the entry's bins), widened where needed to hold the printed plug-in value (a wider
     interval covers at least as often; the plug-in is biased upwards, so near calibration
-    it can lie above the truth's upper end); ``"none"``: left out; ``"bootstrap"``: the
-    percentile interval.
+    it can lie above the truth's upper end).
 
     Parameters
     ----------
@@ -625,31 +631,28 @@ def adopted_intervals(
     --------
     >>> out = as_outputs([0, 1, 1, 0], probs=[[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.7, 0.3]])
     >>> ci, what = adopted_intervals(
-    ...     out, {"ece": 0.25, "mce": 0.4}, {"ece": (0.3, 0.5), "mce": (0.3, 0.6)},
+    ...     out, {"ece": 0.25, "mce": 0.4, "nll": 0.6}, {"nll": (0.5, 0.7)},
     ...     n_bins=2, mode="top_label", level=0.95)
     >>> sorted(ci), what["ece"]
-    (['ece'], 'the population equal-width 2-bin L1 calibration error')
+    (['ece', 'nll'], 'the population equal-width 2-bin L1 calibration error')
     """
     from calibkit.metrics.intervals import ece_interval, l2_ece_interval
 
     ci: dict[str, tuple[float, float]] = {}
     estimands: dict[str, str] = {}
     for name, interval in bootstrap.items():
-        info = METRICS.get(name) if name in METRICS else None
-        how = "bootstrap" if info is None else info.interval
-        if how == "none":
-            continue
-        if how == "bootstrap" or info is None:
-            ci[name] = interval
-            label = name if info is None else info.label
-            estimands[name] = f"the population {label} (percentile bootstrap)"
+        ci[name] = interval
+        label = METRICS.get(name).label if name in METRICS else name
+        estimands[name] = f"the population {label} (percentile bootstrap)"
+    for name, value in values.items():
+        info = METRICS.get(name) if name in METRICS else None  # not the floors
+        if info is None or info.interval != "true_error":
             continue
         kernel = info.kernel
         assert isinstance(kernel, BinNorm)
         scheme: Scheme = "equal_mass" if kernel.scheme == "mass" else "equal_width"
         f = ece_interval if kernel.norm == "l1" else l2_ece_interval
         true = f(out, n_bins=n_bins, scheme=scheme, mode=mode, level=level)
-        value = values[name]
         ci[name] = (min(true.low, value), max(true.high, value))
         estimands[name] = true.estimand
     return ci, estimands
