@@ -215,12 +215,18 @@ def _decode_in_pool(
         parts = [future.result() for future in futures]
     except BaseException:
         workers = list((getattr(pool, "_processes", None) or {}).values())
+        manager = getattr(pool, "_executor_manager_thread", None)
         pool.shutdown(wait=False, cancel_futures=True)
         for worker in workers:
             with contextlib.suppress(OSError, ValueError):
                 worker.kill()
         for worker in workers:
             worker.join(timeout=5)
+        # The pool's manager thread sees its workers gone and closes its wake-up pipe; one
+        # still closing it at exit races the interpreter's own wake-up call on that pipe
+        # (OSError: Bad file descriptor, a traceback after the one line). Let it finish.
+        if manager is not None:
+            manager.join(timeout=5)
         raise
     pool.shutdown()
     return parts
