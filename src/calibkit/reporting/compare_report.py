@@ -92,13 +92,15 @@ RC = "risk_coverage.png"
 GROUPS_FIGURE = "reliability_groups.png"
 
 GROUPS_HOW_TO_READ = (
-    "Each method's ECE, NLL and accuracy on each group's rows of the test part; brackets hold "
-    "{level:.0%} bootstrap intervals that redraw every group within itself (each resample "
-    "keeps the group sizes). The ECE floor is the group's ECE were it perfectly calibrated "
-    "with the same confidences: a small group's floor is high, and an ECE near it cannot be "
-    "told from noise. The worst-group gap is the largest minus the smallest group ECE; a "
-    "global calibrator can lower the average ECE and leave (or widen) this gap, a group-aware "
-    "one (temperature_groupwise, multicalibration) fits the groups it was given."
+    "Each method's ECE, NLL and accuracy on each group's rows of the test part. Brackets hold "
+    "{level:.0%} intervals: for a group's ECE, of its true calibration error; for NLL and "
+    "accuracy, bootstrap intervals that redraw every group within itself. The ECE floor is "
+    "the group's ECE were it perfectly calibrated with the same confidences: a small group's "
+    "floor is high, and an ECE near it cannot be told from noise. The worst-group gap is the "
+    "largest minus the smallest group ECE, and its interval is of the true gap (all the "
+    "groups' intervals at once): when it reaches 0, the test part cannot tell the groups "
+    "apart. A global calibrator can lower the average ECE and leave (or widen) this gap, a "
+    "group-aware one (temperature_groupwise, multicalibration) fits the groups it was given."
 )
 
 HOW_TO_READ = (
@@ -430,9 +432,7 @@ def compare_verdict(comp: Comparison) -> Verdict:
     if rec.method in names and comp.row(rec.method).groups is not None:
         head += f" against {_gap_text(comp, rec.method)} for `{rec.method}`"
         if _gaps_overlap(comp, gap, rec.method):
-            detail.append(
-                "The two gaps' bootstrap intervals overlap: the test part cannot tell them apart."
-            )
+            detail.append("The two gaps' intervals overlap: the test part cannot tell them apart.")
     detail.append(
         "The overall choice ignores the groups; the smallest gap is read on the test part."
     )

@@ -148,11 +148,20 @@ def _group_sentence(ge: GroupEvaluation, key: str | None) -> str:
     ci = interval_text("ece", ge.gap_ci)
     worst, best = ge.values[ge.worst_group]["ece"], ge.values[ge.best_group]["ece"]
     within = f" by {key}" if key else ""
-    return (
+    said = (
         f"Across the groups{within}, the worst group ({ge.worst_group!r}, ECE "
         f"{format_value('ece', worst)}) is {format_value('ece', ge.gap).removesuffix('%')} points "
         f"{'(' + ci + ') ' if ci else ''}above the best ({ge.best_group!r}, "
         f"{format_value('ece', best)})."
+    )
+    if ge.gap_ci is None:
+        return said
+    low, high = (format_value("ece", x).removesuffix("%") for x in ge.gap_ci)
+    if ge.gap_ci[0] > 0.0:
+        return f"{said} The true gap is at least {low} points ({ge.level:.0%} confidence)."
+    return (
+        f"{said} The true gap could be 0 (at most {high} points, {ge.level:.0%} confidence): "
+        "this data cannot tell the groups' calibration apart."
     )
 
 
