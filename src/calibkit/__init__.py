@@ -5,7 +5,9 @@ the ``__all__`` of ``calibkit.metrics``, ``calibkit.calibrators``, ``calibkit.wo
 and ``calibkit.reporting`` is here too (``tests/test_package.py`` checks it):
 
 - core: ``as_outputs``, ``ClassifierOutputs``, ``bin_stats``, the errors;
-- files: ``load_predictions``, ``save_predictions``;
+- files: ``load_predictions``, ``save_predictions``, ``load_groups``; a language model's
+  answers (lm-eval samples, chat logprobs, option or stated-confidence tables): ``load_lm``
+  (``LMOutputs``);
 - metrics: ``ece``, ``nll``, ``evaluate``, ``evaluate_groups``, the calibration tests
   (``calibration_tests``, ``spiegelhalter_test``, ...), the selective metrics (``aurc``,
   ``risk_at_coverage``, ...), ``set_metrics``, ``StreamingCalibration`` and ``METRICS``;
@@ -51,7 +53,8 @@ _MODULES: dict[str, str] = {
     ),
     "calibkit.core.outputs": "ClassifierOutputs as_outputs",
     "calibkit.core.binning": "BinStats bin_stats",
-    "calibkit.io.predictions": "load_predictions save_predictions",
+    "calibkit.io.predictions": "load_groups load_lm load_predictions save_predictions",
+    "calibkit.io.lm_outputs": "LMOutputs",
     "calibkit.metrics": (
         "BinIntervals BinNorm BootstrapInterval BrierDecomposition CalibrationTest "
         "CorpReliability EXTRA_METRICS Evaluation FLOOR_METRICS GroupEvaluation METRICS "
@@ -201,7 +204,10 @@ if TYPE_CHECKING:
     )
     from calibkit.io.predictions import (
         load_predictions,
+    from calibkit.io.lm_outputs import LMOutputs
         save_predictions,
+        load_groups,
+        load_lm,
     )
     from calibkit.losses import (
         LOSSES,

@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     if output.suffix.lower() != ".npz":
         raise InputError("--out", "a file name ending in .npz", output.name)
     check_input(args.calibrator, FITTED_FILE)
-    check_input(args.file, "FILE")
+    check_input(args.file, "FILE", getattr(args, "layout", None) == "lm-eval")
     check_input(args.labels, "--labels")
     # the paths checked, the loader (and torch) imported
     from calibkit.calibrators import Calibrator, ConformalClassifier, PriorShiftAdapter
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         assert isinstance(fitted, Calibrator)
         groups = None
         if args.groups is not None:
-            groups = read_groups(args.file, args.groups, rows.n_samples, check=False)
+            groups = read_groups(args.file, args.groups, rows.n_samples, check=False, args=args)
         _apply_calibrator(fitted, rows, output, groups)
     return 0
 

@@ -123,6 +123,9 @@ def read_outputs(args: argparse.Namespace, path: str, labels: str | None) -> Cla
         key[f"{args.kind}_key"] = args.scores_key
     kind, labels_key = args.kind, args.labels_key
     groups = getattr(args, "groups", None)
+    lm = lm_options(args)
+    if lm and getattr(args, "mode", None) == "top_label" and lm["layout"] == "stated-confidence":
+        args.mode = "positive_class"  # a stated confidence: P(right) against right / wrong
     try:
         out = load_predictions(
             path,
@@ -131,9 +134,12 @@ def read_outputs(args: argparse.Namespace, path: str, labels: str | None) -> Cla
             labels_key=labels_key,
             logits_key=key["logits_key"],
             probs_key=key["probs_key"],
-            extra_columns=() if groups is None else (groups,),
+            extra_columns=() if groups is None or lm else (groups,),
+            **lm,
         )
     except InputError as exc:  # the groups' column, missing from a .csv: --groups's fault
+        if exc.argument in _LM_ARGUMENTS:
+            raise renamed(exc, _LM_ARGUMENTS[exc.argument]) from None
         raise renamed(exc, "--groups") if exc.argument == "extra_columns" else exc from None
     if getattr(args, "mode", None) == "positive_class" and out.n_classes != 2:
         got = f"positive_class for {path}, which has {out.n_classes} classes"
@@ -141,7 +147,23 @@ def read_outputs(args: argparse.Namespace, path: str, labels: str | None) -> Cla
     return out
 
 
-def check_input(path: str | None, option: str) -> None:
+#: Library arguments of a language model's file -> the options that set them.
+_LM_ARGUMENTS = {"layout": "--layout", "length_norm": "--length-norm", "letters": "--letters"}
+
+
+def lm_options(args: argparse.Namespace) -> dict[str, str]:
+    """``layout``, ``length_norm`` and ``letters`` as ``args`` give them (a language
+    model's file), for :func:`calibkit.io.predictions.load_predictions`; empty without
+    ``--layout`` (``--length-norm`` or ``--letters`` alone are refused)."""
+    given = {k: getattr(args, k, None) for k in ("layout", "length_norm", "letters")}
+    given = {k: v for k, v in given.items() if v is not None}
+    if given and "layout" not in given:
+        first = _LM_ARGUMENTS[next(iter(given))]
+        raise InputError(first, "--layout beside it (a language model's file)", "no --layout")
+    return given
+
+
+def check_input(path: str | None, option: str, folder: bool = False) -> None:
     """Fail early, naming ``option``, unless ``path`` (if given) is an existing file: the
     inputs are checked before anything heavy is imported or computed."""
     if path is None:
@@ -149,7 +171,7 @@ def check_input(path: str | None, option: str) -> None:
     p = Path(path)
     if not p.exists():
         raise InputError(option, "an existing file", f"{p} (not found)")
-    if not p.is_file():
+    if not p.is_file() and not (folder and p.is_dir()):
         raise InputError(option, "a regular file", f"{p} (a folder or special file)")
 
 
@@ -188,6 +210,9 @@ def read_scores(
 
     p = Path(path)
     labels_key = args.labels_key or "labels"
+    if lm_options(args):  # a language model's file always holds its gold answers
+        out = read_outputs(args, path, labels)
+        return Scores(out.as_logits(), out.labels, out, out.kind)
     if p.suffix.lower() == ".npy" and labels is None:
         if not args.kind:
             raise InputError(option, "--kind logits or --kind probs for a .npy file", p.name)
@@ -222,17 +247,24 @@ def _unlabelled_csv(args: argparse.Namespace, p: Path) -> tuple[np.ndarray, str]
 
 
 def read_groups(
-    path: str, key: str, n_samples: int, *, check: bool = True, min_groups: int = 1
+    path: str,
+    key: str,
+    n_samples: int,
+    *,
+    check: bool = True,
+    min_groups: int = 1,
+    args: argparse.Namespace | None = None,
 ) -> np.ndarray:
     """Each sample's group (a str array) from the array or column ``key`` of the prediction
-    file ``path`` (``--groups``): a missing key, a wrong length, a missing value or (with
-    ``check``) a group of one sample, or fewer than ``min_groups`` groups, is blamed on
-    ``--groups``."""
+    file ``path`` (``--groups``; of a language model's file, as ``args``'s ``--layout``
+    reads it: ``task``): a missing key, a wrong length, a missing value or (with ``check``)
+    a group of one sample, or fewer than ``min_groups`` groups, is blamed on ``--groups``."""
     from calibkit.core.groups import check_groups
     from calibkit.io.predictions import load_groups
 
     try:
-        groups = load_groups(path, key, n_samples)
+        lm = {} if args is None else lm_options(args)
+        groups = load_groups(path, key, n_samples, **lm)
         if check:
             check_groups(groups, n_samples, min_groups=min_groups)
     except InputError as exc:
@@ -309,8 +341,9 @@ _NOT_OPTIONS = {"command", "threads", "format", "out", "force", "quiet"}
 def check_inputs(args: argparse.Namespace) -> None:
     """Fail early, naming its option, unless every input file ``args`` names
     (:data:`INPUT_OPTIONS`) exists: before anything heavy is imported or computed."""
+    folder = getattr(args, "layout", None) == "lm-eval"  # a folder of samples files
     for attribute, option in INPUT_OPTIONS.items():
-        check_input(getattr(args, attribute, None), option)
+        check_input(getattr(args, attribute, None), option, folder and attribute != "config")
 
 
 def report_inputs(args: argparse.Namespace) -> dict[str, str]:
@@ -339,11 +372,37 @@ def output_folder(args: argparse.Namespace) -> Path | None:
     return check_replaceable_folder(Path(args.out), "--out")
 
 
+def lm_words(report: Report, args: argparse.Namespace) -> Report:
+    """``report`` in the words of a language model's file (``--layout``: questions and
+    options, or answers), with how each input file was read; unchanged without it."""
+    lm = lm_options(args)
+    if not lm:
+        return report
+    from calibkit.io.predictions import load_lm
+    from calibkit.reporting.vocabulary import in_words
+
+    notes: list[str] = []
+    answers = "options"
+    for attribute in ("file", "cal", "test"):
+        path = getattr(args, attribute, None)
+        if path is not None:
+            read = load_lm(path, **lm)
+            answers = read.answers
+            tasks = len(read.task_names)
+            head = (
+                f"{path}: {read.n_questions:,} {'answers' if answers == 'stated' else 'questions'}"
+            )
+            head += f", {tasks} task{'s' * (tasks != 1)}, layout {read.layout}."
+            notes += [head, *read.notes]
+    return in_words(report, answers, notes)
+
+
 def finish(report: Report, args: argparse.Namespace, folder: Path | None) -> int:
     """Write ``report`` under ``folder`` (``--out``, when given) and print it as
     ``--format`` says; the command's exit status (0)."""
     from calibkit.reporting.writer import print_report, results_document, write_report
 
+    report = lm_words(report, args)
     fmt = getattr(args, "format", "table")
     # results.json's content (inputs hashed) once, for the folder and for --format json
     results = results_document(report) if folder is not None or fmt == "json" else None

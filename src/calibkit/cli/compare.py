@@ -87,15 +87,16 @@ def read_parts(args: argparse.Namespace) -> dict[str, Any]:
         whole = read_outputs(args, args.file, args.labels)
         groups = None
         if args.groups is not None:
-            groups = read_groups(args.file, args.groups, whole.n_samples)
+            groups = read_groups(args.file, args.groups, whole.n_samples, args=args)
         source = str(args.file) + (f", groups {args.groups!r}" if groups is not None else "")
         return {"whole": whole, "groups": groups, "source": source}
     cal = read_outputs(args, args.cal, args.cal_labels)
     test = read_outputs(args, args.test, args.test_labels)
     groups_pair = None
     if args.groups is not None:
-        cal_g = read_groups(args.cal, args.groups, cal.n_samples, check=False)
-        groups_pair = (cal_g, read_groups(args.test, args.groups, test.n_samples, check=False))
+        cal_g = read_groups(args.cal, args.groups, cal.n_samples, check=False, args=args)
+        test_g = read_groups(args.test, args.groups, test.n_samples, check=False, args=args)
+        groups_pair = (cal_g, test_g)
     source = f"calibration part {args.cal}, test part {args.test}"
     source += f", groups {args.groups!r}" if groups_pair is not None else ""
     return {"cal": cal, "test": test, "groups": groups_pair, "source": source}

@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     groups = (
         None
         if args.groups is None
-        else read_groups(args.file, args.groups, out.n_samples, min_groups=2)
+        else read_groups(args.file, args.groups, out.n_samples, min_groups=2, args=args)
     )
     say(f"evaluating {out.n_samples:,} samples ({args.n_boot} bootstrap resamples)")
     figures = folder is not None or bool(plots)

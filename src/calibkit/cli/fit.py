@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     """Fit, save, and print what was fitted (its scalar parameters, thresholds or priors)."""
     inputs = [args.file, args.labels, args.target]
     output = check_output_file(Path(args.out), "--out", inputs, force=args.force)
-    check_input(args.file, "FILE")
+    check_input(args.file, "FILE", getattr(args, "layout", None) == "lm-eval")
     check_input(args.labels, "--labels")
     check_input(args.target, "--target")
     check_method(args.method, "--method", FIT_KINDS)
@@ -170,7 +170,11 @@ def run(args: argparse.Namespace) -> int:
     fitted = build_calibrator(args.method, args.param, klass)
     out = read_outputs(args, args.file, args.labels)
     z = out.as_logits()
-    groups = None if args.groups is None else read_groups(args.file, args.groups, out.n_samples)
+    groups = (
+        None
+        if args.groups is None
+        else read_groups(args.file, args.groups, out.n_samples, args=args)
+    )
     target = None
     if args.target is not None:  # read (and checked) before any fit
         target = read_scores(args, args.target, None, "--target")

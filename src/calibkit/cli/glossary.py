@@ -69,6 +69,15 @@ GLOSSARY: dict[str, Term] = {
     ),
     "--scores-key": Term("score array name", "name of the score array (with --kind)", _FILES),
     "--labels-key": Term("label array name", "name of the label array", _FILES),
+    "--layout": Term(
+        "a language model's file",
+        "lm-eval samples (a file or folder), chat-logprobs, option-logprobs, stated-confidence",
+        _FILES,
+    ),
+    "--length-norm": Term(
+        "option length normalisation", "lm-eval: acc_norm (characters) or acc_bytes", _FILES
+    ),
+    "--letters": Term("option letters", "chat-logprobs: the options' letters (ABCD)", _FILES),
     "--groups": Term(
         "group of each sample",
         "array or column of one group per sample",

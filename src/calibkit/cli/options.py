@@ -104,6 +104,25 @@ def add_input_options(p: argparse.ArgumentParser, *, labels: bool = True) -> Non
     p.add_argument("--kind", choices=("logits", "probs"), help=kind)
     opt(p, "--scores-key", "KEY", "name of the score array (needs --kind)")
     opt(p, "--labels-key", "KEY", "name of the label array (default labels)")
+    add_layout(p)
+
+
+#: ``--layout``'s choices: the files of language-model evaluation tools
+#: (:data:`calibkit.io.lm_files.LAYOUTS`, spelled here so that ``--help`` imports nothing).
+LM_LAYOUTS = ("lm-eval", "chat-logprobs", "option-logprobs", "stated-confidence")
+
+
+def add_layout(p: argparse.ArgumentParser) -> None:
+    """``--layout`` (a language model's answers: the file's layout, never guessed),
+    ``--length-norm`` (lm-eval) and ``--letters`` (chat-logprobs)."""
+    text = (
+        "a language model's answers: lm-eval (samples_*.jsonl or their folder), chat-logprobs,"
+        " option-logprobs or stated-confidence (docs/language-models.md); groups: --groups task"
+    )
+    p.add_argument("--layout", choices=LM_LAYOUTS, help=text)
+    text = "lm-eval: options' log-likelihoods normalised as the harness's acc_norm or acc_bytes"
+    p.add_argument("--length-norm", choices=("acc_norm", "acc_bytes"), help=text)
+    opt(p, "--letters", "ABCD", "chat-logprobs: the option letters (default ABCD)")
 
 
 def add_groups(p: argparse.ArgumentParser, what: str) -> None:
@@ -194,7 +213,10 @@ def reading_words(args: argparse.Namespace) -> list[str]:
     """The options of :func:`add_input_options` given in ``args``, as words of a command
     line (``["--kind", "logits"]``), for a command a report suggests to repeat them."""
     words: list[str] = []
-    for flag in ("--labels", "--kind", "--scores-key", "--labels-key"):
+    for flag in (
+        "--labels", "--kind", "--scores-key", "--labels-key", "--layout", "--length-norm",
+        "--letters",
+    ):  # fmt: skip
         value = getattr(args, flag.removeprefix("--").replace("-", "_"), None)
         if value is not None:
             words += [flag, str(value)]

@@ -21,6 +21,12 @@ Supported layouts (the score kind is never guessed from the values):
     A dict of tensors saved with ``torch.save``, same keys as ``.npz``. It is read with
     ``torch.load(weights_only=True)``: a pickle holding other objects is refused, never run.
 
+Files of language-model evaluation tools (lm-evaluation-harness ``samples_*.jsonl`` or their
+folder, chat responses with ``top_logprobs``, tables of option log-probabilities or of stated
+confidences) are read with ``layout=`` (:data:`calibkit.io.lm_files.LAYOUTS`, never guessed
+from the file): :func:`load_lm` gives each question's task besides the outputs, and
+:func:`load_groups` reads its ``task`` as the groups.
+
 Every array load refuses pickles (``allow_pickle=False``). Bad files raise
 :class:`~calibkit.core.errors.InputError` naming the file.
 
@@ -55,6 +61,8 @@ from calibkit.core.outputs import ClassifierOutputs, ScoreKind, check_labels, ch
 from calibkit.core.validation import check_file_path
 from calibkit.io.atomic import atomic_write_bytes
 from calibkit.io.csv_table import missing_name, read_csv_table
+from calibkit.io.lm_files import check_layout, read_lm_file
+from calibkit.io.lm_outputs import LMOutputs
 from calibkit.io.numpy_files import load_npy, load_npz
 
 SUFFIXES: tuple[str, ...] = (".npz", ".npy", ".csv", ".pt", ".pth")
@@ -71,9 +79,14 @@ def load_predictions(
     probs_key: str | None = None,
     labels_key: str | None = None,
     extra_columns: tuple[str, ...] = (),
+    layout: str | None = None,
+    length_norm: str | None = None,
+    letters: str | None = None,
 ) -> ClassifierOutputs:
     """Read labels and scores from a prediction file (layouts in the module docstring);
-    ``extra_columns``: ``.csv`` columns left for another reader (:func:`load_groups`).
+    ``extra_columns``: ``.csv`` columns left for another reader (:func:`load_groups`);
+    ``layout`` (with ``length_norm`` and ``letters``): a language-model file, read by
+    :func:`load_lm`.
 
     Examples
     --------
@@ -86,6 +99,17 @@ def load_predictions(
     ('logits', [0, 1], 2)
     """
     p = check_file_path("path", path)
+    if layout is not None or length_norm is not None or letters is not None:
+        given = [k for k, v in (("labels_path", labels_path), ("logits_key", logits_key),
+                 ("probs_key", probs_key), ("labels_key", labels_key)) if v]  # fmt: skip
+        if given or extra_columns:
+            got = ", ".join(given or ["extra_columns"])
+            raise InputError("layout", "no labels file, key names or extra columns", got)
+        out = load_lm(p, layout, length_norm=length_norm, letters=letters).outputs
+        if kind is not None and kind != out.kind:
+            got = f"{kind!r} for layout {layout!r}, whose scores are {out.kind}"
+            raise InputError("kind", f"{out.kind!r} (or no kind)", got)
+        return out
     suffix = p.suffix.lower()
     if suffix not in SUFFIXES:
         raise InputError("predictions file", "a file ending in " + ", ".join(SUFFIXES), p.name)
@@ -166,10 +190,68 @@ def save_predictions(
     atomic_write_bytes(p, buf.getvalue())
 
 
-def load_groups(path: str | Path, key: str, n_samples: int) -> np.ndarray:
+#: The language-model file read last: (path, its size and time, layout, options) -> it.
+_LAST_LM: dict[tuple[object, ...], LMOutputs] = {}
+
+
+def load_lm(
+    path: str | Path,
+    layout: str | None,
+    *,
+    length_norm: str | None = None,
+    letters: str | None = None,
+) -> LMOutputs:
+    """The language-model file (or ``lm-eval`` folder) ``path`` of ``layout``
+    (:func:`calibkit.io.lm_files.read_lm_file`): its outputs and each question's task.
+    The last one read is kept while the file is unchanged, so the outputs and the groups
+    of one command read it once.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "options.jsonl"
+    ...     _ = path.write_text('{"task": "arc", "answer": 1, "logprobs": [-2.0, -0.5]}' + chr(10))
+    ...     out = load_predictions(path, layout="option-logprobs")
+    ...     groups = load_groups(path, "task", 1, layout="option-logprobs")
+    >>> out.kind, out.labels.tolist(), groups.tolist()
+    ('logits', [1], ['arc'])
+    """
+    p = check_file_path("path", path)
+    if layout is None:
+        raise InputError("layout", "a layout beside length_norm or letters", "none")
+    check_layout(layout)
+    try:
+        stat = p.stat()
+        stamp: tuple[object, ...] = (stat.st_size, stat.st_mtime_ns)
+        if p.is_dir():
+            stamp += tuple((f.name, f.stat().st_mtime_ns) for f in sorted(p.iterdir()))
+    except OSError:
+        stamp = ()
+    key = (str(p.resolve()), stamp, layout, length_norm, letters)
+    if key in _LAST_LM:
+        return _LAST_LM[key]
+    lm = read_lm_file(p, layout, length_norm=length_norm, letters=letters)
+    _LAST_LM.clear()
+    if stamp:
+        _LAST_LM[key] = lm
+    return lm
+
+
+def load_groups(
+    path: str | Path,
+    key: str,
+    n_samples: int,
+    *,
+    layout: str | None = None,
+    length_norm: str | None = None,
+    letters: str | None = None,
+) -> np.ndarray:
     """The array (``.npz``, ``.pt``) or column (``.csv``) ``key`` of a prediction file: one
     group (integer or string) per sample, checked by
-    :func:`calibkit.core.groups.group_names` (an InputError naming ``groups``).
+    :func:`calibkit.core.groups.group_names` (an InputError naming ``groups``). With
+    ``layout`` (a language-model file, :func:`load_lm`): ``key`` is ``task`` (each
+    question's task) or, for ``lm-eval``, ``group`` (the harness group holding the task).
 
     >>> import tempfile
     >>> tmp = tempfile.TemporaryDirectory()
@@ -187,6 +269,13 @@ def load_groups(path: str | Path, key: str, n_samples: int) -> np.ndarray:
     >>> tmp.cleanup()
     """
     p = check_file_path("path", path)
+    if layout is not None:
+        lm = load_lm(p, layout, length_norm=length_norm, letters=letters)
+        found = lm.group(key)
+        if found is None:
+            got = f"{key!r} (a {layout} file has {', '.join(lm.group_keys)})"
+            raise InputError("groups", "the groups of the file: " + ", ".join(lm.group_keys), got)
+        return group_names(found, n_samples, "groups")
     suffix = p.suffix.lower()
     if suffix == ".npy":
         raise InputError("groups", "a key of a .npz, .pt or .csv file", "a .npy file")

@@ -1,0 +1,135 @@
+"""A report in the words of its input: a language model's questions and options, not a
+classifier's samples and classes.
+
+Every report is written once, in the classifier's words. :func:`in_words` rewrites a
+finished :class:`~calibkit.reporting.writer.Report` (its document: title, verdict,
+paragraphs, table headers and cells, figure captions; its terminal text) in the
+:class:`Vocabulary` of the input's kind (:data:`VOCABULARIES`: ``options``, a multiple-choice
+file; ``stated``, a stated confidence), and adds a section saying how the file was read (the
+reader's notes: a length normalisation, a filled-in probability mass, padded options). The
+numbers (``results.json``) and the commands (text in backticks, options such as
+``--n-samples``, file names) are never rewritten.
+
+>>> from calibkit.reporting.document import Document, Paragraph, Verdict
+>>> from calibkit.reporting.writer import Report
+>>> doc = Document("Report", [Paragraph("ECE on 2,000 samples, 4 classes; per-class `--n-samples`")],
+...                Verdict("The model is overconfident on 2,000 samples."))
+>>> out = in_words(Report("evaluate", doc, {}, text="2,000 samples, 4 classes"), "options")
+>>> out.document.body[0].text, out.text
+('ECE on 2,000 questions, 4 options; per-option `--n-samples`', '2,000 questions, 4 options')
+>>> out.document.verdict.headline
+'The model is overconfident on 2,000 questions.'
+"""  # noqa: E501
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from calibkit.reporting.document import (
+    Block,
+    Document,
+    Figure,
+    Gallery,
+    Paragraph,
+    Section,
+    Table,
+    Verdict,
+)
+from calibkit.reporting.writer import Report
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The words of one kind of input, replacing a classifier's (whole words only, keeping a
+    leading capital)."""
+
+    #: What a row is ("question"), and its plural.
+    row: str
+    rows: str
+    #: What a column of scores is ("option"), and its plural.
+    column: str
+    columns: str
+
+    def words(self) -> dict[str, str]:
+        """A classifier's word -> this input's."""
+        return {
+            "samples": self.rows,
+            "sample": self.row,
+            "classes": self.columns,
+            "class": self.column,
+        }
+
+
+#: The vocabulary of each kind of answer (:data:`calibkit.io.lm_outputs.ANSWER_KINDS`).
+VOCABULARIES = {
+    "options": Vocabulary("question", "questions", "option", "options"),
+    "stated": Vocabulary("answer", "answers", "outcome", "outcomes"),
+}
+#: Text in backticks (a command, a name): never rewritten.
+_CODE = re.compile(r"(`[^`]*`)")
+
+
+def _pattern(words: Sequence[str]) -> re.Pattern[str]:
+    alternatives = "|".join(sorted(words, key=len, reverse=True))
+    # not inside a name (``n_samples``, ``samples.npz``, ``--n-samples``), nor the idiom
+    # "sample size"
+    after = r"(?![\w\-/=]|\.\w| size)"
+    return re.compile(rf"(?<![\w\-./=])({alternatives}){after}", re.IGNORECASE)
+
+
+def rewrite(text: str, vocabulary: Vocabulary) -> str:
+    """``text`` in ``vocabulary``'s words (text in backticks, and words joined to others by
+    ``-``, ``_``, ``.`` or ``/``, left as they are; ``per-class`` becomes ``per-option``).
+
+    >>> v = VOCABULARIES["options"]
+    >>> rewrite("Per-class ECE of 10 samples (`calibkit --n-samples 10`).", v)
+    'Per-option ECE of 10 questions (`calibkit --n-samples 10`).'
+    >>> rewrite("At this sample size, samples.npz holds 10 samples.", v)
+    'At this sample size, samples.npz holds 10 questions.'
+    """
+    words = vocabulary.words()
+    pattern = _pattern(list(words))
+
+    def swap(m: re.Match[str]) -> str:
+        new = words[m[1].lower()]
+        return new[:1].upper() + new[1:] if m[1][:1].isupper() else new
+
+    parts = _CODE.split(text)
+    text = "".join(p if p.startswith("`") else pattern.sub(swap, p) for p in parts)
+    return re.sub(r"(?i)\b(per)-(class)\b", lambda m: f"{m[1]}-{vocabulary.column}", text)
+
+
+def _block(block: Block, v: Vocabulary) -> Block:
+    if isinstance(block, Paragraph):
+        return replace(block, text=rewrite(block.text, v))
+    if isinstance(block, Table):
+        rows = [[replace(c, text=rewrite(c.text, v)) for c in row] for row in block.rows]
+        header = [rewrite(h, v) for h in block.header]
+        return replace(block, title=rewrite(block.title, v), header=header, rows=rows)
+    if isinstance(block, Figure):
+        return replace(block, caption=rewrite(block.caption, v))
+    if isinstance(block, Gallery):
+        return Gallery([replace(f, caption=rewrite(f.caption, v)) for f in block.figures])
+    return Section(rewrite(block.title, v), [_block(b, v) for b in block.blocks])
+
+
+def in_words(report: Report, answers: str, notes: Sequence[str] = ()) -> Report:
+    """``report`` in the vocabulary of ``answers`` (a key of :data:`VOCABULARIES`), with a
+    section "How the file was read" holding ``notes`` (when there are any)."""
+    v = VOCABULARIES[answers]
+    doc = report.document
+    verdict = doc.verdict
+    if verdict is not None:
+        verdict = Verdict(rewrite(verdict.headline, v), rewrite(verdict.detail, v))
+    body = [_block(b, v) for b in doc.body]
+    text = rewrite(report.text, v)
+    if notes:
+        body.append(Section("How the file was read", [Paragraph(n) for n in notes]))
+        text += "\n\nhow the file was read:\n" + "\n".join(f"  {n}" for n in notes)
+    document = Document(rewrite(doc.title, v), body, verdict)
+    return replace(report, document=document, text=text)
+
+
+__all__ = ["VOCABULARIES", "Vocabulary", "in_words", "rewrite"]
