@@ -67,8 +67,6 @@ VOCABULARIES = {
     "options": Vocabulary("question", "questions", "option", "options"),
     "stated": Vocabulary("answer", "answers", "outcome", "outcomes"),
 }
-#: Text in backticks (a command, a name): never rewritten.
-_CODE = re.compile(r"(`[^`]*`)")
 
 
 def _pattern(words: Sequence[str]) -> re.Pattern[str]:
@@ -79,15 +77,18 @@ def _pattern(words: Sequence[str]) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w\-./=])({alternatives}){after}", re.IGNORECASE)
 
 
-def rewrite(text: str, vocabulary: Vocabulary) -> str:
-    """``text`` in ``vocabulary``'s words (text in backticks, and words joined to others by
-    ``-``, ``_``, ``.`` or ``/``, left as they are; ``per-class`` becomes ``per-option``).
+def rewrite(text: str, vocabulary: Vocabulary, keep: Sequence[str] = ()) -> str:
+    """``text`` in ``vocabulary``'s words (text in backticks, the texts ``keep`` (the input
+    files' paths), and words joined to others by ``-``, ``_``, ``.`` or ``/``, left as they
+    are; ``per-class`` becomes ``per-option``).
 
     >>> v = VOCABULARIES["options"]
     >>> rewrite("Per-class ECE of 10 samples (`calibkit --n-samples 10`).", v)
     'Per-option ECE of 10 questions (`calibkit --n-samples 10`).'
     >>> rewrite("At this sample size, samples.npz holds 10 samples.", v)
     'At this sample size, samples.npz holds 10 questions.'
+    >>> rewrite("Read run/classes: 10 samples, 4 classes.", v, keep=["run/classes"])
+    'Read run/classes: 10 questions, 4 options.'
     """
     words = vocabulary.words()
     pattern = _pattern(list(words))
@@ -96,39 +97,45 @@ def rewrite(text: str, vocabulary: Vocabulary) -> str:
         new = words[m[1].lower()]
         return new[:1].upper() + new[1:] if m[1][:1].isupper() else new
 
-    parts = _CODE.split(text)
-    text = "".join(p if p.startswith("`") else pattern.sub(swap, p) for p in parts)
+    kept = [re.escape(k) for k in sorted(set(keep), key=len, reverse=True) if k]
+    code = re.compile("(`[^`]*`" + "".join(f"|(?<![\\w.-]){k}(?![\\w-])" for k in kept) + ")")
+    parts = code.split(text)
+    text = "".join(p if i % 2 else pattern.sub(swap, p) for i, p in enumerate(parts))
     return re.sub(r"(?i)\b(per)-(class)\b", lambda m: f"{m[1]}-{vocabulary.column}", text)
 
 
-def _block(block: Block, v: Vocabulary) -> Block:
+def _block(block: Block, v: Vocabulary, keep: Sequence[str]) -> Block:
     if isinstance(block, Paragraph):
-        return replace(block, text=rewrite(block.text, v))
+        return replace(block, text=rewrite(block.text, v, keep))
     if isinstance(block, Table):
-        rows = [[replace(c, text=rewrite(c.text, v)) for c in row] for row in block.rows]
-        header = [rewrite(h, v) for h in block.header]
-        return replace(block, title=rewrite(block.title, v), header=header, rows=rows)
+        rows = [[replace(c, text=rewrite(c.text, v, keep)) for c in row] for row in block.rows]
+        header = [rewrite(h, v, keep) for h in block.header]
+        return replace(block, title=rewrite(block.title, v, keep), header=header, rows=rows)
     if isinstance(block, Figure):
-        return replace(block, caption=rewrite(block.caption, v))
+        return replace(block, caption=rewrite(block.caption, v, keep))
     if isinstance(block, Gallery):
-        return Gallery([replace(f, caption=rewrite(f.caption, v)) for f in block.figures])
-    return Section(rewrite(block.title, v), [_block(b, v) for b in block.blocks])
+        figures = [replace(f, caption=rewrite(f.caption, v, keep)) for f in block.figures]
+        return Gallery(figures)
+    return Section(rewrite(block.title, v, keep), [_block(b, v, keep) for b in block.blocks])
 
 
-def in_words(report: Report, answers: str, notes: Sequence[str] = ()) -> Report:
+def in_words(
+    report: Report, answers: str, notes: Sequence[str] = (), keep: Sequence[str] = ()
+) -> Report:
     """``report`` in the vocabulary of ``answers`` (a key of :data:`VOCABULARIES`), with a
-    section "How the file was read" holding ``notes`` (when there are any)."""
+    section "How the file was read" holding ``notes`` (when there are any); the texts
+    ``keep`` (the input files' paths) are never rewritten."""
     v = VOCABULARIES[answers]
     doc = report.document
     verdict = doc.verdict
     if verdict is not None:
-        verdict = Verdict(rewrite(verdict.headline, v), rewrite(verdict.detail, v))
-    body = [_block(b, v) for b in doc.body]
-    text = rewrite(report.text, v)
+        verdict = Verdict(rewrite(verdict.headline, v, keep), rewrite(verdict.detail, v, keep))
+    body = [_block(b, v, keep) for b in doc.body]
+    text = rewrite(report.text, v, keep)
     if notes:
         body.append(Section("How the file was read", [Paragraph(n) for n in notes]))
         text += "\n\nhow the file was read:\n" + "\n".join(f"  {n}" for n in notes)
-    document = Document(rewrite(doc.title, v), body, verdict)
+    document = Document(rewrite(doc.title, v, keep), body, verdict)
     return replace(report, document=document, text=text)
 
 

@@ -1,0 +1,107 @@
+"""Every command on a language model's files (``--layout``): the harness's samples folder
+through evaluate, compare, fit and apply, reports in questions and options, and a malformed
+line refused with one line, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import calibkit as ck
+from calibkit.cli import main
+
+HARNESS = Path(__file__).parents[1] / "io" / "fixtures" / "lm" / "harness"
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The current folder: ``run/`` (the harness's files) and ``options.jsonl`` (900
+    four-option questions of 3 tasks, one of them twice as overconfident)."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(HARNESS, tmp_path / "run")
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(900):
+        task = ["anatomy", "law", "math"][i % 3]
+        z = rng.normal(size=4)
+        gold = int(rng.choice(4, p=np.exp(z) / np.exp(z).sum()))
+        scale = 3.0 if task == "law" else 1.5
+        rows.append({"task": task, "answer": gold, "logprobs": (scale * z).tolist()})
+    (tmp_path / "options.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path
+
+
+def test_evaluate_speaks_of_questions_and_options(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["evaluate", "run", "--layout", "lm-eval", "--length-norm", "acc_norm"]
+    assert main([*args, "--groups", "task", "--n-boot", "20", "--out", "rep"]) == 0
+    out = capsys.readouterr().out
+    assert "18 questions, 5 options" in out
+    assert " samples" not in out
+    assert "acc_norm" in out
+    assert "toyqa_subject01" in out
+    results = json.loads((work / "rep" / "results.json").read_text())
+    assert results["options"]["layout"] == "lm-eval"
+    assert "How the file was read" in (work / "rep" / "report.md").read_text()
+
+
+def test_compare_fit_apply_per_task_temperature(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lm = ["--layout", "option-logprobs"]
+    methods = ["--methods", "temperature,temperature_groupwise", "--n-boot", "20"]
+    assert main(["compare", "options.jsonl", *lm, "--groups", "task", *methods, "--out", "r"]) == 0
+    assert "questions" in capsys.readouterr().out
+    fit = ["fit", "options.jsonl", *lm, "--method", "temperature_groupwise", "--groups", "task"]
+    assert main([*fit, "-o", "per_task.json"]) == 0
+    fitted = ck.load("per_task.json")
+    temps = dict(zip(fitted.group_names_, fitted.group_temperatures_, strict=True))
+    assert temps["law"] == pytest.approx(3.0, rel=0.25)  # twice as overconfident as the others
+    assert temps["math"] == pytest.approx(1.5, rel=0.25)
+    assert (
+        main(["apply", "per_task.json", "options.jsonl", *lm, "--groups", "task", "-o", "c.npz"])
+        == 0
+    )
+    got = np.load(work / "c.npz")["probs"]
+    out = ck.load_predictions("options.jsonl", layout="option-logprobs")
+    groups = ck.load_groups("options.jsonl", "task", 900, layout="option-logprobs")
+    np.testing.assert_allclose(got, fitted.predict_proba(out.scores, groups=groups), rtol=1e-6)
+
+
+def test_fit_apply_on_the_harness_folder(work: Path) -> None:
+    lm = ["--layout", "lm-eval"]
+    assert main(["fit", "run", *lm, "--method", "temperature", "-o", "t.json"]) == 0
+    assert main(["apply", "t.json", "run", *lm, "-o", "c.npz"]) == 0
+    probs = np.load(work / "c.npz")["probs"]
+    assert probs.shape == (18, 5)
+    assert np.allclose(probs.sum(1), 1.0)
+
+
+def test_a_malformed_line_is_one_line_exit_2_nothing_written(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = sorted((work / "run").glob("samples_*.jsonl"))[0]
+    lines = path.read_text("utf-8").splitlines()
+    row = json.loads(lines[2])
+    row["filtered_resps"][0][0] = "-inf"
+    lines[2] = json.dumps(row, ensure_ascii=False)
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    code = main(["evaluate", "run", "--layout", "lm-eval", "--out", "rep"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert not (work / "rep").exists()
+    assert len(err) == 1
+    assert f"{path.name}, line 3, field filtered_resps[0]" in err[0]
+
+
+def test_length_norm_without_layout_is_refused(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["evaluate", "options.jsonl", "--length-norm", "acc_norm"]) == 2
+    assert "--length-norm: expected --layout beside it" in capsys.readouterr().err
