@@ -81,7 +81,7 @@ _MODULES: dict[str, str] = {
         "StructuredMatrixScaling StructuredMatrixScalingCV StructuredVectorScaling "
         "TemperatureScaling TemperatureScalingECE VectorScaling VennAbers adapt_priors "
         "create_calibrator ece_grid_minimum ece_temperature_curve estimate_priors_bbse "
-        "estimate_priors_em load"
+        "estimate_priors_em export_onnx export_program load"
     ),
     "calibkit.calibrators.sklearn_wrapper": "CalibratedClassifier",
     "calibkit.models": "MODELS create_model",
@@ -177,6 +177,8 @@ if TYPE_CHECKING:
         ece_temperature_curve,
         estimate_priors_bbse,
         estimate_priors_em,
+        export_onnx,
+        export_program,
         load,
     )
     from calibkit.calibrators.sklearn_wrapper import (

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from calibkit.calibrators import CALIBRATORS, CalibratedModel, Calibrator, create_calibrator
+from calibkit.calibrators.export import export_onnx, export_program
 from calibkit.calibrators.model.clamping import NeuralClamping, SGDSettings
 from calibkit.calibrators.modules import (
     CheckedLogits,
@@ -78,12 +79,6 @@ def _tuple(x: Inputs) -> tuple[torch.Tensor, ...]:
     return x if isinstance(x, tuple) else (x,)
 
 
-def _traced(x: Inputs) -> tuple[tuple[torch.Tensor, ...], tuple[dict[int, object], ...]]:
-    """The first 8 rows of each input, and the batch dimension dynamic in each."""
-    batch = torch.export.Dim("batch")
-    return tuple(t[:8] for t in _tuple(x)), tuple({0: batch} for _ in _tuple(x))
-
-
 def _eager(module: nn.Module, x: Inputs, tmp_path: Path) -> np.ndarray:
     with torch.no_grad():
         return np.asarray(module(*_tuple(x)).numpy())
@@ -94,18 +89,16 @@ def _script(module: nn.Module, x: Inputs, tmp_path: Path) -> np.ndarray:
 
 
 def _export(module: nn.Module, x: Inputs, tmp_path: Path) -> np.ndarray:
-    args, shapes = _traced(x)
-    program = torch.export.export(module, args, dynamic_shapes=shapes)
+    """Through calibkit's exporter (the rows dynamic), from 8 rows, run on all of them."""
+    program = export_program(module, tuple(t[:8] for t in _tuple(x)))
     return _eager(program.module(), x, tmp_path)
 
 
 def _onnx(module: nn.Module, x: Inputs, tmp_path: Path) -> np.ndarray:
+    """Through calibkit's exporter (the rows dynamic), from 8 rows, run on all of them."""
     onnxruntime = pytest.importorskip("onnxruntime")
-    path = tmp_path / "calibration.onnx"
-    args, shapes = _traced(x)
-    program = torch.onnx.export(module, args, dynamo=True, dynamic_shapes=shapes, verbose=False)
-    assert program is not None
-    program.save(str(path))
+    path = export_onnx(module, tuple(t[:8] for t in _tuple(x)), tmp_path / "calibration.onnx")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["calibration.onnx"]  # one file
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     feeds = dict(zip(names, (t.numpy() for t in _tuple(x)), strict=True))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from calibkit.core.errors import UnknownNameError
@@ -129,3 +132,65 @@ def test_the_public_factories_are_registry_create(monkeypatch: pytest.MonkeyPatc
     with pytest.warns(DeprecationWarning, match="use create_calibrator"):
         old = ck.get_calibrator("temperature", t_max=50.0)
     assert old.get_params() == ck.create_calibrator("temperature", t_max=50.0).get_params()
+
+
+def test_a_declared_entry_is_listed_without_its_module_and_loaded_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #46, item 11: names, kinds, defaults and the listing's facts come from the
+    declaration; ``get`` imports the module, whose ``register`` keeps the declared place."""
+    import sys
+    import types
+
+    module = "declared_widget_module"
+    (tmp_path / f"{module}.py").write_text(
+        "from declared_widget_registry import WIDGETS\n"
+        "@WIDGETS.register('late', default=False, summary='Late.', aliases=('lt',))\n"
+        "class Late:\n    colour = 'red'\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    widgets: Registry[Any] = Registry("widget")
+    holder = types.ModuleType("declared_widget_registry")
+    holder.WIDGETS = widgets  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "declared_widget_registry", holder)
+
+    @widgets.register("first")
+    class First:
+        colour = "blue"
+
+    widgets.declare(
+        "late", module, kind="round", attributes={"colour": "red"},
+        default=False, summary="Late.", aliases=("lt",),
+    )  # fmt: skip
+
+    @widgets.register("last")
+    class Last:
+        colour = "green"
+
+    assert module not in sys.modules
+    assert widgets.names() == ["first", "late", "last"]
+    assert widgets.defaults() == ["first", "last"]
+    assert ("late" in widgets, "lt" in widgets, len(widgets)) == (True, True, 3)
+    assert widgets.kind_of("lt") == "round"
+    assert widgets.canonical("lt") == "late"
+    assert (widgets.fact("lt", "summary"), widgets.fact("late", "colour")) == ("Late.", "red")
+    assert widgets.fact("first", "colour") == "blue"
+    assert not widgets.is_loaded("late")
+    assert module not in sys.modules  # nothing above imported it
+
+    late = widgets.get("lt")
+    assert module in sys.modules
+    assert widgets.is_loaded("late")
+    assert late.colour == "red"
+    assert widgets.names() == ["first", "late", "last"]  # the declared place kept
+    assert widgets.info("late")["summary"] == "Late."
+    monkeypatch.delitem(sys.modules, module)
+
+
+def test_a_declared_module_that_registers_nothing_is_named() -> None:
+    widgets: Registry[Any] = Registry("widget")
+    widgets.declare("ghost", "calibkit.core.errors", summary="Never registered.")
+    with pytest.raises(RuntimeError, match=r"'ghost' is declared in calibkit.core.errors"):
+        widgets.get("ghost")
+    with pytest.raises(ValueError, match="already registered"):
+        widgets.declare("ghost", "calibkit.core.errors")

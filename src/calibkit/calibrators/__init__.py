@@ -3,7 +3,10 @@
 
 - ``base.py``, ``fitted.py``, ``persistence.py``, ``estimator.py``: the contract, the
   registry :data:`CALIBRATORS`, the one JSON document and :func:`load`; ``modules.py`` and
-  ``calibrated_model.py``: the torch modules every kind exports to;
+  ``calibrated_model.py``: the torch modules every kind exports to; ``export.py``: those
+  modules as a ``torch.export`` program or an ONNX file that take any number of rows;
+  ``catalogue.py``: every registered entry declared (name, kind, summary) without importing
+  its module, so that listing them or fitting temperature scaling needs no torch;
 - ``logit/``: calibrators of logits (temperature scaling ... ``auto``);
 - ``groups/``: calibrators that take each row's group (group-wise TS, multicalibration);
 - ``model/``: calibrators that take the model and its inputs (Neural Clamping);
@@ -26,53 +29,98 @@ import sys
 import warnings
 from importlib.machinery import ModuleSpec
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-# Import order is registration order, the order of the methods in reports unless an entry
-# gives its ``order`` (``CALIBRATORS.names()``; see calibkit.core.registry).
-# isort: off
-from calibkit.calibrators.fitted import CalibratorSpec, PostHoc, load
+# The contract and the registry are imported at once (numpy only); every other public name
+# loads its module on first use (PEP 562, ``__getattr__`` below), so that reading the
+# registry's metadata (``calibkit methods``) or fitting temperature scaling imports no torch.
+# The order of the methods in reports is that of ``catalogue.ENTRIES`` (``CALIBRATORS.names()``).
 from calibkit.calibrators.base import CALIBRATORS, Calibrator, create_calibrator
 from calibkit.calibrators.base import get_calibrator as get_calibrator  # deprecated: not in __all__
-from calibkit.calibrators.logit.temperature import TemperatureScaling
-from calibkit.calibrators.logit.temperature_grid import (
-    TemperatureScalingECE,
-    ece_grid_minimum,
-    ece_temperature_curve,
-)
-from calibkit.calibrators.logit.linear import (
-    VectorScaling,
-    MatrixScaling,
-    MatrixScalingODIR,
-    DirichletCalibration,
-)
-from calibkit.calibrators.logit.temperature_smoothed import SmoothedTemperatureScaling
-from calibkit.calibrators.logit.bias_corrected import BiasCorrectedTemperatureScaling
-from calibkit.calibrators.logit.structured import (
-    StructuredVectorScaling,
-    StructuredMatrixScaling,
-    StructuredMatrixScalingCV,
-)
-from calibkit.calibrators.logit.histogram import HistogramBinning, ClasswiseHistogramBinning
-from calibkit.calibrators.logit.isotonic import IsotonicCalibrator
-from calibkit.calibrators.logit.binary import PlattScaling, BetaCalibration
-from calibkit.calibrators.logit.scaling_binning import ScalingBinning
-from calibkit.calibrators.logit.venn_abers import VennAbers
-from calibkit.calibrators.logit.centred_isotonic import CentredIsotonicCalibrator
-from calibkit.calibrators.logit.spline import SplineCalibration
-from calibkit.calibrators.logit.auto import AutoCalibrator
-from calibkit.calibrators.groups.groupwise import GroupwiseTemperatureScaling, Multicalibration
-from calibkit.calibrators.sets.conformal import ConformalClassifier
-from calibkit.calibrators.priors.label_shift import (
-    PriorShiftAdapter,
-    adapt_priors,
-    estimate_priors_bbse,
-    estimate_priors_em,
-)
+from calibkit.calibrators.fitted import CalibratorSpec, PostHoc, load
 
-# isort: on
-from calibkit.calibrators.calibrated_model import CalibratedModel
-from calibkit.calibrators.model.clamping import ABLATIONS, NeuralClamping, SGDSettings
+if TYPE_CHECKING:
+    from calibkit.calibrators.calibrated_model import CalibratedModel
+    from calibkit.calibrators.export import export_onnx, export_program
+    from calibkit.calibrators.groups.groupwise import (
+        GroupwiseTemperatureScaling,
+        Multicalibration,
+    )
+    from calibkit.calibrators.logit.auto import AutoCalibrator
+    from calibkit.calibrators.logit.bias_corrected import BiasCorrectedTemperatureScaling
+    from calibkit.calibrators.logit.binary import BetaCalibration, PlattScaling
+    from calibkit.calibrators.logit.centred_isotonic import CentredIsotonicCalibrator
+    from calibkit.calibrators.logit.histogram import ClasswiseHistogramBinning, HistogramBinning
+    from calibkit.calibrators.logit.isotonic import IsotonicCalibrator
+    from calibkit.calibrators.logit.linear import (
+        DirichletCalibration,
+        MatrixScaling,
+        MatrixScalingODIR,
+        VectorScaling,
+    )
+    from calibkit.calibrators.logit.scaling_binning import ScalingBinning
+    from calibkit.calibrators.logit.spline import SplineCalibration
+    from calibkit.calibrators.logit.structured import (
+        StructuredMatrixScaling,
+        StructuredMatrixScalingCV,
+        StructuredVectorScaling,
+    )
+    from calibkit.calibrators.logit.temperature import TemperatureScaling
+    from calibkit.calibrators.logit.temperature_grid import (
+        TemperatureScalingECE,
+        ece_grid_minimum,
+        ece_temperature_curve,
+    )
+    from calibkit.calibrators.logit.temperature_smoothed import SmoothedTemperatureScaling
+    from calibkit.calibrators.logit.venn_abers import VennAbers
+    from calibkit.calibrators.model.clamping import ABLATIONS, NeuralClamping, SGDSettings
+    from calibkit.calibrators.priors.label_shift import (
+        PriorShiftAdapter,
+        adapt_priors,
+        estimate_priors_bbse,
+        estimate_priors_em,
+    )
+    from calibkit.calibrators.sets.conformal import ConformalClassifier
+
+#: Each public name loaded on first use -> its module (under calibkit.calibrators).
+_LAZY: dict[str, str] = {
+    "TemperatureScaling": "logit.temperature",
+    "TemperatureScalingECE": "logit.temperature_grid",
+    "ece_grid_minimum": "logit.temperature_grid",
+    "ece_temperature_curve": "logit.temperature_grid",
+    "VectorScaling": "logit.linear",
+    "MatrixScaling": "logit.linear",
+    "MatrixScalingODIR": "logit.linear",
+    "DirichletCalibration": "logit.linear",
+    "SmoothedTemperatureScaling": "logit.temperature_smoothed",
+    "BiasCorrectedTemperatureScaling": "logit.bias_corrected",
+    "StructuredVectorScaling": "logit.structured",
+    "StructuredMatrixScaling": "logit.structured",
+    "StructuredMatrixScalingCV": "logit.structured",
+    "HistogramBinning": "logit.histogram",
+    "ClasswiseHistogramBinning": "logit.histogram",
+    "IsotonicCalibrator": "logit.isotonic",
+    "PlattScaling": "logit.binary",
+    "BetaCalibration": "logit.binary",
+    "ScalingBinning": "logit.scaling_binning",
+    "VennAbers": "logit.venn_abers",
+    "CentredIsotonicCalibrator": "logit.centred_isotonic",
+    "SplineCalibration": "logit.spline",
+    "AutoCalibrator": "logit.auto",
+    "GroupwiseTemperatureScaling": "groups.groupwise",
+    "Multicalibration": "groups.groupwise",
+    "ConformalClassifier": "sets.conformal",
+    "PriorShiftAdapter": "priors.label_shift",
+    "adapt_priors": "priors.label_shift",
+    "estimate_priors_bbse": "priors.label_shift",
+    "estimate_priors_em": "priors.label_shift",
+    "CalibratedModel": "calibrated_model",
+    "export_onnx": "export",
+    "export_program": "export",
+    "ABLATIONS": "model.clamping",
+    "NeuralClamping": "model.clamping",
+    "SGDSettings": "model.clamping",
+}
 
 __all__ = [
     "ABLATIONS",
@@ -114,6 +162,8 @@ __all__ = [
     "ece_temperature_curve",
     "estimate_priors_bbse",
     "estimate_priors_em",
+    "export_onnx",
+    "export_program",
     "load",
 ]
 
@@ -200,7 +250,16 @@ if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
 
 
 def __getattr__(name: str) -> Any:
-    """``calibkit.calibrators.<old module>`` as an attribute (it warns, as its import does)."""
+    """A public name of :data:`_LAZY`, its module imported on first use (then kept here);
+    ``calibkit.calibrators.<old module>`` as an attribute (it warns, as its import does)."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
     if f"{__name__}.{name}" in MOVED:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
+from calibkit.calibrators.catalogue import declare_all
 from calibkit.calibrators.estimator import EstimatorAPI, same_value
 from calibkit.calibrators.persistence import (
     KINDS,
@@ -133,6 +134,7 @@ def _build(name: str, klass: type[PostHoc], model: object = None, **params: Any)
 CALIBRATORS: Registry[type[PostHoc]] = Registry(
     "calibrator", on_register=_set_name, create=_build, kind_of=lambda cls: cls.kind
 )
+declare_all(CALIBRATORS)  # every entry's name and metadata, its module imported when asked
 
 
 class PostHoc(EstimatorAPI, ABC):

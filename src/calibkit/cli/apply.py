@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from calibkit.cli.common import (
     Scores,
     check_input,
     check_output_file,
+    is_a,
     read_groups,
     read_scores,
     values_text,
@@ -123,8 +124,9 @@ def run(args: argparse.Namespace) -> int:
     check_input(args.calibrator, FITTED_FILE)
     check_input(args.file, "FILE", getattr(args, "layout", None) == "lm-eval")
     check_input(args.labels, "--labels")
-    # the paths checked, the loader (and torch) imported
-    from calibkit.calibrators import Calibrator, ConformalClassifier, PriorShiftAdapter
+    # the paths checked, the loader and the method's module imported (torch only for a
+    # method that uses it)
+    from calibkit.calibrators import Calibrator
 
     fitted = read_fitted(args.calibrator)
     if fitted.kind == "groups" and args.groups is None:
@@ -138,10 +140,10 @@ def run(args: argparse.Namespace) -> int:
         expected = f"{fitted.n_classes_} columns, as {args.calibrator} was fitted on"
         raise InputError(f"FILE {args.file}", expected, f"{rows.n_classes} columns")
     check_file_kind(fitted, rows.kind, f"FILE {args.file}", args.calibrator)
-    if isinstance(fitted, ConformalClassifier):
-        _apply_sets(fitted, rows, output)
-    elif isinstance(fitted, PriorShiftAdapter):
-        _apply_priors(fitted, rows, output, args.file)
+    if is_a(fitted, "ConformalClassifier"):
+        _apply_sets(cast("ConformalClassifier", fitted), rows, output)
+    elif is_a(fitted, "PriorShiftAdapter"):
+        _apply_priors(cast("PriorShiftAdapter", fitted), rows, output, args.file)
     else:
         assert isinstance(fitted, Calibrator)
         groups = None

@@ -279,6 +279,27 @@ _KIND_REFUSED = {
 }
 
 
+#: The classes :func:`is_a` tells apart, by name -> their module and class name.
+_CLASSES = {
+    "ConformalClassifier": ("calibkit.calibrators.sets.conformal", "ConformalClassifier"),
+    "PriorShiftAdapter": ("calibkit.calibrators.priors.label_shift", "PriorShiftAdapter"),
+    "AutoCalibrator": ("calibkit.calibrators.logit.auto", "AutoCalibrator"),
+}
+
+
+def is_a(obj: object, name: str) -> bool:
+    """``isinstance(obj, <the class name>)`` without importing its module (an instance of a
+    class exists only once its module is imported): so that fitting or applying temperature
+    scaling never imports the conformal scores, and with them torch.
+
+    >>> is_a(object(), "ConformalClassifier")
+    False
+    """
+    module, attribute = _CLASSES[name]
+    loaded = sys.modules.get(module)
+    return loaded is not None and isinstance(obj, getattr(loaded, attribute))
+
+
 def method_class(
     name: str, option: str, kinds: tuple[str, ...] = CALIBRATOR_KINDS
 ) -> type[PostHoc]:

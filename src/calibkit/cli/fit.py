@@ -14,13 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from calibkit.cli.common import (
     Scores,
     check_input,
     check_method,
     check_output_file,
+    is_a,
     method_class,
     read_groups,
     read_outputs,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from calibkit.calibrators import (
+        AutoCalibrator,
         Calibrator,
         ConformalClassifier,
         PostHoc,
@@ -161,8 +163,9 @@ def run(args: argparse.Namespace) -> int:
     check_input(args.labels, "--labels")
     check_input(args.target, "--target")
     check_method(args.method, "--method", FIT_KINDS)
-    # the paths and the name checked, the registry (and torch) imported
-    from calibkit.calibrators import CALIBRATORS, Calibrator, ConformalClassifier, PriorShiftAdapter
+    # the paths and the name checked, the registry and the method's module imported (torch
+    # only for a method that uses it)
+    from calibkit.calibrators import CALIBRATORS, Calibrator
 
     klass = method_class(args.method, "--method", FIT_KINDS)
     kind = CALIBRATORS.kind_of(args.method)
@@ -185,11 +188,11 @@ def run(args: argparse.Namespace) -> int:
     fitted.save(output)
     where = "" if groups is None else f", {len(set(groups.tolist()))} groups in {args.groups!r}"
     print(f"fitted {args.method} on {out.n_samples:,} samples ({out.n_classes} classes{where})")
-    if isinstance(fitted, ConformalClassifier):
-        _print_sets(fitted)
+    if is_a(fitted, "ConformalClassifier"):
+        _print_sets(cast("ConformalClassifier", fitted))
         print(f"conformal predictor: {output}")
-    elif isinstance(fitted, PriorShiftAdapter):
-        _print_priors(fitted, args.target)
+    elif is_a(fitted, "PriorShiftAdapter"):
+        _print_priors(cast("PriorShiftAdapter", fitted), args.target)
         print(f"prior adapter: {output}")
     else:
         assert isinstance(fitted, Calibrator)
@@ -213,35 +216,37 @@ def _fit(
     first, before the calibrator's fit, offering what the command line takes. A target
     of probabilities is refused for a prior adapter whose map underneath was fitted on
     logits and is not shift-invariant (before the adaptation; nothing is written)."""
-    from calibkit.calibrators import Calibrator, ConformalClassifier, PriorShiftAdapter
+    from calibkit.calibrators import Calibrator
     from calibkit.cli.apply import check_file_kind
 
-    if isinstance(fitted, ConformalClassifier):
+    if is_a(fitted, "ConformalClassifier"):
         try:
-            fitted.check_calibration_size(labels, z.shape[1], remedy="a larger alpha")
+            sets = cast("ConformalClassifier", fitted)
+            sets.check_calibration_size(labels, z.shape[1], remedy="a larger alpha")
         except InputError as exc:
             raise renamed(exc, f"FILE {file}") from None
 
-    if isinstance(fitted, PriorShiftAdapter):
-        fitted.fit(z, labels, input_kind=kind)
+    if is_a(fitted, "PriorShiftAdapter"):
+        adapter = cast("PriorShiftAdapter", fitted)
+        adapter.fit(z, labels, input_kind=kind)
         if target is not None:
-            check_file_kind(fitted, target.kind, "--target", f"FILE {file}")
-            fitted.adapt(target.logits)
+            check_file_kind(adapter, target.kind, "--target", f"FILE {file}")
+            adapter.adapt(target.logits)
     elif isinstance(fitted, Calibrator) and groups is not None:
         fitted.fit(z, labels, groups=groups, input_kind=kind)
     else:
-        assert isinstance(fitted, Calibrator | ConformalClassifier)
-        fitted.fit(z, labels, input_kind=kind)
+        assert isinstance(fitted, Calibrator) or is_a(fitted, "ConformalClassifier")
+        cast("Calibrator | ConformalClassifier", fitted).fit(z, labels, input_kind=kind)
 
 
 def _print_calibrator(calibrator: Calibrator, indent: str = "  ") -> None:
     """Its scalar fitted parameters (for ``auto``: which one it chose, and that one's)."""
-    from calibkit.calibrators import AutoCalibrator
     from calibkit.workflows.compare import summarize_params
 
-    if isinstance(calibrator, AutoCalibrator):
-        print(calibrator.summary())
-        calibrator = calibrator.chosen
+    if is_a(calibrator, "AutoCalibrator"):
+        auto = cast("AutoCalibrator", calibrator)
+        print(auto.summary())
+        calibrator = auto.chosen
     params = summarize_params(calibrator)
     for name, value in params.items():
         print(f"{indent}{name} = {value:.6g}")

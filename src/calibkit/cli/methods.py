@@ -51,7 +51,7 @@ def summary(name: str) -> str:
     :func:`first_sentence` of its class docstring (an entry registered elsewhere)."""
     from calibkit.calibrators import CALIBRATORS
 
-    recorded = CALIBRATORS.info(name).get("summary")
+    recorded = CALIBRATORS.fact(name, "summary")
     if isinstance(recorded, str):
         return recorded
     return first_sentence(inspect.getdoc(CALIBRATORS.get(name)) or "")
@@ -121,9 +121,9 @@ def listing(width: int) -> list[str]:
             lines += entry_lines(UNCALIBRATED, UNCALIBRATED_SUMMARY, name_width, width)
         for name in names:
             text = summary(name)
-            if CALIBRATORS.get(name).binary_only:
+            if CALIBRATORS.fact(name, "binary_only"):
                 text += " Two classes only."
-            aliases = ", ".join(CALIBRATORS.info(name).get("aliases", ()))
+            aliases = ", ".join(CALIBRATORS.fact(name, "aliases", ()))
             if aliases:
                 text += f" Also named: {aliases}."
             lines += entry_lines(name, text, name_width, width)
@@ -147,15 +147,14 @@ def entries() -> list[dict[str, object]]:
     rows: list[dict[str, object]] = [{**none, "aliases": [], "binary_only": False, "default": True}]
     for kind in KINDS:
         for name in CALIBRATORS.names(kind=kind):
-            info = CALIBRATORS.info(name)
             rows.append(
                 {
                     "name": name,
                     "kind": kind,
                     "description": summary(name),
-                    "aliases": list(info.get("aliases", ())),
-                    "binary_only": bool(CALIBRATORS.get(name).binary_only),
-                    "default": bool(info.get("default", True)),
+                    "aliases": list(CALIBRATORS.fact(name, "aliases", ())),
+                    "binary_only": bool(CALIBRATORS.fact(name, "binary_only")),
+                    "default": bool(CALIBRATORS.fact(name, "default", True)),
                 }
             )
     return rows

@@ -38,10 +38,22 @@ The keys that configs, papers and documents already use otherwise are
 Traceback (most recent call last):
 ...
 calibkit.core.errors.UnknownNameError: widget: expected one of one, zero, got 'two'
+
+An entry can also be *declared* (:meth:`Registry.declare`) before its module is imported:
+its name, kind, order, ``default`` and the facts a listing reads (:meth:`Registry.fact`) are
+known at once, and :meth:`Registry.get` imports the module (whose ``register`` call then
+gives the object) only when the object itself is wanted. ``calibkit methods`` lists every
+calibrator, and ``calibkit fit`` / ``apply`` of a numpy-only one run, without importing the
+torch-based modules (``calibkit.calibrators.catalogue`` declares them).
+
+>>> r.declare("two", "calibkit.core.no_such_module", summary="Two.", order=0.5)
+>>> r.names(), r.fact("two", "summary"), r.is_loaded("two"), "two" in r
+(['zero', 'one', 'two'], 'Two.', False, True)
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
@@ -151,25 +163,27 @@ class Registry(Generic[T]):
         self._info: dict[str, Mapping[str, Any]] = {}
         self._order: dict[str, float] = {}
         self._on_register = on_register
+        #: Declared entries not yet imported: name -> (module, kind, attributes).
+        self._declared: dict[str, tuple[str, str | None, Mapping[str, Any]]] = {}
 
     def register(self, name: str, **info: Any) -> Callable[[T], T]:
         """Decorator that registers ``obj`` under ``name`` (names are unique) with ``info``
         (``order`` and ``default``: see the module docstring)."""
-        order = info.get("order", len(self._items))
-        if isinstance(order, bool) or not isinstance(order, int | float):
-            raise ValueError(f"{self.kind} {name!r}: order must be a number, not {order!r}")
-        if not isinstance(info.get("default", True), bool):
-            raise ValueError(f"{self.kind} {name!r}: default must be True or False")
+        order = self._check_info(name, info)
         aliases = tuple(info.get("aliases", ()))
 
         def add(obj: T) -> T:
-            if name in self._items or name in self._aliases:
+            declared = name in self._declared
+            if name in self._items or (name in self._aliases and not declared):
                 raise ValueError(f"{self.kind} {name!r} is already registered")
             for alias in aliases:
-                if alias in self._items or alias in self._aliases:
+                if alias in self._items or self._aliases.get(alias, name) != name:
                     raise ValueError(f"{self.kind} alias {alias!r} is already registered")
                 self._aliases[alias] = name
-            self._order[name] = float(order)
+            if declared:  # its declaration placed it: the order stays
+                self._declared.pop(name)
+            else:
+                self._order[name] = float(order)
             if self._on_register is not None:
                 self._on_register(name, obj)
             self._items[name] = obj
@@ -178,26 +192,92 @@ class Registry(Generic[T]):
 
         return add
 
+    def _check_info(self, name: str, info: Mapping[str, Any]) -> float:
+        """The entry's order (by default the next index), ``order`` and ``default`` checked."""
+        order = info.get("order", len(self._order))
+        if isinstance(order, bool) or not isinstance(order, int | float):
+            raise ValueError(f"{self.kind} {name!r}: order must be a number, not {order!r}")
+        if not isinstance(info.get("default", True), bool):
+            raise ValueError(f"{self.kind} {name!r}: default must be True or False")
+        return float(order)
+
+    def declare(
+        self,
+        name: str,
+        module: str,
+        *,
+        kind: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
+        **info: Any,
+    ) -> None:
+        """Declare the entry ``name``, which importing ``module`` registers, without importing
+        it: :meth:`names`, :meth:`defaults`, :meth:`kind_of` (``kind``), ``in`` and
+        :meth:`fact` (``info`` and the object's ``attributes``) answer from the declaration;
+        :meth:`get`, :meth:`info` and :meth:`create` import ``module`` first. ``info`` is the
+        part of the ``register`` call's metadata that can be read early (its ``order`` is
+        the entry's place, kept when the module registers it)."""
+        if name in self._items or name in self._aliases or name in self._declared:
+            raise ValueError(f"{self.kind} {name!r} is already registered")
+        self._order[name] = self._check_info(name, info)
+        for alias in info.get("aliases", ()):
+            if alias in self._items or alias in self._aliases:
+                raise ValueError(f"{self.kind} alias {alias!r} is already registered")
+            self._aliases[alias] = name
+        self._declared[name] = (module, kind, MappingProxyType(dict(attributes or {})))
+        self._info[name] = MappingProxyType(dict(info))
+
+    def is_loaded(self, name: str) -> bool:
+        """Whether the object of ``name`` is registered (its module imported), not only
+        declared."""
+        return self._aliases.get(name, name) in self._items
+
+    def fact(self, name: str, key: str, default: Any = None) -> Any:
+        """What the entry ``name`` says about ``key`` without importing a declared entry's
+        module: its metadata's ``key``, else its object's attribute ``key`` (the declared
+        ``attributes`` while only declared), else ``default``."""
+        name = self.canonical(name)
+        if name in self._declared:
+            _, _, attributes = self._declared[name]
+            return self._info[name].get(key, attributes.get(key, default))
+        if key in self._info[name]:
+            return self._info[name][key]
+        return getattr(self._items[name], key, default)
+
     def info(self, name: str) -> Mapping[str, Any]:
-        """The metadata registered with ``name`` (read-only; empty if none was given)."""
+        """The metadata registered with ``name`` (read-only; empty if none was given); a
+        declared entry's module is imported first (all of its metadata)."""
         self.get(name)
-        return self._info[name]
+        return self._info[self._aliases.get(name, name)]
 
     def get(self, name: str) -> T:
         """The object registered under ``name`` (or an alias of it); an unknown name lists
-        the valid ones and suggests the nearest."""
+        the valid ones and suggests the nearest. A declared entry's module is imported."""
+        key = self._aliases.get(name, name) if isinstance(name, str) else name
+        if isinstance(key, str) and key in self._declared:
+            module = self._declared[key][0]
+            importlib.import_module(module)
+            if key in self._declared:
+                raise RuntimeError(
+                    f"{self.kind} {key!r} is declared in {module}, which did not register it"
+                )
         try:
-            return self._items[self._aliases.get(name, name)]
+            return self._items[key]
         except (KeyError, TypeError):
             raise UnknownNameError(self.kind, name, self.names()) from None
 
     def canonical(self, name: str) -> str:
-        """The registered name of ``name`` (itself, or the entry an alias names)."""
-        self.get(name)
+        """The registered name of ``name`` (itself, or the entry an alias names); a declared
+        entry's module is not imported."""
+        if name not in self:
+            raise UnknownNameError(self.kind, name, self.names())
         return self._aliases.get(name, name)
 
     def kind_of(self, name: str) -> str:
-        """The kind of the entry ``name`` (the registry's ``kind_of``; its kind if none)."""
+        """The kind of the entry ``name`` (the registry's ``kind_of``; its kind if none; a
+        declared entry's declared kind, without importing it)."""
+        declared = self._declared.get(self._aliases.get(name, name))
+        if declared is not None and declared[1] is not None:
+            return declared[1]
         obj = self.get(name)
         return self.kind if self._kind_of is None else self._kind_of(obj)
 
@@ -205,7 +285,7 @@ class Registry(Generic[T]):
         """Registered names by their ``order`` (registration order unless an entry gave one;
         ties keep registration order); only those of ``kind`` (one or several) if given."""
         last = float(len(self._order))  # an entry put in by hand (a test's stand-in): last
-        ordered = sorted(self._items, key=lambda n: self._order.get(n, last))
+        ordered = sorted([*self._items, *self._declared], key=lambda n: self._order.get(n, last))
         if kind is None:
             return ordered
         kinds = (kind,) if isinstance(kind, str) else kind
@@ -235,15 +315,18 @@ class Registry(Generic[T]):
         """Remove the entry ``name`` (registered by the caller, e.g. a test's toy entry) and
         return it."""
         obj = self.get(name)
+        name = self.canonical(name)
         del self._items[name], self._info[name], self._order[name]
         self._aliases = {a: n for a, n in self._aliases.items() if n != name}
         return obj
 
     def __contains__(self, name: object) -> bool:
-        return name in self._items or name in self._aliases
+        if not isinstance(name, str):
+            return False
+        return name in self._items or name in self._aliases or name in self._declared
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._items) + len(self._declared)

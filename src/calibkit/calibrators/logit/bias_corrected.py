@@ -24,7 +24,7 @@ go to minus infinity).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -34,10 +34,12 @@ from calibkit.calibrators.logit.temperature import (
     check_temperature_bounds,
     warn_at_bound,
 )
-from calibkit.calibrators.modules import Affine
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import POSITIVE, Constraints, Integer
+
+if TYPE_CHECKING:
+    from calibkit.calibrators.modules import Affine
 
 
 def _nll_grad(scores: F64, labels: np.ndarray, weights: F64 | None) -> tuple[float, F64]:
@@ -157,4 +159,6 @@ class BiasCorrectedTemperatureScaling(Calibrator):
         return np.asarray(logits * (1.0 / self.temperature_) + self.bias_)  # as the module
 
     def _module(self) -> Affine:
+        from calibkit.calibrators.modules import Affine  # torch: only when exported
+
         return Affine(np.full(self.n_classes_, 1.0 / self.temperature_), self.bias_)

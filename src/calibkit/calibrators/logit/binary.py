@@ -32,14 +32,16 @@ stops at a large finite slope (the optimiser's gradient tolerance).
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, COEFFICIENT, F64, MAX_COEFFICIENT, Calibrator
-from calibkit.calibrators.modules import BinaryLogistic
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, log_softmax64
 from calibkit.core.validation import Choice, Constraints, Real
+
+if TYPE_CHECKING:
+    from calibkit.calibrators.modules import BinaryLogistic
 
 
 def logistic_nll(
@@ -155,6 +157,8 @@ class PlattScaling(Calibrator):
         return two_class_probs(self.slope_ * _positive_logit(logits) + self.intercept_)
 
     def _module(self) -> BinaryLogistic:
+        from calibkit.calibrators.modules import BinaryLogistic  # torch: only when exported
+
         return BinaryLogistic([self.slope_], self.intercept_, on_log_probs=False)
 
 
@@ -208,6 +212,8 @@ class BetaCalibration(Calibrator):
         return two_class_probs(_beta_features(logits) @ np.array([self.a_, self.b_]) + self.c_)
 
     def _module(self) -> BinaryLogistic:
+        from calibkit.calibrators.modules import BinaryLogistic  # torch: only when exported
+
         return BinaryLogistic([self.a_, self.b_], self.c_, on_log_probs=True)
 
 

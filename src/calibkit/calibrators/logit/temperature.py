@@ -27,16 +27,18 @@ import math
 import threading
 import warnings
 from collections import OrderedDict
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
-from calibkit.calibrators.modules import Temperature
 from calibkit.core.errors import BoundWarning, InputError
 from calibkit.core.fitted_state import InRange, Param
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, IntArray
 from calibkit.core.validation import POSITIVE, Constraints, Real
+
+if TYPE_CHECKING:
+    from calibkit.calibrators.modules import Temperature
 
 #: Logits per chunk of a pass: two float32 buffers of this size stay in a 2 MB L2 cache.
 CHUNK_ELEMENTS = 1 << 16
@@ -496,6 +498,8 @@ class TemperatureScaling(Calibrator):
         return logits / self.temperature_
 
     def _module(self) -> Temperature:
+        from calibkit.calibrators.modules import Temperature  # torch: only when exported
+
         return Temperature(self.temperature_)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -30,13 +30,15 @@ from calibkit.calibrators.logit.temperature import (
     check_temperature_bounds,
     warn_at_bound,
 )
-from calibkit.calibrators.modules import Temperature
 from calibkit.calibrators.scope import Scope
 from calibkit.core.binning import N_BINS, check_n_bins
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import Phase
 from calibkit.core.validation import POSITIVE, Constraints, Real
+
+if TYPE_CHECKING:
+    from calibkit.calibrators.modules import Temperature
 
 _log = logging.getLogger(__name__)
 
@@ -403,6 +405,8 @@ class TemperatureScalingECE(Calibrator):
         warn_at_bound(self.name, self.temperature_, grid[0], grid[-1], by, stacklevel=3)
 
     def _module(self) -> Temperature:
+        from calibkit.calibrators.modules import Temperature  # torch: only when exported
+
         return Temperature(self.temperature_)
 
     def _check_state(self) -> None:
