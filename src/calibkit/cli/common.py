@@ -155,8 +155,8 @@ def lm_options(args: argparse.Namespace) -> dict[str, str]:
     """``layout``, ``length_norm`` and ``letters`` as ``args`` give them (a language
     model's file), for :func:`calibkit.io.predictions.load_predictions`; empty without
     ``--layout`` (``--length-norm`` or ``--letters`` alone are refused)."""
-    given = {k: getattr(args, k, None) for k in ("layout", "length_norm", "letters")}
-    given = {k: v for k, v in given.items() if v is not None}
+    values = {k: getattr(args, k, None) for k in ("layout", "length_norm", "letters")}
+    given = {k: str(v) for k, v in values.items() if v is not None}
     if given and "layout" not in given:
         first = _LM_ARGUMENTS[next(iter(given))]
         raise InputError(first, "--layout beside it (a language model's file)", "no --layout")

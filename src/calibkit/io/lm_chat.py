@@ -87,7 +87,8 @@ def _option_logprobs(line: Line, letters: str) -> tuple[list[float], bool]:
     )
     if at is None:
         raise line.fail("response", "a generated token that is not blank", "only blanks")
-    top = content[at].get("top_logprobs")  # type: ignore[union-attr]
+    token = content[at]
+    top = token.get("top_logprobs") if isinstance(token, dict) else None
     field = f"response.choices[0].logprobs.content[{at}].top_logprobs"
     if not isinstance(top, list) or not top:
         raise line.fail(field, "the top tokens (ask with top_logprobs=N)", shown(top))

@@ -278,7 +278,7 @@ def read_harness(path: Path, length_norm: str | None = None) -> LMOutputs:
             tasks.append(task)
     logits, counts = pad_options(rows)
     labels = check_labels(np.array(golds, dtype=np.int64), n_classes=logits.shape[1])
-    scores = check_scores(logits, "logits", name=f"log-likelihoods of {path}")
+    checked = check_scores(logits, "logits", name=f"log-likelihoods of {path}")
     notes = []
     if length_norm is not None:
         notes.append(
@@ -303,7 +303,7 @@ def read_harness(path: Path, length_norm: str | None = None) -> LMOutputs:
     if parents:
         groups["group"] = np.array([parents.get(t, t) for t in tasks])
     return LMOutputs(
-        ClassifierOutputs(labels=labels, scores=scores, kind="logits"),
+        ClassifierOutputs(labels=labels, scores=checked, kind="logits"),
         np.array(tasks),
         counts,
         "lm-eval",

@@ -58,7 +58,9 @@ def _records(path: Path) -> Iterator[tuple[str, dict[str, object]]]:
     if not table.rows:
         raise InputError(str(path), "at least one data row after the header", "no rows")
     for i, row in enumerate(table.rows, start=1):
-        cells = {n: (c.strip() or None) for n, c in zip(table.names, row, strict=True)}
+        cells: dict[str, object] = {
+            n: (c.strip() or None) for n, c in zip(table.names, row, strict=True)
+        }
         yield f"data row {i}", cells
 
 
@@ -196,8 +198,8 @@ def read_stated(path: Path) -> LMOutputs:
         conf.append(c)
         right.append(_correct(path, line, row["correct"]))
         tasks.append(_task(path, line, row))
-    c = np.array(conf, dtype=np.float64)
-    probs = np.stack([1.0 - c, c], axis=1)
+    stated = np.array(conf, dtype=np.float64)
+    probs = np.stack([1.0 - stated, stated], axis=1)
     return LMOutputs(
         ClassifierOutputs(
             labels=check_labels(np.array(right), n_classes=2),
