@@ -117,7 +117,7 @@ def add_layout(p: argparse.ArgumentParser) -> None:
     ``--length-norm`` (lm-eval) and ``--letters`` (chat-logprobs)."""
     text = (
         "a language model's answers: lm-eval (samples_*.jsonl or their folder), chat-logprobs,"
-        " option-logprobs or stated-confidence (docs/language-models.md); groups: --groups task"
+        " option-logprobs or stated-confidence (calibkit.io.lm_files); groups: --groups task"
     )
     p.add_argument("--layout", choices=LM_LAYOUTS, help=text)
     text = "lm-eval: options' log-likelihoods normalised as the harness's acc_norm or acc_bytes"
