@@ -25,6 +25,7 @@ and figures from the cells.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import logging
@@ -56,9 +57,31 @@ BOOTSTRAPPED = {
 }
 #: The intervals of the true error (:mod:`calibkit.metrics.intervals`), with their truth.
 TRUE_ERROR = {"ece_interval": "ece", "l2_ece_interval": "rmsce"}
+#: The metrics whose interval ``evaluate`` prints as an interval of the true error
+#: (:func:`~calibkit.metrics.suite.adopted_intervals`: the intervals above, in the metric's
+#: bins, widened to hold the printed value), with their truth.
+PRINTED = {"ece": "ece", "aece": "aece", "rmsce": "rmsce", "ece_debiased": "rmsce"}
+#: What a draw measures: ``bootstrap``, the percentile and basic bootstrap of every binned
+#: metric and the two intervals of the true error as functions (the comparison of #43);
+#: ``printed``, every interval as calibkit prints it: evaluate's, the per-group ECEs and the
+#: worst-group gap, compare's paired NLL difference, the smooth ECE's bootstrap, and a
+#: study's mean over seeds.
+MEASURES = ("bootstrap", "printed")
+#: Seeds of a simulated study (each a data set of the cell's size).
+STUDY_SEEDS = 5
+#: The fixed map whose paired NLL difference from the model's own probabilities is judged
+#: (a temperature: compare's rows are fitted maps, fixed given the calibration part).
+PAIRED_TEMPERATURE = 1.5
+#: Entries (samples x classes) of the large sample whose mean NLL difference is the truth.
+PAIRED_TRUTH_ENTRIES = 10_000_000
+#: The smooth ECE's bootstrap is measured up to this size (it costs 5.6 s at 100,000).
+SMOOTH_MAX_N = 5_000
+
 N_BINS = 15
 LEVEL = 0.95
 SIZES = (300, 1_000, 5_000, 20_000, 100_000)
+#: The ``printed`` measure's sizes: the target (93%) is for n >= 1,000.
+PRINTED_SIZES = SIZES[1:]
 CLASSES = (2, 10, 100, 1_000)
 GAPS = (0.0, 0.005, 0.01, 0.03, 0.1)
 #: Platt curves ``(a, b)`` and beta-calibration curves ``(a, b, m)``: nearly calibrated to
@@ -80,11 +103,13 @@ class Cell:
     n_classes: int
     gap: float | None = None
     params: tuple[float, ...] | None = None
+    measure: str = "bootstrap"
 
     @property
     def name(self) -> str:
         what = f"gap{self.gap:g}" if self.params is None else "p" + "_".join(map(str, self.params))
-        return f"{self.shape}-K{self.n_classes}-n{self.n}-{what}"
+        prefix = "" if self.measure == "bootstrap" else f"{self.measure}-"
+        return f"{prefix}{self.shape}-K{self.n_classes}-n{self.n}-{what}"
 
     def seed(self, rep: int) -> int:
         """A seed of its own for each draw of each cell."""
@@ -92,13 +117,16 @@ class Cell:
         return int.from_bytes(digest[:4], "little")
 
 
-def grid(which: str) -> list[Cell]:
-    """The cells of ``which`` (``full`` or ``reduced``), cheapest first."""
+def grid(which: str, measure: str = "bootstrap") -> list[Cell]:
+    """The cells of ``which`` (``full`` or ``reduced``) for ``measure``, cheapest first."""
     from calibkit.metrics.simulated import MAX_ENTRIES
 
     cells: list[Cell] = []
     if which == "reduced":
-        return [Cell("constant", n, 10, gap) for n in (1_000, 5_000) for gap in (0.0, 0.03)]
+        cells = [Cell("constant", n, 10, gap) for n in (1_000, 5_000) for gap in (0.0, 0.03)]
+        if measure == "printed":
+            cells.append(Cell("groups", 3_000, 10, 0.03))
+        return [dataclasses.replace(c, measure=measure) for c in cells]
     for n in SIZES:
         for k in CLASSES:
             if n * k <= MAX_ENTRIES:
@@ -107,18 +135,16 @@ def grid(which: str) -> list[Cell]:
             cells += [Cell(shape, n, 10, gap) for gap in GAPS]
         for shape, curves in CURVES.items():
             cells += [Cell(shape, n, 10, params=p) for p in curves]
+    cells = [dataclasses.replace(c, measure=measure) for c in cells]
+    if measure == "printed":
+        cells = [c for c in cells if c.n in PRINTED_SIZES]
     return sorted(cells, key=lambda c: c.n * max(c.n_classes, 10))
 
 
-def _one(cell: Cell, rep: int, n_boot: int) -> dict[str, Any]:
-    """Every estimate, interval and truth of one draw of ``cell``."""
-    from calibkit.core.outputs import as_outputs
-    from calibkit.metrics.intervals import ece_interval, l2_ece_interval
+def _draw(cell: Cell, seed: int) -> Any:
     from calibkit.metrics.simulated import simulate
-    from calibkit.metrics.suite import MetricSuite
 
-    seed = cell.seed(rep)
-    sim = simulate(
+    return simulate(
         cell.n,
         cell.n_classes,
         seed=seed,
@@ -127,6 +153,18 @@ def _one(cell: Cell, rep: int, n_boot: int) -> dict[str, Any]:
         params=cell.params,
         n_bins=N_BINS,
     )
+
+
+def _one(cell: Cell, rep: int, n_boot: int, paired_truth: float | None = None) -> dict[str, Any]:
+    """Every estimate, interval and truth of one draw of ``cell``."""
+    if cell.measure == "printed":
+        return _printed(cell, rep, n_boot, paired_truth)
+    from calibkit.core.outputs import as_outputs
+    from calibkit.metrics.intervals import ece_interval, l2_ece_interval
+    from calibkit.metrics.suite import MetricSuite
+
+    seed = cell.seed(rep)
+    sim = _draw(cell, seed)
     truth = {name: float(getattr(sim.truth, name)) for name in set(BOOTSTRAPPED.values())}
     out = as_outputs(sim.labels, probs=sim.probs)
     suite = MetricSuite.from_outputs(out, n_bins=N_BINS)
@@ -145,6 +183,100 @@ def _one(cell: Cell, rep: int, n_boot: int) -> dict[str, Any]:
         rows[f"{name}/{got.method}"] = (got.estimate, got.low, got.high, truth[TRUE_ERROR[name]])
     limit = float(np.quantile(floor, LEVEL))
     return {"rows": rows, "alarm": bool(values["ece"] > limit), "truth": truth}
+
+
+def _nll_change(probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Each sample's NLL under the temperature map minus under the probabilities."""
+    logp = np.log(np.clip(probs, 1e-300, None))
+    z = logp / PAIRED_TEMPERATURE
+    z -= z.max(axis=1, keepdims=True)
+    scaled = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    rows = np.arange(labels.shape[0])
+    return np.asarray(logp[rows, labels] - scaled[rows, labels], dtype=np.float64)
+
+
+def paired_truth(cell: Cell) -> float | None:
+    """The population mean NLL change of the temperature map, from a large sample of the
+    cell's model (None where that sample would be too small: K = 1,000)."""
+    from calibkit.metrics.simulated import MAX_ENTRIES
+
+    if cell.n_classes > 100:
+        return None
+    chunk = min(MAX_ENTRIES // 2, PAIRED_TRUTH_ENTRIES) // cell.n_classes
+    chunks = max(1, PAIRED_TRUTH_ENTRIES // (chunk * cell.n_classes))
+    total, count = 0.0, 0
+    for i in range(chunks):
+        sim = _draw(dataclasses.replace(cell, n=chunk), cell.seed(10**6 + i))
+        total += float(_nll_change(sim.probs, sim.labels).sum())
+        count += chunk
+    return total / count
+
+
+def _printed(cell: Cell, rep: int, n_boot: int, paired: float | None) -> dict[str, Any]:
+    """The intervals calibkit prints, on one draw of ``cell``."""
+    from scipy import stats
+
+    from calibkit.core.outputs import as_outputs
+    from calibkit.metrics.groups import evaluate_groups
+    from calibkit.metrics.intervals import ece_interval, paired_interval
+    from calibkit.metrics.smooth import smooth_reliability
+    from calibkit.metrics.suite import MetricSuite, adopted_intervals
+
+    seed = cell.seed(rep)
+    sim = _draw(cell, seed)
+    truth = {name: float(getattr(sim.truth, name)) for name in set(PRINTED.values())}
+    out = as_outputs(sim.labels, probs=sim.probs)
+    suite = MetricSuite.from_outputs(out, n_bins=N_BINS)
+    values = suite.compute(names=tuple(PRINTED))
+    ci, _ = adopted_intervals(out, values, {}, n_bins=N_BINS, mode="top_label", level=LEVEL)
+    rows: dict[str, Any] = {}
+    for name, of in PRINTED.items():
+        rows[f"{name}/printed"] = (values[name], *ci[name], truth[of])
+    if sim.groups is not None:
+        ge = evaluate_groups(out, groups=sim.groups, n_bins=N_BINS, n_boot=1, n_floor_draws=0)
+        for g, true_ece in enumerate(sim.truth.group_ece):
+            rows[f"group_ece_{g}/printed"] = (
+                ge.values[str(g)]["ece"],
+                *ge.ci[str(g)]["ece"],
+                true_ece,
+            )
+        assert ge.gap_ci is not None
+        assert sim.truth.group_gap is not None
+        rows["worst_group_gap/printed"] = (ge.gap, *ge.gap_ci, sim.truth.group_gap)
+    if paired is not None:
+        got = paired_interval(_nll_change(sim.probs, sim.labels), level=LEVEL)
+        rows["nll_change/paired"] = (got.estimate, got.low, got.high, paired)
+    if cell.shape == "constant" and cell.n <= SMOOTH_MAX_N:
+        rel = smooth_reliability(out, n_boot=n_boot, level=LEVEL, seed=seed)
+        # a constant gap: the kernel-smoothed residual is the gap itself, everywhere
+        rows["smooth_ece/percentile"] = (rel.value, *rel.interval, abs(float(cell.gap or 0.0)))
+    if cell.shape == "constant" and cell.n_classes == 10:
+        # a study of STUDY_SEEDS seeds: the mean over the seeds of the measured ECE (what its
+        # tables print), its t interval, and the same of the true-error interval's estimate
+        plug, debiased, low, high = [], [], [], []
+        for s in range(STUDY_SEEDS):
+            one = _draw(cell, cell.seed(10**7 + rep * STUDY_SEEDS + s))
+            o = as_outputs(one.labels, probs=one.probs)
+            v = MetricSuite.from_outputs(o, n_bins=N_BINS).compute(names=("ece",))
+            c, _ = adopted_intervals(o, v, {}, n_bins=N_BINS, mode="top_label", level=LEVEL)
+            plug.append(v["ece"])
+            debiased.append(ece_interval(o, n_bins=N_BINS, level=LEVEL).estimate)
+            low.append(c["ece"][0])
+            high.append(c["ece"][1])
+        t = float(stats.t.ppf(0.5 + LEVEL / 2, STUDY_SEEDS - 1)) / np.sqrt(STUDY_SEEDS)
+        for name, xs in (
+            ("study_mean_ece/t_plugin", plug),
+            ("study_mean_ece/t_debiased", debiased),
+        ):
+            m, sd = float(np.mean(xs)), float(np.std(xs, ddof=1))
+            rows[name] = (m, max(m - t * sd, 0.0), m + t * sd, truth["ece"])
+        rows["study_mean_ece/mean_of_bounds"] = (
+            float(np.mean(plug)),
+            float(np.mean(low)),
+            float(np.mean(high)),
+            truth["ece"],
+        )
+    return {"rows": rows, "alarm": False, "truth": truth}
 
 
 def summarise(cell: Cell, draws: list[dict[str, Any]]) -> dict[str, Any]:
@@ -173,7 +305,8 @@ def summarise(cell: Cell, draws: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_cell(cell: Cell, reps: int, n_boot: int) -> dict[str, Any]:
-    return summarise(cell, [_one(cell, rep, n_boot) for rep in range(reps)])
+    paired = paired_truth(cell) if cell.measure == "printed" else None
+    return summarise(cell, [_one(cell, rep, n_boot, paired) for rep in range(reps)])
 
 
 def _pending(folder: Path, cells: list[Cell]) -> Iterator[Cell]:
@@ -186,6 +319,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = driver_parser(__file__, __doc__)
     parser.add_argument("--out", required=True, help="the folder of the cells (resumed)")
     parser.add_argument("--grid", choices=("full", "reduced"), default="full")
+    parser.add_argument(
+        "--measure",
+        choices=MEASURES,
+        default="bootstrap",
+        help="bootstrap: the bootstrap against the intervals of the true error; printed: "
+        "every interval as calibkit prints it (default bootstrap)",
+    )
     parser.add_argument("--reps", type=int, default=60, help="data sets per cell (60)")
     parser.add_argument("--n-boot", type=int, default=200, help="bootstrap replicates (200)")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
@@ -205,7 +345,7 @@ def _work(args: argparse.Namespace) -> int:
         if value < 1:
             raise InputError(option, "a whole number >= 1", str(value))
     folder = ResultsFolder(args.out, "--out")
-    cells = list(_pending(folder.path, grid(args.grid)))
+    cells = list(_pending(folder.path, grid(args.grid, args.measure)))
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     phase = Phase(_log, "cells", len(cells), quiet_for=0.0, every=30.0)
     with ProcessPoolExecutor(

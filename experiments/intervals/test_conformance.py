@@ -122,3 +122,41 @@ def test_the_reduced_study_the_new_intervals_hold_the_bootstrap_does_not() -> No
             assert record["metrics"][key]["excludes_estimate"] == 0.0
         if cell.gap == 0.0:
             assert record["metrics"]["ece/percentile"]["coverage"] == 0.0
+
+
+def test_a_printed_cell_records_every_printed_interval() -> None:
+    """The ``printed`` measure: evaluate's intervals as printed, the smooth ECE's bootstrap,
+    the NLL change of a fixed map with its truth from a large sample, and a study's mean."""
+    cell = conformance.Cell("constant", 600, 10, 0.03, measure="printed")
+    assert cell.name == "printed-constant-K10-n600-gap0.03"
+    record = conformance.run_cell(cell, reps=3, n_boot=20)
+    assert set(record["metrics"]) == {
+        *(f"{m}/printed" for m in conformance.PRINTED),
+        "nll_change/paired",
+        "smooth_ece/percentile",
+        "study_mean_ece/t_plugin",
+        "study_mean_ece/t_debiased",
+        "study_mean_ece/mean_of_bounds",
+    }
+    for m in conformance.PRINTED:  # the printed interval holds the printed value
+        assert record["metrics"][f"{m}/printed"]["excludes_estimate"] == 0.0
+    assert record["metrics"]["smooth_ece/percentile"]["truth"] == pytest.approx(0.03)
+    groups = conformance.run_cell(
+        conformance.Cell("groups", 900, 10, 0.03, measure="printed"), reps=2, n_boot=20
+    )
+    assert groups["metrics"]["worst_group_gap/printed"]["truth"] == pytest.approx(0.03)
+    assert {f"group_ece_{g}/printed" for g in range(3)} <= set(groups["metrics"])
+
+
+@pytest.mark.slow
+def test_the_reduced_study_every_printed_interval_holds() -> None:
+    """The reduced form of the ``printed`` measure (60 data sets per cell): every interval
+    calibkit prints covers its truth in at least 93% of data sets; the smooth ECE's
+    percentile bootstrap (no longer printed) covers a calibrated model's 0 in none."""
+    for cell in conformance.grid("reduced", "printed"):
+        record = conformance.run_cell(cell, reps=60, n_boot=100)
+        for key, stats in record["metrics"].items():
+            if key.endswith(("/printed", "/paired")):
+                assert stats["coverage"] >= 0.93, (cell.name, key)
+        if cell.shape == "constant" and cell.gap == 0.0:
+            assert record["metrics"]["smooth_ece/percentile"]["coverage"] == 0.0

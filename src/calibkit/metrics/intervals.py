@@ -294,6 +294,35 @@ def ece_interval(
     )
 
 
+def paired_interval(differences: object, *, level: float = 0.95) -> CalibrationInterval:
+    """The population mean of per-sample paired ``differences`` (one method's loss minus
+    another's on the same rows: an NLL or a Brier score is a mean of per-sample losses, so
+    their difference is too): the mean and its Student-t interval
+    (:func:`~calibkit.metrics.analytic.mean_interval`; no resampling). Compare's rows are
+    maps fitted on the calibration part, so it is an interval of the difference of those
+    fitted maps on the test part's distribution.
+
+    >>> ci = paired_interval([0.1, -0.1, 0.3, 0.1])
+    >>> round(ci.estimate, 4), round(ci.low, 4), round(ci.high, 4)
+    (0.1, -0.1598, 0.3598)
+    """
+    from calibkit.metrics.analytic import mean_interval
+
+    level = _check_level(level)
+    d = np.asarray(differences, dtype=np.float64)
+    if d.ndim != 1 or d.shape[0] < 2 or not np.all(np.isfinite(d)):
+        raise InputError("differences", "at least 2 finite numbers in one row", f"{d.shape}")
+    low, high = mean_interval(d, level)
+    return CalibrationInterval(
+        estimate=float(d.mean()),
+        low=low,
+        high=high,
+        level=level,
+        estimand="the population mean paired difference (Student-t interval)",
+        method="student-t",
+    )
+
+
 def _sidak(bins: int, alpha: float) -> float:
     """The ``c`` for which ``bins`` independent normal means all lie within ``c`` standard
     errors of theirs with probability ``1 - alpha`` (Sidak)."""

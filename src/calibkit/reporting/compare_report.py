@@ -243,6 +243,8 @@ def results_dict(comp: Comparison, title: str | None = None) -> dict[str, Any]:
                 "method": r.method,
                 "values": dict(ev.values),
                 "ci": {k: [lo, hi] for k, (lo, hi) in ev.ci.items()},
+                "ci_estimand": dict(ev.estimands),
+                "nll_change_vs_none": _change(comp, r.method),
                 "params": {**({"chosen": r.chosen} if r.chosen else {}), **r.params},
                 "same_map_as": comp.same_maps.get(r.method),
                 "fit_seconds": r.fit_seconds,
@@ -288,6 +290,15 @@ def results_dict(comp: Comparison, title: str | None = None) -> dict[str, Any]:
     return json_ready(results)  # type: ignore[no-any-return]
 
 
+def _change(comp: Comparison, method: str) -> dict[str, float | str] | None:
+    """The paired NLL change from the uncalibrated row, for the JSON (None without
+    intervals, and for the uncalibrated row)."""
+    ci = comp.nll_change(method) if method != "none" else None
+    if ci is None:
+        return None
+    return {"estimate": ci.estimate, "low": ci.low, "high": ci.high, "estimand": ci.estimand}
+
+
 def results_csv(comp: Comparison) -> str:
     """One row per method: fraction columns, ``<metric>_lo`` / ``_hi``, floors, fit data."""
     names = metric_names(comp.rows[0].evaluation)
@@ -325,7 +336,10 @@ VERDICT_HOW_TO_READ = (
     "and scored by NLL, and temperature scaling is kept unless a richer method beats it by "
     "more than one standard error of the paired difference. The test part only judges the "
     "choice: the verdict gives its test NLL and ECE against temperature scaling (against the "
-    "uncalibrated model when temperature scaling is the choice). The lowest test ECE is never "
+    "uncalibrated model when temperature scaling is the choice), with the paired NLL change "
+    "and its interval: the mean over the test samples of the difference in each sample's NLL, "
+    "an interval of the difference between the two fitted maps on data like the test part's; "
+    "when it holds 0, the test part cannot tell them apart. The lowest test ECE is never "
     "the rule: histogram binning and other step maps can reach it by luck, or below the "
     "noise floor where no method is better than another."
 )
@@ -377,6 +391,25 @@ def _buys(comp: Comparison, method: str) -> str:
     return f"on the test part it {nll_ece_change(rows[base], rows[method])} against {against}"
 
 
+def paired_nll_sentence(comp: Comparison, method: str) -> str:
+    """The paired NLL change on the test part from the row ``_buys`` compares ``method``
+    with, with its interval and whether the test part tells the two apart; empty without
+    intervals."""
+    names = [r.method for r in comp.rows]
+    base = "temperature" if method != "temperature" and "temperature" in names else "none"
+    ci = comp.nll_change(method, base) if method in names else None
+    if ci is None:
+        return ""
+    against = "temperature scaling" if base == "temperature" else "the uncalibrated model"
+    text = (
+        f"Paired NLL change on the test part against {against}: {ci.estimate:+.4f} "
+        f"({ci.level:.0%} CI [{ci.low:+.4f}, {ci.high:+.4f}])"
+    )
+    if ci.low <= 0.0 <= ci.high:
+        return text + ": the test part cannot tell their NLLs apart."
+    return text + "."
+
+
 def _gap_text(comp: Comparison, method: str) -> str:
     row = comp.row(method)
     assert row.groups is not None
@@ -406,6 +439,8 @@ def compare_verdict(comp: Comparison) -> Verdict:
     use = f"Use `{rec.method}`"
     buys = _buys(comp, rec.method) if rec.method in names else ""
     detail = [f"Chosen on the calibration part alone: {rec.reason}."]
+    if paired := paired_nll_sentence(comp, rec.method):
+        detail.append(paired)
     if rec.method not in names:
         detail.append(f"{rec.method} was not among the compared methods: no test numbers.")
     else:

@@ -102,7 +102,8 @@ from calibkit.core.splits import stratified_split
 from calibkit.metrics import Evaluation, evaluate, reliability_stats
 from calibkit.metrics.calibration_tests import CalibrationTest, calibration_tests
 from calibkit.metrics.groups import GroupEvaluation, evaluate_groups
-from calibkit.metrics.samples import Mode
+from calibkit.metrics.intervals import CalibrationInterval, paired_interval
+from calibkit.metrics.samples import Mode, nll_per_sample
 from calibkit.metrics.selective import (
     RankingChange,
     RiskCoverage,
@@ -175,6 +176,9 @@ class MethodResult:
     groups, group_reliability
         With groups: its per-group results on the test part
         (:class:`~calibkit.metrics.groups.GroupEvaluation`) and reliability bins by group.
+    nll_terms
+        Each test sample's NLL under this method (None without intervals: ``n_boot=0``),
+        for the paired differences of :meth:`Comparison.nll_change`.
 
     Examples
     --------
@@ -196,6 +200,7 @@ class MethodResult:
     risk_coverage: RiskCoverage | None = None
     groups: GroupEvaluation | None = None
     group_reliability: dict[str, BinStats] | None = None
+    nll_terms: F64 | None = dataclasses.field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -284,6 +289,23 @@ class Comparison:
         if not rows:
             return None
         return min(rows, key=lambda r: r.groups.gap if r.groups is not None else math.inf).method
+
+    def nll_change(self, method: str, against: str = UNCALIBRATED) -> CalibrationInterval | None:
+        """The paired change in test NLL from ``against`` to ``method``: the mean of the
+        per-sample differences on the test part and its Student-t interval
+        (:func:`~calibkit.metrics.intervals.paired_interval`: of the population difference
+        between the two fitted maps); None without intervals.
+
+        >>> out = as_outputs([0, 1, 0, 1], logits=[[2.0, 0.0], [0.0, 1.0], [0.0, 1.0], [1.0, 0.0]])
+        >>> comp = compare(out, out, ["temperature"], n_boot=10)
+        >>> ci = comp.nll_change("temperature")
+        >>> bool(ci.low <= ci.estimate <= ci.high), ci.estimate < 0
+        (True, True)
+        """
+        a, b = self.row(method).nll_terms, self.row(against).nll_terms
+        if a is None or b is None:
+            return None
+        return paired_interval(a - b, level=self.rows[0].evaluation.level)
 
     @property
     def accuracy_changed(self) -> list[str]:
@@ -378,13 +400,17 @@ def _judge(
     phase: Phase | None = None,
 ) -> MethodResult:
     """``method``'s row on ``test`` (its calibrated outputs); ``phase``: a step after
-    the calibration tests, the metrics and the risk-coverage curve."""
+    the calibration tests, the metrics and the risk-coverage curve. With intervals, the
+    row keeps each test sample's NLL (the paired differences between rows)."""
     reliability = reliability_stats(test, n_bins=settings["n_bins"], mode=settings["mode"])
     tests = calibration_tests(test, mode=settings["mode"])
     _step(phase, "calibration tests")
     evaluation = evaluate(test, **settings)
     _step(phase, "metrics")
-    result = MethodResult(method, evaluation, params, seconds, reliability, tests=tests)
+    terms = nll_per_sample(test) if settings["n_boot"] else None
+    result = MethodResult(
+        method, evaluation, params, seconds, reliability, tests=tests, nll_terms=terms
+    )
     result = dataclasses.replace(result, risk_coverage=risk_coverage_curve(test))
     _step(phase, "risk-coverage")
     return result
