@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from calibkit.core.errors import InputError
+from calibkit.core.outputs import as_outputs
 from calibkit.core.progress import progress_of
-from calibkit.metrics import accuracy, ece, evaluate
+from calibkit.metrics import MetricSuite, accuracy, ece, evaluate
 from calibkit.metrics.bootstrap import bootstrap_ci
 
 
@@ -38,9 +39,15 @@ def test_matches_the_suite_and_is_seeded() -> None:
     ci = bootstrap_ci(accuracy, y, probs=p, n_boot=200, seed=1)
     again = bootstrap_ci(accuracy, y, probs=p, n_boot=200, seed=1)
     assert ci == again
-    suite = evaluate(y, probs=p, n_boot=200, seed=1, n_floor_draws=0)
-    assert ci.estimate == suite.values["accuracy"]
-    assert (ci.low, ci.high) == pytest.approx(suite.ci["accuracy"], abs=1e-12)
+    suite = MetricSuite.from_outputs(as_outputs(y, probs=p))
+    boot = suite.bootstrap(200, 0.95, 1, names=("accuracy",))  # the same draws
+    assert (ci.low, ci.high) == pytest.approx(boot["accuracy"], abs=1e-12)
+    res = evaluate(y, probs=p, n_boot=200, seed=1, n_floor_draws=0)
+    assert ci.estimate == res.values["accuracy"]
+    # evaluate prints accuracy's analytic interval (a mean): about the bootstrap's
+    low, high = res.ci["accuracy"]
+    assert low == pytest.approx(ci.low, abs=0.01)
+    assert high == pytest.approx(ci.high, abs=0.01)
 
 
 def test_kwargs_reach_the_metric_and_logits_work() -> None:

@@ -377,8 +377,9 @@ def test_a_bad_confidence_is_refused() -> None:
 
 
 def test_evaluate_gives_nan_auroc_and_skips_undefined_resamples() -> None:
-    """evaluate reports every other metric when the AUROC is undefined, and its bootstrap
-    leaves out the resamples without a wrong prediction (here about a third of them)."""
+    """evaluate reports every other metric when the AUROC is undefined, and with one wrong
+    prediction among 40 an AUROC interval within [0, 1] (DeLong's variance, the lone wrong
+    prediction's placement variance bounded by 1/4)."""
     y, p = binary(HAND_CONF[:3].repeat(10), np.ones(30))
     ev = evaluate(y, probs=p, n_boot=20, n_floor_draws=0)
     assert math.isnan(ev.values["failure_auroc"])

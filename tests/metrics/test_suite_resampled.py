@@ -197,3 +197,25 @@ def test_least_weight_is_the_first_passing_integer() -> None:
             next((m for m in range(int(t) + 1) if m / t >= coverage), int(t) + 1) for t in totals
         ]
         assert _least_weight(totals, coverage).tolist() == want, coverage
+
+
+@pytest.mark.parametrize(("n", "ties"), [(3000, False), (3000, True), (600, True)])
+def test_coverage_at_any_risk_of_prefix_sums_is_the_ranking_functions(n: int, ties: bool) -> None:
+    """The coverage at a risk, found from chunk bounds of the prefix sums and the risks of
+    the first chunks that may pass, is the very number of coverage_at_risk_of, for risks
+    that none, some and every threshold passes, and rows with no weight at the top."""
+    from calibkit.metrics.selective import coverage_at_risk_of
+
+    suite = _suite(n, 3)
+    conf = np.round(suite.conf, 2) if ties else suite.conf + np.arange(n) * 1e-9
+    ss = SortedSamples(conf, suite.outcome, {}, suite.n_bins)
+    counts = resample_counts(np.random.default_rng(9).integers(0, n, (9, n)))
+    counts[0] = 0
+    counts[0, :20] = 1  # twenty samples
+    counts[1, ss.order[-300:]] = 0  # nothing among the 300 most confident
+    ss.compute(counts[:, ss.order], ("ece",))
+    fast, sums = ss.prefix_ranks(), ss.rank_sums()
+    for risk in (0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 1 / 3, 0.5, 1.0):
+        np.testing.assert_array_equal(
+            fast.coverage_at_risk(risk), coverage_at_risk_of(sums, risk), str(risk)
+        )

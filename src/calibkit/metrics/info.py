@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from calibkit.core.errors import InputError
 from calibkit.core.registry import Registry
+from calibkit.metrics.analytic import influence_functions
 from calibkit.metrics.binned import aece, debiased_ece, ece, mce, rmsce, sce
 from calibkit.metrics.calibration_tests import TEST_LABELS, calibration_test_metric
 from calibkit.metrics.continuous import ks_error, mmce
@@ -51,8 +52,8 @@ from calibkit.metrics.selective import (
 from calibkit.metrics.smooth import smooth_ece
 
 #: What ``evaluate``'s interval of a metric is (:attr:`MetricInfo.interval`).
-Interval = Literal["bootstrap", "true_error", "none"]
-INTERVALS: tuple[str, ...] = ("bootstrap", "true_error", "none")
+Interval = Literal["mean", "influence", "bootstrap", "true_error", "none"]
+INTERVALS: tuple[str, ...] = ("mean", "influence", "bootstrap", "true_error", "none")
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,15 @@ class MetricInfo:
     suite (:mod:`~calibkit.metrics.kernels`); ``options``: the keyword options its function
     takes from the caller (``calibkit evaluate --extra`` passes exactly these:
     :func:`~calibkit.metrics.extras.extra_values`); ``interval``: what ``evaluate``'s interval
-    of it is (:data:`INTERVALS`: ``"bootstrap"``, the percentile bootstrap, for metrics
-    whose estimator is nearly unbiased; ``"true_error"``, an interval of the model's true
+    of it is (:data:`INTERVALS`: ``"mean"``, for a mean of per-sample terms (a
+    :class:`~calibkit.metrics.kernels.SampleMean` kernel), the Student-t interval of the
+    population mean, ``estimate +- t s / sqrt(n)``, analytic (the central limit theorem,
+    :mod:`~calibkit.metrics.analytic`); ``"influence"``, for a ranking metric whose
+    influence function :func:`~calibkit.metrics.analytic.influence_functions` knows (failure
+    AUROC, AURC, E-AURC, AUGRC), the normal interval ``estimate +- z se`` with the standard
+    error of that function (DeLong's for the AUROC), analytic too; ``"bootstrap"``, the
+    percentile bootstrap, for the other metrics whose estimator is nearly unbiased;
+    ``"true_error"``, an interval of the model's true
     binned error, :mod:`~calibkit.metrics.intervals`, for a binned error whose plug-in
     estimate is biased upwards, so that a bootstrap of it misses the truth of a nearly
     calibrated model; ``"none"``: no interval shown covered the truth in the conformance
@@ -106,6 +114,13 @@ Residual) for the suite metric 'toy', got None
             top_label and isinstance(k, BinNorm) and k.norm in ("l1", "l2", "debiased")
         ):
             expected = f"a top-label BinNorm kernel (l1 or l2) for the true error of {self.name!r}"
+            raise InputError("interval", expected, repr(k))
+        if self.interval == "mean" and not isinstance(k, SampleMean):
+            raise InputError("interval", f"a SampleMean kernel for the mean {self.name!r}", repr(k))
+        if self.interval == "influence" and not (
+            isinstance(k, RankStatistic) and k.function in influence_functions()
+        ):
+            expected = f"a RankStatistic with a known influence function for {self.name!r}"
             raise InputError("interval", expected, repr(k))
         if k is not None and not isinstance(k, SampleMean | BinNorm | Residual | RankStatistic):
             raise InputError("kernel", f"a kernel for {self.name!r}", type(k).__name__)
@@ -171,16 +186,49 @@ def register_metric(info: MetricInfo) -> MetricInfo:
 
 
 _TRUE: Interval = "true_error"
+_MEAN: Interval = "mean"
+_IF: Interval = "influence"
 _W: Literal["width"] = "width"
 _M: Literal["mass"] = "mass"
 for _info in (  # name, label, kind, percent, better, has_floor, function, in_suite, kernel
     MetricInfo(
-        "accuracy", "Accuracy", "score", True, "max", False, accuracy, True, SampleMean("correct")
+        "accuracy",
+        "Accuracy",
+        "score",
+        True,
+        "max",
+        False,
+        accuracy,
+        True,
+        SampleMean("correct"),
+        interval=_MEAN,
     ),
-    MetricInfo("nll", "NLL", "score", False, "min", False, nll, True, SampleMean("nll")),
-    MetricInfo("brier", "Brier", "score", False, "min", False, brier, True, SampleMean("brier")),
     MetricInfo(
-        "entropy", "Entropy", "score", False, None, False, entropy, True, SampleMean("entropy")
+        "nll", "NLL", "score", False, "min", False, nll, True, SampleMean("nll"), interval=_MEAN
+    ),
+    MetricInfo(
+        "brier",
+        "Brier",
+        "score",
+        False,
+        "min",
+        False,
+        brier,
+        True,
+        SampleMean("brier"),
+        interval=_MEAN,
+    ),
+    MetricInfo(
+        "entropy",
+        "Entropy",
+        "score",
+        False,
+        None,
+        False,
+        entropy,
+        True,
+        SampleMean("entropy"),
+        interval=_MEAN,
     ),
     MetricInfo(
         "ece", "ECE", "error", True, "min", True, ece, True, BinNorm("l1", _W), interval=_TRUE
@@ -251,12 +299,44 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         failure_auroc,
         True,
         RankStatistic(auroc_of),
+        interval=_IF,
     ),
-    MetricInfo("aurc", "AURC", "score", True, "min", False, aurc, True, RankStatistic(aurc_of)),
     MetricInfo(
-        "eaurc", "E-AURC", "score", True, "min", False, eaurc, True, RankStatistic(eaurc_of)
+        "aurc",
+        "AURC",
+        "score",
+        True,
+        "min",
+        False,
+        aurc,
+        True,
+        RankStatistic(aurc_of),
+        interval=_IF,
     ),
-    MetricInfo("augrc", "AUGRC", "score", True, "min", False, augrc, True, RankStatistic(augrc_of)),
+    MetricInfo(
+        "eaurc",
+        "E-AURC",
+        "score",
+        True,
+        "min",
+        False,
+        eaurc,
+        True,
+        RankStatistic(eaurc_of),
+        interval=_IF,
+    ),
+    MetricInfo(
+        "augrc",
+        "AUGRC",
+        "score",
+        True,
+        "min",
+        False,
+        augrc,
+        True,
+        RankStatistic(augrc_of),
+        interval=_IF,
+    ),
     MetricInfo(
         "risk_at_cov80",
         "Risk @ 80% cov.",
@@ -289,6 +369,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         smooth_ece,
         False,
         options=("mode",),
+        interval="none",
     ),
     # mean top-label confidence: outside the default suite (evaluate's keys), computed by the
     # suite's kernels where asked for (the per-group results, calibkit.metrics.groups)
@@ -302,6 +383,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         confidence,
         False,
         SampleMean(top_confidence),
+        interval=_MEAN,
     ),
     MetricInfo("nll_calibration", "NLL calibration", "score", False, "min", False, _NLL_CAL, False),
     MetricInfo("nll_refinement", "NLL refinement", "score", False, "min", False, _NLL_REF, False),

@@ -217,20 +217,68 @@ class PrefixRanks:
         r = self.first[r]  # its group
         before = r > 0
         at = np.maximum(r - 1, 0)
-        cum = t - np.where(before, self.pc[rows, at], 0)
-        wrong = self.w_int - np.where(before, self.pw[rows, at], 0)
+        pc_at = np.where(before, self.pc[rows, at], 0)
+        cum = t - pc_at
+        wrong = self.w_int - (pc_at - np.where(before, self.ph[rows, at], 0))  # no whole pw
         with np.errstate(divide="ignore", invalid="ignore"):  # an empty row: NaN
             return np.asarray(wrong / cum.astype(np.float64), dtype=np.float64)
 
     def coverage_at_risk(self, risk: float = DEFAULT_RISK) -> F64:
-        ok = self.risk <= risk
-        first = np.argmax(
-            ok, axis=1
-        )  # C falls: the first is the largest coverage (a group's first)
-        rows = np.arange(self.b)
-        return np.asarray(
-            np.where(ok[rows, first], self.cum[rows, first] / self.total, 0.0), dtype=np.float64
-        )
+        """The largest coverage ``C / T`` whose selective risk ``E / max(C, 1)`` is at most
+        ``risk`` (0.0 where none is), without the risk of every sample.
+
+        ``C`` falls with the position, so the answer is the first position that passes (a
+        tied sample's risk is its group's first's, which comes before it: only the samples
+        that start a run need testing). ``E`` falls too, so over a chunk of positions
+        ``[a, b]`` every risk is at least ``E_b / max(C_a, 1)`` (as rounded floats too: the
+        division rounds monotonically): the chunks whose bound exceeds ``risk`` are skipped,
+        and the risks are computed in the first chunks that remain, until one passes.
+        """
+        n, b = self.n, self.b
+        step = _CHUNK
+        a = np.arange(0, n, step)  # the chunks' first positions
+        last = np.minimum(a + step - 1, n - 1)
+        c_first = self.t_int[:, None] - self._before(self.pc, a)  # C at each chunk's start
+        e_last = self.w_int[:, None] - (self._before(self.pc, last) - self._before(self.ph, last))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bound = e_last / np.maximum(c_first, 1).astype(np.float64)
+        open_ = bound <= risk
+        starts = self.first == np.arange(n)  # the samples that start a run
+        out = np.zeros(b)
+        rows = np.arange(b)
+        # every row's first open chunk at once; the rest (rare) one row at a time
+        k0 = np.argmax(open_, axis=1)
+        found, cum, first = self._chunk_risks(rows, a[k0], last[k0], starts, risk)
+        found &= open_[rows, k0]
+        out[found] = cum[found, first[found]] / self.total[found]
+        for row in np.flatnonzero(open_.any(axis=1) & ~found):
+            for k in np.flatnonzero(open_[row, k0[row] + 1 :]) + k0[row] + 1:
+                ok, c, f = self._chunk_risks(row[None], a[k : k + 1], last[k : k + 1], starts, risk)
+                if ok[0]:
+                    out[row] = c[0, f[0]] / self.total[row]
+                    break
+        return out
+
+    def _chunk_risks(
+        self, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, starts: np.ndarray, risk: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For each row in ``rows``, the positions ``lo .. hi`` (one chunk each, at most
+        :data:`_CHUNK`): whether one that starts a run has a risk ``<= risk``, the weight
+        ``C`` at each position, and the first that passes."""
+        pos = lo[:, None] + np.arange(_CHUNK)[None, :]
+        inside = pos <= hi[:, None]
+        pos = np.minimum(pos, self.n - 1)
+        before = np.maximum(pos - 1, 0)
+        at = rows[:, None]
+        pc = np.where(pos > 0, self.pc[at, before], 0)
+        cum = self.t_int[rows, None] - pc
+        wrong = self.w_int[rows, None] - (pc - np.where(pos > 0, self.ph[at, before], 0))
+        ok = inside & starts[pos] & (wrong / np.maximum(cum, 1).astype(np.float64) <= risk)
+        return ok.any(axis=1), cum, np.argmax(ok, axis=1)
+
+
+#: Positions per chunk of :meth:`PrefixRanks.coverage_at_risk`'s bounds.
+_CHUNK = 256
 
 
 def _least_weight(total: F64, coverage: float) -> np.ndarray:

@@ -173,7 +173,17 @@ class SortedSamples:
             for j, name in enumerate(self.mean_names):
                 if name in wanted and isinstance(wanted[name], SampleMean):
                     res[name] = means[:, j] / total
-        cum_signed, scale = _fixed_cumsum(w, self.signed, wmax, self._buffer("signed", b, np.int64))
+        # the signed prefix sums only for the metrics that read them (bins, KS)
+        signed_needed = any(
+            (isinstance(k, BinNorm) and k.scheme in ("width", "mass"))
+            or (isinstance(k, Residual) and k.norm == "sup")
+            for k in wanted.values()
+        )
+        cum_signed, scale = (
+            _fixed_cumsum(w, self.signed, wmax, self._buffer("signed", b, np.int64))
+            if signed_needed
+            else (cum_count, 1.0)  # unread
+        )
         hits = np.multiply(w, self.hits, out=self._buffer("hits", b, self.hits.dtype.type))
         cum_hits = np.cumsum(hits, axis=1, out=self._buffer("cum_hits", b, hits.dtype.type))
         cums = (cum_count, cum_hits, cum_signed)

@@ -1,4 +1,4 @@
-"""Every metric at once, with bootstrap confidence intervals and the noise floor.
+"""Every metric at once, with confidence intervals and the noise floor.
 
 :class:`MetricSuite` prepares the per-sample quantities of one set of outputs once; each
 bootstrap replicate is then a vector of resample counts fed to the same weighted
@@ -41,12 +41,22 @@ from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import Phase
 from calibkit.metrics import resampled as rs
+from calibkit.metrics.analytic import (
+    RankInfluence,
+    influence_estimand,
+    influence_functions,
+    mean_estimand,
+    mean_interval,
+    normal_interval,
+)
 from calibkit.metrics.bin_errors import (
     debiased_from_stats,
     error_from_stats,
     errors_from_sums,
     sce_batch,
     sce_batch_split,
+    sce_from_index,
+    sce_index,
     sce_maps,
     sce_split_map,
 )
@@ -163,6 +173,7 @@ class MetricSuite:
         self._sce_maps: tuple[sparse.csc_matrix, ...] | None = None
         self._sce_split: sparse.csc_matrix | None = None
         self._run_end = np.append(self.sorted_conf[1:] != self.sorted_conf[:-1], True)
+        self._draws: dict[tuple[int, int], dict[str, F64]] = {}  # noise_draws, by (n, seed)
 
     @classmethod
     def from_outputs(
@@ -279,9 +290,48 @@ class MetricSuite:
         if self._sce is not None:
             for name, kernel in kernels(names).items():
                 if isinstance(kernel, BinNorm) and kernel.scheme == "classwise":
-                    w = np.ones(self.conf.shape[0]) if weight is None else weight
-                    res[name] = float(self._sce_batch(w[None, :])[0])
+                    res[name] = self._sce_one(weight)
         return {name: res[name] for name in names if name in res}
+
+    def mean_intervals(
+        self, names: tuple[str, ...], level: float
+    ) -> dict[str, tuple[float, float]]:
+        """The Student-t interval at ``level`` of the population mean of each
+        :class:`~.kernels.SampleMean` metric in ``names`` (every sample once; no resampling:
+        :func:`~calibkit.metrics.analytic.mean_interval`)."""
+        return {name: mean_interval(v, level) for name, v in self.means(names).items()}
+
+    def influence_intervals(
+        self, names: tuple[str, ...], level: float
+    ) -> dict[str, tuple[float, float]]:
+        """The normal interval at ``level`` of each :class:`~.kernels.RankStatistic` metric in
+        ``names`` whose influence function is known
+        (:func:`~calibkit.metrics.analytic.influence_functions`), from one sort (no
+        resampling). Centred on the estimate of :class:`~calibkit.metrics.analytic.RankInfluence`
+        (the metric's value to rounding) and cut to [0, 1], where these metrics lie."""
+        known = influence_functions()
+        wanted = {
+            n: k.function
+            for n, k in kernels(names).items()
+            if isinstance(k, RankStatistic) and k.function in known
+        }
+        if not wanted:
+            return {}
+        ranks = RankInfluence(self.score, self.correct)
+        res: dict[str, tuple[float, float]] = {}
+        for name, function in wanted.items():
+            low, high = normal_interval(*ranks.estimate_se(function), level)
+            res[name] = (min(max(low, 0.0), 1.0), min(max(high, 0.0), 1.0))
+        return res
+
+    def _sce_one(self, weight: F64 | None) -> float:
+        """SCE under one weighting: without weights, :func:`~calibkit.metrics.binned.sce`'s
+        own sums (no sparse maps, no scipy); with them, :meth:`_sce_batch`."""
+        assert self._sce is not None
+        if weight is None:
+            probs, labels = self._sce
+            return sce_from_index(sce_index(probs, self.n_bins), probs, labels, self.n_bins, None)
+        return float(self._sce_batch(weight[None, :])[0])
 
     def noise_floor(
         self, n_draws: int = 200, seed: int = 0, names: tuple[str, ...] | None = None
@@ -298,9 +348,14 @@ class MetricSuite:
         perfectly calibrated outcome draws: its distribution were the model calibrated.
 
         The bins do not move with the outcomes: only the outcome sums per bin are redrawn
-        (:func:`~calibkit.metrics.resampled.calibrated_draw_errors`).
+        (:func:`~calibkit.metrics.resampled.calibrated_draw_errors`). The draws of each metric
+        do not depend on the other names asked for, so they are kept: a later call with the
+        same ``n_draws`` and ``seed`` for names already drawn returns them (copies).
         """
         names = floor_names() if names is None else names
+        kept = self._draws.get((n_draws, seed), {})
+        if all(name in kept for name in names):
+            return {name: kept[name].copy() for name in names}
         rng = np.random.default_rng(seed)
         n = self.conf.shape[0]
         zero = np.zeros(n)
@@ -311,7 +366,9 @@ class MetricSuite:
         }
         floors = {n: k for n, k in kernels(names).items() if isinstance(k, BinNorm)}
         draws = rs.calibrated_draw_errors(self.conf, fixed, floors, n_draws, rng, self.order)
-        return {name: np.asarray(draws[name], dtype=np.float64) for name in floors}
+        res = {name: np.asarray(draws[name], dtype=np.float64) for name in floors}
+        self._draws.setdefault((n_draws, seed), {}).update({k: v.copy() for k, v in res.items()})
+        return res
 
     def bootstrap(
         self,
@@ -488,14 +545,15 @@ def _norm_of(stats: BinStats, norm: str) -> float:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """Metric values (fractions), their bootstrap intervals and the noise floors.
+    """Metric values (fractions), their intervals and the noise floors.
 
     Attributes
     ----------
     values : dict of str to float
         Every metric of :data:`METRIC_NAMES`, plus ``"<name>_floor"`` noise floors.
     ci : dict of str to (float, float)
-        Bootstrap interval of each metric (empty without bootstrap).
+        The interval of each metric that has one, as its entry declares (empty with
+        ``n_boot=0``; see :func:`evaluate`).
     level : float
         Confidence level of the intervals.
     n_samples, n_classes, n_bins : int
@@ -513,6 +571,7 @@ class Evaluation:
     n_samples: int = 0
     n_classes: int = 0
     n_bins: int = 15
+    #: What each interval is an interval of (``ci_estimand`` in :meth:`to_dict`).
     estimands: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
@@ -538,7 +597,15 @@ def evaluate(
     n_floor_draws: int = 200,
     seed: int = 0,
 ) -> Evaluation:
-    """Every metric, with percentile-bootstrap intervals (``n_boot=0`` skips them) and floors.
+    """Every metric, with its interval (``n_boot=0``: none) and the noise floors.
+
+    Each metric gets the interval its entry declares
+    (:attr:`~calibkit.metrics.info.MetricInfo.interval`): ``"mean"`` (accuracy, NLL, Brier,
+    entropy: means of per-sample terms), the Student-t interval of the population mean, with
+    no resampling (:mod:`~calibkit.metrics.analytic`); ``"bootstrap"``, the percentile
+    bootstrap over ``n_boot`` resamples of the test set; ``"true_error"``, an interval of the
+    model's true binned error (:func:`adopted_intervals`); ``"none"``, none. What each is an
+    interval of is in :attr:`Evaluation.estimands` (``ci_estimand`` in ``to_dict()``).
 
     Parameters
     ----------
@@ -547,7 +614,7 @@ def evaluate(
     n_bins, mode
         Bin count and binary semantics (see :mod:`calibkit.core.binning`).
     n_boot, level
-        Bootstrap replicates (0: none) and confidence level of the intervals.
+        Bootstrap replicates (0: no interval at all) and confidence level of the intervals.
     n_floor_draws, seed
         Noise-floor draws (0: none) and the seed of bootstrap and floors.
 
@@ -568,16 +635,54 @@ def evaluate(
         raise InputError("n_boot/n_floor_draws", "non-negative counts", f"{n_boot}/{n_floor_draws}")
     out = as_outputs(labels, probs, logits=logits)
     suite = MetricSuite.from_outputs(out, n_bins=n_bins, mode=mode)
+    return evaluate_suite(
+        suite, out, n_bins=n_bins, mode=mode, n_boot=n_boot, level=level,
+        n_floor_draws=n_floor_draws, seed=seed,
+    )  # fmt: skip
+
+
+def evaluate_suite(
+    suite: MetricSuite,
+    out: ClassifierOutputs,
+    *,
+    n_bins: int = 15,
+    mode: Mode = "top_label",
+    n_boot: int = 1000,
+    level: float = 0.95,
+    n_floor_draws: int = 200,
+    seed: int = 0,
+) -> Evaluation:
+    """:func:`evaluate` of ``out`` from its prepared ``suite``
+    (``MetricSuite.from_outputs(out, n_bins=n_bins, mode=mode)``), which keeps its noise
+    draws for the caller (:meth:`MetricSuite.noise_draws`).
+
+    Examples
+    --------
+    >>> out = as_outputs([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]])
+    >>> suite = MetricSuite.from_outputs(out, n_bins=10)
+    >>> evaluate_suite(suite, out, n_bins=10, n_boot=0).values["accuracy"]
+    0.5
+    """
     values = suite.compute()
     if n_floor_draws:
         floors = suite.noise_floor(n_floor_draws, seed)
         values.update({f"{k}_floor": v for k, v in floors.items()})
     ci: dict[str, tuple[float, float]] = {}
     estimands: dict[str, str] = {}
-    if n_boot:  # resampled only where the percentile interval is the one printed
-        boot = tuple(n for n in suite_names() if METRICS.get(n).interval == "bootstrap")
-        ci = suite.bootstrap(n_boot, level, seed, names=boot)
-        ci, estimands = adopted_intervals(out, values, ci, n_bins=n_bins, mode=mode, level=level)
+    if n_boot:
+        names = suite_names()
+        kind = {name: METRICS.get(name).interval for name in names}
+        # resampled only where the percentile interval is the one printed
+        boot = tuple(name for name in names if kind[name] == "bootstrap")
+        boot_ci = suite.bootstrap(n_boot, level, seed, names=boot) if boot else {}
+        ci, estimands = adopted_intervals(
+            out, values, boot_ci, n_bins=n_bins, mode=mode, level=level
+        )
+        analytic, what = analytic_intervals(suite, names, level)
+        ci.update(analytic)
+        estimands.update(what)
+        ci = {name: ci[name] for name in names if name in ci}  # report order
+        estimands = {name: estimands[name] for name in ci if name in estimands}
     return Evaluation(
         values=values,
         ci=ci,
@@ -587,6 +692,32 @@ def evaluate(
         n_bins=n_bins,
         estimands=estimands,
     )
+
+
+def analytic_intervals(
+    suite: MetricSuite, names: tuple[str, ...], level: float
+) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:
+    """The analytic intervals at ``level`` of the metrics in ``names`` whose entry says
+    ``"mean"`` (:meth:`MetricSuite.mean_intervals`) or ``"influence"``
+    (:meth:`MetricSuite.influence_intervals`), and what each is an interval of: no
+    resampling (:mod:`~calibkit.metrics.analytic`).
+
+    Examples
+    --------
+    >>> out = as_outputs([0, 1, 1, 0], probs=[[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.7, 0.3]])
+    >>> ci, what = analytic_intervals(MetricSuite.from_outputs(out), ("accuracy", "ece"), 0.95)
+    >>> [round(x, 4) for x in ci["accuracy"]], what["accuracy"]
+    ([-0.0456, 1.5456], 'the population Accuracy (a mean of per-sample terms: Student-t interval)')
+    """
+    kind = {n: METRICS.get(n).interval for n in names if n in METRICS}
+    means = suite.mean_intervals(tuple(n for n, k in kind.items() if k == "mean"), level)
+    ranked = suite.influence_intervals(tuple(n for n, k in kind.items() if k == "influence"), level)
+    estimands = {n: mean_estimand(METRICS.get(n).label) for n in means}
+    for name in ranked:
+        kernel = METRICS.get(name).kernel
+        assert isinstance(kernel, RankStatistic)
+        estimands[name] = influence_estimand(METRICS.get(name).label, kernel.function)
+    return {**means, **ranked}, estimands
 
 
 def adopted_intervals(

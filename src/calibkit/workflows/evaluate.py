@@ -1,6 +1,6 @@
 """One evaluation of one model's outputs, every number ``calibkit evaluate`` reports.
 
-:func:`evaluate_outputs` runs the metric suite (values, bootstrap intervals at ``level``,
+:func:`evaluate_outputs` runs the metric suite (values, intervals at ``level``,
 noise floors), the extras asked for (:mod:`calibkit.metrics.extras`, each given the options
 its registry entry declares), the per-group metrics with ``groups``, the smoothed
 reliability curve (with the smooth ECE) and the CORP curve when asked. It computes
@@ -27,7 +27,7 @@ import numpy as np
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics.extras import extra_results
 from calibkit.metrics.samples import Mode
-from calibkit.metrics.suite import Evaluation, MetricSuite, evaluate
+from calibkit.metrics.suite import Evaluation, MetricSuite, evaluate_suite
 
 #: Noise-floor draws (:func:`calibkit.metrics.evaluate`'s default, so that the floor is
 #: the mean of the draws :attr:`EvaluationRun.noise_limit` is a quantile of).
@@ -145,7 +145,9 @@ def evaluate_outputs(
         from calibkit.core.groups import check_groups
 
         check_groups(groups, outputs.n_samples, min_groups=2)
-    ev = evaluate(
+    suite = MetricSuite.from_outputs(outputs, n_bins=n_bins, mode=mode)
+    ev = evaluate_suite(
+        suite,
         outputs,
         n_bins=n_bins,
         n_boot=n_boot,
@@ -183,8 +185,7 @@ def evaluate_outputs(
 
         curve = corp_reliability(outputs, mode=mode, seed=seed)
     confidence = float(np.mean(outputs.confidence))
-    suite = MetricSuite.from_outputs(outputs, n_bins=n_bins, mode=mode)  # the floor's draws
-    draws = suite.noise_draws(N_FLOOR_DRAWS, seed, ("ece",))["ece"]
+    draws = suite.noise_draws(N_FLOOR_DRAWS, seed, ("ece",))["ece"]  # the floor's, kept
     limit = float(np.quantile(draws, level))
     ev = replace(ev, values=values, ci=ci)
     return EvaluationRun(outputs, ev, confidence, limit, mode, per_group, rel, curve, undefined)
