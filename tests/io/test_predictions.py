@@ -78,10 +78,24 @@ def test_npy_pair(tmp_path: Path) -> None:
     out = load_predictions(tmp_path / "s.npy", kind="logits", labels_path=tmp_path / "y.npy")
     assert out.kind == "logits"
     assert out.n_samples == 5
-    with pytest.raises(InputError, match="no kind given"):
+    with pytest.raises(InputError, match=r"^kind: expected 'logits' or 'probs'.*s\.npy.*got none"):
         load_predictions(tmp_path / "s.npy", labels_path=tmp_path / "y.npy")
-    with pytest.raises(InputError, match="no labels file"):
+    with pytest.raises(InputError, match=r"^labels_path: expected a labels file beside"):
         load_predictions(tmp_path / "s.npy", kind="logits")
+
+
+def test_probabilities_read_as_logits_are_refused_naming_kind(tmp_path: Path) -> None:
+    """Issue #46, item 9: probabilities given as logits were read silently (a .npy) or
+    refused without saying that the other kind is there (an .npz)."""
+    probs = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4]])
+    np.save(tmp_path / "p.npy", probs)
+    np.save(tmp_path / "y.npy", np.array([0, 1, 2]))
+    with pytest.raises(InputError, match=r"^kind: expected 'probs' \(p\.npy's rows are prob"):
+        load_predictions(tmp_path / "p.npy", kind="logits", labels_path=tmp_path / "y.npy")
+    assert load_predictions(tmp_path / "p.npy", kind="probs", labels_path=tmp_path / "y.npy")
+    path = _npz(tmp_path, probs=probs, labels=np.array([0, 1, 2]))
+    with pytest.raises(InputError, match=r"^kind: expected 'probs' \(.* holds a 'probs' array"):
+        load_predictions(path, kind="logits")
 
 
 def test_labels_path_only_with_npy(tmp_path: Path) -> None:

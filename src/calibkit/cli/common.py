@@ -140,6 +140,8 @@ def read_outputs(args: argparse.Namespace, path: str, labels: str | None) -> Cla
     except InputError as exc:  # the groups' column, missing from a .csv: --groups's fault
         if exc.argument in _LM_ARGUMENTS:
             raise renamed(exc, _LM_ARGUMENTS[exc.argument]) from None
+        if exc.argument in _FILE_ARGUMENTS:  # the kind or labels file a .npy needs, ...
+            raise renamed(exc, _FILE_ARGUMENTS[exc.argument]) from None
         raise renamed(exc, "--groups") if exc.argument == "extra_columns" else exc from None
     if getattr(args, "mode", None) == "positive_class" and out.n_classes != 2:
         got = f"positive_class for {path}, which has {out.n_classes} classes"
@@ -147,6 +149,8 @@ def read_outputs(args: argparse.Namespace, path: str, labels: str | None) -> Cla
     return out
 
 
+#: Library arguments of the prediction loader -> the options that set them.
+_FILE_ARGUMENTS = {"kind": "--kind", "labels_path": "--labels"}
 #: Library arguments of a language model's file -> the options that set them.
 _LM_ARGUMENTS = {"layout": "--layout", "length_norm": "--length-norm", "letters": "--letters"}
 
@@ -207,6 +211,7 @@ def read_scores(
 
     from calibkit.core.outputs import ClassifierOutputs, check_scores
     from calibkit.io.numpy_files import load_npy, load_npz
+    from calibkit.io.predictions import are_probabilities
 
     p = Path(path)
     labels_key = args.labels_key or "labels"
@@ -214,14 +219,22 @@ def read_scores(
         out = read_outputs(args, path, labels)
         return Scores(out.as_logits(), out.labels, out, out.kind)
     if p.suffix.lower() == ".npy" and labels is None:
-        if not args.kind:
-            raise InputError(option, "--kind logits or --kind probs for a .npy file", p.name)
+        if not args.kind:  # as load_predictions says it, for a file with labels
+            expected = f"'logits' or 'probs': what the scores of the .npy file {p.name} are"
+            raise InputError("--kind", expected, "none")
         check_input(path, option)
         scores, kind = load_npy(p), args.kind
+        if kind == "logits" and are_probabilities(scores):
+            expected = f"'probs' ({p.name}'s rows are probabilities: in [0, 1], summing to 1)"
+            raise InputError("--kind", expected, "'logits'")
     elif p.suffix.lower() == ".npz" and p.is_file() and labels_key not in load_npz(p):
         arrays = load_npz(p)
         kind = args.kind or ("logits" if "logits" in arrays else "probs")
         key = args.scores_key or kind
+        other = "probs" if kind == "logits" else "logits"
+        if not args.scores_key and key not in arrays and other in arrays:
+            expected = f"{other!r} ({p.name} holds a {other!r} array, no {kind!r})"
+            raise InputError("--kind", expected, repr(kind))
         if key not in arrays:
             keys = ", ".join(sorted(arrays)) or "none"
             raise InputError(str(p), "a 'logits' or 'probs' array (or name the key)", keys)

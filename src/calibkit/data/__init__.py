@@ -210,7 +210,7 @@ def _folder(name: str, data_dir: str | os.PathLike[str] | None) -> Path:
         raise InputError(
             "data_dir",
             f"the folder holding the {name} file (pass --data-dir or set $CALIBKIT_DATA)",
-            f"None, and {where} {folder} has no {file}",
+            f"no folder, and {where} {folder} has no {file}",
         )
     return folder
 

@@ -40,7 +40,7 @@ Every array load refuses pickles (``allow_pickle=False``). Bad files raise
 >>> load_predictions(path, kind="logits")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-calibkit.core.errors.InputError: ...p.npz: expected a 'logits' array, got keys labels, probs
+calibkit.core.errors.InputError: kind: expected 'probs' (p.npz holds ...), got 'logits'
 >>> tmp.cleanup()
 """
 
@@ -117,18 +117,20 @@ def load_predictions(
         raise InputError("kind", "'logits' or 'probs'", repr(kind))
     _check_exists(p, "predictions file")
     if suffix == ".npy":
-        if kind is None or labels_path is None:
-            raise InputError(
-                "predictions file",
-                f"a .npy score file with its kind and a labels file ({p})",
-                "no kind given" if kind is None else "no labels file given",
-            )
+        if kind is None:  # a .npy holds one unnamed array: its kind cannot be read
+            expected = f"'logits' or 'probs': what the scores of the .npy file {p.name} are"
+            raise InputError("kind", expected, "none")
+        if labels_path is None:
+            raise InputError("labels_path", f"a labels file beside the .npy file {p.name}", "none")
         if logits_key or probs_key or labels_key:
             raise InputError("keys", "no key names for a .npy file (it holds one array)", "some")
         scores = load_npy(p)
         lp = check_file_path("labels_path", labels_path)
         _check_exists(lp, "labels file")
         labels = load_npy(lp)
+        if kind == "logits" and are_probabilities(scores):
+            expected = f"'probs' ({p.name}'s rows are probabilities: in [0, 1], summing to 1)"
+            raise InputError("kind", expected, "'logits'")
         return _validate(scores, labels, kind, f"{kind} in {p}", f"labels in {lp}")
     if labels_path is not None:
         raise InputError(
@@ -372,6 +374,10 @@ def _choose_scores(
             raise InputError(str(p), f"a {key!r} array", _keys_present(arrays))
         return key, key_kind
     if kind is not None:
+        other = "probs" if kind == "logits" else "logits"
+        if kind not in arrays and other in arrays:  # the other kind asked for
+            expected = f"{other!r} ({p.name} holds a {other!r} array, no {kind!r})"
+            raise InputError("kind", expected, repr(kind))
         if kind not in arrays:
             raise InputError(str(p), f"a {kind!r} array", _keys_present(arrays))
         return kind, kind
@@ -380,6 +386,18 @@ def _choose_scores(
     if "probs" in arrays:
         return "probs", "probs"
     raise InputError(str(p), "a 'logits' or 'probs' array (or name the key)", _keys_present(arrays))
+
+
+def are_probabilities(scores: np.ndarray) -> bool:
+    """Whether every row of ``scores`` (2-D, two columns or more) is a distribution: what a
+    file of probabilities given as logits holds (logits summing to 1 in every row are not
+    met in practice)."""
+    if scores.ndim != 2 or scores.shape[1] < 2 or scores.shape[0] == 0:
+        return False
+    if not np.issubdtype(scores.dtype, np.floating) or not np.isfinite(scores).all():
+        return False
+    sums = scores.sum(axis=1, dtype=np.float64)
+    return bool((scores >= 0).all() and (scores <= 1).all() and np.allclose(sums, 1.0, atol=1e-6))
 
 
 # ----- readers -----------------------------------------------------------------------------
