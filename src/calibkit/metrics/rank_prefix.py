@@ -245,18 +245,16 @@ class PrefixRanks:
         open_ = bound <= risk
         starts = self.first == np.arange(n)  # the samples that start a run
         out = np.zeros(b)
-        rows = np.arange(b)
-        # every row's first open chunk at once; the rest (rare) one row at a time
-        k0 = np.argmax(open_, axis=1)
-        found, cum, first = self._chunk_risks(rows, a[k0], last[k0], starts, risk)
-        found &= open_[rows, k0]
-        out[found] = cum[found, first[found]] / self.total[found]
-        for row in np.flatnonzero(open_.any(axis=1) & ~found):
-            for k in np.flatnonzero(open_[row, k0[row] + 1 :]) + k0[row] + 1:
-                ok, c, f = self._chunk_risks(row[None], a[k : k + 1], last[k : k + 1], starts, risk)
-                if ok[0]:
-                    out[row] = c[0, f[0]] / self.total[row]
-                    break
+        # every searching row's next open chunk at once, until each passes or has none left
+        rows = np.flatnonzero(open_.any(axis=1))
+        while rows.size:
+            k = np.argmax(open_[rows], axis=1)
+            found, cum, first = self._chunk_risks(rows, a[k], last[k], starts, risk)
+            done = rows[found]
+            out[done] = cum[found, first[found]] / self.total[done]
+            open_[rows, k] = False
+            rows = rows[~found]
+            rows = rows[open_[rows].any(axis=1)]
         return out
 
     def _chunk_risks(
