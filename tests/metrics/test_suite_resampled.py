@@ -219,3 +219,16 @@ def test_coverage_at_any_risk_of_prefix_sums_is_the_ranking_functions(n: int, ti
         np.testing.assert_array_equal(
             fast.coverage_at_risk(risk), coverage_at_risk_of(sums, risk), str(risk)
         )
+
+
+def test_kept_noise_draws_are_those_of_a_fresh_suite() -> None:
+    """evaluate_outputs reads the ECE's draws that evaluate drew with the adaptive ECE's:
+    the same numbers as drawing them alone, and a copy the caller may change."""
+    suite = _suite(700, 4)
+    both = suite.noise_draws(50, 3)
+    kept = suite.noise_draws(50, 3, ("ece",))
+    fresh = _suite(700, 4).noise_draws(50, 3, ("ece",))
+    np.testing.assert_array_equal(kept["ece"], fresh["ece"])
+    np.testing.assert_array_equal(kept["ece"], both["ece"])
+    kept["ece"][:] = -1.0
+    np.testing.assert_array_equal(suite.noise_draws(50, 3, ("ece",))["ece"], fresh["ece"])
