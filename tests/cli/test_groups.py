@@ -180,7 +180,8 @@ def test_compare_finds_the_miscalibrated_group(
     assert headline.startswith(f"Use `{rec}` overall; for the groups, ")
     assert res["verdict"]["detail"].startswith(f"Overall, `{rec}` ")
     assert f"for the groups, `{smallest}` has the smallest worst-group ECE gap" in headline
-    assert f"{100 * gaps[smallest]:.2f}% against {100 * gaps[rec]:.2f}% for `{rec}`" in headline
+    points = f"{100 * gaps[smallest]:.2f} percentage points against {100 * gaps[rec]:.2f}"
+    assert f"{points} percentage points for `{rec}`" in headline  # gaps: differences of %
     rows = {m["method"]: m for m in res["methods"]}
     assert list(rows) == ["none", "temperature", "temperature_groupwise", "multicalibration"]
     ece_b = {m: rows[m]["groups"]["groups"]["b"]["ece"] for m in rows}

@@ -68,6 +68,7 @@ from calibkit.reporting.tables import (
     comparison_tables,
     format_comparison_summary,
     format_group_summary,
+    format_points,
     format_value,
     group_tables,
     marks_note,
@@ -413,7 +414,7 @@ def paired_nll_sentence(comp: Comparison, method: str) -> str:
 def _gap_text(comp: Comparison, method: str) -> str:
     row = comp.row(method)
     assert row.groups is not None
-    return format_value("ece", row.groups.gap)
+    return format_points(row.groups.gap)  # a difference of percentages
 
 
 def _gaps_overlap(comp: Comparison, a: str, b: str) -> bool | None:

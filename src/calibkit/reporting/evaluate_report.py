@@ -52,7 +52,13 @@ from calibkit.reporting.document import (
     Table,
     Verdict,
 )
-from calibkit.reporting.tables import column_info, format_gap, format_value, metric_names
+from calibkit.reporting.tables import (
+    column_info,
+    format_gap,
+    format_points,
+    format_value,
+    metric_names,
+)
 from calibkit.reporting.text import text_table
 from calibkit.reporting.writer import Report
 
@@ -145,22 +151,26 @@ def _true_ece_sentence(ci: tuple[float, float], level: float) -> str:
 
 
 def _group_sentence(ge: GroupEvaluation, key: str | None) -> str:
-    ci = interval_text("ece", ge.gap_ci)
+    """The gap between the groups' ECEs, a difference of percentages: in percentage points,
+    its interval too (issue #46, item 9: the gap was in points, its interval in %)."""
     worst, best = ge.values[ge.worst_group]["ece"], ge.values[ge.best_group]["ece"]
     within = f" by {key}" if key else ""
+    ci = ""
+    if ge.gap_ci is not None:
+        low, high = (f"{100 * x:.2f}" for x in ge.gap_ci)
+        ci = f"(CI [{low}, {high}]) "
     said = (
         f"Across the groups{within}, the worst group ({ge.worst_group!r}, ECE "
-        f"{format_value('ece', worst)}) is {format_value('ece', ge.gap).removesuffix('%')} points "
-        f"{'(' + ci + ') ' if ci else ''}above the best ({ge.best_group!r}, "
-        f"{format_value('ece', best)})."
+        f"{format_value('ece', worst)}) is {format_points(ge.gap)} "
+        f"{ci}above the best ({ge.best_group!r}, {format_value('ece', best)})."
     )
     if ge.gap_ci is None:
         return said
-    low, high = (format_value("ece", x).removesuffix("%") for x in ge.gap_ci)
+    low_points, high_points = (format_points(x) for x in ge.gap_ci)
     if ge.gap_ci[0] > 0.0:
-        return f"{said} The true gap is at least {low} points ({ge.level:.0%} confidence)."
+        return f"{said} The true gap is at least {low_points} ({ge.level:.0%} confidence)."
     return (
-        f"{said} The true gap could be 0 (at most {high} points, {ge.level:.0%} confidence): "
+        f"{said} The true gap could be 0 (at most {high_points}, {ge.level:.0%} confidence): "
         "this data cannot tell the groups' calibration apart."
     )
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from calibkit.metrics.info import METRICS, MetricInfo
 from calibkit.reporting.document import Block, Cell, Document, Paragraph, Section, Table, Verdict
+from calibkit.reporting.tables import format_points
 from calibkit.reporting.text import table_text
 from calibkit.reporting.writer import Report
 from calibkit.workflows.label_shift import SCORED, VARIANTS, Interval, LabelShiftResult
@@ -96,7 +97,7 @@ def _change(name: str, before: float, after: float) -> str:
 def _change_detail(r: LabelShiftResult, name: str) -> str:
     info = METRICS.get(name)
     d = r.metrics["adapted"][name] - r.metrics["unadapted"][name]
-    unit = " points" if info.percent else ""
+    unit = " pp" if info.percent else ""  # a difference of percentages, as in the tables
     scale = 100.0 if info.percent else 1.0
     digits = 2 if info.percent else 4
     text = f"{_name(info)} {scale * d:+.{digits}f}{unit}"
@@ -107,10 +108,10 @@ def _change_detail(r: LabelShiftResult, name: str) -> str:
 
 
 def _moved(r: LabelShiftResult) -> str:
-    """``by up to 21.6 points (class 0: 9.8% -> 31.4%)``."""
+    """``by up to 21.6 percentage points (class 0: 9.8% -> 31.4%)``."""
     moved, c = _largest_move(r)
     source, target = 100 * r.source_priors[c], 100 * r.priors[c]
-    return f"by up to {100 * moved:.1f} points (class {c}: {source:.1f}% -> {target:.1f}%)"
+    return f"by up to {format_points(moved, 1)} (class {c}: {source:.1f}% -> {target:.1f}%)"
 
 
 def _iterations(n: int) -> str:
@@ -153,7 +154,7 @@ def _plain_verdict(r: LabelShiftResult) -> Verdict:
     if not r.metrics:
         headline = (
             f"The {which} target priors differ from the source's by up to "
-            f"{100 * moved:.1f} points (class {c}); without target labels the gain of "
+            f"{format_points(moved, 1)} (class {c}); without target labels the gain of "
             "adapting cannot be measured."
         )
         source, target = 100 * r.source_priors[c], 100 * r.priors[c]

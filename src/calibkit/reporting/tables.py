@@ -135,11 +135,11 @@ def format_gap(ge: GroupEvaluation) -> str:
 
     >>> from calibkit.metrics.groups import GroupEvaluation
     >>> print(format_gap(GroupEvaluation(["a", "b"], [5, 5], {}, {}, 0.1, "b", "a", (0.05, 0.2))))
-    worst-group ECE gap 10.00% [5.00%, 20.00%]: group 'b' against group 'a'
+    worst-group ECE gap 10.00 percentage points [5.00, 20.00]: group 'b' against group 'a'
     """
-    ci = "" if ge.gap_ci is None else " " + _interval("ece", ge.gap_ci)
+    ci = "" if ge.gap_ci is None else " [{:.2f}, {:.2f}]".format(*(100 * x for x in ge.gap_ci))
     return (
-        f"worst-group ECE gap {format_value('ece', ge.gap)}{ci}: "
+        f"worst-group ECE gap {format_points(ge.gap)}{ci}: "
         f"group {ge.worst_group!r} against group {ge.best_group!r}"
     )
 
@@ -156,7 +156,7 @@ def format_group_table(ge: GroupEvaluation) -> str:
     Group  n  Accuracy     ECE  ECE CI  ECE floor     NLL  NLL CI  Confidence
     x      2    50.00%  40.00%                     0.5697              70.00%
     y      2   100.00%  20.00%                     0.2310              80.00%
-    worst-group ECE gap 20.00%: group 'x' against group 'y'
+    worst-group ECE gap 20.00 percentage points: group 'x' against group 'y'
     """
     from calibkit.metrics.groups import GROUP_METRICS
     from calibkit.reporting.text import text_table
@@ -288,6 +288,20 @@ def ranking_metrics(names: list[str]) -> list[str]:
     ['failure_auroc', 'aurc']
     """
     return [n for n in names if n in METRICS and isinstance(METRICS.get(n).kernel, RankStatistic)]
+
+
+#: How a difference of two percentages is written in sentences (tables abbreviate it "pp",
+#: :func:`format_delta`); a percentage itself is written with "%" (:func:`format_value`).
+POINTS = "percentage points"
+
+
+def format_points(delta: float, digits: int = 2) -> str:
+    """A difference of two fractions shown as percentages, in :data:`POINTS`.
+
+    >>> format_points(0.0328), format_points(0.216, 1)
+    ('3.28 percentage points', '21.6 percentage points')
+    """
+    return f"{100 * delta:.{digits}f} {POINTS}"
 
 
 def format_delta(name: str, delta: float) -> str:
@@ -450,7 +464,8 @@ def group_tables(comp: Comparison) -> list[Table]:
     for r in rows:
         ge = r.groups
         assert ge is not None
-        text = f"{format_value('ece', ge.gap)} {_interval('ece', ge.gap_ci)}".strip()
+        ci = "" if ge.gap_ci is None else " [{:.2f}, {:.2f}]".format(*(100 * x for x in ge.gap_ci))
+        text = f"{100 * ge.gap:.2f} pp{ci}"  # a difference of percentages
         shown = format_value("ece", ge.values[ge.worst_group]["ece"])
         gap_rows.append(
             [
