@@ -102,7 +102,7 @@ from calibkit.core.splits import stratified_split
 from calibkit.metrics import Evaluation, evaluate, reliability_stats
 from calibkit.metrics.calibration_tests import CalibrationTest, calibration_tests
 from calibkit.metrics.groups import GroupEvaluation, evaluate_groups
-from calibkit.metrics.intervals import CalibrationInterval, paired_interval
+from calibkit.metrics.intervals import CalibrationInterval, ece_interval, paired_interval
 from calibkit.metrics.samples import Mode, nll_per_sample
 from calibkit.metrics.selective import (
     RankingChange,
@@ -176,6 +176,10 @@ class MethodResult:
     groups, group_reliability
         With groups: its per-group results on the test part
         (:class:`~calibkit.metrics.groups.GroupEvaluation`) and reliability bins by group.
+    true_ece
+        The interval of the method's true ECE on the test part's distribution
+        (:func:`~calibkit.metrics.intervals.ece_interval`; analytic, so computed whatever
+        ``n_boot``: a study's rows keep it).
     nll_terms
         Each test sample's NLL under this method (None without intervals: ``n_boot=0``),
         for the paired differences of :meth:`Comparison.nll_change`.
@@ -200,6 +204,7 @@ class MethodResult:
     risk_coverage: RiskCoverage | None = None
     groups: GroupEvaluation | None = None
     group_reliability: dict[str, BinStats] | None = None
+    true_ece: CalibrationInterval | None = None
     nll_terms: F64 | None = dataclasses.field(default=None, repr=False, compare=False)
 
 
@@ -408,8 +413,18 @@ def _judge(
     evaluation = evaluate(test, **settings)
     _step(phase, "metrics")
     terms = nll_per_sample(test) if settings["n_boot"] else None
+    true_ece = ece_interval(
+        test, n_bins=settings["n_bins"], mode=settings["mode"], level=settings["level"]
+    )
     result = MethodResult(
-        method, evaluation, params, seconds, reliability, tests=tests, nll_terms=terms
+        method,
+        evaluation,
+        params,
+        seconds,
+        reliability,
+        tests=tests,
+        true_ece=true_ece,
+        nll_terms=terms,
     )
     result = dataclasses.replace(result, risk_coverage=risk_coverage_curve(test))
     _step(phase, "risk-coverage")

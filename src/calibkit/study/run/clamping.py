@@ -30,6 +30,7 @@ from calibkit.calibrators.model.clamping import ABLATIONS
 from calibkit.calibrators.model.clamping.registry import create_input_calibrator
 from calibkit.core.errors import InputError
 from calibkit.metrics import evaluate
+from calibkit.metrics.intervals import ece_interval
 from calibkit.study.definition.components import build_model
 from calibkit.study.definition.config import ModelSpec, StudyConfig
 from calibkit.study.definition.prepare import StudyData
@@ -78,14 +79,17 @@ def fit_rows(
         variants += [(f"{name}:{view}", nc.ablation(view)) for view in views]  # type: ignore[arg-type]
     rows = []
     for method, fitted in variants:
+        probs = fitted.predict_proba(x_test)
         values = evaluate(
             y_test.numpy(),
-            fitted.predict_proba(x_test),
+            probs,
             n_bins=cfg.n_bins,
             n_boot=0,
             n_floor_draws=cfg.n_floor_draws,
             seed=seed,
         ).values
+        true = ece_interval(y_test.numpy(), probs, n_bins=cfg.n_bins)
+        values |= {"ece_low": true.low, "ece_high": true.high}
         fit = seconds if method == name else 0.0
         rows.append(make_row(label, seed, method, values, fitted.temperature_, fit))
     return rows

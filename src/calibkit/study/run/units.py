@@ -176,9 +176,10 @@ def calibration_record(
     rows = []
     for r in comp.rows:
         temperature = 1.0 if r.method == "none" else r.params.get("temperature", float("nan"))
-        rows.append(
-            make_row(label, seed, r.method, r.evaluation.values, temperature, r.fit_seconds)
-        )
+        values = dict(r.evaluation.values)
+        if r.true_ece is not None:  # the interval of its true ECE (analytic, no bootstrap)
+            values |= {"ece_low": r.true_ece.low, "ece_high": r.true_ece.high}
+        rows.append(make_row(label, seed, r.method, values, temperature, r.fit_seconds))
     rec = comp.recommendation
     assert rec is not None
     recommended = {"method": rec.method, "reason": rec.reason}

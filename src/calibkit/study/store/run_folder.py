@@ -51,10 +51,12 @@ __all__ = [
 FORMAT_VERSION = 1
 #: What the post-hoc calibrators of ``calibration.json`` compute (its settings' ``rows``):
 #: 2 when histogram binning and isotonic regression began to smooth toward the uniform
-#: distribution by default, 3 when the run's recommended calibrator joined its rows.
-CALIBRATION_VERSION = 3
-#: The fits of the input calibrators of ``clamping-<name>.json`` (its ``fit_version``).
-CLAMPING_VERSION = 2
+#: distribution by default, 3 when the run's recommended calibrator joined its rows, 4 when
+#: each row gained the interval of its true ECE (``ece_low``, ``ece_high``).
+CALIBRATION_VERSION = 4
+#: The fits of the input calibrators of ``clamping-<name>.json`` (its ``fit_version``; 3:
+#: the rows hold the interval of the true ECE too).
+CLAMPING_VERSION = 3
 
 #: The folder of a study folder holding its runs.
 RUNS = "runs"
