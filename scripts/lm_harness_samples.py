@@ -110,6 +110,9 @@ def register_simulated(data: Path, sharpness: float, seed: int) -> None:
 
     @register_model("simulated")
     class SimulatedLM(LM):  # type: ignore[misc]
+        def __init__(self, **kwargs: object) -> None:  # batch_size, device, ...: unused
+            super().__init__()
+
         def loglikelihood(self, requests, disable_tqdm: bool = False):
             out = []
             for req in requests:
@@ -127,6 +130,10 @@ def register_simulated(data: Path, sharpness: float, seed: int) -> None:
 
         @classmethod
         def create_from_arg_string(cls, arg_string, additional_config=None):
+            return cls()
+
+        @classmethod
+        def create_from_arg_obj(cls, arg_dict, additional_config=None):
             return cls()
 
 

@@ -111,3 +111,57 @@ def test_the_intervals_cover_each_group_s_true_ece_and_the_true_gap(
     assert min(covered.values()) >= 0.9 * reps, covered
     assert res.estimands["ece"].startswith("the population equal-width 15-bin L1")
     assert "Bonferroni" in res.to_dict()["ci_estimand"]["gap"]
+
+
+def _sixty_groups(n: int = 6_000, seed: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, 4)) * rng.uniform(0.5, 3.0, size=(n, 1))
+    y = np.array([rng.choice(4, p=np.exp(r) / np.exp(r).sum()) for r in z])
+    g = np.array([f"task{i % 60:02d}" for i in rng.permutation(n)])
+    return z, y, g
+
+
+def test_every_groups_interval_is_the_one_evaluate_prints_on_its_rows() -> None:
+    """The one-pass intervals (issue #44, item 4) are those of each group's own rows: the
+    ECE's ece_interval widened to hold the value, NLL and accuracy Student-t (as evaluate
+    prints them), and the gap's Bonferroni interval equal to true_gap_interval's."""
+    from calibkit.core.outputs import as_outputs
+    from calibkit.metrics.analytic import mean_interval
+    from calibkit.metrics.groups import true_gap_interval
+    from calibkit.metrics.intervals import ece_interval
+
+    z, y, g = _sixty_groups()
+    res = evaluate_groups(y, logits=z, groups=g, n_boot=10, n_floor_draws=0)
+    parts = []
+    for name in res.names:
+        rows = g == name
+        part = as_outputs(y[rows], logits=z[rows])
+        parts.append(part)
+        true = ece_interval(part)
+        value = res.values[name]["ece"]
+        assert res.ci[name]["ece"] == (min(true.low, value), max(true.high, value))
+        right = (z[rows].argmax(1) == y[rows]).astype(float)
+        assert res.ci[name]["accuracy"] == mean_interval(right, 0.95)  # exactly
+        assert res.ci[name]["nll"][0] < res.values[name]["nll"] < res.ci[name]["nll"][1]
+    assert res.gap_ci == true_gap_interval(parts, res.gap, 15, "top_label", 0.95)
+    assert "Student-t" in res.estimands["accuracy"]
+
+
+def test_group_accuracy_interval_covers_the_true_accuracy() -> None:
+    """200 data sets of two groups whose true accuracies are 0.6 and 0.9: each group's 95%
+    accuracy interval covers its truth in about 95% of them."""
+    rng = np.random.default_rng(11)
+    truth = {"a": 0.6, "b": 0.9}
+    covered = {"a": 0, "b": 0}
+    for _ in range(200):
+        g = np.repeat(["a", "b"], 150)
+        right = rng.uniform(size=300) < np.where(g == "a", truth["a"], truth["b"])
+        conf = np.full(300, 0.8)
+        probs = np.stack([conf, 1 - conf], axis=1)
+        res = evaluate_groups(np.where(right, 0, 1), probs=probs, groups=g, n_boot=1,
+                              n_floor_draws=0)  # fmt: skip
+        for name, p in truth.items():
+            lo, hi = res.ci[name]["accuracy"]
+            covered[name] += lo <= p <= hi
+    assert 0.90 <= covered["a"] / 200 <= 0.99
+    assert 0.90 <= covered["b"] / 200 <= 0.99

@@ -113,3 +113,38 @@ def test_the_interval_names_its_estimand() -> None:
 def test_a_bad_level_is_one_input_error(level: object) -> None:
     with pytest.raises(InputError, match=r"^level: expected a number in \(0, 1\)"):
         ece_interval([0, 1], probs=[[0.9, 0.1], [0.3, 0.7]], level=level)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", ["top_label", "positive_class"])
+def test_group_intervals_are_each_groups_own_bit_for_bit(mode: str) -> None:
+    """One pass over group x bin gives exactly what ece_interval gives on each group's rows
+    (60 groups of uneven sizes, some with bins of one row), at two levels."""
+    from calibkit.metrics.intervals import group_ece_intervals
+
+    rng = np.random.default_rng(7)
+    n, k, groups = 6_000, 4 if mode == "top_label" else 2, 60
+    z = rng.normal(size=(n, k)) * rng.uniform(0.5, 3.0, size=(n, 1))
+    y = rng.integers(0, k, n)
+    codes = rng.choice(groups, size=n, p=rng.dirichlet(np.ones(groups)))
+    codes[:groups] = np.arange(groups)  # every group has a row
+    codes[np.isin(codes, [3, 4])] = 3  # group 4: its rows moved to group 3 ...
+    codes[[0, 1, 2, 4]] = [0, 1, 4, 4]  # ... but two: bins of one row
+    levels = (0.95, 1.0 - 0.05 / groups)
+    got = group_ece_intervals(
+        y, logits=z, codes=codes, n_groups=groups, n_bins=15, mode=mode, levels=levels
+    )
+    for i, level in enumerate(levels):
+        for g in range(groups):
+            rows = codes == g
+            want = ece_interval(y[rows], logits=z[rows], n_bins=15, mode=mode, level=level)
+            assert got[i][g] == want  # every field, exactly
+
+
+def test_group_intervals_refuse_bad_codes() -> None:
+    from calibkit.metrics.intervals import group_ece_intervals
+
+    probs = [[0.7, 0.3], [0.4, 0.6], [0.9, 0.1]]
+    with pytest.raises(InputError, match=r"^codes: "):
+        group_ece_intervals([0, 1, 0], probs=probs, codes=[0, 1, 2], n_groups=2)
+    with pytest.raises(InputError, match=r"^codes: .*none in 1"):
+        group_ece_intervals([0, 1, 0], probs=probs, codes=[0, 0, 2], n_groups=3)
