@@ -114,16 +114,52 @@ def _command(source: str, *rest: str) -> str:
     return "`" + " ".join(["calibkit", "compare", shlex.quote(source), *rest]) + "`"
 
 
+def _means(run: EvaluationRun) -> tuple[float, float]:
+    """What the ECE compares: the mean top-label confidence and the accuracy, or with
+    ``--mode positive_class`` the mean probability of class 1 and its frequency."""
+    if run.mode == "positive_class":
+        out = run.outputs
+        return float(out.probs[:, 1].mean()), float((out.labels == 1).mean())
+    return run.confidence, run.evaluation.values["accuracy"]
+
+
 def direction(run: EvaluationRun) -> str:
     """``"overconfident"``, ``"underconfident"``, or ``"mixed"`` when the mean confidence
-    and the accuracy differ by less than :data:`MIXED_SHARE` of the ECE."""
-    gap = run.confidence - run.evaluation.values["accuracy"]
+    and the accuracy differ by less than :data:`MIXED_SHARE` of the ECE (with
+    ``--mode positive_class``: the mean probability of class 1 and its frequency)."""
+    predicted, observed = _means(run)
+    gap = predicted - observed
     if abs(gap) < MIXED_SHARE * run.evaluation.values["ece"]:
         return "mixed"
     return "overconfident" if gap > 0 else "underconfident"
 
 
+def _positive_class_sentence(run: EvaluationRun, calibrated: bool) -> str:
+    """The first sentence with ``--mode positive_class``: P(class 1) against how often it
+    is the label, never the top-label confidence (issue #46, item 9)."""
+    predicted, observed = (format_value("accuracy", x) for x in _means(run))
+    means = (
+        f"it gives class 1 a probability of {predicted} on average, and class 1 is "
+        f"{observed} of the labels"
+    )
+    if calibrated:
+        return (
+            "The model's probability of class 1 is indistinguishable from calibrated at this "
+            f"sample size: {means}"
+        )
+    which = direction(run)
+    if which == "mixed":
+        return (
+            "The model's probability of class 1 is miscalibrated, too high at some values "
+            f"and too low at others: {means}"
+        )
+    high = "too high" if which == "overconfident" else "too low"
+    return f"The model's probability of class 1 is {high}: {means.replace(', and', ', but')}"
+
+
 def _direction_sentence(run: EvaluationRun, calibrated: bool) -> str:
+    if run.mode == "positive_class":
+        return _positive_class_sentence(run, calibrated)
     conf = format_value("accuracy", run.confidence)
     acc = format_value("accuracy", run.evaluation.values["accuracy"])
     means = f"{conf} confident on average and right {acc} of the time"
@@ -185,7 +221,8 @@ def evaluation_verdict(
     ``reading``: the options the file was read with, such as ``("--kind", "logits")``, which
     the command it suggests repeats so that it runs as printed).
 
-    The headline: overconfident or underconfident (mean confidence against accuracy), the
+    The headline: overconfident or underconfident (mean confidence against accuracy; with
+    ``--mode positive_class``, class 1's mean probability against its frequency), the
     ECE against its noise floor (not above it, or not above the ECE a calibrated model
     stays below with probability ``level``: indistinguishable from calibrated at this
     sample size), the worst-group gap (with groups), and what to run next. The detail: the
@@ -231,9 +268,13 @@ def evaluation_verdict(
     detail += [
         f"NLL {format_value('nll', v['nll'])}",
         f"accuracy {format_value('accuracy', v['accuracy'])}",
-        f"mean confidence {format_value('accuracy', run.confidence)}",
-        f"{ev.n_samples:,} samples",
     ]
+    if run.mode == "positive_class":
+        predicted, observed = (format_value("accuracy", x) for x in _means(run))
+        detail += [f"mean P(class 1) {predicted}", f"class 1 in {observed} of the labels"]
+    else:
+        detail.append(f"mean confidence {format_value('accuracy', run.confidence)}")
+    detail.append(f"{ev.n_samples:,} samples")
     return Verdict(" ".join(sentences), "; ".join(detail) + ".")
 
 
