@@ -17,6 +17,7 @@ from experiments.test_layout import DRIVERS, ENV, ROOT
 #: the current folder, do not exist yet.
 MISSING_INPUT = {
     "experiments/guo2017/guo2017_report.py": ["{missing}/c.toml:{missing}/study:a", "--out", "."],
+    "experiments/intervals/auto_rule.py": ["--out", "out", "--data", "{missing}"],
     "experiments/intervals/conformance_report.py": ["{missing}", "out"],
     "experiments/losses_survey/losses_survey_summary.py": ["{missing}"],
     "experiments/losses_survey/study.py": ["{missing}/c.toml", "--out", "out"],
@@ -43,6 +44,7 @@ NO_INPUT = {"experiments/wang2021/wang2021_configs.py", "experiments/intervals/c
 #: checked before the inputs), made here as the user's, and the argument naming it.
 USER_FOLDER = {
     "experiments/guo2017/guo2017_report.py": ("a", "--out"),
+    "experiments/intervals/auto_rule.py": ("out", "--out"),
     "experiments/intervals/conformance_report.py": ("out", "OUT"),
     "experiments/neural_clamping/nc_authors.py": ("out", "--out"),
     "experiments/neural_clamping/nc_authors_report.py": ("out", "out"),
