@@ -16,7 +16,7 @@ def test_study_command_runs_part_of_a_study(
     out = tmp_path / "out"
     args = ["study", str(tiny_config), "--out", str(out), "--models", "mlp_dropout"]
     assert main([*args, "--seeds", "1", "--epochs", "1", "--quiet"]) == 0
-    assert "1 runs; report:" in capsys.readouterr().out
+    assert "1 run; report:" in capsys.readouterr().out  # not "1 runs" (issue #46)
     assert sorted(p.name for p in (out / "runs").iterdir()) == ["mlp_dropout"]
     assert [p.name for p in (out / "runs" / "mlp_dropout").iterdir()] == ["seed-1"]
     assert "epochs = 1" in (out / "config.toml").read_text()
@@ -33,11 +33,11 @@ def test_report_only_writes_what_is_finished_and_trains_nothing(
     config = (out / "config.toml").read_text()
     (out / "report.md").unlink()
     assert main([*base, "--report-only"]) == 0
-    assert "1 runs; report:" in capsys.readouterr().out
+    assert "1 run; report:" in capsys.readouterr().out  # not "1 runs" (issue #46)
     assert sorted(p.name for p in (out / "runs").iterdir()) == ["mlp"]  # nothing trained
     assert [p.name for p in (out / "runs" / "mlp").iterdir()] == ["seed-1"]
     md = (out / "report.md").read_text()
-    assert "1 runs: 1 models x 1 seeds" in md
+    assert "1 run: 1 model x 1 seed" in md
     assert "## mlp: mean ± std over 1 seed\n" in md
     assert (out / "config.toml").read_text() == config  # the folder's config is kept
 
@@ -198,4 +198,4 @@ def test_a_study_without_data_dir_reads_calibkit_data(
     assert main([*argv, "--models", "mlp", "--seeds", "0", "--epochs", "1"]) == 0, (
         capsys.readouterr().err
     )
-    assert "1 runs; report:" in capsys.readouterr().out
+    assert "1 run; report:" in capsys.readouterr().out  # not "1 runs" (issue #46)

@@ -111,7 +111,7 @@ def test_study_verdict_names_each_models_choice_and_what_it_buys() -> None:
     stats["b"] = stats["a"]
     two = study_verdict([rec("a", 0, "ms_odir"), rec("b", 0, "temperature")], stats)
     assert two.headline == "Use `ms_odir` for a, `temperature` for b."
-    assert "a (1/1 seeds): it lowers NLL" in two.detail
+    assert "a (1/1 seed): it lowers NLL" in two.detail  # not "1/1 seeds" (issue #46)
     none = study_verdict([rec("a", 0, None)], {"a": stats["a"]})
     assert none.headline.startswith("The runs hold no recommendation")
 

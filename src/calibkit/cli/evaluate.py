@@ -56,6 +56,7 @@ from calibkit.cli.options import (
     reading_words,
 )
 from calibkit.core.errors import InputError
+from calibkit.core.words import plural
 
 
 def add_arguments(sub: Subparsers) -> None:
@@ -142,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
         if args.groups is None
         else read_groups(args.file, args.groups, out.n_samples, min_groups=2, args=args)
     )
-    say(f"evaluating {out.n_samples:,} samples ({args.n_boot} bootstrap resamples)")
+    resamples = plural(args.n_boot, "bootstrap resample")
+    say(f"evaluating {plural(out.n_samples, 'sample')} ({resamples})")
     figures = folder is not None or bool(plots)
     result = evaluate_outputs(
         out,

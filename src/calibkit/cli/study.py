@@ -23,6 +23,7 @@ from calibkit.cli.glossary import names
 from calibkit.cli.options import Subparsers, int_list, number, opt
 from calibkit.core.errors import InputError
 from calibkit.core.validation import EPOCHS, SEED, Integer
+from calibkit.core.words import plural
 
 
 def add_arguments(sub: Subparsers) -> None:
@@ -135,7 +136,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"calibkit: error: {exc}", file=sys.stderr)
         return exc.status
     print(_verdict(out))
-    print(f"{len(runs.records)} runs; report: {out / 'report.html'}")
+    print(f"{plural(len(runs.records), 'run')}; report: {out / 'report.html'}")
     return 0
 
 

@@ -58,6 +58,7 @@ import numpy as np
 from calibkit.core.errors import InputError
 from calibkit.core.groups import check_groups
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.words import plural
 from calibkit.metrics.analytic import mean_estimand, t_quantile
 from calibkit.metrics.info import METRICS
 from calibkit.metrics.kernels import BinNorm
@@ -208,7 +209,8 @@ def evaluate_groups(
             out, grp.codes, grp.names, suites, values, n_bins, mode, n_boot, level, seed
         )
     warnings = [
-        f"group {g!r} ({n} samples): ECE {values[g]['ece']:.4f} is not above its noise floor "
+        f"group {g!r} ({plural(n, 'sample')}): ECE {values[g]['ece']:.4f} is not above its "
+        "noise floor "
         f"{values[g]['ece_floor']:.4f}: too few samples to tell its miscalibration from noise"
         for g, n in zip(grp.names, grp.sizes.tolist(), strict=True)
         if "ece_floor" in values[g] and values[g]["ece"] <= values[g]["ece_floor"]

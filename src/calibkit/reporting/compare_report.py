@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from calibkit.calibrators import CALIBRATORS
 from calibkit.core.progress import Phase
+from calibkit.core.words import plural
 from calibkit.io.atomic import check_replaceable_folder
 from calibkit.io.jsonfile import json_ready
 from calibkit.reporting.csv_text import csv_number, csv_text
@@ -325,7 +326,7 @@ def _summary(comp: Comparison) -> str:
     return (
         f"{comp.n_classes} classes; calibration part {comp.n_cal:,} samples, test part "
         f"{comp.n_test:,} samples; {comp.n_bins} equal-width bins; {level:.0%} intervals from "
-        f"{comp.n_boot:,} bootstrap resamples (seed {comp.seed})."
+        f"{plural(comp.n_boot, 'bootstrap resample')} (seed {comp.seed})."
     )
 
 
@@ -655,7 +656,8 @@ def demo_lines(res: DemoResult) -> list[str]:
     comp, s = res.comparison, res.settings
     before = comp.rows[0].evaluation.values
     return [
-        f"Trained a 64-{s.hidden}-10 MLP on {res.n_train} noisy digits for {s.epochs} epochs "
+        f"Trained a 64-{s.hidden}-10 MLP on {res.n_train} noisy digits for "
+        f"{plural(s.epochs, 'epoch')} "
         f"(train accuracy {100 * res.train_accuracy:.1f}%, last epoch's loss "
         f"{res.final_loss:.4f}).",
         f"Test part, {comp.n_test} samples: accuracy {100 * before['accuracy']:.1f}%, ECE "

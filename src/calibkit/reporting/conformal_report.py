@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.core.words import plural
 from calibkit.metrics.conformal import SET_METRICS
 from calibkit.metrics.info import METRICS
 from calibkit.reporting.document import (
@@ -218,7 +219,8 @@ def _setup(rows: Sequence[SetsResult], source: str) -> str:
     m, metrics = rows[0].model, rows[0].metrics
     kind = "Mondrian (one quantile per class)" if m.mondrian else "split"
     intervals = (
-        f"{_level(rows)} bootstrap intervals of the test part ({metrics.n_boot:,} resamples)"
+        f"{_level(rows)} bootstrap intervals of the test part "
+        f"({plural(metrics.n_boot, 'resample')})"
         if metrics.n_boot
         else "no intervals (n_boot 0)"
     )

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.core.words import plural
 from calibkit.metrics.info import METRICS, MetricInfo
 from calibkit.reporting.document import Block, Cell, Document, Paragraph, Section, Table, Verdict
 from calibkit.reporting.tables import format_points
@@ -226,8 +227,9 @@ def label_shift_document(r: LabelShiftResult, title: str) -> Document:
         ]
         if r.ci:
             notes.append(
-                f"In brackets: {100 * r.level:g}% bootstrap intervals ({r.n_boot:,} resamples "
-                f"of the target rows, the same for all three rows); ECE with {r.n_bins} "
+                f"In brackets: {100 * r.level:g}% bootstrap intervals "
+                f"({plural(r.n_boot, 'resample')} of the target rows, the same for all three "
+                f"rows); ECE with {r.n_bins} "
                 "equal-width bins."
             )
         else:

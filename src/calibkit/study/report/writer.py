@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from calibkit.calibrators.logit.temperature_grid import ece_temperature_curve
+from calibkit.core.words import plural
 from calibkit.io.atomic import atomic_directory
 from calibkit.io.jsonfile import json_text
 from calibkit.metrics import ece, reliability_stats
@@ -225,6 +226,11 @@ def recommended(runs: Sequence[RunRecord], by_cal: dict[str, Any]) -> tuple[str,
     return best, f"{chosen[best]}/{len(runs)}"
 
 
+def _seeds(chosen: str) -> str:
+    """``"2/3"`` (seeds that chose a method, of all) as ``2/3 seeds``, ``1/1 seed``."""
+    return f"{chosen} {'seed' if chosen.endswith('/1') else 'seeds'}"
+
+
 def _buys(model: str, method: str, by_cal: dict[str, Any]) -> str:
     """What ``method`` does to ``model``'s mean test NLL and ECE over the seeds, against
     temperature scaling (against the uncalibrated model for temperature scaling)."""
@@ -264,9 +270,9 @@ def study_verdict(records: Sequence[RunRecord], stats: dict[str, Any]) -> Verdic
     if len(choices) == 1:
         model, best, seeds, buys = choices[0]
         head = f"Use `{best}` for {model}" + (f": over the seeds {buys}." if buys else ".")
-        return Verdict(head, f"{seeds} seeds chose it. {rule}")
+        return Verdict(head, f"{_seeds(seeds)} chose it. {rule}")
     head = "Use " + ", ".join(f"`{b}` for {m}" for m, b, _, _ in chosen) + "."
-    per_model = [f"{m} ({s} seeds): {buys}." for m, _, s, buys in chosen if buys]
+    per_model = [f"{m} ({_seeds(s)}): {buys}." for m, _, s, buys in chosen if buys]
     return Verdict(head, " ".join([*per_model, rule]))
 
 
@@ -309,7 +315,7 @@ def summary_table(records: Sequence[RunRecord], stats: dict[str, Any]) -> Table:
                 Cell(_true_ece(by_cal, "none")),
                 Cell(_pct(ts)),
                 Cell(_true_ece(by_cal, "temperature")),
-                Cell(f"{best} ({seeds} seeds)" if seeds else best),
+                Cell(f"{best} ({_seeds(seeds)})" if seeds else best),
                 Cell(_ece_by_floor(by_cal, best)),
                 Cell(_pct(by_cal["none"]["ece_floor"])),
             ]
@@ -350,7 +356,7 @@ def study_figures(
             start=np.zeros((len(classes), len(classes)), dtype=np.int64),
         )
         fig = confusion_figure(
-            counts, classes, title=f"{model}: test confusion, {len(runs)} seeds summed"
+            counts, classes, title=f"{model}: test confusion, {plural(len(runs), 'seed')} summed"
         )
         caption = f"{model}: confusion matrix"
         figures.append(Figure(f"confusion_{model}.png", caption, figure_png_bytes(fig)))
@@ -424,8 +430,9 @@ def _header(
     else:
         n = "; ".join(f"{', '.join(models)}: {text}" for text, models in splits.items())
     return (
-        f"Dataset {cfg.data.dataset} ({n}); {len(records)} runs: "
-        f"{len({r.model for r in records})} models x {len({r.seed for r in records})} seeds; "
+        f"Dataset {cfg.data.dataset} ({n}); {plural(len(records), 'run')}: "
+        f"{plural(len({r.model for r in records}), 'model')} x "
+        f"{plural(len({r.seed for r in records}), 'seed')}; "
         f"{cfg.n_bins} equal-width bins."
     )
 
