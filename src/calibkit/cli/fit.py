@@ -39,6 +39,7 @@ from calibkit.cli.options import (
     opt,
 )
 from calibkit.core.errors import InputError
+from calibkit.core.words import plural
 
 if TYPE_CHECKING:
     import numpy as np
@@ -186,7 +187,8 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--target", expected, f"{target.n_classes} classes")
     _fit(fitted, z, out.labels, groups, target, args.file, out.kind)
     fitted.save(output)
-    where = "" if groups is None else f", {len(set(groups.tolist()))} groups in {args.groups!r}"
+    count = 0 if groups is None else len(set(groups.tolist()))
+    where = "" if groups is None else f", {plural(count, 'group')} in {args.groups!r}"
     print(f"fitted {args.method} on {out.n_samples:,} samples ({out.n_classes} classes{where})")
     if is_a(fitted, "ConformalClassifier"):
         _print_sets(cast("ConformalClassifier", fitted))

@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.core.errors import CalibkitWarning, InputError
+from calibkit.core.words import plural
 
 _INTEGER = re.compile(r"[+-]?\d+")
 #: Fewest samples a group may hold.
@@ -197,7 +198,8 @@ def check_groups(
         )
     if len(names) < min_groups:
         one = len(names) == 1
-        got = f"one group, {names[0]!r}, for all {n_samples} samples" if one else f"{len(names)}"
+        everyone = plural(n_samples, "sample")
+        got = f"one group, {names[0]!r}, for all {everyone}" if one else f"{len(names)}"
         expected = f"at least {min_groups} distinct groups (the worst-group gap compares them)"
         raise InputError(name, expected, got)
     return Groups(names, codes.astype(np.int64).reshape(-1), sizes)

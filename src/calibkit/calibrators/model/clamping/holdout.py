@@ -32,6 +32,7 @@ from torch import Tensor
 
 from calibkit.calibrators.model.clamping.objective import fit_focal_temperature, focal_loss_np
 from calibkit.core.errors import InputError
+from calibkit.core.words import plural
 
 #: Which guard decided a fit (``guard_``): none (no hold-out); the learnt ``delta`` kept or
 #: dropped for ``delta = 0`` by held-out NLL; or temperature scaling, whose held-out NLL
@@ -54,7 +55,7 @@ def holdout_split(n: int, fraction: float, seed: int) -> tuple[Tensor, Tensor]:
         raise InputError(
             "holdout",
             "a fraction leaving at least 1 held-out and 2 learning samples",
-            f"{fraction:g} of {n} samples",
+            f"{fraction:g} of {plural(n, 'sample')}",
         )
     order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
     return order[n_held:].sort().values, order[:n_held].sort().values
