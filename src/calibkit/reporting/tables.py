@@ -464,8 +464,10 @@ def group_tables(comp: Comparison) -> list[Table]:
     for r in rows:
         ge = r.groups
         assert ge is not None
-        ci = "" if ge.gap_ci is None else " [{:.2f}, {:.2f}]".format(*(100 * x for x in ge.gap_ci))
-        text = f"{100 * ge.gap:.2f} pp{ci}"  # a difference of percentages
+        bounds = (
+            "" if ge.gap_ci is None else " [{:.2f}, {:.2f}]".format(*(100 * x for x in ge.gap_ci))
+        )
+        text = f"{100 * ge.gap:.2f} pp{bounds}"  # a difference of percentages
         shown = format_value("ece", ge.values[ge.worst_group]["ece"])
         gap_rows.append(
             [
