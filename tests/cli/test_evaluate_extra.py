@@ -45,8 +45,9 @@ def test_extras_add_their_values_and_intervals(
     data = np.load(preds)
     y, z = data["labels"], data["logits"]
     assert out["smooth_ece"] == pytest.approx(smooth_ece(y, logits=z), abs=1e-12)
-    lo, hi = out["ci"]["smooth_ece"]  # type: ignore[index]
-    assert lo <= hi
+    # no interval: its bootstrap covered a calibrated model's smooth ECE of 0 in no
+    # simulated data set (docs/conformance)
+    assert "smooth_ece" not in out["ci"]  # type: ignore[operator]
     for score in ("nll", "brier"):
         d = score_decomposition(y, logits=z, score=score)  # type: ignore[arg-type]
         assert out[f"{score}_calibration"] == pytest.approx(d.calibration, abs=1e-12)

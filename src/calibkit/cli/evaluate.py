@@ -138,11 +138,9 @@ def run(args: argparse.Namespace) -> int:
     from calibkit.workflows.evaluate import evaluate_outputs
 
     out = read_outputs(args, args.file, args.labels)
-    groups = (
-        None
-        if args.groups is None
-        else read_groups(args.file, args.groups, out.n_samples, min_groups=2, args=args)
-    )
+    groups = None
+    if args.groups is not None:
+        groups = read_groups(args.file, args.groups, out.n_samples, min_groups=2, args=args)
     resamples = plural(args.n_boot, "bootstrap resample")
     say(f"evaluating {plural(out.n_samples, 'sample')} ({resamples})")
     figures = folder is not None or bool(plots)

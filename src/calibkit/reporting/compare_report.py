@@ -12,7 +12,8 @@ not at all)::
     results.json   the writer's header (verdict, inputs, options, versions), then every
                    number as fractions
     results.csv    one row per method: <metric>, <metric>_lo, <metric>_hi, floors, ...
-    figures/       reliability_grid.png, reliability_<method>.png, ece_temperature.png,
+    figures/       reliability_grid.png (every method), reliability_<method>.png (none, the
+                   recommended and the group-aware method), ece_temperature.png,
                    risk_coverage.png; with groups also reliability_groups.png
 
 The verdict (:func:`compare_verdict`) comes first: which calibrator to use (chosen on the
@@ -64,6 +65,15 @@ from calibkit.reporting.figures import (
     reliability_figure,
     reliability_grid,
 )
+from calibkit.reporting.per_group import (
+    BEST_PANELS,
+    MAX_FULL_TABLE_GROUPS,
+    aware_method,
+    panel_groups,
+    per_group_help,
+    per_group_table,
+    reference_method,
+)
 from calibkit.reporting.tables import (
     column_info,
     comparison_tables,
@@ -76,6 +86,7 @@ from calibkit.reporting.tables import (
     metric_names,
     same_map_lines,
 )
+from calibkit.reporting.text import without_interval
 from calibkit.reporting.writer import Report, write_report
 from calibkit.workflows.compare import Comparison
 from calibkit.workflows.methods import left_out_lines
@@ -96,7 +107,7 @@ GROUPS_FIGURE = "reliability_groups.png"
 GROUPS_HOW_TO_READ = (
     "Each method's ECE, NLL and accuracy on each group's rows of the test part. Brackets hold "
     "{level:.0%} intervals: for a group's ECE, of its true calibration error; for NLL and "
-    "accuracy, bootstrap intervals that redraw every group within itself. The ECE floor is "
+    "accuracy, Student-t intervals of the group's population mean. The ECE floor is "
     "the group's ECE were it perfectly calibrated with the same confidences: a small group's "
     "floor is high, and an ECE near it cannot be told from noise. The worst-group gap is the "
     "largest minus the smallest group ECE, and its interval is of the true gap (all the "
@@ -111,7 +122,7 @@ HOW_TO_READ = (
     "brackets hold a {level:.0%} interval: for ECE, adaptive ECE, RMSCE and debiased RMSCE, "
     "of the method's true binned error on the test part's distribution (their estimates are "
     "biased upwards at finite sample size), for the others the bootstrap interval over the "
-    "test part (every method judged on the same resamples); MCE, SCE and KS have none. The "
+    "test part (every method judged on the same resamples); {none} have none. The "
     "debiased "
     "RMSCE (key ece_debiased; Kumar et al. 2019, 'Verified uncertainty calibration') is an "
     "L2 (root-mean-square) error, shown beside the RMSCE: from each bin's squared gap it "
@@ -145,7 +156,7 @@ def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
     after the method where there is one, so each figure reads on its own.
     """
     curves = {r.method: r.risk_coverage for r in comp.rows if r.risk_coverage is not None}
-    n = 2 + bool(curves) + len(comp.rows)
+    n = 2 + bool(curves) + len(single_methods(comp))
     phase = Phase(_log, f"drawing {n} figures", n)
 
     def png(fig: MplFigure) -> bytes:
@@ -179,7 +190,7 @@ def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
     group_figure = _group_figure(comp, name)
     if group_figure is not None:
         figs.append(group_figure)
-    for r in comp.rows:
+    for r in (r for r in comp.rows if r.method in single_methods(comp)):
         fig = reliability_figure(
             r.reliability,
             title=f"{r.method}: {name}",
@@ -190,6 +201,19 @@ def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
         caption = f"Reliability diagram: {r.method}"
         figs.append(Figure(figure_name(r.method), caption, png(fig)))
     return figs
+
+
+def single_methods(comp: Comparison) -> list[str]:
+    """The methods drawn in a figure of their own (a diagram above its confidence
+    histogram): the uncalibrated model, the recommended method (else temperature
+    scaling), and with groups the group-aware method with the smallest worst-group gap.
+    Every method is in the grid's panels; a figure of each again cost 0.3 s a method (15
+    methods: 4.5 of a report's 17 s).
+    """
+    rec = comp.recommendation.method if comp.recommendation is not None else "temperature"
+    names = [r.method for r in comp.rows]
+    chosen = [names[0], *(m for m in (rec, aware_method(comp)) if m in names)]
+    return list(dict.fromkeys(chosen))
 
 
 def group_figure_methods(comp: Comparison) -> list[str]:
@@ -219,8 +243,11 @@ def _group_figure(comp: Comparison, name: str) -> Figure | None:
     rows = {r.method: r for r in comp.rows}
     first = rows[methods[0]].groups
     assert first is not None
+    sizes = dict(zip(first.names, first.sizes, strict=True))
+    drawn = panel_groups(comp)
     panels = []
-    for g, n in zip(first.names, first.sizes, strict=True):
+    for g in drawn:
+        n = sizes[g]
         lines = {}
         for m in methods:
             ge, bins = rows[m].groups, rows[m].group_reliability
@@ -230,6 +257,12 @@ def _group_figure(comp: Comparison, name: str) -> Figure | None:
         panels.append((f"group {g} ({n:,} samples)", lines))
     fig = group_reliability_figure(panels, title=f"{name}: reliability per group, test part")
     caption = "Reliability per group: " + ", ".join(methods)
+    if len(drawn) < len(first.names):
+        best = min(BEST_PANELS, len(drawn) // 2)
+        caption += (
+            f"; the {len(drawn) - best} worst and {best} best of {len(first.names)} groups by "
+            f"{reference_method(comp)}'s ECE (every group: the table)"
+        )
     return Figure(GROUPS_FIGURE, caption, figure_png_bytes(fig))
 
 
@@ -453,6 +486,8 @@ def compare_verdict(comp: Comparison) -> Verdict:
                 f"Its test ECE is below its noise floor ({floor}): as small as "
                 "this test part can measure."
             )
+    if helps := per_group_help(comp):
+        detail.append(helps)
     gap = comp.smallest_gap
     if gap is None:
         return Verdict(f"{use}: {buys}." if buys else f"{use}.", " ".join(detail))
@@ -579,7 +614,11 @@ def compare_document(
     meta = [*intro, *([f"Source: {comp.source}"] if comp.source else []), _summary(comp)]
     meta += declined_lines(comp)
     level = comp.rows[0].evaluation.level
-    how = [VERDICT_HOW_TO_READ, HOW_TO_READ.format(level=level), marks_note(comp)]
+    how = [
+        VERDICT_HOW_TO_READ,
+        HOW_TO_READ.format(level=level, none=without_interval()),
+        marks_note(comp),
+    ]
     big = [f for f in figures if f.name in (GRID, CURVE, RC, GROUPS_FIGURE)]
     singles = [f for f in figures if f.name not in (GRID, CURVE, RC, GROUPS_FIGURE)]
     by_group = group_tables(comp)
@@ -589,7 +628,14 @@ def compare_document(
         paragraphs = [GROUPS_HOW_TO_READ.format(level=level)]
         noisy = comp.rows[0].groups.warnings if comp.rows[0].groups is not None else []
         paragraphs += [f"Uncalibrated model: {w}." for w in noisy]
+        if helps := per_group_help(comp):
+            paragraphs.insert(0, helps)
         blocks: list[Block] = [Paragraph(p) for p in paragraphs]
+        summary = per_group_table(comp)
+        blocks += [table_section(summary)] if summary is not None else []
+        n_groups = len(comp.rows[0].groups.names) if comp.rows[0].groups is not None else 0
+        if n_groups > MAX_FULL_TABLE_GROUPS:  # every method on every group: results.json
+            by_group = by_group[1:]
         blocks += [table_section(t) for t in by_group]
         groups = [Section("Calibration per group", blocks)]
     explained = recommendation_paragraphs(comp)

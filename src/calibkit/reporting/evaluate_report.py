@@ -59,7 +59,7 @@ from calibkit.reporting.tables import (
     format_value,
     metric_names,
 )
-from calibkit.reporting.text import text_table
+from calibkit.reporting.text import text_table, without_interval
 from calibkit.reporting.writer import Report
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ HOW_TO_READ = (
     "{level:.0%} interval: for ECE, adaptive ECE, RMSCE and debiased RMSCE, of the model's "
     "true binned error (their estimates are biased upwards at finite sample size; an interval "
     "starting at 0 means the model cannot be told apart from calibrated); for the others, "
-    "the bootstrap interval over the samples; MCE, SCE and KS have none (no interval "
+    "the bootstrap interval over the samples; {none} have none (no interval "
     "calibkit knows covers their truth). The noise floor of a calibration error is its value "
     "for a perfectly calibrated model with the same confidences and sample size. The "
     "debiased RMSCE (key ece_debiased; Kumar et al. 2019) removes "
@@ -391,7 +391,7 @@ def evaluation_document(
         Section(
             "Metrics",
             [
-                Paragraph(HOW_TO_READ.format(level=ev.level)),
+                Paragraph(HOW_TO_READ.format(level=ev.level, none=without_interval())),
                 metrics_table(ev, run.undefined),
                 *(Paragraph(note) for note in undefined_notes(run.undefined)),
             ],

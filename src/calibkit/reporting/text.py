@@ -62,3 +62,16 @@ def verdict_text(verdict: Verdict) -> str:
     if verdict.detail:
         lines.append("  " + plain(verdict.detail))
     return "\n".join(lines)
+
+
+def without_interval() -> str:
+    """The labels of the suite's metrics that print no interval (their entry's
+    ``interval`` is ``"none"``), in words: what the "How to read this" texts name.
+
+    >>> without_interval()
+    'MCE, SCE, KS and MMCE'
+    """
+    from calibkit.metrics.info import METRICS, suite_names
+
+    labels = [METRICS.get(n).label for n in suite_names() if METRICS.get(n).interval == "none"]
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
