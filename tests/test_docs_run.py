@@ -10,11 +10,16 @@ blocks are output or formats, never run. The write-ups under ``experiments/`` ar
 
 Each block runs in a fresh folder ``tmp/repo`` holding small files in the layouts the
 pages make (``preds.npz``, ``cal.npz``, ``test.npz``, ``binary.npz``, ``source.npz``,
-``target.npz``, ``preds.csv``; the README's snippets that make them from the shared file
-are run too, and the two are checked to hold the same arrays), beside links to the
-repository's ``experiments/`` and ``scripts/``, and with ``tmp/shared`` the real
-``../shared`` beside the repository, so that ``../shared/data/...`` resolves as from a
-clone. Rules for what cannot run as written here:
+``target.npz``, ``preds.csv``, in ``out/`` too, where the README makes them; the README's
+snippets that make them from the shared file are run too, and the two are checked to hold
+the same arrays), beside links to the repository's ``experiments/`` and ``scripts/``, and
+with ``tmp/shared`` the real ``../shared`` beside the repository, so that
+``../shared/data/...`` resolves as from a clone. ``tmp/repo`` is a git repository holding
+the clone's ``.gitignore`` files: after each README block, ``git status --porcelain`` is
+empty (the README's examples write only under ``out/`` or another ignored folder), and no
+two of the README's examples name the same output (:func:`outputs`). A block that warns
+(a Python warning, or a line of ``calibkit: warning`` or any other warning on stderr) fails.
+Rules for what cannot run as written here:
 
 - ``calibkit study`` and ``calibkit shift`` run with ``--smoke`` appended (toy size, the
   same code paths), so a full config is checked end to end in seconds;
@@ -28,8 +33,12 @@ clone. Rules for what cannot run as written here:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 import shlex
+import shutil
+import subprocess
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,9 +186,27 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     if SHARED_DATA.parent.is_dir():
         (tmp_path / "shared").symlink_to(SHARED_DATA.parent, target_is_directory=True)
     make_files(folder)
+    (folder / "out").mkdir()
+    make_files(folder / "out")  # where the README makes them
+    for ignore in (".gitignore", "out/.gitignore"):  # the clone's
+        shutil.copyfile(ROOT / ignore, folder / ignore)
+    _git(folder, "init", "-q")
+    _git(folder, "add", "-A")
+    _git(folder, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "clone")
     monkeypatch.chdir(folder)
     monkeypatch.setenv("MPLBACKEND", "Agg")
     return folder
+
+
+def _git(folder: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=folder, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def untracked(folder: Path) -> list[str]:
+    """What ``git status --porcelain`` shows in ``folder``: files written outside the
+    ignored folders (``out/``, ``study-digits/``, ...) or tracked files changed."""
+    return _git(folder, "status", "--porcelain", "--untracked-files=all").splitlines()
 
 
 def _needs_shared(block: Block) -> None:
@@ -191,26 +218,51 @@ def _needs_shared(block: Block) -> None:
 # Running blocks
 
 
-def run_python(block: Block) -> dict[str, Any]:
-    """Run a Python block in the current folder; its namespace."""
+def run_python(block: Block, caught: list[str] | None = None) -> dict[str, Any]:
+    """Run a Python block in the current folder; its namespace (the warnings it raised
+    added to ``caught``)."""
     namespace: dict[str, Any] = {"__name__": "__docs__"}
     code = compile(block.text, f"{block.document}:{block.line}", "exec")
-    with _closing_figures():
+    with _closing_figures(), _warnings(caught):
         exec(code, namespace)
     return namespace
 
 
-def run_commands(block: Block) -> list[str]:
-    """Run each calibkit command of a shell block; the commands that failed, with status."""
+def run_commands(block: Block, caught: list[str] | None = None) -> list[str]:
+    """Run each calibkit command of a shell block; the commands that failed, with status
+    (the Python warnings they raised added to ``caught``)."""
     from calibkit.cli import main
 
     failed = []
     for argv in commands(block.text):
-        with _closing_figures():
+        with _closing_figures(), _warnings(caught):
             status = main(as_run(argv))
         if status != 0:
             failed.append(f"calibkit {shlex.join(as_run(argv))}: exit status {status}")
     return failed
+
+
+@contextlib.contextmanager
+def _warnings(caught: list[str] | None) -> Iterator[None]:
+    """Every warning raised inside, whatever the filters (pytest's ignores too), as
+    ``Category: message`` in ``caught``."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            if caught is not None:
+                caught += [f"{w.category.__name__}: {w.message}" for w in seen]
+
+
+#: A line of stderr that warns: calibkit's ``calibkit: warning: ...``, Python's
+#: ``...Warning: ...`` and a logger's ``W1207 ...`` / ``WARNING ...``.
+WARNING_LINE = re.compile(r"warning|^W\d{4} ", re.I)
+
+
+def warned(caught: list[str], stderr: str) -> list[str]:
+    """The warnings of a block: those raised, then the lines of its stderr that warn."""
+    return [*caught, *(line for line in stderr.splitlines() if WARNING_LINE.search(line))]
 
 
 @contextlib.contextmanager
@@ -225,22 +277,30 @@ def _closing_figures() -> Iterator[None]:
 
 
 @pytest.mark.parametrize("block", _params([b for b in RUN if b.lang == "python"]))
-def test_python_block_runs(block: Block, repo: Path) -> None:
+def test_python_block_runs(block: Block, repo: Path, capfd: pytest.CaptureFixture[str]) -> None:
     if block.not_run:
         pytest.skip(block.not_run)
     _needs_shared(block)
-    namespace = run_python(block)
+    caught: list[str] = []
+    namespace = run_python(block, caught)
+    assert warned(caught, capfd.readouterr().err) == []
     for marker, check in CHECKS.items():
         if marker in block.text:
             check(namespace, repo)
+    if block.document == "README.md":
+        assert untracked(repo) == []
 
 
 @pytest.mark.parametrize("block", _params([b for b in RUN if b.lang == "bash"]))
-def test_calibkit_commands_run(block: Block, repo: Path) -> None:
+def test_calibkit_commands_run(block: Block, repo: Path, capfd: pytest.CaptureFixture[str]) -> None:
     if block.not_run:
         pytest.skip(block.not_run)
     _needs_shared(block)
-    assert run_commands(block) == []
+    caught: list[str] = []
+    assert run_commands(block, caught) == []
+    assert warned(caught, capfd.readouterr().err) == []
+    if block.document == "README.md":
+        assert untracked(repo) == []
 
 
 # ---------------------------------------------------------------------------------------
@@ -249,7 +309,7 @@ def test_calibkit_commands_run(block: Block, repo: Path) -> None:
 
 def _quick_start(ns: dict[str, Any], folder: Path) -> None:
     assert 1.2 < ns["ts"].temperature_ < 2.0
-    assert (folder / "ts.json").exists()
+    assert (folder / "out" / "ts.json").exists()
 
 
 def _made_files(ns: dict[str, Any], folder: Path) -> None:
@@ -258,17 +318,27 @@ def _made_files(ns: dict[str, Any], folder: Path) -> None:
     other.mkdir()
     make_files(other)
     for name in MADE:
-        if (folder / name).exists():
-            with np.load(folder / name) as made, np.load(other / name) as small:
+        if (folder / "out" / name).exists():
+            with np.load(folder / "out" / name) as made, np.load(other / name) as small:
                 assert sorted(made.files) == sorted(small.files), name
 
 
 def _pytorch(ns: dict[str, Any], folder: Path) -> None:
+    """The program and the ONNX file of the README take any number of rows (issue #46,
+    item 1: the file refused 7 rows, "Got: 7 Expected: 1000")."""
+    import onnxruntime
     import torch
 
-    assert (folder / "calibrated.onnx").stat().st_size > 0
-    probs = ns["program"].module()(ns["x"])
-    assert torch.allclose(probs, ns["deployed"](ns["x"]))
+    assert 1.0 < ns["ts"].temperature_ < 3.0  # overconfident, as the snippet says
+    assert sorted(p.name for p in (folder / "out").glob("calibrated.onnx*")) == ["calibrated.onnx"]
+    session = onnxruntime.InferenceSession(str(folder / "out" / "calibrated.onnx"))
+    for rows in (7, 1, len(ns["x"])):
+        x = ns["x"][:rows]
+        with torch.no_grad():
+            expected = ns["deployed"](x)
+        assert torch.allclose(ns["program"].module()(x), expected)
+        (probs,) = session.run(None, {"x": x.numpy()})
+        np.testing.assert_allclose(probs, expected.numpy(), atol=1e-6)
 
 
 def _streaming(ns: dict[str, Any], folder: Path) -> None:
@@ -277,7 +347,7 @@ def _streaming(ns: dict[str, Any], folder: Path) -> None:
 
 def _sklearn(ns: dict[str, Any], folder: Path) -> None:
     assert ns["proba"].shape == (1000, 3)
-    assert (folder / "rel.png").stat().st_size > 0
+    assert (folder / "out" / "forest.png").stat().st_size > 0
 
 
 def _three_answers(ns: dict[str, Any], folder: Path) -> None:
@@ -325,9 +395,9 @@ def _shift(ns: dict[str, Any], folder: Path) -> None:
 
 #: A text of a block -> what its run must also show.
 CHECKS: dict[str, Callable[[dict[str, Any], Path], None]] = {
-    'ts.save("ts.json")': _quick_start,
-    'np.savez("preds.npz"': _made_files,
-    'np.savez("source.npz"': _made_files,
+    'ts.save("out/ts.json")': _quick_start,
+    'np.savez("out/preds.npz"': _made_files,
+    'np.savez("out/source.npz"': _made_files,
     "ck.CalibratedModel(": _pytorch,
     "ck.StreamingCalibration(": _streaming,
     "ck.CalibratedClassifier(": _sklearn,
@@ -376,6 +446,79 @@ def test_a_failing_block_is_caught(repo: Path) -> None:
     with pytest.raises(ValueError, match="the snippet is wrong"):
         run_python(python)
     assert cluster.not_run == "needs a cluster"
+
+
+#: The options of a command that name what it writes.
+OUTPUT_OPTIONS = ("--out", "-o", "--plot", "--smooth-plot", "--rc-plot")
+#: What a Python snippet writes: the first string argument of a writing call.
+WRITES = re.compile(r'(?:np\.savez|\.save|\.savefig|export_onnx)\([^"\n]*"([^"]+)"')
+
+
+def outputs(document: str) -> list[str]:
+    """Every path the examples of ``document`` (a README's text) write, as spelt there, in
+    order: the Python blocks' ``np.savez``, ``.save``, ``.savefig`` and ``export_onnx``,
+    and the commands' :data:`OUTPUT_OPTIONS`."""
+    found: list[str] = []
+    for block in blocks(document, "README.md"):
+        if block.lang == "python":
+            found += WRITES.findall(block.text)
+        elif block.lang == "bash":
+            for argv in commands(block.text):
+                found += [v for o, v in itertools.pairwise(argv) if o in OUTPUT_OPTIONS]
+    return [path.rstrip("/") for path in found]
+
+
+def test_the_readme_writes_each_file_once_under_out() -> None:
+    """Issue #46, item 10: following the README left about 25 files in the clone's root, two
+    examples both writing ``rel.png`` (and two compares ``report/``)."""
+    found = outputs((ROOT / "README.md").read_text("utf-8"))
+    assert len(found) >= 20
+    assert [p for p in found if not p.startswith("out/")] == []
+    assert sorted(p for p in set(found) if found.count(p) > 1) == []
+    ignored = _git(ROOT, "check-ignore", "--no-index", *found).split()
+    assert ignored == found  # the clone's .gitignore files keep them out of git status
+
+
+def test_outputs_are_found_where_an_example_writes() -> None:
+    page = (
+        '```python\nnp.savez("a.npz", x=x)\nts.save("t.json")\nfig.savefig("rel.png")\n'
+        'ck.export_onnx(m, x, "m.onnx")\n```\n\n```bash\ncalibkit evaluate p.npz --plot '
+        "rel.png\ncalibkit fit --method temperature p.npz -o c.json\ncalibkit compare p.npz"
+        " --out r/\n```\n"
+    )
+    assert outputs(page) == ["a.npz", "t.json", "rel.png", "m.onnx", "rel.png", "c.json", "r"]
+
+
+def test_a_block_that_warns_is_caught(repo: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Issue #46, item 7: the README's deploy snippet fitted on random labels and printed a
+    BoundWarning (and torch's warnings); a block that warns now fails."""
+    rng = np.random.default_rng(0)
+    np.savez("noise.npz", logits=rng.normal(size=(300, 3)), labels=rng.integers(0, 3, 300))
+    page = (
+        "```python\nimport warnings\nwarnings.warn('careful', FutureWarning)\n```\n\n"
+        "```bash\ncalibkit fit --method temperature noise.npz -o t.json\n```\n"
+    )
+    python, shell = blocks(page, "page.md")
+    caught: list[str] = []
+    run_python(python, caught)
+    assert caught == ["FutureWarning: careful"]
+    capfd.readouterr()
+    caught = []
+    assert run_commands(shell, caught) == []
+    found = warned(caught, capfd.readouterr().err)
+    assert len(found) == 1
+    assert found[0].startswith("calibkit: warning: temperature: T reached its upper bound")
+
+
+def test_a_file_written_outside_the_ignored_folders_is_caught(repo: Path) -> None:
+    assert untracked(repo) == []
+    (repo / "out" / "fine.png").write_bytes(b"ignored")
+    (repo / "study-digits").mkdir()
+    (repo / "study-digits" / "fine.csv").write_text("ignored")
+    assert untracked(repo) == []
+    (repo / "rel.png").write_bytes(b"left in the clone")
+    (repo / "preds.npz").write_bytes(b"a tracked file changed")
+    assert untracked(repo) == [" M preds.npz", "?? rel.png"]
 
 
 def test_commands_are_parsed_as_a_shell_would() -> None:
