@@ -105,3 +105,41 @@ def test_length_norm_without_layout_is_refused(
 ) -> None:
     assert main(["evaluate", "options.jsonl", "--length-norm", "acc_norm"]) == 2
     assert "--length-norm: expected --layout beside it" in capsys.readouterr().err
+
+
+def test_compare_by_task_speaks_of_tasks_and_says_whether_per_task_helps(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``compare --groups task`` (issue #44, item 2): the tasks are called tasks, the worst
+    task is named with its interval, and the verdict says whether one temperature per task
+    beats one temperature, from the paired NLL interval (here law is twice as overconfident
+    as the others: it helps)."""
+    lm = ["--layout", "option-logprobs", "--groups", "task"]
+    methods = ["--methods", "temperature,temperature_groupwise", "--n-boot", "20"]
+    assert main(["compare", "options.jsonl", *lm, *methods, "--out", "r"]) == 0
+    out = capsys.readouterr().out
+    verdict = out.split("\n\n")[0]
+    assert "One temperature per task (temperature_groupwise) against one temperature" in verdict
+    assert "it helps" in verdict
+    assert " group" not in verdict
+    assert "per task (test part):" in out
+    assert "worst-task ECE gap" in out
+    md = (work / "r" / "report.md").read_text()
+    assert "## Calibration per task" in md
+    assert "Every task on the test part, worst first" in md
+    results = json.loads((work / "r" / "results.json").read_text())
+    rows = {m["method"]: m for m in results["methods"]}
+    assert set(rows["temperature"]["groups"]["groups"]) == {"anatomy", "law", "math"}
+    assert rows["temperature"]["groups"]["ci_estimand"]["ece"].startswith("the population")
+
+
+def test_evaluate_by_task_names_the_worst_task(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(["evaluate", "options.jsonl", "--layout", "option-logprobs", "--groups", "task"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "Across the tasks, the worst task ('law'" in out
+    assert "per task:" in out
+    assert "worst-task ECE gap" in out

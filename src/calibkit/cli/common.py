@@ -428,7 +428,8 @@ def lm_words(report: Report, args: argparse.Namespace) -> Report:
             )
             head += f", {tasks} task{'s' * (tasks != 1)}, layout {read.layout}."
             notes += [head, *read.notes]
-    return in_words(report, answers, notes, keep=[str(p) for p in paths if p is not None])
+    keep = [str(p) for p in paths if p is not None]
+    return in_words(report, answers, notes, keep=keep, groups=getattr(args, "groups", None))
 
 
 def finish(report: Report, args: argparse.Namespace, folder: Path | None) -> int:

@@ -51,15 +51,36 @@ class Vocabulary:
     #: What a column of scores is ("option"), and its plural.
     column: str
     columns: str
+    #: What a group is ("task", with ``--groups task``), and its plural.
+    group: str = "group"
+    groups: str = "groups"
 
     def words(self) -> dict[str, str]:
         """A classifier's word -> this input's."""
-        return {
+        words = {
             "samples": self.rows,
             "sample": self.row,
             "classes": self.columns,
             "class": self.column,
         }
+        if self.group != "group":
+            words.update(groups=self.groups, group=self.group)
+        return words
+
+    def grouped_by(self, key: str | None) -> Vocabulary:
+        """This vocabulary with the groups called by their key: ``task`` (a language
+        model's tasks, ``--groups task``) makes "per group" "per task"; any other key
+        keeps "group".
+
+        >>> v = VOCABULARIES["options"].grouped_by("task")
+        >>> v.words()["groups"]
+        'tasks'
+        >>> rewrite("Across the groups by task, the worst-group gap; per group (task):", v)
+        'Across the tasks, the worst-task gap; per task:'
+        """
+        if key != "task":
+            return self
+        return replace(self, group="task", groups="tasks")
 
 
 #: The vocabulary of each kind of answer (:data:`calibkit.io.lm_outputs.ANSWER_KINDS`).
@@ -101,7 +122,14 @@ def rewrite(text: str, vocabulary: Vocabulary, keep: Sequence[str] = ()) -> str:
     code = re.compile("(`[^`]*`" + "".join(f"|(?<![\\w.-]){k}(?![\\w-])" for k in kept) + ")")
     parts = code.split(text)
     text = "".join(p if i % 2 else pattern.sub(swap, p) for i, p in enumerate(parts))
-    return re.sub(r"(?i)\b(per)-(class)\b", lambda m: f"{m[1]}-{vocabulary.column}", text)
+    text = re.sub(r"(?i)\b(per)-(class)\b", lambda m: f"{m[1]}-{vocabulary.column}", text)
+    if vocabulary.group != "group":  # worst-group gap: worst-task gap; never "tasks by task"
+        g, gs = vocabulary.group, vocabulary.groups
+        text = re.sub(rf"\b({gs}) by {g}\b|\b(per {g}) \({g}\)", lambda m: m[1] or m[2], text)
+        text = re.sub(
+            r"(?i)\b(per|worst|best)-(group)\b", lambda m: f"{m[1]}-{vocabulary.group}", text
+        )
+    return text
 
 
 def _block(block: Block, v: Vocabulary, keep: Sequence[str]) -> Block:
@@ -120,12 +148,18 @@ def _block(block: Block, v: Vocabulary, keep: Sequence[str]) -> Block:
 
 
 def in_words(
-    report: Report, answers: str, notes: Sequence[str] = (), keep: Sequence[str] = ()
+    report: Report,
+    answers: str,
+    notes: Sequence[str] = (),
+    keep: Sequence[str] = (),
+    groups: str | None = None,
 ) -> Report:
     """``report`` in the vocabulary of ``answers`` (a key of :data:`VOCABULARIES`), with a
     section "How the file was read" holding ``notes`` (when there are any); the texts
-    ``keep`` (the input files' paths) are never rewritten."""
-    v = VOCABULARIES[answers]
+    ``keep`` (the input files' paths) are never rewritten; ``groups``: the key the rows
+    were grouped by (``"task"``: the groups are called tasks, :meth:`Vocabulary.grouped_by`).
+    """
+    v = VOCABULARIES[answers].grouped_by(groups)
     doc = report.document
     verdict = doc.verdict
     if verdict is not None:
