@@ -86,6 +86,7 @@ from calibkit.reporting.tables import (
     metric_names,
     same_map_lines,
 )
+from calibkit.reporting.text import without_interval
 from calibkit.reporting.writer import Report, write_report
 from calibkit.workflows.compare import Comparison
 from calibkit.workflows.methods import left_out_lines
@@ -121,7 +122,7 @@ HOW_TO_READ = (
     "brackets hold a {level:.0%} interval: for ECE, adaptive ECE, RMSCE and debiased RMSCE, "
     "of the method's true binned error on the test part's distribution (their estimates are "
     "biased upwards at finite sample size), for the others the bootstrap interval over the "
-    "test part (every method judged on the same resamples); MCE, SCE and KS have none. The "
+    "test part (every method judged on the same resamples); {none} have none. The "
     "debiased "
     "RMSCE (key ece_debiased; Kumar et al. 2019, 'Verified uncertainty calibration') is an "
     "L2 (root-mean-square) error, shown beside the RMSCE: from each bin's squared gap it "
@@ -613,7 +614,11 @@ def compare_document(
     meta = [*intro, *([f"Source: {comp.source}"] if comp.source else []), _summary(comp)]
     meta += declined_lines(comp)
     level = comp.rows[0].evaluation.level
-    how = [VERDICT_HOW_TO_READ, HOW_TO_READ.format(level=level), marks_note(comp)]
+    how = [
+        VERDICT_HOW_TO_READ,
+        HOW_TO_READ.format(level=level, none=without_interval()),
+        marks_note(comp),
+    ]
     big = [f for f in figures if f.name in (GRID, CURVE, RC, GROUPS_FIGURE)]
     singles = [f for f in figures if f.name not in (GRID, CURVE, RC, GROUPS_FIGURE)]
     by_group = group_tables(comp)
