@@ -26,10 +26,14 @@ scores, paired difference from TS with its standard error and test NLL: any rule
 from these is evaluated afterwards without refitting (:data:`RULES`), the code's own
 (:func:`calibkit.calibrators.logit.auto.choose`) among them.
 
-``--table`` (on a finished or partial folder) prints the per-size table of each rule: the
-share of draws where its choice has a test NLL above TS's, above 1.01x TS's, and the
-median, 95th percentile and maximum of the ratio to TS; the run writes it as
-``OUT/table.md``. One process (the fits are single-threaded when ``OMP_NUM_THREADS=1``).
+``--table`` (on a finished or partial folder, ``--with`` other runs' folders pooled)
+prints the tables of :func:`report`: the old rule against ``auto``'s default, one row per
+data kind and size (the share of draws where the choice's test NLL is above TS's and above
+1.01x TS's; the median, 95th percentile, maximum and mean ratio to TS), every rule's
+largest ratio per size, and every rule's full table; a run writes them as
+``OUT/table.md``. ``--first-rep`` starts the draws' indices further on: fresh draws, as
+``experiments/intervals/auto_rule.md`` checks the rule on. One process (its fits
+single-threaded with ``OMP_NUM_THREADS=1``).
 """
 
 from __future__ import annotations
@@ -215,12 +219,12 @@ def _margin_rule(m: float, gain: float = 0.0) -> Rule:
     mean of those that pass (first listed on a tie), else TS: a variant to compare."""
 
     def decide(record: Mapping[str, Any]) -> str:
-        cands, base = record["candidates"], record["baseline"]
+        cands, base = record["candidates"], str(record["baseline"])
         if base not in cands:
             return base
         limit = -gain * cands[base]["cv"]
         better = [
-            name for name, c in cands.items() if name != base and c["d"] + m * c["se"] < limit
+            str(name) for name, c in cands.items() if name != base and c["d"] + m * c["se"] < limit
         ]
         return min(better, key=lambda name: cands[name]["cv"]) if better else base
 
@@ -294,7 +298,7 @@ def summary(
     return out
 
 
-def table(records: list[Mapping[str, Any]], which: Mapping[str, Rule] | None = None) -> str:
+def table(records: Sequence[Mapping[str, Any]], which: Mapping[str, Rule] | None = None) -> str:
     """The markdown table of every rule by data kind and size."""
     lines = [
         "| rule | data | n | draws | not TS | worse than TS | > 1.01x TS | < 0.99x TS "
@@ -311,7 +315,37 @@ def table(records: list[Mapping[str, Any]], which: Mapping[str, Rule] | None = N
     return "\n".join(lines) + "\n"
 
 
-def compact(records: list[Mapping[str, Any]], which: Mapping[str, Rule] | None = None) -> str:
+def before_after(records: Sequence[Mapping[str, Any]], before: str = "one_se") -> str:
+    """The one table of ``auto``'s rule ``before`` against its default: per data kind and
+    size, the share of draws whose choice is above TS's test NLL and above
+    :data:`TOLERANCE` x TS's, and the median, 95th percentile, maximum and mean ratio."""
+    from calibkit.calibrators.logit.auto import AutoCalibrator
+
+    now = AutoCalibrator().rule
+    old, new = (summary(records, _code_rule(r)) for r in (before, now))
+    lines = [
+        f"| data | n | draws | `{before}`: worse than TS, > 1.01x TS | `{before}`: median, "
+        f"p95, max | `{now}`: worse than TS, > 1.01x TS | `{now}`: median, p95, max "
+        f"| mean: `{before}` -> `{now}` |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for key in old:
+        a, b = old[key], new[key]
+        lines.append(
+            f"| {key[0]} | {key[1]:,} | {int(a['draws'])} | {a['worse']:.1%}, "
+            f"{a['over_tol']:.1%} | {a['median']:.4f}x, {a['p95']:.4f}x, {a['max']:.3f}x | "
+            f"{b['worse']:.1%}, {b['over_tol']:.1%} | {b['median']:.4f}x, {b['p95']:.4f}x, "
+            f"{b['max']:.3f}x | {a['mean']:.4f}x -> {b['mean']:.4f}x |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def report(records: Sequence[Mapping[str, Any]]) -> str:
+    """The tables of ``--table``: :func:`before_after`, :func:`compact`, :func:`table`."""
+    return "\n".join((before_after(records), compact(records), table(records)))
+
+
+def compact(records: Sequence[Mapping[str, Any]], which: Mapping[str, Rule] | None = None) -> str:
     """One row per rule, one column per size (real and simulated draws pooled): the largest
     ratio to TS, the share of draws above :data:`TOLERANCE` x TS, and the mean ratio."""
     chosen = which or rules()
@@ -331,7 +365,7 @@ def compact(records: list[Mapping[str, Any]], which: Mapping[str, Rule] | None =
     return "\n".join(lines) + "\n"
 
 
-def worst(records: list[Mapping[str, Any]], rule: Rule, k: int = 10) -> str:
+def worst(records: Sequence[Mapping[str, Any]], rule: Rule, k: int = 10) -> str:
     """The ``k`` draws where ``rule``'s choice is furthest above TS, one line each."""
     rows = sorted(((ratio(r, rule(r)), r["name"], rule(r)) for r in records), reverse=True)
     return "\n".join(f"- {name}: {chosen} {x:.4f}x" for x, name, chosen in rows[:k]) + "\n"
@@ -357,6 +391,14 @@ def main(argv: list[str] | None = None) -> int:
         "--first-rep", type=int, default=0, help="the first draw's index (0; fresh draws: more)"
     )
     parser.add_argument("--table", action="store_true", help="only print the folder's table")
+    parser.add_argument(
+        "--with",
+        dest="also",
+        nargs="+",
+        default=[],
+        metavar="FOLDER",
+        help="with --table: other runs' folders, their draws pooled with --out's",
+    )
     return run_driver(parser, _work, argv)
 
 
@@ -377,9 +419,10 @@ def _work(args: argparse.Namespace) -> int:
     if any(n < 20 for n in args.sizes):
         raise InputError("--sizes", "sizes of at least 20", " ".join(map(str, args.sizes)))
     if args.table:
-        folder = input_folder(args.out, "--out")
-        records = load(folder)
-        print(table(records) + "\n" + compact(records), end="")
+        folders = [input_folder(args.out, "--out")]
+        folders += [input_folder(other, "--with") for other in args.also]
+        records = [record for folder in folders for record in load(folder)]
+        print(report(records), end="")
         return 0
     results = ResultsFolder(args.out, "--out")
     data = input_folder(args.data, "--data") if args.data else None
@@ -397,7 +440,7 @@ def _work(args: argparse.Namespace) -> int:
         results.write_text(results.path / f"{unit.name}.json", json.dumps(record, indent=1) + "\n")
         phase.step(unit.name)
     records = load(results.path)
-    results.write_text(results.path / "table.md", table(records) + "\n" + compact(records))
+    results.write_text(results.path / "table.md", report(records))
     print(f"{len(todo)} draws written to {results.path}")
     return 0
 

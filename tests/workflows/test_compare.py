@@ -267,7 +267,7 @@ def test_the_recommendation_is_autos_rule_on_the_calibration_part_alone() -> Non
     assert rec is not None
     auto = AutoCalibrator(methods=["temperature", "vector", "histogram"]).fit(z[:800], y[:800])
     assert rec.method == auto.chosen_ == "vector"
-    assert "beat temperature by more than one standard error" in rec.reason
+    assert "beat temperature by more than 3.5 standard errors" in rec.reason
     scrambled = as_outputs(y[800:][::-1], logits=z[800:])  # another test part: same choice
     again = compare(cal, scrambled, ["vector", "histogram"], n_boot=0, recommend=True)
     assert again.recommendation == rec
