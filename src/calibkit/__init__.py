@@ -204,12 +204,12 @@ if TYPE_CHECKING:
         DATASETS,
         load_dataset,
     )
-    from calibkit.io.predictions import (
-        load_predictions,
     from calibkit.io.lm_outputs import LMOutputs
-        save_predictions,
+    from calibkit.io.predictions import (
         load_groups,
         load_lm,
+        load_predictions,
+        save_predictions,
     )
     from calibkit.losses import (
         LOSSES,
