@@ -287,7 +287,20 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
     MetricInfo(
         "ks", "KS", "error", True, "min", False, ks_error, True, Residual("sup"), interval="none"
     ),
-    MetricInfo("mmce", "MMCE", "error", True, "min", False, mmce, True, Residual("laplace")),
+    # its percentile bootstrap covered a calibrated model's 0 in none of 20 simulated data
+    # sets of 2,000 (the plug-in is biased upwards, as the binned errors are): none printed
+    MetricInfo(
+        "mmce",
+        "MMCE",
+        "error",
+        True,
+        "min",
+        False,
+        mmce,
+        True,
+        Residual("laplace"),
+        interval="none",
+    ),
     # selective prediction (calibkit.metrics.selective): the ranking, not the values
     MetricInfo(
         "failure_auroc",

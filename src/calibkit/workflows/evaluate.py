@@ -26,6 +26,7 @@ import numpy as np
 
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics.extras import extra_results
+from calibkit.metrics.info import METRICS
 from calibkit.metrics.samples import Mode
 from calibkit.metrics.suite import Evaluation, MetricSuite, evaluate_suite
 
@@ -177,7 +178,7 @@ def evaluate_outputs(
         boot = max(1, n_boot)
         rel = smooth_reliability(outputs, mode=mode, n_boot=boot, level=level, seed=seed)
         values["smooth_ece"] = rel.value
-        if n_boot:
+        if n_boot and METRICS.get("smooth_ece").interval == "bootstrap":
             ci["smooth_ece"] = rel.interval
     curve = None
     if corp:
