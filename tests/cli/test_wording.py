@@ -184,3 +184,25 @@ def test_docs_cli_md_names_the_package_version() -> None:
     versions = set(re.findall(r"\b(\d+\.\d+(?:\.\d+)?)\b(?![\d.]*%)", text))
     assert versions <= {ck.__version__}, versions
     assert f"Spellings replaced in {ck.__version__}" in text
+
+
+def test_a_smoke_study_counts_its_bound_warnings_instead_of_printing_them() -> None:
+    """Issue #46, item 7: the README's smoke study printed four BoundWarnings (toy models
+    near chance), which read like the user's mistake; at full size they are shown."""
+    import warnings
+
+    from calibkit.cli.study import _smoke_bounds
+    from calibkit.core.errors import BoundWarning
+
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        with _smoke_bounds(True) as bounds:
+            warnings.warn("T reached its upper bound", BoundWarning, stacklevel=1)
+            warnings.warn("T reached its upper bound", BoundWarning, stacklevel=1)
+            warnings.warn("something else", UserWarning, stacklevel=1)
+        assert bounds == ["T reached its upper bound"] * 2
+        assert [str(w.message) for w in shown] == ["something else"]
+        with _smoke_bounds(False) as bounds:
+            warnings.warn("T reached its upper bound", BoundWarning, stacklevel=1)
+        assert bounds == []
+        assert [str(w.message) for w in shown][-1] == "T reached its upper bound"
