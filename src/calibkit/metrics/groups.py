@@ -277,13 +277,13 @@ def _intervals(
         for m, terms in suite.means(means).items():
             ci[name][m] = _mean_interval(terms, level)
             estimands[m] = mean_estimand(METRICS.get(m).label)
-        for m, interval in boot[name].items():
-            ci[name][m] = interval
+        for m, bounds in boot[name].items():
+            ci[name][m] = bounds
             estimands[m] = f"the population {METRICS.get(m).label} (stratified bootstrap)"
         for m in true:
-            value, interval = values[name][m], at_level[g]
-            ci[name][m] = (min(interval.low, value), max(interval.high, value))
-            estimands[m] = interval.estimand
+            value, true_error = values[name][m], at_level[g]
+            ci[name][m] = (min(true_error.low, value), max(true_error.high, value))
+            estimands[m] = true_error.estimand
         ci[name] = {m: ci[name][m] for m in GROUP_METRICS if m in ci[name]}
     ece = np.array([values[g]["ece"] for g in names])
     gap_ci = _gap_bounds([(i.low, i.high) for i in bonferroni], float(ece.max() - ece.min()))
