@@ -232,7 +232,7 @@ ENTRIES: dict[str, Entry] = {
         "logits",
         summary=(
             "Picks a calibrator by cross-validation on the calibration set: temperature scaling "
-            "unless another method has a lower held-out NLL by more than one standard error."
+            "unless another method has a lower held-out NLL by more than 3.5 standard errors."
         ),
         default=False,
     ),

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calibkit.calibrators import CALIBRATORS
+from calibkit.calibrators.logit.auto import margin_words
 from calibkit.core.progress import Phase
 from calibkit.core.words import plural
 from calibkit.io.atomic import check_replaceable_folder
@@ -369,7 +370,7 @@ VERDICT_HOW_TO_READ = (
     "The verdict names the calibrator to use. It is chosen on the calibration part alone, by "
     "calibkit's auto rule: each candidate is cross-fitted on folds of the calibration part "
     "and scored by NLL, and temperature scaling is kept unless a richer method beats it by "
-    "more than one standard error of the paired difference. The test part only judges the "
+    "more than {margin} of the paired difference. The test part only judges the "
     "choice: the verdict gives its test NLL and ECE against temperature scaling (against the "
     "uncalibrated model when temperature scaling is the choice), with the paired NLL change "
     "and its interval: the mean over the test samples of the difference in each sample's NLL, "
@@ -615,7 +616,7 @@ def compare_document(
     meta += declined_lines(comp)
     level = comp.rows[0].evaluation.level
     how = [
-        VERDICT_HOW_TO_READ,
+        VERDICT_HOW_TO_READ.format(margin=margin_words()),
         HOW_TO_READ.format(level=level, none=without_interval()),
         marks_note(comp),
     ]

@@ -62,7 +62,8 @@ Calibration per group (``cal_groups=`` and ``test_groups=``, one group per row o
 
 Which calibrator to use (``recommend=True``, :class:`Recommendation`)
     Chosen on the calibration part alone by ``auto``'s rule (cross-fitted NLL; temperature
-    scaling unless a richer method beats it by more than one standard error of the paired
+    scaling unless a richer method beats it by more than
+    :data:`~calibkit.calibrators.logit.auto.MARGIN_SE` standard errors of the paired
     difference), never by the test part the rows are judged on. With groups the rule stays
     among the calibrators without groups: the calibration part gives no per-group judgement
     of the group-aware ones (cross-fitting them per group is not done), so the group rule is

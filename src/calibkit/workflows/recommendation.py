@@ -20,7 +20,8 @@ _log = logging.getLogger("calibkit.workflows.compare")  # compare's log: one str
 class Recommendation:
     """The calibrator to use, chosen on the calibration part alone by ``auto``'s rule
     (:class:`~calibkit.calibrators.AutoCalibrator`: cross-fitted NLL, temperature scaling
-    unless a richer method beats it by more than one standard error of the paired
+    unless a richer method beats it by more than
+    :data:`~calibkit.calibrators.logit.auto.MARGIN_SE` standard errors of the paired
     difference), never by the test part that the rows are judged on.
 
     Attributes

@@ -262,10 +262,10 @@ def choose(
     return min(better, key=lambda name: means[name]) if better else baseline
 
 
-def _margin_words(rule: str) -> str:
+def margin_words(rule: str = "margin") -> str:
     """How far a candidate must beat the baseline under ``rule``, in words.
 
-    >>> _margin_words("margin"), _margin_words("one_se")
+    >>> margin_words(), margin_words("one_se")
     ('3.5 standard errors', 'one standard error')
     """
     m = RULE_SE.get(rule, 1.0)
@@ -688,7 +688,7 @@ class AutoCalibrator(Calibrator):
         elif k < self.n_folds:
             how += f", fewer than {self.n_folds}: a class has {k} rows"
         pair = self.paired_.get(self.chosen_)
-        margin = _margin_words(self.rule)
+        margin = margin_words(self.rule)
         if self.rule == "lowest" or self.baseline not in self.cv_scores_:
             text = f"lowest mean {score} over {how}"
         elif self.chosen_ == self.baseline:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.calibrators.logit.auto import margin_words
 from calibkit.calibrators.logit.temperature_grid import ece_temperature_curve
 from calibkit.core.words import plural
 from calibkit.io.atomic import atomic_directory
@@ -256,7 +257,7 @@ def study_verdict(records: Sequence[RunRecord], stats: dict[str, Any]) -> Verdic
         choices.append((model, best, seeds, _buys(model, best, by_cal)))
     rule = (
         "Each seed's run chose on its calibration part alone (cross-fitted NLL; temperature "
-        "scaling unless a richer method beats it by more than one standard error); the most "
+        f"scaling unless a richer method beats it by more than {margin_words()}); the most "
         "chosen wins (a tie: temperature scaling, else the lowest mean test NLL). Numbers are "
         "means over the seeds on the test part."
     )

@@ -160,7 +160,8 @@ def calibration_record(
     calibrator of ``cfg`` fitted on the saved logits ``z`` (``rows``), and the calibrator
     to use (``recommended``: ``{"method", "reason"}``), chosen on the calibration part
     alone by the rule of ``auto`` (cross-fitted NLL; temperature scaling unless a richer
-    method beats it by more than one standard error)."""
+    method beats it by more than
+    :data:`~calibkit.calibrators.logit.auto.MARGIN_SE` standard errors)."""
     cal = as_outputs(z["cal_labels"], logits=z["cal_logits"])
     test = as_outputs(z["test_labels"], logits=z["test_logits"])
     comp = compare(
