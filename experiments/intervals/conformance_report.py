@@ -142,6 +142,15 @@ def _upper(covered: float, reps: int, level: float = 0.95) -> float:
     return 1.0 if k >= reps else float(stats.beta.ppf(level, k + 1, reps - k))
 
 
+def _shown(r: dict[str, Any]) -> bool:
+    """A row of the ``printed`` or ``paired`` measure (the NLL change of a ``printed``
+    cell was judged against a truth from a plain sample of the model, as noisy as the data
+    set itself at K = 100 and n = 100,000: the ``paired`` measure's truth replaces it)."""
+    if r["measure"] == "printed":
+        return r["metric"] != "nll_change"
+    return bool(r["measure"] == "paired")
+
+
 def printed(table: list[dict[str, Any]]) -> str:
     """Every interval calibkit prints and the alternatives measured beside them (the
     ``printed`` measure, n >= 1,000): cells, pooled and lowest coverage (with the lowest
@@ -152,7 +161,7 @@ def printed(table: list[dict[str, Any]]) -> str:
         f"(its 95% upper bound) | cells >= {_pct(TARGET)} | excludes its estimate |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    sel = [r for r in table if r["measure"] == "printed" and r["n"] >= 1000]
+    sel = [r for r in table if _shown(r) and r["n"] >= 1000]
     for r in sel:
         r["quantity"] = "group_ece" if r["metric"].startswith("group_ece_") else r["metric"]
     for quantity, method in sorted({(r["quantity"], r["method"]) for r in sel}):
@@ -176,14 +185,14 @@ def rechecked(table: list[dict[str, Any]]) -> str:
     again = {
         (r["shape"], r["n"], r["n_classes"], r["gap"], r["params"], r["metric"], r["method"]): r
         for r in table
-        if r["measure"] == "recheck"
+        if r["measure"] in ("recheck", "paired-recheck")
     }
     lines = [
         "| cell | quantity | coverage | data sets | again, fresh data sets | coverage |",
         "|---|---|---|---|---|---|",
     ]
     for r in table:
-        if r["measure"] != "printed" or r["method"] not in PRINTED_METHODS:
+        if not _shown(r) or r["method"] not in PRINTED_METHODS:
             continue
         if r["n"] < 1000 or r["coverage"] >= TARGET:
             continue
@@ -290,6 +299,8 @@ def page(cells: list[dict[str, Any]], table: list[dict[str, Any]]) -> str:
     reps = sorted({c["reps"] for c in boot})
     shown = [c for c in cells if c["cell"].get("measure") == "printed"]
     shown_reps = sorted({c["reps"] for c in shown})
+    paired = [c for c in cells if c["cell"].get("measure") == "paired"]
+    paired_reps = sorted({c["reps"] for c in paired})
     return f"""# Do calibkit's intervals cover the truth?
 
 Measured by `experiments/intervals/conformance.py` on simulated models whose true
@@ -319,14 +330,19 @@ moves with it). The truth of a binned metric is its population value for the sam
 ## Every interval calibkit prints, as it prints it (n >= 1,000)
 
 `--measure printed`: {len(shown)} cells (the grid above from n = 1,000), \
-{", ".join(map(str, shown_reps))} data sets each. `printed` says whether calibkit prints
+{", ".join(map(str, shown_reps))} data sets each; `--measure paired` (compare's NLL change
+alone): {len(paired)} cells (K <= 100), {", ".join(map(str, paired_reps))} data sets each. \
+`printed` says whether calibkit prints
 that interval; the others were measured beside it and are not printed. The truths: the
 population binned errors for evaluate's four true-error intervals; each group's population
 ECE and their largest minus smallest for `group_ece` and `worst_group_gap` (shape
 `groups`: gaps -g, 0 and g); for `nll_change`, the population mean NLL change of a fixed
-temperature map (T = 1.5) from the model's probabilities, estimated on 10 million
-independent entries (compare's rows are maps fitted on the calibration part, fixed when the
-test part is judged); for the smooth ECE, the constant gap itself (smoothing a constant
+temperature map (T = 1.5) from the model's probabilities (compare's rows are maps fitted
+on the calibration part, fixed when the test part is judged): the mean, over 40 million
+entries of the model, of each row's expected change given its probabilities (the simulator
+draws the predicted class with P(correct | c) and another with its share of 1 - c: the
+label's noise averaged out, 4-8x less spread than the changes themselves); for the
+smooth ECE, the constant gap itself (smoothing a constant
 residual leaves it unchanged; n <= 5,000); for a study's mean (K = 10, constant gap, five
 seeds), the true ECE. A coverage seen over 60 data sets has a standard error of about 2.8
 points at 95%: the lowest of many cells falls below 93% by chance alone, so the lowest
