@@ -11,11 +11,15 @@ model is ours, registered in the harness's model registry before its command lin
     The harness's own dummy model (a uniform random log-likelihood in (-1, 0) per option).
 ``simulated``
     A model whose answers follow a declared calibration: each question of subject ``s``
-    has option scores ``z = skill_s * onehot(gold) + N(0, 1)``; a model that is calibrated
-    (``--sharpness 1``: its probabilities are ``softmax(z)`` and the gold is drawn from
-    them) or over-confident (``--sharpness 2.5``: it reports ``softmax(2.5 z)``, as an
-    instruction-tuned model does) is scored with the log-likelihood of each continuation.
-    The gold is drawn from ``softmax(z)``, so the calibrated temperature is the sharpness.
+    draws its gold option uniformly, then option scores ``z = skill_s * onehot(gold) +
+    N(0, 1)``, so that the gold's probability given ``z`` is ``softmax(skill_s z)``
+    exactly. The model reports ``softmax(sharpness_s skill_s z)`` as the log-likelihood of
+    each continuation, ``sharpness_s = --sharpness`` times ``exp(N(0, --spread))`` per
+    subject: calibrated at ``--sharpness 1 --spread 0`` (as a base model nearly is),
+    over-confident at ``--sharpness 2.5`` (as an instruction-tuned model is), and by
+    different amounts on different subjects with ``--spread`` (one temperature per task
+    then has something to fix). The calibrated temperature of subject ``s`` is
+    ``sharpness_s``.
 
 Nothing is downloaded: ``HF_DATASETS_OFFLINE`` and ``HF_HUB_OFFLINE`` are set. Run it with a
 Python that has lm-eval (never calibkit's environment; torch must stay the one installed)::
@@ -90,7 +94,7 @@ def write_tasks(
     return names
 
 
-def register_simulated(data: Path, sharpness: float, seed: int) -> None:
+def register_simulated(data: Path, sharpness: float, spread: float, seed: int) -> None:
     """Register the ``simulated`` model (see the module docstring) in the harness."""
     import numpy as np
     from lm_eval.api.model import LM
@@ -99,14 +103,16 @@ def register_simulated(data: Path, sharpness: float, seed: int) -> None:
     # every question's prompt -> (subject, options, gold drawn from softmax(z), z)
     table: dict[str, tuple[list[str], np.ndarray]] = {}
     rng = np.random.default_rng(seed + 1)
+    tilt = np.random.default_rng(seed + 2)  # apart: the golds' draws stay those of golds()
     for path in sorted(data.glob("toyqa_subject*.jsonl")):
         skill = float(rng.uniform(0.5, 3.0))
+        sharp = sharpness * float(np.exp(tilt.normal(0.0, spread))) * skill
         for line in path.read_text("utf-8").splitlines():
             row = json.loads(line)
             k = len(row["choices"])
             gold = int(rng.integers(k))
             z = rng.normal(size=k) + skill * np.eye(k)[gold]
-            table[f"{row['question']}\nAnswer:"] = (row["choices"], z)
+            table[f"{row['question']}\nAnswer:"] = (row["choices"], sharp * z)
 
     @register_model("simulated")
     class SimulatedLM(LM):  # type: ignore[misc]
@@ -118,7 +124,7 @@ def register_simulated(data: Path, sharpness: float, seed: int) -> None:
             for req in requests:
                 context, continuation = req.args
                 choices, z = table[context]
-                logp = sharpness * z - np.logaddexp.reduce(sharpness * z)
+                logp = z - np.logaddexp.reduce(z)
                 out.append((float(logp[choices.index(continuation.strip())]), False))
             return out
 
@@ -160,6 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--subjects", type=int, default=3)
     p.add_argument("--questions", type=int, default=8)
     p.add_argument("--sharpness", type=float, default=1.0)
+    p.add_argument("--spread", type=float, default=0.0)
     p.add_argument("--ragged", action="store_true")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
@@ -168,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
     write_tasks(tasks, args.subjects, args.questions, args.ragged, args.seed)
     golds(tasks, args.seed)
     if args.model == "simulated":
-        register_simulated(tasks, args.sharpness, args.seed)
+        register_simulated(tasks, args.sharpness, args.spread, args.seed)
     import random
 
     random.seed(args.seed)  # the dummy model's draws

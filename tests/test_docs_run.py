@@ -10,7 +10,8 @@ blocks are output or formats, never run. The write-ups under ``experiments/`` ar
 
 Each block runs in a fresh folder ``tmp/repo`` holding small files in the layouts the
 pages make (``preds.npz``, ``cal.npz``, ``test.npz``, ``binary.npz``, ``source.npz``,
-``target.npz``, ``preds.csv``, in ``out/`` too, where the README makes them; the README's
+``target.npz``, ``preds.csv``, in ``out/`` too, where the README makes them, and the
+harness's samples folders ``out/lm/base`` and ``out/lm/new``; the README's
 snippets that make them from the shared file are run too, and the two are checked to hold
 the same arrays), beside links to the repository's ``experiments/`` and ``scripts/``, and
 with ``tmp/shared`` the real ``../shared`` beside the repository, so that
@@ -50,6 +51,9 @@ import pytest
 from tests.conftest import SHARED_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
+#: lm-evaluation-harness ``--log_samples`` folders of a simulated model
+#: (``tests/io/fixtures/lm/README.md``): ``out/lm/base``, and ``out/lm/new`` (new questions).
+HARNESS = ROOT / "tests" / "io" / "fixtures" / "lm" / "simulated"
 #: The library's pages: the README and docs/*.md (not the experiments' write-ups).
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: A fence, its language and body; ``indent`` lets a fence sit inside a list item.
@@ -188,6 +192,8 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     make_files(folder)
     (folder / "out").mkdir()
     make_files(folder / "out")  # where the README makes them
+    for name in ("base", "new"):  # a language model's samples (docs/language-models.md)
+        shutil.copytree(HARNESS / name, folder / "out" / "lm" / name)
     for ignore in (".gitignore", "out/.gitignore"):  # the clone's
         shutil.copyfile(ROOT / ignore, folder / ignore)
     _git(folder, "init", "-q")
