@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calibkit.calibrators import CALIBRATORS
-from calibkit.calibrators.logit.auto import margin_words
+from calibkit.calibrators.logit.auto import MARGIN_SE, margin_words
 from calibkit.core.progress import Phase
 from calibkit.core.words import plural
 from calibkit.io.atomic import check_replaceable_folder
@@ -560,7 +560,7 @@ def recommendation_table(comp: Comparison) -> Table | None:
     for name, score in sorted(rec.scores.items(), key=lambda item: item[1]):
         d = rec.paired.get(name)
         diff = "" if d is None else f"{d[0]:+.4f} ± {d[1]:.4f}"
-        beats = "" if d is None else ("yes" if d[0] + d[1] < 0 else "no")
+        beats = "" if d is None else ("yes" if d[0] + MARGIN_SE * d[1] < 0 else "no")
         mark = "chosen" if name == rec.method else ""
         rows.append(
             [
@@ -575,7 +575,7 @@ def recommendation_table(comp: Comparison) -> Table | None:
         "Method",
         "Cross-fitted NLL",
         "Difference from temperature (± 1 SE)",
-        "Beats temperature by > 1 SE",
+        f"Beats temperature by > {MARGIN_SE:g} SE",
         "",
     ]
     title = "The rule on the calibration part (cross-fitted NLL)"
