@@ -387,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         default="bootstrap",
         help="bootstrap: the bootstrap against the intervals of the true error; printed: "
         "every interval as calibkit prints it; recheck: the printed cells in --out below "
-        f"{TARGET:.0%}, with fresh data sets (default bootstrap)",
+        f"{100 * TARGET:.0f}%%, with fresh data sets; paired: compare's NLL change alone "
+        "(default bootstrap)",
     )
     parser.add_argument("--reps", type=int, default=60, help="data sets per cell (60)")
     parser.add_argument("--n-boot", type=int, default=200, help="bootstrap replicates (200)")
