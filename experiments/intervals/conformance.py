@@ -68,8 +68,9 @@ PRINTED = {"ece": "ece", "aece": "aece", "rmsce": "rmsce", "ece_debiased": "rmsc
 #: study's mean over seeds; ``recheck``, the ``printed`` cells in ``--out`` where an
 #: interval covered less than :data:`TARGET`, drawn again with fresh seeds (a cell's
 #: coverage over 80 data sets has a standard error of about 2.4 points at 95%); ``paired``,
-#: compare's paired NLL change alone, against its truth (:func:`paired_truth`).
-MEASURES = ("bootstrap", "printed", "paired", "recheck")
+#: compare's paired NLL change alone, against its truth (:func:`paired_truth`); ``study``,
+#: a five-seed study's mean true ECE (:func:`_study`; K = 10, constant gap).
+MEASURES = ("bootstrap", "printed", "paired", "study", "recheck")
 #: The coverage every printed interval should reach (issue #43), in cells with n >= 1,000.
 TARGET = 0.93
 #: Seeds of a simulated study (each a data set of the cell's size).
@@ -143,6 +144,9 @@ def grid(which: str, measure: str = "bootstrap") -> list[Cell]:
     cells = [dataclasses.replace(c, measure=measure) for c in cells]
     if measure == "printed":
         cells = [c for c in cells if c.n in PRINTED_SIZES]
+    if measure == "study":
+        cells = [c for c in cells if c.n in PRINTED_SIZES]
+        cells = [c for c in cells if c.shape == "constant" and c.n_classes == 10]
     if measure == "paired":  # K = 1,000: the truth's sample would be too small
         cells = [c for c in cells if c.n in PRINTED_SIZES and c.n_classes <= 100]
     return sorted(cells, key=lambda c: c.n * max(c.n_classes, 10))
@@ -166,6 +170,8 @@ def _one(cell: Cell, rep: int, n_boot: int, truth: float | None = None) -> dict[
     """Every estimate, interval and truth of one draw of ``cell``."""
     if cell.measure in ("printed", "recheck"):
         return _printed(cell, rep, n_boot)
+    if cell.measure in ("study", "study-recheck"):
+        return _study(cell, rep)
     if cell.measure in ("paired", "paired-recheck"):
         from calibkit.metrics.intervals import paired_interval
 
@@ -258,11 +264,9 @@ def paired_truth(cell: Cell) -> float | None:
 
 def _printed(cell: Cell, rep: int, n_boot: int) -> dict[str, Any]:
     """The intervals calibkit prints, on one draw of ``cell``."""
-    from scipy import stats
 
     from calibkit.core.outputs import as_outputs
     from calibkit.metrics.groups import evaluate_groups
-    from calibkit.metrics.intervals import ece_interval
     from calibkit.metrics.smooth import smooth_reliability
     from calibkit.metrics.suite import MetricSuite, adopted_intervals
 
@@ -291,33 +295,45 @@ def _printed(cell: Cell, rep: int, n_boot: int) -> dict[str, Any]:
         rel = smooth_reliability(out, n_boot=n_boot, level=LEVEL, seed=seed)
         # a constant gap: the kernel-smoothed residual is the gap itself, everywhere
         rows["smooth_ece/percentile"] = (rel.value, *rel.interval, abs(float(cell.gap or 0.0)))
-    if cell.shape == "constant" and cell.n_classes == 10:
-        # a study of STUDY_SEEDS seeds: the mean over the seeds of the measured ECE (what its
-        # tables print), its t interval, and the same of the true-error interval's estimate
-        plug, debiased, low, high = [], [], [], []
-        for s in range(STUDY_SEEDS):
-            one = _draw(cell, cell.seed(10**7 + rep * STUDY_SEEDS + s))
-            o = as_outputs(one.labels, probs=one.probs)
-            v = MetricSuite.from_outputs(o, n_bins=N_BINS).compute(names=("ece",))
-            c, _ = adopted_intervals(o, v, {}, n_bins=N_BINS, mode="top_label", level=LEVEL)
-            plug.append(v["ece"])
-            debiased.append(ece_interval(o, n_bins=N_BINS, level=LEVEL).estimate)
-            low.append(c["ece"][0])
-            high.append(c["ece"][1])
-        t = float(stats.t.ppf(0.5 + LEVEL / 2, STUDY_SEEDS - 1)) / np.sqrt(STUDY_SEEDS)
-        for name, xs in (
-            ("study_mean_ece/t_plugin", plug),
-            ("study_mean_ece/t_debiased", debiased),
-        ):
-            m, sd = float(np.mean(xs)), float(np.std(xs, ddof=1))
-            rows[name] = (m, max(m - t * sd, 0.0), m + t * sd, truth["ece"])
-        rows["study_mean_ece/mean_of_bounds"] = (
-            float(np.mean(plug)),
-            float(np.mean(low)),
-            float(np.mean(high)),
-            truth["ece"],
-        )
     return {"rows": rows, "alarm": False, "truth": truth}
+
+
+def _study(cell: Cell, rep: int) -> dict[str, Any]:
+    """A study of :data:`STUDY_SEEDS` seeds, each a data set of the cell's model: the mean
+    over the seeds of the measured ECE (what its tables print) with its t interval, the same
+    of the true-error interval's estimate, the mean of the seeds' bounds, and what the study
+    prints: the lowest of the seeds' lower bounds (if it lay above the seeds' mean true ECE,
+    so would the seed's with the smallest, an event of probability alpha / 2: no union over
+    the seeds) and the mean of their upper bounds."""
+    from scipy import stats
+
+    from calibkit.core.outputs import as_outputs
+    from calibkit.metrics.intervals import ece_interval
+    from calibkit.metrics.suite import MetricSuite
+
+    plug, debiased, low, high, truths = [], [], [], [], []
+    for s in range(STUDY_SEEDS):
+        one = _draw(cell, cell.seed(10**7 + rep * STUDY_SEEDS + s))
+        o = as_outputs(one.labels, probs=one.probs)
+        plug.append(MetricSuite.from_outputs(o, n_bins=N_BINS).compute(names=("ece",))["ece"])
+        got = ece_interval(o, n_bins=N_BINS, level=LEVEL)  # as compare's rows keep it
+        debiased.append(got.estimate)
+        low.append(got.low)
+        high.append(got.high)
+        truths.append(float(one.truth.ece))
+    truth = float(np.mean(truths))
+    t = float(stats.t.ppf(0.5 + LEVEL / 2, STUDY_SEEDS - 1)) / np.sqrt(STUDY_SEEDS)
+    rows: dict[str, Any] = {}
+    for name, xs in (
+        ("study_mean_ece/t_plugin", plug),
+        ("study_mean_ece/t_debiased", debiased),
+    ):
+        m, sd = float(np.mean(xs)), float(np.std(xs, ddof=1))
+        rows[name] = (m, max(m - t * sd, 0.0), m + t * sd, truth)
+    mean = float(np.mean(plug))
+    rows["study_mean_ece/mean_of_bounds"] = (mean, float(np.mean(low)), float(np.mean(high)), truth)
+    rows["study_mean_ece/min_low_mean_high"] = (mean, min(low), float(np.mean(high)), truth)
+    return {"rows": rows, "alarm": False, "truth": {"ece": truth}}
 
 
 def summarise(cell: Cell, draws: list[dict[str, Any]]) -> dict[str, Any]:
@@ -354,19 +370,20 @@ def below_target(folder: Path) -> list[Cell]:
     """The ``printed`` cells in ``folder`` where a printed (or paired) interval covered
     less than :data:`TARGET`, as ``recheck`` cells."""
     cells = []
-    for path in sorted([*folder.glob("printed-*.json"), *folder.glob("paired-*.json")]):
+    found = [folder.glob(f"{m}-*.json") for m in ("printed", "paired", "study")]
+    for path in sorted(p for paths in found for p in paths):
         record = json.loads(path.read_text(encoding="utf-8"))
         measure = record["cell"].get("measure", "printed")
         low = [
             s["coverage"]
             for key, s in record["metrics"].items()
-            if key.endswith(("/printed", "/paired", "/mean_of_bounds"))
-            and (measure == "paired" or not key.startswith("nll_change/"))
+            if key.endswith(("/printed", "/paired", "/min_low_mean_high"))
+            and (measure != "printed" or not key.startswith(("nll_change/", "study_")))
         ]
         if low and min(low) < TARGET:
             c = record["cell"]
             params = None if c["params"] is None else tuple(c["params"])
-            again = "paired-recheck" if measure == "paired" else "recheck"
+            again = {"paired": "paired-recheck", "study": "study-recheck"}.get(measure, "recheck")
             cells.append(Cell(c["shape"], c["n"], c["n_classes"], c["gap"], params, measure=again))
     return cells
 

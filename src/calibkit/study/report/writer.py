@@ -34,7 +34,7 @@ from calibkit.core.words import plural
 from calibkit.io.atomic import atomic_directory
 from calibkit.io.jsonfile import json_text
 from calibkit.metrics import ece, reliability_stats
-from calibkit.reporting.compare_report import nll_ece_change
+from calibkit.reporting.compare_report import named, nll_ece_change
 from calibkit.reporting.csv_text import csv_number, csv_text
 from calibkit.reporting.curves import ece_temperature_figure
 from calibkit.reporting.document import (
@@ -104,8 +104,6 @@ def report_sections(*builders: SectionBuilder) -> Iterator[None]:
 
 #: Default metrics of the mean +- std tables (a study's ``report_metrics`` replaces them).
 SHOWN = ("accuracy", "nll", "ece", "ece_floor", "aece", "mce", "brier", "temperature")
-#: The ends of each row's interval of its true ECE (the summary's "True ECE" columns).
-TRUE_ECE_BOUNDS = ("ece_low", "ece_high")
 HOW_TO_READ = (
     "Every model was trained once per seed; each calibrator was fitted on that run's "
     "calibration part and judged on the test part. Cells are mean ± standard deviation over "
@@ -119,7 +117,8 @@ HOW_TO_READ = (
     "its mean lies above the true one (in the conformance study a t interval of the seeds' "
     "measured ECEs held a nearly calibrated model's mean true ECE in none of the simulated "
     "studies). The summary's 'True ECE' columns are intervals of the seeds' mean true ECE "
-    "(the mean of each run's 95% bounds). "
+    "(from each run's 95% interval of its true ECE: the lowest lower end, the mean upper "
+    "end). "
     "T is the fitted temperature of the temperature-scaling methods. Bold marks "
     "the best mean of each column, italics the second best. The paired tables subtract "
     "temperature scaling's ECE and NLL on the same run from each calibrator's and test the "
@@ -245,11 +244,25 @@ def _buys(model: str, method: str, by_cal: dict[str, Any]) -> str:
     return f"it {nll_ece_change(means[base], means[method])} against {against}"
 
 
-def study_verdict(records: Sequence[RunRecord], stats: dict[str, Any]) -> Verdict:
+def study_verdict(records: Sequence[RunRecord], stats: dict[str, Any], smoke: str = "") -> Verdict:
     """The study's verdict: for each model the calibrator its runs recommend
     (:func:`recommended`: each seed's choice on its calibration part alone) and what it buys
     in mean test NLL and ECE over the seeds against temperature scaling (against the
-    uncalibrated model when temperature scaling is the choice)."""
+    uncalibrated model when temperature scaling is the choice). ``smoke``: the smoke run's
+    summary (:meth:`~calibkit.study.definition.config.StudyConfig.smoke_summary`), when it
+    is one: the headline then says that its numbers are not advice, and the detail why."""
+    verdict = _study_verdict(records, stats)
+    if not smoke:
+        return verdict
+    head = verdict.headline.removeprefix("Use ")
+    if head != verdict.headline:
+        head = "at toy size the rule picked " + head
+    return Verdict(
+        f"Smoke run, not advice: {head[0].lower()}{head[1:]}", f"{smoke} {verdict.detail}"
+    )
+
+
+def _study_verdict(records: Sequence[RunRecord], stats: dict[str, Any]) -> Verdict:
     choices = []
     for model, by_cal in stats.items():
         runs = [r for r in records if r.model == model]
@@ -270,9 +283,9 @@ def study_verdict(records: Sequence[RunRecord], stats: dict[str, Any]) -> Verdic
         )
     if len(choices) == 1:
         model, best, seeds, buys = choices[0]
-        head = f"Use `{best}` for {model}" + (f": over the seeds {buys}." if buys else ".")
+        head = f"Use {named(best)} for {model}" + (f": over the seeds {buys}." if buys else ".")
         return Verdict(head, f"{_seeds(seeds)} chose it. {rule}")
-    head = "Use " + ", ".join(f"`{b}` for {m}" for m, b, _, _ in chosen) + "."
+    head = "Use " + ", ".join(f"{named(b)} for {m}" for m, b, _, _ in chosen) + "."
     per_model = [f"{m} ({_seeds(s)}): {buys}." for m, _, s, buys in chosen if buys]
     return Verdict(head, " ".join([*per_model, rule]))
 
@@ -287,16 +300,19 @@ def _ece_by_floor(by_cal: dict[str, Any], method: str) -> str:
     return f"{text} (below its floor)" if by_cal[method]["ece"][0] < floor else text
 
 
-def _true_ece(by_cal: dict[str, Any], method: str) -> str:
-    """``[2.10, 6.00]``: the mean over the seeds of the ends of each run's interval of its
-    true ECE, an interval of the seeds' mean true ECE (the conformance study,
-    docs/conformance, measured it to cover; a mean ± std of the measured ECE does not,
-    near calibration); ``–`` without it (rows of an older calibkit)."""
-    low = by_cal.get(method, {}).get("ece_low", (math.nan, math.nan))[0]
-    high = by_cal.get(method, {}).get("ece_high", (math.nan, math.nan))[0]
-    if not (math.isfinite(low) and math.isfinite(high)):
+def _true_ece(runs: Sequence[RunRecord], method: str) -> str:
+    """``[0.00, 6.00]``: an interval of the seeds' mean true ECE of ``method`` from each
+    run's interval of its true ECE: the lowest of their lower ends (were it above the mean,
+    it would be above the smallest seed's true ECE too: the one error a single interval
+    makes) and the mean of their upper ends (the conformance study, docs/conformance,
+    measured both to cover; a t interval of the measured ECEs does not, near calibration);
+    ``–`` without them (rows of an older calibkit)."""
+    rows = [row for r in runs for row in r.rows if row["calibrator"] == method]
+    lows = [row.get("ece_low", math.nan) for row in rows]
+    highs = [row.get("ece_high", math.nan) for row in rows]
+    if not rows or not all(math.isfinite(x) for x in [*lows, *highs]):
         return "–"
-    return f"[{100 * low:.2f}, {100 * high:.2f}]"
+    return f"[{100 * min(lows):.2f}, {100 * float(np.mean(highs)):.2f}]"
 
 
 def summary_table(records: Sequence[RunRecord], stats: dict[str, Any]) -> Table:
@@ -313,9 +329,9 @@ def summary_table(records: Sequence[RunRecord], stats: dict[str, Any]) -> Table:
                 Cell(f"{np.median([r.train_seconds for r in runs]):.0f}"),
                 Cell(_pct(by_cal["none"]["accuracy"])),
                 Cell(_pct(by_cal["none"]["ece"])),
-                Cell(_true_ece(by_cal, "none")),
+                Cell(_true_ece(runs, "none")),
                 Cell(_pct(ts)),
-                Cell(_true_ece(by_cal, "temperature")),
+                Cell(_true_ece(runs, "temperature")),
                 Cell(f"{best} ({_seeds(seeds)})" if seeds else best),
                 Cell(_ece_by_floor(by_cal, best)),
                 Cell(_pct(by_cal["none"]["ece_floor"])),
@@ -444,7 +460,7 @@ def study_tables(
     """The summary, then per model its mean ± std table and (with seeds) its paired table;
     and the statistics ``{model: {calibrator: {metric: (mean, std)}}}``."""
     metrics = cfg.report_metrics or SHOWN
-    stats = aggregate(records, tuple(dict.fromkeys((*SHOWN, *metrics, *TRUE_ECE_BOUNDS))))
+    stats = aggregate(records, tuple(dict.fromkeys((*SHOWN, *metrics))))
     n_runs = {m: sum(r.model == m for r in records) for m in stats}
     all_rows = [row for rec in records for row in rec.rows]
     tables = [summary_table(records, stats)]
@@ -476,6 +492,7 @@ def study_document(
         how = how.replace("the data split is fixed", "each seed also draws another data split")
     body: list[Block] = [
         Paragraph(_header(cfg, records, sizes), meta=True),
+        *([Paragraph(cfg.smoke_summary(), meta=True)] if cfg.data.smoke else []),
         Section("How to read this", [Paragraph(how)]),
     ]
     figures = study_figures(cfg, records, classes)
@@ -521,7 +538,7 @@ def write_study_report(
     active :func:`report_sections`."""
     tables, stats = study_tables(cfg, records)
     builders = [*_DEFAULT_SECTIONS, *sections]
-    verdict = study_verdict(records, stats)
+    verdict = study_verdict(records, stats, cfg.smoke_summary())
     doc = study_document(cfg, records, tables, classes, sizes, builders, verdict)
     summary = {
         model: {cal: {k: {"mean": m, "std": s} for k, (m, s) in d.items()} for cal, d in by.items()}
