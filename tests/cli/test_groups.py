@@ -12,6 +12,7 @@ import pytest
 
 from calibkit.cli import main
 from calibkit.metrics.groups import evaluate_groups
+from calibkit.reporting.compare_report import named
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -177,9 +178,9 @@ def test_compare_finds_the_miscalibrated_group(
     assert res["smallest_worst_group_gap"] == smallest
     assert smallest in ("temperature_groupwise", "multicalibration")
     rec = res["recommendation"]["method"]
-    assert headline.startswith(f"Use `{rec}` overall; for the groups, ")
+    assert headline.startswith(f"Use {named(rec)} overall; for the groups, ")
     assert res["verdict"]["detail"].startswith(f"Overall, `{rec}` ")
-    assert f"for the groups, `{smallest}` has the smallest worst-group ECE gap" in headline
+    assert f"for the groups, {named(smallest)} has the smallest worst-group ECE gap" in headline
     points = f"{100 * gaps[smallest]:.2f} percentage points against {100 * gaps[rec]:.2f}"
     assert f"{points} percentage points for `{rec}`" in headline  # gaps: differences of %
     rows = {m["method"]: m for m in res["methods"]}

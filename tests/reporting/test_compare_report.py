@@ -22,7 +22,7 @@ from calibkit.core.outputs import as_outputs
 from calibkit.core.progress import progress_of
 from calibkit.io.atomic import MANIFEST
 from calibkit.metrics import METRIC_NAMES, Evaluation
-from calibkit.reporting.compare_report import write_compare_report
+from calibkit.reporting.compare_report import named, write_compare_report
 from calibkit.reporting.document import Figure
 from calibkit.reporting.tables import format_evaluation_table
 from calibkit.workflows.compare import Comparison, compare, split_outputs
@@ -308,7 +308,7 @@ def test_the_verdict_comes_first_in_markdown_html_and_terminal(
     assert chosen.recommendation is not None
     method = chosen.recommendation.method
     against = "temperature scaling" if method != "temperature" else "the uncalibrated model"
-    assert verdict.headline.startswith(f"Use `{method}`: on the test part it ")
+    assert verdict.headline.startswith(f"Use {named(method)}: on the test part it ")
     assert verdict.headline.endswith(f" against {against}.")
     assert "NLL from " in verdict.headline
     assert "ECE" in verdict.headline
@@ -342,7 +342,8 @@ def test_the_verdict_says_what_temperature_scaling_buys_against_the_model(
     verdict = compare_verdict(dataclasses.replace(chosen, recommendation=rec))
     none, ts = chosen.rows[0].evaluation.values, chosen.row("temperature").evaluation.values
     assert verdict.headline == (
-        f"Use `temperature`: on the test part it lowers NLL from {none['nll']:.4f} to "
+        "Use `temperature` (temperature scaling): on the test part it lowers NLL from "
+        f"{none['nll']:.4f} to "
         f"{ts['nll']:.4f} and ECE from {100 * none['ece']:.2f}% to {100 * ts['ece']:.2f}% "
         "against the uncalibrated model."
     )

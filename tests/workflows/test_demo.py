@@ -68,7 +68,9 @@ def test_small_demo_becomes_overconfident() -> None:
     assert comp.row("temperature").params["temperature"] > 1.2  # overconfident
     assert comp.row("temperature").evaluation.values["ece"] < res.ece_before
     assert res.recommended == "temperature"  # the only method compared
-    assert "recommended: temperature: on the test part it" in demo_summary(res)
+    assert "recommended: temperature (temperature scaling): on the test part it" in demo_summary(
+        res
+    )
 
 
 def test_demo_recommends_by_the_comparisons_rule_not_the_lowest_test_ece() -> None:
@@ -95,7 +97,9 @@ def test_cli_demo_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     argv = ["demo", "--out", str(tmp_path / "rep"), "--epochs", "30", "--n-boot", "0"]
     assert main([*argv, "--methods", "temperature"]) == 0
     out, err = capsys.readouterr()
-    assert out.startswith("Use temperature: on the test part it lowers NLL from ")
+    assert out.startswith(
+        "Use temperature (temperature scaling): on the test part it lowers NLL from "
+    )
     assert "against the uncalibrated model" in out.splitlines()[0]
     assert "before calibration" in out
     assert "temperature=" in out

@@ -33,11 +33,18 @@ PACKAGE = "calibkit.calibrators"
 
 class Entry(NamedTuple):
     """One declared entry: its module (under ``calibkit.calibrators``), its kind, whether it
-    takes two classes only (the class's ``binary_only``) and its early metadata."""
+    takes two classes only (the class's ``binary_only``), its ``title`` and its early
+    metadata.
+
+    ``title`` is the method's name in words (lower case unless a proper name), said beside
+    its key wherever a report names a method (:func:`title`: "`ms_odir` (matrix scaling
+    with off-diagonal and intercept regularisation)"). It is declared here only: the
+    ``register`` calls do not repeat it (issue #46, item 4)."""
 
     module: str
     kind: str
     binary_only: bool = False
+    title: str | None = None
     summary: str | None = None
     default: bool | None = None
     aliases: tuple[str, ...] | None = None
@@ -54,6 +61,7 @@ ENTRIES: dict[str, Entry] = {
     "temperature": Entry(
         "logit.temperature",
         "logits",
+        title="temperature scaling",
         summary=(
             "Temperature scaling (Guo et al. 2017): the logits divided by one temperature T "
             "fitted by NLL, T in [0.1, 10] unless t_min or t_max is given."
@@ -62,6 +70,7 @@ ENTRIES: dict[str, Entry] = {
     "temperature_ece": Entry(
         "logit.temperature_grid",
         "logits",
+        title="temperature scaling chosen by ECE",
         summary=(
             "Temperature scaling with T chosen on a grid (0.001 to 5 by default) by the lowest "
             "top-label ECE on the calibration set."
@@ -71,6 +80,7 @@ ENTRIES: dict[str, Entry] = {
     "vector": Entry(
         "logit.linear",
         "logits",
+        title="vector scaling",
         summary=(
             "Vector scaling (Guo et al. 2017): softmax(diag(w) z + b), a weight and a bias per "
             "class, shrunk towards temperature scaling by a cross-validated strength."
@@ -79,6 +89,7 @@ ENTRIES: dict[str, Entry] = {
     "matrix": Entry(
         "logit.linear",
         "logits",
+        title="matrix scaling",
         summary=(
             "Matrix scaling (Guo et al. 2017): softmax(W z + b) with a full W, shrunk towards "
             "temperature scaling by a cross-validated strength s; that penalty is ms_odir's with "
@@ -88,6 +99,7 @@ ENTRIES: dict[str, Entry] = {
     "ms_odir": Entry(
         "logit.linear",
         "logits",
+        title="matrix scaling with off-diagonal and intercept regularisation",
         summary=(
             "Matrix scaling with off-diagonal and intercept regularisation (ODIR, Kull et al. "
             "2019) towards temperature scaling, lam by cross-validation unless given; at lam = mu"
@@ -97,6 +109,7 @@ ENTRIES: dict[str, Entry] = {
     "dirichlet": Entry(
         "logit.linear",
         "logits",
+        title="Dirichlet calibration",
         summary=(
             "Dirichlet calibration (Kull et al. 2019): ms_odir's regularised map on log-"
             "probabilities instead of logits, so the same map as ms_odir when the inputs are "
@@ -106,6 +119,7 @@ ENTRIES: dict[str, Entry] = {
     "svs": Entry(
         "logit.structured",
         "logits",
+        title="structured vector scaling",
         summary=(
             "Structured vector scaling (Berta et al. 2026): a diagonal linear map, fitted by "
             "penalised NLL, on the log-probabilities of smoothed temperature scaling."
@@ -115,6 +129,7 @@ ENTRIES: dict[str, Entry] = {
     "sms": Entry(
         "logit.structured",
         "logits",
+        title="structured matrix scaling",
         summary=(
             "Structured matrix scaling (Berta et al. 2026): a full linear map, fitted by "
             "penalised NLL, on the log-probabilities of smoothed temperature scaling."
@@ -124,6 +139,7 @@ ENTRIES: dict[str, Entry] = {
     "sms_cv": Entry(
         "logit.structured",
         "logits",
+        title="structured matrix scaling with a cross-validated penalty",
         summary=(
             "Structured matrix scaling with its three penalty weights multiplied by one scale "
             "chosen by cross-validation."
@@ -133,6 +149,7 @@ ENTRIES: dict[str, Entry] = {
     "temperature_smoothed": Entry(
         "logit.temperature_smoothed",
         "logits",
+        title="smoothed temperature scaling",
         summary=(
             "Temperature scaling mixed with the uniform distribution, (1 - eps) softmax(z / T) + "
             "eps / K, with eps = 1 / (n + 1) unless smoothing is given."
@@ -142,6 +159,7 @@ ENTRIES: dict[str, Entry] = {
     "bias_corrected_temperature": Entry(
         "logit.bias_corrected",
         "logits",
+        title="bias-corrected temperature scaling",
         summary=(
             "Bias-corrected temperature scaling (BCTS, Alexandari et al. 2020): softmax(z / T + "
             "b) with one temperature and a bias per class, fitted by NLL."
@@ -152,6 +170,7 @@ ENTRIES: dict[str, Entry] = {
     "histogram": Entry(
         "logit.histogram",
         "logits",
+        title="top-label histogram binning",
         summary=(
             "Top-label histogram binning: each confidence replaced by the accuracy of its bin "
             "(n_bins bins of equal width or equal mass)."
@@ -160,6 +179,7 @@ ENTRIES: dict[str, Entry] = {
     "histogram_classwise": Entry(
         "logit.histogram",
         "logits",
+        title="class-wise histogram binning",
         summary=(
             "One-vs-rest histogram binning of every class's probability, then renormalised to sum"
             " to one."
@@ -168,6 +188,7 @@ ENTRIES: dict[str, Entry] = {
     "isotonic": Entry(
         "logit.isotonic",
         "logits",
+        title="isotonic regression",
         summary=(
             "One-vs-rest isotonic regression of every class's softmax probability, then "
             "renormalised to sum to one."
@@ -177,6 +198,7 @@ ENTRIES: dict[str, Entry] = {
         "logit.binary",
         "logits",
         binary_only=True,
+        title="Platt scaling",
         summary=(
             "Platt scaling: sigmoid(a (z1 - z0) + b), the logit difference mapped by a logistic "
             "regression fitted by NLL."
@@ -186,6 +208,7 @@ ENTRIES: dict[str, Entry] = {
         "logit.binary",
         "logits",
         binary_only=True,
+        title="beta calibration",
         summary=(
             "Beta calibration (Kull et al. 2017): sigmoid(a ln p - b ln(1 - p) + c) with a, b >= "
             "0, fitted by NLL."
@@ -194,6 +217,7 @@ ENTRIES: dict[str, Entry] = {
     "scaling_binning": Entry(
         "logit.scaling_binning",
         "logits",
+        title="scaling-binning",
         summary=(
             "Scaling-binning (Kumar et al. 2019): a scaler fitted on one part of the calibration "
             "set, then equal-mass bins of its top-label confidences on the other."
@@ -203,6 +227,7 @@ ENTRIES: dict[str, Entry] = {
     "venn_abers": Entry(
         "logit.venn_abers",
         "logits",
+        title="Venn-Abers calibration",
         summary=(
             "Inductive Venn-Abers calibration (Vovk and Petej 2014), one-vs-rest: two isotonic "
             "fits per class merged into one probability, never 0."
@@ -212,6 +237,7 @@ ENTRIES: dict[str, Entry] = {
     "isotonic_centred": Entry(
         "logit.centred_isotonic",
         "logits",
+        title="centred isotonic regression",
         summary=(
             "Centred isotonic regression (Oron and Flournoy 2017), one-vs-rest and renormalised: "
             "strictly increasing between its points, never probability 0."
@@ -221,6 +247,7 @@ ENTRIES: dict[str, Entry] = {
     "spline": Entry(
         "logit.spline",
         "logits",
+        title="spline calibration",
         summary=(
             "Spline calibration (Gupta et al. 2021): the top-label confidence mapped through a "
             "cubic spline with n_knots knots fitted to the cumulative calibration curve."
@@ -230,6 +257,7 @@ ENTRIES: dict[str, Entry] = {
     "auto": Entry(
         "logit.auto",
         "logits",
+        title="automatic choice by cross-validation",
         summary=(
             "Picks a calibrator by cross-validation on the calibration set: temperature scaling "
             "unless another method has a lower held-out NLL by more than 3.5 standard errors."
@@ -239,6 +267,7 @@ ENTRIES: dict[str, Entry] = {
     "temperature_groupwise": Entry(
         "groups.groupwise",
         "groups",
+        title="temperature scaling per group",
         summary=(
             "Temperature scaling with one temperature per group, the global temperature for small"
             " and unseen groups."
@@ -248,6 +277,7 @@ ENTRIES: dict[str, Entry] = {
     "multicalibration": Entry(
         "groups.groupwise",
         "groups",
+        title="multicalibration",
         summary=(
             "Multicalibration (Hebert-Johnson et al. 2018): the top-label confidence patched over"
             " (group, confidence bin) cells until no cell is off by more than alpha."
@@ -257,6 +287,7 @@ ENTRIES: dict[str, Entry] = {
     "conformal": Entry(
         "sets.conformal",
         "sets",
+        title="split conformal prediction sets",
         summary=(
             "Split conformal prediction sets (class-conditional with mondrian) that hold the true"
             " class with probability at least 1 - alpha."
@@ -266,6 +297,7 @@ ENTRIES: dict[str, Entry] = {
     "prior_shift": Entry(
         "priors.label_shift",
         "priors",
+        title="label-shift adaptation of a calibrator",
         summary=(
             "A calibrator (BCTS by default) followed by adaptation to the target's class priors, "
             "estimated by EM or BBSE from unlabelled target rows."
@@ -275,6 +307,7 @@ ENTRIES: dict[str, Entry] = {
     "nc_ce": Entry(
         "model.clamping.registry",
         "model",
+        title="Neural Clamping trained by cross-entropy",
         summary=(
             "Neural Clamping (a learnt input perturbation and a temperature) trained by cross-"
             "entropy, that is focal gamma 0 (a gamma given is overridden)."
@@ -283,6 +316,7 @@ ENTRIES: dict[str, Entry] = {
     "nc_fl": Entry(
         "model.clamping.registry",
         "model",
+        title="Neural Clamping trained by focal loss",
         summary=(
             "Neural Clamping (a learnt input perturbation and a temperature) trained by focal "
             "loss, gamma 1 unless gamma is given."
@@ -291,6 +325,7 @@ ENTRIES: dict[str, Entry] = {
     "nc_fast": Entry(
         "model.clamping.registry",
         "model",
+        title="fast Neural Clamping",
         summary=(
             "The fast variant of Neural Clamping: the input perturbation set from the data, then "
             "the temperature fitted alone."
@@ -299,6 +334,7 @@ ENTRIES: dict[str, Entry] = {
     "ts_focal": Entry(
         "model.clamping.registry",
         "model",
+        title="temperature scaling fitted by focal loss",
         summary=(
             "Temperature scaling fitted by focal loss on the model's inputs (Neural Clamping with"
             " the input perturbation fixed at 0)."
@@ -320,14 +356,29 @@ def declare_all(registry: Registry[Any]) -> None:
         )
 
 
+def title(name: str) -> str | None:
+    """The declared title of the method ``name`` (a key or an alias), or None (a method not
+    declared here: a plug-in's).
+
+    >>> title("ms_odir"), title("bcts"), title("someone_elses")
+    ('matrix scaling with off-diagonal and intercept regularisation', 'bias-corrected temperature scaling', None)
+    """  # noqa: E501
+    entry = ENTRIES.get(name)
+    if entry is None:
+        entry = next((e for e in ENTRIES.values() if name in (e.aliases or ())), None)
+    return None if entry is None else entry.title
+
+
 def entry_of(registry: Registry[Any], name: str) -> Entry:
-    """The entry ``name`` as its ``register`` call says (its module imported)."""
+    """The entry ``name`` as its ``register`` call says (its module imported), with the
+    title declared here (the ``register`` calls do not carry it)."""
     obj = registry.get(name)
     info = registry.info(name)
     return Entry(
         obj.__module__.removeprefix(PACKAGE + "."),
         registry.kind_of(name),
         bool(obj.binary_only),
+        title(name),
         **{k: info[k] for k in DECLARED_KEYS if k in info},
     )
 
@@ -356,6 +407,8 @@ def render(entries: dict[str, Entry]) -> str:
         lines.append(f"        {_literal(entry.kind)},")
         if entry.binary_only:
             lines.append("        binary_only=True,")
+        if entry.title is not None:
+            lines.append(f"        title={_literal(entry.title)},")
         for key, value in entry.info().items():
             if key == "summary":
                 lines += ["        summary=(", *_string(value, " " * 12), "        ),"]

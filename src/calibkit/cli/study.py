@@ -125,7 +125,14 @@ def _run(args: argparse.Namespace) -> int:
         epochs=args.epochs,
         data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
     )
-    if args.smoke:
+    if args.smoke:  # said before it runs: a smoke run is not the study it was asked for
+        overrides = cfg.smoke_overrides()
+        if overrides:
+            print("calibkit: --smoke overrides: " + "; ".join(overrides), file=sys.stderr)
+            print(
+                "calibkit: a smoke run checks the code paths; its numbers are not advice",
+                file=sys.stderr,
+            )
         cfg = cfg.smoke()
     out = check_study_folder(Path(args.out or f"study-{path.stem}"), "--out", inputs=[path])
     executor = make_executor(

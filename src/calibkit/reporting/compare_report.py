@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calibkit.calibrators import CALIBRATORS
-from calibkit.calibrators.logit.auto import MARGIN_SE, margin_words
+from calibkit.calibrators.catalogue import title as method_title
+from calibkit.calibrators.logit.auto import MARGIN_SE, enters_unshrunk, margin_words
 from calibkit.core.progress import Phase
 from calibkit.core.words import plural
 from calibkit.io.atomic import check_replaceable_folder
@@ -221,8 +222,9 @@ def single_methods(comp: Comparison) -> list[str]:
 
 def group_figure_methods(comp: Comparison) -> list[str]:
     """The methods of the per-group reliability figure: the uncalibrated model, the
-    recommended method (else temperature scaling), and the group-aware method with the
-    smallest worst-group gap."""
+    recommended method (else temperature scaling), the group-aware method with the
+    smallest worst-group gap, and the method with the smallest worst-group gap of all (the
+    one the verdict names, group-aware or not)."""
     names = [r.method for r in comp.rows if r.group_reliability is not None]
     rec = comp.recommendation.method if comp.recommendation is not None else "temperature"
     chosen = [names[0]] if names else []
@@ -236,6 +238,8 @@ def group_figure_methods(comp: Comparison) -> list[str]:
     ]
     if aware:
         chosen.append(min(aware, key=lambda r: r.groups.gap if r.groups else math.inf).method)
+    if comp.smallest_gap in names:  # the verdict names it: the figure draws it
+        chosen.append(comp.smallest_gap)
     return list(dict.fromkeys(chosen))
 
 
@@ -420,6 +424,22 @@ def nll_ece_change(before: Mapping[str, float], after: Mapping[str, float]) -> s
     return f"{nll} and {ece}"
 
 
+def named(method: str) -> str:
+    """A method as a verdict names it: its key in code with its declared title
+    (:func:`calibkit.calibrators.catalogue.title`), a combination ``a+b`` by its parts; the
+    key alone for a method declared nowhere (a plug-in's).
+
+    >>> named("ms_odir")
+    '`ms_odir` (matrix scaling with off-diagonal and intercept regularisation)'
+    >>> named("bcts"), named("someone_elses")
+    ('`bcts` (bias-corrected temperature scaling)', '`someone_elses`')
+    """
+    parts = [method_title(p) for p in method.split("+")]
+    if not all(parts):
+        return f"`{method}`"
+    return f"`{method}` ({', then '.join(p for p in parts if p)})"
+
+
 def _buys(comp: Comparison, method: str) -> str:
     """What ``method`` does on the test part against temperature scaling (or against the
     uncalibrated model, for temperature scaling or when it was not compared)."""
@@ -474,7 +494,7 @@ def compare_verdict(comp: Comparison) -> Verdict:
             "Do not pick by the lowest test ECE: step maps such as histogram binning reach it "
             "by luck.",
         )
-    use = f"Use `{rec.method}`"
+    use = f"Use {named(rec.method)}"
     buys = _buys(comp, rec.method) if rec.method in names else ""
     detail = [f"Chosen on the calibration part alone: {rec.reason}."]
     if paired := paired_nll_sentence(comp, rec.method):
@@ -499,19 +519,36 @@ def compare_verdict(comp: Comparison) -> Verdict:
             f"{use}: {buys}; it also has the smallest worst-group ECE gap ({_gap_text(comp, gap)})."
         )
         return Verdict(head, " ".join(detail))
+    overlap = rec.method in names and _gaps_overlap(comp, gap, rec.method)
+    if overlap:  # the test part cannot tell the two gaps apart: no second recommendation
+        head = f"{use}: {buys}." if buys else f"{use}."
+        detail.append(
+            f"For the groups, its worst-group ECE gap ({_gap_text(comp, rec.method)}) cannot be "
+            f"told apart on the test part from the smallest, {named(gap)}'s "
+            f"({_gap_text(comp, gap)}): the two gaps' {_level(comp)} intervals overlap."
+        )
+        return Verdict(head, " ".join(detail))
     if buys:  # the headline is about the groups; what the choice buys overall goes below
         detail.insert(0, f"Overall, {buys.removeprefix('on the test part it ')} on the test part.")
         detail[0] = f"Overall, `{rec.method}` " + detail[0].removeprefix("Overall, ")
-    head = f"{use} overall; for the groups, `{gap}` "
+    head = f"{use} overall; for the groups, {named(gap)} "
     head += f"has the smallest worst-group ECE gap on the test part: {_gap_text(comp, gap)}"
     if rec.method in names and comp.row(rec.method).groups is not None:
         head += f" against {_gap_text(comp, rec.method)} for `{rec.method}`"
-        if _gaps_overlap(comp, gap, rec.method):
-            detail.append("The two gaps' intervals overlap: the test part cannot tell them apart.")
+        if overlap is False:
+            detail.append(
+                f"The two gaps' {_level(comp)} intervals do not overlap: the test part tells "
+                "them apart."
+            )
     detail.append(
         "The overall choice ignores the groups; the smallest gap is read on the test part."
     )
     return Verdict(head + ".", " ".join(detail))
+
+
+def _level(comp: Comparison) -> str:
+    """The intervals' level in words (``95%``)."""
+    return f"{comp.rows[0].evaluation.level:.0%}"
 
 
 def recommendation_paragraphs(comp: Comparison) -> list[str]:
@@ -564,9 +601,10 @@ def recommendation_table(comp: Comparison) -> Table | None:
         diff = "" if d is None else f"{d[0]:+.4f} ± {d[1]:.4f}"
         beats = "" if d is None else ("yes" if d[0] + MARGIN_SE * d[1] < 0 else "no")
         mark = "chosen" if name == rec.method else ""
+        label = f"{name} (unshrunk)" if enters_unshrunk(name) else name
         rows.append(
             [
-                Cell(name),
+                Cell(label),
                 Cell(f"{score:.4f}", best=name == rec.method),
                 Cell(diff),
                 Cell(beats),
@@ -576,12 +614,34 @@ def recommendation_table(comp: Comparison) -> Table | None:
     header = [
         "Method",
         "Cross-fitted NLL",
-        "Difference from temperature (± 1 SE)",
+        "Its NLL minus temperature's (± one standard error)",
         f"Beats temperature by > {MARGIN_SE:g} SE",
         "",
     ]
     title = "The rule on the calibration part (cross-fitted NLL)"
     return Table(title, header, rows)
+
+
+def unshrunk_note(comp: Comparison) -> str:
+    """Why a row of the rule's table marked ``(unshrunk)`` does not have the cross-fitted
+    NLL its row of the other tables would suggest: the rule cross-fits those methods in
+    their published form (:func:`calibkit.calibrators.logit.auto.candidate`), while the
+    comparison fits them shrunk towards temperature scaling; empty when none is."""
+    rec = comp.recommendation
+    marked = [n for n in (rec.scores if rec is not None else {}) if enters_unshrunk(n)]
+    if not marked:
+        return ""
+    return (
+        f"Marked (unshrunk): {', '.join(marked)}. The rule cross-fits "
+        f"{'this method' if len(marked) == 1 else 'these methods'} in the published form, not "
+        "shrunk towards temperature scaling (its paired comparison with temperature scaling "
+        "is the guard the shrinkage is elsewhere), so this table's NLL is not that of the map "
+        "in the other tables, which are fitted shrunk by a cross-validated strength: vector "
+        "and matrix scaling unshrunk have no penalty at all (on few samples per parameter "
+        "matrix scaling overfits, hence an NLL far above its row's), MS-ODIR and Dirichlet "
+        "calibration keep their penalty but towards the identity map. Where the other "
+        "tables say two methods fit the same map, that is of their shrunk fits."
+    )
 
 
 def _with_same_maps(comp: Comparison, sections: list[Section]) -> list[Section]:
@@ -644,6 +704,8 @@ def compare_document(
     explained = recommendation_paragraphs(comp)
     table = recommendation_table(comp)
     rule: list[Block] = [] if table is None else [table_section(table)]
+    if table is not None and (note := unshrunk_note(comp)):
+        rule.append(Paragraph(note))
     return Document(
         title,
         [

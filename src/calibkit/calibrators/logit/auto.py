@@ -184,6 +184,22 @@ def candidate(name: str, **params: object) -> Calibrator:
     return create_calibrator(name, **unshrunk, **params)
 
 
+def enters_unshrunk(name: str) -> bool:
+    """Whether :func:`candidate` enters ``name`` in its unshrunk form (a method that shrinks
+    itself towards temperature scaling: vector and matrix scaling), so that its
+    cross-fitted score is not that of the shrunk fit of its own row in a comparison.
+
+    >>> enters_unshrunk("matrix"), enters_unshrunk("ms_odir"), enters_unshrunk("temperature")
+    (True, False, False)
+    """
+    if name not in CALIBRATORS:
+        return False
+    constraints = CALIBRATORS.get(name).param_constraints
+    if "shrink" not in constraints:
+        return False
+    return create_calibrator(name).get_params().get("shrink") != "none"
+
+
 def _fixed_odir(fitted: Calibrator) -> dict[str, object]:
     return {"reg_lambda": fitted.reg_lambda_, "reg_mu": fitted.reg_mu_}  # type: ignore[attr-defined]
 
@@ -689,6 +705,7 @@ class AutoCalibrator(Calibrator):
             how += f", fewer than {self.n_folds}: a class has {k} rows"
         pair = self.paired_.get(self.chosen_)
         margin = margin_words(self.rule)
+        over = "folds" if self.criterion == "ece" else "samples"
         if self.rule == "lowest" or self.baseline not in self.cv_scores_:
             text = f"lowest mean {score} over {how}"
         elif self.chosen_ == self.baseline:
@@ -701,7 +718,9 @@ class AutoCalibrator(Calibrator):
         else:
             text = (
                 f"lowest mean {score} of the candidates that beat {self.baseline} by more "
-                f"than {margin} ({pair[0]:+.4g} ± {pair[1]:.2g})\n({how}, seed {self.seed})"
+                f"than {margin} (held-out {score} of {self.chosen_} minus {self.baseline}'s, "
+                f"mean over the {over} {pair[0]:+.4g} ± {pair[1]:.2g}, one standard error)"
+                f"\n({how}, seed {self.seed})"
             )
         if self.dropped_:
             text += f"; left out, their fit failed on a fold: {', '.join(self.dropped_)}"

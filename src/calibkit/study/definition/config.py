@@ -344,6 +344,61 @@ class StudyConfig:
             n_floor_draws=min(self.n_floor_draws, 10),
         )
 
+    def smoke_overrides(self) -> list[str]:
+        """What :meth:`smoke` changes of this study, one setting a line, ``before -> after``
+        (issue #46, item 3: ``--smoke`` says on the terminal what it overrides); empty for
+        a study already at smoke size.
+
+        Examples
+        --------
+        >>> load_study_config(DEFAULT_CONFIG).smoke_overrides()[:2]
+        ['seeds 0,1,2 -> 0', 'mlp: 60 epochs of batch size 64 -> 1 epoch of batch size 8']
+        """
+        if self.data.smoke:
+            return []
+        smoke = self.smoke()
+        out = []
+        if smoke.seeds != self.seeds:
+            out.append(f"seeds {_ints(self.seeds)} -> {_ints(smoke.seeds)}")
+        for spec, small in zip(self.models, smoke.models, strict=True):
+            before, after = self.model_training(spec), smoke.model_training(small)
+            out.append(f"{spec.label}: {_epochs(before)} -> {_epochs(after)}")
+        train, cal, test = (SMOKE_SIZES[k][0] for k in ("train", "cal", "test"))
+        out.append(
+            f"data: {train} training, {cal} calibration (at least {SMOKE_SIZES['cal'][1]} of "
+            f"each class) and {test} test samples, drawn from the configured parts"
+        )
+        if self.input_calibrators:
+            out.append(f"input calibrators ({', '.join(self.input_calibrators)}): 1 epoch")
+        if smoke.n_floor_draws != self.n_floor_draws:
+            out.append(f"noise-floor draws {self.n_floor_draws} -> {smoke.n_floor_draws}")
+        return out
+
+    def smoke_summary(self) -> str:
+        """What a smoke study is, for its report's summary (empty for a real study): the
+        sizes it ran at, and that its numbers are not advice."""
+        if not self.data.smoke:
+            return ""
+        epochs = sorted({self.model_training(m).epochs for m in self.models})
+        ran = " or ".join(str(e) for e in epochs) + (" epoch" if epochs[-1] == 1 else " epochs")
+        train, cal, test = (SMOKE_SIZES[k][0] for k in ("train", "cal", "test"))
+        return (
+            f"Smoke run (--smoke): the study at toy size, to check its code paths end to end: "
+            f"the first seed only ({_ints(self.seeds)}), {ran} of batches of "
+            f"{SMOKE_BATCH_SIZE}, {train} training, {cal} calibration and {test} test samples, "
+            f"{self.n_floor_draws} noise-floor draws. Its numbers come from a few dozen "
+            "samples and are not advice: run it without --smoke for a recommendation."
+        )
+
+
+def _ints(values: tuple[int, ...]) -> str:
+    return ",".join(str(v) for v in values)
+
+
+def _epochs(training: TrainConfig) -> str:
+    n = training.epochs
+    return f"{n} epoch{'' if n == 1 else 's'} of batch size {training.batch_size}"
+
 
 #: The embedded default study (digits, offline): ``calibkit study`` with no file.
 DEFAULT_CONFIG = Path(__file__).with_name("digits.toml")
