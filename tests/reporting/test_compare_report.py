@@ -358,3 +358,25 @@ def test_drawing_the_figures_is_a_phase_with_a_step_per_figure(
     n = len(figures)  # the grid, ECE(T), risk-coverage and one per row
     assert [(e.step, e.total) for e in events] == [(k, n) for k in range(n + 1)]
     assert events[0].label == f"drawing {n} figures"
+
+
+def test_the_rules_table_says_which_methods_it_cross_fitted_unshrunk(tmp_path: Path) -> None:
+    """Issue #46, item 5: the demo's rule table gave matrix a cross-fitted NLL of 12.97
+    against 0.36 for ms_odir, beside text saying that they fit the same map: the rule
+    cross-fits matrix unshrunk (auto.candidate), the rows are fitted shrunk. The table
+    marks those methods and says why their numbers differ from their rows'."""
+    from calibkit.cli import main
+
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(600, 4)) * 3
+    y = np.array([rng.choice(4, p=np.exp(r / 3) / np.exp(r / 3).sum()) for r in z])
+    np.savez(tmp_path / "p.npz", logits=z, labels=y)
+    argv = ["compare", str(tmp_path / "p.npz"), "--n-boot", "0", "--seed", "0"]
+    methods = ["--methods", "temperature,matrix,ms_odir,sms", "--out", str(tmp_path / "rep")]
+    assert main([*argv, *methods]) == 0
+    report = (tmp_path / "rep" / "report.md").read_text()
+    assert "| matrix (unshrunk) |" in report
+    assert "| ms_odir (unshrunk) |" in report
+    assert "| sms |" in report  # no shrinkage of its own: cross-fitted as its row
+    assert "Its NLL minus temperature's (± one standard error)" in report
+    assert "Marked (unshrunk): matrix, ms_odir. The rule cross-fits these methods" in report

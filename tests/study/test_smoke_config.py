@@ -52,3 +52,26 @@ def test_init_rows_need_a_cifar_resnet() -> None:
     with pytest.raises(InputError, match="init_rows"):
         ModelSpec("resnet101", init="w.safetensors", init_rows=(0, 1))
     assert ModelSpec("resnet101", init="w.safetensors").init == "w.safetensors"
+
+
+def test_smoke_says_what_it_overrides_and_that_its_verdict_is_no_advice(
+    tiny_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #46, item 3: ``--smoke`` silently became one seed of one epoch and then
+    recommended a calibrator; it says what it overrides when it starts, in the report's
+    summary, and beside the verdict."""
+    out = tmp_path / "out"
+    argv = ["study", str(tiny_config), "--seeds", "0,1", "--smoke", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    stdout, err = capsys.readouterr()
+    assert "calibkit: --smoke overrides: seeds 0,1 -> 0; mlp: " in err
+    assert "-> 1 epoch of batch size 8" in err
+    assert "16 training, 16 calibration (at least 5 of each class) and 32 test samples" in err
+    assert stdout.startswith("Smoke run, not advice: at toy size the rule picked ")
+    verdict = json.loads((out / "results.json").read_text())["verdict"]
+    assert verdict["headline"].startswith("Smoke run, not advice: ")
+    assert verdict["detail"].startswith("Smoke run (--smoke): the study at toy size")
+    report = (out / "report.md").read_text()
+    assert "**Smoke run, not advice: " in report
+    assert "the first seed only (0), 1 epoch of batches of 8" in report
+    assert "are not advice: run it without --smoke for a recommendation" in report

@@ -521,11 +521,15 @@ def compare_verdict(comp: Comparison) -> Verdict:
         return Verdict(head, " ".join(detail))
     overlap = rec.method in names and _gaps_overlap(comp, gap, rec.method)
     if overlap:  # the test part cannot tell the two gaps apart: no second recommendation
-        head = f"{use}: {buys}." if buys else f"{use}."
+        head = f"{use}: {buys}" if buys else use
+        head += (
+            f"; its worst-group ECE gap ({_gap_text(comp, rec.method)}) cannot be told apart "
+            f"on the test part from the smallest, `{gap}`'s ({_gap_text(comp, gap)})."
+        )
         detail.append(
-            f"For the groups, its worst-group ECE gap ({_gap_text(comp, rec.method)}) cannot be "
-            f"told apart on the test part from the smallest, {named(gap)}'s "
-            f"({_gap_text(comp, gap)}): the two gaps' {_level(comp)} intervals overlap."
+            f"The two gaps' {_level(comp)} intervals overlap, so the test part does not say "
+            f"that {named(gap)} is fairer across the groups; more test samples per group "
+            "would."
         )
         return Verdict(head, " ".join(detail))
     if buys:  # the headline is about the groups; what the choice buys overall goes below
