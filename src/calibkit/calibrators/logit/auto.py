@@ -186,11 +186,12 @@ def candidate(name: str, **params: object) -> Calibrator:
 
 def enters_unshrunk(name: str) -> bool:
     """Whether :func:`candidate` enters ``name`` in its unshrunk form (a method that shrinks
-    itself towards temperature scaling: vector and matrix scaling), so that its
-    cross-fitted score is not that of the shrunk fit of its own row in a comparison.
+    itself towards temperature scaling by default: the matrix family, vector, matrix,
+    MS-ODIR and Dirichlet), so that its cross-fitted score is not that of the shrunk fit of
+    its own row in a comparison.
 
     >>> enters_unshrunk("matrix"), enters_unshrunk("ms_odir"), enters_unshrunk("temperature")
-    (True, False, False)
+    (True, True, False)
     """
     if name not in CALIBRATORS:
         return False
