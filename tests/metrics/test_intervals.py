@@ -148,3 +148,32 @@ def test_group_intervals_refuse_bad_codes() -> None:
         group_ece_intervals([0, 1, 0], probs=probs, codes=[0, 1, 2], n_groups=2)
     with pytest.raises(InputError, match=r"^codes: .*none in 1"):
         group_ece_intervals([0, 1, 0], probs=probs, codes=[0, 0, 2], n_groups=3)
+
+
+def test_t_and_its_first_order_variance_are_sun_et_al_s_t_mn_and_sigma_1() -> None:
+    """Against Sun, Chaudhari, Barnett and Dobriban's own definitions (sylydya/CI-ECE,
+    ``experiments/estimator.py``, ``T_mn_estimator`` with ``topk=1``), restated here bin by
+    bin on identical inputs: ``T_mn = sum_b n_b/(n_b - 1) (n_b mean(u)^2 - mean(u^2)) / n``
+    (no factor for a bin of one) and ``sigma_1^2 = sum_b (n_b/n)(4 mean(u)^2 mean(u^2) -
+    3 mean(u)^4) - (sum_b (n_b/n) mean(u)^2)^2``; calibkit's standard error at a large
+    miscalibrated sample is sqrt(sigma_1^2 / n) plus the second-order term it adds."""
+    rng = np.random.default_rng(7)
+    labels, probs = overconfident(3000, 0.07, rng)
+    conf, u = probs.max(1), (labels == 0).astype(float) - probs.max(1)
+    n, n_bins = u.size, 15
+    bins = np.minimum((conf * n_bins).astype(int), n_bins - 1)
+    t_mn, first, second = 0.0, 0.0, 0.0
+    for b in np.unique(bins):
+        ub = u[bins == b]
+        nb = ub.size
+        est = nb * ub.mean() ** 2 - np.mean(ub**2)
+        if nb > 1:
+            est *= nb / (nb - 1)
+        t_mn += est / n
+        first += nb / n * (4 * ub.mean() ** 2 * np.mean(ub**2) - 3 * ub.mean() ** 4)
+        second += nb / n * ub.mean() ** 2
+    sigma_1 = first - second**2
+    got_t, got_se = _l2_moments(_bins(labels, probs, None, n_bins, "equal_width", "top_label"))
+    assert got_t == pytest.approx(t_mn, rel=1e-10)
+    assert got_se >= np.sqrt(sigma_1 / n)  # plus the (small, here) second-order term
+    assert got_se == pytest.approx(np.sqrt(sigma_1 / n), rel=0.05)

@@ -126,7 +126,7 @@ GLOSSARY: dict[str, Term] = {
     "--n-boot": Term(
         "bootstrap resamples",
         "resamples of the percentile-bootstrap intervals (in evaluate and compare only "
-        "MMCE's and the risk / coverage points'; the others need none); 0: no interval at all",
+        "the risk / coverage points'; the others need none); 0: no interval at all",
         ("evaluate", "compare", "conformal", "labelshift", "demo"),
     ),
     "--level": Term(
