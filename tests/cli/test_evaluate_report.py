@@ -105,7 +105,8 @@ def test_out_writes_the_report_folder(work: Path, capsys: pytest.CaptureFixture[
     assert results["confidence"] > results["accuracy"]
     assert results["options"]["level"] == 0.9
     assert results["inputs"]["FILE"]["path"] == str(work / "over.npz")
-    assert "smooth_ece" in results and "smooth_ece" not in results["ci"]  # no interval: #43
+    assert "smooth_ece" in results
+    assert "smooth_ece" not in results["ci"]  # no interval (issue 43)
     # the verdict is the first thing after the title, in Markdown and in HTML
     md = (rep / "report.md").read_text().split("\n\n")
     assert md[0] == "# Evaluation of over.npz"
