@@ -128,11 +128,11 @@ def test_fit_apply_round_trip(work: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_fit_param_and_probability_method(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["fit", "--method", "temperature", "probs.npz", "--param", "t_max=1.5"]
+    argv = ["fit", "--method", "temperature", "probs.npz", "--param", "t_max=1.5", "-o", "t.json"]
     assert main(argv) == 0
-    assert Calibrator.load(work / "calibrator.json").temperature_ == pytest.approx(1.5)  # type: ignore[attr-defined]
+    assert Calibrator.load(work / "t.json").temperature_ == pytest.approx(1.5)  # type: ignore[attr-defined]
     assert main(["fit", "--method", "histogram", "preds.npz", "-o", "h.json"]) == 0
-    assert main(["apply", "h.json", "preds.npz"]) == 0
+    assert main(["apply", "h.json", "preds.npz", "-o", "calibrated.npz"]) == 0
     with np.load(work / "calibrated.npz") as npz:
         assert sorted(npz.files) == ["labels", "probs"]
     capsys.readouterr()
@@ -173,10 +173,10 @@ def test_compare_calibration_and_test_files(work: Path, capsys: pytest.CaptureFi
     z, y = _overconfident(seed=1)
     np.savez(work / "test.npz", logits=z, labels=y)
     argv = ["compare", "--cal", "preds.npz", "--test", "test.npz", "--methods", "temperature"]
-    assert main([*argv, "--n-boot", "0"]) == 0
+    assert main([*argv, "--n-boot", "0", "--out", "rep"]) == 0
     out = capsys.readouterr().out
     assert "300 calibration / 300 test samples" in out
-    assert (work / "calibkit-report" / "report.md").exists()
+    assert (work / "rep" / "report.md").exists()
 
 
 # ----- bad input: exit 2, one line naming the argument, nothing written ------------------

@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, cast
 from calibkit.cli.common import (
     Scores,
     check_input,
-    check_output_file,
     is_a,
+    output_file,
     read_groups,
     read_scores,
     values_text,
+    written,
 )
 from calibkit.cli.options import (
     FILES,
@@ -42,8 +43,8 @@ from calibkit.cli.options import (
     add_force,
     add_groups,
     add_input_options,
+    add_out,
     deprecated,
-    opt,
 )
 from calibkit.core.errors import InputError
 
@@ -69,11 +70,8 @@ def add_arguments(sub: Subparsers) -> None:
     what = "written by calibkit fit, or by calibkit conformal / labelshift --out"
     p.add_argument("calibrator", metavar="FITTED.json", help=what)
     p.add_argument("file", metavar="FILE")
-    out = (
-        "probs, labels (+ logits for logit maps; + sets, set_size for conformal sets); "
-        "default %(default)s"
-    )
-    opt(p, "-o --out", "NPZ", out, default="calibrated.npz")
+    what = "probs, labels (+ logits for logit maps; + sets, set_size for conformal sets)"
+    add_out(p, what, file="NPZ", short=True)
     deprecated(p, "--output", "--out", metavar="NPZ")
     add_force(p)
     add_input_options(p)
@@ -118,9 +116,7 @@ def check_file_kind(fitted: PostHoc, kind: str, option: str, source: str) -> Non
 def run(args: argparse.Namespace) -> int:
     """Apply the saved object and write the result (``.npz``); print its one-line summary."""
     inputs = [args.calibrator, args.file, args.labels]
-    output = check_output_file(Path(args.out), "--out", inputs, force=args.force)
-    if output.suffix.lower() != ".npz":
-        raise InputError("--out", "a file name ending in .npz", output.name)
+    output = output_file(args, inputs, ".npz")
     check_input(args.calibrator, FITTED_FILE)
     check_input(args.file, "FILE", getattr(args, "layout", None) == "lm-eval")
     check_input(args.labels, "--labels")
@@ -153,14 +149,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write(output: Path, rows: Scores, **arrays: np.ndarray) -> None:
-    """``arrays`` and the labels (if any) to ``output``, atomically."""
+def _write(output: Path | None, rows: Scores, **arrays: np.ndarray) -> None:
+    """``arrays`` and the labels (if any) to ``output``, atomically (nothing without it)."""
     import io
 
     import numpy as np
 
     from calibkit.io.atomic import atomic_write_bytes
 
+    if output is None:
+        return
     if rows.labels is not None:
         arrays["labels"] = rows.labels
     buf = io.BytesIO()
@@ -177,7 +175,7 @@ def _ece_line(rows: Scores, probs: np.ndarray) -> None:
 
 
 def _apply_calibrator(
-    calibrator: Calibrator, rows: Scores, output: Path, groups: np.ndarray | None
+    calibrator: Calibrator, rows: Scores, output: Path | None, groups: np.ndarray | None
 ) -> None:
     """Calibrated probabilities (and logits, for a map of logits)."""
     from calibkit.io.predictions import save_predictions
@@ -186,13 +184,13 @@ def _apply_calibrator(
     metadata = {} if groups is None else {"groups": groups}
     probs = calibrator.predict_proba(z, **metadata)
     logits = calibrator.transform(z) if calibrator.maps_logits else None
-    if rows.labels is not None:
+    if output is not None and rows.labels is not None:
         save_predictions(output, rows.labels, probs=probs, logits=logits)
     else:
         _write(output, rows, probs=probs, **({} if logits is None else {"logits": logits}))
     print(f"applied {calibrator.name} to {rows.n_samples:,} samples{_unseen(calibrator, groups)}")
     _ece_line(rows, probs)
-    print(f"calibrated predictions: {output}")
+    print(written("calibrated predictions", output))
 
 
 def _unseen(calibrator: Calibrator, groups: np.ndarray | None) -> str:
@@ -206,7 +204,7 @@ def _unseen(calibrator: Calibrator, groups: np.ndarray | None) -> str:
     return f" ({n:,} of them in groups unseen at fit time: {gets})" if n else ""
 
 
-def _apply_sets(cp: ConformalClassifier, rows: Scores, output: Path) -> None:
+def _apply_sets(cp: ConformalClassifier, rows: Scores, output: Path | None) -> None:
     """The sets (bool N x K), their sizes and the probabilities; coverage and mean size."""
     import numpy as np
 
@@ -221,10 +219,10 @@ def _apply_sets(cp: ConformalClassifier, rows: Scores, output: Path) -> None:
         print(f"coverage {100 * covered:.2f}% ({target}), {mean}")
     else:
         print(f"{mean} (no labels: coverage not measured)")
-    print(f"prediction sets: {output}")
+    print(written("prediction sets", output))
 
 
-def _apply_priors(adapter: PriorShiftAdapter, rows: Scores, output: Path, file: str) -> None:
+def _apply_priors(adapter: PriorShiftAdapter, rows: Scores, output: Path | None, file: str) -> None:
     """The probabilities adapted to the adapter's target priors (estimated from ``file``
     when it was saved unadapted)."""
     how = "saved with the adapter"
@@ -236,4 +234,4 @@ def _apply_priors(adapter: PriorShiftAdapter, rows: Scores, output: Path, file: 
     print(f"applied {adapter.name} ({adapter.estimator}) to {rows.n_samples:,} samples")
     print(f"target priors {values_text(adapter.target_priors_)} ({how})")
     _ece_line(rows, probs)
-    print(f"adapted predictions: {output}")
+    print(written("adapted predictions", output))

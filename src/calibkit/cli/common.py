@@ -95,6 +95,28 @@ def check_output_file(
     return path
 
 
+def output_file(
+    args: argparse.Namespace, inputs: Sequence[str | None], suffix: str | None = None
+) -> Path | None:
+    """``--out`` (``-o``) of a command that writes one file, checked before any work
+    (:func:`check_output_file`; ``suffix``: the ending it needs, e.g. ``.npz``), or None
+    without it: then the command writes nothing (:data:`calibkit.cli.glossary.OUTPUT_RULE`)."""
+    if getattr(args, "out", None) is None:
+        return None
+    path = check_output_file(Path(args.out), "--out", inputs, force=args.force)
+    if suffix is not None and path.suffix.lower() != suffix:
+        raise InputError("--out", f"a file name ending in {suffix}", path.name)
+    return path
+
+
+def written(what: str, output: Path | None) -> str:
+    """The last line of a command that writes one file: where ``what`` went, or that it
+    was not written (no ``--out``)."""
+    if output is None:
+        return f"{what}: not written (no -o/--out: printed only)"
+    return f"{what}: {output}"
+
+
 #: The value of a file option that asks for no file (``--plot none``), in any case.
 NO_FILE = "none"
 

@@ -74,7 +74,7 @@ def add_arguments(sub: Subparsers) -> None:
     add_input_options(p)
     add_cal_size(p, None, shown="0.5 of FILE")
     opt(p, "--methods", "A,B,C", EVERY_METHOD)
-    add_out(p, "the report", default="calibkit-report")
+    add_out(p, "the report")
     add_format(p)
     add_numbers(p)
     add_groups(p, "per-group results for every method, and the group-aware calibrators")

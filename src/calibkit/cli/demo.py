@@ -28,7 +28,7 @@ TITLE = "calibkit demo: an overconfident MLP on digits"
 def add_arguments(sub: Subparsers) -> None:
     """The ``demo`` subcommand and its options."""
     p = sub.add_parser("demo", help="train an overconfident MLP on digits, compare the fixes")
-    add_out(p, "the report", default="demo-report")
+    add_out(p, "the report")
     opt(p, "--epochs", "N", "default %(default)s", type=number(TRAINED_EPOCHS), default=100)
     opt(p, "--methods", "A,B,C", EVERY_METHOD)
     add_numbers(p)

@@ -20,14 +20,15 @@ from calibkit.cli.common import (
     Scores,
     check_input,
     check_method,
-    check_output_file,
     is_a,
     method_class,
+    output_file,
     read_groups,
     read_outputs,
     read_scores,
     renamed,
     values_text,
+    written,
 )
 from calibkit.cli.options import (
     FILES,
@@ -35,6 +36,7 @@ from calibkit.cli.options import (
     add_force,
     add_groups,
     add_input_options,
+    add_out,
     deprecated,
     opt,
 )
@@ -122,13 +124,7 @@ def add_arguments(sub: Subparsers) -> None:
     p = sub.add_parser("fit", help=text, description=FILES)
     p.add_argument("file", metavar="FILE")
     opt(p, "--method", "NAME", "any kind but model: see 'calibkit methods'", required=True)
-    opt(
-        p,
-        "-o --out",
-        "JSON",
-        "the fitted object's file (default %(default)s)",
-        default="calibrator.json",
-    )
+    add_out(p, "the fitted object (JSON)", file="JSON", short=True)
     deprecated(p, "--output", "--out", metavar="JSON")
     text = "a parameter of the method (repeatable; 'none' for None)"
     opt(p, "--param", "KEY=VALUE", text, action="append", default=[])
@@ -159,14 +155,14 @@ def _check_options(args: argparse.Namespace, kind: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Fit, save, and print what was fitted (its scalar parameters, thresholds or priors)."""
     inputs = [args.file, args.labels, args.target]
-    output = check_output_file(Path(args.out), "--out", inputs, force=args.force)
+    output = output_file(args, inputs)
     check_input(args.file, "FILE", getattr(args, "layout", None) == "lm-eval")
     check_input(args.labels, "--labels")
     check_input(args.target, "--target")
     check_method(args.method, "--method", FIT_KINDS)
     # the paths and the name checked, the registry and the method's module imported (torch
     # only for a method that uses it)
-    from calibkit.calibrators import CALIBRATORS, Calibrator
+    from calibkit.calibrators import CALIBRATORS
 
     klass = method_class(args.method, "--method", FIT_KINDS)
     kind = CALIBRATORS.kind_of(args.method)
@@ -186,21 +182,36 @@ def run(args: argparse.Namespace) -> int:
             expected = f"scores of FILE's {out.n_classes} classes"
             raise InputError("--target", expected, f"{target.n_classes} classes")
     _fit(fitted, z, out.labels, groups, target, args.file, out.kind)
-    fitted.save(output)
+    if output is not None:
+        fitted.save(output)
+    _print_fitted(fitted, args, out.n_samples, out.n_classes, groups, output)
+    return 0
+
+
+def _print_fitted(
+    fitted: PostHoc,
+    args: argparse.Namespace,
+    n_samples: int,
+    n_classes: int,
+    groups: np.ndarray | None,
+    output: Path | None,
+) -> None:
+    """What was fitted, its parameters, and where it was saved (or that it was not)."""
+    from calibkit.calibrators import Calibrator
+
     count = 0 if groups is None else len(set(groups.tolist()))
     where = "" if groups is None else f", {plural(count, 'group')} in {args.groups!r}"
-    print(f"fitted {args.method} on {out.n_samples:,} samples ({out.n_classes} classes{where})")
+    print(f"fitted {args.method} on {n_samples:,} samples ({n_classes} classes{where})")
     if is_a(fitted, "ConformalClassifier"):
         _print_sets(cast("ConformalClassifier", fitted))
-        print(f"conformal predictor: {output}")
+        print(written("conformal predictor", output))
     elif is_a(fitted, "PriorShiftAdapter"):
         _print_priors(cast("PriorShiftAdapter", fitted), args.target)
-        print(f"prior adapter: {output}")
+        print(written("prior adapter", output))
     else:
         assert isinstance(fitted, Calibrator)
         _print_calibrator(fitted)
-        print(f"calibrator: {output}")
-    return 0
+        print(written("calibrator", output))
 
 
 def _fit(

@@ -29,6 +29,19 @@ class Term:
 _REPORTING = ("evaluate", "compare", "conformal", "labelshift", "shift", "demo")
 _FILES = ("evaluate", "compare", "conformal", "labelshift", "fit", "apply")
 
+#: What a command writes without ``--out`` (issue #46, item 2): the one rule, read by every
+#: command's ``--out`` (:func:`calibkit.cli.options.add_out`), by the test that runs every
+#: command without it (``tests/cli/test_outputs.py``) and by ``docs/cli.md``.
+OUTPUT_RULE = (
+    "Without `--out` (`-o`) a command prints its result and writes nothing. The one "
+    "exception is `study`, whose result is its runs on disk (trained models, resumable): "
+    "without `--out` it writes them to `study-<config name>`, as its `--help` says."
+)
+
+#: The commands that write without ``--out``, and where (:data:`OUTPUT_RULE`'s exception).
+DEFAULT_OUT: dict[str, str] = {"study": "study-<config name>"}
+
+
 #: Every option of every command (the global ``--threads`` too), by its one spelling.
 GLOSSARY: dict[str, Term] = {
     # ----- input files
@@ -152,7 +165,7 @@ GLOSSARY: dict[str, Term] = {
     # ----- outputs
     "--out": Term(
         "output",
-        "the report folder (or the file fit and apply write)",
+        "the report folder (or the file fit and apply write); without it: printed, not written",
         (*_REPORTING, "study", "fit", "apply"),
     ),
     "--force": Term(

@@ -149,11 +149,32 @@ def add_cal_size(
         deprecated(p, "--split", "--cal-size", type=split_size)
 
 
-def add_out(p: argparse.ArgumentParser, what: str, default: str | None = None) -> None:
-    """``--out DIR``: the report folder (``what`` it holds; ``default``: written by default)."""
-    rule = "new, empty, or a report folder calibkit wrote"
-    text = f"write {what} to this folder ({rule}; default {default or 'none: print only'})"
-    opt(p, "--out", "DIR", text.replace("%", "%%"), default=default)
+def add_out(
+    p: argparse.ArgumentParser,
+    what: str,
+    *,
+    file: str | None = None,
+    short: bool = False,
+    rule: str = "new, empty, or a report folder calibkit wrote",
+) -> None:
+    """``--out``: where the command writes ``what`` (a folder, or with ``file`` a file of
+    that metavar, e.g. ``NPZ``; ``short``: ``-o`` too; ``rule``: which folders it takes).
+    The one declaration of every command's ``--out``: its default and its help follow
+    :data:`calibkit.cli.glossary.OUTPUT_RULE` (nothing written without it, but where
+    :data:`~calibkit.cli.glossary.DEFAULT_OUT` names a default)."""
+    from calibkit.cli.glossary import DEFAULT_OUT
+
+    default = DEFAULT_OUT.get(p.prog.split()[-1])
+    if file is None:
+        text = f"write {what} to this folder ({rule}"
+    else:
+        text = f"write {what} to this file (never over an input; an existing one: --force"
+    if default is None:
+        text += "; without it, nothing is written: the result is printed)"
+    else:
+        text += f"; default {default})"
+    flags = "-o --out" if short else "--out"
+    opt(p, flags, file or "DIR", text.replace("%", "%%"))
 
 
 def add_format(p: argparse.ArgumentParser) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from calibkit.cli.common import check_input, check_name, check_output, renamed
 from calibkit.cli.glossary import names
-from calibkit.cli.options import Subparsers, int_list, number, opt
+from calibkit.cli.options import Subparsers, add_out, int_list, number, opt
 from calibkit.core.errors import InputError
 from calibkit.core.validation import EPOCHS, SEED, Integer
 from calibkit.core.words import plural
@@ -34,11 +34,8 @@ def add_arguments(sub: Subparsers) -> None:
     text = "train models x seeds from a TOML config, calibrate, report (resumable)"
     p = sub.add_parser("study", help=text, description=text)
     p.add_argument("config", metavar="CONFIG", nargs="?", help="TOML file (default: digits)")
-    text = (
-        "output folder (default: study-<config name>): new, empty, or a study folder; "
-        "one another study is writing is refused, not waited for"
-    )
-    opt(p, "--out", "DIR", text)
+    rule = "new, empty, or a study folder; one another study is writing is refused"
+    add_out(p, "the runs and the report", rule=rule)
     part = p.add_argument_group("part of the study", "narrow or adapt the config's runs")
     opt(part, "--models", "A,B", "run only these model labels")
     opt(part, "--seeds", "0,1", "run only these seeds", type=int_list(SEED))

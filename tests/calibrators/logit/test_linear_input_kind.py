@@ -328,7 +328,8 @@ def _inner_kind(path: Path) -> object:
 def test_calibkit_apply_refuses_probabilities_for_a_map_fitted_on_logits(
     name: str, files: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["fit", "--method", name, "--param", "shrink=none", "fit_logits.npz"]) == 0
+    fit = ["fit", "--method", name, "--param", "shrink=none", "-o", "calibrator.json"]
+    assert main([*fit, "fit_logits.npz"]) == 0
     assert _state(files / "calibrator.json")["input_kind_"] == "logits"
     assert main(["apply", "calibrator.json", "logits.npz", "-o", "a.npz"]) == 0
     capsys.readouterr()
@@ -352,7 +353,8 @@ def test_calibkit_apply_refuses_probabilities_for_a_map_fitted_on_logits(
 
 
 def test_calibkit_fit_on_probabilities_records_them(files: Path) -> None:
-    assert main(["fit", "--method", "matrix", "--param", "shrink=none", "fit_probs.npz"]) == 0
+    fit = ["fit", "--method", "matrix", "--param", "shrink=none", "-o", "calibrator.json"]
+    assert main([*fit, "fit_probs.npz"]) == 0
     assert _state(files / "calibrator.json")["input_kind_"] == "probs"
     assert main(["apply", "calibrator.json", "probs.npz", "-o", "a.npz"]) == 0
     assert main(["apply", "calibrator.json", "logits.npz", "-o", "b.npz"]) == 0
