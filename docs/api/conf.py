@@ -118,11 +118,16 @@ _FRAMEWORK_ATTRIBUTES = frozenset(
 
 
 def _skip_member(app: Any, what: str, name: str, obj: Any, skip: bool, options: Any) -> bool | None:
-    """Skip the post-hoc framework's class attributes and scikit-learn's routing methods."""
+    """Skip the post-hoc framework's class attributes, scikit-learn's routing methods and
+    what a class inherits from outside calibkit (class pages show inherited members:
+    ``fit``, ``predict_proba``, ``save`` of the contract on every calibrator's page)."""
     if what == "class" and name in _FRAMEWORK_ATTRIBUTES:
         return True
-    if str(getattr(obj, "__module__", "") or "").startswith("sklearn."):
+    module = str(getattr(obj, "__module__", "") or "")
+    if module.startswith("sklearn."):
         return True
+    if what == "class" and module and not module.startswith("calibkit"):
+        return True  # inherited from torch, dataclasses, ...: a class page shows calibkit's own
     return None
 
 

@@ -83,6 +83,13 @@ class BiasCorrectedTemperatureScaling(Calibrator):
 
     Examples
     --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
+    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
+    >>> calibrator = BiasCorrectedTemperatureScaling().fit(z, y)
+    >>> calibrator.predict_proba(z[:4]).shape
+    (4, 3)
+
     >>> z = np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [0.0, 2.0], [1.0, 0.0]])
     >>> m = BiasCorrectedTemperatureScaling().fit(z, [0, 1, 0, 0, 1])
     >>> m.bias_.shape, abs(float(m.bias_.sum())) < 1e-12

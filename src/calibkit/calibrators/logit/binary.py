@@ -129,6 +129,13 @@ class PlattScaling(Calibrator):
 
     Examples
     --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(600, 2)) * 3  # overconfident logits
+    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
+    >>> calibrator = PlattScaling().fit(z, y)
+    >>> calibrator.predict_proba(z[:4]).shape
+    (4, 2)
+
     >>> z = np.array([[0.0, -1.0], [0.0, 0.0], [0.0, 1.0], [0.0, 2.0]])
     >>> platt = PlattScaling().fit(z, [0, 1, 0, 1])
     >>> bool(platt.slope_ > 0)
@@ -181,6 +188,13 @@ class BetaCalibration(Calibrator):
 
     Examples
     --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(600, 2)) * 3  # overconfident logits
+    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
+    >>> calibrator = BetaCalibration().fit(z, y)
+    >>> calibrator.predict_proba(z[:4]).shape
+    (4, 2)
+
     >>> z = np.array([[0.0, -1.0], [0.0, 0.0], [0.0, 1.0], [0.0, 2.0]])
     >>> beta = BetaCalibration().fit(z, [0, 1, 0, 1])
     >>> bool(beta.a_ >= 0 and beta.b_ >= 0)

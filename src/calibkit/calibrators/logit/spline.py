@@ -115,6 +115,13 @@ class SplineCalibration(Calibrator):
 
     Examples
     --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
+    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
+    >>> calibrator = SplineCalibration().fit(z, y)
+    >>> calibrator.predict_proba(z[:4]).shape
+    (4, 3)
+
     >>> SplineCalibration().get_params()
     {'n_knots': 6}
     """

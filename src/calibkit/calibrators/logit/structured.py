@@ -228,6 +228,13 @@ class StructuredVectorScaling(_Structured):
 
     Examples
     --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
+    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
+    >>> calibrator = StructuredVectorScaling().fit(z, y)
+    >>> calibrator.predict_proba(z[:4]).shape
+    (4, 3)
+
     >>> StructuredVectorScaling(reg_diagonal=10.0).reg_diagonal
     10.0
     """
@@ -288,6 +295,13 @@ class StructuredMatrixScaling(_Structured):
 
     Examples
     --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
+    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
+    >>> calibrator = StructuredMatrixScaling().fit(z, y)
+    >>> calibrator.predict_proba(z[:4]).shape
+    (4, 3)
+
     >>> StructuredMatrixScaling(reg_off_diagonal=0.1).get_params()["reg_off_diagonal"]
     0.1
     """
@@ -380,6 +394,13 @@ class StructuredMatrixScalingCV(StructuredMatrixScaling):
 
     Examples
     --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
+    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
+    >>> calibrator = StructuredMatrixScalingCV().fit(z, y)
+    >>> calibrator.predict_proba(z[:4]).shape
+    (4, 3)
+
     >>> StructuredMatrixScalingCV().scale_grid
     (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
     """

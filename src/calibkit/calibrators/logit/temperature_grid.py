@@ -356,6 +356,13 @@ class TemperatureScalingECE(Calibrator):
 
     Examples
     --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
+    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
+    >>> calibrator = TemperatureScalingECE().fit(z, y)
+    >>> calibrator.predict_proba(z[:4]).shape
+    (4, 3)
+
     >>> z = np.array([[4.0, 0.0], [0.0, 4.0], [4.0, 0.0], [0.0, 4.0]])
     >>> import warnings
     >>> with warnings.catch_warnings(record=True) as seen:  # T at the grid's end: a warning
