@@ -102,3 +102,58 @@ def stratified_folds(labels: npt.ArrayLike, n_folds: int, seed: int) -> list[Int
     # each class, continued across classes so the fold totals stay balanced too.
     fold = np.arange(y.shape[0]) % n_folds
     return [np.sort(order[fold == f]) for f in range(n_folds)]
+
+
+def kfold_splits(
+    labels: npt.ArrayLike, n_splits: int, seed: int, *, stratified: bool = True
+) -> list[tuple[IntArray, IntArray]]:
+    """The ``(train, test)`` index pairs of scikit-learn's
+    ``StratifiedKFold(n_splits, shuffle=True, random_state=seed).split(X, labels)`` (or,
+    ``stratified=False``, of ``KFold``'s), the same indices in the same order, without
+    importing scikit-learn (0.8 s at import, scipy.stats with it).
+
+    Stratified: the classes are numbered in order of first appearance, the sorted codes are
+    dealt round-robin to the folds to fix each class's count per fold, and each class's fold
+    numbers are shuffled by ``np.random.RandomState(seed)`` class after class. Plain: the
+    shuffled indices are cut into folds of ``n // n_splits`` (the first ``n % n_splits``
+    one more). Either way each fold's indices are sorted, as scikit-learn's masks give them.
+
+    >>> [t.tolist() for _, t in kfold_splits([0, 1, 0, 1, 0, 1], 2, seed=0)]
+    [[2, 3, 4], [0, 1, 5]]
+    """
+    y = np.asarray(labels).ravel()
+    n = y.shape[0]
+    if isinstance(n_splits, bool) or not isinstance(n_splits, int) or not 2 <= n_splits <= n:
+        raise InputError("n_splits", f"an int in [2, {n}]", repr(n_splits))
+    rng = np.random.RandomState(seed)
+    if stratified:
+        _, first, inverse = np.unique(y, return_index=True, return_inverse=True)
+        _, class_perm = np.unique(first, return_inverse=True)
+        codes = class_perm[inverse.ravel()]
+        n_classes = first.shape[0]
+        if np.all(n_splits > np.bincount(codes)):
+            why = f"at most the members of some class ({int(np.bincount(codes).max())})"
+            raise InputError("n_splits", why, str(n_splits))
+        ordered = np.sort(codes)
+        allocation = np.asarray(
+            [np.bincount(ordered[i::n_splits], minlength=n_classes) for i in range(n_splits)]
+        )
+        test_folds = np.empty(n, dtype="i")
+        for k in range(n_classes):
+            folds_for_class = np.arange(n_splits).repeat(allocation[:, k])
+            rng.shuffle(folds_for_class)
+            test_folds[codes == k] = folds_for_class
+        masks = [test_folds == i for i in range(n_splits)]
+    else:
+        shuffled = np.arange(n)
+        rng.shuffle(shuffled)
+        sizes = np.full(n_splits, n // n_splits, dtype=int)
+        sizes[: n % n_splits] += 1
+        masks, start = [], 0
+        for size in sizes:
+            mask = np.zeros(n, dtype=bool)
+            mask[shuffled[start : start + size]] = True
+            masks.append(mask)
+            start += size
+    indices = np.arange(n)
+    return [(indices[~mask], indices[mask]) for mask in masks]
