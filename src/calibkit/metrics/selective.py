@@ -600,8 +600,7 @@ def ranking_change(reference: object, other: object) -> RankingChange:
     """Whether ``other`` orders the samples as ``reference`` does, and Kendall's tau-b.
 
     Exact and O(n log n): sorted by ``(reference, other)``, neighbours must rise (or tie)
-    together in both. Tau-b is :func:`scipy.stats.kendalltau`'s, computed as it does
-    (:func:`kendall_tau_b`) without importing scipy.stats.
+    together in both. Tau-b comes from :func:`scipy.stats.kendalltau`.
 
     Examples
     --------
@@ -610,6 +609,8 @@ def ranking_change(reference: object, other: object) -> RankingChange:
     >>> ranking_change([0.2, 0.5, 0.9], [0.1, 0.1, 0.7]).same  # a new tie
     False
     """
+    from scipy.stats import kendalltau
+
     a = np.asarray(to_numpy(reference, "reference"), dtype=np.float64)
     b = np.asarray(to_numpy(other, "other"), dtype=np.float64)
     if a.ndim != 1 or b.shape != a.shape:
@@ -619,68 +620,5 @@ def ranking_change(reference: object, other: object) -> RankingChange:
     same = bool(np.all((da > 0) == (db > 0)) and np.all(db >= 0))
     if a.size < 2:
         return RankingChange(same, math.nan)
-    tau = float(kendall_tau_b(a, b)) if same is False else 1.0
+    tau = float(kendalltau(a, b).statistic) if same is False else 1.0
     return RankingChange(same, tau)
-
-
-def _inversions(y: npt.NDArray[np.intp]) -> int:
-    """The pairs ``i < j`` with ``y[i] > y[j]`` (non-negative integers): a bottom-up merge
-    sort whose merges count, for each element of a right half, the left half's larger
-    elements at once (one ``searchsorted`` over every pair of halves per level)."""
-    n = y.shape[0]
-    if n < 2:
-        return 0
-    span = int(y.max()) + 1
-    s = y.astype(np.int64)
-    idx = np.arange(n)
-    total, width = 0, 1
-    while width < n:
-        block = idx // (2 * width)
-        right = (idx // width) % 2 == 1
-        keys = block * span + s  # sorted within each half, halves' blocks in order
-        left_keys = keys[~right]
-        rb = block[right]
-        above = np.searchsorted(left_keys, keys[right], side="right")
-        end = np.searchsorted(left_keys, (rb + 1) * span, side="left")
-        total += int((end - above).sum())
-        s = np.sort(keys) - block * span
-        width *= 2
-    return total
-
-
-def kendall_tau_b(x: object, y: object) -> float:
-    """Kendall's tau-b of two finite samples: :func:`scipy.stats.kendalltau`'s statistic,
-    the same number (the same dense ranks, tie counts and float operations; the discordant
-    pairs by :func:`_inversions`), NaN where either sample is constant.
-
-    >>> kendall_tau_b([1, 2, 3, 4], [1, 3, 2, 4])
-    0.6666666666666669
-    """
-    a = np.asarray(x, dtype=np.float64).ravel()
-    b = np.asarray(y, dtype=np.float64).ravel()
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        return math.nan  # scipy's nan_policy="propagate" (an infinity ranks as a number there)
-    size = a.size
-    perm = np.argsort(b)  # sort on y and convert y to dense ranks
-    a, b = a[perm], b[perm]
-    yr = np.r_[True, b[1:] != b[:-1]].cumsum(dtype=np.intp)
-    perm = np.argsort(a, kind="mergesort")  # stable sort on x, x to dense ranks
-    a, yr = a[perm], yr[perm]
-    xr = np.r_[True, a[1:] != a[:-1]].cumsum(dtype=np.intp)
-    dis = _inversions(yr)
-    obs = np.r_[True, (xr[1:] != xr[:-1]) | (yr[1:] != yr[:-1]), True]
-    cnt = np.diff(np.nonzero(obs)[0]).astype("int64", copy=False)
-    ntie = int((cnt * (cnt - 1) // 2).sum())
-
-    def ties(ranks: npt.NDArray[np.intp]) -> int:
-        c = np.bincount(ranks).astype("int64", copy=False)
-        c = c[c > 1]
-        return int((c * (c - 1) // 2).sum())
-
-    xtie, ytie = ties(xr), ties(yr)
-    tot = (size * (size - 1)) // 2
-    if xtie == tot or ytie == tot:
-        return math.nan
-    con_minus_dis = tot - xtie - ytie + ntie - 2 * dis
-    tau = con_minus_dis / np.sqrt(tot - xtie) / np.sqrt(tot - ytie)
-    return float(np.minimum(1.0, max(-1.0, tau)))

@@ -650,14 +650,16 @@ class AutoCalibrator(Calibrator):
         n = labels.shape[0]
         if n < MIN_SAMPLES:
             return [], True
-        # scikit-learn's StratifiedKFold's and KFold's folds, without importing it
-        from calibkit.core.splits import kfold_splits
+        # lazy: sklearn costs seconds at import
+        from sklearn.model_selection import KFold, StratifiedKFold
 
         smallest = int(np.unique(labels, return_counts=True)[1].min())
         k = min(self.n_folds, smallest)
         if k >= 2:
-            return kfold_splits(labels, k, self.seed), True
-        return kfold_splits(labels, min(self.n_folds, n // 2), self.seed, stratified=False), False
+            skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=self.seed)
+            return list(skf.split(np.zeros((n, 1)), labels)), True
+        kf = KFold(n_splits=min(self.n_folds, n // 2), shuffle=True, random_state=self.seed)
+        return list(kf.split(np.zeros((n, 1)))), False
 
     def _score(self, labels: np.ndarray, probs: F64) -> float:
         if self.criterion == "ece":

@@ -21,7 +21,6 @@ from calibkit.calibrators.base import F64
 from calibkit.calibrators.logit.temperature import shared_inverse_temperature
 from calibkit.core.outputs import log_softmax64
 from calibkit.core.progress import Phase
-from calibkit.core.splits import kfold_splits
 
 I64 = npt.NDArray[np.int64]
 log = logging.getLogger(__name__)
@@ -575,8 +574,9 @@ def cross_validate(
     release the GIL); the result does not depend on their number. Each fit of a fold is a
     step of the logged progress (:class:`~calibkit.core.progress.Phase`)."""
     y = design.labels
-    # scikit-learn's StratifiedKFold(n_folds, shuffle=True, random_state=seed), not imported
-    folds = kfold_splits(y, n_folds, seed)
+    from sklearn.model_selection import StratifiedKFold  # lazy: sklearn costs seconds at import
+
+    folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
     k, n_pens = design.n_classes, len(pens)
     label = f"penalty search ({n_pens} penalties x {n_folds} folds, {k} classes)"
     phase = Phase(log, label, n_folds * n_pens)
@@ -588,7 +588,7 @@ def cross_validate(
         return [held_out.nll(wb) * design.weight_of(test) for wb in solutions], solutions
 
     with ThreadPoolExecutor(max_workers=max(1, min(n_folds, _n_cores()))) as pool:
-        results = list(pool.map(run, folds))
+        results = list(pool.map(run, folds.split(np.zeros(y.shape[0]), y)))
     total = np.sum([r[0] for r in results], axis=0) / y.shape[0]
     means = [np.mean([r[1][i] for r in results], axis=0) for i in range(len(pens))]
     return np.asarray(total, dtype=np.float64), means
