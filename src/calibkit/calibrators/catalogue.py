@@ -39,7 +39,27 @@ class Entry(NamedTuple):
     ``title`` is the method's name in words (lower case unless a proper name), said beside
     its key wherever a report names a method (:func:`title`: "`ms_odir` (matrix scaling
     with off-diagonal and intercept regularisation)"). It is declared here only: the
-    ``register`` calls do not repeat it (issue #46, item 4)."""
+    ``register`` calls do not repeat it (issue #46, item 4).
+
+    Parameters
+    ----------
+    module : str
+        The module under ``calibkit.calibrators`` that holds the class.
+    kind : str
+        What the calibrator maps (the persistence kinds).
+    binary_only : bool
+        Whether it takes two classes only.
+    title : str, optional
+        The method's name in words.
+    summary, default, aliases, auto_candidate, order
+        The metadata its ``register`` call gives.
+
+    Examples
+    --------
+    >>> e = Entry("logit.temperature", "logits", title="temperature scaling", default=True)
+    >>> e.title, e.info()
+    ('temperature scaling', {'default': True})
+    """
 
     module: str
     kind: str

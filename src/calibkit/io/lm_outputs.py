@@ -16,7 +16,7 @@ underflows for every ``T`` below 1e4), and it is never the gold.
 
 >>> z, counts = pad_options([[-1.0, -2.0], [-0.5, -0.7, -3.0]])
 >>> z[0].tolist(), counts.tolist()
-[[-1.0, -2.0, -1000002.0], [2, 3]]
+([-1.0, -2.0, -1000002.0], [2, 3])
 """
 
 from __future__ import annotations

@@ -656,6 +656,20 @@ def evaluate_suite(
     (``MetricSuite.from_outputs(out, n_bins=n_bins, mode=mode)``), which keeps its noise
     draws for the caller (:meth:`MetricSuite.noise_draws`).
 
+    Parameters
+    ----------
+    suite : MetricSuite
+        The suite prepared from ``out`` with the same ``n_bins`` and ``mode``.
+    out : ClassifierOutputs
+        The evaluated outputs.
+    n_bins, mode, n_boot, level, n_floor_draws, seed
+        As in :func:`evaluate`.
+
+    Returns
+    -------
+    Evaluation
+        Values, intervals (with what each is an interval of) and sizes.
+
     Examples
     --------
     >>> out = as_outputs([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]])
@@ -701,6 +715,22 @@ def analytic_intervals(
     ``"mean"`` (:meth:`MetricSuite.mean_intervals`) or ``"influence"``
     (:meth:`MetricSuite.influence_intervals`), and what each is an interval of: no
     resampling (:mod:`~calibkit.metrics.analytic`).
+
+    Parameters
+    ----------
+    suite : MetricSuite
+        The prepared suite of the evaluated outputs.
+    names : tuple of str
+        The metrics asked for (those without an analytic interval are left out).
+    level : float
+        The confidence level.
+
+    Returns
+    -------
+    ci : dict of str to (float, float)
+        The intervals.
+    estimands : dict of str to str
+        What each is an interval of.
 
     Examples
     --------
