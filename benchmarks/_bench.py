@@ -6,11 +6,19 @@ Not a test module: the scripts print Markdown and are run by hand (see README.md
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import io
 import os
 import platform
+import resource
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -61,6 +69,61 @@ def interleaved(
 
 def median(values: list[float]) -> float:
     return float(np.median(values))
+
+
+def rounds(
+    contenders: dict[str, Callable[[], dict[str, float]]], repeats: int
+) -> dict[str, list[dict[str, float]]]:
+    """What every contender returns (its own timings: a child process's wall and CPU time),
+    run once per round in a rotating order after one untimed round, as :func:`interleaved`
+    does for wall times measured here."""
+    names = list(contenders)
+    for name in names:
+        contenders[name]()
+    out: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            out[name].append(contenders[name]())
+    return out
+
+
+def median_of(runs: list[dict[str, float]], key: str) -> float:
+    """The median of ``key`` over the runs :func:`rounds` returned."""
+    return median([run[key] for run in runs])
+
+
+#: The repository root (a revision's ``src`` is read from its git history).
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextlib.contextmanager
+def revision_src(rev: str) -> Iterator[Path]:
+    """The ``src`` folder of ``rev`` (``git archive``: others' uncommitted edits stay out, no
+    worktree to prune) in a temporary folder, removed at exit."""
+    data = subprocess.run(
+        ["git", "archive", "--format=tar", rev, "src"], cwd=ROOT, check=True, capture_output=True
+    ).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(tmp, filter="data")
+        yield Path(tmp) / "src"
+
+
+def timed_child(
+    src: Path, args: list[str], cwd: Path | None = None
+) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """``python args`` with ``src``'s code (in ``cwd``): the result, its wall and its CPU
+    seconds (user + system of the child); a failure raises with the child's stderr."""
+    env = dict(os.environ, PYTHONPATH=str(src))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, cwd=cwd)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode != 0:
+        raise RuntimeError(f"{args[:3]} failed ({src}): {done.stderr[-2000:]}")
+    return done, wall, cpu
 
 
 def fmt_time(seconds: float) -> str:

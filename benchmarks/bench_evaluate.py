@@ -28,20 +28,25 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
-import os
-import resource
-import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from _bench import fmt_time, machine, median, parse_args, synthetic, table
+from _bench import (
+    fmt_time,
+    machine,
+    median_of,
+    parse_args,
+    revision_src,
+    rounds,
+    synthetic,
+    table,
+    timed_child,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ((10_000, 10), (100_000, 10))
@@ -70,35 +75,9 @@ print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() -
 """
 
 
-@contextlib.contextmanager
-def revision_src(rev: str) -> Iterator[Path]:
-    """The ``src`` folder of ``rev`` (``git archive``) in a temporary folder, removed at exit."""
-    data = subprocess.run(
-        ["git", "archive", "--format=tar", rev, "src"], cwd=ROOT, check=True, capture_output=True
-    ).stdout
-    with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(tmp, filter="data")
-        yield Path(tmp) / "src"
-
-
-def _child(src: Path, args: list[str]) -> tuple[subprocess.CompletedProcess[str], float, float]:
-    """Run ``python args`` with ``src``'s code: the result, its wall and its CPU seconds."""
-    env = dict(os.environ, PYTHONPATH=str(src))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if done.returncode != 0:
-        raise RuntimeError(f"{args[:3]} failed ({src}): {done.stderr[-2000:]}")
-    return done, wall, cpu
-
-
 def cli(src: Path, path: Path, n_boot: int) -> dict[str, float]:
     """``calibkit evaluate path --kind logits --n-boot n_boot``: wall, CPU, peak memory."""
-    done, wall, cpu = _child(
+    done, wall, cpu = timed_child(
         src, ["-c", CLI, "evaluate", str(path), "--kind", "logits", "--n-boot", str(n_boot)]
     )
     kb = int(done.stderr.rsplit("maxrss_kb=", 1)[1].split()[0])
@@ -107,27 +86,9 @@ def cli(src: Path, path: Path, n_boot: int) -> dict[str, float]:
 
 def library(src: Path, path: Path) -> dict[str, float]:
     """One timed ``calibkit.evaluate`` call (after an untimed one) in a fresh child."""
-    done, _, _ = _child(src, ["-c", LIBRARY, str(path)])
+    done, _, _ = timed_child(src, ["-c", LIBRARY, str(path)])
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
-
-
-def rounds(
-    contenders: dict[str, Callable[[], dict[str, float]]], repeats: int
-) -> dict[str, list[dict[str, float]]]:
-    """Each contender once per round, in rotating order, after one untimed round."""
-    names = list(contenders)
-    for name in names:
-        contenders[name]()
-    out: dict[str, list[dict[str, float]]] = {name: [] for name in names}
-    for r in range(repeats):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            out[name].append(contenders[name]())
-    return out
-
-
-def med(runs: list[dict[str, float]], key: str) -> float:
-    return median([run[key] for run in runs])
 
 
 def main() -> None:
@@ -163,14 +124,15 @@ def main() -> None:
             runs = rounds(contenders, args.repeats)
             shape = f"{n:,} x {k}"
             for key, label in (("wall", "wall"), ("cpu", "CPU")):
-                new, old_ = med(runs["new 1000"], key), med(runs["old 1000"], key)
+                new, old_ = median_of(runs["new 1000"], key), median_of(runs["old 1000"], key)
                 cli_rows.append([
                     shape, label, fmt_time(new), fmt_time(old_), f"{new / old_:.2f}",
-                    fmt_time(med(runs["new 0"], key)), fmt_time(med(runs["old 0"], key)),
+                    fmt_time(median_of(runs["new 0"], key)),
+                    fmt_time(median_of(runs["old 0"], key)),
                     f"{max(r['mb'] for r in runs['new 1000']):.0f} / "
                     f"{max(r['mb'] for r in runs['old 1000']):.0f} MB",
                 ])  # fmt: skip
-                new, old_ = med(runs["new lib"], key), med(runs["old lib"], key)
+                new, old_ = median_of(runs["new lib"], key), median_of(runs["old lib"], key)
                 lib_rows.append([shape, label, fmt_time(new), fmt_time(old_), f"{new / old_:.2f}"])
             print(f"{shape}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     print(

@@ -27,21 +27,23 @@ from __future__ import annotations
 
 import argparse
 import ast
-import io
 import json
-import os
-import resource
-import subprocess
-import sys
-import tarfile
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-from _bench import fmt_time, machine, median, parse_args, table
+from _bench import (
+    fmt_time,
+    machine,
+    median_of,
+    parse_args,
+    revision_src,
+    rounds,
+    table,
+    timed_child,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The stages child: read the file, then the comparison and the report, each timed (CPU).
@@ -81,16 +83,12 @@ def questions(path: Path, n: int, tasks: int, seed: int = 0, sharpness: float = 
 
 
 @contextmanager
-def revision_src(rev: str) -> Iterator[Path]:
-    """The ``src`` folder of ``rev`` (``git archive``) in a temporary folder."""
-    data = subprocess.run(
-        ["git", "archive", "--format=tar", rev, "src"], cwd=ROOT, check=True, capture_output=True
-    ).stdout
-    with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(tmp, filter="data")
-        repair_init(Path(tmp) / "src" / "calibkit" / "__init__.py")
-        yield Path(tmp) / "src"
+def repaired_src(rev: str) -> Iterator[Path]:
+    """The ``src`` folder of ``rev`` (:func:`_bench.revision_src`), its ``__init__.py``
+    repaired where it does not parse (:func:`repair_init`)."""
+    with revision_src(rev) as src:
+        repair_init(src / "calibkit" / "__init__.py")
+        yield src
 
 
 #: The line that f734458 to 72a81bd^ committed inside another import list of the package's
@@ -111,50 +109,19 @@ def repair_init(path: Path) -> None:
         ast.parse(path.read_text())
 
 
-def child(src: Path, args: list[str], cwd: Path) -> tuple[str, float, float]:
-    """``python args`` with ``src``'s code: its stdout, wall and CPU seconds."""
-    env = dict(os.environ, PYTHONPATH=str(src))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, cwd=cwd)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if done.returncode != 0:
-        raise RuntimeError(f"{args[:3]} failed ({src}): {done.stderr[-2000:]}")
-    return done.stdout, wall, cpu
-
-
 def run_cli(src: Path, path: Path, work: Path, tag: str) -> dict[str, float]:
     """The whole command, its report folder under ``work``."""
     out = work / f"rep-{tag}"
     args = ["-m", "calibkit", "compare", str(path), "--layout", "option-logprobs"]
-    _, wall, cpu = child(src, [*args, "--groups", "task", "--out", str(out)], work)
+    _, wall, cpu = timed_child(src, [*args, "--groups", "task", "--out", str(out)], work)
     return {"wall": wall, "cpu": cpu}
 
 
 def run_stages(src: Path, path: Path, work: Path) -> dict[str, float]:
-    stdout, _, _ = child(src, ["-c", STAGES, str(path)], work)
+    done, _, _ = timed_child(src, ["-c", STAGES, str(path)], work)
+    stdout = done.stdout
     result: dict[str, float] = json.loads(stdout.strip().splitlines()[-1])
     return result
-
-
-def rounds(
-    contenders: dict[str, Callable[[], dict[str, float]]], repeats: int
-) -> dict[str, list[dict[str, float]]]:
-    """Each contender once per round, in rotating order, after one untimed round."""
-    names = list(contenders)
-    for name in names:
-        contenders[name]()
-    out: dict[str, list[dict[str, float]]] = {name: [] for name in names}
-    for r in range(repeats):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            out[name].append(contenders[name]())
-    return out
-
-
-def med(runs: list[dict[str, float]], key: str) -> float:
-    return median([run[key] for run in runs])
 
 
 def main() -> None:
@@ -168,8 +135,8 @@ def main() -> None:
     repeats = 1 if args.quick else args.repeats
     with (
         tempfile.TemporaryDirectory() as tmp,
-        revision_src(args.new) as new,
-        revision_src(args.against) as old,
+        repaired_src(args.new) as new,
+        repaired_src(args.against) as old,
     ):
         work = Path(tmp)
         path = work / "questions.jsonl"
@@ -195,7 +162,7 @@ def main() -> None:
         ("comparison (compare_parts)", stages, "compare"),
         ("report (compare_report)", stages, "report"),
     ):
-        a, b = med(runs["new"], key), med(runs["old"], key)
+        a, b = median_of(runs["new"], key), median_of(runs["old"], key)
         what = "wall" if key == "wall" else "CPU"
         rows.append([label, what, fmt_time(a), fmt_time(b), f"{a / b:.2f}"])
     print(table(["part", "time", "new", "old", "new / old"], rows))

@@ -5,7 +5,7 @@
 
 Each command runs in a child process (`python -c CHILD ARGS`, `PYTHONPATH=<side>/src`, in a
 temporary folder holding a 1,000 x 10 `preds.npz` of logits), for the working tree (`new`)
-and for the revision `--against` (`old`: a temporary `git worktree add --detach`, removed
+and for the revision `--against` (`old`: its `src` from `git archive`, removed
 at exit), interleaved round after round in rotating order after one untimed round. The
 table gives median wall times, the ratio new / old and whether the child imported torch
 (issue #46, item 11: `methods` and `fit` / `apply` of a numpy-only calibrator imported
@@ -15,16 +15,14 @@ torch, about 5 s of each command on a busy 2-core machine).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-from _bench import fmt_time, interleaved, machine, median, synthetic, table
+from _bench import fmt_time, interleaved, machine, median, revision_src, synthetic, table
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The child: calibkit's CLI quietly, then whether torch was imported (on stderr).
@@ -41,18 +39,6 @@ COMMANDS = {
     "fit --method temperature": ["fit", "--method", "temperature", "preds.npz", "-o", "t.json"],
     "apply": ["apply", "t.json", "preds.npz", "-o", "c.npz"],
 }
-
-
-@contextlib.contextmanager
-def worktree(rev: str, where: Path) -> Iterator[Path]:
-    """The ``src`` folder of a detached worktree of ``rev`` at ``where``, removed at exit."""
-    subprocess.run(
-        ["git", "worktree", "add", "--detach", "-q", str(where), rev], cwd=ROOT, check=True
-    )
-    try:
-        yield where / "src"
-    finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(where)], cwd=ROOT, check=False)
 
 
 def once(src: Path, argv: list[str], cwd: Path, torch_seen: dict[str, bool], key: str) -> None:
@@ -78,7 +64,7 @@ def main() -> None:
     ap.add_argument("--against", default="3a59dcf", help="the revision to compare with")
     args = ap.parse_args()
     print(machine())
-    with tempfile.TemporaryDirectory() as tmp, worktree(args.against, Path(tmp) / "old") as old:
+    with tempfile.TemporaryDirectory() as tmp, revision_src(args.against) as old:
         cwd = Path(tmp) / "run"
         cwd.mkdir()
         z, y = synthetic(1000, 10)
