@@ -101,13 +101,17 @@ SCIPY_STATS = {"scipy.stats", "scipy.special", "scipy.linalg", "scipy.optimize"}
 @pytest.mark.parametrize(
     ("argv", "allowed"),
     [
-        (  # its shrinkage's cross-validation: scikit-learn's StratifiedKFold
+        (  # its shrinkage's cross-validation: scikit-learn's StratifiedKFold; numpy's exp
             ["fit", "--method", "vector", "preds.npz", "-o", "v.json", "--force"],
-            EVERYTHING - {"matplotlib", "PIL", "onnx", "onnxruntime", "ray"},
+            EVERYTHING - {"torch", "matplotlib", "PIL", "onnx", "onnxruntime", "ray"},
         ),
-        (
+        (  # the torch module only on export (issue #44, item 4)
             ["fit", "--method", "isotonic", "preds.npz", "-o", "i.json", "--force"],
-            EVERYTHING - {"matplotlib", "PIL", "onnx", "onnxruntime", "ray"},
+            EVERYTHING - {"torch", "matplotlib", "PIL", "onnx", "onnxruntime", "ray"},
+        ),
+        (  # every default method and the recommendation: no torch (issue #44, item 4)
+            ["compare", "preds.npz", "--n-boot", "0", "--out", "all"],
+            EVERYTHING - {"torch", "onnx", "onnxruntime", "ray"},
         ),
         (
             ["compare", "preds.npz", "--methods", "temperature", "--n-boot", "0", "--out", "r"],
@@ -149,8 +153,9 @@ def test_listing_methods_and_numpy_only_calibrators_load_no_torch(
 
 
 def test_the_check_sees_torch_where_a_command_loads_it(files: Path) -> None:
-    """The same check reports torch where a method uses it (smoothed TS: its modules)."""
-    assert "torch" in _loaded(files, "fit", "--method", "temperature_smoothed", "preds.npz",
+    """The same check reports torch where a method uses it (scaling-binning: its module
+    is defined beside it)."""
+    assert "torch" in _loaded(files, "fit", "--method", "scaling_binning", "preds.npz",
                               "-o", "s.json", "--force")  # fmt: skip
 
 

@@ -24,18 +24,20 @@ is fitted and ``P(y = 0) = 1 - P(y = 1)``), so no class ever gets probability 0.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.logit.histogram import one_vs_rest_classes
 from calibkit.calibrators.logit.isotonic import THRESHOLDS
-from calibkit.calibrators.modules import Interpolation, OneVsRest
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import ArrayList, Dims
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import Constraints
+
+if TYPE_CHECKING:
+    from calibkit.calibrators.modules import OneVsRest
 
 
 def centred_points(score: F64, outcome: F64, weights: F64 | None = None) -> tuple[F64, F64]:
@@ -152,5 +154,10 @@ class CentredIsotonicCalibrator(Calibrator):
         return np.asarray(q / q.sum(axis=1, keepdims=True), dtype=np.float64)
 
     def _module(self) -> OneVsRest:
+        from calibkit.calibrators.modules import (  # torch: only when exported
+            Interpolation,
+            OneVsRest,
+        )
+
         maps = Interpolation(self.x_thresholds_, self.y_thresholds_)
         return OneVsRest(maps, binary=self.n_classes_ == 2)

@@ -50,18 +50,15 @@ separate step map per class, can change the argmax too.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-from torch import nn
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.logit.temperature_smoothed import (
     default_smoothing,
     mix_uniform,
-    with_smoothing,
 )
-from calibkit.calibrators.modules import OneVsRest, StepMaps, TopLabel
 from calibkit.calibrators.scope import Scope
 from calibkit.core.binning import (
     I64,
@@ -75,6 +72,9 @@ from calibkit.core.binning import (
 from calibkit.core.fitted_state import Array, Dims
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import FRACTION, Choice, Constraints, NoneOr
+
+if TYPE_CHECKING:
+    from torch import nn
 
 #: The parameters of both histogram binnings.
 BINNING_PARAMS = {"n_bins": N_BINS, "scheme": Choice(*SCHEMES), "smoothing": NoneOr(FRACTION)}
@@ -229,6 +229,8 @@ class HistogramBinning(_Binning):
         return mix_uniform(replace_top_label(probs, top, new), self.smoothing_)
 
     def _module(self) -> nn.Module:
+        from calibkit.calibrators.modules import StepMaps, TopLabel, with_smoothing  # torch
+
         snap = self.scheme == "equal_mass"  # edges that are calibration scores
         top = TopLabel(StepMaps(self.edges_, self.bin_counts_, self.bin_accuracy_, snap=snap))
         return with_smoothing(top, self.smoothing_)
@@ -319,6 +321,8 @@ class ClasswiseHistogramBinning(_Binning):
         return mix_uniform(combine_maps(q, probs), self.smoothing_)
 
     def _module(self) -> nn.Module:
+        from calibkit.calibrators.modules import OneVsRest, StepMaps, with_smoothing  # torch
+
         snap = self.scheme == "equal_mass"  # edges that are calibration scores
         maps = StepMaps(self.edges_, self.bin_counts_, self.bin_frequency_, snap=snap)
         return with_smoothing(OneVsRest(maps, binary=self.n_classes_ == 2), self.smoothing_)

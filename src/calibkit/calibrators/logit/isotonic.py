@@ -30,23 +30,23 @@ saved calibrator needs no scikit-learn object.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-from torch import nn
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.logit.histogram import combine_maps, one_vs_rest_classes
 from calibkit.calibrators.logit.temperature_smoothed import (
     default_smoothing,
     mix_uniform,
-    with_smoothing,
 )
-from calibkit.calibrators.modules import Interpolation, OneVsRest
 from calibkit.calibrators.scope import Scope
 from calibkit.core.fitted_state import Array, ArrayList, Dims
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import FRACTION, Constraints, NoneOr
+
+if TYPE_CHECKING:
+    from torch import nn
 
 
 def fit_isotonic(score: F64, outcome: F64, weights: F64 | None = None) -> tuple[F64, F64]:
@@ -148,5 +148,7 @@ class IsotonicCalibrator(Calibrator):
         return mix_uniform(combine_maps(q, probs), self.smoothing_)
 
     def _module(self) -> nn.Module:
+        from calibkit.calibrators.modules import Interpolation, OneVsRest, with_smoothing  # torch
+
         maps = Interpolation(self.x_thresholds_, self.y_thresholds_)
         return with_smoothing(OneVsRest(maps, binary=self.n_classes_ == 2), self.smoothing_)

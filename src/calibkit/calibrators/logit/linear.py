@@ -91,7 +91,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -112,7 +112,6 @@ from calibkit.calibrators.logit.linear_solver import (
     temperature_map,
 )
 from calibkit.calibrators.logit.temperature import nll_inverse_temperature
-from calibkit.calibrators.modules import Affine
 from calibkit.calibrators.scope import Scope
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
@@ -126,6 +125,9 @@ from calibkit.core.validation import (
     ListOf,
     NoneOr,
 )
+
+if TYPE_CHECKING:
+    from calibkit.calibrators.modules import Affine
 
 I64 = npt.NDArray[np.int64]
 #: The default ODIR grid (that of the Neural Clamping paper): 1e-2, 1e-1, ..., 1e4.
@@ -250,6 +252,8 @@ class _Linear(Calibrator):
         return np.asarray(x @ self.weights_.T + self.bias_)
 
     def _module(self) -> Affine:
+        from calibkit.calibrators.modules import Affine  # torch: only when exported
+
         return Affine(self.weights_, self.bias_, self.on_log_probs)
 
     def _store(self, wb: F64) -> None:

@@ -29,17 +29,19 @@ can change where it is not.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
 from calibkit.calibrators.logit.histogram import replace_top_label
-from calibkit.calibrators.modules import Interpolation, TopLabel
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import Constraints, Integer
+
+if TYPE_CHECKING:
+    from calibkit.calibrators.modules import TopLabel
 
 
 def natural_spline_basis(x: F64, knots: F64, derivative: bool = False) -> F64:
@@ -161,4 +163,9 @@ class SplineCalibration(Calibrator):
         return replace_top_label(probs, top, np.interp(conf, self.confidences_, self.recalibrated_))
 
     def _module(self) -> TopLabel:
+        from calibkit.calibrators.modules import (  # torch: only when exported
+            Interpolation,
+            TopLabel,
+        )
+
         return TopLabel(Interpolation([self.confidences_], [self.recalibrated_]))  # type: ignore[arg-type]

@@ -41,7 +41,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -71,7 +71,6 @@ from calibkit.calibrators.logit.temperature import (
 )
 from calibkit.calibrators.logit.temperature_smoothed import (
     SMOOTHED_STATE,
-    SmoothedAffine,
     default_smoothing,
     smoothed_log_probs,
 )
@@ -87,6 +86,9 @@ from calibkit.core.validation import (
     ListOf,
     NoneOr,
 )
+
+if TYPE_CHECKING:
+    from calibkit.calibrators.modules import SmoothedAffine
 
 #: The parameters of both structured scalings, in signature order.
 STRUCTURED_PARAMS: Constraints = {
@@ -178,6 +180,8 @@ class _Structured(_Linear):
         check_log_temperature(self.log_temperature_, self.temperature_, self.t_min, self.t_max)
 
     def _module(self) -> SmoothedAffine:
+        from calibkit.calibrators.modules import SmoothedAffine  # torch: only when exported
+
         return SmoothedAffine(self.weights_, self.bias_, self.temperature_, self.smoothing_)
 
 

@@ -30,17 +30,17 @@ in every row. ``smoothing=0`` is plain temperature scaling.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-import torch
-from torch import Tensor, nn
 
 from calibkit.calibrators.base import CALIBRATORS, F64
 from calibkit.calibrators.logit.temperature import TEMPERATURE_STATE, TemperatureScaling
-from calibkit.calibrators.modules import Affine, Temperature, log_softmax_rows
 from calibkit.core.outputs import ClassifierOutputs
 from calibkit.core.validation import FRACTION, POSITIVE, Constraints, NoneOr
+
+if TYPE_CHECKING:
+    from calibkit.calibrators.modules import SmoothedTemperature
 
 #: Elements per row chunk of :func:`smoothed_log_probs` (a chunk stays in a 2 MB L2 cache).
 CHUNK = 1 << 15
@@ -156,96 +156,6 @@ class SmoothedTemperatureScaling(TemperatureScaling):
         raise NotImplementedError  # the output is probabilities
 
     def _module(self) -> SmoothedTemperature:
+        from calibkit.calibrators.modules import SmoothedTemperature  # torch: only when exported
+
         return SmoothedTemperature(self.temperature_, self.smoothing_)
-
-
-class MixUniform(nn.Module):
-    """The probabilities of ``inner`` mixed with the uniform distribution:
-    ``(1 - eps) inner(logits) + eps / K`` (the protection of the binning methods).
-
-    Parameters
-    ----------
-    inner : nn.Module
-        A map from logits to probabilities.
-    smoothing : float
-        The weight ``eps`` of the uniform distribution, in ``[0, 1)``.
-
-    Examples
-    --------
-    >>> m = MixUniform(Temperature(1.0), 0.5)
-    >>> m(torch.tensor([[0.0, 0.0]])).tolist()
-    [[0.5, 0.5]]
-    """
-
-    def __init__(self, inner: nn.Module, smoothing: float) -> None:
-        super().__init__()
-        self.inner = inner
-        self.smoothing: Tensor
-        self.register_buffer("smoothing", torch.tensor(float(smoothing), dtype=torch.float64))
-
-    def forward(self, logits: Tensor) -> Tensor:
-        q: Tensor = self.inner(logits)
-        return (1.0 - self.smoothing) * q + self.smoothing / q.shape[1]
-
-
-def with_smoothing(module: nn.Module, smoothing: float) -> nn.Module:
-    """``module`` followed by :class:`MixUniform` (``module`` itself when ``eps`` is 0)."""
-    return module if smoothing == 0.0 else MixUniform(module, smoothing)
-
-
-class SmoothedTemperature(Temperature):
-    """``(1 - eps) softmax(logits / T) + eps / K``, or its logarithm with ``log=True``.
-
-    Parameters
-    ----------
-    temperature : float
-        The temperature ``T > 0``.
-    smoothing : float
-        The weight ``eps`` of the uniform distribution, in ``[0, 1)``.
-    log : bool
-        Whether to return the log-probabilities (the features of the structured scalings).
-
-    Examples
-    --------
-    >>> m = SmoothedTemperature(1.0, 0.5)
-    >>> m(torch.tensor([[0.0, 0.0], [0.0, -1e4]])).tolist()
-    [[0.5, 0.5], [0.75, 0.25]]
-    """
-
-    def __init__(self, temperature: float, smoothing: float, log: bool = False) -> None:
-        super().__init__(temperature)
-        self.smoothing: Tensor
-        self.register_buffer("smoothing", torch.tensor(float(smoothing), dtype=torch.float64))
-        self.log = log
-
-    def forward(self, logits: Tensor) -> Tensor:
-        p = torch.exp(log_softmax_rows(logits.to(self.temperature.dtype) / self.temperature))
-        q = (1.0 - self.smoothing) * p + self.smoothing / p.shape[1]
-        return torch.log(q) if self.log else q
-
-
-class SmoothedAffine(Affine):
-    """``softmax(W x + b)`` on the smoothed temperature-scaled log-probabilities ``x``.
-
-    Parameters
-    ----------
-    weights, bias : ndarray
-        ``W`` (full, or its diagonal) and ``b``.
-    temperature, smoothing : float
-        The temperature stage (see :class:`SmoothedTemperature`).
-
-    Examples
-    --------
-    >>> m = SmoothedAffine(np.eye(2), np.zeros(2), 1.0, 0.5)
-    >>> m(torch.tensor([[0.0, -1e4]])).round(decimals=12).tolist()
-    [[0.75, 0.25]]
-    """
-
-    def __init__(self, weights: F64, bias: F64, temperature: float, smoothing: float) -> None:
-        super().__init__(weights, bias)
-        self.features = SmoothedTemperature(temperature, smoothing, log=True)
-
-    def forward(self, logits: Tensor) -> Tensor:
-        x = self.features(logits)
-        z = x * self.weights + self.bias if self.diagonal else x @ self.weights.T + self.bias
-        return torch.exp(log_softmax_rows(z))
