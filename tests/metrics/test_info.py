@@ -38,6 +38,17 @@ def test_every_entry_is_consistent() -> None:
     assert len(labels) == len(METRICS)
 
 
+def test_every_metric_says_in_one_line_what_it_measures() -> None:
+    """Issue #46, item 6: every metric's meaning, declared once on its entry and shown
+    beside it in the reports, fits one line."""
+    for name in METRICS:
+        summary = METRICS.get(name).summary
+        assert summary, name
+        assert len(summary) <= 100, name
+        assert "\n" not in summary
+        assert not summary.endswith("."), name  # the reports add the direction and the stop
+
+
 def test_a_registry_entry_calls_its_function() -> None:
     y = np.array([0, 1, 1, 0])
     p = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.7, 0.3]])

@@ -57,9 +57,8 @@ def test_folder_contents(folder: Path) -> None:
     ]
     assert sorted(p.name for p in (folder / "figures").iterdir()) == [
         "ece_temperature.png",
+        "reliability_before_after.png",
         "reliability_grid.png",
-        "reliability_none.png",
-        "reliability_temperature.png",
         "risk_coverage.png",
     ]
     for png in (folder / "figures").iterdir():
@@ -133,7 +132,7 @@ def test_html_is_self_contained_and_escaped(folder: Path) -> None:
     assert "<link" not in page
     assert "<script" not in page
     srcs = re.findall(r'src="([^"]*)"', page)
-    assert len(srcs) == 5  # grid, ECE(T), risk-coverage, one diagram per method
+    assert len(srcs) == 4  # before and after, the grid, ECE(T), risk-coverage
     assert all(s.startswith("data:image/png;base64,") for s in srcs)
     embedded = {base64.b64decode(s.split(",", 1)[1]) for s in srcs}
     on_disk = {p.read_bytes() for p in (folder / "figures").iterdir()}
@@ -380,3 +379,44 @@ def test_the_rules_table_says_which_methods_it_cross_fitted_unshrunk(tmp_path: P
     assert "| sms |" in report  # no shrinkage of its own: cross-fitted as its row
     assert "Its NLL minus temperature's (± one standard error)" in report
     assert "Marked (unshrunk): matrix, ms_odir. The rule cross-fits these methods" in report
+
+
+def test_a_newcomer_reads_the_verdict_the_deciding_table_and_one_figure_first(
+    chosen: Comparison, tmp_path: Path
+) -> None:
+    """Issue #46, item 6: the report was about 8,700 px of tables, figures and a 530-word
+    guide. Unfolded now: the verdict, the rule's table, one figure (none and the chosen
+    method), "How to read this" in at most 120 words; every other table and figure is in a
+    folded section, in HTML and in Markdown, each metric's meaning under its table."""
+    write_compare_report(chosen, tmp_path / "r", title="T", name="s.npz")
+    page = (tmp_path / "r" / "report.html").read_text()
+    shown = re.sub(r"<details>.*?</details>", "", page, flags=re.DOTALL)
+    assert shown.count("<table>") == 1
+    assert "Cross-fitted NLL" in shown
+    (image,) = re.findall(r'<a href="figures/([^"]+)"', shown)
+    assert image == report.BEFORE_AFTER
+    assert chosen.recommendation is not None
+    assert f"Reliability diagrams: none, {chosen.recommendation.method}" in shown
+    how = shown.split("<h2>How to read this</h2>", 1)[1].split("</p>", 1)[0]
+    assert len(re.sub(r"<[^>]+>", "", how).split()) <= 120
+    assert "docs/reports.md" in how
+    assert page.count("<details>") >= 6  # the tables and the other figures
+    assert "<strong>ECE</strong>: gap between confidence and accuracy" in page
+    md = (tmp_path / "r" / "report.md").read_text()
+    after = md.split("## How to read this", 1)[1].split("\n## ")[1:]
+    assert after
+    for section in after:  # every section below the guide is folded
+        assert section.split("\n\n")[1] == "<details><summary>Show</summary>", section[:80]
+    assert "**NLL**: mean of -log p(label)" in md
+
+
+def test_without_a_recommendation_the_first_table_of_test_errors_is_shown(
+    folder: Path,
+) -> None:
+    """No rule ran (compare without recommend): no "Recommendation" heading over nothing;
+    the binned errors on the test part are the one table shown unfolded."""
+    page = (folder / "report.html").read_text()
+    shown = re.sub(r"<details>.*?</details>", "", page, flags=re.DOTALL)
+    assert "<h2>Recommendation</h2>" not in shown
+    assert shown.count("<table>") == 1
+    assert "<h2>Binned calibration errors on the test part</h2>" in shown

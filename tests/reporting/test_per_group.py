@@ -81,10 +81,10 @@ def test_report_draws_a_bounded_figure_and_keeps_every_group_in_a_table(many: Co
         "ece_temperature.png",
         "risk_coverage.png",
         "reliability_groups.png",
-        "reliability_none.png",
-        "reliability_temperature.png",
-        "reliability_temperature_groupwise.png",
+        "reliability_before_after.png",
     }
+    before_after = figures["reliability_before_after.png"].caption  # drawn once each
+    assert before_after.endswith(": none, temperature, temperature_groupwise")
     titles = [t.title for t in _tables(report.document.body)]
     assert "Every group on the test part, worst first by temperature's ECE" in titles
     # 20 groups x 3 methods: the table of every method on every group is left to the JSON

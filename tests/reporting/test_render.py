@@ -120,3 +120,16 @@ def test_html_renders_inline_bold_and_code_after_escaping() -> None:
     page = to_html(Document("t", [Paragraph("**Use <x>.** `a*b` & 2 ** 3", meta=False)]))
     assert "<p><strong>Use &lt;x&gt;.</strong> <code>a*b</code> &amp; 2 ** 3</p>" in page
     assert "<x>" not in page
+
+
+def test_a_folded_section_shows_its_heading_and_folds_its_blocks() -> None:
+    """Issue #46, item 6: what a report holds beyond its first screen is folded: an HTML
+    ``<details>`` headed by the section's title; in Markdown the heading, then the blocks
+    in ``<details>`` (GitHub folds them)."""
+    doc = Document("d", [Section("More <x>", [Paragraph("hidden"), TABLE], folded=True)])
+    page = to_html(doc)
+    assert "<details><summary><h2>More &lt;x&gt;</h2></summary>\n<p>hidden</p>\n" in page
+    assert page.index(html_table(TABLE)) < page.index("</details>")
+    md = to_markdown(doc)
+    folded = "## More <x>\n\n<details><summary>Show</summary>\n\nhidden\n\n"
+    assert folded + markdown_table(TABLE) + "\n\n</details>\n\n" in md

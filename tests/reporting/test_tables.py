@@ -6,7 +6,16 @@ import pytest
 
 from calibkit.metrics import METRICS
 from calibkit.reporting.csv_text import csv_number, csv_text
-from calibkit.reporting.tables import ROW_QUANTITIES, ColumnInfo, column_info, format_value
+from calibkit.reporting.document import Table
+from calibkit.reporting.tables import (
+    ROW_QUANTITIES,
+    ColumnInfo,
+    column_info,
+    format_value,
+    meaning,
+    meanings,
+    metric_keys,
+)
 
 
 @pytest.mark.parametrize("name", list(METRICS))
@@ -36,3 +45,16 @@ def test_csv_numbers_round_trip_and_blank_when_missing() -> None:
     assert float(csv_number(1 / 3)) == 1 / 3
     assert [csv_number(x) for x in (None, float("nan"), float("inf"))] == ["", "", ""]
     assert csv_text(["a", "b"], [["x,y", "1"]]) == 'a,b\n"x,y",1\n'
+
+
+def test_a_metrics_meaning_is_its_registry_summary_and_which_way_is_better() -> None:
+    """Issue #46, item 6: a metric's meaning is declared once, on its registry entry, and
+    read by the reports with the direction its entry ranks."""
+    assert meaning("nll") == f"{METRICS.get('nll').summary}; lower is better"
+    assert meaning("failure_auroc").endswith("; higher is better")
+    assert meaning("entropy") == METRICS.get("entropy").summary  # not ranked
+    assert meaning("ece_floor").startswith("the ECE a perfectly calibrated model")
+    assert meaning("fit_seconds") == meaning("no_such_metric") == ""
+    table = Table("t", ["Method", "Brier", "ECE floor", "Fit time (s)"], [])
+    assert metric_keys(table) == ["brier"]
+    assert meanings(metric_keys(table)) == [f"**Brier**: {meaning('brier')}."]

@@ -40,3 +40,10 @@ def test_every_text_of_the_document_and_nothing_else() -> None:
 
 def test_stated_confidence_words() -> None:
     assert rewrite("20 samples, 2 classes", VOCABULARIES["stated"]) == "20 answers, 2 outcomes"
+
+
+def test_a_folded_section_stays_folded_in_other_words() -> None:
+    doc = Document("r", [Section("Per-class samples", [Paragraph("3 samples")], folded=True)])
+    out = in_words(Report("evaluate", doc, {}), "options").document.body[0]
+    assert isinstance(out, Section)
+    assert (out.title, out.folded) == ("Per-option questions", True)

@@ -132,10 +132,38 @@ def class_coverage_gap(sets: object, labels: object, alpha: float = 0.1) -> floa
 
 
 for _info in (  # name, label, kind, percent, better, has_floor, function, in_suite
-    MetricInfo("coverage", "Coverage", "set", True, None, False, coverage, False),
-    MetricInfo("mean_set_size", "Mean set size", "set", False, "min", False, mean_set_size, False),
     MetricInfo(
-        "median_set_size", "Median set size", "set", False, "min", False, median_set_size, False
+        "coverage",
+        "Coverage",
+        "set",
+        True,
+        None,
+        False,
+        coverage,
+        False,
+        summary="share of samples whose prediction set holds the label",
+    ),
+    MetricInfo(
+        "mean_set_size",
+        "Mean set size",
+        "set",
+        False,
+        "min",
+        False,
+        mean_set_size,
+        False,
+        summary="mean number of classes in a prediction set",
+    ),
+    MetricInfo(
+        "median_set_size",
+        "Median set size",
+        "set",
+        False,
+        "min",
+        False,
+        median_set_size,
+        False,
+        summary="median number of classes in a prediction set",
     ),
     MetricInfo(
         "class_coverage_gap",
@@ -146,6 +174,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         False,
         class_coverage_gap,
         False,
+        summary="the target coverage less the worst class's coverage",
     ),
 ):
     if _info.name not in METRICS:  # a reload of this module registers nothing twice

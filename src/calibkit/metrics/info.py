@@ -82,9 +82,10 @@ class MetricInfo:
     binned error, :mod:`~calibkit.metrics.intervals`, for a binned error whose plug-in
     estimate is biased upwards, so that a bootstrap of it misses the truth of a nearly
     calibrated model; ``"none"``: no interval shown covered the truth in the conformance
-    study, ``experiments/intervals``, and none is printed). Calling a ``MetricInfo`` calls its
-    function. A kernel that cannot do what the entry asks fails here, when the registry is
-    built.
+    study, ``experiments/intervals``, and none is printed); ``summary``: what it measures, in
+    one line, read by the reports beside its label (:func:`calibkit.reporting.tables.meaning`
+    adds which way is better). Calling a ``MetricInfo`` calls its function. A kernel that
+    cannot do what the entry asks fails here, when the registry is built.
 
     >>> MetricInfo("toy", "Toy", "error", True, "min", False, ece)
     Traceback (most recent call last):
@@ -104,6 +105,7 @@ Residual) for the suite metric 'toy', got None
     kernel: Kernel | None = None
     options: tuple[str, ...] = ()
     interval: Interval = "bootstrap"
+    summary: str = ""
 
     def __post_init__(self) -> None:
         k = self.kernel
@@ -202,9 +204,20 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         True,
         SampleMean("correct"),
         interval=_MEAN,
+        summary="share of samples whose most probable class is the label",
     ),
     MetricInfo(
-        "nll", "NLL", "score", False, "min", False, nll, True, SampleMean("nll"), interval=_MEAN
+        "nll",
+        "NLL",
+        "score",
+        False,
+        "min",
+        False,
+        nll,
+        True,
+        SampleMean("nll"),
+        interval=_MEAN,
+        summary="mean of -log p(label): punishes confident mistakes most",
     ),
     MetricInfo(
         "brier",
@@ -217,6 +230,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         True,
         SampleMean("brier"),
         interval=_MEAN,
+        summary="mean squared distance between the probabilities and the one-hot label",
     ),
     MetricInfo(
         "entropy",
@@ -229,9 +243,20 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         True,
         SampleMean("entropy"),
         interval=_MEAN,
+        summary="mean entropy of the predicted distribution: how unsure the model says it is",
     ),
     MetricInfo(
-        "ece", "ECE", "error", True, "min", True, ece, True, BinNorm("l1", _W), interval=_TRUE
+        "ece",
+        "ECE",
+        "error",
+        True,
+        "min",
+        True,
+        ece,
+        True,
+        BinNorm("l1", _W),
+        interval=_TRUE,
+        summary="gap between confidence and accuracy, averaged over equal-width confidence bins",
     ),
     MetricInfo(
         "aece",
@@ -244,9 +269,20 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         True,
         BinNorm("l1", _M),
         interval=_TRUE,
+        summary="the ECE over equal-mass bins (each bin holds about as many samples)",
     ),
     MetricInfo(
-        "mce", "MCE", "error", True, "min", False, mce, True, BinNorm("max", _W), interval="none"
+        "mce",
+        "MCE",
+        "error",
+        True,
+        "min",
+        False,
+        mce,
+        True,
+        BinNorm("max", _W),
+        interval="none",
+        summary="the largest gap between confidence and accuracy in any one bin",
     ),
     MetricInfo(
         "rmsce",
@@ -259,6 +295,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         True,
         BinNorm("l2", _W),
         interval=_TRUE,
+        summary="root mean square of the bins' gaps between confidence and accuracy (an L2 ECE)",
     ),
     MetricInfo(
         "ece_debiased",
@@ -271,6 +308,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         True,
         BinNorm("debiased", _W),
         interval=_TRUE,
+        summary="the RMSCE less each bin's sampling noise: read beside the RMSCE, not the ECE",
     ),
     MetricInfo(
         "sce",
@@ -283,9 +321,20 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         True,
         BinNorm("l1", "classwise"),
         interval="none",
+        summary="class-wise ECE: each class's probability binned, averaged over the classes",
     ),
     MetricInfo(
-        "ks", "KS", "error", True, "min", False, ks_error, True, Residual("sup"), interval="none"
+        "ks",
+        "KS",
+        "error",
+        True,
+        "min",
+        False,
+        ks_error,
+        True,
+        Residual("sup"),
+        interval="none",
+        summary="largest gap between cumulative confidence and cumulative accuracy (no bins)",
     ),
     # its percentile bootstrap covered a calibrated model's 0 in none of 20 simulated data
     # sets of 2,000 (the plug-in is biased upwards, as the binned errors are): none printed
@@ -300,6 +349,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         True,
         Residual("laplace"),
         interval="none",
+        summary="kernel (MMD) gap between confidence and correctness (no bins)",
     ),
     # selective prediction (calibkit.metrics.selective): the ranking, not the values
     MetricInfo(
@@ -313,6 +363,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         True,
         RankStatistic(auroc_of),
         interval=_IF,
+        summary="how well the confidence ranks right predictions above wrong ones",
     ),
     MetricInfo(
         "aurc",
@@ -325,6 +376,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         True,
         RankStatistic(aurc_of),
         interval=_IF,
+        summary="mean error rate as the least confident samples are rejected, over all coverages",
     ),
     MetricInfo(
         "eaurc",
@@ -337,6 +389,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         True,
         RankStatistic(eaurc_of),
         interval=_IF,
+        summary="the AURC less that of a perfect ranking: the ranking's excess risk",
     ),
     MetricInfo(
         "augrc",
@@ -349,6 +402,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         True,
         RankStatistic(augrc_of),
         interval=_IF,
+        summary="AURC counting the accepted errors among all samples (Traub et al. 2024)",
     ),
     MetricInfo(
         "risk_at_cov80",
@@ -360,6 +414,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         risk_at_coverage,
         True,
         RankStatistic(risk_at_cov80_of),
+        summary="error rate on the 80% most confident samples",
     ),
     MetricInfo(
         "cov_at_risk5",
@@ -371,6 +426,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         coverage_at_risk,
         True,
         RankStatistic(cov_at_risk5_of),
+        summary="largest share of the most confident samples whose error rate is at most 5%",
     ),
     MetricInfo(
         "smooth_ece",
@@ -383,6 +439,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         False,
         options=("mode",),
         interval="none",
+        summary="ECE of a kernel-smoothed reliability curve, no bins (Błasiok & Nakkiran 2023)",
     ),
     # mean top-label confidence: outside the default suite (evaluate's keys), computed by the
     # suite's kernels where asked for (the per-group results, calibkit.metrics.groups)
@@ -397,14 +454,51 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         False,
         SampleMean(top_confidence),
         interval=_MEAN,
-    ),
-    MetricInfo("nll_calibration", "NLL calibration", "score", False, "min", False, _NLL_CAL, False),
-    MetricInfo("nll_refinement", "NLL refinement", "score", False, "min", False, _NLL_REF, False),
-    MetricInfo(
-        "brier_calibration", "Brier calibration", "score", False, "min", False, _BS_CAL, False
+        summary="mean probability of the most probable class",
     ),
     MetricInfo(
-        "brier_refinement", "Brier refinement", "score", False, "min", False, _BS_REF, False
+        "nll_calibration",
+        "NLL calibration",
+        "score",
+        False,
+        "min",
+        False,
+        _NLL_CAL,
+        False,
+        summary="the part of the NLL that the best temperature removes",
+    ),
+    MetricInfo(
+        "nll_refinement",
+        "NLL refinement",
+        "score",
+        False,
+        "min",
+        False,
+        _NLL_REF,
+        False,
+        summary="the NLL left after the best temperature",
+    ),
+    MetricInfo(
+        "brier_calibration",
+        "Brier calibration",
+        "score",
+        False,
+        "min",
+        False,
+        _BS_CAL,
+        False,
+        summary="the part of the Brier score that the best temperature removes",
+    ),
+    MetricInfo(
+        "brier_refinement",
+        "Brier refinement",
+        "score",
+        False,
+        "min",
+        False,
+        _BS_REF,
+        False,
+        summary="the Brier score left after the best temperature",
     ),
     MetricInfo(
         "brier_reliability",
@@ -416,6 +510,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         brier_reliability,
         False,
         options=("n_bins",),
+        summary="Murphy's reliability: the binned squared gap between forecast and outcome",
     ),
     MetricInfo(
         "brier_resolution",
@@ -427,6 +522,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         brier_resolution,
         False,
         options=("n_bins",),
+        summary="Murphy's resolution: how far the bins' outcomes move from the base rate",
     ),
     MetricInfo(
         "brier_uncertainty",
@@ -438,6 +534,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         brier_uncertainty,
         False,
         options=("n_bins",),
+        summary="Murphy's uncertainty: the Brier score of always forecasting the base rate",
     ),
     # at the caller's coverage / risk (calibkit evaluate --coverage C / --risk R)
     MetricInfo(
@@ -450,6 +547,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         risk_at_coverage,
         False,
         options=("coverage",),
+        summary="error rate on the most confident share of samples (--coverage)",
     ),
     MetricInfo(
         "coverage_at_risk",
@@ -461,6 +559,7 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         coverage_at_risk,
         False,
         options=("risk",),
+        summary="largest share of the most confident samples with error rate at most --risk",
     ),
 ):
     register_metric(_info)
@@ -485,6 +584,12 @@ for _test, _label in TEST_LABELS.items():
                 _function,
                 False,
                 options=("mode",),
+                summary=(
+                    f"the {_label} test's statistic"
+                    if _part == "statistic"
+                    else f"the {_label} test's p-value: small if the sample size does not "
+                    "explain the gap"
+                ),
             )
         )
 

@@ -6,15 +6,23 @@ figures, JSON and CSV.
 (:func:`~calibkit.reporting.writer.write_report`, atomically: the folder appears complete or
 not at all)::
 
-    report.md      the verdict, then tables (every metric with its interval, noise floors,
-                   fitted parameters, fit time; the best value per column in bold) and figures
+    report.md      the verdict, the table that decides, one figure and a short guide;
+                   then, folded, the tables (every metric with its interval and one-line
+                   meaning, noise floors, fitted parameters, fit time; the best value per
+                   column in bold) and the other figures
     report.html    the same, self-contained: inline CSS, figures as data URIs
     results.json   the writer's header (verdict, inputs, options, versions), then every
                    number as fractions
     results.csv    one row per method: <metric>, <metric>_lo, <metric>_hi, floors, ...
-    figures/       reliability_grid.png (every method), reliability_<method>.png (none, the
-                   recommended and the group-aware method), ece_temperature.png,
+    figures/       reliability_before_after.png (none, the recommended and the group-aware
+                   method), reliability_grid.png (every method), ece_temperature.png,
                    risk_coverage.png; with groups also reliability_groups.png
+
+A newcomer reads the first screen: the verdict, the rule's table on the calibration part
+(the table that decides; without a recommendation, the first table of test errors), the
+reliability diagrams before and after, and "How to read this" (:data:`HOW_TO_READ`, the rest
+in ``docs/reports.md``). Everything else is a folded section
+(:class:`~calibkit.reporting.document.Section` ``folded``).
 
 The verdict (:func:`compare_verdict`) comes first: which calibrator to use (chosen on the
 calibration part alone, :class:`~calibkit.workflows.compare.Recommendation`) and what it buys
@@ -35,7 +43,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,7 +71,6 @@ from calibkit.reporting.document import (
 from calibkit.reporting.figures import (
     figure_png_bytes,
     group_reliability_figure,
-    reliability_figure,
     reliability_grid,
 )
 from calibkit.reporting.per_group import (
@@ -77,6 +83,7 @@ from calibkit.reporting.per_group import (
     reference_method,
 )
 from calibkit.reporting.tables import (
+    ACCURACY_MARK,
     column_info,
     comparison_tables,
     format_comparison_summary,
@@ -85,10 +92,11 @@ from calibkit.reporting.tables import (
     format_value,
     group_tables,
     marks_note,
+    meanings,
+    metric_keys,
     metric_names,
     same_map_lines,
 )
-from calibkit.reporting.text import without_interval
 from calibkit.reporting.writer import Report, write_report
 from calibkit.workflows.compare import Comparison
 from calibkit.workflows.methods import left_out_lines
@@ -98,12 +106,14 @@ if TYPE_CHECKING:
 
     from calibkit.workflows.demo import DemoResult
 
-#: The two figures shown full width; one reliability diagram per method follows in a gallery.
 _log = logging.getLogger(__name__)
+#: The one figure shown unfolded: the reliability diagrams of :func:`single_methods`.
+BEFORE_AFTER = "reliability_before_after.png"
+#: Folded: every method's reliability diagram, and the test-part ECE against temperature.
 GRID, CURVE = "reliability_grid.png", "ece_temperature.png"
-#: The risk-coverage curves of every method (selective prediction), also full width.
+#: The risk-coverage curves of every method (selective prediction), folded too.
 RC = "risk_coverage.png"
-#: Reliability per group (with groups), full width too.
+#: Reliability per group (with groups), folded too.
 GROUPS_FIGURE = "reliability_groups.png"
 
 GROUPS_HOW_TO_READ = (
@@ -118,49 +128,33 @@ GROUPS_HOW_TO_READ = (
     "group-aware one (temperature_groupwise, multicalibration) fits the groups it was given."
 )
 
+#: "How to read this": what a newcomer needs to read the first screen (about 100 words);
+#: everything else about reading the report is in ``docs/reports.md``, each metric's
+#: meaning under its table (:func:`~calibkit.reporting.tables.meaning`).
 HOW_TO_READ = (
-    "Each calibrator was fitted on the calibration part only and is judged on the test part; "
-    "the row 'none' is the model as it came. Calibration errors and accuracy are in percent; "
-    "brackets hold a {level:.0%} interval: for ECE, adaptive ECE, RMSCE and debiased RMSCE, "
-    "of the method's true binned error on the test part's distribution (their estimates are "
-    "biased upwards at finite sample size), for the others of their population value "
-    "(Student-t for means such as accuracy, NLL and Brier; from the influence function for "
-    "the ranking metrics; the percentile bootstrap, on the same resamples for every method, "
-    "for the risk and coverage points); {none} have none. The "
-    "debiased "
-    "RMSCE (key ece_debiased; Kumar et al. 2019, 'Verified uncertainty calibration') is an "
-    "L2 (root-mean-square) error, shown beside the RMSCE: from each bin's squared gap it "
-    "subtracts the sampling variance of the bin's accuracy before the square root, so it "
-    "estimates the RMSCE without that upward bias. It is not a debiased ECE: a root mean "
-    "square is never below the mean, so it often lies above the ECE. Read the ECE beside "
-    "its floor. A floor is the "
-    "error a perfectly calibrated model with the same confidences would show at this sample "
-    "size: an error near its floor is as small as this test part can measure. Bold marks the "
-    "best value of each column, but where the intervals of two methods overlap widely the "
-    "test part cannot rank them. NLL and Brier "
-    "score (lower is better) also reward sharp, correct predictions. In a reliability "
-    "diagram, bars below the diagonal are over-confident bins and the shaded band is each "
-    "bin's gap between accuracy and mean confidence. The selective-prediction metrics "
-    "(failure AUROC, AURC, E-AURC, AUGRC, risk at 80% coverage, coverage at 5% risk) judge "
-    "only how the confidence ranks the test samples: a method that keeps the ranking leaves "
-    "them unchanged, and the ranking table says which methods change it."
+    "Each calibrator was fitted on the calibration part only; the test part only judges it, "
+    "and the row `none` is the model as it came. The verdict's method is chosen on the "
+    "calibration part by calibkit's rule: temperature scaling is kept unless a richer method "
+    "lowers the cross-fitted NLL by more than {margin} (the table above); never by the "
+    "lowest test ECE. Errors and accuracy are in percent; brackets hold {level:.0%} "
+    "intervals, and where two methods' intervals overlap the test part cannot rank them. A "
+    "noise floor is the ECE a perfectly calibrated model shows at this sample size. Each "
+    "metric's meaning is under its table; the rest: `docs/reports.md` in calibkit's "
+    "documentation."
 )
 
 
 # ----- figures, JSON and CSV ------------------------------------------------------------------
-def figure_name(method: str) -> str:
-    """File name of a method's reliability diagram (unsafe characters replaced)."""
-    return "reliability_" + re.sub(r"[^A-Za-z0-9_.-]", "_", method) + ".png"
-
-
 def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
-    """Every figure of the report: the reliability grid, ECE(T), one diagram per method.
+    """Every figure of the report: the reliability diagrams before and after calibration
+    (:func:`single_methods`), the grid of every method, ECE(T), the risk-coverage curves,
+    and with groups the reliability per group.
 
     ``name`` says what was compared (a file's name, not its path); every title holds it,
-    after the method where there is one, so each figure reads on its own.
+    so each figure reads on its own.
     """
     curves = {r.method: r.risk_coverage for r in comp.rows if r.risk_coverage is not None}
-    n = 2 + bool(curves) + len(single_methods(comp))
+    n = 3 + bool(curves)
     phase = Phase(_log, f"drawing {n} figures", n)
 
     def png(fig: MplFigure) -> bytes:
@@ -168,12 +162,23 @@ def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
         phase.step()
         return data
 
-    panels = [
-        (r.method, r.reliability, r.evaluation.values["ece"], r.evaluation.values.get("ece_floor"))
+    panels = {
+        r.method: (
+            r.method,
+            r.reliability,
+            r.evaluation.values["ece"],
+            r.evaluation.values.get("ece_floor"),
+        )
         for r in comp.rows
-    ]
+    }
+    chosen = single_methods(comp)
+    before_after = reliability_grid(
+        [panels[m] for m in chosen],
+        ncols=len(chosen),
+        title=f"{name}: reliability on the test part, before and after calibration",
+    )
     grid = reliability_grid(
-        panels, title=f"{name}: reliability on the test part, before and after calibration"
+        list(panels.values()), title=f"{name}: reliability on the test part, every method"
     )
     floors = {r.method: r.evaluation.values.get("ece_floor") for r in comp.rows}
     first = next(iter(comp.fitted_temperatures), None)
@@ -184,9 +189,11 @@ def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
         title=f"{name}: test-part ECE against the temperature",
         floor=floors.get(first) if first is not None else None,
     )
+    shown = ", ".join(chosen)
     figs = [
-        Figure("reliability_grid.png", "Reliability diagrams, every method", png(grid)),
-        Figure("ece_temperature.png", "Test-part ECE versus temperature", png(curve)),
+        Figure(BEFORE_AFTER, f"Reliability diagrams: {shown}", png(before_after)),
+        Figure(GRID, "Reliability diagrams, every method", png(grid)),
+        Figure(CURVE, "Test-part ECE versus temperature", png(curve)),
     ]
     if curves:
         rc = risk_coverage_figure(curves, title=f"{name}: risk-coverage on the test part")
@@ -194,25 +201,15 @@ def comparison_figures(comp: Comparison, name: str) -> list[Figure]:
     group_figure = _group_figure(comp, name)
     if group_figure is not None:
         figs.append(group_figure)
-    for r in (r for r in comp.rows if r.method in single_methods(comp)):
-        fig = reliability_figure(
-            r.reliability,
-            title=f"{r.method}: {name}",
-            ece=r.evaluation.values["ece"],
-            floor=r.evaluation.values.get("ece_floor"),
-            subtitle=f"test part, {comp.n_bins} bins",
-        )
-        caption = f"Reliability diagram: {r.method}"
-        figs.append(Figure(figure_name(r.method), caption, png(fig)))
     return figs
 
 
 def single_methods(comp: Comparison) -> list[str]:
-    """The methods drawn in a figure of their own (a diagram above its confidence
-    histogram): the uncalibrated model, the recommended method (else temperature
-    scaling), and with groups the group-aware method with the smallest worst-group gap.
-    Every method is in the grid's panels; a figure of each again cost 0.3 s a method (15
-    methods: 4.5 of a report's 17 s).
+    """The methods of the figure shown first (:data:`BEFORE_AFTER`, one panel each): the
+    uncalibrated model, the recommended method (else temperature scaling), and with groups
+    the group-aware method with the smallest worst-group gap. Every method is in the folded
+    grid; a figure of each again cost 0.3 s a method (15 methods: 4.5 of a report's 17 s),
+    and a diagram of each of these on its own drew them twice (issue #46, item 6).
     """
     rec = comp.recommendation.method if comp.recommendation is not None else "temperature"
     names = [r.method for r in comp.rows]
@@ -370,22 +367,7 @@ def _summary(comp: Comparison) -> str:
     )
 
 
-#: What the verdict says and how its method is chosen (the first paragraph of "How to read
-#: this").
-VERDICT_HOW_TO_READ = (
-    "The verdict names the calibrator to use. It is chosen on the calibration part alone, by "
-    "calibkit's auto rule: each candidate is cross-fitted on folds of the calibration part "
-    "and scored by NLL, and temperature scaling is kept unless a richer method beats it by "
-    "more than {margin} of the paired difference. The test part only judges the "
-    "choice: the verdict gives its test NLL and ECE against temperature scaling (against the "
-    "uncalibrated model when temperature scaling is the choice), with the paired NLL change "
-    "and its interval: the mean over the test samples of the difference in each sample's NLL, "
-    "an interval of the difference between the two fitted maps on data like the test part's; "
-    "when it holds 0, the test part cannot tell them apart. The lowest test ECE is never "
-    "the rule: histogram binning and other step maps can reach it by luck, or below the "
-    "noise floor where no method is better than another."
-)
-#: With groups: how the verdict treats them.
+#: With groups: how the verdict treats them (first in the folded per-group section).
 GROUPS_VERDICT_HOW_TO_READ = (
     "With groups, the method to use is still chosen without them (the calibration part "
     "gives no per-group judgement of the group-aware calibrators), and the verdict adds, "
@@ -648,14 +630,22 @@ def unshrunk_note(comp: Comparison) -> str:
     )
 
 
-def _with_same_maps(comp: Comparison, sections: list[Section]) -> list[Section]:
-    """``sections`` with, under the first table, why rows marked ``(= X)`` are the same map
-    as X (:func:`~calibkit.reporting.tables.same_map_lines`)."""
-    twins = same_map_lines(comp)
-    if not twins or not sections:
-        return sections
-    first = sections[0]
-    return [Section(first.title, [*first.blocks, Paragraph(" ".join(twins))]), *sections[1:]]
+def _folded_tables(comp: Comparison, tables: list[Table]) -> list[Section]:
+    """Each table in a folded section of its own, with what the marks of its rows mean
+    (:func:`~calibkit.reporting.tables.marks_note`), under the first why rows marked
+    ``(= X)`` are the same map as X (:func:`~calibkit.reporting.tables.same_map_lines`), and
+    under each the one-line meaning of each metric it shows
+    (:func:`~calibkit.reporting.tables.meanings`)."""
+    twins, marks = " ".join(same_map_lines(comp)), marks_note(comp)
+    sections = []
+    for i, table in enumerate(tables):
+        notes = [twins] if twins and i == 0 else []
+        marked = any("(= " in r[0].text or ACCURACY_MARK in r[0].text for r in table.rows)
+        notes += [marks] if marks and marked else []
+        notes += meanings(metric_keys(table))
+        blocks: list[Block] = [table, *(Paragraph(n) for n in notes)]
+        sections.append(Section(table.title, blocks, folded=True))
+    return sections
 
 
 def declined_lines(comp: Comparison) -> list[str]:
@@ -676,23 +666,21 @@ def declined_lines(comp: Comparison) -> list[str]:
 def compare_document(
     comp: Comparison, title: str, figures: list[Figure], intro: Sequence[str] = ()
 ) -> Document:
-    """The report as a document: the verdict, the summary (``intro``: what came before the
-    comparison, such as the demo's training), how to read it, the tables, the figures."""
+    """The report as a document, a newcomer's minute first: the verdict, the summary
+    (``intro``: what came before the comparison, such as the demo's training), the table
+    that decides (the rule's, on the calibration part; without one, the first table of test
+    errors), the figure before and after (:data:`BEFORE_AFTER`), a short "How to read
+    this"; then folded, the groups, each table with its metrics' meanings, the other
+    figures."""
     meta = [*intro, *([f"Source: {comp.source}"] if comp.source else []), _summary(comp)]
     meta += declined_lines(comp)
     level = comp.rows[0].evaluation.level
-    how = [
-        VERDICT_HOW_TO_READ.format(margin=margin_words()),
-        HOW_TO_READ.format(level=level, none=without_interval()),
-        marks_note(comp),
-    ]
-    big = [f for f in figures if f.name in (GRID, CURVE, RC, GROUPS_FIGURE)]
-    singles = [f for f in figures if f.name not in (GRID, CURVE, RC, GROUPS_FIGURE)]
-    by_group = group_tables(comp)
-    groups = []
-    if by_group:
-        how.insert(1, GROUPS_VERDICT_HOW_TO_READ)
-        paragraphs = [GROUPS_HOW_TO_READ.format(level=level)]
+    how = HOW_TO_READ.format(margin=margin_words(), level=level)
+    first: list[Block] = [f for f in figures if f.name == BEFORE_AFTER]
+    more = [f for f in figures if f.name != BEFORE_AFTER]
+    groups: list[Section] = []
+    if by_group := group_tables(comp):
+        paragraphs = [GROUPS_VERDICT_HOW_TO_READ, GROUPS_HOW_TO_READ.format(level=level)]
         noisy = comp.rows[0].groups.warnings if comp.rows[0].groups is not None else []
         paragraphs += [f"Uncalibrated model: {w}." for w in noisy]
         if helps := per_group_help(comp):
@@ -704,25 +692,29 @@ def compare_document(
         if n_groups > MAX_FULL_TABLE_GROUPS:  # every method on every group: results.json
             by_group = by_group[1:]
         blocks += [table_section(t) for t in by_group]
-        groups = [Section("Calibration per group", blocks)]
+        groups = [Section("Calibration per group", blocks, folded=True)]
     explained = recommendation_paragraphs(comp)
-    table = recommendation_table(comp)
-    rule: list[Block] = [] if table is None else [table_section(table)]
-    if table is not None and (note := unshrunk_note(comp)):
-        rule.append(Paragraph(note))
+    tables = _folded_tables(comp, comparison_tables(comp))
+    rule = recommendation_table(comp)
+    decides: list[Block] = [Paragraph(p) for p in explained]
+    if rule is not None:
+        decides.append(table_section(rule))
+        if note := unshrunk_note(comp):
+            decides.append(Section("Rows marked (unshrunk)", [Paragraph(note)], folded=True))
+    top = [Section("Recommendation", decides)] if decides else []
+    if rule is None and tables:  # no rule: the first table of test errors, unfolded
+        top.append(Section(tables[0].title, tables[0].blocks))
+        tables = tables[1:]
     return Document(
         title,
         [
             *(Paragraph(p, meta=True) for p in meta),
-            *(
-                [Section("Recommendation", [*(Paragraph(p) for p in explained), *rule])]
-                if explained or rule
-                else []
-            ),
-            Section("How to read this", [Paragraph(p) for p in how if p]),
-            *_with_same_maps(comp, [table_section(t) for t in comparison_tables(comp)]),
-            *groups,
-            Section("Figures", [*big, Gallery(singles)]),
+            *top,
+            *([Section("Reliability before and after calibration", first)] if first else []),
+            Section("How to read this", [Paragraph(how)]),
+            *groups,  # the verdict speaks of them: first of the folded sections
+            *tables,
+            *([Section("More figures", [Gallery(more)], folded=True)] if more else []),
         ],
         verdict=compare_verdict(comp),
     )

@@ -98,6 +98,9 @@ class Gallery:
 @dataclass(frozen=True)
 class Section:
     """A heading and its blocks; a section inside a section is one heading level lower.
+    A ``folded`` section shows its heading only until the reader opens it (HTML
+    ``<details>``; in Markdown its blocks in a ``<details>`` element under the heading):
+    what a report holds beyond its verdict, the table that decides and its figure.
 
     Examples
     --------
@@ -105,10 +108,14 @@ class Section:
     >>> doc = Document("Demo", [Section("Results", [Section("Details", [Paragraph("...")])])])
     >>> [line for line in to_markdown(doc).splitlines() if line.startswith("#")]
     ['# Demo', '## Results', '### Details']
+    >>> md = to_markdown(Document("Demo", [Section("More", [Paragraph("...")], folded=True)]))
+    >>> md.splitlines()[2:9]
+    ['## More', '', '<details><summary>Show</summary>', '', '...', '', '</details>']
     """
 
     title: str
     blocks: list[Block]
+    folded: bool = False
 
 
 #: What a document or a section holds.

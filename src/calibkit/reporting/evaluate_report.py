@@ -57,6 +57,7 @@ from calibkit.reporting.tables import (
     format_gap,
     format_points,
     format_value,
+    meaning,
     metric_names,
 )
 from calibkit.reporting.text import text_table, without_interval
@@ -87,19 +88,17 @@ MIXED_SHARE = 0.5
 #: What a metric these outputs leave undefined shows in place of its value.
 UNDEFINED = "undefined"
 
+#: "How to read this" (about 100 words); each metric's one-line meaning is in its row of the
+#: table (:func:`~calibkit.reporting.tables.meaning`), the rest in ``docs/reports.md``.
 HOW_TO_READ = (
     "Calibration errors and accuracy are in percent, scores as fractions. Brackets hold a "
     "{level:.0%} interval: for ECE, adaptive ECE, RMSCE and debiased RMSCE, of the model's "
-    "true binned error (their estimates are biased upwards at finite sample size; an interval "
-    "starting at 0 means the model cannot be told apart from calibrated); for the others, "
-    "of their population value (Student-t for means such as accuracy, NLL and Brier; from "
-    "the influence function for the ranking metrics; the percentile bootstrap for the risk "
-    "and coverage points); {none} have none (no interval "
-    "calibkit knows covers their truth). The noise floor of a calibration error is its value "
-    "for a perfectly calibrated model with the same confidences and sample size. The "
-    "debiased RMSCE (key ece_debiased; Kumar et al. 2019) removes "
-    "that bias from the squared error, the L2 one: it estimates the RMSCE and is read beside "
-    "it, not beside the ECE (a root mean square is never below the mean)."
+    "true binned error (an interval starting at 0: the model cannot be told apart from "
+    "calibrated); for the others, of their population value; {none} have none. The noise "
+    "floor is the error a perfectly calibrated model with the same confidences shows at "
+    "this sample size: an error near it is as small as this data can measure. In the "
+    "reliability diagram, bars below the diagonal are overconfident bins. What each interval "
+    "covers, and the rest: `docs/reports.md` in calibkit's documentation."
 )
 
 
@@ -280,24 +279,31 @@ def evaluation_verdict(
     return Verdict(" ".join(sentences), "; ".join(detail) + ".")
 
 
-def metrics_table(ev: Evaluation, undefined: Mapping[str, str] | None = None) -> Table:
+def metrics_table(
+    ev: Evaluation, undefined: Mapping[str, str] | None = None, *, meanings: bool = False
+) -> Table:
     """Every metric of ``ev`` (labels from the metric registry): value, interval, noise floor;
     a metric of ``undefined`` (name -> reason) shows ``undefined`` (:func:`undefined_notes`
-    says why)."""
+    says why). ``meanings``: a last column with each metric's one-line meaning (its registry
+    entry's, :func:`~calibkit.reporting.tables.meaning`; the report's table, not the
+    terminal's)."""
     header = ["Metric", "Value", f"{ev.level:.0%} CI", "Noise floor"]
     rows = []
     for name in metric_names(ev):
         floor = ev.values.get(f"{name}_floor")
         value = UNDEFINED if name in (undefined or {}) else format_value(name, ev.values[name])
-        rows.append(
-            [
-                Cell(column_info(name).label),
-                Cell(value),
-                Cell(interval_text(name, ev.ci.get(name))),
-                Cell("" if floor is None else format_value(name, floor)),
-            ]
-        )
-    return Table("Metrics", header, rows)
+        row = [
+            Cell(column_info(name).label),
+            Cell(value),
+            Cell(interval_text(name, ev.ci.get(name))),
+            Cell("" if floor is None else format_value(name, floor)),
+        ]
+        rows.append([*row, Cell(meaning(name))] if meanings else row)
+    if not meanings:
+        return Table("Metrics", header, rows)
+    # the meaning is text: left-aligned, so it is the last column moved to the left block
+    rows = [[r[0], r[4], *r[1:4]] for r in rows]
+    return Table("Metrics", ["Metric", "What it measures", *header[1:]], rows, n_left=2)
 
 
 def undefined_notes(undefined: Mapping[str, str]) -> list[str]:
@@ -384,7 +390,9 @@ def evaluation_document(
     figures: list[Figure] | None = None,
     reading: Sequence[str] = (),
 ) -> Document:
-    """The report's document: the verdict, the metrics, the groups, then ``figures``."""
+    """The report's document: the verdict, the metrics (each with its one-line meaning), the
+    reliability diagram, a short "How to read this"; then folded, the groups and the
+    risk-coverage curves."""
     ev = run.evaluation
     mode = run.mode.replace("_", "-")
     about = f"{_about(run, source)}; {ev.n_bins} equal-width bins, {mode} calibration."
@@ -393,24 +401,27 @@ def evaluation_document(
         Section(
             "Metrics",
             [
-                Paragraph(HOW_TO_READ.format(level=ev.level, none=without_interval())),
-                metrics_table(ev, run.undefined),
+                metrics_table(ev, run.undefined, meanings=True),
                 *(Paragraph(note) for note in undefined_notes(run.undefined)),
             ],
         ),
     ]
-    if run.groups is not None:
-        ge = run.groups
-        table = group_table(ge, group_key)
-        notes = [Paragraph(_group_sentence(ge, group_key)), *(Paragraph(w) for w in ge.warnings)]
-        body.append(Section(table.title, [table, *notes]))
     by_name = {f.name: f for f in figures or []}
     diagrams = [by_name[n] for n in (RELIABILITY, SMOOTH) if n in by_name]
     if diagrams:
         block: Block = diagrams[0] if len(diagrams) == 1 else Gallery(diagrams)
         body.append(Section("Reliability", [block]))
+    level, none = ev.level, without_interval()
+    body.append(
+        Section("How to read this", [Paragraph(HOW_TO_READ.format(level=level, none=none))])
+    )
+    if run.groups is not None:
+        ge = run.groups
+        table = group_table(ge, group_key)
+        notes = [Paragraph(_group_sentence(ge, group_key)), *(Paragraph(w) for w in ge.warnings)]
+        body.append(Section(table.title, [table, *notes], folded=True))
     if RISK_COVERAGE in by_name:
-        body.append(Section("Selective prediction", [by_name[RISK_COVERAGE]]))
+        body.append(Section("Selective prediction", [by_name[RISK_COVERAGE]], folded=True))
     title = f"Evaluation of {Path(source).name}"
     return Document(title, body, evaluation_verdict(run, source, group_key, reading))
 

@@ -64,6 +64,9 @@ figcaption{color:#555;font-size:.85rem}img{max-width:100%;height:auto}
 .verdict p{margin:.3rem 0}.verdict .headline{font-size:1.15rem;font-weight:600}
 .verdict .detail{color:#444}
 code{background:#f3f5f8;padding:0 .2rem;border-radius:3px;white-space:nowrap}
+details{margin:.4rem 0}summary{cursor:pointer;color:#1a4d8f}
+summary h2,summary h3,summary h4{display:inline;font-size:1.05rem;margin:0}
+details[open]>summary{margin-bottom:.6rem}
 """
 _e = html.escape
 
@@ -73,6 +76,8 @@ class _Format:
     """How each kind of block is written in one output format."""
 
     heading: Callable[[str, int], str]
+    #: A folded section: its heading and its rendered blocks, joined.
+    folded: Callable[[str, int, list[str]], str]
     table: Callable[[document.Table], str]
     figure: Callable[[document.Figure], str]
     gallery: Callable[[list[str]], str]
@@ -83,7 +88,9 @@ class _Format:
 def _render(block: document.Block, level: int, fmt: _Format) -> str:
     """``block`` in ``fmt``; a section's heading is of ``level``, its blocks one below."""
     if isinstance(block, document.Section):
-        inner = (_render(b, level + 1, fmt) for b in block.blocks)
+        inner = [_render(b, level + 1, fmt) for b in block.blocks]
+        if block.folded:
+            return fmt.folded(block.title, level, inner)
         return fmt.separator.join([fmt.heading(block.title, level), *inner])
     if isinstance(block, document.Table):
         return fmt.table(block)
@@ -257,8 +264,22 @@ def html_table(table: document.Table) -> str:
     return f'<div class="scroll">{text}</div>' if table_width(table) > TEXT_WIDTH else text
 
 
+def _markdown_folded(title: str, level: int, blocks: list[str]) -> str:
+    """A folded section in Markdown: its heading (kept, for the outline and plain-text
+    readers), then its blocks inside ``<details>`` (GitHub shows them folded)."""
+    parts = [f"{'#' * level} {title}", "<details><summary>Show</summary>", *blocks, "</details>"]
+    return "\n\n".join(parts)
+
+
+def _html_folded(title: str, level: int, blocks: list[str]) -> str:
+    """A folded section in HTML: a ``<details>`` element whose summary is the heading."""
+    summary = f"<summary><h{level}>{_e(title)}</h{level}></summary>"
+    return "\n".join([f"<details>{summary}", *blocks, "</details>"])
+
+
 _MARKDOWN = _Format(
     heading=lambda title, level: f"{'#' * level} {title}",
+    folded=_markdown_folded,
     table=markdown_table,
     figure=lambda f: f"![{f.caption}](figures/{f.name})",
     gallery="\n\n".join,
@@ -267,6 +288,7 @@ _MARKDOWN = _Format(
 )
 _HTML = _Format(
     heading=lambda title, level: f"<h{level}>{_e(title)}</h{level}>",
+    folded=_html_folded,
     table=html_table,
     figure=_html_figure,
     gallery=lambda figures: '<div class="gallery">' + "".join(figures) + "</div>",

@@ -57,6 +57,56 @@ def column_info(key: str) -> ColumnInfo:
     return ROW_QUANTITIES.get(key, ColumnInfo(key, False, None))
 
 
+#: Which way is better, in words, after a metric's one-line meaning (:func:`meaning`).
+_BETTER = {"min": "lower is better", "max": "higher is better"}
+
+
+def meaning(key: str) -> str:
+    """What the metric (or ``<metric>_floor``) ``key`` measures, in one line: its registry
+    entry's ``summary`` (:class:`~calibkit.metrics.info.MetricInfo`), then which way is
+    better; ``''`` for a key without a summary.
+
+    >>> meaning("ece")
+    'gap between confidence and accuracy, averaged over equal-width confidence bins; lower is better'
+    >>> meaning("ece_floor")
+    'the ECE a perfectly calibrated model with the same confidences shows at this sample size'
+    """  # noqa: E501
+    if key.endswith("_floor") and key not in METRICS:
+        label = column_info(key.removesuffix("_floor")).label
+        same = "with the same confidences shows at this sample size"
+        return f"the {label} a perfectly calibrated model {same}"
+    if key not in METRICS or not METRICS.get(key).summary:
+        return ""
+    info = METRICS.get(key)
+    better = _BETTER.get(info.better or "")
+    return f"{info.summary}; {better}" if better else info.summary
+
+
+def meanings(keys: list[str]) -> list[str]:
+    """One line per metric of ``keys`` that has a meaning: its label in bold, then what it
+    measures (:func:`meaning`); floors are left out (the reading guide says what a floor is).
+
+    >>> meanings(["nll", "ece_floor", "no_such_metric"])
+    ['**NLL**: mean of -log p(label): punishes confident mistakes most; lower is better.']
+    """
+    return [
+        f"**{column_info(k).label}**: {meaning(k)}."
+        for k in keys
+        if not k.endswith("_floor") and meaning(k)
+    ]
+
+
+def metric_keys(table: Table) -> list[str]:
+    """The metrics whose labels head ``table``'s columns (by the registry's labels), in
+    column order.
+
+    >>> metric_keys(Table("t", ["Method", "ECE", "ECE floor", "NLL", "Fit time (s)"], []))
+    ['ece', 'nll']
+    """
+    by_label = {METRICS.get(n).label: n for n in METRICS}
+    return [by_label[h] for h in table.header if h in by_label]
+
+
 def format_value(name: str, value: float | None) -> str:
     """A metric value as shown to people: percent with 2 decimals, or 4 decimals.
 

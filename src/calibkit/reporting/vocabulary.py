@@ -144,7 +144,8 @@ def _block(block: Block, v: Vocabulary, keep: Sequence[str]) -> Block:
     if isinstance(block, Gallery):
         figures = [replace(f, caption=rewrite(f.caption, v, keep)) for f in block.figures]
         return Gallery(figures)
-    return Section(rewrite(block.title, v, keep), [_block(b, v, keep) for b in block.blocks])
+    blocks = [_block(b, v, keep) for b in block.blocks]
+    return replace(block, title=rewrite(block.title, v, keep), blocks=blocks)  # folded kept
 
 
 def in_words(
