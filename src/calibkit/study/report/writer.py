@@ -69,7 +69,7 @@ from calibkit.study.store.folder import (
     write_study_file,
 )
 from calibkit.study.store.record import COLUMNS, RunRecord
-from calibkit.workflows.compare import TEMPERATURE_GRID
+from calibkit.workflows.comparison import TEMPERATURE_GRID
 
 
 @dataclass(frozen=True)
