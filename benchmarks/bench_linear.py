@@ -54,8 +54,8 @@ def load_case(name: str, data: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray
     from _bench import synthetic
 
     if name == "cifar100":
+        from calibkit.core.splits import split_outputs
         from calibkit.io.predictions import load_predictions
-        from calibkit.workflows.compare import split_outputs
 
         path = data / "predictions" / "cifar100_wideresnet-16-4.npz"
         cal, test = split_outputs(load_predictions(path), 5000, seed=0)

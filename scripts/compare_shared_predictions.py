@@ -26,12 +26,14 @@ from typing import Any
 import numpy as np
 
 from calibkit.calibrators import create_calibrator
+from calibkit.core.splits import split_outputs
 from calibkit.io.atomic import atomic_write_text
 from calibkit.io.predictions import load_predictions
 from calibkit.metrics import ece
 from calibkit.reporting.compare_report import write_compare_report
 from calibkit.reporting.tables import format_p_value
-from calibkit.workflows.compare import applicable_methods, compare, split_outputs
+from calibkit.workflows.compare import compare
+from calibkit.workflows.methods import applicable_methods
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOWN = (

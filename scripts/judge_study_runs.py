@@ -36,7 +36,8 @@ from scipy import stats
 from calibkit.calibrators.logit.auto import named_only
 from calibkit.core.outputs import as_outputs
 from calibkit.study.store.run_folder import RunFolder
-from calibkit.workflows.compare import applicable_methods, compare
+from calibkit.workflows.compare import compare
+from calibkit.workflows.methods import applicable_methods
 
 FOLDERS = (
     "wang2021_birdcat",

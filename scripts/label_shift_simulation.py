@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from calibkit.core.splits import split_outputs
 from calibkit.io.predictions import load_predictions
-from calibkit.workflows.compare import split_outputs
 from calibkit.workflows.label_shift import simulate_label_shift
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "predictions"

@@ -28,10 +28,12 @@ DOCUMENTED = [
     "calibkit.metrics.samples",
     "calibkit.metrics.scores",
     "calibkit.metrics.suite",
+    "calibkit.metrics.evaluation",
     "calibkit.losses.basic",
     "calibkit.losses.focal",
     "calibkit.losses.penalties",
     "calibkit.workflows.compare",
+    "calibkit.workflows.comparison",
 ]
 CALIBRATOR_MODULES = sorted(
     f"calibkit.calibrators.{info.name}"

@@ -87,15 +87,16 @@ _MODULES: dict[str, str] = {
     "calibkit.models": "MODELS create_model",
     "calibkit.data": "DATASETS load_dataset",
     "calibkit.training": "TrainConfig train",
-    "calibkit.workflows.compare": "Comparison MethodResult compare split_outputs",
+    "calibkit.core.splits": "split_outputs",
+    "calibkit.workflows.compare": "compare",
+    "calibkit.workflows.comparison": "Comparison MethodResult",
     "calibkit.workflows.recommendation": "Recommendation",
     "calibkit.workflows.conformal": "SetsResult conformal_sets",
     "calibkit.workflows.label_shift": (
         "LabelShiftResult label_shift resample_to_priors simulate_label_shift"
     ),
-    "calibkit.workflows.shift": (
-        "ShiftResult ShiftRow ShiftSettings run_shift severity_summary shift_table"
-    ),
+    "calibkit.workflows.shift": "ShiftRow severity_summary shift_table",
+    "calibkit.workflows.shift_study": "ShiftResult ShiftSettings run_shift",
     "calibkit.workflows.demo": "DemoResult DemoSettings run_demo",
     "calibkit.workflows.evaluate": "EvaluationRun evaluate_outputs",
     "calibkit.reporting.display": "ReliabilityDisplay",
@@ -200,6 +201,7 @@ if TYPE_CHECKING:
         ClassifierOutputs,
         as_outputs,
     )
+    from calibkit.core.splits import split_outputs
     from calibkit.data import (
         DATASETS,
         load_dataset,
@@ -337,11 +339,10 @@ if TYPE_CHECKING:
         TrainConfig,
         train,
     )
-    from calibkit.workflows.compare import (
+    from calibkit.workflows.compare import compare
+    from calibkit.workflows.comparison import (
         Comparison,
         MethodResult,
-        compare,
-        split_outputs,
     )
     from calibkit.workflows.conformal import (
         SetsResult,
@@ -364,10 +365,12 @@ if TYPE_CHECKING:
     )
     from calibkit.workflows.recommendation import Recommendation
     from calibkit.workflows.shift import (
-        ShiftResult,
         ShiftRow,
-        ShiftSettings,
-        run_shift,
         severity_summary,
         shift_table,
+    )
+    from calibkit.workflows.shift_study import (
+        ShiftResult,
+        ShiftSettings,
+        run_shift,
     )

@@ -119,10 +119,10 @@ def test_the_fitted_predictors_are_saved_and_apply(
     """``--out`` saves each score's predictor; ``calibkit apply`` makes the sets of new
     predictions with it, equal to the library's predictor fitted on the same part."""
     from calibkit.calibrators import ConformalClassifier, load
+    from calibkit.core.splits import split_outputs
     from calibkit.io.atomic import MANIFEST
     from calibkit.io.predictions import load_predictions
     from calibkit.reporting.writer import REPORT_FILES
-    from calibkit.workflows.compare import split_outputs
 
     out = tmp_path / "report"
     args = [str(preds), "--scores", "raps,lac", "--method", "temperature", "--seed", "3"]

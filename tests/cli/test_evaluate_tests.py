@@ -10,10 +10,11 @@ import pytest
 
 from calibkit.cli import main
 from calibkit.core.outputs import as_outputs
+from calibkit.core.splits import split_outputs
 from calibkit.metrics.calibration_tests import calibration_tests
 from calibkit.reporting.compare_report import compare_document, results_dict
 from calibkit.reporting.render import to_markdown
-from calibkit.workflows.compare import compare, split_outputs
+from calibkit.workflows.compare import compare
 
 
 @pytest.fixture

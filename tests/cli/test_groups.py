@@ -144,7 +144,7 @@ def test_compare_refuses_a_group_of_one_in_a_part(
     g[[0, 1]] = "pair"
     y[[0, 1]] = 0
     np.savez(folder / "pair.npz", logits=z, labels=y, site=g)
-    from calibkit.workflows.compare import split_indices
+    from calibkit.core.splits import split_indices
 
     seed = next(s for s in range(50) if np.isin([0, 1], split_indices(y, 0.5, s)[0]).sum() == 1)
     capsys.readouterr()

@@ -70,7 +70,7 @@ def _refused(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 def _no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any image decoded or any model run fails the test: the refusal comes first."""
     import calibkit.data.image_folder as image_folder
-    import calibkit.workflows.shift as shift
+    import calibkit.workflows.shift_study as shift
 
     def heavy(*args: object, **kwargs: object) -> None:
         raise AssertionError("work started before the input was refused")
@@ -180,7 +180,7 @@ def test_alpha_against_the_calibration_count_before_any_work(
 def test_alpha_against_a_calibration_fraction_before_the_model_runs(
     tiny: dict[str, Any], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import calibkit.workflows.shift as shift
+    import calibkit.workflows.shift_study as shift
 
     def heavy(*args: object, **kwargs: object) -> None:
         raise AssertionError("the model ran before alpha was checked")
@@ -210,7 +210,7 @@ def test_a_non_finite_normalisation_is_refused_when_read(
     option: str,
     value: str,
 ) -> None:
-    import calibkit.workflows.shift as shift
+    import calibkit.workflows.shift_study as shift
 
     def settings(*args: object, **kwargs: object) -> None:
         raise AssertionError("the options were not refused when parsed")
@@ -274,7 +274,7 @@ def test_part_sizes_are_refused_for_their_real_cause(
     extra: list[str],
     words: str,
 ) -> None:
-    import calibkit.workflows.shift as shift
+    import calibkit.workflows.shift_study as shift
 
     def heavy(*args: object, **kwargs: object) -> None:
         raise AssertionError("the model ran before the parts were checked")

@@ -20,12 +20,14 @@ from calibkit.calibrators.logit.temperature import TemperatureScaling
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.core.progress import progress_of
+from calibkit.core.splits import split_outputs
 from calibkit.io.atomic import MANIFEST
 from calibkit.metrics import METRIC_NAMES, Evaluation
 from calibkit.reporting.compare_report import named, write_compare_report
 from calibkit.reporting.document import Figure
 from calibkit.reporting.tables import format_evaluation_table
-from calibkit.workflows.compare import Comparison, compare, split_outputs
+from calibkit.workflows.compare import compare
+from calibkit.workflows.comparison import Comparison
 
 TITLE = 'Model <b>"A" & B</b>'
 
@@ -335,7 +337,7 @@ def test_the_verdict_says_what_temperature_scaling_buys_against_the_model(
     chosen: Comparison,
 ) -> None:
     from calibkit.reporting.compare_report import compare_verdict
-    from calibkit.workflows.compare import Recommendation
+    from calibkit.workflows.recommendation import Recommendation
 
     rec = Recommendation("temperature", "no candidate beat temperature", "")
     verdict = compare_verdict(dataclasses.replace(chosen, recommendation=rec))

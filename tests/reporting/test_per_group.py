@@ -16,7 +16,8 @@ from calibkit.reporting.per_group import (
     per_group_table,
     ranked_groups,
 )
-from calibkit.workflows.compare import Comparison, compare_parts
+from calibkit.workflows.compare import compare_parts
+from calibkit.workflows.comparison import Comparison
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 METHODS = ["temperature", "temperature_groupwise"]

@@ -15,6 +15,7 @@ from matplotlib.text import Text
 
 from calibkit.core.binning import BinStats, bin_stats
 from calibkit.core.outputs import as_outputs
+from calibkit.core.splits import split_outputs
 from calibkit.reporting.compare_report import write_compare_report
 from calibkit.reporting.curves import ece_temperature_figure
 from calibkit.reporting.document import Cell, Document, Section, Table
@@ -24,7 +25,7 @@ from calibkit.reporting.figures import (
 )
 from calibkit.reporting.render import CSS, TEXT_WIDTH, table_width, to_html
 from calibkit.study.report.writer import HOW_TO_READ as STUDY_HOW_TO_READ
-from calibkit.workflows.compare import compare, split_outputs
+from calibkit.workflows.compare import compare
 
 LONG = "/home/someone/experiments/2026/cifar10/resnet18/seed0/predictions_test_and_val.npz"
 

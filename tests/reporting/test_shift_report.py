@@ -23,7 +23,8 @@ from calibkit.reporting.shift_report import (
 from calibkit.reporting.tables import column_info
 from calibkit.reporting.text import table_text
 from calibkit.reporting.writer import write_report
-from calibkit.workflows.shift import COLUMNS, ShiftResult, ShiftRow, ShiftSettings
+from calibkit.workflows.shift import COLUMNS, ShiftRow
+from calibkit.workflows.shift_study import ShiftResult, ShiftSettings
 
 SETS = [("clean", 0), ("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3), ("b", 3)]
 

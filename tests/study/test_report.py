@@ -88,7 +88,7 @@ def test_results_csv_and_model_table_by_hand() -> None:
 
 
 def test_study_verdict_names_each_models_choice_and_what_it_buys() -> None:
-    from calibkit.study.report.writer import study_verdict
+    from calibkit.study.report.verdict import study_verdict
     from calibkit.study.store.record import RunRecord
 
     def rec(model: str, seed: int, chose: str | None) -> RunRecord:

@@ -14,15 +14,12 @@ from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator
 from calibkit.calibrators.logit.temperature import TemperatureScaling
 from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.splits import split_outputs
 from calibkit.metrics import ece, evaluate
 from calibkit.metrics.bin_errors import error_from_stats
-from calibkit.workflows.compare import (
-    TEMPERATURE_GRID,
-    applicable_methods,
-    compare,
-    split_indices,
-    split_outputs,
-)
+from calibkit.workflows.compare import compare
+from calibkit.workflows.comparison import TEMPERATURE_GRID
+from calibkit.workflows.methods import applicable_methods
 
 REAL = "predictions/cifar10_resnet18.npz"
 
@@ -53,43 +50,6 @@ def fake_binary(monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setitem(CALIBRATORS._items, "fake_binary", FakeBinary)
     monkeypatch.setitem(CALIBRATORS._info, "fake_binary", {})
     return "fake_binary"
-
-
-# ----- splitting ---------------------------------------------------------------------------
-@pytest.mark.parametrize(("n_cal", "expected"), [(250, 250), (0.3, 180), (1, 1), (599, 599)])
-def test_split_sizes_are_exact_and_parts_partition(n_cal: int | float, expected: int) -> None:
-    out = synthetic()
-    cal_idx, test_idx = split_indices(out.labels, n_cal, seed=4)
-    assert cal_idx.shape == (expected,)
-    np.testing.assert_array_equal(np.sort(np.concatenate([cal_idx, test_idx])), np.arange(600))
-    cal, test = split_outputs(out, n_cal, seed=4)
-    np.testing.assert_array_equal(cal.scores, out.scores[cal_idx])
-    np.testing.assert_array_equal(test.labels, out.labels[test_idx])
-
-
-def test_split_is_stratified() -> None:
-    y = np.repeat([0, 1, 2, 3], [500, 300, 150, 50])
-    cal_idx, _ = split_indices(y, 0.5, seed=0)
-    np.testing.assert_array_equal(np.bincount(y[cal_idx]), [250, 150, 75, 25])
-    cal_idx, _ = split_indices(y, 333, seed=1)
-    ideal = 333 * np.bincount(y) / y.size
-    assert np.all(np.abs(np.bincount(y[cal_idx]) - ideal) < 1)
-    assert cal_idx.size == 333
-
-
-def test_split_depends_on_the_seed_only() -> None:
-    y = synthetic().labels
-    a, _ = split_indices(y, 300, seed=7)
-    b, _ = split_indices(y, 300, seed=7)
-    c, _ = split_indices(y, 300, seed=8)
-    np.testing.assert_array_equal(a, b)
-    assert not np.array_equal(a, c)
-
-
-@pytest.mark.parametrize("bad", [0, 600, -3, 0.0, 1.0, float("nan"), True, "half", None])
-def test_bad_split_sizes_are_input_errors(bad: object) -> None:
-    with pytest.raises(InputError, match="n_cal"):
-        split_outputs(synthetic(), bad, seed=0)  # type: ignore[arg-type]
 
 
 # ----- method lists ------------------------------------------------------------------------

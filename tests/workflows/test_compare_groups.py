@@ -10,7 +10,8 @@ from calibkit.calibrators import create_calibrator
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics.groups import evaluate_groups
-from calibkit.workflows.compare import compare, group_methods
+from calibkit.workflows.compare import compare
+from calibkit.workflows.methods import group_methods
 
 
 def _parts(n: int = 1200) -> tuple[object, object, np.ndarray, np.ndarray]:

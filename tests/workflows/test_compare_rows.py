@@ -13,9 +13,10 @@ import pytest
 from calibkit.calibrators import CALIBRATORS, create_calibrator
 from calibkit.calibrators.scope import Scope
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.splits import split_outputs
 from calibkit.reporting.compare_report import compare_document, results_dict
 from calibkit.workflows import compare as compare_module
-from calibkit.workflows.compare import compare, reused_fits, split_outputs
+from calibkit.workflows.compare import compare, reused_fits
 
 
 def parts(k: int = 3, n: int = 600, probs: bool = True) -> tuple[ClassifierOutputs, ...]:

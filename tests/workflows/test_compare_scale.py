@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from calibkit.core.outputs import as_outputs
-from calibkit.workflows.compare import compare_parts, split_indices
+from calibkit.core.splits import split_indices
+from calibkit.workflows.compare import compare_parts
 from calibkit.workflows.methods import left_out_methods
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from calibkit.calibrators import create_calibrator
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.splits import split_outputs
 from calibkit.reporting.compare_report import compare_document, results_dict
 from calibkit.reporting.document import Paragraph, Section, Table
 from calibkit.reporting.tables import (
@@ -16,7 +17,8 @@ from calibkit.reporting.tables import (
     format_comparison_summary,
     marks_note,
 )
-from calibkit.workflows.compare import Comparison, compare, split_outputs
+from calibkit.workflows.compare import compare
+from calibkit.workflows.comparison import Comparison
 from calibkit.workflows.methods import applicable_methods, matrix_fits, same_fit, same_maps
 
 #: The default list for the 10-class prediction files (as in every earlier report).

@@ -74,12 +74,12 @@ if TYPE_CHECKING:
     from calibkit.calibrators.logit.temperature_smoothed import SmoothedTemperatureScaling
     from calibkit.calibrators.logit.venn_abers import VennAbers
     from calibkit.calibrators.model.clamping import ABLATIONS, NeuralClamping, SGDSettings
-    from calibkit.calibrators.priors.label_shift import (
-        PriorShiftAdapter,
+    from calibkit.calibrators.priors.estimators import (
         adapt_priors,
         estimate_priors_bbse,
         estimate_priors_em,
     )
+    from calibkit.calibrators.priors.label_shift import PriorShiftAdapter
     from calibkit.calibrators.sets.conformal import ConformalClassifier
 
 #: Each public name loaded on first use -> its module (under calibkit.calibrators).
@@ -111,9 +111,9 @@ _LAZY: dict[str, str] = {
     "Multicalibration": "groups.groupwise",
     "ConformalClassifier": "sets.conformal",
     "PriorShiftAdapter": "priors.label_shift",
-    "adapt_priors": "priors.label_shift",
-    "estimate_priors_bbse": "priors.label_shift",
-    "estimate_priors_em": "priors.label_shift",
+    "adapt_priors": "priors.estimators",
+    "estimate_priors_bbse": "priors.estimators",
+    "estimate_priors_em": "priors.estimators",
     "CalibratedModel": "calibrated_model",
     "export_onnx": "export",
     "export_program": "export",

@@ -41,7 +41,7 @@ from calibkit.cli.options import (
 from calibkit.core.errors import InputError
 
 if TYPE_CHECKING:
-    from calibkit.workflows.compare import Comparison
+    from calibkit.workflows.comparison import Comparison
 
 #: Library argument -> the option a refusal names.
 _OPTIONS = {"cal_size": "--cal-size", "methods": "--methods", "groups": "--groups"}

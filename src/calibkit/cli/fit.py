@@ -254,7 +254,7 @@ def _fit(
 
 def _print_calibrator(calibrator: Calibrator, indent: str = "  ") -> None:
     """Its scalar fitted parameters (for ``auto``: which one it chose, and that one's)."""
-    from calibkit.workflows.compare import summarize_params
+    from calibkit.workflows.methods import summarize_params
 
     if is_a(calibrator, "AutoCalibrator"):
         auto = cast("AutoCalibrator", calibrator)

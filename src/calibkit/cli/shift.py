@@ -1,8 +1,8 @@
 """``calibkit shift``: a model's calibrators fitted on clean images, judged on every
 corruption x severity (calibration under distribution shift, Ovadia et al. 2019).
 
-The command parses its options into :class:`~calibkit.workflows.shift.ShiftSettings` (which
-checks every name before any work), runs :func:`~calibkit.workflows.shift.run_shift`, and
+The command parses its options into :class:`~calibkit.workflows.shift_study.ShiftSettings` (which
+checks every name before any work), runs :func:`~calibkit.workflows.shift_study.run_shift`, and
 writes :func:`~calibkit.reporting.shift_report.shift_report` with ``--out``; a settings
 field an error names is reported as its option.
 """
@@ -136,7 +136,7 @@ def add_arguments(sub: Subparsers) -> None:
     add_format(p)
 
 
-#: The options that are :class:`~calibkit.workflows.shift.ShiftSettings` fields.
+#: The options that are :class:`~calibkit.workflows.shift_study.ShiftSettings` fields.
 FIELDS = (
     *("model", "weights", "data", "data_dir", "split", "cal_size", "test_size", "corruptions"),
     *("severities", "methods", "scores", "alpha", "mean", "std", "device", "batch_size"),
@@ -190,7 +190,7 @@ def _listed(text: str | None, word: str) -> list[str]:
 
 def _settings(args: argparse.Namespace) -> Any:
     """The options as settings (an option left unset: the settings' default)."""
-    from calibkit.workflows.shift import ShiftSettings
+    from calibkit.workflows.shift_study import ShiftSettings
 
     given = {f: getattr(args, f) for f in FIELDS}
     optional = ("data_dir", "test_size")
@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
 
     _check_first(args)  # before torch
     from calibkit.reporting.shift_report import shift_report
-    from calibkit.workflows.shift import run_shift
+    from calibkit.workflows.shift_study import run_shift
 
     try:
         settings = _settings(args)

@@ -93,7 +93,7 @@ class ConvergenceWarning(CalibkitWarning):
     EM on label-shifted posteriors, stopped after one iteration:
 
     >>> import warnings
-    >>> from calibkit.calibrators.priors.label_shift import estimate_priors_em
+    >>> from calibkit.calibrators.priors.estimators import estimate_priors_em
     >>> with warnings.catch_warnings(record=True) as seen:
     ...     warnings.simplefilter("always")
     ...     _ = estimate_priors_em([[0.9, 0.1], [0.9, 0.1], [0.2, 0.8]], [0.5, 0.5], max_iter=1)

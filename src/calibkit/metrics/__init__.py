@@ -38,6 +38,7 @@ from calibkit.metrics.conformal import SetMetrics, set_metrics
 from calibkit.metrics.continuous import ks_error, mmce
 from calibkit.metrics.debiased import debiased_marginal_ce
 from calibkit.metrics.decomposition import ScoreDecomposition, score_decomposition
+from calibkit.metrics.evaluation import Evaluation, evaluate
 from calibkit.metrics.groups import GroupEvaluation, evaluate_groups
 from calibkit.metrics.info import (
     EXTRA_METRICS,
@@ -77,7 +78,7 @@ from calibkit.metrics.selective import (
     risk_coverage_curve,
 )
 from calibkit.metrics.smooth import SmoothReliability, smooth_ece, smooth_reliability
-from calibkit.metrics.suite import Evaluation, MetricSuite, evaluate
+from calibkit.metrics.suite import MetricSuite
 
 __all__ = [
     "EXTRA_METRICS",

@@ -58,13 +58,15 @@ import numpy as np
 from calibkit.core.errors import InputError
 from calibkit.core.groups import check_groups
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.splits import take
 from calibkit.core.words import plural
 from calibkit.metrics.analytic import mean_estimand, t_quantile
+from calibkit.metrics.evaluation import analytic_intervals
 from calibkit.metrics.info import METRICS
 from calibkit.metrics.kernels import BinNorm
 from calibkit.metrics.resampled import resample_counts
 from calibkit.metrics.samples import F64, Mode
-from calibkit.metrics.suite import MetricSuite, analytic_intervals
+from calibkit.metrics.suite import MetricSuite
 
 #: The per-group metrics, in report order: entries of the metric registry
 #: (:data:`~calibkit.metrics.info.METRICS`, which gives their labels and formats), each
@@ -141,10 +143,6 @@ class GroupEvaluation:
         }
 
 
-def _subset(out: ClassifierOutputs, idx: np.ndarray) -> ClassifierOutputs:
-    return ClassifierOutputs(labels=out.labels[idx], scores=out.scores[idx], kind=out.kind)
-
-
 def evaluate_groups(
     labels: object,
     probs: object = None,
@@ -189,7 +187,7 @@ def evaluate_groups(
         raise InputError("n_boot/n_floor_draws", "non-negative counts", f"{n_boot}/{n_floor_draws}")
     out = as_outputs(labels, probs, logits=logits)
     grp = check_groups(groups, out.n_samples)
-    parts = [_subset(out, grp.members(g)) for g in range(len(grp.names))]
+    parts = [take(out, grp.members(g)) for g in range(len(grp.names))]
     suites = [
         MetricSuite.from_outputs(p, n_bins=n_bins, mode=mode, names=GROUP_METRICS) for p in parts
     ]

@@ -9,28 +9,25 @@ model with the same confidences: outcomes are redrawn as ``Bernoulli(confidence)
 the metric recomputed with the same bins. An ECE near its floor is indistinguishable from
 calibrated at this sample size.
 
->>> rng = np.random.default_rng(0)
->>> p = rng.dirichlet(np.ones(3), size=500)
->>> y = np.array([rng.choice(3, p=row) for row in p])
->>> res = evaluate(y, probs=p, n_boot=50, seed=0)
->>> sorted(res.values)[:3]
-['accuracy', 'aece', 'aece_floor']
->>> res.values["ece"] < 0.1
-True
+:func:`calibkit.metrics.evaluation.evaluate` reads every metric, interval and floor from
+one suite.
+
+>>> from calibkit.core.outputs import as_outputs
+>>> suite = MetricSuite.from_outputs(as_outputs([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]]))
+>>> suite.compute(names=("accuracy",))
+{'accuracy': 0.5}
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from calibkit.core.binning import (
     BinStats,
-    Scheme,
     check_n_bins,
     equal_mass_cuts,
     equal_mass_edges,
@@ -38,14 +35,12 @@ from calibkit.core.binning import (
     stats_from_index,
 )
 from calibkit.core.errors import InputError
-from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.outputs import ClassifierOutputs
 from calibkit.core.progress import Phase
 from calibkit.metrics import resampled as rs
 from calibkit.metrics.analytic import (
     RankInfluence,
-    influence_estimand,
     influence_functions,
-    mean_estimand,
     mean_interval,
     normal_interval,
 )
@@ -66,7 +61,7 @@ from calibkit.metrics.continuous import (
     mmce_from_sorted,
     mmce_from_sorted_batch,
 )
-from calibkit.metrics.info import METRICS, floor_names, kernels, suite_names
+from calibkit.metrics.info import floor_names, kernels, suite_names
 from calibkit.metrics.kernels import BinNorm, RankStatistic, Residual, SampleMean
 from calibkit.metrics.rank_prefix import prefix_functions
 from calibkit.metrics.samples import F64, Mode, calibration_target, probs_and_scores, weighted_mean
@@ -541,279 +536,3 @@ def _norm_of(stats: BinStats, norm: str) -> float:
     if norm == "debiased":
         return debiased_from_stats(stats)
     return error_from_stats(stats, norm)  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """Metric values (fractions), their intervals and the noise floors.
-
-    Attributes
-    ----------
-    values : dict of str to float
-        Every metric of :data:`METRIC_NAMES`, plus ``"<name>_floor"`` noise floors.
-    ci : dict of str to (float, float)
-        The interval of each metric that has one, as its entry declares (empty with
-        ``n_boot=0``; see :func:`evaluate`).
-    level : float
-        Confidence level of the intervals.
-    n_samples, n_classes, n_bins : int
-        Sizes of the evaluated data and the bin count.
-
-    Examples
-    --------
-    >>> Evaluation({"ece": 0.25}, n_samples=2, n_classes=2, n_bins=10).to_dict()["ece"]
-    0.25
-    """
-
-    values: dict[str, float]
-    ci: dict[str, tuple[float, float]] = field(default_factory=dict)
-    level: float = 0.95
-    n_samples: int = 0
-    n_classes: int = 0
-    n_bins: int = 15
-    #: What each interval is an interval of (``ci_estimand`` in :meth:`to_dict`).
-    estimands: dict[str, str] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, object]:
-        """Flat metric values plus ``ci`` (with each interval's estimand, ``ci_estimand``)
-        and the sizes, ready for JSON."""
-        d: dict[str, object] = dict(self.values)
-        d["ci"] = {k: list(v) for k, v in self.ci.items()}
-        d["ci_estimand"] = {k: self.estimands[k] for k in self.ci if k in self.estimands}
-        d["ci_level"] = self.level
-        d.update(n_samples=self.n_samples, n_classes=self.n_classes, n_bins=self.n_bins)
-        return d
-
-
-def evaluate(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    n_bins: int = 15,
-    mode: Mode = "top_label",
-    n_boot: int = 1000,
-    level: float = 0.95,
-    n_floor_draws: int = 200,
-    seed: int = 0,
-) -> Evaluation:
-    """Every metric, with its interval (``n_boot=0``: none) and the noise floors.
-
-    Each metric gets the interval its entry declares
-    (:attr:`~calibkit.metrics.info.MetricInfo.interval`): ``"mean"`` (accuracy, NLL, Brier,
-    entropy: means of per-sample terms), the Student-t interval of the population mean, with
-    no resampling (:mod:`~calibkit.metrics.analytic`); ``"bootstrap"``, the percentile
-    bootstrap over ``n_boot`` resamples of the test set; ``"true_error"``, an interval of the
-    model's true binned error (:func:`adopted_intervals`); ``"none"``, none. What each is an
-    interval of is in :attr:`Evaluation.estimands` (``ci_estimand`` in ``to_dict()``).
-
-    Parameters
-    ----------
-    labels, probs, logits
-        The outputs, as for every metric.
-    n_bins, mode
-        Bin count and binary semantics (see :mod:`calibkit.core.binning`).
-    n_boot, level
-        Bootstrap replicates (0: no interval at all) and confidence level of the intervals.
-    n_floor_draws, seed
-        Noise-floor draws (0: none) and the seed of bootstrap and floors.
-
-    Returns
-    -------
-    Evaluation
-        Values, intervals and sizes.
-
-    Examples
-    --------
-    >>> res = evaluate([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], n_bins=10, n_boot=0)
-    >>> round(res.values["ece"], 4), res.ci, res.n_samples
-    (0.4, {}, 2)
-    """
-    if not 0.0 < level < 1.0:
-        raise InputError("level", "a number in (0, 1)", repr(level))
-    if n_boot < 0 or n_floor_draws < 0:
-        raise InputError("n_boot/n_floor_draws", "non-negative counts", f"{n_boot}/{n_floor_draws}")
-    out = as_outputs(labels, probs, logits=logits)
-    suite = MetricSuite.from_outputs(out, n_bins=n_bins, mode=mode)
-    return evaluate_suite(
-        suite, out, n_bins=n_bins, mode=mode, n_boot=n_boot, level=level,
-        n_floor_draws=n_floor_draws, seed=seed,
-    )  # fmt: skip
-
-
-def evaluate_suite(
-    suite: MetricSuite,
-    out: ClassifierOutputs,
-    *,
-    n_bins: int = 15,
-    mode: Mode = "top_label",
-    n_boot: int = 1000,
-    level: float = 0.95,
-    n_floor_draws: int = 200,
-    seed: int = 0,
-) -> Evaluation:
-    """:func:`evaluate` of ``out`` from its prepared ``suite``
-    (``MetricSuite.from_outputs(out, n_bins=n_bins, mode=mode)``), which keeps its noise
-    draws for the caller (:meth:`MetricSuite.noise_draws`).
-
-    Parameters
-    ----------
-    suite : MetricSuite
-        The suite prepared from ``out`` with the same ``n_bins`` and ``mode``.
-    out : ClassifierOutputs
-        The evaluated outputs.
-    n_bins, mode, n_boot, level, n_floor_draws, seed
-        As in :func:`evaluate`.
-
-    Returns
-    -------
-    Evaluation
-        Values, intervals (with what each is an interval of) and sizes.
-
-    Examples
-    --------
-    >>> out = as_outputs([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]])
-    >>> suite = MetricSuite.from_outputs(out, n_bins=10)
-    >>> evaluate_suite(suite, out, n_bins=10, n_boot=0).values["accuracy"]
-    0.5
-    """
-    values = suite.compute()
-    if n_floor_draws:
-        floors = suite.noise_floor(n_floor_draws, seed)
-        values.update({f"{k}_floor": v for k, v in floors.items()})
-    ci: dict[str, tuple[float, float]] = {}
-    estimands: dict[str, str] = {}
-    if n_boot:
-        names = suite_names()
-        kind = {name: METRICS.get(name).interval for name in names}
-        # resampled only where the percentile interval is the one printed
-        boot = tuple(name for name in names if kind[name] == "bootstrap")
-        boot_ci = suite.bootstrap(n_boot, level, seed, names=boot) if boot else {}
-        ci, estimands = adopted_intervals(
-            out, values, boot_ci, n_bins=n_bins, mode=mode, level=level
-        )
-        analytic, what = analytic_intervals(suite, names, level)
-        ci.update(analytic)
-        estimands.update(what)
-        ci = {name: ci[name] for name in names if name in ci}  # report order
-        estimands = {name: estimands[name] for name in ci if name in estimands}
-    return Evaluation(
-        values=values,
-        ci=ci,
-        level=level,
-        n_samples=out.n_samples,
-        n_classes=out.n_classes,
-        n_bins=n_bins,
-        estimands=estimands,
-    )
-
-
-def analytic_intervals(
-    suite: MetricSuite, names: tuple[str, ...], level: float
-) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:
-    """The analytic intervals at ``level`` of the metrics in ``names`` whose entry says
-    ``"mean"`` (:meth:`MetricSuite.mean_intervals`) or ``"influence"``
-    (:meth:`MetricSuite.influence_intervals`), and what each is an interval of: no
-    resampling (:mod:`~calibkit.metrics.analytic`).
-
-    Parameters
-    ----------
-    suite : MetricSuite
-        The prepared suite of the evaluated outputs.
-    names : tuple of str
-        The metrics asked for (those without an analytic interval are left out).
-    level : float
-        The confidence level.
-
-    Returns
-    -------
-    ci : dict of str to (float, float)
-        The intervals.
-    estimands : dict of str to str
-        What each is an interval of.
-
-    Examples
-    --------
-    >>> out = as_outputs([0, 1, 1, 0], probs=[[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.7, 0.3]])
-    >>> ci, what = analytic_intervals(MetricSuite.from_outputs(out), ("accuracy", "ece"), 0.95)
-    >>> [round(x, 4) for x in ci["accuracy"]], what["accuracy"]
-    ([-0.0456, 1.5456], 'the population Accuracy (a mean of per-sample terms: Student-t interval)')
-    """
-    kind = {n: METRICS.get(n).interval for n in names if n in METRICS}
-    means = suite.mean_intervals(tuple(n for n, k in kind.items() if k == "mean"), level)
-    ranked = suite.influence_intervals(tuple(n for n, k in kind.items() if k == "influence"), level)
-    estimands = {n: mean_estimand(METRICS.get(n).label) for n in means}
-    for name in ranked:
-        kernel = METRICS.get(name).kernel
-        assert isinstance(kernel, RankStatistic)
-        estimands[name] = influence_estimand(METRICS.get(name).label, kernel.function)
-    return {**means, **ranked}, estimands
-
-
-def adopted_intervals(
-    out: ClassifierOutputs,
-    values: dict[str, float],
-    bootstrap: dict[str, tuple[float, float]],
-    *,
-    n_bins: int,
-    mode: Mode,
-    level: float,
-) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:
-    """The intervals ``evaluate`` prints, as each metric entry's
-    :attr:`~calibkit.metrics.info.MetricInfo.interval` says, and what each is an interval of:
-    ``bootstrap`` (the percentile intervals of the metrics whose entry says
-    ``"bootstrap"``) as they are, and an interval of the true error for each metric of
-    ``values`` whose entry says ``"true_error"``; ``"none"``: no interval.
-
-    ``"true_error"``: the interval of the model's true binned error
-    (:func:`~calibkit.metrics.intervals.ece_interval` for an l1 norm,
-    :func:`~calibkit.metrics.intervals.l2_ece_interval` for l2 and Kumar's debiased one, in
-    the entry's bins), widened where needed to hold the printed plug-in value (a wider
-    interval covers at least as often; the plug-in is biased upwards, so near calibration
-    it can lie above the truth's upper end).
-
-    Parameters
-    ----------
-    out : ClassifierOutputs
-        The evaluated outputs.
-    values, bootstrap : dict
-        The metrics' values and their percentile bootstrap intervals.
-    n_bins, mode, level
-        The bins, what is binned, and the confidence level.
-
-    Returns
-    -------
-    ci : dict of str to (float, float)
-        The intervals to print.
-    estimands : dict of str to str
-        What each is an interval of.
-
-    Examples
-    --------
-    >>> out = as_outputs([0, 1, 1, 0], probs=[[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.7, 0.3]])
-    >>> ci, what = adopted_intervals(
-    ...     out, {"ece": 0.25, "mce": 0.4, "nll": 0.6}, {"nll": (0.5, 0.7)},
-    ...     n_bins=2, mode="top_label", level=0.95)
-    >>> sorted(ci), what["ece"]
-    (['ece', 'nll'], 'the population equal-width 2-bin L1 calibration error')
-    """
-    from calibkit.metrics.intervals import ece_interval, l2_ece_interval
-
-    ci: dict[str, tuple[float, float]] = {}
-    estimands: dict[str, str] = {}
-    for name, interval in bootstrap.items():
-        ci[name] = interval
-        label = METRICS.get(name).label if name in METRICS else name
-        estimands[name] = f"the population {label} (percentile bootstrap)"
-    for name, value in values.items():
-        info = METRICS.get(name) if name in METRICS else None  # not the floors
-        if info is None or info.interval != "true_error":
-            continue
-        kernel = info.kernel
-        assert isinstance(kernel, BinNorm)
-        scheme: Scheme = "equal_mass" if kernel.scheme == "mass" else "equal_width"
-        f = ece_interval if kernel.norm == "l1" else l2_ece_interval
-        true = f(out, n_bins=n_bins, scheme=scheme, mode=mode, level=level)
-        ci[name] = (min(true.low, value), max(true.high, value))
-        estimands[name] = true.estimand
-    return ci, estimands

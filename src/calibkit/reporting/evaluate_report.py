@@ -64,9 +64,9 @@ from calibkit.reporting.text import text_table, without_interval
 from calibkit.reporting.writer import Report
 
 if TYPE_CHECKING:
+    from calibkit.metrics.evaluation import Evaluation
     from calibkit.metrics.groups import GroupEvaluation
     from calibkit.metrics.reliability_bands import IntervalMethod
-    from calibkit.metrics.suite import Evaluation
     from calibkit.workflows.evaluate import EvaluationRun
 
 #: The report's figures (under ``figures/``), and what ``--plot``, ``--smooth-plot`` and

@@ -15,7 +15,7 @@ times 15 methods is 900 table rows and a 60-panel figure (9 s of drawing). So:
   kept up to :data:`MAX_FULL_TABLE_GROUPS` groups (every number is in ``results.json``).
 - :func:`per_group_help`: one temperature per group (``temperature_groupwise``) against
   one temperature (``temperature``): the paired change in test NLL with its interval
-  (:meth:`~calibkit.workflows.compare.Comparison.nll_change`) and both worst-group gaps,
+  (:meth:`~calibkit.workflows.comparison.Comparison.nll_change`) and both worst-group gaps,
   said as "helps", "hurts" or "cannot be told apart", so "does per-task calibration help?"
   has an honest answer.
 
@@ -32,7 +32,7 @@ import math
 from calibkit.calibrators import CALIBRATORS
 from calibkit.reporting.document import Cell, Table
 from calibkit.reporting.tables import format_value
-from calibkit.workflows.compare import Comparison, MethodResult
+from calibkit.workflows.comparison import Comparison, MethodResult
 
 #: The most groups the reliability-per-group figure draws (the worst and the best).
 MAX_PANELS = 8

@@ -1,4 +1,4 @@
-"""The report of a shift study (:func:`calibkit.workflows.shift.run_shift`, ``calibkit
+"""The report of a shift study (:func:`calibkit.workflows.shift_study.run_shift`, ``calibkit
 shift``): its verdict, from which severity calibration breaks; the mean over the corruptions
 per method and severity; the box plots by severity; ``results.csv`` (one line per method x
 corruption x severity) and ``config.json`` (the resolved configuration).
@@ -52,10 +52,10 @@ from calibkit.reporting.writer import Report
 from calibkit.workflows.shift import (
     CLASSIFIER_COLUMNS,
     SET_COLUMNS,
-    ShiftResult,
     ShiftRow,
     severity_summary,
 )
+from calibkit.workflows.shift_study import ShiftResult
 
 __all__ = [
     "FIGURES",

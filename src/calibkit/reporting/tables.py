@@ -26,7 +26,7 @@ from calibkit.reporting.document import Cell, Table
 
 if TYPE_CHECKING:  # evaluate's table needs neither the calibrators nor their imports
     from calibkit.metrics.groups import GroupEvaluation
-    from calibkit.workflows.compare import Comparison, MethodResult
+    from calibkit.workflows.comparison import Comparison, MethodResult
 
 
 @dataclass(frozen=True)
@@ -292,7 +292,7 @@ def method_label(comp: Comparison, method: str) -> str:
 
 def same_map_lines(comp: Comparison) -> list[str]:
     """One sentence per pair of rows that are the same map, saying why
-    (:attr:`~calibkit.workflows.compare.Comparison.same_map_reasons`)."""
+    (:attr:`~calibkit.workflows.comparison.Comparison.same_map_reasons`)."""
     reasons = comp.same_map_reasons
     return [
         f"{twin} and {method} fit the same map here: {reasons[method]}."

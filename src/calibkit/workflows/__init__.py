@@ -14,13 +14,13 @@ from calibkit.core.lazy import lazy_exports
 
 #: Each module -> the names it gives the package (loaded on first access).
 _MODULES: dict[str, str] = {
-    "calibkit.workflows.compare": "Comparison MethodResult split_outputs",
+    "calibkit.core.splits": "split_outputs",
+    "calibkit.workflows.comparison": "Comparison MethodResult",
     "calibkit.workflows.recommendation": "Recommendation",
     "calibkit.workflows.conformal": "SetsResult conformal_sets",
     "calibkit.workflows.label_shift": ("LabelShiftResult resample_to_priors simulate_label_shift"),
-    "calibkit.workflows.shift": (
-        "ShiftResult ShiftRow ShiftSettings run_shift shift_table severity_summary"
-    ),
+    "calibkit.workflows.shift": "ShiftRow shift_table severity_summary",
+    "calibkit.workflows.shift_study": "ShiftResult ShiftSettings run_shift",
     "calibkit.workflows.demo": "DemoResult DemoSettings run_demo",
     "calibkit.workflows.evaluate": "EvaluationRun evaluate_outputs",
 }

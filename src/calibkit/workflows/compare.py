@@ -1,15 +1,16 @@
 """Compare post-hoc calibrators on held-out data: fit on one part, judge on the other.
 
-:func:`split_outputs` makes a seeded, stratified calibration / test split of one set of
-classifier outputs; :func:`compare` fits every requested calibrator on the calibration
-part and evaluates it on the test part with :func:`calibkit.metrics.evaluate` (every
-metric, bootstrap intervals and noise floors). The uncalibrated model is the first row,
-named ``"none"``.
+:func:`~calibkit.core.splits.split_outputs` makes a seeded, stratified calibration / test
+split of one set of classifier outputs; :func:`compare` fits every requested calibrator on
+the calibration part and evaluates it on the test part with :func:`calibkit.metrics.evaluate`
+(every metric, bootstrap intervals and noise floors). The uncalibrated model is the first
+row, named ``"none"``; the rows and what they say together are a
+:class:`~calibkit.workflows.comparison.Comparison`.
 
 Every row is evaluated with the same ``seed``, so all methods are judged on the same
 bootstrap resamples of the test part (a paired comparison).
 
-Default methods (:func:`applicable_methods`, in :mod:`calibkit.workflows.methods`)
+Default methods (:func:`~calibkit.workflows.methods.applicable_methods`)
     Every registered calibrator that applies to the number of classes (binary-only ones
     such as Platt or beta scaling only when K = 2), in the registry's order (its entries'
     ``order``), except those registered with ``default=False``: the methods run only
@@ -83,38 +84,29 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator, ece_temperature_curve
 from calibkit.calibrators.scope import declined as scope_declined
-from calibkit.core.binning import BinStats
 from calibkit.core.errors import InputError
 from calibkit.core.groups import check_groups
-from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_labels
+from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import Phase, time_left_text
-from calibkit.core.splits import stratified_split
-from calibkit.metrics import Evaluation, evaluate, reliability_stats
-from calibkit.metrics.calibration_tests import CalibrationTest, calibration_tests
-from calibkit.metrics.groups import GroupEvaluation, evaluate_groups
-from calibkit.metrics.intervals import CalibrationInterval, ece_interval, paired_interval
+from calibkit.core.splits import split_indices, take
+from calibkit.metrics import evaluate, reliability_stats
+from calibkit.metrics.calibration_tests import calibration_tests
+from calibkit.metrics.groups import evaluate_groups
+from calibkit.metrics.intervals import ece_interval
 from calibkit.metrics.samples import Mode, nll_per_sample
-from calibkit.metrics.selective import (
-    RankingChange,
-    RiskCoverage,
-    ranking_change,
-    risk_coverage_curve,
-)
+from calibkit.metrics.selective import RankingChange, ranking_change, risk_coverage_curve
+from calibkit.workflows.comparison import TEMPERATURE_GRID, Comparison, MethodResult
 from calibkit.workflows.methods import (
     SAME_MAP_REASONS,
     UNCALIBRATED,
-    applicable_methods,
     chosen_method,
     group_methods,
     left_out_lines,
@@ -124,277 +116,13 @@ from calibkit.workflows.methods import (
     same_maps,
     summarize_params,
 )
-from calibkit.workflows.recommendation import Recommendation, recommendation
+from calibkit.workflows.recommendation import recommendation
 
-__all__ = [
-    "TEMPERATURE_GRID",
-    "UNCALIBRATED",
-    "Comparison",
-    "MethodResult",
-    "Recommendation",
-    "applicable_methods",
-    "compare",
-    "compare_parts",
-    "group_methods",
-    "recommendation",
-    "resolve_methods",
-    "reused_fits",
-    "split_indices",
-    "split_outputs",
-    "summarize_params",
-]
+#: ``Comparison`` is re-exported for ``reporting/compare_report.py`` alone, until it imports
+#: :mod:`calibkit.workflows.comparison` (issue #45: a branch beside this one edits it).
+__all__ = ["Comparison", "compare", "compare_parts", "reused_fits"]
 
-I64 = npt.NDArray[np.int64]
-F64 = npt.NDArray[np.float64]
-
-#: Temperatures of the ECE-versus-temperature curve: 0.05, 0.075, ..., 5.
-TEMPERATURE_GRID: F64 = np.round(np.arange(2, 201) * 0.025, 3)
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class MethodResult:
-    """One row of a comparison: a calibrator judged on the test part.
-
-    Attributes
-    ----------
-    method, evaluation, reliability
-        Calibrator name (``"none"``: uncalibrated), its :class:`Evaluation` and reliability
-        bin sums (:class:`BinStats`) on the test part.
-    params, fit_seconds
-        Scalar fitted parameters (:func:`summarize_params`) and the fit's wall time.
-    chosen
-        The method ``"auto"`` picked (None for every other method).
-    same_as
-        The earlier row whose fitted map this one repeats and why
-        (:func:`~calibkit.workflows.methods.same_fit`), or None.
-    tests
-        The calibration tests on the test part, by name
-        (:func:`~calibkit.metrics.calibration_tests.calibration_tests`).
-    ranking, risk_coverage
-        How its test confidences rank the samples against the uncalibrated ones
-        (:class:`~calibkit.metrics.selective.RankingChange`), and its risk-coverage curve.
-    groups, group_reliability
-        With groups: its per-group results on the test part
-        (:class:`~calibkit.metrics.groups.GroupEvaluation`) and reliability bins by group.
-    true_ece
-        The interval of the method's true ECE on the test part's distribution
-        (:func:`~calibkit.metrics.intervals.ece_interval`; analytic, so computed whatever
-        ``n_boot``: a study's rows keep it).
-    nll_terms
-        Each test sample's NLL under this method (None without intervals: ``n_boot=0``),
-        for the paired differences of :meth:`Comparison.nll_change`.
-
-    Examples
-    --------
-    >>> out = as_outputs([0, 1], probs=[[0.8, 0.2], [0.4, 0.6]])
-    >>> row = compare(out, out, [], n_bins=10, n_boot=0).row("none")
-    >>> row.method, round(row.evaluation.values["ece"], 4), row.reliability.counts[6:9].tolist()
-    ('none', 0.3, [1.0, 0.0, 1.0])
-    """
-
-    method: str
-    evaluation: Evaluation
-    params: dict[str, float]
-    fit_seconds: float
-    reliability: BinStats
-    chosen: str | None = None
-    same_as: tuple[str, str] | None = None
-    tests: dict[str, CalibrationTest] = dataclasses.field(default_factory=dict)
-    ranking: RankingChange | None = None
-    risk_coverage: RiskCoverage | None = None
-    groups: GroupEvaluation | None = None
-    group_reliability: dict[str, BinStats] | None = None
-    true_ece: CalibrationInterval | None = None
-    nll_terms: F64 | None = dataclasses.field(default=None, repr=False, compare=False)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Every method's result on the same test part, the uncalibrated row first.
-
-    Attributes
-    ----------
-    rows : list of MethodResult
-        One row per method, ``"none"`` first.
-    n_cal, n_test, n_classes, n_bins, n_boot, seed : int
-        Sizes of the parts, class and bin counts, bootstrap replicates and seed.
-    temperatures, ece_curve, source
-        Test ECE of the uncalibrated logits over temperatures; where the data came from.
-    kind : str
-        What the calibrators were given: ``"logits"``, ``"probs"`` (log-probabilities
-        then), or ``"mixed"`` (one part of each).
-    recommendation : Recommendation or None
-        The method to use (with ``recommend=True``).
-    declined : dict of str to str
-        The default methods not run on this data, each with its one-line reason
-        (:func:`~calibkit.workflows.methods.left_out_methods`: a declared scope that
-        declines the class or sample count, a class absent from the calibration part);
-        empty when the methods were named.
-
-    Examples
-    --------
-    >>> out = as_outputs([0, 1], logits=[[1.0, 0.0], [0.0, 1.0]])
-    >>> comp = compare(out, out, [], n_boot=0)
-    >>> [r.method for r in comp.rows], comp.n_test, float(comp.temperatures[0])
-    (['none'], 2, 0.05)
-    """
-
-    rows: list[MethodResult]
-    n_cal: int
-    n_test: int
-    n_classes: int
-    n_bins: int
-    temperatures: F64
-    ece_curve: F64
-    source: str
-    n_boot: int = 0
-    seed: int = 0
-    kind: str = "logits"
-    recommendation: Recommendation | None = None
-    declined: dict[str, str] = dataclasses.field(default_factory=dict)
-
-    def row(self, method: str) -> MethodResult:
-        """The result of ``method`` (InputError if it was not compared)."""
-        for r in self.rows:
-            if r.method == method:
-                return r
-        raise InputError("method", "one of " + ", ".join(r.method for r in self.rows), repr(method))
-
-    @property
-    def fitted_temperatures(self) -> dict[str, float]:
-        """Temperature of every method that fitted one (temperature scaling variants)."""
-        return {r.method: r.params["temperature"] for r in self.rows if "temperature" in r.params}
-
-    @property
-    def same_maps(self) -> dict[str, str]:
-        """Method -> the earlier method whose map it equals, by construction or by its fit
-        (see above); ``"auto"`` -> the method it chose, when that method has a row too."""
-        return {m: twin for m, (twin, _) in self._same_maps().items()}
-
-    @property
-    def same_map_reasons(self) -> dict[str, str]:
-        """Method of :attr:`same_maps` -> why its map equals that method's, in words."""
-        return {m: why for m, (_, why) in self._same_maps().items()}
-
-    def _same_maps(self) -> dict[str, tuple[str, str]]:
-        names = [r.method for r in self.rows]
-        found = {r.method: r.same_as for r in self.rows if r.same_as is not None}
-        for later, first in same_maps(names, self.n_classes, self.kind).items():
-            found.setdefault(later, (first, SAME_MAP_REASONS[first, later]))
-        for r in self.rows:
-            if r.chosen is not None and r.chosen in names:
-                found[r.method] = (r.chosen, f"auto chose {r.chosen} and refitted it")
-        return found
-
-    @property
-    def smallest_gap(self) -> str | None:
-        """The calibrator (``"none"`` excluded) with the smallest worst-group ECE gap on the
-        test part, the first row on a tie; None without groups (see the module doc)."""
-        rows = [r for r in self.rows[1:] if r.groups is not None]
-        if not rows:
-            return None
-        return min(rows, key=lambda r: r.groups.gap if r.groups is not None else math.inf).method
-
-    def nll_change(self, method: str, against: str = UNCALIBRATED) -> CalibrationInterval | None:
-        """The paired change in test NLL from ``against`` to ``method``: the mean of the
-        per-sample differences on the test part and its Student-t interval
-        (:func:`~calibkit.metrics.intervals.paired_interval`: of the population difference
-        between the two fitted maps); None without intervals.
-
-        >>> out = as_outputs([0, 1, 0, 1], logits=[[2.0, 0.0], [0.0, 1.0], [0.0, 1.0], [1.0, 0.0]])
-        >>> comp = compare(out, out, ["temperature"], n_boot=10)
-        >>> ci = comp.nll_change("temperature")
-        >>> bool(ci.low <= ci.estimate <= ci.high), ci.estimate < 0
-        (True, True)
-        """
-        a, b = self.row(method).nll_terms, self.row(against).nll_terms
-        if a is None or b is None:
-            return None
-        return paired_interval(a - b, level=self.rows[0].evaluation.level)
-
-    @property
-    def accuracy_changed(self) -> list[str]:
-        """Methods whose count of correct test predictions differs from ``"none"``'s."""
-        accuracy = [r.evaluation.values.get("accuracy", math.nan) for r in self.rows]
-        if not all(math.isfinite(a) for a in accuracy):
-            return []
-        correct = [round(a * self.n_test) for a in accuracy]
-        return [r.method for r, c in zip(self.rows, correct, strict=True) if c != correct[0]]
-
-
-def _cal_count(n_cal: object, n: int) -> int:
-    if n < 2:
-        raise InputError("outputs", "at least 2 samples to split", f"{n}")
-    if isinstance(n_cal, bool) or not isinstance(n_cal, int | float | np.integer | np.floating):
-        raise InputError("n_cal", "a count (int) or a fraction (float)", repr(n_cal))
-    if isinstance(n_cal, int | np.integer):
-        if not 1 <= n_cal <= n - 1:
-            raise InputError("n_cal", f"a count in [1, {n - 1}]", str(n_cal))
-        return int(n_cal)
-    if not (math.isfinite(n_cal) and 0.0 < n_cal < 1.0):
-        raise InputError("n_cal", "a fraction strictly between 0 and 1", repr(n_cal))
-    return min(max(round(float(n_cal) * n), 1), n - 1)
-
-
-def split_indices(labels: object, n_cal: int | float, seed: int) -> tuple[I64, I64]:
-    """Sorted calibration and test indices of a seeded stratified split of ``labels``.
-
-    ``n_cal`` is a count (int) or a fraction of the samples (float). Each class is divided
-    in proportion, rounding by largest remainder (random tie-break) so that the
-    calibration part holds exactly ``n_cal`` samples.
-
-    Parameters
-    ----------
-    labels, n_cal, seed
-        Integer labels ``(N,)``; a count in ``[1, N - 1]`` or a fraction in (0, 1); the seed.
-
-    Returns
-    -------
-    cal, test : ndarray of int64
-        Sorted indices of the two parts.
-
-    Examples
-    --------
-    >>> cal, test = split_indices([0, 0, 0, 0, 1, 1, 1, 1], 4, seed=1)
-    >>> len(cal), len(test), sorted(np.array([0, 0, 0, 0, 1, 1, 1, 1])[cal].tolist())
-    (4, 4, [0, 0, 1, 1])
-    """
-    y = check_labels(labels)
-    test, cal = stratified_split(y, _cal_count(n_cal, y.shape[0]), seed, every_class_in_both=False)
-    return cal, test
-
-
-def _subset(out: ClassifierOutputs, idx: I64) -> ClassifierOutputs:
-    return ClassifierOutputs(labels=out.labels[idx], scores=out.scores[idx], kind=out.kind)
-
-
-def split_outputs(
-    out: ClassifierOutputs, n_cal: int | float, seed: int
-) -> tuple[ClassifierOutputs, ClassifierOutputs]:
-    """Seeded stratified ``(calibration, test)`` split (see :func:`split_indices`).
-
-    Parameters
-    ----------
-    out, n_cal, seed
-        Validated outputs; size and seed as in :func:`split_indices`.
-
-    Returns
-    -------
-    cal, test : ClassifierOutputs
-        The two parts.
-
-    Examples
-    --------
-    >>> out = as_outputs([0, 0, 1, 1], logits=np.zeros((4, 2)))
-    >>> cal, test = split_outputs(out, 0.5, seed=0)
-    >>> sorted(cal.labels.tolist()), sorted(test.labels.tolist())
-    ([0, 1], [0, 1])
-    """
-    if not isinstance(out, ClassifierOutputs):
-        raise InputError("out", "ClassifierOutputs (from as_outputs)", type(out).__name__)
-    cal_idx, test_idx = split_indices(out.labels, n_cal, seed)
-    return _subset(out, cal_idx), _subset(out, test_idx)
 
 
 def _judge(
@@ -454,7 +182,7 @@ def _by_group(
         return row
     per_group = evaluate_groups(test, groups=groups, **settings)
     bins = {
-        g: reliability_stats(_subset(test, np.flatnonzero(groups == g)), **_bin_settings(settings))
+        g: reliability_stats(take(test, np.flatnonzero(groups == g)), **_bin_settings(settings))
         for g in per_group.names
     }
     return dataclasses.replace(row, groups=per_group, group_reliability=bins)
@@ -627,7 +355,7 @@ def compare(
     cal, test : ClassifierOutputs
         Calibration and test parts, with the same number of classes.
     methods : sequence of str, optional
-        Calibrator names (default: :func:`applicable_methods`).
+        Calibrator names (default: :func:`~calibkit.workflows.methods.applicable_methods`).
     n_bins, n_boot, level, seed, mode
         As in :func:`calibkit.metrics.evaluate` (``mode``: see :mod:`calibkit.core.binning`;
         ``level``: of the bootstrap intervals).
@@ -730,7 +458,8 @@ def compare_parts(
     ----------
     whole : ClassifierOutputs, optional
         One set of outputs, split once into calibration and test parts by
-        :func:`split_indices` (``cal_size``: a count or a fraction, default 0.5; ``seed``).
+        :func:`~calibkit.core.splits.split_indices` (``cal_size``: a count or a fraction,
+        default 0.5; ``seed``).
     cal, test : ClassifierOutputs, optional
         The two parts as given (instead of ``whole``; no ``cal_size`` then).
     groups : array-like or (array-like, array-like), optional
@@ -766,7 +495,7 @@ def compare_parts(
             cal_idx, test_idx = split_indices(whole.labels, size, seed)
         except InputError as exc:
             raise InputError("cal_size", exc.expected, exc.got) from None
-        cal, test = _subset(whole, cal_idx), _subset(whole, test_idx)
+        cal, test = take(whole, cal_idx), take(whole, test_idx)
         if groups is not None:
             checked = check_groups(groups, whole.n_samples)
             every = np.asarray(checked.names)[checked.codes]

@@ -143,7 +143,7 @@ def split_conformal_sets(
     """:func:`conformal_sets` on a seeded stratified split of ``whole``: ``cal_size`` rows (a
     count, or a fraction) to fit on, the rest to measure on. A split or a calibration part
     that cannot be is blamed on ``cal_size``."""
-    from calibkit.workflows.compare import split_outputs
+    from calibkit.core.splits import split_outputs
 
     try:
         cal, test = split_outputs(whole, cal_size, seed)

@@ -32,12 +32,14 @@ from torch import Tensor
 
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
+from calibkit.core.splits import split_indices
 from calibkit.core.threads import using_threads
 from calibkit.data import load_dataset
 from calibkit.metrics.samples import Mode
 from calibkit.models import create_model
 from calibkit.training import TrainConfig, train
-from calibkit.workflows.compare import Comparison, compare, split_indices
+from calibkit.workflows.compare import compare
+from calibkit.workflows.comparison import Comparison
 
 I64 = npt.NDArray[np.int64]
 

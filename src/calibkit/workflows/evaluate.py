@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.metrics.evaluation import Evaluation, evaluate_suite
 from calibkit.metrics.extras import extra_results
 from calibkit.metrics.info import METRICS
 from calibkit.metrics.samples import Mode
-from calibkit.metrics.suite import Evaluation, MetricSuite, evaluate_suite
+from calibkit.metrics.suite import MetricSuite
 
 #: Noise-floor draws (:func:`calibkit.metrics.evaluate`'s default, so that the floor is
 #: the mean of the draws :attr:`EvaluationRun.noise_limit` is a quantile of).

@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators.priors.label_shift import PriorShiftAdapter, adapt_priors, check_priors
+from calibkit.calibrators.priors.estimators import adapt_priors, check_priors
+from calibkit.calibrators.priors.label_shift import PriorShiftAdapter
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import Phase

@@ -2,7 +2,7 @@
 classes against the dataset's (:func:`keeps_labels`), the clean calibration and test parts
 (:func:`split_parts`), and the calibration count against the conformal miscoverage
 (:func:`check_conformal_size`). Each error names a field of
-:class:`~calibkit.workflows.shift.ShiftSettings` (``calibkit shift`` names its option).
+:class:`~calibkit.workflows.shift_study.ShiftSettings` (``calibkit shift`` names its option).
 """
 
 from __future__ import annotations
@@ -91,20 +91,21 @@ after temperature scaling takes its half), or a larger alpha, got 200 (100 for t
 def split_parts(
     labels: npt.ArrayLike, cal_size: int | float, test_size: int | None, seed: int
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Stratified seeded ``(calibration, test)`` indices: ``cal_size`` (a count or a
-    fraction) for calibration, the rest for test, cut to ``test_size`` (stratified) when
-    that is smaller.
+    """The shift study's ``(calibration, test)`` indices: the package's split
+    (:func:`~calibkit.core.splits.split_indices`, every class in both parts, the test part
+    cut to ``test_size``), its errors said in images and naming ``cal_size`` or
+    ``test_size``.
 
     >>> cal, test = split_parts(np.repeat(np.arange(2), 10), 4, 6, seed=0)
     >>> len(cal), len(test), sorted(set(cal) & set(test))
     (4, 6, [])
     """
-    from calibkit.core.splits import stratified_split
+    from calibkit.core.splits import split_indices
 
     y = np.asarray(labels)
     n, k = len(y), len(np.unique(y))
     try:
-        test_idx, cal_idx = stratified_split(y, cal_size, seed)
+        return split_indices(y, cal_size, seed, test_size=test_size, every_class=True)
     except InputError as exc:
         if exc.argument == "labels":  # a class with no image in one of the two parts
             expected = (
@@ -113,23 +114,14 @@ def split_parts(
             )
             got = f"{cal_size!r} ({exc.got} would have none in one part)"
             raise InputError("cal_size", expected, got) from None
+        if exc.argument == "test_size":
+            expected = f"at least {k} test images: one of each class (the test part is stratified)"
+            raise InputError("test_size", expected, repr(test_size)) from None
         what = f"a count in 1..{n - 1} or a fraction of the {n:,} images"
         got = repr(cal_size)
         if isinstance(cal_size, float):
             got += f" ({round(cal_size * n):,} of the {n:,} images)"
         raise InputError("cal_size", f"{what} leaving images for both parts", got) from None
-    if test_size is not None and test_size < len(test_idx):
-        shown = len(np.unique(y[test_idx]))
-        if test_size < shown:
-            expected = (
-                f"at least {shown} test images: one of each class (the test part is stratified)"
-            )
-            raise InputError("test_size", expected, repr(test_size))
-        keep, _ = stratified_split(
-            y[test_idx], len(test_idx) - test_size, seed, every_class_in_both=False
-        )
-        test_idx = test_idx[keep]
-    return cal_idx, test_idx
 
 
 def keeps_labels(

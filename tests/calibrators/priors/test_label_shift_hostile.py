@@ -16,16 +16,15 @@ import pytest
 import torch
 
 from calibkit.calibrators import load
-from calibkit.calibrators.priors.label_shift import (
-    MAX_ROWS,
-    PriorShiftAdapter,
-    _reweight,
+from calibkit.calibrators.priors.estimators import (
     adapt_priors,
-    bbse_conditioning,
     confusion_matrix,
     estimate_priors_bbse,
     estimate_priors_em,
+    reweight,
 )
+from calibkit.calibrators.priors.label_shift import MAX_ROWS, PriorShiftAdapter
+from calibkit.calibrators.priors.prior_diagnostics import bbse_conditioning
 from calibkit.core.errors import (
     CalibkitWarning,
     ConvergenceWarning,
@@ -170,7 +169,7 @@ def test_the_module_gives_a_nan_row_for_a_nan_logit_as_every_module_does() -> No
             got[[0, 2]], adapter.predict_proba(rows[[0, 2]]), rtol=1e-9, atol=1e-10
         )
     probs = np.array([[0.5, 0.5], [np.nan, 0.5], [0.0, 0.0]])
-    q = _reweight(probs, np.array([1.6, 0.4]), np.array([0.8, 0.2]))
+    q = reweight(probs, np.array([1.6, 0.4]), np.array([0.8, 0.2]))
     assert np.isnan(q[1]).all()
     np.testing.assert_allclose(q[[0, 2]], [[0.8, 0.2], [0.8, 0.2]], atol=1e-15)
     zero = adapter.to_module()(torch.tensor([[0.0, 0.0, 0.0]])).numpy()

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from calibkit.core.errors import InputError
+from calibkit.core.splits import split_indices
 from calibkit.data import ImageArrays, load_dataset, stratified_split
 from calibkit.study.definition.config import SMOKE_SIZES, DataConfig
 
@@ -70,10 +71,12 @@ def prepare_data(cfg: DataConfig, seed: int = 0) -> StudyData:
     if "val" in parts:
         cal = parts["val"]
     elif cfg.calibration_from == "test":
-        keep, carve = stratified_split(test.labels, cfg.calibration_size, seed=split_seed)
+        carve, keep = split_indices(test.labels, cfg.calibration_size, split_seed, every_class=True)
         test, cal = _take(test, keep), _take(test, carve)
     else:
-        keep, carve = stratified_split(train.labels, cfg.calibration_size, seed=split_seed)
+        carve, keep = split_indices(
+            train.labels, cfg.calibration_size, split_seed, every_class=True
+        )
         train, cal = _take(train, keep), _take(train, carve)
     if cfg.train_size is not None:
         _, keep = stratified_split(train.labels, cfg.train_size, seed=split_seed + 1)

@@ -66,7 +66,7 @@ from calibkit.study.store.folder import (
 from calibkit.study.store.identity import check_identity, run_identity
 from calibkit.study.store.record import RunRecord, read_record
 from calibkit.study.store.run_folder import RUNS, RunFolder
-from calibkit.workflows.compare import resolve_methods
+from calibkit.workflows.methods import resolve_methods
 
 log = logging.getLogger(__name__)
 

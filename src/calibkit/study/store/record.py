@@ -17,7 +17,7 @@ import numpy as np
 from calibkit.core.errors import InputError
 from calibkit.study.definition.config import ModelSpec, StudyConfig
 from calibkit.study.store.run_folder import CALIBRATION_VERSION, CLAMPING_VERSION, RunFolder
-from calibkit.workflows.compare import resolve_methods
+from calibkit.workflows.methods import resolve_methods
 
 __all__ = [
     "COLUMNS",
