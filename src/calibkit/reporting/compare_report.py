@@ -1,7 +1,7 @@
 """Reports of comparisons (``calibkit compare``, ``calibkit demo``): the verdict, tables,
 figures, JSON and CSV.
 
-:func:`compare_report` turns a :class:`~calibkit.workflows.compare.Comparison` into a
+:func:`compare_report` turns a :class:`~calibkit.workflows.comparison.Comparison` into a
 :class:`~calibkit.reporting.writer.Report`, written by the one writer
 (:func:`~calibkit.reporting.writer.write_report`, atomically: the folder appears complete or
 not at all)::
@@ -29,7 +29,7 @@ calibration part alone, :class:`~calibkit.workflows.compare.Recommendation`) and
 on the test part in NLL and ECE against temperature scaling (against the uncalibrated model
 when temperature scaling is the choice). With groups it also names the calibrator with the
 smallest worst-group ECE gap on the test part
-(:attr:`~calibkit.workflows.compare.Comparison.smallest_gap`) with both gaps.
+(:attr:`~calibkit.workflows.comparison.Comparison.smallest_gap`) with both gaps.
 
 With groups (``compare(..., cal_groups=, test_groups=)``) the report gains a "Calibration per
 group" section (each method's ECE, NLL and accuracy per group with intervals, its worst-group
@@ -98,7 +98,7 @@ from calibkit.reporting.tables import (
     same_map_lines,
 )
 from calibkit.reporting.writer import Report, write_report
-from calibkit.workflows.compare import Comparison
+from calibkit.workflows.comparison import Comparison
 from calibkit.workflows.methods import left_out_lines
 
 if TYPE_CHECKING:
@@ -650,7 +650,7 @@ def _folded_tables(comp: Comparison, tables: list[Table]) -> list[Section]:
 
 def declined_lines(comp: Comparison) -> list[str]:
     """The default methods the comparison did not run, with their reasons
-    (:attr:`~calibkit.workflows.compare.Comparison.declined`; one line per reason): never
+    (:attr:`~calibkit.workflows.comparison.Comparison.declined`; one line per reason): never
     silently dropped.
 
     >>> import dataclasses

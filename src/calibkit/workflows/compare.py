@@ -118,9 +118,7 @@ from calibkit.workflows.methods import (
 )
 from calibkit.workflows.recommendation import recommendation
 
-#: ``Comparison`` is re-exported for ``reporting/compare_report.py`` alone, until it imports
-#: :mod:`calibkit.workflows.comparison` (issue #45: a branch beside this one edits it).
-__all__ = ["Comparison", "compare", "compare_parts", "reused_fits"]
+__all__ = ["compare", "compare_parts", "reused_fits"]
 
 _log = logging.getLogger(__name__)
 
