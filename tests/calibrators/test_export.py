@@ -8,6 +8,7 @@ through them in ``tests/calibrators/test_modules.py`` (exported from 8 rows, run
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -109,3 +110,35 @@ def test_bad_arguments_are_refused_by_name(
     with pytest.raises(InputError, match=rf"^{argument}: expected "):
         ck.export_onnx(module, example, tmp_path / "m.onnx")  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_onnx_file_is_never_written_through_a_link_nor_over_a_special_file(
+    deployed: tuple[nn.Module, torch.Tensor], tmp_path: Path
+) -> None:
+    """export_onnx writes as every calibkit output does (issue #42): a link to the user's
+    file is refused, not written through; a FIFO is refused, not written into (with no
+    reader the run hung); an existing folder is one InputError, not IsADirectoryError."""
+    module, x = deployed
+    (tmp_path / "notes.txt").write_text("the user's")
+    (tmp_path / "link.onnx").symlink_to("notes.txt")
+    (tmp_path / "folder.onnx").mkdir()
+    os.mkfifo(tmp_path / "pipe.onnx")
+    reader = os.open(tmp_path / "pipe.onnx", os.O_RDONLY | os.O_NONBLOCK)  # no hang if not
+    try:
+        for name, why in [
+            ("link.onnx", "a path that is not a symbolic link"),
+            ("pipe.onnx", "a path that is not a special file"),
+            ("folder.onnx", "a file path"),
+        ]:
+            with pytest.raises(InputError, match=f"^output: expected {why}"):
+                ck.export_onnx(module, x, tmp_path / name)
+        assert os.read(reader, 1) == b""
+    finally:
+        os.close(reader)
+    assert (tmp_path / "notes.txt").read_text() == "the user's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "folder.onnx",
+        "link.onnx",
+        "notes.txt",
+        "pipe.onnx",
+    ]

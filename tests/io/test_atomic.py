@@ -334,3 +334,16 @@ def test_atomic_write_text_replaces_a_file(tmp_path: Path) -> None:
     atomic_write_text(tmp_path / "f.txt", "two")
     assert (tmp_path / "f.txt").read_text() == "two"
     assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
+
+
+def test_an_existing_folder_is_refused_in_one_line(tmp_path: Path) -> None:
+    """``save(folder)`` or ``save_predictions('x.npz')`` where that is a folder: one
+    InputError, not the IsADirectoryError of the rename (issue #42); nothing changes."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "full.npz").mkdir()
+    (tmp_path / "full.npz" / "mine.txt").write_text("the user's")
+    before = snapshot(tmp_path)
+    for name in ("empty", "full.npz"):
+        with pytest.raises(InputError, match=r"^output: expected a file path, got .*folder\)$"):
+            atomic_write_bytes(tmp_path / name, b"calibkit's")
+    assert snapshot(tmp_path) == before

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
+from calibkit.io.atomic import atomic_write_bytes
 
 if TYPE_CHECKING:
     from torch.export import ExportedProgram
@@ -108,7 +109,9 @@ def export_onnx(module: object, example: Tensor | tuple[Tensor, ...], path: str 
         Example inputs, rows first (their other dimensions are fixed). The ONNX inputs are
         named as ``forward``'s arguments.
     path : str or Path
-        The ``.onnx`` file written (one file, replaced if it exists).
+        The ``.onnx`` file written (one file, replaced if it exists; a symbolic link, a
+        FIFO, a device or a folder there is refused, as
+        :func:`~calibkit.io.atomic.atomic_write_bytes` refuses them).
 
     Returns
     -------
@@ -145,7 +148,9 @@ def export_onnx(module: object, example: Tensor | tuple[Tensor, ...], path: str 
             verbose=False,
         )
     assert program is not None
-    program.save(str(target))
+    # written as every calibkit output is: never through a link, over a FIFO, a device or
+    # a folder (program.save(path) opens the path itself)
+    atomic_write_bytes(target, program.model_proto.SerializeToString())
     return target
 
 

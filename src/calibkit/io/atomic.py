@@ -19,7 +19,7 @@ changed since, anything but a regular file or a folder (a FIFO, a device, a sock
 read, never replaced), a symbolic link anywhere (``--out`` itself, a link loop, or a link
 inside: calibkit never writes through, nor replaces, a link), the current folder or one of
 its parents, an existing file. A single file (:func:`atomic_write_bytes`) is never written
-over anything but a regular file: ``-o /dev/null`` is refused, not replaced.
+over anything but a regular file: ``-o /dev/null`` is refused, not replaced; so is a folder.
 """
 
 from __future__ import annotations
@@ -96,14 +96,16 @@ def _special(mode: int) -> str:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (temporary file + rename); a ``path`` that is a
-    symbolic link (:func:`refuse_link`) or a special file such as a device or a FIFO
-    (:func:`refuse_special`) is refused, never written through or replaced."""
+    symbolic link (:func:`refuse_link`), a special file such as a device or a FIFO
+    (:func:`refuse_special`) or a folder is refused, never written through or replaced."""
     path = Path(path)
     if not str(path) or str(path) in (".", ".."):
         raise InputError("output", "a file path", repr(str(path)))
     parent = check_parent(path)
     refuse_link(path, "output")
     refuse_special(path, "output")
+    if path.is_dir():
+        raise InputError("output", "a file path", f"{path} (an existing folder)")
     fd, tmp = make_temporary_file(parent, path.name)  # named by its maker: see temporaries
     umask = os.umask(0)
     os.umask(umask)
