@@ -354,19 +354,14 @@ def test_paths_are_checked_before_torch_is_imported(work: Path) -> None:
     assert _torch_loaded(work, "apply", "t.json", "absent.npz") == (2, False)
 
 
-def test_out_is_the_output_and_the_former_output_still_works(
-    work: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """``--out`` (``-o``) names the file fit and apply write; ``--output``, its former
-    spelling, still works with a warning on stderr."""
+def test_out_is_the_output(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--out`` (``-o``) names the file fit and apply write."""
     _run(capsys, ["fit", "--method", "temperature", "cal.npz", "--out", "t.json"])
     assert load(work / "t.json").name == "temperature"
-    assert main(["fit", "--method", "temperature", "cal.npz", "--output", "u.json"]) == 0
-    assert "--output is deprecated; use --out" in capsys.readouterr().err
+    _run(capsys, ["fit", "--method", "temperature", "cal.npz", "-o", "u.json"])
     assert (work / "u.json").read_text() == (work / "t.json").read_text()
     _run(capsys, ["apply", "t.json", "test.npz", "--out", "a.npz"])
-    assert main(["apply", "t.json", "test.npz", "--output", "b.npz"]) == 0
-    assert "--output is deprecated; use --out" in capsys.readouterr().err
+    _run(capsys, ["apply", "t.json", "test.npz", "-o", "b.npz"])
     assert np.array_equal(_arrays(work / "a.npz")["probs"], _arrays(work / "b.npz")["probs"])
 
 
