@@ -143,13 +143,6 @@ def test_the_seed_draws_the_noise_floor() -> None:
     assert a.values["ece_floor"] != b.values["ece_floor"]  # other Bernoulli draws
 
 
-def test_the_old_conformal_keyword_warns_and_still_works() -> None:
-    cal, test, _, _ = _parts()
-    with pytest.warns(DeprecationWarning, match="scores="):
-        rows = shift_table(cal, test, {}, ["none"], conformal=["lac"], n_floor_draws=0)
-    assert [r.method for r in rows] == ["none", "ts+lac"]
-
-
 # ----- run_shift: the whole study from Python, on a tiny synthetic dataset and model
 
 

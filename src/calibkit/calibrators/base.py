@@ -32,9 +32,7 @@ the declared kind (``input_kind_``). Fitted on probabilities, it takes the log-s
 every row, at fit and at prediction (and in :meth:`Calibrator.to_module`), so a model's
 logits give the same numbers as its probabilities; fitted on logits, it takes what it is
 given, unchecked (nothing can tell log-probabilities from logits without guessing:
-``calibkit apply``, which knows a file's kind, refuses probabilities for it). Files of an
-older format record ``"unknown"`` and map as they did
-(:meth:`~calibkit.calibrators.fitted.PostHoc._as_fitted_kind`).
+``calibkit apply``, which knows a file's kind, refuses probabilities for it).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ priors from unlabelled target rows, ``predict_proba`` gives the adapted posterio
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Self
+from typing import TYPE_CHECKING, ClassVar, NamedTuple, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -314,9 +314,7 @@ class PriorShiftAdapter(OnCalibrator):
     Parameters
     ----------
     estimator : {"em", "bbse"}
-        How :meth:`adapt` estimates the target priors (:data:`ESTIMATORS`). Its former
-        name, ``method=``, still works for one release, with a DeprecationWarning; a saved
-        document whose parameters say ``method`` loads as before.
+        How :meth:`adapt` estimates the target priors (:data:`ESTIMATORS`).
     calibrator : str, Calibrator or None
         ``"bcts"`` (bias-corrected temperature scaling, the default), another registered
         calibrator of logits (``"temperature"``, ...) or one as an instance (a fitted one
@@ -419,22 +417,10 @@ class PriorShiftAdapter(OnCalibrator):
         soft: bool = False,
         tol: float = 1e-8,
         max_iter: int = 10_000,
-        **renamed: Any,
     ) -> None:
-        if renamed:
-            estimator = _renamed_estimator(estimator, renamed)
         self._set_params(
             estimator=estimator, calibrator=calibrator, soft=soft, tol=tol, max_iter=max_iter
         )
-
-    @classmethod
-    def _upgrade(
-        cls, params: dict[str, Any], state: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """A document saved before the estimator had its name: ``method`` -> ``estimator``."""
-        if "method" in params and "estimator" not in params:
-            params = {("estimator" if k == "method" else k): v for k, v in params.items()}
-        return params, state
 
     # ----- fitted state ------------------------------------------------------------------
     @property
@@ -713,24 +699,6 @@ class _Estimate(NamedTuple):
     converged: bool
     identified: bool
     n_target: int
-
-
-def _renamed_estimator(estimator: str, renamed: dict[str, Any]) -> str:
-    """``method=``, the estimator's former keyword (deprecated): its value, with a
-    DeprecationWarning; any other unknown keyword is a TypeError, as Python's own."""
-    unknown = sorted(set(renamed) - {"method"})
-    if unknown:
-        raise TypeError(f"PriorShiftAdapter() got an unexpected keyword argument {unknown[0]!r}")
-    warnings.warn(
-        "PriorShiftAdapter(method=...) is deprecated: the prior estimator is now "
-        "estimator= (same values, em or bbse)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    method: str = renamed["method"]
-    if estimator not in ("em", method):
-        raise InputError("method", f"the same estimator as estimator={estimator!r}", repr(method))
-    return method
 
 
 def _prior_module(probs: nn.Module, weights: F64, fallback: F64) -> nn.Module:
