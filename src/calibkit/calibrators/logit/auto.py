@@ -552,8 +552,7 @@ class AutoCalibrator(Calibrator):
             every = seen == out.n_classes
             names = self.candidates(out.n_classes, every_class=every, n_samples=labels.shape[0])
         same = same_maps(names, out.kind)
-        # the baseline first in each fold: the candidates centred on temperature scaling
-        # fit the same T on the same rows (a shared fit in the solvers)
+        # the baseline first in each fold
         fitted = sorted(
             (name for name in names if name not in same),
             key=lambda name: name != self.baseline,
