@@ -17,10 +17,8 @@ The report opens with its verdict (how much adapting helped, or how far the prio
 with ``--out DIR`` the folder holds ``report.md``, ``report.html``, ``results.json`` and the
 fitted adapter, ``adapter.json``: ``calibkit apply`` adapts new predictions with it.
 
-The former spellings ``calibkit labelshift SOURCE_FILE TARGET_FILE`` (positionals),
-``--calibrator`` (now ``--method``) and ``--labels`` (now ``--cal-labels``) still work for
-one release, with a warning; ``--method em`` / ``--method bbse``, the estimator's former
-spelling, is refused with a message naming ``--estimator``.
+``--method em`` / ``--method bbse`` (``--method`` names the calibrator) is refused with a
+message naming ``--estimator``.
 """
 
 from __future__ import annotations

@@ -43,8 +43,7 @@ the same seeded, stratified k-fold cross-validation as ODIR's (each fold's penal
 at the TS map fitted on that fold's training part; fewer folds when a class has fewer
 rows; a class of one row takes the strongest end). Fits start at the TS map. The chosen
 strength, the cross-validation curve and ``centre_temperature_`` (``T``; 1 without
-shrinkage) are in the fitted state. ``shrink="none"`` is the published method, fitted by
-the same code as before the shrinkage existed; a file saved before it loads as such.
+shrinkage) are in the fitted state. ``shrink="none"`` is the published method.
 
 The objective (mean NLL plus penalty) is minimised by L-BFGS with exact float64 gradients,
 started at the identity map ``W = I, b = 0``; line searches only accept decreases, so no fit
