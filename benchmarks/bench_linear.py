@@ -13,7 +13,7 @@ method), on two data sets:
 Each (method, form) runs ``--repeats`` times on each side, in a fresh process each time
 (``PYTHONPATH`` pointing at this checkout's ``src`` or at the revision's, extracted with
 ``git archive``), the two sides alternating; the fit is timed inside the child (imports
-and data loading excluded; the shared temperature fit starts cold). The table gives the
+and data loading excluded; the temperature fit included). The table gives the
 medians, their ratio (revision / now) and the held-out NLL of each side on the other
 half. A method the current scope declines at a case's number of classes is not timed
 unless ``--declined`` is given (at 1,000 classes the revision's vector, MS-ODIR and

@@ -28,7 +28,7 @@ def main() -> None:
     ap.add_argument("--alpha", type=float, default=1.0, help="Dirichlet concentration")
     ap.add_argument("--shifts", type=int, default=20)
     ap.add_argument("--rows", type=int, default=2000)
-    ap.add_argument("--method", "--calibrator", default="bcts", help="calibrator (or none)")
+    ap.add_argument("--method", default="bcts", help="calibrator (or none)")
     ap.add_argument("files", nargs="*")
     args = ap.parse_args()
     files = [Path(f) for f in args.files] or sorted(DATA.glob("*.npz"))

@@ -97,11 +97,13 @@ def test_the_new_entry_points_resolve_at_the_root() -> None:
         assert getattr(calibkit, name) is not None
 
 
-def test_a_deprecated_name_resolves_with_its_warning_but_is_not_listed() -> None:
-    assert "get_calibrator" not in calibkit.__all__
-    assert "get_calibrator" not in dir(calibkit)
+def test_the_names_of_before_0_1_0_are_gone() -> None:
+    """Issue #45, item 4: no user had the unreleased names, so no alias keeps them: the
+    factory's old name and the calibrator modules' paths before the split by kind."""
     calibrators = importlib.import_module("calibkit.calibrators")
-    assert "get_calibrator" not in calibrators.__all__
-    with pytest.warns(DeprecationWarning, match="create_calibrator"):
-        calibrator = calibkit.get_calibrator("temperature")
-    assert calibrator.name == "temperature"
+    for package in (calibkit, calibrators):
+        with pytest.raises(AttributeError, match="get_calibrator"):
+            package.get_calibrator  # noqa: B018
+    with pytest.raises(ModuleNotFoundError, match=r"calibkit\.calibrators\.temperature"):
+        importlib.import_module("calibkit.calibrators.temperature")
+    assert not [f for f in sys.meta_path if type(f).__module__.startswith("calibkit")]

@@ -51,7 +51,7 @@ def test_sdist_lists_tests_and_license(tmp_path: Path) -> None:
         metadata = pkg_info.read().decode()
     assert "LICENSE" in names
     assert "tests/test_packaging.py" in names
-    assert "tests/calibrators/model/clamping/data/nc_v1.safetensors" in names
+    assert "tests/io/fixtures/lm/harness/results_2026-12-07T06-57-36.181984.json" in names
     assert not any("__pycache__" in name for name in names)
     assert "License-Expression: MIT" in metadata
     assert "License-File: LICENSE" in metadata

@@ -22,6 +22,7 @@ DOCUMENTS = sorted(
     [
         README,
         ROOT / "CONTRIBUTING.md",
+        ROOT / "CHANGELOG.md",
         ROOT / "benchmarks" / "README.md",
         *(ROOT / "docs").rglob("*.md"),
         *(ROOT / "experiments").rglob("*.md"),

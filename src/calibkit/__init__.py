@@ -27,9 +27,6 @@ and ``calibkit.reporting`` is here too (``tests/test_package.py`` checks it):
   document model (``Document``, ``Section``, ``Table``, ...);
 - studies: ``StudyConfig``, ``load_study_config``, ``run_study``.
 
-Deprecated names (``get_calibrator``) still resolve, with their warning, but are not in
-``__all__``.
-
 ``import calibkit`` is cheap: each name imports its module on first use, so a program that
 only computes metrics never loads matplotlib, Pillow or the dataset loaders.
 
@@ -114,15 +111,13 @@ _MODULES: dict[str, str] = {
 }
 #: Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {name: mod for mod, names in _MODULES.items() for name in names.split()}
-#: Deprecated names: still importable (they warn when used), not in ``__all__`` nor ``dir``.
-_DEPRECATED: dict[str, str] = {"get_calibrator": "calibkit.calibrators"}
 
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
     """Import the module that defines ``name`` on first use (PEP 562)."""
-    module = _EXPORTS.get(name) or _DEPRECATED.get(name)
+    module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'calibkit' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)

@@ -435,23 +435,16 @@ def _format_2(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_a_format_2_document_loads_and_predicts_as_before(name: str, tmp_path: Path) -> None:
-    """Files saved before format 3 hold no records: they load with their parameters taken
-    as the fit's (the input kind unknown: mapped as before), and save as format 3."""
-    obj = kinds.fitted(name)
-    old = _format_2(obj.to_json())
-    path = tmp_path / "old.json"
-    path.write_text(json.dumps(old), encoding="utf-8")
-    back = load(path)
-    z, metadata = kinds.rows(name)
-    np.testing.assert_array_equal(kinds.answer(back, z, metadata), kinds.answer(obj, z, metadata))
-    again = back.to_json()
-    assert again["calibkit"] == 3
-    assert list(again["state"]) == _fields(name)
-    if obj.fitted_with:
-        assert again["state"]["fitted_with_"] == obj.to_json()["state"]["fitted_with_"]
-    if not obj.shift_invariant:
-        assert again["state"]["input_kind_"] == "unknown"
+def test_a_document_of_before_0_1_0_is_refused_as_unsupported(name: str, tmp_path: Path) -> None:
+    """Issue #45, item 4: format 2 and the version-1 headers were written only by the
+    development versions before 0.1.0, the first release: no upgrade keeps them, and
+    loading one is one InputError naming the file and saying its format is unsupported."""
+    old = _format_2(kinds.fitted(name).to_json())
+    unsupported = "(unsupported: written before calibkit 0.1.0)"
+    message = _refused(tmp_path, old, f"got format version 2 {unsupported}")
+    assert message.startswith(f"calibkit file {tmp_path / 'bad.json'}: document: expected ")
+    header = {"calibkit_calibrator": 1, "method": name, "params": {}, "state": {}}
+    _refused(tmp_path, header, f"got a calibkit_calibrator document {unsupported}")
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if CALIBRATORS.get(n).fitted_with])

@@ -159,16 +159,6 @@ def test_compare_split(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert results["versions"]["calibkit"] == __version__
 
 
-def test_compare_split_is_deprecated(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["compare", "preds.npz", "--split", "100", "--methods", "temperature"]
-    assert main([*argv, "--n-boot", "0", "--format", "json"]) == 0
-    out, err = capsys.readouterr()
-    assert "--split is deprecated; use --cal-size" in err
-    results = json.loads(out)
-    assert (results["n_cal"], results["n_test"]) == (100, 200)
-    assert results["verdict"]["headline"].startswith("Use `temperature`")
-
-
 def test_compare_calibration_and_test_files(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     z, y = _overconfident(seed=1)
     np.savez(work / "test.npz", logits=z, labels=y)

@@ -1,6 +1,5 @@
 """``calibkit conformal``: the report folder (verdict first), the fitted predictors that
-``calibkit apply`` uses, the vocabulary (deprecated spellings warn) and bad input (exit 2,
-nothing written)."""
+``calibkit apply`` uses, and bad input (exit 2, nothing written)."""
 
 from __future__ import annotations
 
@@ -86,31 +85,6 @@ def test_json_format_prints_results_json(
     assert main(["conformal", *args]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["results"] == json.loads((out / "results.json").read_text())["results"]
-
-
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        (["--score", "lac"], ["--scores", "lac"]),
-        (["--calibrator", "temperature"], ["--method", "temperature"]),
-        (["--split", "0.4"], ["--cal-size", "0.4"]),
-    ],
-)
-def test_deprecated_spellings_warn_and_still_work(
-    preds: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    old: list[str],
-    new: list[str],
-) -> None:
-    base = [str(preds), "--n-boot", "0", "--format", "json"]
-    if "--score" not in old:
-        base += ["--scores", "lac"]
-    assert main(["conformal", *base, *old]) == 0
-    captured = capsys.readouterr()
-    assert f"{old[0]} is deprecated; use {new[0]}" in captured.err
-    assert main(["conformal", *base, *new]) == 0
-    assert json.loads(captured.out)["results"] == json.loads(capsys.readouterr().out)["results"]
 
 
 def test_the_fitted_predictors_are_saved_and_apply(

@@ -1,5 +1,5 @@
 """``calibkit fit`` and ``calibkit apply`` on every kind: fit -> file -> apply round trips
-equal to the library's objects, a legacy (calibkit 0.x) file, unlabelled predictions, and
+equal to the library's objects, a refused file of before 0.1.0, unlabelled predictions, and
 bad input (exit 2, one line, nothing written, torch not imported before the paths are
 checked)."""
 
@@ -234,24 +234,20 @@ def test_apply_unlabelled_predictions(work: Path, capsys: pytest.CaptureFixture[
     assert sorted(_arrays(work / "s.npz")) == ["probs", "set_size", "sets"]
 
 
-def test_apply_a_calibkit_0x_file(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A temperature saved by calibkit 0.x (its header and fields, as
-    ``git show 3b6d706:src/calibkit/calibrators/logit/temperature.py`` wrote them)."""
-    legacy = {
+def test_apply_refuses_a_file_of_before_0_1_0(
+    work: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #45, item 4: a document of the development versions before 0.1.0 (its version-1
+    header) is refused in one line naming the file, not upgraded."""
+    old = {
         "calibkit_calibrator": 1,
         "method": "temperature",
         "params": {"t_min": 0.1, "t_max": 10.0},
         "state": {"n_classes_": 3, "log_temperature_": math.log(1.5), "temperature_": 1.5},
     }
-    (work / "old.json").write_text(json.dumps(legacy, indent=1))
-    out = _run(capsys, ["apply", "old.json", "test.npz", "-o", "c.npz"])
-    assert out.startswith(f"applied temperature to {N_TEST} samples\nECE ")
-    z = _arrays(work / "test.npz")["logits"] / 1.5
-    expected = np.exp(z - z.max(axis=1, keepdims=True))
-    expected /= expected.sum(axis=1, keepdims=True)
-    got = _arrays(work / "c.npz")
-    np.testing.assert_allclose(got["probs"], expected, rtol=1e-9, atol=1e-15)
-    np.testing.assert_allclose(got["logits"], z, rtol=1e-12)
+    (work / "old.json").write_text(json.dumps(old, indent=1))
+    argv = ["apply", "old.json", "test.npz", "-o", "c.npz"]
+    _fails(capsys, work, argv, "old.json", "(unsupported: written before calibkit 0.1.0)")
 
 
 # ----- bad input --------------------------------------------------------------------------
@@ -315,9 +311,7 @@ def test_apply_refuses_bad_input(work: Path, capsys: pytest.CaptureFixture[str])
 @pytest.mark.parametrize(
     "doc",
     [
-        {"calibkit_neural_clamping": 1, "params": {}, "state": {}}
-        | {"delta_file": "nc.safetensors", "delta_sha256": "0" * 64},
-        {"calibkit": 2, "kind": "model", "method": "nc_fast", "params": {}, "state": {}}
+        {"calibkit": 3, "kind": "model", "method": "nc_fast", "params": {}, "state": {}}
         | {"tensors_file": "nc.safetensors", "tensors_sha256": "0" * 64},
     ],
 )
@@ -354,34 +348,15 @@ def test_paths_are_checked_before_torch_is_imported(work: Path) -> None:
     assert _torch_loaded(work, "apply", "t.json", "absent.npz") == (2, False)
 
 
-def test_out_is_the_output_and_the_former_output_still_works(
-    work: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """``--out`` (``-o``) names the file fit and apply write; ``--output``, its former
-    spelling, still works with a warning on stderr."""
+def test_out_is_the_output(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--out`` (``-o``) names the file fit and apply write."""
     _run(capsys, ["fit", "--method", "temperature", "cal.npz", "--out", "t.json"])
     assert load(work / "t.json").name == "temperature"
-    assert main(["fit", "--method", "temperature", "cal.npz", "--output", "u.json"]) == 0
-    assert "--output is deprecated; use --out" in capsys.readouterr().err
+    _run(capsys, ["fit", "--method", "temperature", "cal.npz", "-o", "u.json"])
     assert (work / "u.json").read_text() == (work / "t.json").read_text()
     _run(capsys, ["apply", "t.json", "test.npz", "--out", "a.npz"])
-    assert main(["apply", "t.json", "test.npz", "--output", "b.npz"]) == 0
-    assert "--output is deprecated; use --out" in capsys.readouterr().err
+    _run(capsys, ["apply", "t.json", "test.npz", "-o", "b.npz"])
     assert np.array_equal(_arrays(work / "a.npz")["probs"], _arrays(work / "b.npz")["probs"])
-
-
-def test_an_adapter_saved_with_method_still_applies(
-    work: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """An adapter document of the release before ``estimator`` (``params.method``)."""
-    _run(capsys, ["fit", *CASES["priors"][0], "cal.npz", "-o", "new.json"])
-    doc = json.loads((work / "new.json").read_text())
-    doc["params"] = {("method" if k == "estimator" else k): v for k, v in doc["params"].items()}
-    (work / "old.json").write_text(json.dumps(doc))
-    _run(capsys, ["apply", "new.json", "test.npz", "-o", "new.npz"])
-    out = _run(capsys, ["apply", "old.json", "test.npz", "-o", "old.npz"])
-    assert "(em)" in out
-    assert np.array_equal(_arrays(work / "new.npz")["probs"], _arrays(work / "old.npz")["probs"])
 
 
 @pytest.mark.parametrize("name", ["TEMPERATURE", "Temperature"])

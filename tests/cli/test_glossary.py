@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from calibkit.cli.glossary import DEPRECATED, GLOSSARY, NAME_LISTS, Term, glossary_markdown
-from calibkit.cli.parser import COMMANDS, build_parser
+from calibkit.cli.glossary import GLOSSARY, NAME_LISTS, glossary_markdown
+from calibkit.cli.parser import COMMANDS, UsageError, build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
 
 
 def _options(p: argparse.ArgumentParser) -> dict[str, argparse.Action]:
-    """Each visible long option of ``p`` (hidden ones are deprecated spellings)."""
+    """Each visible long option of ``p``."""
     return {
         o: a
         for a in p._actions
@@ -72,45 +72,26 @@ def test_one_meaning_per_spelling() -> None:
     assert not differing, f"options with two meanings: {differing}"
 
 
-def test_deprecated_spellings_are_hidden_and_map_to_the_glossary() -> None:
-    parsers = _parsers()
-    for old, (new, commands) in DEPRECATED.items():
-        assert new in GLOSSARY
-        # a replaced spelling may live on elsewhere with its own meaning (shift's --split, a
-        # dataset split), never in a command it was replaced in
-        assert not set(commands) & set(GLOSSARY.get(old, Term("", "", ())).commands)
-        for command in commands:
-            hidden = [
-                a
-                for a in parsers[command]._actions
-                if old in a.option_strings and a.help == argparse.SUPPRESS
-            ]
-            assert hidden, f"{command} {old}: no hidden deprecated spelling"
-            assert new in _options(parsers[command]), f"{command}: {new} missing"
+#: The spellings replaced before 0.1.0 (issue #45, item 4): no release had them, so none is
+#: kept; each is refused as any unknown option (the abbreviation of a longer one included).
+REMOVED = [
+    ["compare", "f.npz", "--split", "0.3"],
+    ["conformal", "f.npz", "--split", "0.3"],
+    ["conformal", "f.npz", "--score", "lac"],
+    ["conformal", "f.npz", "--calibrator", "temperature"],
+    ["shift", "--model", "resnet20", "--weights", "w.pt", "--conformal", "lac"],
+    ["fit", "f.npz", "--method", "temperature", "--output", "t.json"],
+    ["apply", "t.json", "f.npz", "--output", "p.npz"],
+    ["labelshift", "--cal", "a.npz", "--target", "b.npz", "--labels", "y.npy"],
+    ["labelshift", "--cal", "a.npz", "--target", "b.npz", "--calibrator", "temperature"],
+    ["labelshift", "a.npz", "b.npz"],
+]
 
 
-@pytest.mark.parametrize("old", sorted(DEPRECATED))
-def test_a_deprecated_spelling_warns_and_still_works(
-    old: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    new, commands = DEPRECATED[old]
-    parser = _parsers()[commands[0]]
-    action = next(a for a in parser._actions if new in a.option_strings)
-    value = {"--cal-size": "0.3", "--scores": "lac", "--method": "temperature", "--out": "x.json"}[
-        new
-    ]
-    required = {
-        "conformal": ["f.npz"],
-        "compare": ["f.npz"],
-        "fit": ["f.npz", "--method", "temperature"],
-        "apply": ["c.json", "f.npz"],
-        "shift": ["--model", "resnet20", "--weights", "w.pt"],
-        "labelshift": ["--cal", "a.npz", "--target", "b.npz"],
-    }[commands[0]]
-    args = parser.parse_args([*required, old, value])
-    got = getattr(args, action.dest)
-    assert got == action.type(value) if action.type else got == value
-    assert f"{old} is deprecated; use {new}" in capsys.readouterr().err
+@pytest.mark.parametrize("argv", REMOVED, ids=lambda argv: " ".join(argv[:1] + argv[-2:]))
+def test_a_removed_spelling_is_an_unrecognized_argument(argv: list[str]) -> None:
+    with pytest.raises(UsageError, match=f"unrecognized arguments: {' '.join(argv[-2:])}"):
+        build_parser().parse_args(argv)
 
 
 def test_docs_cli_md_holds_the_glossary() -> None:

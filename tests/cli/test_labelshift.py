@@ -148,25 +148,11 @@ def test_unlabelled_target(
     assert "oracle" not in text  # no labels, no scores
 
 
-def test_the_former_positional_form_works_with_a_warning(
-    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
-) -> None:
-    new = [*_pair(files), "--method", "temperature", "--n-boot", "0"]
-    assert main(new) == 0
-    expected = capsys.readouterr().out
-    old = ["labelshift", str(files[0]), str(files[1]), "--calibrator", "temperature"]
-    assert main([*old, "--n-boot", "0"]) == 0
-    out, err = capsys.readouterr()
-    assert out == expected
-    assert "'labelshift SOURCE_FILE TARGET_FILE' is deprecated" in err
-    assert "--calibrator is deprecated; use --method" in err
-
-
-def test_mixing_the_forms_is_refused(
+def test_the_inputs_are_named_options(
     files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["labelshift", str(files[0]), "--target", str(files[1])]) == 2
-    assert "either --cal and --target or the old positionals" in capsys.readouterr().err
+    assert f"unrecognized arguments: {files[0]}" in capsys.readouterr().err
     assert main(["labelshift", "--cal", str(files[0])]) == 2
     assert "--target: expected a prediction file" in capsys.readouterr().err
 

@@ -170,12 +170,11 @@ def test_a_tiny_run_writes_the_report(
     assert len(data["rows"]) == 3 * 5  # (none, TS, LAC) x (clean + 2 x 2)
 
 
-def test_the_old_conformal_option_still_works(
+def test_scores_none_runs_no_conformal_sets(
     tiny: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main([*tiny, "--conformal", "none", "--format", "json"]) == 0
+    assert main([*tiny, "--scores", "none", "--format", "json"]) == 0
     captured = capsys.readouterr()
-    assert "--conformal is deprecated; use --scores" in captured.err
     data = json.loads(captured.out)
     assert data["verdict"]["headline"].startswith("Calibration ")
     assert {r["method"] for r in data["rows"]} == {"none", "temperature"}

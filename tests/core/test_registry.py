@@ -113,7 +113,7 @@ def test_keys_follow_the_class_names_by_the_written_rule() -> None:
 
 def test_the_public_factories_are_registry_create(monkeypatch: pytest.MonkeyPatch) -> None:
     """create_calibrator, create_loss, create_model and load_dataset build through the one
-    verb, Registry.create; get_calibrator is a deprecated alias that warns."""
+    verb, Registry.create."""
     import calibkit as ck
 
     kinds: list[str] = []
@@ -129,9 +129,6 @@ def test_the_public_factories_are_registry_create(monkeypatch: pytest.MonkeyPatc
     ck.create_model("lenet5", 3)
     ck.load_dataset("digits")
     assert kinds == ["calibrator", "loss", "loss", "model", "dataset"]
-    with pytest.warns(DeprecationWarning, match="use create_calibrator"):
-        old = ck.get_calibrator("temperature", t_max=50.0)
-    assert old.get_params() == ck.create_calibrator("temperature", t_max=50.0).get_params()
 
 
 def test_a_declared_entry_is_listed_without_its_module_and_loaded_when_asked(

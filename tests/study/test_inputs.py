@@ -143,28 +143,18 @@ def test_an_init_checkpoint_replaced_under_its_name_is_refused(
     assert main([*argv, "--seeds", "0,1"]) == 0  # the same tensors written again: resumed
 
 
-def test_a_run_made_before_the_hash_is_refused_with_what_to_do(
+def test_a_run_made_before_the_hash_is_refused(
     weights: dict[str, torch.Tensor], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Issue #45, item 4: a run whose identity lacks ``init_sha256`` (written before 0.1.0)
+    is another run, refused as any run of other settings: no branch fills the hash in."""
     argv = _study_from(weights, tmp_path)
     identity = tmp_path / "out" / "runs" / "mlp" / "seed-0" / "identity.json"
     stored = json.loads(identity.read_text())
-    del stored["model"]["init_sha256"]  # as an older calibkit wrote it
+    del stored["model"]["init_sha256"]
     identity.write_text(json.dumps(stored))
     err = refused(capsys, tmp_path, argv)
-    assert "delete " in err
-    assert "seed-0 to train it again" in err
-
-
-def test_a_run_without_init_made_before_the_hash_resumes(tmp_path: Path) -> None:
-    (tmp_path / "small.toml").write_text(SMALL, encoding="utf-8")
-    argv = ["study", str(tmp_path / "small.toml"), "--out", str(tmp_path / "out"), "--quiet"]
-    assert main([*argv, "--models", "mlp"]) == 0
-    identity = tmp_path / "out" / "runs" / "mlp" / "seed-0" / "identity.json"
-    stored = json.loads(identity.read_text())
-    assert stored["model"].pop("init_sha256") is None
-    identity.write_text(json.dumps(stored))
-    assert main(argv) == 0
+    assert "(use another --out, or delete that run), got different model" in err
 
 
 # Item: a checkpoint of NaN is refused at load, naming it, before anything is written.

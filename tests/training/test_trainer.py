@@ -223,6 +223,18 @@ def test_checkpoint_missing_keys_is_refused(tmp_path: Path) -> None:
         _run(TrainConfig(epochs=1, batch_size=16), checkpoint=ck)
 
 
+def test_a_checkpoint_without_last_wrong_is_refused(tmp_path: Path) -> None:
+    """Issue #45, item 4: every checkpoint this code writes holds ``last_wrong``; one without
+    it (written before 0.1.0) is refused, not resumed with the counts started afresh."""
+    ck = tmp_path / "ck.pt"
+    _run(TrainConfig(epochs=1, batch_size=16), checkpoint=ck)
+    saved = torch.load(ck, weights_only=False)
+    del saved["last_wrong"]
+    torch.save(saved, ck)
+    with pytest.raises(InputError, match=r"^checkpoint: expected a complete .*\(no last_wrong\)"):
+        _run(TrainConfig(epochs=1, batch_size=16), checkpoint=ck)
+
+
 def test_checkpoint_of_other_settings_is_refused_before_loading(tmp_path: Path) -> None:
     ck = tmp_path / "ck.pt"
     _run(TrainConfig(epochs=1, batch_size=16, lr=0.01), checkpoint=ck)

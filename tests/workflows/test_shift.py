@@ -141,13 +141,6 @@ def test_the_seed_draws_the_noise_floor() -> None:
     assert a.values["ece_floor"] != b.values["ece_floor"]  # other Bernoulli draws
 
 
-def test_the_old_conformal_keyword_warns_and_still_works() -> None:
-    cal, test, _, _ = _parts()
-    with pytest.warns(DeprecationWarning, match="scores="):
-        rows = shift_table(cal, test, {}, ["none"], conformal=["lac"], n_floor_draws=0)
-    assert [r.method for r in rows] == ["none", "ts+lac"]
-
-
 def test_load_model_and_resolve_device_live_below_study(tmp_path: Path) -> None:
     from calibkit.core.devices import resolve_device
     from calibkit.models import create_model, load_model

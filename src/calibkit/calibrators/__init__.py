@@ -15,20 +15,12 @@
 - ``sklearn_wrapper.py``: any scikit-learn classifier, calibrated by a calibrator of logits.
 
 Make one by name with :func:`create_calibrator`; ``CALIBRATORS.names(kind=...)`` lists the
-entries of a kind. The modules' paths before the split (``calibkit.calibrators.temperature``,
-...) still import, with a DeprecationWarning (:data:`MOVED`); ``get_calibrator`` is a
-deprecated alias of :func:`create_calibrator`.
+entries of a kind.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
-import sys
-import warnings
-from importlib.machinery import ModuleSpec
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 # The contract and the registry are imported at once (numpy only); every other public name
@@ -36,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 # registry's metadata (``calibkit methods``) or fitting temperature scaling imports no torch.
 # The order of the methods in reports is that of ``catalogue.ENTRIES`` (``CALIBRATORS.names()``).
 from calibkit.calibrators.base import CALIBRATORS, Calibrator, create_calibrator
-from calibkit.calibrators.base import get_calibrator as get_calibrator  # deprecated: not in __all__
 from calibkit.calibrators.fitted import CalibratorSpec, PostHoc, load
 
 if TYPE_CHECKING:
@@ -168,96 +159,12 @@ __all__ = [
 ]
 
 
-# ----- the modules' old paths (before calibrators/ was split by kind) ---------------------
-#: Old module -> its place now; importing the old path still works, with a warning.
-MOVED: dict[str, str] = {
-    f"calibkit.calibrators.{module}": f"calibkit.calibrators.{kind}.{module}"
-    for module, kind in (
-        ("temperature", "logit"),
-        ("temperature_grid", "logit"),
-        ("temperature_smoothed", "logit"),
-        ("bias_corrected", "logit"),
-        ("linear", "logit"),
-        ("linear_solver", "logit"),
-        ("structured", "logit"),
-        ("histogram", "logit"),
-        ("isotonic", "logit"),
-        ("centred_isotonic", "logit"),
-        ("binary", "logit"),
-        ("scaling_binning", "logit"),
-        ("venn_abers", "logit"),
-        ("venn_abers_module", "logit"),
-        ("spline", "logit"),
-        ("auto", "logit"),
-        ("groupwise", "groups"),
-        ("group_modules", "groups"),
-        ("model_calibrator", "model"),
-        ("clamping", "model"),
-        ("conformal", "sets"),
-        ("conformal_module", "sets"),
-        ("conformal_scores", "sets"),
-        ("label_shift", "priors"),
-        ("label_shift_module", "priors"),
-    )
-}
-
-
-def _new_name(old: str) -> str | None:
-    """The module's name now, for an old one (``clamping``'s submodules too); None if not
-    moved."""
-    for before, after in MOVED.items():
-        if old == before or old.startswith(before + "."):
-            return after + old[len(before) :]
-    return None
-
-
-class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds an old module path and gives the module at its new place (the same object,
-    so classes and registries are not duplicated), with a DeprecationWarning."""
-
-    def find_spec(self, fullname: str, path: object, target: object = None) -> ModuleSpec | None:
-        if _new_name(fullname) is None:
-            return None
-        return importlib.util.spec_from_loader(fullname, self)
-
-    def create_module(self, spec: ModuleSpec) -> ModuleType:
-        new = _new_name(spec.name)
-        assert new is not None
-        warnings.warn(
-            f"{spec.name} moved to {new} (calibrators/ is split by kind); import it from "
-            "there, or the public names from calibkit.calibrators",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        module = importlib.import_module(new)
-        self._specs[spec.name] = module.__spec__  # the import system overwrites it
-        return module
-
-    def exec_module(self, module: ModuleType) -> None:
-        # the module at its new place is already executed: give back its own spec
-        spec = module.__spec__
-        if spec is not None:
-            module.__spec__ = self._specs.pop(spec.name, spec)
-
-    def __init__(self) -> None:
-        self._specs: dict[str, ModuleSpec | None] = {}
-
-
-# first on the path: an old submodule of a moved package (``clamping.model``) must not be
-# found again through the package's __path__, which would load it twice
-if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
-    sys.meta_path.insert(0, _MovedModules())
-
-
 def __getattr__(name: str) -> Any:
-    """A public name of :data:`_LAZY`, its module imported on first use (then kept here);
-    ``calibkit.calibrators.<old module>`` as an attribute (it warns, as its import does)."""
+    """A public name of :data:`_LAZY`, its module imported on first use (then kept here)."""
     if name in _LAZY:
         value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
         globals()[name] = value
         return value
-    if f"{__name__}.{name}" in MOVED:
-        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

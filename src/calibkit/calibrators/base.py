@@ -32,15 +32,12 @@ the declared kind (``input_kind_``). Fitted on probabilities, it takes the log-s
 every row, at fit and at prediction (and in :meth:`Calibrator.to_module`), so a model's
 logits give the same numbers as its probabilities; fitted on logits, it takes what it is
 given, unchecked (nothing can tell log-probabilities from logits without guessing:
-``calibkit apply``, which knows a file's kind, refuses probabilities for it). Files of an
-older format record ``"unknown"`` and map as they did
-(:meth:`~calibkit.calibrators.fitted.PostHoc._as_fitted_kind`).
+``calibkit apply``, which knows a file's kind, refuses probabilities for it).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, Self
 
@@ -78,7 +75,6 @@ __all__ = [
     "MAX_FILE_BYTES",
     "Calibrator",
     "create_calibrator",
-    "get_calibrator",
     "load",
     "read_json_document",
 ]
@@ -114,36 +110,6 @@ def create_calibrator(name: str, model: object = None, **params: Any) -> Calibra
     """
     calibrator: Calibrator = CALIBRATORS.create(name, model=model, **params)
     return calibrator
-
-
-def get_calibrator(name: str, model: object = None, **params: Any) -> Calibrator:
-    """Deprecated alias of :func:`create_calibrator` (the one factory verb); it warns.
-
-    Parameters
-    ----------
-    name, model, **params
-        As for :func:`create_calibrator`.
-
-    Returns
-    -------
-    Calibrator
-        Unfitted.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> with warnings.catch_warnings(record=True) as seen:
-    ...     warnings.simplefilter("always")
-    ...     ts = get_calibrator("temperature")
-    >>> ts.name, seen[0].category.__name__
-    ('temperature', 'DeprecationWarning')
-    """
-    warnings.warn(
-        "get_calibrator is deprecated: use create_calibrator (the same arguments)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return create_calibrator(name, model, **params)
 
 
 class Calibrator(PostHoc):

@@ -92,11 +92,8 @@ F64 = npt.NDArray[np.float64]
 #: input_kind=...)``) and the fit records it (``state.input_kind_``): the logits, or
 #: probabilities (given as their logarithms). Nothing is guessed from the values.
 INPUT_KINDS = ("logits", "probs")
-#: The input kind of a fit that did not record it (loaded from a file of an older format):
-#: its map takes what it took then, either kind, unchanged.
-UNKNOWN_KIND = "unknown"
 #: The kind of input a fit recorded, as a loaded state holds it.
-INPUT_KIND = Choice(*INPUT_KINDS, UNKNOWN_KIND)
+INPUT_KIND = Choice(*INPUT_KINDS)
 
 
 def check_input_kind(value: object) -> str:
@@ -269,16 +266,15 @@ class PostHoc(EstimatorAPI, ABC):
         """``z`` as the map takes it: for a map that is not shift-invariant fitted on
         probabilities (``input_kind_ == "probs"``), the log-softmax of every row (the
         log-probabilities themselves, up to rounding, for log-probabilities; those of the
-        model for its logits: the same numbers either way); unchanged for the others
-        (fitted on logits, or of an older file: ``"unknown"``)."""
+        model for its logits: the same numbers either way); unchanged for the others."""
         if not self.shift_invariant and getattr(self, "input_kind_", None) == "probs":
             return log_softmax64(z)
         return z
 
     def fitted_input_kind(self) -> str | None:
         """The kind of input the map was fitted on where its numbers depend on it: the
-        ``input_kind_`` of a map that is not shift-invariant (``"logits"``, ``"probs"``, or
-        ``"unknown"`` for an older file), None for a map that gives the same numbers for a
+        ``input_kind_`` of a map that is not shift-invariant (``"logits"`` or ``"probs"``),
+        None for a map that gives the same numbers for a
         model's logits and its log-probabilities. A composed kind answers for the map
         underneath (:meth:`OnCalibrator.fitted_input_kind`, ``auto``'s choice).
 
@@ -355,15 +351,11 @@ class PostHoc(EstimatorAPI, ABC):
         if not isinstance(params, dict):
             raise InputError("params", "a mapping of parameters", type(params).__name__)
         state = decode(doc.state, "state")
-        if isinstance(state, dict):  # a file of an older version: as that version fitted it
-            params, state = cls._upgrade(params, state)
         checked = check_params(cls.param_constraints, params, "params", prefix="params.")
         try:
             obj = cls(**checked)
         except InputError as exc:  # a relation between parameters (t_min < t_max, ...)
             raise InputError(f"params.{exc.argument}", exc.expected, exc.got) from None
-        if isinstance(state, dict) and not doc.current:
-            state = obj._older_state(state)
         obj._load_state(state)
         return obj
 
@@ -395,19 +387,6 @@ class PostHoc(EstimatorAPI, ABC):
         if not self.shift_invariant:
             self.input_kind_ = kind
 
-    def _older_state(self, state: dict[str, Any]) -> dict[str, Any]:
-        """The state of a document of an older format, with what format
-        :data:`~calibkit.calibrators.persistence.FORMAT_VERSION` added: the record of the
-        :attr:`fitted_with` parameters as the parameters (such a file is trusted to hold the
-        parameters it was fitted with, as before), and the input kind as not recorded
-        (:data:`UNKNOWN_KIND`)."""
-        added: dict[str, Any] = {}
-        if self.fitted_with and "fitted_with_" not in state:
-            added["fitted_with_"] = {name: getattr(self, name) for name in self.fitted_with}
-        if not self.shift_invariant and "input_kind_" not in state:
-            added["input_kind_"] = UNKNOWN_KIND
-        return {**state, **added}
-
     def _check_fitted_with(self, prefix: str = "params.") -> None:
         """An InputError unless each :attr:`fitted_with` parameter has the value the fit
         recorded (``prefix``: where the parameter is named: the file's ``params.``, or the
@@ -433,14 +412,6 @@ class PostHoc(EstimatorAPI, ABC):
     def _check_state(self) -> None:
         """Refuse loaded fitted attributes whose relations the declarations cannot state."""
         return None
-
-    @classmethod
-    def _upgrade(
-        cls, params: dict[str, Any], state: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The parameters and state of a file saved by an older version of the method, as
-        that version fitted them (default: unchanged)."""
-        return params, state
 
     def _load_state(self, state: object) -> None:
         if not isinstance(state, dict):
@@ -593,10 +564,7 @@ def _rebuild(data: object, source: str, path: Path | None, model: object) -> Pos
             klass = CALIBRATORS.get(method)
         except InputError as exc:
             raise InputError("method", exc.expected, exc.got) from None
-        if klass.kind not in doc.kinds:
-            if doc.header[0] != "calibkit":  # a 0.x document: its header says the kinds
-                expected = f"a method of kind {' or '.join(doc.kinds)} in a {doc.header[0]} file"
-                raise InputError("method", expected, f"{method!r}, of kind {klass.kind!r}")
+        if klass.kind != doc.kind:
             raise InputError("kind", f"{klass.kind!r}, the kind of {method!r}", repr(doc.kind))
         return klass._from_document(doc, path=path, model=model)
     except InputError as exc:

@@ -15,10 +15,9 @@ round-trip form, non-finite entries as ``{"__float__": "inf"}``), a nested fitte
 its own document. A model calibrator adds the name and sha256 of the file that holds its
 tensors (``tensors_file``, ``tensors_sha256``).
 
-The documents of calibkit 0.x (``{"calibkit_calibrator": 1, ...}``,
-``{"calibkit_conformal": 1, ...}``, ``{"calibkit_label_shift": 1, ...}`` and Neural
-Clamping's ``{"calibkit_neural_clamping": 1, ...}`` sidecar) and of format 2 are read as
-the same fields by :func:`parse_document`, so every file written before still loads.
+Format 3 is the format of calibkit 0.1.0, the first release; the documents of the
+development versions before it (format 2, and the ``{"calibkit_calibrator": 1, ...}``
+headers) are refused by :func:`parse_document` as an unsupported format.
 
 Trust: what a loaded file is checked against
     Every field is checked on load, and a file that cannot be trusted gets one
@@ -27,21 +26,18 @@ Trust: what a loaded file is checked against
     parameters give the fit (a temperature in ``[t_min, t_max]``, its logarithm in ``[log
     t_min, log t_max]``: :class:`~calibkit.core.fitted_state.Param`), in its relations with
     the other fields (``_check_state``), and against the parameters it was computed with,
-    which the fit records in the state since format 3 (``fitted_with_``: a conformal
-    predictor's score and its options; ``input_kind_``: whether a map that is not
-    shift-invariant was fitted on logits or on probabilities, as its caller declared). A
-    file of an older format lacks those records: its parameters are taken as the ones it
-    was fitted with and its input kind as ``"unknown"`` (it maps what it mapped before),
-    and an object loaded from it writes these as its records when saved again.
+    which the fit records in the state (``fitted_with_``: a conformal predictor's score
+    and its options; ``input_kind_``: whether a map that is not shift-invariant was fitted
+    on logits or on probabilities, as its caller declared).
 
     A digest of the parameters and state, written by ``save`` and checked by ``load``, was
     considered and not chosen: anyone can recompute an unkeyed digest, so it stops a
     careless edit but not a hostile, self-consistent file, which the bounds above must
-    refuse anyway; it would refuse every file another tool writes in this documented
-    format, and the files written before it hold none, so it could only be optional. The
-    records say which parameter a stored value depends on, and a refusal names it. No check
-    can tell a hostile file that is consistent in every field (a conformal quantile and its
-    score's parameters both edited, say) from a fit: that takes the calibration data.
+    refuse anyway; and it would refuse every file another tool writes in this documented
+    format. The records say which parameter a stored value depends on, and a refusal names
+    it. No check can tell a hostile file that is consistent in every field (a conformal
+    quantile and its score's parameters both edited, say) from a fit: that takes the
+    calibration data.
 
 >>> doc = {"calibkit": 3, "kind": "logits", "method": "temperature",
 ...        "params": {}, "state": {"n_classes_": 3}}
@@ -69,8 +65,6 @@ from calibkit.core.validation import check_file_path, is_integer
 #: The format version :func:`document` writes (3: the state records what its values were
 #: computed with, ``fitted_with_`` and ``input_kind_``, where the method declares them).
 FORMAT_VERSION = 3
-#: The older format versions of a ``calibkit`` document still read (2: no such records).
-OLDER_VERSIONS = (2,)
 #: The kinds of fitted object, each with what it maps (``calibkit methods`` lists them so).
 KINDS: dict[str, str] = {
     "logits": "calibrators of logits: logits -> calibrated probabilities",
@@ -83,14 +77,13 @@ KINDS: dict[str, str] = {
 DOCUMENT_KEYS = ("calibkit", "kind", "method", "params", "state")
 #: Extra fields of a model calibrator's document (its tensors live in a file beside it).
 TENSOR_KEYS = ("tensors_file", "tensors_sha256")
-#: The headers of the documents of calibkit 0.x (all version 1) and the kinds each held
-#: (a calibrator document held a calibrator of logits or a group calibrator alike).
-LEGACY_HEADERS: dict[str, tuple[str, ...]] = {
-    "calibkit_calibrator": ("logits", "groups"),
-    "calibkit_conformal": ("sets",),
-    "calibkit_label_shift": ("priors",),
-    "calibkit_neural_clamping": ("model",),
-}
+#: The headers of the documents of the development versions before format 2, refused.
+OLD_HEADERS = (
+    "calibkit_calibrator",
+    "calibkit_conformal",
+    "calibkit_label_shift",
+    "calibkit_neural_clamping",
+)
 #: Largest file read (a real one is far smaller; a larger one exhausts memory).
 MAX_FILE_BYTES = 256 << 20
 #: Deepest JSON nesting read (a real file, ``auto`` and nested calibrators included, is
@@ -105,42 +98,27 @@ class Document:
     Attributes
     ----------
     kind : str
-        The kind the document states (a calibkit 0.x document: the first its header held).
-    method : str or None
-        The registered name (``nc_fl`` for a 0.x Neural Clamping sidecar, which did not
-        say: every parameter is in the file, and ``nc_fl`` fixes none).
+        The kind the document states.
+    method : str
+        The registered name.
     params, state : object
         The encoded parameters and fitted state.
-    header : tuple of (str, int)
-        The header's name and version (``"calibkit"`` 2, or a legacy header's).
     raw : dict
         The whole document, for the fields a kind adds (a model calibrator's tensor file).
 
     Examples
     --------
-    >>> doc = parse_document({"calibkit_conformal": 1, "params": {}, "state": {}})
-    >>> doc.method, doc.kinds, doc.header, doc.current
-    ('conformal', ('sets',), ('calibkit_conformal', 1), False)
+    >>> doc = parse_document({"calibkit": 3, "kind": "sets", "method": "conformal",
+    ...                       "params": {}, "state": {}})
+    >>> doc.method, doc.kind
+    ('conformal', 'sets')
     """
 
     kind: str
     method: str
     params: Any
     state: Any
-    header: tuple[str, int]
     raw: dict[str, Any]
-
-    @property
-    def kinds(self) -> tuple[str, ...]:
-        """The kinds the document may hold: its ``kind``, or every kind its calibkit 0.x
-        header held (:data:`LEGACY_HEADERS`; the method's kind tells them apart)."""
-        return LEGACY_HEADERS.get(self.header[0], (self.kind,))
-
-    @property
-    def current(self) -> bool:
-        """Whether the document is of the format :func:`document` writes now
-        (:data:`FORMAT_VERSION`); older ones lack the fields it added."""
-        return self.header == ("calibkit", FORMAT_VERSION)
 
 
 def document(
@@ -158,55 +136,42 @@ def document(
 
 
 def parse_document(data: object) -> Document:
-    """The fields of a calibkit document of any version; an InputError for anything else
-    (a foreign JSON, a newer version, an unknown or missing field)."""
+    """The fields of a calibkit document of format :data:`FORMAT_VERSION`; an InputError for
+    anything else (a foreign JSON, an older or newer format, an unknown or missing field).
+
+    >>> try:
+    ...     parse_document({"calibkit": 2, "kind": "logits"})
+    ... except InputError as exc:
+    ...     print(exc.got)
+    format version 2 (unsupported: written before calibkit 0.1.0)
+    """
     if not isinstance(data, dict):
         raise InputError("document", "a calibkit JSON document", type(data).__name__)
-    if "calibkit" in data:
-        version = data["calibkit"]
-        if type(version) is not int or version not in (FORMAT_VERSION, *OLDER_VERSIONS):
-            older = ", ".join(map(str, OLDER_VERSIONS))
-            expected = f"a calibkit document of format version {FORMAT_VERSION} (or {older})"
-            raise InputError("document", expected, f"version {version!r}")
-        keys = DOCUMENT_KEYS + (TENSOR_KEYS if data.get("kind") == "model" else ())
-        _check_fields(data, keys)
-        kind = data["kind"]
-        if kind not in KINDS:
-            raise InputError("kind", "one of " + ", ".join(KINDS), repr(kind)[:60])
-        method = data["method"]
-        if not isinstance(method, str):
-            raise InputError("method", "a registered name", repr(method)[:60])
-        return Document(kind, method, data["params"], data["state"], ("calibkit", version), data)
-    for header, kinds in LEGACY_HEADERS.items():
-        if header in data:
-            return _legacy(data, header, kinds)
-    versions = ", ".join(map(str, (*OLDER_VERSIONS, 1)))
-    expected = f"a calibkit JSON document (format version {FORMAT_VERSION}, or {versions})"
-    raise InputError("document", expected, "something else")
-
-
-def _legacy(data: dict[str, Any], header: str, kinds: tuple[str, ...]) -> Document:
-    """A document of calibkit 0.x as the fields of version 2."""
-    if data[header] != 1 or type(data[header]) is not int:
-        raise InputError("document", f"{header} version 1", repr(data[header])[:40])
-    keys: tuple[str, ...] = (header, "params", "state")
-    method = ""
-    if header == "calibkit_calibrator":
-        keys = (header, "method", "params", "state")
-    if header == "calibkit_neural_clamping":
-        keys = (header, "params", "state", "delta_file", "delta_sha256")
+    expected = f"a calibkit document of format version {FORMAT_VERSION}"
+    old = [header for header in OLD_HEADERS if header in data]
+    if old:
+        raise InputError("document", expected, f"a {old[0]} document {_UNSUPPORTED}")
+    if "calibkit" not in data:
+        raise InputError("document", expected, "something else")
+    version = data["calibkit"]
+    if type(version) is not int or version != FORMAT_VERSION:
+        got = f"version {version!r}"
+        if type(version) is int and version < FORMAT_VERSION:
+            got = f"format version {version} {_UNSUPPORTED}"
+        raise InputError("document", expected, got)
+    keys = DOCUMENT_KEYS + (TENSOR_KEYS if data.get("kind") == "model" else ())
     _check_fields(data, keys)
-    if header == "calibkit_calibrator":
-        method = data["method"] if isinstance(data["method"], str) else repr(data["method"])
-    elif header == "calibkit_conformal":
-        method = "conformal"
-    elif header == "calibkit_label_shift":
-        method = "prior_shift"
-    elif header == "calibkit_neural_clamping":
-        # a 0.x sidecar does not name its variant; every parameter is in the file, so it
-        # rebuilds as nc_fl, the variant that fixes none
-        method = "nc_fl"
-    return Document(kinds[0], method, data["params"], data["state"], (header, 1), data)
+    kind = data["kind"]
+    if kind not in KINDS:
+        raise InputError("kind", "one of " + ", ".join(KINDS), repr(kind)[:60])
+    method = data["method"]
+    if not isinstance(method, str):
+        raise InputError("method", "a registered name", repr(method)[:60])
+    return Document(kind, method, data["params"], data["state"], data)
+
+
+#: How an older document is refused.
+_UNSUPPORTED = "(unsupported: written before calibkit 0.1.0)"
 
 
 def _check_fields(data: dict[str, Any], keys: tuple[str, ...]) -> None:

@@ -44,7 +44,6 @@ from calibkit.cli.options import (
     add_groups,
     add_input_options,
     add_out,
-    deprecated,
 )
 from calibkit.core.errors import InputError
 
@@ -72,7 +71,6 @@ def add_arguments(sub: Subparsers) -> None:
     p.add_argument("file", metavar="FILE")
     what = "probs, labels (+ logits for logit maps; + sets, set_size for conformal sets)"
     add_out(p, what, file="NPZ", short=True)
-    deprecated(p, "--output", "--out", metavar="NPZ")
     add_force(p)
     add_input_options(p)
     add_groups(p, "needed by the group calibrators (kind groups)")

@@ -30,7 +30,6 @@ from calibkit.cli.options import (
     add_input_options,
     add_numbers,
     add_out,
-    deprecated,
     miscoverage,
     opt,
 )
@@ -68,9 +67,7 @@ def add_arguments(sub: Subparsers) -> None:
     )
     text = "conformity scores among " + ", ".join(SCORES) + ", or all (default all)"
     opt(p, "--scores", "S,T", text, default="all")
-    deprecated(p, "--score", "--scores")
     opt(p, "--method", "NAME", "calibrator under the scores (default: none, softmax)")
-    deprecated(p, "--calibrator", "--method")
     p.add_argument("--mondrian", action="store_true", help="one quantile per class")
     p.add_argument(
         "--randomized", action="store_true", help="uniform tie-breaking (aps, raps, saps)"

@@ -37,7 +37,6 @@ from calibkit.cli.options import (
     add_groups,
     add_input_options,
     add_out,
-    deprecated,
     opt,
 )
 from calibkit.core.errors import InputError
@@ -125,7 +124,6 @@ def add_arguments(sub: Subparsers) -> None:
     p.add_argument("file", metavar="FILE")
     opt(p, "--method", "NAME", "any kind but model: see 'calibkit methods'", required=True)
     add_out(p, "the fitted object (JSON)", file="JSON", short=True)
-    deprecated(p, "--output", "--out", metavar="JSON")
     text = "a parameter of the method (repeatable; 'none' for None)"
     opt(p, "--param", "KEY=VALUE", text, action="append", default=[])
     add_input_options(p)

@@ -3,13 +3,10 @@ that take it; and every list of names the parser spells without importing the li
 
 One concept has one spelling, and one spelling one meaning, across every command
 (``tests/cli/test_glossary.py`` checks every parser against :data:`GLOSSARY`, and
-``docs/cli.md`` is :func:`glossary_markdown`). A spelling a release replaced still works,
-hidden from ``--help`` and warned about on stderr, for one release: :data:`DEPRECATED`.
+``docs/cli.md`` is :func:`glossary_markdown`).
 
 >>> GLOSSARY["--methods"].concept
 'calibrators compared'
->>> DEPRECATED["--split"]
-('--cal-size', ('compare', 'conformal'))
 """
 
 from __future__ import annotations
@@ -208,16 +205,6 @@ GLOSSARY: dict[str, Term] = {
     "--address": Term("Ray address", "a Ray cluster's head", ("study",)),
     "--verbose": Term("Ray's logs", "show Ray's own logs", ("study",)),
     "--threads": Term("threads", "threads of torch and BLAS (before the command)", ()),
-}
-
-#: Spellings a release replaced: old option -> (its one spelling now, the commands it was
-#: in). They still work for one release, hidden from ``--help``, with a warning on stderr.
-DEPRECATED: dict[str, tuple[str, tuple[str, ...]]] = {
-    "--split": ("--cal-size", ("compare", "conformal")),
-    "--score": ("--scores", ("conformal",)),
-    "--conformal": ("--scores", ("shift",)),
-    "--calibrator": ("--method", ("conformal", "labelshift")),
-    "--output": ("--out", ("fit", "apply")),
 }
 
 #: Name lists the parser spells (so that building it imports no numpy or torch), each with

@@ -17,16 +17,13 @@ The report opens with its verdict (how much adapting helped, or how far the prio
 with ``--out DIR`` the folder holds ``report.md``, ``report.html``, ``results.json`` and the
 fitted adapter, ``adapter.json``: ``calibkit apply`` adapts new predictions with it.
 
-The former spellings ``calibkit labelshift SOURCE_FILE TARGET_FILE`` (positionals),
-``--calibrator`` (now ``--method``) and ``--labels`` (now ``--cal-labels``) still work for
-one release, with a warning; ``--method em`` / ``--method bbse``, the estimator's former
-spelling, is refused with a message naming ``--estimator``.
+``--method em`` / ``--method bbse`` (``--method`` names the calibrator) is refused with a
+message naming ``--estimator``.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,7 +46,6 @@ from calibkit.cli.options import (
     add_input_options,
     add_numbers,
     add_out,
-    deprecated,
     opt,
 )
 from calibkit.core.errors import InputError
@@ -76,15 +72,11 @@ def add_arguments(sub: Subparsers) -> None:
     opt(p, "--cal-labels", "L.npy", "labels beside a .npy --cal file")
     opt(p, "--target", "FILE", "target predictions to adapt to (labels optional)")
     opt(p, "--target-labels", "L.npy", "labels beside a .npy --target file (optional)")
-    for dest in ("source_file", "target_file"):  # the former positionals
-        p.add_argument(dest, nargs="?", help=argparse.SUPPRESS)
     add_input_options(p, labels=False)
     what = "score kind of --target when it differs from --cal's (default: --kind's)"
     p.add_argument("--target-kind", choices=("logits", "probs"), help=what)
-    deprecated(p, "--labels", "--cal-labels", metavar="L.npy")
     what = "calibrator of logits fitted on --cal, or none (default %(default)s)"
     opt(p, "--method", "NAME", what, default="bcts")
-    deprecated(p, "--calibrator", "--method", metavar="NAME")
     what = "prior estimator: " + " or ".join(ESTIMATORS) + " (default %(default)s)"
     opt(p, "--estimator", "NAME", what, choices=ESTIMATORS, default="em")
     what = "known target priors P0,P1,... (>= 0, summing to 1) instead of estimating them"
@@ -110,21 +102,8 @@ def _priors(text: str | None, n_classes: int | None = None) -> list[float] | Non
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """The inputs as ``--cal`` / ``--target`` (the former positionals moved there, with a
-    warning), each file existing, ``--method`` a calibrator of logits: before any work."""
-    old = [v for v in (args.source_file, args.target_file) if v is not None]
-    if old and (args.cal is not None or args.target is not None):
-        raise InputError(
-            "--cal/--target", "either --cal and --target or the old positionals", "both"
-        )
-    if old:
-        print(
-            "calibkit: warning: 'labelshift SOURCE_FILE TARGET_FILE' is deprecated; use "
-            "'labelshift --cal SOURCE_FILE --target TARGET_FILE'",
-            file=sys.stderr,
-        )
-        args.cal, args.target = args.source_file, args.target_file
-    del args.source_file, args.target_file
+    """The inputs as ``--cal`` / ``--target``, each file existing, ``--method`` a calibrator
+    of logits: before any work."""
     for value, option in ((args.cal, "--cal"), (args.target, "--target")):
         if value is None:
             raise InputError(option, "a prediction file", "none")

@@ -137,16 +137,12 @@ def add_cal_size(
     default: object = 0.5,
     *,
     shown: str | None = None,
-    alias: bool = True,
 ) -> None:
     """``--cal-size SIZE``: the calibration part of the data (a fraction or a count;
-    ``shown``: the default as the help says it, when ``default`` is None). With ``alias``,
-    the deprecated ``--split`` too (not where ``--split`` names a dataset split: shift)."""
+    ``shown``: the default as the help says it, when ``default`` is None)."""
     said = "%(default)s" if shown is None else shown
     text = f"calibration part: fraction or count, stratified (default {said})"
     opt(p, "--cal-size", "SIZE", text, type=split_size, default=default)
-    if alias:
-        deprecated(p, "--split", "--cal-size", type=split_size)
 
 
 def add_out(
@@ -181,30 +177,6 @@ def add_format(p: argparse.ArgumentParser) -> None:
     """``--format table|json``: what stdout shows (json: the content of results.json)."""
     text = "stdout: the verdict and tables, or results.json's content (default %(default)s)"
     p.add_argument("--format", choices=("table", "json"), default="table", help=text)
-
-
-class _Deprecated(argparse.Action):
-    """A replaced spelling: warns on stderr, then stores into the new option's ``dest``."""
-
-    def __init__(self, option_strings: list[str], dest: str, new: str, **kw: Any) -> None:
-        self.new = new
-        super().__init__(option_strings, dest, **kw)
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
-        import sys
-
-        print(
-            f"calibkit: warning: {option} is deprecated; use {self.new} (same meaning)",
-            file=sys.stderr,
-        )
-        setattr(namespace, self.dest, True if self.nargs == 0 else values)
-
-
-def deprecated(p: argparse._ActionsContainer, old: str, new: str, **kw: Any) -> None:
-    """Accept ``old``, a spelling a release replaced by ``new`` (hidden from ``--help``;
-    listed in :data:`calibkit.cli.glossary.DEPRECATED`)."""
-    dest = new.lstrip("-").replace("-", "_")
-    p.add_argument(old, dest=dest, action=_Deprecated, new=new, help=argparse.SUPPRESS, **kw)
 
 
 def add_force(p: argparse.ArgumentParser) -> None:

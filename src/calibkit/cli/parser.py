@@ -36,6 +36,13 @@ class UsageError(CalibkitError):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        """Every option in its one spelling: no prefix of it is taken for it (argparse's
+        ``allow_abbrev``), so a removed spelling (``--labels``) is refused, not read as a
+        longer option (``--labels-key``), and a new option breaks no command line."""
+        kw.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kw)
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see '{self.prog} --help')")
 

@@ -22,7 +22,6 @@ from calibkit.cli.options import (
     add_format,
     add_numbers,
     add_out,
-    deprecated,
     miscoverage,
     number,
     opt,
@@ -91,7 +90,7 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
     opt(p, "--data", "SPEC", "image dataset (default %(default)s)", default="cifar10-jpeg")
     opt(p, "--data-dir", "DIR", "its folder (default $CALIBKIT_DATA)")
     opt(p, "--split", "NAME", "the dataset's split to use (default %(default)s)", default="test")
-    add_cal_size(p, default=5000, alias=False)
+    add_cal_size(p, default=5000)
     text = "test images kept of the rest, stratified (default: all)"
     opt(p, "--test-size", "N", text, type=number(Integer(low=1)))
 
@@ -115,7 +114,6 @@ def add_arguments(sub: Subparsers) -> None:
     opt(p, "--methods", "A,B,C", text)
     text = "conformity scores among " + ", ".join(SCORES) + ", each on temperature scaling"
     opt(p, "--scores", "S,T", text + ", or none (default %(default)s)", default="raps,lac")
-    deprecated(p, "--conformal", "--scores")
     text = "conformal miscoverage in (0, 1) (default %(default)s)"
     opt(p, "--alpha", "A", text, type=miscoverage, default=0.1)
     text = "input normalisation mean (default %(default)s)"

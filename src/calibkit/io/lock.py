@@ -1,26 +1,22 @@
 """A lock on an output folder, so two calibkit processes never write one folder at once.
 
-The lock is a file (``LOCK``) in the folder, holding the host name, process id and (on
-Linux) process start time of its holder as JSON, and an ``fcntl.flock`` on that file held by
-the holder for as long as it holds the lock. The kernel grants the ``flock`` to one process
-at a time and drops it when its holder dies, however it dies, so taking over the lock of a
-killed study is atomic: of several processes racing for it, exactly one gets it. A process
-that gets the ``flock`` then checks the file (it also names holders that hold no ``flock``:
-an older calibkit) and, once it holds the lock, checks that the file it locked is still the
-one in the folder (a holder removes the file when it releases the lock; a process that
+The lock is a file (``LOCK``) in the folder, holding the host name and process id of its
+holder as JSON, and an ``fcntl.flock`` on that file held by the holder for as long as it
+holds the lock. The kernel grants the ``flock`` to one process at a time and drops it when
+its holder dies, however it dies, so taking over the lock of a killed study is atomic: of
+several processes racing for it, exactly one gets it. A process that gets the ``flock``
+then checks the file and, once it holds the lock, checks that the file it locked is still
+the one in the folder (a holder removes the file when it releases the lock; a process that
 locked the removed file tries again on the new one).
 
-Who holds a lock, as read from the file:
+Who holds a lock:
 
-- a live process on this host (not this lock): refused, naming its host and pid, and saying
+- a process holding the ``flock``, or a process on another host (a ``flock`` cannot be
+  trusted across hosts: never taken over): refused, naming its host and pid, and saying
   that if that process is not a calibkit run the lock is stale and may be removed (its
-  path); a lock recording its holder's start time is stale, and taken over, when the
-  process now holding that pid started at another time (the pid was reused);
-- a process on another host: refused, never taken over (it cannot be checked from here);
-- a process id that no process has (dead), or one that cannot be a process id (not a
-  positive integer up to the system's limit: ``-1``, ``0``, ``true``, 10**20): not a live
-  holder on this host, so the lock is taken over;
-- an empty file (its creator died before writing it): taken over;
+  path);
+- a holder on this host that holds no ``flock`` (it died, whatever the file says), or an
+  empty file (its creator died before writing it): taken over;
 - a file that is not a calibkit lock (not JSON naming a host and a pid): refused, naming
   the file, and left as it is (calibkit never writes over a file it did not write);
 - a symbolic link (dangling or not), or anything but a plain file with one name (a hard
@@ -51,51 +47,6 @@ from calibkit.core.errors import InputError
 
 #: The lock file's name inside the locked folder.
 LOCK = ".calibkit.lock"
-#: The largest process id a process can have (Linux's limit; larger ones are malformed).
-MAX_PID = 2**22
-
-
-def _alive(pid: object) -> bool:
-    """Whether ``pid`` is a live process here (a bool, zero, negative or huge one is not)."""
-    if type(pid) is not int or not 0 < pid <= MAX_PID:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it exists, owned by someone else
-        return True
-    except (OverflowError, OSError):
-        return False
-    return True
-
-
-def start_time(pid: int) -> str | None:
-    """When process ``pid`` started (clock ticks since boot, from ``/proc/<pid>/stat``), or
-    None where that cannot be read (no such process, not Linux).
-
-    Examples
-    --------
-    >>> start_time(os.getpid()) == start_time(os.getpid())
-    True
-    """
-    try:
-        with open(f"/proc/{int(pid)}/stat", "rb") as f:
-            fields = f.read().rpartition(b")")[2].split()
-        return fields[19].decode("ascii")
-    except (OSError, ValueError, IndexError, OverflowError):
-        return None
-
-
-def _held(holder: dict[str, Any]) -> bool:
-    """Whether the process ``holder`` names (on this host) still holds its lock: it is
-    alive, and, when the lock recorded its start time, it is the same process."""
-    pid = holder["pid"]
-    if not _alive(pid):
-        return False
-    started = holder.get("started")
-    now = start_time(pid) if isinstance(started, str) else None
-    return now is None or now == started
 
 
 def _holder(text: str) -> dict[str, Any] | None:
@@ -126,9 +77,6 @@ class FolderLock:
         self.path = Path(folder) / LOCK
         self.argument = argument
         self.me: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid()}
-        started = start_time(os.getpid())
-        if started is not None:
-            self.me["started"] = started
         self._fd: int | None = None
 
     def _refuse(self, holder: dict[str, Any] | None, text: str | None) -> InputError:
@@ -195,9 +143,8 @@ class FolderLock:
                 return None
             text = os.pread(fd, 4096, 0).decode("utf-8", errors="replace")
             if text.strip():
-                holder = _holder(text)
-                same_host = holder is not None and holder["host"] == self.me["host"]
-                if holder is None or not same_host or _held(holder):
+                holder = _holder(text)  # this host's holder holds no flock: stale
+                if holder is None or holder["host"] != self.me["host"]:
                     raise self._refuse(holder, text)
             data = json.dumps(self.me).encode("utf-8")
             os.ftruncate(fd, 0)

@@ -30,7 +30,7 @@ from calibkit.training.optim import steps_per_batch
 
 CHECKPOINT_VERSION = 1
 
-#: What a checkpoint must hold (``last_wrong`` may be missing in older ones).
+#: What a checkpoint must hold.
 CHECKPOINT_KEYS = (
     "version",
     "config",
@@ -40,6 +40,7 @@ CHECKPOINT_KEYS = (
     "generator",
     "torch_rng",
     "history",
+    "last_wrong",
 )
 
 
@@ -81,7 +82,7 @@ class TrainingState:
         torch.set_rng_state(saved["torch_rng"])
         self.history = list(saved["history"])
         device = self.last_wrong.device
-        self.last_wrong = saved.get("last_wrong", self.last_wrong).to(device)
+        self.last_wrong = saved["last_wrong"].to(device)
         if "cuda_rng" in saved and device.type == "cuda":
             torch.cuda.set_rng_state(saved["cuda_rng"], device)
 

@@ -27,7 +27,6 @@ True
 from __future__ import annotations
 
 import logging
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,11 +153,10 @@ def label_shift(
     n_boot: int = 1000,
     level: float = 0.95,
     seed: int = 0,
-    method: str | None = None,
 ) -> LabelShiftResult:
     """Fit on ``source``, estimate the target priors (or take ``priors``), score with labels.
 
-    ``estimator``: ``"em"`` or ``"bbse"`` (``method=``, its former name, is deprecated);
+    ``estimator``: ``"em"`` or ``"bbse"``;
     ``n_bins``, ``n_boot`` (0: no intervals), ``level``, ``seed``: as for
     :func:`calibkit.metrics.evaluate`. A target label of a class the source never shows is
     refused (no prior to reweight).
@@ -176,11 +174,6 @@ def label_shift(
     >>> result.priors.round(2).tolist(), result.true_priors.round(2).tolist()
     ([0.34, 0.28, 0.38], [0.33, 0.31, 0.36])
     """
-    if method is not None:
-        warnings.warn(
-            "label_shift(method=...) is deprecated: use estimator=", DeprecationWarning, 2
-        )
-        estimator = method
     N_BINS.check("n_bins", n_bins)
     RESAMPLES.check("n_boot", n_boot)
     LEVEL.check("level", level)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -73,7 +72,6 @@ log = logging.getLogger(__name__)
 DEFAULT_METHODS = ("none", "temperature", "vector", "ms_odir", "dirichlet")
 #: The conformity scores by default, each split conformal on temperature scaling.
 DEFAULT_SCORES = ("raps", "lac")
-DEFAULT_CONFORMAL = DEFAULT_SCORES  # the name before 0.x's one vocabulary (not in __all__)
 #: The input normalisation of the pretrained CIFAR ResNets (``../shared/data/README.md``).
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -167,7 +165,6 @@ def shift_table(
     n_floor_draws: int = 100,
     n_bins: int = 15,
     seed: int = 0,
-    conformal: Sequence[str] | None = None,
 ) -> list[ShiftRow]:
     """Every method fitted once on ``cal``, evaluated on ``test`` and on each shifted set.
 
@@ -186,8 +183,6 @@ def shift_table(
     n_floor_draws, n_bins, seed
         Draws of the ECE noise floor (0: none, NaN); the bins of the binned metrics; the
         seed of the floors and of the conformal split.
-    conformal
-        Deprecated spelling of ``scores``.
 
     Returns
     -------
@@ -209,11 +204,6 @@ def shift_table(
     >>> [(row.method, row.corruption, row.severity) for row in rows][:3]
     [('none', 'clean', 0), ('none', 'noise', 1), ('temperature', 'clean', 0)]
     """
-    if conformal is not None:
-        warnings.warn(
-            "shift_table(conformal=) is deprecated; use scores=", DeprecationWarning, stacklevel=2
-        )
-        scores = conformal
     if not 0.0 < alpha < 1.0:
         raise InputError("alpha", "a number in (0, 1)", repr(alpha))
     check_conformal_size(scores, alpha, cal.n_samples, seed, "cal")

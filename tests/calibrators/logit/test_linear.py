@@ -24,7 +24,7 @@ from calibkit.calibrators import (
     VectorScaling,
     create_calibrator,
 )
-from calibkit.calibrators import linear_solver as lin
+from calibkit.calibrators.logit import linear_solver as lin
 from calibkit.calibrators.logit.linear import DEFAULT_LAMBDA_GRID, TS_STRENGTH
 from calibkit.core.errors import InputError, NotFittedError
 from calibkit.core.progress import progress_of

@@ -1,5 +1,5 @@
-"""The work the linear fits share: one temperature-scaling fit per distinct input, warm
-starts along the penalty paths, and the diagonal fits' chunked passes."""
+"""The work within a linear fit: one temperature-scaling fit per set, warm starts along
+the penalty paths, and the diagonal fits' chunked passes."""
 
 from __future__ import annotations
 
@@ -22,74 +22,24 @@ def _problem(n: int, k: int, seed: int = 0, t: float = 2.0) -> tuple[np.ndarray,
     return z, y
 
 
-@pytest.fixture
-def fits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the temperature-scaling fits actually run (the cache emptied first)."""
-    ts.clear_temperature_cache()
+def test_no_fit_is_kept_between_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #45, item 4: no process-wide store of fitted temperatures keyed by the data;
+    each fit fits its own TS (once on the whole set, once per fold) and passes it on."""
     calls: list[int] = []
-    real = ts.fit_inverse_temperature
+    real = lin.fit_inverse_temperature
 
     def counted(*args: object, **kw: object) -> float:
         calls.append(1)
         return real(*args, **kw)  # type: ignore[arg-type]
 
+    monkeypatch.setattr(lin, "fit_inverse_temperature", counted)
     monkeypatch.setattr(ts, "fit_inverse_temperature", counted)
-    return calls
-
-
-def test_the_shared_fit_is_a_fresh_fit(fits: list[int]) -> None:
-    z, y = _problem(3000, 5)
-    fresh = ts.fit_inverse_temperature(z, y, 0.1, 10.0)
-    first = ts.shared_inverse_temperature(z, y, None, 0.1, 10.0)
-    again = ts.shared_inverse_temperature(z.copy(), y.copy(), None, 0.1, 10.0)
-    assert abs(first - fresh) <= 1e-8 * fresh
-    assert again == first
-    assert len(fits) == 2  # the direct call and the first shared one; the copy hit
-    assert abs(1.0 / first - 2.0) < 0.2  # the temperature the labels were drawn at
-
-
-def test_a_different_input_is_another_fit(fits: list[int]) -> None:
-    z, y = _problem(500, 4)
-    b = ts.shared_inverse_temperature(z, y, None, 0.1, 10.0)
-    z2 = z.copy()
-    z2[0, 0] += 1.0  # one entry
-    y2 = y.copy()
-    y2[0] = (y2[0] + 1) % 4  # one label
-    ts.shared_inverse_temperature(z2, y, None, 0.1, 10.0)
-    ts.shared_inverse_temperature(z, y2, None, 0.1, 10.0)
-    ts.shared_inverse_temperature(z, y, None, 0.2, 10.0)  # other bounds
-    weighted = ts.shared_inverse_temperature(z, y, np.ones(500), 0.1, 10.0)
-    assert len(fits) == 4  # the weighted fit is Brent's search, not counted
-    assert abs(weighted - b) < 1e-6 * b
-
-
-def test_one_ts_fit_serves_every_method_on_the_same_data(fits: list[int]) -> None:
-    z, y = _problem(2000, 4)
-    t = create_calibrator("temperature").fit(z, y).temperature_
-    assert len(fits) == 1
-    sms = create_calibrator("sms").fit(z, y)
-    odir = create_calibrator("ms_odir", reg_lambda=1.0).fit(z, y)  # no search
-    create_calibrator("vector", shrink="none").fit(z, y)
-    assert len(fits) == 1  # the same logits: no second fit
-    assert sms.temperature_ == t
-    assert odir.centre_temperature_ == t
-
-
-def test_vector_scalings_folds_share_the_temperature_fits(fits: list[int]) -> None:
     z, y = _problem(1500, 3)
     create_calibrator("vector").fit(z, y)
-    once = len(fits)  # the whole set and each of the five folds' training parts
-    assert once == 6
-    create_calibrator("matrix").fit(z, y)
-    assert len(fits) == once  # the same folds: every fold's TS reused
-
-
-def test_the_cache_is_bounded(fits: list[int]) -> None:
-    z, y = _problem(200, 3)
-    for i in range(ts.CACHE_SIZE + 5):
-        ts.shared_inverse_temperature(z + i, y, None, 0.1, 10.0)
-    ts.shared_inverse_temperature(z, y, None, 0.1, 10.0)  # the oldest was dropped
-    assert len(fits) == ts.CACHE_SIZE + 6
+    assert len(calls) == 6  # the whole set and each of the five folds' training parts
+    create_calibrator("vector").fit(z, y)
+    assert len(calls) == 12  # the same data again: fitted again, nothing kept
+    assert not hasattr(ts, "shared_inverse_temperature")
 
 
 def test_diagonal_pass_gradient_and_curvature() -> None:

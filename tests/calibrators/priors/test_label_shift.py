@@ -140,28 +140,10 @@ def test_json_round_trip_is_exact(
         PriorShiftAdapter.from_json(doc)
 
 
-def test_the_former_method_keyword_warns_and_still_works(
-    fitted: tuple[PriorShiftAdapter, np.ndarray],
-) -> None:
-    with pytest.warns(DeprecationWarning, match=r"method=\.\.\.\) is deprecated"):
-        old = PriorShiftAdapter(method="bbse", calibrator="temperature")
-    assert old.get_params() == PriorShiftAdapter("bbse", "temperature").get_params()
-    assert "method" not in old.get_params()
-    with pytest.raises(TypeError, match="'metod'"):
-        PriorShiftAdapter(metod="em")
-
-
-def test_a_document_saved_with_method_still_loads(
-    fitted: tuple[PriorShiftAdapter, np.ndarray],
-) -> None:
-    """Documents written before the estimator had its name say ``params.method``."""
-    adapter, zt = fitted
-    doc = adapter.to_json()
-    doc["params"] = {("method" if k == "estimator" else k): v for k, v in doc["params"].items()}
-    old = PriorShiftAdapter.from_json(doc)
-    assert old.estimator == "em"
-    assert np.array_equal(old.predict_proba(zt), adapter.predict_proba(zt))
-    assert PriorShiftAdapter.from_json(old.to_json()).get_params() == adapter.get_params()
+def test_the_estimator_has_one_keyword() -> None:
+    """Issue #45, item 4: ``method=``, its name before 0.1.0, is gone (no release had it)."""
+    with pytest.raises(TypeError, match="'method'"):
+        PriorShiftAdapter(method="bbse")  # type: ignore[call-arg]
 
 
 def test_module_matches_predict_proba(fitted: tuple[PriorShiftAdapter, np.ndarray]) -> None:

@@ -23,7 +23,7 @@ from calibkit.calibrators.priors.estimators import (
     estimate_priors_em,
     reweight,
 )
-from calibkit.calibrators.priors.label_shift import MAX_ROWS, PriorShiftAdapter
+from calibkit.calibrators.priors.label_shift import PriorShiftAdapter
 from calibkit.calibrators.priors.prior_diagnostics import bbse_conditioning
 from calibkit.core.errors import (
     CalibkitWarning,
@@ -218,26 +218,19 @@ def test_a_source_prior_of_1e_300_is_refused(saved: tuple[Path, dict[str, object
     c[1, 1] += col - c[:, 0].sum()
     state["confusion_"]["__ndarray__"] = c.tolist()
     _refused(path, doc, "source_priors_", "class counts of at least 1 of state.n_source_")
-    # n_source_ and the adapt flags deleted besides (as a document saved before they were
-    # recorded): that file loaded again (NLL 0.227 -> 524); without a count, no prior may
-    # lie below one row of the most a document may count (MAX_ROWS)
-    for field in ("n_source_", "converged_", "identified_", "n_target_"):
-        del state[field]
-    _refused(path, doc, "source_priors_", f"class counts of at least 1 row of at most {MAX_ROWS:,}")
 
 
-def test_a_tiny_source_prior_without_a_count_is_refused_or_loads_as_fitted(
-    saved: tuple[Path, dict[str, object]],
+@pytest.mark.parametrize("field", ["n_source_", "converged_", "identified_", "n_target_"])
+def test_a_document_without_the_count_or_the_flags_is_refused(
+    saved: tuple[Path, dict[str, object]], field: str
 ) -> None:
-    """The bound without ``n_source_`` is the least prior any count of rows gives: a
-    document saved before n_source_ was recorded (none of it, nor the flags) loads."""
+    """Issue #45, item 4: every fit records ``n_source_`` and every adapt its flags; a
+    document without one (as before 0.1.0) is refused naming it, no longer loaded."""
     path, doc = saved
     state = doc["state"]
     assert isinstance(state, dict)
-    for field in ("n_source_", "converged_", "identified_", "n_target_"):
-        del state[field]
-    path.write_text(json.dumps(doc))
-    assert not hasattr(load(path), "n_source_")
+    del state[field]
+    _refused(path, doc, field, "the field is missing")
 
 
 def test_an_edited_soft_is_refused(saved: tuple[Path, dict[str, object]]) -> None:

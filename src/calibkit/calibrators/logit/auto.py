@@ -552,8 +552,7 @@ class AutoCalibrator(Calibrator):
             every = seen == out.n_classes
             names = self.candidates(out.n_classes, every_class=every, n_samples=labels.shape[0])
         same = same_maps(names, out.kind)
-        # the baseline first in each fold: the candidates centred on temperature scaling
-        # fit the same T on the same rows (a shared fit in the solvers)
+        # the baseline first in each fold
         fitted = sorted(
             (name for name in names if name not in same),
             key=lambda name: name != self.baseline,
@@ -714,7 +713,7 @@ class AutoCalibrator(Calibrator):
                 f"no candidate beat {self.baseline}'s {score} by more than {margin}\n({how}, "
                 f"seed {self.seed})"
             )
-        elif pair is None:  # a file saved before the rule
+        elif pair is None:  # no paired difference recorded for it
             text = f"lowest mean {score} over {how}"
         else:
             text = (
@@ -728,23 +727,6 @@ class AutoCalibrator(Calibrator):
         if self.declined_:
             text += f"; declined by their scope: {', '.join(self.declined_)}"
         return text
-
-    def _load_state(self, state: object) -> None:
-        """A file saved before the one-standard-error rule lacks its fields: they are filled
-        in as what that fit was (stratified folds, the lowest mean score); one saved before
-        the declared scopes and the shared cross-fitting lacks ``declined_`` and
-        ``same_as_``: nothing was declined, every candidate was fitted."""
-        added = ("paired_", "folds_used_", "stratified_", "dropped_")
-        if isinstance(state, dict) and not any(key in state for key in added):
-            folds = state.get("cv_fold_scores_", {})
-            first: object = next(iter(folds.values()), []) if isinstance(folds, dict) else []
-            used = len(first) if isinstance(first, list) else 0
-            state = {**state, "paired_": {}, "folds_used_": used}
-            state = {**state, "stratified_": True, "dropped_": []}
-        later = ("declined_", "same_as_")  # saved before the declared scopes (issue 31)
-        if isinstance(state, dict) and not any(key in state for key in later):
-            state = {**state, "declined_": {}, "same_as_": {}}
-        super()._load_state(state)
 
     def _check_state(self) -> None:
         chosen = Calibrator.from_json(self.chosen_state_, source="state.chosen_state_")

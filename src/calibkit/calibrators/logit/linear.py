@@ -43,8 +43,7 @@ the same seeded, stratified k-fold cross-validation as ODIR's (each fold's penal
 at the TS map fitted on that fold's training part; fewer folds when a class has fewer
 rows; a class of one row takes the strongest end). Fits start at the TS map. The chosen
 strength, the cross-validation curve and ``centre_temperature_`` (``T``; 1 without
-shrinkage) are in the fitted state. ``shrink="none"`` is the published method, fitted by
-the same code as before the shrinkage existed; a file saved before it loads as such.
+shrinkage) are in the fitted state. ``shrink="none"`` is the published method.
 
 The objective (mean NLL plus penalty) is minimised by L-BFGS with exact float64 gradients,
 started at the identity map ``W = I, b = 0``; line searches only accept decreases, so no fit
@@ -66,12 +65,10 @@ Vector scaling's path is warm-started the same way (each strength from the previ
 solution), each class's ``(w_j, b_j)`` whitened by its 2 x 2 Hessian block, and its
 passes read the features in cache-sized row chunks; its unshrunk fit starts at the TS map.
 
-**One temperature-scaling fit.** Every ``T`` these methods centre on (the whole set's and
-each fold's) comes from :func:`~calibkit.calibrators.logit.temperature.
-shared_inverse_temperature`, which fits TS once per distinct input (logits, labels,
-weights): in one ``compare`` run the ``temperature`` row, vector and matrix scaling,
-MS-ODIR, Dirichlet and the structured scalings share the fit on the calibration set, and
-the first three share each fold's.
+**One temperature-scaling fit per set.** Each fit fits ``T`` once on the whole set and
+once on each fold's training part, and passes it to the steps that centre on it (the TS
+map, the penalty's centre, the curvature); a TS fit is cheap beside the maps' own
+(``benchmarks/README.md``).
 
 Fitting runs BLAS on one thread (on a busy two-core machine, two BLAS threads made a
 CIFAR-100 fit ten times slower: every mid-sized product waits for both cores) and runs the
@@ -172,21 +169,6 @@ PER_CLASS = Array(shape=("k",), low=-MAX_COEFFICIENT, high=MAX_COEFFICIENT)
 FULL_MATRIX = Array(shape=("k", "k"), low=-MAX_COEFFICIENT, high=MAX_COEFFICIENT)
 
 
-def legacy_unshrunk(
-    params: dict[str, Any], state: dict[str, Any], added: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A file saved before the shrinkage towards temperature scaling (no ``shrink``
-    parameter and none of the ``added`` state fields) holds the unshrunk method's fit: it
-    loads as ``shrink="none"`` with ``added`` (what that fit was) filled in.
-
-    >>> legacy_unshrunk({}, {"bias_": 0}, {"centre_temperature_": 1.0})
-    ({'shrink': 'none'}, {'bias_': 0, 'centre_temperature_': 1.0})
-    """
-    if "shrink" in params or any(key in state for key in added):
-        return params, state
-    return {**params, "shrink": "none"}, {**state, **added}
-
-
 def usable_folds(n_folds: int, labels: I64) -> int:
     """The folds of a stratified cross-validation on ``labels``: ``n_folds``, or as many
     as the smallest class has rows when that is fewer (the data decides, it is not
@@ -237,9 +219,8 @@ class _Linear(Calibrator):
 
     @staticmethod
     def _ts_inverse_temperature(out: ClassifierOutputs, weights: F64 | None) -> float:
-        """``1 / T`` of temperature scaling on ``out`` (T in [0.1, 10]): the fit shared with
-        every other method that centres on it (the ``temperature`` row's included; on
-        log-probabilities, Dirichlet's features, it is the same ``T``)."""
+        """``1 / T`` of temperature scaling on ``out`` (T in [0.1, 10]; on log-probabilities,
+        Dirichlet's features, it is the same ``T``)."""
         return nll_inverse_temperature(out, weights, 0.1, 10.0)
 
     def _design(self, out: ClassifierOutputs, weights: F64 | None = None) -> Design:
@@ -268,13 +249,6 @@ SHRINK_STATE: Constraints = {
     "cv_nll_": CV_NLL,
     "centre_temperature_": CENTRE_TEMPERATURE,
     "shrink_strength_": NON_NEGATIVE,
-}
-#: What a file saved before the shrinkage was fitted with.
-UNSHRUNK_STATE: dict[str, Any] = {
-    "cv_strengths_": np.empty(0),
-    "cv_nll_": np.empty(0),
-    "centre_temperature_": 1.0,
-    "shrink_strength_": 0.0,
 }
 #: The parameters of the shrinkage of vector and matrix scaling.
 SHRINK_PARAMS: Constraints = {
@@ -307,12 +281,6 @@ class _ShrunkScaling(_Linear):
     cv_max_iter: int
     max_iter: int
     tol: float
-
-    @classmethod
-    def _upgrade(
-        cls, params: dict[str, Any], state: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        return legacy_unshrunk(params, state, UNSHRUNK_STATE)
 
     def _store_unshrunk(self) -> None:
         self.cv_strengths_, self.cv_nll_ = np.empty(0), np.empty(0)
@@ -616,12 +584,6 @@ class _ODIR(_Linear):
             tol=tol,
             shrink=shrink,
         )
-
-    @classmethod
-    def _upgrade(
-        cls, params: dict[str, Any], state: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        return legacy_unshrunk(params, state, {"centre_temperature_": 1.0})
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         design = self._design(out, weights)

@@ -17,7 +17,10 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators.base import F64
-from calibkit.calibrators.logit.temperature import shared_inverse_temperature
+from calibkit.calibrators.logit.temperature import (
+    fit_inverse_temperature,
+    fit_weighted_inverse_temperature,
+)
 from calibkit.core.outputs import log_softmax64
 from calibkit.core.progress import Phase
 
@@ -79,11 +82,12 @@ def temperature_map(k: int, inverse_temperature: float) -> F64:
 
 def fit_inverse_temperature_of(design: Design) -> float:
     """The inverse temperature ``1 / T`` of temperature scaling fitted by NLL on the
-    design's features (``T`` in [0.1, 10], the defaults of ``TemperatureScaling``), fitted
-    once per distinct design (:func:`~calibkit.calibrators.logit.temperature.
-    shared_inverse_temperature`: the folds of vector scaling, matrix scaling and MS-ODIR
-    share theirs)."""
-    return shared_inverse_temperature(design.x_rows, design.labels, design.weights, 0.1, 10.0)
+    design's features (``T`` in [0.1, 10], the defaults of ``TemperatureScaling``): each
+    fold's centre in the penalty search."""
+    x, y, w = design.x_rows, design.labels, design.weights
+    if w is None:
+        return fit_inverse_temperature(x, y, 0.1, 10.0)
+    return fit_weighted_inverse_temperature(x, y, w, 0.1, 10.0)
 
 
 class Design:

@@ -22,11 +22,8 @@ True
 
 from __future__ import annotations
 
-import hashlib
 import math
-import threading
 import warnings
-from collections import OrderedDict
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -353,85 +350,16 @@ def fit_weighted_inverse_temperature(
     return math.exp(float(res.x))
 
 
-# ----- one TS fit shared by every method that centres on it ---------------------------------
-#: How many fitted inverse temperatures :func:`shared_inverse_temperature` keeps.
-CACHE_SIZE = 64
-_cache: OrderedDict[bytes, float] = OrderedDict()
-_cache_lock = threading.Lock()
-
-
-def fingerprint(*arrays: object) -> bytes:
-    """A digest of the shapes, dtypes, layouts and bytes of ``arrays`` (``None`` counts as
-    itself): SHA-1, about 0.2 s per 100 MB, a fifth or less of the TS fit it keys. A
-    Fortran-ordered array is read as stored (its key differs from its C-ordered copy's).
-
-    >>> a = np.arange(6.0).reshape(2, 3)
-    >>> fingerprint(a, None) == fingerprint(a.copy(), None), len(fingerprint(a))
-    (True, 20)
-    >>> fingerprint(a) == fingerprint(a.astype(np.float32))
-    False
-    """
-    h = hashlib.sha1(usedforsecurity=False)
-    for a in arrays:
-        if a is None:
-            h.update(b"none;")
-            continue
-        arr = np.asarray(a)
-        fortran = not arr.flags.c_contiguous and arr.flags.f_contiguous
-        h.update(f"{arr.dtype.str}{arr.shape}{'F' if fortran else 'C'};".encode())
-        stored = arr.T if fortran else np.ascontiguousarray(arr)
-        h.update(memoryview(stored).cast("B"))  # type: ignore[arg-type]
-    return h.digest()
-
-
-def shared_inverse_temperature(
-    logits: FloatArray, labels: IntArray, weights: F64 | None, b_min: float, b_max: float
-) -> float:
-    """The NLL-optimal inverse temperature in ``[b_min, b_max]`` of ``logits`` (rows weighted
-    by ``weights``, ``None``: equally), fitted once per distinct input.
-
-    Every method that centres on temperature scaling (TS) asks here, so within one
-    ``compare`` run or one ``auto`` fold TS on given data is fitted once: the result is
-    kept under the :func:`fingerprint` of the logits (as given: the same values in another
-    dtype are another key), labels and weights, with the bounds (the last
-    :data:`CACHE_SIZE` inputs). A hit returns the same float a fresh fit gives.
-
-    >>> z = np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [0.0, 2.0], [1.0, 0.0]])
-    >>> y = np.array([0, 1, 0, 0, 1])
-    >>> b = shared_inverse_temperature(z, y, None, 0.1, 10.0)
-    >>> b == shared_inverse_temperature(z.copy(), y, None, 0.1, 10.0) == fit_inverse_temperature(
-    ...     z, y, 0.1, 10.0)
-    True
-    """
-    key = fingerprint(logits, labels, weights) + np.array([b_min, b_max]).tobytes()
-    with _cache_lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
-    if weights is None:
-        b = fit_inverse_temperature(logits, labels, b_min, b_max)
-    else:
-        b = fit_weighted_inverse_temperature(logits, labels, weights, b_min, b_max)
-    with _cache_lock:
-        _cache[key] = float(b)
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
-    return float(b)
-
-
-def clear_temperature_cache() -> None:
-    """Forget every fit :func:`shared_inverse_temperature` kept."""
-    with _cache_lock:
-        _cache.clear()
-
-
 def nll_inverse_temperature(
     out: ClassifierOutputs, weights: F64 | None, t_min: float, t_max: float
 ) -> float:
     """The inverse temperature minimising the (``weights``-weighted) mean NLL of ``out``
-    for T in ``[t_min, t_max]``: the fit shared by every method that centres on it
-    (:func:`shared_inverse_temperature`)."""
-    return shared_inverse_temperature(out.as_logits(), out.labels, weights, 1 / t_max, 1 / t_min)
+    for T in ``[t_min, t_max]``: the fit of every method that centres on temperature
+    scaling (each fits it once and passes it to the steps that need it)."""
+    logits, b_min, b_max = out.as_logits(), 1 / t_max, 1 / t_min
+    if weights is None:
+        return fit_inverse_temperature(logits, out.labels, b_min, b_max)
+    return fit_weighted_inverse_temperature(logits, out.labels, weights, b_min, b_max)
 
 
 @CALIBRATORS.register(

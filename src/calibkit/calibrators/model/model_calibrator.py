@@ -244,8 +244,6 @@ class ModelCalibrator(Calibrator):
         state = decode(doc.state, "state")
         if not isinstance(params, dict):
             raise InputError("params", "a mapping of parameters", type(params).__name__)
-        if isinstance(state, dict) and doc.header[0] != "calibkit":
-            params, state = cls._upgrade(params, state)  # as that version fitted it
         given = check_params(
             cls.param_constraints, cls._constructor_params(params), "params", prefix="params."
         )
@@ -258,8 +256,6 @@ class ModelCalibrator(Calibrator):
             if key in given and getattr(obj, key) != given[key]:
                 expected = f"{getattr(obj, key)!r}, fixed by {cls.name!r}"
                 raise InputError(f"params.{key}", expected, repr(given[key]))
-        if isinstance(state, dict) and not doc.current:
-            state = obj._older_state(state)
         obj._load_state(state)
         try:
             obj._set_tensors(tensors)
@@ -279,10 +275,6 @@ def saved_paths(path: str | Path) -> tuple[Path, Path]:
     return p.with_suffix(".json"), p.with_suffix(".safetensors")
 
 
-#: The fields naming the tensor file and its sha256: the document's, then calibkit 0.x's.
-_TENSOR_FIELDS = {True: TENSOR_KEYS, False: ("delta_file", "delta_sha256")}
-
-
 def _read_tensors(doc: Document, path: Path) -> tuple[Path, dict[str, Tensor]]:
     """The tensor file the document at ``path`` names, and its tensors: a bare
     ``.safetensors`` name beside the document, at most :data:`MAX_FILE_BYTES`, of the
@@ -290,7 +282,7 @@ def _read_tensors(doc: Document, path: Path) -> tuple[Path, dict[str, Tensor]]:
     from safetensors import SafetensorError
     from safetensors.torch import load
 
-    name_key, sha_key = _TENSOR_FIELDS[doc.header[0] == "calibkit"]
+    name_key, sha_key = TENSOR_KEYS
     name, digest = doc.raw.get(name_key), doc.raw.get(sha_key)
     if not isinstance(name, str) or Path(name).name != name or not name.endswith(".safetensors"):
         expected = "the name of a .safetensors file beside the document"

@@ -20,7 +20,7 @@ True
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Self
+from typing import TYPE_CHECKING, ClassVar, NamedTuple, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -65,9 +65,9 @@ F64 = npt.NDArray[np.float64]
 ESTIMATORS = ("em", "bbse")
 #: What a loaded state lacking one of the optional fields got (as check_state says it).
 MISSING = "nothing: the field is missing"
-#: The state :meth:`PriorShiftAdapter.adapt` sets (both or neither in a saved document).
+#: The state :meth:`PriorShiftAdapter.adapt` sets (all or none in a saved document).
 ADAPT_STATE = ("target_priors_", "n_iter_")
-#: What adapt records about its estimate (all or none: documents saved before them lack them).
+#: What adapt records about its estimate, beside :data:`ADAPT_STATE`.
 ADAPT_FLAGS = ("converged_", "identified_", "n_target_")
 #: The most rows a saved adapter may say it was fitted or adapted on (counts stay exact).
 MAX_ROWS = 2**40
@@ -87,9 +87,7 @@ class PriorShiftAdapter(OnCalibrator):
     Parameters
     ----------
     estimator : {"em", "bbse"}
-        How :meth:`adapt` estimates the target priors (:data:`ESTIMATORS`). Its former
-        name, ``method=``, still works for one release, with a DeprecationWarning; a saved
-        document whose parameters say ``method`` loads as before.
+        How :meth:`adapt` estimates the target priors (:data:`ESTIMATORS`).
     calibrator : str, Calibrator or None
         ``"bcts"`` (bias-corrected temperature scaling, the default), another registered
         calibrator of logits (``"temperature"``, ...) or one as an instance (a fitted one
@@ -181,9 +179,8 @@ class PriorShiftAdapter(OnCalibrator):
     }
     #: ``confusion_`` is hard or soft as ``soft`` was at fit (BBSE reads both): recorded.
     fitted_with: ClassVar[tuple[str, ...]] = ("soft",)
-    #: Unset until :meth:`adapt`; ``n_source_`` and the adapt flags: absent from documents
-    #: saved before they were recorded (such a document loads as before).
-    optional_state: ClassVar[tuple[str, ...]] = ("n_source_", *ADAPT_STATE, *ADAPT_FLAGS)
+    #: Unset until :meth:`adapt`.
+    optional_state: ClassVar[tuple[str, ...]] = (*ADAPT_STATE, *ADAPT_FLAGS)
 
     def __init__(
         self,
@@ -192,22 +189,10 @@ class PriorShiftAdapter(OnCalibrator):
         soft: bool = False,
         tol: float = 1e-8,
         max_iter: int = 10_000,
-        **renamed: Any,
     ) -> None:
-        if renamed:
-            estimator = _renamed_estimator(estimator, renamed)
         self._set_params(
             estimator=estimator, calibrator=calibrator, soft=soft, tol=tol, max_iter=max_iter
         )
-
-    @classmethod
-    def _upgrade(
-        cls, params: dict[str, Any], state: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """A document saved before the estimator had its name: ``method`` -> ``estimator``."""
-        if "method" in params and "estimator" not in params:
-            params = {("estimator" if k == "method" else k): v for k, v in params.items()}
-        return params, state
 
     # ----- fitted state ------------------------------------------------------------------
     @property
@@ -328,8 +313,7 @@ class PriorShiftAdapter(OnCalibrator):
 
     def caveats(self) -> list[str]:
         """What the last :meth:`adapt` found that a reader of its priors must know, in
-        words (empty when nothing: given priors, or an estimate without caveat; also for a
-        document saved before the flags were recorded).
+        words (empty when nothing: given priors, or an estimate without caveat).
 
         Returns
         -------
@@ -344,8 +328,6 @@ class PriorShiftAdapter(OnCalibrator):
         []
         """
         self._check_is_adapted()
-        if not hasattr(self, "converged_"):
-            return []
         found = self._caveats(self.converged_, self.identified_, self.n_target_)
         return [message for _, message in found]
 
@@ -356,7 +338,7 @@ class PriorShiftAdapter(OnCalibrator):
         if not converged:
             found.append((ConvergenceWarning, not_converged_message(self.max_iter, self.tol)))
         if not identified:
-            sigma, floor = bbse_conditioning(self.confusion_, getattr(self, "n_source_", None))
+            sigma, floor = bbse_conditioning(self.confusion_, self.n_source_)
             found.append((SingularSystemWarning, singular_message(sigma, floor)))
         if 0 < n_target < self.n_classes_:
             found.append((SmallSampleWarning, small_sample_message(n_target, self.n_classes_)))
@@ -384,10 +366,8 @@ class PriorShiftAdapter(OnCalibrator):
     # ----- persistence ------------------------------------------------------------------
     def _check_state(self) -> None:
         """A loaded state as :meth:`fit` and :meth:`adapt` can leave it: the source priors
-        those of the counts (the confusion matrix's column sums; with ``n_source_``,
-        counts of at least one row each: no prior below ``1 / n_source_``; without it, a
-        document saved before it was recorded, no prior below ``1 / MAX_ROWS``, the least
-        any count of rows gives), the adapt
+        those of the counts (the confusion matrix's column sums, counts of at least one of
+        the ``n_source_`` rows each: no prior below ``1 / n_source_``), the adapt
         flags beside the target priors and agreeing with the estimator (EM alone may not
         converge, after exactly ``max_iter`` iterations; BBSE alone may find its system
         singular, which the confusion matrix must confirm, and then kept the source
@@ -405,24 +385,15 @@ class PriorShiftAdapter(OnCalibrator):
                 "the column sums of state.confusion_ (the source's label frequencies)",
                 f"{source[j]:.6g} for class {j}, whose column sums to {sums[j]:.6g}",
             )
-        if hasattr(self, "n_source_"):
-            counts = source * self.n_source_
-            whole = np.rint(counts)
-            if (whole < 1).any() or np.abs(counts - whole).max() > 1e-6:
-                j = int(np.argmax((whole < 1) | (np.abs(counts - whole) > 1e-6)))
-                raise InputError(
-                    "state.source_priors_",
-                    f"class counts of at least 1 of state.n_source_ = {self.n_source_} rows "
-                    f"(priors >= {1 / self.n_source_:.3g})",
-                    f"{source[j]:.6g} for class {j} ({counts[j]:.6g} rows)",
-                )
-        elif (source < 1.0 / MAX_ROWS).any():  # no count recorded: at most MAX_ROWS rows
-            j = int(np.argmax(source < 1.0 / MAX_ROWS))
+        counts = source * self.n_source_
+        whole = np.rint(counts)
+        if (whole < 1).any() or np.abs(counts - whole).max() > 1e-6:
+            j = int(np.argmax((whole < 1) | (np.abs(counts - whole) > 1e-6)))
             raise InputError(
                 "state.source_priors_",
-                f"class counts of at least 1 row of at most {MAX_ROWS:,} (priors >= "
-                f"{1 / MAX_ROWS:.3g}; state.n_source_ is not recorded)",
-                f"{source[j]:.6g} for class {j}",
+                f"class counts of at least 1 of state.n_source_ = {self.n_source_} rows "
+                f"(priors >= {1 / self.n_source_:.3g})",
+                f"{source[j]:.6g} for class {j} ({counts[j]:.6g} rows)",
             )
         self._check_adapt_state()
         self._check_calibrator_state()
@@ -431,10 +402,7 @@ class PriorShiftAdapter(OnCalibrator):
         present = [name for name in (*ADAPT_STATE, *ADAPT_FLAGS) if hasattr(self, name)]
         if not present:
             return
-        flags = [name for name in ADAPT_FLAGS if hasattr(self, name)]
-        # the flags came with n_source_: a document with them is no older one
-        needed = [*ADAPT_STATE, *((*ADAPT_FLAGS, "n_source_") if flags else ())]
-        for name in needed:
+        for name in (*ADAPT_STATE, *ADAPT_FLAGS):
             if not hasattr(self, name):
                 beside = ", ".join(f"state.{n}" for n in present)
                 raise InputError(f"state.{name}", f"this field beside {beside}", MISSING)
@@ -442,8 +410,6 @@ class PriorShiftAdapter(OnCalibrator):
         if self.n_iter_ > self.max_iter:
             expected = f"at most params.max_iter = {self.max_iter} iterations"
             raise InputError("state.n_iter_", expected, str(self.n_iter_))
-        if not flags:
-            return
         em = self.estimator == "em" and self.n_target_ > 0
         if not self.converged_ and not (em and self.n_iter_ == self.max_iter):
             raise InputError(
@@ -459,7 +425,7 @@ class PriorShiftAdapter(OnCalibrator):
             raise InputError("state.n_iter_", "at least 1 EM iteration", str(self.n_iter_))
         bbse = self.estimator == "bbse" and self.n_target_ > 0
         if bbse:
-            sigma, floor = bbse_conditioning(self.confusion_, getattr(self, "n_source_", None))
+            sigma, floor = bbse_conditioning(self.confusion_, self.n_source_)
             if self.identified_ != (sigma > floor):
                 raise InputError(
                     "state.identified_",
@@ -487,24 +453,6 @@ class _Estimate(NamedTuple):
     converged: bool
     identified: bool
     n_target: int
-
-
-def _renamed_estimator(estimator: str, renamed: dict[str, Any]) -> str:
-    """``method=``, the estimator's former keyword (deprecated): its value, with a
-    DeprecationWarning; any other unknown keyword is a TypeError, as Python's own."""
-    unknown = sorted(set(renamed) - {"method"})
-    if unknown:
-        raise TypeError(f"PriorShiftAdapter() got an unexpected keyword argument {unknown[0]!r}")
-    warnings.warn(
-        "PriorShiftAdapter(method=...) is deprecated: the prior estimator is now "
-        "estimator= (same values, em or bbse)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    method: str = renamed["method"]
-    if estimator not in ("em", method):
-        raise InputError("method", f"the same estimator as estimator={estimator!r}", repr(method))
-    return method
 
 
 def _prior_module(probs: nn.Module, weights: F64, fallback: F64) -> nn.Module:

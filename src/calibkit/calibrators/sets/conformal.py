@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Self
+from typing import TYPE_CHECKING, ClassVar, NamedTuple, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -335,13 +335,6 @@ class ConformalClassifier(OnCalibrator):
     #: options): recorded by the fit (``fitted_with_``), so a file whose score parameters
     #: were edited since is refused, naming the parameter.
     fitted_with: ClassVar[tuple[str, ...]] = ("score", "randomized", "penalty", "k_reg", "weight")
-    #: Files of calibkit 0.x hold no calibration scores: sets at their own alpha only.
-    optional_state: ClassVar[tuple[str, ...]] = (
-        "label_scores_",
-        "score_labels_",
-        "confidences_",
-        "errors_",
-    )
 
     def __init__(
         self,
@@ -559,13 +552,6 @@ class ConformalClassifier(OnCalibrator):
         of the calibration rows (``thresholds_`` is the one at the fitted ``alpha``)."""
         self.check_is_fitted()
         a = MISCOVERAGE.check("alpha", alpha)
-        if not hasattr(self, "label_scores_"):
-            raise InputError(
-                "alpha",
-                f"the fitted alpha={self.alpha:g} for a file of calibkit 0.x (no stored "
-                "scores: refit to choose another)",
-                f"{a:g}",
-            )
         if self.mondrian:
             parts = [self.label_scores_[self.score_labels_ == c] for c in range(self.n_classes_)]
         else:
@@ -593,8 +579,6 @@ class ConformalClassifier(OnCalibrator):
         """
         self.check_is_fitted()
         c = COVERAGE.check("coverage", coverage)
-        if not hasattr(self, "confidences_"):
-            raise InputError("coverage", "a file fitted by calibkit 1 (0.x stored no rows)", "0.x")
         n = self.confidences_.shape[0]
         keep = max(1, math.ceil(Fraction(c) * n))
         threshold = float(self.confidences_[keep - 1])
@@ -676,37 +660,31 @@ class ConformalClassifier(OnCalibrator):
 
     # ----- persistence ------------------------------------------------------------------
     def _check_state(self) -> None:
-        stored = [hasattr(self, key) for key in self.optional_state]
-        if any(stored) and not all(stored):  # all four, or none (a file of calibkit 0.x)
-            missing = self.optional_state[stored.index(False)]
-            expected = self.state_constraints[missing].describe()
-            raise InputError(f"state.{missing}", expected, "nothing: the field is missing")
-        if all(stored):
-            n = self.n_calibration_
-            if self.label_scores_.shape[0] != n or self.confidences_.shape[0] != n:
-                expected = f"n_calibration_={n} stored rows"
-                raise InputError("state.label_scores_", expected, "another count")
-            if (self.score_labels_ >= self.n_classes_).any():
-                raise InputError("state.score_labels_", f"labels below {self.n_classes_}", "more")
-            counts = np.bincount(self.score_labels_, minlength=self.n_classes_)
-            if not np.array_equal(counts, self.class_counts_):
-                raise InputError("state.score_labels_", "the labels class_counts_ counts", "others")
-            if (np.diff(self.confidences_) > 0).any():
-                raise InputError("state.confidences_", "non-increasing values", "an increase")
+        n = self.n_calibration_
+        if self.label_scores_.shape[0] != n or self.confidences_.shape[0] != n:
+            expected = f"n_calibration_={n} stored rows"
+            raise InputError("state.label_scores_", expected, "another count")
+        if (self.score_labels_ >= self.n_classes_).any():
+            raise InputError("state.score_labels_", f"labels below {self.n_classes_}", "more")
+        counts = np.bincount(self.score_labels_, minlength=self.n_classes_)
+        if not np.array_equal(counts, self.class_counts_):
+            raise InputError("state.score_labels_", "the labels class_counts_ counts", "others")
+        if (np.diff(self.confidences_) > 0).any():
+            raise InputError("state.confidences_", "non-increasing values", "an increase")
         self._check_calibrator_state()
-        self._check_thresholds(all(stored))
+        self._check_thresholds()
 
-    def _check_thresholds(self, scores_stored: bool) -> None:
+    def _check_thresholds(self) -> None:
         """Refuse loaded thresholds no fit gives: each in the score's range
         (:meth:`~calibkit.calibrators.sets.conformal_scores.ConformalScore.value_range`, the
         one declaration), ``inf`` exactly where ``allow_full_sets=True`` let too few rows
-        through, one value for every class unless ``mondrian``, and, where the calibration
-        scores are stored (files of calibkit 1), their quantile at ``alpha``."""
+        through, one value for every class unless ``mondrian``, and the quantile of the
+        stored calibration scores at ``alpha``."""
         low, high = self.score_object().value_range(self.n_classes_)
         on = f"the range of the {self.score!r} score on {self.n_classes_} classes"
         span = f"[{low:g}, {high:g}] ({on})"
         short = self._short_parts()
-        for field in ("thresholds_", "label_scores_") if scores_stored else ("thresholds_",):
+        for field in ("thresholds_", "label_scores_"):
             values = getattr(self, field)
             outside = (values < low - SCORE_TOL) | (values > high + SCORE_TOL)
             if field == "thresholds_":  # inf where allowed: checked below
@@ -727,15 +705,12 @@ class ConformalClassifier(OnCalibrator):
                 self.thresholds_,
                 self.thresholds_ != self.thresholds_[0],
             )
-        if scores_stored:
-            quantiles = self.thresholds(self.alpha)
-            expected = (
-                f"the quantiles of the stored label_scores_ at alpha={self.alpha:g}, "
-                f"{quantiles.tolist()}"
-            )
-            _refuse_at(
-                "state.thresholds_", expected, self.thresholds_, quantiles != self.thresholds_
-            )
+        quantiles = self.thresholds(self.alpha)
+        expected = (
+            f"the quantiles of the stored label_scores_ at alpha={self.alpha:g}, "
+            f"{quantiles.tolist()}"
+        )
+        _refuse_at("state.thresholds_", expected, self.thresholds_, quantiles != self.thresholds_)
 
     def _short_parts(self) -> Mask:
         """Per class, whether its quantile's part (its own rows with ``mondrian``, else every
@@ -747,15 +722,3 @@ class ConformalClassifier(OnCalibrator):
             self.class_counts_ if self.mondrian else np.full(self.n_classes_, self.n_calibration_)
         )
         return np.asarray(counts < rows_needed(self.alpha))
-
-    @classmethod
-    def _upgrade(
-        cls, params: dict[str, Any], state: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """A file of calibkit 0.x kept ``thresholds_`` as a list of floats."""
-        thresholds = state.get("thresholds_")
-        if isinstance(thresholds, list) and all(
-            isinstance(t, float | int) and not isinstance(t, bool) for t in thresholds
-        ):
-            state = {**state, "thresholds_": np.array(thresholds, dtype=np.float64)}
-        return params, state

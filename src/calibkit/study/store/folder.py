@@ -269,10 +269,7 @@ def write_study_file(out: Path, name: str, data: bytes) -> None:
 
 def record_written(out: Path, *names: str) -> None:
     """Add ``names`` (top-level entries a study is about to write) to ``out``'s record,
-    before they are written; refuses a name that exists but is not the study's.
-
-    A folder of an older calibkit gets a record of the study files it holds.
-    """
+    before they are written; refuses a name that exists but is not the study's."""
     out = Path(out)
     written = _written(out, "out")
     for name in names:

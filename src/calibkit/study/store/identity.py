@@ -5,10 +5,7 @@ than mixed: :func:`check_identity` compares them, before anything is written.
 
 A model started from a checkpoint (``init``) is identified by the checkpoint's file name and
 the SHA-256 of its tensors (:func:`init_digest`): a checkpoint replaced under the same name
-makes another run. A run made before calibkit recorded that hash (its ``model`` has no
-``init_sha256``) cannot tell which weights it started from: a study resuming it is refused
-with a message saying to delete that run (it is then trained again) or to use another
-``--out``; a run without ``init`` has nothing to hash and resumes as before.
+makes another run.
 """
 
 from __future__ import annotations
@@ -110,18 +107,6 @@ def check_identity(rdir: Path, identity: dict[str, Any]) -> None:
     if stored is None:
         return
     found = _with_new_defaults(stored, identity) if isinstance(stored, dict) else {}
-    model = found.get("model")
-    if isinstance(model, dict) and "init_sha256" not in model:  # made by an older calibkit
-        if model.get("init") is not None:
-            raise InputError(
-                "out",
-                f"a folder whose run {rdir.name} of {rdir.parent.name} records the hash of "
-                f"its init checkpoint (delete {rdir} to train it again from "
-                f"{model.get('init')}, or use another --out)",
-                "a run made before calibkit recorded it, which cannot tell whether the "
-                "checkpoint was replaced since",
-            )
-        model["init_sha256"] = None
     if found != identity:
         diff = sorted(k for k in set(found) | set(identity) if found.get(k) != identity.get(k))
         got = "different " + ", ".join(diff)

@@ -1,5 +1,5 @@
-"""Tests of saving and loading a fitted Neural Clamping (the model kind's document, a tensor
-file beside it, and calibkit 0.x's sidecar)."""
+"""Tests of saving and loading a fitted Neural Clamping (the model kind's document and a tensor
+file beside it)."""
 
 from __future__ import annotations
 
@@ -21,12 +21,12 @@ from calibkit.calibrators.model.clamping import (
     NeuralClampingFocal,
     SGDSettings,
 )
+from calibkit.calibrators.model.clamping.settings import SGD_FIELDS
 from calibkit.core.errors import InputError
 from tests.calibrators.model.clamping.problems import problem
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-DATA = Path(__file__).parent / "data"
 QUICK = SGDSettings(epochs=1, batch_size=64, progress=False)
 
 
@@ -208,69 +208,29 @@ def test_tampered_documents_are_refused_naming_the_field(tmp_path: Path) -> None
         assert info.value.argument == f"calibkit file {tmp_path / 'nc.json'}: {field}", field
 
 
-def test_a_file_written_before_the_settings_were_grouped_loads() -> None:
-    """``data/nc_v1.*``: written by the flat-constructor code (format version 1), a fit of
-    ``problem()`` with gamma (0, 1), random init, 2 epochs of batches of 64, hold-out 0.2."""
-    model, x, _ = problem()
-    nc = NeuralClamping.load(DATA / "nc_v1", model)
-    # it names no variant: read as nc_fl, which fixes no parameter (the file holds them all)
-    assert type(nc) is NeuralClampingFocal
-    generic = calibkit.load(DATA / "nc_v1.json", model=model)
-    assert type(generic) is NeuralClampingFocal
-    assert generic.to_json() == nc.to_json()
-    doc = json.loads((DATA / "nc_v1.json").read_text())
-    # the file records the precision it was fitted in (float32, the default then)
-    assert nc.sgd == SGDSettings(batch_size=64, epochs=2, progress=False, precision="float32")
-    assert (nc.gamma, nc.init, nc.holdout) == ((0.0, 1.0), "random", 0.2)
-    assert nc.temperature_ == doc["state"]["temperature_"]
-    assert nc.history_ == doc["state"]["history_"]
-    assert nc.ece_by_gamma_ == {0.0: doc["state"]["ece_by_gamma_"][0][1], 1.0: 0.08439543221295}
-    # stored values come back exactly: the fitted state is read, not recomputed
-    assert (nc.holdout_losses_, nc.delta_kept_) == (doc["state"]["holdout_losses_"], True)
-    assert nc.sgd_log_temperature_ == doc["state"]["sgd_log_temperature_"]
-    # written before the guard said which of it decided: filled in as what that fit was
-    assert "guard_" not in doc["state"]
-    assert (nc.guard_, nc.holdout_ts_loss_) == ("delta kept", None)
-    assert nc.guard.startswith("delta kept (held-out NLL ")
-    stored = safetensors.torch.load_file(DATA / "nc_v1.safetensors")["delta"]
-    assert torch.equal(nc.delta_, stored)
-    # the predictions are recomputed by float32 dot products (8 terms, |terms| summing to ~40)
-    # on whatever CPU runs the test: a logit may move by ~8 * 2**-24 * 40 = 2e-5, and so the
-    # relative error of a probability (that of its log) is up to ~2e-5 / T; measured against
-    # this file (written on an AMD EPYC): 2.4e-6 on an AVX-512/AMX Xeon, 1.1e-5 with
-    # ATEN_CPU_CAPABILITY=default; a wrong temperature or delta moves them by > 1e-2
-    np.testing.assert_allclose(nc.predict_proba(x), np.load(DATA / "nc_v1_proba.npy"), rtol=1e-4)
-
-
-def _as_legacy(doc: dict[str, object]) -> dict[str, object]:
-    """A format-2 document of Neural Clamping in calibkit 0.x's sidecar layout."""
-    return {
+def test_a_sidecar_of_before_0_1_0_is_refused_as_unsupported(tmp_path: Path) -> None:
+    """Issue #45, item 4: the ``calibkit_neural_clamping`` sidecar and format 2 were written
+    only before 0.1.0, the first release: one InputError naming the file, no upgrade."""
+    model, x, y = problem()
+    NeuralClamping(model, sgd=QUICK).fit(x, y).save(tmp_path / "nc")
+    doc = json.loads((tmp_path / "nc.json").read_text())
+    sidecar = {
         "calibkit_neural_clamping": 1,
         "params": doc["params"],
         "state": doc["state"],
         "delta_file": doc["tensors_file"],
         "delta_sha256": doc["tensors_sha256"],
     }
-
-
-def test_a_legacy_file_of_a_variant_loads_as_an_equivalent_nc_fl(tmp_path: Path) -> None:
-    model, x, y = problem()
-    nc = NeuralClampingCE(model, sgd=QUICK).fit(x, y)
-    nc.save(tmp_path / "nc")
-    doc = json.loads((tmp_path / "nc.json").read_text())
-    _write(tmp_path / "nc.json", _as_legacy(doc))
-    back = calibkit.load(tmp_path / "nc.json", model=model)
-    assert type(back) is NeuralClampingFocal
-    assert back.get_params() == nc.get_params()
-    assert back.to_json() == {**nc.to_json(), "method": "nc_fl"}
-    assert np.array_equal(back.predict_proba(x), nc.predict_proba(x))
-    # its tampering is refused as a new file's is
-    _write(tmp_path / "nc.json", {**_as_legacy(doc), "delta_sha256": "0" * 64})
-    with pytest.raises(InputError, match="checksum"):
-        calibkit.load(tmp_path / "nc.json", model=model)
-    _write(tmp_path / "nc.json", {**_as_legacy(doc), "tensors_file": "nc.safetensors"})
-    with pytest.raises(InputError, match="tensors_file"):
-        calibkit.load(tmp_path / "nc.json", model=model)
+    unsupported = "(unsupported: written before calibkit 0.1.0)"
+    for old, got in [
+        (sidecar, f"a calibkit_neural_clamping document {unsupported}"),
+        ({**doc, "calibkit": 2}, f"format version 2 {unsupported}"),
+    ]:
+        _write(tmp_path / "nc.json", old)
+        with pytest.raises(InputError) as info:
+            calibkit.load(tmp_path / "nc.json", model=model)
+        assert info.value.argument == f"calibkit file {tmp_path / 'nc.json'}: document"
+        assert info.value.got == got
 
 
 def test_a_guard_that_disagrees_with_the_fit_is_refused(tmp_path: Path) -> None:
@@ -296,8 +256,8 @@ def test_the_document_keeps_the_settings_flat(tmp_path: Path) -> None:
     model, x, y = problem()
     NeuralClamping(model, sgd=QUICK).fit(x, y).save(tmp_path / "nc")
     params = json.loads((tmp_path / "nc.json").read_text())["params"]
-    old = json.loads((DATA / "nc_v1.json").read_text())["params"]
-    assert set(params) == set(old)
+    assert "sgd" not in params
+    assert set(SGD_FIELDS) <= set(params)
     assert (params["epochs"], params["batch_size"]) == (1, 64)
 
 

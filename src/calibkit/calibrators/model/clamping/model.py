@@ -103,7 +103,6 @@ from calibkit.calibrators.model.clamping.persistence import (
     loaded_state,
     saved_params,
     saved_state,
-    upgrade_guard,
 )
 from calibkit.calibrators.model.clamping.search import GammaFit, search_gamma
 from calibkit.calibrators.model.clamping.settings import SGDSettings, split_params
@@ -443,12 +442,6 @@ class NeuralClamping(ModelCalibrator):
 
     def _saved_state(self) -> dict[str, Any]:
         return saved_state(super()._saved_state())
-
-    @classmethod
-    def _upgrade(
-        cls, params: dict[str, Any], state: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        return params, upgrade_guard(params, state)
 
     def _check_state(self) -> None:
         check_relations(self)

@@ -6,16 +6,13 @@ calibrator is (:mod:`~calibkit.calibrators.model.model_calibrator`): the documen
 beside a ``.safetensors`` file holding ``delta_`` (as ``delta``). What is its own, here:
 
 - the parameters keep the fields of
-  :class:`~calibkit.calibrators.model.clamping.settings.SGDSettings` flat among the others, as
-  calibkit 0.x's sidecar (``{"calibkit_neural_clamping": 1, ...}``) always has, so that
-  sidecar reads as the same document; every parameter is required;
+  :class:`~calibkit.calibrators.model.clamping.settings.SGDSettings` flat among the
+  others; every parameter is required;
 - the state holds ``ece_by_gamma_`` as ``[gamma, ECE]`` pairs and ``sgd_log_temperature_``
   as null where no SGD ran (NaN in memory); the relations between the fitted attributes
   are checked on load (:func:`check_relations`), the log temperature among them: in the
   range the exact step searches (:data:`~calibkit.calibrators.model.clamping.objective.
   T_BOUNDS`) where the fit took that step, else where the SGD left it;
-- a file written before the guard said which of it decided gets its ``guard_`` as what
-  that fit was: no hold-out, or delta kept or dropped (:func:`upgrade_guard`);
 - the tensor file holds one finite floating-point ``delta`` (:func:`delta_of`).
 """
 
@@ -88,19 +85,6 @@ def loaded_state(nc: NeuralClamping) -> None:
     nc.ece_by_gamma_ = {g: e for g, e in _pairs(nc)}
     if nc.sgd_log_temperature_ is None:
         nc.sgd_log_temperature_ = math.nan
-
-
-def upgrade_guard(params: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
-    """The state of a file written before ``guard_`` and ``holdout_ts_loss_``, as that fit
-    was: no hold-out, or ``delta`` kept or dropped."""
-    if any(key in state for key in ("guard_", "holdout_ts_loss_")):
-        return state
-    kept = GUARDS[1] if state.get("delta_kept_") is True else GUARDS[2]
-    return {
-        **state,
-        "guard_": kept if params.get("holdout") else GUARDS[0],
-        "holdout_ts_loss_": None,
-    }
 
 
 def check_relations(nc: NeuralClamping) -> None:
