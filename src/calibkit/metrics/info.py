@@ -50,6 +50,7 @@ from calibkit.metrics.selective import (
     risk_at_coverage,
 )
 from calibkit.metrics.smooth import smooth_ece
+from calibkit.metrics.sweep import ece_sweep
 
 #: What ``evaluate``'s interval of a metric is (:attr:`MetricInfo.interval`).
 Interval = Literal["mean", "influence", "bootstrap", "true_error", "none"]
@@ -440,6 +441,19 @@ for _info in (  # name, label, kind, percent, better, has_floor, function, in_su
         options=("mode",),
         interval="none",
         summary="ECE of a kernel-smoothed reliability curve, no bins (Błasiok & Nakkiran 2023)",
+    ),
+    MetricInfo(
+        "ece_sweep",
+        "ECE sweep",
+        "error",
+        True,
+        "min",
+        False,
+        ece_sweep,
+        False,
+        options=("mode",),
+        interval="none",
+        summary="ECE over the most equal-mass bins whose accuracies rise (Roelofs et al. 2022)",
     ),
     # mean top-label confidence: outside the default suite (evaluate's keys), computed by the
     # suite's kernels where asked for (the per-group results, calibkit.metrics.groups)
