@@ -55,14 +55,13 @@ from typing import ClassVar
 import numpy as np
 from torch import nn
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.base import F64, Calibrator
 from calibkit.calibrators.logit.temperature_smoothed import (
     default_smoothing,
     mix_uniform,
     with_smoothing,
 )
 from calibkit.calibrators.modules import OneVsRest, StepMaps, TopLabel
-from calibkit.calibrators.scope import Scope
 from calibkit.core.binning import (
     I64,
     N_BINS,
@@ -164,13 +163,6 @@ class _Binning(Calibrator):
         return {"k": n_classes, "m": len(one_vs_rest_classes(n_classes)), "n_bins": self.n_bins}
 
 
-@CALIBRATORS.register(
-    "histogram",
-    summary=(
-        "Top-label histogram binning: each confidence replaced by the accuracy of its bin "
-        "(n_bins bins of equal width or equal mass)."
-    ),
-)
 class HistogramBinning(_Binning):
     """Top-label histogram binning with ``n_bins`` bins (``scheme`` equal_width/equal_mass).
 
@@ -234,20 +226,6 @@ class HistogramBinning(_Binning):
         return with_smoothing(top, self.smoothing_)
 
 
-@CALIBRATORS.register(
-    "histogram_classwise",
-    scope=Scope(
-        cross_fit_max_classes=500,
-        cross_fit_reason=(
-            "K one-vs-rest histograms a fit (3 s at 20,000 x 1,000 on 2 busy cores, five per "
-            "auto), and 2x TS's NLL on CIFAR-100"
-        ),
-    ),
-    summary=(
-        "One-vs-rest histogram binning of every class's probability, then renormalised to sum"
-        " to one."
-    ),
-)
 class ClasswiseHistogramBinning(_Binning):
     """One-vs-rest histogram binning of every class's probability, renormalised.
 

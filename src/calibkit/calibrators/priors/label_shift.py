@@ -43,7 +43,6 @@ import numpy.typing as npt
 
 from calibkit.calibrators.base import Calibrator
 from calibkit.calibrators.fitted import (
-    CALIBRATORS,
     CalibratorSpec,
     FittedObject,
     OnCalibrator,
@@ -55,6 +54,7 @@ from calibkit.calibrators.priors.prior_diagnostics import (
     singular_message,
     small_sample_message,
 )
+from calibkit.core import catalog
 from calibkit.core.errors import (
     ConvergenceWarning,
     InputError,
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 
 F64 = npt.NDArray[np.float64]
 #: The prior estimators (``PriorShiftAdapter(estimator=...)``; ``calibkit labelshift --estimator``).
-ESTIMATORS = ("em", "bbse")
+ESTIMATORS = catalog.PRIOR_ESTIMATORS
 #: How far from 1 a prior vector's sum may be (float32 frequencies written as text).
 PRIOR_SUM_TOL = 1e-6
 #: What a loaded state lacking one of the optional fields got (as check_state says it).
@@ -300,14 +300,6 @@ def _bbse(c: F64, p: F64, soft: bool, n_source: int | None) -> tuple[F64, bool]:
     return np.asarray(pi / total, dtype=np.float64), True
 
 
-@CALIBRATORS.register(
-    "prior_shift",
-    default=False,
-    summary=(
-        "A calibrator (BCTS by default) followed by adaptation to the target's class priors, "
-        "estimated by EM or BBSE from unlabelled target rows."
-    ),
-)
 class PriorShiftAdapter(OnCalibrator):
     """A calibrator plus prior adaptation to a label-shifted target (module docstring).
 
