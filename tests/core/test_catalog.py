@@ -119,3 +119,25 @@ def test_the_prior_estimators_are_the_adapters_choices() -> None:
         PriorShiftAdapter(estimator=name)
     with pytest.raises(InputError, match="estimator"):
         PriorShiftAdapter(estimator="mle")
+
+
+@pytest.mark.parametrize("name", list(catalog.MODEL_ENTRIES))
+def test_every_model_entry_resolves_to_its_factory(name: str) -> None:
+    from calibkit.models import MODELS
+
+    entry = catalog.MODEL_ENTRIES[name]
+    module = importlib.import_module(f"calibkit.models.{entry.module}")
+    assert MODELS.get(name) is getattr(module, name)
+    assert dict(MODELS.info(name)) == entry.info()
+
+
+def test_the_models_are_listed_without_importing_torch() -> None:
+    code = (
+        "import sys\n"
+        "from calibkit.cli.common import check_name\n"
+        "from calibkit.core import catalog\n"
+        "check_name('resnet20', '--model', tuple(catalog.MODEL_ENTRIES))\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -210,3 +210,18 @@ def test_a_declared_entry_is_described_once() -> None:
         "One.",
         [],
     )
+
+
+def test_a_declared_attribute_is_registered_when_its_module_is_imported() -> None:
+    """``"module:attribute"``: the module registers nothing, the declaration names the
+    object (a model factory of the catalog)."""
+    widgets: Registry[Any] = Registry("widget")
+    widgets.declare("dumps", "json:dumps", summary="Text.")
+    assert not widgets.is_loaded("dumps")
+    import json
+
+    assert widgets.get("dumps") is json.dumps
+    assert widgets.info("dumps")["summary"] == "Text."
+    widgets.declare("nothing", "json:no_such_function")
+    with pytest.raises(AttributeError, match="no_such_function"):
+        widgets.get("nothing")

@@ -230,15 +230,6 @@ NAME_LISTS: dict[str, tuple[tuple[str, ...], str]] = {
     "executors": (("serial", "processes", "ray"), "calibkit.study.run.executor_factory:EXECUTORS"),
     # the registries' names, so that a mistyped name is refused before torch is imported
     # (the calibrators' are read from calibkit.core.catalog)
-    "models": (
-        (
-            *("lenet5", "lenet5_dropout", "resnet8", "resnet14", "resnet20", "resnet32"),
-            *("resnet44", "resnet56", "resnet110", "resnet18", "wrn16_4", "wrn28_10"),
-            *("wrn40_10", "resnet50_28", "resnet101", "vit_small_patch16_224"),
-            *("mixer_b16_224", "mlp"),
-        ),
-        "calibkit.models:MODELS",
-    ),
     "datasets": (
         ("digits", "cifar10-jpeg", "cifar10", "cifar100", "bloodmnist", "imagenet-val"),
         "calibkit.data:DATASETS",

@@ -159,7 +159,7 @@ def _check_first(args: argparse.Namespace) -> None:
     from calibkit.cli.common import check_input, check_method, check_name, output_folder
 
     if args.model is not None:
-        check_name(args.model, "--model", names("models"))
+        check_name(args.model, "--model", tuple(catalog.MODEL_ENTRIES))
     check_input(args.weights, "--weights")
     data, _, shift = args.data.partition("@")
     check_name(data.partition(":")[0].strip(), "--data", names("datasets"))

@@ -440,6 +440,62 @@ CONFORMITY_SCORES: dict[str, str] = {
 #: The prior estimators of label-shift adaptation (``PriorShiftAdapter(estimator=...)``,
 #: ``calibkit labelshift --estimator``).
 PRIOR_ESTIMATORS = ("em", "bbse")
+
+
+class Model(NamedTuple):
+    """One model factory of :data:`MODEL_ENTRIES` (``calibkit.models.MODELS``): the function
+    named as its key in ``calibkit.models.<module>``, and its metadata.
+
+    Parameters
+    ----------
+    module : str
+        Its module under ``calibkit.models``.
+    family : str
+        ``"lenet"``, ``"cifar_resnet"``, ``"resnet"``, ``"wide_resnet"``, ``"mlp"`` or
+        ``"timm"`` (timm's names, started from a timm checkpoint).
+    input_size : int, optional
+        The image size it is made for, if not 32.
+    depth : int, optional
+        A CIFAR ResNet's depth (to start one from a checkpoint).
+
+    Examples
+    --------
+    >>> MODEL_ENTRIES["resnet20"].info()
+    {'family': 'cifar_resnet', 'depth': 20}
+    """
+
+    module: str
+    family: str
+    input_size: int | None = None
+    depth: int | None = None
+
+    def info(self) -> dict[str, Any]:
+        """The metadata the registry keeps for it (what is given)."""
+        keys = ("family", "input_size", "depth")
+        return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
+
+
+#: Every model factory by name, in the order of ``MODELS.names()``.
+MODEL_ENTRIES: dict[str, Model] = {
+    "lenet5": Model("lenet", "lenet"),
+    "lenet5_dropout": Model("lenet", "lenet"),
+    "resnet8": Model("resnet_cifar", "cifar_resnet", depth=8),
+    "resnet14": Model("resnet_cifar", "cifar_resnet", depth=14),
+    "resnet20": Model("resnet_cifar", "cifar_resnet", depth=20),
+    "resnet32": Model("resnet_cifar", "cifar_resnet", depth=32),
+    "resnet44": Model("resnet_cifar", "cifar_resnet", depth=44),
+    "resnet56": Model("resnet_cifar", "cifar_resnet", depth=56),
+    "resnet110": Model("resnet_cifar", "cifar_resnet", depth=110),
+    "resnet18": Model("resnet", "resnet"),
+    "wrn16_4": Model("resnet", "wide_resnet"),
+    "wrn28_10": Model("resnet", "wide_resnet"),
+    "wrn40_10": Model("resnet", "wide_resnet"),
+    "resnet50_28": Model("bottleneck", "resnet", input_size=28),
+    "resnet101": Model("bottleneck", "timm", input_size=224),
+    "vit_small_patch16_224": Model("vit", "timm", input_size=224),
+    "mixer_b16_224": Model("mixer", "timm", input_size=224),
+    "mlp": Model("mlp", "mlp"),
+}
 #: Each class (``Entry.where``) -> its key.
 _BY_CLASS = {entry.where: name for name, entry in ENTRIES.items()}
 

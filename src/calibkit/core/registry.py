@@ -215,8 +215,9 @@ class Registry(Generic[T]):
         attributes: Mapping[str, Any] | None = None,
         **info: Any,
     ) -> None:
-        """Declare the entry ``name``, which importing ``module`` registers, without importing
-        it: :meth:`names`, :meth:`defaults`, :meth:`kind_of` (``kind``), ``in`` and
+        """Declare the entry ``name``, which importing ``module`` registers (or, given as
+        ``"module:attribute"``, whose ``attribute`` is registered once imported), without
+        importing it: :meth:`names`, :meth:`defaults`, :meth:`kind_of` (``kind``), ``in`` and
         :meth:`fact` (``info`` and the object's ``attributes``) answer from the declaration;
         :meth:`get`, :meth:`info` and :meth:`create` import ``module`` first. ``info`` is the
         part of the ``register`` call's metadata that can be read early (its ``order`` is
@@ -260,7 +261,10 @@ class Registry(Generic[T]):
         key = self._aliases.get(name, name) if isinstance(name, str) else name
         if isinstance(key, str) and key in self._declared:
             module = self._declared[key][0]
-            importlib.import_module(module)
+            path, _, attribute = module.partition(":")
+            loaded = importlib.import_module(path)
+            if key in self._declared and attribute:  # the object the declaration names
+                self.register(key)(getattr(loaded, attribute))
             if key in self._declared:
                 raise RuntimeError(
                     f"{self.kind} {key!r} is declared in {module}, which did not register it"
