@@ -3,6 +3,7 @@ every public name of the package root has its page, with its docstring and its e
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import os
 import re
@@ -10,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,12 +101,34 @@ def test_every_public_function_and_class_has_an_example() -> None:
     assert not (NO_EXAMPLE - without), f"remove from NO_EXAMPLE: {sorted(NO_EXAMPLE - without)}"
 
 
+def _api_conf() -> Any:
+    """docs/api/conf.py, imported."""
+    spec = importlib.util.spec_from_file_location("api_conf", ROOT / "docs" / "api" / "conf.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@needs_sources
+def test_a_catalog_line_lists_the_kinds_calibrators() -> None:
+    """Issue #45, item 1: a page lists the calibrators of a kind from the catalog."""
+    text = _api_conf().catalog_autosummary("Sets\n\n.. catalog:: sets\n")
+    assert text == (
+        "Sets\n\n.. autosummary::\n   :toctree: generated\n   :nosignatures:\n\n"
+        "   ConformalClassifier\n"
+    )
+    with pytest.raises(ValueError, match="no public calibrator of kind 'model'"):
+        _api_conf().catalog_autosummary(".. catalog:: model\n")
+
+
 @needs_sources
 def test_every_public_name_is_on_a_concept_page() -> None:
     """Each root name is listed once, in the autosummary of one page of docs/api."""
     listed: list[str] = []
     for page in sorted((ROOT / "docs" / "api").glob("*.rst")):
-        text = page.read_text(encoding="utf-8")
+        text = _api_conf().catalog_autosummary(page.read_text(encoding="utf-8"))
         for block in re.findall(r"\.\. autosummary::\n((?:   .*\n|\n)+)", text):
             listed += [line.strip() for line in block.splitlines() if line.strip()[:1].isalpha()]
     assert sorted(listed) == sorted(calibkit.__all__)

@@ -1,5 +1,5 @@
-"""The package's public API: every exported name resolves, ``dir`` lists only those, the
-lazy export table and the type checkers' imports agree; py.typed ships."""
+"""The package's public API: every exported name resolves (the catalogued calibrators
+too), ``dir`` lists only those; py.typed ships."""
 
 from __future__ import annotations
 
@@ -36,24 +36,19 @@ def test_dir_shows_the_public_names_only() -> None:
     assert shown == sorted([*calibkit.__all__, "__version__"])
 
 
-def _type_checking_imports() -> dict[str, str]:
-    """Name -> module of the ``from M import N`` lines under ``if TYPE_CHECKING:``."""
-    tree = ast.parse(Path(calibkit.__file__).read_text(encoding="utf-8"))
-    block = next(
-        node
-        for node in tree.body
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
-    )
-    return {
-        alias.name: str(node.module)
-        for node in block.body
-        if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    }
+def test_every_catalogued_class_is_public() -> None:
+    """A calibrator declared in the catalog is ``calibkit.X`` and ``calibkit.calibrators.X``
+    with no other line (issue #45, item 1)."""
+    import calibkit.calibrators
+    from calibkit.core.catalog import ENTRIES
 
-
-def test_the_export_table_and_the_type_checking_imports_agree() -> None:
-    assert _type_checking_imports() == calibkit._EXPORTS
+    for name, entry in ENTRIES.items():
+        klass = calibkit.calibrators.CALIBRATORS.get(name)
+        if entry.exported:
+            assert getattr(calibkit, entry.class_name) is klass
+            assert entry.class_name in calibkit.calibrators.__all__
+        else:
+            assert entry.class_name not in calibkit.__all__
 
 
 @pytest.mark.parametrize(

@@ -2,15 +2,19 @@
 
 Every page documents names as ``calibkit.<name>``, the way users import them; the names load
 lazily from the package root, so autodoc imports them through ``calibkit.__getattr__``. The
-build is offline (no intersphinx) and treats every warning as an error (``-W``).
+build is offline (no intersphinx) and treats every warning as an error (``-W``). A page lists
+the calibrators of a kind with a ``.. catalog:: KIND`` line, which becomes the autosummary of
+their classes read from ``calibkit.core.catalog`` (:func:`catalog_autosummary`).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import calibkit
+from calibkit.core import catalog
 
 #: The package documented: the one imported (``scripts/docs.sh`` puts ``src`` first on the path).
 PACKAGE = Path(calibkit.__file__).resolve().parent
@@ -146,7 +150,52 @@ def _public_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
     )
 
 
+#: A page's line that lists the catalogued calibrators of a kind.
+CATALOG_LINE = re.compile(r"^\.\. catalog:: (\w+)$", re.MULTILINE)
+
+
+def catalog_autosummary(text: str) -> str:
+    """``text`` (a page's source) with each ``.. catalog:: KIND`` line replaced by the
+    autosummary of the public classes of the entries of ``KIND`` in the catalog, in its
+    order."""
+
+    def listing(match: re.Match[str]) -> str:
+        entries = catalog.ENTRIES.values()
+        names = [e.class_name for e in entries if e.exported and e.kind == match.group(1)]
+        if not names:
+            raise ValueError(f"no public calibrator of kind {match.group(1)!r}: {match.group(0)}")
+        head = ".. autosummary::\n   :toctree: generated\n   :nosignatures:\n\n"
+        return head + "\n".join(f"   {name}" for name in names)
+
+    return CATALOG_LINE.sub(listing, text)
+
+
+def _expand_catalog(app: Any, docname: str, source: list[str]) -> None:
+    source[0] = catalog_autosummary(source[0])
+
+
+def _catalog_stubs(app: Any) -> None:
+    """The stub pages of the catalogued classes (autosummary's generator reads the pages'
+    files as written, without their ``.. catalog::`` lines expanded)."""
+    from sphinx.ext.autosummary.generate import generate_autosummary_docs
+
+    kinds = dict.fromkeys(e.kind for e in catalog.ENTRIES.values() if e.exported)
+    listing = Path(app.doctreedir) / "catalog.rst"
+    listing.parent.mkdir(parents=True, exist_ok=True)
+    text = ".. currentmodule:: calibkit\n\n" + "".join(f".. catalog:: {k}\n\n" for k in kinds)
+    listing.write_text(catalog_autosummary(text), encoding="utf-8")
+    generate_autosummary_docs(
+        [str(listing)],
+        output_dir=Path(app.srcdir) / "generated",
+        app=app,
+        imported_members=app.config.autosummary_imported_members,
+        overwrite=app.config.autosummary_generate_overwrite,
+    )
+
+
 def setup(app: Any) -> None:
+    app.connect("source-read", _expand_catalog)
+    app.connect("builder-inited", _catalog_stubs, priority=400)  # before autosummary's
     app.connect("missing-reference", _public_reference)
     app.connect("autodoc-process-docstring", _data_docstring)
     app.connect("autodoc-process-bases", _public_bases)

@@ -40,77 +40,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from calibkit.core import catalog as _catalog
+from calibkit.core.lazy import type_checking_imports as _type_checking_imports
 from calibkit.core.version import __version__
 
-#: Each module of the public API -> the names it gives the package (loaded on first access).
-#: A new public name goes here and in the ``TYPE_CHECKING`` imports at the end (tested equal).
-_MODULES: dict[str, str] = {
-    "calibkit.core.errors": (
-        "BoundWarning CalibkitError CalibkitWarning InputError NotFittedError UnknownNameError"
-    ),
-    "calibkit.core.outputs": "ClassifierOutputs as_outputs",
-    "calibkit.core.binning": "BinStats bin_stats",
-    "calibkit.io.predictions": "load_groups load_lm load_predictions save_predictions",
-    "calibkit.io.lm_outputs": "LMOutputs",
-    "calibkit.metrics": (
-        "BinIntervals BinNorm BootstrapInterval BrierDecomposition CalibrationTest "
-        "CorpReliability EXTRA_METRICS Evaluation FLOOR_METRICS GroupEvaluation METRICS "
-        "METRIC_NAMES MetricInfo MetricSuite RankStatistic Residual RiskCoverage SampleMean "
-        "ScoreDecomposition SetMetrics SmoothReliability StreamingCalibration accuracy aece augrc "
-        "aurc bin_intervals bootstrap_ci brier brier_decomposition brier_reliability "
-        "brier_resolution brier_uncertainty calibration_error calibration_tests corp_reliability "
-        "coverage_at_risk debiased_ece debiased_marginal_ce eaurc ece entropy evaluate "
-        "evaluate_groups extra_names failure_auroc floor_names hosmer_lemeshow_test ks_error "
-        "ks_test kuiper_test mce mmce nll ranking_change register_metric reliability_stats "
-        "risk_at_coverage risk_coverage_curve rmsce sce score_decomposition set_metrics "
-        "smooth_ece smooth_reliability spiegelhalter_test suite_names"
-    ),
-    "calibkit.metrics.simulated": "Simulation SimulationTruth simulate",
-    "calibkit.metrics.intervals": "CalibrationInterval ece_interval l2_ece_interval",
-    "calibkit.losses": "LOSSES create_loss",
-    "calibkit.calibrators": (
-        "ABLATIONS AutoCalibrator BetaCalibration BiasCorrectedTemperatureScaling CALIBRATORS "
-        "CalibratedModel Calibrator CalibratorSpec CentredIsotonicCalibrator "
-        "ClasswiseHistogramBinning ConformalClassifier DirichletCalibration "
-        "GroupwiseTemperatureScaling HistogramBinning IsotonicCalibrator MatrixScaling "
-        "MatrixScalingODIR Multicalibration NeuralClamping PlattScaling PostHoc PriorShiftAdapter "
-        "SGDSettings ScalingBinning SmoothedTemperatureScaling SplineCalibration "
-        "StructuredMatrixScaling StructuredMatrixScalingCV StructuredVectorScaling "
-        "TemperatureScaling TemperatureScalingECE VectorScaling VennAbers adapt_priors "
-        "create_calibrator ece_grid_minimum ece_temperature_curve estimate_priors_bbse "
-        "estimate_priors_em export_onnx export_program load"
-    ),
-    "calibkit.calibrators.sklearn_wrapper": "CalibratedClassifier",
-    "calibkit.models": "MODELS create_model",
-    "calibkit.data": "DATASETS load_dataset",
-    "calibkit.training": "TrainConfig train",
-    "calibkit.core.splits": "split_outputs",
-    "calibkit.workflows.compare": "compare",
-    "calibkit.workflows.comparison": "Comparison MethodResult",
-    "calibkit.workflows.recommendation": "Recommendation",
-    "calibkit.workflows.conformal": "SetsResult conformal_sets",
-    "calibkit.workflows.label_shift": (
-        "LabelShiftResult label_shift resample_to_priors simulate_label_shift"
-    ),
-    "calibkit.workflows.shift": "ShiftRow severity_summary shift_table",
-    "calibkit.workflows.shift_study": "ShiftResult ShiftSettings run_shift",
-    "calibkit.workflows.demo": "DemoResult DemoSettings run_demo",
-    "calibkit.workflows.evaluate": "EvaluationRun evaluate_outputs",
-    "calibkit.reporting.display": "ReliabilityDisplay",
-    "calibkit.reporting.figures": (
-        "reliability_figure reliability_grid save_figure smooth_reliability_figure"
-    ),
-    "calibkit.reporting.curves": "ece_temperature_figure risk_coverage_figure",
-    "calibkit.reporting.compare_report": "write_compare_report",
-    "calibkit.reporting.shift_report": "shift_report write_shift_report",
-    "calibkit.reporting.document": "Document Figure Gallery Paragraph Section Table Verdict",
-    "calibkit.reporting.render": "to_html to_markdown",
-    "calibkit.reporting.evaluate_report": "evaluation_report",
-    "calibkit.reporting.writer": "Report print_report write_report",
-    "calibkit.study": "StudyConfig load_study_config run_study",
+#: Public name -> the module that defines it: the ``TYPE_CHECKING`` imports at the end (what
+#: type checkers read, written once), and every catalogued calibrator's class
+#: (:func:`calibkit.core.catalog.exported`).
+_EXPORTS: dict[str, str] = {
+    **_type_checking_imports(__file__),
+    **dict.fromkeys(_catalog.exported(), "calibkit.calibrators"),
 }
-#: Public name -> the module that defines it.
-_EXPORTS: dict[str, str] = {name: mod for mod, names in _MODULES.items() for name in names.split()}
 
 __all__ = sorted(_EXPORTS)
 
@@ -130,43 +70,18 @@ def __dir__() -> list[str]:
     return sorted({*__all__, "__version__"})
 
 
-# What the names are, for type checkers and IDEs: the same names from the same modules as
-# _MODULES (tests/test_package.py checks that the two lists agree).
+# The public names (but the catalogued calibrators), for type checkers and IDEs, and for
+# _EXPORTS: a new public name is one import here.
 if TYPE_CHECKING:
     from calibkit.calibrators import (
         ABLATIONS,
         CALIBRATORS,
-        AutoCalibrator,
-        BetaCalibration,
-        BiasCorrectedTemperatureScaling,
         CalibratedModel,
         Calibrator,
         CalibratorSpec,
-        CentredIsotonicCalibrator,
-        ClasswiseHistogramBinning,
-        ConformalClassifier,
-        DirichletCalibration,
-        GroupwiseTemperatureScaling,
-        HistogramBinning,
-        IsotonicCalibrator,
-        MatrixScaling,
-        MatrixScalingODIR,
-        Multicalibration,
         NeuralClamping,
-        PlattScaling,
         PostHoc,
-        PriorShiftAdapter,
-        ScalingBinning,
         SGDSettings,
-        SmoothedTemperatureScaling,
-        SplineCalibration,
-        StructuredMatrixScaling,
-        StructuredMatrixScalingCV,
-        StructuredVectorScaling,
-        TemperatureScaling,
-        TemperatureScalingECE,
-        VectorScaling,
-        VennAbers,
         adapt_priors,
         create_calibrator,
         ece_grid_minimum,

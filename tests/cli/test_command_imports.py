@@ -145,7 +145,7 @@ def test_listing_methods_and_numpy_only_calibrators_load_no_torch(
     files: Path, argv: list[str]
 ) -> None:
     """Issue #46, item 11: the registry's metadata is read without importing a calibrator's
-    module (``calibrators/catalogue.py``), and temperature scaling (by NLL or ECE) and BCTS
+    module (``calibkit/core/catalog.py``), and temperature scaling (by NLL or ECE) and BCTS
     are fitted and applied by numpy alone: ``import torch`` was 5 s of each command."""
     loaded = set(_loaded(files, *argv))
     assert "torch" not in loaded

@@ -113,14 +113,3 @@ def test_cli_name_lists_equal_the_librarys(what: str) -> None:
     else:
         library = tuple(obj() if callable(obj) else obj)
     assert spelled == library
-
-
-def test_the_method_kinds_and_aliases_are_the_registrys() -> None:
-    from calibkit.calibrators import CALIBRATORS
-    from calibkit.calibrators.persistence import KINDS
-    from calibkit.cli.glossary import CALIBRATOR_ALIASES, METHOD_KINDS, method_names
-
-    assert tuple(METHOD_KINDS) == tuple(KINDS)
-    assert set(method_names()) == set(CALIBRATORS.names())
-    aliases = {a: n for n in CALIBRATORS.names() for a in CALIBRATORS.info(n).get("aliases", ())}
-    assert aliases == CALIBRATOR_ALIASES

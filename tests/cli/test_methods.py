@@ -97,7 +97,7 @@ def test_every_method_records_a_full_plain_description(name: str) -> None:
     """Recorded beside its entry point (no docstring fallback for calibkit's own), one
     plain sentence (or two clauses) ending in a full stop."""
     text = CALIBRATORS.info(name).get("summary")
-    assert isinstance(text, str), f"{name} records no summary= in CALIBRATORS.register"
+    assert isinstance(text, str), f"{name} declares no summary in calibkit.core.catalog"
     assert summary(name) == text
     assert "\n" not in text
     assert text.endswith("."), text

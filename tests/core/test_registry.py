@@ -135,14 +135,15 @@ def test_a_declared_entry_is_listed_without_its_module_and_loaded_when_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue #46, item 11: names, kinds, defaults and the listing's facts come from the
-    declaration; ``get`` imports the module, whose ``register`` keeps the declared place."""
+    declaration; ``get`` imports the module, whose ``register`` (by name alone: issue #45,
+    item 1) keeps the declared place and metadata."""
     import sys
     import types
 
     module = "declared_widget_module"
     (tmp_path / f"{module}.py").write_text(
         "from declared_widget_registry import WIDGETS\n"
-        "@WIDGETS.register('late', default=False, summary='Late.', aliases=('lt',))\n"
+        "@WIDGETS.register('late')\n"
         "class Late:\n    colour = 'red'\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -191,3 +192,33 @@ def test_a_declared_module_that_registers_nothing_is_named() -> None:
         widgets.get("ghost")
     with pytest.raises(ValueError, match="already registered"):
         widgets.declare("ghost", "calibkit.core.errors")
+
+
+def test_a_declared_entry_is_described_once() -> None:
+    """Issue #45, item 1: the declaration holds an entry's metadata; registering it again
+    with metadata (a second copy) is refused, by name alone it keeps the declared."""
+    widgets: Registry[Any] = Registry("widget")
+    widgets.declare("one", "calibkit.core.errors", summary="One.", default=False)
+    with pytest.raises(ValueError, match="'one' is declared with its metadata"):
+        widgets.register("one", summary="One.")
+    widgets.register("one")(int)
+    assert (widgets.get("one"), widgets.info("one")["summary"], widgets.defaults()) == (
+        int,
+        "One.",
+        [],
+    )
+
+
+def test_a_declared_attribute_is_registered_when_its_module_is_imported() -> None:
+    """``"module:attribute"``: the module registers nothing, the declaration names the
+    object (a model factory of the catalog)."""
+    widgets: Registry[Any] = Registry("widget")
+    widgets.declare("dumps", "json:dumps", summary="Text.")
+    assert not widgets.is_loaded("dumps")
+    import json
+
+    assert widgets.get("dumps") is json.dumps
+    assert widgets.info("dumps")["summary"] == "Text."
+    widgets.declare("nothing", "json:no_such_function")
+    with pytest.raises(AttributeError, match="no_such_function"):
+        widgets.get("nothing")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,12 +16,8 @@ from tests.conftest import shared_path
 from tests.data.synthetic import bloodmnist_npz, cifar10_jpeg_zip, imagenet_folder
 
 
-def test_registry_names() -> None:
-    names = ["digits", "cifar10-jpeg", "cifar10", "cifar100", "bloodmnist", "imagenet-val"]
-    assert DATASETS.names() == names
-    with pytest.raises(
-        UnknownNameError, match="bloodmnist, cifar10, cifar10-jpeg, cifar100, digits, imagenet-val"
-    ):
+def test_an_unknown_dataset_lists_every_registered_name() -> None:
+    with pytest.raises(UnknownNameError, match=re.escape(", ".join(sorted(DATASETS.names())))):
         load_dataset("mnist")
 
 

@@ -5,8 +5,9 @@
   registry :data:`CALIBRATORS`, the one JSON document and :func:`load`; ``modules.py`` and
   ``calibrated_model.py``: the torch modules every kind exports to; ``export.py``: those
   modules as a ``torch.export`` program or an ONNX file that take any number of rows;
-  ``catalogue.py``: every registered entry declared (name, kind, summary) without importing
-  its module, so that listing them or fitting temperature scaling needs no torch;
+  every entry is declared in :mod:`calibkit.core.catalog` (name, class, summary, ...)
+  without importing its module, so that listing them or fitting temperature scaling needs
+  no torch;
 - ``logit/``: calibrators of logits (temperature scaling ... ``auto``);
 - ``groups/``: calibrators that take each row's group (group-wise TS, multicalibration);
 - ``model/``: calibrators that take the model and its inputs (Neural Clamping);
@@ -26,143 +27,47 @@ from typing import TYPE_CHECKING, Any
 # The contract and the registry are imported at once (numpy only); every other public name
 # loads its module on first use (PEP 562, ``__getattr__`` below), so that reading the
 # registry's metadata (``calibkit methods``) or fitting temperature scaling imports no torch.
-# The order of the methods in reports is that of ``catalogue.ENTRIES`` (``CALIBRATORS.names()``).
-from calibkit.calibrators.base import CALIBRATORS, Calibrator, create_calibrator
-from calibkit.calibrators.fitted import CalibratorSpec, PostHoc, load
+# The order of the methods in reports is that of ``core.catalog.ENTRIES`` (``CALIBRATORS.names()``).
+from calibkit.calibrators.base import CALIBRATORS as CALIBRATORS
+from calibkit.calibrators.base import Calibrator as Calibrator
+from calibkit.calibrators.base import create_calibrator as create_calibrator
+from calibkit.calibrators.fitted import CalibratorSpec as CalibratorSpec
+from calibkit.calibrators.fitted import PostHoc as PostHoc
+from calibkit.calibrators.fitted import load as load
+from calibkit.core import catalog as _catalog
+from calibkit.core.lazy import type_checking_imports as _type_checking_imports
 
-if TYPE_CHECKING:
-    from calibkit.calibrators.calibrated_model import CalibratedModel
-    from calibkit.calibrators.export import export_onnx, export_program
-    from calibkit.calibrators.groups.groupwise import (
-        GroupwiseTemperatureScaling,
-        Multicalibration,
-    )
-    from calibkit.calibrators.logit.auto import AutoCalibrator
-    from calibkit.calibrators.logit.bias_corrected import BiasCorrectedTemperatureScaling
-    from calibkit.calibrators.logit.binary import BetaCalibration, PlattScaling
-    from calibkit.calibrators.logit.centred_isotonic import CentredIsotonicCalibrator
-    from calibkit.calibrators.logit.histogram import ClasswiseHistogramBinning, HistogramBinning
-    from calibkit.calibrators.logit.isotonic import IsotonicCalibrator
-    from calibkit.calibrators.logit.linear import (
-        DirichletCalibration,
-        MatrixScaling,
-        MatrixScalingODIR,
-        VectorScaling,
-    )
-    from calibkit.calibrators.logit.scaling_binning import ScalingBinning
-    from calibkit.calibrators.logit.spline import SplineCalibration
-    from calibkit.calibrators.logit.structured import (
-        StructuredMatrixScaling,
-        StructuredMatrixScalingCV,
-        StructuredVectorScaling,
-    )
-    from calibkit.calibrators.logit.temperature import TemperatureScaling
+if TYPE_CHECKING:  # the public names besides the catalogued classes, each from its module
+    from calibkit.calibrators.calibrated_model import CalibratedModel as CalibratedModel
+    from calibkit.calibrators.export import export_onnx as export_onnx
+    from calibkit.calibrators.export import export_program as export_program
+    from calibkit.calibrators.logit.temperature_grid import ece_grid_minimum as ece_grid_minimum
     from calibkit.calibrators.logit.temperature_grid import (
-        TemperatureScalingECE,
-        ece_grid_minimum,
-        ece_temperature_curve,
+        ece_temperature_curve as ece_temperature_curve,
     )
-    from calibkit.calibrators.logit.temperature_smoothed import SmoothedTemperatureScaling
-    from calibkit.calibrators.logit.venn_abers import VennAbers
-    from calibkit.calibrators.model.clamping import ABLATIONS, NeuralClamping, SGDSettings
+    from calibkit.calibrators.model.clamping import ABLATIONS as ABLATIONS
+    from calibkit.calibrators.model.clamping import NeuralClamping as NeuralClamping
+    from calibkit.calibrators.model.clamping import SGDSettings as SGDSettings
+    from calibkit.calibrators.priors.estimators import adapt_priors as adapt_priors
     from calibkit.calibrators.priors.estimators import (
-        adapt_priors,
-        estimate_priors_bbse,
-        estimate_priors_em,
+        estimate_priors_bbse as estimate_priors_bbse,
     )
-    from calibkit.calibrators.priors.label_shift import PriorShiftAdapter
-    from calibkit.calibrators.sets.conformal import ConformalClassifier
+    from calibkit.calibrators.priors.estimators import estimate_priors_em as estimate_priors_em
 
-#: Each public name loaded on first use -> its module (under calibkit.calibrators).
-_LAZY: dict[str, str] = {
-    "TemperatureScaling": "logit.temperature",
-    "TemperatureScalingECE": "logit.temperature_grid",
-    "ece_grid_minimum": "logit.temperature_grid",
-    "ece_temperature_curve": "logit.temperature_grid",
-    "VectorScaling": "logit.linear",
-    "MatrixScaling": "logit.linear",
-    "MatrixScalingODIR": "logit.linear",
-    "DirichletCalibration": "logit.linear",
-    "SmoothedTemperatureScaling": "logit.temperature_smoothed",
-    "BiasCorrectedTemperatureScaling": "logit.bias_corrected",
-    "StructuredVectorScaling": "logit.structured",
-    "StructuredMatrixScaling": "logit.structured",
-    "StructuredMatrixScalingCV": "logit.structured",
-    "HistogramBinning": "logit.histogram",
-    "ClasswiseHistogramBinning": "logit.histogram",
-    "IsotonicCalibrator": "logit.isotonic",
-    "PlattScaling": "logit.binary",
-    "BetaCalibration": "logit.binary",
-    "ScalingBinning": "logit.scaling_binning",
-    "VennAbers": "logit.venn_abers",
-    "CentredIsotonicCalibrator": "logit.centred_isotonic",
-    "SplineCalibration": "logit.spline",
-    "AutoCalibrator": "logit.auto",
-    "GroupwiseTemperatureScaling": "groups.groupwise",
-    "Multicalibration": "groups.groupwise",
-    "ConformalClassifier": "sets.conformal",
-    "PriorShiftAdapter": "priors.label_shift",
-    "adapt_priors": "priors.estimators",
-    "estimate_priors_bbse": "priors.estimators",
-    "estimate_priors_em": "priors.estimators",
-    "CalibratedModel": "calibrated_model",
-    "export_onnx": "export",
-    "export_program": "export",
-    "ABLATIONS": "model.clamping",
-    "NeuralClamping": "model.clamping",
-    "SGDSettings": "model.clamping",
-}
+#: Each public name loaded on first use -> its module: those of the ``TYPE_CHECKING`` imports
+#: above, and the class of every entry of :mod:`calibkit.core.catalog` (but the Neural
+#: Clamping variants; type checkers see those through ``__getattr__``).
+_LAZY: dict[str, str] = {**_type_checking_imports(__file__), **_catalog.exported()}
+#: The names imported at once (the contract and the registry), then the lazy ones.
+_EAGER = ("CALIBRATORS", "Calibrator", "CalibratorSpec", "PostHoc", "create_calibrator", "load")
 
-__all__ = [
-    "ABLATIONS",
-    "CALIBRATORS",
-    "AutoCalibrator",
-    "BetaCalibration",
-    "BiasCorrectedTemperatureScaling",
-    "CalibratedModel",
-    "Calibrator",
-    "CalibratorSpec",
-    "CentredIsotonicCalibrator",
-    "ClasswiseHistogramBinning",
-    "ConformalClassifier",
-    "DirichletCalibration",
-    "GroupwiseTemperatureScaling",
-    "HistogramBinning",
-    "IsotonicCalibrator",
-    "MatrixScaling",
-    "MatrixScalingODIR",
-    "Multicalibration",
-    "NeuralClamping",
-    "PlattScaling",
-    "PostHoc",
-    "PriorShiftAdapter",
-    "SGDSettings",
-    "ScalingBinning",
-    "SmoothedTemperatureScaling",
-    "SplineCalibration",
-    "StructuredMatrixScaling",
-    "StructuredMatrixScalingCV",
-    "StructuredVectorScaling",
-    "TemperatureScaling",
-    "TemperatureScalingECE",
-    "VectorScaling",
-    "VennAbers",
-    "adapt_priors",
-    "create_calibrator",
-    "ece_grid_minimum",
-    "ece_temperature_curve",
-    "estimate_priors_bbse",
-    "estimate_priors_em",
-    "export_onnx",
-    "export_program",
-    "load",
-]
+__all__ = sorted([*_EAGER, *_LAZY])
 
 
 def __getattr__(name: str) -> Any:
     """A public name of :data:`_LAZY`, its module imported on first use (then kept here)."""
     if name in _LAZY:
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

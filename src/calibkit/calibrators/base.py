@@ -116,8 +116,8 @@ class Calibrator(PostHoc):
     """Base class of post-hoc calibrators (see the module docstring).
 
     A subclass declares ``param_constraints`` and implements ``_fit`` plus ``_transform``
-    (logit maps) or ``_predict_proba``; registering it with ``CALIBRATORS.register`` gives
-    it its ``name``.
+    (logit maps) or ``_predict_proba``; its entry in :mod:`calibkit.core.catalog` gives it
+    its ``name`` (a plug-in's: ``CALIBRATORS.register("name")``).
 
     Examples
     --------

@@ -66,7 +66,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators.catalogue import declare_all
 from calibkit.calibrators.estimator import EstimatorAPI, same_value
 from calibkit.calibrators.persistence import (
     KINDS,
@@ -77,7 +76,7 @@ from calibkit.calibrators.persistence import (
     read_json_document,
     write_json_document,
 )
-from calibkit.core import errors
+from calibkit.core import catalog, errors
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Dims, check_state
 from calibkit.core.outputs import check_scores, log_softmax64
@@ -131,7 +130,14 @@ def _build(name: str, klass: type[PostHoc], model: object = None, **params: Any)
 CALIBRATORS: Registry[type[PostHoc]] = Registry(
     "calibrator", on_register=_set_name, create=_build, kind_of=lambda cls: cls.kind
 )
-declare_all(CALIBRATORS)  # every entry's name and metadata, its module imported when asked
+for _name, _entry in catalog.ENTRIES.items():  # known at once, each module imported when asked
+    CALIBRATORS.declare(
+        _name,
+        _entry.module,
+        kind=_entry.kind,
+        attributes={"binary_only": _entry.binary_only},
+        **_entry.info(),
+    )
 
 
 class PostHoc(EstimatorAPI, ABC):
@@ -139,7 +145,9 @@ class PostHoc(EstimatorAPI, ABC):
 
     A kind declares ``kind``, ``param_constraints``, ``state_constraints`` (and
     ``optional_state``, ``fit_metadata``) and implements ``fit`` and ``to_module``;
-    registering it with ``CALIBRATORS.register`` names it. The rest is here.
+    its entry in :mod:`calibkit.core.catalog` names it and registers it in
+    :data:`CALIBRATORS` when its module is imported (a plug-in's class is registered with
+    ``CALIBRATORS.register("name")``). The rest is here.
 
     Examples
     --------
@@ -206,6 +214,15 @@ class PostHoc(EstimatorAPI, ABC):
             raise TypeError(f"{cls.__name__}.kind must be one of {', '.join(KINDS)}")
         cls.needs_model = cls.kind == "model"
         cls.takes_groups = "groups" in cls.fit_metadata
+        key = catalog.key_of(cls.__module__, cls.__qualname__)
+        if key is not None:  # a catalogued class: its entry says its name and facts
+            entry = catalog.ENTRIES[key]
+            if cls.kind != entry.kind:
+                raise TypeError(
+                    f"{cls.__name__} is of kind {cls.kind!r}, in {entry.kind!r}'s folder"
+                )
+            cls.binary_only = entry.binary_only
+            CALIBRATORS.register(key)(cls)
 
     # ----- construction ---------------------------------------------------------------
     @classmethod

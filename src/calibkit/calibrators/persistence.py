@@ -59,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit.core import catalog
 from calibkit.core.errors import InputError
 from calibkit.core.validation import check_file_path, is_integer
 
@@ -66,13 +67,7 @@ from calibkit.core.validation import check_file_path, is_integer
 #: computed with, ``fitted_with_`` and ``input_kind_``, where the method declares them).
 FORMAT_VERSION = 3
 #: The kinds of fitted object, each with what it maps (``calibkit methods`` lists them so).
-KINDS: dict[str, str] = {
-    "logits": "calibrators of logits: logits -> calibrated probabilities",
-    "groups": "calibrators that take each row's group: logits + groups -> probabilities",
-    "model": "calibrators that take the model: inputs -> calibrated probabilities",
-    "sets": "conformal predictors: logits -> prediction sets (and probabilities)",
-    "priors": "prior-shift adapters: logits -> probabilities adapted to new class priors",
-}
+KINDS = catalog.KINDS
 #: The fields of a document, in the order :func:`document` writes them.
 DOCUMENT_KEYS = ("calibkit", "kind", "method", "params", "state")
 #: Extra fields of a model calibrator's document (its tensors live in a file beside it).

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from calibkit.cli.glossary import method_aliases, method_kind, method_names
+from calibkit.core import catalog
 from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.io.atomic import check_parent, refuse_link, refuse_special
 
@@ -59,9 +59,9 @@ def check_method(name: str, option: str, kinds: tuple[str, ...] = CALIBRATOR_KIN
     """Refuse, before the registry (and torch) is imported, a method that does not exist
     (suggesting the nearest of ``kinds``) or is of another kind than ``kinds`` (then
     :func:`method_class` says why, importing the registry: a rare case)."""
-    kind = method_kind(name)
+    kind = catalog.kind_of(name)
     if kind is None:
-        raise UnknownNameError(option, name, [*method_names(kinds), *method_aliases(kinds)])
+        raise UnknownNameError(option, name, [*catalog.names(kinds), *catalog.aliases(kinds)])
     if kind not in kinds:
         method_class(name, option, kinds)
 

@@ -21,7 +21,6 @@ from calibkit.cli.common import (
     report_inputs,
     report_options,
 )
-from calibkit.cli.glossary import names
 from calibkit.cli.options import (
     FILES,
     Subparsers,
@@ -33,11 +32,11 @@ from calibkit.cli.options import (
     miscoverage,
     opt,
 )
+from calibkit.core import catalog
 from calibkit.core.errors import InputError, nearest_name
 
-#: The conformity scores the command line spells (equal to the library's, a test checks;
-#: spelled in the glossary so that building the parser imports no numpy).
-SCORES = names("conformity scores")
+#: The conformity scores (read from the catalog, so that building the parser imports no numpy).
+SCORES = tuple(catalog.CONFORMITY_SCORES)
 
 
 def _scores(text: str) -> list[str]:

@@ -210,46 +210,13 @@ GLOSSARY: dict[str, Term] = {
 #: Name lists the parser spells (so that building it imports no numpy or torch), each with
 #: the library object it must equal (``module:attribute``; a registry gives its ``names()``).
 NAME_LISTS: dict[str, tuple[tuple[str, ...], str]] = {
-    "conformity scores": (
-        ("lac", "aps", "raps", "saps"),
-        "calibkit.calibrators.sets.conformal_scores:SCORES",
-    ),
-    "prior estimators": (("em", "bbse"), "calibkit.calibrators.priors.label_shift:ESTIMATORS"),
     "calibration tests": (
         ("spiegelhalter", "ks", "kuiper", "hosmer_lemeshow"),
         "calibkit.metrics.calibration_tests:TEST_LABELS",
     ),
     "executors": (("serial", "processes", "ray"), "calibkit.study.run.executor_factory:EXECUTORS"),
-    # the registries' names (``module:registry:kind`` selects one kind's), so that a mistyped
-    # name is refused before torch is imported
-    "calibrators of logits": (
-        (
-            *("temperature", "temperature_ece", "vector", "matrix", "ms_odir", "dirichlet"),
-            *("svs", "sms", "sms_cv", "temperature_smoothed", "bias_corrected_temperature"),
-            *("histogram", "histogram_classwise", "isotonic", "platt", "beta"),
-            *("scaling_binning", "venn_abers", "isotonic_centred", "spline", "auto"),
-        ),
-        "calibkit.calibrators:CALIBRATORS:logits",
-    ),
-    "group calibrators": (
-        ("temperature_groupwise", "multicalibration"),
-        "calibkit.calibrators:CALIBRATORS:groups",
-    ),
-    "model calibrators": (
-        ("nc_ce", "nc_fl", "nc_fast", "ts_focal"),
-        "calibkit.calibrators:CALIBRATORS:model",
-    ),
-    "conformal predictors": (("conformal",), "calibkit.calibrators:CALIBRATORS:sets"),
-    "prior adapters": (("prior_shift",), "calibkit.calibrators:CALIBRATORS:priors"),
-    "models": (
-        (
-            *("lenet5", "lenet5_dropout", "resnet8", "resnet14", "resnet20", "resnet32"),
-            *("resnet44", "resnet56", "resnet110", "resnet18", "wrn16_4", "wrn28_10"),
-            *("wrn40_10", "resnet50_28", "resnet101", "vit_small_patch16_224"),
-            *("mixer_b16_224", "mlp"),
-        ),
-        "calibkit.models:MODELS",
-    ),
+    # the registries' names, so that a mistyped name is refused before torch is imported
+    # (the calibrators' are read from calibkit.core.catalog)
     "datasets": (
         ("digits", "cifar10-jpeg", "cifar10", "cifar100", "bloodmnist", "imagenet-val"),
         "calibkit.data:DATASETS",
@@ -264,51 +231,11 @@ NAME_LISTS: dict[str, tuple[tuple[str, ...], str]] = {
         "calibkit.data:CORRUPTIONS",
     ),
 }
-#: The calibrators' other names (``CALIBRATORS``' aliases) -> the name each stands for.
-CALIBRATOR_ALIASES: dict[str, str] = {"bcts": "bias_corrected_temperature"}
-#: The kinds of method (``calibkit.calibrators.persistence.KINDS``) -> their name list here.
-METHOD_KINDS: dict[str, str] = {
-    "logits": "calibrators of logits",
-    "groups": "group calibrators",
-    "model": "model calibrators",
-    "sets": "conformal predictors",
-    "priors": "prior adapters",
-}
 
 
 def names(what: str) -> tuple[str, ...]:
     """The name list ``what`` of :data:`NAME_LISTS` (the CLI's spelling)."""
     return NAME_LISTS[what][0]
-
-
-def method_names(kinds: tuple[str, ...] | None = None) -> tuple[str, ...]:
-    """The registered methods of ``kinds`` (every kind if None), in the registry's order
-    (``CALIBRATORS.names(kinds)``), without importing it.
-
-    >>> method_names(("sets", "priors"))
-    ('conformal', 'prior_shift')
-    """
-    chosen = METHOD_KINDS if kinds is None else kinds
-    return tuple(n for kind in chosen for n in names(METHOD_KINDS[kind]))
-
-
-def method_aliases(kinds: tuple[str, ...] | None = None) -> tuple[str, ...]:
-    """The other names (:data:`CALIBRATOR_ALIASES`) of the methods of ``kinds``.
-
-    >>> method_aliases(("logits",)), method_aliases(("sets",))
-    (('bcts',), ())
-    """
-    return tuple(a for a, n in CALIBRATOR_ALIASES.items() if n in method_names(kinds))
-
-
-def method_kind(name: str) -> str | None:
-    """The kind of the method ``name`` (or of the one an alias stands for); None if unknown.
-
-    >>> method_kind("bcts"), method_kind("conformal"), method_kind("temprature")
-    ('logits', 'sets', None)
-    """
-    name = CALIBRATOR_ALIASES.get(name, name)
-    return next((k for k, what in METHOD_KINDS.items() if name in names(what)), None)
 
 
 def glossary_markdown() -> str:

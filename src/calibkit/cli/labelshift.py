@@ -38,7 +38,6 @@ from calibkit.cli.common import (
     report_inputs,
     report_options,
 )
-from calibkit.cli.glossary import names
 from calibkit.cli.options import (
     FILES,
     Subparsers,
@@ -48,6 +47,7 @@ from calibkit.cli.options import (
     add_out,
     opt,
 )
+from calibkit.core import catalog
 from calibkit.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -55,9 +55,8 @@ if TYPE_CHECKING:
     from calibkit.core.outputs import ClassifierOutputs
     from calibkit.workflows.label_shift import LabelShiftResult
 
-#: The prior estimators (``calibkit.calibrators.priors.label_shift.ESTIMATORS``, spelled in
-#: the glossary so that the parser imports no numpy; a test checks they are the same).
-ESTIMATORS = names("prior estimators")
+#: The prior estimators (read from the catalog, so that the parser imports no numpy).
+ESTIMATORS = catalog.PRIOR_ESTIMATORS
 #: The fitted adapter in the report folder (``calibkit.reporting.label_shift_report``).
 ADAPTER_FILE = "adapter.json"
 #: The files of the report folder.

@@ -2,7 +2,7 @@
 
 The kinds and their headings are ``calibkit.calibrators.persistence.KINDS``; the names of a
 kind are the registry's (``CALIBRATORS.names(kind=...)``), each with the one-sentence
-description recorded beside its entry point (``summary=`` in ``CALIBRATORS.register``, read
+description declared with its entry (``summary=`` in :mod:`calibkit.core.catalog`, read
 by :func:`summary`), its notes (two classes only) and its aliases; ``none``, the model's own
 probabilities, which ``--methods`` and ``--method`` also accept, comes first. A description
 is never cut: it wraps at the terminal's width (:func:`line_width`), each continuation line

@@ -26,11 +26,12 @@ from calibkit.cli.options import (
     number,
     opt,
 )
+from calibkit.core import catalog
 from calibkit.core.errors import InputError, nearest_name
 from calibkit.core.validation import RESAMPLES, Integer
 
-#: The conformity scores the command line spells (the library's, a test checks).
-SCORES = names("conformity scores")
+#: The conformity scores (read from the catalog).
+SCORES = tuple(catalog.CONFORMITY_SCORES)
 #: The normalisation of the pretrained CIFAR ResNets (``calibkit.workflows.shift``'s
 #: ``IMAGENET_MEAN``/``IMAGENET_STD``; no numpy at parse time).
 IMAGENET_MEAN = "0.485,0.456,0.406"
@@ -156,7 +157,7 @@ def _check_first(args: argparse.Namespace) -> None:
     from calibkit.cli.common import check_input, check_method, check_name, output_folder
 
     if args.model is not None:
-        check_name(args.model, "--model", names("models"))
+        check_name(args.model, "--model", tuple(catalog.MODEL_ENTRIES))
     check_input(args.weights, "--weights")
     data, _, shift = args.data.partition("@")
     check_name(data.partition(":")[0].strip(), "--data", names("datasets"))

@@ -24,6 +24,7 @@ from pathlib import Path
 from calibkit.cli.common import check_input, check_name, check_output, renamed
 from calibkit.cli.glossary import names
 from calibkit.cli.options import Subparsers, add_out, int_list, number, opt
+from calibkit.core import catalog
 from calibkit.core.errors import InputError
 from calibkit.core.validation import EPOCHS, SEED, Integer
 from calibkit.core.words import plural
@@ -98,7 +99,7 @@ def check_first(args: argparse.Namespace) -> Path:
     models = [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
     for i, model in enumerate(models):
         if isinstance(model.get("name"), str):
-            check_name(model["name"], f"{path}: models[{i}].name", names("models"))
+            check_name(model["name"], f"{path}: models[{i}].name", tuple(catalog.MODEL_ENTRIES))
     data = config.get("data")
     if isinstance(data, dict) and isinstance(data.get("dataset"), str):
         dataset = data["dataset"].partition("@")[0].partition(":")[0].strip()

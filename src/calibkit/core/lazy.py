@@ -8,12 +8,23 @@ imports its module on first use, so importing the package stays cheap.
 Traceback (most recent call last):
 ...
 AttributeError: module 'pkg' has no attribute 'nothing'
+
+A package whose names type checkers must see declares them once, as ``if TYPE_CHECKING:``
+imports, and reads its table from them (:func:`type_checking_imports`: the pattern of
+scientific Python's ``lazy_loader``, which reads a ``.pyi`` stub).
+
+>>> import calibkit
+>>> table = type_checking_imports(calibkit.__file__)
+>>> table["ece"], table["Report"]
+('calibkit.metrics', 'calibkit.reporting.writer')
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 
@@ -31,3 +42,29 @@ def lazy_exports(
         return getattr(importlib.import_module(module), name)
 
     return sorted(exports), __getattr__
+
+
+def type_checking_imports(path: str | Path) -> dict[str, str]:
+    """Name -> module of the ``from M import N`` lines under the top-level
+    ``if TYPE_CHECKING:`` of the module at ``path``, in their order (absolute imports only).
+
+    Parameters
+    ----------
+    path : str or Path
+        The module's source file (its ``__file__``).
+
+    Returns
+    -------
+    dict of str to str
+        Each name imported there (its ``as`` name if given) -> the absolute module name.
+    """
+    path = Path(path)
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for line in node.body:
+                if isinstance(line, ast.ImportFrom) and line.module and not line.level:
+                    for alias in line.names:
+                        found[alias.asname or alias.name] = line.module
+    return found

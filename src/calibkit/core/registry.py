@@ -44,7 +44,7 @@ its name, kind, order, ``default`` and the facts a listing reads (:meth:`Registr
 known at once, and :meth:`Registry.get` imports the module (whose ``register`` call then
 gives the object) only when the object itself is wanted. ``calibkit methods`` lists every
 calibrator, and ``calibkit fit`` / ``apply`` of a numpy-only one run, without importing the
-torch-based modules (``calibkit.calibrators.catalogue`` declares them).
+torch-based modules (:mod:`calibkit.core.catalog` declares them).
 
 >>> r.declare("two", "calibkit.core.no_such_module", summary="Two.", order=0.5)
 >>> r.names(), r.fact("two", "summary"), r.is_loaded("two"), "two" in r
@@ -168,9 +168,14 @@ class Registry(Generic[T]):
 
     def register(self, name: str, **info: Any) -> Callable[[T], T]:
         """Decorator that registers ``obj`` under ``name`` (names are unique) with ``info``
-        (``order`` and ``default``: see the module docstring)."""
+        (``order`` and ``default``: see the module docstring); a declared entry
+        (:meth:`declare`) is registered by its name alone, its metadata being declared."""
         order = self._check_info(name, info)
         aliases = tuple(info.get("aliases", ()))
+        if name in self._declared and info:
+            raise ValueError(
+                f"{self.kind} {name!r} is declared with its metadata: register it by name alone"
+            )
 
         def add(obj: T) -> T:
             declared = name in self._declared
@@ -180,14 +185,14 @@ class Registry(Generic[T]):
                 if alias in self._items or self._aliases.get(alias, name) != name:
                     raise ValueError(f"{self.kind} alias {alias!r} is already registered")
                 self._aliases[alias] = name
-            if declared:  # its declaration placed it: the order stays
+            if declared:  # its declaration placed and described it
                 self._declared.pop(name)
             else:
                 self._order[name] = float(order)
+                self._info[name] = MappingProxyType(dict(info))
             if self._on_register is not None:
                 self._on_register(name, obj)
             self._items[name] = obj
-            self._info[name] = MappingProxyType(dict(info))
             return obj
 
         return add
@@ -210,8 +215,9 @@ class Registry(Generic[T]):
         attributes: Mapping[str, Any] | None = None,
         **info: Any,
     ) -> None:
-        """Declare the entry ``name``, which importing ``module`` registers, without importing
-        it: :meth:`names`, :meth:`defaults`, :meth:`kind_of` (``kind``), ``in`` and
+        """Declare the entry ``name``, which importing ``module`` registers (or, given as
+        ``"module:attribute"``, whose ``attribute`` is registered once imported), without
+        importing it: :meth:`names`, :meth:`defaults`, :meth:`kind_of` (``kind``), ``in`` and
         :meth:`fact` (``info`` and the object's ``attributes``) answer from the declaration;
         :meth:`get`, :meth:`info` and :meth:`create` import ``module`` first. ``info`` is the
         part of the ``register`` call's metadata that can be read early (its ``order`` is
@@ -255,7 +261,10 @@ class Registry(Generic[T]):
         key = self._aliases.get(name, name) if isinstance(name, str) else name
         if isinstance(key, str) and key in self._declared:
             module = self._declared[key][0]
-            importlib.import_module(module)
+            path, _, attribute = module.partition(":")
+            loaded = importlib.import_module(path)
+            if key in self._declared and attribute:  # the object the declaration names
+                self.register(key)(getattr(loaded, attribute))
             if key in self._declared:
                 raise RuntimeError(
                     f"{self.kind} {key!r} is declared in {module}, which did not register it"

@@ -25,7 +25,7 @@ from torch import nn
 from calibkit.core.errors import InputError
 from calibkit.core.validation import Integer
 
-# Import order is registration order (that of ``MODELS.names()``).
+# The order of ``MODELS.names()`` is calibkit.core.catalog.MODEL_ENTRIES'.
 # isort: off
 from calibkit.models.registry import MODELS, ModelFactory
 from calibkit.models.lenet import LeNet5, lenet5, lenet5_dropout

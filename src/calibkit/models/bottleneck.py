@@ -25,7 +25,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from calibkit.core.validation import Choice
-from calibkit.models.registry import MODELS
 
 
 class Bottleneck(nn.Module):
@@ -96,13 +95,11 @@ class BottleneckResNet(nn.Module):
         return logits
 
 
-@MODELS.register("resnet50_28", family="resnet", input_size=28)
 def resnet50_28(num_classes: int, in_channels: int = 3) -> BottleneckResNet:
     """ResNet-50 for 28x28 images (3x3 stem, no max-pool; 23.5M parameters for K = 8)."""
     return BottleneckResNet((3, 4, 6, 3), num_classes, in_channels, stem="small")
 
 
-@MODELS.register("resnet101", family="timm", input_size=224)
 def resnet101(num_classes: int = 1000, in_channels: int = 3) -> BottleneckResNet:
     """ImageNet ResNet-101 with timm's names (44.55M parameters for K = 1000)."""
     return BottleneckResNet((3, 4, 23, 3), num_classes, in_channels)

@@ -29,7 +29,6 @@ from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
 from calibkit.core.validation import POSITIVE, Boolean, Integer
-from calibkit.models.registry import MODELS
 
 #: Input sizes LeNet-5 supports, mapped to the padding of its first convolution.
 PADDING = {28: 2, 32: 0}
@@ -111,7 +110,6 @@ class LeNet5(nn.Module):
         return out
 
 
-@MODELS.register("lenet5", family="lenet")
 def lenet5(
     num_classes: int,
     in_channels: int = 3,
@@ -132,7 +130,6 @@ def lenet5(
     )
 
 
-@MODELS.register("lenet5_dropout", family="lenet")
 def lenet5_dropout(
     num_classes: int, in_channels: int = 3, input_size: int = 32, dropout: float = 0.2
 ) -> LeNet5:

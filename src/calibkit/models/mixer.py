@@ -18,7 +18,6 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
-from calibkit.models.registry import MODELS
 from calibkit.models.vit import Mlp, PatchEmbed
 
 
@@ -67,7 +66,6 @@ class MlpMixer(nn.Module):
         return logits
 
 
-@MODELS.register("mixer_b16_224", family="timm", input_size=224)
 def mixer_b16_224(num_classes: int = 1000, in_channels: int = 3) -> MlpMixer:
     """Mixer-B/16 for 224x224 images with timm's names (59.88M parameters for K = 1000)."""
     return MlpMixer(num_classes, in_channels, 224, 16, 768, 12)

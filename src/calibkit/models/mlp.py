@@ -14,7 +14,6 @@ from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
 from calibkit.core.validation import check_fraction, is_integer
-from calibkit.models.registry import MODELS
 
 
 class MLP(nn.Module):
@@ -46,7 +45,6 @@ class MLP(nn.Module):
         return out
 
 
-@MODELS.register("mlp", family="mlp")
 def mlp(
     num_classes: int,
     in_channels: int = 3,

@@ -17,7 +17,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
-from calibkit.models.registry import MODELS
 from calibkit.models.resnet_cifar import BasicBlock
 
 
@@ -112,7 +111,6 @@ class WideResNet(nn.Module):
         return logits
 
 
-@MODELS.register("resnet18", family="resnet")
 def resnet18(num_classes: int, in_channels: int = 3) -> ResNet18:
     """ResNet-18 with a CIFAR stem (11.2M parameters for K = 10)."""
     return ResNet18(num_classes, in_channels)
@@ -125,19 +123,16 @@ def wide_resnet(
     return WideResNet(depth, widen, num_classes, in_channels, dropout)
 
 
-@MODELS.register("wrn16_4", family="wide_resnet")
 def wrn16_4(num_classes: int, in_channels: int = 3, dropout: float = 0.0) -> WideResNet:
     """WRN-16-4."""
     return wide_resnet(16, 4, num_classes, in_channels, dropout)
 
 
-@MODELS.register("wrn28_10", family="wide_resnet")
 def wrn28_10(num_classes: int, in_channels: int = 3, dropout: float = 0.0) -> WideResNet:
     """WRN-28-10."""
     return wide_resnet(28, 10, num_classes, in_channels, dropout)
 
 
-@MODELS.register("wrn40_10", family="wide_resnet")
 def wrn40_10(num_classes: int, in_channels: int = 3, dropout: float = 0.0) -> WideResNet:
     """WRN-40-10 (55.9M parameters for K = 100)."""
     return wide_resnet(40, 10, num_classes, in_channels, dropout)

@@ -26,7 +26,6 @@ from torch import Tensor, nn
 from calibkit.core.errors import InputError
 from calibkit.core.validation import Choice
 from calibkit.models.checkpoint import check_finite
-from calibkit.models.registry import MODELS
 
 #: Supported depths (6n + 2).
 DEPTHS = (8, 14, 20, 32, 44, 56, 110)
@@ -105,43 +104,36 @@ class CifarResNet(nn.Module):
         return logits
 
 
-@MODELS.register("resnet8", family="cifar_resnet", depth=8)
 def resnet8(num_classes: int, in_channels: int = 3) -> CifarResNet:
     """ResNet-8 (n = 1), the shallowest of the family: for depth studies."""
     return CifarResNet(8, num_classes, in_channels)
 
 
-@MODELS.register("resnet14", family="cifar_resnet", depth=14)
 def resnet14(num_classes: int, in_channels: int = 3) -> CifarResNet:
     """ResNet-14 (n = 2): for depth studies."""
     return CifarResNet(14, num_classes, in_channels)
 
 
-@MODELS.register("resnet20", family="cifar_resnet", depth=20)
 def resnet20(num_classes: int, in_channels: int = 3) -> CifarResNet:
     """ResNet-20 (n = 3, 0.27M parameters for K = 10)."""
     return CifarResNet(20, num_classes, in_channels)
 
 
-@MODELS.register("resnet32", family="cifar_resnet", depth=32)
 def resnet32(num_classes: int, in_channels: int = 3) -> CifarResNet:
     """ResNet-32 (n = 5, 0.46M parameters for K = 10)."""
     return CifarResNet(32, num_classes, in_channels)
 
 
-@MODELS.register("resnet44", family="cifar_resnet", depth=44)
 def resnet44(num_classes: int, in_channels: int = 3) -> CifarResNet:
     """ResNet-44 (n = 7)."""
     return CifarResNet(44, num_classes, in_channels)
 
 
-@MODELS.register("resnet56", family="cifar_resnet", depth=56)
 def resnet56(num_classes: int, in_channels: int = 3) -> CifarResNet:
     """ResNet-56 (n = 9)."""
     return CifarResNet(56, num_classes, in_channels)
 
 
-@MODELS.register("resnet110", family="cifar_resnet", depth=110)
 def resnet110(num_classes: int, in_channels: int = 3) -> CifarResNet:
     """ResNet-110 (n = 18)."""
     return CifarResNet(110, num_classes, in_channels)

@@ -22,7 +22,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from calibkit.core.errors import InputError
-from calibkit.models.registry import MODELS
 
 
 class PatchEmbed(nn.Module):
@@ -121,7 +120,6 @@ class VisionTransformer(nn.Module):
         return logits
 
 
-@MODELS.register("vit_small_patch16_224", family="timm", input_size=224)
 def vit_small_patch16_224(num_classes: int = 1000, in_channels: int = 3) -> VisionTransformer:
     """ViT-S/16 for 224x224 images with timm's names (22.05M parameters for K = 1000)."""
     return VisionTransformer(num_classes, in_channels, 224, 16, 384, 12, 6)

@@ -48,8 +48,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calibkit.calibrators import CALIBRATORS
-from calibkit.calibrators.catalogue import title as method_title
 from calibkit.calibrators.logit.auto import MARGIN_SE, enters_unshrunk, margin_words
+from calibkit.core.catalog import title as method_title
 from calibkit.core.progress import Phase
 from calibkit.core.words import plural
 from calibkit.io.atomic import check_replaceable_folder
@@ -408,7 +408,7 @@ def nll_ece_change(before: Mapping[str, float], after: Mapping[str, float]) -> s
 
 def named(method: str) -> str:
     """A method as a verdict names it: its key in code with its declared title
-    (:func:`calibkit.calibrators.catalogue.title`), a combination ``a+b`` by its parts; the
+    (:func:`calibkit.core.catalog.title`), a combination ``a+b`` by its parts; the
     key alone for a method declared nowhere (a plug-in's).
 
     >>> named("ms_odir")

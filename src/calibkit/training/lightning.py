@@ -44,7 +44,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "calibkit.training.lightning needs PyTorch Lightning: pip install 'calibkit[lightning]'"
     ) from exc
 
-from calibkit.calibrators import TemperatureScaling
+from calibkit.calibrators.logit.temperature import TemperatureScaling
 from calibkit.core.binning import check_n_bins
 from calibkit.core.errors import InputError
 from calibkit.metrics.streaming import StreamingCalibration

@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators.base import CALIBRATORS, Calibrator
+from calibkit.calibrators.base import Calibrator
 from calibkit.calibrators.logit.temperature import (
     TEMPERATURE,
     check_temperature_bounds,
@@ -194,14 +194,6 @@ class _GroupCalibrator(Calibrator):
         return CheckedGroupLogits(self._module(), self.n_classes_).eval()
 
 
-@CALIBRATORS.register(
-    "temperature_groupwise",
-    default=False,
-    summary=(
-        "Temperature scaling with one temperature per group, the global temperature for small"
-        " and unseen groups."
-    ),
-)  # needs groups
 class GroupwiseTemperatureScaling(_GroupCalibrator):
     """One temperature per group (the global one for small and unseen groups).
 
@@ -357,14 +349,6 @@ def _log_loss(conf: F64, correct: F64) -> float:
     return float(-np.mean(correct * np.log(c) + (1.0 - correct) * np.log1p(-c)))
 
 
-@CALIBRATORS.register(
-    "multicalibration",
-    default=False,
-    summary=(
-        "Multicalibration (Hebert-Johnson et al. 2018): the top-label confidence patched over"
-        " (group, confidence bin) cells until no cell is off by more than alpha."
-    ),
-)  # needs groups
 class Multicalibration(_GroupCalibrator):
     """HKRR-style patching of the top-label confidence over (set, bin) cells (module doc).
 

@@ -329,14 +329,6 @@ class _MethodNames(v.Constraint):
         return "a list of registered calibrators of logits"
 
 
-@CALIBRATORS.register(
-    "auto",
-    default=False,
-    summary=(
-        "Picks a calibrator by cross-validation on the calibration set: temperature scaling "
-        "unless another method has a lower held-out NLL by more than 3.5 standard errors."
-    ),
-)
 class AutoCalibrator(Calibrator):
     """Pick the calibrator with the best cross-validated ``criterion`` (see the module doc).
 

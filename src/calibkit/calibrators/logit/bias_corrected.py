@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from calibkit.calibrators.base import CALIBRATORS, F64, MAX_COEFFICIENT, Calibrator
+from calibkit.calibrators.base import F64, MAX_COEFFICIENT, Calibrator
 from calibkit.calibrators.logit.temperature import (
     TEMPERATURE,
     check_temperature_bounds,
@@ -53,15 +53,6 @@ def _nll_grad(scores: F64, labels: np.ndarray, weights: F64 | None) -> tuple[flo
     return float(-(w @ logp[rows, labels]) / n), grad
 
 
-@CALIBRATORS.register(
-    "bias_corrected_temperature",
-    default=False,
-    aliases=("bcts",),
-    summary=(
-        "Bias-corrected temperature scaling (BCTS, Alexandari et al. 2020): softmax(z / T + "
-        "b) with one temperature and a bias per class, fitted by NLL."
-    ),
-)
 class BiasCorrectedTemperatureScaling(Calibrator):
     """BCTS: ``softmax(z / T + b)`` fitted by NLL (see the module docstring).
 

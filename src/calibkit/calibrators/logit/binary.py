@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 import numpy as np
 
-from calibkit.calibrators.base import CALIBRATORS, COEFFICIENT, F64, MAX_COEFFICIENT, Calibrator
+from calibkit.calibrators.base import COEFFICIENT, F64, MAX_COEFFICIENT, Calibrator
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, log_softmax64
 from calibkit.core.validation import Choice, Constraints, Real
 
@@ -104,13 +104,6 @@ def platt_targets(y: F64, sample_weight: F64 | None = None) -> F64:
     return np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
 
 
-@CALIBRATORS.register(
-    "platt",
-    summary=(
-        "Platt scaling: sigmoid(a (z1 - z0) + b), the logit difference mapped by a logistic "
-        "regression fitted by NLL."
-    ),
-)
 class PlattScaling(Calibrator):
     """Platt scaling: ``sigmoid(slope_ * (z_1 - z_0) + intercept_)`` fitted by NLL.
 
@@ -142,7 +135,6 @@ class PlattScaling(Calibrator):
     True
     """
 
-    binary_only = True
     accepts_sample_weight = True
     param_constraints: ClassVar[Constraints] = {"targets": Choice(*PLATT_TARGETS)}
     state_constraints: ClassVar[Constraints] = {"slope_": COEFFICIENT, "intercept_": COEFFICIENT}
@@ -169,13 +161,6 @@ class PlattScaling(Calibrator):
         return BinaryLogistic([self.slope_], self.intercept_, on_log_probs=False)
 
 
-@CALIBRATORS.register(
-    "beta",
-    summary=(
-        "Beta calibration (Kull et al. 2017): sigmoid(a ln p - b ln(1 - p) + c) with a, b >= "
-        "0, fitted by NLL."
-    ),
-)
 class BetaCalibration(Calibrator):
     """Beta calibration: ``sigmoid(a_ ln p - b_ ln(1 - p) + c_)`` with ``a_, b_ >= 0``.
 
@@ -201,7 +186,6 @@ class BetaCalibration(Calibrator):
     True
     """
 
-    binary_only = True
     accepts_sample_weight = True
     state_constraints: ClassVar[Constraints] = {
         "a_": Real(0.0, MAX_COEFFICIENT),

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.base import F64, Calibrator
 from calibkit.calibrators.logit.histogram import one_vs_rest_classes
 from calibkit.calibrators.logit.isotonic import THRESHOLDS
 from calibkit.core.errors import InputError
@@ -73,14 +73,6 @@ def clear_of_ends(y: F64, n: int) -> F64:
     return np.clip(y, eps, 1.0 - eps)
 
 
-@CALIBRATORS.register(
-    "isotonic_centred",
-    default=False,
-    summary=(
-        "Centred isotonic regression (Oron and Flournoy 2017), one-vs-rest and renormalised: "
-        "strictly increasing between its points, never probability 0."
-    ),
-)
 class CentredIsotonicCalibrator(Calibrator):
     """One-vs-rest centred isotonic regression, renormalised; never probability 0.
 

@@ -54,12 +54,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.base import F64, Calibrator
 from calibkit.calibrators.logit.temperature_smoothed import (
     default_smoothing,
     mix_uniform,
 )
-from calibkit.calibrators.scope import Scope
 from calibkit.core.binning import (
     I64,
     N_BINS,
@@ -164,13 +163,6 @@ class _Binning(Calibrator):
         return {"k": n_classes, "m": len(one_vs_rest_classes(n_classes)), "n_bins": self.n_bins}
 
 
-@CALIBRATORS.register(
-    "histogram",
-    summary=(
-        "Top-label histogram binning: each confidence replaced by the accuracy of its bin "
-        "(n_bins bins of equal width or equal mass)."
-    ),
-)
 class HistogramBinning(_Binning):
     """Top-label histogram binning with ``n_bins`` bins (``scheme`` equal_width/equal_mass).
 
@@ -236,20 +228,6 @@ class HistogramBinning(_Binning):
         return with_smoothing(top, self.smoothing_)
 
 
-@CALIBRATORS.register(
-    "histogram_classwise",
-    scope=Scope(
-        cross_fit_max_classes=500,
-        cross_fit_reason=(
-            "K one-vs-rest histograms a fit (3 s at 20,000 x 1,000 on 2 busy cores, five per "
-            "auto), and 2x TS's NLL on CIFAR-100"
-        ),
-    ),
-    summary=(
-        "One-vs-rest histogram binning of every class's probability, then renormalised to sum"
-        " to one."
-    ),
-)
 class ClasswiseHistogramBinning(_Binning):
     """One-vs-rest histogram binning of every class's probability, renormalised.
 

@@ -34,13 +34,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.base import F64, Calibrator
 from calibkit.calibrators.logit.histogram import combine_maps, one_vs_rest_classes
 from calibkit.calibrators.logit.temperature_smoothed import (
     default_smoothing,
     mix_uniform,
 )
-from calibkit.calibrators.scope import Scope
 from calibkit.core.fitted_state import Array, ArrayList, Dims
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import FRACTION, Constraints, NoneOr
@@ -64,20 +63,6 @@ def fit_isotonic(score: F64, outcome: F64, weights: F64 | None = None) -> tuple[
 THRESHOLDS = Array(shape=("n",), low=0.0, high=1.0, sorted=True, nonempty=True)
 
 
-@CALIBRATORS.register(
-    "isotonic",
-    scope=Scope(
-        cross_fit_max_classes=500,
-        cross_fit_reason=(
-            "K one-vs-rest regressions a fit (10.5 s at 20,000 x 1,000 on 2 busy cores, five "
-            "per auto), and never below TS's NLL in docs/selection.md"
-        ),
-    ),
-    summary=(
-        "One-vs-rest isotonic regression of every class's softmax probability, then "
-        "renormalised to sum to one."
-    ),
-)
 class IsotonicCalibrator(Calibrator):
     """One-vs-rest isotonic regression on the softmax probabilities, renormalised.
 

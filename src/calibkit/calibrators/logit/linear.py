@@ -94,7 +94,7 @@ import numpy as np
 import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
-from calibkit.calibrators.base import CALIBRATORS, F64, MAX_COEFFICIENT, Calibrator
+from calibkit.calibrators.base import F64, MAX_COEFFICIENT, Calibrator
 from calibkit.calibrators.logit.linear_solver import (
     Design,
     Penalty,
@@ -109,7 +109,6 @@ from calibkit.calibrators.logit.linear_solver import (
     temperature_map,
 )
 from calibkit.calibrators.logit.temperature import nll_inverse_temperature
-from calibkit.calibrators.scope import Scope
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.validation import (
@@ -303,20 +302,6 @@ class _ShrunkScaling(_Linear):
         return best, means[best]
 
 
-@CALIBRATORS.register(
-    "vector",
-    scope=Scope(
-        max_classes=500,
-        reason=(
-            "its shrinkage's cross-validation (50 diagonal fits): 1 min at 200 classes and "
-            "25,000 rows on 2 busy cores, several from 500"
-        ),
-    ),
-    summary=(
-        "Vector scaling (Guo et al. 2017): softmax(diag(w) z + b), a weight and a bias per "
-        "class, shrunk towards temperature scaling by a cross-validated strength."
-    ),
-)
 class VectorScaling(_ShrunkScaling):
     """Vector scaling: ``softmax(w * z + b)`` with per-class ``w`` and ``b``.
 
@@ -411,20 +396,6 @@ class VectorScaling(_ShrunkScaling):
         self.weights_, self.bias_ = fit_diagonal(design, self.max_iter, self.tol, coef, c)
 
 
-@CALIBRATORS.register(
-    "matrix",
-    scope=Scope(
-        max_classes=50,
-        reason="K (K + 1) parameters overfit (on 100 classes: 26-38% ECE, NLL 64)",
-        parameters=lambda k: k * (k + 1),
-        samples_per_parameter=2,
-    ),
-    summary=(
-        "Matrix scaling (Guo et al. 2017): softmax(W z + b) with a full W, shrunk towards "
-        "temperature scaling by a cross-validated strength s; that penalty is ms_odir's with "
-        "lam = mu = s, so the two fit the same map when they choose the same strength."
-    ),
-)
 class MatrixScaling(_ShrunkScaling):
     """Matrix scaling: ``softmax(W z + b)``, full ``W``, by default shrunk towards
     temperature scaling; optional penalty ``reg_l2 * sum(W**2) / K**2``.
@@ -617,26 +588,6 @@ class _ODIR(_Linear):
         self.reg_lambda_, self.reg_mu_ = float(lambdas[best]), float(mus[best])
 
 
-#: The scope of the cross-validated K x K maps (MS-ODIR, Dirichlet, SMS-CV): every
-#: objective evaluation multiplies N x K by K x K twice.
-CV_FULL_MAP_SCOPE = Scope(
-    max_classes=200,
-    reason=(
-        "a K x K map with a cross-validated penalty (30-40 fits of K^2 parameters): MS-ODIR "
-        "took 5 min at 200 classes and 25,000 rows on 2 busy cores"
-    ),
-)
-
-
-@CALIBRATORS.register(
-    "ms_odir",
-    scope=CV_FULL_MAP_SCOPE,
-    summary=(
-        "Matrix scaling with off-diagonal and intercept regularisation (ODIR, Kull et al. "
-        "2019) towards temperature scaling, lam by cross-validation unless given; at lam = mu"
-        " = s it is matrix's problem at strength s."
-    ),
-)
 class MatrixScalingODIR(_ODIR):
     """Matrix scaling on logits with ODIR; ``lam`` by cross-validation unless given.
 
@@ -676,15 +627,6 @@ class MatrixScalingODIR(_ODIR):
     """
 
 
-@CALIBRATORS.register(
-    "dirichlet",
-    scope=CV_FULL_MAP_SCOPE,
-    summary=(
-        "Dirichlet calibration (Kull et al. 2019): ms_odir's regularised map on log-"
-        "probabilities instead of logits, so the same map as ms_odir when the inputs are "
-        "probabilities."
-    ),
-)
 class DirichletCalibration(_ODIR):
     """Dirichlet calibration (Dir-ODIR): the ODIR linear map on log-probabilities.
 

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from calibkit.calibrators.base import CALIBRATORS, COEFFICIENT, F64, MAX_COEFFICIENT, Calibrator
+from calibkit.calibrators.base import COEFFICIENT, F64, MAX_COEFFICIENT, Calibrator
 from calibkit.calibrators.logit.binary import fit_logistic
 from calibkit.calibrators.logit.histogram import apply_bin_map, fit_bin_map, replace_top_label
 from calibkit.calibrators.logit.temperature import TemperatureScaling
@@ -65,14 +65,6 @@ def top_log_odds(logits: F64, temperature: float = 1.0) -> tuple[np.ndarray, F64
     return top, np.exp(log_p), log_c - log_rest
 
 
-@CALIBRATORS.register(
-    "scaling_binning",
-    default=False,
-    summary=(
-        "Scaling-binning (Kumar et al. 2019): a scaler fitted on one part of the calibration "
-        "set, then equal-mass bins of its top-label confidences on the other."
-    ),
-)
 class ScalingBinning(Calibrator):
     """Top-label scaling-binning: a scaler, then equal-mass bins of its confidences.
 

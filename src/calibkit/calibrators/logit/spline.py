@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.base import F64, Calibrator
 from calibkit.calibrators.logit.histogram import replace_top_label
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array
@@ -83,14 +83,6 @@ def top_label(probs: F64) -> tuple[np.ndarray, F64]:
     return top, probs[np.arange(probs.shape[0]), top]
 
 
-@CALIBRATORS.register(
-    "spline",
-    default=False,
-    summary=(
-        "Spline calibration (Gupta et al. 2021): the top-label confidence mapped through a "
-        "cubic spline with n_knots knots fitted to the cumulative calibration curve."
-    ),
-)
 class SplineCalibration(Calibrator):
     """Top-label spline calibration with ``n_knots`` knots (see the module docstring).
 

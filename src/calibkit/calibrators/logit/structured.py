@@ -38,16 +38,14 @@ its default) with a BFGS solver in torch; ``benchmarks/bench_linear.py`` compare
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from calibkit.calibrators.base import CALIBRATORS, F64
+from calibkit.calibrators.base import F64
 from calibkit.calibrators.logit.linear import (
-    CV_FULL_MAP_SCOPE,
     FULL_MATRIX,
     MAX_ITER,
     PENALTY,
@@ -74,7 +72,6 @@ from calibkit.calibrators.logit.temperature_smoothed import (
     default_smoothing,
     smoothed_log_probs,
 )
-from calibkit.calibrators.scope import Scope
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs
 from calibkit.core.validation import (
@@ -185,23 +182,6 @@ class _Structured(_Linear):
         return SmoothedAffine(self.weights_, self.bias_, self.temperature_, self.smoothing_)
 
 
-def _classes(k: int) -> int:
-    """SMS's map has a row per class, each penalised towards temperature scaling: what the
-    calibration data must pin is about a row per class. Below 20 calibration samples per
-    class SMS and SMS-CV are no defaults: among ``auto``'s candidates at 100 samples and 10
-    classes their cross-fitted gains did not hold on the test part (1.10x-1.15x TS's NLL,
-    ``docs/selection.md``); from 30 per class on they did."""
-    return k
-
-
-@CALIBRATORS.register(
-    "svs",
-    order=5.1,  # after Dirichlet in reports: the structured family follows the matrix family
-    summary=(
-        "Structured vector scaling (Berta et al. 2026): a diagonal linear map, fitted by "
-        "penalised NLL, on the log-probabilities of smoothed temperature scaling."
-    ),
-)
 class StructuredVectorScaling(_Structured):
     """Structured vector scaling: diagonal ``W`` on smoothed TS log-probabilities.
 
@@ -258,21 +238,6 @@ class StructuredVectorScaling(_Structured):
         self.weights_, self.bias_ = fit_diagonal(design, self.max_iter, self.tol, diag)
 
 
-@CALIBRATORS.register(
-    "sms",
-    order=5.2,
-    scope=Scope(
-        max_classes=200,
-        reason="a K x K map: one fit took 23 s at 200 classes and 25,000 rows on 2 busy cores",
-        parameters=_classes,
-        samples_per_parameter=20,
-        per="class",
-    ),
-    summary=(
-        "Structured matrix scaling (Berta et al. 2026): a full linear map, fitted by "
-        "penalised NLL, on the log-probabilities of smoothed temperature scaling."
-    ),
-)
 class StructuredMatrixScaling(_Structured):
     """Structured matrix scaling: full ``W`` on smoothed TS log-probabilities.
 
@@ -349,17 +314,6 @@ class StructuredMatrixScaling(_Structured):
 DEFAULT_SCALE_GRID: tuple[float, ...] = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 
 
-@CALIBRATORS.register(
-    "sms_cv",
-    order=5.3,
-    scope=dataclasses.replace(
-        CV_FULL_MAP_SCOPE, parameters=_classes, samples_per_parameter=20, per="class"
-    ),
-    summary=(
-        "Structured matrix scaling with its three penalty weights multiplied by one scale "
-        "chosen by cross-validation."
-    ),
-)
 class StructuredMatrixScalingCV(StructuredMatrixScaling):
     """:class:`StructuredMatrixScaling` with all three penalty weights times a scale ``s``
     chosen by cross-validation.

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.base import F64, Calibrator
 from calibkit.core.errors import BoundWarning, InputError
 from calibkit.core.fitted_state import InRange, Param
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, IntArray
@@ -362,13 +362,6 @@ def nll_inverse_temperature(
     return fit_weighted_inverse_temperature(logits, out.labels, weights, b_min, b_max)
 
 
-@CALIBRATORS.register(
-    "temperature",
-    summary=(
-        "Temperature scaling (Guo et al. 2017): the logits divided by one temperature T "
-        "fitted by NLL, T in [0.1, 10] unless t_min or t_max is given."
-    ),
-)
 class TemperatureScaling(Calibrator):
     """Temperature scaling fitted by NLL (T in ``[t_min, t_max]``, default [0.1, 10]).
 

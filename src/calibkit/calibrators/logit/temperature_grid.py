@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.base import F64, Calibrator
 from calibkit.calibrators.logit.temperature import (
     CHUNK_ELEMENTS,
     LOG_TEMPERATURE,
@@ -30,7 +30,6 @@ from calibkit.calibrators.logit.temperature import (
     check_temperature_bounds,
     warn_at_bound,
 )
-from calibkit.calibrators.scope import Scope
 from calibkit.core.binning import N_BINS, check_n_bins
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
@@ -318,21 +317,6 @@ def _check_temperatures(temperatures: object) -> F64:
     return temps
 
 
-@CALIBRATORS.register(
-    "temperature_ece",
-    scope=Scope(
-        cross_fit_max_classes=500,
-        cross_fit_reason=(
-            "its ECE grid search took 11 s a fit at 25,000 x 1,000 on 2 busy cores (five per "
-            "auto), for a temperature chosen by ECE, not NLL"
-        ),
-    ),
-    auto_candidate=False,
-    summary=(
-        "Temperature scaling with T chosen on a grid (0.001 to 5 by default) by the lowest "
-        "top-label ECE on the calibration set."
-    ),
-)
 class TemperatureScalingECE(Calibrator):
     """Temperature scaling with T chosen on a grid by the lowest calibration-set ECE.
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from calibkit.calibrators.base import CALIBRATORS, F64
+from calibkit.calibrators.base import F64
 from calibkit.calibrators.logit.temperature import TEMPERATURE_STATE, TemperatureScaling
 from calibkit.core.outputs import ClassifierOutputs
 from calibkit.core.validation import FRACTION, POSITIVE, Constraints, NoneOr
@@ -87,14 +87,6 @@ def smoothed_log_probs(logits: F64, temperature: float, smoothing: float) -> F64
     return out
 
 
-@CALIBRATORS.register(
-    "temperature_smoothed",
-    default=False,
-    summary=(
-        "Temperature scaling mixed with the uniform distribution, (1 - eps) softmax(z / T) + "
-        "eps / K, with eps = 1 / (n + 1) unless smoothing is given."
-    ),
-)
 class SmoothedTemperatureScaling(TemperatureScaling):
     """Temperature scaling mixed with the uniform distribution (see the module docstring).
 

@@ -34,7 +34,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from calibkit.calibrators.base import CALIBRATORS, F64, Calibrator
+from calibkit.calibrators.base import F64, Calibrator
 from calibkit.calibrators.logit.histogram import one_vs_rest_classes
 from calibkit.calibrators.logit.venn_abers_module import VennAbersMaps
 from calibkit.core.errors import InputError
@@ -109,14 +109,6 @@ def place_of(score: F64, x: F64) -> I64:
 PLACES = Array(shape=(None,), low=0.0, high=1.0, nonempty=True)
 
 
-@CALIBRATORS.register(
-    "venn_abers",
-    default=False,
-    summary=(
-        "Inductive Venn-Abers calibration (Vovk and Petej 2014), one-vs-rest: two isotonic "
-        "fits per class merged into one probability, never 0."
-    ),
-)
 class VennAbers(Calibrator):
     """Inductive Venn-Abers calibration, one-vs-rest (see the module docstring).
 

@@ -27,7 +27,6 @@ import numpy.typing as npt
 
 from calibkit.calibrators.base import Calibrator
 from calibkit.calibrators.fitted import (
-    CALIBRATORS,
     CalibratorSpec,
     FittedObject,
     OnCalibrator,
@@ -47,6 +46,7 @@ from calibkit.calibrators.priors.prior_diagnostics import (
     singular_message,
     small_sample_message,
 )
+from calibkit.core import catalog
 from calibkit.core.errors import (
     ConvergenceWarning,
     InputError,
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 
 F64 = npt.NDArray[np.float64]
 #: The prior estimators (``PriorShiftAdapter(estimator=...)``; ``calibkit labelshift --estimator``).
-ESTIMATORS = ("em", "bbse")
+ESTIMATORS = catalog.PRIOR_ESTIMATORS
 #: What a loaded state lacking one of the optional fields got (as check_state says it).
 MISSING = "nothing: the field is missing"
 #: The state :meth:`PriorShiftAdapter.adapt` sets (all or none in a saved document).
@@ -73,14 +73,6 @@ ADAPT_FLAGS = ("converged_", "identified_", "n_target_")
 MAX_ROWS = 2**40
 
 
-@CALIBRATORS.register(
-    "prior_shift",
-    default=False,
-    summary=(
-        "A calibrator (BCTS by default) followed by adaptation to the target's class priors, "
-        "estimated by EM or BBSE from unlabelled target rows."
-    ),
-)
 class PriorShiftAdapter(OnCalibrator):
     """A calibrator plus prior adaptation to a label-shifted target (module docstring).
 

@@ -69,7 +69,6 @@ import numpy.typing as npt
 
 from calibkit.calibrators.base import Calibrator
 from calibkit.calibrators.fitted import (
-    CALIBRATORS,
     CalibratorSpec,
     FittedObject,
     OnCalibrator,
@@ -236,14 +235,6 @@ def set_scores(
     return scorer.numpy(probs, u)
 
 
-@CALIBRATORS.register(
-    "conformal",
-    default=False,
-    summary=(
-        "Split conformal prediction sets (class-conditional with mondrian) that hold the true"
-        " class with probability at least 1 - alpha."
-    ),
-)
 class ConformalClassifier(OnCalibrator):
     """Split (or class-conditional) conformal prediction sets; see the module docstring.
 

@@ -44,6 +44,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor, nn
 
+from calibkit.core import catalog
 from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.core.registry import Registry
 from calibkit.core.validation import Constraint, Constraints, Integer, Real, check_params
@@ -213,7 +214,6 @@ def _pairwise_aps(p: Tensor, u: Tensor, ahead: Tensor) -> Tensor:
 
 
 # ----- the scores ---------------------------------------------------------------------------
-@SCORES.register("lac")
 class LAC(ConformalScore):
     """LAC (also called THR; Sadinle et al. 2019): ``s = 1 - p_y``.
 
@@ -245,7 +245,6 @@ class LAC(ConformalScore):
         return 0.0, 1.0
 
 
-@SCORES.register("aps")
 class APS(ConformalScore):
     """APS (Romano et al. 2020): ``s = p_(1) + ... + p_(r) - U p_(r)``.
 
@@ -279,7 +278,6 @@ class APS(ConformalScore):
         return 0.0, 1.0
 
 
-@SCORES.register("raps")
 class RAPS(ConformalScore):
     """RAPS (Angelopoulos et al. 2021): APS ``+ penalty * max(0, r - k_reg)``.
 
@@ -329,7 +327,6 @@ class RAPS(ConformalScore):
         return 0.0, 1.0 + self.penalty * max(0, n_classes - self.k_reg)
 
 
-@SCORES.register("saps")
 class SAPS(ConformalScore):
     """SAPS (Huang et al. 2023): ``s = (1 - U) p_(1)`` for ``r = 1``, else ``p_(1) + weight
     * (r - 1 - U)``: only the top probability is used, the rest is the rank.
@@ -371,3 +368,7 @@ class SAPS(ConformalScore):
         (0.0, 2.0)
         """
         return 0.0, 1.0 + self.weight * (n_classes - 1)
+
+
+for _name, _where in catalog.CONFORMITY_SCORES.items():  # the catalog names each score
+    SCORES.register(_name)(globals()[_where.rpartition(".")[2]])

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from safetensors.torch import save as safetensors_bytes
 
-from calibkit.calibrators import TemperatureScaling
+from calibkit.calibrators.logit.temperature import TemperatureScaling
 from calibkit.core.outputs import as_outputs
 from calibkit.core.threads import using_threads
 from calibkit.study.definition.components import build_model, resolve_device

@@ -32,7 +32,7 @@ import numpy as np
 from safetensors.torch import load as safetensors_load
 from torch import Tensor
 
-from calibkit.calibrators import TemperatureScaling
+from calibkit.calibrators.logit.temperature import TemperatureScaling
 from calibkit.core.errors import InputError
 from calibkit.io.atomic import atomic_write_bytes, atomic_write_text
 from calibkit.io.jsonfile import read_json, write_json

@@ -18,8 +18,11 @@ from calibkit.core.errors import InputError, UnknownNameError
 MODEL = nn.Linear(2, 3)
 
 
-def test_names_in_registration_order() -> None:
-    assert input_calibrator_names() == ["nc_ce", "nc_fl", "nc_fast", "ts_focal"]
+def test_the_input_calibrators_are_the_neural_clamping_entries() -> None:
+    names = input_calibrator_names()
+    assert names
+    assert all(issubclass(CALIBRATORS.get(n), NeuralClamping) for n in names)
+    assert set(names) == {n for n in CALIBRATORS.names() if CALIBRATORS.kind_of(n) == "model"}
 
 
 def test_one_registry_with_a_flag() -> None:

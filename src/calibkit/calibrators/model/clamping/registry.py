@@ -34,50 +34,22 @@ from calibkit.calibrators.model.clamping.model import NeuralClamping
 from calibkit.core.errors import UnknownNameError
 
 
-@CALIBRATORS.register(
-    "nc_ce",
-    summary=(
-        "Neural Clamping (a learnt input perturbation and a temperature) trained by cross-"
-        "entropy, that is focal gamma 0 (a gamma given is overridden)."
-    ),
-)
 class NeuralClampingCE(NeuralClamping):
     """Neural Clamping by cross-entropy: focal gamma 0 (a ``gamma`` given is overridden)."""
 
     fixed_params: ClassVar[dict[str, Any]] = {"gamma": 0.0}
 
 
-@CALIBRATORS.register(
-    "nc_fl",
-    summary=(
-        "Neural Clamping (a learnt input perturbation and a temperature) trained by focal "
-        "loss, gamma 1 unless gamma is given."
-    ),
-)
 class NeuralClampingFocal(NeuralClamping):
     """Neural Clamping by focal loss (gamma 1 unless ``gamma`` is given)."""
 
 
-@CALIBRATORS.register(
-    "nc_fast",
-    summary=(
-        "The fast variant of Neural Clamping: the input perturbation set from the data, then "
-        "the temperature fitted alone."
-    ),
-)
 class NeuralClampingFast(NeuralClamping):
     """The fast variant of Neural Clamping: data-driven delta, then the temperature alone."""
 
     fixed_params: ClassVar[dict[str, Any]] = {"init": "data", "train": "temperature"}
 
 
-@CALIBRATORS.register(
-    "ts_focal",
-    summary=(
-        "Temperature scaling fitted by focal loss on the model's inputs (Neural Clamping with"
-        " the input perturbation fixed at 0)."
-    ),
-)
 class FocalTemperatureScaling(NeuralClamping):
     """Temperature scaling fitted by focal loss, on the model's inputs (delta fixed at 0)."""
 
