@@ -58,7 +58,7 @@ BOOTSTRAPPED = {
 #: The intervals of the true error (:mod:`calibkit.metrics.intervals`), with their truth.
 TRUE_ERROR = {"ece_interval": "ece", "l2_ece_interval": "rmsce"}
 #: The metrics whose interval ``evaluate`` prints as an interval of the true error
-#: (:func:`~calibkit.metrics.suite.adopted_intervals`: the intervals above, in the metric's
+#: (:func:`~calibkit.metrics.evaluation.adopted_intervals`: the intervals above, in the metric's
 #: bins, widened to hold the printed value), with their truth.
 PRINTED = {"ece": "ece", "aece": "aece", "rmsce": "rmsce", "ece_debiased": "rmsce"}
 #: What a draw measures: ``bootstrap``, the percentile and basic bootstrap of every binned
@@ -266,9 +266,10 @@ def _printed(cell: Cell, rep: int, n_boot: int) -> dict[str, Any]:
     """The intervals calibkit prints, on one draw of ``cell``."""
 
     from calibkit.core.outputs import as_outputs
+    from calibkit.metrics.evaluation import adopted_intervals
     from calibkit.metrics.groups import evaluate_groups
     from calibkit.metrics.smooth import smooth_reliability
-    from calibkit.metrics.suite import MetricSuite, adopted_intervals
+    from calibkit.metrics.suite import MetricSuite
 
     seed = cell.seed(rep)
     sim = _draw(cell, seed)
