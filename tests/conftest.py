@@ -63,8 +63,38 @@ def _neural_clamping_in_float32(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
+#: The integration tier (marker ``integration``; ``scripts/test.sh`` runs it after the unit
+#: tier): the tests of these paths (relative to the repository root) build, package, run
+#: whole commands, studies and executors, or every block of the documents. Every other test
+#: is a unit test of the module it mirrors (a parametrization may join the tier with
+#: ``pytest.param(..., marks=pytest.mark.integration)``: tests/calibrators/test_modules.py's
+#: torch.export and ONNX Runtime paths).
+INTEGRATION = (
+    "experiments/",  # the reproductions' drivers, reports and figures
+    "tests/study/",  # studies, their executors, interruptions and resumption
+    "tests/workflows/test_demo.py",  # the demo: trains a model
+    "tests/cli/test_demo_output.py",
+    "tests/cli/test_default_outputs.py",
+    "tests/cli/test_shift",  # test_shift*.py: the shift study on decoded JPEGs
+    "tests/cli/test_command_imports.py",  # a fresh interpreter per command
+    "tests/calibrators/test_export.py",  # torch.export and ONNX files
+    "tests/test_api_docs.py",  # the Sphinx build
+    "tests/test_packaging.py",  # sdist and wheel
+    "tests/test_docs_run.py",  # every block of the README and docs/
+    "tests/test_readme.py",
+    "tests/test_demo_next.py",
+)
+ROOT = Path(__file__).resolve().parents[1]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``gpu`` need CUDA: skipped with a reason on a machine without it."""
+    """The tests of :data:`INTEGRATION` get the ``integration`` marker; tests marked ``gpu``
+    need CUDA: skipped with a reason on a machine without it."""
+    integration = pytest.mark.integration
+    for item in items:
+        path = item.path.resolve()
+        if path.is_relative_to(ROOT) and path.relative_to(ROOT).as_posix().startswith(INTEGRATION):
+            item.add_marker(integration)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False here)")

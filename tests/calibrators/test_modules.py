@@ -112,9 +112,15 @@ PATHS: dict[str, Callable[[nn.Module, Inputs, Path], np.ndarray]] = {
     "export": _export,
     "onnx": _onnx,
 }
+#: The paths as parameters: torch.export and ONNX Runtime are the integration tier (three
+#: quarters of this file's time), eager and TorchScript the unit tier.
+PATH_PARAMS = [
+    pytest.param(name, marks=pytest.mark.integration) if name in ("export", "onnx") else name
+    for name in PATHS
+]
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", PATH_PARAMS)
 @pytest.mark.parametrize("case", CASES)
 def test_module_gives_predict_proba(case: str, path: str, tmp_path: Path) -> None:
     calibrator, x = fitted(case)
@@ -292,7 +298,7 @@ def test_a_binary_module_takes_the_1d_layout_predict_proba_takes(name: str) -> N
             module(torch.tensor(positive)[:, None])
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", PATH_PARAMS)
 @pytest.mark.parametrize("case", CASES)
 def test_a_nan_row_gives_a_nan_row(case: str, path: str, tmp_path: Path) -> None:
     """venn_abers, isotonic_centred, spline and scaling_binning used to turn a NaN row into
