@@ -17,7 +17,7 @@ import pytest
 from calibkit.cli import main
 from calibkit.cli.glossary import DEFAULT_OUT, OUTPUT_RULE
 from calibkit.cli.parser import COMMANDS, build_parser
-from tests.cli.test_shift_hostile import _lenet
+from tests.cli.test_shift import _lenet
 
 ROOT = Path(__file__).resolve().parents[2]
 
