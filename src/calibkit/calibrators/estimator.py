@@ -40,15 +40,6 @@ class _NoTransformError(InputError, AttributeError):
     """``transform`` read on a calibrator whose output is probabilities."""
 
 
-def same_value(a: object, b: object) -> bool:
-    """Whether ``a`` and ``b`` are equal values of the same types (element-wise for lists)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
 def check_sample_weight(sample_weight: object, n_samples: int) -> F64:
     """``sample_weight`` as float64: one finite, non-negative weight per row, not all zero."""
     expected = f"{n_samples} finite non-negative weights, not all zero"

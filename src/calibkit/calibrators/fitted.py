@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators.estimator import EstimatorAPI, same_value
+from calibkit.calibrators.estimator import EstimatorAPI
 from calibkit.calibrators.persistence import (
     KINDS,
     Document,
@@ -80,6 +80,7 @@ from calibkit.core import catalog, errors
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Dims, check_state
 from calibkit.core.outputs import check_scores, log_softmax64
+from calibkit.core.params import Declared, same_value
 from calibkit.core.registry import Registry
 from calibkit.core.validation import Choice, Constraint, Constraints, Integer, check_params
 
@@ -140,10 +141,11 @@ for _name, _entry in catalog.ENTRIES.items():  # known at once, each module impo
     )
 
 
-class PostHoc(EstimatorAPI, ABC):
+class PostHoc(Declared, EstimatorAPI, ABC):
     """The base of every fitted post-hoc object (see the module docstring).
 
-    A kind declares ``kind``, ``param_constraints``, ``state_constraints`` (and
+    A kind declares ``kind``, its parameters (with :func:`~calibkit.core.params.param`),
+    ``state_constraints`` (and
     ``optional_state``, ``fit_metadata``) and implements ``fit`` and ``to_module``;
     its entry in :mod:`calibkit.core.catalog` names it and registers it in
     :data:`CALIBRATORS` when its module is imported (a plug-in's class is registered with
@@ -167,11 +169,6 @@ class PostHoc(EstimatorAPI, ABC):
     binary_only: ClassVar[bool] = False
     #: True for methods whose output is logits (``transform`` is available).
     maps_logits: ClassVar[bool] = False
-    #: The constructor parameters: name -> constraint, in signature order.
-    param_constraints: ClassVar[Constraints] = {}
-    #: Parameters only Python takes: the command line (``calibkit fit --param``) neither
-    #: offers nor accepts them, and its messages never suggest them.
-    python_only: ClassVar[tuple[str, ...]] = ()
     #: The fitted attributes besides ``n_classes_``, in the order ``fit`` sets them: name
     #: -> constraint (array shapes name ``k``, the classes, and the dimensions of
     #: :meth:`_state_dims`); a loaded state is checked against them.
@@ -232,12 +229,6 @@ class PostHoc(EstimatorAPI, ABC):
         if model is not None:
             raise InputError("model", f"no model for {cls.name!r}, a {cls.kind} kind", "a model")
         return cls(**check_params(cls.param_constraints, params, cls.name))
-
-    def _set_params(self, **params: Any) -> None:
-        """Check ``params`` against :attr:`param_constraints` and store them as attributes."""
-        for name, value in check_params(self.param_constraints, params, self.name).items():
-            # keep the caller's object when checking did not change it (clone needs that)
-            setattr(self, name, params[name] if same_value(value, params[name]) else value)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

@@ -32,6 +32,7 @@ from calibkit.calibrators.base import F64, Calibrator
 from calibkit.core.errors import BoundWarning, InputError
 from calibkit.core.fitted_state import InRange, Param
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, IntArray
+from calibkit.core.params import param
 from calibkit.core.validation import POSITIVE, Constraints, Real
 
 if TYPE_CHECKING:
@@ -89,6 +90,11 @@ def check_log_temperature(
     if not t_min * (1 - 1e-9) <= t <= t_max * (1 + 1e-9):
         expected = f"a temperature in [t_min, t_max] = [{t_min:g}, {t_max:g}]"
         raise InputError("state.temperature_", expected, repr(t))
+
+
+#: What ``t_min`` and ``t_max`` mean, for every method that searches a temperature.
+T_MIN_DOC = "The lowest temperature searched (below ``t_max``)."
+T_MAX_DOC = "The highest temperature searched (above ``t_min``)."
 
 
 def check_temperature_bounds(t_min: float, t_max: float) -> None:
@@ -372,11 +378,6 @@ class TemperatureScaling(Calibrator):
     A class absent from the calibration labels keeps its column by construction:
     the one temperature is shared by all classes.
 
-    Parameters
-    ----------
-    t_min, t_max : float
-        The range searched for the temperature (finite, ``0 < t_min < t_max``).
-
     Attributes
     ----------
     temperature_ : float
@@ -404,13 +405,11 @@ class TemperatureScaling(Calibrator):
 
     maps_logits = True
     accepts_sample_weight = True
-    param_constraints: ClassVar[Constraints] = {"t_min": POSITIVE, "t_max": POSITIVE}
     state_constraints: ClassVar[Constraints] = TEMPERATURE_STATE
-    t_min: float
-    t_max: float
+    t_min: float = param(default=0.1, check=POSITIVE, doc=T_MIN_DOC)
+    t_max: float = param(default=10.0, check=POSITIVE, doc=T_MAX_DOC)
 
-    def __init__(self, t_min: float = 0.1, t_max: float = 10.0) -> None:
-        self._set_params(t_min=t_min, t_max=t_max)
+    def _check_params(self) -> None:
         check_temperature_bounds(self.t_min, self.t_max)
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
