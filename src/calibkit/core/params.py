@@ -144,6 +144,8 @@ def _make_init(cls: type, fields: Mapping[str, Field[Any]]) -> Callable[..., Non
         if f.default_factory is not MISSING:
             raise TypeError(f"{cls.__name__}.{name}: a parameter's default must be a value")
         if f.default is MISSING:
+            if defaults:
+                raise TypeError(f"{cls.__name__}.{name}: a required parameter after a default")
             listed.append(name)
         else:
             defaults[f"_d_{name}"] = f.default
