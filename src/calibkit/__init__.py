@@ -214,10 +214,10 @@ if TYPE_CHECKING:
     from calibkit.reporting.evaluate_report import (
         evaluation_report,
     )
+    from calibkit.reporting.figure_style import save_figure
     from calibkit.reporting.figures import (
         reliability_figure,
         reliability_grid,
-        save_figure,
         smooth_reliability_figure,
     )
     from calibkit.reporting.render import (

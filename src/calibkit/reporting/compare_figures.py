@@ -17,7 +17,8 @@ from calibkit.calibrators import CALIBRATORS
 from calibkit.core.progress import Phase
 from calibkit.reporting.curves import ece_temperature_figure, risk_coverage_figure
 from calibkit.reporting.document import Figure
-from calibkit.reporting.figures import figure_png_bytes, group_reliability_figure, reliability_grid
+from calibkit.reporting.figure_style import figure_png_bytes
+from calibkit.reporting.figures import group_reliability_figure, reliability_grid
 from calibkit.reporting.per_group import BEST_PANELS, aware_method, panel_groups, reference_method
 from calibkit.workflows.comparison import Comparison
 
