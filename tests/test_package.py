@@ -82,6 +82,7 @@ def test_the_new_entry_points_resolve_at_the_root() -> None:
         "spiegelhalter_test",
         "aurc",
         "risk_at_coverage",
+        "ece_sweep",
         "BiasCorrectedTemperatureScaling",
         "GroupwiseTemperatureScaling",
         "Multicalibration",

@@ -36,7 +36,7 @@ from scipy import stats
 from calibkit.core.errors import InputError
 from calibkit.models import MODELS
 from calibkit.reporting.document import Cell, Table
-from calibkit.reporting.figures import new_figure, plain, style_axes
+from calibkit.reporting.figure_style import new_figure, plain, style_axes
 from calibkit.study.definition.config import StudyConfig
 from calibkit.study.report.paired import welch_test
 

@@ -37,7 +37,7 @@ if __package__ in (None, ""):  # run as a file: the repository root makes `exper
 from calibkit.core.errors import InputError
 from calibkit.io.atomic import atomic_directory, check_replaceable_folder
 from calibkit.reporting.document import Document, Figure, Paragraph, table_section
-from calibkit.reporting.figures import figure_png_bytes
+from calibkit.reporting.figure_style import figure_png_bytes
 from calibkit.reporting.render import to_markdown
 from calibkit.study import load_study_config
 from experiments._driver import driver_parser, input_file, input_folder, run_driver

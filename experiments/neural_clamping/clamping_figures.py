@@ -32,7 +32,7 @@ from matplotlib.ticker import PercentFormatter
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import log_softmax64
 from calibkit.metrics import ece, evaluate
-from calibkit.reporting.figures import new_figure, save_figure, style_axes, wrapped
+from calibkit.reporting.figure_style import new_figure, save_figure, style_axes, wrapped
 
 F64 = npt.NDArray[np.float64]
 _COLOURS = ("#3366a8", "#d1495b", "#2a9d8f", "#e9a03b", "#7b5ea7", "#3d5a80")

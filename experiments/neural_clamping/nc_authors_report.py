@@ -44,7 +44,7 @@ if __package__ in (None, ""):  # run as a file: make ``experiments`` importable
 from calibkit.core.errors import InputError
 from calibkit.io.atomic import atomic_directory, check_replaceable_folder
 from calibkit.metrics import ece
-from calibkit.reporting.figures import new_figure, save_figure, spaced, style_axes
+from calibkit.reporting.figure_style import new_figure, save_figure, spaced, style_axes
 from experiments._driver import input_folder, run_driver
 from experiments.neural_clamping.nc_authors import logits_file
 

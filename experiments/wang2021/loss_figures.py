@@ -23,7 +23,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
 from calibkit.core.errors import InputError
-from calibkit.reporting.figures import bin_bars, new_figure, plain, style_axes
+from calibkit.reporting.figure_style import new_figure, plain, style_axes
+from calibkit.reporting.figures import bin_bars
 from experiments.wang2021.analysis import (
     CALIBRATOR_NAMES,
     CE,

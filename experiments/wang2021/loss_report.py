@@ -23,7 +23,7 @@ import numpy as np
 
 from calibkit.metrics import score_decomposition
 from calibkit.reporting.document import Block, Figure, Paragraph, table_section
-from calibkit.reporting.figures import figure_png_bytes
+from calibkit.reporting.figure_style import figure_png_bytes
 from calibkit.study.definition.config import StudyConfig
 from calibkit.study.report import ReportSection
 from calibkit.study.store.record import RunRecord

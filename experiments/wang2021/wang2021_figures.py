@@ -35,7 +35,7 @@ if __package__ in (None, ""):  # run as a file: the repository root makes `exper
 
 from calibkit.core.errors import InputError
 from calibkit.io.atomic import atomic_directory, check_replaceable_folder
-from calibkit.reporting.figures import save_figure
+from calibkit.reporting.figure_style import save_figure
 from calibkit.study import load_study_config
 from calibkit.study.report.paired import welch_test
 from calibkit.study.run.runner import finished_runs  # unlocked: reads while a study runs

@@ -33,7 +33,8 @@ from calibkit.core.binning import BinStats
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import log_softmax64
 from calibkit.metrics import ece, reliability_stats
-from calibkit.reporting.figures import new_figure, reliability_grid, style_axes, wrapped
+from calibkit.reporting.figure_style import new_figure, style_axes, wrapped
+from calibkit.reporting.figures import reliability_grid
 from calibkit.study.store.record import RunRecord
 from experiments.wang2021.analysis import CALIBRATOR_NAMES
 

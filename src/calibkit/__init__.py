@@ -37,10 +37,10 @@ only computes metrics never loads matplotlib, Pillow or the dataset loaders.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from calibkit.core import catalog as _catalog
+from calibkit.core.lazy import lazy_getattr as _lazy_getattr
 from calibkit.core.lazy import type_checking_imports as _type_checking_imports
 from calibkit.core.version import __version__
 
@@ -53,16 +53,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    """Import the module that defines ``name`` on first use (PEP 562)."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'calibkit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+#: Each name imports the module that defines it on first use (PEP 562).
+__getattr__ = _lazy_getattr(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:
@@ -169,6 +161,7 @@ if TYPE_CHECKING:
         debiased_marginal_ce,
         eaurc,
         ece,
+        ece_sweep,
         entropy,
         evaluate,
         evaluate_groups,
@@ -221,10 +214,10 @@ if TYPE_CHECKING:
     from calibkit.reporting.evaluate_report import (
         evaluation_report,
     )
+    from calibkit.reporting.figure_style import save_figure
     from calibkit.reporting.figures import (
         reliability_figure,
         reliability_grid,
-        save_figure,
         smooth_reliability_figure,
     )
     from calibkit.reporting.render import (

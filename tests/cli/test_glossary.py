@@ -1,17 +1,15 @@
 """The command line's one vocabulary (``calibkit.cli.glossary``): every option of every
 parser is in the glossary under one spelling with one meaning, the commands that should take
-a shared option do, ``docs/cli.md`` shows the glossary, and every name list the parser
-spells equals the library's."""
+a shared option do, and ``docs/cli.md`` shows the glossary."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 from pathlib import Path
 
 import pytest
 
-from calibkit.cli.glossary import GLOSSARY, NAME_LISTS, glossary_markdown
+from calibkit.cli.glossary import GLOSSARY, glossary_markdown
 from calibkit.cli.parser import COMMANDS, UsageError, build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,15 +99,3 @@ def test_docs_cli_md_holds_the_glossary() -> None:
 
 def test_every_command_is_documented() -> None:
     assert set(COMMANDS) <= {c for t in GLOSSARY.values() for c in t.commands} | {"methods"}
-
-
-@pytest.mark.parametrize("what", sorted(NAME_LISTS))
-def test_cli_name_lists_equal_the_librarys(what: str) -> None:
-    spelled, where = NAME_LISTS[what]
-    module, attribute, *kind = where.split(":")
-    obj = getattr(importlib.import_module(module), attribute)
-    if hasattr(obj, "names"):  # a registry (one kind's names, with module:registry:kind)
-        library = tuple(obj.names(*kind))
-    else:
-        library = tuple(obj() if callable(obj) else obj)
-    assert spelled == library

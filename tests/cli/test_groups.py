@@ -12,7 +12,7 @@ import pytest
 
 from calibkit.cli import main
 from calibkit.metrics.groups import evaluate_groups
-from calibkit.reporting.compare_report import named
+from calibkit.reporting.compare_verdict import named
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

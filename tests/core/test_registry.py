@@ -84,7 +84,7 @@ def _registries() -> dict[str, dict[str, str]]:
 
     found: dict[str, dict[str, str]] = {}
     registries = (cal.CALIBRATORS, SCORES, losses.LOSSES, losses.PENALTIES, models.MODELS)
-    for reg in (*registries, data.DATASETS):
+    for reg in (*registries, data.DATASETS, data.CORRUPTIONS):
         found[reg.kind] = {key: reg.get(key).__name__ for key in reg.names()}  # type: ignore[attr-defined]
     found["metric"] = {k: metrics.METRICS.get(k).function.__name__ for k in metrics.METRIC_NAMES}
     found["metric"].update(
@@ -196,16 +196,34 @@ def test_a_declared_module_that_registers_nothing_is_named() -> None:
 
 def test_a_declared_entry_is_described_once() -> None:
     """Issue #45, item 1: the declaration holds an entry's metadata; registering it again
-    with metadata (a second copy) is refused, by name alone it keeps the declared."""
+    with metadata it declares (a second copy) is refused, by name alone it keeps the
+    declared."""
     widgets: Registry[Any] = Registry("widget")
     widgets.declare("one", "calibkit.core.errors", summary="One.", default=False)
-    with pytest.raises(ValueError, match="'one' is declared with its metadata"):
+    with pytest.raises(ValueError, match="'one' is declared with its summary: register it"):
         widgets.register("one", summary="One.")
+    with pytest.raises(ValueError, match="'one' is declared with its default, order"):
+        widgets.register("one", order=3, default=True, size=1)
     widgets.register("one")(int)
     assert (widgets.get("one"), widgets.info("one")["summary"], widgets.defaults()) == (
         int,
         "One.",
         [],
+    )
+
+
+def test_a_declared_name_takes_the_metadata_its_declaration_does_not_give() -> None:
+    """Issue #45, item 1: a name declared alone (a dataset of ``calibkit.core.names``) is
+    registered with what only its module knows (its loader's facts), in its declared place."""
+    widgets: Registry[Any] = Registry("widget")
+    widgets.declare("one", "calibkit.core.errors")
+    widgets.declare("two", "calibkit.core.errors", summary="Two.")
+    widgets.register("two", size=2)(float)
+    widgets.register("one", size=1)(int)
+    assert widgets.names() == ["one", "two"]
+    assert (widgets.info("one"), widgets.info("two")) == (
+        {"size": 1},
+        {"summary": "Two.", "size": 2},
     )
 
 

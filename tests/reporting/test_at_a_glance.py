@@ -17,16 +17,13 @@ from calibkit.reporting.curves import ece_temperature_figure
 from calibkit.reporting.display import ReliabilityDisplay
 from calibkit.reporting.document import Document, Gallery
 from calibkit.reporting.document import Figure as FigureBlock
+from calibkit.reporting.figure_style import ECE_GID, FLOOR_GID, figure_png_bytes, wrapped
 from calibkit.reporting.figures import (
     COUNT_GID,
-    ECE_GID,
-    FLOOR_GID,
-    figure_png_bytes,
     group_reliability_figure,
     reliability_figure,
     reliability_grid,
     smooth_reliability_figure,
-    wrapped,
 )
 from calibkit.reporting.render import WIDE_PX, to_html
 

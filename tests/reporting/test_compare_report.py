@@ -23,7 +23,9 @@ from calibkit.core.progress import progress_of
 from calibkit.core.splits import split_outputs
 from calibkit.io.atomic import MANIFEST
 from calibkit.metrics import METRIC_NAMES, Evaluation
-from calibkit.reporting.compare_report import named, write_compare_report
+from calibkit.reporting.compare_figures import BEFORE_AFTER, comparison_figures
+from calibkit.reporting.compare_report import write_compare_report
+from calibkit.reporting.compare_verdict import named
 from calibkit.reporting.document import Figure
 from calibkit.reporting.tables import format_evaluation_table
 from calibkit.workflows.compare import compare
@@ -246,11 +248,8 @@ def test_the_report_says_what_to_use_and_does_not_crown_an_ece_below_its_floor()
     import numpy as np
 
     from calibkit.core.outputs import as_outputs
-    from calibkit.reporting.compare_report import (
-        compare_verdict,
-        recommendation_paragraphs,
-        results_dict,
-    )
+    from calibkit.reporting.compare_report import results_dict
+    from calibkit.reporting.compare_verdict import compare_verdict, recommendation_paragraphs
     from calibkit.workflows.compare import compare
 
     rng = np.random.default_rng(0)
@@ -336,7 +335,7 @@ def test_the_verdict_comes_first_in_markdown_html_and_terminal(
 def test_the_verdict_says_what_temperature_scaling_buys_against_the_model(
     chosen: Comparison,
 ) -> None:
-    from calibkit.reporting.compare_report import compare_verdict
+    from calibkit.reporting.compare_verdict import compare_verdict
     from calibkit.workflows.recommendation import Recommendation
 
     rec = Recommendation("temperature", "no candidate beat temperature", "")
@@ -353,8 +352,8 @@ def test_the_verdict_says_what_temperature_scaling_buys_against_the_model(
 def test_drawing_the_figures_is_a_phase_with_a_step_per_figure(
     comp: Comparison, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.DEBUG, logger="calibkit.reporting.compare_report"):
-        figures = report.comparison_figures(comp, "data.npz")
+    with caplog.at_level(logging.DEBUG, logger="calibkit.reporting.compare_figures"):
+        figures = comparison_figures(comp, "data.npz")
     events = [e for r in caplog.records if r.levelno == logging.DEBUG if (e := progress_of(r))]
     n = len(figures)  # the grid, ECE(T), risk-coverage and one per row
     assert [(e.step, e.total) for e in events] == [(k, n) for k in range(n + 1)]
@@ -396,7 +395,7 @@ def test_a_newcomer_reads_the_verdict_the_deciding_table_and_one_figure_first(
     assert shown.count("<table>") == 1
     assert "Cross-fitted NLL" in shown
     (image,) = re.findall(r'<a href="figures/([^"]+)"', shown)
-    assert image == report.BEFORE_AFTER
+    assert image == BEFORE_AFTER
     assert chosen.recommendation is not None
     assert f"Reliability diagrams: none, {chosen.recommendation.method}" in shown
     how = shown.split("<h2>How to read this</h2>", 1)[1].split("</p>", 1)[0]

@@ -13,15 +13,14 @@ from calibkit.core.errors import InputError
 from calibkit.metrics import ece, reliability_stats
 from calibkit.metrics.binned import error_from_stats
 from calibkit.reporting.curves import ece_temperature_figure
+from calibkit.reporting.figure_style import figure_png_bytes, save_figure
 from calibkit.reporting.figures import (
     ACCURACY_LABEL,
     FRACTION_LABEL,
     GAP_LABEL,
     bar_heights,
-    figure_png_bytes,
     reliability_figure,
     reliability_grid,
-    save_figure,
 )
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

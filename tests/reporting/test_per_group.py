@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from calibkit import as_outputs
-from calibkit.reporting.compare_report import compare_report, compare_verdict
+from calibkit.reporting.compare_report import compare_report
+from calibkit.reporting.compare_verdict import compare_verdict
 from calibkit.reporting.per_group import (
     MAX_PANELS,
     panel_groups,

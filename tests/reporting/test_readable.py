@@ -19,10 +19,7 @@ from calibkit.core.splits import split_outputs
 from calibkit.reporting.compare_report import write_compare_report
 from calibkit.reporting.curves import ece_temperature_figure
 from calibkit.reporting.document import Cell, Document, Section, Table
-from calibkit.reporting.figures import (
-    reliability_figure,
-    reliability_grid,
-)
+from calibkit.reporting.figures import reliability_figure, reliability_grid
 from calibkit.reporting.render import CSS, TEXT_WIDTH, table_width, to_html
 from calibkit.study.report.writer import HOW_TO_READ as STUDY_HOW_TO_READ
 from calibkit.workflows.compare import compare

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from calibkit.reporting.document import Figure, Section
-from calibkit.reporting.figures import FLOOR_GID
+from calibkit.reporting.figure_style import FLOOR_GID
 from calibkit.reporting.shift_figures import FLOOR_LABEL, shift_boxplots
 from calibkit.reporting.shift_report import (
     breaking_point,

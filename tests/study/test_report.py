@@ -8,7 +8,7 @@ import pytest
 
 from calibkit.calibrators import TemperatureScaling
 from calibkit.core.errors import InputError
-from calibkit.reporting.compare_report import named
+from calibkit.reporting.compare_verdict import named
 from calibkit.study import load_study_config, run_study
 from calibkit.study.report.writer import model_table, results_csv
 from calibkit.study.store.run_folder import RunFolder

@@ -21,8 +21,7 @@ entries of a kind.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 # The contract and the registry are imported at once (numpy only); every other public name
 # loads its module on first use (PEP 562, ``__getattr__`` below), so that reading the
@@ -35,6 +34,7 @@ from calibkit.calibrators.fitted import CalibratorSpec as CalibratorSpec
 from calibkit.calibrators.fitted import PostHoc as PostHoc
 from calibkit.calibrators.fitted import load as load
 from calibkit.core import catalog as _catalog
+from calibkit.core.lazy import lazy_getattr as _lazy_getattr
 from calibkit.core.lazy import type_checking_imports as _type_checking_imports
 
 if TYPE_CHECKING:  # the public names besides the catalogued classes, each from its module
@@ -62,15 +62,8 @@ _LAZY: dict[str, str] = {**_type_checking_imports(__file__), **_catalog.exported
 _EAGER = ("CALIBRATORS", "Calibrator", "CalibratorSpec", "PostHoc", "create_calibrator", "load")
 
 __all__ = sorted([*_EAGER, *_LAZY])
-
-
-def __getattr__(name: str) -> Any:
-    """A public name of :data:`_LAZY`, its module imported on first use (then kept here)."""
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: A public name of :data:`_LAZY`, its module imported on first use (then kept here).
+__getattr__ = _lazy_getattr(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -39,6 +39,7 @@ from calibkit.cli.options import (
     add_out,
     opt,
 )
+from calibkit.core import catalog
 from calibkit.core.errors import InputError
 from calibkit.core.words import plural
 
@@ -54,9 +55,9 @@ if TYPE_CHECKING:
     )
     from calibkit.core.validation import Constraint
 
-#: The kinds ``calibkit fit`` fits: all but ``model`` (``calibkit.calibrators.persistence.KINDS``;
-#: a test checks they are the registry's kinds but ``model``).
-FIT_KINDS = ("logits", "groups", "sets", "priors")
+#: The kinds ``calibkit fit`` fits: every kind of :data:`calibkit.core.catalog.KINDS` but
+#: ``model`` (a model calibrator is fitted in Python, beside its model).
+FIT_KINDS = tuple(kind for kind in catalog.KINDS if kind != "model")
 #: Values of ``--param key=VALUE`` read as None, where the parameter accepts None.
 NONE_WORDS = ("none", "null")
 

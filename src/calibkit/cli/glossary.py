@@ -1,5 +1,7 @@
 """The command line's vocabulary: every option, the one concept it names, and the commands
-that take it; and every list of names the parser spells without importing the library.
+that take it. The names the parser checks before importing the library (datasets,
+corruptions, executors, calibrators, models) are read from :mod:`calibkit.core.names` and
+:mod:`calibkit.core.catalog`, where they are declared.
 
 One concept has one spelling, and one spelling one meaning, across every command
 (``tests/cli/test_glossary.py`` checks every parser against :data:`GLOSSARY`, and
@@ -12,6 +14,9 @@ One concept has one spelling, and one spelling one meaning, across every command
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from calibkit.core.catalog import PRIOR_ESTIMATORS
+from calibkit.core.names import EXECUTORS, either
 
 
 @dataclass(frozen=True)
@@ -107,7 +112,9 @@ GLOSSARY: dict[str, Term] = {
     ),
     "--param": Term("a method's parameter", "KEY=VALUE, repeatable", ("fit",)),
     "--estimator": Term(
-        "prior estimator", "how target priors are estimated: em or bbse", ("labelshift",)
+        "prior estimator",
+        f"how target priors are estimated: {either(PRIOR_ESTIMATORS)}",
+        ("labelshift",),
     ),
     "--priors": Term("known target priors", "P0,P1,... instead of estimating", ("labelshift",)),
     "--scores": Term(
@@ -200,42 +207,12 @@ GLOSSARY: dict[str, Term] = {
         ("shift", "study"),
     ),
     "--report-only": Term("report only", "write the report from finished runs", ("study",)),
-    "--executor": Term("executor", "serial, processes or ray", ("study",)),
+    "--executor": Term("executor", either(EXECUTORS), ("study",)),
     "--workers": Term("worker processes", "worker processes of --executor processes", ("study",)),
     "--address": Term("Ray address", "a Ray cluster's head", ("study",)),
     "--verbose": Term("Ray's logs", "show Ray's own logs", ("study",)),
     "--threads": Term("threads", "threads of torch and BLAS (before the command)", ()),
 }
-
-#: Name lists the parser spells (so that building it imports no numpy or torch), each with
-#: the library object it must equal (``module:attribute``; a registry gives its ``names()``).
-NAME_LISTS: dict[str, tuple[tuple[str, ...], str]] = {
-    "calibration tests": (
-        ("spiegelhalter", "ks", "kuiper", "hosmer_lemeshow"),
-        "calibkit.metrics.calibration_tests:TEST_LABELS",
-    ),
-    "executors": (("serial", "processes", "ray"), "calibkit.study.run.executor_factory:EXECUTORS"),
-    # the registries' names, so that a mistyped name is refused before torch is imported
-    # (the calibrators' are read from calibkit.core.catalog)
-    "datasets": (
-        ("digits", "cifar10-jpeg", "cifar10", "cifar100", "bloodmnist", "imagenet-val"),
-        "calibkit.data:DATASETS",
-    ),
-    "corruptions": (
-        (
-            *("gaussian_noise", "shot_noise", "impulse_noise", "defocus_blur", "glass_blur"),
-            *("motion_blur", "zoom_blur", "snow", "fog", "brightness", "contrast"),
-            *("elastic_transform", "pixelate", "jpeg_compression", "speckle_noise"),
-            *("gaussian_blur", "saturate"),
-        ),
-        "calibkit.data:CORRUPTIONS",
-    ),
-}
-
-
-def names(what: str) -> tuple[str, ...]:
-    """The name list ``what`` of :data:`NAME_LISTS` (the CLI's spelling)."""
-    return NAME_LISTS[what][0]
 
 
 def glossary_markdown() -> str:

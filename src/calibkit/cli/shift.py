@@ -15,7 +15,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from calibkit.cli.glossary import names
 from calibkit.cli.options import (
     Subparsers,
     add_cal_size,
@@ -26,7 +25,7 @@ from calibkit.cli.options import (
     number,
     opt,
 )
-from calibkit.core import catalog
+from calibkit.core import catalog, names
 from calibkit.core.errors import InputError, nearest_name
 from calibkit.core.validation import RESAMPLES, Integer
 
@@ -160,7 +159,7 @@ def _check_first(args: argparse.Namespace) -> None:
         check_name(args.model, "--model", tuple(catalog.MODEL_ENTRIES))
     check_input(args.weights, "--weights")
     data, _, shift = args.data.partition("@")
-    check_name(data.partition(":")[0].strip(), "--data", names("datasets"))
+    check_name(data.partition(":")[0].strip(), "--data", names.DATASETS)
     if shift:
         _check_corruption(shift.partition(":")[0].strip(), "--data")
     for name in _listed(args.corruptions, "all"):
@@ -177,7 +176,7 @@ def _check_corruption(name: str, option: str) -> None:
     to the settings, which say which corruptions are not available and why."""
     from calibkit.cli.common import check_name
 
-    valid = names("corruptions")
+    valid = names.CORRUPTIONS
     if name not in valid and nearest_name(name, valid) is not None:
         check_name(name, option, valid)
 

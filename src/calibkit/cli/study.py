@@ -22,10 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from calibkit.cli.common import check_input, check_name, check_output, renamed
-from calibkit.cli.glossary import names
 from calibkit.cli.options import Subparsers, add_out, int_list, number, opt
 from calibkit.core import catalog
 from calibkit.core.errors import InputError
+from calibkit.core.names import DATASETS, EXECUTORS, either
 from calibkit.core.validation import EPOCHS, SEED, Integer
 from calibkit.core.words import plural
 
@@ -53,8 +53,8 @@ def add_arguments(sub: Subparsers) -> None:
 def _add_executor_options(p: argparse.ArgumentParser) -> None:
     """Where the units of work run (see :mod:`calibkit.study.run.executors`)."""
     where = p.add_argument_group("where the work runs", "one process, worker processes, Ray")
-    text = "serial (default), processes, or ray (pip install 'calibkit[ray]')"
-    opt(where, "--executor", "NAME", text, choices=("serial", "processes", "ray"))
+    text = f"{either(EXECUTORS)} (default {EXECUTORS[0]}; ray: pip install 'calibkit[ray]')"
+    opt(where, "--executor", "NAME", text, choices=EXECUTORS)
     text = "worker processes (--executor processes; default: the cores)"
     opt(where, "--workers", "N", text, type=number(Integer(1, 1024)))
     text = "a Ray cluster's head, HOST:PORT (--executor ray; default: a local Ray)"
@@ -103,7 +103,7 @@ def check_first(args: argparse.Namespace) -> Path:
     data = config.get("data")
     if isinstance(data, dict) and isinstance(data.get("dataset"), str):
         dataset = data["dataset"].partition("@")[0].partition(":")[0].strip()
-        check_name(dataset, f"{path}: data.dataset", names("datasets"))
+        check_name(dataset, f"{path}: data.dataset", DATASETS)
     labels = [str(m.get("label") or m.get("name")) for m in models]
     for label in args.models.split(",") if args.models else ():
         check_name(label.strip(), "--models", labels)

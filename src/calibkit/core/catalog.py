@@ -475,17 +475,15 @@ class Model(NamedTuple):
         return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
 
 
+#: The depths of the CIFAR ResNets (``resnet<depth>``, depth 6n + 2), the ones
+#: :class:`~calibkit.models.resnet_cifar.CifarResNet` builds.
+CIFAR_DEPTHS = (8, 14, 20, 32, 44, 56, 110)
 #: Every model factory by name, in the order of ``MODELS.names()``.
 MODEL_ENTRIES: dict[str, Model] = {
     "lenet5": Model("lenet", "lenet"),
     "lenet5_dropout": Model("lenet", "lenet"),
-    "resnet8": Model("resnet_cifar", "cifar_resnet", depth=8),
-    "resnet14": Model("resnet_cifar", "cifar_resnet", depth=14),
-    "resnet20": Model("resnet_cifar", "cifar_resnet", depth=20),
-    "resnet32": Model("resnet_cifar", "cifar_resnet", depth=32),
-    "resnet44": Model("resnet_cifar", "cifar_resnet", depth=44),
-    "resnet56": Model("resnet_cifar", "cifar_resnet", depth=56),
-    "resnet110": Model("resnet_cifar", "cifar_resnet", depth=110),
+    # the CIFAR ResNets (He et al. 2016), named by their depth 6n + 2
+    **{f"resnet{d}": Model("resnet_cifar", "cifar_resnet", depth=d) for d in CIFAR_DEPTHS},
     "resnet18": Model("resnet", "resnet"),
     "wrn16_4": Model("resnet", "wide_resnet"),
     "wrn28_10": Model("resnet", "wide_resnet"),

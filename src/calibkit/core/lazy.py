@@ -23,25 +23,42 @@ from __future__ import annotations
 
 import ast
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+
+def lazy_getattr(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
+    """The module-level ``__getattr__`` of ``package``: a name of ``exports`` (name -> the
+    module that defines it) imports its module on first use and is then kept in the package,
+    so that the next use finds it there; any other name is an ``AttributeError``.
+
+    >>> getattr_ = lazy_getattr("pkg", {"dumps": "json"})
+    >>> getattr_("dumps")([1])
+    '[1]'
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        holder = sys.modules.get(package)
+        if holder is not None:
+            setattr(holder, name, value)
+        return value
+
+    return __getattr__
 
 
 def lazy_exports(
     package: str, modules: Mapping[str, str]
 ) -> tuple[list[str], Callable[[str], Any]]:
     """The sorted public names of ``modules`` (module -> space-separated names) and the
-    module-level ``__getattr__`` of ``package`` that imports a name's module on first use."""
+    :func:`lazy_getattr` of ``package`` for them."""
     exports = {name: module for module, names in modules.items() for name in names.split()}
-
-    def __getattr__(name: str) -> Any:
-        module = exports.get(name)
-        if module is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(module), name)
-
-    return sorted(exports), __getattr__
+    return sorted(exports), lazy_getattr(package, exports)
 
 
 def type_checking_imports(path: str | Path) -> dict[str, str]:

@@ -169,13 +169,19 @@ class Registry(Generic[T]):
     def register(self, name: str, **info: Any) -> Callable[[T], T]:
         """Decorator that registers ``obj`` under ``name`` (names are unique) with ``info``
         (``order`` and ``default``: see the module docstring); a declared entry
-        (:meth:`declare`) is registered by its name alone, its metadata being declared."""
+        (:meth:`declare`) keeps its declared place and metadata: it is registered by its
+        name, with only the metadata its declaration does not give (a dataset's loader, its
+        classes)."""
+        declared_info = self._info.get(name, {}) if name in self._declared else None
+        if declared_info is not None:
+            again = sorted({"order", "default", "aliases", *declared_info} & set(info))
+            if again:
+                raise ValueError(
+                    f"{self.kind} {name!r} is declared with its {', '.join(again)}: register"
+                    " it without them"
+                )
         order = self._check_info(name, info)
         aliases = tuple(info.get("aliases", ()))
-        if name in self._declared and info:
-            raise ValueError(
-                f"{self.kind} {name!r} is declared with its metadata: register it by name alone"
-            )
 
         def add(obj: T) -> T:
             declared = name in self._declared
@@ -185,8 +191,9 @@ class Registry(Generic[T]):
                 if alias in self._items or self._aliases.get(alias, name) != name:
                     raise ValueError(f"{self.kind} alias {alias!r} is already registered")
                 self._aliases[alias] = name
-            if declared:  # its declaration placed and described it
+            if declared:  # its declaration placed it and gave its declared metadata
                 self._declared.pop(name)
+                self._info[name] = MappingProxyType({**self._info[name], **info})
             else:
                 self._order[name] = float(order)
                 self._info[name] = MappingProxyType(dict(info))

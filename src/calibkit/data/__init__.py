@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calibkit.core import names
 from calibkit.core.errors import InputError
 from calibkit.core.registry import Registry
 from calibkit.core.splits import stratified_folds, stratified_split
@@ -88,11 +89,14 @@ __all__ = [
 #: A loader takes the data folder and returns ``{split: ImageArrays}``.
 Loader = Callable[[Path], dict[str, ImageArrays]]
 
-#: Dataset loaders by name. Metadata: ``bundled=True`` for data that needs no folder,
-#: ``default_dir``, a function giving the folder used when none is passed, ``file``, the
-#: file a loader reads in its folder, ``classes``, the class names in label order where
-#: they are fixed, and ``index``, a function reading them from ``file`` without decoding.
+#: Dataset loaders by name, declared (names and order) in :data:`calibkit.core.names.DATASETS`.
+#: Metadata: ``bundled=True`` for data that needs no folder, ``default_dir``, a function
+#: giving the folder used when none is passed, ``file``, the file a loader reads in its
+#: folder, ``classes``, the class names in label order where they are fixed, and ``index``,
+#: a function reading them from ``file`` without decoding.
 DATASETS: Registry[Loader] = Registry("dataset")
+for _name in names.DATASETS:
+    DATASETS.declare(_name, __name__)
 
 
 @DATASETS.register("digits", bundled=True, classes=tuple(str(c) for c in range(10)))

@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from calibkit.core import names
 from calibkit.core.errors import InputError
 from calibkit.core.registry import Registry
 
@@ -77,9 +78,12 @@ MIN_SIDE = 8
 #: Images per vectorised chunk (bounds memory; results do not depend on it).
 CHUNK = 1024
 
-#: The corruptions by name (CIFAR-10-C's 15 but frost, then the extras). Metadata: ``params``,
-#: the published parameter per severity; ``uint8``, whether it works on uint8 pixels.
+#: The corruptions by name, declared (names and order) in
+#: :data:`calibkit.core.names.CORRUPTIONS`. Metadata: ``params``, the published parameter per
+#: severity; ``uint8``, whether it works on uint8 pixels.
 CORRUPTIONS: Registry[Corruption] = Registry("corruption")
+for _name in names.CORRUPTIONS:
+    CORRUPTIONS.declare(_name, __name__)
 
 #: Corruptions of CIFAR-10-C that calibkit does not provide, with the reason.
 UNAVAILABLE = {

@@ -160,11 +160,10 @@ def save_predictions(
     --------
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as folder:
-    ...     path = Path(folder) / "predictions.npz"
-    ...     save_predictions(path, [0, 1], logits=[[2.0, 0.0], [0.0, 1.0]])
-    ...     out = load_predictions(path)
-    >>> out.kind, out.labels.tolist(), out.n_classes
-    ('logits', [0, 1], 2)
+    ...     path = Path(folder) / "scores.npz"
+    ...     save_predictions(path, [1], probs=np.array([[0.25, 0.75]], dtype=np.float32))
+    ...     sorted(np.load(path).files), np.load(path)["probs"].dtype
+    (['labels', 'probs'], dtype('float64'))
     """
     p = check_file_path("path", path)
     if p.suffix.lower() != ".npz":

@@ -123,6 +123,59 @@ def focal_power(base: Tensor, gamma: float | Tensor) -> Tensor:
     return base.clamp_min(torch.finfo(base.dtype).tiny).pow(gamma)
 
 
+#: The base of a loss of the focal form: ``(log p, log p_y, targets) -> base``, one per sample.
+_Base = Callable[[Tensor, Tensor, Tensor], Tensor]
+
+
+def _focal_form(
+    logits: Tensor,
+    targets: Tensor,
+    gamma: float,
+    reduction: Reduction,
+    alpha: object,
+    base: _Base,
+    exponent: Callable[[Tensor, float], Tensor | float] | None = None,
+) -> Tensor:
+    """``-base^gamma log p_y``, weighted by ``alpha_t`` and reduced: every loss of this module
+    (``exponent(log p_y, gamma)``: a per-sample exponent instead of ``gamma``)."""
+    gamma = GAMMA.check("gamma", gamma)
+    reduction = check_reduction(reduction)
+    logp = log_probs(logits, targets)
+    logp_y = target_log_prob(logp, targets)
+    power = gamma if exponent is None else exponent(logp_y, gamma)
+    weight = class_weight(alpha, targets, logp.shape[1], logp_y)
+    return reduce(
+        weighted(-focal_power(base(logp, logp_y, targets), power) * logp_y, weight), reduction
+    )
+
+
+def _one_minus_p_y(logp: Tensor, logp_y: Tensor, targets: Tensor) -> Tensor:
+    """Focal loss's base, ``1 - p_y``."""
+    return -torch.expm1(logp_y)
+
+
+def _one_plus_p_y(logp: Tensor, logp_y: Tensor, targets: Tensor) -> Tensor:
+    """Inverse focal loss's base, ``1 + p_y``."""
+    return 1.0 + logp_y.exp()
+
+
+def _one_minus_p_y_plus_p_j(logp: Tensor, logp_y: Tensor, targets: Tensor) -> Tensor:
+    """Dual focal loss's base, ``1 - p_y + p_j``, ``p_j`` the largest probability below
+    ``p_y`` (0 if none)."""
+    p = logp.exp()
+    below = p < p.gather(1, targets[:, None])
+    p_j = torch.where(below, p, torch.zeros_like(p)).amax(dim=1)
+    return -torch.expm1(logp_y) + p_j
+
+
+def _flsd_53(logp_y: Tensor, gamma: float) -> Tensor:
+    """FLSD-53's exponent: 5 where ``p_y < 0.2``, 3 where ``p_y < 0.5``, else ``gamma`` (chosen
+    without gradient)."""
+    p = logp_y.detach().exp()
+    high = torch.full_like(p, gamma)
+    return torch.where(p < 0.2, 5.0, torch.where(p < 0.5, 3.0, high))
+
+
 @fill_doc(signature=_FUNCTION_SIGNATURE)
 def focal_loss(
     logits: Tensor,
@@ -141,11 +194,7 @@ def focal_loss(
     >>> focal_loss(torch.zeros(1, 2), torch.tensor([0]), gamma=1.0)  # 0.5 * log 2
     tensor(0.3466)
     """
-    gamma = GAMMA.check("gamma", gamma)
-    reduction = check_reduction(reduction)
-    logp_y = target_log_prob(log_probs(logits, targets), targets)
-    weight = class_weight(alpha, targets, logits.shape[1], logp_y)
-    return reduce(weighted(-focal_power(-torch.expm1(logp_y), gamma) * logp_y, weight), reduction)
+    return _focal_form(logits, targets, gamma, reduction, alpha, _one_minus_p_y)
 
 
 def adaptive_focal_loss(
@@ -179,16 +228,7 @@ def adaptive_focal_loss(
     >>> adaptive_focal_loss(torch.zeros(1, 2), torch.tensor([0]))  # p_y = 0.5: 0.5^3 log 2
     tensor(0.0866)
     """
-    gamma = GAMMA.check("gamma", gamma)
-    reduction = check_reduction(reduction)
-    logp_y = target_log_prob(log_probs(logits, targets), targets)
-    p = logp_y.detach().exp()
-    high = torch.full_like(p, gamma)
-    per_sample = torch.where(p < 0.2, 5.0, torch.where(p < 0.5, 3.0, high))
-    weight = class_weight(alpha, targets, logits.shape[1], logp_y)
-    return reduce(
-        weighted(-focal_power(-torch.expm1(logp_y), per_sample) * logp_y, weight), reduction
-    )
+    return _focal_form(logits, targets, gamma, reduction, alpha, _one_minus_p_y, _flsd_53)
 
 
 @fill_doc(signature=_FUNCTION_SIGNATURE)
@@ -205,11 +245,7 @@ def inverse_focal_loss(
     >>> inverse_focal_loss(torch.zeros(1, 2), torch.tensor([0]), gamma=1.0)  # 1.5 log 2
     tensor(1.0397)
     """
-    gamma = GAMMA.check("gamma", gamma)
-    reduction = check_reduction(reduction)
-    logp_y = target_log_prob(log_probs(logits, targets), targets)
-    weight = class_weight(alpha, targets, logits.shape[1], logp_y)
-    return reduce(weighted(-focal_power(1.0 + logp_y.exp(), gamma) * logp_y, weight), reduction)
+    return _focal_form(logits, targets, gamma, reduction, alpha, _one_plus_p_y)
 
 
 @fill_doc(signature=_FUNCTION_SIGNATURE)
@@ -229,17 +265,7 @@ def dual_focal_loss(
     >>> dual_focal_loss(logits, torch.tensor([1]), gamma=1.0)  # (1 - 1/2 + 1/4) log 2
     tensor(0.5199)
     """
-    gamma = GAMMA.check("gamma", gamma)
-    reduction = check_reduction(reduction)
-    logp = log_probs(logits, targets)
-    logp_y = target_log_prob(logp, targets)
-    p = logp.exp()
-    below = p < p.gather(1, targets[:, None])
-    p_j = torch.where(below, p, torch.zeros_like(p)).amax(dim=1)
-    weight = class_weight(alpha, targets, logits.shape[1], logp_y)
-    return reduce(
-        weighted(-focal_power(-torch.expm1(logp_y) + p_j, gamma) * logp_y, weight), reduction
-    )
+    return _focal_form(logits, targets, gamma, reduction, alpha, _one_minus_p_y_plus_p_j)
 
 
 class GammaLoss(nn.Module):

@@ -13,8 +13,9 @@ the top-label confidence; they are in the suite.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from calibkit.core.lazy import lazy_getattr
 from calibkit.metrics.binned import (
     aece,
     calibration_error,
@@ -79,6 +80,7 @@ from calibkit.metrics.selective import (
 )
 from calibkit.metrics.smooth import SmoothReliability, smooth_ece, smooth_reliability
 from calibkit.metrics.suite import MetricSuite
+from calibkit.metrics.sweep import ece_sweep
 
 __all__ = [
     "EXTRA_METRICS",
@@ -122,6 +124,7 @@ __all__ = [
     "debiased_marginal_ce",
     "eaurc",
     "ece",
+    "ece_sweep",
     "entropy",
     "evaluate",
     "evaluate_groups",
@@ -153,11 +156,5 @@ __all__ = [
 if TYPE_CHECKING:
     from calibkit.metrics.streaming import StreamingCalibration
 
-
-def __getattr__(name: str) -> Any:
-    """``StreamingCalibration`` holds torch tensors: torch is imported when it is first used."""
-    if name == "StreamingCalibration":
-        from calibkit.metrics.streaming import StreamingCalibration
-
-        return StreamingCalibration
-    raise AttributeError(f"module 'calibkit.metrics' has no attribute {name!r}")
+#: ``StreamingCalibration`` holds torch tensors: torch is imported when it is first used.
+__getattr__ = lazy_getattr(__name__, {"StreamingCalibration": "calibkit.metrics.streaming"})

@@ -23,12 +23,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from calibkit.core.catalog import CIFAR_DEPTHS
 from calibkit.core.errors import InputError
 from calibkit.core.validation import Choice
 from calibkit.models.checkpoint import check_finite
-
-#: Supported depths (6n + 2).
-DEPTHS = (8, 14, 20, 32, 44, 56, 110)
 
 
 class PadShortcut(nn.Module):
@@ -78,7 +76,7 @@ class CifarResNet(nn.Module):
 
     def __init__(self, depth: int, num_classes: int, in_channels: int = 3) -> None:
         super().__init__()
-        depth = Choice(*DEPTHS).check("depth", depth)
+        depth = Choice(*CIFAR_DEPTHS).check("depth", depth)
         n = (depth - 2) // 6
         self.conv1 = nn.Conv2d(in_channels, 16, 3, 1, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(16)

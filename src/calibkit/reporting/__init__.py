@@ -14,9 +14,8 @@ from calibkit.core.lazy import lazy_exports
 #: Each module -> the names it gives the package (loaded on first access).
 _MODULES: dict[str, str] = {
     "calibkit.reporting.display": "ReliabilityDisplay",
-    "calibkit.reporting.figures": (
-        "reliability_figure reliability_grid save_figure smooth_reliability_figure"
-    ),
+    "calibkit.reporting.figures": "reliability_figure reliability_grid smooth_reliability_figure",
+    "calibkit.reporting.figure_style": "save_figure",
     "calibkit.reporting.curves": "ece_temperature_figure risk_coverage_figure",
     "calibkit.reporting.compare_report": "write_compare_report",
     "calibkit.reporting.shift_report": "write_shift_report",

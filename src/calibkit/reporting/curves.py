@@ -1,7 +1,7 @@
 """Curves of a calibration report: the ECE against the temperature (where temperature
 scaling lands on it), and the risk-coverage curves of selective prediction.
 
-They follow the layout rules of :mod:`calibkit.reporting.figures` (the legend under the
+They follow the layout of :mod:`calibkit.reporting.figure_style` (the legend under the
 axes, the noise floor on every ECE panel, titles wrapped into balanced lines).
 
 >>> t, e = [0.5, 1.0, 2.0], [0.10, 0.05, 0.08]
@@ -22,7 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from calibkit.core.errors import InputError
-from calibkit.reporting.figures import (
+from calibkit.reporting.figure_style import (
     _BAR,
     _FITTED_COLOURS,
     _FLOOR,

@@ -33,6 +33,7 @@ from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics import reliability_stats
 from calibkit.metrics.reliability_bands import CorpReliability, IntervalMethod, corp_reliability
+from calibkit.reporting.figure_style import figure_legend, new_figure, plain, spaced, style_axes
 from calibkit.reporting.figures import (
     bar_heights,
     bin_bars,
@@ -40,11 +41,6 @@ from calibkit.reporting.figures import (
     draw_bin_counts,
     draw_bin_intervals,
     draw_corp,
-    figure_legend,
-    new_figure,
-    plain,
-    spaced,
-    style_axes,
 )
 
 __all__ = ["ReliabilityDisplay", "bar_heights"]

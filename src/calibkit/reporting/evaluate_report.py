@@ -348,11 +348,8 @@ def evaluation_figures(
     from calibkit.metrics.binned import reliability_stats
     from calibkit.metrics.selective import risk_coverage_curve
     from calibkit.reporting.curves import risk_coverage_figure
-    from calibkit.reporting.figures import (
-        figure_png_bytes,
-        reliability_figure,
-        smooth_reliability_figure,
-    )
+    from calibkit.reporting.figure_style import figure_png_bytes
+    from calibkit.reporting.figures import reliability_figure, smooth_reliability_figure
 
     ev = run.evaluation
     stats = reliability_stats(run.outputs, n_bins=ev.n_bins, mode=run.mode)

@@ -31,7 +31,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from calibkit.core.errors import InputError
-from calibkit.reporting.figures import FLOOR_GID, new_figure, style_axes, wrapped
+from calibkit.reporting.figure_style import FLOOR_GID, new_figure, style_axes, wrapped
 from calibkit.reporting.tables import column_info
 from calibkit.workflows.shift import ShiftRow
 
@@ -55,7 +55,7 @@ def shift_boxplots(
     ``clean``. Methods whose values are all NaN for a metric are left out of its panel;
     ``target`` draws a dashed line (e.g. the conformal target coverage, a fraction) on the
     ``coverage`` panel; the ``ece`` panel marks each box's noise floor (dotted, gid
-    :data:`~calibkit.reporting.figures.FLOOR_GID`) when the rows carry ``ece_floor``.
+    :data:`~calibkit.reporting.figure_style.FLOOR_GID`) when the rows carry ``ece_floor``.
     ``labels``: each metric's axis label and whether it is shown in percent (by default
     the registry's label, with ``(%)`` for a percentage)."""
     if not rows or not metrics:

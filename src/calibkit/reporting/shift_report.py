@@ -356,7 +356,7 @@ def summary_tables(rows: Sequence[ShiftRow], alpha: float | None = None) -> list
 def _figures(
     rows: Sequence[ShiftRow], title: str, alpha: float | None, n_bins: int
 ) -> list[Figure]:
-    from calibkit.reporting.figures import figure_png_bytes
+    from calibkit.reporting.figure_style import figure_png_bytes
     from calibkit.reporting.shift_figures import shift_boxplots
 
     labels = {}

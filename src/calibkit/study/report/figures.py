@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from calibkit.core.errors import InputError
-from calibkit.reporting.figures import PercentTicks, new_figure, plain
+from calibkit.reporting.figure_style import PercentTicks, new_figure, plain
 
 _COLOURS = {"train": "#3366a8", "cal": "#7b5ea7", "test": "#d1495b", "optimal": "#2a9d8f"}
 #: Up to this many epochs, each epoch is a marked point and a tick of its own.

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from calibkit.calibrators.logit.auto import margin_words
-from calibkit.reporting.compare_report import named, nll_ece_change
+from calibkit.reporting.compare_verdict import named, nll_ece_change
 from calibkit.reporting.document import Verdict
 from calibkit.study.store.record import RunRecord
 

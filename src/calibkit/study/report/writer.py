@@ -47,11 +47,8 @@ from calibkit.reporting.document import (
     Verdict,
     table_section,
 )
-from calibkit.reporting.figures import (
-    GridPanel,
-    figure_png_bytes,
-    reliability_grid,
-)
+from calibkit.reporting.figure_style import figure_png_bytes
+from calibkit.reporting.figures import GridPanel, reliability_grid
 from calibkit.reporting.render import to_html, to_markdown
 from calibkit.reporting.tables import column_info
 from calibkit.study.definition.config import StudyConfig

@@ -190,7 +190,7 @@ class Driver:
             return
         if not run.has_identity:
             run.write_identity(run_identity(self.cfg, spec, seed, data))
-        unit = RunUnit(self.cfg, spec, seed, str(rdir), self.progress)
+        unit = RunUnit(self.cfg, spec, seed, str(rdir), progress=self.progress)
         self.executor.submit(unit, key, data)
 
     def submit_calibration(
@@ -221,7 +221,7 @@ class Driver:
         data: StudyData | None,
     ) -> None:
         for name in names:
-            unit = ClampUnit(self.cfg, spec, seed, str(rdir), name, weights, self.progress)
+            unit = ClampUnit(self.cfg, spec, seed, str(rdir), name, weights, progress=self.progress)
             self.executor.submit(unit, self.keys[str(rdir)], data)
 
     def store_ready(self, prepared: Mapping[Any, StudyData]) -> None:

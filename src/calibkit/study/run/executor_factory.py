@@ -15,10 +15,8 @@ calibkit.core.errors.InputError: executor: expected one of serial, processes, ra
 from __future__ import annotations
 
 from calibkit.core.errors import InputError
+from calibkit.core.names import EXECUTORS
 from calibkit.study.run.executors import Executor, ProcessExecutor, SerialExecutor
-
-#: The executors by name.
-EXECUTORS = ("serial", "processes", "ray")
 
 
 def make_executor(
@@ -28,9 +26,9 @@ def make_executor(
     address: str | None = None,
     verbose: bool = False,
 ) -> Executor:
-    """The executor ``name`` (one of :data:`EXECUTORS`); ``workers`` is for ``processes``,
-    ``address`` and ``verbose`` (Ray's own logs) for ``ray``. Errors name these arguments
-    (``executor`` for ``name``); the command line maps them to its flags."""
+    """The executor ``name`` (one of :data:`calibkit.core.names.EXECUTORS`); ``workers`` is
+    for ``processes``, ``address`` and ``verbose`` (Ray's own logs) for ``ray``. Errors name
+    these arguments (``executor`` for ``name``); the command line maps them to its flags."""
     if name not in EXECUTORS:
         raise InputError("executor", "one of " + ", ".join(EXECUTORS), repr(name))
     if workers is not None and name != "processes":

@@ -21,7 +21,7 @@ import io
 import os
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +43,22 @@ from calibkit.workflows.compare import compare
 
 
 @dataclass(frozen=True)
-class RunUnit:
-    """Train ``spec`` with ``seed`` and calibrate it; ``rdir`` is its folder on the driver."""
+class _OfRun:
+    """What every unit names: the study (``cfg``), the model (``spec``) and ``seed`` of its
+    run, the run's folder on the driver (``rdir``), and, by keyword, whether it prints its
+    progress."""
 
     cfg: StudyConfig
     spec: ModelSpec
     seed: int
     rdir: str
+    _: KW_ONLY
     progress: bool = False
+
+
+@dataclass(frozen=True)
+class RunUnit(_OfRun):
+    """Train ``spec`` with ``seed`` and calibrate it."""
 
     @property
     def what(self) -> str:
@@ -58,16 +66,11 @@ class RunUnit:
 
 
 @dataclass(frozen=True)
-class ClampUnit:
+class ClampUnit(_OfRun):
     """Fit the input calibrator ``name`` on the run's trained ``weights`` (safetensors)."""
 
-    cfg: StudyConfig
-    spec: ModelSpec
-    seed: int
-    rdir: str
     name: str
     weights: bytes
-    progress: bool = False
 
     @property
     def what(self) -> str:
@@ -75,18 +78,13 @@ class ClampUnit:
 
 
 @dataclass(frozen=True)
-class CalibrateUnit:
+class CalibrateUnit(_OfRun):
     """Fit again, on a trained run's saved ``logits`` (the bytes of its logits file), its
     post-hoc calibrators (``rows``) and its temperature scaling (``temperature``)."""
 
-    cfg: StudyConfig
-    spec: ModelSpec
-    seed: int
-    rdir: str
     logits: bytes
     rows: bool
     temperature: bool
-    progress: bool = False
 
     @property
     def what(self) -> str:

@@ -1,0 +1,38 @@
+"""The names of the image datasets, the corruptions and the study executors, declared once
+without importing them (the calibrators and models are in :mod:`calibkit.core.catalog`).
+
+The registries that implement them declare their entries from here
+(:data:`calibkit.data.DATASETS`, :data:`calibkit.data.CORRUPTIONS`; each loader or
+corruption then registers under its name, its metadata beside it), and the executors of
+:func:`calibkit.study.make_executor` are these; the command line checks a name against
+them before importing numpy or torch. A name is added here and registered where it is
+implemented: a declared name that its module does not register is refused when it is asked
+for, naming that module.
+
+>>> DATASETS[0], CORRUPTIONS[0], EXECUTORS
+('digits', 'gaussian_noise', ('serial', 'processes', 'ray'))
+"""
+
+from __future__ import annotations
+
+#: The image datasets by name, in the order of ``calibkit.data.DATASETS.names()``.
+DATASETS = ("digits", "cifar10-jpeg", "cifar10", "cifar100", "bloodmnist", "imagenet-val")
+#: The corruptions by name (CIFAR-10-C's 15 but frost, then the extras), in the order of
+#: ``calibkit.data.CORRUPTIONS.names()``.
+CORRUPTIONS = (
+    *("gaussian_noise", "shot_noise", "impulse_noise", "defocus_blur", "glass_blur"),
+    *("motion_blur", "zoom_blur", "snow", "fog", "brightness", "contrast"),
+    *("elastic_transform", "pixelate", "jpeg_compression", "speckle_noise"),
+    *("gaussian_blur", "saturate"),
+)
+#: The executors that run a study's units (``calibkit study --executor``), the default first.
+EXECUTORS = ("serial", "processes", "ray")
+
+
+def either(choices: tuple[str, ...]) -> str:
+    """The names in words: ``a, b or c``.
+
+    >>> either(EXECUTORS), either(("em",))
+    ('serial, processes or ray', 'em')
+    """
+    return " or ".join(filter(None, (", ".join(choices[:-1]), choices[-1])))
