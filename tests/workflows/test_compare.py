@@ -299,4 +299,4 @@ def test_the_recommendation_takes_the_rows_tuned_fit(monkeypatch: pytest.MonkeyP
     assert len(fits) == 1 + 5  # the row, then auto's 5 folds
     fits.clear()
     compare(cal, test, ["sms_cv"], n_boot=0, recommend=True, seed=1)
-    assert len(fits) == 1 + 1 + 5  # the row (random_state 0), auto's own tuning, its folds
+    assert len(fits) == 1 + 1 + 5  # the row (seed 0), auto's own tuning, its folds

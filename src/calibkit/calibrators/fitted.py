@@ -203,8 +203,6 @@ class PostHoc(Declared, EstimatorAPI, ABC):
     #: ``"groups" in fit_metadata`` (set per class).
     takes_groups: ClassVar[bool] = False
 
-    n_classes_: int
-
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.kind not in KINDS:

@@ -404,7 +404,7 @@ def test_a_cross_validated_penalty_is_tuned_once_on_autos_folds(
         auto = AutoCalibrator(methods=["temperature", "ms_odir"], n_folds=4, seed=3).fit(z, y)
     whole, *folds = odir
     assert whole.get_params()["reg_lambda"] is None
-    assert (whole.get_params()["n_folds"], whole.get_params()["random_state"]) == (4, 3)
+    assert (whole.get_params()["n_folds"], whole.get_params()["seed"]) == (4, 3)
     assert whole.cv_lambdas_.size > 1  # type: ignore[attr-defined]
     assert [c.get_params()["reg_lambda"] for c in folds] == [whole.reg_lambda_] * 4  # type: ignore[attr-defined]
     assert auto.chosen_ == "ms_odir"
@@ -469,9 +469,9 @@ def test_a_callers_identical_tuned_fit_is_taken_instead_of_tuning_again(
     methods = ["temperature", "ms_odir"]
     own = AutoCalibrator(methods=methods, n_folds=3, seed=2).fit_outputs(out)
     tuned = {"shrink": "none", "n_folds": 3}
-    same = create_calibrator("ms_odir", **tuned, random_state=2).fit(z, y, input_kind="probs")
-    other = create_calibrator("ms_odir", **tuned, random_state=5).fit(z, y, input_kind="probs")
-    undeclared = create_calibrator("ms_odir", **tuned, random_state=2).fit(z, y)  # logits
+    same = create_calibrator("ms_odir", **tuned, seed=2).fit(z, y, input_kind="probs")
+    other = create_calibrator("ms_odir", **tuned, seed=5).fit(z, y, input_kind="probs")
+    undeclared = create_calibrator("ms_odir", **tuned, seed=2).fit(z, y)  # logits
     odir = _counting(monkeypatch, MatrixScalingODIR)
     auto = AutoCalibrator(methods=methods, n_folds=3, seed=2)
     auto.fit_outputs(out, fitted={"ms_odir": same, "temperature": same})
@@ -479,7 +479,7 @@ def test_a_callers_identical_tuned_fit_is_taken_instead_of_tuning_again(
     assert all(c.get_params()["reg_lambda"] == same.reg_lambda_ for c in odir)  # type: ignore[attr-defined]
     assert auto.cv_fold_scores_ == own.cv_fold_scores_
     assert auto.chosen_ == own.chosen_
-    shrunk = create_calibrator("ms_odir", n_folds=3, random_state=2).fit(z, y, input_kind="probs")
+    shrunk = create_calibrator("ms_odir", n_folds=3, seed=2).fit(z, y, input_kind="probs")
     for given in (other, shrunk, undeclared):
         odir.clear()
         AutoCalibrator(methods=methods, n_folds=3, seed=2).fit_outputs(

@@ -282,9 +282,7 @@ def test_vector_and_matrix_match_brute_force(cls: type[Calibrator], kw: dict, ti
 def test_cross_validation_matches_brute_force(tiny: tuple) -> None:
     z, y = tiny
     grid = [0.5, 20.0]
-    cal = DirichletCalibration(
-        lambda_grid=grid, n_folds=3, random_state=4, cv_max_iter=1000, shrink="none"
-    )
+    cal = DirichletCalibration(lambda_grid=grid, n_folds=3, seed=4, cv_max_iter=1000, shrink="none")
     cal.fit(z, y)
     x = log_softmax(z, axis=1)
     folds = StratifiedKFold(n_splits=3, shuffle=True, random_state=4).split(z, y)

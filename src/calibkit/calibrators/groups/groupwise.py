@@ -61,6 +61,8 @@ import numpy.typing as npt
 
 from calibkit.calibrators.base import Calibrator
 from calibkit.calibrators.logit.temperature import (
+    T_MAX_DOC,
+    T_MIN_DOC,
     TEMPERATURE,
     check_temperature_bounds,
     nll_inverse_temperature,
@@ -70,6 +72,7 @@ from calibkit.core.errors import InputError, UnseenGroupWarning
 from calibkit.core.fitted_state import Array, Param
 from calibkit.core.groups import check_groups, group_names
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
+from calibkit.core.params import param
 from calibkit.core.validation import POSITIVE, Constraint, Constraints, Integer, Real
 
 if TYPE_CHECKING:
@@ -126,13 +129,17 @@ class _NameList(Constraint):
 class _GroupCalibrator(Calibrator):
     """A calibrator whose ``fit`` and ``predict_proba`` take ``groups=`` (module doc): the
     ``groups`` kind, its per-row ``groups`` declared as :attr:`fit_metadata` and routed by
-    the base."""
+    the base; both search a global temperature in ``[t_min, t_max]``."""
 
     kind: ClassVar[str] = "groups"
     fit_metadata: ClassVar[tuple[str, ...]] = ("groups",)
     #: What a row of a group unseen at fit time gets (said by :class:`UnseenGroupWarning`).
     global_map: ClassVar[str] = "the global map"
-    group_names_: list[str]
+    t_min: float = param(default=0.1, check=POSITIVE, doc=T_MIN_DOC)
+    t_max: float = param(default=10.0, check=POSITIVE, doc=T_MAX_DOC)
+
+    def _check_params(self) -> None:
+        check_temperature_bounds(self.t_min, self.t_max)
 
     @staticmethod
     def _codes_at_fit(groups: object, n: int) -> tuple[list[str], I64]:
@@ -156,6 +163,7 @@ class _GroupCalibrator(Calibrator):
         if not names.size:
             return np.zeros(0, dtype=np.int64), []
         uniq, inverse = np.unique(names, return_inverse=True)
+        self.group_names_: list[str]  # set by each group calibrator's fit
         position = {g: i for i, g in enumerate(self.group_names_)}
         lookup = np.array([position.get(str(u), -1) for u in uniq.tolist()], dtype=np.int64)
         unseen = [
@@ -197,14 +205,7 @@ class _GroupCalibrator(Calibrator):
 class GroupwiseTemperatureScaling(_GroupCalibrator):
     """One temperature per group (the global one for small and unseen groups).
 
-    Parameters
-    ----------
-    t_min, t_max : float
-        The range searched for every temperature.
-    min_group_size : int
-        Fewest calibration rows for a group's own temperature (default 50).
-    shrinkage : float
-        Pseudo-rows at the global temperature added to each group (0: none).
+    Every temperature is searched in ``[t_min, t_max]``.
 
     Attributes
     ----------
@@ -229,34 +230,22 @@ class GroupwiseTemperatureScaling(_GroupCalibrator):
     """
 
     global_map: ClassVar[str] = "the global temperature"
-    param_constraints: ClassVar[Constraints] = {
-        "t_min": POSITIVE,
-        "t_max": POSITIVE,
-        "min_group_size": Integer(low=2),
-        "shrinkage": Real(low=0.0),
-    }
     state_constraints: ClassVar[Constraints] = {
         "temperature_": TEMPERATURE,
         "group_names_": _NameList(),
         "group_temperatures_": Array(shape=("g",), low=Param("t_min"), high=Param("t_max")),
         "group_sizes_": Array("int64", shape=("g",), low=0),
     }
-    t_min: float
-    t_max: float
-    min_group_size: int
-    shrinkage: float
-
-    def __init__(
-        self,
-        t_min: float = 0.1,
-        t_max: float = 10.0,
-        min_group_size: int = MIN_GROUP_SIZE,
-        shrinkage: float = 0.0,
-    ) -> None:
-        self._set_params(
-            t_min=t_min, t_max=t_max, min_group_size=min_group_size, shrinkage=shrinkage
-        )
-        check_temperature_bounds(self.t_min, self.t_max)
+    min_group_size: int = param(
+        default=MIN_GROUP_SIZE,
+        check=Integer(low=2),
+        doc="Fewest calibration rows for a group's own temperature.",
+    )
+    shrinkage: float = param(
+        default=0.0,
+        check=Real(low=0.0),
+        doc="Pseudo-rows at the global temperature added to each group (0: none).",
+    )
 
     def _fit(
         self, out: ClassifierOutputs, weights: F64 | None = None, groups: object = None
@@ -352,23 +341,6 @@ def _log_loss(conf: F64, correct: F64) -> float:
 class Multicalibration(_GroupCalibrator):
     """HKRR-style patching of the top-label confidence over (set, bin) cells (module doc).
 
-    Parameters
-    ----------
-    n_bins : int
-        Equal-width confidence bins per set (default 10).
-    alpha : float
-        A cell is patched only if its mean residual exceeds this (default 0.01).
-    min_cell : int
-        Fewest fitting-part rows of a patched cell (default 20).
-    max_patches : int
-        Most patches (default 50).
-    holdout : float
-        Fraction of the calibration set held out for the stop rule (default 0.3).
-    seed : int
-        Seed of the split.
-    t_min, t_max : float
-        The range searched for the global temperature.
-
     Attributes
     ----------
     temperature_ : float
@@ -395,16 +367,6 @@ class Multicalibration(_GroupCalibrator):
     """
 
     global_map: ClassVar[str] = "the global temperature and the whole-set patches"
-    param_constraints: ClassVar[Constraints] = {
-        "n_bins": Integer(1, 1000),
-        "alpha": Real(low=0.0, high=1.0),
-        "min_cell": Integer(low=1),
-        "max_patches": Integer(0, 10_000),
-        "holdout": Real(low=0.0, high=1.0, closed="neither"),
-        "seed": Integer(low=0),
-        "t_min": POSITIVE,
-        "t_max": POSITIVE,
-    }
     state_constraints: ClassVar[Constraints] = {
         "temperature_": TEMPERATURE,
         "group_names_": _NameList(),
@@ -412,37 +374,24 @@ class Multicalibration(_GroupCalibrator):
         "patch_deltas_": Array(shape=(None,), low=-1.0, high=1.0),
         "holdout_losses_": Array(shape=("t+1",), low=0.0),
     }
-    n_bins: int
-    alpha: float
-    min_cell: int
-    max_patches: int
-    holdout: float
-    seed: int
-    t_min: float
-    t_max: float
-
-    def __init__(
-        self,
-        n_bins: int = 10,
-        alpha: float = 0.01,
-        min_cell: int = 20,
-        max_patches: int = 50,
-        holdout: float = 0.3,
-        seed: int = 0,
-        t_min: float = 0.1,
-        t_max: float = 10.0,
-    ) -> None:
-        self._set_params(
-            n_bins=n_bins,
-            alpha=alpha,
-            min_cell=min_cell,
-            max_patches=max_patches,
-            holdout=holdout,
-            seed=seed,
-            t_min=t_min,
-            t_max=t_max,
-        )
-        check_temperature_bounds(self.t_min, self.t_max)
+    n_bins: int = param(
+        default=10, check=Integer(1, 1000), doc="Equal-width confidence bins per set."
+    )
+    alpha: float = param(
+        default=0.01,
+        check=Real(low=0.0, high=1.0),
+        doc="A cell is patched only if its mean residual exceeds this.",
+    )
+    min_cell: int = param(
+        default=20, check=Integer(low=1), doc="Fewest fitting-part rows of a patched cell."
+    )
+    max_patches: int = param(default=50, check=Integer(0, 10_000), doc="Most patches.")
+    holdout: float = param(
+        default=0.3,
+        check=Real(low=0.0, high=1.0, closed="neither"),
+        doc="Fraction of the calibration set held out for the stop rule.",
+    )
+    seed: int = param(default=0, check=Integer(low=0), doc="Seed of the split.")
 
     def _split(self, codes: I64) -> tuple[I64, I64]:
         """Seeded fitting / held-out rows, each set divided in proportion."""

@@ -113,6 +113,7 @@ from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import MappingOf
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.params import param
 from calibkit.core.progress import Phase
 from calibkit.metrics import brier, ece, nll
 from calibkit.metrics.samples import brier_per_sample, nll_per_sample
@@ -211,9 +212,8 @@ def _fixed_scale(fitted: Calibrator) -> dict[str, object]:
 
 #: The candidates that choose a penalty by their own cross-validation, and the parameters
 #: that fix it at the value a fitted one chose. ``auto`` tunes each once, on the whole
-#: calibration set with its own folds (``n_folds`` and ``seed`` passed as the method's
-#: ``n_folds`` and ``random_state``: the same stratified folds), and cross-fits it at that
-#: value (see the module doc).
+#: calibration set with its own folds (its ``n_folds`` and ``seed`` passed to the method:
+#: the same stratified folds), and cross-fits it at that value (see the module doc).
 TUNED_ONCE: dict[str, Callable[[Calibrator], dict[str, object]]] = {
     "ms_odir": _fixed_odir,
     "dirichlet": _fixed_odir,
@@ -332,27 +332,6 @@ class _MethodNames(v.Constraint):
 class AutoCalibrator(Calibrator):
     """Pick the calibrator with the best cross-validated ``criterion`` (see the module doc).
 
-    Parameters
-    ----------
-    methods : list of str or None
-        The candidates (not ``"auto"``); ``None``: every method of
-        :func:`default_candidates` that applies.
-    criterion : {"nll", "brier", "ece"}
-        The held-out score to minimise.
-    n_folds : int
-        Stratified folds (>= 2), shuffled with ``seed`` (fewer on small classes).
-    seed : int
-        Seed of the fold assignment.
-    n_bins : int
-        Equal-width bins of the ECE criterion.
-    rule : {"margin", "one_se", "lowest"}
-        ``"margin"``: the baseline unless a candidate beats it by more than
-        :data:`MARGIN_SE` (3.5) standard errors of the paired difference (its measured
-        error rate: the module doc); ``"one_se"``: by more than one (the rule before issue
-        #43); ``"lowest"``: the lowest mean score.
-    baseline : str
-        The simple method the others must beat (``"temperature"``).
-
     Attributes
     ----------
     chosen_ : str
@@ -368,15 +347,6 @@ class AutoCalibrator(Calibrator):
      'n_bins': 15, 'rule': 'margin', 'baseline': 'temperature'}
     """
 
-    param_constraints: ClassVar[v.Constraints] = {
-        "methods": v.NoneOr(v.ListOf(v.String(), as_list=True)),
-        "criterion": v.Choice(*CRITERIA),
-        "n_folds": v.Integer(2, 100),
-        "seed": v.SEED,
-        "n_bins": N_BINS,
-        "rule": v.Choice(*RULES),
-        "baseline": _MethodName(),
-    }
     state_constraints: ClassVar[v.Constraints] = {
         "cv_scores_": MappingOf(v.Real()),
         "cv_fold_scores_": MappingOf(v.ListOf(v.Real(), as_list=True)),
@@ -389,35 +359,40 @@ class AutoCalibrator(Calibrator):
         "chosen_": v.String(),
         "chosen_state_": _SavedCalibrator(),
     }
-    methods: list[str] | None
-    criterion: Criterion
-    n_folds: int
-    seed: int
-    n_bins: int
-    rule: Rule
-    baseline: str
+    methods: Sequence[str] | None = param(
+        default=None,
+        check=v.NoneOr(v.ListOf(v.String(), as_list=True)),
+        doc="The candidates (not ``'auto'``); ``None``: every method of "
+        ":func:`default_candidates` that applies.",
+    )
+    criterion: Criterion = param(
+        default="nll", check=v.Choice(*CRITERIA), doc="The held-out score to minimise."
+    )
+    n_folds: int = param(
+        default=5,
+        check=v.Integer(2, 100),
+        doc="Stratified folds, shuffled with ``seed`` (fewer on small classes).",
+    )
+    seed: int = param(default=0, check=v.SEED, doc="Seed of the fold assignment.")
+    n_bins: int = param(default=15, check=N_BINS, doc="Equal-width bins of the ECE criterion.")
+    rule: Rule = param(
+        default="margin",
+        check=v.Choice(*RULES),
+        doc="``'margin'``: the baseline unless a candidate beats it by more than "
+        ":data:`MARGIN_SE` (3.5) standard errors of the paired difference (its measured error "
+        "rate: the module doc); ``'one_se'``: by more than one (the rule before issue #43); "
+        "``'lowest'``: the lowest mean score.",
+    )
+    baseline: str = param(
+        default="temperature",
+        check=_MethodName(),
+        doc="The simple method the others must beat.",
+    )
 
-    def __init__(
-        self,
-        methods: Sequence[str] | None = None,
-        criterion: Criterion = "nll",
-        n_folds: int = 5,
-        seed: int = 0,
-        n_bins: int = 15,
-        rule: Rule = "margin",
-        baseline: str = "temperature",
-    ) -> None:
-        self._set_params(
-            methods=methods,
-            criterion=criterion,
-            n_folds=n_folds,
-            seed=seed,
-            n_bins=n_bins,
-            rule=rule,
-            baseline=baseline,
-        )
+    def _check_params(self) -> None:
         if self.methods is not None and "auto" in self.methods:
-            raise InputError("methods", "names other than 'auto'", repr(methods))
+            raise InputError("methods", "names other than 'auto'", repr(self.methods))
+        # the working state of a fit (none yet)
         self._chosen: Calibrator | None = None
         self._outputs: ClassifierOutputs | None = None  # what fit_outputs passes to _fit
         self._given: dict[str, Calibrator] = {}  # fit_outputs' ``fitted``
@@ -494,7 +469,7 @@ class AutoCalibrator(Calibrator):
         ``fitted``: calibrators the caller has already fitted on these same outputs
         (``out.as_logits()`` and ``out.labels``, unweighted), by name. One of
         :data:`TUNED_ONCE` whose parameters are those ``auto`` would tune it with
-        (``candidate(name, n_folds=n_folds, random_state=seed)``) is taken as its tuned
+        (``candidate(name, n_folds=n_folds, seed=seed)``) is taken as its tuned
         whole-set fit instead of fitting it again (``calibkit compare`` passes its rows'
         fits); any other is ignored. The caller vouches for the data: ``auto`` checks the
         parameters, the number of classes and that it is fitted.
@@ -600,7 +575,7 @@ class AutoCalibrator(Calibrator):
         tuned: dict[str, Calibrator] = {}
         if not names:
             return tuned
-        folds = {"n_folds": self.n_folds, "random_state": self.seed}
+        folds = {"n_folds": self.n_folds, "seed": self.seed}
         for name in names:
             given = self._given.get(name)
             if given is not None and self._same_tuning(

@@ -30,12 +30,15 @@ import numpy as np
 
 from calibkit.calibrators.base import F64, MAX_COEFFICIENT, Calibrator
 from calibkit.calibrators.logit.temperature import (
+    T_MAX_DOC,
+    T_MIN_DOC,
     TEMPERATURE,
     check_temperature_bounds,
     warn_at_bound,
 )
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
+from calibkit.core.params import param
 from calibkit.core.validation import POSITIVE, Constraints, Integer
 
 if TYPE_CHECKING:
@@ -55,15 +58,6 @@ def _nll_grad(scores: F64, labels: np.ndarray, weights: F64 | None) -> tuple[flo
 
 class BiasCorrectedTemperatureScaling(Calibrator):
     """BCTS: ``softmax(z / T + b)`` fitted by NLL (see the module docstring).
-
-    Parameters
-    ----------
-    t_min, t_max : float
-        The range of ``T`` searched (default [0.05, 20]).
-    max_iter : int
-        L-BFGS iterations at most.
-    tol : float
-        L-BFGS's relative tolerance on the objective.
 
     Attributes
     ----------
@@ -90,27 +84,20 @@ class BiasCorrectedTemperatureScaling(Calibrator):
     maps_logits = True
     accepts_sample_weight = True
     needs_every_class = True
-    param_constraints: ClassVar[Constraints] = {
-        "t_min": POSITIVE,
-        "t_max": POSITIVE,
-        "max_iter": Integer(1, 1_000_000),
-        "tol": POSITIVE,
-    }
     state_constraints: ClassVar[Constraints] = {
         "temperature_": TEMPERATURE,
         "bias_": Array(shape=("k",), low=-MAX_COEFFICIENT, high=MAX_COEFFICIENT),
     }
-    t_min: float
-    t_max: float
-    max_iter: int
-    tol: float
-    temperature_: float
-    bias_: F64
+    t_min: float = param(default=0.05, check=POSITIVE, doc=T_MIN_DOC)
+    t_max: float = param(default=20.0, check=POSITIVE, doc=T_MAX_DOC)
+    max_iter: int = param(
+        default=1000, check=Integer(1, 1_000_000), doc="L-BFGS iterations at most."
+    )
+    tol: float = param(
+        default=1e-12, check=POSITIVE, doc="L-BFGS's relative tolerance on the objective."
+    )
 
-    def __init__(
-        self, t_min: float = 0.05, t_max: float = 20.0, max_iter: int = 1000, tol: float = 1e-12
-    ) -> None:
-        self._set_params(t_min=t_min, t_max=t_max, max_iter=max_iter, tol=tol)
+    def _check_params(self) -> None:
         check_temperature_bounds(self.t_min, self.t_max)
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:

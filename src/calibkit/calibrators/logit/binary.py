@@ -38,6 +38,7 @@ import numpy as np
 
 from calibkit.calibrators.base import COEFFICIENT, F64, MAX_COEFFICIENT, Calibrator
 from calibkit.core.outputs import ClassifierOutputs, FloatArray, log_softmax64
+from calibkit.core.params import param
 from calibkit.core.validation import Choice, Constraints, Real
 
 if TYPE_CHECKING:
@@ -109,12 +110,6 @@ class PlattScaling(Calibrator):
 
     Two classes only.
 
-    Parameters
-    ----------
-    targets : {"labels", "platt"}
-        Fit the labels (maximum likelihood, the default) or Platt's smoothed targets
-        (:func:`platt_targets`; scikit-learn's ``"sigmoid"``).
-
     Attributes
     ----------
     slope_, intercept_ : float
@@ -136,12 +131,13 @@ class PlattScaling(Calibrator):
     """
 
     accepts_sample_weight = True
-    param_constraints: ClassVar[Constraints] = {"targets": Choice(*PLATT_TARGETS)}
     state_constraints: ClassVar[Constraints] = {"slope_": COEFFICIENT, "intercept_": COEFFICIENT}
-    targets: str
-
-    def __init__(self, targets: Literal["labels", "platt"] = "labels") -> None:
-        self._set_params(targets=targets)
+    targets: Literal["labels", "platt"] = param(
+        default="labels",
+        check=Choice(*PLATT_TARGETS),
+        doc="Fit the labels (maximum likelihood) or Platt's smoothed targets "
+        "(:func:`platt_targets`; scikit-learn's ``method='sigmoid'``).",
+    )
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         s = _positive_logit(out.as_logits())

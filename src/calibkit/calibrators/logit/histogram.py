@@ -56,6 +56,8 @@ import numpy as np
 
 from calibkit.calibrators.base import F64, Calibrator
 from calibkit.calibrators.logit.temperature_smoothed import (
+    SMOOTHING,
+    SMOOTHING_DOC,
     default_smoothing,
     mix_uniform,
 )
@@ -70,13 +72,11 @@ from calibkit.core.binning import (
 )
 from calibkit.core.fitted_state import Array, Dims
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
-from calibkit.core.validation import FRACTION, Choice, Constraints, NoneOr
+from calibkit.core.params import param
+from calibkit.core.validation import FRACTION, Choice, Constraints
 
 if TYPE_CHECKING:
     from torch import nn
-
-#: The parameters of both histogram binnings.
-BINNING_PARAMS = {"n_bins": N_BINS, "scheme": Choice(*SCHEMES), "smoothing": NoneOr(FRACTION)}
 
 
 def step_map_state(rate: str, *maps: str) -> Constraints:
@@ -144,16 +144,12 @@ def replace_top_label(probs: F64, top: I64, new_conf: F64) -> F64:
 class _Binning(Calibrator):
     """The parameters shared by both histogram binnings."""
 
-    param_constraints: ClassVar[Constraints] = BINNING_PARAMS
     accepts_sample_weight = True
-    n_bins: int
-    scheme: Scheme
-    smoothing: float | None
-
-    def __init__(
-        self, n_bins: int = 15, scheme: Scheme = "equal_width", smoothing: float | None = None
-    ) -> None:
-        self._set_params(n_bins=n_bins, scheme=scheme, smoothing=smoothing)
+    n_bins: int = param(default=15, check=N_BINS, doc="Number of bins.")
+    scheme: Scheme = param(
+        default="equal_width", check=Choice(*SCHEMES), doc="How the bin edges are placed."
+    )
+    smoothing: float | None = param(default=None, check=SMOOTHING, doc=SMOOTHING_DOC)
 
     def _set_smoothing(self, out: ClassifierOutputs, weights: F64 | None) -> None:
         eps = self.smoothing
@@ -168,16 +164,6 @@ class HistogramBinning(_Binning):
 
     A class absent from the calibration labels keeps its column by construction:
     only the top-label confidence is binned, the other classes share the rest.
-
-    Parameters
-    ----------
-    n_bins : int
-        Number of bins (>= 1).
-    scheme : {"equal_width", "equal_mass"}
-        How the bin edges are placed.
-    smoothing : float or None
-        The weight ``eps`` of the uniform distribution in the output, in ``[0, 1)``;
-        ``None``: ``1 / (n + 1)`` for ``n`` calibration rows (see the module docstring).
 
     Attributes
     ----------
@@ -234,11 +220,6 @@ class ClasswiseHistogramBinning(_Binning):
     A calibration set without some class is refused (an InputError naming ``labels``
     and the class): this method fits each class from that class's own rows, so it would
     never predict a class it has not seen.
-
-    Parameters
-    ----------
-    n_bins, scheme, smoothing
-        As for :class:`HistogramBinning`.
 
     Attributes
     ----------

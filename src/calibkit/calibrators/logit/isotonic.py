@@ -37,12 +37,15 @@ import numpy as np
 from calibkit.calibrators.base import F64, Calibrator
 from calibkit.calibrators.logit.histogram import combine_maps, one_vs_rest_classes
 from calibkit.calibrators.logit.temperature_smoothed import (
+    SMOOTHING,
+    SMOOTHING_DOC,
     default_smoothing,
     mix_uniform,
 )
 from calibkit.core.fitted_state import Array, ArrayList, Dims
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
-from calibkit.core.validation import FRACTION, Constraints, NoneOr
+from calibkit.core.params import param
+from calibkit.core.validation import FRACTION, Constraints
 
 if TYPE_CHECKING:
     from torch import nn
@@ -70,12 +73,6 @@ class IsotonicCalibrator(Calibrator):
     and the class): this method fits each class from that class's own rows, so it would
     never predict a class it has not seen.
 
-    Parameters
-    ----------
-    smoothing : float or None
-        The weight ``eps`` of the uniform distribution in the output, in ``[0, 1)``;
-        ``None``: ``1 / (n + 1)`` for ``n`` calibration rows (their total weight).
-
     Attributes
     ----------
     x_thresholds_, y_thresholds_ : list of ndarray
@@ -96,17 +93,13 @@ class IsotonicCalibrator(Calibrator):
     needs_every_class = True
 
     accepts_sample_weight = True
-    param_constraints: ClassVar[Constraints] = {"smoothing": NoneOr(FRACTION)}
-    smoothing: float | None
+    smoothing: float | None = param(default=None, check=SMOOTHING, doc=SMOOTHING_DOC)
     #: ``m`` maps (see :func:`one_vs_rest_classes`); map ``i`` has ``n`` thresholds.
     state_constraints: ClassVar[Constraints] = {
         "x_thresholds_": ArrayList(THRESHOLDS, "m"),
         "y_thresholds_": ArrayList(THRESHOLDS, "m"),
         "smoothing_": FRACTION,
     }
-
-    def __init__(self, smoothing: float | None = None) -> None:
-        self._set_params(smoothing=smoothing)
 
     def _state_dims(self, n_classes: int) -> Dims:
         return {"k": n_classes, "m": len(one_vs_rest_classes(n_classes))}

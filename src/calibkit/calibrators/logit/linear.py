@@ -111,6 +111,7 @@ from calibkit.calibrators.logit.linear_solver import (
 from calibkit.calibrators.logit.temperature import nll_inverse_temperature
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
+from calibkit.core.params import param
 from calibkit.core.validation import (
     NON_NEGATIVE,
     POSITIVE,
@@ -148,15 +149,22 @@ DEFAULT_SHRINK_GRID: tuple[float, ...] = (
 )
 
 
-#: Shared parameter declarations (the optimiser's budget and the penalties).
+#: Shared parameter checks (the optimiser's budget and the penalties) and what they mean.
 MAX_ITER = Integer(1, 1_000_000)
+MAX_ITER_DOC = "L-BFGS iterations at most."
 TOL = POSITIVE
+TOL_DOC = "The convergence tolerance of L-BFGS."
 PENALTY = NON_NEGATIVE
-#: ``"temperature"``: penalise the distance from temperature scaling's map; ``"none"``:
-#: the published method (no such penalty).
 SHRINK = Choice("temperature", "none")
+SHRINK_DOC = (
+    "``'temperature'``: penalise the distance from temperature scaling's map; ``'none'``: "
+    "the published method (no such penalty)."
+)
 #: The parameters of a cross-validated strength (as ODIR's).
 N_FOLDS = Integer(2, 100)
+N_FOLDS_DOC = "Folds of the stratified cross-validation (fewer when a class has fewer rows)."
+SEED_DOC = "Seed of the cross-validation's shuffled folds."
+CV_MAX_ITER_DOC = "L-BFGS iterations at most of each cross-validation fit."
 #: The fitted map's temperature centre: ``T`` of the temperature-scaling map the penalty
 #: pulls towards (1 without shrinkage: the identity).
 CENTRE_TEMPERATURE = POSITIVE
@@ -196,8 +204,6 @@ class _Linear(Calibrator):
     #: probabilities (``input_kind_``; see
     #: :attr:`~calibkit.calibrators.fitted.PostHoc.shift_invariant`).
     shift_invariant: ClassVar[bool] = False
-    weights_: F64
-    bias_: F64
 
     def fit(
         self,
@@ -249,14 +255,6 @@ SHRINK_STATE: Constraints = {
     "centre_temperature_": CENTRE_TEMPERATURE,
     "shrink_strength_": NON_NEGATIVE,
 }
-#: The parameters of the shrinkage of vector and matrix scaling.
-SHRINK_PARAMS: Constraints = {
-    "shrink": SHRINK,
-    "shrink_grid": ListOf(PENALTY),
-    "n_folds": N_FOLDS,
-    "random_state": SEED,
-    "cv_max_iter": MAX_ITER,
-}
 
 
 class _ShrunkScaling(_Linear):
@@ -273,13 +271,15 @@ class _ShrunkScaling(_Linear):
     """
 
     state_constraints: ClassVar[Constraints] = SHRINK_STATE
-    shrink: str
-    shrink_grid: tuple[float, ...]
-    n_folds: int
-    random_state: int
-    cv_max_iter: int
-    max_iter: int
-    tol: float
+    shrink: str = param(default="temperature", check=SHRINK, doc=SHRINK_DOC)
+    shrink_grid: Sequence[float] = param(
+        default=DEFAULT_SHRINK_GRID, check=ListOf(PENALTY), doc="Candidate strengths ``s``."
+    )
+    n_folds: int = param(default=5, check=N_FOLDS, doc=N_FOLDS_DOC)
+    seed: int = param(default=0, check=SEED, doc=SEED_DOC)
+    cv_max_iter: int = param(default=50, check=MAX_ITER, doc=CV_MAX_ITER_DOC)
+    max_iter: int = param(default=500, check=MAX_ITER, doc=MAX_ITER_DOC)
+    tol: float = param(default=1e-12, check=TOL, doc=TOL_DOC)
 
     def _store_unshrunk(self) -> None:
         self.cv_strengths_, self.cv_nll_ = np.empty(0), np.empty(0)
@@ -295,7 +295,7 @@ class _ShrunkScaling(_Linear):
         folds = usable_folds(self.n_folds, labels)
         if strengths.size < 2 or folds < 2:
             return 0, None
-        budget = (folds, self.random_state, self.cv_max_iter, self.tol)
+        budget = (folds, self.seed, self.cv_max_iter, self.tol)
         scores, means = cross_validate(design, pens, *budget, path=path)
         best = int(np.argmin(scores))  # first minimum: the strongest penalty among ties
         self.cv_strengths_, self.cv_nll_ = strengths[::-1].copy(), scores[::-1].copy()
@@ -311,20 +311,6 @@ class VectorScaling(_ShrunkScaling):
     A calibration set without some class is refused (an InputError naming ``labels``
     and the class): this method fits each class from that class's own rows, so it would
     never predict a class it has not seen.
-
-    Parameters
-    ----------
-    shrink : {"temperature", "none"}
-        Shrink towards temperature scaling (default), or fit the published, unpenalised
-        method.
-    shrink_grid : sequence of float
-        Candidate strengths ``s`` (>= 0).
-    n_folds, random_state, cv_max_iter : int
-        The cross-validation's folds (>= 2), seed and iterations per fold fit.
-    max_iter : int
-        L-BFGS iterations at most.
-    tol : float
-        Convergence tolerance (> 0).
 
     Attributes
     ----------
@@ -348,36 +334,11 @@ class VectorScaling(_ShrunkScaling):
     True
     """
 
-    param_constraints: ClassVar[Constraints] = {
-        **SHRINK_PARAMS,
-        "max_iter": MAX_ITER,
-        "tol": TOL,
-    }
     state_constraints: ClassVar[Constraints] = {
         **SHRINK_STATE,
         "weights_": PER_CLASS,
         "bias_": PER_CLASS,
     }
-
-    def __init__(
-        self,
-        shrink: str = "temperature",
-        shrink_grid: Sequence[float] = DEFAULT_SHRINK_GRID,
-        n_folds: int = 5,
-        random_state: int = 0,
-        cv_max_iter: int = 50,
-        max_iter: int = 500,
-        tol: float = 1e-12,
-    ) -> None:
-        self._set_params(
-            shrink=shrink,
-            shrink_grid=shrink_grid,
-            n_folds=n_folds,
-            random_state=random_state,
-            cv_max_iter=cv_max_iter,
-            max_iter=max_iter,
-            tol=tol,
-        )
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         design = self._design(out, weights)
@@ -411,13 +372,6 @@ class MatrixScaling(_ShrunkScaling):
     and the class): this method fits each class from that class's own rows, so it would
     never predict a class it has not seen.
 
-    Parameters
-    ----------
-    reg_l2 : float
-        Weight of the L2 penalty on ``W`` (>= 0).
-    shrink, shrink_grid, n_folds, random_state, cv_max_iter, max_iter, tol
-        As for :class:`VectorScaling`.
-
     Attributes
     ----------
     weights_ : ndarray of shape (n_classes, n_classes)
@@ -438,40 +392,17 @@ class MatrixScaling(_ShrunkScaling):
     0.1
     """
 
-    param_constraints: ClassVar[Constraints] = {
-        "reg_l2": PENALTY,
-        **SHRINK_PARAMS,
-        "max_iter": MAX_ITER,
-        "tol": TOL,
-    }
     state_constraints: ClassVar[Constraints] = {
         **SHRINK_STATE,
         "weights_": FULL_MATRIX,
         "bias_": PER_CLASS,
     }
-    reg_l2: float
-
-    def __init__(
-        self,
-        reg_l2: float = 0.0,
-        shrink: str = "temperature",
-        shrink_grid: Sequence[float] = DEFAULT_SHRINK_GRID,
-        n_folds: int = 5,
-        random_state: int = 0,
-        cv_max_iter: int = 10,
-        max_iter: int = 500,
-        tol: float = 1e-12,
-    ) -> None:
-        self._set_params(
-            reg_l2=reg_l2,
-            shrink=shrink,
-            shrink_grid=shrink_grid,
-            n_folds=n_folds,
-            random_state=random_state,
-            cv_max_iter=cv_max_iter,
-            max_iter=max_iter,
-            tol=tol,
-        )
+    cv_max_iter: int = param(default=10, check=MAX_ITER, doc=CV_MAX_ITER_DOC)
+    reg_l2: float = param(
+        default=0.0,
+        check=PENALTY,
+        doc="Weight of the L2 penalty on ``W`` (on ``W - I / T`` when shrunk).",
+    )
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         design = self._design(out, weights)
@@ -501,17 +432,6 @@ class _ODIR(_Linear):
     ``reg_lambda_``, ``reg_mu_``, ``cv_lambdas_`` (ascending) and their ``cv_nll_``.
     """
 
-    param_constraints: ClassVar[Constraints] = {
-        "reg_lambda": NoneOr(PENALTY),
-        "reg_mu": NoneOr(PENALTY),
-        "lambda_grid": ListOf(PENALTY),
-        "n_folds": Integer(2, 100),
-        "random_state": SEED,
-        "max_iter": MAX_ITER,
-        "cv_max_iter": MAX_ITER,
-        "tol": TOL,
-        "shrink": SHRINK,
-    }
     #: ``g``: the cross-validated values of ``lam`` (none without cross-validation).
     state_constraints: ClassVar[Constraints] = {
         "centre_temperature_": CENTRE_TEMPERATURE,
@@ -522,39 +442,26 @@ class _ODIR(_Linear):
         "reg_lambda_": PENALTY,
         "reg_mu_": PENALTY,
     }
-    reg_lambda: float | None
-    reg_mu: float | None
-    lambda_grid: tuple[float, ...]
-    n_folds: int
-    random_state: int
-    max_iter: int
-    cv_max_iter: int
-    tol: float
-    shrink: str
-
-    def __init__(
-        self,
-        reg_lambda: float | None = None,
-        reg_mu: float | None = None,
-        lambda_grid: Sequence[float] = DEFAULT_LAMBDA_GRID,
-        n_folds: int = 5,
-        random_state: int = 0,
-        max_iter: int = 500,
-        cv_max_iter: int = 10,
-        tol: float = 1e-12,
-        shrink: str = "temperature",
-    ) -> None:
-        self._set_params(
-            reg_lambda=reg_lambda,
-            reg_mu=reg_mu,
-            lambda_grid=lambda_grid,
-            n_folds=n_folds,
-            random_state=random_state,
-            max_iter=max_iter,
-            cv_max_iter=cv_max_iter,
-            tol=tol,
-            shrink=shrink,
-        )
+    reg_lambda: float | None = param(
+        default=None,
+        check=NoneOr(PENALTY),
+        doc="The ODIR weight ``lam`` of the off-diagonal entries; ``None``: chosen by "
+        "cross-validation over ``lambda_grid``.",
+    )
+    reg_mu: float | None = param(
+        default=None,
+        check=NoneOr(PENALTY),
+        doc="The ODIR weight ``mu`` of the intercepts; ``None``: ``mu = lam``.",
+    )
+    lambda_grid: Sequence[float] = param(
+        default=DEFAULT_LAMBDA_GRID, check=ListOf(PENALTY), doc="Candidate values of ``lam``."
+    )
+    n_folds: int = param(default=5, check=N_FOLDS, doc=N_FOLDS_DOC)
+    seed: int = param(default=0, check=SEED, doc=SEED_DOC)
+    max_iter: int = param(default=500, check=MAX_ITER, doc=MAX_ITER_DOC)
+    cv_max_iter: int = param(default=10, check=MAX_ITER, doc=CV_MAX_ITER_DOC)
+    tol: float = param(default=1e-12, check=TOL, doc=TOL_DOC)
+    shrink: str = param(default="temperature", check=SHRINK, doc=SHRINK_DOC)
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         design = self._design(out, weights)
@@ -577,7 +484,7 @@ class _ODIR(_Linear):
         best, start = 0, identity_map(k) if centre is None else centre
         folds = usable_folds(self.n_folds, out.labels)
         if lambdas.size > 1 and folds > 1:
-            budget = (folds, self.random_state, self.cv_max_iter, self.tol)
+            budget = (folds, self.seed, self.cv_max_iter, self.tol)
             fold_path = shrunk_path if shrink else fit_path
             scores, means = cross_validate(design, pens, *budget, path=fold_path)
             best = int(np.argmin(scores))  # first minimum: the strongest penalty among ties
@@ -599,20 +506,6 @@ class MatrixScalingODIR(_ODIR):
     and the class): this method fits each class from that class's own rows, so it would
     never predict a class it has not seen.
 
-    Parameters
-    ----------
-    reg_lambda, reg_mu : float or None
-        The ODIR weights ``lam`` and ``mu`` (>= 0); ``None``: ``lam`` by cross-validation
-        over ``lambda_grid``, ``mu = lam``.
-    lambda_grid : sequence of float
-        Candidate values of ``lam`` (>= 0).
-    n_folds : int
-        Stratified cross-validation folds (>= 2), shuffled with ``random_state``.
-    max_iter, cv_max_iter : int
-        L-BFGS iterations of the final fit and of each cross-validation fit.
-    tol : float
-        Convergence tolerance (> 0).
-
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -633,11 +526,6 @@ class DirichletCalibration(_ODIR):
     A calibration set without some class is refused (an InputError naming ``labels``
     and the class): this method fits each class from that class's own rows, so it would
     never predict a class it has not seen.
-
-    Parameters
-    ----------
-    reg_lambda, reg_mu, lambda_grid, n_folds, random_state, max_iter, cv_max_iter, tol
-        As for :class:`MatrixScalingODIR`.
 
     Examples
     --------

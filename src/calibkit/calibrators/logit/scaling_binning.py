@@ -46,6 +46,7 @@ from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array, Dims
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
+from calibkit.core.params import param
 from calibkit.core.splits import stratified_split
 from calibkit.core.validation import Choice, Constraints, Integer, Real
 
@@ -70,18 +71,6 @@ class ScalingBinning(Calibrator):
 
     A class absent from the calibration labels keeps its column by construction:
     the scaler and the bins are shared by all classes (top-label).
-
-    Parameters
-    ----------
-    n_bins : int
-        Number of equal-mass bins (>= 1).
-    scaler : {"temperature", "platt"}
-        The parametric scaler fitted on the first part.
-    scaler_fraction : float
-        Fraction of the calibration rows that fit the scaler, in (0, 1); the others place
-        the bins and give their values.
-    seed : int
-        Seed of the stratified split.
 
     Attributes
     ----------
@@ -110,12 +99,6 @@ class ScalingBinning(Calibrator):
     {'n_bins': 15, 'scaler': 'temperature', 'scaler_fraction': 0.5, 'seed': 0}
     """
 
-    param_constraints: ClassVar[Constraints] = {
-        "n_bins": N_BINS,
-        "scaler": Choice("temperature", "platt"),
-        "scaler_fraction": Real(0.0, 1.0, closed="neither"),
-        "seed": Integer(low=0),
-    }
     state_constraints: ClassVar[Constraints] = {
         # TemperatureScaling's default range [0.1, 10], to rounding (1 / (1 / T))
         "temperature_": Real(0.1 * (1 - 1e-9), 10.0 * (1 + 1e-9)),
@@ -126,19 +109,19 @@ class ScalingBinning(Calibrator):
         "bin_counts_": Array("int64", shape=("n_bins",), low=0),
         "bin_mean_": Array(shape=("n_bins",), low=0.0, high=1.0),
     }
-    n_bins: int
-    scaler: Scaler
-    scaler_fraction: float
-    seed: int
-
-    def __init__(
-        self,
-        n_bins: int = 15,
-        scaler: Scaler = "temperature",
-        scaler_fraction: float = 0.5,
-        seed: int = 0,
-    ) -> None:
-        self._set_params(n_bins=n_bins, scaler=scaler, scaler_fraction=scaler_fraction, seed=seed)
+    n_bins: int = param(default=15, check=N_BINS, doc="Number of equal-mass bins.")
+    scaler: Scaler = param(
+        default="temperature",
+        check=Choice("temperature", "platt"),
+        doc="The parametric scaler fitted on the first part.",
+    )
+    scaler_fraction: float = param(
+        default=0.5,
+        check=Real(0.0, 1.0, closed="neither"),
+        doc="Fraction of the calibration rows that fit the scaler; the others place the bins "
+        "and give their values.",
+    )
+    seed: int = param(default=0, check=Integer(low=0), doc="Seed of the stratified split.")
 
     def _state_dims(self, n_classes: int) -> Dims:
         return {"k": n_classes, "n_bins": self.n_bins}

@@ -38,6 +38,7 @@ from calibkit.calibrators.logit.histogram import replace_top_label
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
+from calibkit.core.params import param
 from calibkit.core.validation import Constraints, Integer
 
 if TYPE_CHECKING:
@@ -89,12 +90,6 @@ class SplineCalibration(Calibrator):
     A class absent from the calibration labels keeps its column by construction:
     the map of the top-label confidence is shared by all classes.
 
-    Parameters
-    ----------
-    n_knots : int
-        Knots of the natural cubic spline (>= 2; 2 fits a straight line). Default 6, as in
-        the paper's experiments.
-
     Attributes
     ----------
     confidences_ : ndarray of shape (n,)
@@ -120,15 +115,16 @@ class SplineCalibration(Calibrator):
     {'n_knots': 6}
     """
 
-    param_constraints: ClassVar[Constraints] = {"n_knots": Integer(low=2, high=100)}
     state_constraints: ClassVar[Constraints] = {
         "confidences_": Array(shape=("n",), low=0.0, high=1.0, sorted=True, nonempty=True),
         "recalibrated_": Array(shape=("n",), low=0.0, high=1.0),
     }
-    n_knots: int
-
-    def __init__(self, n_knots: int = 6) -> None:
-        self._set_params(n_knots=n_knots)
+    n_knots: int = param(
+        default=6,
+        check=Integer(low=2, high=100),
+        doc="Knots of the natural cubic spline (2 fits a straight line); the default is "
+        "that of the paper's experiments.",
+    )
 
     def _check_state(self) -> None:
         if np.any(np.diff(self.confidences_) <= 0):

@@ -46,11 +46,17 @@ import numpy as np
 
 from calibkit.calibrators.base import F64
 from calibkit.calibrators.logit.linear import (
+    CV_MAX_ITER_DOC,
     FULL_MATRIX,
     MAX_ITER,
+    MAX_ITER_DOC,
+    N_FOLDS,
+    N_FOLDS_DOC,
     PENALTY,
     PER_CLASS,
+    SEED_DOC,
     TOL,
+    TOL_DOC,
     _Linear,
     usable_folds,
 )
@@ -63,41 +69,26 @@ from calibkit.calibrators.logit.linear_solver import (
     identity_map,
 )
 from calibkit.calibrators.logit.temperature import (
+    T_MAX_DOC,
+    T_MIN_DOC,
     check_log_temperature,
     check_temperature_bounds,
     nll_inverse_temperature,
 )
 from calibkit.calibrators.logit.temperature_smoothed import (
     SMOOTHED_STATE,
+    SMOOTHING,
+    SMOOTHING_DOC,
     default_smoothing,
     smoothed_log_probs,
 )
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs
-from calibkit.core.validation import (
-    FRACTION,
-    POSITIVE,
-    SEED,
-    Constraints,
-    Integer,
-    ListOf,
-    NoneOr,
-)
+from calibkit.core.params import param
+from calibkit.core.validation import POSITIVE, SEED, Constraints, ListOf
 
 if TYPE_CHECKING:
     from calibkit.calibrators.modules import SmoothedAffine
-
-#: The parameters of both structured scalings, in signature order.
-STRUCTURED_PARAMS: Constraints = {
-    "reg_intercept": PENALTY,
-    "reg_diagonal": PENALTY,
-    "reg_off_diagonal": PENALTY,
-    "smoothing": NoneOr(FRACTION),
-    "t_min": POSITIVE,
-    "t_max": POSITIVE,
-    "max_iter": MAX_ITER,
-    "tol": TOL,
-}
 
 
 def structured_coefficients(
@@ -121,39 +112,31 @@ CrossValidation = tuple[Sequence[float], int, int, int]
 class _Structured(_Linear):
     """Shared parts: the smoothed temperature stage, the features and the parameters."""
 
-    param_constraints: ClassVar[Constraints] = STRUCTURED_PARAMS
     #: The map acts on (smoothed) log-probabilities: logits and probabilities alike.
     shift_invariant = True
-    reg_intercept: float
-    reg_diagonal: float
-    reg_off_diagonal: float
-    smoothing: float | None
-    t_min: float
-    t_max: float
-    max_iter: int
-    tol: float
+    reg_intercept: float = param(
+        default=1.0,
+        check=PENALTY,
+        doc="Penalty weight of the intercepts, times ``K / n`` (see the module docstring).",
+    )
+    reg_diagonal: float = param(
+        default=1.0,
+        check=PENALTY,
+        doc="Penalty weight of ``W``'s diagonal, times ``K / n`` (see the module docstring).",
+    )
+    reg_off_diagonal: float = param(
+        default=1.0,
+        check=PENALTY,
+        doc="Penalty weight of ``W``'s off-diagonal, times ``K (K - 1) / n`` (see the module "
+        "docstring); structured vector scaling (diagonal ``W``) takes and ignores it.",
+    )
+    smoothing: float | None = param(default=None, check=SMOOTHING, doc=SMOOTHING_DOC)
+    t_min: float = param(default=0.1, check=POSITIVE, doc=T_MIN_DOC)
+    t_max: float = param(default=10.0, check=POSITIVE, doc=T_MAX_DOC)
+    max_iter: int = param(default=500, check=MAX_ITER, doc=MAX_ITER_DOC)
+    tol: float = param(default=1e-12, check=TOL, doc=TOL_DOC)
 
-    def __init__(
-        self,
-        reg_intercept: float = 1.0,
-        reg_diagonal: float = 1.0,
-        reg_off_diagonal: float = 1.0,
-        smoothing: float | None = None,
-        t_min: float = 0.1,
-        t_max: float = 10.0,
-        max_iter: int = 500,
-        tol: float = 1e-12,
-    ) -> None:
-        self._set_params(
-            reg_intercept=reg_intercept,
-            reg_diagonal=reg_diagonal,
-            reg_off_diagonal=reg_off_diagonal,
-            smoothing=smoothing,
-            t_min=t_min,
-            t_max=t_max,
-            max_iter=max_iter,
-            tol=tol,
-        )
+    def _check_params(self) -> None:
         check_temperature_bounds(self.t_min, self.t_max)
 
     def _features(self, logits: F64) -> F64:
@@ -188,21 +171,6 @@ class StructuredVectorScaling(_Structured):
     A calibration set without some class is refused (an InputError naming ``labels``
     and the class): this method fits each class from that class's own rows, so it would
     never predict a class it has not seen.
-
-    Parameters
-    ----------
-    reg_intercept, reg_diagonal : float
-        Penalty weights (>= 0) of the intercepts and of ``W``'s diagonal, each times
-        ``K / n`` (see the module docstring).
-    reg_off_diagonal : float
-        Unused (``W`` is diagonal); kept so both structured scalings take the same
-        parameters.
-    smoothing : float or None
-        ``eps`` of the smoothed temperature stage; ``None``: ``1 / (n + 1)``.
-    t_min, t_max : float
-        The range of the temperature stage.
-    max_iter, tol
-        L-BFGS iterations at most and convergence tolerance.
 
     Attributes
     ----------
@@ -246,14 +214,6 @@ class StructuredMatrixScaling(_Structured):
     A calibration set without some class is refused (an InputError naming ``labels``
     and the class): this method fits each class from that class's own rows, so it would
     never predict a class it has not seen.
-
-    Parameters
-    ----------
-    reg_intercept, reg_diagonal, reg_off_diagonal : float
-        Penalty weights (>= 0) of the intercepts, the diagonal and the off-diagonal of
-        ``W``, times ``K / n``, ``K / n`` and ``K (K - 1) / n`` (see the module docstring).
-    smoothing, t_min, t_max, max_iter, tol
-        As for :class:`StructuredVectorScaling`.
 
     Attributes
     ----------
@@ -325,18 +285,11 @@ class StructuredMatrixScalingCV(StructuredMatrixScaling):
     On the nine shared prediction files the best fixed scale was 0.01 for CIFAR-100
     (K = 100) and 0.1 for CIFAR-10: no single value suits both.
 
-    Parameters
-    ----------
-    reg_intercept, reg_diagonal, reg_off_diagonal, smoothing, t_min, t_max, max_iter, tol
-        As for :class:`StructuredMatrixScaling`.
-    scale_grid : sequence of float
-        Candidate scales ``s`` (> 0), chosen by the pooled held-out NLL of stratified
-        ``n_folds``-fold cross-validation (seeded with ``random_state``; each fold fit
-        stopped after ``cv_max_iter`` iterations, the grid warm-started from the strongest
-        penalty down, as for :class:`~calibkit.calibrators.logit.linear.MatrixScalingODIR`). The
-        temperature stage and ``n`` are those of the whole calibration set.
-    n_folds, random_state, cv_max_iter : int
-        The cross-validation's folds, seed and iteration budget.
+    The scale is chosen by the pooled held-out NLL of stratified ``n_folds``-fold
+    cross-validation (seeded with ``seed``; each fold fit stopped after ``cv_max_iter``
+    iterations, the grid warm-started from the strongest penalty down, as for
+    :class:`~calibkit.calibrators.logit.linear.MatrixScalingODIR`). The temperature stage
+    and ``n`` are those of the whole calibration set.
 
     Attributes
     ----------
@@ -363,13 +316,6 @@ class StructuredMatrixScalingCV(StructuredMatrixScaling):
     (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
     """
 
-    param_constraints: ClassVar[Constraints] = {
-        **STRUCTURED_PARAMS,
-        "scale_grid": ListOf(POSITIVE),
-        "n_folds": Integer(2, 100),
-        "random_state": SEED,
-        "cv_max_iter": MAX_ITER,
-    }
     state_constraints: ClassVar[Constraints] = {
         **SMOOTHED_STATE,
         "cv_scales_": Array(shape=("g",), low=0.0, sorted=True),
@@ -378,31 +324,15 @@ class StructuredMatrixScalingCV(StructuredMatrixScaling):
         "bias_": PER_CLASS,
         "reg_scale_": POSITIVE,
     }
-    scale_grid: tuple[float, ...]
-    n_folds: int
-    random_state: int
-    cv_max_iter: int
-
-    def __init__(
-        self,
-        reg_intercept: float = 1.0,
-        reg_diagonal: float = 1.0,
-        reg_off_diagonal: float = 1.0,
-        smoothing: float | None = None,
-        t_min: float = 0.1,
-        t_max: float = 10.0,
-        max_iter: int = 500,
-        tol: float = 1e-12,
-        scale_grid: Sequence[float] = DEFAULT_SCALE_GRID,
-        n_folds: int = 5,
-        random_state: int = 0,
-        cv_max_iter: int = 10,
-    ) -> None:
-        regs = (reg_intercept, reg_diagonal, reg_off_diagonal)
-        super().__init__(*regs, smoothing, t_min, t_max, max_iter, tol)
-        grid = {"scale_grid": scale_grid, "n_folds": n_folds, "random_state": random_state}
-        self._set_params(**grid, cv_max_iter=cv_max_iter)
+    scale_grid: Sequence[float] = param(
+        default=DEFAULT_SCALE_GRID,
+        check=ListOf(POSITIVE),
+        doc="Candidate scales ``s`` of all three penalty weights.",
+    )
+    n_folds: int = param(default=5, check=N_FOLDS, doc=N_FOLDS_DOC)
+    seed: int = param(default=0, check=SEED, doc=SEED_DOC)
+    cv_max_iter: int = param(default=10, check=MAX_ITER, doc=CV_MAX_ITER_DOC)
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
-        cv = (self.scale_grid, self.n_folds, self.random_state, self.cv_max_iter)
+        cv = (self.scale_grid, self.n_folds, self.seed, self.cv_max_iter)
         self._fit_scaled(out, weights, cv)

@@ -25,6 +25,8 @@ from calibkit.calibrators.base import F64, Calibrator
 from calibkit.calibrators.logit.temperature import (
     CHUNK_ELEMENTS,
     LOG_TEMPERATURE,
+    T_MAX_DOC,
+    T_MIN_DOC,
     TEMPERATURE,
     check_log_temperature,
     check_temperature_bounds,
@@ -33,6 +35,7 @@ from calibkit.calibrators.logit.temperature import (
 from calibkit.core.binning import N_BINS, check_n_bins
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.params import param
 from calibkit.core.progress import Phase
 from calibkit.core.validation import POSITIVE, Constraints, Real
 
@@ -323,12 +326,7 @@ class TemperatureScalingECE(Calibrator):
     A class absent from the calibration labels keeps its column by construction:
     the one temperature is shared by all classes.
 
-    Parameters
-    ----------
-    t_min, t_max, t_step : float
-        The grid ``t_min, t_min + t_step, ..., <= t_max`` (at most 1e6 points).
-    n_bins : int
-        Equal-width bins of the top-label ECE.
+    The grid is ``t_min, t_min + t_step, ..., <= t_max`` (at most 1e6 points).
 
     Attributes
     ----------
@@ -357,29 +355,20 @@ class TemperatureScalingECE(Calibrator):
     """
 
     maps_logits = True
-    param_constraints: ClassVar[Constraints] = {
-        "t_min": POSITIVE,
-        "t_max": POSITIVE,
-        "t_step": POSITIVE,
-        "n_bins": N_BINS,
-    }
     state_constraints: ClassVar[Constraints] = {
         "temperature_": TEMPERATURE,
         "log_temperature_": LOG_TEMPERATURE,
         "calibration_ece_": Real(0.0, 1.0),
     }
-    t_min: float
-    t_max: float
-    t_step: float
-    n_bins: int
+    t_min: float = param(default=0.001, check=POSITIVE, doc=T_MIN_DOC)
+    t_max: float = param(default=5.0, check=POSITIVE, doc=T_MAX_DOC)
+    t_step: float = param(default=0.001, check=POSITIVE, doc="The step of the grid.")
+    n_bins: int = param(default=15, check=N_BINS, doc="Equal-width bins of the top-label ECE.")
 
-    def __init__(
-        self, t_min: float = 0.001, t_max: float = 5.0, t_step: float = 0.001, n_bins: int = 15
-    ) -> None:
-        self._set_params(t_min=t_min, t_max=t_max, t_step=t_step, n_bins=n_bins)
+    def _check_params(self) -> None:
         check_temperature_bounds(self.t_min, self.t_max)
         if (self.t_max - self.t_min) / self.t_step > 1e6:
-            raise InputError("t_step", "a step giving at most 1e6 grid points", repr(t_step))
+            raise InputError("t_step", "a step giving at most 1e6 grid points", repr(self.t_step))
 
     def grid(self) -> F64:
         """The temperatures searched."""

@@ -37,7 +37,8 @@ import numpy as np
 from calibkit.calibrators.base import F64
 from calibkit.calibrators.logit.temperature import TEMPERATURE_STATE, TemperatureScaling
 from calibkit.core.outputs import ClassifierOutputs
-from calibkit.core.validation import FRACTION, POSITIVE, Constraints, NoneOr
+from calibkit.core.params import param
+from calibkit.core.validation import FRACTION, Constraints, NoneOr
 
 if TYPE_CHECKING:
     from calibkit.calibrators.modules import SmoothedTemperature
@@ -46,6 +47,12 @@ if TYPE_CHECKING:
 CHUNK = 1 << 15
 #: The fitted state of a smoothed temperature scaling (besides ``n_classes_``).
 SMOOTHED_STATE: Constraints = {**TEMPERATURE_STATE, "smoothing_": FRACTION}
+#: The ``smoothing`` parameter of every method that mixes in the uniform distribution.
+SMOOTHING = NoneOr(FRACTION)
+SMOOTHING_DOC = (
+    "The weight ``eps`` of the uniform distribution mixed in; ``None``: ``1 / (n + 1)`` for "
+    "``n`` calibration rows (their total weight when weighted)."
+)
 
 
 def default_smoothing(n_rows: int, weights: F64 | None) -> float:
@@ -93,14 +100,6 @@ class SmoothedTemperatureScaling(TemperatureScaling):
     A class absent from the calibration labels keeps its column by construction:
     the one temperature is shared by all classes.
 
-    Parameters
-    ----------
-    t_min, t_max : float
-        The range searched for the temperature (finite, ``0 < t_min < t_max``).
-    smoothing : float or None
-        The weight ``eps`` of the uniform distribution, in ``[0, 1)``; ``None``:
-        ``1 / (n + 1)`` for ``n`` calibration rows (their total weight when weighted).
-
     Attributes
     ----------
     temperature_ : float
@@ -122,19 +121,8 @@ class SmoothedTemperatureScaling(TemperatureScaling):
     """
 
     maps_logits = False
-    param_constraints: ClassVar[Constraints] = {
-        "t_min": POSITIVE,
-        "t_max": POSITIVE,
-        "smoothing": NoneOr(FRACTION),
-    }
     state_constraints: ClassVar[Constraints] = SMOOTHED_STATE
-    smoothing: float | None
-
-    def __init__(
-        self, t_min: float = 0.1, t_max: float = 10.0, smoothing: float | None = None
-    ) -> None:
-        super().__init__(t_min=t_min, t_max=t_max)
-        self._set_params(t_min=t_min, t_max=t_max, smoothing=smoothing)
+    smoothing: float | None = param(default=None, check=SMOOTHING, doc=SMOOTHING_DOC)
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         super()._fit(out, weights)
