@@ -2,11 +2,12 @@
 
 A :class:`Component` is a small named object that declares its own parameters with
 :func:`~calibkit.core.params.param` (``RAPS(penalty=0.1, k_reg=1)``, ``EM(tol=1e-8)``), as
-MAPIE passes a conformity score; two of one class with the same parameters are equal. The fitted object that takes one declares the parameter
-with :class:`ComponentSpec`, which accepts the object, its registered name (the part with
-its defaults: what the command line and the shift studies pass) or its saved form
-``{"name": ..., <parameters>}`` (what a document holds: :meth:`Component.to_json`, read
-back and checked field by field by :meth:`ComponentSpec.check`).
+MAPIE passes a conformity score; two of one class with the same parameters are equal. The
+fitted object that takes one declares the parameter with :class:`ComponentSpec`, which
+accepts the object, its registered name (the part with its defaults: what the command line
+and the shift studies pass) or its saved form ``{"name": ..., <parameters>}`` (what a
+document holds: :meth:`Component.to_json`, read back and checked field by field by
+:meth:`ComponentSpec.check`).
 
 >>> from calibkit.calibrators.priors.estimators import ESTIMATORS, EM
 >>> spec = ComponentSpec(ESTIMATORS)
