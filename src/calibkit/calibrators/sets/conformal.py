@@ -39,6 +39,9 @@ The calibrator and the rows (the choice, and its effect on the guarantee)
     already fitted is used as it is (it must not have seen the calibration rows), and
     every row gives the quantile; an unfitted one is copied, never changed.
 
+Selective prediction (answer or abstain at a coverage, with the risk of the rows answered)
+reads the calibration rows the fit keeps: :mod:`~calibkit.calibrators.sets.selective`.
+
 Randomisation
     ``randomized=True`` (APS, RAPS, SAPS) draws ``U`` from ``seed``: at fit for the
     calibration rows; in ``predict_set`` from a second stream of ``seed`` unless the
@@ -62,7 +65,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING, ClassVar, NamedTuple, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -81,6 +84,7 @@ from calibkit.calibrators.sets.conformal_scores import (
     SCORES,
     ConformalScore,
 )
+from calibkit.calibrators.sets.selective import Answers, SelectiveRisk, selective_risk
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import as_outputs, check_labels
@@ -103,77 +107,6 @@ F64 = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
 #: The scores with a randomised (uniform ``U``) variant.
 RANDOMIZABLE = tuple(name for name in SCORES.names() if SCORES.get(name).randomizable)
-#: A selective coverage: the fraction of rows answered, in (0, 1].
-COVERAGE = Real(0.0, 1.0, closed="right")
-
-
-class SelectiveRisk(NamedTuple):
-    """Selective prediction at a coverage, on the calibration rows
-    (:meth:`ConformalClassifier.selective`).
-
-    Parameters
-    ----------
-    coverage : float
-        The fraction of the calibration rows kept (at least the one asked; ties at the
-        threshold are kept too).
-    threshold : float
-        The calibrated top-label confidence at or above which a row is answered.
-    risk : float
-        The error rate among the rows kept.
-    risk_upper : float
-        Its one-sided 95% Clopper-Pearson upper bound.
-    n_kept, n_calibration : int
-        The rows kept, and the calibration rows they are taken from.
-
-    Examples
-    --------
-    >>> SelectiveRisk(0.5, 0.9, 0.1, 0.4, 5, 10).risk
-    0.1
-    """
-
-    coverage: float
-    threshold: float
-    risk: float
-    risk_upper: float
-    n_kept: int
-    n_calibration: int
-
-
-class Answers(NamedTuple):
-    """The three answers of :meth:`ConformalClassifier.predict_all`.
-
-    Parameters
-    ----------
-    probs : ndarray of shape (N, K)
-        Calibrated probabilities.
-    sets : ndarray of bool, shape (N, K)
-        Prediction sets.
-    accept : ndarray of bool, shape (N,)
-        Whether to answer each row (else abstain).
-
-    Examples
-    --------
-    >>> a = Answers(np.array([[0.9, 0.1]]), np.array([[True, False]]), np.array([True]))
-    >>> a.sets.sum(), bool(a.accept[0])
-    (np.int64(1), True)
-    """
-
-    probs: F64
-    sets: Mask
-    accept: Mask
-
-
-def _clopper_pearson_upper(errors: int, n: int, delta: float) -> float:
-    """The one-sided ``1 - delta`` Clopper-Pearson upper bound of a rate ``errors / n``.
-
-    >>> round(_clopper_pearson_upper(0, 100, 0.05), 6)  # the "rule of three": about 3/n
-    0.029513
-    """
-    if errors >= n:
-        return 1.0
-    from scipy.stats import beta  # lazy: scipy.stats costs a second at import
-
-    return float(beta.ppf(1.0 - delta, errors + 1, n - errors))
 
 
 def conformal_quantile_rank(n: int, alpha: float) -> int:
@@ -493,26 +426,14 @@ class ConformalClassifier(OnCalibrator):
     def selective(self, coverage: float) -> SelectiveRisk:
         """Selective prediction at ``coverage``: the confidence threshold that keeps that
         fraction of the calibration rows (the most confident ones), and the risk (error
-        rate) among the rows kept, with its one-sided 95% Clopper-Pearson upper bound.
+        rate) among the rows kept, with its one-sided 95% Clopper-Pearson upper bound
+        (:func:`~calibkit.calibrators.sets.selective.selective_risk`).
 
         The rows are the quantile's (held out from the calibrator when it was fitted here),
         so the risk is an honest estimate for exchangeable test rows.
         """
         self.check_is_fitted()
-        c = COVERAGE.check("coverage", coverage)
-        n = self.confidences_.shape[0]
-        keep = max(1, math.ceil(Fraction(c) * n))
-        threshold = float(self.confidences_[keep - 1])
-        kept = int(np.count_nonzero(self.confidences_ >= threshold))  # ties are kept too
-        errors = int(self.errors_[:kept].sum())
-        return SelectiveRisk(
-            coverage=kept / n,
-            threshold=threshold,
-            risk=errors / kept,
-            risk_upper=_clopper_pearson_upper(errors, kept, 0.05),
-            n_kept=kept,
-            n_calibration=n,
-        )
+        return selective_risk(self.confidences_, self.errors_, coverage)
 
     def predict_accept(self, logits: object, coverage: float) -> Mask:
         """Which rows to answer (``True``) at ``coverage``: their calibrated top-label
