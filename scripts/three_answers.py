@@ -29,7 +29,7 @@ def rows(path: Path, seed: int = 0) -> list[str]:
     y = d["labels"]
     order = np.random.default_rng(seed).permutation(y.shape[0])
     cal, test = order[: y.shape[0] // 2], order[y.shape[0] // 2 :]
-    cp = ck.ConformalClassifier(score="raps", alpha=0.1, calibrator="temperature")
+    cp = ck.ConformalClassifier(ck.RAPS(), alpha=0.1, calibrator="temperature")
     cp.fit(z[cal], y[cal])
     out = []
     for coverage in (0.8, 0.9):

@@ -67,7 +67,13 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from calibkit.calibrators import (
         ABLATIONS,
+        APS,
+        BBSE,
         CALIBRATORS,
+        EM,
+        LAC,
+        RAPS,
+        SAPS,
         CalibratedModel,
         Calibrator,
         CalibratorSpec,

@@ -37,7 +37,7 @@ SMALL: dict[str, dict[str, object]] = {
     "ms_odir": {"lambda_grid": [0.1, 1.0], "n_folds": 2},
     "dirichlet": {"lambda_grid": [0.1, 1.0], "n_folds": 2},
     "auto": {"methods": ["temperature", "histogram"], "n_folds": 2},
-    "conformal": {"calibrator": "temperature", "score": "raps", "alpha": 0.2},
+    "conformal": {"calibrator": "temperature", "conformity_score": "raps", "alpha": 0.2},
     # cells of 300 rows' size, so that both groups are patched (the defaults patch none)
     "multicalibration": {"n_bins": 5, "alpha": 0.02, "min_cell": 10},
 }

@@ -385,20 +385,17 @@ def test_a_huge_log_temperature_underneath_is_refused_by_name(name: str, tmp_pat
 # ----- what the fitted values were computed with (fitted_with_) ----------------------------------
 #: Another accepted value of each recorded parameter.
 OTHER_VALUE: dict[str, Any] = {
-    "score": "aps",  # the kinds' conformal predictor uses raps
+    "conformity_score": {"name": "aps"},  # the kinds' conformal predictor uses raps
     "randomized": True,
-    "penalty": 0.5,
-    "k_reg": 0,
-    "weight": 0.5,
-    "soft": True,
+    "estimator": {"name": "bbse", "soft": False},  # the kinds' prior adapter uses EM
 }
 RECORDED = [(name, param) for name in NAMES for param in CALIBRATORS.get(name).fitted_with]
 
 
 def test_the_recorded_parameters() -> None:
     expected = [
-        *(("conformal", p) for p in ("score", "randomized", "penalty", "k_reg", "weight")),
-        ("prior_shift", "soft"),
+        *(("conformal", p) for p in ("conformity_score", "randomized")),
+        ("prior_shift", "estimator"),
     ]
     assert expected == RECORDED
 

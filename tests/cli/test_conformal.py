@@ -113,12 +113,12 @@ def test_the_fitted_predictors_are_saved_and_apply(
     for score, path in zip(("raps", "lac"), fitted, strict=True):
         saved = load(path)
         assert isinstance(saved, ConformalClassifier)
-        assert saved.score == score
+        assert saved.conformity_score.name == score
         result = tmp_path / f"{score}.npz"
         assert main(["apply", str(path), str(tmp_path / "test.npz"), "-o", str(result)]) == 0
         assert f"applied conformal ({score}, alpha 0.1) to 300 samples" in capsys.readouterr().out
         lib = ConformalClassifier(
-            score=score,
+            conformity_score=score,
             alpha=0.1,
             calibrator="temperature",
             randomized=score != "lac",
@@ -178,6 +178,41 @@ def test_scores_and_run_follow_the_glossary() -> None:
     assert not re.search(r"\bprint\(|write_text|\.md\b", inspect.getsource(conformal.run))
 
 
+def test_score_params_reach_the_scores_that_declare_them(
+    preds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--score-param penalty=0.05`` gives RAPS its penalty (APS declares none, and keeps
+    none); the saved predictor holds the score with it."""
+    out = tmp_path / "report"
+    args = ["--scores", "aps,raps", "--score-param", "penalty=0.05", "--n-boot", "0"]
+    assert main(["conformal", str(preds), *args, "--out", str(out)]) == 0
+    saved = json.loads((out / "conformal_raps.json").read_text())
+    assert saved["params"]["conformity_score"] == {"name": "raps", "penalty": 0.05, "k_reg": 1}
+    aps = json.loads((out / "conformal_aps.json").read_text())
+    assert aps["params"]["conformity_score"] == {"name": "aps"}
+    results = json.loads((out / "results.json").read_text())
+    assert results["results"][1]["params"]["conformity_score"]["penalty"] == 0.05
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--scores", "aps", "--score-param", "penalty=0.05"], "--score-param: expected"),
+        (["--score-param", "penalty"], "--score-param: expected KEY=VALUE"),
+        (["--score-param", "penalty=-1"], "--score-param penalty: expected a finite number >= 0"),
+        (["--score-param", "k_reg=1", "--score-param", "k_reg=2"], "--score-param k_reg: "),
+    ],
+)
+def test_bad_score_params_are_refused_before_any_work(
+    preds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    out = tmp_path / "report"
+    assert main(["conformal", str(preds), *argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert not out.exists()
+
+
 def test_a_mistyped_score_is_suggested(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A near miss names the score meant (#30): 'rapss' -> 'raps', exit 2, nothing written."""
     preds = tmp_path / "p.npz"
@@ -233,7 +268,7 @@ def test_fit_refuses_a_python_only_parameter(
 ) -> None:
     args = ["fit", "preds.npz", "--method", "conformal", "--param", f"allow_full_sets={value}"]
     err = _refused(work, capsys, args)
-    assert "--param: expected a parameter of conformal (score, alpha," in err
+    assert "--param: expected a parameter of conformal (conformity_score, alpha," in err
     assert "got 'allow_full_sets' (a Python-only parameter)" in err
     offered = err[err.index("(") : err.index(")")]
     assert "allow_full_sets" not in offered

@@ -84,11 +84,16 @@ CASES: dict[str, tuple[list[str], str, dict[str, Any], list[str]]] = {
     ),
     "sets": (
         [
-            *("--method", "conformal", "--param", "alpha=0.1", "--param", "score=raps"),
+            *("--method", "conformal", "--param", "alpha=0.1"),
+            *("--param", 'conformity_score={"name": "raps", "penalty": 0.05}'),
             *("--param", "calibrator=temperature"),
         ],
         "conformal",
-        {"alpha": 0.1, "score": "raps", "calibrator": "temperature"},
+        {
+            "alpha": 0.1,
+            "conformity_score": {"name": "raps", "penalty": 0.05},
+            "calibrator": "temperature",
+        },
         [],
     ),
     "priors": (
@@ -184,7 +189,7 @@ def test_apply_says_what_rows_of_unseen_groups_get(
 def test_fit_prints_what_each_kind_fitted(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = _run(capsys, ["fit", *CASES["sets"][0], "cal.npz", "-o", "sets.json"])
     cp = load(work / "sets.json")
-    assert "  score = raps, alpha = 0.1 (target coverage 90.0%)\n" in out
+    assert "  score = raps (penalty=0.05, k_reg=1), alpha = 0.1 (target coverage 90.0%)\n" in out
     assert f"  threshold = {cp.thresholds_[0]:.6g} (from {cp.n_calibration_} rows)\n" in out
     assert "  calibrator underneath: temperature\n    temperature = " in out
     assert out.endswith("conformal predictor: sets.json\n")
@@ -269,7 +274,10 @@ def test_apply_refuses_a_file_of_before_0_1_0(
             ["fit", "--method", "prior_shift", "--target", "absent.npz", "cal.npz"],
             ("--target: expected an existing file, got absent.npz (not found)",),
         ),
-        (["fit", "--method", "conformal", "--param", "score=topk", "cal.npz"], ("--param score",)),
+        (
+            ["fit", "--method", "conformal", "--param", "conformity_score=topk", "cal.npz"],
+            ("--param conformity_score", "one of aps, lac, raps, saps"),
+        ),
         (  # issue 42: the last was kept silently
             [
                 *("fit", "--method", "temperature", "cal.npz"),

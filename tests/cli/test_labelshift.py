@@ -48,7 +48,7 @@ def test_report_is_written(
     results = json.loads((out / "results.json").read_text())
     assert results["command"] == "calibkit labelshift"
     assert results["verdict"]["headline"].startswith("Adapting to the estimated priors")
-    assert results["params"]["estimator"] == "bbse"
+    assert results["params"]["estimator"] == {"name": "bbse", "soft": False}
     assert results["estimator"] == "bbse"
     assert abs(sum(results["priors"]) - 1) < 1e-12  # renormalised by one division
     assert results["priors"][0] > 0.5  # the target is mostly class 0

@@ -50,7 +50,7 @@ def test_the_conformal_count_is_the_fit_s_rule() -> None:
     rng = np.random.default_rng(0)
     for n, fits in ((196, False), (197, True)):
         z, y = rng.normal(size=(n, 3)), rng.integers(0, 3, n)
-        cp = ConformalClassifier(score="lac", alpha=0.01, calibrator="temperature")
+        cp = ConformalClassifier(conformity_score="lac", alpha=0.01, calibrator="temperature")
         if fits:
             cp.fit(z, y)
         else:

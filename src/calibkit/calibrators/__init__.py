@@ -48,11 +48,17 @@ if TYPE_CHECKING:  # the public names besides the catalogued classes, each from 
     from calibkit.calibrators.model.clamping import ABLATIONS as ABLATIONS
     from calibkit.calibrators.model.clamping import NeuralClamping as NeuralClamping
     from calibkit.calibrators.model.clamping import SGDSettings as SGDSettings
+    from calibkit.calibrators.priors.estimators import BBSE as BBSE
+    from calibkit.calibrators.priors.estimators import EM as EM
     from calibkit.calibrators.priors.estimators import adapt_priors as adapt_priors
     from calibkit.calibrators.priors.estimators import (
         estimate_priors_bbse as estimate_priors_bbse,
     )
     from calibkit.calibrators.priors.estimators import estimate_priors_em as estimate_priors_em
+    from calibkit.calibrators.sets.conformal_scores import APS as APS
+    from calibkit.calibrators.sets.conformal_scores import LAC as LAC
+    from calibkit.calibrators.sets.conformal_scores import RAPS as RAPS
+    from calibkit.calibrators.sets.conformal_scores import SAPS as SAPS
 
 #: Each public name loaded on first use -> its module: those of the ``TYPE_CHECKING`` imports
 #: above, and the class of every entry of :mod:`calibkit.core.catalog` (but the Neural

@@ -58,6 +58,7 @@ True
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
@@ -384,8 +385,10 @@ class PostHoc(Declared, EstimatorAPI, ABC):
     def _record_params(self) -> None:
         """Record the :attr:`fitted_with` parameters' values (a fit calls it right after
         setting ``n_classes_``)."""
-        if self.fitted_with:
-            self.fitted_with_ = {name: getattr(self, name) for name in self.fitted_with}
+        if self.fitted_with:  # a copy: an object (a score) changed after the fit differs
+            self.fitted_with_ = {
+                name: copy.deepcopy(getattr(self, name)) for name in self.fitted_with
+            }
 
     def _record_input(self, kind: str) -> None:
         """Record the input kind ``kind`` the caller declared (:data:`INPUT_KINDS`) for a
@@ -402,14 +405,22 @@ class PostHoc(Declared, EstimatorAPI, ABC):
             return
         for name in self.fitted_with:
             value = getattr(self, name)
-            if not same_value(record[name], value):
-                why = (
-                    "the stored values hold for it only"
-                    if prefix
-                    else "changed by set_params since: fit again before saving"
-                )
-                expected = f"{record[name]!r}, the value the fit used (state.fitted_with_: {why})"
-                raise InputError(prefix + name, expected, repr(value))
+            saved = getattr(self.param_constraints[name], "encode", _same)  # an object's form
+            was, now = saved(record[name]), saved(value)
+            if same_value(was, now):
+                continue
+            field, was, now = (
+                (name, record[name], value)
+                if not isinstance(was, dict)
+                else (_first_difference(name, was, now))
+            )
+            why = (
+                "the stored values hold for it only"
+                if prefix
+                else "changed since: fit again before saving"
+            )
+            expected = f"{was!r}, the value the fit used (state.fitted_with_: {why})"
+            raise InputError(prefix + field, expected, repr(now))
 
     def _state_dims(self, n_classes: int) -> Dims:
         """The lengths the state's array shapes name (``k``: the number of classes)."""
@@ -455,8 +466,14 @@ class OnCalibrator(PostHoc):
     """
 
     #: The calibrator asked for (a :class:`CalibratorSpec`), and the one fitted.
-    calibrator: Any
-    calibrator_: Any
+    if TYPE_CHECKING:  # typed as properties (see PostHoc.n_classes_)
+
+        @property
+        def calibrator(self) -> Any: ...
+        @property
+        def calibrator_(self) -> Any: ...
+        @calibrator_.setter
+        def calibrator_(self, value: Any) -> None: ...
 
     def _probs(self, logits: F64) -> F64:
         """The probabilities of checked ``logits``: the calibrator's, or their softmax."""
@@ -524,6 +541,18 @@ class OnCalibrator(PostHoc):
 
 def _same(value: object) -> object:
     return value
+
+
+def _first_difference(name: str, was: dict[str, Any], now: object) -> tuple[str, object, object]:
+    """``(field, was, now)`` of the first entry where the saved form ``now`` of an object
+    parameter ``name`` (a conformity score: ``{"name": ..., <parameters>}``) differs from
+    ``was``: ``conformity_score.k_reg`` rather than the whole object."""
+    if not isinstance(now, dict) or now.get("name") != was.get("name"):
+        return name, was.get("name"), now.get("name") if isinstance(now, dict) else now
+    for key in was:
+        if not same_value(was[key], now.get(key)):
+            return f"{name}.{key}", was[key], now.get(key)
+    return name, was, now
 
 
 def load_document(data: object, source: str = "calibkit document") -> PostHoc:

@@ -209,7 +209,8 @@ def _apply_sets(cp: ConformalClassifier, rows: Scores, output: Path | None) -> N
     sets = cp.predict_set(rows.logits)
     size = sets.sum(axis=1).astype(np.int64)
     _write(output, rows, sets=sets, set_size=size, probs=cp.predict_proba(rows.logits))
-    print(f"applied {cp.name} ({cp.score}, alpha {cp.alpha:g}) to {rows.n_samples:,} samples")
+    score = cp.conformity_score.name
+    print(f"applied {cp.name} ({score}, alpha {cp.alpha:g}) to {rows.n_samples:,} samples")
     mean = f"mean set size {float(size.mean()):.3g}"
     if rows.labels is not None:
         covered = float(sets[np.arange(rows.n_samples), rows.labels].mean())
@@ -226,10 +227,10 @@ def _apply_priors(adapter: PriorShiftAdapter, rows: Scores, output: Path | None,
     how = "saved with the adapter"
     if not adapter.is_adapted:
         adapter.adapt(rows.logits)
-        how = f"estimated by {adapter.estimator} from {file}: the adapter was saved unadapted"
+        how = f"estimated by {adapter.estimator.name} from {file}: the adapter was saved unadapted"
     probs = adapter.predict_proba(rows.logits)
     _write(output, rows, probs=probs)
-    print(f"applied {adapter.name} ({adapter.estimator}) to {rows.n_samples:,} samples")
+    print(f"applied {adapter.name} ({adapter.estimator.name}) to {rows.n_samples:,} samples")
     print(f"target priors {values_text(adapter.target_priors_)} ({how})")
     _ece_line(rows, probs)
     print(written("adapted predictions", output))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from calibkit.cli.common import (
     check_inputs,
@@ -35,6 +36,9 @@ from calibkit.cli.options import (
 from calibkit.core import catalog
 from calibkit.core.errors import InputError, nearest_name
 
+if TYPE_CHECKING:
+    from calibkit.calibrators.sets.conformal_scores import ConformalScore
+
 #: The conformity scores (read from the catalog, so that building the parser imports no numpy).
 SCORES = tuple(catalog.CONFORMITY_SCORES)
 
@@ -48,6 +52,33 @@ def _scores(text: str) -> list[str]:
         expected = "comma-separated scores among " + ", ".join(SCORES) + ", or all"
         raise InputError("--scores", expected, got)
     return list(SCORES) if "all" in found else list(dict.fromkeys(found))
+
+
+def _score_params(items: list[str]) -> dict[str, object]:
+    """``--score-param KEY=VALUE`` as a mapping (each key once)."""
+    from calibkit.cli.fit import param_value
+
+    found: dict[str, object] = {}
+    for item in items:
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not key:
+            raise InputError("--score-param", "KEY=VALUE", repr(item))
+        if key in found:
+            raise InputError(f"--score-param {key}", "one value (each key given once)", "two")
+        found[key] = param_value(value)
+    return found
+
+
+def _chosen_scores(args: argparse.Namespace) -> list[ConformalScore]:
+    """The scores of ``--scores``, each with the ``--score-param`` values it declares."""
+    from calibkit.calibrators.sets.conformal_scores import scores_with
+
+    names, params = _scores(args.scores), _score_params(args.score_param)
+    try:
+        return scores_with(names, params)
+    except InputError as exc:  # a key no chosen score declares, or a value refused
+        where = "" if exc.argument == "score parameters" else f" {exc.argument}"
+        raise renamed(exc, "--score-param" + where) from None
 
 
 def add_arguments(sub: Subparsers) -> None:
@@ -67,6 +98,8 @@ def add_arguments(sub: Subparsers) -> None:
     text = "conformity scores among " + ", ".join(SCORES) + ", or all (default all)"
     opt(p, "--scores", "S,T", text, default="all")
     opt(p, "--method", "NAME", "calibrator under the scores (default: none, softmax)")
+    text = "a parameter of the scores that declare it, e.g. penalty=0.05 (raps; repeatable)"
+    opt(p, "--score-param", "KEY=VALUE", text, action="append", default=[])
     p.add_argument("--mondrian", action="store_true", help="one quantile per class")
     p.add_argument(
         "--randomized", action="store_true", help="uniform tie-breaking (aps, raps, saps)"
@@ -80,7 +113,7 @@ def add_arguments(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Fit and measure each score on a split of FILE; print and write the report."""
     check_inputs(args)
-    scores = _scores(args.scores)
+    scores = _chosen_scores(args)
     if args.method is not None:
         check_method(args.method, "--method", ("logits",))
     folder = output_folder(args)

@@ -2,11 +2,12 @@
 
 Every kind the registry holds but ``model`` (which needs the model and its inputs, not a
 predictions file): a calibrator of logits; a group calibrator, with ``--groups KEY``; a
-conformal predictor (``--method conformal --param alpha=0.1 --param score=raps --param
-calibrator=temperature``); a prior-shift adapter (``--method prior_shift``), adapted to the
-unlabelled predictions of ``--target FILE`` when given, else saved unadapted (``calibkit
-apply`` then estimates the target priors from the file it adapts). ``calibkit apply`` reads
-every file this command writes.
+conformal predictor (``--method conformal --param alpha=0.1 --param conformity_score=raps
+--param calibrator=temperature``; a score's parameters as JSON: ``--param
+'conformity_score={"name": "raps", "penalty": 0.05}'``); a prior-shift adapter (``--method
+prior_shift``), adapted to the unlabelled predictions of ``--target FILE`` when given, else
+saved unadapted (``calibkit apply`` then estimates the target priors from the file it
+adapts). ``calibkit apply`` reads every file this command writes.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ NONE_WORDS = ("none", "null")
 
 
 def param_value(text: str) -> Any:
-    """The value of ``--param key=value``: JSON scalars and lists of them, else the text."""
+    """The value of ``--param key=value``: JSON scalars, lists of them and objects of them
+    (a part with its parameters: ``{"name": "raps", "penalty": 0.05}``), else the text."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError:
@@ -71,6 +73,8 @@ def param_value(text: str) -> Any:
     scalar = int | float | bool | str
     if isinstance(value, list) and all(isinstance(v, scalar) for v in value):
         return value  # e.g. methods=["temperature","histogram"]
+    if isinstance(value, dict) and all(isinstance(v, scalar) for v in value.values()):
+        return value  # e.g. conformity_score={"name": "raps", "penalty": 0.05}
     return value if isinstance(value, scalar) else text
 
 
@@ -270,7 +274,7 @@ def _print_sets(cp: ConformalClassifier) -> None:
     """Score, alpha, the threshold(s) and the calibrator underneath."""
     variant = ", randomized" if cp.randomized else ""
     target = f"target coverage {100 * (1 - cp.alpha):.1f}%"
-    print(f"  score = {cp.score}{variant}, alpha = {cp.alpha:g} ({target})")
+    print(f"  score = {cp.conformity_score.describe()}{variant}, alpha = {cp.alpha:g} ({target})")
     rows = f"from {cp.n_calibration_:,} rows"
     if cp.mondrian:
         print(f"  thresholds = {values_text(cp.thresholds_)} (one per class, {rows})")
@@ -288,8 +292,9 @@ def _print_priors(adapter: PriorShiftAdapter, target: str | None) -> None:
         _print_calibrator(adapter.calibrator_, indent="    ")
     print(f"  source priors = {values_text(adapter.source_priors_)}")
     if adapter.is_adapted:
-        iterations = f", {adapter.n_iter_} iterations" if adapter.estimator == "em" else ""
-        how = f"estimated by {adapter.estimator} from {target}{iterations}"
+        em = adapter.estimator.name == "em"
+        iterations = f", {adapter.n_iter_} iterations" if em else ""
+        how = f"estimated by {adapter.estimator.name} from {target}{iterations}"
         print(f"  target priors = {values_text(adapter.target_priors_)} ({how})")
     else:
         print(

@@ -429,7 +429,7 @@ ENTRIES: dict[str, Entry] = {
     ),
 }
 #: The conformity scores of conformal prediction sets, in the order tables list them: key ->
-#: its class under ``calibkit.calibrators`` (``ConformalClassifier(score=...)``,
+#: its class under ``calibkit.calibrators`` (``ConformalClassifier(conformity_score=...)``,
 #: ``calibkit conformal --scores``).
 CONFORMITY_SCORES: dict[str, str] = {
     "lac": "sets.conformal_scores.LAC",

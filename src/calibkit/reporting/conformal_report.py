@@ -263,7 +263,7 @@ def _results(rows: Sequence[SetsResult], source: str) -> dict[str, Any]:
             {
                 "score": r.score,
                 "under_covers": under_covers(r),
-                "params": {k: v for k, v in r.model.get_params().items() if not k.startswith("_")},
+                "params": r.model.to_json()["params"],  # the score as {"name": ..., ...}
                 "thresholds": [num(t) if np.isfinite(t) else "inf" for t in r.model.thresholds_],
                 "n_calibration": r.model.n_calibration_,
                 "values": r.metrics.values,

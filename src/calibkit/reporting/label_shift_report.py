@@ -256,7 +256,7 @@ def label_shift_results(r: LabelShiftResult) -> dict[str, Any]:
     """Every number of the report (fractions) for ``results.json``."""
     return {
         "estimator": r.estimator,
-        "params": r.adapter.get_params(),
+        "params": r.adapter.to_json()["params"],  # the estimator as {"name": ..., ...}
         "n_source": r.n_source,
         "n_target": r.n_target,
         "n_iter": r.n_iter,

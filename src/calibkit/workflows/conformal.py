@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from calibkit.calibrators.sets.conformal import ConformalClassifier
+from calibkit.calibrators.sets.conformal_scores import SCORE, ConformalScore
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs
 from calibkit.core.progress import Phase
@@ -35,7 +36,8 @@ __all__ = ["SetsResult", "SplitSets", "conformal_sets", "split_conformal_sets"]
 
 @dataclass(frozen=True)
 class SetsResult:
-    """One score's sets on the test part: the fitted classifier and its metrics.
+    """One score's sets on the test part (``score``: its name): the fitted classifier and
+    its metrics.
 
     Examples
     --------
@@ -59,7 +61,7 @@ class SetsResult:
 def conformal_sets(
     cal: ClassifierOutputs,
     test: ClassifierOutputs,
-    scores: Sequence[str],
+    scores: Sequence[str | ConformalScore],
     *,
     alpha: float,
     calibrator: str | None = None,
@@ -69,7 +71,8 @@ def conformal_sets(
     level: float = 0.95,
     seed: int = 0,
 ) -> list[SetsResult]:
-    """Every score in ``scores`` fitted on ``cal`` and measured on ``test``.
+    """Every score in ``scores`` (a score object, or a name for its defaults) fitted on
+    ``cal`` and measured on ``test``.
 
     Each classifier is built (parameters checked) and its calibration part checked against
     ``alpha`` before any is fitted, so a bad one refuses before work starts (no full sets:
@@ -90,16 +93,17 @@ def conformal_sets(
     >>> [(r.score, round(r.metrics.values["coverage"], 2)) for r in results]
     [('lac', 0.91), ('aps', 0.85)]
     """
+    chosen: list[ConformalScore] = [SCORE.check("scores", s) for s in scores]
     models = [
         ConformalClassifier(
-            score=s,
+            conformity_score=s,
             alpha=alpha,
             calibrator=calibrator,
             mondrian=mondrian,
-            randomized=randomized and s != "lac",
+            randomized=randomized and s.randomizable,
             seed=seed,
         )
-        for s in scores
+        for s in chosen
     ]
     for m in models:  # every model's part checked before any fit (a calibrator's can be long)
         m.check_calibration_size(cal.labels, cal.n_classes, remedy="a larger alpha")
@@ -107,13 +111,13 @@ def conformal_sets(
     phase = Phase(_log, f"conformal sets of {len(models)} scores", 2 * len(models))
     for m in models:
         m.fit(z_cal, cal.labels, input_kind=cal.kind)
-        phase.step(f"{m.score} fitted")
+        phase.step(f"{m.conformity_score.name} fitted")
     out = []
     for m in models:
         sets = m.predict_set(z_test)
         metrics = set_metrics(sets, test.labels, alpha, n_boot=n_boot, level=level, seed=seed)
-        out.append(SetsResult(m.score, m, metrics))
-        phase.step(f"{m.score} judged")
+        out.append(SetsResult(m.conformity_score.name, m, metrics))
+        phase.step(f"{m.conformity_score.name} judged")
     return out
 
 
@@ -129,7 +133,7 @@ class SplitSets:
 
 def split_conformal_sets(
     whole: ClassifierOutputs,
-    scores: Sequence[str],
+    scores: Sequence[str | ConformalScore],
     *,
     cal_size: int | float = 0.5,
     alpha: float,

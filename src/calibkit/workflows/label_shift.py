@@ -33,7 +33,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from calibkit.calibrators.priors.estimators import adapt_priors, check_priors
+from calibkit.calibrators.priors.estimators import (
+    BBSE,
+    EM,
+    ESTIMATOR,
+    PriorEstimator,
+    adapt_priors,
+    check_priors,
+)
 from calibkit.calibrators.priors.label_shift import PriorShiftAdapter
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
@@ -102,7 +109,7 @@ class LabelShiftResult:
     @property
     def estimator(self) -> str:
         """How the target priors were had: the adapter's estimator, or ``"given"``."""
-        return "given" if self.given else self.adapter.estimator
+        return "given" if self.given else self.adapter.estimator.name
 
 
 def score(probs: F64, labels: I64, n_bins: int = 15) -> dict[str, float]:
@@ -146,7 +153,7 @@ def label_shift(
     target_logits: object,
     target_labels: object = None,
     *,
-    estimator: str = "em",
+    estimator: str | PriorEstimator = "em",
     calibrator: str | None = "bcts",
     priors: object = None,
     n_bins: int = 15,
@@ -156,7 +163,7 @@ def label_shift(
 ) -> LabelShiftResult:
     """Fit on ``source``, estimate the target priors (or take ``priors``), score with labels.
 
-    ``estimator``: ``"em"`` or ``"bbse"``;
+    ``estimator``: an estimator (``EM(...)``, ``BBSE(...)``), or its name for its defaults;
     ``n_bins``, ``n_boot`` (0: no intervals), ``level``, ``seed``: as for
     :func:`calibkit.metrics.evaluate`. A target label of a class the source never shows is
     refused (no prior to reweight).
@@ -178,7 +185,9 @@ def label_shift(
     RESAMPLES.check("n_boot", n_boot)
     LEVEL.check("level", level)
     SEED.check("seed", seed)
-    adapter = PriorShiftAdapter(estimator=estimator, calibrator=calibrator)
+    adapter = PriorShiftAdapter(
+        estimator=ESTIMATOR.check("estimator", estimator), calibrator=calibrator
+    )
     k = source.n_classes
     z = np.asarray(target_logits, dtype=np.float64)
     if z.ndim != 2 or z.shape[1] != k:
@@ -290,8 +299,8 @@ def simulate_label_shift(
     """
     rng = np.random.default_rng(seed)
     z_cal, z_test = cal.as_logits(), test.as_logits()
-    em = PriorShiftAdapter("em", calibrator).fit(z_cal, cal.labels)
-    bbse = PriorShiftAdapter("bbse", calibrator).fit(z_cal, cal.labels)
+    em = PriorShiftAdapter(EM(), calibrator).fit(z_cal, cal.labels)
+    bbse = PriorShiftAdapter(BBSE(), calibrator).fit(z_cal, cal.labels)
     k = cal.n_classes
     rows = []
     for _ in range(n_shifts):

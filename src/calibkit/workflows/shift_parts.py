@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.calibrators.sets.conformal import ConformalClassifier
+from calibkit.calibrators.sets.conformal_scores import SCORES
 from calibkit.core.errors import InputError, nearest_name
 
 __all__ = [
@@ -39,7 +40,9 @@ def unknown_name(field_name: str, name: str, valid: Sequence[str], what: str) ->
 
 def conformal_method(score: str, alpha: float, seed: int) -> ConformalClassifier:
     """The conformal method of the table: ``score`` split conformal on temperature scaling."""
-    return ConformalClassifier(score=score, alpha=alpha, calibrator="temperature", seed=seed)
+    return ConformalClassifier(
+        conformity_score=SCORES.create(score), alpha=alpha, calibrator="temperature", seed=seed
+    )
 
 
 def check_conformal_size(

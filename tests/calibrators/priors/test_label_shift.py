@@ -27,7 +27,10 @@ import pytest
 import torch
 
 from calibkit.calibrators import BiasCorrectedTemperatureScaling, TemperatureScaling, load
+from calibkit.calibrators.fitted import load_document
 from calibkit.calibrators.priors.estimators import (
+    BBSE,
+    EM,
     adapt_priors,
     confusion_matrix,
     estimate_priors_bbse,
@@ -353,7 +356,7 @@ def test_a_well_conditioned_bbse_gives_no_warning() -> None:
 def test_em_at_max_iter_1_warns_and_records_that_it_did_not_converge() -> None:
     z, y = random_problem(600, 3, seed=3)
     zt, _ = random_problem(300, 3, seed=4)
-    adapter = PriorShiftAdapter(estimator="em", calibrator=None, max_iter=1).fit(z, y)
+    adapter = PriorShiftAdapter(estimator=EM(max_iter=1), calibrator=None).fit(z, y)
     with pytest.warns(ConvergenceWarning, match="did not converge in max_iter=1 iteration"):
         adapter.adapt(zt)
     assert (adapter.converged_, adapter.n_iter_) == (False, 1)
@@ -468,25 +471,59 @@ def test_a_document_without_the_count_or_the_flags_is_refused(
     _refused(path, doc, field, "the field is missing")
 
 
-def test_an_edited_soft_is_refused(saved: tuple[Path, dict[str, object]]) -> None:
-    """``confusion_`` is hard or soft as ``soft`` was at fit: BBSE would read a hard
-    matrix as a soft one."""
+def test_an_edited_estimator_is_refused(saved: tuple[Path, dict[str, object]]) -> None:
+    """``confusion_`` is hard or soft as the estimator asked at fit, and the adapt state is
+    its estimate: an estimator edited since (here BBSE's ``soft``, read from a hard matrix
+    as a soft one; EM's ``tol``) is refused, naming the parameter."""
     path, doc = saved
     params = doc["params"]
     assert isinstance(params, dict)
-    assert params["soft"] is False
-    params["soft"] = True
+    assert params["estimator"] == {"name": "em", "tol": 1e-8, "max_iter": 10_000}
+    params["estimator"] = {"name": "bbse", "soft": True}
     path.write_text(json.dumps(doc))
-    with pytest.raises(InputError, match=r"params\.soft: expected False, the value the fit used"):
+    with pytest.raises(InputError, match=r"params\.estimator: expected 'em', the value the fit"):
         load(path)
+    params["estimator"] = {"name": "em", "tol": 1e-6, "max_iter": 10_000}
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=r"params\.estimator\.tol: expected 1e-08, the value"):
+        load(path)
+    params["estimator"] = {"name": "em", "tol": -1.0, "max_iter": 10_000}
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=r"params\.estimator\.tol: expected a finite number > 0"):
+        load(path)
+
+
+def test_the_estimator_is_an_object_with_its_own_parameters() -> None:
+    """``estimator=EM(tol=..., max_iter=...)`` or ``BBSE(soft=...)``; a name is the
+    estimator with its defaults; sklearn's clone copies it."""
+    from sklearn.base import clone
+
+    z, y = random_problem(600, 3, seed=3)
+    zt, _ = random_problem(300, 3, seed=4)
+    em = EM(tol=1e-10)
+    adapter = PriorShiftAdapter(estimator=em, calibrator=None)
+    assert adapter.estimator is em
+    assert list(adapter.get_params()) == ["estimator", "calibrator"]
+    assert clone(adapter).estimator.get_params() == {"tol": 1e-10, "max_iter": 10_000}
+    assert clone(adapter).estimator is not em
+    for name, obj in (("em", EM()), ("bbse", BBSE())):
+        by_name = PriorShiftAdapter(estimator=name, calibrator=None).fit(z, y).adapt(zt)
+        by_object = PriorShiftAdapter(estimator=obj, calibrator=None).fit(z, y).adapt(zt)
+        assert by_name.to_json() == by_object.to_json()
+    soft = PriorShiftAdapter(estimator=BBSE(soft=True), calibrator=None).fit(z, y)
+    hard = PriorShiftAdapter(estimator=BBSE(), calibrator=None).fit(z, y)
+    assert not np.array_equal(soft.confusion_, hard.confusion_)
+    back = load_document(soft.adapt(zt).to_json())
+    assert isinstance(back, PriorShiftAdapter)
+    assert back.estimator.get_params() == {"soft": True}
 
 
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("converged_", False, "false for EM after params.max_iter"),
+        ("converged_", False, "false for EM after params.estimator.max_iter"),
         ("identified_", False, "true for EM or given priors"),
-        ("n_iter_", 10**6, "at most params.max_iter"),
+        ("n_iter_", 10**6, "at most params.estimator.max_iter"),
         ("n_source_", 799, "class counts of at least 1"),
     ],
 )

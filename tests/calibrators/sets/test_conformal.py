@@ -24,8 +24,8 @@ from calibkit.calibrators.sets.conformal import (
     ConformalClassifier,
     conformal_threshold,
     rows_needed,
-    set_scores,
 )
+from calibkit.calibrators.sets.conformal_scores import APS, LAC, RAPS, SAPS, SCORES
 from calibkit.core.errors import InputError
 from tests.calibrators.problems import random_problem
 from tests.conftest import SHARED_DATA
@@ -52,12 +52,12 @@ def test_scores_by_hand_with_a_tie() -> None:
     """p = (0.4, 0.4, 0.2): classes 0 and 1 tie; the lower index ranks first."""
     p = np.array([[0.4, 0.4, 0.2]])
     close = lambda a, b: np.testing.assert_allclose(a, [b], atol=1e-15)  # noqa: E731  sums of 3
-    close(set_scores(p, "lac"), [0.6, 0.6, 0.8])
-    close(set_scores(p, "aps"), [0.4, 0.8, 1.0])
-    close(set_scores(p, "aps", np.array([0.5])), [0.2, 0.6, 0.9])
-    close(set_scores(p, "raps", penalty=0.1, k_reg=1), [0.4, 0.9, 1.2])
-    close(set_scores(p, "saps", weight=0.2), [0.4, 0.6, 0.8])
-    close(set_scores(p, "saps", np.array([0.5]), weight=0.2), [0.2, 0.5, 0.7])
+    close(LAC().numpy(p), [0.6, 0.6, 0.8])
+    close(APS().numpy(p), [0.4, 0.8, 1.0])
+    close(APS().numpy(p, np.array([0.5])), [0.2, 0.6, 0.9])
+    close(RAPS(penalty=0.1, k_reg=1).numpy(p), [0.4, 0.9, 1.2])
+    close(SAPS(weight=0.2).numpy(p), [0.4, 0.6, 0.8])
+    close(SAPS(weight=0.2).numpy(p, np.array([0.5])), [0.2, 0.5, 0.7])
 
 
 def test_sets_by_hand() -> None:
@@ -65,7 +65,9 @@ def test_sets_by_hand() -> None:
     probs = np.full((10, 2), 0.5)
     probs[:, 0] = np.linspace(0.5, 0.95, 10)  # LAC scores of label 0: 0.5, 0.45, ..., 0.05
     probs[:, 1] = 1 - probs[:, 0]
-    cp = ConformalClassifier(score="lac", alpha=0.2).fit(np.log(probs), np.zeros(10, int))
+    cp = ConformalClassifier(conformity_score="lac", alpha=0.2).fit(
+        np.log(probs), np.zeros(10, int)
+    )
     assert cp.thresholds_[0] == pytest.approx(0.45, abs=1e-12)  # rounding of log/softmax
     sets = cp.predict_set(np.log([[0.6, 0.4], [0.5, 0.5], [0.56, 0.44]]))
     assert sets.tolist() == [[True, False], [False, False], [True, False]]  # p >= 0.55 enters
@@ -75,8 +77,8 @@ def test_a_calibration_part_too_small_is_refused_or_gives_full_sets() -> None:
     """alpha = 0.1 needs n >= 9 (ceil((n+1) 0.9) <= n); with 8 rows the quantile is infinite."""
     z, y = random_problem(8, 3, seed=0)
     with pytest.raises(InputError, match=r"at least 9 calibration rows .* got 8"):
-        ConformalClassifier(score="aps", alpha=0.1).fit(z, y)
-    cp = ConformalClassifier(score="aps", alpha=0.1, allow_full_sets=True).fit(z, y)
+        ConformalClassifier(conformity_score="aps", alpha=0.1).fit(z, y)
+    cp = ConformalClassifier(conformity_score="aps", alpha=0.1, allow_full_sets=True).fit(z, y)
     assert np.isinf(cp.thresholds_).all()
     assert cp.predict_set(z).all()
     assert rows_needed(0.1) == 9
@@ -86,7 +88,7 @@ def test_a_calibration_part_too_small_is_refused_or_gives_full_sets() -> None:
 def test_alpha_near_one_gives_empty_lac_sets() -> None:
     """alpha = 0.95 with 19 rows: k = 1, the smallest score; LAC sets are then often empty."""
     z, y = random_problem(400, 4, seed=1)
-    cp = ConformalClassifier(score="lac", alpha=0.95).fit(z[:19], y[:19])
+    cp = ConformalClassifier(conformity_score="lac", alpha=0.95).fit(z[:19], y[:19])
     sets = cp.predict_set(z[19:])
     assert (sets.sum(axis=1) == 0).mean() > 0.5
 
@@ -96,8 +98,9 @@ def test_alpha_near_one_gives_empty_lac_sets() -> None:
     [
         ({"alpha": 0.0}, "alpha: expected a finite number in (0, 1)"),
         ({"alpha": 1.0}, "alpha: expected a finite number in (0, 1)"),
-        ({"score": "topk"}, "one of aps, lac, raps, saps"),
-        ({"score": "lac", "randomized": True}, "randomized=False for 'lac'"),
+        ({"conformity_score": "topk"}, "one of aps, lac, raps, saps"),
+        ({"conformity_score": "lac", "randomized": True}, "randomized=False for 'lac'"),
+        ({"conformity_score": LAC(), "randomized": True}, "randomized=False for 'lac'"),
         ({"calibrator": "nope"}, "nope"),
     ],
 )
@@ -112,10 +115,9 @@ def _label_scores(path: Path, score: str) -> tuple[np.ndarray, np.ndarray, np.nd
     data = np.load(path)
     probs, y = data["probs"].astype(np.float64), data["labels"]
     probs /= probs.sum(axis=1, keepdims=True)
-    options = {"penalty": 0.1, "k_reg": 1, "weight": 0.2}  # ConformalClassifier's defaults
-    n = y.shape[0]
+    n, scorer = y.shape[0], SCORES.create(score)  # the score's defaults
     at = [
-        np.take_along_axis(set_scores(probs, score, np.full(n, u), **options), y[:, None], 1)[:, 0]
+        np.take_along_axis(scorer.numpy(probs, np.full(n, u)), y[:, None], 1)[:, 0]
         for u in (0.0, 1.0)
     ]
     return at[0], at[1], y
@@ -170,7 +172,7 @@ def test_the_classifier_gives_the_vectorised_coverage() -> None:
     for seed in range(3):
         perm = np.random.default_rng(seed).permutation(y.shape[0])
         cal, test = perm[:5000], perm[5000:]
-        cp = ConformalClassifier(score="raps", alpha=0.1).fit(z[cal], y[cal])
+        cp = ConformalClassifier(conformity_score="raps", alpha=0.1).fit(z[cal], y[cal])
         s0, _, _ = _label_scores(ONE, "raps")
         q = np.sort(s0[cal])[int(np.ceil(5001 * 0.9)) - 1]
         assert cp.thresholds_[0] == pytest.approx(
@@ -192,7 +194,9 @@ def test_mondrian_covers_every_class(score: str, randomized: bool) -> None:
     for seed in range(60):
         perm = np.random.default_rng(seed).permutation(y.shape[0])
         cal, test = perm[:5000], perm[5000:]
-        cp = ConformalClassifier(score=score, alpha=alpha, mondrian=True, randomized=randomized)
+        cp = ConformalClassifier(
+            conformity_score=score, alpha=alpha, mondrian=True, randomized=randomized
+        )
         sets = cp.fit(z[cal], y[cal]).predict_set(z[test])
         covered = sets[np.arange(5000), y[test]]
         per_split.append([covered[y[test] == c].mean() for c in range(10)])
@@ -228,7 +232,7 @@ def test_lac_sets_equal_mapie() -> None:
 
     for seed in range(20):
         z, y = random_problem(600, 5, seed=seed)
-        cp = ConformalClassifier(score="lac", alpha=0.1).fit(z[:300], y[:300])
+        cp = ConformalClassifier(conformity_score="lac", alpha=0.1).fit(z[:300], y[:300])
         p = cp.predict_proba(z)  # the same probabilities for both
         ref = SplitConformalClassifier(Probabilities().fit(p, y), confidence_level=0.9)
         ref.conformalize(p[:300], y[:300])
@@ -253,11 +257,12 @@ def test_json_round_trip(
 ) -> None:
     z, y = random_problem(500, 4, seed=2)
     cp = ConformalClassifier(
-        score=score, calibrator=calibrator, randomized=randomized, mondrian=True, alpha=0.2
+        score, calibrator=calibrator, randomized=randomized, mondrian=True, alpha=0.2
     ).fit(z[:300], y[:300])
     cp.save(tmp_path / "sets.json")
     back = ConformalClassifier.load(tmp_path / "sets.json")
-    assert back.get_params() == cp.get_params()
+    assert back.to_json()["params"] == cp.to_json()["params"]  # the score saved as it was
+    assert type(back.conformity_score) is type(cp.conformity_score)
     assert (back.predict_set(z[300:]) == cp.predict_set(z[300:])).all()
     assert "pickle" not in (tmp_path / "sets.json").read_text()
 
@@ -314,7 +319,7 @@ def test_module_gives_predict_set(score: str, randomized: bool, how: str, tmp_pa
     except where a score is within 1e-12 of its threshold (sums in another order)."""
     z, y = random_problem(800, 5, seed=4)
     cp = ConformalClassifier(
-        score=score, randomized=randomized, calibrator="temperature", alpha=0.1
+        conformity_score=score, randomized=randomized, calibrator="temperature", alpha=0.1
     )
     cp.fit(z[:600], y[:600])
     x = z[300:]

@@ -28,7 +28,7 @@ def _data(n: int = 3000, k: int = 6, seed: int = 0) -> tuple[np.ndarray, np.ndar
 @pytest.mark.parametrize("score", ["lac", "aps", "raps"])
 def test_sets_at_another_alpha_are_those_of_a_fit_at_that_alpha(score: str, mondrian: bool) -> None:
     z, y = _data()
-    params = {"score": score, "mondrian": mondrian, "calibrator": "temperature"}
+    params = {"conformity_score": score, "mondrian": mondrian, "calibrator": "temperature"}
     cp = ConformalClassifier(alpha=0.1, **params).fit(z, y)
     np.testing.assert_array_equal(cp.thresholds(0.1), cp.thresholds_)
     other = ConformalClassifier(alpha=0.2, **params).fit(z, y)
@@ -98,7 +98,9 @@ def test_the_upper_bound_covers_the_risk_of_new_rows_in_simulation() -> None:
 
 def test_predict_all_gives_the_three_answers() -> None:
     z, y = _data()
-    cp = ConformalClassifier(score="raps", calibrator="temperature").fit(z[:2000], y[:2000])
+    cp = ConformalClassifier(conformity_score="raps", calibrator="temperature").fit(
+        z[:2000], y[:2000]
+    )
     a = cp.predict_all(z[2000:], alpha=0.05, coverage=0.8)
     np.testing.assert_array_equal(a.probs, cp.predict_proba(z[2000:]))
     np.testing.assert_array_equal(a.sets, cp.predict_set(z[2000:], alpha=0.05))
@@ -129,7 +131,9 @@ def _export_outputs(
 @pytest.mark.parametrize("randomized", [False, True])
 def test_the_one_module_equals_the_python_path(how: str, randomized: bool, tmp_path) -> None:
     z, y = _data(n=1500)
-    cp = ConformalClassifier(score="aps", randomized=randomized, calibrator="temperature")
+    cp = ConformalClassifier(
+        conformity_score="aps", randomized=randomized, calibrator="temperature"
+    )
     cp.fit(z[:1000], y[:1000])
     x = torch.from_numpy(z[1000:])
     u = np.random.default_rng(1).random(500)

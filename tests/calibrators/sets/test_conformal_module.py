@@ -27,7 +27,7 @@ BAD = [1.5, -2.0, float("nan"), 1.0]
 @functools.cache
 def _fitted() -> tuple[ConformalClassifier, np.ndarray]:
     z, y = random_problem(300, 3, seed=0)
-    return ConformalClassifier(score="aps", randomized=True).fit(z, y), z[:4]
+    return ConformalClassifier(conformity_score="aps", randomized=True).fit(z, y), z[:4]
 
 
 def _u(bad: float) -> np.ndarray:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from calibkit.calibrators.sets.conformal import ConformalClassifier, set_scores
+from calibkit.calibrators.sets.conformal import ConformalClassifier
 from calibkit.calibrators.sets.conformal_module import ConformalSets, softmax_module
 from calibkit.calibrators.sets.conformal_scores import (
     APS,
@@ -17,7 +17,7 @@ from calibkit.calibrators.sets.conformal_scores import (
     SAPS,
     SCORES,
     ConformalScore,
-    create_score,
+    scores_with,
 )
 from calibkit.core.errors import InputError, UnknownNameError
 from calibkit.core.registry import key_rule
@@ -67,14 +67,15 @@ def test_saps_by_hand() -> None:
     assert saps.numpy(P, U).tolist() == expected
 
 
-def test_set_scores_is_the_registry_numpy_half() -> None:
-    options = {"penalty": 0.5, "k_reg": 1, "weight": 0.25}
+def test_a_name_is_the_score_with_its_defaults() -> None:
+    """``"raps"`` and ``RAPS()`` give the same classifier and the same sets."""
+    z = np.log(_probabilities_with_ties(300, 5, seed=3) + 1e-3)
+    y = np.argmax(z + np.random.default_rng(4).normal(size=z.shape), axis=1)
     for name in SCORES:
-        u = None if name == "lac" else U
-        expected = create_score(name, **options).numpy(P, u)
-        assert set_scores(P, name, u, **options).tolist() == expected.tolist()
-    with pytest.raises(UnknownNameError, match=r"got 'rasp' \(did you mean 'raps'\?\)"):
-        set_scores(P, "rasp")
+        by_name = ConformalClassifier(conformity_score=name, calibrator="temperature").fit(z, y)
+        by_object = ConformalClassifier(SCORES.get(name)(), calibrator="temperature").fit(z, y)
+        assert by_name.to_json() == by_object.to_json()
+        assert np.array_equal(by_name.predict_set(z), by_object.predict_set(z))
 
 
 # ----- numpy and torch halves ---------------------------------------------------------------
@@ -89,14 +90,26 @@ def _probabilities_with_ties(n: int, k: int, seed: int) -> np.ndarray:
     return np.concatenate([smooth, counts / counts.sum(axis=1, keepdims=True)])
 
 
+class _Holder(torch.nn.Module):
+    """A module holding a score (TorchScript compiles a score as a submodule: the
+    constructor its declaration generates has no source for a top-level script)."""
+
+    def __init__(self, score: ConformalScore) -> None:
+        super().__init__()
+        self.score = score
+
+    def forward(self, p: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return self.score(p, u)  # type: ignore[no-any-return]
+
+
 @pytest.mark.parametrize("name", ["lac", "aps", "raps", "saps"])
 def test_numpy_and_torch_halves_agree(name: str) -> None:
     probs = _probabilities_with_ties(400, 7, seed=1)
     assert (np.diff(np.sort(probs, axis=1), axis=1) == 0).any(axis=1).sum() > 150
     u = np.random.default_rng(2).random(probs.shape[0])
     u[:10] = 0.0
-    score = create_score(name, penalty=0.3, k_reg=2, weight=0.4)
-    scripted = torch.jit.script(score)
+    score = {"lac": LAC(), "aps": APS(), "raps": RAPS(0.3, 2), "saps": SAPS(0.4)}[name]
+    scripted = torch.jit.script(_Holder(score))  # as the exported modules hold a score
     for uu in (None, u) if score.randomizable else (None,):
         expected = score.numpy(probs, uu)
         tu = torch.zeros(probs.shape[0], dtype=torch.float64) if uu is None else torch.tensor(uu)
@@ -125,6 +138,7 @@ def test_the_registry_lists_the_scores_with_their_parameters() -> None:
         assert key_rule(cls.__name__, SCORES.kind) == name
     assert RAPS().get_params() == {"penalty": 0.1, "k_reg": 1}
     assert repr(SCORES.create("saps", weight=0.5)) == "SAPS(weight=0.5)"
+    assert SAPS(weight=0.5).to_json() == {"name": "saps", "weight": 0.5}
 
 
 def test_the_command_line_spells_the_registered_names() -> None:
@@ -136,31 +150,52 @@ def test_the_command_line_spells_the_registered_names() -> None:
 
 
 def test_bad_names_and_parameters_are_refused() -> None:
-    with pytest.raises(UnknownNameError, match=r"^score: expected one of aps, lac, raps, saps"):
-        ConformalClassifier(score="sap")
+    expected = r"^conformity_score: expected one of aps, lac, raps, saps"
+    with pytest.raises(UnknownNameError, match=expected):
+        ConformalClassifier(conformity_score="sap")
     with pytest.raises(InputError, match=r"got 'sap' \(did you mean 'saps'\?\)"):
-        ConformalClassifier(score="sap")
-    with pytest.raises(InputError, match=r"^score: expected one of aps, lac, raps, saps, got 3$"):
-        ConformalClassifier(score=3)  # type: ignore[arg-type]
+        ConformalClassifier(conformity_score="sap")
+    with pytest.raises(InputError, match=r"^conformity_score: expected a score object, .* got 3$"):
+        ConformalClassifier(conformity_score=3)  # type: ignore[arg-type]
     with pytest.raises(InputError, match=r"^penalty: expected a finite number >= 0, got -0.1$"):
         RAPS(penalty=-0.1)
     with pytest.raises(InputError, match=r"^weight: expected a finite number > 0, got 0.0$"):
-        create_score("saps", weight=0.0)
+        SAPS(weight=0.0)
     with pytest.raises(InputError, match=r"^k_reg: expected an integer"):
-        ConformalClassifier(score="raps", k_reg=1.5)  # type: ignore[arg-type]
-    with pytest.raises(InputError, match=r"^score options: expected among k_reg, penalty, weight"):
-        create_score("aps", temperature=1.0)
+        RAPS(k_reg=1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="k_reg"):
+        ConformalClassifier(conformity_score="raps", k_reg=1)  # type: ignore[call-arg]
+    with pytest.raises(InputError, match=r"^score parameters: expected parameters of aps, saps"):
+        scores_with(["aps", "saps"], {"temperature": 1.0})
     with pytest.raises(InputError, match=r"^randomized: expected False for 'lac'"):
         ConformalSets(softmax_module(3), LAC(), np.full(3, 0.5), True)
 
 
-def test_the_classifier_builds_its_score_from_its_parameters() -> None:
-    cp = ConformalClassifier(score="raps", penalty=0.25, k_reg=2, weight=0.5)
-    score = cp.score_object()
-    assert isinstance(score, RAPS)
-    assert score.get_params() == {"penalty": 0.25, "k_reg": 2}
-    assert isinstance(ConformalClassifier(score="lac").score_object(), LAC)
-    assert cp.get_params()["score"] == "raps"  # the saved document keeps the name
+def test_the_score_is_an_object_with_its_own_parameters() -> None:
+    """``conformity_score=RAPS(...)`` replaces the flat ``score``/``penalty``/``k_reg``/
+    ``weight``: sklearn's ``clone`` copies the score, and ``score`` is free for sklearn."""
+    from sklearn.base import clone
+
+    raps = RAPS(penalty=0.25, k_reg=2)
+    cp = ConformalClassifier(conformity_score=raps)
+    assert cp.conformity_score is raps
+    assert list(cp.get_params()) == [
+        "conformity_score",
+        "alpha",
+        "calibrator",
+        "calibrator_split",
+        "mondrian",
+        "randomized",
+        "allow_full_sets",
+        "seed",
+    ]
+    copy = clone(cp)
+    assert copy.conformity_score is not raps
+    assert copy.conformity_score.get_params() == {"penalty": 0.25, "k_reg": 2}
+    assert not hasattr(cp, "score")
+    assert isinstance(ConformalClassifier().conformity_score, APS)  # the default
+    assert isinstance(ConformalClassifier(conformity_score="lac").conformity_score, LAC)
+    assert cp.set_params(conformity_score="saps").conformity_score.get_params() == {"weight": 0.2}
 
 
 # ----- the declared range of each score (what a loaded threshold is checked against) -------

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from calibkit.calibrators import ConformalClassifier, load
+from calibkit.calibrators.sets.conformal_scores import RAPS
 from calibkit.cli import main
 from calibkit.core.errors import InputError
 from tests.calibrators.problems import random_problem
@@ -31,7 +32,7 @@ TAMPERED = [-5.0, 1e300, {"__float__": "inf"}, float("inf")]
 @functools.cache
 def _document(score: str, calibrator: str | None = "temperature", **params: Any) -> str:
     z, y = random_problem(400, 3, seed=0)
-    cp = ConformalClassifier(score=score, alpha=0.1, calibrator=calibrator, **params)
+    cp = ConformalClassifier(conformity_score=score, alpha=0.1, calibrator=calibrator, **params)
     return json.dumps(cp.fit(z, y).to_json())
 
 
@@ -166,7 +167,7 @@ def _raps() -> tuple[ConformalClassifier, np.ndarray, np.ndarray]:
     10 classes, and 4,000 test rows."""
     z, y = random_problem(4000, 10, seed=0, temperature=1.5, scale=2.5)
     test = random_problem(4000, 10, seed=1, temperature=1.5, scale=2.5)
-    cp = ConformalClassifier(score="raps", alpha=0.1, calibrator="temperature").fit(z, y)
+    cp = ConformalClassifier(conformity_score="raps", alpha=0.1, calibrator="temperature").fit(z, y)
     return cp, *test
 
 
@@ -187,20 +188,52 @@ def test_an_edited_score_parameter_is_refused(
     cp = _raps()[0]
     assert round(_coverage(cp), 3) == 0.907
     doc = cp.to_json()
-    assert doc["state"]["fitted_with_"] == {
-        "score": "raps",
-        "randomized": False,
-        "penalty": 0.1,
-        "k_reg": 1,
-        "weight": 0.2,
-    }
-    doc["params"][param] = value
-    message = _refused(tmp_path, doc, f"params.{param}: expected {cp.get_params()[param]!r}")
+    score = {"name": "raps", "penalty": 0.1, "k_reg": 1}  # the score saved with its parameters
+    assert doc["params"]["conformity_score"] == score
+    assert doc["state"]["fitted_with_"] == {"conformity_score": score, "randomized": False}
+    if param == "randomized":
+        doc["params"][param], field, fitted = value, param, cp.randomized
+    else:
+        doc["params"]["conformity_score"][param] = value
+        field, fitted = f"conformity_score.{param}", score[param]
+    message = _refused(tmp_path, doc, f"params.{field}: expected {fitted!r}")
     assert message.endswith(f"got {value!r}"), message
     # what the edit gave before it was refused: the same stored quantile, other sets
-    edited = ConformalClassifier(**{**cp.get_params(), param: value})
+    params = cp.get_params()
+    if param == "randomized":
+        params[param] = value
+    else:
+        params["conformity_score"] = RAPS(**{**cp.conformity_score.get_params(), param: value})
+    edited = ConformalClassifier(**params)
     edited.__dict__.update({k: v for k, v in cp.__dict__.items() if k.endswith("_")})
     assert round(_coverage(edited), 3) == coverage
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({"penalty": -1.0}, "params.conformity_score.penalty: expected a finite number >= 0"),
+        ({"k_reg": 1.5}, "params.conformity_score.k_reg: expected an integer"),
+        ({"weight": 0.2}, "params.conformity_score: expected parameters among penalty, k_reg"),
+        ({"name": "rasp"}, "params.conformity_score: expected one of aps, lac, raps, saps"),
+    ],
+)
+def test_a_saved_score_is_checked_field_by_field(
+    edit: dict[str, object], message: str, tmp_path: Path
+) -> None:
+    doc = _raps()[0].to_json()
+    doc["params"]["conformity_score"].update(edit)
+    _refused(tmp_path, doc, message)
+
+
+def test_a_score_object_round_trips_through_a_file(tmp_path: Path) -> None:
+    cp, z, _ = _raps()
+    cp.save(tmp_path / "cp.json")
+    back = load(tmp_path / "cp.json")
+    assert isinstance(back, ConformalClassifier)
+    assert isinstance(back.conformity_score, RAPS)
+    assert back.conformity_score.get_params() == {"penalty": 0.1, "k_reg": 1}
+    assert np.array_equal(back.predict_set(z), cp.predict_set(z))
 
 
 def test_calibkit_apply_refuses_an_edited_k_reg_in_one_line(
@@ -209,7 +242,7 @@ def test_calibkit_apply_refuses_an_edited_k_reg_in_one_line(
     monkeypatch.chdir(tmp_path)
     cp, z, y = _raps()
     doc = cp.to_json()
-    doc["params"]["k_reg"] = 0
+    doc["params"]["conformity_score"]["k_reg"] = 0
     Path("cp.json").write_text(json.dumps(doc), encoding="utf-8")
     np.savez("preds.npz", logits=z, labels=y)
     capsys.readouterr()
@@ -217,5 +250,7 @@ def test_calibkit_apply_refuses_an_edited_k_reg_in_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1, err
     assert "Traceback" not in err
-    assert err.startswith("calibkit: error: calibkit file cp.json: params.k_reg: expected 1"), err
+    assert err.startswith(
+        "calibkit: error: calibkit file cp.json: params.conformity_score.k_reg: expected 1"
+    ), err
     assert not Path("out.npz").exists()

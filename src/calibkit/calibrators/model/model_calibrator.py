@@ -37,6 +37,7 @@ describes the fit, but cannot rebuild it, so ``load_document`` refuses it.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import re
 from abc import abstractmethod
 from collections.abc import Mapping
@@ -79,7 +80,30 @@ class ModelCalibrator(Calibrator):
     #: Parameters a registered variant fixes, whatever the caller gives.
     fixed_params: ClassVar[Mapping[str, Any]] = {}
 
-    model: nn.Module
+    if TYPE_CHECKING:  # not a parameter (see PostHoc.n_classes_)
+
+        @property
+        def model(self) -> nn.Module: ...
+        @model.setter
+        def model(self, value: nn.Module) -> None: ...
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        made = cls.__dict__.get("__init__")
+        if getattr(getattr(made, "__code__", None), "co_filename", None) == "<string>":
+            delattr(cls, "__init__")  # the declared constructor takes no model: inherit one
+        model = inspect.Parameter("model", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        keywords = [
+            inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v)
+            for k, v in cls.default_params().items()
+        ]
+        # the signature help() and inspect show: the model, then the declared keywords
+        cls.__signature__ = inspect.Signature([model, *keywords])  # type: ignore[attr-defined]
+
+    @classmethod
+    def default_params(cls) -> dict[str, Any]:
+        """Each declared parameter's default (the constructor's keywords)."""
+        return {k: f.default for k, f in cls.declared_params.items()}
 
     @classmethod
     def create(cls, model: object, params: Mapping[str, Any], owner: str | None = None) -> Self:

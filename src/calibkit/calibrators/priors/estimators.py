@@ -7,7 +7,9 @@ Bayes' rule then gives the target posterior from the source one (Saerens et al. 
     p_t(y | x) = p_s(y | x) w_y / sum_j p_s(j | x) w_j,    w_y = pi_t(y) / pi_s(y)
 
 (:func:`adapt_priors`). The target priors ``pi_t`` are unknown; two estimators from the
-unlabelled target rows:
+unlabelled target rows, each also an object with its parameters (:class:`EM`, :class:`BBSE`,
+registered in :data:`ESTIMATORS`) that
+:class:`~calibkit.calibrators.priors.label_shift.PriorShiftAdapter` takes:
 
 - :func:`estimate_priors_em` (Saerens et al. 2002): the maximum-likelihood priors, by EM on
   the source posteriors: E step the adapted posteriors under the current priors, M step
@@ -34,16 +36,19 @@ estimator and this reweighting together on the calibrator contract.
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from calibkit.calibrators.component import Component, ComponentSpec, set_component_name
 from calibkit.calibrators.priors.prior_diagnostics import (
     bbse_conditioning,
     not_converged_message,
     singular_message,
     small_sample_message,
 )
+from calibkit.core import catalog
 from calibkit.core.errors import (
     ConvergenceWarning,
     InputError,
@@ -51,9 +56,15 @@ from calibkit.core.errors import (
     SmallSampleWarning,
 )
 from calibkit.core.outputs import as_outputs, check_scores
-from calibkit.core.validation import POSITIVE, Integer
+from calibkit.core.params import param
+from calibkit.core.registry import Registry
+from calibkit.core.validation import POSITIVE, Boolean, Integer
 
 __all__ = [
+    "BBSE",
+    "EM",
+    "ESTIMATOR",
+    "ESTIMATORS",
     "PRIOR_SUM_TOL",
     "adapt_priors",
     "check_priors",
@@ -164,9 +175,8 @@ def estimate_priors_em(
     p = _check_probs(probs, "probs")
     k = p.shape[1]
     ps = check_priors(source_priors, "source_priors", k, positive=True)
-    POSITIVE.check("tol", tol)
-    Integer(1).check("max_iter", max_iter)
-    pi, n_iter, converged = em_priors(p, ps, tol, max_iter)
+    em = EM(tol=tol, max_iter=max_iter)
+    pi, n_iter, converged = em_priors(p, ps, em.tol, em.max_iter)
     if not converged:
         warnings.warn(not_converged_message(max_iter, tol), ConvergenceWarning, stacklevel=2)
     return pi, n_iter
@@ -282,3 +292,82 @@ def bbse_priors(c: F64, p: F64, soft: bool, n_source: int | None) -> tuple[F64, 
     if not total > 0:  # C w = mu has no non-negative solution but 0: keep the source
         return source, True
     return np.asarray(pi / total, dtype=np.float64), True
+
+
+# ----- the estimators as objects ------------------------------------------------------------
+class Estimate(NamedTuple):
+    """One estimate of the target priors and what it found."""
+
+    #: The target priors.
+    priors: F64
+    #: EM's iterations (0 for BBSE).
+    n_iter: int
+    #: Whether EM met its tolerance (True for BBSE).
+    converged: bool
+    #: False when BBSE's system is singular (the priors are then the source's).
+    identified: bool
+
+
+class PriorEstimator(Component):
+    """How :class:`~calibkit.calibrators.priors.label_shift.PriorShiftAdapter` estimates the
+    target priors from the calibrated posteriors of unlabelled target rows."""
+
+    def soft_confusion(self) -> bool:
+        """Whether the adapter's fit keeps the soft confusion matrix (else the hard one)."""
+        return False
+
+    def estimate(self, probs: F64, source_priors: F64, confusion: F64, n_source: int) -> Estimate:
+        """The target priors of ``probs`` (checked posteriors), from the source's priors,
+        joint confusion matrix and number of rows."""
+        raise NotImplementedError
+
+
+class EM(PriorEstimator):
+    """EM (Saerens et al. 2002; :func:`estimate_priors_em`): the maximum-likelihood priors.
+
+    Examples
+    --------
+    >>> EM(max_iter=100)
+    EM(tol=1e-08, max_iter=100)
+    """
+
+    tol: float = param(
+        default=1e-8, check=POSITIVE, doc="Convergence: the largest change of a prior in a step."
+    )
+    max_iter: int = param(default=10_000, check=Integer(1, 10_000_000), doc="The most iterations.")
+
+    def estimate(self, probs: F64, source_priors: F64, confusion: F64, n_source: int) -> Estimate:
+        pi, n_iter, converged = em_priors(probs, source_priors, self.tol, self.max_iter)
+        return Estimate(pi, n_iter, converged, True)
+
+
+class BBSE(PriorEstimator):
+    """Black-box shift estimation (Lipton et al. 2018; :func:`estimate_priors_bbse`).
+
+    Examples
+    --------
+    >>> BBSE(soft=True)
+    BBSE(soft=True)
+    """
+
+    soft: bool = param(
+        default=False,
+        check=Boolean(),
+        doc="Soft predictions (the probabilities) instead of hard ones (the argmax), in the "
+        "confusion matrix and the target's mean prediction.",
+    )
+
+    def soft_confusion(self) -> bool:
+        return self.soft
+
+    def estimate(self, probs: F64, source_priors: F64, confusion: F64, n_source: int) -> Estimate:
+        pi, identified = bbse_priors(confusion, probs, self.soft, n_source)
+        return Estimate(pi, 0, True, identified)
+
+
+#: The prior estimators by name (``calibkit labelshift --estimator``).
+ESTIMATORS: Registry[type[PriorEstimator]] = Registry("estimator", on_register=set_component_name)
+for _name in catalog.PRIOR_ESTIMATORS:  # the catalog names them; each class is the name's capitals
+    ESTIMATORS.register(_name)(globals()[_name.upper()])
+#: What ``PriorShiftAdapter(estimator=...)`` accepts: an estimator, or an estimator's name.
+ESTIMATOR = ComponentSpec(ESTIMATORS)

@@ -11,7 +11,7 @@ priors from unlabelled target rows, ``predict_proba`` gives the adapted posterio
 >>> rng = np.random.default_rng(0)
 >>> y = rng.integers(0, 2, 400)
 >>> z = rng.normal(size=(400, 2)) + 2.0 * np.eye(2)[y]
->>> adapter = PriorShiftAdapter("em", calibrator=None).fit(z, y)
+>>> adapter = PriorShiftAdapter(EM(), calibrator=None).fit(z, y)
 >>> target = np.flatnonzero(y == 0)[:150].tolist() + np.flatnonzero(y == 1)[:50].tolist()
 >>> bool(adapter.adapt(z[target]).target_priors_[0] > 0.6)
 True
@@ -33,11 +33,13 @@ from calibkit.calibrators.fitted import (
     check_input_kind,
 )
 from calibkit.calibrators.priors.estimators import (
+    BBSE,
+    EM,
+    ESTIMATOR,
     PRIOR_SUM_TOL,
-    bbse_priors,
+    PriorEstimator,
     check_priors,
     confusion_matrix,
-    em_priors,
     reweight,
 )
 from calibkit.calibrators.priors.prior_diagnostics import (
@@ -46,7 +48,6 @@ from calibkit.calibrators.priors.prior_diagnostics import (
     singular_message,
     small_sample_message,
 )
-from calibkit.core import catalog
 from calibkit.core.errors import (
     ConvergenceWarning,
     InputError,
@@ -55,14 +56,13 @@ from calibkit.core.errors import (
 )
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import as_outputs
-from calibkit.core.validation import POSITIVE, Boolean, Choice, Constraints, Integer
+from calibkit.core.params import param
+from calibkit.core.validation import Boolean, Constraints, Integer
 
 if TYPE_CHECKING:
     from torch import nn
 
 F64 = npt.NDArray[np.float64]
-#: The prior estimators (``PriorShiftAdapter(estimator=...)``; ``calibkit labelshift --estimator``).
-ESTIMATORS = catalog.PRIOR_ESTIMATORS
 #: What a loaded state lacking one of the optional fields got (as check_state says it).
 MISSING = "nothing: the field is missing"
 #: The state :meth:`PriorShiftAdapter.adapt` sets (all or none in a saved document).
@@ -76,19 +76,6 @@ MAX_ROWS = 2**40
 class PriorShiftAdapter(OnCalibrator):
     """A calibrator plus prior adaptation to a label-shifted target (module docstring).
 
-    Parameters
-    ----------
-    estimator : {"em", "bbse"}
-        How :meth:`adapt` estimates the target priors (:data:`ESTIMATORS`).
-    calibrator : str, Calibrator or None
-        ``"bcts"`` (bias-corrected temperature scaling, the default), another registered
-        calibrator of logits (``"temperature"``, ...) or one as an instance (a fitted one
-        is used as it is), or ``None`` (softmax of the logits).
-    soft : bool
-        BBSE with the soft confusion matrix (the probabilities) instead of the hard one.
-    tol, max_iter : float, int
-        EM's convergence tolerance (largest change of a prior) and iteration budget.
-
     Attributes
     ----------
     n_classes_ : int
@@ -97,7 +84,7 @@ class PriorShiftAdapter(OnCalibrator):
     source_priors_ : ndarray of shape (n_classes,)
         The source's label frequencies (all positive).
     confusion_ : ndarray of shape (n_classes, n_classes)
-        The joint confusion matrix of the calibrated source rows (``soft`` as given).
+        The joint confusion matrix of the calibrated source rows (soft for ``BBSE(soft=True)``).
     n_source_ : int
         The labelled source rows (``source_priors_ * n_source_`` are their class counts).
     target_priors_ : ndarray of shape (n_classes,)
@@ -105,7 +92,7 @@ class PriorShiftAdapter(OnCalibrator):
     n_iter_ : int
         EM's iterations in the last :meth:`adapt` (0 for BBSE or given priors).
     converged_ : bool
-        Whether EM met ``tol`` within ``max_iter`` iterations (else a
+        Whether EM met its ``tol`` within its ``max_iter`` iterations (else a
         :class:`~calibkit.core.errors.ConvergenceWarning`; True for BBSE and given priors).
     identified_ : bool
         False when BBSE's confusion matrix is singular
@@ -135,29 +122,21 @@ class PriorShiftAdapter(OnCalibrator):
 
     kind: ClassVar[str] = "priors"
 
-    estimator: str
-    calibrator: str | Calibrator | None
-    soft: bool
-    tol: float
-    max_iter: int
-    n_classes_: int
-    calibrator_: Calibrator | None
-    source_priors_: F64
-    confusion_: F64
-    n_source_: int
-    target_priors_: F64
-    n_iter_: int
-    converged_: bool
-    identified_: bool
-    n_target_: int
+    estimator: PriorEstimator = param(
+        default=EM(),
+        check=ESTIMATOR,
+        doc="How :meth:`adapt` estimates the target priors: ``EM(tol=..., max_iter=...)`` or "
+        "``BBSE(soft=...)`` (:data:`~calibkit.calibrators.priors.estimators.ESTIMATORS`); a "
+        "name means that estimator with its defaults.",
+    )
+    calibrator: str | Calibrator | None = param(
+        default="bcts",
+        check=CalibratorSpec(),
+        doc='``"bcts"`` (bias-corrected temperature scaling), another registered calibrator '
+        'of logits (``"temperature"``, ...) or one as an instance (a fitted one is used as '
+        "it is), or None (the softmax of the logits).",
+    )
 
-    param_constraints: ClassVar[Constraints] = {
-        "estimator": Choice(*ESTIMATORS),
-        "calibrator": CalibratorSpec(),
-        "soft": Boolean(),
-        "tol": POSITIVE,
-        "max_iter": Integer(1, 10_000_000),
-    }
     state_constraints: ClassVar[Constraints] = {
         "calibrator_": FittedObject(),
         "source_priors_": Array(shape=("k",), low=0.0),
@@ -169,22 +148,11 @@ class PriorShiftAdapter(OnCalibrator):
         "identified_": Boolean(),
         "n_target_": Integer(0, MAX_ROWS),
     }
-    #: ``confusion_`` is hard or soft as ``soft`` was at fit (BBSE reads both): recorded.
-    fitted_with: ClassVar[tuple[str, ...]] = ("soft",)
+    #: ``confusion_`` is hard or soft as the estimator asks at fit, and the adapt state is
+    #: its estimate: the estimator is recorded.
+    fitted_with: ClassVar[tuple[str, ...]] = ("estimator",)
     #: Unset until :meth:`adapt`.
     optional_state: ClassVar[tuple[str, ...]] = (*ADAPT_STATE, *ADAPT_FLAGS)
-
-    def __init__(
-        self,
-        estimator: str = "em",
-        calibrator: str | Calibrator | None = "bcts",
-        soft: bool = False,
-        tol: float = 1e-8,
-        max_iter: int = 10_000,
-    ) -> None:
-        self._set_params(
-            estimator=estimator, calibrator=calibrator, soft=soft, tol=tol, max_iter=max_iter
-        )
 
     # ----- fitted state ------------------------------------------------------------------
     @property
@@ -248,7 +216,9 @@ class PriorShiftAdapter(OnCalibrator):
         self._record_params()
         self.calibrator_ = calibrator
         self.source_priors_ = counts / float(counts.sum())
-        self.confusion_ = confusion_matrix(self._probs(z), out.labels, soft=self.soft)
+        self.confusion_ = confusion_matrix(
+            self._probs(z), out.labels, soft=self.estimator.soft_confusion()
+        )
         self.n_source_ = int(counts.sum())
         if target_logits is not None:
             self.adapt(target_logits)
@@ -267,13 +237,8 @@ class PriorShiftAdapter(OnCalibrator):
 
     def _estimate(self, target_logits: object) -> _Estimate:
         p = self.source_proba(target_logits)
-        n = int(p.shape[0])
-        if self.estimator == "em":
-            pi, n_iter, converged = em_priors(p, self.source_priors_, self.tol, self.max_iter)
-            return _Estimate(pi, n_iter, converged, True, n)
-        n_source = getattr(self, "n_source_", None)
-        pi, identified = bbse_priors(self.confusion_, p, self.soft, n_source)
-        return _Estimate(pi, 0, True, identified, n)
+        est = self.estimator.estimate(p, self.source_priors_, self.confusion_, self.n_source_)
+        return _Estimate(*est, int(p.shape[0]))
 
     def _warn(self, est: _Estimate) -> None:
         """Each caveat of ``est`` as its warning (:meth:`caveats` says them from the state)."""
@@ -328,7 +293,9 @@ class PriorShiftAdapter(OnCalibrator):
     ) -> list[tuple[type[Warning], str]]:
         found: list[tuple[type[Warning], str]] = []
         if not converged:
-            found.append((ConvergenceWarning, not_converged_message(self.max_iter, self.tol)))
+            em = self.estimator
+            assert isinstance(em, EM), "only EM may not converge"
+            found.append((ConvergenceWarning, not_converged_message(em.max_iter, em.tol)))
         if not identified:
             sigma, floor = bbse_conditioning(self.confusion_, self.n_source_)
             found.append((SingularSystemWarning, singular_message(sigma, floor)))
@@ -399,23 +366,25 @@ class PriorShiftAdapter(OnCalibrator):
                 beside = ", ".join(f"state.{n}" for n in present)
                 raise InputError(f"state.{name}", f"this field beside {beside}", MISSING)
         check_priors(self.target_priors_, "state.target_priors_", self.n_classes_)
-        if self.n_iter_ > self.max_iter:
-            expected = f"at most params.max_iter = {self.max_iter} iterations"
+        em = self.estimator if isinstance(self.estimator, EM) else None
+        max_iter = em.max_iter if em is not None else 0
+        if self.n_iter_ > max_iter and (em is not None or self.n_target_ == 0):
+            expected = f"at most params.estimator.max_iter = {max_iter} iterations"
             raise InputError("state.n_iter_", expected, str(self.n_iter_))
-        em = self.estimator == "em" and self.n_target_ > 0
-        if not self.converged_ and not (em and self.n_iter_ == self.max_iter):
+        estimated_by_em = em is not None and self.n_target_ > 0
+        if not self.converged_ and not (estimated_by_em and self.n_iter_ == max_iter):
             raise InputError(
                 "state.converged_",
-                f"true, or false for EM after params.max_iter = {self.max_iter} iterations",
-                f"false with estimator {self.estimator!r}, {self.n_iter_} iterations",
+                f"true, or false for EM after params.estimator.max_iter = {max_iter} iterations",
+                f"false with estimator {self.estimator.name!r}, {self.n_iter_} iterations",
             )
-        if self.n_target_ == 0 or self.estimator == "bbse":
+        if not estimated_by_em:
             if self.n_iter_ != 0:
                 expected = "0 for given priors or BBSE"
                 raise InputError("state.n_iter_", expected, str(self.n_iter_))
         elif self.n_iter_ < 1:
             raise InputError("state.n_iter_", "at least 1 EM iteration", str(self.n_iter_))
-        bbse = self.estimator == "bbse" and self.n_target_ > 0
+        bbse = isinstance(self.estimator, BBSE) and self.n_target_ > 0
         if bbse:
             sigma, floor = bbse_conditioning(self.confusion_, self.n_source_)
             if self.identified_ != (sigma > floor):

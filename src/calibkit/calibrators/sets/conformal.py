@@ -9,11 +9,11 @@ ceil((n + 1)(1 - alpha))``. ``predict_set(logits)`` returns the boolean mask ``s
 q`` of shape ``(n, K)``. Then ``1 - alpha <= P(y in set) <= 1 - alpha + 1 / (n + 1)``, the
 upper bound when scores have no ties (the randomised variants make them tie-free).
 
-The scores (``score``) are the entries of
+The score (``conformity_score``) is an object of
 :data:`~calibkit.calibrators.sets.conformal_scores.SCORES`, whose module gives their formulas
-and tie rule: ``"lac"`` (also called THR; no randomised variant), ``"aps"``, ``"raps"``
-(parameters ``penalty`` and ``k_reg``) and ``"saps"`` (``weight``).
-:meth:`ConformalClassifier.score_object` builds the score from the parameters.
+and tie rule: ``LAC()`` (also called THR; no randomised variant), ``APS()`` (the default),
+``RAPS(penalty=..., k_reg=...)`` and ``SAPS(weight=...)``; a score's name (``"raps"``)
+means that score with its defaults.
 
 Class-conditional (Mondrian) conformal (``mondrian=True``, Vovk 2012): one quantile per
 class, from that class's calibration rows only; class ``y`` enters a set when ``s(x, y) <=
@@ -39,6 +39,9 @@ The calibrator and the rows (the choice, and its effect on the guarantee)
     already fitted is used as it is (it must not have seen the calibration rows), and
     every row gives the quantile; an unfitted one is copied, never changed.
 
+Selective prediction (answer or abstain at a coverage, with the risk of the rows answered)
+reads the calibration rows the fit keeps: :mod:`~calibkit.calibrators.sets.selective`.
+
 Randomisation
     ``randomized=True`` (APS, RAPS, SAPS) draws ``U`` from ``seed``: at fit for the
     calibration rows; in ``predict_set`` from a second stream of ``seed`` unless the
@@ -48,21 +51,21 @@ Randomisation
 >>> rng = np.random.default_rng(0)
 >>> logits = rng.normal(size=(400, 4)) * 3
 >>> labels = np.array([rng.choice(4, p=np.exp(z) / np.exp(z).sum()) for z in logits])
->>> cp = ConformalClassifier(score="aps", alpha=0.1).fit(logits, labels)
+>>> cp = ConformalClassifier(conformity_score=APS(), alpha=0.1).fit(logits, labels)
 >>> sets = cp.predict_set(logits[:3])
 >>> sets.dtype, sets.shape, cp.n_calibration_
 (dtype('bool'), (3, 4), 400)
->>> ConformalClassifier(score="top")  # doctest: +ELLIPSIS
+>>> ConformalClassifier(conformity_score="top")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-calibkit.core.errors.UnknownNameError: score: expected one of aps, lac, raps, saps, got 'top'
+calibkit.core.errors.UnknownNameError: conformity_score: expected one of ..., got 'top'
 """
 
 from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING, ClassVar, NamedTuple, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -75,17 +78,17 @@ from calibkit.calibrators.fitted import (
     check_input_kind,
 )
 from calibkit.calibrators.sets.conformal_scores import (
-    RAPS,
-    SAPS,
+    APS,
+    SCORE,
     SCORE_TOL,
     SCORES,
     ConformalScore,
-    ScoreName,
-    create_score,
 )
+from calibkit.calibrators.sets.selective import Answers, SelectiveRisk, selective_risk
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import as_outputs, check_labels
+from calibkit.core.params import param
 from calibkit.core.splits import stratified_split
 from calibkit.core.validation import (
     MISCOVERAGE,
@@ -104,77 +107,6 @@ F64 = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
 #: The scores with a randomised (uniform ``U``) variant.
 RANDOMIZABLE = tuple(name for name in SCORES.names() if SCORES.get(name).randomizable)
-#: A selective coverage: the fraction of rows answered, in (0, 1].
-COVERAGE = Real(0.0, 1.0, closed="right")
-
-
-class SelectiveRisk(NamedTuple):
-    """Selective prediction at a coverage, on the calibration rows
-    (:meth:`ConformalClassifier.selective`).
-
-    Parameters
-    ----------
-    coverage : float
-        The fraction of the calibration rows kept (at least the one asked; ties at the
-        threshold are kept too).
-    threshold : float
-        The calibrated top-label confidence at or above which a row is answered.
-    risk : float
-        The error rate among the rows kept.
-    risk_upper : float
-        Its one-sided 95% Clopper-Pearson upper bound.
-    n_kept, n_calibration : int
-        The rows kept, and the calibration rows they are taken from.
-
-    Examples
-    --------
-    >>> SelectiveRisk(0.5, 0.9, 0.1, 0.4, 5, 10).risk
-    0.1
-    """
-
-    coverage: float
-    threshold: float
-    risk: float
-    risk_upper: float
-    n_kept: int
-    n_calibration: int
-
-
-class Answers(NamedTuple):
-    """The three answers of :meth:`ConformalClassifier.predict_all`.
-
-    Parameters
-    ----------
-    probs : ndarray of shape (N, K)
-        Calibrated probabilities.
-    sets : ndarray of bool, shape (N, K)
-        Prediction sets.
-    accept : ndarray of bool, shape (N,)
-        Whether to answer each row (else abstain).
-
-    Examples
-    --------
-    >>> a = Answers(np.array([[0.9, 0.1]]), np.array([[True, False]]), np.array([True]))
-    >>> a.sets.sum(), bool(a.accept[0])
-    (np.int64(1), True)
-    """
-
-    probs: F64
-    sets: Mask
-    accept: Mask
-
-
-def _clopper_pearson_upper(errors: int, n: int, delta: float) -> float:
-    """The one-sided ``1 - delta`` Clopper-Pearson upper bound of a rate ``errors / n``.
-
-    >>> round(_clopper_pearson_upper(0, 100, 0.05), 6)  # the "rule of three": about 3/n
-    0.029513
-    """
-    if errors >= n:
-        return 1.0
-    from scipy.stats import beta  # lazy: scipy.stats costs a second at import
-
-    return float(beta.ppf(1.0 - delta, errors + 1, n - errors))
 
 
 def conformal_quantile_rank(n: int, alpha: float) -> int:
@@ -212,57 +144,8 @@ def _refuse_at(field: str, expected: str, values: F64, bad: Mask) -> None:
         raise InputError(field, expected, f"{float(values[i])!r} at index {i}")
 
 
-def set_scores(
-    probs: F64,
-    score: str,
-    u: F64 | None = None,
-    *,
-    penalty: float = 0.0,
-    k_reg: int = 0,
-    weight: float = 0.2,
-) -> F64:
-    """The non-conformity score of every class of every row, ``(N, K)``: the numpy half of
-    the registered score ``score`` (:mod:`~calibkit.calibrators.sets.conformal_scores`), with
-    the options it declares (``penalty``, ``k_reg``: RAPS; ``weight``: SAPS).
-
-    ``u`` is one uniform value per row (``None``: 0, the non-randomised scores).
-
-    >>> p = np.array([[0.5, 0.2, 0.3]])
-    >>> set_scores(p, "aps").round(6).tolist(), set_scores(p, "lac").round(6).tolist()
-    ([[0.5, 1.0, 0.8]], [[0.5, 0.8, 0.7]])
-    """
-    scorer = create_score(score, penalty=penalty, k_reg=k_reg, weight=weight)
-    return scorer.numpy(probs, u)
-
-
 class ConformalClassifier(OnCalibrator):
     """Split (or class-conditional) conformal prediction sets; see the module docstring.
-
-    Parameters
-    ----------
-    score : {"lac", "aps", "raps", "saps"}
-        The score's name in :data:`~calibkit.calibrators.sets.conformal_scores.SCORES`.
-    alpha : float
-        Miscoverage in (0, 1): sets hold the true class with probability >= 1 - alpha.
-    calibrator : None, str or Calibrator
-        What makes the probabilities (None: softmax of the logits).
-    calibrator_split : float or None
-        Fraction of the calibration rows that fit the calibrator (the rest give the
-        quantile); None: the same rows for both (no formal guarantee). Unused without a
-        calibrator to fit.
-    mondrian : bool
-        One quantile per class (class-conditional coverage).
-    randomized : bool
-        The uniform-``U`` variant (APS, RAPS, SAPS only).
-    penalty, k_reg : float, int
-        RAPS's ``lambda`` and ``k_reg`` (defaults 0.1 and 1, for tens of classes; the RAPS
-        paper uses about 0.01 and 5 on ImageNet's 1000).
-    weight : float
-        SAPS's rank weight ``lambda`` (TorchCP's default 0.2).
-    allow_full_sets : bool
-        Accept a calibration part too small for ``alpha`` (the sets are then full).
-    seed : int
-        Seed of the calibrator split and of ``U``.
 
     Examples
     --------
@@ -271,47 +154,57 @@ class ConformalClassifier(OnCalibrator):
     >>> y = z.argmax(1)
     >>> flip = rng.random(2000) < 0.2
     >>> y[flip] = rng.integers(0, 4, flip.sum())
-    >>> cp = ConformalClassifier(score="raps", alpha=0.1, calibrator="temperature").fit(z, y)
-    >>> sets = cp.predict_set(z[:5])
+    >>> from calibkit.calibrators.sets.conformal_scores import RAPS
+    >>> cp = ConformalClassifier(RAPS(penalty=0.1), alpha=0.1, calibrator="temperature")
+    >>> sets = cp.fit(z, y).predict_set(z[:5])
     >>> sets.shape, sets.dtype
     ((5, 4), dtype('bool'))
     """
 
     kind: ClassVar[str] = "sets"
-    #: Sets that are all full say nothing: only a Python caller, who asked for them in so
-    #: many words, gets them; the command line refuses a part too small for alpha instead.
-    python_only: ClassVar[tuple[str, ...]] = ("allow_full_sets",)
 
-    score: str
-    alpha: float
-    calibrator: str | Calibrator | None
-    calibrator_split: float | None
-    mondrian: bool
-    randomized: bool
-    penalty: float
-    k_reg: int
-    weight: float
-    allow_full_sets: bool
-    seed: int
-    n_classes_: int
-    calibrator_: Calibrator | None
-    thresholds_: F64
-    n_calibration_: int
-    class_counts_: npt.NDArray[np.int64]
+    conformity_score: ConformalScore = param(
+        default=APS(),
+        check=SCORE,
+        doc="The non-conformity score: an object of "
+        ":data:`~calibkit.calibrators.sets.conformal_scores.SCORES` with its parameters "
+        '(``RAPS(penalty=0.1, k_reg=1)``), or a score\'s name for its defaults (``"raps"``).',
+    )
+    alpha: float = param(
+        default=0.1,
+        check=MISCOVERAGE,
+        doc="Miscoverage: sets hold the true class with probability >= 1 - alpha.",
+    )
+    calibrator: str | Calibrator | None = param(
+        default=None,
+        check=CalibratorSpec(),
+        doc="What makes the probabilities (None: the softmax of the logits).",
+    )
+    calibrator_split: float | None = param(
+        default=0.5,
+        check=NoneOr(Real(0.0, 1.0, closed="neither")),
+        doc="Fraction of the calibration rows that fit the calibrator (the rest give the "
+        "quantile); None: the same rows for both (no formal guarantee). Unused without a "
+        "calibrator to fit.",
+    )
+    mondrian: bool = param(
+        default=False, check=Boolean(), doc="One quantile per class (class-conditional coverage)."
+    )
+    randomized: bool = param(
+        default=False,
+        check=Boolean(),
+        doc="The uniform-``U`` variant of the score (APS, RAPS, SAPS only).",
+    )
+    # Sets that are all full say nothing: only a Python caller, who asked for them in so
+    # many words, gets them; the command line refuses a part too small for alpha instead.
+    allow_full_sets: bool = param(
+        default=False,
+        check=Boolean(),
+        cli=False,
+        doc="Accept a calibration part too small for ``alpha`` (the sets are then full).",
+    )
+    seed: int = param(default=0, check=SEED, doc="Seed of the calibrator split and of ``U``.")
 
-    param_constraints: ClassVar[Constraints] = {
-        "score": ScoreName(),
-        "alpha": MISCOVERAGE,
-        "calibrator": CalibratorSpec(),
-        "calibrator_split": NoneOr(Real(0.0, 1.0, closed="neither")),
-        "mondrian": Boolean(),
-        "randomized": Boolean(),
-        "penalty": RAPS.param_constraints["penalty"],
-        "k_reg": RAPS.param_constraints["k_reg"],
-        "weight": SAPS.param_constraints["weight"],
-        "allow_full_sets": Boolean(),
-        "seed": SEED,
-    }
     state_constraints: ClassVar[Constraints] = {
         "calibrator_": FittedObject(),
         "thresholds_": Array(shape=("k",), allow_inf=True),
@@ -322,46 +215,16 @@ class ConformalClassifier(OnCalibrator):
         "confidences_": Array(shape=("n",), low=0.0, high=1.0),
         "errors_": Array("int64", shape=("n",), low=0, high=1),
     }
-    #: The score the stored scores and quantile were computed with (its name, variant and
-    #: options): recorded by the fit (``fitted_with_``), so a file whose score parameters
-    #: were edited since is refused, naming the parameter.
-    fitted_with: ClassVar[tuple[str, ...]] = ("score", "randomized", "penalty", "k_reg", "weight")
+    #: The score the stored scores and quantile were computed with (the score with its
+    #: parameters, and its variant): recorded by the fit (``fitted_with_``), so a file whose
+    #: score was edited since is refused, naming the parameter.
+    fitted_with: ClassVar[tuple[str, ...]] = ("conformity_score", "randomized")
 
-    def __init__(
-        self,
-        score: str = "aps",
-        alpha: float = 0.1,
-        calibrator: str | Calibrator | None = None,
-        calibrator_split: float | None = 0.5,
-        mondrian: bool = False,
-        randomized: bool = False,
-        penalty: float = 0.1,
-        k_reg: int = 1,
-        weight: float = 0.2,
-        allow_full_sets: bool = False,
-        seed: int = 0,
-    ) -> None:
-        self._set_params(
-            score=score,
-            alpha=alpha,
-            calibrator=calibrator,
-            calibrator_split=calibrator_split,
-            mondrian=mondrian,
-            randomized=randomized,
-            penalty=penalty,
-            k_reg=k_reg,
-            weight=weight,
-            allow_full_sets=allow_full_sets,
-            seed=seed,
-        )
-        if self.randomized and not SCORES.get(self.score).randomizable:
-            expected = "randomized=False for 'lac' (randomised: " + ", ".join(RANDOMIZABLE) + ")"
-            raise InputError("randomized", expected, "True")
-
-    def score_object(self) -> ConformalScore:
-        """The score of the parameters: the registered ``score`` with those of ``penalty``,
-        ``k_reg`` and ``weight`` that it declares."""
-        return create_score(self.score, penalty=self.penalty, k_reg=self.k_reg, weight=self.weight)
+    def _check_params(self) -> None:
+        if self.randomized and not self.conformity_score.randomizable:
+            name = self.conformity_score.name
+            expected = f"randomized=False for {name!r} (randomised: " + ", ".join(RANDOMIZABLE)
+            raise InputError("randomized", expected + ")", "True")
 
     # ----- fit and predict ---------------------------------------------------------------
     def fit(
@@ -399,9 +262,9 @@ class ConformalClassifier(OnCalibrator):
         probs = self._probs(z[quantile_rows])
         yq = y[quantile_rows]
         u = self._draw(yq.shape[0], 0) if self.randomized else None
-        label_scores = np.take_along_axis(self.score_object().numpy(probs, u), yq[:, None], axis=1)[
-            :, 0
-        ]
+        label_scores = np.take_along_axis(
+            self.conformity_score.numpy(probs, u), yq[:, None], axis=1
+        )[:, 0]
         counts = np.bincount(yq, minlength=self.n_classes_)
         groups = (
             [label_scores[yq == c] for c in range(self.n_classes_)]
@@ -521,7 +384,7 @@ class ConformalClassifier(OnCalibrator):
     def predict_scores(self, logits: object, u: object = None) -> F64:
         """The non-conformity score of every class, ``(N, K)`` (``u`` as in predict_set)."""
         z = self._check_predict_input(logits)
-        return self.score_object().numpy(self._probs(z), self._u(u, z.shape[0]))
+        return self.conformity_score.numpy(self._probs(z), self._u(u, z.shape[0]))
 
     def predict_set(
         self, logits: object, u: object = None, *, alpha: float | None = None, **metadata: object
@@ -563,26 +426,14 @@ class ConformalClassifier(OnCalibrator):
     def selective(self, coverage: float) -> SelectiveRisk:
         """Selective prediction at ``coverage``: the confidence threshold that keeps that
         fraction of the calibration rows (the most confident ones), and the risk (error
-        rate) among the rows kept, with its one-sided 95% Clopper-Pearson upper bound.
+        rate) among the rows kept, with its one-sided 95% Clopper-Pearson upper bound
+        (:func:`~calibkit.calibrators.sets.selective.selective_risk`).
 
         The rows are the quantile's (held out from the calibrator when it was fitted here),
         so the risk is an honest estimate for exchangeable test rows.
         """
         self.check_is_fitted()
-        c = COVERAGE.check("coverage", coverage)
-        n = self.confidences_.shape[0]
-        keep = max(1, math.ceil(Fraction(c) * n))
-        threshold = float(self.confidences_[keep - 1])
-        kept = int(np.count_nonzero(self.confidences_ >= threshold))  # ties are kept too
-        errors = int(self.errors_[:kept].sum())
-        return SelectiveRisk(
-            coverage=kept / n,
-            threshold=threshold,
-            risk=errors / kept,
-            risk_upper=_clopper_pearson_upper(errors, kept, 0.05),
-            n_kept=kept,
-            n_calibration=n,
-        )
+        return selective_risk(self.confidences_, self.errors_, coverage)
 
     def predict_accept(self, logits: object, coverage: float) -> Mask:
         """Which rows to answer (``True``) at ``coverage``: their calibrated top-label
@@ -603,7 +454,7 @@ class ConformalClassifier(OnCalibrator):
         z = self._check_predict_input(logits)
         probs = self._probs(z)
         thresholds = self.thresholds_ if alpha is None else self.thresholds(alpha)
-        scores = self.score_object().numpy(probs, self._u(u, z.shape[0]))
+        scores = self.conformity_score.numpy(probs, self._u(u, z.shape[0]))
         accept = probs.max(axis=1) >= self.selective(coverage).threshold
         return Answers(probs, scores <= thresholds[None, :], np.asarray(accept))
 
@@ -644,10 +495,10 @@ class ConformalClassifier(OnCalibrator):
             threshold = self.selective(coverage).threshold
             answers = cm.RandomizedConformalPredictor if self.randomized else cm.ConformalPredictor
             return answers(
-                probs, self.score_object(), thresholds, threshold, self.randomized
+                probs, self.conformity_score, thresholds, threshold, self.randomized
             ).eval()
         kind = cm.RandomizedConformalSets if self.randomized else cm.ConformalSets
-        return kind(probs, self.score_object(), thresholds, self.randomized).eval()
+        return kind(probs, self.conformity_score, thresholds, self.randomized).eval()
 
     # ----- persistence ------------------------------------------------------------------
     def _check_state(self) -> None:
@@ -671,8 +522,8 @@ class ConformalClassifier(OnCalibrator):
         one declaration), ``inf`` exactly where ``allow_full_sets=True`` let too few rows
         through, one value for every class unless ``mondrian``, and the quantile of the
         stored calibration scores at ``alpha``."""
-        low, high = self.score_object().value_range(self.n_classes_)
-        on = f"the range of the {self.score!r} score on {self.n_classes_} classes"
+        low, high = self.conformity_score.value_range(self.n_classes_)
+        on = f"the range of the {self.conformity_score.name!r} score on {self.n_classes_} classes"
         span = f"[{low:g}, {high:g}] ({on})"
         short = self._short_parts()
         for field in ("thresholds_", "label_scores_"):

@@ -1,14 +1,15 @@
 """The non-conformity scores of conformal prediction sets: one class per score, in one registry.
 
 :data:`SCORES` holds the scores of
-:class:`~calibkit.calibrators.sets.conformal.ConformalClassifier` by name, each a small class with
-its parameters declared (:attr:`ConformalScore.param_constraints`) and its two halves side by
-side: :meth:`~ConformalScore.numpy` computes the score of every class of every row from
-probabilities ``(N, K)`` (what ``fit`` and ``predict_set`` use), :meth:`~ConformalScore.torch`
-computes the same in torch (what the exported module
-:class:`~calibkit.calibrators.sets.conformal_module.ConformalSets` uses). A score is an
-``nn.Module`` whose ``forward`` is its torch half, so a module holding one scripts
-(``torch.jit.script``), exports and runs in ONNX.
+:class:`~calibkit.calibrators.sets.conformal.ConformalClassifier` by name, each a small
+class with its parameters declared (:func:`~calibkit.core.params.param`; a score is passed
+as an object, ``ConformalClassifier(conformity_score=RAPS(penalty=0.1))``, or by name,
+``"raps"``, for its defaults) and its two halves side by side: :meth:`~ConformalScore.numpy`
+computes the score of every class of every row from probabilities ``(N, K)`` (what ``fit``
+and ``predict_set`` use), :meth:`~ConformalScore.torch` computes the same in torch (what the
+exported module :class:`~calibkit.calibrators.sets.conformal_module.ConformalSets` uses). A
+score is an ``nn.Module`` whose ``forward`` is its torch half, so a module holding one
+scripts (``torch.jit.script``), exports and runs in ONNX.
 
 Notation: ``p_(1) >= p_(2) >= ...`` the probabilities sorted in decreasing order, ``r`` the
 1-based rank of the scored class ``y``, ``U`` uniform in [0, 1) per row (0 for the
@@ -27,16 +28,15 @@ Ranks
 >>> p = np.array([[0.5, 0.2, 0.3]])
 >>> SCORES.create("aps").numpy(p).round(6).tolist()
 [[0.5, 1.0, 0.8]]
->>> SCORES.create("raps", penalty=0.1, k_reg=1)
-RAPS(penalty=0.1, k_reg=1)
+>>> RAPS(penalty=0.05)
+RAPS(penalty=0.05, k_reg=1)
 >>> SCORES.get("apps")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
 calibkit.core.errors.UnknownNameError: score: expected one of ..., got 'apps' (did you mean 'aps'?)
 """
 
-from __future__ import annotations
-
+# no "from __future__ import annotations": TorchScript reads the parameters' annotations
 from typing import Any, ClassVar
 
 import numpy as np
@@ -44,10 +44,12 @@ import numpy.typing as npt
 import torch
 from torch import Tensor, nn
 
+from calibkit.calibrators.component import Component, ComponentSpec, set_component_name
 from calibkit.core import catalog
-from calibkit.core.errors import InputError, UnknownNameError
+from calibkit.core.errors import InputError
+from calibkit.core.params import param
 from calibkit.core.registry import Registry
-from calibkit.core.validation import Constraint, Constraints, Integer, Real, check_params
+from calibkit.core.validation import Integer, Real
 
 F64 = npt.NDArray[np.float64]
 #: How far (absolute) a score computed in floating point may stray outside its exact range
@@ -56,39 +58,31 @@ F64 = npt.NDArray[np.float64]
 SCORE_TOL = 1e-9
 
 
-class ConformalScore(nn.Module):
+class ConformalScore(Component, nn.Module):
     """A non-conformity score ``s(x, y)``: larger is less conforming.
 
-    A subclass declares its parameters in :attr:`param_constraints` (its constructor takes
-    them as keywords), says whether it has a randomised variant (:attr:`randomizable`) and
-    defines :meth:`numpy` and :meth:`torch`, which compute the same score.
+    A subclass declares its parameters with :func:`~calibkit.core.params.param`, says
+    whether it has a randomised variant (:attr:`randomizable`) and defines :meth:`numpy`
+    and :meth:`torch`, which compute the same score.
 
     Examples
     --------
-    >>> score = SCORES.create("saps", weight=0.25)
+    >>> score = SAPS(weight=0.25)
     >>> p = np.array([[0.25, 0.5, 0.25]])
     >>> score.numpy(p).tolist(), score(torch.tensor(p), torch.zeros(1)).tolist()
     ([[0.75, 0.5, 1.0]], [[0.75, 0.5, 1.0]])
     """
 
-    #: The registered name (set by :data:`SCORES`).
-    name: ClassVar[str]
     #: Whether the score has a randomised variant (a uniform ``U`` per row).
     randomizable: ClassVar[bool] = True
-    #: The score's parameters: name -> what it accepts.
-    param_constraints: ClassVar[Constraints] = {}
 
-    def _checked(self, **params: Any) -> dict[str, Any]:
-        """``params`` checked against :attr:`param_constraints` (an InputError naming the
-        first refused one)."""
-        return check_params(self.param_constraints, params, self.name)
+    def __init__(self) -> None:  # a score without parameters
+        nn.Module.__init__(self)
 
-    def get_params(self) -> dict[str, Any]:
-        """The score's parameters (those of :attr:`param_constraints`)."""
-        return {key: getattr(self, key) for key in self.param_constraints}
-
-    def extra_repr(self) -> str:
-        return ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+    def _set_params(self, **params: Any) -> None:
+        if "_modules" not in self.__dict__:  # the declared constructor: a module first
+            nn.Module.__init__(self)
+        super()._set_params(**params)
 
     def numpy(self, probs: F64, u: F64 | None = None) -> F64:
         """The score of every class of every row, ``(N, K)``, from probabilities ``(N, K)``.
@@ -123,57 +117,33 @@ class ConformalScore(nn.Module):
         return self.torch(p, u)
 
 
-def _on_register(name: str, cls: type[ConformalScore]) -> None:
-    cls.name = name
-
-
 #: The conformal scores by name, in the order tables list them.
-SCORES: Registry[type[ConformalScore]] = Registry("score", on_register=_on_register)
+SCORES: Registry[type[ConformalScore]] = Registry("score", on_register=set_component_name)
+#: What ``ConformalClassifier(conformity_score=...)`` accepts: a score, or a score's name.
+SCORE = ComponentSpec(SCORES)
 
 
-def create_score(name: str, **options: Any) -> ConformalScore:
-    """The score ``name`` with those of ``options`` that it declares.
+def scores_with(names: list[str], params: dict[str, Any]) -> list[ConformalScore]:
+    """The scores ``names``, each with those of ``params`` it declares (``calibkit
+    conformal --score-param``); a parameter that none of them declares is refused.
 
-    ``options`` may hold every score's parameters (as
-    :class:`~calibkit.calibrators.sets.conformal.ConformalClassifier` does): each score takes
-    its own and leaves the others; a name no score declares is refused.
-
-    >>> create_score("saps", penalty=0.1, k_reg=1, weight=0.3)
-    SAPS(weight=0.3)
-    >>> create_score("lac", weight=0.3)
-    LAC()
-    """
-    cls = SCORES.get(name)
-    known = {key for n in SCORES.names() for key in SCORES.get(n).param_constraints}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise InputError("score options", "among " + ", ".join(sorted(known)), repr(unknown[0]))
-    return cls(**{k: v for k, v in options.items() if k in cls.param_constraints})
-
-
-class ScoreName(Constraint):
-    """A registered score's name (an unknown one is refused listing the valid names and the
-    nearest).
-
-    Examples
-    --------
-    >>> ScoreName().check("score", "raps")
-    'raps'
-    >>> ScoreName().check("score", "rasp")  # doctest: +ELLIPSIS
+    >>> scores_with(["aps", "raps"], {"penalty": 0.05})
+    [APS(), RAPS(penalty=0.05, k_reg=1)]
+    >>> scores_with(["aps"], {"penalty": 0.05})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    calibkit.core.errors.UnknownNameError: score: expected ..., got 'rasp' (did you mean 'raps'?)
+    calibkit.core.errors.InputError: score parameters: expected ... of aps (none), got 'penalty'
     """
-
-    def check(self, name: str, value: object) -> Any:
-        if not isinstance(value, str):
-            self.fail(name, value)
-        if value not in SCORES:
-            raise UnknownNameError(name, value, SCORES.names())
-        return value
-
-    def describe(self) -> str:
-        return "one of " + ", ".join(sorted(SCORES.names()))
+    classes = [SCORES.get(name) for name in names]
+    known = [key for cls in classes for key in cls.param_constraints]
+    unknown = [key for key in params if key not in known]
+    if unknown:
+        listed = ", ".join(dict.fromkeys(known)) or "none"
+        expected = f"parameters of {', '.join(names)} ({listed})"
+        raise InputError("score parameters", expected, repr(unknown[0]))
+    return [
+        cls(**{k: v for k, v in params.items() if k in cls.param_constraints}) for cls in classes
+    ]
 
 
 # ----- the ranking, in numpy (a sort) and in torch (pairwise comparisons) -------------------
@@ -227,9 +197,6 @@ class LAC(ConformalScore):
 
     randomizable: ClassVar[bool] = False
 
-    def __init__(self) -> None:
-        super().__init__()
-
     def numpy(self, probs: F64, u: F64 | None = None) -> F64:
         return 1.0 - probs
 
@@ -257,9 +224,6 @@ class APS(ConformalScore):
     [[0.2, 0.6, 0.9]]
     """
 
-    def __init__(self) -> None:
-        super().__init__()
-
     def numpy(self, probs: F64, u: F64 | None = None) -> F64:
         order, ordered, _ = _by_rank(probs)
         uu = _u_column(u, probs.shape[0])
@@ -281,31 +245,23 @@ class APS(ConformalScore):
 class RAPS(ConformalScore):
     """RAPS (Angelopoulos et al. 2021): APS ``+ penalty * max(0, r - k_reg)``.
 
-    Parameters
-    ----------
-    penalty : float
-        The rank penalty ``lambda`` (>= 0; default 0.1, for tens of classes: the paper uses
-        about 0.01 on ImageNet's 1000).
-    k_reg : int
-        The ranks free of penalty (default 1; the paper uses about 5 on ImageNet).
-
     Examples
     --------
     >>> RAPS(penalty=0.1, k_reg=1).numpy(np.array([[0.4, 0.4, 0.2]])).round(6).tolist()
     [[0.4, 0.9, 1.2]]
     """
 
-    param_constraints: ClassVar[Constraints] = {
-        "penalty": Real(0.0),
-        "k_reg": Integer(0, 100_000),
-    }
-
-    def __init__(self, penalty: float = 0.1, k_reg: int = 1) -> None:
-        super().__init__()
-        checked = self._checked(penalty=penalty, k_reg=k_reg)
-        # set here, not annotated on the class: TorchScript reads the attributes' types
-        self.penalty: float = checked["penalty"]
-        self.k_reg: int = checked["k_reg"]
+    penalty: float = param(
+        default=0.1,
+        check=Real(0.0),
+        doc="The rank penalty ``lambda`` (0.1 suits tens of classes: the paper uses about "
+        "0.01 on ImageNet's 1000).",
+    )
+    k_reg: int = param(
+        default=1,
+        check=Integer(0, 100_000),
+        doc="The ranks free of penalty (the paper uses about 5 on ImageNet).",
+    )
 
     def numpy(self, probs: F64, u: F64 | None = None) -> F64:
         order, ordered, rank = _by_rank(probs)
@@ -331,22 +287,17 @@ class SAPS(ConformalScore):
     """SAPS (Huang et al. 2023): ``s = (1 - U) p_(1)`` for ``r = 1``, else ``p_(1) + weight
     * (r - 1 - U)``: only the top probability is used, the rest is the rank.
 
-    Parameters
-    ----------
-    weight : float
-        The rank weight ``lambda`` (> 0; default 0.2, TorchCP's).
-
     Examples
     --------
     >>> SAPS(weight=0.2).numpy(np.array([[0.4, 0.4, 0.2]]), np.array([0.5])).round(6).tolist()
     [[0.2, 0.5, 0.7]]
     """
 
-    param_constraints: ClassVar[Constraints] = {"weight": Real(0.0, closed="neither")}
-
-    def __init__(self, weight: float = 0.2) -> None:
-        super().__init__()
-        self.weight: float = self._checked(weight=weight)["weight"]
+    weight: float = param(
+        default=0.2,
+        check=Real(0.0, closed="neither"),
+        doc="The rank weight ``lambda`` (the default is TorchCP's).",
+    )
 
     def numpy(self, probs: F64, u: F64 | None = None) -> F64:
         order, ordered, rank = _by_rank(probs)

@@ -196,3 +196,23 @@ def test_joint_fit_on_pretrained_resnet20_is_not_worse_than_temperature_scaling(
     print(f"ECE(NC) - ECE(TS): {np.round(gaps, 4)}; SGD pair: {np.round(sgd_gaps, 4)}")
     assert np.mean(gaps) <= 0.005
     assert np.mean(sgd_gaps) > 0.02  # what the exact temperature step repairs
+
+
+def test_the_parameters_are_declared_once() -> None:
+    """Issue #45, item 2: each parameter is one ``param()`` line, from which the checks,
+    the keyword signature (the model first) and the docstring's Parameters come; a relation
+    between two of them is checked after both, and a variant's fixed values override."""
+    import inspect
+
+    from calibkit.calibrators.model.clamping.registry import NeuralClampingCE
+
+    keywords = list(inspect.signature(NeuralClampingCE).parameters)
+    assert keywords == ["model", *NeuralClamping.param_constraints]
+    assert keywords[1:4] == ["gamma", "lam", "init"]
+    doc = NeuralClamping.__doc__ or ""
+    assert "Parameters\n----------\ngamma : tuple[float, ...], default (1.0,)" in doc
+    assert NeuralClampingCE(nn.Linear(2, 3), gamma=2.0).gamma == (0.0,)
+    with pytest.raises(InputError, match=r"^holdout: expected 0 with train='delta', got 0.2$"):
+        NeuralClamping(nn.Linear(2, 3), train="delta", holdout=0.2)
+    with pytest.raises(InputError, match=r"^neural_clamping: expected parameters among gamma"):
+        NeuralClamping(nn.Linear(2, 3), colour="red")

@@ -110,6 +110,7 @@ from calibkit.calibrators.model.model_calibrator import ModelCalibrator
 from calibkit.calibrators.modules import CheckedLogits, InputShift, Temperature
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import log_softmax64
+from calibkit.core.params import param
 from calibkit.core.validation import (
     NON_NEGATIVE,
     POSITIVE,
@@ -150,36 +151,9 @@ def _sgd(value: object) -> SGDSettings:
 
 
 class NeuralClamping(ModelCalibrator):
-    """Neural Clamping of a frozen ``model`` (see the module docstring).
-
-    Parameters
-    ----------
-    model : nn.Module
-        The classifier, returning logits ``(N, K)``; never changed.
-    gamma : float or sequence of float
-        The focal exponent, or a pool of candidates (the lowest calibration ECE wins; with
-        ``holdout``, the lowest held-out NLL).
-    lam : float or None
-        Weight of ``||delta||^2``; None: 0.1 times the focal loss at the initial ``delta``.
-    init : str
-        Initial ``delta``: ``"data"``, ``"random"`` or ``"zero"``.
-    train : str
-        ``"joint"``, ``"delta"`` or ``"temperature"``.
-    gamma_select : str
-        ``"each"`` (fit every candidate) or ``"fast"`` (rank them by the fast variant).
-    holdout : float
-        Held-out fraction of the calibration set guarding ``delta``, choosing ``gamma`` and
-        checking the fit against temperature scaling, all by held-out NLL (0: off).
-    refine_temperature : bool
-        Set T to the objective's exact minimum after a joint SGD.
-    input_range : (alpha, beta) or None
-        Feasible input range of the data-driven ``delta``; None: the inputs' range.
-    mean, std : sequence of float or None
-        Per-channel normalisation of a dataset's uint8 images.
-    seed : int
-        Seed of the random ``delta``, the SGD's shuffling and the hold-out draw.
-    sgd : SGDSettings or None
-        How the SGD and the passes run; None: ``SGDSettings()``.
+    """Neural Clamping of a frozen ``model`` (see the module docstring): ``NeuralClamping(model,
+    **params)``, the classifier first (an ``nn.Module`` returning logits ``(N, K)``, never
+    changed, and not a parameter: not saved), then the parameters by keyword.
 
     Examples
     --------
@@ -191,20 +165,66 @@ class NeuralClamping(ModelCalibrator):
     name = "neural_clamping"
     #: Not registered itself: saved as ``nc_fl``, which fixes no parameter.
     saved_as: ClassVar[str | None] = "nc_fl"
-    param_constraints: ClassVar[Constraints] = {
-        "gamma": Checked(_gamma, GAMMA),
-        "lam": NoneOr(NON_NEGATIVE),
-        "init": Choice(*INITS),
-        "train": Choice(*TRAINS),
-        "gamma_select": Choice(*GAMMA_SELECTS),
-        "holdout": Checked(check_holdout, "0 (off) or a fraction in (0, 0.5]"),
-        "refine_temperature": Boolean(),
-        "input_range": Checked(check_input_range, INPUT_RANGE),
-        "mean": NoneOr(Checked(lambda v: floats(v, "mean"), PER_CHANNEL)),
-        "std": NoneOr(Checked(lambda v: floats(v, "std"), PER_CHANNEL)),
-        "seed": Integer(),
-        "sgd": Checked(_sgd, "an SGDSettings"),
-    }
+
+    gamma: tuple[float, ...] = param(
+        default=(1.0,),
+        check=Checked(_gamma, GAMMA),
+        doc="The focal exponent, or a pool of candidates (the lowest calibration ECE wins; "
+        "with ``holdout``, the lowest held-out NLL).",
+    )
+    lam: float | None = param(
+        default=None,
+        check=NoneOr(NON_NEGATIVE),
+        doc="Weight of ``||delta||^2``; None: 0.1 times the focal loss at the initial ``delta``.",
+    )
+    init: str = param(
+        default="data", check=Choice(*INITS), doc="The initial ``delta`` (module docstring)."
+    )
+    train: str = param(
+        default="joint", check=Choice(*TRAINS), doc="What SGD trains (module docstring)."
+    )
+    gamma_select: str = param(
+        default="each",
+        check=Choice(*GAMMA_SELECTS),
+        doc="Fit each candidate ``gamma``, or rank them by the fast variant and fit the best.",
+    )
+    holdout: float = param(
+        default=0.0,
+        check=Checked(check_holdout, "0 (off) or a fraction in (0, 0.5]"),
+        doc="Held-out fraction of the calibration set guarding ``delta``, choosing ``gamma`` "
+        "and checking the fit against temperature scaling, all by held-out NLL (0: off).",
+    )
+    refine_temperature: bool = param(
+        default=True,
+        check=Boolean(),
+        doc="Set T to the objective's exact minimum after a joint SGD.",
+    )
+    input_range: Any = param(
+        default=None,
+        check=Checked(check_input_range, INPUT_RANGE),
+        doc="Feasible input range of the data-driven ``delta``; None: the inputs' range.",
+    )
+    mean: tuple[float, ...] | None = param(
+        default=None,
+        check=NoneOr(Checked(lambda v: floats(v, "mean"), PER_CHANNEL)),
+        doc="Per-channel mean that normalises a dataset's uint8 images.",
+    )
+    std: tuple[float, ...] | None = param(
+        default=None,
+        check=NoneOr(Checked(lambda v: floats(v, "std"), PER_CHANNEL)),
+        doc="Per-channel standard deviation that normalises a dataset's uint8 images.",
+    )
+    seed: int = param(
+        default=0,
+        check=Integer(),
+        doc="Seed of the random ``delta``, the SGD's shuffling and the hold-out draw.",
+    )
+    sgd: SGDSettings = param(
+        default=SGDSettings(),
+        check=Checked(_sgd, "an SGDSettings"),
+        doc="How the SGD and the passes run (None: the default).",
+    )
+
     #: A dataset's images are normalised by ``mean`` and ``std`` before ``delta_`` is added,
     #: at fit as at prediction: ``delta_`` holds for that normalisation only (recorded).
     fitted_with: ClassVar[tuple[str, ...]] = ("mean", "std")
@@ -224,57 +244,16 @@ class NeuralClamping(ModelCalibrator):
         "ece_by_gamma_": ListOf(ListOf(Real(0.0, 1.0), as_list=True), as_list=True),
     }
 
-    gamma: tuple[float, ...]
-    lam: float | None
-    init: str
-    train: str
-    gamma_select: str
-    holdout: float
-    refine_temperature: bool
-    input_range: Any
-    mean: tuple[float, ...] | None
-    std: tuple[float, ...] | None
-    seed: int
-    sgd: SGDSettings
-
-    def __init__(
-        self,
-        model: nn.Module,
-        *,
-        gamma: float | Sequence[float] = 1.0,
-        lam: float | None = None,
-        init: str = "data",
-        train: str = "joint",
-        gamma_select: str = "each",
-        holdout: float = 0.0,
-        refine_temperature: bool = True,
-        input_range: Any = None,
-        mean: Sequence[float] | None = None,
-        std: Sequence[float] | None = None,
-        seed: int = 0,
-        sgd: SGDSettings | None = None,
-    ) -> None:
+    def __init__(self, model: nn.Module, **params: Any) -> None:
         if not isinstance(model, nn.Module):
             raise InputError("model", "a torch.nn.Module", type(model).__name__)
         self.model = model
-        given = {
-            "gamma": gamma,
-            "lam": lam,
-            "init": init,
-            "train": train,
-            "gamma_select": gamma_select,
-            "holdout": holdout,
-            "refine_temperature": refine_temperature,
-            "input_range": input_range,
-            "mean": mean,
-            "std": std,
-            "seed": seed,
-            "sgd": sgd,
-        }
-        self._set_params(**given)
-        self._set_params(**self.fixed_params)  # a registered variant's own
+        self._set_params(**{**self.default_params(), **params, **self.fixed_params})
+        self._check_params()
+
+    def _check_params(self) -> None:
         if self.holdout and self.train == "delta":
-            raise InputError("holdout", "0 with train='delta'", repr(holdout))
+            raise InputError("holdout", "0 with train='delta'", repr(self.holdout))
 
     @classmethod
     def split_params(cls, params: Mapping[str, Any]) -> dict[str, Any]:
