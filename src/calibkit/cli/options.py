@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeAlias
 
 from calibkit.core.errors import InputError, compact_numbers
-from calibkit.core.names import LM_LAYOUTS
+from calibkit.core.names import LM_LAYOUTS, LM_LENGTH_NORMS
 from calibkit.core.validation import (
     LEVEL,
     N_BINS,
@@ -117,7 +117,7 @@ def add_layout(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--layout", choices=tuple(LM_LAYOUTS), help=text)
     text = "lm-eval: options' log-likelihoods normalised as the harness's acc_norm or acc_bytes"
-    p.add_argument("--length-norm", choices=("acc_norm", "acc_bytes"), help=text)
+    p.add_argument("--length-norm", choices=tuple(LM_LENGTH_NORMS), help=text)
     opt(p, "--letters", "ABCD", "chat-logprobs: the option letters (default ABCD)")
 
 

@@ -37,6 +37,12 @@ LM_LAYOUTS: dict[str, tuple[str, ...]] = {
     "option-logprobs": (".csv", ".jsonl"),
     "stated-confidence": (".csv", ".jsonl"),
 }
+#: The lm-eval harness's normalisations of the option log-likelihoods (``--length-norm``,
+#: ``process_results``), by the name of the metric they give, with what each divides by.
+LM_LENGTH_NORMS = {
+    "acc_norm": "the option's length in characters",
+    "acc_bytes": "the option's length in UTF-8 bytes",
+}
 
 
 def either(choices: tuple[str, ...]) -> str:
