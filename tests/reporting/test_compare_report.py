@@ -7,7 +7,6 @@ import csv
 import dataclasses
 import io
 import json
-import logging
 import math
 import re
 from pathlib import Path
@@ -19,11 +18,10 @@ import calibkit.reporting.compare_report as report
 from calibkit.calibrators.logit.temperature import TemperatureScaling
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
-from calibkit.core.progress import progress_of
 from calibkit.core.splits import split_outputs
 from calibkit.io.atomic import MANIFEST
 from calibkit.metrics import METRIC_NAMES, Evaluation
-from calibkit.reporting.compare_figures import BEFORE_AFTER, comparison_figures
+from calibkit.reporting.compare_figures import BEFORE_AFTER
 from calibkit.reporting.compare_report import write_compare_report
 from calibkit.reporting.compare_verdict import named
 from calibkit.reporting.document import Figure
@@ -32,15 +30,6 @@ from calibkit.workflows.compare import compare
 from calibkit.workflows.comparison import Comparison
 
 TITLE = 'Model <b>"A" & B</b>'
-
-
-@pytest.fixture(scope="module")
-def comp() -> Comparison:
-    rng = np.random.default_rng(0)
-    z = rng.normal(size=(600, 3)) * 3.0
-    y = np.argmax(z / 2.0 + rng.gumbel(size=z.shape), axis=1)
-    cal, test = split_outputs(as_outputs(y, logits=z), 0.5, seed=0)
-    return compare(cal, test, ["temperature"], n_boot=25, source="synthetic <data>.npz")
 
 
 @pytest.fixture(scope="module")
@@ -244,55 +233,11 @@ def test_evaluation_table_lists_every_metric_with_interval_and_floor(comp: Compa
     assert bare.splitlines()[1].split() == ["ECE", "3.10%"]
 
 
-def test_the_report_says_what_to_use_and_does_not_crown_an_ece_below_its_floor() -> None:
-    import numpy as np
-
-    from calibkit.core.outputs import as_outputs
-    from calibkit.reporting.compare_report import results_dict
-    from calibkit.reporting.compare_verdict import compare_verdict, recommendation_paragraphs
-    from calibkit.workflows.compare import compare
-
-    rng = np.random.default_rng(0)
-    z = rng.normal(size=(2000, 3)) * 2
-    p = np.exp(z / 1.5) / np.exp(z / 1.5).sum(axis=1, keepdims=True)
-    y = np.array([rng.choice(3, p=row) for row in p])
-    cal, test = as_outputs(y[:1000], logits=z[:1000]), as_outputs(y[1000:], logits=z[1000:])
-    comp = compare(cal, test, ["histogram"], n_boot=0, seed=0, recommend=True)
-    assert comp.recommendation is not None
-    text = recommendation_paragraphs(comp)
-    verdict = compare_verdict(comp)
-    assert verdict.headline.startswith(f"Use `{comp.recommendation.method}`")
-    assert verdict.detail.startswith("Chosen on the calibration part alone: ")
-    if comp.recommendation.method in [r.method for r in comp.rows]:
-        assert text[0].startswith(f"{comp.recommendation.method} on the test part: NLL")
-    else:  # chosen among the candidates and temperature scaling, which was not compared
-        assert "was not among the compared methods" in verdict.detail
-    below = [
-        r.method for r in comp.rows if r.evaluation.values["ece"] < r.evaluation.values["ece_floor"]
-    ]
-    if below:
-        assert ", ".join(below) in text[-1]
-        assert "noise floor" in text[-1]
-    assert results_dict(comp, "t")["recommendation"]["method"] == comp.recommendation.method
-
-
 def test_html_shows_no_raw_markdown(folder: Path) -> None:
     page = (folder / "report.html").read_text()
     text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", page)
     assert "**" not in text
     assert "`" not in text
-
-
-@pytest.fixture(scope="module")
-def chosen() -> Comparison:
-    """A comparison with its recommendation (compare_parts: the CLI's workflow)."""
-    from calibkit.workflows.compare import compare_parts
-
-    rng = np.random.default_rng(2)
-    z = rng.normal(size=(800, 3)) * 3.0
-    y = np.argmax(z / 2.0 + rng.gumbel(size=z.shape), axis=1)
-    whole = as_outputs(y, logits=z)
-    return compare_parts(whole, methods=["temperature", "histogram"], n_boot=20, source="s.npz")
 
 
 def test_the_verdict_comes_first_in_markdown_html_and_terminal(
@@ -330,34 +275,6 @@ def test_the_verdict_comes_first_in_markdown_html_and_terminal(
     assert data["recommendation"]["method"] == method
     assert {"inputs", "options", "versions", "command"} <= set(data)
     assert (tmp_path / "r" / "results.csv").read_text() == report.files["results.csv"]
-
-
-def test_the_verdict_says_what_temperature_scaling_buys_against_the_model(
-    chosen: Comparison,
-) -> None:
-    from calibkit.reporting.compare_verdict import compare_verdict
-    from calibkit.workflows.recommendation import Recommendation
-
-    rec = Recommendation("temperature", "no candidate beat temperature", "")
-    verdict = compare_verdict(dataclasses.replace(chosen, recommendation=rec))
-    none, ts = chosen.rows[0].evaluation.values, chosen.row("temperature").evaluation.values
-    assert verdict.headline == (
-        "Use `temperature` (temperature scaling): on the test part it lowers NLL from "
-        f"{none['nll']:.4f} to "
-        f"{ts['nll']:.4f} and ECE from {100 * none['ece']:.2f}% to {100 * ts['ece']:.2f}% "
-        "against the uncalibrated model."
-    )
-
-
-def test_drawing_the_figures_is_a_phase_with_a_step_per_figure(
-    comp: Comparison, caplog: pytest.LogCaptureFixture
-) -> None:
-    with caplog.at_level(logging.DEBUG, logger="calibkit.reporting.compare_figures"):
-        figures = comparison_figures(comp, "data.npz")
-    events = [e for r in caplog.records if r.levelno == logging.DEBUG if (e := progress_of(r))]
-    n = len(figures)  # the grid, ECE(T), risk-coverage and one per row
-    assert [(e.step, e.total) for e in events] == [(k, n) for k in range(n + 1)]
-    assert events[0].label == f"drawing {n} figures"
 
 
 def test_the_rules_table_says_which_methods_it_cross_fitted_unshrunk(tmp_path: Path) -> None:

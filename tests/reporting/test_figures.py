@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from matplotlib.lines import Line2D
@@ -13,7 +11,7 @@ from calibkit.core.errors import InputError
 from calibkit.metrics import ece, reliability_stats
 from calibkit.metrics.binned import error_from_stats
 from calibkit.reporting.curves import ece_temperature_figure
-from calibkit.reporting.figure_style import figure_png_bytes, save_figure
+from calibkit.reporting.figure_style import figure_png_bytes
 from calibkit.reporting.figures import (
     ACCURACY_LABEL,
     FRACTION_LABEL,
@@ -138,19 +136,6 @@ def test_ece_temperature_marks_fitted_and_unit_temperature() -> None:
     assert any(lb.startswith("temperature: T = 1.500") for lb in labels)
     with pytest.raises(InputError, match="temperatures"):
         ece_temperature_figure(t, e[:-1], fitted={})
-
-
-def test_png_bytes_are_stable_and_saved_atomically(tmp_path: Path) -> None:
-    fig = reliability_figure(sparse_stats(), title="t", ece=0.1)
-    data = figure_png_bytes(fig)
-    assert data.startswith(PNG_MAGIC)
-    assert figure_png_bytes(fig) == data
-    target = tmp_path / "fig.png"
-    save_figure(fig, target)
-    assert target.read_bytes() == data
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig.png"]
-    with pytest.raises(InputError, match="output"):
-        save_figure(fig, tmp_path / "missing" / "fig.png")
 
 
 def test_user_text_is_never_mathtext() -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeAlias
 
 from calibkit.core.errors import InputError, compact_numbers
+from calibkit.core.names import LM_LAYOUTS, LM_LENGTH_NORMS
 from calibkit.core.validation import (
     LEVEL,
     N_BINS,
@@ -107,11 +108,6 @@ def add_input_options(p: argparse.ArgumentParser, *, labels: bool = True) -> Non
     add_layout(p)
 
 
-#: ``--layout``'s choices: the files of language-model evaluation tools
-#: (:data:`calibkit.io.lm_files.LAYOUTS`, spelled here so that ``--help`` imports nothing).
-LM_LAYOUTS = ("lm-eval", "chat-logprobs", "option-logprobs", "stated-confidence")
-
-
 def add_layout(p: argparse.ArgumentParser) -> None:
     """``--layout`` (a language model's answers: the file's layout, never guessed),
     ``--length-norm`` (lm-eval) and ``--letters`` (chat-logprobs)."""
@@ -119,9 +115,9 @@ def add_layout(p: argparse.ArgumentParser) -> None:
         "a language model's answers: lm-eval (samples_*.jsonl or their folder), chat-logprobs,"
         " option-logprobs or stated-confidence (calibkit.io.lm_files); groups: --groups task"
     )
-    p.add_argument("--layout", choices=LM_LAYOUTS, help=text)
+    p.add_argument("--layout", choices=tuple(LM_LAYOUTS), help=text)
     text = "lm-eval: options' log-likelihoods normalised as the harness's acc_norm or acc_bytes"
-    p.add_argument("--length-norm", choices=("acc_norm", "acc_bytes"), help=text)
+    p.add_argument("--length-norm", choices=tuple(LM_LENGTH_NORMS), help=text)
     opt(p, "--letters", "ABCD", "chat-logprobs: the option letters (default ABCD)")
 
 

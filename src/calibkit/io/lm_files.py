@@ -25,18 +25,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from calibkit.core.errors import InputError, UnknownNameError
+from calibkit.core.names import LM_LAYOUTS
 from calibkit.io.lm_chat import LETTERS, read_chat
 from calibkit.io.lm_harness import LENGTH_NORMS, read_harness
 from calibkit.io.lm_outputs import LMOutputs
 from calibkit.io.lm_table import read_option_table, read_stated
 
-#: Layout -> the file suffixes it reads (a folder: ``lm-eval`` only), in words.
-LAYOUTS = {
-    "lm-eval": (".jsonl",),
-    "chat-logprobs": (".jsonl",),
-    "option-logprobs": (".csv", ".jsonl"),
-    "stated-confidence": (".csv", ".jsonl"),
-}
+#: Layout -> the file suffixes it reads (a folder: ``lm-eval`` only), declared in
+#: :data:`calibkit.core.names.LM_LAYOUTS`.
+LAYOUTS = LM_LAYOUTS
 
 
 def check_layout(layout: object) -> str:

@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from calibkit.core.errors import InputError
+from calibkit.core.names import LM_LENGTH_NORMS
 from calibkit.core.outputs import ClassifierOutputs, check_labels, check_scores
 from calibkit.io.json_lines import Line, read_json_lines, shown
 from calibkit.io.lm_outputs import LMOutputs, pad_options
@@ -61,12 +62,9 @@ from calibkit.io.lm_outputs import LMOutputs, pad_options
 SAMPLES_NAME = re.compile(
     r"samples_(?P<task>.+?)(?:_(?P<date>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?))?\.jsonl"
 )
-#: The harness's normalisations of the option log-likelihoods (``process_results``), by
-#: the name of the metric they give, with what each divides by.
-LENGTH_NORMS = {
-    "acc_norm": "the option's length in characters",
-    "acc_bytes": "the option's length in UTF-8 bytes",
-}
+#: The harness's normalisations of the option log-likelihoods, with what each divides by
+#: (declared in :data:`calibkit.core.names.LM_LENGTH_NORMS`).
+LENGTH_NORMS = LM_LENGTH_NORMS
 #: The harness's default ``target_delimiter``.
 DEFAULT_DELIMITER = " "
 
