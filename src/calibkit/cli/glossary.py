@@ -115,6 +115,11 @@ GLOSSARY: dict[str, Term] = {
         "comma-separated conformity scores (lac, aps, ...)",
         ("conformal", "shift"),
     ),
+    "--score-param": Term(
+        "a score's parameter",
+        "KEY=VALUE for the scores that declare KEY (penalty=0.05), repeatable",
+        ("conformal",),
+    ),
     "--alpha": Term(
         "miscoverage", "target miscoverage of the sets, in (0, 1)", ("conformal", "shift")
     ),
