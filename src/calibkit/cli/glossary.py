@@ -109,6 +109,11 @@ GLOSSARY: dict[str, Term] = {
     "--estimator": Term(
         "prior estimator", "how target priors are estimated: em or bbse", ("labelshift",)
     ),
+    "--estimator-param": Term(
+        "an estimator's parameter",
+        "KEY=VALUE of the estimator (tol=1e-6 for em, soft=true for bbse), repeatable",
+        ("labelshift",),
+    ),
     "--priors": Term("known target priors", "P0,P1,... instead of estimating", ("labelshift",)),
     "--scores": Term(
         "conformity scores",
