@@ -55,11 +55,15 @@ def _scores(text: str) -> list[str]:
 
 
 def _chosen_scores(args: argparse.Namespace) -> list[ConformalScore]:
-    """The scores of ``--scores``, each with the ``--score-param`` values it declares."""
-    from calibkit.calibrators.sets.conformal_scores import scores_with
+    """The scores of ``--scores``, each with the ``--score-param`` values it declares (the
+    names and the ``--method`` checked first: a mistyped one imports no torch)."""
     from calibkit.cli.fit import key_values
 
     names, params = _scores(args.scores), key_values(args.score_param, "--score-param")
+    if args.method is not None:
+        check_method(args.method, "--method", ("logits",))
+    from calibkit.calibrators.sets.conformal_scores import scores_with
+
     try:
         return scores_with(names, params)
     except InputError as exc:  # a key no chosen score declares, or a value refused
@@ -100,8 +104,6 @@ def run(args: argparse.Namespace) -> int:
     """Fit and measure each score on a split of FILE; print and write the report."""
     check_inputs(args)
     scores = _chosen_scores(args)
-    if args.method is not None:
-        check_method(args.method, "--method", ("logits",))
     folder = output_folder(args)
     from calibkit.reporting.conformal_report import conformal_report
     from calibkit.workflows.conformal import split_conformal_sets
