@@ -192,6 +192,7 @@ def test_score_params_reach_the_scores_that_declare_them(
     assert aps["params"]["conformity_score"] == {"name": "aps"}
     results = json.loads((out / "results.json").read_text())
     assert results["results"][1]["params"]["conformity_score"]["penalty"] == 0.05
+    assert "rows for the quantile, raps (penalty=0.05, k_reg=1);" in (out / "report.md").read_text()
 
 
 @pytest.mark.parametrize(

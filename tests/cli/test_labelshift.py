@@ -168,6 +168,17 @@ def test_the_former_method_em_says_to_use_estimator(
     assert not out.exists()
 
 
+def test_the_estimator_takes_its_parameters(
+    files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--estimator bbse --estimator-param soft=true``: the adapter saved with BBSE(soft)."""
+    out = tmp_path / "report"
+    args = ["--estimator", "bbse", "--estimator-param", "soft=true", "--n-boot", "0"]
+    assert main([*_pair(files), *args, "--out", str(out)]) == 0
+    saved = json.loads((out / "adapter.json").read_text())
+    assert saved["params"]["estimator"] == {"name": "bbse", "soft": True}
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -179,6 +190,9 @@ def test_the_former_method_em_says_to_use_estimator(
         (["--method", "temprature"], "'temprature' (did you mean 'temperature'?)"),
         (["--method", "conformal"], "--method: expected a method of kind 'logits'"),
         (["--level", "1.5"], "--level"),
+        (["--estimator-param", "soft=true"], "--estimator-param: expected parameters among tol"),
+        (["--estimator-param", "tol=-1"], "--estimator-param tol: expected a finite number > 0"),
+        (["--estimator-param", "tol"], "--estimator-param: expected KEY=VALUE"),
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(

@@ -102,10 +102,12 @@ class ComponentSpec(Constraint):
                 return klass(**checked)
             except InputError as exc:  # a relation between its parameters
                 raise InputError(f"{name}.{exc.argument}", exc.expected, exc.got) from None
-        known = isinstance(value, Component) and value.name in self.registry
-        if known and isinstance(value, self.registry.get(value.name)):
+        if isinstance(value, Component) and self._registered(value):
             return value
         self.fail(name, value)
+
+    def _registered(self, value: Component) -> bool:
+        return value.name in self.registry and isinstance(value, self.registry.get(value.name))
 
     def describe(self) -> str:
         names = ", ".join(sorted(self.registry.names()))

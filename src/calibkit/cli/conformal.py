@@ -54,26 +54,16 @@ def _scores(text: str) -> list[str]:
     return list(SCORES) if "all" in found else list(dict.fromkeys(found))
 
 
-def _score_params(items: list[str]) -> dict[str, object]:
-    """``--score-param KEY=VALUE`` as a mapping (each key once)."""
-    from calibkit.cli.fit import param_value
-
-    found: dict[str, object] = {}
-    for item in items:
-        key, sep, value = (part.strip() for part in item.partition("="))
-        if not sep or not key:
-            raise InputError("--score-param", "KEY=VALUE", repr(item))
-        if key in found:
-            raise InputError(f"--score-param {key}", "one value (each key given once)", "two")
-        found[key] = param_value(value)
-    return found
-
-
 def _chosen_scores(args: argparse.Namespace) -> list[ConformalScore]:
-    """The scores of ``--scores``, each with the ``--score-param`` values it declares."""
+    """The scores of ``--scores``, each with the ``--score-param`` values it declares (the
+    names and the ``--method`` checked first: a mistyped one imports no torch)."""
+    from calibkit.cli.fit import key_values
+
+    names, params = _scores(args.scores), key_values(args.score_param, "--score-param")
+    if args.method is not None:
+        check_method(args.method, "--method", ("logits",))
     from calibkit.calibrators.sets.conformal_scores import scores_with
 
-    names, params = _scores(args.scores), _score_params(args.score_param)
     try:
         return scores_with(names, params)
     except InputError as exc:  # a key no chosen score declares, or a value refused
@@ -114,8 +104,6 @@ def run(args: argparse.Namespace) -> int:
     """Fit and measure each score on a split of FILE; print and write the report."""
     check_inputs(args)
     scores = _chosen_scores(args)
-    if args.method is not None:
-        check_method(args.method, "--method", ("logits",))
     folder = output_folder(args)
     from calibkit.reporting.conformal_report import conformal_report
     from calibkit.workflows.conformal import split_conformal_sets

@@ -78,6 +78,24 @@ def param_value(text: str) -> Any:
     return value if isinstance(value, scalar) else text
 
 
+def key_values(items: list[str], option: str) -> dict[str, Any]:
+    """``OPTION KEY=VALUE`` given repeatedly, as a mapping (each key once; values read as
+    :func:`param_value` reads them): ``--score-param``, ``--estimator-param``.
+
+    >>> key_values(["penalty=0.05", "k_reg=2"], "--score-param")
+    {'penalty': 0.05, 'k_reg': 2}
+    """
+    found: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not key:
+            raise InputError(option, "KEY=VALUE", repr(item))
+        if key in found:
+            raise InputError(f"{option} {key}", "one value (each key given once)", "two")
+        found[key] = param_value(value)
+    return found
+
+
 def _accepts_none(constraint: Constraint, key: str) -> bool:
     try:
         constraint.check(key, None)

@@ -116,11 +116,21 @@ GLOSSARY: dict[str, Term] = {
         f"how target priors are estimated: {either(PRIOR_ESTIMATORS)}",
         ("labelshift",),
     ),
+    "--estimator-param": Term(
+        "an estimator's parameter",
+        "KEY=VALUE of the estimator (tol=1e-6 for em, soft=true for bbse), repeatable",
+        ("labelshift",),
+    ),
     "--priors": Term("known target priors", "P0,P1,... instead of estimating", ("labelshift",)),
     "--scores": Term(
         "conformity scores",
         "comma-separated conformity scores (lac, aps, ...)",
         ("conformal", "shift"),
+    ),
+    "--score-param": Term(
+        "a score's parameter",
+        "KEY=VALUE for the scores that declare KEY (penalty=0.05), repeatable",
+        ("conformal",),
     ),
     "--alpha": Term(
         "miscoverage", "target miscoverage of the sets, in (0, 1)", ("conformal", "shift")

@@ -51,6 +51,7 @@ from calibkit.core import catalog
 from calibkit.core.errors import InputError
 
 if TYPE_CHECKING:
+    from calibkit.calibrators.priors.estimators import PriorEstimator
     from calibkit.cli.common import Scores
     from calibkit.core.outputs import ClassifierOutputs
     from calibkit.workflows.label_shift import LabelShiftResult
@@ -78,11 +79,28 @@ def add_arguments(sub: Subparsers) -> None:
     opt(p, "--method", "NAME", what, default="bcts")
     what = "prior estimator: " + " or ".join(ESTIMATORS) + " (default %(default)s)"
     opt(p, "--estimator", "NAME", what, choices=ESTIMATORS, default="em")
+    what = "a parameter of the estimator, e.g. tol=1e-6 (em) or soft=true (bbse; repeatable)"
+    opt(p, "--estimator-param", "KEY=VALUE", what, action="append", default=[])
     what = "known target priors P0,P1,... (>= 0, summing to 1) instead of estimating them"
     opt(p, "--priors", "P,P", what)
     add_numbers(p, mode=False)
     add_out(p, f"report.md, report.html, results.json and the fitted adapter ({ADAPTER_FILE})")
     add_format(p)
+
+
+def estimator_of(args: argparse.Namespace) -> PriorEstimator:
+    """``--estimator`` with its ``--estimator-param`` values (checked before any work)."""
+    from calibkit.calibrators.priors.estimators import ESTIMATORS as LIBRARY
+    from calibkit.cli.fit import key_values
+    from calibkit.core.validation import check_params
+
+    params = key_values(args.estimator_param, "--estimator-param")
+    klass = LIBRARY.get(args.estimator)
+    try:
+        return klass(**check_params(klass.param_constraints, params, args.estimator))
+    except InputError as exc:  # a key the estimator does not declare, or a value refused
+        where = "" if exc.argument == args.estimator else f" {exc.argument}"
+        raise renamed(exc, "--estimator-param" + where) from None
 
 
 def _priors(text: str | None, n_classes: int | None = None) -> list[float] | None:
@@ -116,6 +134,7 @@ def check_args(args: argparse.Namespace) -> None:
         )
     if args.method != "none":
         check_method(args.method, "--method", ("logits",))
+    estimator_of(args)
 
 
 def _read_target(args: argparse.Namespace) -> Scores:
@@ -149,7 +168,7 @@ def adapt(args: argparse.Namespace, source: ClassifierOutputs) -> LabelShiftResu
             source,
             target.logits,
             target.labels,
-            estimator=args.estimator,
+            estimator=estimator_of(args),
             calibrator=calibrator,
             priors=_priors(args.priors),
             **numbers,

@@ -224,11 +224,13 @@ def _setup(rows: Sequence[SetsResult], source: str) -> str:
         if metrics.n_boot
         else "no intervals (n_boot 0)"
     )
+    with_params = [r.model.conformity_score for r in rows if r.model.conformity_score.get_params()]
+    params = "".join(f", {s.describe()}" for s in with_params)
     return (
         f"Data: {source}. alpha = {m.alpha:g} (target coverage {100 * _target(rows[0]):g}%), "
         f"calibrator under the scores: {m.calibrator or 'none (softmax)'}, {kind} conformal, "
-        f"{m.n_calibration_:,} rows for the quantile{', randomised' if m.randomized else ''}; "
-        f"{intervals}."
+        f"{m.n_calibration_:,} rows for the quantile{', randomised' if m.randomized else ''}"
+        f"{params}; {intervals}."
     )
 
 

@@ -368,16 +368,17 @@ class PriorShiftAdapter(OnCalibrator):
         check_priors(self.target_priors_, "state.target_priors_", self.n_classes_)
         em = self.estimator if isinstance(self.estimator, EM) else None
         max_iter = em.max_iter if em is not None else 0
-        if self.n_iter_ > max_iter and (em is not None or self.n_target_ == 0):
+        if em is not None and self.n_iter_ > max_iter:
             expected = f"at most params.estimator.max_iter = {max_iter} iterations"
             raise InputError("state.n_iter_", expected, str(self.n_iter_))
         estimated_by_em = em is not None and self.n_target_ > 0
         if not self.converged_ and not (estimated_by_em and self.n_iter_ == max_iter):
-            raise InputError(
-                "state.converged_",
-                f"true, or false for EM after params.estimator.max_iter = {max_iter} iterations",
-                f"false with estimator {self.estimator.name!r}, {self.n_iter_} iterations",
-            )
+            expected = "true for BBSE or given priors"
+            if em is not None:
+                expected = f"true, or false for EM after params.estimator.max_iter = {max_iter} "
+                expected += "iterations"
+            got = f"false with estimator {self.estimator.name!r}, {self.n_iter_} iterations"
+            raise InputError("state.converged_", expected, got)
         if not estimated_by_em:
             if self.n_iter_ != 0:
                 expected = "0 for given priors or BBSE"

@@ -213,7 +213,7 @@ class LAC(ConformalScore):
 
 
 class APS(ConformalScore):
-    """APS (Romano et al. 2020): ``s = p_(1) + ... + p_(r) - U p_(r)``.
+    """APS (Romano et al. 2020): ``s = sum_{j <= r} p_(j) - U p_(r)``, the mass ranked up to y.
 
     With ``U = 0`` a set is the longest prefix of the ranking whose cumulative mass stays at
     or below ``q`` (MAPIE's ``include_last_label=False``), so it may be empty.
