@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import calibkit.reporting.compare_report as report
+from calibkit import Resampling
 from calibkit.calibrators.logit.temperature import TemperatureScaling
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
@@ -38,7 +39,9 @@ def comp() -> Comparison:
     z = rng.normal(size=(600, 3)) * 3.0
     y = np.argmax(z / 2.0 + rng.gumbel(size=z.shape), axis=1)
     cal, test = split_outputs(as_outputs(y, logits=z), 0.5, seed=0)
-    return compare(cal, test, ["temperature"], n_boot=25, source="synthetic <data>.npz")
+    return compare(
+        cal, test, ["temperature"], source="synthetic <data>.npz", resampling=Resampling(n_boot=25)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +220,9 @@ def test_failing_method_leaves_no_report(tmp_path: Path, monkeypatch: pytest.Mon
     cal, test = split_outputs(out, 0.5, seed=0)
     with pytest.raises(RuntimeError, match="fit failed"):
         write_compare_report(
-            compare(cal, test, ["temperature"], n_boot=0), tmp_path / "r", title="t"
+            compare(cal, test, ["temperature"], resampling=Resampling(n_boot=0)),
+            tmp_path / "r",
+            title="t",
         )
     assert list(tmp_path.iterdir()) == []
 
@@ -258,7 +263,9 @@ def test_the_report_says_what_to_use_and_does_not_crown_an_ece_below_its_floor()
     p = np.exp(z / 1.5) / np.exp(z / 1.5).sum(axis=1, keepdims=True)
     y = np.array([rng.choice(3, p=row) for row in p])
     cal, test = as_outputs(y[:1000], logits=z[:1000]), as_outputs(y[1000:], logits=z[1000:])
-    comp = compare(cal, test, ["histogram"], n_boot=0, seed=0, recommend=True)
+    comp = compare(
+        cal, test, ["histogram"], recommend=True, resampling=Resampling(n_boot=0, seed=0)
+    )
     assert comp.recommendation is not None
     text = recommendation_paragraphs(comp)
     verdict = compare_verdict(comp)
@@ -293,7 +300,12 @@ def chosen() -> Comparison:
     z = rng.normal(size=(800, 3)) * 3.0
     y = np.argmax(z / 2.0 + rng.gumbel(size=z.shape), axis=1)
     whole = as_outputs(y, logits=z)
-    return compare_parts(whole, methods=["temperature", "histogram"], n_boot=20, source="s.npz")
+    return compare_parts(
+        whole,
+        methods=["temperature", "histogram"],
+        source="s.npz",
+        resampling=Resampling(n_boot=20),
+    )
 
 
 def test_the_verdict_comes_first_in_markdown_html_and_terminal(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from calibkit.core.errors import InputError, compact_numbers
 from calibkit.core.validation import (
@@ -22,6 +22,10 @@ from calibkit.core.validation import (
     Constraint,
     Integer,
 )
+
+if TYPE_CHECKING:
+    from calibkit.core.binning import Binning
+    from calibkit.metrics.bootstrap import Resampling
 
 #: The object ``add_subparsers`` returns; each subcommand module adds its parser to it.
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -200,6 +204,20 @@ def add_numbers(
     if bins if mode is None else mode:
         what = "binary problems: top_label or positive_class (default %(default)s)"
         opt(p, "--mode", "MODE", what, choices=("top_label", "positive_class"), default="top_label")
+
+
+def resampling_of(args: argparse.Namespace) -> Resampling:
+    """``--n-boot``, ``--level`` and ``--seed`` (:func:`add_numbers`) as one object."""
+    from calibkit.metrics.bootstrap import Resampling
+
+    return Resampling(n_boot=args.n_boot, level=args.level, seed=args.seed)
+
+
+def binning_of(args: argparse.Namespace) -> Binning:
+    """``--n-bins`` and ``--mode`` (:func:`add_numbers`) as one object."""
+    from calibkit.core.binning import Binning
+
+    return Binning(n_bins=args.n_bins, mode=getattr(args, "mode", "top_label"))
 
 
 def reading_words(args: argparse.Namespace) -> list[str]:

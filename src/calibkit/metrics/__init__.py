@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from calibkit.core.binning import Binning
 from calibkit.metrics.binned import (
     aece,
     calibration_error,
@@ -25,7 +26,7 @@ from calibkit.metrics.binned import (
     rmsce,
     sce,
 )
-from calibkit.metrics.bootstrap import BootstrapInterval, bootstrap_ci
+from calibkit.metrics.bootstrap import BootstrapInterval, Resampling, bootstrap_ci
 from calibkit.metrics.calibration_tests import (
     CalibrationTest,
     calibration_tests,
@@ -87,6 +88,7 @@ __all__ = [
     "METRIC_NAMES",
     "BinIntervals",
     "BinNorm",
+    "Binning",
     "BootstrapInterval",
     "BrierDecomposition",
     "CalibrationTest",
@@ -96,6 +98,7 @@ __all__ = [
     "MetricInfo",
     "MetricSuite",
     "RankStatistic",
+    "Resampling",
     "Residual",
     "RiskCoverage",
     "SampleMean",

@@ -30,11 +30,13 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
+from calibkit.core.binning import Binning
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.core.splits import split_indices
 from calibkit.core.threads import using_threads
 from calibkit.data import load_dataset
+from calibkit.metrics.bootstrap import Resampling
 from calibkit.metrics.samples import Mode
 from calibkit.models import create_model
 from calibkit.training import TrainConfig, train
@@ -190,11 +192,8 @@ def run_demo(*, seed: int = 0, settings: DemoSettings | None = None) -> DemoResu
         cal,
         test,
         list(s.methods) if s.methods is not None else None,
-        n_bins=s.n_bins,
-        n_boot=s.n_boot,
-        level=s.level,
-        mode=s.mode,
-        seed=seed,
+        binning=Binning(n_bins=s.n_bins, mode=s.mode),
+        resampling=Resampling(n_boot=s.n_boot, level=s.level, seed=seed),
         source=f"calibkit demo: MLP on scikit-learn digits (seed {seed})",
         recommend=True,
     )

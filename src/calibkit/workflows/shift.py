@@ -39,10 +39,12 @@ import numpy.typing as npt
 
 from calibkit.calibrators import create_calibrator
 from calibkit.calibrators.sets.conformal import ConformalClassifier
+from calibkit.core.binning import Binning
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import Phase, ProgressEvent, report_step, time_left_text
 from calibkit.metrics import evaluate
+from calibkit.metrics.bootstrap import Resampling
 from calibkit.workflows.shift_parts import (
     check_conformal_size,
     conformal_method,
@@ -142,7 +144,11 @@ def _classifier_values(
     n_bins: int = 15,
 ) -> dict[str, float]:
     res = evaluate(
-        test.labels, probs=probs, n_bins=n_bins, n_boot=0, n_floor_draws=n_floor_draws, seed=seed
+        test.labels,
+        probs=probs,
+        binning=Binning(n_bins=n_bins),
+        resampling=Resampling(n_boot=0, seed=seed),
+        n_floor_draws=n_floor_draws,
     )
     values = {k: float(res.values.get(k, math.nan)) for k in CLASSIFIER_COLUMNS}
     return values | {k: math.nan for k in SET_COLUMNS}

@@ -28,8 +28,10 @@ from torch import nn
 
 from calibkit.calibrators.model.clamping import ABLATIONS
 from calibkit.calibrators.model.clamping.registry import create_input_calibrator
+from calibkit.core.binning import Binning
 from calibkit.core.errors import InputError
 from calibkit.metrics import evaluate
+from calibkit.metrics.bootstrap import Resampling
 from calibkit.metrics.intervals import ece_interval
 from calibkit.study.definition.components import build_model
 from calibkit.study.definition.config import ModelSpec, StudyConfig
@@ -83,10 +85,9 @@ def fit_rows(
         values = evaluate(
             y_test.numpy(),
             probs,
-            n_bins=cfg.n_bins,
-            n_boot=0,
+            binning=Binning(n_bins=cfg.n_bins),
+            resampling=Resampling(n_boot=0, seed=seed),
             n_floor_draws=cfg.n_floor_draws,
-            seed=seed,
         ).values
         true = ece_interval(y_test.numpy(), probs, n_bins=cfg.n_bins)
         values |= {"ece_low": true.low, "ece_high": true.high}

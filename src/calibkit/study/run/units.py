@@ -30,8 +30,10 @@ import torch
 from safetensors.torch import save as safetensors_bytes
 
 from calibkit.calibrators.logit.temperature import TemperatureScaling
+from calibkit.core.binning import Binning
 from calibkit.core.outputs import as_outputs
 from calibkit.core.threads import using_threads
+from calibkit.metrics.bootstrap import Resampling
 from calibkit.study.definition.components import build_model, resolve_device
 from calibkit.study.definition.config import ModelSpec, Resources, StudyConfig
 from calibkit.study.definition.prepare import StudyData
@@ -168,9 +170,8 @@ def calibration_record(
         cal,
         test,
         list(cfg.calibrators) or None,
-        n_bins=cfg.n_bins,
-        n_boot=0,
-        seed=seed,
+        binning=Binning(n_bins=cfg.n_bins),
+        resampling=Resampling(n_boot=0, seed=seed),
         params=cfg.calibrator_params,
         recommend=True,
     )
