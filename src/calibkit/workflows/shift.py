@@ -141,12 +141,12 @@ def _classifier_values(
     probs: npt.NDArray[np.float64],
     n_floor_draws: int,
     seed: int,
-    n_bins: int = 15,
+    binning: Binning,
 ) -> dict[str, float]:
     res = evaluate(
         test.labels,
         probs=probs,
-        binning=Binning(n_bins=n_bins),
+        binning=binning,
         resampling=Resampling(n_boot=0, seed=seed),
         n_floor_draws=n_floor_draws,
     )
@@ -169,7 +169,7 @@ def shift_table(
     scores: Sequence[str] = DEFAULT_SCORES,
     alpha: float = 0.1,
     n_floor_draws: int = 100,
-    n_bins: int = 15,
+    binning: Binning = Binning(),
     seed: int = 0,
 ) -> list[ShiftRow]:
     """Every method fitted once on ``cal``, evaluated on ``test`` and on each shifted set.
@@ -186,7 +186,7 @@ def shift_table(
     scores, alpha
         Conformity scores, each split conformal on temperature scaling fitted on ``cal``
         (half for TS, half for the quantile), at miscoverage ``alpha``.
-    n_floor_draws, n_bins, seed
+    n_floor_draws, binning, seed
         Draws of the ECE noise floor (0: none, NaN); the bins of the binned metrics; the
         seed of the floors and of the conformal split.
 
@@ -224,7 +224,7 @@ def shift_table(
     for name in methods:
         if name == "none":
             fitted.append(
-                (name, lambda o: _classifier_values(o, o.probs, n_floor_draws, seed, n_bins))
+                (name, lambda o: _classifier_values(o, o.probs, n_floor_draws, seed, binning))
             )
             fits.step(name)
             continue
@@ -233,7 +233,7 @@ def shift_table(
 
         def apply(o: ClassifierOutputs, c: Any = calibrator) -> dict[str, float]:
             probs = np.asarray(c.predict_proba(o.as_logits()), dtype=np.float64)
-            return _classifier_values(o, probs, n_floor_draws, seed, n_bins)
+            return _classifier_values(o, probs, n_floor_draws, seed, binning)
 
         fitted.append((name, apply))
     for score in scores:
