@@ -187,7 +187,7 @@ def _series(x: F64) -> tuple[F64, F64, F64]:
     """``x`` as float64, the series' half-integers ``k`` and ``x`` clipped to where the
     series converges, one axis added for the terms."""
     x = np.asarray(x, dtype=np.float64)
-    return x, np.arange(_TERMS) + 0.5, np.clip(x, 1e-3, _X_MAX)[..., None]
+    return x, np.arange(_TERMS, dtype=np.float64) + 0.5, np.clip(x, 1e-3, _X_MAX)[..., None]
 
 
 def brownian_max_abs_sf(x: F64) -> F64:
