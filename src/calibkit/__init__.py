@@ -107,6 +107,7 @@ if TYPE_CHECKING:
         NotFittedError,
         UnknownNameError,
     )
+    from calibkit.core.options import Binning, Resampling
     from calibkit.core.outputs import (
         ClassifierOutputs,
         as_outputs,
@@ -133,7 +134,6 @@ if TYPE_CHECKING:
         METRIC_NAMES,
         METRICS,
         BinIntervals,
-        Binning,
         BinNorm,
         BootstrapInterval,
         BrierDecomposition,
@@ -144,7 +144,6 @@ if TYPE_CHECKING:
         MetricInfo,
         MetricSuite,
         RankStatistic,
-        Resampling,
         Residual,
         RiskCoverage,
         SampleMean,

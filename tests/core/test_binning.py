@@ -405,7 +405,7 @@ def test_equal_mass_cuts_rows_equal_row_by_row_cuts(n_bins: int) -> None:
 
 @pytest.mark.parametrize(("field", "value"), [("n_bins", 0), ("n_bins", 2.5), ("mode", "top")])
 def test_a_bad_binning_value_names_its_field(field: str, value: object) -> None:
-    from calibkit.core.binning import Binning
+    from calibkit.core.options import Binning
 
     with pytest.raises(InputError, match=f"^{field}: expected"):
         Binning(**{field: value})  # type: ignore[arg-type]

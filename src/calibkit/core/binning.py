@@ -49,14 +49,11 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.core.errors import InputError
-from calibkit.core.params import Settings, param
+from calibkit.core.options import MODES as MODES
+from calibkit.core.options import Mode as Mode
 from calibkit.core.validation import N_BINS as N_BINS  # bins: an integer in [1, 100000]
-from calibkit.core.validation import Choice
 
 Scheme = Literal["equal_width", "equal_mass"]
-#: What a binary problem's calibration metrics bin (see the module docstring).
-Mode = Literal["top_label", "positive_class"]
-MODES: tuple[str, ...] = ("top_label", "positive_class")
 Convention = Literal["calibkit", "torchmetrics", "netcal", "sklearn"]
 TorchDtype = Literal["float32", "float64"]
 SCHEMES: tuple[str, ...] = ("equal_width", "equal_mass")
@@ -64,29 +61,6 @@ CONVENTIONS: tuple[str, ...] = ("calibkit", "torchmetrics", "netcal", "sklearn")
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
-
-
-class Binning(Settings):
-    """How every binned metric of an evaluation, a comparison or a report bins the
-    confidences: one object instead of ``n_bins`` and ``mode`` passed one by one.
-
-    Examples
-    --------
-    >>> Binning(n_bins=10)
-    Binning(n_bins=10, mode='top_label')
-    >>> Binning(mode="positive")
-    Traceback (most recent call last):
-    ...
-    calibkit.core.errors.InputError: mode: expected one of top_label, positive_class, got 'positive'
-    """
-
-    n_bins: int = param(default=15, check=N_BINS, doc="Equal-width (and equal-mass) bins.")
-    mode: Mode = param(
-        default="top_label",
-        check=Choice(*MODES),
-        doc="What a binary problem's calibration metrics bin: the top label's confidence and "
-        "whether it is right, or P(y = 1) and whether y = 1 (positive_class).",
-    )
 
 
 def check_n_bins(n_bins: object) -> int:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from calibkit.core.binning import Binning
 from calibkit.metrics.binned import (
     aece,
     calibration_error,
@@ -26,7 +25,7 @@ from calibkit.metrics.binned import (
     rmsce,
     sce,
 )
-from calibkit.metrics.bootstrap import BootstrapInterval, Resampling, bootstrap_ci
+from calibkit.metrics.bootstrap import BootstrapInterval, bootstrap_ci
 from calibkit.metrics.calibration_tests import (
     CalibrationTest,
     calibration_tests,
@@ -88,7 +87,6 @@ __all__ = [
     "METRIC_NAMES",
     "BinIntervals",
     "BinNorm",
-    "Binning",
     "BootstrapInterval",
     "BrierDecomposition",
     "CalibrationTest",
@@ -98,7 +96,6 @@ __all__ = [
     "MetricInfo",
     "MetricSuite",
     "RankStatistic",
-    "Resampling",
     "Residual",
     "RiskCoverage",
     "SampleMean",

@@ -1,5 +1,5 @@
-"""A percentile bootstrap interval for any metric function, and :class:`Resampling`, how
-every bootstrap interval of calibkit is drawn.
+"""A percentile bootstrap interval for any metric function, drawn as a
+:class:`~calibkit.core.options.Resampling` says.
 
 :func:`calibkit.metrics.evaluate` bootstraps every built-in metric at once; this function
 does it for one metric, built-in or the caller's own. A metric that accepts
@@ -26,33 +26,8 @@ from typing import Any, Unpack, get_args, get_origin, get_type_hints
 import numpy as np
 
 from calibkit.core.errors import InputError
+from calibkit.core.options import Resampling
 from calibkit.core.outputs import as_outputs
-from calibkit.core.params import Settings, param
-from calibkit.core.validation import LEVEL, RESAMPLES, SEED
-
-
-class Resampling(Settings):
-    """How intervals are resampled: the bootstrap's replicates, the confidence level and the
-    seed, one object that every evaluation, comparison, report and command passes on
-    (:func:`~calibkit.metrics.evaluate`, :func:`bootstrap_ci`, ...).
-
-    Examples
-    --------
-    >>> Resampling(n_boot=200)
-    Resampling(n_boot=200, level=0.95, seed=0)
-    >>> Resampling(level=1.5)
-    Traceback (most recent call last):
-    ...
-    calibkit.core.errors.InputError: level: expected a finite number in (0, 1), got 1.5
-    """
-
-    n_boot: int = param(
-        default=1000, check=RESAMPLES, doc="Bootstrap replicates (0: no intervals)."
-    )
-    level: float = param(default=0.95, check=LEVEL, doc="The confidence level of every interval.")
-    seed: int = param(
-        default=0, check=SEED, doc="The seed of the replicates (and of any noise-floor draws)."
-    )
 
 
 @dataclass(frozen=True)

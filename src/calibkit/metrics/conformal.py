@@ -38,9 +38,9 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.core.errors import InputError
+from calibkit.core.options import Resampling
 from calibkit.core.outputs import check_labels
 from calibkit.core.validation import MISCOVERAGE
-from calibkit.metrics.bootstrap import Resampling
 from calibkit.metrics.info import METRICS, MetricInfo, register_metric
 from calibkit.metrics.resampled import count_blocks
 

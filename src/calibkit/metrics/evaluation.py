@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from calibkit.core.binning import Binning, Scheme
+from calibkit.core.binning import Scheme
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.validation import RESAMPLES
 from calibkit.metrics.analytic import influence_estimand, mean_estimand
-from calibkit.metrics.bootstrap import Resampling
 from calibkit.metrics.info import METRICS, suite_names
 from calibkit.metrics.kernels import BinNorm, RankStatistic
 from calibkit.metrics.suite import MetricSuite

@@ -53,15 +53,14 @@ from typing import Any
 
 import numpy as np
 
-from calibkit.core.binning import Binning
 from calibkit.core.errors import InputError
 from calibkit.core.groups import check_groups
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.splits import take
 from calibkit.core.validation import RESAMPLES
 from calibkit.core.words import plural
 from calibkit.metrics.analytic import mean_estimand, mean_interval
-from calibkit.metrics.bootstrap import Resampling
 from calibkit.metrics.evaluation import analytic_intervals
 from calibkit.metrics.info import METRICS
 from calibkit.metrics.kernels import BinNorm

@@ -47,8 +47,8 @@ from typing import TypedDict, Unpack
 import numpy as np
 
 from calibkit.core.errors import InputError
+from calibkit.core.options import Resampling
 from calibkit.core.outputs import as_outputs
-from calibkit.metrics.bootstrap import Resampling
 from calibkit.metrics.samples import F64, Mode, calibration_target, check_weight
 
 #: Bandwidths below this count as "too small" in the bandwidth search.

@@ -35,6 +35,7 @@ from calibkit.core.binning import (
     stats_from_index,
 )
 from calibkit.core.errors import InputError
+from calibkit.core.options import Resampling
 from calibkit.core.outputs import ClassifierOutputs
 from calibkit.core.progress import Phase
 from calibkit.metrics import resampled as rs
@@ -55,7 +56,6 @@ from calibkit.metrics.bin_errors import (
     sce_maps,
     sce_split_map,
 )
-from calibkit.metrics.bootstrap import Resampling
 from calibkit.metrics.continuous import (
     MMCE_WIDTH,
     ks_from_sorted,

@@ -92,14 +92,13 @@ import numpy as np
 
 from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator, ece_temperature_curve
 from calibkit.calibrators.scope import declined as scope_declined
-from calibkit.core.binning import Binning
 from calibkit.core.errors import InputError
 from calibkit.core.groups import check_groups
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import Phase, time_left_text
 from calibkit.core.splits import split_indices, take
 from calibkit.metrics import evaluate, reliability_stats
-from calibkit.metrics.bootstrap import Resampling
 from calibkit.metrics.calibration_tests import calibration_tests
 from calibkit.metrics.groups import evaluate_groups
 from calibkit.metrics.intervals import ece_interval

@@ -15,8 +15,8 @@ import numpy.typing as npt
 
 from calibkit.core.binning import BinStats
 from calibkit.core.errors import InputError
+from calibkit.core.options import Resampling
 from calibkit.metrics import Evaluation
-from calibkit.metrics.bootstrap import Resampling
 from calibkit.metrics.calibration_tests import CalibrationTest
 from calibkit.metrics.groups import GroupEvaluation
 from calibkit.metrics.intervals import CalibrationInterval, paired_interval

@@ -11,7 +11,7 @@ per score on the calibration part and measures its sets on the test part
 >>> z = rng.normal(size=(600, 3)) * 3
 >>> y = np.array([rng.choice(3, p=np.exp(r) / np.exp(r).sum()) for r in z])
 >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
->>> from calibkit.metrics.bootstrap import Resampling
+>>> from calibkit.core.options import Resampling
 >>> rows = conformal_sets(cal, test, ["lac"], alpha=0.2, resampling=Resampling(n_boot=0))
 >>> rows[0].score, 0.7 < rows[0].metrics.values["coverage"] < 0.9
 ('lac', True)
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 from calibkit.calibrators.sets.conformal import ConformalClassifier
 from calibkit.core.errors import InputError
+from calibkit.core.options import Resampling
 from calibkit.core.outputs import ClassifierOutputs
 from calibkit.core.progress import Phase
-from calibkit.metrics.bootstrap import Resampling
 from calibkit.metrics.conformal import SetMetrics, set_metrics
 
 _log = logging.getLogger(__name__)

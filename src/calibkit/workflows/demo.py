@@ -30,13 +30,12 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from calibkit.core.binning import Binning
 from calibkit.core.errors import InputError
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import as_outputs
 from calibkit.core.splits import split_indices
 from calibkit.core.threads import using_threads
 from calibkit.data import load_dataset
-from calibkit.metrics.bootstrap import Resampling
 from calibkit.metrics.samples import Mode
 from calibkit.models import create_model
 from calibkit.training import TrainConfig, train

@@ -25,9 +25,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from calibkit.core.binning import Binning
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
-from calibkit.metrics.bootstrap import Resampling
 from calibkit.metrics.evaluation import Evaluation, evaluate_suite
 from calibkit.metrics.extras import extra_results
 from calibkit.metrics.info import METRICS

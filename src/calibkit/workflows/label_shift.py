@@ -35,11 +35,10 @@ import numpy.typing as npt
 
 from calibkit.calibrators.priors.estimators import adapt_priors, check_priors
 from calibkit.calibrators.priors.label_shift import PriorShiftAdapter
-from calibkit.core.binning import Binning
 from calibkit.core.errors import InputError
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import Phase
-from calibkit.metrics.bootstrap import Resampling
 from calibkit.metrics.resampled import count_blocks
 from calibkit.metrics.scores import accuracy, nll
 from calibkit.metrics.suite import MetricSuite

@@ -39,12 +39,11 @@ import numpy.typing as npt
 
 from calibkit.calibrators import create_calibrator
 from calibkit.calibrators.sets.conformal import ConformalClassifier
-from calibkit.core.binning import Binning
 from calibkit.core.errors import InputError
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import Phase, ProgressEvent, report_step, time_left_text
 from calibkit.metrics import evaluate
-from calibkit.metrics.bootstrap import Resampling
 from calibkit.workflows.shift_parts import (
     check_conformal_size,
     conformal_method,

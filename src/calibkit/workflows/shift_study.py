@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from calibkit.core.binning import Binning
 from calibkit.core.errors import InputError
+from calibkit.core.options import Binning
 from calibkit.core.outputs import as_outputs
 from calibkit.core.validation import MISCOVERAGE, N_BINS, RESAMPLES, SEED, SPLIT_SIZE, Integer
 from calibkit.workflows.shift import (

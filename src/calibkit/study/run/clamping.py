@@ -28,10 +28,9 @@ from torch import nn
 
 from calibkit.calibrators.model.clamping import ABLATIONS
 from calibkit.calibrators.model.clamping.registry import create_input_calibrator
-from calibkit.core.binning import Binning
 from calibkit.core.errors import InputError
+from calibkit.core.options import Binning, Resampling
 from calibkit.metrics import evaluate
-from calibkit.metrics.bootstrap import Resampling
 from calibkit.metrics.intervals import ece_interval
 from calibkit.study.definition.components import build_model
 from calibkit.study.definition.config import ModelSpec, StudyConfig

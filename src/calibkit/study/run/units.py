@@ -30,10 +30,9 @@ import torch
 from safetensors.torch import save as safetensors_bytes
 
 from calibkit.calibrators.logit.temperature import TemperatureScaling
-from calibkit.core.binning import Binning
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import as_outputs
 from calibkit.core.threads import using_threads
-from calibkit.metrics.bootstrap import Resampling
 from calibkit.study.definition.components import build_model, resolve_device
 from calibkit.study.definition.config import ModelSpec, Resources, StudyConfig
 from calibkit.study.definition.prepare import StudyData
