@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from calibkit import Resampling
 from calibkit.calibrators import create_calibrator
 from calibkit.core.splits import split_outputs
 from calibkit.io.atomic import atomic_write_text
@@ -92,10 +93,9 @@ def run(data: Path, out: Path, n_boot: int, seed: int) -> list[dict[str, Any]]:
                 cal,
                 test,
                 methods=methods,
-                n_boot=n_boot,
-                seed=seed,
                 source=f"{f.name}, 5000/5000 split, seed {seed}",
                 params=UNSHRUNK,
+                resampling=Resampling(n_boot=n_boot, seed=seed),
             )
             write_compare_report(comp, folder, title=f"{f.stem}: post-hoc calibration")
             print(f"{f.stem}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)

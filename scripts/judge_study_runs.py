@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from calibkit import Binning, Resampling
 from calibkit.calibrators.logit.auto import named_only
 from calibkit.core.outputs import as_outputs
 from calibkit.study.store.run_folder import RunFolder
@@ -66,7 +67,14 @@ def judge_run(path: Path) -> dict[str, Any]:
     test = as_outputs(d["test_labels"], logits=d["test_logits"])
     methods = applicable_methods(cal.n_classes, cal.n_samples)
     methods += [m for m in ("matrix", *named_only()) if m not in methods]
-    comp = compare(cal, test, methods, n_boot=0, n_bins=15, params=UNSHRUNK)
+    comp = compare(
+        cal,
+        test,
+        methods,
+        params=UNSHRUNK,
+        binning=Binning(n_bins=15),
+        resampling=Resampling(n_boot=0),
+    )
     rows = {r.method: {k: float(r.evaluation.values[k]) for k in METRICS} for r in comp.rows}
     return {
         "n_classes": cal.n_classes,

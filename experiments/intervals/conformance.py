@@ -42,6 +42,7 @@ import numpy as np
 if __package__ in (None, ""):  # run as a file: the repository root on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from calibkit import Binning, Resampling
 from experiments._driver import ResultsFolder, driver_parser, run_driver
 
 #: The metrics ``evaluate`` bootstraps that have a population truth, with that truth's name
@@ -189,7 +190,8 @@ def _one(cell: Cell, rep: int, n_boot: int, truth: float | None = None) -> dict[
     out = as_outputs(sim.labels, probs=sim.probs)
     suite = MetricSuite.from_outputs(out, n_bins=N_BINS)
     values = suite.compute()
-    ci = suite.bootstrap(n_boot, LEVEL, seed, names=tuple(BOOTSTRAPPED))
+    resampling = Resampling(n_boot=n_boot, level=LEVEL, seed=seed)
+    ci = suite.bootstrap(resampling, names=tuple(BOOTSTRAPPED))
     floor = suite.noise_draws(200, seed, names=("ece",))["ece"]
     rows: dict[str, Any] = {}
     for name, of in BOOTSTRAPPED.items():
@@ -277,12 +279,18 @@ def _printed(cell: Cell, rep: int, n_boot: int) -> dict[str, Any]:
     out = as_outputs(sim.labels, probs=sim.probs)
     suite = MetricSuite.from_outputs(out, n_bins=N_BINS)
     values = suite.compute(names=tuple(PRINTED))
-    ci, _ = adopted_intervals(out, values, {}, n_bins=N_BINS, mode="top_label", level=LEVEL)
+    ci, _ = adopted_intervals(out, values, {}, binning=Binning(n_bins=N_BINS), level=LEVEL)
     rows: dict[str, Any] = {}
     for name, of in PRINTED.items():
         rows[f"{name}/printed"] = (values[name], *ci[name], truth[of])
     if sim.groups is not None:
-        ge = evaluate_groups(out, groups=sim.groups, n_bins=N_BINS, n_boot=1, n_floor_draws=0)
+        ge = evaluate_groups(
+            out,
+            groups=sim.groups,
+            n_floor_draws=0,
+            binning=Binning(n_bins=N_BINS),
+            resampling=Resampling(n_boot=1),
+        )
         for g, true_ece in enumerate(sim.truth.group_ece):
             rows[f"group_ece_{g}/printed"] = (
                 ge.values[str(g)]["ece"],
@@ -293,7 +301,7 @@ def _printed(cell: Cell, rep: int, n_boot: int) -> dict[str, Any]:
         assert sim.truth.group_gap is not None
         rows["worst_group_gap/printed"] = (ge.gap, *ge.gap_ci, sim.truth.group_gap)
     if cell.shape == "constant" and cell.n <= SMOOTH_MAX_N:
-        rel = smooth_reliability(out, n_boot=n_boot, level=LEVEL, seed=seed)
+        rel = smooth_reliability(out, resampling=Resampling(n_boot=n_boot, level=LEVEL, seed=seed))
         # a constant gap: the kernel-smoothed residual is the gap itself, everywhere
         rows["smooth_ece/percentile"] = (rel.value, *rel.interval, abs(float(cell.gap or 0.0)))
     return {"rows": rows, "alarm": False, "truth": truth}

@@ -32,6 +32,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file: the repository root on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from calibkit import Resampling
 from experiments._driver import driver_parser, input_folder, run_driver
 
 METHODS = ("temperature", "temperature_groupwise")
@@ -44,7 +45,9 @@ def judge(folder: Path, seed: int = 0, n_boot: int = 200) -> dict[str, Any]:
 
     out = ck.load_predictions(folder, layout="lm-eval")
     tasks = ck.load_groups(folder, "task", out.n_samples, layout="lm-eval")
-    comp = compare_parts(out, groups=tasks, methods=list(METHODS), n_boot=n_boot, seed=seed)
+    comp = compare_parts(
+        out, groups=tasks, methods=list(METHODS), resampling=Resampling(n_boot=n_boot, seed=seed)
+    )
     rows: dict[str, Any] = {}
     for r in comp.rows:
         v, ci = r.evaluation.values, r.evaluation.ci

@@ -29,6 +29,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
+from calibkit import Binning, Resampling
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import log_softmax64
 from calibkit.metrics import ece, evaluate
@@ -106,7 +107,12 @@ def noise_floors(fits: ClampingFits, fit: str = "ts_focal@g0", n_bins: int = 15)
     runs = fits.probs[fit]
     return np.array(
         [
-            evaluate(fits.labels[s], runs[s], n_bins=n_bins, n_boot=0, seed=s).values["ece_floor"]
+            evaluate(
+                fits.labels[s],
+                runs[s],
+                binning=Binning(n_bins=n_bins),
+                resampling=Resampling(n_boot=0, seed=s),
+            ).values["ece_floor"]
             for s in sorted(runs)
         ]
     )

@@ -71,6 +71,7 @@ from torch.optim.optimizer import (
 if __package__ in (None, ""):  # run as a file: make ``experiments`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from calibkit import Resampling
 from calibkit.calibrators import TemperatureScaling
 from calibkit.calibrators.model.clamping import NeuralClamping, SGDSettings
 from calibkit.calibrators.model.clamping.init import initial_delta
@@ -501,7 +502,7 @@ def fit_authors(
 def _interval(
     metric: Callable[..., float], y: np.ndarray, p: np.ndarray, n: int, seed: int
 ) -> dict[str, float]:
-    ci = bootstrap_ci(metric, y, probs=p, n_boot=n, seed=seed)
+    ci = bootstrap_ci(metric, y, probs=p, resampling=Resampling(n_boot=n, seed=seed))
     return {"estimate": ci.estimate, "low": ci.low, "high": ci.high}
 
 

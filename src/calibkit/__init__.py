@@ -105,6 +105,7 @@ if TYPE_CHECKING:
         NotFittedError,
         UnknownNameError,
     )
+    from calibkit.core.options import Binning, Resampling
     from calibkit.core.outputs import (
         ClassifierOutputs,
         as_outputs,

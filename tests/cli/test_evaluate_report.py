@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from calibkit import Resampling
 from calibkit.cli import main
 from calibkit.core.outputs import as_outputs
 from calibkit.reporting.evaluate_report import evaluation_verdict
@@ -39,7 +40,9 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_verdict_names_the_direction(scale: float, word: str, seed: int) -> None:
     z, y = _calibrated(seed=seed)
-    run = evaluate_outputs(as_outputs(y, logits=z * scale), n_boot=0, seed=seed)
+    run = evaluate_outputs(
+        as_outputs(y, logits=z * scale), resampling=Resampling(n_boot=0, seed=seed)
+    )
     verdict = evaluation_verdict(run, "p.npz")
     assert verdict.headline.startswith(f"The model is {word}: "), verdict.headline
     assert "% confident on average" in verdict.headline
@@ -53,7 +56,7 @@ def test_a_calibrated_model_is_indistinguishable_from_calibrated() -> None:
     said = []
     for seed in range(5):
         z, y = _calibrated(seed=seed)
-        run = evaluate_outputs(as_outputs(y, logits=z), n_boot=0, seed=seed)
+        run = evaluate_outputs(as_outputs(y, logits=z), resampling=Resampling(n_boot=0, seed=seed))
         said.append(evaluation_verdict(run, "p.npz").headline)
     calm = [h for h in said if h.startswith("The model is indistinguishable from calibrated")]
     assert len(calm) >= 4, said

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from calibkit import Resampling
 from calibkit.cli import main
 from calibkit.core.outputs import as_outputs
 from calibkit.core.splits import split_outputs
@@ -51,7 +52,7 @@ def test_compare_reports_each_calibrators_tests() -> None:
     z = rng.normal(size=(800, 3)) * 3.0
     y = np.argmax(z / 3.0 + rng.gumbel(size=z.shape), axis=1)  # overconfident logits
     cal, test = split_outputs(as_outputs(y, logits=z), 0.5, seed=0)
-    comp = compare(cal, test, ["temperature"], n_boot=0)
+    comp = compare(cal, test, ["temperature"], resampling=Resampling(n_boot=0))
     assert [list(r.tests) for r in comp.rows] == [
         ["spiegelhalter", "ks", "kuiper", "hosmer_lemeshow"]
     ] * 2
@@ -70,7 +71,7 @@ def test_compare_report_says_why_a_test_is_undefined() -> None:
     probs[:, 0] = 1.0  # every top-label confidence is 1: Spiegelhalter's variance is 0
     y = np.where(rng.random(400) < 0.75, 0, 1)
     cal, test = split_outputs(as_outputs(y, probs=probs), 0.5, seed=0)
-    comp = compare(cal, test, ["histogram"], n_boot=0)
+    comp = compare(cal, test, ["histogram"], resampling=Resampling(n_boot=0))
     assert np.isnan(comp.row("none").tests["spiegelhalter"].p_value)
     md = to_markdown(compare_document(comp, "t", []))
     assert "n/a (n/a)" not in md

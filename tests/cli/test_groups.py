@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from calibkit import Resampling
 from calibkit.cli import main
 from calibkit.metrics.groups import evaluate_groups
 from calibkit.reporting.compare_verdict import named
@@ -56,7 +57,9 @@ def test_evaluate_groups_in_json_and_table(
     out = _json(capsys, [*argv, "--format", "json"])
     z, y, g = _data()
     names = {"str.npz": ("a", "b"), "int.npz": ("10", "2"), "p.csv": ("a", "b")}[file]
-    ref = evaluate_groups(y, logits=z, groups=np.where(g == "a", *names), n_boot=40)
+    ref = evaluate_groups(
+        y, logits=z, groups=np.where(g == "a", *names), resampling=Resampling(n_boot=40)
+    )
     groups = out["groups"]
     assert isinstance(groups, dict)
     assert set(groups["groups"]) == set(names)

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from calibkit import Resampling
 from calibkit.cli import main
 from tests.calibrators.problems import random_problem
 
@@ -74,7 +75,9 @@ def test_metric_labels_come_from_the_registry() -> None:
     from calibkit.workflows.label_shift import SCORED, label_shift
 
     z, y = random_problem(600, 3, seed=2)
-    r = label_shift(as_outputs(y[:300], logits=z[:300]), z[300:], y[300:], n_boot=0)
+    r = label_shift(
+        as_outputs(y[:300], logits=z[:300]), z[300:], y[300:], resampling=Resampling(n_boot=0)
+    )
     header = scores_table(r).header[1:]
     for name, h in zip(SCORED, header, strict=True):
         info = METRICS.get(name)

@@ -401,3 +401,11 @@ def test_equal_mass_cuts_rows_equal_row_by_row_cuts(n_bins: int) -> None:
         want = np.stack([equal_mass_cuts(sc, n_bins, cum=row.astype(np.float64)) for row in cum])
         np.testing.assert_array_equal(got, want)
     assert [r.tolist() for r in tie_runs(np.array([0.2, 0.2, 0.3]))] == [[0, 0, 2], [2, 2, 3]]
+
+
+@pytest.mark.parametrize(("field", "value"), [("n_bins", 0), ("n_bins", 2.5), ("mode", "top")])
+def test_a_bad_binning_value_names_its_field(field: str, value: object) -> None:
+    from calibkit.core.options import Binning
+
+    with pytest.raises(InputError, match=f"^{field}: expected"):
+        Binning(**{field: value})  # type: ignore[arg-type]

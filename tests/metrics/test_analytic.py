@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from calibkit import Resampling
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics import MetricSuite, evaluate
@@ -98,7 +99,9 @@ def test_the_influence_standard_errors_are_the_jackknifes() -> None:
 
 def test_evaluate_reports_the_analytic_intervals_and_their_estimands() -> None:
     sim = simulate(2000, 5, seed=1, shape="platt")
-    res = evaluate(sim.labels, probs=sim.probs, n_boot=100, n_floor_draws=0, seed=0)
+    res = evaluate(
+        sim.labels, probs=sim.probs, n_floor_draws=0, resampling=Resampling(n_boot=100, seed=0)
+    )
     suite = MetricSuite.from_outputs(as_outputs(sim.labels, probs=sim.probs), names=MEANS)
     for name in ("accuracy", "nll", "brier", "entropy"):
         assert METRICS.get(name).interval == "mean"
@@ -117,7 +120,7 @@ def test_evaluate_reports_the_analytic_intervals_and_their_estimands() -> None:
         assert METRICS.get(name).interval == "influence"
         lo, hi = res.ci[name]
         assert 0.0 <= lo < res.values[name] < hi <= 1.0, name
-    assert evaluate(sim.labels, probs=sim.probs, n_boot=0).ci == {}
+    assert evaluate(sim.labels, probs=sim.probs, resampling=Resampling(n_boot=0)).ci == {}
 
 
 def test_entries_declare_only_intervals_they_can_have() -> None:

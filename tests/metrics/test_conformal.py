@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from calibkit import Resampling
 from calibkit.core.errors import InputError
 from calibkit.metrics import METRICS, MetricInfo, extra_names
 from calibkit.metrics.conformal import SET_METRICS, set_metrics
@@ -38,16 +39,18 @@ def test_a_set_metric_in_the_suite_is_refused() -> None:
 
 
 def test_set_metrics_by_hand_and_their_intervals() -> None:
-    m = set_metrics(SETS, LABELS, alpha=0.1, n_boot=300, seed=0)
+    m = set_metrics(SETS, LABELS, alpha=0.1, resampling=Resampling(n_boot=300, seed=0))
     assert m.values["coverage"] == 0.5
     assert m.values["mean_set_size"] == 1.0
     assert m.values["median_set_size"] == 1.0
     assert m.values["class_coverage_gap"] == pytest.approx(0.9 - 0.5)  # both classes at 50%
-    assert m.level == 0.95
+    assert m.resampling.level == 0.95
     low, high = m.ci["coverage"]
     assert low < 0.5 < high
     assert high - low < 0.2
-    assert set_metrics(SETS, LABELS, alpha=0.1, n_boot=300, seed=0).ci == m.ci  # seeded
+    assert (
+        set_metrics(SETS, LABELS, alpha=0.1, resampling=Resampling(n_boot=300, seed=0)).ci == m.ci
+    )  # seeded
 
 
 def test_intervals_at_the_level_from_the_count_engine() -> None:
@@ -59,19 +62,25 @@ def test_intervals_at_the_level_from_the_count_engine() -> None:
     covered = SETS[np.arange(n), LABELS].astype(np.float64)
     reps = w @ covered / w.sum(axis=1)
     for level in (0.8, 0.95):
-        m = set_metrics(SETS, LABELS, alpha=0.1, n_boot=b, level=level, seed=5)
+        m = set_metrics(
+            SETS, LABELS, alpha=0.1, resampling=Resampling(n_boot=b, level=level, seed=5)
+        )
         tail = (1 - level) / 2
         assert m.ci["coverage"] == pytest.approx(tuple(np.quantile(reps, [tail, 1 - tail])))
-        assert m.level == level
-    narrow = set_metrics(SETS, LABELS, alpha=0.1, n_boot=b, level=0.8, seed=5).ci["coverage"]
-    wide = set_metrics(SETS, LABELS, alpha=0.1, n_boot=b, level=0.95, seed=5).ci["coverage"]
+        assert m.resampling.level == level
+    narrow = set_metrics(
+        SETS, LABELS, alpha=0.1, resampling=Resampling(n_boot=b, level=0.8, seed=5)
+    ).ci["coverage"]
+    wide = set_metrics(
+        SETS, LABELS, alpha=0.1, resampling=Resampling(n_boot=b, level=0.95, seed=5)
+    ).ci["coverage"]
     assert wide[0] <= narrow[0] < narrow[1] <= wide[1]
 
 
 def test_no_resamples_no_interval_and_bad_input() -> None:
-    m = set_metrics(SETS, LABELS, alpha=0.1, n_boot=0)
+    m = set_metrics(SETS, LABELS, alpha=0.1, resampling=Resampling(n_boot=0))
     assert all(np.isnan(m.ci[k][0]) for k in SET_METRICS)
     with pytest.raises(InputError, match="level"):
-        set_metrics(SETS, LABELS, alpha=0.1, level=1.0)
+        set_metrics(SETS, LABELS, alpha=0.1, resampling=Resampling(level=1.0))
     with pytest.raises(InputError, match="boolean mask"):
         set_metrics(SETS.astype(int), LABELS, alpha=0.1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from calibkit import Binning, Resampling
 from calibkit.core.errors import InputError
 from calibkit.metrics import evaluate
 from calibkit.metrics.groups import evaluate_groups
@@ -17,7 +18,12 @@ def test_hand_computed_tiny_set() -> None:
     # group 0: conf 0.8 right (gap 0.2), 0.6 wrong (gap 0.6) -> ECE 0.4, accuracy 0.5
     # group 1: conf 0.9 right (0.1), 0.7 right (0.3) -> ECE 0.2, accuracy 1
     res = evaluate_groups(
-        [1, 0, 1, 1], probs=PROBS, groups=["x", "x", "y", "y"], n_bins=10, n_boot=0, n_floor_draws=0
+        [1, 0, 1, 1],
+        probs=PROBS,
+        groups=["x", "x", "y", "y"],
+        n_floor_draws=0,
+        binning=Binning(n_bins=10),
+        resampling=Resampling(n_boot=0),
     )
     assert res.names == ["x", "y"]
     assert res.sizes == [2, 2]
@@ -33,10 +39,14 @@ def test_each_group_equals_the_global_metric_on_its_subset() -> None:
     rng = np.random.default_rng(1)
     z, y = rng.normal(size=(600, 4)) * 2, rng.integers(0, 4, 600)
     g = rng.integers(0, 3, 600)
-    res = evaluate_groups(y, logits=z, groups=g, n_boot=0, n_floor_draws=50, seed=3)
+    res = evaluate_groups(
+        y, logits=z, groups=g, n_floor_draws=50, resampling=Resampling(n_boot=0, seed=3)
+    )
     for name in res.names:
         rows = g == int(name)
-        ref = evaluate(y[rows], logits=z[rows], n_boot=0, n_floor_draws=50, seed=3).values
+        ref = evaluate(
+            y[rows], logits=z[rows], n_floor_draws=50, resampling=Resampling(n_boot=0, seed=3)
+        ).values
         for metric in ("ece", "nll", "accuracy"):
             assert res.values[name][metric] == ref[metric]  # the same code path: exact
         assert res.values[name]["ece_floor"] == ref["ece_floor"]
@@ -46,8 +56,8 @@ def test_bootstrap_is_seeded_and_brackets_the_gap() -> None:
     rng = np.random.default_rng(2)
     z, y = rng.normal(size=(400, 3)) * 3, rng.integers(0, 3, 400)
     g = np.repeat(["a", "b"], 200)
-    one = evaluate_groups(y, logits=z, groups=g, n_boot=200, seed=5)
-    two = evaluate_groups(y, logits=z, groups=g, n_boot=200, seed=5)
+    one = evaluate_groups(y, logits=z, groups=g, resampling=Resampling(n_boot=200, seed=5))
+    two = evaluate_groups(y, logits=z, groups=g, resampling=Resampling(n_boot=200, seed=5))
     assert one.ci == two.ci
     assert one.gap_ci == two.gap_ci
     for name in one.names:
@@ -59,7 +69,7 @@ def test_small_group_warning() -> None:
     rng = np.random.default_rng(3)
     p = rng.dirichlet(np.ones(3), size=40)
     y = np.array([rng.choice(3, p=row) for row in p])  # calibrated: ECE is noise
-    res = evaluate_groups(y, probs=p, groups=np.arange(40) % 2, n_boot=0)
+    res = evaluate_groups(y, probs=p, groups=np.arange(40) % 2, resampling=Resampling(n_boot=0))
     assert res.warnings
     assert "noise floor" in res.warnings[0]
 
@@ -75,11 +85,13 @@ def test_small_group_warning() -> None:
 )
 def test_bad_groups(groups, cause: str) -> None:
     with pytest.raises(InputError, match=f"^groups: .*{cause}"):
-        evaluate_groups([1, 0, 1, 1], probs=PROBS, groups=groups, n_boot=0)
+        evaluate_groups([1, 0, 1, 1], probs=PROBS, groups=groups, resampling=Resampling(n_boot=0))
 
 
 def test_one_group_alone_is_said_not_silently_a_zero_gap() -> None:
-    res = evaluate_groups([1, 0, 1, 1], probs=PROBS, groups=["Paris"] * 4, n_boot=0)
+    res = evaluate_groups(
+        [1, 0, 1, 1], probs=PROBS, groups=["Paris"] * 4, resampling=Resampling(n_boot=0)
+    )
     assert res.gap == 0.0
     assert res.warnings[0] == "one group only ('Paris'): the worst-group gap compares nothing"
 
@@ -99,7 +111,11 @@ def test_the_intervals_cover_each_group_s_true_ece_and_the_true_gap(
     for rep in range(reps):
         sim = simulate(3_000, 10, seed=rep, shape="groups", group_gaps=group_gaps)
         res = evaluate_groups(
-            sim.labels, probs=sim.probs, groups=sim.groups, n_boot=20, n_floor_draws=0
+            sim.labels,
+            probs=sim.probs,
+            groups=sim.groups,
+            n_floor_draws=0,
+            resampling=Resampling(n_boot=20),
         )
         truth = sim.truth
         assert truth.group_gap is not None
@@ -131,7 +147,7 @@ def test_every_groups_interval_is_the_one_evaluate_prints_on_its_rows() -> None:
     from calibkit.metrics.intervals import ece_interval
 
     z, y, g = _sixty_groups()
-    res = evaluate_groups(y, logits=z, groups=g, n_boot=10, n_floor_draws=0)
+    res = evaluate_groups(y, logits=z, groups=g, n_floor_draws=0, resampling=Resampling(n_boot=10))
     parts = []
     for name in res.names:
         rows = g == name
@@ -158,8 +174,8 @@ def test_group_accuracy_interval_covers_the_true_accuracy() -> None:
         right = rng.uniform(size=300) < np.where(g == "a", truth["a"], truth["b"])
         conf = np.full(300, 0.8)
         probs = np.stack([conf, 1 - conf], axis=1)
-        res = evaluate_groups(np.where(right, 0, 1), probs=probs, groups=g, n_boot=1,
-                              n_floor_draws=0)  # fmt: skip
+        res = evaluate_groups(np.where(right, 0, 1), probs=probs, groups=g,
+                              n_floor_draws=0, resampling=Resampling(n_boot=1))  # fmt: skip
         for name, p in truth.items():
             lo, hi = res.ci[name]["accuracy"]
             covered[name] += lo <= p <= hi

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calibkit import Resampling
 from calibkit.metrics import (
     EXTRA_METRICS,
     FLOOR_METRICS,
@@ -60,6 +61,6 @@ def test_evaluate_reports_every_metric_and_each_floor() -> None:
     rng = np.random.default_rng(0)
     p = rng.dirichlet(np.ones(3), size=200)
     y = rng.integers(0, 3, 200)
-    values = evaluate(y, probs=p, n_boot=0, seed=0).values
+    values = evaluate(y, probs=p, resampling=Resampling(n_boot=0, seed=0)).values
     assert [k for k in values if not k.endswith("_floor")] == list(METRIC_NAMES)
     assert [k for k in values if k.endswith("_floor")] == [f"{m}_floor" for m in FLOOR_METRICS]

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from calibkit import Binning, Resampling
 from calibkit.cli import main
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
@@ -73,7 +74,13 @@ def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def test_a_registered_metric_reaches_evaluate_bootstrap_floor_and_stream(toys: None) -> None:
     z, y = _data(600)
-    ev = evaluate(y, logits=z, n_bins=10, n_boot=40, n_floor_draws=20, seed=0)
+    ev = evaluate(
+        y,
+        logits=z,
+        n_floor_draws=20,
+        binning=Binning(n_bins=10),
+        resampling=Resampling(n_boot=40, seed=0),
+    )
     out = as_outputs(y, logits=z)
     # a mean of a per-sample term: exact up to the summation order
     assert ev.values["mean_top"] == pytest.approx(_top(out).mean(), rel=1e-12)
@@ -104,7 +111,7 @@ def test_the_large_n_bootstrap_computes_registered_metrics(toys: None, n: int) -
     z, y = _data(n, seed=1)
     suite = MetricSuite.from_outputs(as_outputs(y, logits=z), n_bins=15)
     names = ("mean_top", "rmsce_mass", "rmsce_twin", "rmsce", "aece")
-    ci = suite.bootstrap(n_boot=8, seed=0, names=names)
+    ci = suite.bootstrap(Resampling(n_boot=8, seed=0), names=names)
     assert set(ci) == set(names)
     assert ci["rmsce_twin"] == ci["rmsce"]
     values = suite.compute()
@@ -117,7 +124,7 @@ def test_the_large_n_bootstrap_computes_registered_metrics(toys: None, n: int) -
 def test_a_registered_metric_reaches_the_comparison_tables(toys: None) -> None:
     z, y = _data(400)
     cal, test = as_outputs(y[:200], logits=z[:200]), as_outputs(y[200:], logits=z[200:])
-    comp = compare(cal, test, ["temperature"], n_boot=10)
+    comp = compare(cal, test, ["temperature"], resampling=Resampling(n_boot=10))
     tables = {t.title: t for t in comparison_tables(comp)}
     scores = tables["Accuracy and proper scores on the test part"]
     binned = tables["Binned calibration errors on the test part"]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import calibkit.metrics.resampled as rs
+from calibkit import Resampling
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics import MetricSuite, evaluate
 
@@ -28,11 +29,11 @@ NAMES = ("accuracy", "nll", "brier", "ece", "ks")
 @pytest.fixture(scope="module")
 def intervals() -> dict[str, dict[str, tuple[float, float]]]:
     suite = _suite()
-    poisson = suite.bootstrap(1000, seed=5, names=NAMES)
+    poisson = suite.bootstrap(Resampling(n_boot=1000, seed=5), names=NAMES)
     saved = rs.POISSON_MIN_N
     rs.POISSON_MIN_N = 10**12
     try:
-        multinomial = suite.bootstrap(1000, seed=5, names=NAMES)
+        multinomial = suite.bootstrap(Resampling(n_boot=1000, seed=5), names=NAMES)
     finally:
         rs.POISSON_MIN_N = saved
     return {"poisson": poisson, "multinomial": multinomial, "values": suite.compute(names=NAMES)}  # type: ignore[dict-item]
@@ -62,13 +63,17 @@ def test_poisson_intervals_have_the_analytic_width(intervals: dict) -> None:
 def test_seeded_and_estimates_untouched() -> None:
     suite = _suite()
     names = ("nll", "ece", "sce")
-    assert suite.bootstrap(20, seed=1, names=names) == suite.bootstrap(20, seed=1, names=names)
-    assert suite.bootstrap(20, seed=1, names=names) != suite.bootstrap(20, seed=2, names=names)
+    assert suite.bootstrap(Resampling(n_boot=20, seed=1), names=names) == suite.bootstrap(
+        Resampling(n_boot=20, seed=1), names=names
+    )
+    assert suite.bootstrap(Resampling(n_boot=20, seed=1), names=names) != suite.bootstrap(
+        Resampling(n_boot=20, seed=2), names=names
+    )
     rng = np.random.default_rng(2)
     p = rng.dirichlet(np.ones(4), size=N)
     y = rng.integers(0, 4, N)
-    plain = evaluate(y, probs=p, n_boot=0, n_floor_draws=0)
-    boot = evaluate(y, probs=p, n_boot=10, n_floor_draws=0)
+    plain = evaluate(y, probs=p, n_floor_draws=0, resampling=Resampling(n_boot=0))
+    boot = evaluate(y, probs=p, n_floor_draws=0, resampling=Resampling(n_boot=10))
     assert boot.values == plain.values  # bit for bit: the estimates do not resample
     assert all(lo <= hi for lo, hi in boot.ci.values())
 
@@ -86,9 +91,11 @@ def test_poisson_sce_of_kept_counts_equals_blockwise_sce(
     y = rng.integers(0, k, 700)
     monkeypatch.setattr(suite_module, "_BATCH_MAX_N", 0)
     monkeypatch.setattr(rs, "POISSON_MIN_N", 0)
-    blockwise = MetricSuite.from_outputs(as_outputs(y, probs=p)).bootstrap(30, seed=4)
+    blockwise = MetricSuite.from_outputs(as_outputs(y, probs=p)).bootstrap(
+        Resampling(n_boot=30, seed=4)
+    )
     monkeypatch.setattr(rs, "_SCE_SMALL", 0)
-    kept = MetricSuite.from_outputs(as_outputs(y, probs=p)).bootstrap(30, seed=4)
+    kept = MetricSuite.from_outputs(as_outputs(y, probs=p)).bootstrap(Resampling(n_boot=30, seed=4))
     bound = 6.2e-5 / k if k >= 100 else 1e-12
     assert kept["sce"] == pytest.approx(blockwise["sce"], rel=1e-10, abs=bound)
     assert kept["ece"] == blockwise["ece"]  # the same draws

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
+from calibkit import Binning, Resampling
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics import evaluate
@@ -381,14 +382,14 @@ def test_evaluate_gives_nan_auroc_and_skips_undefined_resamples() -> None:
     prediction among 40 an AUROC interval within [0, 1] (DeLong's variance, the lone wrong
     prediction's placement variance bounded by 1/4)."""
     y, p = binary(HAND_CONF[:3].repeat(10), np.ones(30))
-    ev = evaluate(y, probs=p, n_boot=20, n_floor_draws=0)
+    ev = evaluate(y, probs=p, n_floor_draws=0, resampling=Resampling(n_boot=20))
     assert math.isnan(ev.values["failure_auroc"])
     assert ev.values["aurc"] == 0.0
     conf, correct = _data(40, 0)
     correct[:] = 1
     correct[0] = 0  # one wrong prediction among 40: about 36% of resamples lack it
     y, p = binary(conf, correct)
-    ev = evaluate(y, probs=p, n_boot=200, n_floor_draws=0)
+    ev = evaluate(y, probs=p, n_floor_draws=0, resampling=Resampling(n_boot=200))
     lo, hi = ev.ci["failure_auroc"]
     assert 0.0 <= lo <= ev.values["failure_auroc"] <= hi <= 1.0
 
@@ -399,7 +400,13 @@ def test_the_positive_class_mode_still_ranks_by_the_top_label_confidence() -> No
     rng = np.random.default_rng(4)
     p = rng.random(500)
     y = (rng.random(500) < p).astype(np.int64)
-    ev = evaluate(y, probs=p, mode="positive_class", n_boot=0, n_floor_draws=0)
+    ev = evaluate(
+        y,
+        probs=p,
+        n_floor_draws=0,
+        binning=Binning(mode="positive_class"),
+        resampling=Resampling(n_boot=0),
+    )
     for fn in (failure_auroc, aurc, eaurc, augrc):  # the same sums
         assert ev.values[fn.__name__] == fn(y, probs=p), fn.__name__
     assert ev.values["failure_auroc"] != failure_auroc(y, probs=p, confidence=p)

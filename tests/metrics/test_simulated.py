@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import calibkit as ck
+from calibkit import Resampling
 from calibkit.core.binning import equal_width_index
 from calibkit.core.errors import InputError
 from calibkit.metrics.simulated import MAX_ENTRIES, SHAPES, Simulation, simulate
@@ -168,7 +169,9 @@ def test_calibkit_estimates_approach_the_truth(large: Simulation) -> None:
     ]:
         assert metric(labels, probs=probs) == pytest.approx(getattr(truth, name), abs=4 * se), name
     assert ck.sce(labels, probs=probs) == pytest.approx(truth.sce, abs=6 * se)
-    groups = ck.evaluate_groups(labels, probs=probs, groups=large.groups, n_boot=0, n_floor_draws=0)
+    groups = ck.evaluate_groups(
+        labels, probs=probs, groups=large.groups, n_floor_draws=0, resampling=Resampling(n_boot=0)
+    )
     for g, name in enumerate(groups.names):
         assert groups.values[name]["ece"] == pytest.approx(truth.group_ece[g], abs=8 * se)
     assert groups.gap == pytest.approx(truth.group_gap, abs=12 * se)

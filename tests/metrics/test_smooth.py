@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from calibkit import Resampling
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics import smooth_ece, smooth_reliability
@@ -76,12 +77,14 @@ def test_positive_class_mode_smooths_p1() -> None:
 
 def test_the_curve_and_its_band() -> None:
     labels, probs = _constant(3, 1, 0.8)
-    rel = smooth_reliability(labels, probs, bandwidth=0.1, n_boot=30, seed=0)
+    rel = smooth_reliability(labels, probs, bandwidth=0.1, resampling=Resampling(n_boot=30, seed=0))
     assert np.interp(0.8, rel.grid, rel.curve) == pytest.approx(0.75, abs=1e-5)
     assert np.all(rel.lower <= rel.upper + 1e-12)
     assert rel.interval[0] <= rel.interval[1]
     assert np.trapezoid(rel.density, rel.grid) == pytest.approx(1.0, abs=0.02)
-    again = smooth_reliability(labels, probs, bandwidth=0.1, n_boot=30, seed=0)
+    again = smooth_reliability(
+        labels, probs, bandwidth=0.1, resampling=Resampling(n_boot=30, seed=0)
+    )
     assert np.array_equal(rel.upper, again.upper)
 
 
@@ -89,7 +92,9 @@ def test_the_curve_and_its_band_stay_within_zero_and_one() -> None:
     # confidence 0.9, every prediction wrong: near the data the raw estimate
     # t + (0 - 0.9) is negative for t < 0.9; a rate is clipped at 0
     labels, probs = _constant(0, 4, 0.9)
-    rel = smooth_reliability(labels, probs, bandwidth=0.05, n_boot=20, seed=0)
+    rel = smooth_reliability(
+        labels, probs, bandwidth=0.05, resampling=Resampling(n_boot=20, seed=0)
+    )
     for values in (rel.curve, rel.lower, rel.upper):
         assert values.min() >= 0.0
         assert values.max() <= 1.0
@@ -115,7 +120,7 @@ def test_equals_relplot_on_the_shared_predictions(name: str) -> None:
     assert abs(smooth_ece(out) - reference) < 1e-6
     regressor = CenteredRegressor(KernelSmoother(ReflectedGaussianKernel(sigma)))
     regressor.fit(conf.reshape(-1, 1), correct)
-    rel = smooth_reliability(out, n_boot=1)
+    rel = smooth_reliability(out, resampling=Resampling(n_boot=1))
     curve = np.clip(regressor.predict(rel.grid.reshape(-1, 1)), 0.0, 1.0)  # ours: a rate
     assert np.max(np.abs(rel.curve - curve)) < 1e-6
     assert abs(rel.value - reference) < 1e-6

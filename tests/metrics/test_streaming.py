@@ -12,6 +12,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from calibkit import Binning, Resampling
 from calibkit.core.errors import InputError
 from calibkit.metrics import StreamingCalibration, evaluate
 from calibkit.metrics.streaming import STREAMED
@@ -20,9 +21,13 @@ from tests.metrics import reference as ref
 BATCHES = ((0, 1), (1, 700), (700, 701), (701, 3000))  # uneven, incl. one-row batches
 
 
-def expected(labels: np.ndarray, **outputs: object) -> dict[str, float]:
+def expected(
+    labels: np.ndarray, n_bins: int = 15, mode: str = "top_label", **outputs: object
+) -> dict[str, float]:
     """The functional suite's values on the whole data (no bootstrap, no floor)."""
-    res = evaluate(labels, n_boot=0, n_floor_draws=0, **outputs)  # type: ignore[arg-type]
+    binning = Binning(n_bins=n_bins, mode=mode)  # type: ignore[arg-type]
+    none = Resampling(n_boot=0)
+    res = evaluate(labels, n_floor_draws=0, binning=binning, resampling=none, **outputs)  # type: ignore[arg-type]
     return {name: res.values[name] for name in STREAMED}
 
 

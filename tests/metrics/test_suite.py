@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from calibkit import Binning, Resampling
 from calibkit.core.binning import equal_mass_index
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
@@ -111,9 +112,9 @@ def _or_undefined(fn: Callable[..., float], *args: object, **kw: object) -> floa
 
 def test_bootstrap_is_seeded() -> None:
     labels, probs = ref.overconfident_data(400, 3, seed=3)
-    a = evaluate(labels, probs=probs, n_boot=60, n_floor_draws=5, seed=7)
-    b = evaluate(labels, probs=probs, n_boot=60, n_floor_draws=5, seed=7)
-    c = evaluate(labels, probs=probs, n_boot=60, n_floor_draws=5, seed=8)
+    a = evaluate(labels, probs=probs, n_floor_draws=5, resampling=Resampling(n_boot=60, seed=7))
+    b = evaluate(labels, probs=probs, n_floor_draws=5, resampling=Resampling(n_boot=60, seed=7))
+    c = evaluate(labels, probs=probs, n_floor_draws=5, resampling=Resampling(n_boot=60, seed=8))
     assert a.ci == b.ci
     assert a.values == b.values
     assert a.ci != c.ci
@@ -132,7 +133,9 @@ def test_every_interval_contains_its_estimate() -> None:
         ref.overconfident_data(2000, 4, seed=4, temperature=0.4),
         ref.calibrated_data(1000, 3, seed=0),
     ):
-        res = evaluate(labels, probs=probs, n_boot=200, n_floor_draws=0, seed=0)
+        res = evaluate(
+            labels, probs=probs, n_floor_draws=0, resampling=Resampling(n_boot=200, seed=0)
+        )
         assert set(res.ci) == set(WITH_INTERVAL)
         for name, (lo, hi) in res.ci.items():
             assert lo <= res.values[name] <= hi, name
@@ -145,10 +148,10 @@ def test_the_percentile_bootstrap_misses_a_calibrated_models_truth() -> None:
     exceed the estimate); the interval evaluate prints starts at 0 and names its estimand."""
     labels, probs = ref.calibrated_data(1000, 3, seed=0)
     suite = MetricSuite.from_outputs(as_outputs(labels, probs=probs))
-    values, boot = suite.compute(), suite.bootstrap(100, 0.95, 0)
+    values, boot = suite.compute(), suite.bootstrap(Resampling(n_boot=100, level=0.95, seed=0))
     assert boot["ece"][0] > 0.0
     assert boot["sce"][0] > values["sce"]
-    res = evaluate(labels, probs=probs, n_boot=100, n_floor_draws=0, seed=0)
+    res = evaluate(labels, probs=probs, n_floor_draws=0, resampling=Resampling(n_boot=100, seed=0))
     for name in UNBIASED:
         lo, hi = res.ci[name]
         assert lo <= res.values[name] <= hi, name
@@ -163,7 +166,9 @@ def test_intervals_narrow_with_n() -> None:
     widths = []
     for n in (500, 8000):
         labels, probs = ref.overconfident_data(n, 3, seed=5)
-        res = evaluate(labels, probs=probs, n_boot=100, n_floor_draws=0, seed=0)
+        res = evaluate(
+            labels, probs=probs, n_floor_draws=0, resampling=Resampling(n_boot=100, seed=0)
+        )
         widths.append({k: hi - lo for k, (lo, hi) in res.ci.items()})
     for name in WITH_INTERVAL:
         ratio = widths[1][name] / widths[0][name]
@@ -189,7 +194,7 @@ def test_noise_floor_matches_calibrated_ece() -> None:
         assert mean_value == pytest.approx(mean_floor, rel=0.15), name
     # an overconfident model is far above its floor
     labels, probs = ref.overconfident_data(1000, 3, seed=0, temperature=0.4)
-    res = evaluate(labels, probs=probs, n_boot=0, n_floor_draws=40)
+    res = evaluate(labels, probs=probs, n_floor_draws=40, resampling=Resampling(n_boot=0))
     assert res.values["ece"] > 3 * res.values["ece_floor"]
 
 
@@ -216,14 +221,14 @@ def test_noise_floor_is_seeded() -> None:
 
 def test_evaluate_result() -> None:
     labels, probs = ref.overconfident_data(300, 3, seed=6)
-    res = evaluate(labels, probs=probs, n_boot=0, n_floor_draws=3)
+    res = evaluate(labels, probs=probs, n_floor_draws=3, resampling=Resampling(n_boot=0))
     assert res.ci == {}
     assert set(res.values) == set(METRIC_NAMES) | {"ece_floor", "aece_floor"}
     assert (res.n_samples, res.n_classes, res.n_bins) == (300, 3, 15)
     d = res.to_dict()
     assert d["n_samples"] == 300
     assert d["ci_level"] == 0.95
-    no_floor = evaluate(labels, probs=probs, n_boot=0, n_floor_draws=0)
+    no_floor = evaluate(labels, probs=probs, n_floor_draws=0, resampling=Resampling(n_boot=0))
     assert "ece_floor" not in no_floor.values
     np.testing.assert_allclose(
         [no_floor.values[n] for n in METRIC_NAMES],
@@ -235,18 +240,11 @@ def test_evaluate_result() -> None:
 
 def test_evaluate_argument_errors() -> None:
     labels, probs = ref.overconfident_data(50, 3, seed=7)
-    for level in (0.0, 1.0, 1.5):
-        with pytest.raises(InputError, match=r"^level: expected a number in"):
-            evaluate(labels, probs=probs, level=level)
-    with pytest.raises(InputError, match=r"^n_boot/n_floor_draws"):
-        evaluate(labels, probs=probs, n_boot=-1)
-    with pytest.raises(InputError, match=r"^n_bins"):
-        evaluate(labels, probs=probs, n_bins=0)
+    with pytest.raises(InputError, match=r"^n_floor_draws: expected an integer"):
+        evaluate(labels, probs=probs, n_floor_draws=-1)
     suite = MetricSuite.from_outputs(as_outputs(labels, probs=probs))
     with pytest.raises(InputError, match=r"^n_boot: expected at least 1"):
-        suite.bootstrap(0)
-    with pytest.raises(InputError, match=r"^level"):
-        suite.bootstrap(10, level=2.0)
+        suite.bootstrap(Resampling(n_boot=0))
 
 
 @pytest.mark.parametrize("k", [2, 7, 60])
@@ -270,3 +268,15 @@ def test_sce_split_equals_sample_order_sums(k: int) -> None:
     one = [sce_from_index(sce_index(probs, 15), probs, labels, 15, w) for w in weights]
     np.testing.assert_allclose(split, exact, rtol=1e-12, atol=0)
     np.testing.assert_allclose(exact, one, rtol=1e-12, atol=0)
+
+
+def test_the_binning_object_is_what_reaches_the_metrics() -> None:
+    """evaluate bins as its Binning says: its ECE is ece's with the same bins and mode."""
+    from calibkit.metrics import ece
+
+    labels, probs = ref.overconfident_data(300, 2, seed=4)
+    for binning in (Binning(n_bins=7), Binning(n_bins=7, mode="positive_class")):
+        res = evaluate(labels, probs=probs, binning=binning, resampling=Resampling(n_boot=0))
+        want = ece(labels, probs=probs, n_bins=7, mode=binning.mode)
+        assert res.values["ece"] == pytest.approx(want, rel=1e-9)
+        assert res.n_bins == 7

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from calibkit import Resampling
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics import METRIC_NAMES, MetricSuite
 from calibkit.metrics.continuous import mmce_from_sorted, mmce_from_sorted_batch
@@ -57,9 +58,9 @@ def test_bootstrap_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
             y2 = (y > 2).astype(int)
             p2 = np.stack([p[:, :3].sum(axis=1), p[:, 3:].sum(axis=1)], axis=1)
             suite = MetricSuite.from_outputs(as_outputs(y2, probs=p2), mode=mode)
-        sorted_path = suite.bootstrap(60, seed=3)
+        sorted_path = suite.bootstrap(Resampling(n_boot=60, seed=3))
         monkeypatch.setattr(suite_module, "_SORTED_MIN_N", 10**9)
-        batched = suite.bootstrap(60, seed=3)
+        batched = suite.bootstrap(Resampling(n_boot=60, seed=3))
         monkeypatch.setattr(suite_module, "_SORTED_MIN_N", 0)
         assert list(sorted_path) == list(batched)
         for name in METRIC_NAMES:

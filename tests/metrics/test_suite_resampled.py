@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from calibkit import Resampling
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics import METRIC_NAMES, METRICS, MetricSuite
 from calibkit.metrics.kernels import RankStatistic
@@ -103,10 +104,12 @@ def test_sce_of_kept_counts_equals_blockwise_sce(monkeypatch: pytest.MonkeyPatch
     p = rng.dirichlet(np.ones(k) * 0.2, size=500)
     y = rng.integers(0, k, 500)
     suite = MetricSuite.from_outputs(as_outputs(y, probs=p), n_bins=10)
-    small = suite.bootstrap(40, seed=2)
+    small = suite.bootstrap(Resampling(n_boot=40, seed=2))
     monkeypatch.setattr(suite_module, "_BATCH_MAX_N", 0)
     monkeypatch.setattr(resampled_module, "_SCE_SMALL", 0)
-    large = MetricSuite.from_outputs(as_outputs(y, probs=p), n_bins=10).bootstrap(40, seed=2)
+    large = MetricSuite.from_outputs(as_outputs(y, probs=p), n_bins=10).bootstrap(
+        Resampling(n_boot=40, seed=2)
+    )
     bound = 6.2e-5 / k if k >= 100 else 1e-12  # float32 class totals: see _class_totals
     for name in METRIC_NAMES:
         tol = bound if name == "sce" else 1e-12

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import calibkit.reporting.compare_report as report
+from calibkit import Resampling
 from calibkit.calibrators.logit.temperature import TemperatureScaling
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
@@ -208,7 +209,9 @@ def test_failing_method_leaves_no_report(tmp_path: Path, monkeypatch: pytest.Mon
     cal, test = split_outputs(out, 0.5, seed=0)
     with pytest.raises(RuntimeError, match="fit failed"):
         write_compare_report(
-            compare(cal, test, ["temperature"], n_boot=0), tmp_path / "r", title="t"
+            compare(cal, test, ["temperature"], resampling=Resampling(n_boot=0)),
+            tmp_path / "r",
+            title="t",
         )
     assert list(tmp_path.iterdir()) == []
 

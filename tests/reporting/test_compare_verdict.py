@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from calibkit.core.options import Resampling
 from calibkit.workflows.comparison import Comparison
 
 
@@ -21,7 +22,9 @@ def test_the_report_says_what_to_use_and_does_not_crown_an_ece_below_its_floor()
     p = np.exp(z / 1.5) / np.exp(z / 1.5).sum(axis=1, keepdims=True)
     y = np.array([rng.choice(3, p=row) for row in p])
     cal, test = as_outputs(y[:1000], logits=z[:1000]), as_outputs(y[1000:], logits=z[1000:])
-    comp = compare(cal, test, ["histogram"], n_boot=0, seed=0, recommend=True)
+    comp = compare(
+        cal, test, ["histogram"], resampling=Resampling(n_boot=0, seed=0), recommend=True
+    )
     assert comp.recommendation is not None
     text = recommendation_paragraphs(comp)
     verdict = compare_verdict(comp)

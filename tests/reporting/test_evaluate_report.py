@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 
+from calibkit import Resampling
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics import METRIC_NAMES
 from calibkit.reporting.evaluate_report import RISK_COVERAGE, evaluation_report
@@ -22,7 +23,9 @@ def test_each_metric_says_what_it_measures_and_the_rest_is_folded() -> None:
     rng = np.random.default_rng(0)
     z = rng.normal(size=(800, 4)) * 3
     y = np.argmax(z / 3 + rng.gumbel(size=z.shape), axis=1)
-    report = evaluation_report(evaluate_outputs(as_outputs(y, logits=z), n_boot=20), source="p.npz")
+    report = evaluation_report(
+        evaluate_outputs(as_outputs(y, logits=z), resampling=Resampling(n_boot=20)), source="p.npz"
+    )
     md = to_markdown(report.document)
     for name in METRIC_NAMES:
         assert f"| {column_info(name).label} | {meaning(name)} |" in md

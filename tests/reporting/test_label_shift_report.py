@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from calibkit import Resampling
 from calibkit.calibrators.priors.label_shift import PriorShiftAdapter
 from calibkit.core.errors import ConvergenceWarning
 from calibkit.core.outputs import as_outputs
@@ -20,7 +21,11 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def test_em_stopped_at_max_iter_1_is_reported_as_not_converged() -> None:
     z, y = random_problem(900, 3, seed=0)
     result = label_shift(
-        as_outputs(y[:600], logits=z[:600]), z[600:], y[600:], calibrator=None, n_boot=0
+        as_outputs(y[:600], logits=z[:600]),
+        z[600:],
+        y[600:],
+        calibrator=None,
+        resampling=Resampling(n_boot=0),
     )
     assert result.converged is True
     assert result.caveats == ()

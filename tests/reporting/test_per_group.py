@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibkit import as_outputs
+from calibkit import Resampling, as_outputs
 from calibkit.reporting.compare_report import compare_report
 from calibkit.reporting.compare_verdict import compare_verdict
 from calibkit.reporting.per_group import (
@@ -41,7 +41,9 @@ def _tasks(scales: np.ndarray, n: int, seed: int) -> tuple[np.ndarray, np.ndarra
 def many() -> Comparison:
     """20 tasks, one temperature the truth (every task 2.5 times too sharp)."""
     z, y, g = _tasks(np.full(20, 2.5), 4_000, 0)
-    return compare_parts(as_outputs(y, logits=z), groups=g, methods=METHODS, n_boot=50)
+    return compare_parts(
+        as_outputs(y, logits=z), groups=g, methods=METHODS, resampling=Resampling(n_boot=50)
+    )
 
 
 def test_panels_are_the_worst_and_the_best(many: Comparison) -> None:
@@ -110,7 +112,9 @@ def test_per_task_temperatures_help_when_the_tasks_differ() -> None:
     """Tasks 1.2 and 4 times too sharp: one temperature per task lowers the test NLL, and
     the paired interval says so; the verdict repeats it."""
     z, y, g = _tasks(np.array([1.2, 4.0, 1.2, 4.0]), 4_000, 1)
-    comp = compare_parts(as_outputs(y, logits=z), groups=g, methods=METHODS, n_boot=50)
+    comp = compare_parts(
+        as_outputs(y, logits=z), groups=g, methods=METHODS, resampling=Resampling(n_boot=50)
+    )
     ci = comp.nll_change("temperature_groupwise", "temperature")
     assert ci is not None
     assert ci.high < 0
@@ -133,5 +137,15 @@ def test_per_task_temperatures_do_not_help_when_one_temperature_is_the_truth(
 def test_no_sentence_without_both_rows_or_intervals() -> None:
     z, y, g = _tasks(np.array([1.0, 2.0]), 400, 2)
     out = as_outputs(y, logits=z)
-    assert per_group_help(compare_parts(out, groups=g, methods=["temperature"], n_boot=10)) == ""
-    assert per_group_help(compare_parts(out, groups=g, methods=METHODS, n_boot=0)) == ""
+    assert (
+        per_group_help(
+            compare_parts(out, groups=g, methods=["temperature"], resampling=Resampling(n_boot=10))
+        )
+        == ""
+    )
+    assert (
+        per_group_help(
+            compare_parts(out, groups=g, methods=METHODS, resampling=Resampling(n_boot=0))
+        )
+        == ""
+    )

@@ -13,6 +13,7 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
+from calibkit import Resampling
 from calibkit.core.binning import BinStats, bin_stats
 from calibkit.core.outputs import as_outputs
 from calibkit.core.splits import split_outputs
@@ -136,7 +137,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     y = np.argmax(z / 2.0 + rng.gumbel(size=z.shape), axis=1)
     cal, test = split_outputs(as_outputs(y, logits=z), 0.5, seed=0)
     methods = ["temperature", "vector", "ms_odir", "dirichlet", "histogram_classwise"]
-    comp = compare(cal, test, methods, n_boot=10)
+    comp = compare(cal, test, methods, resampling=Resampling(n_boot=10))
     out = tmp_path_factory.mktemp("readable") / "rep"
     write_compare_report(comp, out, title=f"Calibration report: {LONG}", name="preds.npz")
     return out

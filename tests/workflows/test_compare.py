@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from calibkit import Resampling
 from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator
 from calibkit.calibrators.logit.temperature import TemperatureScaling
 from calibkit.core.errors import InputError, UnknownNameError
@@ -76,12 +77,12 @@ def test_applicable_methods_follow_the_registry(fake_binary: str) -> None:
 def test_compare_rows_match_independent_computations(caplog: pytest.LogCaptureFixture) -> None:
     cal, test = split_outputs(synthetic(800), 0.5, seed=0)
     with caplog.at_level(logging.INFO, logger="calibkit"):
-        comp = compare(cal, test, ["temperature"], n_boot=30, seed=3)
+        comp = compare(cal, test, ["temperature"], resampling=Resampling(n_boot=30, seed=3))
     msgs = [r.getMessage() for r in caplog.records]
     assert [r.method for r in comp.rows] == ["none", "temperature"]
     assert (comp.n_cal, comp.n_test, comp.n_classes, comp.n_bins) == (400, 400, 3, 15)
     none, ts = comp.rows
-    assert none.evaluation.values == evaluate(test, n_boot=30, seed=3).values
+    assert none.evaluation.values == evaluate(test, resampling=Resampling(n_boot=30, seed=3)).values
     assert none.params == {}
     assert none.fit_seconds == 0.0
     fitted = create_calibrator("temperature").fit(cal.scores, cal.labels)
@@ -106,14 +107,14 @@ def test_temperature_scaling_lowers_ece_on_over_confident_logits() -> None:
     y = np.argmax(z + rng.gumbel(size=z.shape) * 3, axis=1)
     cal, test = split_outputs(as_outputs(y, logits=z), 0.5, seed=0)
     assert (cal.n_samples, test.n_samples) == (300, 300)
-    comp = compare(cal, test, ["temperature"], n_boot=20)
+    comp = compare(cal, test, ["temperature"], resampling=Resampling(n_boot=20))
     assert [row.method for row in comp.rows] == ["none", "temperature"]
     assert comp.rows[1].evaluation.values["ece"] < comp.rows[0].evaluation.values["ece"]
 
 
 def test_ece_curve_at_unit_temperature_is_the_uncalibrated_ece() -> None:
     cal, test = split_outputs(synthetic(500, 4, seed=2), 250, seed=1)
-    comp = compare(cal, test, [], n_boot=0)
+    comp = compare(cal, test, [], resampling=Resampling(n_boot=0))
     assert [r.method for r in comp.rows] == ["none"]
     np.testing.assert_array_equal(comp.temperatures, TEMPERATURE_GRID)
     assert comp.temperatures[0] == 0.05
@@ -126,19 +127,21 @@ def test_ece_curve_at_unit_temperature_is_the_uncalibrated_ece() -> None:
 def test_method_names_are_checked() -> None:
     cal, test = split_outputs(synthetic(), 0.5, seed=0)
     with pytest.raises(UnknownNameError, match="temperature"):
-        compare(cal, test, ["no_such_method"], n_boot=0)
+        compare(cal, test, ["no_such_method"], resampling=Resampling(n_boot=0))
     with pytest.raises(InputError, match="list of method names"):
-        compare(cal, test, "temperature", n_boot=0)
-    comp = compare(cal, test, ["none", "temperature", "temperature"], n_boot=0)
+        compare(cal, test, "temperature", resampling=Resampling(n_boot=0))
+    comp = compare(
+        cal, test, ["none", "temperature", "temperature"], resampling=Resampling(n_boot=0)
+    )
     assert [r.method for r in comp.rows] == ["none", "temperature"]
 
 
 def test_binary_method_on_multiclass_is_an_input_error(fake_binary: str) -> None:
     cal, test = split_outputs(synthetic(k=3), 0.5, seed=0)
     with pytest.raises(InputError, match="2 classes only"):
-        compare(cal, test, [fake_binary], n_boot=0)
+        compare(cal, test, [fake_binary], resampling=Resampling(n_boot=0))
     cal2, test2 = split_outputs(synthetic(k=2), 0.5, seed=0)
-    comp = compare(cal2, test2, [fake_binary], n_boot=0)
+    comp = compare(cal2, test2, [fake_binary], resampling=Resampling(n_boot=0))
     assert comp.rows[1].params == {"slope": 1.0}
 
 
@@ -146,9 +149,9 @@ def test_class_count_mismatch_is_an_input_error() -> None:
     cal, _ = split_outputs(synthetic(k=3), 0.5, seed=0)
     _, test = split_outputs(synthetic(k=4), 0.5, seed=0)
     with pytest.raises(InputError, match="3 classes"):
-        compare(cal, test, ["temperature"], n_boot=0)
+        compare(cal, test, ["temperature"], resampling=Resampling(n_boot=0))
     with pytest.raises(InputError, match="ClassifierOutputs"):
-        compare(cal, np.zeros((3, 3)), n_boot=0)  # type: ignore[arg-type]
+        compare(cal, np.zeros((3, 3)), resampling=Resampling(n_boot=0))  # type: ignore[arg-type]
 
 
 def test_a_failing_method_propagates(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,7 +161,7 @@ def test_a_failing_method_propagates(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(TemperatureScaling, "_fit", boom)
     cal, test = split_outputs(synthetic(), 0.5, seed=0)
     with pytest.raises(RuntimeError, match="fit failed"):
-        compare(cal, test, ["temperature"], n_boot=0)
+        compare(cal, test, ["temperature"], resampling=Resampling(n_boot=0))
 
 
 @pytest.mark.shared_data
@@ -171,7 +174,7 @@ def test_temperature_scaling_lowers_ece_on_real_predictions(shared_data: Path) -
     cal, test = split_outputs(out, 5000, seed=0)
     assert (cal.n_samples, test.n_samples) == (5000, 5000)
     np.testing.assert_array_equal(np.bincount(cal.labels), np.bincount(test.labels))
-    comp = compare(cal, test, ["temperature"], n_boot=50, source=path.name)
+    comp = compare(cal, test, ["temperature"], source=path.name, resampling=Resampling(n_boot=50))
     none, ts = comp.rows
     assert 1.2 < ts.params["temperature"] < 2.0  # over-confident ResNet-18
     assert ts.evaluation.values["ece"] < 0.6 * none.evaluation.values["ece"]
@@ -194,7 +197,7 @@ def test_default_methods_leave_out_those_a_missing_class_makes_refuse() -> None:
     cal_rows = y != 3
     cal = as_outputs(y[cal_rows][:300], logits=z[cal_rows][:300])
     test = as_outputs(y[300:], logits=z[300:])
-    comp = compare(cal, test, None, n_boot=0, seed=0)
+    comp = compare(cal, test, None, resampling=Resampling(n_boot=0, seed=0))
     names = [r.method for r in comp.rows]
     assert "temperature" in names
     left_out = [n for n in names if n != "none" and CALIBRATORS.get(n).needs_every_class]
@@ -222,16 +225,22 @@ def test_the_recommendation_is_autos_rule_on_the_calibration_part_alone() -> Non
     p = np.exp(z * scale) / np.exp(z * scale).sum(axis=1, keepdims=True)
     y = np.array([rng.choice(4, p=row) for row in p])
     cal, test = as_outputs(y[:800], logits=z[:800]), as_outputs(y[800:], logits=z[800:])
-    comp = compare(cal, test, ["vector", "histogram"], n_boot=0, seed=0, recommend=True)
+    comp = compare(
+        cal, test, ["vector", "histogram"], recommend=True, resampling=Resampling(n_boot=0, seed=0)
+    )
     rec = comp.recommendation
     assert rec is not None
     auto = AutoCalibrator(methods=["temperature", "vector", "histogram"]).fit(z[:800], y[:800])
     assert rec.method == auto.chosen_ == "vector"
     assert "beat temperature by more than 3.5 standard errors" in rec.reason
     scrambled = as_outputs(y[800:][::-1], logits=z[800:])  # another test part: same choice
-    again = compare(cal, scrambled, ["vector", "histogram"], n_boot=0, recommend=True)
+    again = compare(
+        cal, scrambled, ["vector", "histogram"], recommend=True, resampling=Resampling(n_boot=0)
+    )
     assert again.recommendation == rec
-    assert compare(cal, test, ["vector"], n_boot=0).recommendation is None  # only when asked
+    assert (
+        compare(cal, test, ["vector"], resampling=Resampling(n_boot=0)).recommendation is None
+    )  # only when asked
 
 
 def test_compare_parts_splits_once_and_recommends() -> None:
@@ -241,14 +250,18 @@ def test_compare_parts_splits_once_and_recommends() -> None:
     z = rng.normal(size=(300, 3)) * 3
     y = np.argmax(z / 2 + rng.gumbel(size=z.shape), axis=1)
     whole = as_outputs(y, logits=z)
-    comp = compare_parts(whole, cal_size=0.4, methods=["temperature"], n_boot=0, seed=3)
+    comp = compare_parts(
+        whole, cal_size=0.4, methods=["temperature"], resampling=Resampling(n_boot=0, seed=3)
+    )
     cal, test = split_outputs(whole, 0.4, seed=3)
-    direct = compare(cal, test, ["temperature"], n_boot=0, seed=3)
+    direct = compare(cal, test, ["temperature"], resampling=Resampling(n_boot=0, seed=3))
     assert [r.evaluation.values for r in comp.rows] == [r.evaluation.values for r in direct.rows]
     assert comp.source == "split 120 / 180 (seed 3)"
     assert comp.recommendation is not None
     assert comp.recommendation.method == "temperature"
-    same = compare_parts(cal=cal, test=test, methods=["temperature"], n_boot=0, seed=3)
+    same = compare_parts(
+        cal=cal, test=test, methods=["temperature"], resampling=Resampling(n_boot=0, seed=3)
+    )
     assert [r.evaluation.values for r in same.rows] == [r.evaluation.values for r in comp.rows]
     with pytest.raises(InputError, match=r"^cal_size: "):
         compare_parts(cal=cal, test=test, cal_size=0.5)
@@ -257,7 +270,9 @@ def test_compare_parts_splits_once_and_recommends() -> None:
     with pytest.raises(InputError, match="either whole or both cal and test"):
         compare_parts(whole, cal=cal)
     groups = np.where(np.arange(300) % 2 == 0, "a", "b")
-    grouped = compare_parts(whole, groups=groups, methods=["temperature"], n_boot=0)
+    grouped = compare_parts(
+        whole, groups=groups, methods=["temperature"], resampling=Resampling(n_boot=0)
+    )
     assert grouped.rows[1].groups is not None
     assert sum(grouped.rows[1].groups.sizes) == grouped.n_test
     assert grouped.smallest_gap == "temperature"
@@ -268,7 +283,9 @@ def test_each_fit_after_the_first_says_the_time_left_of_the_fits(
 ) -> None:
     cal, test = split_outputs(synthetic(400), 0.5, seed=0)
     with caplog.at_level(logging.INFO, logger="calibkit.workflows.compare"):
-        compare(cal, test, ["temperature", "histogram", "isotonic"], n_boot=0)
+        compare(
+            cal, test, ["temperature", "histogram", "isotonic"], resampling=Resampling(n_boot=0)
+        )
     fits = [r.getMessage() for r in caplog.records if "fitting" in r.getMessage()]
     assert fits[0] == "[1/3] fitting temperature on 200 calibration samples"  # nothing to go by
     for k, line in enumerate(fits[1:], 2):
@@ -295,8 +312,8 @@ def test_the_recommendation_takes_the_rows_tuned_fit(monkeypatch: pytest.MonkeyP
         fit(self, *args, **kwargs)
 
     monkeypatch.setattr(StructuredMatrixScalingCV, "_fit", counted)
-    compare(cal, test, ["sms_cv"], n_boot=0, recommend=True)
+    compare(cal, test, ["sms_cv"], recommend=True, resampling=Resampling(n_boot=0))
     assert len(fits) == 1 + 5  # the row, then auto's 5 folds
     fits.clear()
-    compare(cal, test, ["sms_cv"], n_boot=0, recommend=True, seed=1)
+    compare(cal, test, ["sms_cv"], recommend=True, resampling=Resampling(n_boot=0, seed=1))
     assert len(fits) == 1 + 1 + 5  # the row (seed 0), auto's own tuning, its folds

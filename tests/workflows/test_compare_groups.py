@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from calibkit import Resampling
 from calibkit.calibrators import create_calibrator
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
@@ -28,14 +29,21 @@ def _parts(n: int = 1200) -> tuple[object, object, np.ndarray, np.ndarray]:
 
 def test_rows_carry_their_per_group_results() -> None:
     cal, test, gc, gt = _parts()
-    comp = compare(cal, test, ["temperature_groupwise"], n_boot=20, cal_groups=gc, test_groups=gt)
+    comp = compare(
+        cal,
+        test,
+        ["temperature_groupwise"],
+        cal_groups=gc,
+        test_groups=gt,
+        resampling=Resampling(n_boot=20),
+    )
     gts = create_calibrator("temperature_groupwise").fit(
         cal.as_logits(),
         cal.labels,
         groups=gc,  # type: ignore[attr-defined]
     )
     probs = gts.predict_proba(test.as_logits(), groups=gt)  # type: ignore[attr-defined]
-    ref = evaluate_groups(test.labels, probs=probs, groups=gt, n_boot=20)  # type: ignore[attr-defined]
+    ref = evaluate_groups(test.labels, probs=probs, groups=gt, resampling=Resampling(n_boot=20))  # type: ignore[attr-defined]
     row = comp.row("temperature_groupwise")
     assert row.groups is not None
     assert row.group_reliability is not None
@@ -50,14 +58,16 @@ def test_rows_carry_their_per_group_results() -> None:
 
 def test_group_methods_join_the_defaults_only_with_groups() -> None:
     cal, test, gc, gt = _parts()
-    plain = [r.method for r in compare(cal, test, n_boot=0).rows]
-    grouped = compare(cal, test, n_boot=0, cal_groups=gc, test_groups=gt, recommend=True)
+    plain = [r.method for r in compare(cal, test, resampling=Resampling(n_boot=0)).rows]
+    grouped = compare(
+        cal, test, cal_groups=gc, test_groups=gt, recommend=True, resampling=Resampling(n_boot=0)
+    )
     names = [r.method for r in grouped.rows]
     assert names == plain + group_methods(3)
     assert all(r.groups is not None for r in grouped.rows)
     assert grouped.recommendation is not None
     assert grouped.recommendation.method not in group_methods(3)
-    base = compare(cal, test, n_boot=0).row("temperature")
+    base = compare(cal, test, resampling=Resampling(n_boot=0)).row("temperature")
     assert base.groups is None
     assert base.group_reliability is None
     # the global numbers do not depend on the groups
@@ -67,6 +77,6 @@ def test_group_methods_join_the_defaults_only_with_groups() -> None:
 def test_groups_both_or_neither_and_checked() -> None:
     cal, test, gc, gt = _parts()
     with pytest.raises(InputError, match="cal_groups/test_groups"):
-        compare(cal, test, [], n_boot=0, cal_groups=gc)
+        compare(cal, test, [], cal_groups=gc, resampling=Resampling(n_boot=0))
     with pytest.raises(InputError, match="test_groups: expected 600 entries"):
-        compare(cal, test, [], n_boot=0, cal_groups=gc, test_groups=gt[:-1])
+        compare(cal, test, [], cal_groups=gc, test_groups=gt[:-1], resampling=Resampling(n_boot=0))

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from calibkit import Resampling
 from calibkit.calibrators import CALIBRATORS, create_calibrator
 from calibkit.calibrators.scope import Scope
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
@@ -43,7 +44,9 @@ def fits(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def test_dirichlet_on_probabilities_reuses_ms_odirs_fit_and_evaluation(fits: list[str]) -> None:
     cal, test = parts()
-    comp = compare(cal, test, ["temperature", "ms_odir", "dirichlet"], n_boot=50)
+    comp = compare(
+        cal, test, ["temperature", "ms_odir", "dirichlet"], resampling=Resampling(n_boot=50)
+    )
     assert fits == ["temperature", "ms_odir"]  # one fit serves both rows
     odir, dirichlet = comp.row("ms_odir"), comp.row("dirichlet")
     assert dirichlet.evaluation is odir.evaluation  # same probabilities, same seed
@@ -56,7 +59,9 @@ def test_dirichlet_on_probabilities_reuses_ms_odirs_fit_and_evaluation(fits: lis
     assert comp.same_map_reasons["dirichlet"].endswith("log p); fitted once, its row reused")
     # the recommendation cross-fits one candidate per map
     assert comp.recommendation is None
-    with_rec = compare(cal, test, ["ms_odir", "dirichlet"], n_boot=0, recommend=True)
+    with_rec = compare(
+        cal, test, ["ms_odir", "dirichlet"], recommend=True, resampling=Resampling(n_boot=0)
+    )
     assert with_rec.recommendation is not None
     assert "ms_odir" in with_rec.recommendation.scores
     # cross-fitted once: auto gives the twin the same scores (auto.same_as_)
@@ -65,14 +70,18 @@ def test_dirichlet_on_probabilities_reuses_ms_odirs_fit_and_evaluation(fits: lis
 
 def test_no_reuse_without_the_same_map_by_construction(fits: list[str]) -> None:
     cal, test = parts(probs=False)  # on logits Dirichlet's map differs from MS-ODIR's
-    compare(cal, test, ["ms_odir", "dirichlet"], n_boot=0)
+    compare(cal, test, ["ms_odir", "dirichlet"], resampling=Resampling(n_boot=0))
     assert fits == ["ms_odir", "dirichlet"]
     pcal, ptest = parts()
     mixed = as_outputs(ptest.labels, logits=np.log(ptest.scores))  # test part as logits
     assert reused_fits(["ms_odir", "dirichlet"], pcal, mixed) == {}
     fits.clear()
     compare(
-        pcal, ptest, ["ms_odir", "dirichlet"], n_boot=0, params={"dirichlet": {"reg_lambda": 1.0}}
+        pcal,
+        ptest,
+        ["ms_odir", "dirichlet"],
+        params={"dirichlet": {"reg_lambda": 1.0}},
+        resampling=Resampling(n_boot=0),
     )
     assert fits == ["ms_odir", "dirichlet"]  # other parameters: another problem
 
@@ -101,7 +110,7 @@ def test_declined_methods_are_said_before_the_work_and_in_the_report(
 ) -> None:
     cal, test = parts(k=3, n=200, probs=False)  # 100 calibration samples: matrix needs 24
     with caplog.at_level(logging.INFO, logger="calibkit.workflows.compare"):
-        comp = compare(cal, test, None, n_boot=0)
+        comp = compare(cal, test, None, resampling=Resampling(n_boot=0))
     assert [r.method for r in comp.rows] == ["none", "temperature", "matrix"]
     assert comp.declined == {toy_scope: "declined from 3 classes on: toy limit"}
     lines = [r.getMessage() for r in caplog.records]
@@ -113,7 +122,7 @@ def test_declined_methods_are_said_before_the_work_and_in_the_report(
     assert (
         "Not run by default on this data: toy_wide (declined from 3 classes on: toy limit)." in meta
     )
-    named = compare(cal, test, ["toy_wide"], n_boot=0)  # named, it runs
+    named = compare(cal, test, ["toy_wide"], resampling=Resampling(n_boot=0))  # named, it runs
     assert [r.method for r in named.rows] == ["none", "toy_wide"]
     assert named.declined == {}
     assert "declined" not in results_dict(named)  # absent when nothing was left out
@@ -122,7 +131,7 @@ def test_declined_methods_are_said_before_the_work_and_in_the_report(
 def test_matrix_at_60_classes_is_declined_in_words(toy_scope: str) -> None:
     """Matrix scaling's scope declines it from 50 classes on: said, not silently dropped."""
     cal, test = parts(k=60, n=400, probs=False)
-    comp = compare(cal, test, None, n_boot=0)
+    comp = compare(cal, test, None, resampling=Resampling(n_boot=0))
     assert "matrix" not in [r.method for r in comp.rows]
     assert comp.declined["matrix"].startswith("declined from 50 classes on: K (K + 1)")
 
@@ -140,7 +149,7 @@ def test_a_method_not_cross_fitted_has_its_row_and_is_said(
 ) -> None:
     cal, test = parts(k=3, n=400, probs=False)
     with caplog.at_level(logging.INFO, logger="calibkit.workflows.compare"):
-        comp = compare(cal, test, None, n_boot=0, recommend=True)
+        comp = compare(cal, test, None, recommend=True, resampling=Resampling(n_boot=0))
     assert [r.method for r in comp.rows] == ["none", "temperature", "vector", toy_costly]
     rec = comp.recommendation
     assert rec is not None
@@ -151,6 +160,8 @@ def test_a_method_not_cross_fitted_has_its_row_and_is_said(
     assert f"not cross-fitted: {toy_costly} ({why})" in rec.summary
     assert f"not a candidate: {toy_costly} ({why})" in [r.getMessage() for r in caplog.records]
     assert results_dict(comp)["recommendation"]["not_cross_fitted"] == {toy_costly: why}
-    named = compare(cal, test, ["temperature", toy_costly], n_boot=0, recommend=True)
+    named = compare(
+        cal, test, ["temperature", toy_costly], recommend=True, resampling=Resampling(n_boot=0)
+    )
     assert named.recommendation is not None
     assert toy_costly in named.recommendation.scores

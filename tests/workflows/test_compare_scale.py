@@ -11,6 +11,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
+from calibkit import Resampling
 from calibkit.core.outputs import as_outputs
 from calibkit.core.splits import split_indices
 from calibkit.workflows.compare import compare_parts
@@ -33,7 +34,7 @@ def test_a_thousand_class_comparison_finishes_and_says_what_it_left_out(
     scores_mb = z.size * 8 / 2**20  # one float64 copy of every score: 31 MB
     tracemalloc.start()
     with caplog.at_level(logging.INFO, logger="calibkit"):
-        comp = compare_parts(as_outputs(y, logits=z), n_boot=200)
+        comp = compare_parts(as_outputs(y, logits=z), resampling=Resampling(n_boot=200))
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     # every default method left out is said with its reason, before the work

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from calibkit import Resampling
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics import aurc, failure_auroc
 from calibkit.reporting.compare_report import write_compare_report
@@ -28,7 +29,9 @@ def _parts(k: int, n: int = 1200, seed: int = 0):  # type: ignore[no-untyped-def
 
 def test_binary_temperature_keeps_the_ranking_binning_and_isotonic_tie_it() -> None:
     cal, test = _parts(2)
-    comp = compare(cal, test, ["temperature", "histogram", "isotonic"], n_boot=0)
+    comp = compare(
+        cal, test, ["temperature", "histogram", "isotonic"], resampling=Resampling(n_boot=0)
+    )
     none, ts = comp.row("none"), comp.row("temperature")
     assert none.ranking is not None
     assert none.ranking.same
@@ -59,7 +62,7 @@ def test_binary_temperature_keeps_the_ranking_binning_and_isotonic_tie_it() -> N
 
 def test_multiclass_temperature_can_reorder_and_the_report_says_so(tmp_path: Path) -> None:
     cal, test = _parts(4)
-    comp = compare(cal, test, ["temperature"], n_boot=20)
+    comp = compare(cal, test, ["temperature"], resampling=Resampling(n_boot=20))
     ts = comp.row("temperature")
     assert ts.ranking is not None
     assert not ts.ranking.same

@@ -8,6 +8,7 @@ import logging
 import numpy as np
 import pytest
 
+from calibkit import Resampling
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.core.progress import progress_of
@@ -24,10 +25,14 @@ def whole():  # type: ignore[no-untyped-def]
 
 
 def test_level_reaches_the_intervals(whole) -> None:  # type: ignore[no-untyped-def]
-    found = split_conformal_sets(whole, ["lac", "aps"], alpha=0.1, n_boot=200, level=0.8)
+    found = split_conformal_sets(
+        whole, ["lac", "aps"], alpha=0.1, resampling=Resampling(n_boot=200, level=0.8)
+    )
     assert (found.n_cal, found.n_test) == (600, 600)
-    assert all(r.metrics.level == 0.8 for r in found.rows)
-    wide = split_conformal_sets(whole, ["lac", "aps"], alpha=0.1, n_boot=200, level=0.95)
+    assert all(r.metrics.resampling.level == 0.8 for r in found.rows)
+    wide = split_conformal_sets(
+        whole, ["lac", "aps"], alpha=0.1, resampling=Resampling(n_boot=200, level=0.95)
+    )
     for a, b in zip(found.rows, wide.rows, strict=True):
         assert a.metrics.values == b.metrics.values
         lo8, hi8 = a.metrics.ci["coverage"]
@@ -37,15 +42,21 @@ def test_level_reaches_the_intervals(whole) -> None:  # type: ignore[no-untyped-
 
 def test_a_split_that_cannot_be_is_blamed_on_cal_size(whole) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError) as exc:
-        split_conformal_sets(whole, ["lac"], cal_size=5000, alpha=0.1, n_boot=0)
+        split_conformal_sets(
+            whole, ["lac"], cal_size=5000, alpha=0.1, resampling=Resampling(n_boot=0)
+        )
     assert exc.value.argument == "cal_size"
     with pytest.raises(InputError) as exc:
-        split_conformal_sets(whole, ["lac"], cal_size=0.1, alpha=0.001, n_boot=0)
+        split_conformal_sets(
+            whole, ["lac"], cal_size=0.1, alpha=0.001, resampling=Resampling(n_boot=0)
+        )
     assert exc.value.argument == "cal_size"
 
 
 def test_the_verdict_says_coverage_against_the_target_first(whole) -> None:  # type: ignore[no-untyped-def]
-    found = split_conformal_sets(whole, ["lac", "aps"], alpha=0.1, n_boot=200)
+    found = split_conformal_sets(
+        whole, ["lac", "aps"], alpha=0.1, resampling=Resampling(n_boot=200)
+    )
     report = conformal_report(found.rows, source="toy")
     headline = plain(report.document.verdict.headline)
     smallest = min(found.rows, key=lambda r: r.metrics.values["mean_set_size"])
@@ -58,7 +69,7 @@ def test_the_verdict_says_coverage_against_the_target_first(whole) -> None:  # t
 
 def test_an_under_covering_score_is_named(whole) -> None:  # type: ignore[no-untyped-def]
     cal, test = whole, whole
-    rows = conformal_sets(cal, test, ["lac", "aps"], alpha=0.1, n_boot=100)
+    rows = conformal_sets(cal, test, ["lac", "aps"], alpha=0.1, resampling=Resampling(n_boot=100))
     low = dataclasses.replace(
         rows[1].metrics,
         values={**rows[1].metrics.values, "coverage": 0.8},
@@ -73,7 +84,7 @@ def test_an_under_covering_score_is_named(whole) -> None:  # type: ignore[no-unt
 
 
 def test_without_resamples_the_verdict_claims_no_interval(whole) -> None:  # type: ignore[no-untyped-def]
-    rows = conformal_sets(whole, whole, ["lac"], alpha=0.2, n_boot=0)
+    rows = conformal_sets(whole, whole, ["lac"], alpha=0.2, resampling=Resampling(n_boot=0))
     verdict = conformal_report(rows, source="toy").document.verdict
     assert plain(verdict.headline).startswith("LAC covers ")
     assert "no intervals" in verdict.detail
@@ -86,7 +97,7 @@ def test_each_score_is_a_step_when_fitted_and_when_judged(
     z, y = random_problem(600, 4, seed=0)
     cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
     with caplog.at_level(logging.DEBUG, logger="calibkit.workflows.conformal"):
-        conformal_sets(cal, test, ["lac", "aps"], alpha=0.1, n_boot=20)
+        conformal_sets(cal, test, ["lac", "aps"], alpha=0.1, resampling=Resampling(n_boot=20))
     events = [e for r in caplog.records if r.levelno == logging.DEBUG if (e := progress_of(r))]
     assert [(e.step, e.total, e.text) for e in events] == [
         (0, 4, ""),

@@ -7,6 +7,7 @@ import logging
 import numpy as np
 import pytest
 
+from calibkit import Binning, Resampling
 from calibkit.core.progress import progress_of
 from calibkit.workflows.label_shift import paired_bootstrap
 
@@ -19,7 +20,12 @@ def test_the_paired_bootstrap_reports_each_block_of_replicates(
     labels = rng.integers(0, 3, 400)
     variants = {"unadapted": probs[0], "adapted": probs[1]}
     with caplog.at_level(logging.DEBUG, logger="calibkit.workflows.label_shift"):
-        paired_bootstrap(variants, labels, n_bins=10, n_boot=50, level=0.9, seed=0)
+        paired_bootstrap(
+            variants,
+            labels,
+            binning=Binning(n_bins=10),
+            resampling=Resampling(n_boot=50, level=0.9, seed=0),
+        )
     events = [e for r in caplog.records if r.levelno == logging.DEBUG if (e := progress_of(r))]
     assert events[0].label == "paired bootstrap (50 replicates of 400 samples)"
     steps = [e.step for e in events]

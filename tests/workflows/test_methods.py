@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from calibkit import Resampling
 from calibkit.calibrators import create_calibrator
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.splits import split_outputs
@@ -84,7 +85,7 @@ def test_same_map_rules() -> None:
 )
 def test_marked_twins_give_the_same_numbers(k: int, probs: bool, pair: tuple[str, str]) -> None:
     cal, test = parts(k, probs)
-    comp = compare(cal, test, list(pair), n_boot=0)
+    comp = compare(cal, test, list(pair), resampling=Resampling(n_boot=0))
     assert comp.same_maps == {pair[1]: pair[0]}
     a, b = (comp.row(m).evaluation.values for m in pair)
     for name in ("nll", "ece", "brier"):
@@ -100,7 +101,7 @@ def test_matrix_and_ms_odir_are_explained_when_their_fits_agree() -> None:
     """Both shrunk towards temperature scaling, they choose the same strength here: the
     report, the terminal summary and results.json say they are the same map, and why."""
     cal, test = parts(3, n=1200)
-    comp = compare(cal, test, ["temperature", "matrix", "ms_odir"], n_boot=0)
+    comp = compare(cal, test, ["temperature", "matrix", "ms_odir"], resampling=Resampling(n_boot=0))
     s = comp.row("matrix").params["shrink_strength"]
     assert s == comp.row("ms_odir").params["reg_lambda"]
     assert comp.same_maps == {"ms_odir": "matrix"}
@@ -116,7 +117,7 @@ def test_matrix_and_ms_odir_are_explained_when_their_fits_agree() -> None:
     methods = results_dict(comp)["methods"]
     assert [m["same_map_as"] for m in methods] == [None, None, None, "matrix"]
     given = {"ms_odir": {"reg_lambda": s}}  # lam given equal to matrix's choice: the same
-    comp = compare(cal, test, ["matrix", "ms_odir"], n_boot=0, params=given)
+    comp = compare(cal, test, ["matrix", "ms_odir"], params=given, resampling=Resampling(n_boot=0))
     assert comp.same_maps == {"ms_odir": "matrix"}
     assert f"matrix chose s = {s:g} by cross-validation" in _under_the_first_table(comp)
 
@@ -126,7 +127,9 @@ def test_matrix_and_ms_odir_are_not_twins_when_their_problems_differ() -> None:
     no mark, no note."""
     cal, test = parts(3, n=1200)
     for params in ({"ms_odir": {"reg_lambda": 0.5}}, {"matrix": {"shrink": "none"}}):
-        comp = compare(cal, test, ["matrix", "ms_odir"], n_boot=0, params=params)
+        comp = compare(
+            cal, test, ["matrix", "ms_odir"], params=params, resampling=Resampling(n_boot=0)
+        )
         assert comp.same_maps == {}
         assert "(= X)" not in marks_note(comp)
         note = _under_the_first_table(comp)  # the marks and the metrics' meanings only
@@ -149,7 +152,9 @@ def test_same_fit_follows_the_row_order_and_dirichlet_on_probabilities() -> None
 
 def test_methods_that_change_the_accuracy_are_flagged() -> None:
     cal, test = parts(4)
-    comp = compare(cal, test, ["temperature", "vector", "histogram_classwise"], n_boot=0)
+    comp = compare(
+        cal, test, ["temperature", "vector", "histogram_classwise"], resampling=Resampling(n_boot=0)
+    )
     correct = {r.method: round(r.evaluation.values["accuracy"] * comp.n_test) for r in comp.rows}
     changed = [m for m, c in correct.items() if c != correct["none"]]
     assert "temperature" not in changed
@@ -163,7 +168,7 @@ def test_methods_that_change_the_accuracy_are_flagged() -> None:
 
 def test_auto_names_the_method_it_chose() -> None:
     cal, test = parts(3)
-    comp = compare(cal, test, ["auto"], n_boot=0)
+    comp = compare(cal, test, ["auto"], resampling=Resampling(n_boot=0))
     row = comp.row("auto")
     assert row.chosen in TEN_CLASSES
     params = results_dict(comp, "t")["methods"][1]["params"]
@@ -176,7 +181,9 @@ def test_auto_names_the_method_it_chose() -> None:
 def test_the_debiased_rmsce_stands_beside_the_rmsce() -> None:
     """An L2 quantity beside the L2 error it estimates, after the L1 errors (ECEs)."""
     cal, test = parts(3)
-    binned = comparison_tables(compare(cal, test, ["temperature"], n_boot=5))[0]
+    binned = comparison_tables(
+        compare(cal, test, ["temperature"], resampling=Resampling(n_boot=5))
+    )[0]
     assert binned.header == [
         "Method",
         "ECE",
@@ -190,7 +197,7 @@ def test_the_debiased_rmsce_stands_beside_the_rmsce() -> None:
 
 def test_auto_is_marked_as_the_method_it_chose_when_that_has_a_row() -> None:
     cal, test = parts(3)
-    comp = compare(cal, test, ["temperature", "histogram", "auto"], n_boot=0)
+    comp = compare(cal, test, ["temperature", "histogram", "auto"], resampling=Resampling(n_boot=0))
     chosen = comp.row("auto").chosen
     assert chosen is not None
     assert comp.same_maps.get("auto") == (
@@ -228,9 +235,11 @@ def test_default_and_order_on_the_entry_drive_compare_and_auto() -> None:
     assert "named_only_toy" not in candidates
     assert "named_only_toy" in named_only()
     cal, test = parts(3)
-    comp = compare(cal, test, n_boot=0)
+    comp = compare(cal, test, resampling=Resampling(n_boot=0))
     methods = [row.method for row in comp.rows]
     assert methods[:2] == ["none", "first_toy"]
     assert "named_only_toy" not in methods
-    named = compare(cal, test, ["named_only_toy"], n_boot=0)  # named, it runs
+    named = compare(
+        cal, test, ["named_only_toy"], resampling=Resampling(n_boot=0)
+    )  # named, it runs
     assert [row.method for row in named.rows] == ["none", "named_only_toy"]

@@ -36,7 +36,9 @@ from calibkit.cli.options import (
     add_input_options,
     add_numbers,
     add_out,
+    binning_of,
     opt,
+    resampling_of,
 )
 from calibkit.core.errors import InputError
 
@@ -113,9 +115,14 @@ def _title(args: argparse.Namespace) -> tuple[str, str]:
 def _compare(args: argparse.Namespace, methods: list[str] | None) -> Comparison:
     from calibkit.workflows.compare import compare_parts
 
-    numbers = {k: getattr(args, k) for k in ("n_bins", "n_boot", "level", "seed", "mode")}
     try:
-        return compare_parts(**read_parts(args), cal_size=args.cal_size, methods=methods, **numbers)
+        return compare_parts(
+            **read_parts(args),
+            cal_size=args.cal_size,
+            methods=methods,
+            binning=binning_of(args),
+            resampling=resampling_of(args),
+        )
     except InputError as exc:
         raise renamed(exc, _OPTIONS[exc.argument]) if exc.argument in _OPTIONS else exc from None
 

@@ -32,6 +32,7 @@ from calibkit.cli.options import (
     add_out,
     miscoverage,
     opt,
+    resampling_of,
 )
 from calibkit.core import catalog
 from calibkit.core.errors import InputError, nearest_name
@@ -118,9 +119,7 @@ def run(args: argparse.Namespace) -> int:
             calibrator=args.method,
             mondrian=args.mondrian,
             randomized=args.randomized,
-            n_boot=args.n_boot,
-            level=args.level,
-            seed=args.seed,
+            resampling=resampling_of(args),
         )
     except InputError as exc:
         raise renamed(exc, "--cal-size") if exc.argument == "cal_size" else exc from None

@@ -52,8 +52,10 @@ from calibkit.cli.options import (
     add_input_options,
     add_numbers,
     add_out,
+    binning_of,
     opt,
     reading_words,
+    resampling_of,
 )
 from calibkit.core.errors import InputError
 from calibkit.core.words import plural
@@ -150,11 +152,8 @@ def run(args: argparse.Namespace) -> int:
         extras=extras,
         smooth=SMOOTH in plots,
         corp=args.corp and figures,
-        n_bins=args.n_bins,
-        mode=args.mode,
-        n_boot=args.n_boot,
-        level=args.level,
-        seed=args.seed,
+        binning=binning_of(args),
+        resampling=resampling_of(args),
         coverage=args.coverage,
         risk=args.risk,
     )

@@ -45,7 +45,9 @@ from calibkit.cli.options import (
     add_input_options,
     add_numbers,
     add_out,
+    binning_of,
     opt,
+    resampling_of,
 )
 from calibkit.core import catalog
 from calibkit.core.errors import InputError
@@ -161,7 +163,6 @@ def adapt(args: argparse.Namespace, source: ClassifierOutputs) -> LabelShiftResu
     if target.n_classes != source.n_classes:
         expected = f"scores of the source's {source.n_classes} classes"
         raise InputError("--target", expected, f"{target.n_classes} classes")
-    numbers = {k: getattr(args, k) for k in ("n_bins", "n_boot", "level", "seed")}
     calibrator = None if args.method == "none" else args.method
     try:
         return label_shift(
@@ -171,7 +172,8 @@ def adapt(args: argparse.Namespace, source: ClassifierOutputs) -> LabelShiftResu
             estimator=estimator_of(args),
             calibrator=calibrator,
             priors=_priors(args.priors),
-            **numbers,
+            binning=binning_of(args),
+            resampling=resampling_of(args),
         )
     except InputError as exc:
         names = {"priors": "--priors", "labels": "--cal labels", "target labels": "--target labels"}

@@ -8,17 +8,16 @@ reported with that range before any work starts.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
 from calibkit.core.errors import InputError, compact_numbers
 from calibkit.core.names import LM_LAYOUTS, LM_LENGTH_NORMS
+from calibkit.core.options import MODES, Binning, Resampling
+from calibkit.core.params import PARAM
 from calibkit.core.validation import (
-    LEVEL,
-    N_BINS,
-    RESAMPLES,
-    SEED,
     SPLIT_SIZE,
     Constraint,
     Integer,
@@ -186,16 +185,34 @@ def add_numbers(
     """Bins (with ``bins``), bootstrap resamples and their level (with ``boot``), the seed,
     and the binary mode (with ``mode``, by default as ``bins``)."""
     if bins:
-        opt(p, "--n-bins", "N", "bins (default %(default)s)", type=number(N_BINS), default=15)
+        opt(p, "--n-bins", "N", "bins (default %(default)s)", **_declared(Binning, "n_bins"))
     if boot:
         text = "bootstrap resamples of the intervals (0: none; default %(default)s)"
-        opt(p, "--n-boot", "N", text, type=number(RESAMPLES), default=1000)
+        opt(p, "--n-boot", "N", text, **_declared(Resampling, "n_boot"))
         text = "confidence level of the intervals (default %(default)s)"
-        opt(p, "--level", "L", text, type=number(LEVEL), default=0.95)
-    opt(p, "--seed", "N", "random seed (default %(default)s)", type=number(SEED), default=0)
+        opt(p, "--level", "L", text, **_declared(Resampling, "level"))
+    opt(p, "--seed", "N", "random seed (default %(default)s)", **_declared(Resampling, "seed"))
     if bins if mode is None else mode:
         what = "binary problems: top_label or positive_class (default %(default)s)"
-        opt(p, "--mode", "MODE", what, choices=("top_label", "positive_class"), default="top_label")
+        default = _declared(Binning, "mode")["default"]
+        opt(p, "--mode", "MODE", what, choices=MODES, default=default)
+
+
+def _declared(settings: type, name: str) -> dict[str, Any]:
+    """The ``type`` (its check) and ``default`` of the option that sets ``name`` of
+    ``settings`` (:mod:`calibkit.core.options`), as declared there."""
+    field = {f.name: f for f in dataclasses.fields(settings)}[name]
+    return {"type": number(field.metadata[PARAM].check), "default": field.default}
+
+
+def resampling_of(args: argparse.Namespace) -> Resampling:
+    """``--n-boot``, ``--level`` and ``--seed`` (:func:`add_numbers`) as one object."""
+    return Resampling(n_boot=args.n_boot, level=args.level, seed=args.seed)
+
+
+def binning_of(args: argparse.Namespace) -> Binning:
+    """``--n-bins`` and ``--mode`` (:func:`add_numbers`) as one object."""
+    return Binning(n_bins=args.n_bins, mode=getattr(args, "mode", "top_label"))
 
 
 def reading_words(args: argparse.Namespace) -> list[str]:

@@ -49,6 +49,8 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.core.errors import InputError
+from calibkit.core.options import MODES as MODES
+from calibkit.core.options import Mode as Mode
 from calibkit.core.validation import N_BINS as N_BINS  # bins: an integer in [1, 100000]
 
 Scheme = Literal["equal_width", "equal_mass"]

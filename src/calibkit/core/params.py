@@ -24,6 +24,7 @@ Type checkers see both bases as dataclasses (:func:`typing.dataclass_transform`)
 >>> Smoothed(n_bins=10).n_bins, Smoothed.param_constraints["strength"] is POSITIVE
 (10, True)
 >>> import inspect
+import linecache
 >>> [(p.name, p.default) for p in inspect.signature(Smoothed).parameters.values()]
 [('n_bins', 15), ('strength', 1.0)]
 >>> print(Smoothed.__doc__)  # doctest: +NORMALIZE_WHITESPACE
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import linecache
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field
 from typing import Any, ClassVar, dataclass_transform
@@ -157,13 +159,28 @@ def _make_init(cls: type, fields: Mapping[str, Field[Any]]) -> Callable[..., Non
         "    self._check_params()\n"
     )
     namespace: dict[str, Any] = {}
-    exec(source, defaults, namespace)  # as dataclasses builds __init__
+    # compiled from a named source kept in linecache, as dataclasses does: inspect.getsource,
+    # tracebacks and TorchScript find the text of the constructor
+    filename = f"<calibkit.core.params {cls.__module__}.{cls.__qualname__}.__init__>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), defaults, namespace)
     init: Callable[..., None] = namespace["__init__"]
+    init.__declared__ = True  # type: ignore[attr-defined]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__
     init.__annotations__ = {n: annotations[n] for n in fields if n in annotations}
     init.__annotations__["return"] = "None"
     return init
+
+
+def _inherits_own_init(cls: type) -> bool:
+    """Whether the nearest ``__init__`` above ``cls`` is one a :class:`Declared` class wrote
+    by hand (one that also takes a model): its subclasses keep it."""
+    for klass in cls.__mro__[1:]:
+        init = klass.__dict__.get("__init__")
+        if init is not None:
+            return issubclass(klass, Declared) and not getattr(init, "__declared__", False)
+    return False
 
 
 @dataclass_transform(field_specifiers=(param,))
@@ -183,15 +200,13 @@ class Declared:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         own = {k: v for k, v in cls.__dict__.items() if _declared_field(v)}
-        if "param_constraints" in cls.__dict__ or not (own or cls.declared_params):
-            return  # TRANSITIONAL: a class not yet converted
         fields = {**cls.declared_params, **own}
         for key in own:
             delattr(cls, key)
         cls.declared_params = fields
         cls.param_constraints = {k: f.metadata[PARAM].check for k, f in fields.items()}
         cls.python_only = tuple(k for k, f in fields.items() if not f.metadata[PARAM].cli)
-        if "__init__" not in cls.__dict__:
+        if "__init__" not in cls.__dict__ and not _inherits_own_init(cls):
             setattr(cls, "__init__", _make_init(cls, fields))  # noqa: B010
         if fields and not getattr(cls, "__abstractmethods__", None):
             section = parameters_section(fields, _annotations(cls))

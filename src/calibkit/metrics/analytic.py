@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import cached_property
+from functools import cached_property, lru_cache
 from statistics import NormalDist
 
 import numpy as np
@@ -80,6 +80,7 @@ def _t_two_sided(t: float, df: int) -> float:
     return s * total
 
 
+@lru_cache(maxsize=4096)  # once per sample size: a bisection below 200 degrees of freedom
 def t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom (``p`` in ``[0.5, 1)``,
     ``df >= 1``; ``math.inf``: the normal quantile), without scipy.

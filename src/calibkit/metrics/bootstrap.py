@@ -1,4 +1,5 @@
-"""A percentile bootstrap interval for any metric function.
+"""A percentile bootstrap interval for any metric function, drawn as a
+:class:`~calibkit.core.options.Resampling` says.
 
 :func:`calibkit.metrics.evaluate` bootstraps every built-in metric at once; this function
 does it for one metric, built-in or the caller's own. A metric that accepts
@@ -10,7 +11,7 @@ so no data is copied; any other callable ``metric(labels, probs=...)`` or
 >>> rng = np.random.default_rng(0)
 >>> p = rng.dirichlet(np.ones(3) * 0.5, size=400)
 >>> y = np.array([rng.choice(3, p=row) for row in p])
->>> ci = bootstrap_ci(ece, y, probs=p, n_boot=200, seed=0)
+>>> ci = bootstrap_ci(ece, y, probs=p, resampling=Resampling(n_boot=200, seed=0))
 >>> bool(0 <= ci.low <= ci.high <= 1), ci.level
 (True, 0.95)
 """
@@ -25,6 +26,7 @@ from typing import Any, Unpack, get_args, get_origin, get_type_hints
 import numpy as np
 
 from calibkit.core.errors import InputError
+from calibkit.core.options import Resampling
 from calibkit.core.outputs import as_outputs
 
 
@@ -74,9 +76,7 @@ def bootstrap_ci(
     probs: object = None,
     *,
     logits: object = None,
-    n_boot: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
+    resampling: Resampling = Resampling(),
     **kwargs: Any,
 ) -> BootstrapInterval:
     """Percentile bootstrap interval of ``metric`` over resamples of the samples (seeded).
@@ -87,9 +87,10 @@ def bootstrap_ci(
     ----------
     metric : callable
         ``metric(labels, probs=...)`` or ``metric(labels, logits=...)`` returning a float.
-    labels, probs, logits, n_boot, level, seed
-        The outputs, as for every metric; the number of resamples (>= 1), the confidence
-        level in (0, 1) and the seed.
+    labels, probs, logits
+        The outputs, as for every metric.
+    resampling : Resampling
+        The replicates (at least 1), the confidence level and the seed.
     **kwargs
         Further arguments of ``metric`` (e.g. ``n_bins=10``).
 
@@ -101,20 +102,20 @@ def bootstrap_ci(
     Examples
     --------
     >>> from calibkit.metrics.scores import accuracy
-    >>> ci = bootstrap_ci(accuracy, [0, 1], probs=[[0.9, 0.1], [0.2, 0.8]], n_boot=20)
+    >>> ci = bootstrap_ci(accuracy, [0, 1], probs=[[0.9, 0.1], [0.2, 0.8]],
+    ...                   resampling=Resampling(n_boot=20))
     >>> ci.estimate, ci.low, ci.high  # every resample is all correct
     (1.0, 1.0, 1.0)
     """
     if not callable(metric):
         raise InputError("metric", "a callable metric(labels, probs=..., ...)", repr(metric))
-    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 1:
+    n_boot, level = resampling.n_boot, resampling.level
+    if n_boot < 1:
         raise InputError("n_boot", "an integer >= 1", repr(n_boot))
-    if not 0.0 < level < 1.0:
-        raise InputError("level", "a number in (0, 1)", repr(level))
     out = as_outputs(labels, probs, logits=logits)
     key = out.kind
     n = out.n_samples
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(resampling.seed)
     estimate = float(metric(out.labels, **{key: out.scores}, **kwargs))
     values = np.empty(n_boot)
     weighted = _takes_weights(metric)

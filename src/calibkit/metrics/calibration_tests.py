@@ -183,15 +183,20 @@ def cumulative_differences(conf: F64, outcome: F64, ties: Ties = "group") -> tup
     return np.take_along_axis(path, ends, axis=-1), sigma
 
 
+def _series(x: F64) -> tuple[F64, F64, F64]:
+    """``x`` as float64, the series' half-integers ``k`` and ``x`` clipped to where the
+    series converges, one axis added for the terms."""
+    x = np.asarray(x, dtype=np.float64)
+    return x, np.arange(_TERMS, dtype=np.float64) + 0.5, np.clip(x, 1e-3, _X_MAX)[..., None]
+
+
 def brownian_max_abs_sf(x: F64) -> F64:
     """``P(max_{t <= 1} |B_t| > x)`` for a standard Brownian motion (the KS p-value).
 
     >>> round(float(brownian_max_abs_sf(np.array(1.0))), 4)
     0.6292
     """
-    x = np.asarray(x, dtype=np.float64)
-    k = np.arange(_TERMS) + 0.5
-    xc = np.clip(x, 1e-3, _X_MAX)[..., None]
+    x, k, xc = _series(x)
     terms = (-1.0) ** np.arange(_TERMS) / k * np.exp(-(k**2) * np.pi**2 / (2 * xc**2))
     cdf = 2 / np.pi * np.sum(terms, axis=-1)
     return np.where(x >= _X_MAX, 0.0, np.clip(1.0 - cdf, 0.0, 1.0))
@@ -203,9 +208,7 @@ def brownian_range_sf(x: F64) -> F64:
     >>> round(float(brownian_range_sf(np.array(1.0))), 4)
     0.9366
     """
-    x = np.asarray(x, dtype=np.float64)
-    k = np.arange(_TERMS) + 0.5
-    xc = np.clip(x, 1e-3, _X_MAX)[..., None]
+    x, k, xc = _series(x)
     terms = (8 / xc**2 + 2 / (k**2 * np.pi**2)) * np.exp(-2 * k**2 * np.pi**2 / xc**2)
     cdf = np.sum(terms, axis=-1)
     return np.where(x >= _X_MAX, 0.0, np.clip(1.0 - cdf, 0.0, 1.0))

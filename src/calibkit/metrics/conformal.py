@@ -21,7 +21,7 @@ among the rows of each set size (``size_coverage``: point values and row counts,
 interval) and each class's coverage.
 
 >>> sets = np.array([[True, False], [True, True], [False, True], [False, False]])
->>> m = set_metrics(sets, np.array([0, 1, 0, 1]), alpha=0.5, n_boot=0)
+>>> m = set_metrics(sets, np.array([0, 1, 0, 1]), alpha=0.5, resampling=Resampling(n_boot=0))
 >>> m.values["coverage"], m.values["mean_set_size"], m.values["median_set_size"]
 (0.5, 1.0, 1.0)
 >>> m.size_coverage
@@ -38,8 +38,9 @@ import numpy as np
 import numpy.typing as npt
 
 from calibkit.core.errors import InputError
+from calibkit.core.options import Resampling
 from calibkit.core.outputs import check_labels
-from calibkit.core.validation import LEVEL, MISCOVERAGE, RESAMPLES, SEED
+from calibkit.core.validation import MISCOVERAGE
 from calibkit.metrics.info import METRICS, MetricInfo, register_metric
 from calibkit.metrics.resampled import count_blocks
 
@@ -55,13 +56,13 @@ _BLOCK = 1 << 20
 @dataclass(frozen=True)
 class SetMetrics:
     """Metrics of prediction sets: ``values[name]``, ``ci[name] = (low, high)`` (NaN
-    without resamples; percentile intervals at ``level``), ``size_coverage[size] =
-    (coverage, rows)``, ``class_coverage`` (NaN for a class without test rows).
+    without resamples; percentile intervals as ``resampling`` says), ``size_coverage[size]
+    = (coverage, rows)``, ``class_coverage`` (NaN for a class without test rows).
 
     Examples
     --------
     >>> sets = [[True, False], [True, True], [False, True], [False, True]]
-    >>> metrics = set_metrics(sets, [0, 1, 1, 1], 0.1, n_boot=0)
+    >>> metrics = set_metrics(sets, [0, 1, 1, 1], 0.1, resampling=Resampling(n_boot=0))
     >>> metrics.values["coverage"], metrics.values["mean_set_size"], metrics.size_coverage
     (1.0, 1.25, {1: (1.0, 3), 2: (1.0, 1)})
     """
@@ -70,8 +71,7 @@ class SetMetrics:
     ci: dict[str, tuple[float, float]]
     size_coverage: dict[int, tuple[float, int]]
     class_coverage: F64
-    n_boot: int
-    level: float = 0.95
+    resampling: Resampling = Resampling(n_boot=0)
 
 
 def _check(sets: object, labels: object) -> tuple[npt.NDArray[np.bool_], I64]:
@@ -186,25 +186,23 @@ def set_metrics(
     labels: object,
     alpha: float,
     *,
-    n_boot: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
+    resampling: Resampling = Resampling(),
 ) -> SetMetrics:
     """Coverage and set-size metrics of ``sets`` (bool ``(N, K)``) against ``labels``, with
-    percentile bootstrap intervals at ``level`` from ``n_boot`` seeded replicates.
+    percentile bootstrap intervals as ``resampling`` says (none without replicates).
 
     Examples
     --------
     Two of three sets hold the label, sizes 1, 2 and 1:
 
-    >>> m = set_metrics([[True, False], [True, True], [False, True]], [0, 0, 0], 0.1, n_boot=0)
+    >>> sets = [[True, False], [True, True], [False, True]]
+    >>> m = set_metrics(sets, [0, 0, 0], 0.1, resampling=Resampling(n_boot=0))
     >>> round(m.values["coverage"], 4), round(m.values["mean_set_size"], 4)
     (0.6667, 1.3333)
     """
     mask, y = _check(sets, labels)
     alpha = MISCOVERAGE.check("alpha", alpha)
-    n_boot, seed = RESAMPLES.check("n_boot", n_boot), SEED.check("seed", seed)
-    level = LEVEL.check("level", level)
+    n_boot, level = resampling.n_boot, resampling.level
     n, k = mask.shape
     covered = mask[np.arange(n), y].astype(np.float64)
     size = mask.sum(axis=1).astype(np.float64)
@@ -213,7 +211,7 @@ def set_metrics(
     values = dict(zip(SET_METRICS, map(float, point), strict=True))
     ci = {name: (float("nan"), float("nan")) for name in SET_METRICS}
     if n_boot:
-        blocks = count_blocks(np.random.default_rng(seed), n, n_boot, _BLOCK)
+        blocks = count_blocks(np.random.default_rng(resampling.seed), n, n_boot, _BLOCK)
         rep = np.concatenate([_weighted(w, covered, size, y, k) for w in blocks])
         rep[:, 3] = (1 - alpha) - rep[:, 3]
         tail = (1.0 - level) / 2.0
@@ -225,7 +223,7 @@ def set_metrics(
     counts_y = np.bincount(y, minlength=k)
     per_class = np.bincount(y, weights=covered, minlength=k) / np.maximum(counts_y, 1)
     per_class[counts_y == 0] = np.nan
-    return SetMetrics(values, ci, by_size, per_class, n_boot, level)
+    return SetMetrics(values, ci, by_size, per_class, resampling)
 
 
 __all__ = [

@@ -9,7 +9,7 @@ An ECE near its floor is indistinguishable from calibrated at this sample size.
 >>> rng = np.random.default_rng(0)
 >>> p = rng.dirichlet(np.ones(3), size=500)
 >>> y = np.array([rng.choice(3, p=row) for row in p])
->>> res = evaluate(y, probs=p, n_boot=50, seed=0)
+>>> res = evaluate(y, probs=p, resampling=Resampling(n_boot=50, seed=0))
 >>> sorted(res.values)[:3]
 ['accuracy', 'aece', 'aece_floor']
 >>> res.values["ece"] < 0.1
@@ -21,12 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from calibkit.core.binning import Scheme
-from calibkit.core.errors import InputError
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
+from calibkit.core.validation import RESAMPLES
 from calibkit.metrics.analytic import influence_estimand, mean_estimand
 from calibkit.metrics.info import METRICS, suite_names
 from calibkit.metrics.kernels import BinNorm, RankStatistic
-from calibkit.metrics.samples import Mode
 from calibkit.metrics.suite import MetricSuite
 
 __all__ = ["Evaluation", "adopted_intervals", "analytic_intervals", "evaluate", "evaluate_suite"]
@@ -41,8 +41,8 @@ class Evaluation:
     values : dict of str to float
         Every metric of :data:`METRIC_NAMES`, plus ``"<name>_floor"`` noise floors.
     ci : dict of str to (float, float)
-        The interval of each metric that has one, as its entry declares (empty with
-        ``n_boot=0``; see :func:`evaluate`).
+        The interval of each metric that has one, as its entry declares (empty without
+        bootstrap replicates; see :func:`evaluate`).
     level : float
         Confidence level of the intervals.
     n_samples, n_classes, n_bins : int
@@ -79,14 +79,11 @@ def evaluate(
     probs: object = None,
     *,
     logits: object = None,
-    n_bins: int = 15,
-    mode: Mode = "top_label",
-    n_boot: int = 1000,
-    level: float = 0.95,
+    binning: Binning = Binning(),
+    resampling: Resampling = Resampling(),
     n_floor_draws: int = 200,
-    seed: int = 0,
 ) -> Evaluation:
-    """Every metric, with its interval (``n_boot=0``: none) and the noise floors.
+    """Every metric, with its interval (``resampling.n_boot=0``: none) and the noise floors.
 
     Each metric gets the interval its entry declares
     (:attr:`~calibkit.metrics.info.MetricInfo.interval`): ``"mean"`` (accuracy, NLL, Brier,
@@ -100,12 +97,13 @@ def evaluate(
     ----------
     labels, probs, logits
         The outputs, as for every metric.
-    n_bins, mode
+    binning : Binning
         Bin count and binary semantics (see :mod:`calibkit.core.binning`).
-    n_boot, level
-        Bootstrap replicates (0: no interval at all) and confidence level of the intervals.
-    n_floor_draws, seed
-        Noise-floor draws (0: none) and the seed of bootstrap and floors.
+    resampling : Resampling
+        Bootstrap replicates (0: no interval at all), the confidence level of the intervals
+        and the seed of the bootstrap and of the floors.
+    n_floor_draws : int
+        Noise-floor draws (0: none).
 
     Returns
     -------
@@ -114,44 +112,38 @@ def evaluate(
 
     Examples
     --------
-    >>> res = evaluate([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], n_bins=10, n_boot=0)
+    >>> res = evaluate([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]], binning=Binning(n_bins=10),
+    ...                resampling=Resampling(n_boot=0))
     >>> round(res.values["ece"], 4), res.ci, res.n_samples
     (0.4, {}, 2)
     """
-    if not 0.0 < level < 1.0:
-        raise InputError("level", "a number in (0, 1)", repr(level))
-    if n_boot < 0 or n_floor_draws < 0:
-        raise InputError("n_boot/n_floor_draws", "non-negative counts", f"{n_boot}/{n_floor_draws}")
+    n_floor_draws = RESAMPLES.check("n_floor_draws", n_floor_draws)
     out = as_outputs(labels, probs, logits=logits)
-    suite = MetricSuite.from_outputs(out, n_bins=n_bins, mode=mode)
+    suite = MetricSuite.from_outputs(out, n_bins=binning.n_bins, mode=binning.mode)
     return evaluate_suite(
-        suite, out, n_bins=n_bins, mode=mode, n_boot=n_boot, level=level,
-        n_floor_draws=n_floor_draws, seed=seed,
-    )  # fmt: skip
+        suite, out, binning=binning, resampling=resampling, n_floor_draws=n_floor_draws
+    )
 
 
 def evaluate_suite(
     suite: MetricSuite,
     out: ClassifierOutputs,
     *,
-    n_bins: int = 15,
-    mode: Mode = "top_label",
-    n_boot: int = 1000,
-    level: float = 0.95,
+    binning: Binning = Binning(),
+    resampling: Resampling = Resampling(),
     n_floor_draws: int = 200,
-    seed: int = 0,
 ) -> Evaluation:
     """:func:`evaluate` of ``out`` from its prepared ``suite``
-    (``MetricSuite.from_outputs(out, n_bins=n_bins, mode=mode)``), which keeps its noise
-    draws for the caller (:meth:`MetricSuite.noise_draws`).
+    (``MetricSuite.from_outputs(out, n_bins=binning.n_bins, mode=binning.mode)``), which
+    keeps its noise draws for the caller (:meth:`MetricSuite.noise_draws`).
 
     Parameters
     ----------
     suite : MetricSuite
-        The suite prepared from ``out`` with the same ``n_bins`` and ``mode``.
+        The suite prepared from ``out`` with the same ``binning``.
     out : ClassifierOutputs
         The evaluated outputs.
-    n_bins, mode, n_boot, level, n_floor_draws, seed
+    binning, resampling, n_floor_draws
         As in :func:`evaluate`.
 
     Returns
@@ -163,24 +155,24 @@ def evaluate_suite(
     --------
     >>> out = as_outputs([1, 0], probs=[[0.2, 0.8], [0.4, 0.6]])
     >>> suite = MetricSuite.from_outputs(out, n_bins=10)
-    >>> evaluate_suite(suite, out, n_bins=10, n_boot=0).values["accuracy"]
+    >>> none = Resampling(n_boot=0)
+    >>> evaluate_suite(suite, out, binning=Binning(n_bins=10), resampling=none).values["accuracy"]
     0.5
     """
     values = suite.compute()
+    level = resampling.level
     if n_floor_draws:
-        floors = suite.noise_floor(n_floor_draws, seed)
+        floors = suite.noise_floor(n_floor_draws, resampling.seed)
         values.update({f"{k}_floor": v for k, v in floors.items()})
     ci: dict[str, tuple[float, float]] = {}
     estimands: dict[str, str] = {}
-    if n_boot:
+    if resampling.n_boot:
         names = suite_names()
         kind = {name: METRICS.get(name).interval for name in names}
         # resampled only where the percentile interval is the one printed
         boot = tuple(name for name in names if kind[name] == "bootstrap")
-        boot_ci = suite.bootstrap(n_boot, level, seed, names=boot) if boot else {}
-        ci, estimands = adopted_intervals(
-            out, values, boot_ci, n_bins=n_bins, mode=mode, level=level
-        )
+        boot_ci = suite.bootstrap(resampling, names=boot) if boot else {}
+        ci, estimands = adopted_intervals(out, values, boot_ci, binning=binning, level=level)
         analytic, what = analytic_intervals(suite, names, level)
         ci.update(analytic)
         estimands.update(what)
@@ -192,7 +184,7 @@ def evaluate_suite(
         level=level,
         n_samples=out.n_samples,
         n_classes=out.n_classes,
-        n_bins=n_bins,
+        n_bins=binning.n_bins,
         estimands=estimands,
     )
 
@@ -244,8 +236,7 @@ def adopted_intervals(
     values: dict[str, float],
     bootstrap: dict[str, tuple[float, float]],
     *,
-    n_bins: int,
-    mode: Mode,
+    binning: Binning,
     level: float,
 ) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:
     """The intervals ``evaluate`` prints, as each metric entry's
@@ -267,8 +258,10 @@ def adopted_intervals(
         The evaluated outputs.
     values, bootstrap : dict
         The metrics' values and their percentile bootstrap intervals.
-    n_bins, mode, level
-        The bins, what is binned, and the confidence level.
+    binning : Binning
+        The bins and what is binned.
+    level : float
+        The confidence level.
 
     Returns
     -------
@@ -282,7 +275,7 @@ def adopted_intervals(
     >>> out = as_outputs([0, 1, 1, 0], probs=[[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.7, 0.3]])
     >>> ci, what = adopted_intervals(
     ...     out, {"ece": 0.25, "mce": 0.4, "nll": 0.6}, {"nll": (0.5, 0.7)},
-    ...     n_bins=2, mode="top_label", level=0.95)
+    ...     binning=Binning(n_bins=2), level=0.95)
     >>> sorted(ci), what["ece"]
     (['ece', 'nll'], 'the population equal-width 2-bin L1 calibration error')
     """
@@ -302,7 +295,7 @@ def adopted_intervals(
         assert isinstance(kernel, BinNorm)
         scheme: Scheme = "equal_mass" if kernel.scheme == "mass" else "equal_width"
         f = ece_interval if kernel.norm == "l1" else l2_ece_interval
-        true = f(out, n_bins=n_bins, scheme=scheme, mode=mode, level=level)
+        true = f(out, n_bins=binning.n_bins, scheme=scheme, mode=binning.mode, level=level)
         ci[name] = (min(true.low, value), max(true.high, value))
         estimands[name] = true.estimand
     return ci, estimands

@@ -5,7 +5,7 @@ per sample; checked by :func:`calibkit.core.groups.check_groups`: a wrong length
 value or a group of one sample is an InputError naming ``groups``). Each group's numbers are
 :class:`~calibkit.metrics.suite.MetricSuite`'s on that group's rows (the global metric on
 the subset, the same code path), so ``ece`` is top-label (or ``mode="positive_class"``)
-equal-width ECE with ``n_bins`` bins, ``nll`` in nats, ``confidence`` the mean top-label
+equal-width ECE with ``binning.n_bins`` bins, ``nll`` in nats, ``confidence`` the mean top-label
 confidence.
 
 Intervals: each metric's interval is the kind ``evaluate`` prints for it (its registry
@@ -39,7 +39,7 @@ group's miscalibration cannot be told from noise.
 >>> z = rng.normal(size=(400, 3)) * 2
 >>> y = np.array([rng.choice(3, p=np.exp(r) / np.exp(r).sum()) for r in z])
 >>> g = np.repeat(["a", "b"], 200)
->>> res = evaluate_groups(y, logits=z, groups=g, n_boot=50)
+>>> res = evaluate_groups(y, logits=z, groups=g, resampling=Resampling(n_boot=50))
 >>> res.names, res.sizes
 (['a', 'b'], [200, 200])
 >>> round(res.values["a"]["accuracy"], 3) == round(float(np.mean(z[:200].argmax(1) == y[:200])), 3)
@@ -48,8 +48,6 @@ True
 
 from __future__ import annotations
 
-import functools
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,10 +55,12 @@ import numpy as np
 
 from calibkit.core.errors import InputError
 from calibkit.core.groups import check_groups
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.splits import take
+from calibkit.core.validation import RESAMPLES
 from calibkit.core.words import plural
-from calibkit.metrics.analytic import mean_estimand, t_quantile
+from calibkit.metrics.analytic import mean_estimand, mean_interval
 from calibkit.metrics.evaluation import analytic_intervals
 from calibkit.metrics.info import METRICS
 from calibkit.metrics.kernels import BinNorm
@@ -149,12 +149,9 @@ def evaluate_groups(
     *,
     logits: object = None,
     groups: object,
-    n_bins: int = 15,
-    mode: Mode = "top_label",
-    n_boot: int = 1000,
-    level: float = 0.95,
+    binning: Binning = Binning(),
+    resampling: Resampling = Resampling(),
     n_floor_draws: int = 200,
-    seed: int = 0,
 ) -> GroupEvaluation:
     """Per-group ECE, NLL, accuracy and confidence with their intervals, and the worst-group
     gap with an interval of the true gap (the module docstring).
@@ -166,8 +163,8 @@ def evaluate_groups(
     groups : array-like of shape (N,)
         One group (integer or string) per sample; every group at least 2 samples (one group
         alone gets a warning: its gap of 0 compares nothing).
-    n_bins, mode, n_boot, level, n_floor_draws, seed
-        As in :func:`calibkit.metrics.evaluate` (``n_boot=0``: no intervals).
+    binning, resampling, n_floor_draws
+        As in :func:`calibkit.metrics.evaluate` (``resampling.n_boot=0``: no intervals).
 
     Returns
     -------
@@ -177,34 +174,34 @@ def evaluate_groups(
     --------
     >>> res = evaluate_groups(
     ...     [1, 0, 1, 1], probs=[[0.2, 0.8], [0.4, 0.6], [0.1, 0.9], [0.3, 0.7]],
-    ...     groups=[0, 0, 1, 1], n_bins=10, n_boot=0, n_floor_draws=0)
+    ...     groups=[0, 0, 1, 1], binning=Binning(n_bins=10), resampling=Resampling(n_boot=0),
+    ...     n_floor_draws=0)
     >>> [round(res.values[g]["ece"], 4) for g in res.names], res.worst_group
     ([0.4, 0.2], '0')
     """
-    if not 0.0 < level < 1.0:
-        raise InputError("level", "a number in (0, 1)", repr(level))
-    if n_boot < 0 or n_floor_draws < 0:
-        raise InputError("n_boot/n_floor_draws", "non-negative counts", f"{n_boot}/{n_floor_draws}")
+    n_floor_draws = RESAMPLES.check("n_floor_draws", n_floor_draws)
     out = as_outputs(labels, probs, logits=logits)
     grp = check_groups(groups, out.n_samples)
     parts = [take(out, grp.members(g)) for g in range(len(grp.names))]
     suites = [
-        MetricSuite.from_outputs(p, n_bins=n_bins, mode=mode, names=GROUP_METRICS) for p in parts
+        MetricSuite.from_outputs(p, n_bins=binning.n_bins, mode=binning.mode, names=GROUP_METRICS)
+        for p in parts
     ]
     values: dict[str, dict[str, float]] = {}
     for name, suite in zip(grp.names, suites, strict=True):
         v = suite.compute(names=GROUP_METRICS)
         if n_floor_draws:
-            v["ece_floor"] = suite.noise_floor(n_floor_draws, seed, names=("ece",))["ece"]
+            floor = suite.noise_floor(n_floor_draws, resampling.seed, names=("ece",))
+            v["ece_floor"] = floor["ece"]
         values[name] = {k: v[k] for k in (*GROUP_METRICS, "ece_floor") if k in v}
     ece = np.array([values[g]["ece"] for g in grp.names])
     worst, best = grp.names[int(np.argmax(ece))], grp.names[int(np.argmin(ece))]
     ci: dict[str, dict[str, tuple[float, float]]] = {}
     gap_ci = None
     estimands: dict[str, str] = {}
-    if n_boot:
+    if resampling.n_boot:
         ci, estimands, gap_ci = _intervals(
-            out, grp.codes, grp.names, suites, values, n_bins, mode, n_boot, level, seed
+            out, grp.codes, grp.names, suites, values, binning, resampling
         )
     warnings = [
         f"group {g!r} ({plural(n, 'sample')}): ECE {values[g]['ece']:.4f} is not above its "
@@ -227,7 +224,7 @@ def evaluate_groups(
         best_group=best,
         gap_ci=gap_ci,
         warnings=warnings,
-        level=level,
+        level=resampling.level,
         estimands=estimands,
     )
 
@@ -238,11 +235,8 @@ def _intervals(
     names: list[str],
     suites: list[MetricSuite],
     values: dict[str, dict[str, float]],
-    n_bins: int,
-    mode: Mode,
-    n_boot: int,
-    level: float,
-    seed: int,
+    binning: Binning,
+    resampling: Resampling,
 ) -> tuple[dict[str, dict[str, tuple[float, float]]], dict[str, str], tuple[float, float]]:
     """Each group's intervals as its metrics' entries say (``"true_error"``: the group's
     :func:`~calibkit.metrics.intervals.ece_interval`, widened to hold the printed value;
@@ -259,11 +253,17 @@ def _intervals(
         kernel = METRICS.get(m).kernel
         if not (isinstance(kernel, BinNorm) and kernel.norm == "l1" and kernel.scheme == "width"):
             raise InputError("GROUP_METRICS", "true-error metrics of equal-width L1 bins", m)
+    level = resampling.level
     each = 1.0 - (1.0 - level) / len(names)
     at_level, bonferroni = group_ece_intervals(
-        out, codes=codes, n_groups=len(names), n_bins=n_bins, mode=mode, levels=(level, each)
+        out,
+        codes=codes,
+        n_groups=len(names),
+        n_bins=binning.n_bins,
+        mode=binning.mode,
+        levels=(level, each),
     )
-    boot = _bootstrap(suites, names, n_boot, level, seed)
+    boot = _bootstrap(suites, names, resampling)
     analytic = tuple(m for m, k in kinds.items() if k in ("mean", "influence"))
     ci: dict[str, dict[str, tuple[float, float]]] = {}
     estimands: dict[str, str] = {}
@@ -273,7 +273,7 @@ def _intervals(
         ci[name], what = analytic_intervals(suite, others, level) if others else ({}, {})
         estimands.update(what)
         for m, terms in suite.means(means).items():
-            ci[name][m] = _mean_interval(terms, level)
+            ci[name][m] = mean_interval(terms, level)
             estimands[m] = mean_estimand(METRICS.get(m).label)
         for m, bounds in boot[name].items():
             ci[name][m] = bounds
@@ -290,26 +290,6 @@ def _intervals(
         "(Bonferroni over the groups' intervals)"
     )
     return ci, estimands, gap_ci
-
-
-@functools.lru_cache(maxsize=4096)
-def _t_quantile(p: float, df: int) -> float:
-    """:func:`~calibkit.metrics.analytic.t_quantile`, once per group size (a bisection of
-    the exact distribution below 200 degrees of freedom: the cost of a small group's
-    interval)."""
-    return t_quantile(p, df)
-
-
-def _mean_interval(values: F64, level: float) -> tuple[float, float]:
-    """:func:`~calibkit.metrics.analytic.mean_interval` of ``values`` (the same numbers,
-    ``tests/metrics/test_groups.py``), its t quantile computed once per group size."""
-    n = values.shape[0]
-    if n < 2:
-        return (math.nan, math.nan)
-    mean = float(np.mean(values))
-    sd = float(np.std(values, ddof=1))
-    half = _t_quantile(0.5 + level / 2.0, n - 1) * sd / math.sqrt(n)
-    return (mean - half, mean + half)
 
 
 def _gap_bounds(bounds: list[tuple[float, float]], gap: float) -> tuple[float, float]:
@@ -351,16 +331,15 @@ def true_gap_interval(
 def _bootstrap(
     suites: list[MetricSuite],
     names: list[str],
-    n_boot: int,
-    level: float,
-    seed: int,
+    resampling: Resampling,
 ) -> dict[str, dict[str, tuple[float, float]]]:
     """Stratified percentile intervals of the per-group metrics whose interval is the
     bootstrap: each replicate redraws every group within itself."""
     metrics = tuple(m for m in GROUP_METRICS if METRICS.get(m).interval == "bootstrap")
     if not metrics:
         return {g: {} for g in names}
-    rng = np.random.default_rng(seed)
+    n_boot = resampling.n_boot
+    rng = np.random.default_rng(resampling.seed)
     n = sum(s.conf.shape[0] for s in suites)
     block = max(1, min(n_boot, (1 << 20) // n))
     reps: dict[str, dict[str, list[F64]]] = {g: {m: [] for m in metrics} for g in names}
@@ -372,7 +351,7 @@ def _bootstrap(
             batch = suite.compute_batch(w, metrics)
             for metric in metrics:
                 reps[g][metric].append(batch[metric])
-    alpha = (1.0 - level) / 2.0
+    alpha = (1.0 - resampling.level) / 2.0
     ci: dict[str, dict[str, tuple[float, float]]] = {}
     for g in names:
         ci[g] = {}

@@ -62,6 +62,7 @@ from statistics import NormalDist
 import numpy as np
 
 from calibkit.core.binning import Scheme, bin_index, check_n_bins
+from calibkit.core.docs import fill_doc
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics.samples import F64, Mode, calibration_target
@@ -158,6 +159,18 @@ def _l2_moments(b: _Bins) -> tuple[float, float]:
     return t, float(np.sqrt(var))
 
 
+#: The Parameters section of :func:`ece_interval` and :func:`l2_ece_interval`.
+_PARAMETERS = """Parameters
+----------
+labels, probs, logits
+    The outputs, as for every metric.
+n_bins, scheme, mode
+    The binning (:mod:`calibkit.core.binning`) and what is binned.
+level : float
+    The confidence level."""
+
+
+@fill_doc(parameters=_PARAMETERS)
 def l2_ece_interval(
     labels: object,
     probs: object = None,
@@ -171,14 +184,7 @@ def l2_ece_interval(
     """The true binned L2 calibration error ``ECE_2``: estimate and interval (Sun et al.
     2024; the module docstring).
 
-    Parameters
-    ----------
-    labels, probs, logits
-        The outputs, as for every metric.
-    n_bins, scheme, mode
-        The binning (:mod:`calibkit.core.binning`) and what is binned.
-    level : float
-        The confidence level.
+    {parameters}
 
     Returns
     -------
@@ -233,6 +239,7 @@ def unfold(observed: F64, scale: F64, iterations: int = 60) -> F64:
     return (low + high) / 2.0
 
 
+@fill_doc(parameters=_PARAMETERS)
 def ece_interval(
     labels: object,
     probs: object = None,
@@ -246,14 +253,7 @@ def ece_interval(
     """The true binned L1 calibration error ``ECE_1`` (the ECE's estimand): a debiased
     estimate and an interval that holds near calibration too (the module docstring).
 
-    Parameters
-    ----------
-    labels, probs, logits
-        The outputs, as for every metric.
-    n_bins, scheme, mode
-        The binning (:mod:`calibkit.core.binning`) and what is binned.
-    level : float
-        The confidence level.
+    {parameters}
 
     Returns
     -------

@@ -6,17 +6,15 @@ replicates without copying data: a replicate is a vector of multinomial counts.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 import numpy.typing as npt
 
+from calibkit.core.binning import MODES as MODES
+from calibkit.core.binning import Mode as Mode
 from calibkit.core.docs import fill_doc
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, check_labels, log_softmax64, to_numpy
 
-Mode = Literal["top_label", "positive_class"]
-MODES: tuple[str, ...] = ("top_label", "positive_class")
 F64 = npt.NDArray[np.float64]
 #: Entries per block of :func:`probs_and_scores`: 256 KB float64 temporaries, which the
 #: allocator recycles (at 2 MB each block's were new pages: 0.7-1.1 s of page faults at

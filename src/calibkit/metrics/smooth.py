@@ -47,6 +47,7 @@ from typing import TypedDict, Unpack
 import numpy as np
 
 from calibkit.core.errors import InputError
+from calibkit.core.options import Resampling
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics.samples import F64, Mode, calibration_target, check_weight
 
@@ -264,12 +265,12 @@ def _curves(conf: F64, outcome: F64, weight: F64, sigma: float, grid: F64) -> F6
 
 
 def _resampled(
-    conf: F64, outcome: F64, weight: F64, sigma: float, grid: F64, n_boot: int, seed: int
+    conf: F64, outcome: F64, weight: F64, sigma: float, grid: F64, resampling: Resampling
 ) -> tuple[F64, F64]:
     """Curves ``(n_boot, G)`` and smooth ECEs ``(n_boot,)`` of bootstrap resamples (in
     blocks of 50: a resample is a vector of multinomial counts times the weights)."""
-    rng = np.random.default_rng(seed)
-    n = conf.shape[0]
+    rng = np.random.default_rng(resampling.seed)
+    n, n_boot = conf.shape[0], resampling.n_boot
     curves, values = [], []
     for start in range(0, n_boot, 50):
         counts = rng.multinomial(n, np.full(n, 1.0 / n), size=min(50, n_boot - start))
@@ -284,21 +285,20 @@ def smooth_reliability(
     labels: object,
     probs: object = None,
     *,
-    n_boot: int = 200,
-    level: float = 0.95,
-    seed: int = 0,
+    resampling: Resampling = Resampling(n_boot=200),
     **options: Unpack[SmoothOptions],
 ) -> SmoothReliability:
     """The smoothed reliability curve, its bootstrap band and the smooth ECE with interval.
 
-    The curve uses the full data; each of ``n_boot`` resamples (multinomial counts times the
-    sample weights) recomputes the curve and the smooth ECE at the full data's bandwidth.
+    The curve uses the full data; each of ``resampling.n_boot`` resamples (multinomial
+    counts times the sample weights) recomputes the curve and the smooth ECE at the full
+    data's bandwidth.
 
     Parameters
     ----------
     labels, probs, logits, mode, bandwidth, sample_weight
         As in :func:`smooth_ece`.
-    n_boot, level, seed
+    resampling : Resampling
         Bootstrap resamples (at least 1), level of the band and interval, and the seed.
 
     Returns
@@ -308,15 +308,17 @@ def smooth_reliability(
 
     Examples
     --------
-    >>> rel = smooth_reliability([1, 1, 1, 0], [[0.2, 0.8]] * 4, bandwidth=0.1, n_boot=20)
+    >>> rel = smooth_reliability([1, 1, 1, 0], [[0.2, 0.8]] * 4, bandwidth=0.1,
+    ...                          resampling=Resampling(n_boot=20))
     >>> round(float(np.interp(0.8, rel.grid, rel.curve)), 4), round(rel.value, 4)
     (0.75, 0.05)
     """
-    if n_boot < 1 or not 0.0 < level < 1.0:
-        raise InputError("n_boot/level", "n_boot >= 1 and level in (0, 1)", f"{n_boot}/{level}")
+    level = resampling.level
+    if resampling.n_boot < 1:
+        raise InputError("n_boot", "at least 1 replicate", repr(resampling.n_boot))
     conf, outcome, weight, sigma = _smoothing_target(labels, probs, options)
     grid = np.linspace(0.0, 1.0, CURVE_POINTS)
-    curves, values = _resampled(conf, outcome, weight, sigma, grid, n_boot, seed)
+    curves, values = _resampled(conf, outcome, weight, sigma, grid, resampling)
     alpha = (1.0 - level) / 2.0
     lower, upper = np.quantile(curves, [alpha, 1.0 - alpha], axis=0)
     lo, hi = np.quantile(values, [alpha, 1.0 - alpha])

@@ -35,6 +35,7 @@ from calibkit.core.binning import (
     stats_from_index,
 )
 from calibkit.core.errors import InputError
+from calibkit.core.options import Resampling
 from calibkit.core.outputs import ClassifierOutputs
 from calibkit.core.progress import Phase
 from calibkit.metrics import resampled as rs
@@ -366,14 +367,10 @@ class MetricSuite:
         return res
 
     def bootstrap(
-        self,
-        n_boot: int = 1000,
-        level: float = 0.95,
-        seed: int = 0,
-        names: tuple[str, ...] | None = None,
+        self, resampling: Resampling = Resampling(), names: tuple[str, ...] | None = None
     ) -> dict[str, tuple[float, float]]:
         """Percentile bootstrap intervals of every metric in ``names`` (default: the
-        suite's) at confidence ``level``.
+        suite's), as ``resampling`` says (at least one replicate).
 
         Binned errors are biased upwards at finite N and a resample repeats samples, so near
         calibration the interval can lie above the estimate (it shows the estimator's spread;
@@ -385,13 +382,12 @@ class MetricSuite:
         each sample's count is an independent Poisson(1) weight (the Poisson bootstrap, the
         large-N limit of drawing N samples with replacement: other draws, the same spread).
         """
-        if not 0.0 < level < 1.0:
-            raise InputError("level", "a number in (0, 1)", repr(level))
+        n_boot, level = resampling.n_boot, resampling.level
         if n_boot < 1:
             raise InputError("n_boot", "at least 1 replicate", repr(n_boot))
         names = suite_names() if names is None else names
         n = self.conf.shape[0]
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(resampling.seed)
         ss = None
         if n >= _SORTED_MIN_N:
             ss = rs.SortedSamples(self.conf, self.outcome, self.means(names), self.n_bins)

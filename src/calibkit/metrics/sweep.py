@@ -34,6 +34,7 @@ from typing import Literal
 import numpy as np
 
 from calibkit.core.binning import I64, BinStats, equal_mass_cuts, equal_mass_edges
+from calibkit.core.docs import fill_doc
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics.bin_errors import error_from_stats
@@ -118,6 +119,16 @@ def _sweep(
     return best
 
 
+#: The Parameters section of :func:`sweep_bins` and :func:`ece_sweep`.
+_PARAMETERS = """Parameters
+----------
+labels, probs, logits, sample_weight
+    The outputs, as for every metric.
+mode : {"top_label", "positive_class"}
+    What is binned (see :mod:`calibkit.core.binning`)."""
+
+
+@fill_doc(parameters=_PARAMETERS)
 def sweep_bins(
     labels: object,
     probs: object = None,
@@ -128,12 +139,7 @@ def sweep_bins(
 ) -> int:
     """The number of equal-mass bins :func:`ece_sweep` chooses, ``b*`` (module docstring).
 
-    Parameters
-    ----------
-    labels, probs, logits, sample_weight
-        The outputs, as for every metric.
-    mode : {"top_label", "positive_class"}
-        What is binned (see :mod:`calibkit.core.binning`).
+    {parameters}
 
     Returns
     -------
@@ -148,6 +154,7 @@ def sweep_bins(
     return _sweep(labels, probs, logits, mode, sample_weight).n_bins
 
 
+@fill_doc(parameters=_PARAMETERS)
 def ece_sweep(
     labels: object,
     probs: object = None,
@@ -160,12 +167,7 @@ def ece_sweep(
     """ECE_sweep (Roelofs et al. 2022): the ECE over the most equal-mass bins whose
     accuracies still rise (the module docstring says how ``b*`` is chosen).
 
-    Parameters
-    ----------
-    labels, probs, logits, sample_weight
-        The outputs, as for every metric.
-    mode : {"top_label", "positive_class"}
-        What is binned (see :mod:`calibkit.core.binning`).
+    {parameters}
     norm : {"l1", "l2"}
         ``sum_b w_b |acc_b - conf_b|`` (the ECE) or ``sqrt(sum_b w_b (acc_b - conf_b)^2)``
         (the paper's figures) over the ``b*`` bins.

@@ -153,8 +153,8 @@ def results_dict(comp: Comparison, title: str | None = None) -> dict[str, Any]:
         "n_test": comp.n_test,
         "n_classes": comp.n_classes,
         "n_bins": comp.n_bins,
-        "n_boot": comp.n_boot,
-        "seed": comp.seed,
+        "n_boot": comp.resampling.n_boot,
+        "seed": comp.resampling.seed,
         "ci_level": comp.rows[0].evaluation.level,
         "metrics": metric_names(comp.rows[0].evaluation),
         "methods": methods,
@@ -210,7 +210,7 @@ def _summary(comp: Comparison) -> str:
     return (
         f"{comp.n_classes} classes; calibration part {comp.n_cal:,} samples, test part "
         f"{comp.n_test:,} samples; {comp.n_bins} equal-width bins; {level:.0%} intervals from "
-        f"{plural(comp.n_boot, 'bootstrap resample')} (seed {comp.seed})."
+        f"{plural(comp.resampling.n_boot, 'bootstrap resample')} (seed {comp.resampling.seed})."
     )
 
 
@@ -249,9 +249,9 @@ def declined_lines(comp: Comparison) -> list[str]:
     silently dropped.
 
     >>> import dataclasses
-    >>> from calibkit import as_outputs, compare
+    >>> from calibkit import Resampling, as_outputs, compare
     >>> out = as_outputs([0, 1], probs=[[0.8, 0.2], [0.4, 0.6]])
-    >>> comp = compare(out, out, [], n_boot=0)
+    >>> comp = compare(out, out, [], resampling=Resampling(n_boot=0))
     >>> declined_lines(dataclasses.replace(comp, declined={"matrix": "too many parameters"}))
     ['Not run by default on this data: matrix (too many parameters).']
     """
@@ -432,12 +432,12 @@ def write_compare_report(
     --------
     >>> import tempfile
     >>> import numpy as np
-    >>> from calibkit import as_outputs, compare
+    >>> from calibkit import Resampling, as_outputs, compare
     >>> rng = np.random.default_rng(0)
     >>> y = rng.integers(0, 3, 600)
     >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]
     >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
-    >>> comparison = compare(cal, test, ["temperature"], n_boot=0)
+    >>> comparison = compare(cal, test, ["temperature"], resampling=Resampling(n_boot=0))
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     write_compare_report(comparison, Path(folder) / "report", title="Demo")
     ...     sorted(path.name for path in (Path(folder) / "report").glob("report.*"))

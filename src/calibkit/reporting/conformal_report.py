@@ -15,7 +15,8 @@ which ``calibkit apply`` uses to make the sets of new predictions.
 >>> z = rng.normal(size=(800, 3)) * 3
 >>> y = np.array([rng.choice(3, p=np.exp(r) / np.exp(r).sum()) for r in z])
 >>> cal, test = as_outputs(y[:400], logits=z[:400]), as_outputs(y[400:], logits=z[400:])
->>> rows = conformal_sets(cal, test, ["lac", "aps"], alpha=0.2, n_boot=200)
+>>> from calibkit import Resampling
+>>> rows = conformal_sets(cal, test, ["lac", "aps"], alpha=0.2, resampling=Resampling(n_boot=200))
 >>> report = conformal_report(rows, source="toy")
 >>> print(report.document.verdict.headline)  # doctest: +ELLIPSIS
 LAC gives the smallest sets that reach the 80% target: 0.95 classes on average (5.0% ...
@@ -84,7 +85,7 @@ def under_covers(r: SetsResult) -> bool:
 
 
 def _level(rows: Sequence[SetsResult]) -> str:
-    return f"{100 * rows[0].metrics.level:g}%"
+    return f"{100 * rows[0].metrics.resampling.level:g}%"
 
 
 def _coverage_ci(r: SetsResult) -> str:
@@ -220,8 +221,8 @@ def _setup(rows: Sequence[SetsResult], source: str) -> str:
     kind = "Mondrian (one quantile per class)" if m.mondrian else "split"
     intervals = (
         f"{_level(rows)} bootstrap intervals of the test part "
-        f"({plural(metrics.n_boot, 'resample')})"
-        if metrics.n_boot
+        f"({plural(metrics.resampling.n_boot, 'resample')})"
+        if metrics.resampling.n_boot
         else "no intervals (n_boot 0)"
     )
     with_params = [r.model.conformity_score for r in rows if r.model.conformity_score.get_params()]
@@ -259,8 +260,8 @@ def _results(rows: Sequence[SetsResult], source: str) -> dict[str, Any]:
         "source": source,
         "alpha": m.alpha,
         "target_coverage": _target(rows[0]),
-        "level": rows[0].metrics.level,
-        "n_boot": rows[0].metrics.n_boot,
+        "level": rows[0].metrics.resampling.level,
+        "n_boot": rows[0].metrics.resampling.n_boot,
         "results": [
             {
                 "score": r.score,

@@ -17,7 +17,8 @@ smooth ECE was asked) and the risk-coverage curves.
 >>> rng = np.random.default_rng(0)
 >>> z = rng.normal(size=(2000, 4)) * 3
 >>> y = np.argmax(z / 3 + rng.gumbel(size=z.shape), axis=1)  # logits 3x too large
->>> run = evaluate_outputs(as_outputs(y, logits=z), n_boot=50)
+>>> from calibkit import Resampling
+>>> run = evaluate_outputs(as_outputs(y, logits=z), resampling=Resampling(n_boot=50))
 >>> v = evaluation_verdict(run, "preds.npz")
 >>> print(v.headline)  # doctest: +NORMALIZE_WHITESPACE
 The model is overconfident: 78.11% confident on average but right 53.85% of the time, an ECE
@@ -481,8 +482,9 @@ def evaluation_report(
     >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
     >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
 
-    >>> from calibkit import evaluate_outputs
-    >>> report = evaluation_report(evaluate_outputs(test, n_boot=0), source="test.npz",
+    >>> from calibkit import Resampling, evaluate_outputs
+    >>> none = Resampling(n_boot=0)
+    >>> report = evaluation_report(evaluate_outputs(test, resampling=none), source="test.npz",
     ...                            figures=False)
     >>> report.command, bool(report.document.verdict.headline), "ece" in report.results
     ('evaluate', True, True)

@@ -171,7 +171,7 @@ def _plain_verdict(r: LabelShiftResult) -> Verdict:
         start += " did not help: it"
     headline = f"{start} {nll} ({oracle_nll}) and {acc}."
     changes = ", ".join(_change_detail(r, m) for m in SCORED)
-    level = f" ({100 * r.level:g}% intervals)" if r.change_ci else ""
+    level = f" ({100 * r.resampling.level:g}% intervals)" if r.change_ci else ""
     detail = f"Adapted - unadapted{level}: {changes}. The priors moved {_moved(r)}."
     return Verdict(headline, detail)
 
@@ -227,13 +227,13 @@ def label_shift_document(r: LabelShiftResult, title: str) -> Document:
         ]
         if r.ci:
             notes.append(
-                f"In brackets: {100 * r.level:g}% bootstrap intervals "
-                f"({plural(r.n_boot, 'resample')} of the target rows, the same for all three "
-                f"rows); ECE with {r.n_bins} "
-                "equal-width bins."
+                f"In brackets: {100 * r.resampling.level:g}% bootstrap intervals "
+                f"({plural(r.resampling.n_boot, 'resample')} of the target rows, the same for "
+                f"all three rows); ECE with {r.binning.n_bins} equal-width bins."
             )
         else:
-            notes.append(f"ECE with {r.n_bins} equal-width bins; no intervals (--n-boot 0).")
+            bins = r.binning.n_bins
+            notes.append(f"ECE with {bins} equal-width bins; no intervals (--n-boot 0).")
         scores: list[Block] = [scores_table(r), *(Paragraph(n) for n in notes)]
         body.append(Section("Adapted against unadapted", scores))
     else:
@@ -269,9 +269,9 @@ def label_shift_results(r: LabelShiftResult) -> dict[str, Any]:
         "metrics": r.metrics,
         "intervals": {v: {m: list(ci) for m, ci in d.items()} for v, d in r.ci.items()},
         "change_intervals": {m: list(ci) for m, ci in r.change_ci.items()},
-        "level": r.level,
-        "n_bins": r.n_bins,
-        "n_boot": r.n_boot,
+        "level": r.resampling.level,
+        "n_bins": r.binning.n_bins,
+        "n_boot": r.resampling.n_boot,
     }
 
 

@@ -199,9 +199,10 @@ def format_group_table(ge: GroupEvaluation) -> str:
     group its size, accuracy, ECE (interval, noise floor), NLL (interval) and mean
     confidence; then the worst-group gap and the noise-floor warnings.
 
-    >>> from calibkit.metrics.groups import evaluate_groups
+    >>> from calibkit import Binning, Resampling, evaluate_groups
     >>> ge = evaluate_groups([1, 0, 1, 1], probs=[[0.2, 0.8], [0.4, 0.6], [0.1, 0.9], [0.3, 0.7]],
-    ...     groups=["x", "x", "y", "y"], n_bins=10, n_boot=0, n_floor_draws=0)
+    ...     groups=["x", "x", "y", "y"], binning=Binning(n_bins=10),
+    ...     resampling=Resampling(n_boot=0), n_floor_draws=0)
     >>> print(format_group_table(ge))
     Group  n  Accuracy     ECE  ECE CI  ECE floor     NLL  NLL CI  Confidence
     x      2    50.00%  40.00%                     0.5697              70.00%

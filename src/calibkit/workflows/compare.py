@@ -86,7 +86,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -94,6 +94,7 @@ from calibkit.calibrators import CALIBRATORS, Calibrator, create_calibrator, ece
 from calibkit.calibrators.scope import declined as scope_declined
 from calibkit.core.errors import InputError
 from calibkit.core.groups import check_groups
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import Phase, time_left_text
 from calibkit.core.splits import split_indices, take
@@ -101,7 +102,7 @@ from calibkit.metrics import evaluate, reliability_stats
 from calibkit.metrics.calibration_tests import calibration_tests
 from calibkit.metrics.groups import evaluate_groups
 from calibkit.metrics.intervals import ece_interval
-from calibkit.metrics.samples import Mode, nll_per_sample
+from calibkit.metrics.samples import nll_per_sample
 from calibkit.metrics.selective import RankingChange, ranking_change, risk_coverage_curve
 from calibkit.workflows.comparison import TEMPERATURE_GRID, Comparison, MethodResult
 from calibkit.workflows.methods import (
@@ -123,26 +124,32 @@ __all__ = ["compare", "compare_parts", "reused_fits"]
 _log = logging.getLogger(__name__)
 
 
+class _Options(NamedTuple):
+    """How every row is judged: its bins and its intervals."""
+
+    binning: Binning
+    resampling: Resampling
+
+
 def _judge(
     method: str,
     test: ClassifierOutputs,
     params: dict[str, float],
     seconds: float,
-    settings: dict[str, Any],
+    settings: _Options,
     phase: Phase | None = None,
 ) -> MethodResult:
     """``method``'s row on ``test`` (its calibrated outputs); ``phase``: a step after
     the calibration tests, the metrics and the risk-coverage curve. With intervals, the
     row keeps each test sample's NLL (the paired differences between rows)."""
-    reliability = reliability_stats(test, n_bins=settings["n_bins"], mode=settings["mode"])
-    tests = calibration_tests(test, mode=settings["mode"])
+    binning, resampling = settings
+    reliability = reliability_stats(test, n_bins=binning.n_bins, mode=binning.mode)
+    tests = calibration_tests(test, mode=binning.mode)
     _step(phase, "calibration tests")
-    evaluation = evaluate(test, **settings)
+    evaluation = evaluate(test, binning=binning, resampling=resampling)
     _step(phase, "metrics")
-    terms = nll_per_sample(test) if settings["n_boot"] else None
-    true_ece = ece_interval(
-        test, n_bins=settings["n_bins"], mode=settings["mode"], level=settings["level"]
-    )
+    terms = nll_per_sample(test) if resampling.n_boot else None
+    true_ece = ece_interval(test, n_bins=binning.n_bins, mode=binning.mode, level=resampling.level)
     result = MethodResult(
         method,
         evaluation,
@@ -173,21 +180,20 @@ def _check_parts(cal: ClassifierOutputs, test: ClassifierOutputs) -> None:
 
 
 def _by_group(
-    row: MethodResult, test: ClassifierOutputs, groups: np.ndarray | None, settings: dict[str, Any]
+    row: MethodResult, test: ClassifierOutputs, groups: np.ndarray | None, settings: _Options
 ) -> MethodResult:
     """``row`` with its per-group results on ``test`` (unchanged without groups)."""
     if groups is None:
         return row
-    per_group = evaluate_groups(test, groups=groups, **settings)
+    binning = settings.binning
+    per_group = evaluate_groups(test, groups=groups, **settings._asdict())
     bins = {
-        g: reliability_stats(take(test, np.flatnonzero(groups == g)), **_bin_settings(settings))
+        g: reliability_stats(
+            take(test, np.flatnonzero(groups == g)), n_bins=binning.n_bins, mode=binning.mode
+        )
         for g in per_group.names
     }
     return dataclasses.replace(row, groups=per_group, group_reliability=bins)
-
-
-def _bin_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    return {"n_bins": settings["n_bins"], "mode": settings["mode"]}
 
 
 def reused_fits(
@@ -238,7 +244,7 @@ def _rows(
     cal: ClassifierOutputs,
     test: ClassifierOutputs,
     names: list[str],
-    settings: dict[str, Any],
+    settings: _Options,
     params: Mapping[str, Mapping[str, Any]],
     groups: tuple[np.ndarray, np.ndarray] | None = None,
     keep: dict[str, Calibrator] | None = None,
@@ -284,7 +290,7 @@ def _fitted_row(
     name: str,
     cal: ClassifierOutputs,
     test: ClassifierOutputs,
-    settings: dict[str, Any],
+    settings: _Options,
     params: Mapping[str, Mapping[str, Any]],
     groups: tuple[np.ndarray, np.ndarray] | None,
 ) -> tuple[Calibrator, MethodResult]:
@@ -333,11 +339,8 @@ def compare(
     test: ClassifierOutputs,
     methods: Sequence[str] | None = None,
     *,
-    n_bins: int = 15,
-    n_boot: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-    mode: Mode = "top_label",
+    binning: Binning = Binning(),
+    resampling: Resampling = Resampling(),
     source: str = "",
     params: Mapping[str, Mapping[str, Any]] | None = None,
     recommend: bool = False,
@@ -354,9 +357,9 @@ def compare(
         Calibration and test parts, with the same number of classes.
     methods : sequence of str, optional
         Calibrator names (default: :func:`~calibkit.workflows.methods.applicable_methods`).
-    n_bins, n_boot, level, seed, mode
-        As in :func:`calibkit.metrics.evaluate` (``mode``: see :mod:`calibkit.core.binning`;
-        ``level``: of the bootstrap intervals).
+    binning, resampling
+        As in :func:`calibkit.metrics.evaluate` (``resampling.seed`` also seeds the
+        recommendation's folds).
     source : str
         Where the outputs came from (kept in the result). Each step is logged (INFO).
     params : mapping, optional
@@ -378,7 +381,8 @@ def compare(
     Examples
     --------
     >>> out = as_outputs([0, 1, 0, 1], logits=[[2.0, 0], [0, 2.0], [1.0, 0], [0, 1.0]])
-    >>> [r.method for r in compare(out, out, ["temperature"], n_boot=0).rows]
+    >>> none = Resampling(n_boot=0)
+    >>> [r.method for r in compare(out, out, ["temperature"], resampling=none).rows]
     ['none', 'temperature']
     """
     _check_parts(cal, test)
@@ -392,13 +396,8 @@ def compare(
         _log.info(f"not run by default: {line}")
     if groups is not None and methods is None:
         names += [m for m in group_methods(cal.n_classes) if m not in names]
-    settings: dict[str, Any] = {
-        "n_bins": n_bins,
-        "n_boot": n_boot,
-        "level": level,
-        "seed": seed,
-        "mode": mode,
-    }
+    settings = _Options(binning, resampling)
+    n_bins, seed = binning.n_bins, resampling.seed
     fits: dict[str, Calibrator] = {}
     rows = _rows(cal, test, names, settings, params or {}, groups, fits)
     _log.info(f"the test part's ECE at {TEMPERATURE_GRID.size} temperatures (its figure)")
@@ -417,8 +416,7 @@ def compare(
         temperatures=TEMPERATURE_GRID.copy(),
         ece_curve=curve,
         source=source,
-        n_boot=n_boot,
-        seed=seed,
+        resampling=resampling,
         kind=cal.kind if cal.kind == test.kind else "mixed",
         recommendation=chosen,
         declined=declined,
@@ -443,11 +441,8 @@ def compare_parts(
     cal_size: int | float | None = None,
     methods: Sequence[str] | None = None,
     source: str = "",
-    n_bins: int = 15,
-    n_boot: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-    mode: Mode = "top_label",
+    binning: Binning = Binning(),
+    resampling: Resampling = Resampling(),
 ) -> Comparison:
     """``calibkit compare`` as one call: split ``whole`` (or take ``cal`` and ``test``),
     compare ``methods`` and choose the method to use.
@@ -457,14 +452,14 @@ def compare_parts(
     whole : ClassifierOutputs, optional
         One set of outputs, split once into calibration and test parts by
         :func:`~calibkit.core.splits.split_indices` (``cal_size``: a count or a fraction,
-        default 0.5; ``seed``).
+        default 0.5; ``resampling.seed``).
     cal, test : ClassifierOutputs, optional
         The two parts as given (instead of ``whole``; no ``cal_size`` then).
     groups : array-like or (array-like, array-like), optional
         With ``whole``: one group per row, split with the rows. With ``cal`` and ``test``:
         the groups of each part. Every group needs 2 rows in each part.
-    methods, n_bins, n_boot, level, seed, mode
-        As in :func:`compare` (``seed`` also seeds the split and the recommendation's folds).
+    methods, binning, resampling
+        As in :func:`compare` (``resampling.seed`` also seeds the split).
     source : str
         Where the outputs came from; the split is added to it.
 
@@ -478,13 +473,15 @@ def compare_parts(
     >>> rng = np.random.default_rng(0)
     >>> z = rng.normal(size=(200, 3)) * 3
     >>> y = z.argmax(1)
-    >>> comp = compare_parts(as_outputs(y, logits=z), methods=["temperature"], n_boot=0)
+    >>> comp = compare_parts(as_outputs(y, logits=z), methods=["temperature"],
+    ...                      resampling=Resampling(n_boot=0))
     >>> comp.n_cal, comp.n_test, comp.recommendation.method, comp.source
     (100, 100, 'temperature', 'split 100 / 100 (seed 0)')
     """
     if (whole is None) == (cal is None or test is None) or (cal is None) != (test is None):
         raise InputError("whole/cal/test", "either whole or both cal and test", "a mix")
     part_groups: tuple[object, object] | None = None
+    seed = resampling.seed
     if whole is not None:
         if not isinstance(whole, ClassifierOutputs):
             raise InputError("whole", "ClassifierOutputs (from as_outputs)", type(whole).__name__)
@@ -521,11 +518,8 @@ def compare_parts(
         cal,
         test,
         methods,
-        n_bins=n_bins,
-        n_boot=n_boot,
-        level=level,
-        seed=seed,
-        mode=mode,
+        binning=binning,
+        resampling=resampling,
         source=source,
         recommend=True,
         cal_groups=cal_g,

@@ -15,6 +15,7 @@ import numpy.typing as npt
 
 from calibkit.core.binning import BinStats
 from calibkit.core.errors import InputError
+from calibkit.core.options import Resampling
 from calibkit.metrics import Evaluation
 from calibkit.metrics.calibration_tests import CalibrationTest
 from calibkit.metrics.groups import GroupEvaluation
@@ -70,7 +71,9 @@ class MethodResult:
     >>> from calibkit.core.outputs import as_outputs
     >>> from calibkit import compare
     >>> out = as_outputs([0, 1], probs=[[0.8, 0.2], [0.4, 0.6]])
-    >>> row = compare(out, out, [], n_bins=10, n_boot=0).row("none")
+    >>> from calibkit import Binning, Resampling
+    >>> row = compare(out, out, [], binning=Binning(n_bins=10), resampling=Resampling(n_boot=0))
+    >>> row = row.row("none")
     >>> row.method, round(row.evaluation.values["ece"], 4), row.reliability.counts[6:9].tolist()
     ('none', 0.3, [1.0, 0.0, 1.0])
     """
@@ -99,8 +102,8 @@ class Comparison:
     ----------
     rows : list of MethodResult
         One row per method, ``"none"`` first.
-    n_cal, n_test, n_classes, n_bins, n_boot, seed : int
-        Sizes of the parts, class and bin counts, bootstrap replicates and seed.
+    n_cal, n_test, n_classes, n_bins : int
+        Sizes of the parts, class and bin counts.
     temperatures, ece_curve, source
         Test ECE of the uncalibrated logits over temperatures; where the data came from.
     kind : str
@@ -119,7 +122,7 @@ class Comparison:
     >>> from calibkit.core.outputs import as_outputs
     >>> from calibkit import compare
     >>> out = as_outputs([0, 1], logits=[[1.0, 0.0], [0.0, 1.0]])
-    >>> comp = compare(out, out, [], n_boot=0)
+    >>> comp = compare(out, out, [], resampling=Resampling(n_boot=0))
     >>> [r.method for r in comp.rows], comp.n_test, float(comp.temperatures[0])
     (['none'], 2, 0.05)
     """
@@ -132,8 +135,8 @@ class Comparison:
     temperatures: F64
     ece_curve: F64
     source: str
-    n_boot: int = 0
-    seed: int = 0
+    #: The intervals' replicates, level and seed (``n_boot=0``: no intervals).
+    resampling: Resampling = Resampling(n_boot=0)
     kind: str = "logits"
     recommendation: Recommendation | None = None
     declined: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -189,7 +192,7 @@ class Comparison:
         >>> from calibkit.core.outputs import as_outputs
         >>> from calibkit import compare
         >>> out = as_outputs([0, 1, 0, 1], logits=[[2.0, 0.0], [0.0, 1.0], [0.0, 1.0], [1.0, 0.0]])
-        >>> comp = compare(out, out, ["temperature"], n_boot=10)
+        >>> comp = compare(out, out, ["temperature"], resampling=Resampling(n_boot=10))
         >>> ci = comp.nll_change("temperature")
         >>> bool(ci.low <= ci.estimate <= ci.high), ci.estimate < 0
         (True, True)
@@ -197,7 +200,7 @@ class Comparison:
         a, b = self.row(method).nll_terms, self.row(against).nll_terms
         if a is None or b is None:
             return None
-        return paired_interval(a - b, level=self.rows[0].evaluation.level)
+        return paired_interval(a - b, level=self.resampling.level)
 
     @property
     def accuracy_changed(self) -> list[str]:

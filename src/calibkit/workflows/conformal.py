@@ -11,7 +11,8 @@ per score on the calibration part and measures its sets on the test part
 >>> z = rng.normal(size=(600, 3)) * 3
 >>> y = np.array([rng.choice(3, p=np.exp(r) / np.exp(r).sum()) for r in z])
 >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
->>> rows = conformal_sets(cal, test, ["lac"], alpha=0.2, n_boot=0)
+>>> from calibkit.core.options import Resampling
+>>> rows = conformal_sets(cal, test, ["lac"], alpha=0.2, resampling=Resampling(n_boot=0))
 >>> rows[0].score, 0.7 < rows[0].metrics.values["coverage"] < 0.9
 ('lac', True)
 """
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from calibkit.calibrators.sets.conformal import ConformalClassifier
 from calibkit.calibrators.sets.conformal_scores import SCORE, ConformalScore
 from calibkit.core.errors import InputError
+from calibkit.core.options import Resampling
 from calibkit.core.outputs import ClassifierOutputs
 from calibkit.core.progress import Phase
 from calibkit.metrics.conformal import SetMetrics, set_metrics
@@ -48,7 +50,7 @@ class SetsResult:
     >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
     >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
 
-    >>> lac = conformal_sets(cal, test, ["lac"], alpha=0.1, n_boot=0)[0]
+    >>> lac = conformal_sets(cal, test, ["lac"], alpha=0.1, resampling=Resampling(n_boot=0))[0]
     >>> lac.score, type(lac.model).__name__, round(lac.metrics.values["mean_set_size"], 2)
     ('lac', 'ConformalClassifier', 1.16)
     """
@@ -67,9 +69,7 @@ def conformal_sets(
     calibrator: str | None = None,
     mondrian: bool = False,
     randomized: bool = False,
-    n_boot: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
+    resampling: Resampling = Resampling(),
 ) -> list[SetsResult]:
     """Every score in ``scores`` (a score object, or a name for its defaults) fitted on
     ``cal`` and measured on ``test``.
@@ -78,7 +78,8 @@ def conformal_sets(
     ``alpha`` before any is fitted, so a bad one refuses before work starts (no full sets:
     a part too small for ``alpha`` is refused); ``randomized`` applies to the scores that have a
     randomised variant (LAC has none). The intervals are seeded bootstrap intervals of the
-    test part at ``level`` (``n_boot`` replicates; none with 0).
+    test part as ``resampling`` says (none without replicates; its seed also seeds the
+    randomised scores).
 
     Examples
     --------
@@ -89,7 +90,8 @@ def conformal_sets(
     >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
     >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
 
-    >>> results = conformal_sets(cal, test, ["lac", "aps"], alpha=0.1, n_boot=0)
+    >>> none = Resampling(n_boot=0)
+    >>> results = conformal_sets(cal, test, ["lac", "aps"], alpha=0.1, resampling=none)
     >>> [(r.score, round(r.metrics.values["coverage"], 2)) for r in results]
     [('lac', 0.91), ('aps', 0.85)]
     """
@@ -101,7 +103,7 @@ def conformal_sets(
             calibrator=calibrator,
             mondrian=mondrian,
             randomized=randomized and s.randomizable,
-            seed=seed,
+            seed=resampling.seed,
         )
         for s in chosen
     ]
@@ -115,7 +117,7 @@ def conformal_sets(
     out = []
     for m in models:
         sets = m.predict_set(z_test)
-        metrics = set_metrics(sets, test.labels, alpha, n_boot=n_boot, level=level, seed=seed)
+        metrics = set_metrics(sets, test.labels, alpha, resampling=resampling)
         out.append(SetsResult(m.conformity_score.name, m, metrics))
         phase.step(f"{m.conformity_score.name} judged")
     return out
@@ -140,15 +142,14 @@ def split_conformal_sets(
     calibrator: str | None = None,
     mondrian: bool = False,
     randomized: bool = False,
-    n_boot: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
+    resampling: Resampling = Resampling(),
 ) -> SplitSets:
-    """:func:`conformal_sets` on a seeded stratified split of ``whole``: ``cal_size`` rows (a
-    count, or a fraction) to fit on, the rest to measure on. A split or a calibration part
-    that cannot be is blamed on ``cal_size``."""
+    """:func:`conformal_sets` on a stratified split of ``whole`` seeded by
+    ``resampling.seed``: ``cal_size`` rows (a count, or a fraction) to fit on, the rest to
+    measure on. A split or a calibration part that cannot be is blamed on ``cal_size``."""
     from calibkit.core.splits import split_outputs
 
+    seed = resampling.seed
     try:
         cal, test = split_outputs(whole, cal_size, seed)
     except InputError as exc:
@@ -162,9 +163,7 @@ def split_conformal_sets(
             calibrator=calibrator,
             mondrian=mondrian,
             randomized=randomized,
-            n_boot=n_boot,
-            level=level,
-            seed=seed,
+            resampling=resampling,
         )
     except InputError as exc:
         if exc.argument == "calibration part":

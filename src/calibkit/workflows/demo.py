@@ -31,6 +31,7 @@ import torch
 from torch import Tensor
 
 from calibkit.core.errors import InputError
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import as_outputs
 from calibkit.core.splits import split_indices
 from calibkit.core.threads import using_threads
@@ -190,11 +191,8 @@ def run_demo(*, seed: int = 0, settings: DemoSettings | None = None) -> DemoResu
         cal,
         test,
         list(s.methods) if s.methods is not None else None,
-        n_bins=s.n_bins,
-        n_boot=s.n_boot,
-        level=s.level,
-        mode=s.mode,
-        seed=seed,
+        binning=Binning(n_bins=s.n_bins, mode=s.mode),
+        resampling=Resampling(n_boot=s.n_boot, level=s.level, seed=seed),
         source=f"calibkit demo: MLP on scikit-learn digits (seed {seed})",
         recommend=True,
     )

@@ -10,7 +10,8 @@ numbers only; :mod:`calibkit.reporting.evaluate_report` turns them into a report
 >>> rng = np.random.default_rng(0)
 >>> z = rng.normal(size=(400, 3)) * 3
 >>> y = np.argmax(z / 3 + rng.gumbel(size=z.shape), axis=1)  # logits 3x too large
->>> run = evaluate_outputs(as_outputs(y, logits=z), n_boot=0, extras=("brier_reliability",))
+>>> none = Resampling(n_boot=0)
+>>> run = evaluate_outputs(as_outputs(y, logits=z), resampling=none, extras=("brier_reliability",))
 >>> run.confidence > run.evaluation.values["accuracy"]  # overconfident
 True
 >>> "brier_reliability" in run.evaluation.values
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics.evaluation import Evaluation, evaluate_suite
 from calibkit.metrics.extras import extra_results
@@ -78,7 +80,7 @@ class EvaluationRun:
     >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
     >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
 
-    >>> run = evaluate_outputs(test, n_boot=0)
+    >>> run = evaluate_outputs(test, resampling=Resampling(n_boot=0))
     >>> run.outputs is test, run.mode, run.evaluation.values["ece"] > run.noise_limit
     (True, 'top_label', True)
     """
@@ -101,11 +103,8 @@ def evaluate_outputs(
     extras: tuple[str, ...] = (),
     smooth: bool = False,
     corp: bool = False,
-    n_bins: int = 15,
-    mode: Mode = "top_label",
-    n_boot: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
+    binning: Binning = Binning(),
+    resampling: Resampling = Resampling(),
     coverage: float = 0.8,
     risk: float = 0.05,
 ) -> EvaluationRun:
@@ -124,7 +123,7 @@ def evaluate_outputs(
         in :attr:`EvaluationRun.undefined` (the others are computed).
     smooth, corp : bool
         Also compute the smoothed reliability curve / the CORP curve.
-    n_bins, mode, n_boot, level, seed
+    binning, resampling
         As in :func:`calibkit.metrics.evaluate`.
     coverage, risk : float
         The options of the extras ``risk_at_coverage`` and ``coverage_at_risk``.
@@ -138,7 +137,7 @@ def evaluate_outputs(
     >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
     >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
 
-    >>> run = evaluate_outputs(test, n_boot=0)
+    >>> run = evaluate_outputs(test, resampling=Resampling(n_boot=0))
     >>> round(run.evaluation.values["accuracy"], 3), round(run.confidence, 3)
     (0.843, 0.725)
     """
@@ -147,24 +146,16 @@ def evaluate_outputs(
         from calibkit.core.groups import check_groups
 
         check_groups(groups, outputs.n_samples, min_groups=2)
+    n_bins, mode, seed = binning.n_bins, binning.mode, resampling.seed
     suite = MetricSuite.from_outputs(outputs, n_bins=n_bins, mode=mode)
     ev = evaluate_suite(
-        suite,
-        outputs,
-        n_bins=n_bins,
-        n_boot=n_boot,
-        level=level,
-        seed=seed,
-        mode=mode,
-        n_floor_draws=N_FLOOR_DRAWS,
+        suite, outputs, binning=binning, resampling=resampling, n_floor_draws=N_FLOOR_DRAWS
     )
     per_group = None
     if groups is not None:
         from calibkit.metrics.groups import evaluate_groups
 
-        per_group = evaluate_groups(
-            outputs, groups=groups, n_bins=n_bins, mode=mode, n_boot=n_boot, level=level, seed=seed
-        )
+        per_group = evaluate_groups(outputs, groups=groups, binning=binning, resampling=resampling)
     options = {"n_bins": n_bins, "mode": mode, "coverage": coverage, "risk": risk}
     values = dict(ev.values)
     computed, undefined = extra_results(
@@ -176,10 +167,10 @@ def evaluate_outputs(
     if smooth or "smooth_ece" in extras:
         from calibkit.metrics.smooth import smooth_reliability
 
-        boot = max(1, n_boot)
-        rel = smooth_reliability(outputs, mode=mode, n_boot=boot, level=level, seed=seed)
+        boot = replace(resampling, n_boot=max(1, resampling.n_boot))
+        rel = smooth_reliability(outputs, mode=mode, resampling=boot)
         values["smooth_ece"] = rel.value
-        if n_boot and METRICS.get("smooth_ece").interval == "bootstrap":
+        if resampling.n_boot and METRICS.get("smooth_ece").interval == "bootstrap":
             ci["smooth_ece"] = rel.interval
     curve = None
     if corp:
@@ -188,7 +179,7 @@ def evaluate_outputs(
         curve = corp_reliability(outputs, mode=mode, seed=seed)
     confidence = float(np.mean(outputs.confidence))
     draws = suite.noise_draws(N_FLOOR_DRAWS, seed, ("ece",))["ece"]  # the floor's, kept
-    limit = float(np.quantile(draws, level))
+    limit = float(np.quantile(draws, resampling.level))
     ev = replace(ev, values=values, ci=ci)
     return EvaluationRun(outputs, ev, confidence, limit, mode, per_group, rel, curve, undefined)
 

@@ -17,7 +17,7 @@ README's numbers do.
 >>> z = rng.normal(size=(3000, 3)) + 2.0 * np.eye(3)[y]
 >>> src = as_outputs(y[:1500], logits=z[:1500])
 >>> rows = resample_to_priors(y[1500:], np.array([0.7, 0.2, 0.1]), 1500, rng) + 1500
->>> r = label_shift(src, z[rows], y[rows], estimator="em", calibrator="bcts", n_boot=0)
+>>> r = label_shift(src, z[rows], y[rows], estimator="em", resampling=Resampling(n_boot=0))
 >>> bool(np.abs(r.priors - [0.7, 0.2, 0.1]).max() < 0.05)
 True
 >>> r.metrics["adapted"]["nll"] < r.metrics["unadapted"]["nll"]
@@ -27,7 +27,7 @@ True
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -43,9 +43,9 @@ from calibkit.calibrators.priors.estimators import (
 )
 from calibkit.calibrators.priors.label_shift import PriorShiftAdapter
 from calibkit.core.errors import InputError
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import Phase
-from calibkit.core.validation import LEVEL, N_BINS, RESAMPLES, SEED
 from calibkit.metrics.resampled import count_blocks
 from calibkit.metrics.scores import accuracy, nll
 from calibkit.metrics.suite import MetricSuite
@@ -67,8 +67,9 @@ class LabelShiftResult:
     """The fitted adapter, its prior estimate, and (with target labels) the scores.
 
     ``metrics[variant][name]`` for each of :data:`VARIANTS` and :data:`SCORED`;
-    ``ci[variant][name]`` their bootstrap intervals at ``level`` and ``change_ci[name]``
-    that of adapted - unadapted (empty without labels or with ``n_boot=0``).
+    ``ci[variant][name]`` their bootstrap intervals as ``resampling`` says and
+    ``change_ci[name]`` that of adapted - unadapted (empty without labels or without
+    replicates: ``resampling.n_boot`` is then 0).
     ``converged`` (EM met its tolerance), ``identified`` (BBSE's system was not singular;
     else the source priors were kept) and ``caveats`` (the adapter's
     :meth:`~calibkit.calibrators.priors.label_shift.PriorShiftAdapter.caveats`: the
@@ -83,7 +84,7 @@ class LabelShiftResult:
     >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
     >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
 
-    >>> result = label_shift(cal, test.scores, test.labels, n_boot=0)
+    >>> result = label_shift(cal, test.scores, test.labels, resampling=Resampling(n_boot=0))
     >>> list(result.metrics), type(result.adapter).__name__
     (['unadapted', 'adapted', 'oracle'], 'PriorShiftAdapter')
     """
@@ -99,9 +100,8 @@ class LabelShiftResult:
     given: bool = False
     n_source: int = 0
     n_target: int = 0
-    n_bins: int = 15
-    n_boot: int = 0
-    level: float = 0.95
+    binning: Binning = Binning()
+    resampling: Resampling = Resampling(n_boot=0)
     converged: bool = True
     identified: bool = True
     caveats: tuple[str, ...] = ()
@@ -112,31 +112,34 @@ class LabelShiftResult:
         return "given" if self.given else self.adapter.estimator.name
 
 
-def score(probs: F64, labels: I64, n_bins: int = 15) -> dict[str, float]:
-    """The metrics of :data:`SCORED` of ``probs`` (binned ones with ``n_bins`` bins)."""
-    suite = MetricSuite.from_outputs(as_outputs(labels, probs), n_bins=n_bins)
-    return suite.compute(names=SCORED)
+def _suite(probs: F64, labels: I64, binning: Binning) -> MetricSuite:
+    out = as_outputs(labels, probs)
+    return MetricSuite.from_outputs(out, n_bins=binning.n_bins, mode=binning.mode)
+
+
+def score(probs: F64, labels: I64, binning: Binning = Binning()) -> dict[str, float]:
+    """The metrics of :data:`SCORED` of ``probs`` (binned ones as ``binning`` says)."""
+    return _suite(probs, labels, binning).compute(names=SCORED)
 
 
 def paired_bootstrap(
-    probs: dict[str, F64], labels: I64, *, n_bins: int, n_boot: int, level: float, seed: int
+    probs: dict[str, F64], labels: I64, *, binning: Binning, resampling: Resampling
 ) -> tuple[dict[str, dict[str, Interval]], dict[str, Interval]]:
     """Percentile intervals of :data:`SCORED` for each posteriors of ``probs`` and of the
     change ``adapted - unadapted``: each replicate's multinomial counts weigh every variant
     alike (the suite's count engine), so the change is paired."""
-    suites = {
-        v: MetricSuite.from_outputs(as_outputs(labels, p), n_bins=n_bins) for v, p in probs.items()
-    }
+    suites = {v: _suite(p, labels, binning) for v, p in probs.items()}
+    n_boot = resampling.n_boot
     reps: dict[str, dict[str, list[F64]]] = {v: {m: [] for m in SCORED} for v in probs}
     label = f"paired bootstrap ({n_boot:,} replicates of {labels.shape[0]:,} samples)"
     phase = Phase(_log, label, n_boot)
-    for w in count_blocks(np.random.default_rng(seed), labels.shape[0], n_boot):
+    for w in count_blocks(np.random.default_rng(resampling.seed), labels.shape[0], n_boot):
         for v, suite in suites.items():
             batch = suite.compute_batch(w, SCORED)
             for m in SCORED:
                 reps[v][m].append(batch[m])
         phase.step(n=w.shape[0])
-    alpha = (1.0 - level) / 2.0
+    alpha = (1.0 - resampling.level) / 2.0
 
     def interval(values: F64) -> Interval:
         lo, hi = np.quantile(values, [alpha, 1.0 - alpha])
@@ -156,15 +159,13 @@ def label_shift(
     estimator: str | PriorEstimator = "em",
     calibrator: str | None = "bcts",
     priors: object = None,
-    n_bins: int = 15,
-    n_boot: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
+    binning: Binning = Binning(),
+    resampling: Resampling = Resampling(),
 ) -> LabelShiftResult:
     """Fit on ``source``, estimate the target priors (or take ``priors``), score with labels.
 
     ``estimator``: an estimator (``EM(...)``, ``BBSE(...)``), or its name for its defaults;
-    ``n_bins``, ``n_boot`` (0: no intervals), ``level``, ``seed``: as for
+    ``binning``, ``resampling`` (``n_boot=0``: no intervals): as for
     :func:`calibkit.metrics.evaluate`. A target label of a class the source never shows is
     refused (no prior to reweight).
 
@@ -177,14 +178,10 @@ def label_shift(
     >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
     >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
 
-    >>> result = label_shift(cal, test.scores, test.labels, n_boot=0)
+    >>> result = label_shift(cal, test.scores, test.labels, resampling=Resampling(n_boot=0))
     >>> result.priors.round(2).tolist(), result.true_priors.round(2).tolist()
     ([0.34, 0.28, 0.38], [0.33, 0.31, 0.36])
     """
-    N_BINS.check("n_bins", n_bins)
-    RESAMPLES.check("n_boot", n_boot)
-    LEVEL.check("level", level)
-    SEED.check("seed", seed)
     adapter = PriorShiftAdapter(
         estimator=ESTIMATOR.check("estimator", estimator), calibrator=calibrator
     )
@@ -219,11 +216,9 @@ def label_shift(
             "adapted": adapter.predict_proba(z),
             "oracle": adapt_priors(unadapted, adapter.source_priors_, true),
         }
-        metrics = {v: score(p, y, n_bins) for v, p in probs.items()}
-        if n_boot:
-            ci, change = paired_bootstrap(
-                probs, y, n_bins=n_bins, n_boot=n_boot, level=level, seed=seed
-            )
+        metrics = {v: score(p, y, binning) for v, p in probs.items()}
+        if resampling.n_boot:
+            ci, change = paired_bootstrap(probs, y, binning=binning, resampling=resampling)
     return LabelShiftResult(
         adapter,
         adapter.source_priors_,
@@ -236,9 +231,8 @@ def label_shift(
         given=priors is not None,
         n_source=source.n_samples,
         n_target=int(z.shape[0]),
-        n_bins=n_bins,
-        n_boot=n_boot if y is not None else 0,
-        level=level,
+        binning=binning,
+        resampling=resampling if y is not None else replace(resampling, n_boot=0),
         converged=adapter.converged_,
         identified=adapter.identified_,
         caveats=tuple(adapter.caveats()),

@@ -40,6 +40,7 @@ import numpy.typing as npt
 from calibkit.calibrators import create_calibrator
 from calibkit.calibrators.sets.conformal import ConformalClassifier
 from calibkit.core.errors import InputError
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.progress import Phase, ProgressEvent, report_step, time_left_text
 from calibkit.metrics import evaluate
@@ -139,10 +140,14 @@ def _classifier_values(
     probs: npt.NDArray[np.float64],
     n_floor_draws: int,
     seed: int,
-    n_bins: int = 15,
+    binning: Binning,
 ) -> dict[str, float]:
     res = evaluate(
-        test.labels, probs=probs, n_bins=n_bins, n_boot=0, n_floor_draws=n_floor_draws, seed=seed
+        test.labels,
+        probs=probs,
+        binning=binning,
+        resampling=Resampling(n_boot=0, seed=seed),
+        n_floor_draws=n_floor_draws,
     )
     values = {k: float(res.values.get(k, math.nan)) for k in CLASSIFIER_COLUMNS}
     return values | {k: math.nan for k in SET_COLUMNS}
@@ -163,7 +168,7 @@ def shift_table(
     scores: Sequence[str] = DEFAULT_SCORES,
     alpha: float = 0.1,
     n_floor_draws: int = 100,
-    n_bins: int = 15,
+    binning: Binning = Binning(),
     seed: int = 0,
 ) -> list[ShiftRow]:
     """Every method fitted once on ``cal``, evaluated on ``test`` and on each shifted set.
@@ -180,7 +185,7 @@ def shift_table(
     scores, alpha
         Conformity scores, each split conformal on temperature scaling fitted on ``cal``
         (half for TS, half for the quantile), at miscoverage ``alpha``.
-    n_floor_draws, n_bins, seed
+    n_floor_draws, binning, seed
         Draws of the ECE noise floor (0: none, NaN); the bins of the binned metrics; the
         seed of the floors and of the conformal split.
 
@@ -218,7 +223,7 @@ def shift_table(
     for name in methods:
         if name == "none":
             fitted.append(
-                (name, lambda o: _classifier_values(o, o.probs, n_floor_draws, seed, n_bins))
+                (name, lambda o: _classifier_values(o, o.probs, n_floor_draws, seed, binning))
             )
             fits.step(name)
             continue
@@ -227,7 +232,7 @@ def shift_table(
 
         def apply(o: ClassifierOutputs, c: Any = calibrator) -> dict[str, float]:
             probs = np.asarray(c.predict_proba(o.as_logits()), dtype=np.float64)
-            return _classifier_values(o, probs, n_floor_draws, seed, n_bins)
+            return _classifier_values(o, probs, n_floor_draws, seed, binning)
 
         fitted.append((name, apply))
     for score in scores:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from calibkit.core.errors import InputError
+from calibkit.core.options import Binning
 from calibkit.core.outputs import as_outputs
 from calibkit.core.validation import MISCOVERAGE, N_BINS, RESAMPLES, SEED, SPLIT_SIZE, Integer
 from calibkit.workflows.shift import (
@@ -365,7 +366,7 @@ def run_shift(settings: ShiftSettings) -> ShiftResult:
         scores=list(s.scores),
         alpha=s.alpha,
         n_floor_draws=s.n_floor_draws,
-        n_bins=s.n_bins,
+        binning=Binning(n_bins=s.n_bins),
         seed=s.seed,
     )
     wall = time.perf_counter() - started

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from calibkit import Resampling
 from calibkit.calibrators import CALIBRATORS, Calibrator, TemperatureScaling, create_calibrator
 from calibkit.core.errors import InputError, UnseenGroupWarning
 from calibkit.metrics.groups import evaluate_groups
@@ -38,7 +39,9 @@ def one_group_miscalibrated(n: int = 8000, k: int = 5, seed: int = 0):
 
 
 def _group_ece(probs, y, g):
-    res = evaluate_groups(y, probs=probs, groups=g, n_boot=0, n_floor_draws=0)
+    res = evaluate_groups(
+        y, probs=probs, groups=g, n_floor_draws=0, resampling=Resampling(n_boot=0)
+    )
     return {name: res.values[name]["ece"] for name in res.names}
 
 

@@ -272,10 +272,11 @@ def test_calibrated_classifier_declares_probabilities_of_predict_proba() -> None
 
 
 def test_compare_declares_the_outputs_kind() -> None:
-    from calibkit.workflows.compare import _fitted_row
+    from calibkit import Binning, Resampling
+    from calibkit.workflows.compare import _fitted_row, _Options
 
     z, y, test = _problem()
-    settings = {"n_bins": 15, "n_boot": 0, "level": 0.95, "seed": 0, "mode": "top_label"}
+    settings = _Options(Binning(), Resampling(n_boot=0))
     for out, kind in (
         (as_outputs(y, probs=_probs32(z)), "probs"),
         (as_outputs(y, logits=z), "logits"),

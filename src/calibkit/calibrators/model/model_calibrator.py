@@ -89,9 +89,6 @@ class ModelCalibrator(Calibrator):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        made = cls.__dict__.get("__init__")
-        if getattr(getattr(made, "__code__", None), "co_filename", None) == "<string>":
-            delattr(cls, "__init__")  # the declared constructor takes no model: inherit one
         model = inspect.Parameter("model", inspect.Parameter.POSITIONAL_OR_KEYWORD)
         keywords = [
             inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v)

@@ -76,9 +76,6 @@ class ConformalScore(Component, nn.Module):
     #: Whether the score has a randomised variant (a uniform ``U`` per row).
     randomizable: ClassVar[bool] = True
 
-    def __init__(self) -> None:  # a score without parameters
-        nn.Module.__init__(self)
-
     def _set_params(self, **params: Any) -> None:
         if "_modules" not in self.__dict__:  # the declared constructor: a module first
             nn.Module.__init__(self)

@@ -29,6 +29,7 @@ from torch import nn
 from calibkit.calibrators.model.clamping import ABLATIONS
 from calibkit.calibrators.model.clamping.registry import create_input_calibrator
 from calibkit.core.errors import InputError
+from calibkit.core.options import Binning, Resampling
 from calibkit.metrics import evaluate
 from calibkit.metrics.intervals import ece_interval
 from calibkit.study.definition.components import build_model
@@ -83,10 +84,9 @@ def fit_rows(
         values = evaluate(
             y_test.numpy(),
             probs,
-            n_bins=cfg.n_bins,
-            n_boot=0,
+            binning=Binning(n_bins=cfg.n_bins),
+            resampling=Resampling(n_boot=0, seed=seed),
             n_floor_draws=cfg.n_floor_draws,
-            seed=seed,
         ).values
         true = ece_interval(y_test.numpy(), probs, n_bins=cfg.n_bins)
         values |= {"ece_low": true.low, "ece_high": true.high}

@@ -30,6 +30,7 @@ import torch
 from safetensors.torch import save as safetensors_bytes
 
 from calibkit.calibrators.logit.temperature import TemperatureScaling
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import as_outputs
 from calibkit.core.threads import using_threads
 from calibkit.study.definition.components import build_model, resolve_device
@@ -166,9 +167,8 @@ def calibration_record(
         cal,
         test,
         list(cfg.calibrators) or None,
-        n_bins=cfg.n_bins,
-        n_boot=0,
-        seed=seed,
+        binning=Binning(n_bins=cfg.n_bins),
+        resampling=Resampling(n_boot=0, seed=seed),
         params=cfg.calibrator_params,
         recommend=True,
     )
