@@ -74,17 +74,13 @@ from calibkit.training import TrainConfig
 
 class _DatasetSpec(Constraint):
     """A dataset spec (:func:`~calibkit.data.parse_dataset_spec`: the names, a corruption
-    and its severity), its errors naming the field."""
+    and its severity); an error names the part of the spec that is wrong (``dataset``,
+    ``classes``, ``severity``, ...)."""
 
     def check(self, name: str, value: object) -> str:
         if not isinstance(value, str):
             self.fail(name, value)
-        try:
-            parse_dataset_spec(value)
-        except UnknownNameError as exc:
-            raise UnknownNameError(name, exc.name, exc.valid) from None
-        except InputError as exc:
-            raise InputError(name, exc.expected, exc.got) from None
+        parse_dataset_spec(value)
         return value
 
     def describe(self) -> str:
