@@ -193,8 +193,7 @@ def _settings(args: argparse.Namespace) -> Any:
     from calibkit.workflows.shift_study import ShiftSettings
 
     given = {f: getattr(args, f) for f in _fields()}
-    optional = ("data_dir", "test_size")
-    settings = ShiftSettings(**{f: v for f, v in given.items() if v is not None or f in optional})
+    settings = ShiftSettings(**{f: v for f, v in given.items() if v is not None})
     return settings.smoke_run() if args.smoke else settings
 
 
