@@ -10,17 +10,25 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calibkit.core.errors import InputError
+from calibkit.core.errors import InputError, UnknownNameError
+from calibkit.core.registry import Registry
 from calibkit.core.validation import (
+    DEVICE,
     FRACTION,
     AnyOf,
     Boolean,
     Choice,
+    FilePath,
+    InstanceOf,
     Integer,
     ListOf,
+    Names,
     NoneOr,
     Real,
+    Registered,
     String,
+    Table,
+    TupleOf,
     check_bool,
     check_choice,
     check_fraction,
@@ -163,3 +171,66 @@ def test_check_params_names_the_owner_or_the_parameter() -> None:
         check_params(declared, {"n_bins": 0}, "--param", prefix="--param ")
     with pytest.raises(InputError, match=r"^isotonic: expected no parameters, got 'x'"):
         check_params({}, {"x": 1}, "isotonic")
+
+
+# ----- the constraints of settings' fields ----------------------------------------------------
+def test_tuple_of_an_item_s_error_and_the_orders() -> None:
+    item = Integer(1, 5)
+    assert TupleOf(item).check("s", []) == ()
+    assert TupleOf(item).check("s", np.array([2, 1])) == (2, 1)
+    assert TupleOf(item, order="dedupe", single=True).check("s", 3) == (3,)
+    assert TupleOf(item, order="dedupe").check("s", [3, 1, 3]) == (3, 1)
+    with pytest.raises(InputError, match=r"^s: expected an integer in \[1, 5\], got 7$"):
+        TupleOf(item).check("s", [1, 7])
+    with pytest.raises(InputError, match=r"^s: expected a list of distinct values, .*\[1, 1\]$"):
+        TupleOf(item, order="distinct").check("s", (1, 1))
+    with pytest.raises(InputError, match=r"^s: expected a non-empty list, each an integer"):
+        TupleOf(item, min_len=1).check("s", [])
+    for wrong in ("12", 3, None):
+        with pytest.raises(InputError, match=r"^s: expected a list"):
+            TupleOf(item).check("s", wrong)
+
+
+def test_names_parse_a_list_or_a_comma_separated_string() -> None:
+    names = Names(lambda: ["fog", "snow", "frost"], what="corruptions", min_len=1)
+    assert names.check("c", " snow,,fog , snow") == ("snow", "fog")
+    assert names.check("c", ["frost"]) == ("frost",)
+    with pytest.raises(InputError, match=r"^c: expected one or more corruptions"):
+        names.check("c", "")
+    with pytest.raises(InputError, match=r"^c: expected corruptions among fog, snow, frost, "):
+        names.check("c", "fog,smog")
+    with pytest.raises(InputError, match=r"^c: expected one or more corruptions .*got \[1\]"):
+        names.check("c", [1])
+    assert Names().check("c", ["anything"]) == ("anything",)
+
+
+def test_registered_table_instance_and_device() -> None:
+    colors: Registry[Any] = Registry("color")
+    colors.register("red")(object)
+    assert Registered("color", lambda: colors).check("paint", "red") == "red"
+    with pytest.raises(UnknownNameError, match=r"^paint: expected one of red, got 'rde'"):
+        Registered("color", lambda: colors).check("paint", "rde")
+    with pytest.raises(InputError, match=r"^paint: expected the name of a registered color"):
+        Registered("color", lambda: colors).check("paint", 3)
+    assert Table("options").check("t", {"a": 1}) == {"a": 1}
+    with pytest.raises(InputError, match=r"^t: expected a table of options"):
+        Table("options").check("t", {1: 2})
+    assert InstanceOf(int).check("i", 3) == 3
+    with pytest.raises(InputError, match=r"^i: expected a int, got '3'"):
+        InstanceOf(int).check("i", "3")
+    assert [DEVICE.check("d", d) for d in ("auto", "cpu", "cuda", "cuda:12")]
+    for wrong in ("gpu", "cuda:", "cuda:x", "cuda:١", "", None):
+        with pytest.raises(InputError, match=r"^d: expected auto, cpu, cuda or cuda:N"):
+            DEVICE.check("d", wrong)
+
+
+def test_file_path(tmp_path: Any) -> None:
+    there = tmp_path / "w.pt"
+    there.write_bytes(b"")
+    assert FilePath("checkpoint file", exists=True).check("w", there) is there
+    assert FilePath("folder").check("d", "nowhere") == "nowhere"
+    with pytest.raises(InputError, match=r"^w: expected an existing checkpoint file, got '.*x'"):
+        FilePath("checkpoint file", exists=True).check("w", tmp_path / "x")
+    for wrong in ("", b"w.pt", None, 3):
+        with pytest.raises(InputError, match=r"^d: expected the path of a folder"):
+            FilePath("folder").check("d", wrong)

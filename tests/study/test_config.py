@@ -61,15 +61,15 @@ def test_relative_data_dir_is_taken_from_the_file(tmp_path: Path) -> None:
         (
             'name = "mlp"\nparams',
             'name = "mlpp"\nparams',
-            r"model: expected one of \d+ names, got 'mlpp' \(did you mean 'mlp'\?\)",
+            r"models\[0\]\.name: expected one of \d+ names, got 'mlpp' \(did you mean 'mlp'\?\)",
         ),
         (
             '["temperature", "histogram"]',
             '["temprature"]',
-            r"calibrator: expected one of .*temperature",
+            r"calibrators: expected one of .*temperature",
         ),
         ('"digits:0,1,2"', '"digitz"', r"dataset: expected one of .*digits"),
-        ("seeds = [0, 1]", "seeds = [0, 0]", r"seeds: expected at least one seed, no repeats"),
+        ("seeds = [0, 1]", "seeds = [0, 0]", r"seeds: expected a non-empty list of distinct"),
         ('label = "mlp_dropout"', 'label = "mlp"', r"models: expected distinct labels"),
         ("calibration_size = 120", "calibration_size = 1.5", r"data\.calibration_size"),
         ("epochs = 3", "epochs = 3\nschedule = 'warp'", r"training\.schedule: expected one of"),

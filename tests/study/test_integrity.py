@@ -69,7 +69,7 @@ def _config(work: Path, old: str, new: str) -> str:
 BAD_CONFIGS = {
     "unknown model": ('name = "mlp"\nparams', 'name = "mlq"\nparams', "models[0].name"),
     "unknown dataset": ('"digits:0,1,2"', '"nosuch"', "data.dataset"),
-    "unknown calibrator": ('"histogram"]', '"nope"]', "calibrator"),
+    "unknown calibrator": ('"histogram"]', '"nope"]', "calibrators"),
     "binary-only calibrator": ('"histogram"]', '"platt"]', "calibrators"),
     "model not buildable": (
         "dropout = 0.3",

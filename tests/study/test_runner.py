@@ -202,6 +202,7 @@ def test_a_default_calibrator_registered_since_reaches_a_resumed_study(
     items = dict(CALIBRATORS._items)
     small = {k: items[k] for k in ("temperature", "histogram")}
     monkeypatch.setattr(CALIBRATORS, "_items", small)
+    monkeypatch.setattr(CALIBRATORS, "_declared", {})  # not imported yet: none either
     cfg = load_study_config(tiny_config).select(seeds=[0], models=["mlp"])
     cfg = dataclasses.replace(cfg, calibrators=())
     out = tmp_path / "out"

@@ -89,7 +89,7 @@ def test_the_report_of_a_python_run(tiny: dict[str, Any], tmp_path: Path) -> Non
         ({"alpha": 1.0}, "alpha", "(0, 1)"),
         ({"cal_size": 0}, "cal_size", "integer"),
         ({"test_size": 0}, "test_size", "integer"),
-        ({"std": (1, 0, 1)}, "std", "positive"),
+        ({"std": (1, 0, 1)}, "std", "a finite number > 0"),
         ({"mean": (0.5, 0.5)}, "std", "as many as mean"),
         ({"n_bins": 0}, "n_bins", "integer"),
         ({"seed": -1}, "seed", "integer"),

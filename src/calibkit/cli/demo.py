@@ -9,6 +9,7 @@ calibration part, never by the lowest test ECE), with the training described fir
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from calibkit.cli.common import finish, method_list, output_folder, report_inputs, report_options
 from calibkit.cli.options import (
@@ -42,10 +43,9 @@ def run(args: argparse.Namespace) -> int:
     from calibkit.reporting.compare_report import demo_report
     from calibkit.workflows.demo import DemoSettings, run_demo
 
-    numbers = {k: getattr(args, k) for k in ("n_bins", "n_boot", "level", "mode")}
-    settings = DemoSettings(
-        epochs=args.epochs, methods=None if methods is None else tuple(methods), **numbers
-    )
+    given = {f.name: getattr(args, f.name, None) for f in dataclasses.fields(DemoSettings)}
+    given["methods"] = None if methods is None else tuple(methods)
+    settings = DemoSettings(**{k: v for k, v in given.items() if v is not None})
     res = run_demo(seed=args.seed, settings=settings)
     report = demo_report(res, title=TITLE, inputs=report_inputs(args), options=report_options(args))
     return finish(report, args, folder)

@@ -10,6 +10,7 @@ field an error names is reported as its option.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import re
 from collections.abc import Callable
@@ -134,17 +135,17 @@ def add_arguments(sub: Subparsers) -> None:
     add_format(p)
 
 
-#: The options that are :class:`~calibkit.workflows.shift_study.ShiftSettings` fields.
-FIELDS = (
-    *("model", "weights", "data", "data_dir", "split", "cal_size", "test_size", "corruptions"),
-    *("severities", "methods", "scores", "alpha", "mean", "std", "device", "batch_size"),
-    *("n_floor_draws", "n_bins", "seed"),
-)
+def _fields() -> tuple[str, ...]:
+    """The :class:`~calibkit.workflows.shift_study.ShiftSettings` fields, each an option of
+    the same name (``smoke`` is ``--smoke``'s :meth:`~.ShiftSettings.smoke_run`)."""
+    from calibkit.workflows.shift_study import ShiftSettings
+
+    return tuple(f.name for f in dataclasses.fields(ShiftSettings) if f.name != "smoke")
 
 
 def _flag(exc: InputError) -> InputError:
     """An error naming a settings field, naming its option instead (others unchanged)."""
-    if exc.argument not in FIELDS and exc.argument not in _FLAGS:
+    if exc.argument not in _fields() and exc.argument not in _FLAGS:
         return exc
     flag = _FLAGS.get(exc.argument, "--" + exc.argument.replace("_", "-"))
     return InputError(flag, exc.expected, exc.got)
@@ -190,9 +191,8 @@ def _settings(args: argparse.Namespace) -> Any:
     """The options as settings (an option left unset: the settings' default)."""
     from calibkit.workflows.shift_study import ShiftSettings
 
-    given = {f: getattr(args, f) for f in FIELDS}
-    optional = ("data_dir", "test_size")
-    settings = ShiftSettings(**{f: v for f, v in given.items() if v is not None or f in optional})
+    given = {f: getattr(args, f) for f in _fields()}
+    settings = ShiftSettings(**{f: v for f, v in given.items() if v is not None})
     return settings.smoke_run() if args.smoke else settings
 
 

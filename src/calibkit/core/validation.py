@@ -38,11 +38,11 @@ import os
 import reprlib
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NoReturn, cast
 
-from calibkit.core.errors import InputError
+from calibkit.core.errors import InputError, UnknownNameError, nearest_name
 
 Closed = Literal["both", "left", "right", "neither"]
 #: A parameter declaration: parameter name -> its constraint, in signature order.
@@ -276,6 +276,221 @@ class ListOf(Constraint):
         return f"a non-empty list, each {self.item.describe()}"
 
 
+class TupleOf(Constraint):
+    """A sequence (not a string) of items ``item`` accepts, as a tuple; a refused item gives
+    the item's error. ``min_len``: at least so many items; ``order``: ``"increasing"``
+    (strictly), ``"distinct"`` (no repeats) or ``"dedupe"`` (repeats dropped, first kept);
+    ``single``: one item alone is taken as a list of it.
+
+    >>> TupleOf(Integer(1, 5), order="dedupe", single=True).check("severities", [3, 1, 3])
+    (3, 1)
+    >>> TupleOf(Integer(1), order="increasing").check("milestones", [3, 2])
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: milestones: expected a list of increasing values, each an \
+integer >= 1, got [3, 2]
+    """
+
+    def __init__(
+        self,
+        item: Constraint,
+        *,
+        min_len: int = 0,
+        order: Literal["any", "increasing", "distinct", "dedupe"] = "any",
+        single: bool = False,
+    ) -> None:
+        self.item, self.min_len, self.order, self.single = item, min_len, order, single
+
+    def check(self, name: str, value: object) -> tuple[Any, ...]:
+        array = _numpy_type("ndarray")
+        if self.single and not isinstance(value, (Sequence, array)):
+            value = (value,)
+        if isinstance(value, str) or not isinstance(value, (Sequence, array)):
+            self.fail(name, value)
+        items = tuple(self.item.check(name, v) for v in cast("Sequence[object]", value))
+        if self.order == "dedupe":
+            items = tuple(dict.fromkeys(items))
+        if len(items) < self.min_len:
+            self.fail(name, value)
+        if self.order == "distinct" and len(set(items)) != len(items):
+            raise InputError(name, self.describe(), repr(list(items)))
+        if self.order == "increasing" and list(items) != sorted(set(items)):
+            raise InputError(name, self.describe(), repr(list(items)))
+        return items
+
+    def describe(self) -> str:
+        size = {0: "a list", 1: "a non-empty list"}.get(self.min_len, f"{self.min_len}+ items")
+        kind = {"increasing": " of increasing values", "distinct": " of distinct values"}
+        return f"{size}{kind.get(self.order, '')}, each {self.item.describe()}"
+
+
+class Table(Constraint):
+    """A table (a mapping, from TOML or Python), as a ``dict``: ``what`` says of what.
+
+    >>> Table("loss parameters").check("loss_params", [1])
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: loss_params: expected a table of loss parameters, got [1]
+    """
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def check(self, name: str, value: object) -> dict[str, Any]:
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            self.fail(name, value)
+        return dict(value)
+
+    def describe(self) -> str:
+        return f"a table of {self.what}"
+
+
+class Names(Constraint):
+    """Names, as a tuple in the order given with repeats dropped: a sequence of strings, or
+    one string of comma-separated names (blank ones dropped), at least ``min_len`` of them.
+    With ``among`` (a function giving the valid names, called when a value is checked so
+    that a registry is read only then), any other name is refused naming the nearest valid
+    one; ``what`` says what the names are. A subclass refines :meth:`check_name`.
+
+    >>> Names(lambda: ["fog", "snow"], what="corruptions").check("c", "snow, fog,snow")
+    ('snow', 'fog')
+    >>> Names(lambda: ["fog", "snow"], what="corruptions").check("c", ["frog"])
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: c: expected corruptions among fog, snow, got 'frog' \
+(did you mean 'fog'?)
+    """
+
+    def __init__(
+        self,
+        among: Callable[[], Sequence[str]] | None = None,
+        *,
+        what: str = "names",
+        min_len: int = 0,
+    ) -> None:
+        self.among, self.what, self.min_len = among, what, min_len
+
+    def check(self, name: str, value: object) -> tuple[str, ...]:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, Sequence) or not all(isinstance(v, str) for v in items):
+            self.fail(name, value)
+        names = tuple(dict.fromkeys(v.strip() for v in items if v.strip()))
+        if len(names) < self.min_len:
+            self.fail(name, value)
+        for item in names:
+            self.check_name(name, item)
+        return names
+
+    def check_name(self, name: str, item: str) -> None:
+        """Refuse ``item`` unless it is among the valid names (naming ``name``)."""
+        if self.among is None:
+            return
+        valid = list(self.among())
+        if item not in valid:
+            near = nearest_name(item, valid)
+            got = repr(item) + (f" (did you mean {near!r}?)" if near else "")
+            raise InputError(name, f"{self.what} among {', '.join(valid)}", got)
+
+    def describe(self) -> str:
+        least = {0: "", 1: "one or more "}.get(self.min_len, f"at least {self.min_len} ")
+        return f"{least}{self.what} (a list, or one string of comma-separated names)"
+
+
+class Registered(Constraint):
+    """The name of an entry of a registry (``registry()``, called when a value is checked,
+    so that the registry's module is imported only then), ``kind`` saying of what; an
+    unknown name is refused listing the valid ones and the nearest.
+
+    >>> from calibkit.core.registry import Registry
+    >>> colors = Registry("color")
+    >>> _ = colors.register("red")(object), colors.register("blue")(object)
+    >>> Registered("color", lambda: colors).check("paint", "rde")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.UnknownNameError: paint: expected one of blue, red, got 'rde' (...)
+    """
+
+    def __init__(self, kind: str, registry: Callable[[], Any]) -> None:
+        self.kind, self.registry = kind, registry
+
+    def check(self, name: str, value: object) -> str:
+        if not isinstance(value, str):
+            self.fail(name, value)
+        registry = self.registry()
+        if value not in registry:
+            raise UnknownNameError(name, value, registry.names())
+        return value
+
+    def describe(self) -> str:
+        return f"the name of a registered {self.kind}"
+
+
+class FilePath(Constraint):
+    """A path (a ``str`` or an ``os.PathLike`` of ``str``), returned as given; ``what``
+    says of what; with ``exists``, that of an existing file.
+
+    >>> FilePath("checkpoint file", exists=True).check("weights", "w.th")
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: weights: expected an existing checkpoint file, got 'w.th'
+    """
+
+    def __init__(self, what: str = "file", *, exists: bool = False) -> None:
+        self.what, self.exists = what, exists
+
+    def check(self, name: str, value: object) -> Any:
+        if not isinstance(value, str | os.PathLike) or not isinstance(os.fspath(value), str):
+            self.fail(name, value)
+        if not os.fspath(value) or (self.exists and not Path(value).is_file()):
+            raise InputError(name, self.describe(), repr(os.fspath(value)))
+        return value
+
+    def describe(self) -> str:
+        return f"an existing {self.what}" if self.exists else f"the path of a {self.what}"
+
+
+class InstanceOf(Constraint):
+    """An instance of ``cls`` (a table of settings, made by its class), returned as given.
+
+    >>> InstanceOf(Path).check("where", "a.txt")
+    Traceback (most recent call last):
+    ...
+    calibkit.core.errors.InputError: where: expected a Path, got 'a.txt'
+    """
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+
+    def check(self, name: str, value: object) -> Any:
+        if not isinstance(value, self.cls):
+            self.fail(name, value)
+        return value
+
+    def describe(self) -> str:
+        return f"a {self.cls.__name__}"
+
+
+class Device(Constraint):
+    """A device name: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (whether this machine has
+    it is known only when it is used: :func:`calibkit.core.devices.resolve_device`).
+
+    >>> DEVICE.check("device", "cuda:1"), DEVICE.describe()
+    ('cuda:1', 'auto, cpu, cuda or cuda:N')
+    """
+
+    def check(self, name: str, value: object) -> str:
+        if not isinstance(value, str):
+            self.fail(name, value)
+        index = value[5:]
+        cuda_n = value.startswith("cuda:") and index.isascii() and index.isdigit()
+        if value not in ("auto", "cpu", "cuda") and not cuda_n:
+            self.fail(name, value)
+        return value
+
+    def describe(self) -> str:
+        return "auto, cpu, cuda or cuda:N"
+
+
 def check_int(name: str, value: object, low: int | None = None, high: int | None = None) -> int:
     """``value`` as an int in ``[low, high]``, else an InputError naming ``name``."""
     return Integer(low, high).check(name, value)
@@ -328,6 +543,8 @@ TRAINED_EPOCHS = Integer(1, 100_000)
 BATCH_SIZE = Integer(1, 1 << 20)
 #: A part of a split: a count of samples, or a fraction of the split in (0, 1).
 SPLIT_SIZE = AnyOf(Integer(1, 10**9), Real(0.0, 1.0, closed="neither"))
+#: Where a computation runs (:class:`Device`).
+DEVICE = Device()
 
 
 def check_fraction(name: str, value: object) -> float:

@@ -1,4 +1,4 @@
-"""Training settings: one typed, frozen, validated dataclass.
+"""Training settings: one frozen, checked dataclass (:class:`~calibkit.core.params.Settings`).
 
 >>> cfg = TrainConfig(epochs=3, optimizer="sgd", lr=0.1, schedule="cosine")
 >>> cfg.replace(epochs=5).epochs
@@ -11,11 +11,12 @@ calibkit.core.errors.InputError: optimizer: expected one of adam, sgd, got 'rmsp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from calibkit.core.binning import N_BINS
 from calibkit.core.errors import InputError, UnknownNameError
+from calibkit.core.params import Settings, param
 from calibkit.core.validation import (
     BATCH_SIZE,
     EPOCHS,
@@ -25,37 +26,24 @@ from calibkit.core.validation import (
     TRAINED_EPOCHS,
     Boolean,
     Choice,
-    Constraints,
     Integer,
     NoneOr,
+    Registered,
+    Table,
+    TupleOf,
 )
 
 OPTIMIZERS = ("adam", "sgd")
 SCHEDULES = ("none", "step", "cosine", "onecycle")
 
-#: The declared fields of :class:`TrainConfig` that hold one checked value.
-PARAM_CONSTRAINTS: Constraints = {
-    "epochs": EPOCHS,
-    "batch_size": BATCH_SIZE,
-    "optimizer": Choice(*OPTIMIZERS),
-    "lr": POSITIVE,
-    "momentum": FRACTION,
-    "nesterov": Boolean(),
-    "weight_decay": NON_NEGATIVE,
-    "schedule": Choice(*SCHEDULES),
-    "lr_decay": POSITIVE,
-    "augment": Boolean(),
-    "eval_batch_size": BATCH_SIZE,
-    "n_bins": N_BINS,
-    "track_learning": Boolean(),
-    "warmup_steps": Integer(0, 10**9),
-    "warmup_lr": NoneOr(POSITIVE),
-}
-MILESTONE = TRAINED_EPOCHS  # an epoch number
+
+def _losses() -> Any:
+    from calibkit.losses import LOSSES
+
+    return LOSSES
 
 
-@dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(Settings):
     """How one model is trained (``epochs = 0``: not at all, e.g. a pretrained model).
 
     ``schedule``: ``none``; ``step`` (multiply the learning rate by ``lr_decay`` at each epoch
@@ -80,28 +68,58 @@ class TrainConfig:
     calibkit.core.errors.InputError: schedule: expected one of none, step, ..., got 'sometimes'
     """
 
-    epochs: int = 10
-    batch_size: int = 128
-    optimizer: str = "adam"
-    lr: float = 1e-3
-    momentum: float = 0.9
-    nesterov: bool = False
-    weight_decay: float = 0.0
-    schedule: str = "none"
-    milestones: tuple[int, ...] = ()
-    lr_decay: float = 0.1
-    augment: bool = False
-    loss: str = "cross_entropy"
-    loss_params: dict[str, Any] = field(default_factory=dict)
-    eval_batch_size: int = 1024
-    n_bins: int = 15
-    track_learning: bool = False
-    warmup_steps: int = 0
-    warmup_lr: float | None = None
+    epochs: int = param(default=10, check=EPOCHS, doc="Passes over the training data.")
+    batch_size: int = param(default=128, check=BATCH_SIZE, doc="Samples per training batch.")
+    optimizer: str = param(default="adam", check=Choice(*OPTIMIZERS), doc="The optimiser.")
+    lr: float = param(default=1e-3, check=POSITIVE, doc="The (peak) learning rate.")
+    momentum: float = param(default=0.9, check=FRACTION, doc="SGD's momentum.")
+    nesterov: bool = param(
+        default=False, check=Boolean(), doc="Nesterov momentum (SGD with momentum > 0 only)."
+    )
+    weight_decay: float = param(default=0.0, check=NON_NEGATIVE, doc="L2 weight decay.")
+    schedule: str = param(
+        default="none", check=Choice(*SCHEDULES), doc="The learning-rate schedule."
+    )
+    milestones: tuple[int, ...] = param(
+        default=(),
+        check=TupleOf(TRAINED_EPOCHS, order="increasing"),
+        doc="The epochs at which the ``step`` schedule decays the learning rate.",
+    )
+    lr_decay: float = param(
+        default=0.1, check=POSITIVE, doc="The factor of each decay of the ``step`` schedule."
+    )
+    augment: bool = param(
+        default=False, check=Boolean(), doc="Random crop and flip of training batches."
+    )
+    loss: str = param(
+        default="cross_entropy",
+        check=Registered("loss", _losses),
+        doc="The training loss (:data:`calibkit.losses.LOSSES`).",
+    )
+    loss_params: dict[str, Any] = param(
+        factory=dict, check=Table("loss parameters"), doc="The loss's parameters."
+    )
+    eval_batch_size: int = param(
+        default=1024, check=BATCH_SIZE, doc="Samples per batch of the held-out evaluation."
+    )
+    n_bins: int = param(
+        default=15, check=N_BINS, doc="Equal-width bins of the per-epoch calibration metrics."
+    )
+    track_learning: bool = param(
+        default=False,
+        check=Boolean(),
+        doc="Record when each training sample was learned, and the train part's logits.",
+    )
+    warmup_steps: int = param(
+        default=0, check=Integer(0, 10**9), doc="Batches trained at ``warmup_lr`` first."
+    )
+    warmup_lr: float | None = param(
+        default=None,
+        check=NoneOr(POSITIVE),
+        doc="The learning rate of the warm-up (exactly when ``warmup_steps`` > 0).",
+    )
 
-    def __post_init__(self) -> None:
-        for name, constraint in PARAM_CONSTRAINTS.items():
-            object.__setattr__(self, name, constraint.check(name, getattr(self, name)))
+    def _check_params(self) -> None:
         if self.nesterov and (self.optimizer != "sgd" or self.momentum == 0):
             raise InputError("nesterov", "sgd with momentum > 0", f"{self.optimizer}")
         if (self.warmup_steps > 0) != (self.warmup_lr is not None):
@@ -110,16 +128,10 @@ class TrainConfig:
                 "a learning rate exactly when warmup_steps > 0",
                 f"{self.warmup_lr!r} with warmup_steps = {self.warmup_steps}",
             )
-        milestones = tuple(MILESTONE.check("milestones", m) for m in self.milestones)
-        if list(milestones) != sorted(set(milestones)):
-            raise InputError("milestones", "increasing epoch numbers", repr(list(milestones)))
-        object.__setattr__(self, "milestones", milestones)
-        if not isinstance(self.loss_params, dict):
-            raise InputError("loss_params", "a table of loss parameters", repr(self.loss_params))
         if self.loss != "cross_entropy" or self.loss_params:
             from calibkit.losses import create_loss
 
-            try:  # checks the name and the parameters
+            try:  # checks the parameters
                 create_loss(self.loss, **self.loss_params)
             except UnknownNameError:
                 raise

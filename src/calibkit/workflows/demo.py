@@ -30,13 +30,27 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from calibkit.core.errors import InputError
 from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import as_outputs
+from calibkit.core.params import Settings, param
 from calibkit.core.splits import split_indices
 from calibkit.core.threads import using_threads
+from calibkit.core.validation import (
+    BATCH_SIZE,
+    LEVEL,
+    N_BINS,
+    NON_NEGATIVE,
+    POSITIVE,
+    RESAMPLES,
+    TRAINED_EPOCHS,
+    Choice,
+    Integer,
+    Names,
+    NoneOr,
+    Real,
+)
 from calibkit.data import load_dataset
-from calibkit.metrics.samples import Mode
+from calibkit.metrics.samples import MODES, Mode
 from calibkit.models import create_model
 from calibkit.training import TrainConfig, train
 from calibkit.workflows.compare import compare
@@ -47,8 +61,7 @@ I64 = npt.NDArray[np.int64]
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class DemoSettings:
+class DemoSettings(Settings):
     """Knobs of the demo (the defaults take a few seconds on one CPU core).
 
     Examples
@@ -58,32 +71,31 @@ class DemoSettings:
     >>> DemoSettings(epochs=0)
     Traceback (most recent call last):
     ...
-    calibkit.core.errors.InputError: epochs: expected an integer >= 1, got 0
+    calibkit.core.errors.InputError: epochs: expected an integer in [1, 100000], got 0
     """
 
-    hidden: int = 128
-    epochs: int = 100
-    batch_size: int = 64
-    lr: float = 1e-2
-    train_fraction: float = 0.2
-    pixel_noise: float = 0.2
-    n_bins: int = 15
-    n_boot: int = 1000
-    level: float = 0.95
-    mode: Mode = "top_label"
-    methods: tuple[str, ...] | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("hidden", "epochs", "batch_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(name, "an integer >= 1", repr(value))
-        if not 0.0 < self.train_fraction < 1.0:
-            raise InputError("train_fraction", "a fraction in (0, 1)", repr(self.train_fraction))
-        if not self.lr > 0:
-            raise InputError("lr", "a positive learning rate", repr(self.lr))
-        if not self.pixel_noise >= 0:
-            raise InputError("pixel_noise", "a non-negative noise level", repr(self.pixel_noise))
+    hidden: int = param(default=128, check=Integer(low=1), doc="Units of the MLP's hidden layer.")
+    epochs: int = param(default=100, check=TRAINED_EPOCHS, doc="Training epochs.")
+    batch_size: int = param(default=64, check=BATCH_SIZE, doc="Samples per training batch.")
+    lr: float = param(default=1e-2, check=POSITIVE, doc="Adam's learning rate.")
+    train_fraction: float = param(
+        default=0.2,
+        check=Real(0.0, 1.0, closed="neither"),
+        doc="The training part's share of the images (the rest is halved into calibration "
+        "and test parts).",
+    )
+    pixel_noise: float = param(
+        default=0.2, check=NON_NEGATIVE, doc="The standard deviation of the pixel noise."
+    )
+    n_bins: int = param(default=15, check=N_BINS, doc="Bins of the binned metrics.")
+    n_boot: int = param(default=1000, check=RESAMPLES, doc="Bootstrap resamples (0: none).")
+    level: float = param(default=0.95, check=LEVEL, doc="The bootstrap intervals' level.")
+    mode: Mode = param(default="top_label", check=Choice(*MODES), doc="What is calibrated.")
+    methods: tuple[str, ...] | None = param(
+        default=None,
+        check=NoneOr(Names(what="calibrator names", min_len=1)),
+        doc="The calibrators compared (None: every one that applies).",
+    )
 
     def training(self) -> TrainConfig:
         """The trainer's settings (Adam, no schedule; eval-mode logits of the train part)."""

@@ -7,18 +7,34 @@ load the model, make the logits, corrupt, fit, judge with the parts of
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from calibkit.core.errors import InputError
 from calibkit.core.options import Binning
 from calibkit.core.outputs import as_outputs
-from calibkit.core.validation import MISCOVERAGE, N_BINS, RESAMPLES, SEED, SPLIT_SIZE, Integer
+from calibkit.core.params import Settings, param
+from calibkit.core.validation import (
+    DEVICE,
+    MISCOVERAGE,
+    N_BINS,
+    POSITIVE,
+    RESAMPLES,
+    SEED,
+    SPLIT_SIZE,
+    Boolean,
+    FilePath,
+    Integer,
+    Names,
+    NoneOr,
+    Real,
+    Registered,
+    String,
+    TupleOf,
+)
 from calibkit.workflows.shift import (
     DEFAULT_METHODS,
     DEFAULT_SCORES,
@@ -54,78 +70,162 @@ SMOKE: dict[str, Any] = {
 }
 
 
-def _names(value: str | Sequence[str] | None, name: str) -> tuple[str, ...] | None:
-    """A list of names as a tuple without repeats (a str: comma-separated)."""
-    if value is None:
-        return None
-    items = value.split(",") if isinstance(value, str) else list(value)
-    if not all(isinstance(v, str) for v in items):
-        raise InputError(name, "names (str)", repr(value))
-    return tuple(dict.fromkeys(v.strip() for v in items if v.strip()))
-
-
 def _renamed(exc: InputError, field_name: str) -> InputError:
     return InputError(field_name, exc.expected, exc.got)
 
 
-@dataclass(frozen=True)
-class ShiftSettings:
+def _models() -> Any:
+    from calibkit.models import MODELS
+
+    return MODELS
+
+
+class _Corruptions(Names):
+    """Corruption names; ``None`` or ``"all"``: every one (an unknown name is refused
+    saying which corruptions are not available here, and why)."""
+
+    def __init__(self) -> None:
+        super().__init__(what="corruption names, or None for all", min_len=1)
+
+    def check(self, name: str, value: object) -> tuple[str, ...]:
+        from calibkit.data.corruptions import CORRUPTIONS
+
+        if value is None or value == "all":
+            return tuple(CORRUPTIONS.names())
+        return super().check(name, value)
+
+    def check_name(self, name: str, item: str) -> None:
+        from calibkit.data.corruptions import CORRUPTIONS, UNAVAILABLE
+
+        valid = CORRUPTIONS.names()
+        if item not in valid:
+            why = "; ".join(f"{k} is not available: {v}" for k, v in UNAVAILABLE.items())
+            raise unknown_name(name, item, valid, f"corruptions ({why})")
+
+
+class _Methods(Names):
+    """Calibrators of logits, or ``none`` (the model's softmax)."""
+
+    def __init__(self) -> None:
+        super().__init__(what="calibrators of logits or none", min_len=1)
+
+    def check_name(self, name: str, item: str) -> None:
+        from calibkit.calibrators import CALIBRATORS
+
+        if item in CALIBRATORS and CALIBRATORS.kind_of(item) != "logits":
+            kind = CALIBRATORS.kind_of(item)
+            got = f"{item!r}, of kind {kind!r} (the model, its images or groups)"
+            raise InputError(name, "calibrators of logits (kind 'logits')", got)
+        if item != "none" and item not in CALIBRATORS:
+            valid = ["none", *CALIBRATORS.names("logits")]
+            raise unknown_name(name, item, valid, "calibrators")
+
+
+class _Scores(Names):
+    """Conformity scores; ``"none"``: none."""
+
+    def __init__(self) -> None:
+        super().__init__(what="conformity scores, or none")
+
+    def check(self, name: str, value: object) -> tuple[str, ...]:
+        return () if value == "none" else super().check(name, value)
+
+    def check_name(self, name: str, item: str) -> None:
+        from calibkit.calibrators.sets.conformal_scores import SCORES
+
+        if item not in SCORES:
+            raise unknown_name(name, item, SCORES.names(), "conformity scores")
+
+
+class ShiftSettings(Settings):
     """Everything a shift study needs; every name and number is checked when the settings
     are made, and an error names the field (``calibkit shift`` renames it to the option).
+    Names are given as a list or as one string of comma-separated names.
 
-    Attributes
-    ----------
-    model, weights
-        A registered model (:data:`calibkit.models.MODELS`) and its checkpoint file
-        (:func:`calibkit.models.load_model`).
-    data, data_dir, split
-        A clean image dataset spec (:func:`calibkit.data.load_dataset`), its folder
-        (``None``: ``$CALIBKIT_DATA`` or the cache) and the split used.
-    cal_size, test_size
-        The clean calibration part (a count or a fraction, stratified) and the test images
-        kept of the rest (stratified; ``None``: all).
-    corruptions, severities
-        Corruption names (``None``: every one of :data:`calibkit.data.CORRUPTIONS`) and
-        severities in 1..5.
-    methods, scores, alpha
-        Calibrators of logits (``"none"``: the model's softmax), conformity scores (each
-        split conformal on temperature scaling; empty: none) and their miscoverage.
-    mean, std
-        The input normalisation, one value per channel.
-    device, batch_size
-        ``auto``, ``cpu``, ``cuda`` or ``cuda:N``, and images per forward pass.
-    n_floor_draws, n_bins, seed
-        Draws of the ECE noise floor (0: none), bins of the binned metrics, and the seed of
-        the split, the corruptions, the floors and the conformal split.
-    smoke
-        Marks a smoke run (:meth:`smoke_run`): a toy size, said in the log and the report.
-
+    Examples
+    --------
     >>> ShiftSettings("resnet20", "w.th", corruptions="fog,gaussian_noise").corruptions
     Traceback (most recent call last):
     ...
     calibkit.core.errors.InputError: weights: expected an existing checkpoint file, got 'w.th'
     """
 
-    model: str
-    weights: str | os.PathLike[str]
-    data: str = "cifar10-jpeg"
-    data_dir: str | os.PathLike[str] | None = None
-    split: str = "test"
-    cal_size: int | float = 5000
-    test_size: int | None = None
-    corruptions: str | Sequence[str] | None = None
-    severities: Sequence[int] = (1, 2, 3, 4, 5)
-    methods: str | Sequence[str] = DEFAULT_METHODS
-    scores: str | Sequence[str] = DEFAULT_SCORES
-    alpha: float = 0.1
-    mean: Sequence[float] = IMAGENET_MEAN
-    std: Sequence[float] = IMAGENET_STD
-    device: str = "auto"
-    batch_size: int = 500
-    n_floor_draws: int = 100
-    n_bins: int = 15
-    seed: int = 0
-    smoke: bool = False
+    model: str = param(
+        check=Registered("model", _models),
+        doc="A registered model (:data:`calibkit.models.MODELS`).",
+    )
+    weights: str | os.PathLike[str] = param(
+        check=FilePath("checkpoint file", exists=True),
+        doc="The model's checkpoint file (:func:`calibkit.models.load_model`).",
+    )
+    data: str = param(
+        default="cifar10-jpeg",
+        check=String(),
+        doc="A clean image dataset spec (:func:`calibkit.data.load_dataset`).",
+    )
+    data_dir: str | os.PathLike[str] | None = param(
+        default=None,
+        check=NoneOr(FilePath("folder")),
+        doc="The dataset's folder (None: ``$CALIBKIT_DATA`` or the cache).",
+    )
+    split: str = param(default="test", check=String(), doc="The dataset's split used.")
+    cal_size: int | float = param(
+        default=5000,
+        check=SPLIT_SIZE,
+        doc="The clean calibration part, stratified: a count or a fraction.",
+    )
+    test_size: int | None = param(
+        default=None,
+        check=NoneOr(Integer(low=1)),
+        doc="The test images kept of the rest, stratified (None: all).",
+    )
+    corruptions: str | Sequence[str] | None = param(
+        default=None,
+        check=_Corruptions(),
+        doc="Corruptions (None or ``all``: every one of :data:`calibkit.data.CORRUPTIONS`).",
+    )
+    severities: Sequence[int] = param(
+        default=(1, 2, 3, 4, 5),
+        check=TupleOf(Integer(1, 5), min_len=1, order="dedupe", single=True),
+        doc="The corruptions' severities.",
+    )
+    methods: str | Sequence[str] = param(
+        default=DEFAULT_METHODS,
+        check=_Methods(),
+        doc="Calibrators of logits (``none``: the model's softmax).",
+    )
+    scores: str | Sequence[str] = param(
+        default=DEFAULT_SCORES,
+        check=_Scores(),
+        doc="Conformity scores, each split conformal on temperature scaling.",
+    )
+    alpha: float = param(default=0.1, check=MISCOVERAGE, doc="The conformal methods' miscoverage.")
+    mean: Sequence[float] = param(
+        default=IMAGENET_MEAN,
+        check=TupleOf(Real(), min_len=1),
+        doc="The input normalisation's mean, one value per channel.",
+    )
+    std: Sequence[float] = param(
+        default=IMAGENET_STD,
+        check=TupleOf(POSITIVE, min_len=1),
+        doc="The input normalisation's standard deviation, one value per channel.",
+    )
+    device: str = param(default="auto", check=DEVICE, doc="Where the model runs.")
+    batch_size: int = param(default=500, check=Integer(low=1), doc="Images per forward pass.")
+    n_floor_draws: int = param(
+        default=100, check=RESAMPLES, doc="Draws of the ECE noise floor (0: none)."
+    )
+    n_bins: int = param(default=15, check=N_BINS, doc="Bins of the binned metrics.")
+    seed: int = param(
+        default=0,
+        check=SEED,
+        doc="The seed of the split, the corruptions, the floors and the conformal split.",
+    )
+    smoke: bool = param(
+        default=False,
+        check=Boolean(),
+        doc="Marks a smoke run (:meth:`smoke_run`): a toy size, said in the log and report.",
+    )
 
     def smoke_run(self) -> ShiftSettings:
         """These settings at the toy size of :data:`SMOKE` (the model, data, device and
@@ -137,103 +237,11 @@ class ShiftSettings:
         """
         return replace(self, **SMOKE, smoke=True)
 
-    def __post_init__(self) -> None:
-        def put(name: str, value: object) -> None:
-            object.__setattr__(self, name, value)
-
-        put("corruptions", self._corruptions())
-        put("severities", self._severities())
-        put("methods", self._methods())
-        put("scores", self._scores())
-        self._model()
-        put("cal_size", SPLIT_SIZE.check("cal_size", self.cal_size))
-        if self.test_size is not None:
-            put("test_size", Integer(low=1).check("test_size", self.test_size))
-        put("alpha", MISCOVERAGE.check("alpha", self.alpha))
-        put("seed", SEED.check("seed", self.seed))
+    def _check_params(self) -> None:
         if isinstance(self.cal_size, int):  # a fraction: once the split's size is known
             check_conformal_size(self.scores, self.alpha, self.cal_size, self.seed)
-        for name in ("mean", "std"):
-            values = getattr(self, name)
-            try:
-                values = tuple(float(v) for v in values)
-            except (TypeError, ValueError):
-                raise InputError(name, "one number per channel", repr(values)) from None
-            if not values or not all(math.isfinite(v) for v in values):
-                raise InputError(name, "one finite number per channel", repr(values))
-            put(name, values)
-        if any(v <= 0 for v in self.std):
-            raise InputError("std", "positive numbers", repr(self.std))
         if len(self.mean) != len(self.std):
             raise InputError("std", f"{len(self.mean)} values, as many as mean", repr(self.std))
-        put("batch_size", Integer(low=1).check("batch_size", self.batch_size))
-        put("n_floor_draws", RESAMPLES.check("n_floor_draws", self.n_floor_draws))
-        put("n_bins", N_BINS.check("n_bins", self.n_bins))
-        if not isinstance(self.smoke, bool):
-            raise InputError("smoke", "True or False", repr(self.smoke))
-        if not isinstance(self.device, str) or not self.device:
-            raise InputError("device", "cpu, cuda, cuda:N or auto", repr(self.device))
-
-    def _corruptions(self) -> tuple[str, ...]:
-        from calibkit.data.corruptions import CORRUPTIONS, UNAVAILABLE
-
-        valid = CORRUPTIONS.names()
-        if self.corruptions is None or self.corruptions == "all":
-            return tuple(valid)
-        names = _names(self.corruptions, "corruptions")
-        if not names:
-            raise InputError("corruptions", "corruption names, or None for all", "none")
-        for name in names:
-            if name not in valid:
-                why = "; ".join(f"{k} is not available: {v}" for k, v in UNAVAILABLE.items())
-                raise unknown_name("corruptions", name, valid, f"corruptions ({why})")
-        return names
-
-    def _severities(self) -> tuple[int, ...]:
-        values = [self.severities] if isinstance(self.severities, int) else self.severities
-        try:
-            found = tuple(dict.fromkeys(Integer(1, 5).check("severities", v) for v in values))
-        except TypeError:
-            raise InputError("severities", "integers in 1..5", repr(self.severities)) from None
-        if not found:
-            raise InputError("severities", "at least one severity in 1..5", "none")
-        return found
-
-    def _methods(self) -> tuple[str, ...]:
-        from calibkit.calibrators import CALIBRATORS
-
-        names = _names(self.methods, "methods")
-        if not names:
-            raise InputError("methods", "at least one calibrator (or none)", repr(self.methods))
-        valid = ["none", *CALIBRATORS.names("logits")]
-        for name in names:
-            if name in CALIBRATORS and CALIBRATORS.kind_of(name) != "logits":
-                kind = CALIBRATORS.kind_of(name)
-                got = f"{name!r}, of kind {kind!r} (the model, its images or groups)"
-                raise InputError("methods", "calibrators of logits (kind 'logits')", got)
-            if name != "none" and name not in CALIBRATORS:
-                raise unknown_name("methods", name, valid, "calibrators")
-        return names
-
-    def _scores(self) -> tuple[str, ...]:
-        from calibkit.calibrators.sets.conformal_scores import SCORES
-
-        names = _names("" if self.scores == "none" else self.scores, "scores") or ()
-        for name in names:
-            if name not in SCORES:
-                raise unknown_name("scores", name, SCORES.names(), "conformity scores")
-        return names
-
-    def _model(self) -> None:
-        from calibkit.core.errors import UnknownNameError
-        from calibkit.models import MODELS
-
-        try:
-            MODELS.get(self.model)
-        except UnknownNameError as exc:
-            raise _renamed(exc, "model") from None
-        if not Path(self.weights).is_file():
-            raise InputError("weights", "an existing checkpoint file", repr(str(self.weights)))
 
     def as_dict(self) -> dict[str, Any]:
         """The settings as JSON-ready values (paths as str, tuples as lists)."""

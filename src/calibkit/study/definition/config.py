@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +41,28 @@ from torch import nn
 from calibkit.calibrators import CALIBRATORS
 from calibkit.calibrators.model.clamping.registry import create_input_calibrator
 from calibkit.core.errors import InputError, UnknownNameError
+from calibkit.core.params import Settings, param
 from calibkit.core.validation import (
+    DEVICE,
     N_BINS,
     NON_NEGATIVE,
+    POSITIVE,
     RESAMPLES,
     SEED,
     SPLIT_SIZE,
     Boolean,
     Choice,
-    Constraints,
+    Constraint,
+    FilePath,
+    InstanceOf,
     Integer,
+    Names,
     NoneOr,
+    Real,
+    Registered,
+    String,
+    Table,
+    TupleOf,
     check_params,
 )
 from calibkit.data import parse_dataset_spec
@@ -61,16 +71,21 @@ from calibkit.metrics import FLOOR_METRICS, METRIC_NAMES
 from calibkit.models import MODELS
 from calibkit.training import TrainConfig
 
-#: The declared fields of :class:`DataConfig` that hold one checked value.
-DATA_CONSTRAINTS: Constraints = {
-    "calibration_size": SPLIT_SIZE,
-    "calibration_from": Choice("train", "test"),
-    "train_size": NoneOr(SPLIT_SIZE),
-    "split_seed": SEED,
-    "split_by_seed": Boolean(),
-    "normalize": Boolean(),
-    "smoke": Boolean(),
-}
+
+class _DatasetSpec(Constraint):
+    """A dataset spec (:func:`~calibkit.data.parse_dataset_spec`: the names, a corruption
+    and its severity); an error names the part of the spec that is wrong (``dataset``,
+    ``classes``, ``severity``, ...)."""
+
+    def check(self, name: str, value: object) -> str:
+        if not isinstance(value, str):
+            self.fail(name, value)
+        parse_dataset_spec(value)
+        return value
+
+    def describe(self) -> str:
+        return "a dataset spec, name[:class,class][@corruption:severity[:split]]"
+
 
 #: What a smoke run keeps of each part (``DataConfig.smoke``): ``(random samples, at least
 #: this many of each class)``; calibrators that cross-validate need 5 of each class. And its
@@ -79,47 +94,70 @@ SMOKE_SIZES = {"train": (16, 0), "cal": (16, 5), "test": (32, 0)}
 SMOKE_BATCH_SIZE = 8
 
 
-@dataclass(frozen=True)
-class DataConfig:
+class DataConfig(Settings):
     """Where the data comes from and how it is split.
 
-    ``dataset`` is a :data:`~calibkit.data.DATASETS` spec (``name`` or ``name:class,class``,
-    optionally ending in ``@corruption:severity[:split]``: :func:`~calibkit.data.load_dataset`).
     The calibration part is the dataset's ``val`` split when it has one (MedMNIST), else
-    ``calibration_size`` samples (a count, or a fraction) carved from the split named by
-    ``calibration_from``: ``train`` (the default), or ``test`` for a model that may have
-    seen the training images before (one initialised from a checkpoint trained on them),
-    so that calibration and test images are both unseen. The carve is stratified and
-    seeded by ``split_seed``: the same for every model and seed, so that the seeds measure
-    training noise. ``train_size`` (a count or a fraction) trains on a stratified, seeded
-    subset of what remains of the training split, to fit a study into a CPU budget.
-    ``split_by_seed`` makes the carve differ per run (``split_seed + seed``): for models that
-    are not trained (``epochs = 0``), the seeds then measure the split's noise instead.
-    Inputs are normalised by the training part's per-channel
-    mean and standard deviation when ``normalize`` is true, or by ``mean`` and ``std`` when
-    given (e.g. the statistics a pretrained model was trained with). ``smoke`` marks a toy
-    run (:meth:`StudyConfig.smoke`): a few samples of each part (:data:`SMOKE_SIZES`). It is
-    part of every run's identity, so a smoke folder and a real one never mix.
+    ``calibration_size`` samples carved from the split named by ``calibration_from``:
+    ``train`` (the default), or ``test`` for a model that may have seen the training images
+    before (one initialised from a checkpoint trained on them), so that calibration and
+    test images are both unseen. The carve is stratified and seeded by ``split_seed``: the
+    same for every model and seed, so that the seeds measure training noise. ``train_size``
+    trains on a stratified, seeded subset of what remains of the training split, to fit a
+    study into a CPU budget. ``split_by_seed`` makes the carve differ per run
+    (``split_seed + seed``): for models that are not trained (``epochs = 0``), the seeds then
+    measure the split's noise instead. Inputs are normalised by the training part's
+    per-channel mean and standard deviation when ``normalize`` is true, or by ``mean`` and
+    ``std`` when given (e.g. the statistics a pretrained model was trained with). ``smoke``
+    is part of every run's identity, so a smoke folder and a real one never mix.
     """
 
-    dataset: str
-    data_dir: str | None = None
-    calibration_size: int | float = 0.1
-    calibration_from: str = "train"
-    train_size: int | float | None = None
-    split_seed: int = 0
-    split_by_seed: bool = False
-    normalize: bool = True
-    mean: tuple[float, ...] = ()
-    std: tuple[float, ...] = ()
-    smoke: bool = False
+    dataset: str = param(
+        check=_DatasetSpec(),
+        doc="A :data:`~calibkit.data.DATASETS` spec (:func:`~calibkit.data.load_dataset`).",
+    )
+    data_dir: str | None = param(
+        default=None,
+        check=NoneOr(FilePath("folder")),
+        doc="The dataset's folder (relative to the study file; None: the default).",
+    )
+    calibration_size: int | float = param(
+        default=0.1, check=SPLIT_SIZE, doc="The calibration part: a count, or a fraction."
+    )
+    calibration_from: str = param(
+        default="train",
+        check=Choice("train", "test"),
+        doc="The split the calibration part is carved from.",
+    )
+    train_size: int | float | None = param(
+        default=None,
+        check=NoneOr(SPLIT_SIZE),
+        doc="The training subset: a count, or a fraction (None: all that remains).",
+    )
+    split_seed: int = param(default=0, check=SEED, doc="The seed of the carve.")
+    split_by_seed: bool = param(
+        default=False, check=Boolean(), doc="Carve per run, with ``split_seed + seed``."
+    )
+    normalize: bool = param(
+        default=True,
+        check=Boolean(),
+        doc="Normalise inputs by the training part's per-channel mean and std.",
+    )
+    mean: tuple[float, ...] = param(
+        default=(), check=TupleOf(Real()), doc="Per-channel means to normalise by."
+    )
+    std: tuple[float, ...] = param(
+        default=(), check=TupleOf(POSITIVE), doc="Per-channel stds to normalise by."
+    )
+    smoke: bool = param(
+        default=False,
+        check=Boolean(),
+        doc="Marks a toy run (:meth:`StudyConfig.smoke`, :data:`SMOKE_SIZES`).",
+    )
 
-    def __post_init__(self) -> None:
-        parse_dataset_spec(self.dataset)  # the names, a corruption and its severity
-        for name, constraint in DATA_CONSTRAINTS.items():
-            object.__setattr__(self, name, constraint.check(name, getattr(self, name)))
-        if len(self.mean) != len(self.std) or any(s <= 0 for s in self.std):
-            raise InputError("mean/std", "as many means as stds > 0", f"{self.mean} / {self.std}")
+    def _check_params(self) -> None:
+        if len(self.mean) != len(self.std):
+            raise InputError("mean/std", "as many means as stds", f"{self.mean} / {self.std}")
 
 
 def check_input_calibrators(
@@ -146,56 +184,92 @@ def check_input_calibrators(
             )
 
 
-@dataclass(frozen=True)
-class Resources:
+class _GpuShare(Constraint):
+    """GPUs >= 0 (a fraction shares one), as an int when whole."""
+
+    def check(self, name: str, value: object) -> int | float:
+        gpus = NON_NEGATIVE.check(name, value)
+        return int(gpus) if gpus.is_integer() else gpus
+
+    def describe(self) -> str:
+        return NON_NEGATIVE.describe()
+
+
+class Resources(Settings):
     """What one unit of work of a model asks of a Ray cluster (``resources`` of a
-    ``[[models]]`` table): ``cpus`` (also the worker's torch and BLAS threads) and ``gpus``
-    (a fraction shares one GPU; ``device = "auto"`` then uses the GPU the task was given)."""
+    ``[[models]]`` table); ``device = "auto"`` uses the GPU the task was given."""
 
-    cpus: int = 1
-    gpus: int | float = 0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "cpus", Integer(1, 1024).check("cpus", self.cpus))
-        gpus = NON_NEGATIVE.check("gpus", self.gpus)
-        object.__setattr__(self, "gpus", int(gpus) if gpus.is_integer() else gpus)
+    cpus: int = param(
+        default=1, check=Integer(1, 1024), doc="CPUs (also the worker's torch and BLAS threads)."
+    )
+    gpus: int | float = param(default=0, check=_GpuShare(), doc="GPUs (a fraction shares one GPU).")
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """One model of the study: a registered ``name``, its factory ``params``, and
-    ``training`` settings that override the study's ``[training]`` table for this model.
-    ``label`` (default: the name) identifies it in results, so one architecture can appear
-    twice with different settings.
+class _Label(Constraint):
+    """A model's label: letters, digits, ``_``, ``-`` or ``.`` (empty: the model's name)."""
 
-    ``data`` overrides keys of the study's ``[data]`` table for this model (for instance
-    ``calibration_from`` and the normalisation of a pretrained model); the dataset itself
+    def check(self, name: str, value: object) -> str:
+        if not isinstance(value, str):
+            self.fail(name, value)
+        if value and not value.replace("_", "").replace("-", "").replace(".", "").isalnum():
+            raise InputError(name, "letters, digits, '_', '-' or '.'", repr(value))
+        return value
+
+    def describe(self) -> str:
+        return "letters, digits, '_', '-' or '.'"
+
+
+class ModelSpec(Settings):
+    """One model of the study, so one architecture can appear twice with different
+    settings. ``data`` overrides keys of the study's ``[data]`` table; the dataset itself
     must stay the same.
 
-    ``init`` starts the model from a checkpoint (a path, relative to the config file)
-    instead of random weights. For a CIFAR ResNet, ``init_rows`` picks the checkpoint's
-    classifier rows to keep, one per class of the study (e.g. ``[2, 3]`` for bird and cat of
-    a CIFAR-10 model); without them the classifier starts at random. Any other model loads
-    a checkpoint of itself for the study's classes strictly (e.g. timm's ImageNet weights
-    for ``resnet101``, ``vit_small_patch16_224``, ``mixer_b16_224``: see
-    :func:`~calibkit.models.load_checkpoint`). ``resources`` (default: one CPU) is
-    what each of its units of work asks of the executor (see :class:`Resources`)."""
+    With ``init``, a CIFAR ResNet keeps the checkpoint's classifier rows ``init_rows``, one
+    per class of the study (e.g. ``[2, 3]`` for bird and cat of a CIFAR-10 model); without
+    them its classifier starts at random. Any other model loads a checkpoint of itself for
+    the study's classes strictly (e.g. timm's ImageNet weights for ``resnet101``,
+    ``vit_small_patch16_224``, ``mixer_b16_224``: see
+    :func:`~calibkit.models.load_checkpoint`)."""
 
-    name: str
-    label: str = ""
-    params: dict[str, Any] = field(default_factory=dict)
-    training: dict[str, Any] = field(default_factory=dict)
-    data: dict[str, Any] = field(default_factory=dict)
-    init: str | None = None
-    init_rows: tuple[int, ...] = ()
-    resources: Resources | None = None
+    name: str = param(
+        check=Registered("model", lambda: MODELS),
+        doc="A registered model (:data:`calibkit.models.MODELS`).",
+    )
+    label: str = param(
+        default="", check=_Label(), doc="Its name in results (empty: the model's name)."
+    )
+    params: dict[str, Any] = param(
+        factory=dict, check=Table("parameters"), doc="The model factory's parameters."
+    )
+    training: dict[str, Any] = param(
+        factory=dict,
+        check=Table("training settings"),
+        doc="Overrides of the study's ``[training]`` table for this model.",
+    )
+    data: dict[str, Any] = param(
+        factory=dict,
+        check=Table("data settings"),
+        doc="Overrides of the study's ``[data]`` table for this model.",
+    )
+    init: str | None = param(
+        default=None,
+        check=NoneOr(FilePath("checkpoint file")),
+        doc="A checkpoint to start from (relative to the study file; None: random weights).",
+    )
+    init_rows: tuple[int, ...] = param(
+        default=(),
+        check=TupleOf(Integer(low=0)),
+        doc="The rows of the checkpoint's classifier a CIFAR ResNet keeps.",
+    )
+    resources: Resources | None = param(
+        default=None,
+        check=NoneOr(InstanceOf(Resources)),
+        doc="What each of its units of work asks of the executor (None: one CPU).",
+    )
 
-    def __post_init__(self) -> None:
-        MODELS.get(self.name)
+    def _check_params(self) -> None:
         if not self.label:
             object.__setattr__(self, "label", self.name)
-        if not self.label.replace("_", "").replace("-", "").replace(".", "").isalnum():
-            raise InputError("label", "letters, digits, '_', '-' or '.'", repr(self.label))
         cifar_resnet = MODELS.info(self.name).get("family") == "cifar_resnet"
         if self.init_rows and not cifar_resnet:
             raise InputError("init_rows", "a CIFAR ResNet (resnet20..resnet110)", repr(self.name))
@@ -203,8 +277,51 @@ class ModelSpec:
             raise InputError("init_rows", "an init checkpoint to take rows from", "no init")
 
 
-@dataclass(frozen=True)
-class StudyConfig:
+class _LogitCalibrators(Names):
+    """Names of calibrators of logits."""
+
+    def __init__(self) -> None:
+        super().__init__(what="calibrators of logits")
+
+    def check_name(self, name: str, item: str) -> None:
+        try:
+            kind = CALIBRATORS.kind_of(item)
+        except UnknownNameError as exc:
+            raise UnknownNameError(name, exc.name, exc.valid) from None
+        if kind != "logits":
+            raise InputError(name, "calibrators of logits", f"{item!r}")
+
+
+class _CalibratorParams(Table):
+    """Parameters of calibrators of logits, by name (each checked by its calibrator)."""
+
+    def __init__(self) -> None:
+        super().__init__("parameters of calibrators of logits, by name")
+
+    def check(self, name: str, value: object) -> dict[str, Any]:
+        table = super().check(name, value)
+        for method, params in table.items():
+            where = f"{name}.{method}"
+            if not isinstance(params, dict):
+                raise InputError(where, "a table of parameters", repr(params))
+            klass = CALIBRATORS.get(method)
+            if klass.kind != "logits":
+                raise InputError(where, "parameters of a calibrator of logits", f"{method!r}")
+            values = check_params(klass.param_constraints, params, where, prefix=where + ".")
+            try:
+                klass(**values)
+            except InputError as exc:  # a relation between parameters
+                raise InputError(f"{where}.{exc.argument}", exc.expected, exc.got) from None
+        return table
+
+
+def _report_metrics() -> list[str]:
+    from calibkit.reporting.tables import ROW_QUANTITIES
+
+    return [*METRIC_NAMES, *(f"{m}_floor" for m in FLOOR_METRICS), *ROW_QUANTITIES]
+
+
+class StudyConfig(Settings):
     """A whole study (see the module docstring); :func:`load_study_config` reads one.
 
     Examples
@@ -216,58 +333,58 @@ class StudyConfig:
     ('digits', ['mlp', 'mlp_dropout'], (0, 1, 2))
     """
 
-    name: str
-    data: DataConfig
-    models: tuple[ModelSpec, ...]
-    training: TrainConfig = field(default_factory=TrainConfig)
-    seeds: tuple[int, ...] = (0,)
-    calibrators: tuple[str, ...] = ()
-    calibrator_params: dict[str, Any] = field(default_factory=dict)
-    input_calibrators: tuple[str, ...] = ()
-    input_calibrator_params: dict[str, Any] = field(default_factory=dict)
-    n_bins: int = 15
-    n_floor_draws: int = 200
-    report_metrics: tuple[str, ...] = ()
-    device: str = "auto"
+    name: str = param(check=String(), doc="The study's name, the title of its report.")
+    data: DataConfig = param(
+        check=InstanceOf(DataConfig), doc="The ``[data]`` table: the data and its split."
+    )
+    models: tuple[ModelSpec, ...] = param(
+        check=TupleOf(InstanceOf(ModelSpec), min_len=1),
+        doc="The ``[[models]]`` tables: the models compared.",
+    )
+    training: TrainConfig = param(
+        factory=TrainConfig,
+        check=InstanceOf(TrainConfig),
+        doc="The ``[training]`` table: the training of every model.",
+    )
+    seeds: tuple[int, ...] = param(
+        default=(0,),
+        check=TupleOf(SEED, min_len=1, order="distinct"),
+        doc="The seeds: one run of each model per seed.",
+    )
+    calibrators: tuple[str, ...] = param(
+        default=(),
+        check=_LogitCalibrators(),
+        doc="The calibrators fitted (empty: every calibrator that applies).",
+    )
+    calibrator_params: dict[str, Any] = param(
+        factory=dict, check=_CalibratorParams(), doc="The calibrators' parameters, by name."
+    )
+    input_calibrators: tuple[str, ...] = param(
+        default=(),
+        check=TupleOf(String()),
+        doc="Calibrators of the model and its inputs (``NAME`` or ``NAME@LABEL``).",
+    )
+    input_calibrator_params: dict[str, Any] = param(
+        factory=dict,
+        check=Table("parameters of input calibrators, by name"),
+        doc="The input calibrators' parameters, by name.",
+    )
+    n_bins: int = param(default=15, check=N_BINS, doc="Bins of the binned metrics.")
+    n_floor_draws: int = param(
+        default=200, check=RESAMPLES, doc="Draws of the noise floors (0: none)."
+    )
+    report_metrics: tuple[str, ...] = param(
+        default=(),
+        check=Names(_report_metrics, what="names"),
+        doc="The metrics the report shows (empty: its default ones).",
+    )
+    device: str = param(default="auto", check=DEVICE, doc="Where models train and run.")
 
-    def __post_init__(self) -> None:
-        if not self.models:
-            raise InputError("models", "at least one [[models]] table", "none")
+    def _check_params(self) -> None:
         labels = [m.label for m in self.models]
         if len(set(labels)) != len(labels):
             raise InputError("models", "distinct labels", ", ".join(labels))
-        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
-            raise InputError("seeds", "at least one seed, no repeats", repr(list(self.seeds)))
-        object.__setattr__(self, "seeds", tuple(SEED.check("seeds", s) for s in self.seeds))
-        for name in self.calibrators:
-            if CALIBRATORS.kind_of(name) != "logits":
-                raise InputError("calibrators", "calibrators of logits", f"{name!r}")
-        for name, params in self.calibrator_params.items():
-            where = f"calibrator_params.{name}"
-            if not isinstance(params, dict):
-                raise InputError(where, "a table of parameters", repr(params))
-            klass = CALIBRATORS.get(name)
-            if klass.kind != "logits":
-                raise InputError(where, "parameters of a calibrator of logits", f"{name!r}")
-            values = check_params(klass.param_constraints, params, where, prefix=where + ".")
-            try:
-                klass(**values)
-            except InputError as exc:  # a relation between parameters
-                raise InputError(f"{where}.{exc.argument}", exc.expected, exc.got) from None
         check_input_calibrators(self.input_calibrators, self.input_calibrator_params)
-        from calibkit.reporting.tables import ROW_QUANTITIES
-
-        known = [*METRIC_NAMES, *(f"{m}_floor" for m in FLOOR_METRICS), *ROW_QUANTITIES]
-        for name in self.report_metrics:
-            if name not in known:
-                raise InputError("report_metrics", "names among " + ", ".join(known), repr(name))
-        draws = RESAMPLES.check("n_floor_draws", self.n_floor_draws)
-        object.__setattr__(self, "n_bins", N_BINS.check("n_bins", self.n_bins))
-        object.__setattr__(self, "n_floor_draws", draws)
-        index = self.device[5:]
-        cuda_n = self.device.startswith("cuda:") and index.isascii() and index.isdigit()
-        if self.device not in ("auto", "cpu", "cuda") and not cuda_n:
-            raise InputError("device", "auto, cpu, cuda or cuda:N", repr(self.device))
         for i, spec in enumerate(self.models):
             self.model_training(spec, where=f"models[{i}].training")
             if "dataset" in spec.data or "data_dir" in spec.data:

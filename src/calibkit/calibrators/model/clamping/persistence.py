@@ -32,7 +32,6 @@ from calibkit.calibrators.model.clamping.settings import SGD_FIELDS, flat_params
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import check_state
 from calibkit.core.validation import (
-    Boolean,
     Constraint,
     Constraints,
     NoneOr,
@@ -44,8 +43,8 @@ from calibkit.core.validation import (
 #: the class that imports it (its declarations are read from the class itself).
 NeuralClamping = Any
 
-#: Parameters checked here because :class:`SGDSettings` coerces or does not check them.
-PARAMS: Constraints = {"fuse": Boolean(), "progress": Boolean(), "device": NoneOr(String())}
+#: A parameter a document holds more narrowly than :class:`SGDSettings` (a device by name).
+PARAMS: Constraints = {"device": NoneOr(String())}
 #: The dtypes a loaded ``delta`` may have.
 DELTA_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 

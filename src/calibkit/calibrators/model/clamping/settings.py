@@ -24,41 +24,29 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from calibkit.calibrators.logit.temperature import positive_param
-from calibkit.calibrators.model.clamping.inputs import choice, nonnegative, positive_int
+from calibkit.core.params import Settings, param
 from calibkit.core.precision import fastest_precision
+from calibkit.core.validation import (
+    NON_NEGATIVE,
+    POSITIVE,
+    AnyOf,
+    Boolean,
+    Choice,
+    InstanceOf,
+    Integer,
+    NoneOr,
+    String,
+)
 
 PRECISIONS = ("auto", "float32", "bfloat16")
 
 
-@dataclass(frozen=True)
-class SGDSettings:
+class SGDSettings(Settings):
     """Settings of the SGD of a Neural Clamping fit and of its passes over the inputs.
-
-    Parameters
-    ----------
-    lr : float
-        Learning rate, > 0.
-    momentum : float
-        Momentum, >= 0.
-    batch_size : int
-        Inputs per SGD step and per batch of every pass over the inputs.
-    epochs : int
-        Passes of SGD over the calibration set (one step per batch).
-    precision : str
-        ``"float32"``, ``"bfloat16"`` (autocast of the SGD's model passes) or ``"auto"``:
-        the faster of the two on the device (see the module docstring).
-    fuse : bool
-        Run the SGD on :func:`~calibkit.calibrators.model.clamping.passes.fused_copy` of the model.
-    progress : bool
-        Print a progress line per epoch on stderr.
-    device : str, torch.device or None
-        Where the passes run; None: where the model's parameters are.
 
     Examples
     --------
@@ -70,27 +58,38 @@ class SGDSettings:
     calibkit.core.errors.InputError: lr: expected a finite number > 0, got 0.0
     """
 
-    lr: float = 1e-3
-    momentum: float = 0.9
-    batch_size: int = 512
-    epochs: int = 100
-    precision: str = "auto"
-    fuse: bool = True
-    progress: bool = True
-    device: str | torch.device | None = None
-
-    def __post_init__(self) -> None:
-        checked = {
-            "lr": positive_param(self.lr, "lr"),
-            "momentum": nonnegative(self.momentum, "momentum"),
-            "batch_size": positive_int(self.batch_size, "batch_size"),
-            "epochs": positive_int(self.epochs, "epochs"),
-            "precision": choice(self.precision, PRECISIONS, "precision"),
-            "fuse": bool(self.fuse),
-            "progress": bool(self.progress),
-        }
-        for name, value in checked.items():
-            object.__setattr__(self, name, value)
+    lr: float = param(default=1e-3, check=POSITIVE, doc="The learning rate.")
+    momentum: float = param(default=0.9, check=NON_NEGATIVE, doc="The momentum.")
+    batch_size: int = param(
+        default=512,
+        check=Integer(low=1),
+        doc="Inputs per SGD step and per batch of every pass over the inputs.",
+    )
+    epochs: int = param(
+        default=100,
+        check=Integer(low=1),
+        doc="Passes of SGD over the calibration set (one step per batch).",
+    )
+    precision: str = param(
+        default="auto",
+        check=Choice(*PRECISIONS),
+        doc="``float32``, ``bfloat16`` (autocast of the SGD's model passes) or ``auto``: "
+        "the faster of the two on the device (see the module docstring).",
+    )
+    fuse: bool = param(
+        default=True,
+        check=Boolean(),
+        doc="Run the SGD on :func:`~calibkit.calibrators.model.clamping.passes.fused_copy` "
+        "of the model.",
+    )
+    progress: bool = param(
+        default=True, check=Boolean(), doc="Print a progress line per epoch on stderr."
+    )
+    device: str | torch.device | None = param(
+        default=None,
+        check=NoneOr(AnyOf(String(), InstanceOf(torch.device))),
+        doc="Where the passes run; None: where the model's parameters are.",
+    )
 
     def resolved_precision(self, device: torch.device) -> str:
         """``precision``, with ``"auto"`` resolved for ``device``."""
