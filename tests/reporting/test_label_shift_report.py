@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from calibkit import Resampling
+from calibkit.calibrators.priors.estimators import EM
 from calibkit.calibrators.priors.label_shift import PriorShiftAdapter
 from calibkit.core.errors import ConvergenceWarning
 from calibkit.core.outputs import as_outputs
@@ -32,7 +33,7 @@ def test_em_stopped_at_max_iter_1_is_reported_as_not_converged() -> None:
     plain = label_shift_report(result).results
     assert plain["converged"] is True
     assert not label_shift_report(result).document.verdict.detail.startswith("Read with")
-    adapter = PriorShiftAdapter(calibrator=None, max_iter=1).fit(z[:600], y[:600])
+    adapter = PriorShiftAdapter(calibrator=None, estimator=EM(max_iter=1)).fit(z[:600], y[:600])
     with pytest.warns(ConvergenceWarning):
         adapter.adapt(z[600:])
     stopped = dataclasses.replace(
