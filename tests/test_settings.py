@@ -1,7 +1,7 @@
 """Every settings class of calibkit (demo, shift study, study, training, Neural Clamping's
-SGD) is a :class:`~calibkit.core.params.Settings`: each field declared once with
-``param()`` (its default, its check and its sentence), listed in the class's docstring, and
-a wrong value refused by an error naming the field."""
+SGD, resampling, binning) is a :class:`~calibkit.core.params.Settings`: each field declared
+once with ``param()`` (its default, its check and its sentence), listed in the class's
+docstring, and a wrong value refused by an error naming the field."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from calibkit.calibrators.model.clamping.settings import SGDSettings
 from calibkit.core.errors import InputError
+from calibkit.core.options import Binning, Resampling
 from calibkit.core.params import PARAM, Settings, settings_constraints
 from calibkit.study.definition.config import DataConfig, ModelSpec, Resources, StudyConfig
 from calibkit.training.config import TrainConfig
@@ -29,6 +30,8 @@ REQUIRED: dict[type, dict[str, Any]] = {
     ModelSpec: {"name": "mlp"},
     StudyConfig: {"name": "s", "data": DataConfig("digits"), "models": (ModelSpec("mlp"),)},
     SGDSettings: {},
+    Resampling: {},
+    Binning: {},
 }
 CLASSES = list(REQUIRED)
 

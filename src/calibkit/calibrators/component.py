@@ -33,7 +33,17 @@ from calibkit.core.validation import Constraint, check_params
 
 class Component(Declared):
     """The base of a part passed as an object (see the module docstring): its registry
-    sets :attr:`name`; its parameters are declared with :func:`~calibkit.core.params.param`."""
+    sets :attr:`name`; its parameters are declared with :func:`~calibkit.core.params.param`.
+
+    Examples
+    --------
+    >>> from calibkit.calibrators.sets.conformal_scores import RAPS
+    >>> raps = RAPS(penalty=0.2)
+    >>> raps.to_json(), raps.describe()
+    ({'name': 'raps', 'penalty': 0.2, 'k_reg': 1}, 'raps (penalty=0.2, k_reg=1)')
+    >>> raps == RAPS(penalty=0.2), raps == RAPS()
+    (True, False)
+    """
 
     #: The registered name (set by the registry).
     name: ClassVar[str] = "component"
@@ -80,6 +90,12 @@ class ComponentSpec(Constraint):
     ----------
     registry : Registry
         Where the components are registered by name.
+
+    Examples
+    --------
+    >>> from calibkit.calibrators.sets.conformal_scores import SCORES
+    >>> ComponentSpec(SCORES).check("conformity_score", "raps")
+    RAPS(penalty=0.1, k_reg=1)
     """
 
     def __init__(self, registry: Registry[Any]) -> None:

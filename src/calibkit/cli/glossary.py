@@ -129,7 +129,7 @@ GLOSSARY: dict[str, Term] = {
     ),
     "--score-param": Term(
         "a score's parameter",
-        "KEY=VALUE for the scores that declare KEY (penalty=0.05), repeatable",
+        "KEY=VALUE for the scores that declare KEY (`penalty`, `k_reg` of raps), repeatable",
         ("conformal",),
     ),
     "--alpha": Term(

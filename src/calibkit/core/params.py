@@ -24,7 +24,6 @@ Type checkers see both bases as dataclasses (:func:`typing.dataclass_transform`)
 >>> Smoothed(n_bins=10).n_bins, Smoothed.param_constraints["strength"] is POSITIVE
 (10, True)
 >>> import inspect
-import linecache
 >>> [(p.name, p.default) for p in inspect.signature(Smoothed).parameters.values()]
 [('n_bins', 15), ('strength', 1.0)]
 >>> print(Smoothed.__doc__)  # doctest: +NORMALIZE_WHITESPACE
