@@ -37,8 +37,10 @@ given, unchecked (nothing can tell log-probabilities from logits without guessin
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from abc import abstractmethod
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
@@ -171,10 +173,11 @@ class Calibrator(PostHoc):
         self.n_classes_ = out.n_classes
         self._record_params()
         fit: Any = self._fit  # a kind with fit_metadata takes it by keyword
-        if weights is None:  # subclasses that take no weights define _fit(out)
-            fit(out, **routed)
-        else:
-            fit(out, weights, **routed)
+        with self._fitting():
+            if weights is None:  # subclasses that take no weights define _fit(out)
+                fit(out, **routed)
+            else:
+                fit(out, weights, **routed)
         self._record_input(kind)
         return self
 
@@ -189,6 +192,10 @@ class Calibrator(PostHoc):
         """Calibrated logits (only for methods that map logits to logits)."""
         z = self._check_predict_input(logits)
         return self._transform(z)
+
+    def _fitting(self) -> AbstractContextManager[object]:
+        """The context ``_fit`` runs in (none here; the linear maps limit BLAS threads)."""
+        return contextlib.nullcontext()
 
     @abstractmethod
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:

@@ -88,7 +88,8 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -205,19 +206,9 @@ class _Linear(Calibrator):
     #: :attr:`~calibkit.calibrators.fitted.PostHoc.shift_invariant`).
     shift_invariant: ClassVar[bool] = False
 
-    def fit(
-        self,
-        logits: object,
-        labels: object,
-        sample_weight: object = None,
-        *,
-        input_kind: str = "logits",
-        **metadata: object,
-    ) -> Self:
-        """Fit with single-threaded BLAS (see the module docstring); ``input_kind`` as for
-        :meth:`Calibrator.fit <calibkit.calibrators.base.Calibrator.fit>`."""
-        with threadpool_limits(limits=1, user_api="blas"):
-            return super().fit(logits, labels, sample_weight, input_kind=input_kind, **metadata)
+    def _fitting(self) -> AbstractContextManager[object]:
+        """Single-threaded BLAS (see the module docstring)."""
+        return threadpool_limits(limits=1, user_api="blas")  # type: ignore[no-any-return]
 
     def _features(self, logits: F64) -> F64:
         return log_softmax64(logits) if self.on_log_probs else np.asarray(logits, np.float64)
