@@ -54,6 +54,7 @@ from calibkit.calibrators.persistence import (
     MAX_FILE_BYTES,
     read_json_document,
 )
+from calibkit.core.docs import fill_doc
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, log_softmax64
 from calibkit.core.validation import Real
@@ -67,6 +68,14 @@ F64 = npt.NDArray[np.float64]
 MAX_COEFFICIENT = 1e6
 #: A fitted scalar coefficient, as checked on load.
 COEFFICIENT = Real(-MAX_COEFFICIENT, MAX_COEFFICIENT)
+#: The example most calibrators' docstrings open with: a subclass's docstring line
+#: ``{fit_example}`` becomes this, with the subclass's name.
+FIT_EXAMPLE = """>>> rng = np.random.default_rng(0)
+>>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
+>>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
+>>> calibrator = {name}().fit(z, y)
+>>> calibrator.predict_proba(z[:4]).shape
+(4, 3)"""
 
 __all__ = [
     "CALIBRATORS",
@@ -129,6 +138,11 @@ class Calibrator(PostHoc):
     >>> ts.predict_proba([[0.0, 0.0]]).tolist()
     [[0.5, 0.5]]
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__doc__ and "{fit_example}" in cls.__doc__:
+            fill_doc(fit_example=FIT_EXAMPLE.format(name=cls.__name__))(cls)
 
     # ----- the contract ---------------------------------------------------------------
     def fit(

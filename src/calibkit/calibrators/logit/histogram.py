@@ -176,12 +176,7 @@ class HistogramBinning(_Binning):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = HistogramBinning().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> HistogramBinning(n_bins=np.int64(10)).get_params()
     {'n_bins': 10, 'scheme': 'equal_width', 'smoothing': None}
@@ -231,12 +226,7 @@ class ClasswiseHistogramBinning(_Binning):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = ClasswiseHistogramBinning().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> z = np.log([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.2, 0.8]])
     >>> h = ClasswiseHistogramBinning(n_bins=2).fit(z, [0, 1, 0, 1])

@@ -372,12 +372,7 @@ class MatrixScaling(_ShrunkScaling):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = MatrixScaling().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> MatrixScaling(shrink="none", reg_l2=0.1).get_params()["reg_l2"]
     0.1
@@ -499,12 +494,7 @@ class MatrixScalingODIR(_ODIR):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = MatrixScalingODIR().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> MatrixScalingODIR(reg_lambda=1.0).get_params()["reg_mu"] is None
     True
@@ -520,12 +510,7 @@ class DirichletCalibration(_ODIR):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = DirichletCalibration().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> DirichletCalibration(lambda_grid=[0.1, 1.0]).lambda_grid
     (0.1, 1.0)

@@ -180,12 +180,7 @@ class StructuredVectorScaling(_Structured):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = StructuredVectorScaling().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> StructuredVectorScaling(reg_diagonal=10.0).reg_diagonal
     10.0
@@ -224,12 +219,7 @@ class StructuredMatrixScaling(_Structured):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = StructuredMatrixScaling().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> StructuredMatrixScaling(reg_off_diagonal=0.1).get_params()["reg_off_diagonal"]
     0.1
@@ -305,12 +295,7 @@ class StructuredMatrixScalingCV(StructuredMatrixScaling):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = StructuredMatrixScalingCV().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> StructuredMatrixScalingCV().scale_grid
     (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)

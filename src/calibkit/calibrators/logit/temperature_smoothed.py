@@ -109,12 +109,7 @@ class SmoothedTemperatureScaling(TemperatureScaling):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = SmoothedTemperatureScaling().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> SmoothedTemperatureScaling(smoothing=0.01).get_params()
     {'t_min': 0.1, 't_max': 10.0, 'smoothing': 0.01}
