@@ -70,6 +70,12 @@ MAX_COEFFICIENT = 1e6
 COEFFICIENT = Real(-MAX_COEFFICIENT, MAX_COEFFICIENT)
 #: The example most calibrators' docstrings open with: a subclass's docstring line
 #: ``{fit_example}`` becomes this, with the subclass's name.
+#: The docstring paragraph ``{refuses_absent_class}`` of a method that
+#: :attr:`~calibkit.calibrators.fitted.PostHoc.needs_every_class`.
+REFUSES_ABSENT_CLASS = """\
+A calibration set without some class is refused (an InputError naming ``labels``
+and the class): this method fits each class from that class's own rows, so it would
+never predict a class it has not seen."""
 FIT_EXAMPLE = """>>> rng = np.random.default_rng(0)
 >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
 >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
@@ -141,8 +147,14 @@ class Calibrator(PostHoc):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.__doc__ and "{fit_example}" in cls.__doc__:
-            fill_doc(fit_example=FIT_EXAMPLE.format(name=cls.__name__))(cls)
+        doc = cls.__doc__ or ""
+        if "{fit_example}" in doc or "{refuses_absent_class}" in doc:
+            if "{refuses_absent_class}" in doc and not cls.needs_every_class:
+                raise TypeError(
+                    f"{cls.__name__} says it refuses an absent class: set needs_every_class"
+                )
+            example = FIT_EXAMPLE.format(name=cls.__name__)
+            fill_doc(fit_example=example, refuses_absent_class=REFUSES_ABSENT_CLASS)(cls)
 
     # ----- the contract ---------------------------------------------------------------
     def fit(

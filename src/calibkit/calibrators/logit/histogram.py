@@ -212,9 +212,7 @@ class HistogramBinning(_Binning):
 class ClasswiseHistogramBinning(_Binning):
     """One-vs-rest histogram binning of every class's probability, renormalised.
 
-    A calibration set without some class is refused (an InputError naming ``labels``
-    and the class): this method fits each class from that class's own rows, so it would
-    never predict a class it has not seen.
+    {refuses_absent_class}
 
     Attributes
     ----------

@@ -299,9 +299,7 @@ class VectorScaling(_ShrunkScaling):
     By default shrunk towards temperature scaling (the weight ``s / K`` on each squared
     ``w_j - 1 / T`` and ``b_j``, ``s`` by cross-validation).
 
-    A calibration set without some class is refused (an InputError naming ``labels``
-    and the class): this method fits each class from that class's own rows, so it would
-    never predict a class it has not seen.
+    {refuses_absent_class}
 
     Attributes
     ----------
@@ -359,9 +357,7 @@ class MatrixScaling(_ShrunkScaling):
     :class:`MatrixScalingODIR`'s at ``lam = mu = s``: when both choose the same strength
     they fit the same map (see the module docstring).
 
-    A calibration set without some class is refused (an InputError naming ``labels``
-    and the class): this method fits each class from that class's own rows, so it would
-    never predict a class it has not seen.
+    {refuses_absent_class}
 
     Attributes
     ----------
@@ -488,9 +484,7 @@ class MatrixScalingODIR(_ODIR):
     :class:`MatrixScaling`'s at strength ``s``: when both choose the same strength they fit
     the same map (see the module docstring).
 
-    A calibration set without some class is refused (an InputError naming ``labels``
-    and the class): this method fits each class from that class's own rows, so it would
-    never predict a class it has not seen.
+    {refuses_absent_class}
 
     Examples
     --------
@@ -504,9 +498,7 @@ class MatrixScalingODIR(_ODIR):
 class DirichletCalibration(_ODIR):
     """Dirichlet calibration (Dir-ODIR): the ODIR linear map on log-probabilities.
 
-    A calibration set without some class is refused (an InputError naming ``labels``
-    and the class): this method fits each class from that class's own rows, so it would
-    never predict a class it has not seen.
+    {refuses_absent_class}
 
     Examples
     --------

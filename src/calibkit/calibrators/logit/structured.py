@@ -168,9 +168,7 @@ class _Structured(_Linear):
 class StructuredVectorScaling(_Structured):
     """Structured vector scaling: diagonal ``W`` on smoothed TS log-probabilities.
 
-    A calibration set without some class is refused (an InputError naming ``labels``
-    and the class): this method fits each class from that class's own rows, so it would
-    never predict a class it has not seen.
+    {refuses_absent_class}
 
     Attributes
     ----------
@@ -206,9 +204,7 @@ class StructuredMatrixScaling(_Structured):
 
     A ridge penalty pulls ``W`` towards the identity, weighted per structure.
 
-    A calibration set without some class is refused (an InputError naming ``labels``
-    and the class): this method fits each class from that class's own rows, so it would
-    never predict a class it has not seen.
+    {refuses_absent_class}
 
     Attributes
     ----------
@@ -268,9 +264,7 @@ class StructuredMatrixScalingCV(StructuredMatrixScaling):
     """:class:`StructuredMatrixScaling` with all three penalty weights times a scale ``s``
     chosen by cross-validation.
 
-    A calibration set without some class is refused (an InputError naming ``labels``
-    and the class): this method fits each class from that class's own rows, so it would
-    never predict a class it has not seen.
+    {refuses_absent_class}
 
     On the nine shared prediction files the best fixed scale was 0.01 for CIFAR-100
     (K = 100) and 0.1 for CIFAR-10: no single value suits both.
