@@ -42,6 +42,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from calibkit.core.docs import OUTPUTS_EXAMPLE, fill_doc
 from calibkit.reporting import document
 from calibkit.reporting.tables import (
     column_info,
@@ -450,6 +451,7 @@ def evaluation_results(run: EvaluationRun) -> dict[str, Any]:
     return results
 
 
+@fill_doc(outputs_example=OUTPUTS_EXAMPLE)
 def evaluation_report(
     run: EvaluationRun,
     *,
@@ -470,12 +472,7 @@ def evaluation_report(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from calibkit import as_outputs
-    >>> rng = np.random.default_rng(0)
-    >>> y = rng.integers(0, 3, 600)
-    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
-    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+    {outputs_example}
 
     >>> from calibkit import Resampling, evaluate_outputs
     >>> none = Resampling(n_boot=0)
