@@ -116,8 +116,8 @@ class EstimatorAPI:
 
     @property
     def fit_transform(self) -> Callable[..., F64]:
-        """``fit_transform(logits, labels, sample_weight=None, *, input_kind="logits")``:
-        ``fit``, then ``transform`` the same logits (missing as :attr:`transform` is)."""
+        """``fit_transform(logits, labels, ...)``: ``fit`` with these arguments, then
+        ``transform`` the same logits (missing as :attr:`transform` is)."""
         self._require_logit_map("fit_transform")
         return self._fit_transform
 
@@ -129,13 +129,6 @@ class EstimatorAPI:
                 f"{self.name!r}, which outputs probabilities; use predict_proba()",
             )
 
-    def _fit_transform(
-        self,
-        logits: object,
-        labels: object,
-        sample_weight: object = None,
-        *,
-        input_kind: str = "logits",
-    ) -> F64:
-        self.fit(logits, labels, sample_weight, input_kind=input_kind)
+    def _fit_transform(self, logits: object, labels: object, *args: Any, **kwargs: Any) -> F64:
+        self.fit(logits, labels, *args, **kwargs)
         return self._transform_logits(logits)
