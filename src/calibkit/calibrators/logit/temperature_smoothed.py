@@ -97,13 +97,13 @@ def smoothed_log_probs(logits: F64, temperature: float, smoothing: float) -> F64
 class SmoothedTemperatureScaling(TemperatureScaling):
     """Temperature scaling mixed with the uniform distribution (see the module docstring).
 
-    A class absent from the calibration labels keeps its column by construction:
-    the one temperature is shared by all classes.
+    A class absent from the calibration labels keeps its column, as in
+    :class:`~calibkit.calibrators.logit.temperature.TemperatureScaling`.
 
     Attributes
     ----------
-    temperature_ : float
-        The fitted temperature; ``log_temperature_`` is its logarithm.
+    temperature_, log_temperature_ : float
+        The fitted temperature and its logarithm.
     smoothing_ : float
         The ``eps`` used.
 
