@@ -302,3 +302,34 @@ def test_numpy_scalars_are_accepted_and_stored_as_python_numbers() -> None:
     expected = r"^n_bins: expected an integer in \[1, 100000\], got True"
     with pytest.raises(InputError, match=expected):
         create_calibrator("histogram", n_bins=True)
+
+
+def test_shared_docstring_paragraphs_follow_the_class() -> None:
+    """``{fit_example}`` takes the class's name; ``{refuses_absent_class}`` needs the flag."""
+
+    class Refusing(Calibrator):
+        """Refuses.
+
+        {refuses_absent_class}
+
+        Examples
+        --------
+        {fit_example}
+        """
+
+        needs_every_class = True
+
+        def _fit(self, out: object, weights: object = None) -> None: ...
+
+    doc = Refusing.__doc__ or ""
+    assert "calibrator = Refusing().fit(z, y)" in doc
+    assert "A calibration set without some class is refused" in doc
+    with pytest.raises(TypeError, match="needs_every_class"):
+
+        class Keeping(Calibrator):
+            """Keeps.
+
+            {refuses_absent_class}
+            """
+
+            def _fit(self, out: object, weights: object = None) -> None: ...

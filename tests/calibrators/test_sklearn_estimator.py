@@ -203,6 +203,15 @@ def test_transform_is_missing_where_the_output_is_probabilities() -> None:
     np.testing.assert_array_equal(ts.fit_transform(z, y), ts.transform(z))
 
 
+def test_fit_transform_takes_what_fit_takes() -> None:
+    z, y = _data("temperature")
+    ts = create_calibrator("temperature")
+    out = ts.fit_transform(z, y, np.ones(len(y)), input_kind="probs")
+    np.testing.assert_array_equal(out, ts.transform(z))
+    with pytest.raises(InputError, match="groups"):  # fit's refusal, naming the input
+        ts.fit_transform(z, y, groups=["a"] * len(y))
+
+
 WEIGHTED = [name for name in NAMES if CALIBRATORS.get(name).accepts_sample_weight]
 
 

@@ -37,8 +37,10 @@ given, unchecked (nothing can tell log-probabilities from logits without guessin
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from abc import abstractmethod
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
@@ -52,6 +54,7 @@ from calibkit.calibrators.persistence import (
     MAX_FILE_BYTES,
     read_json_document,
 )
+from calibkit.core.docs import fill_doc
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, as_outputs, log_softmax64
 from calibkit.core.validation import Real
@@ -65,6 +68,20 @@ F64 = npt.NDArray[np.float64]
 MAX_COEFFICIENT = 1e6
 #: A fitted scalar coefficient, as checked on load.
 COEFFICIENT = Real(-MAX_COEFFICIENT, MAX_COEFFICIENT)
+#: The example most calibrators' docstrings open with: a subclass's docstring line
+#: ``{fit_example}`` becomes this, with the subclass's name.
+#: The docstring paragraph ``{refuses_absent_class}`` of a method that
+#: :attr:`~calibkit.calibrators.fitted.PostHoc.needs_every_class`.
+REFUSES_ABSENT_CLASS = """\
+A calibration set without some class is refused (an InputError naming ``labels``
+and the class): this method fits each class from that class's own rows, so it would
+never predict a class it has not seen."""
+FIT_EXAMPLE = """>>> rng = np.random.default_rng(0)
+>>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
+>>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
+>>> calibrator = {name}().fit(z, y)
+>>> calibrator.predict_proba(z[:4]).shape
+(4, 3)"""
 
 __all__ = [
     "CALIBRATORS",
@@ -128,6 +145,17 @@ class Calibrator(PostHoc):
     [[0.5, 0.5]]
     """
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        doc = cls.__doc__ or ""
+        if "{fit_example}" in doc or "{refuses_absent_class}" in doc:
+            if "{refuses_absent_class}" in doc and not cls.needs_every_class:
+                raise TypeError(
+                    f"{cls.__name__} says it refuses an absent class: set needs_every_class"
+                )
+            example = FIT_EXAMPLE.format(name=cls.__name__)
+            fill_doc(fit_example=example, refuses_absent_class=REFUSES_ABSENT_CLASS)(cls)
+
     # ----- the contract ---------------------------------------------------------------
     def fit(
         self,
@@ -171,10 +199,11 @@ class Calibrator(PostHoc):
         self.n_classes_ = out.n_classes
         self._record_params()
         fit: Any = self._fit  # a kind with fit_metadata takes it by keyword
-        if weights is None:  # subclasses that take no weights define _fit(out)
-            fit(out, **routed)
-        else:
-            fit(out, weights, **routed)
+        with self._fitting():
+            if weights is None:  # subclasses that take no weights define _fit(out)
+                fit(out, **routed)
+            else:
+                fit(out, weights, **routed)
         self._record_input(kind)
         return self
 
@@ -189,6 +218,10 @@ class Calibrator(PostHoc):
         """Calibrated logits (only for methods that map logits to logits)."""
         z = self._check_predict_input(logits)
         return self._transform(z)
+
+    def _fitting(self) -> AbstractContextManager[object]:
+        """The context ``_fit`` runs in (none here; the linear maps limit BLAS threads)."""
+        return contextlib.nullcontext()
 
     @abstractmethod
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:

@@ -14,7 +14,7 @@ scikit-learn tells transformers apart). ``X`` in scikit-learn's terms is rows of
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -23,17 +23,6 @@ from calibkit.core.errors import InputError
 from calibkit.core.validation import Constraints, check_params
 
 F64 = npt.NDArray[np.float64]
-
-
-class _FitTransform(Protocol):
-    def __call__(
-        self,
-        logits: object,
-        labels: object,
-        sample_weight: object = None,
-        *,
-        input_kind: str = "logits",
-    ) -> F64: ...
 
 
 class _NoTransformError(InputError, AttributeError):
@@ -76,14 +65,7 @@ class EstimatorAPI:
         n_classes_: int
 
         def check_is_fitted(self) -> None: ...
-        def fit(
-            self,
-            logits: object,
-            labels: object,
-            sample_weight: object = None,
-            *,
-            input_kind: str = "logits",
-        ) -> Self: ...
+        def fit(self, *args: Any, **kwargs: Any) -> Self: ...
         def _transform_logits(self, logits: object) -> F64: ...
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
@@ -133,9 +115,9 @@ class EstimatorAPI:
         return self._transform_logits
 
     @property
-    def fit_transform(self) -> _FitTransform:
-        """``fit_transform(logits, labels, sample_weight=None, *, input_kind="logits")``:
-        ``fit``, then ``transform`` the same logits (missing as :attr:`transform` is)."""
+    def fit_transform(self) -> Callable[..., F64]:
+        """``fit_transform(logits, labels, ...)``: ``fit`` with these arguments, then
+        ``transform`` the same logits (missing as :attr:`transform` is)."""
         self._require_logit_map("fit_transform")
         return self._fit_transform
 
@@ -147,13 +129,6 @@ class EstimatorAPI:
                 f"{self.name!r}, which outputs probabilities; use predict_proba()",
             )
 
-    def _fit_transform(
-        self,
-        logits: object,
-        labels: object,
-        sample_weight: object = None,
-        *,
-        input_kind: str = "logits",
-    ) -> F64:
-        self.fit(logits, labels, sample_weight, input_kind=input_kind)
+    def _fit_transform(self, logits: object, labels: object, *args: Any, **kwargs: Any) -> F64:
+        self.fit(logits, labels, *args, **kwargs)
         return self._transform_logits(logits)

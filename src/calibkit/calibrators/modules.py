@@ -59,6 +59,20 @@ def _refuse_logits(expected: str, got: str) -> None:
     raise InputError("logits", expected, got)
 
 
+def checked_logits(logits: Tensor, n_classes: int) -> Tensor:
+    """``logits`` as ``(N, n_classes)`` (for two classes one logit per row is the positive
+    class's), else an InputError naming ``logits`` (a ValueError under TorchScript)."""
+    if logits.dim() == 1 and n_classes == 2:
+        logits = torch.stack([torch.zeros_like(logits), logits], dim=1)
+    if logits.dim() != 2 or logits.shape[1] != n_classes:
+        shape = f"(N, {n_classes})" + (" or (N,)" if n_classes == 2 else "")
+        got = "shape (" + ", ".join([str(n) for n in logits.shape]) + ")"
+        if torch.jit.is_scripting():  # type: ignore[attr-defined]
+            raise ValueError("logits: expected logits of shape " + shape + ", got " + got)
+        _refuse_logits("logits of shape " + shape, got)
+    return logits
+
+
 class CheckedLogits(nn.Module):
     """``predict_proba``'s input contract around a calibration map (see the module doc).
 
@@ -86,14 +100,7 @@ class CheckedLogits(nn.Module):
         self.n_classes = int(n_classes)
 
     def forward(self, logits: Tensor) -> Tensor:
-        if logits.dim() == 1 and self.n_classes == 2:  # a binary problem's positive logit
-            logits = torch.stack([torch.zeros_like(logits), logits], dim=1)
-        if logits.dim() != 2 or logits.shape[1] != self.n_classes:
-            shape = f"(N, {self.n_classes})" + (" or (N,)" if self.n_classes == 2 else "")
-            got = "shape (" + ", ".join([str(n) for n in logits.shape]) + ")"
-            if torch.jit.is_scripting():  # type: ignore[attr-defined]
-                raise ValueError("logits: expected logits of shape " + shape + ", got " + got)
-            _refuse_logits("logits of shape " + shape, got)
+        logits = checked_logits(logits, self.n_classes)
         probs: Tensor = self.calibration(logits)
         bad = ~torch.isfinite(logits).all(dim=1, keepdim=True)
         return torch.where(bad, torch.full_like(probs, float("nan")), probs)

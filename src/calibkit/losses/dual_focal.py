@@ -34,10 +34,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from calibkit.core.docs import fill_doc
 from calibkit.core.errors import InputError
 from calibkit.losses.basic import Reduction, check_reduction, log_probs, reduce, target_log_prob
 from calibkit.losses.class_weight import class_weight, weighted
-from calibkit.losses.focal import GAMMA, GAMMA_PARAMS, GammaLoss, focal_power
+from calibkit.losses.focal import GAMMA, GAMMA_PARAMS, MODULE_PARAMETERS, GammaLoss, focal_power
 from calibkit.losses.registry import LOSSES
 
 
@@ -88,20 +89,11 @@ def dual_focal_two_term_loss(
 
 
 @LOSSES.register("dual_focal_two_term", params=GAMMA_PARAMS)
+@fill_doc(parameters=MODULE_PARAMETERS)
 class DualFocalTwoTermLoss(GammaLoss):
     """The survey's two-term dual focal loss (see :func:`dual_focal_two_term_loss`); gamma 2.
 
-    Parameters
-    ----------
-    gamma : float
-        Exponent, finite and >= 0.
-    reduction : {"mean", "sum", "none"}
-        How to reduce the per-sample losses.
-    alpha : None, float or sequence of float
-        Class weight ``alpha_t``; None (default): off.
-
-    Examples
-    --------
+    {parameters}
     >>> DualFocalTwoTermLoss(gamma=0.0)(torch.zeros(1, 2), torch.tensor([0]))  # 2 log 2
     tensor(1.3863)
     """

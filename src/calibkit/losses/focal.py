@@ -84,8 +84,9 @@ Tensor
 
 Examples
 --------"""
-#: The Parameters section of FocalLoss, InverseFocalLoss, DualFocalLoss, and the Examples header.
-_MODULE_PARAMETERS = """Parameters
+#: The Parameters section of the gamma-loss modules (FocalLoss, InverseFocalLoss,
+#: DualFocalLoss, DualFocalTwoTermLoss), and the Examples header.
+MODULE_PARAMETERS = """Parameters
 ----------
 gamma : float
     Exponent, finite and >= 0.
@@ -310,7 +311,7 @@ class GammaLoss(nn.Module):
 
 
 @LOSSES.register("focal", params=GAMMA_PARAMS)
-@fill_doc(parameters=_MODULE_PARAMETERS)
+@fill_doc(parameters=MODULE_PARAMETERS)
 class FocalLoss(GammaLoss):
     """Focal loss ``-(1 - p_y)^gamma log p_y``; default ``gamma = 3`` (FL-3, Mukhoti et al.).
 
@@ -353,7 +354,7 @@ class AdaptiveFocalLoss(GammaLoss):
 
 
 @LOSSES.register("inverse_focal", params=GAMMA_PARAMS)
-@fill_doc(parameters=_MODULE_PARAMETERS)
+@fill_doc(parameters=MODULE_PARAMETERS)
 class InverseFocalLoss(GammaLoss):
     """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` (Wang et al. 2021); default gamma 2.
 
@@ -372,7 +373,7 @@ class InverseFocalLoss(GammaLoss):
 
 
 @LOSSES.register("dual_focal", params=GAMMA_PARAMS)
-@fill_doc(parameters=_MODULE_PARAMETERS)
+@fill_doc(parameters=MODULE_PARAMETERS)
 class DualFocalLoss(GammaLoss):
     """Dual focal loss ``-(1 - p_y + p_j)^gamma log p_y`` (Tao et al. 2023); default gamma 2.
 

@@ -47,6 +47,7 @@ from calibkit.calibrators.logit.auto import margin_words
 from calibkit.core.words import plural
 from calibkit.io.atomic import check_replaceable_folder
 from calibkit.io.jsonfile import json_ready
+from calibkit.reporting import document
 from calibkit.reporting.compare_figures import BEFORE_AFTER, comparison_figures
 from calibkit.reporting.compare_verdict import (
     compare_verdict,
@@ -55,16 +56,6 @@ from calibkit.reporting.compare_verdict import (
     unshrunk_note,
 )
 from calibkit.reporting.csv_text import csv_number, csv_text
-from calibkit.reporting.document import (
-    Block,
-    Document,
-    Figure,
-    Gallery,
-    Paragraph,
-    Section,
-    Table,
-    table_section,
-)
 from calibkit.reporting.per_group import MAX_FULL_TABLE_GROUPS, per_group_help, per_group_table
 from calibkit.reporting.tables import (
     ACCURACY_MARK,
@@ -225,7 +216,7 @@ GROUPS_VERDICT_HOW_TO_READ = (
 )
 
 
-def _folded_tables(comp: Comparison, tables: list[Table]) -> list[Section]:
+def _folded_tables(comp: Comparison, tables: list[document.Table]) -> list[document.Section]:
     """Each table in a folded section of its own, with what the marks of its rows mean
     (:func:`~calibkit.reporting.tables.marks_note`), under the first why rows marked
     ``(= X)`` are the same map as X (:func:`~calibkit.reporting.tables.same_map_lines`), and
@@ -238,8 +229,8 @@ def _folded_tables(comp: Comparison, tables: list[Table]) -> list[Section]:
         marked = any("(= " in r[0].text or ACCURACY_MARK in r[0].text for r in table.rows)
         notes += [marks] if marks and marked else []
         notes += meanings(metric_keys(table))
-        blocks: list[Block] = [table, *(Paragraph(n) for n in notes)]
-        sections.append(Section(table.title, blocks, folded=True))
+        blocks: list[document.Block] = [table, *(document.Paragraph(n) for n in notes)]
+        sections.append(document.Section(table.title, blocks, folded=True))
     return sections
 
 
@@ -259,8 +250,8 @@ def declined_lines(comp: Comparison) -> list[str]:
 
 
 def compare_document(
-    comp: Comparison, title: str, figures: list[Figure], intro: Sequence[str] = ()
-) -> Document:
+    comp: Comparison, title: str, figures: list[document.Figure], intro: Sequence[str] = ()
+) -> document.Document:
     """The report as a document, a newcomer's minute first: the verdict, the summary
     (``intro``: what came before the comparison, such as the demo's training), the table
     that decides (the rule's, on the calibration part; without one, the first table of test
@@ -271,45 +262,55 @@ def compare_document(
     meta += declined_lines(comp)
     level = comp.rows[0].evaluation.level
     how = HOW_TO_READ.format(margin=margin_words(), level=level)
-    first: list[Block] = [f for f in figures if f.name == BEFORE_AFTER]
+    first: list[document.Block] = [f for f in figures if f.name == BEFORE_AFTER]
     more = [f for f in figures if f.name != BEFORE_AFTER]
-    groups: list[Section] = []
+    groups: list[document.Section] = []
     if by_group := group_tables(comp):
         paragraphs = [GROUPS_VERDICT_HOW_TO_READ, GROUPS_HOW_TO_READ.format(level=level)]
         noisy = comp.rows[0].groups.warnings if comp.rows[0].groups is not None else []
         paragraphs += [f"Uncalibrated model: {w}." for w in noisy]
         if helps := per_group_help(comp):
             paragraphs.insert(0, helps)
-        blocks: list[Block] = [Paragraph(p) for p in paragraphs]
+        blocks: list[document.Block] = [document.Paragraph(p) for p in paragraphs]
         summary = per_group_table(comp)
-        blocks += [table_section(summary)] if summary is not None else []
+        blocks += [document.table_section(summary)] if summary is not None else []
         n_groups = len(comp.rows[0].groups.names) if comp.rows[0].groups is not None else 0
         if n_groups > MAX_FULL_TABLE_GROUPS:  # every method on every group: results.json
             by_group = by_group[1:]
-        blocks += [table_section(t) for t in by_group]
-        groups = [Section("Calibration per group", blocks, folded=True)]
+        blocks += [document.table_section(t) for t in by_group]
+        groups = [document.Section("Calibration per group", blocks, folded=True)]
     explained = recommendation_paragraphs(comp)
     tables = _folded_tables(comp, comparison_tables(comp))
     rule = recommendation_table(comp)
-    decides: list[Block] = [Paragraph(p) for p in explained]
+    decides: list[document.Block] = [document.Paragraph(p) for p in explained]
     if rule is not None:
-        decides.append(table_section(rule))
+        decides.append(document.table_section(rule))
         if note := unshrunk_note(comp):
-            decides.append(Section("Rows marked (unshrunk)", [Paragraph(note)], folded=True))
-    top = [Section("Recommendation", decides)] if decides else []
+            decides.append(
+                document.Section("Rows marked (unshrunk)", [document.Paragraph(note)], folded=True)
+            )
+    top = [document.Section("Recommendation", decides)] if decides else []
     if rule is None and tables:  # no rule: the first table of test errors, unfolded
-        top.append(Section(tables[0].title, tables[0].blocks))
+        top.append(document.Section(tables[0].title, tables[0].blocks))
         tables = tables[1:]
-    return Document(
+    return document.Document(
         title,
         [
-            *(Paragraph(p, meta=True) for p in meta),
+            *(document.Paragraph(p, meta=True) for p in meta),
             *top,
-            *([Section("Reliability before and after calibration", first)] if first else []),
-            Section("How to read this", [Paragraph(how)]),
+            *(
+                [document.Section("Reliability before and after calibration", first)]
+                if first
+                else []
+            ),
+            document.Section("How to read this", [document.Paragraph(how)]),
             *groups,  # the verdict speaks of them: first of the folded sections
             *tables,
-            *([Section("More figures", [Gallery(more)], folded=True)] if more else []),
+            *(
+                [document.Section("More figures", [document.Gallery(more)], folded=True)]
+                if more
+                else []
+            ),
         ],
         verdict=compare_verdict(comp),
     )

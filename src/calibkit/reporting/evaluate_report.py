@@ -42,17 +42,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from calibkit.reporting.document import (
-    Block,
-    Cell,
-    Document,
-    Figure,
-    Gallery,
-    Paragraph,
-    Section,
-    Table,
-    Verdict,
-)
+from calibkit.core.docs import OUTPUTS_EXAMPLE, fill_doc
+from calibkit.reporting import document
 from calibkit.reporting.tables import (
     column_info,
     format_gap,
@@ -218,7 +209,7 @@ def evaluation_verdict(
     source: str,
     group_key: str | None = None,
     reading: Sequence[str] = (),
-) -> Verdict:
+) -> document.Verdict:
     """The verdict of one evaluation of the file ``source`` (``group_key``: the groups' key;
     ``reading``: the options the file was read with, such as ``("--kind", "logits")``, which
     the command it suggests repeats so that it runs as printed).
@@ -277,12 +268,12 @@ def evaluation_verdict(
     else:
         detail.append(f"mean confidence {format_value('accuracy', run.confidence)}")
     detail.append(f"{ev.n_samples:,} samples")
-    return Verdict(" ".join(sentences), "; ".join(detail) + ".")
+    return document.Verdict(" ".join(sentences), "; ".join(detail) + ".")
 
 
 def metrics_table(
     ev: Evaluation, undefined: Mapping[str, str] | None = None, *, meanings: bool = False
-) -> Table:
+) -> document.Table:
     """Every metric of ``ev`` (labels from the metric registry): value, interval, noise floor;
     a metric of ``undefined`` (name -> reason) shows ``undefined`` (:func:`undefined_notes`
     says why). ``meanings``: a last column with each metric's one-line meaning (its registry
@@ -294,17 +285,17 @@ def metrics_table(
         floor = ev.values.get(f"{name}_floor")
         value = UNDEFINED if name in (undefined or {}) else format_value(name, ev.values[name])
         row = [
-            Cell(column_info(name).label),
-            Cell(value),
-            Cell(interval_text(name, ev.ci.get(name))),
-            Cell("" if floor is None else format_value(name, floor)),
+            document.Cell(column_info(name).label),
+            document.Cell(value),
+            document.Cell(interval_text(name, ev.ci.get(name))),
+            document.Cell("" if floor is None else format_value(name, floor)),
         ]
-        rows.append([*row, Cell(meaning(name))] if meanings else row)
+        rows.append([*row, document.Cell(meaning(name))] if meanings else row)
     if not meanings:
-        return Table("Metrics", header, rows)
+        return document.Table("Metrics", header, rows)
     # the meaning is text: left-aligned, so it is the last column moved to the left block
     rows = [[r[0], r[4], *r[1:4]] for r in rows]
-    return Table("Metrics", ["Metric", "What it measures", *header[1:]], rows, n_left=2)
+    return document.Table("Metrics", ["Metric", "What it measures", *header[1:]], rows, n_left=2)
 
 
 def undefined_notes(undefined: Mapping[str, str]) -> list[str]:
@@ -319,7 +310,7 @@ def undefined_notes(undefined: Mapping[str, str]) -> list[str]:
     return [f"{' and '.join(names)}: {UNDEFINED} ({why})." for why, names in by_reason.items()]
 
 
-def group_table(ge: GroupEvaluation, key: str | None = None) -> Table:
+def group_table(ge: GroupEvaluation, key: str | None = None) -> document.Table:
     """Per group: size, accuracy, ECE (interval, noise floor), NLL (interval), confidence."""
     header = ["Group", "n", "Accuracy", "ECE", "ECE CI", "ECE floor", "NLL", "NLL CI", "Confidence"]
     rows = []
@@ -337,13 +328,13 @@ def group_table(ge: GroupEvaluation, key: str | None = None) -> Table:
             interval_text("nll", ci.get("nll")),
             format_value("accuracy", v["confidence"]),
         ]
-        rows.append([Cell(c) for c in cells])
-    return Table(f"Per group ({key})" if key else "Per group", header, rows)
+        rows.append([document.Cell(c) for c in cells])
+    return document.Table(f"Per group ({key})" if key else "Per group", header, rows)
 
 
 def evaluation_figures(
     run: EvaluationRun, name: str, interval: IntervalMethod | None = "wilson"
-) -> list[Figure]:
+) -> list[document.Figure]:
     """The reliability diagram, the smoothed one (when computed) and the risk-coverage
     curves of ``run`` (``name``: the file's name, in the titles)."""
     from calibkit.metrics.binned import reliability_stats
@@ -363,15 +354,15 @@ def evaluation_figures(
         corp=run.corp,
     )
     caption = f"Reliability diagram ({ev.n_bins} equal-width bins) and confidence histogram."
-    figures = [Figure(RELIABILITY, caption, figure_png_bytes(fig))]
+    figures = [document.Figure(RELIABILITY, caption, figure_png_bytes(fig))]
     if run.smooth is not None:
         fig = smooth_reliability_figure(run.smooth, title=f"{name}: smoothed reliability")
         caption = "Kernel-smoothed reliability curve with its bootstrap band."
-        figures.append(Figure(SMOOTH, caption, figure_png_bytes(fig)))
+        figures.append(document.Figure(SMOOTH, caption, figure_png_bytes(fig)))
     rc = risk_coverage_curve(run.outputs)
     fig = risk_coverage_figure({name: rc}, title=f"{name}: risk-coverage")
     caption = "Risk against coverage when the least confident samples are rejected first."
-    figures.append(Figure(RISK_COVERAGE, caption, figure_png_bytes(fig)))
+    figures.append(document.Figure(RISK_COVERAGE, caption, figure_png_bytes(fig)))
     return figures
 
 
@@ -385,43 +376,48 @@ def evaluation_document(
     source: str,
     *,
     group_key: str | None = None,
-    figures: list[Figure] | None = None,
+    figures: list[document.Figure] | None = None,
     reading: Sequence[str] = (),
-) -> Document:
+) -> document.Document:
     """The report's document: the verdict, the metrics (each with its one-line meaning), the
     reliability diagram, a short "How to read this"; then folded, the groups and the
     risk-coverage curves."""
     ev = run.evaluation
     mode = run.mode.replace("_", "-")
     about = f"{_about(run, source)}; {ev.n_bins} equal-width bins, {mode} calibration."
-    body: list[Block] = [
-        Paragraph(about, meta=True),
-        Section(
+    body: list[document.Block] = [
+        document.Paragraph(about, meta=True),
+        document.Section(
             "Metrics",
             [
                 metrics_table(ev, run.undefined, meanings=True),
-                *(Paragraph(note) for note in undefined_notes(run.undefined)),
+                *(document.Paragraph(note) for note in undefined_notes(run.undefined)),
             ],
         ),
     ]
     by_name = {f.name: f for f in figures or []}
     diagrams = [by_name[n] for n in (RELIABILITY, SMOOTH) if n in by_name]
     if diagrams:
-        block: Block = diagrams[0] if len(diagrams) == 1 else Gallery(diagrams)
-        body.append(Section("Reliability", [block]))
+        block: document.Block = diagrams[0] if len(diagrams) == 1 else document.Gallery(diagrams)
+        body.append(document.Section("Reliability", [block]))
     level, none = ev.level, without_interval()
     body.append(
-        Section("How to read this", [Paragraph(HOW_TO_READ.format(level=level, none=none))])
+        document.Section(
+            "How to read this", [document.Paragraph(HOW_TO_READ.format(level=level, none=none))]
+        )
     )
     if run.groups is not None:
         ge = run.groups
         table = group_table(ge, group_key)
-        notes = [Paragraph(_group_sentence(ge, group_key)), *(Paragraph(w) for w in ge.warnings)]
-        body.append(Section(table.title, [table, *notes], folded=True))
+        notes = [
+            document.Paragraph(_group_sentence(ge, group_key)),
+            *(document.Paragraph(w) for w in ge.warnings),
+        ]
+        body.append(document.Section(table.title, [table, *notes], folded=True))
     if RISK_COVERAGE in by_name:
-        body.append(Section("Selective prediction", [by_name[RISK_COVERAGE]], folded=True))
+        body.append(document.Section("Selective prediction", [by_name[RISK_COVERAGE]], folded=True))
     title = f"Evaluation of {Path(source).name}"
-    return Document(title, body, evaluation_verdict(run, source, group_key, reading))
+    return document.Document(title, body, evaluation_verdict(run, source, group_key, reading))
 
 
 def evaluation_text(run: EvaluationRun, source: str, group_key: str | None = None) -> str:
@@ -436,7 +432,7 @@ def evaluation_text(run: EvaluationRun, source: str, group_key: str | None = Non
     return "\n".join(lines)
 
 
-def _text(table: Table) -> str:
+def _text(table: document.Table) -> str:
     return text_table(table.header, [[c.text for c in r] for r in table.rows], table.n_left)
 
 
@@ -455,6 +451,7 @@ def evaluation_results(run: EvaluationRun) -> dict[str, Any]:
     return results
 
 
+@fill_doc(outputs_example=OUTPUTS_EXAMPLE)
 def evaluation_report(
     run: EvaluationRun,
     *,
@@ -475,12 +472,7 @@ def evaluation_report(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from calibkit import as_outputs
-    >>> rng = np.random.default_rng(0)
-    >>> y = rng.integers(0, 3, 600)
-    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
-    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+    {outputs_example}
 
     >>> from calibkit import Resampling, evaluate_outputs
     >>> none = Resampling(n_boot=0)

@@ -27,16 +27,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from calibkit.reporting.document import (
-    Block,
-    Document,
-    Figure,
-    Gallery,
-    Paragraph,
-    Section,
-    Table,
-    Verdict,
-)
+from calibkit.reporting import document
 from calibkit.reporting.writer import Report
 
 
@@ -132,18 +123,18 @@ def rewrite(text: str, vocabulary: Vocabulary, keep: Sequence[str] = ()) -> str:
     return text
 
 
-def _block(block: Block, v: Vocabulary, keep: Sequence[str]) -> Block:
-    if isinstance(block, Paragraph):
+def _block(block: document.Block, v: Vocabulary, keep: Sequence[str]) -> document.Block:
+    if isinstance(block, document.Paragraph):
         return replace(block, text=rewrite(block.text, v, keep))
-    if isinstance(block, Table):
+    if isinstance(block, document.Table):
         rows = [[replace(c, text=rewrite(c.text, v, keep)) for c in row] for row in block.rows]
         header = [rewrite(h, v, keep) for h in block.header]
         return replace(block, title=rewrite(block.title, v, keep), header=header, rows=rows)
-    if isinstance(block, Figure):
+    if isinstance(block, document.Figure):
         return replace(block, caption=rewrite(block.caption, v, keep))
-    if isinstance(block, Gallery):
+    if isinstance(block, document.Gallery):
         figures = [replace(f, caption=rewrite(f.caption, v, keep)) for f in block.figures]
-        return Gallery(figures)
+        return document.Gallery(figures)
     blocks = [_block(b, v, keep) for b in block.blocks]
     return replace(block, title=rewrite(block.title, v, keep), blocks=blocks)  # folded kept
 
@@ -164,14 +155,18 @@ def in_words(
     doc = report.document
     verdict = doc.verdict
     if verdict is not None:
-        verdict = Verdict(rewrite(verdict.headline, v, keep), rewrite(verdict.detail, v, keep))
+        verdict = document.Verdict(
+            rewrite(verdict.headline, v, keep), rewrite(verdict.detail, v, keep)
+        )
     body = [_block(b, v, keep) for b in doc.body]
     text = rewrite(report.text, v, keep)
     if notes:
-        body.append(Section("How the file was read", [Paragraph(n) for n in notes]))
+        body.append(
+            document.Section("How the file was read", [document.Paragraph(n) for n in notes])
+        )
         text += "\n\nhow the file was read:\n" + "\n".join(f"  {n}" for n in notes)
-    document = Document(rewrite(doc.title, v, keep), body, verdict)
-    return replace(report, document=document, text=text)
+    rewritten = document.Document(rewrite(doc.title, v, keep), body, verdict)
+    return replace(report, document=rewritten, text=text)
 
 
 __all__ = ["VOCABULARIES", "Vocabulary", "in_words", "rewrite"]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from calibkit.calibrators.sets.conformal import ConformalClassifier
 from calibkit.calibrators.sets.conformal_scores import SCORE, ConformalScore
+from calibkit.core.docs import OUTPUTS_EXAMPLE, fill_doc
 from calibkit.core.errors import InputError
 from calibkit.core.options import Resampling
 from calibkit.core.outputs import ClassifierOutputs
@@ -37,18 +38,14 @@ __all__ = ["SetsResult", "SplitSets", "conformal_sets", "split_conformal_sets"]
 
 
 @dataclass(frozen=True)
+@fill_doc(outputs_example=OUTPUTS_EXAMPLE)
 class SetsResult:
     """One score's sets on the test part (``score``: its name): the fitted classifier and
     its metrics.
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from calibkit import as_outputs
-    >>> rng = np.random.default_rng(0)
-    >>> y = rng.integers(0, 3, 600)
-    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
-    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+    {outputs_example}
 
     >>> lac = conformal_sets(cal, test, ["lac"], alpha=0.1, resampling=Resampling(n_boot=0))[0]
     >>> lac.score, type(lac.model).__name__, round(lac.metrics.values["mean_set_size"], 2)
@@ -60,6 +57,7 @@ class SetsResult:
     metrics: SetMetrics
 
 
+@fill_doc(outputs_example=OUTPUTS_EXAMPLE)
 def conformal_sets(
     cal: ClassifierOutputs,
     test: ClassifierOutputs,
@@ -83,12 +81,7 @@ def conformal_sets(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from calibkit import as_outputs
-    >>> rng = np.random.default_rng(0)
-    >>> y = rng.integers(0, 3, 600)
-    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
-    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+    {outputs_example}
 
     >>> none = Resampling(n_boot=0)
     >>> results = conformal_sets(cal, test, ["lac", "aps"], alpha=0.1, resampling=none)

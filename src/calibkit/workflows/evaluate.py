@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from calibkit.core.docs import OUTPUTS_EXAMPLE, fill_doc
 from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.metrics.evaluation import Evaluation, evaluate_suite
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+@fill_doc(outputs_example=OUTPUTS_EXAMPLE)
 class EvaluationRun:
     """What :func:`evaluate_outputs` found.
 
@@ -73,12 +75,7 @@ class EvaluationRun:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from calibkit import as_outputs
-    >>> rng = np.random.default_rng(0)
-    >>> y = rng.integers(0, 3, 600)
-    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
-    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+    {outputs_example}
 
     >>> run = evaluate_outputs(test, resampling=Resampling(n_boot=0))
     >>> run.outputs is test, run.mode, run.evaluation.values["ece"] > run.noise_limit
@@ -96,6 +93,7 @@ class EvaluationRun:
     undefined: dict[str, str] = field(default_factory=dict)
 
 
+@fill_doc(outputs_example=OUTPUTS_EXAMPLE)
 def evaluate_outputs(
     outputs: ClassifierOutputs,
     *,
@@ -130,12 +128,7 @@ def evaluate_outputs(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from calibkit import as_outputs
-    >>> rng = np.random.default_rng(0)
-    >>> y = rng.integers(0, 3, 600)
-    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
-    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+    {outputs_example}
 
     >>> run = evaluate_outputs(test, resampling=Resampling(n_boot=0))
     >>> round(run.evaluation.values["accuracy"], 3), round(run.confidence, 3)

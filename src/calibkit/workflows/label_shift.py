@@ -42,6 +42,7 @@ from calibkit.calibrators.priors.estimators import (
     check_priors,
 )
 from calibkit.calibrators.priors.label_shift import PriorShiftAdapter
+from calibkit.core.docs import OUTPUTS_EXAMPLE, fill_doc
 from calibkit.core.errors import InputError
 from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
@@ -63,6 +64,7 @@ Interval = tuple[float, float]
 
 
 @dataclass(frozen=True)
+@fill_doc(outputs_example=OUTPUTS_EXAMPLE)
 class LabelShiftResult:
     """The fitted adapter, its prior estimate, and (with target labels) the scores.
 
@@ -77,12 +79,7 @@ class LabelShiftResult:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from calibkit import as_outputs
-    >>> rng = np.random.default_rng(0)
-    >>> y = rng.integers(0, 3, 600)
-    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
-    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+    {outputs_example}
 
     >>> result = label_shift(cal, test.scores, test.labels, resampling=Resampling(n_boot=0))
     >>> list(result.metrics), type(result.adapter).__name__
@@ -151,6 +148,7 @@ def paired_bootstrap(
     return ci, change
 
 
+@fill_doc(outputs_example=OUTPUTS_EXAMPLE)
 def label_shift(
     source: ClassifierOutputs,
     target_logits: object,
@@ -171,12 +169,7 @@ def label_shift(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from calibkit import as_outputs
-    >>> rng = np.random.default_rng(0)
-    >>> y = rng.integers(0, 3, 600)
-    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
-    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+    {outputs_example}
 
     >>> result = label_shift(cal, test.scores, test.labels, resampling=Resampling(n_boot=0))
     >>> result.priors.round(2).tolist(), result.true_priors.round(2).tolist()
@@ -261,6 +254,7 @@ def resample_to_priors(labels: I64, priors: F64, n: int, rng: np.random.Generato
     return np.concatenate(parts).astype(np.int64)
 
 
+@fill_doc(outputs_example=OUTPUTS_EXAMPLE)
 def simulate_label_shift(
     cal: ClassifierOutputs,
     test: ClassifierOutputs,
@@ -280,12 +274,7 @@ def simulate_label_shift(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from calibkit import as_outputs
-    >>> rng = np.random.default_rng(0)
-    >>> y = rng.integers(0, 3, 600)
-    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
-    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+    {outputs_example}
 
     >>> rows = simulate_label_shift(cal, test, n_shifts=2, n_rows=200)
     >>> len(rows), [key for key in rows[0] if key.startswith("em_")]

@@ -39,6 +39,7 @@ import numpy.typing as npt
 
 from calibkit.calibrators import create_calibrator
 from calibkit.calibrators.sets.conformal import ConformalClassifier
+from calibkit.core.docs import OUTPUTS_EXAMPLE, fill_doc
 from calibkit.core.errors import InputError
 from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
@@ -88,6 +89,7 @@ CLEAN = "clean"
 
 
 @dataclass(frozen=True)
+@fill_doc(outputs_example=OUTPUTS_EXAMPLE)
 class ShiftRow:
     """One method on one test set: ``values`` maps every name of :data:`COLUMNS` to a
     number (NaN where it does not apply: set metrics for a calibrator, the others for a
@@ -95,12 +97,7 @@ class ShiftRow:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from calibkit import as_outputs
-    >>> rng = np.random.default_rng(0)
-    >>> y = rng.integers(0, 3, 600)
-    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
-    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+    {outputs_example}
     >>> shifted = {("noise", 1): as_outputs(y[300:], logits=0.5 * z[300:])}
 
     >>> row = shift_table(cal, test, shifted, ["temperature"], n_floor_draws=10)[1]
@@ -159,6 +156,7 @@ def _set_values(sets: npt.NDArray[np.bool_], labels: npt.NDArray[np.int64]) -> d
     return values | {"coverage": coverage, "mean_set_size": float(sets.sum(axis=1).mean())}
 
 
+@fill_doc(outputs_example=OUTPUTS_EXAMPLE)
 def shift_table(
     cal: ClassifierOutputs,
     test: ClassifierOutputs,
@@ -197,12 +195,7 @@ def shift_table(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from calibkit import as_outputs
-    >>> rng = np.random.default_rng(0)
-    >>> y = rng.integers(0, 3, 600)
-    >>> z = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]  # logits, right about 84%
-    >>> cal, test = as_outputs(y[:300], logits=z[:300]), as_outputs(y[300:], logits=z[300:])
+    {outputs_example}
     >>> shifted = {("noise", 1): as_outputs(y[300:], logits=0.5 * z[300:])}
 
     >>> rows = shift_table(cal, test, shifted, ["none", "temperature"], n_floor_draws=10)

@@ -16,7 +16,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor, nn
 
-from calibkit.calibrators.modules import _refuse_logits, log_softmax_rows
+from calibkit.calibrators.modules import checked_logits, log_softmax_rows
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -48,14 +48,7 @@ class CheckedGroupLogits(nn.Module):
         self.n_classes = int(n_classes)
 
     def forward(self, logits: Tensor, codes: Tensor | None = None) -> Tensor:
-        if logits.dim() == 1 and self.n_classes == 2:
-            logits = torch.stack([torch.zeros_like(logits), logits], dim=1)
-        if logits.dim() != 2 or logits.shape[1] != self.n_classes:
-            shape = f"(N, {self.n_classes})" + (" or (N,)" if self.n_classes == 2 else "")
-            got = "shape (" + ", ".join([str(n) for n in logits.shape]) + ")"
-            if torch.jit.is_scripting():  # type: ignore[attr-defined]
-                raise ValueError("logits: expected logits of shape " + shape + ", got " + got)
-            _refuse_logits("logits of shape " + shape, got)
+        logits = checked_logits(logits, self.n_classes)
         if codes is None:
             codes = torch.full((logits.shape[0],), -1, dtype=torch.int64, device=logits.device)
         probs: Tensor = self.calibration(logits, codes.to(torch.int64))

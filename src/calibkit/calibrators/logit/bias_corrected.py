@@ -68,12 +68,7 @@ class BiasCorrectedTemperatureScaling(Calibrator):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = BiasCorrectedTemperatureScaling().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> z = np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0], [0.0, 2.0], [1.0, 0.0]])
     >>> m = BiasCorrectedTemperatureScaling().fit(z, [0, 1, 0, 0, 1])

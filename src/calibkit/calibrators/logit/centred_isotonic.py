@@ -76,9 +76,7 @@ def clear_of_ends(y: F64, n: int) -> F64:
 class CentredIsotonicCalibrator(Calibrator):
     """One-vs-rest centred isotonic regression, renormalised; never probability 0.
 
-    A calibration set without some class is refused (an InputError naming ``labels``
-    and the class): this method fits each class from that class's own rows, so it would
-    never predict a class it has not seen.
+    {refuses_absent_class}
 
     Takes no parameters. Rows cannot be weighted: the floor ``eps`` counts rows, so
     weights could not mean both repeated rows and relative importance.

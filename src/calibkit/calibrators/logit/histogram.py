@@ -176,12 +176,7 @@ class HistogramBinning(_Binning):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = HistogramBinning().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> HistogramBinning(n_bins=np.int64(10)).get_params()
     {'n_bins': 10, 'scheme': 'equal_width', 'smoothing': None}
@@ -217,9 +212,7 @@ class HistogramBinning(_Binning):
 class ClasswiseHistogramBinning(_Binning):
     """One-vs-rest histogram binning of every class's probability, renormalised.
 
-    A calibration set without some class is refused (an InputError naming ``labels``
-    and the class): this method fits each class from that class's own rows, so it would
-    never predict a class it has not seen.
+    {refuses_absent_class}
 
     Attributes
     ----------
@@ -231,12 +224,7 @@ class ClasswiseHistogramBinning(_Binning):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = ClasswiseHistogramBinning().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> z = np.log([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.2, 0.8]])
     >>> h = ClasswiseHistogramBinning(n_bins=2).fit(z, [0, 1, 0, 1])

@@ -69,9 +69,7 @@ THRESHOLDS = Array(shape=("n",), low=0.0, high=1.0, sorted=True, nonempty=True)
 class IsotonicCalibrator(Calibrator):
     """One-vs-rest isotonic regression on the softmax probabilities, renormalised.
 
-    A calibration set without some class is refused (an InputError naming ``labels``
-    and the class): this method fits each class from that class's own rows, so it would
-    never predict a class it has not seen.
+    {refuses_absent_class}
 
     Attributes
     ----------

@@ -88,7 +88,8 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -205,19 +206,9 @@ class _Linear(Calibrator):
     #: :attr:`~calibkit.calibrators.fitted.PostHoc.shift_invariant`).
     shift_invariant: ClassVar[bool] = False
 
-    def fit(
-        self,
-        logits: object,
-        labels: object,
-        sample_weight: object = None,
-        *,
-        input_kind: str = "logits",
-        **metadata: object,
-    ) -> Self:
-        """Fit with single-threaded BLAS (see the module docstring); ``input_kind`` as for
-        :meth:`Calibrator.fit <calibkit.calibrators.base.Calibrator.fit>`."""
-        with threadpool_limits(limits=1, user_api="blas"):
-            return super().fit(logits, labels, sample_weight, input_kind=input_kind, **metadata)
+    def _fitting(self) -> AbstractContextManager[object]:
+        """Single-threaded BLAS (see the module docstring)."""
+        return threadpool_limits(limits=1, user_api="blas")  # type: ignore[no-any-return]
 
     def _features(self, logits: F64) -> F64:
         return log_softmax64(logits) if self.on_log_probs else np.asarray(logits, np.float64)
@@ -308,9 +299,7 @@ class VectorScaling(_ShrunkScaling):
     By default shrunk towards temperature scaling (the weight ``s / K`` on each squared
     ``w_j - 1 / T`` and ``b_j``, ``s`` by cross-validation).
 
-    A calibration set without some class is refused (an InputError naming ``labels``
-    and the class): this method fits each class from that class's own rows, so it would
-    never predict a class it has not seen.
+    {refuses_absent_class}
 
     Attributes
     ----------
@@ -368,9 +357,7 @@ class MatrixScaling(_ShrunkScaling):
     :class:`MatrixScalingODIR`'s at ``lam = mu = s``: when both choose the same strength
     they fit the same map (see the module docstring).
 
-    A calibration set without some class is refused (an InputError naming ``labels``
-    and the class): this method fits each class from that class's own rows, so it would
-    never predict a class it has not seen.
+    {refuses_absent_class}
 
     Attributes
     ----------
@@ -381,12 +368,7 @@ class MatrixScaling(_ShrunkScaling):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = MatrixScaling().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> MatrixScaling(shrink="none", reg_l2=0.1).get_params()["reg_l2"]
     0.1
@@ -502,18 +484,11 @@ class MatrixScalingODIR(_ODIR):
     :class:`MatrixScaling`'s at strength ``s``: when both choose the same strength they fit
     the same map (see the module docstring).
 
-    A calibration set without some class is refused (an InputError naming ``labels``
-    and the class): this method fits each class from that class's own rows, so it would
-    never predict a class it has not seen.
+    {refuses_absent_class}
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = MatrixScalingODIR().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> MatrixScalingODIR(reg_lambda=1.0).get_params()["reg_mu"] is None
     True
@@ -523,18 +498,11 @@ class MatrixScalingODIR(_ODIR):
 class DirichletCalibration(_ODIR):
     """Dirichlet calibration (Dir-ODIR): the ODIR linear map on log-probabilities.
 
-    A calibration set without some class is refused (an InputError naming ``labels``
-    and the class): this method fits each class from that class's own rows, so it would
-    never predict a class it has not seen.
+    {refuses_absent_class}
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = DirichletCalibration().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> DirichletCalibration(lambda_grid=[0.1, 1.0]).lambda_grid
     (0.1, 1.0)

@@ -88,12 +88,7 @@ class ScalingBinning(Calibrator):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = ScalingBinning().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> ScalingBinning().get_params()
     {'n_bins': 15, 'scaler': 'temperature', 'scaler_fraction': 0.5, 'seed': 0}

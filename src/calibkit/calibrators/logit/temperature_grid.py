@@ -338,12 +338,7 @@ class TemperatureScalingECE(Calibrator):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = TemperatureScalingECE().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> z = np.array([[4.0, 0.0], [0.0, 4.0], [4.0, 0.0], [0.0, 4.0]])
     >>> import warnings

@@ -97,24 +97,19 @@ def smoothed_log_probs(logits: F64, temperature: float, smoothing: float) -> F64
 class SmoothedTemperatureScaling(TemperatureScaling):
     """Temperature scaling mixed with the uniform distribution (see the module docstring).
 
-    A class absent from the calibration labels keeps its column by construction:
-    the one temperature is shared by all classes.
+    A class absent from the calibration labels keeps its column, as in
+    :class:`~calibkit.calibrators.logit.temperature.TemperatureScaling`.
 
     Attributes
     ----------
-    temperature_ : float
-        The fitted temperature; ``log_temperature_`` is its logarithm.
+    temperature_, log_temperature_ : float
+        The fitted temperature and its logarithm.
     smoothing_ : float
         The ``eps`` used.
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = SmoothedTemperatureScaling().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 3)
+    {fit_example}
 
     >>> SmoothedTemperatureScaling(smoothing=0.01).get_params()
     {'t_min': 0.1, 't_max': 10.0, 'smoothing': 0.01}

@@ -137,7 +137,24 @@ class ModelCalibrator(Calibrator):
         sample_weight: object = None,
         **metadata: object,
     ) -> Self:
-        """Learn the calibration from the model's calibration ``inputs`` and ``labels``."""
+        """Learn the calibration from the model's calibration ``inputs`` and ``labels``.
+
+        Parameters
+        ----------
+        inputs : Tensor, array or ImageDataset
+            Calibration inputs ``(N, ...)``; a dataset is normalised by the method's
+            ``mean``/``std``.
+        labels : array-like or None
+            Class indices ``(N,)``; None: the dataset's labels.
+        sample_weight : None
+            Refused (a method that cannot weight samples), as by the logit calibrators.
+
+        Returns
+        -------
+        Self
+            ``self``, with its fitted attributes set (Neural Clamping's ``delta_``,
+            ``temperature_``, ``gamma_`` and the others).
+        """
         self._route(metadata)
         if sample_weight is not None:
             expected = f"None for {self.name!r}, a method that cannot weight samples"

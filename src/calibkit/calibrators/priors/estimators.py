@@ -44,16 +44,13 @@ import numpy.typing as npt
 from calibkit.calibrators.component import Component, ComponentSpec, set_component_name
 from calibkit.calibrators.priors.prior_diagnostics import (
     bbse_conditioning,
-    not_converged_message,
-    singular_message,
-    small_sample_message,
+    not_converged,
+    singular,
+    small_sample,
 )
 from calibkit.core import catalog
 from calibkit.core.errors import (
-    ConvergenceWarning,
     InputError,
-    SingularSystemWarning,
-    SmallSampleWarning,
 )
 from calibkit.core.outputs import as_outputs, check_scores
 from calibkit.core.params import param
@@ -178,7 +175,7 @@ def estimate_priors_em(
     em = EM(tol=tol, max_iter=max_iter)
     pi, n_iter, converged = em_priors(p, ps, em.tol, em.max_iter)
     if not converged:
-        warnings.warn(not_converged_message(max_iter, tol), ConvergenceWarning, stacklevel=2)
+        warnings.warn(not_converged(max_iter, tol), stacklevel=2)
     return pi, n_iter
 
 
@@ -269,11 +266,11 @@ def estimate_priors_bbse(
     if n_source is not None:
         Integer(1).check("n_source", n_source)
     if p.shape[0] < k:
-        warnings.warn(small_sample_message(p.shape[0], k), SmallSampleWarning, stacklevel=2)
+        warnings.warn(small_sample(p.shape[0], k), stacklevel=2)
     pi, identifiable = bbse_priors(c, p, soft, n_source)
     if not identifiable:
         sigma, floor = bbse_conditioning(c, n_source)
-        warnings.warn(singular_message(sigma, floor), SingularSystemWarning, stacklevel=2)
+        warnings.warn(singular(sigma, floor), stacklevel=2)
     return pi
 
 

@@ -44,15 +44,12 @@ from calibkit.calibrators.priors.estimators import (
 )
 from calibkit.calibrators.priors.prior_diagnostics import (
     bbse_conditioning,
-    not_converged_message,
-    singular_message,
-    small_sample_message,
+    not_converged,
+    singular,
+    small_sample,
 )
 from calibkit.core.errors import (
-    ConvergenceWarning,
     InputError,
-    SingularSystemWarning,
-    SmallSampleWarning,
 )
 from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import as_outputs
@@ -242,8 +239,8 @@ class PriorShiftAdapter(OnCalibrator):
 
     def _warn(self, est: _Estimate) -> None:
         """Each caveat of ``est`` as its warning (:meth:`caveats` says them from the state)."""
-        for category, message in self._caveats(est.converged, est.identified, est.n_target):
-            warnings.warn(message, category, stacklevel=4)
+        for caveat in self._caveats(est.converged, est.identified, est.n_target):
+            warnings.warn(caveat, stacklevel=4)
 
     def adapt(self, target_logits: object) -> Self:
         """Estimate the target priors from unlabelled target logits and keep them, with
@@ -286,21 +283,19 @@ class PriorShiftAdapter(OnCalibrator):
         """
         self._check_is_adapted()
         found = self._caveats(self.converged_, self.identified_, self.n_target_)
-        return [message for _, message in found]
+        return [str(caveat) for caveat in found]
 
-    def _caveats(
-        self, converged: bool, identified: bool, n_target: int
-    ) -> list[tuple[type[Warning], str]]:
-        found: list[tuple[type[Warning], str]] = []
+    def _caveats(self, converged: bool, identified: bool, n_target: int) -> list[Warning]:
+        found: list[Warning] = []
         if not converged:
             em = self.estimator
             assert isinstance(em, EM), "only EM may not converge"
-            found.append((ConvergenceWarning, not_converged_message(em.max_iter, em.tol)))
+            found.append(not_converged(em.max_iter, em.tol))
         if not identified:
             sigma, floor = bbse_conditioning(self.confusion_, self.n_source_)
-            found.append((SingularSystemWarning, singular_message(sigma, floor)))
+            found.append(singular(sigma, floor))
         if 0 < n_target < self.n_classes_:
-            found.append((SmallSampleWarning, small_sample_message(n_target, self.n_classes_)))
+            found.append(small_sample(n_target, self.n_classes_))
         return found
 
     @property

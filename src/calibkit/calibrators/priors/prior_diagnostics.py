@@ -1,6 +1,6 @@
 """What the target-prior estimators of :mod:`calibkit.calibrators.priors.label_shift` can
 meet, and the words for it: whether BBSE's confusion matrix identifies the priors
-(:func:`bbse_conditioning`), and the messages of the warnings (EM stopped by its budget,
+(:func:`bbse_conditioning`), and the warnings (EM stopped by its budget,
 BBSE's system singular, fewer target rows than classes) that the estimators give and the
 fitted adapter's ``caveats()`` repeats.
 
@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from calibkit.core.errors import ConvergenceWarning, SingularSystemWarning, SmallSampleWarning
 
-def not_converged_message(max_iter: int, tol: float) -> str:
-    """What :class:`~calibkit.core.errors.ConvergenceWarning` says when EM used its budget.
 
-    >>> not_converged_message(1, 1e-8)[:55]
+def not_converged(max_iter: int, tol: float) -> ConvergenceWarning:
+    """The :class:`~calibkit.core.errors.ConvergenceWarning` of EM that used its budget.
+
+    >>> str(not_converged(1, 1e-8))[:55]
     'EM did not converge in max_iter=1 iteration (a prior st'
     """
     its = "iteration" if max_iter == 1 else "iterations"
-    return (
+    return ConvergenceWarning(
         f"EM did not converge in max_iter={max_iter} {its} (a prior still moved by more "
         f"than tol={tol:g}): the target priors are its last iterate; raise max_iter"
     )
@@ -78,30 +80,30 @@ def bbse_conditioning(confusion: object, n_source: int | None = None) -> tuple[f
     return float(s[-1]), floor
 
 
-def singular_message(sigma: float, floor: float) -> str:
-    """What :class:`~calibkit.core.errors.SingularSystemWarning` says when BBSE cannot
+def singular(sigma: float, floor: float) -> SingularSystemWarning:
+    """The :class:`~calibkit.core.errors.SingularSystemWarning` of BBSE when it cannot
     identify the target priors.
 
-    >>> singular_message(0.0, 1e-15)[:46]
+    >>> str(singular(0.0, 1e-15))[:46]
     'BBSE: the confusion matrix is singular (its sm'
     """
     how = "singular" if sigma <= 1e-12 else "singular within its sampling error"
-    return (
+    return SingularSystemWarning(
         f"BBSE: the confusion matrix is {how} (its smallest singular value, {sigma:.3g}, is "
         f"not above {floor:.3g}): the source rows do not identify the target priors, so the "
         "source priors were kept (no adaptation); EM (estimator em) needs no such inverse"
     )
 
 
-def small_sample_message(n_target: int, n_classes: int) -> str:
-    """What :class:`~calibkit.core.errors.SmallSampleWarning` says about a target of fewer
-    rows than classes.
+def small_sample(n_target: int, n_classes: int) -> SmallSampleWarning:
+    """The :class:`~calibkit.core.errors.SmallSampleWarning` about a target of fewer rows
+    than classes.
 
-    >>> small_sample_message(1, 3)[:50]
+    >>> str(small_sample(1, 3))[:50]
     '1 target row for 3 classes: too few to estimate 3 '
     """
     rows = "row" if n_target == 1 else "rows"
-    return (
+    return SmallSampleWarning(
         f"{n_target} target {rows} for {n_classes} classes: too few to estimate "
         f"{n_classes} priors (from n rows the maximum-likelihood priors can put all their "
         f"mass on n classes, Lindsay 1983): the estimate says more about these rows than "

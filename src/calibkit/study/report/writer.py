@@ -33,20 +33,9 @@ from calibkit.core.words import plural
 from calibkit.io.atomic import atomic_directory
 from calibkit.io.jsonfile import json_text
 from calibkit.metrics import ece, reliability_stats
+from calibkit.reporting import document
 from calibkit.reporting.csv_text import csv_number, csv_text
 from calibkit.reporting.curves import ece_temperature_figure
-from calibkit.reporting.document import (
-    Block,
-    Cell,
-    Document,
-    Figure,
-    Gallery,
-    Paragraph,
-    Section,
-    Table,
-    Verdict,
-    table_section,
-)
 from calibkit.reporting.figure_style import figure_png_bytes
 from calibkit.reporting.figures import GridPanel, reliability_grid
 from calibkit.reporting.render import to_html, to_markdown
@@ -74,8 +63,8 @@ class ReportSection:
     under ``title`` before the mean ± std tables, and ``figures`` first in the gallery."""
 
     title: str
-    blocks: list[Block]
-    figures: list[Figure]
+    blocks: list[document.Block]
+    figures: list[document.Figure]
 
 
 #: Reads a study's config and finished runs; returns its section, or None when the study is
@@ -188,23 +177,23 @@ def model_table(
     stats: dict[str, dict[str, tuple[float, float]]],
     n_seeds: int,
     metrics: Sequence[str] = SHOWN,
-) -> Table:
+) -> document.Table:
     """Calibrators x metrics, mean ± std; best mean in bold, second best marked."""
     ranks = {}
     for key in metrics:
         ranks[key] = _ranks([s[key][0] for s in stats.values()], column_info(key).better)
     rows = []
     for cal, s in stats.items():
-        cells = [Cell(cal)]
+        cells = [document.Cell(cal)]
         for key in metrics:
             mean, std = s[key]
             first, second = ranks[key]
             percent = column_info(key).percent
             text = _seconds(mean, std) if key == "fit_seconds" else _fmt(mean, std, percent)
-            cells.append(Cell(text, best=mean == first, second=mean == second))
+            cells.append(document.Cell(text, best=mean == first, second=mean == second))
         rows.append(cells)
     title = f"{model}: mean ± std over {n_seeds} seed{'s' if n_seeds > 1 else ''}"
-    return Table(title, ["Calibrator", *[column_info(k).label for k in metrics]], rows)
+    return document.Table(title, ["Calibrator", *[column_info(k).label for k in metrics]], rows)
 
 
 def _ece_by_floor(by_cal: dict[str, Any], method: str) -> str:
@@ -232,7 +221,7 @@ def _true_ece(runs: Sequence[RunRecord], method: str) -> str:
     return f"[{100 * min(lows):.2f}, {100 * float(np.mean(highs)):.2f}]"
 
 
-def summary_table(records: Sequence[RunRecord], stats: dict[str, Any]) -> Table:
+def summary_table(records: Sequence[RunRecord], stats: dict[str, Any]) -> document.Table:
     rows = []
     for model, by_cal in stats.items():
         runs = [r for r in records if r.model == model]
@@ -240,18 +229,18 @@ def summary_table(records: Sequence[RunRecord], stats: dict[str, Any]) -> Table:
         ts = by_cal.get("temperature", {}).get("ece", (math.nan, math.nan))
         rows.append(
             [
-                Cell(model),
-                Cell(f"{runs[0].n_parameters:,}"),
-                Cell(f"{len(runs[0].history)}"),
-                Cell(f"{np.median([r.train_seconds for r in runs]):.0f}"),
-                Cell(_pct(by_cal["none"]["accuracy"])),
-                Cell(_pct(by_cal["none"]["ece"])),
-                Cell(_true_ece(runs, "none")),
-                Cell(_pct(ts)),
-                Cell(_true_ece(runs, "temperature")),
-                Cell(f"{best} ({seeds_text(seeds)})" if seeds else best),
-                Cell(_ece_by_floor(by_cal, best)),
-                Cell(_pct(by_cal["none"]["ece_floor"])),
+                document.Cell(model),
+                document.Cell(f"{runs[0].n_parameters:,}"),
+                document.Cell(f"{len(runs[0].history)}"),
+                document.Cell(f"{np.median([r.train_seconds for r in runs]):.0f}"),
+                document.Cell(_pct(by_cal["none"]["accuracy"])),
+                document.Cell(_pct(by_cal["none"]["ece"])),
+                document.Cell(_true_ece(runs, "none")),
+                document.Cell(_pct(ts)),
+                document.Cell(_true_ece(runs, "temperature")),
+                document.Cell(f"{best} ({seeds_text(seeds)})" if seeds else best),
+                document.Cell(_ece_by_floor(by_cal, best)),
+                document.Cell(_pct(by_cal["none"]["ece_floor"])),
             ]
         )
     header = [
@@ -268,20 +257,20 @@ def summary_table(records: Sequence[RunRecord], stats: dict[str, Any]) -> Table:
         "Its ECE (%)",
         "ECE floor (%)",
     ]
-    return Table("Summary", header, rows, n_left=1)
+    return document.Table("Summary", header, rows, n_left=1)
 
 
 def study_figures(
     cfg: StudyConfig, records: Sequence[RunRecord], classes: Sequence[str]
-) -> list[Figure]:
+) -> list[document.Figure]:
     """Per model: training curves, confusion, reliability before/after TS, ECE(T)."""
-    figures: list[Figure] = []
+    figures: list[document.Figure] = []
     for model in dict.fromkeys(r.model for r in records):
         runs = [r for r in records if r.model == model]
         if all(r.history for r in runs):
             fig = training_curves_figure([r.history for r in runs], title=model)
             caption = f"{model}: training curves (test part)"
-            figures.append(Figure(f"training_{model}.png", caption, figure_png_bytes(fig)))
+            figures.append(document.Figure(f"training_{model}.png", caption, figure_png_bytes(fig)))
         counts = sum(
             (
                 confusion_counts(z["test_labels"], z["test_logits"].argmax(1), len(classes))
@@ -293,12 +282,12 @@ def study_figures(
             counts, classes, title=f"{model}: test confusion, {plural(len(runs), 'seed')} summed"
         )
         caption = f"{model}: confusion matrix"
-        figures.append(Figure(f"confusion_{model}.png", caption, figure_png_bytes(fig)))
+        figures.append(document.Figure(f"confusion_{model}.png", caption, figure_png_bytes(fig)))
         figures += temperature_figures(cfg, runs[0])
     return figures
 
 
-def temperature_figures(cfg: StudyConfig, run: RunRecord) -> list[Figure]:
+def temperature_figures(cfg: StudyConfig, run: RunRecord) -> list[document.Figure]:
     """Reliability before and after the run's saved temperature scaling, and its test ECE
     against the temperature."""
     z = run.folder.logits()
@@ -330,12 +319,12 @@ def temperature_figures(cfg: StudyConfig, run: RunRecord) -> list[Figure]:
         floor=floors.get("temperature"),
     )
     return [
-        Figure(
+        document.Figure(
             f"reliability_{run.model}.png",
             f"{run.model}: reliability before/after TS",
             figure_png_bytes(grid),
         ),
-        Figure(
+        document.Figure(
             f"ece_temperature_{run.model}.png",
             f"{run.model}: ECE against T",
             figure_png_bytes(curve),
@@ -373,7 +362,7 @@ def _header(
 
 def study_tables(
     cfg: StudyConfig, records: Sequence[RunRecord]
-) -> tuple[list[Table], dict[str, Any]]:
+) -> tuple[list[document.Table], dict[str, Any]]:
     """The summary, then per model its mean ± std table and (with seeds) its paired table;
     and the statistics ``{model: {calibrator: {metric: (mean, std)}}}``."""
     metrics = cfg.report_metrics or SHOWN
@@ -395,40 +384,40 @@ def study_tables(
 def study_document(
     cfg: StudyConfig,
     records: Sequence[RunRecord],
-    tables: list[Table],
+    tables: list[document.Table],
     classes: Sequence[str],
     sizes: dict[str, dict[str, int]],
     sections: Sequence[SectionBuilder] = (),
-    verdict: Verdict | None = None,
-) -> Document:
+    verdict: document.Verdict | None = None,
+) -> document.Document:
     """The report as a document: the ``verdict`` (:func:`study_verdict`), header, how to
     read it, the extra ``sections`` (those that describe this study), the tables, the
     figures (the sections' first)."""
     how = HOW_TO_READ
     if any(cfg.model_data(m).split_by_seed for m in cfg.models):
         how = how.replace("the data split is fixed", "each seed also draws another data split")
-    body: list[Block] = [
-        Paragraph(_header(cfg, records, sizes), meta=True),
-        *([Paragraph(cfg.smoke_summary(), meta=True)] if cfg.data.smoke else []),
-        Section("How to read this", [Paragraph(how)]),
+    body: list[document.Block] = [
+        document.Paragraph(_header(cfg, records, sizes), meta=True),
+        *([document.Paragraph(cfg.smoke_summary(), meta=True)] if cfg.data.smoke else []),
+        document.Section("How to read this", [document.Paragraph(how)]),
     ]
     figures = study_figures(cfg, records, classes)
-    extra: list[Figure] = []
+    extra: list[document.Figure] = []
     for build in sections:
         section = build(cfg, records)
         if section is not None:
-            body.append(Section(section.title, section.blocks))
+            body.append(document.Section(section.title, section.blocks))
             extra += section.figures
-    body += [table_section(t) for t in tables]
-    body.append(Section("Figures", [Gallery(extra + figures)]))
-    return Document(cfg.name, body, verdict=verdict)
+    body += [document.table_section(t) for t in tables]
+    body.append(document.Section("Figures", [document.Gallery(extra + figures)]))
+    return document.Document(cfg.name, body, verdict=verdict)
 
 
 def results_json(
     cfg: StudyConfig,
     records: Sequence[RunRecord],
     summary: Any,
-    verdict: Verdict | None = None,
+    verdict: document.Verdict | None = None,
 ) -> dict[str, Any]:
     """The verdict, every row, the summary and each run's history: the content of
     ``results.json``."""

@@ -272,32 +272,6 @@ class NeuralClamping(ModelCalibrator):
         return cls(model, **{**params, "init": "zero", "train": "temperature"})
 
     # ----- fitting -------------------------------------------------------------------------
-    def fit(  # type: ignore[override]  # the model's inputs, not logits
-        self,
-        inputs: object,
-        labels: object = None,
-        sample_weight: object = None,
-        **metadata: object,
-    ) -> Self:
-        """Learn ``delta`` and ``T`` on calibration ``inputs`` and ``labels``.
-
-        Parameters
-        ----------
-        inputs : Tensor, array or ImageDataset
-            Calibration inputs ``(N, ...)``; a dataset is normalised by ``mean``/``std``.
-        labels : array-like or None
-            Class indices ``(N,)``; None: the dataset's labels.
-        sample_weight : None
-            Refused (a method that cannot weight samples), as by the logit calibrators.
-
-        Returns
-        -------
-        NeuralClamping
-            ``self``, with ``delta_``, ``temperature_``, ``gamma_`` and the other fitted
-            attributes set.
-        """
-        return super().fit(inputs, labels, sample_weight, **metadata)
-
     def _fit_inputs(self, inputs: object, labels: object) -> None:
         x = as_inputs(inputs, self.mean, self.std)
         device = self.sgd.torch_device(self.model)
