@@ -77,11 +77,11 @@ A calibration set without some class is refused (an InputError naming ``labels``
 and the class): this method fits each class from that class's own rows, so it would
 never predict a class it has not seen."""
 FIT_EXAMPLE = """>>> rng = np.random.default_rng(0)
->>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
+>>> z = rng.normal(size=(600, {k})) * 3  # overconfident logits
 >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
 >>> calibrator = {name}().fit(z, y)
 >>> calibrator.predict_proba(z[:4]).shape
-(4, 3)"""
+(4, {k})"""
 
 __all__ = [
     "CALIBRATORS",
@@ -153,7 +153,7 @@ class Calibrator(PostHoc):
                 raise TypeError(
                     f"{cls.__name__} says it refuses an absent class: set needs_every_class"
                 )
-            example = FIT_EXAMPLE.format(name=cls.__name__)
+            example = FIT_EXAMPLE.format(name=cls.__name__, k=2 if cls.binary_only else 3)
             fill_doc(fit_example=example, refuses_absent_class=REFUSES_ABSENT_CLASS)(cls)
 
     # ----- the contract ---------------------------------------------------------------

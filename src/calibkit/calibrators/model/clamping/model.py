@@ -90,7 +90,6 @@ from calibkit.calibrators.model.clamping.inputs import (
     Checked,
     as_inputs,
     check_finite,
-    choice,
     fit_labels,
     floats,
     is_number,
@@ -350,7 +349,7 @@ class NeuralClamping(ModelCalibrator):
         temperature where SGD left it, before the exact final step (the paper's procedure;
         not for the fast variant, which has no SGD)."""
         self.check_is_fitted()
-        choice(view, ABLATIONS, "view")
+        Choice(*ABLATIONS).check("view", view)
         other = type(self)(self.model, **self.get_params())
         other.__dict__.update(self.fitted_state())
         if view == "delta_only":
