@@ -80,7 +80,7 @@ from calibkit.calibrators.persistence import (
 from calibkit.core import catalog, errors
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Dims, check_state
-from calibkit.core.outputs import check_scores, log_softmax64
+from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_scores, log_softmax64
 from calibkit.core.params import Declared, same_value
 from calibkit.core.registry import Registry
 from calibkit.core.validation import Choice, Constraint, Constraints, Integer, check_params
@@ -474,6 +474,25 @@ class OnCalibrator(PostHoc):
         def calibrator_(self) -> Any: ...
         @calibrator_.setter
         def calibrator_(self, value: Any) -> None: ...
+
+    def _fit_inputs(
+        self,
+        logits: object,
+        labels: object,
+        sample_weight: object,
+        input_kind: str,
+        metadata: Mapping[str, object],
+        why: str = "",
+    ) -> tuple[str, ClassifierOutputs]:
+        """``fit``'s inputs checked: ``input_kind`` (what ``logits`` holds, declared to the
+        calibrator's fit as :meth:`Calibrator.fit <calibkit.calibrators.base.Calibrator.fit>`
+        takes it), ``metadata`` (none is declared, so any is refused by name) and
+        ``sample_weight`` (rows are not weighed: refused, ``why`` said); then the outputs."""
+        kind = check_input_kind(input_kind)
+        self._route(metadata)
+        if sample_weight is not None:
+            raise InputError("sample_weight", f"None for {self.name!r}{why}", "weights")
+        return kind, as_outputs(labels, logits=logits)
 
     def _probs(self, logits: F64) -> F64:
         """The probabilities of checked ``logits``: the calibrator's, or their softmax."""
