@@ -9,14 +9,7 @@ A calibrator maps a classifier's logits to calibrated probabilities:
   :attr:`Calibrator.accepts_sample_weight`); ``input_kind`` declares what ``logits`` holds
   (see below);
 - ``predict_proba(logits)`` returns float64 probabilities (rows sum to 1);
-- ``transform(logits)`` returns calibrated logits, for methods that map logits to logits;
-- fitted state lives in attributes ending in ``_``; using an unfitted calibrator raises
-  :class:`~calibkit.core.errors.NotFittedError`;
-- ``save(path)`` / ``load(path)`` use JSON (never pickle); the round trip is bit-exact;
-- the constructor parameters are declared in ``param_constraints`` (name -> a
-  :class:`~calibkit.core.validation.Constraint`, in signature order): constructors check
-  their arguments against it, :meth:`Calibrator.get_params` returns exactly those
-  parameters, and configuration files and the CLI's ``--param`` read it too.
+- ``transform(logits)`` returns calibrated logits, for methods that map logits to logits.
 
 Calibrators are scikit-learn estimators without importing scikit-learn (which costs a
 second): ``get_params(deep=...)``, ``set_params`` (checked against the declaration),
@@ -24,15 +17,8 @@ second): ``get_params(deep=...)``, ``set_params`` (checked against the declarati
 samples ``X`` of scikit-learn's API are rows of logits, ``y`` their labels.
 
 Inputs are numpy arrays or torch tensors. For models that only published probabilities,
-pass ``log(probs)`` as logits and say so: ``fit(log_probs, labels, input_kind="probs")``.
-The caller declares the kind; nothing is guessed from the values. Softmax ignores a
-constant added to a row, so most maps give the same numbers either way; a map that does
-not ignore it (``shift_invariant = False``: vector and matrix scaling, MS-ODIR) records
-the declared kind (``input_kind_``). Fitted on probabilities, it takes the log-softmax of
-every row, at fit and at prediction (and in :meth:`Calibrator.to_module`), so a model's
-logits give the same numbers as its probabilities; fitted on logits, it takes what it is
-given, unchecked (nothing can tell log-probabilities from logits without guessing:
-``calibkit apply``, which knows a file's kind, refuses probabilities for it).
+pass ``log(probs)`` as logits and say so: ``fit(log_probs, labels, input_kind="probs")``
+(:meth:`Calibrator.fit` says what a map that is not shift-invariant does with it).
 """
 
 from __future__ import annotations

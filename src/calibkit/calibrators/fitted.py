@@ -176,19 +176,11 @@ class PostHoc(Declared, EstimatorAPI, ABC):
     state_constraints: ClassVar[Constraints] = {}
     #: Fitted attributes a fit may leave unset (a prior adapter's target priors).
     optional_state: ClassVar[tuple[str, ...]] = ()
-    #: The parameters the fitted state was computed with and predictions read beside it (a
-    #: conformal predictor's score: its stored scores and quantile hold for that score only):
-    #: the fit records their values in ``fitted_with_`` (:meth:`_record_params`), and a loaded
-    #: file whose parameters differ from its record is refused, naming the parameter.
+    #: The parameters predictions read beside the fitted state (a conformal predictor's
+    #: score), recorded in ``fitted_with_`` (:meth:`_record_params`; module doc).
     fitted_with: ClassVar[tuple[str, ...]] = ()
     #: False for a map whose output changes when a constant is added to a row of its input
-    #: (a linear map of the raw logits: vector and matrix scaling, MS-ODIR), so that a
-    #: model's logits and its log-probabilities give other numbers: the fit records the kind
-    #: its caller declared (``input_kind_``, from ``fit(..., input_kind=...)``); a map
-    #: fitted on probabilities takes the log-softmax of every row, at fit and prediction
-    #: (:meth:`_as_fitted_kind`: the same numbers for the logits as for the probabilities),
-    #: and one fitted on logits takes what it is given (only its caller knows the kind:
-    #: ``calibkit apply`` refuses a probability file for it).
+    #: (vector and matrix scaling, MS-ODIR): the fit records ``input_kind_`` (module doc).
     shift_invariant: ClassVar[bool] = True
     #: Per-row inputs ``fit`` and ``predict_proba`` take by keyword besides the logits
     #: (``("groups",)`` for the group calibrators); the base routes them.
