@@ -182,10 +182,7 @@ def enters_unshrunk(name: str) -> bool:
     >>> enters_unshrunk("matrix"), enters_unshrunk("ms_odir"), enters_unshrunk("temperature")
     (True, True, False)
     """
-    if name not in CALIBRATORS:
-        return False
-    constraints = CALIBRATORS.get(name).param_constraints
-    if "shrink" not in constraints:
+    if name not in CALIBRATORS or "shrink" not in CALIBRATORS.get(name).param_constraints:
         return False
     return create_calibrator(name).get_params().get("shrink") != "none"
 
