@@ -9,14 +9,7 @@ A calibrator maps a classifier's logits to calibrated probabilities:
   :attr:`Calibrator.accepts_sample_weight`); ``input_kind`` declares what ``logits`` holds
   (see below);
 - ``predict_proba(logits)`` returns float64 probabilities (rows sum to 1);
-- ``transform(logits)`` returns calibrated logits, for methods that map logits to logits;
-- fitted state lives in attributes ending in ``_``; using an unfitted calibrator raises
-  :class:`~calibkit.core.errors.NotFittedError`;
-- ``save(path)`` / ``load(path)`` use JSON (never pickle); the round trip is bit-exact;
-- the constructor parameters are declared in ``param_constraints`` (name -> a
-  :class:`~calibkit.core.validation.Constraint`, in signature order): constructors check
-  their arguments against it, :meth:`Calibrator.get_params` returns exactly those
-  parameters, and configuration files and the CLI's ``--param`` read it too.
+- ``transform(logits)`` returns calibrated logits, for methods that map logits to logits.
 
 Calibrators are scikit-learn estimators without importing scikit-learn (which costs a
 second): ``get_params(deep=...)``, ``set_params`` (checked against the declaration),
@@ -24,15 +17,8 @@ second): ``get_params(deep=...)``, ``set_params`` (checked against the declarati
 samples ``X`` of scikit-learn's API are rows of logits, ``y`` their labels.
 
 Inputs are numpy arrays or torch tensors. For models that only published probabilities,
-pass ``log(probs)`` as logits and say so: ``fit(log_probs, labels, input_kind="probs")``.
-The caller declares the kind; nothing is guessed from the values. Softmax ignores a
-constant added to a row, so most maps give the same numbers either way; a map that does
-not ignore it (``shift_invariant = False``: vector and matrix scaling, MS-ODIR) records
-the declared kind (``input_kind_``). Fitted on probabilities, it takes the log-softmax of
-every row, at fit and at prediction (and in :meth:`Calibrator.to_module`), so a model's
-logits give the same numbers as its probabilities; fitted on logits, it takes what it is
-given, unchecked (nothing can tell log-probabilities from logits without guessing:
-``calibkit apply``, which knows a file's kind, refuses probabilities for it).
+pass ``log(probs)`` as logits and say so: ``fit(log_probs, labels, input_kind="probs")``
+(:meth:`Calibrator.fit` says what a map that is not shift-invariant does with it).
 """
 
 from __future__ import annotations
@@ -77,11 +63,11 @@ A calibration set without some class is refused (an InputError naming ``labels``
 and the class): this method fits each class from that class's own rows, so it would
 never predict a class it has not seen."""
 FIT_EXAMPLE = """>>> rng = np.random.default_rng(0)
->>> z = rng.normal(size=(600, 3)) * 3  # overconfident logits
+>>> z = rng.normal(size=(600, {k})) * 3  # overconfident logits
 >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
 >>> calibrator = {name}().fit(z, y)
 >>> calibrator.predict_proba(z[:4]).shape
-(4, 3)"""
+(4, {k})"""
 
 __all__ = [
     "CALIBRATORS",
@@ -153,7 +139,7 @@ class Calibrator(PostHoc):
                 raise TypeError(
                     f"{cls.__name__} says it refuses an absent class: set needs_every_class"
                 )
-            example = FIT_EXAMPLE.format(name=cls.__name__)
+            example = FIT_EXAMPLE.format(name=cls.__name__, k=2 if cls.binary_only else 3)
             fill_doc(fit_example=example, refuses_absent_class=REFUSES_ABSENT_CLASS)(cls)
 
     # ----- the contract ---------------------------------------------------------------

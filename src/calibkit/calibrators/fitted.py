@@ -80,7 +80,7 @@ from calibkit.calibrators.persistence import (
 from calibkit.core import catalog, errors
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Dims, check_state
-from calibkit.core.outputs import check_scores, log_softmax64
+from calibkit.core.outputs import ClassifierOutputs, as_outputs, check_scores, log_softmax64
 from calibkit.core.params import Declared, same_value
 from calibkit.core.registry import Registry
 from calibkit.core.validation import Choice, Constraint, Constraints, Integer, check_params
@@ -176,19 +176,11 @@ class PostHoc(Declared, EstimatorAPI, ABC):
     state_constraints: ClassVar[Constraints] = {}
     #: Fitted attributes a fit may leave unset (a prior adapter's target priors).
     optional_state: ClassVar[tuple[str, ...]] = ()
-    #: The parameters the fitted state was computed with and predictions read beside it (a
-    #: conformal predictor's score: its stored scores and quantile hold for that score only):
-    #: the fit records their values in ``fitted_with_`` (:meth:`_record_params`), and a loaded
-    #: file whose parameters differ from its record is refused, naming the parameter.
+    #: The parameters predictions read beside the fitted state (a conformal predictor's
+    #: score), recorded in ``fitted_with_`` (:meth:`_record_params`; module doc).
     fitted_with: ClassVar[tuple[str, ...]] = ()
     #: False for a map whose output changes when a constant is added to a row of its input
-    #: (a linear map of the raw logits: vector and matrix scaling, MS-ODIR), so that a
-    #: model's logits and its log-probabilities give other numbers: the fit records the kind
-    #: its caller declared (``input_kind_``, from ``fit(..., input_kind=...)``); a map
-    #: fitted on probabilities takes the log-softmax of every row, at fit and prediction
-    #: (:meth:`_as_fitted_kind`: the same numbers for the logits as for the probabilities),
-    #: and one fitted on logits takes what it is given (only its caller knows the kind:
-    #: ``calibkit apply`` refuses a probability file for it).
+    #: (vector and matrix scaling, MS-ODIR): the fit records ``input_kind_`` (module doc).
     shift_invariant: ClassVar[bool] = True
     #: Per-row inputs ``fit`` and ``predict_proba`` take by keyword besides the logits
     #: (``("groups",)`` for the group calibrators); the base routes them.
@@ -474,6 +466,25 @@ class OnCalibrator(PostHoc):
         def calibrator_(self) -> Any: ...
         @calibrator_.setter
         def calibrator_(self, value: Any) -> None: ...
+
+    def _fit_inputs(
+        self,
+        logits: object,
+        labels: object,
+        sample_weight: object,
+        input_kind: str,
+        metadata: Mapping[str, object],
+        why: str = "",
+    ) -> tuple[str, ClassifierOutputs]:
+        """``fit``'s inputs checked: ``input_kind`` (what ``logits`` holds, declared to the
+        calibrator's fit as :meth:`Calibrator.fit <calibkit.calibrators.base.Calibrator.fit>`
+        takes it), ``metadata`` (none is declared, so any is refused by name) and
+        ``sample_weight`` (rows are not weighed: refused, ``why`` said); then the outputs."""
+        kind = check_input_kind(input_kind)
+        self._route(metadata)
+        if sample_weight is not None:
+            raise InputError("sample_weight", f"None for {self.name!r}{why}", "weights")
+        return kind, as_outputs(labels, logits=logits)
 
     def _probs(self, logits: F64) -> F64:
         """The probabilities of checked ``logits``: the calibrator's, or their softmax."""

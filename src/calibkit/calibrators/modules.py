@@ -30,10 +30,6 @@ a classifier. Each computes what the calibrator's ``predict_proba`` computes, st
 
 Every module scripts (``torch.jit.script``), passes ``torch.export.export`` and exports to
 ONNX.
-
->>> m = Temperature(2.0)
->>> m(torch.tensor([[0.0, 2.0]])).round(decimals=6).tolist()
-[[0.268941, 0.731059]]
 """
 
 from __future__ import annotations

@@ -20,15 +20,10 @@ development versions before it (format 2, and the ``{"calibkit_calibrator": 1, .
 headers) are refused by :func:`parse_document` as an unsupported format.
 
 Trust: what a loaded file is checked against
-    Every field is checked on load, and a file that cannot be trusted gets one
-    ``InputError`` naming the file and the field, never a raw exception. Beyond types and
-    shapes, a saved value is checked against what its fit can give: within the range its
-    parameters give the fit (a temperature in ``[t_min, t_max]``, its logarithm in ``[log
-    t_min, log t_max]``: :class:`~calibkit.core.fitted_state.Param`), in its relations with
-    the other fields (``_check_state``), and against the parameters it was computed with,
-    which the fit records in the state (``fitted_with_``: a conformal predictor's score
-    and its options; ``input_kind_``: whether a map that is not shift-invariant was fitted
-    on logits or on probabilities, as its caller declared).
+    Every field is checked on load against what its fit can give (ranges, relations and
+    the records ``fitted_with_`` and ``input_kind_``: :mod:`~calibkit.calibrators.fitted`),
+    and a file that cannot be trusted gets one ``InputError`` naming the file and the
+    field, never a raw exception.
 
     A digest of the parameters and state, written by ``save`` and checked by ``load``, was
     considered and not chosen: anyone can recompute an unkeyed digest, so it stops a

@@ -111,11 +111,6 @@ def raw_columns(scores: Any) -> F64:
     return s[:, 1:] if s.shape[1] == 2 else s
 
 
-def estimator_response(estimator: Any, x: Any) -> F64:
-    """:func:`raw_columns` of ``estimator``'s response on ``x``."""
-    return raw_columns(getattr(estimator, response_method(estimator))(x))
-
-
 class SigmoidOneVsRest:
     """scikit-learn's ``"sigmoid"``: Platt's fit per class on the raw response columns.
 
@@ -236,7 +231,7 @@ class CalibratedClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc
     def _features(self, estimator: Any, x: Any) -> F64:
         """What the calibrator reads: the raw response for ``"sigmoid"``, else logits."""
         if self.method == "sigmoid":
-            return estimator_response(estimator, x)
+            return raw_columns(getattr(estimator, response_method(estimator))(x))
         return estimator_logits(estimator, x)
 
     def _splitter(self) -> Any:

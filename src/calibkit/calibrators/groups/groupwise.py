@@ -190,9 +190,6 @@ class _GroupCalibrator(Calibrator):
     def _predict_groups(self, logits: F64, codes: I64) -> F64:
         raise NotImplementedError
 
-    def _state_dims(self, n_classes: int) -> dict[str, int]:
-        return {"k": n_classes}
-
     def to_module(self) -> nn.Module:
         """The map as a torch module: ``module(logits, codes=None)``, ``codes`` the int64
         :meth:`group_codes` of the rows (None or ``-1``: the global map)."""
@@ -275,8 +272,6 @@ class GroupwiseTemperatureScaling(_GroupCalibrator):
             raise InputError(
                 "state.group_names_", "one name per group temperature", "another count"
             )
-        if self.group_temperatures_.size and self.group_temperatures_.min() <= 0:
-            raise InputError("state.group_temperatures_", "positive temperatures", "0")
 
     def _row_temperatures(self, codes: I64) -> F64:
         table = np.append(self.group_temperatures_, self.temperature_)  # code -1: the last

@@ -117,12 +117,7 @@ class PlattScaling(Calibrator):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 2)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = PlattScaling().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 2)
+    {fit_example}
 
     >>> z = np.array([[0.0, -1.0], [0.0, 0.0], [0.0, 1.0], [0.0, 2.0]])
     >>> platt = PlattScaling().fit(z, [0, 1, 0, 1])
@@ -169,12 +164,7 @@ class BetaCalibration(Calibrator):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(600, 2)) * 3  # overconfident logits
-    >>> y = (z + 3 * rng.gumbel(size=z.shape)).argmax(1)
-    >>> calibrator = BetaCalibration().fit(z, y)
-    >>> calibrator.predict_proba(z[:4]).shape
-    (4, 2)
+    {fit_example}
 
     >>> z = np.array([[0.0, -1.0], [0.0, 0.0], [0.0, 1.0], [0.0, 2.0]])
     >>> beta = BetaCalibration().fit(z, [0, 1, 0, 1])

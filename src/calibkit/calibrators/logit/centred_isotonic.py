@@ -113,13 +113,10 @@ class CentredIsotonicCalibrator(Calibrator):
         return {"k": n_classes, "m": len(one_vs_rest_classes(n_classes))}
 
     def _check_state(self) -> None:
-        for i, (x, y) in enumerate(zip(self.x_thresholds_, self.y_thresholds_, strict=True)):
+        for i, y in enumerate(self.y_thresholds_):  # x[i], y[i] alike: the declared "n"
             if y[0] <= 0.0 or y[-1] >= 1.0:
                 expected = "values strictly between 0 and 1"
                 raise InputError(f"state.y_thresholds_[{i}]", expected, "0 or 1")
-            if x.shape != y.shape:
-                expected = f"{x.shape[0]} values (as x_thresholds_[{i}])"
-                raise InputError(f"state.y_thresholds_[{i}]", expected, f"shape {y.shape}")
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         probs = out.probs

@@ -16,11 +16,9 @@ Two flavours share one step map, built with :mod:`calibkit.core.binning`:
 Zero probabilities: binning can give a class probability 0 (a bin without positives, or a
 top-label bin of accuracy 1), and a true class of probability 0 costs an infinite NLL (14-40
 on average over the 100-class shared predictions file). Every calibrated row is therefore
-mixed with the uniform distribution, ``(1 - eps) q + eps / K``, with ``eps = smoothing``,
-by default ``1 / (n + 1)`` for ``n`` calibration rows (their total weight when weighted),
-as :mod:`calibkit.calibrators.logit.temperature_smoothed` does; every probability is then at
-least ``eps / K``. The mixture is increasing in each probability, so it changes no
-ranking; ``smoothing=0`` turns it off.
+mixed with the uniform distribution as :mod:`calibkit.calibrators.logit.temperature_smoothed`
+mixes (``smoothing``, by default ``1 / (n + 1)``; 0 turns it off), so every probability is
+at least ``eps / K`` and no ranking changes.
 
 Empty bins: a score that falls into a bin holding no calibration sample is left unchanged
 (the identity on the *input* score, not the bin centre), so the output is never NaN.

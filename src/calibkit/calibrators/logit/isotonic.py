@@ -3,18 +3,13 @@
 For every class ``k`` a non-decreasing step-and-ramp map from ``p_k = softmax(logits)_k`` to
 the frequency of ``y = k`` is fitted with scikit-learn's ``IsotonicRegression``
 (``out_of_bounds="clip"``: scores outside the calibration range get the end values). The
-calibrated row is renormalised. A row whose calibrated entries are all 0 (every class mapped
-to 0, which isotonic fits do near the ends of the score range) keeps its *uncalibrated*
-probabilities rather than becoming uniform: nothing was learned about it.
+maps combine as class-wise histogram binning's do (:mod:`calibkit.calibrators.logit.histogram`:
+the row renormalised, or kept uncalibrated where every map gives 0, as isotonic fits do near
+the ends of the score range; with two classes only ``P(y = 1)`` fitted).
 
 Zero probabilities: the maps reach 0 below the lowest score with a positive, so a true
-class can get probability 0 (test NLL 14 on the 100-class shared predictions file). The
-calibrated row is mixed with the uniform distribution, ``(1 - eps) q + eps / K``, with
-``eps = smoothing`` (default ``1 / (n + 1)``, as for the histogram binnings of
-:mod:`calibkit.calibrators.logit.histogram`); ``smoothing=0`` turns it off.
-
-With two classes only ``P(y = 1)`` is fitted and ``P(y = 0) = 1 - P(y = 1)``, as in
-scikit-learn's ``CalibratedClassifierCV`` (the fit on class 0 would be its mirror image).
+class can get probability 0 (test NLL 14 on the 100-class shared predictions file); the row
+is mixed with the uniform distribution as the histogram binnings' are (``smoothing``).
 
 Each map is stored as its thresholds (``x_thresholds_[i]``, ``y_thresholds_[i]``) and
 evaluated by linear interpolation (``np.interp``, which clips like the fitted model), so a

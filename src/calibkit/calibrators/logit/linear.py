@@ -249,17 +249,8 @@ SHRINK_STATE: Constraints = {
 
 
 class _ShrunkScaling(_Linear):
-    """Vector or matrix scaling, by default shrunk towards temperature scaling (TS).
-
-    With ``shrink="temperature"`` the objective adds ``s`` times a squared distance from
-    the TS map ``[I / T | 0]`` (``T`` fitted by NLL on the same data), ``s`` chosen from
-    ``shrink_grid`` by the pooled held-out NLL of stratified, seeded ``n_folds``-fold
-    cross-validation (each fold with its own ``T``; as many folds as the smallest class has
-    rows when fewer; a class of one row takes the strongest ``s``). The grid's largest
-    default, :data:`TS_STRENGTH`, gives the TS map, 0 the unpenalised fit. The fit starts at
-    the TS map. ``shrink="none"`` is the published method (no penalty, no
-    cross-validation).
-    """
+    """Vector or matrix scaling, by default shrunk towards temperature scaling (the
+    strength ``s`` from ``shrink_grid`` by cross-validation: see the module docstring)."""
 
     state_constraints: ClassVar[Constraints] = SHRINK_STATE
     shrink: str = param(default="temperature", check=SHRINK, doc=SHRINK_DOC)
@@ -354,8 +345,7 @@ class MatrixScaling(_ShrunkScaling):
     entry (``s * sum((W - I / T) ** 2) / (K (K - 1)) + s * sum(b ** 2) / K``), ``s`` by
     cross-validation, and ``reg_l2`` too measures ``W - I / T``; with ``shrink="none"``
     it is the published method (``reg_l2`` on ``W`` itself, default 0). That penalty is
-    :class:`MatrixScalingODIR`'s at ``lam = mu = s``: when both choose the same strength
-    they fit the same map (see the module docstring).
+    :class:`MatrixScalingODIR`'s at ``lam = mu = s`` (see the module docstring).
 
     {refuses_absent_class}
 
@@ -479,10 +469,8 @@ class _ODIR(_Linear):
 
 class MatrixScalingODIR(_ODIR):
     """Matrix scaling on logits with ODIR; ``lam`` by cross-validation unless given.
-
-    Shrunk towards temperature scaling (the default), its problem at ``lam = mu = s`` is
-    :class:`MatrixScaling`'s at strength ``s``: when both choose the same strength they fit
-    the same map (see the module docstring).
+    Shrunk (the default), it is :class:`MatrixScaling` at ``s = lam = mu`` (see the module
+    docstring).
 
     {refuses_absent_class}
 

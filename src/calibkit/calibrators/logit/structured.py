@@ -202,8 +202,6 @@ class StructuredVectorScaling(_Structured):
 class StructuredMatrixScaling(_Structured):
     """Structured matrix scaling: full ``W`` on smoothed TS log-probabilities.
 
-    A ridge penalty pulls ``W`` towards the identity, weighted per structure.
-
     {refuses_absent_class}
 
     Attributes
@@ -269,11 +267,9 @@ class StructuredMatrixScalingCV(StructuredMatrixScaling):
     On the nine shared prediction files the best fixed scale was 0.01 for CIFAR-100
     (K = 100) and 0.1 for CIFAR-10: no single value suits both.
 
-    The scale is chosen by the pooled held-out NLL of stratified ``n_folds``-fold
-    cross-validation (seeded with ``seed``; each fold fit stopped after ``cv_max_iter``
-    iterations, the grid warm-started from the strongest penalty down, as for
-    :class:`~calibkit.calibrators.logit.linear.MatrixScalingODIR`). The temperature stage
-    and ``n`` are those of the whole calibration set.
+    The scale is cross-validated as
+    :class:`~calibkit.calibrators.logit.linear.MatrixScalingODIR`'s ``lam`` is; the
+    temperature stage and ``n`` are those of the whole calibration set.
 
     Attributes
     ----------

@@ -47,11 +47,6 @@ _SUBSAMPLE_ROWS = 2048
 _NARROW = 32
 
 
-def positive_param(value: object, name: str) -> float:
-    """``value`` as a finite positive float, or an InputError naming ``name``."""
-    return POSITIVE.check(name, value)
-
-
 #: A fitted temperature in the range its fit searched, ``[t_min, t_max]`` of the parameters
 #: (to rounding), and its logarithm in ``[log t_min, log t_max]``: a loaded file's value is
 #: checked against its own parameters' range before anything computes with it (``exp`` of a

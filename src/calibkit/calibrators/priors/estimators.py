@@ -49,9 +49,7 @@ from calibkit.calibrators.priors.prior_diagnostics import (
     small_sample,
 )
 from calibkit.core import catalog
-from calibkit.core.errors import (
-    InputError,
-)
+from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs, check_scores
 from calibkit.core.params import param
 from calibkit.core.registry import Registry
@@ -106,8 +104,7 @@ def check_priors(priors: object, name: str, n_classes: int, *, positive: bool = 
 
 
 def _check_probs(probs: object, name: str) -> F64:
-    p = np.asarray(check_scores(probs, "probs", name=name), dtype=np.float64)
-    return p
+    return np.asarray(check_scores(probs, "probs", name=name), dtype=np.float64)
 
 
 def adapt_priors(probs: object, source_priors: object, target_priors: object) -> F64:

@@ -30,7 +30,6 @@ from calibkit.calibrators.fitted import (
     CalibratorSpec,
     FittedObject,
     OnCalibrator,
-    check_input_kind,
 )
 from calibkit.calibrators.priors.estimators import (
     BBSE,
@@ -52,7 +51,6 @@ from calibkit.core.errors import (
     InputError,
 )
 from calibkit.core.fitted_state import Array
-from calibkit.core.outputs import as_outputs
 from calibkit.core.params import param
 from calibkit.core.validation import Boolean, Constraints, Integer
 
@@ -179,15 +177,9 @@ class PriorShiftAdapter(OnCalibrator):
     ) -> Self:
         """Fit the calibrator, the source priors and the confusion matrix on labelled
         source rows (every class at least once: the source priors must be positive);
-        with ``target_logits`` (unlabelled target rows), :meth:`adapt` to them too
-        (``input_kind``: what ``logits`` holds, declared to the calibrator's fit as
-        :meth:`Calibrator.fit <calibkit.calibrators.base.Calibrator.fit>` takes it;
-        ``metadata``: none is declared, so any is refused by name)."""
-        kind = check_input_kind(input_kind)
-        self._route(metadata)
-        if sample_weight is not None:
-            raise InputError("sample_weight", "None for 'prior_shift'", "weights")
-        out = as_outputs(labels, logits=logits)
+        with ``target_logits`` (unlabelled target rows), :meth:`adapt` to them too (the
+        other inputs as :meth:`~calibkit.calibrators.fitted.OnCalibrator._fit_inputs` says)."""
+        kind, out = self._fit_inputs(logits, labels, sample_weight, input_kind, metadata)
         counts = np.bincount(out.labels, minlength=out.n_classes)
         if (counts == 0).any():
             missing = int(np.flatnonzero(counts == 0)[0])
@@ -314,8 +306,10 @@ class PriorShiftAdapter(OnCalibrator):
     def to_module(self) -> nn.Module:
         """The adapted map as a torch module: the calibrator's module (or a softmax), then
         the reweighting (the weights a float64 buffer; see :class:`PriorWeights`)."""
+        from calibkit.calibrators.priors.label_shift_module import PriorWeights
+
         self._check_is_adapted()
-        return _prior_module(self._probs_module(), self.weights_, self.target_priors_)
+        return PriorWeights(self._probs_module(), self.weights_, self.target_priors_).eval()
 
     # ----- persistence ------------------------------------------------------------------
     def _check_state(self) -> None:
@@ -410,9 +404,3 @@ class _Estimate(NamedTuple):
     converged: bool
     identified: bool
     n_target: int
-
-
-def _prior_module(probs: nn.Module, weights: F64, fallback: F64) -> nn.Module:
-    from calibkit.calibrators.priors.label_shift_module import PriorWeights
-
-    return PriorWeights(probs, weights, fallback).eval()

@@ -75,7 +75,6 @@ from calibkit.calibrators.fitted import (
     CalibratorSpec,
     FittedObject,
     OnCalibrator,
-    check_input_kind,
 )
 from calibkit.calibrators.sets.conformal_scores import (
     APS,
@@ -87,7 +86,7 @@ from calibkit.calibrators.sets.conformal_scores import (
 from calibkit.calibrators.sets.selective import Answers, SelectiveRisk, selective_risk
 from calibkit.core.errors import InputError
 from calibkit.core.fitted_state import Array
-from calibkit.core.outputs import as_outputs, check_labels
+from calibkit.core.outputs import check_labels
 from calibkit.core.params import param
 from calibkit.core.splits import stratified_split
 from calibkit.core.validation import (
@@ -236,15 +235,10 @@ class ConformalClassifier(OnCalibrator):
         input_kind: str = "logits",
         **metadata: object,
     ) -> Self:
-        """Fit the calibrator (on its part) and the quantile(s) on the calibration rows
-        (``input_kind``: what ``logits`` holds, declared to the calibrator's fit as
-        :meth:`Calibrator.fit <calibkit.calibrators.base.Calibrator.fit>` takes it;
-        ``metadata``: none is declared, so any is refused by name)."""
-        kind = check_input_kind(input_kind)
-        self._route(metadata)
-        if sample_weight is not None:
-            raise InputError("sample_weight", "None for 'conformal' (unweighted ranks)", "weights")
-        out = as_outputs(labels, logits=logits)
+        """Fit the calibrator (on its part) and the quantile(s) on the calibration rows (the
+        inputs as :meth:`~calibkit.calibrators.fitted.OnCalibrator._fit_inputs` says)."""
+        why = " (unweighted ranks)"
+        kind, out = self._fit_inputs(logits, labels, sample_weight, input_kind, metadata, why)
         z, y = np.asarray(out.as_logits(), dtype=np.float64), out.labels
         quantile_rows, fit_rows = self._split_rows(y)
         self._check_enough(np.bincount(y[quantile_rows], minlength=out.n_classes))

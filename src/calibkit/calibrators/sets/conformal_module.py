@@ -9,11 +9,10 @@ is at or below its stored threshold. A randomised score takes the uniform ``u`` 
 in [0, 1) per row) as a second input: ``module(logits, u)``; any other ``u`` is refused as
 ``predict_set`` refuses it (:func:`check_uniform`, the one check of both).
 
-The torch halves rank classes by pairwise comparisons instead of a sort, so the module
-scripts, exports and runs in ONNX; memory is O(N K^2) per batch. A score may differ from
-the numpy half's by a few units in the last place: a class whose score equals the
-threshold to 1e-15 may be decided differently. A row with a NaN or infinite logit has NaN
-scores and an empty set.
+The module scripts, exports and runs in ONNX (the torch halves rank without a sort, at
+O(N K^2) memory: :mod:`~calibkit.calibrators.sets.conformal_scores`); a class whose score
+equals the threshold to 1e-15 may be decided otherwise than by ``predict_set``. A row with
+a NaN or infinite logit has NaN scores and an empty set.
 
 >>> from calibkit.calibrators.sets.conformal_scores import LAC
 >>> m = ConformalSets(softmax_module(2), LAC(), np.array([0.6, 0.6]), False)
@@ -63,17 +62,6 @@ def check_uniform(u: Tensor, n: int) -> None:
     first value refused; scripted, a ``ValueError``; in a ``torch.export`` program, a
     runtime assertion. An ONNX graph cannot raise: ONNX Runtime drops the assertion, so
     there a caller checks ``u`` itself.
-
-    Parameters
-    ----------
-    u : Tensor
-        The uniform values, one per row.
-    n : int
-        The number of rows.
-
-    Returns
-    -------
-    None
 
     Examples
     --------

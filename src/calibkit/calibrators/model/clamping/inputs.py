@@ -27,7 +27,7 @@ from torch import Tensor
 from calibkit.core.errors import InputError
 from calibkit.core.images import ImageDataset, image_tensor
 from calibkit.core.outputs import check_labels
-from calibkit.core.validation import NON_NEGATIVE, Boolean, Choice, Constraint, Integer
+from calibkit.core.validation import Constraint
 
 
 def as_inputs(
@@ -83,26 +83,6 @@ def check_finite(x: Tensor, batch_size: int) -> None:
 def is_number(v: object) -> bool:
     """A real number, not a bool."""
     return not isinstance(v, bool) and isinstance(v, int | float | np.integer | np.floating)
-
-
-def nonnegative(v: object, name: str) -> float:
-    """``v`` as a finite float >= 0, else InputError naming ``name``."""
-    return float(NON_NEGATIVE.check(name, v))
-
-
-def positive_int(v: object, name: str) -> int:
-    """``v`` as an int >= 1, else InputError naming ``name``."""
-    return int(Integer(low=1).check(name, v))
-
-
-def choice(v: object, options: tuple[str, ...], name: str) -> str:
-    """``v`` if it is one of ``options``, else InputError naming ``name``."""
-    return str(Choice(*options).check(name, v))
-
-
-def flag(v: object, name: str) -> bool:
-    """``v`` if it is a bool, else InputError naming ``name``."""
-    return bool(Boolean().check(name, v))
 
 
 def floats(values: object, name: str) -> tuple[float, ...]:

@@ -53,16 +53,10 @@ Initial ``delta`` (``init``): ``"zero"``, ``"random"`` (Gaussian, sd 0.01) or ``
 (Theorem 3.2, see :func:`~calibkit.calibrators.model.clamping.init.data_driven_delta`).
 
 Neural Clamping needs the model and its inputs: it is a
-:class:`~calibkit.calibrators.model.model_calibrator.ModelCalibrator`, the variant of the
-calibrator contract that takes the model (``fit(inputs, labels) -> self``, fitted ``_``
-attributes declared in ``state_constraints``, parameters in ``param_constraints``,
-:class:`~calibkit.core.errors.NotFittedError`, :class:`~calibkit.core.errors.InputError`
-naming the argument); its variants are registered in the one calibrator registry
-(:mod:`~calibkit.calibrators.model.clamping.registry`). ``inputs`` are float tensors
-``(N, C, H, W)`` (or arrays) already normalised as the model expects, or a dataset with
-uint8 ``images`` and ``labels`` (:class:`~calibkit.core.images.ImageDataset`, e.g.
-calibkit's ``ImageArrays``; normalised by the ``mean`` and ``std`` given here; its labels
-come with it). They stay where the caller keeps them and go to the device batch by batch.
+:class:`~calibkit.calibrators.model.model_calibrator.ModelCalibrator` (its variants are in
+the one calibrator registry, :mod:`~calibkit.calibrators.model.clamping.registry`), whose
+``inputs`` :mod:`~calibkit.calibrators.model.clamping.inputs` describes; they stay where the
+caller keeps them and go to the device batch by batch.
 
 >>> torch.manual_seed(0) and None
 >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3)).eval()
@@ -90,7 +84,6 @@ from calibkit.calibrators.model.clamping.inputs import (
     Checked,
     as_inputs,
     check_finite,
-    choice,
     fit_labels,
     floats,
     is_number,
@@ -350,7 +343,7 @@ class NeuralClamping(ModelCalibrator):
         temperature where SGD left it, before the exact final step (the paper's procedure;
         not for the fast variant, which has no SGD)."""
         self.check_is_fitted()
-        choice(view, ABLATIONS, "view")
+        Choice(*ABLATIONS).check("view", view)
         other = type(self)(self.model, **self.get_params())
         other.__dict__.update(self.fitted_state())
         if view == "delta_only":
