@@ -50,14 +50,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from calibkit.core.binning import equal_mass_cuts
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
-from calibkit.metrics.samples import Mode, calibration_target
+from calibkit.metrics.samples import F64, Mode, calibration_target
 
-F64 = npt.NDArray[np.float64]
 Ties = Literal["group", "jitter"]
 
 #: The tests of :func:`calibration_tests`, in report order, with their labels.
