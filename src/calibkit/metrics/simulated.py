@@ -115,17 +115,7 @@ class Simulation:
     seed: int
 
     def truth_for(self, n_bins: int) -> SimulationTruth:
-        """The population values with another number of bins.
-
-        Parameters
-        ----------
-        n_bins : int
-            Bins.
-
-        Returns
-        -------
-        SimulationTruth
-        """
+        """The population values with another number of bins, ``n_bins``."""
         return population_truth(self.model, check_n_bins(n_bins))
 
 
