@@ -225,17 +225,8 @@ def simulation_model(
     group_weights: Sequence[float] | None = None,
     class_gaps: Sequence[float] | None = None,
 ) -> SimulationModel:
-    """The checked declarations of :func:`simulate` (each bad one an InputError naming it).
-
-    Parameters
-    ----------
-    n_classes, shape, gap, params, low, high, confidence, concentration, group_gaps, \
-group_weights, class_gaps
-        As in :func:`simulate`.
-
-    Returns
-    -------
-    SimulationModel
+    """The checked declarations of :func:`simulate`, its arguments as there (each bad one an
+    InputError naming it).
 
     Examples
     --------
