@@ -185,8 +185,14 @@ def evaluate_suite(
     )
 
 
-#: The Returns section of :func:`analytic_intervals` and :func:`adopted_intervals`.
-_INTERVALS = """ci : dict of str to (float, float)
+#: The end of the Parameters section of :func:`analytic_intervals` and
+#: :func:`adopted_intervals`, and their Returns section.
+_INTERVALS = """level : float
+    The confidence level.
+
+Returns
+-------
+ci : dict of str to (float, float)
     The intervals.
 estimands : dict of str to str
     What each is an interval of."""
@@ -207,11 +213,6 @@ def analytic_intervals(
         The prepared suite of the evaluated outputs.
     names : tuple of str
         The metrics asked for (those without an analytic interval are left out).
-    level : float
-        The confidence level.
-
-    Returns
-    -------
     {intervals}
 
     Examples
@@ -262,11 +263,6 @@ def adopted_intervals(
         The metrics' values and their percentile bootstrap intervals.
     binning : Binning
         The bins and what is binned.
-    level : float
-        The confidence level.
-
-    Returns
-    -------
     {intervals}
 
     Examples
