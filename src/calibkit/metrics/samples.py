@@ -112,7 +112,19 @@ def check_weight(sample_weight: object, n: int) -> F64 | None:
 
 
 def weighted_mean(values: F64, weight: F64 | None) -> float:
-    """Mean of ``values``, weighted by ``weight`` when given (None: the plain mean), float64.
+    """Mean of ``values``, weighted by ``weight`` when given (float64).
+
+    Parameters
+    ----------
+    values : ndarray of shape (N,)
+        Per-sample values.
+    weight : ndarray of shape (N,) or None
+        Sample weights (None: the plain mean).
+
+    Returns
+    -------
+    float
+        The (weighted) mean.
 
     Examples
     --------

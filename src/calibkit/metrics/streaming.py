@@ -58,8 +58,13 @@ SYNCED = {
 
 
 def streamed_names() -> tuple[str, ...]:
-    """The suite metrics with a streamable kernel now (the means of per-sample terms and the
-    norms of equal-width bins, :mod:`~calibkit.metrics.kernels`), in report order.
+    """The suite metrics with a streamable kernel now, in report order.
+
+    Returns
+    -------
+    tuple of str
+        The means of per-sample terms and the norms of equal-width bins
+        (:mod:`~calibkit.metrics.kernels`).
 
     Examples
     --------
@@ -74,7 +79,12 @@ STREAMED = streamed_names()
 
 
 def streamed_kernels() -> dict[str, Kernel]:
-    """The kernel of each metric of :func:`streamed_names`, in its order.
+    """The kernel of each metric of :func:`streamed_names`.
+
+    Returns
+    -------
+    dict of str to Kernel
+        In the order of :func:`streamed_names`.
 
     Examples
     --------
@@ -132,9 +142,20 @@ def batch_sums(
 
 
 def metrics_from_sums(bins: F64, totals: F64, metrics: dict[str, Kernel]) -> dict[str, float]:
-    """The value of each of ``metrics`` (those the sums were made for) from ``bins`` and
-    ``totals``, sums of :func:`batch_sums` over batches and processes (the functional core
-    of :meth:`StreamingCalibration.compute`).
+    """The value of each of ``metrics`` from summed state (the functional core of
+    :meth:`StreamingCalibration.compute`).
+
+    Parameters
+    ----------
+    bins, totals : ndarray
+        Sums of :func:`batch_sums` over batches (and processes).
+    metrics : dict of str to Kernel
+        The metrics the sums were made for.
+
+    Returns
+    -------
+    dict of str to float
+        Each metric's value.
 
     Examples
     --------

@@ -89,8 +89,17 @@ _BLOCK_MAX_CELLS = 1 << 21
 
 
 def block_rows(n: int) -> int:
-    """Replicates drawn and computed together (at least 1) per block of the bootstrap of ``n``
-    samples (see :data:`_BLOCK_CELLS`).
+    """Replicates per block of the bootstrap of ``n`` samples (see :data:`_BLOCK_CELLS`).
+
+    Parameters
+    ----------
+    n : int
+        The number of samples.
+
+    Returns
+    -------
+    int
+        Replicates drawn and computed together (at least 1).
 
     Examples
     --------
