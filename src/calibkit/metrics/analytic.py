@@ -89,18 +89,6 @@ def t_quantile(p: float, df: float) -> float:
     from 200 on, the Cornish-Fisher expansion in ``1/df`` to the fourth order (Abramowitz &
     Stegun 26.7.5). Within 1e-9 of ``scipy.stats.t.ppf`` (``tests/metrics/test_analytic.py``).
 
-    Parameters
-    ----------
-    p : float
-        The probability, in ``[0.5, 1)``.
-    df : float
-        Degrees of freedom: an integer from 1, or ``math.inf``.
-
-    Returns
-    -------
-    float
-        The quantile.
-
     Examples
     --------
     >>> round(t_quantile(0.975, 1), 4), round(t_quantile(0.975, 30), 4)
@@ -133,20 +121,9 @@ def t_quantile(p: float, df: float) -> float:
 
 
 def mean_interval(values: F64, level: float) -> tuple[float, float]:
-    """The Student-t interval at ``level`` of the population mean of the terms ``values``:
-    ``m +- t_{n-1} s / sqrt(n)`` (module docstring); NaN with fewer than 2 terms.
-
-    Parameters
-    ----------
-    values : ndarray of shape (n,)
-        One term per sample (e.g. each sample's NLL).
-    level : float
-        Confidence level in (0, 1).
-
-    Returns
-    -------
-    (float, float)
-        The interval's ends.
+    """The Student-t interval ``(low, high)`` at ``level`` in (0, 1) of the population mean
+    of ``values``, one term per sample (e.g. each sample's NLL): ``m +- t_{n-1} s / sqrt(n)``
+    (module docstring); NaN with fewer than 2 terms.
 
     Examples
     --------
@@ -190,14 +167,9 @@ def normal_interval(estimate: float, se: float, level: float) -> tuple[float, fl
 
 class RankInfluence:
     """The ranking metrics of one sample with their standard errors from their influence
-    functions (module docstring), from one sort of the scores.
-
-    Parameters
-    ----------
-    score : ndarray of shape (N,)
-        The ranking score (the top-label confidence).
-    correct : ndarray of shape (N,)
-        1.0 where the prediction is correct, 0.0 otherwise.
+    functions (module docstring), from one sort of the scores ``score`` (the top-label
+    confidence) of the predictions ``correct`` (as :class:`~calibkit.metrics.selective.Ranking`
+    takes them).
 
     Notes
     -----

@@ -47,17 +47,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 import numpy as np
-import numpy.typing as npt
 
 from calibkit.core.binning import equal_mass_cuts
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
-from calibkit.metrics.samples import Mode, calibration_target
+from calibkit.metrics.samples import F64, Mode, calibration_target
 
-F64 = npt.NDArray[np.float64]
 Ties = Literal["group", "jitter"]
 
 #: The tests of :func:`calibration_tests`, in report order, with their labels.
@@ -248,8 +246,22 @@ def spiegelhalter_test(
     )
 
 
+class _Cumulative(TypedDict, total=False):
+    """The keyword options of the cumulative tests (defaults: :func:`_cumulative_test`)."""
+
+    logits: object
+    mode: Mode
+    ties: Ties
+
+
 def _cumulative_test(
-    name: str, labels: object, probs: object, logits: object, mode: Mode, ties: Ties
+    name: str,
+    labels: object,
+    probs: object,
+    *,
+    logits: object = None,
+    mode: Mode = "top_label",
+    ties: Ties = "group",
 ) -> CalibrationTest:
     conf, outcome = _pairs(labels, probs, logits, mode)
     path, sigma = cumulative_differences(conf, outcome, ties)
@@ -271,12 +283,7 @@ def cumulative_statistic(name: str, path: F64, sigma: F64) -> F64:
 
 
 def ks_test(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    mode: Mode = "top_label",
-    ties: Ties = "group",
+    labels: object, probs: object = None, **options: Unpack[_Cumulative]
 ) -> CalibrationTest:
     """The cumulative-difference Kolmogorov-Smirnov test (ECCE-MAD over sigma).
 
@@ -289,16 +296,11 @@ def ks_test(
     >>> round(ks_test(y, s, mode="positive_class", ties="jitter").p_value, 4)
     0.7857
     """
-    return _cumulative_test("ks", labels, probs, logits, mode, ties)
+    return _cumulative_test("ks", labels, probs, **options)
 
 
 def kuiper_test(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    mode: Mode = "top_label",
-    ties: Ties = "group",
+    labels: object, probs: object = None, **options: Unpack[_Cumulative]
 ) -> CalibrationTest:
     """The cumulative-difference Kuiper test (ECCE-R over sigma: the path's range from 0).
 
@@ -309,7 +311,7 @@ def kuiper_test(
     >>> round(t.statistic, 3)
     0.978
     """
-    return _cumulative_test("kuiper", labels, probs, logits, mode, ties)
+    return _cumulative_test("kuiper", labels, probs, **options)
 
 
 def hosmer_lemeshow_statistic(conf: F64, outcome: F64, n_groups: int = 10) -> tuple[float, int]:

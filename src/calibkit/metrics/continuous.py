@@ -15,12 +15,20 @@ from typing import TypedDict, Unpack
 
 import numpy as np
 
+from calibkit.core.docs import fill_doc
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
 from calibkit.metrics.samples import F64, Mode, calibration_target, check_weight
 
 MMCE_WIDTH = 0.4
 _MAX_EXPONENT = 500.0
+#: The sorted samples that :func:`ks_from_sorted` and :func:`mmce_from_sorted` take.
+_SORTED = """conf : ndarray of shape (N,)
+    Confidences, sorted ascending.
+outcome : ndarray of shape (N,)
+    Outcomes (1 = correct / positive) in the same order.
+weight : ndarray of shape (N,), optional
+    Sample weights in the same order."""
 
 
 class _Options(TypedDict, total=False):
@@ -69,6 +77,7 @@ def sorted_target(
     return conf[order], outcome[order], None if w is None else w[order]
 
 
+@fill_doc(sorted=_SORTED)
 def ks_from_sorted(conf: F64, outcome: F64, weight: F64 | None = None) -> float:
     """KS error of confidences sorted ascending (weights optional).
 
@@ -77,12 +86,7 @@ def ks_from_sorted(conf: F64, outcome: F64, weight: F64 | None = None) -> float:
 
     Parameters
     ----------
-    conf : ndarray of shape (N,)
-        Confidences, sorted ascending.
-    outcome : ndarray of shape (N,)
-        Outcomes (1 = correct / positive) in the same order.
-    weight : ndarray of shape (N,), optional
-        Sample weights in the same order.
+    {sorted}
 
     Returns
     -------
@@ -122,6 +126,7 @@ def ks_error(labels: object, probs: object = None, **options: Unpack[_Options]) 
     return ks_from_sorted(*sorted_target(labels, probs, **options))
 
 
+@fill_doc(sorted=_SORTED)
 def mmce_from_sorted(
     conf: F64, outcome: F64, weight: F64 | None = None, width: float = MMCE_WIDTH
 ) -> float:
@@ -135,12 +140,7 @@ def mmce_from_sorted(
 
     Parameters
     ----------
-    conf : ndarray of shape (N,)
-        Confidences, sorted ascending.
-    outcome : ndarray of shape (N,)
-        Outcomes in the same order.
-    weight : ndarray of shape (N,), optional
-        Sample weights in the same order.
+    {sorted}
     width : float
         Kernel width.
 
@@ -151,7 +151,6 @@ def mmce_from_sorted(
 
     Examples
     --------
-
     >>> conf = np.array([0.2, 0.5, 0.9])
     >>> outcome = np.array([0.0, 1.0, 1.0])
     >>> brute = np.exp(-np.abs(conf[:, None] - conf[None, :]) / MMCE_WIDTH)
@@ -191,14 +190,12 @@ def mmce_from_sorted_batch(conf: F64, signed: F64, total: F64, width: float = MM
 
     Parameters
     ----------
-    conf : ndarray of shape (N,)
-        Confidences, sorted ascending.
+    conf, width
+        As in :func:`mmce_from_sorted`.
     signed : ndarray of shape (B, N)
         ``w * (outcome - conf)`` per row (one row per weighting).
     total : ndarray of shape (B,)
         Total weight of each row.
-    width : float
-        Kernel width.
 
     Returns
     -------

@@ -1,9 +1,7 @@
 """Every metric of one set of outputs, with its interval and noise floor: :func:`evaluate`
 and its result, :class:`Evaluation`, read from one :class:`~calibkit.metrics.suite.MetricSuite`.
 
-The noise floor of a top-label metric is its expected value for a perfectly calibrated
-model with the same confidences (:meth:`~calibkit.metrics.suite.MetricSuite.noise_floor`).
-An ECE near its floor is indistinguishable from calibrated at this sample size.
+The noise floor is :mod:`~calibkit.metrics.suite`'s (its module docstring).
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -21,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from calibkit.core.binning import Scheme
+from calibkit.core.docs import fill_doc
 from calibkit.core.options import Binning, Resampling
 from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.validation import RESAMPLES
@@ -85,13 +84,10 @@ def evaluate(
 ) -> Evaluation:
     """Every metric, with its interval (``resampling.n_boot=0``: none) and the noise floors.
 
-    Each metric gets the interval its entry declares
-    (:attr:`~calibkit.metrics.info.MetricInfo.interval`): ``"mean"`` (accuracy, NLL, Brier,
-    entropy: means of per-sample terms), the Student-t interval of the population mean, with
-    no resampling (:mod:`~calibkit.metrics.analytic`); ``"bootstrap"``, the percentile
-    bootstrap over ``n_boot`` resamples of the test set; ``"true_error"``, an interval of the
-    model's true binned error (:func:`adopted_intervals`); ``"none"``, none. What each is an
-    interval of is in :attr:`Evaluation.estimands` (``ci_estimand`` in ``to_dict()``).
+    Each metric gets the interval its entry declares (the kinds are described at
+    :attr:`~calibkit.metrics.info.MetricInfo.interval`; the bootstrap's over ``n_boot``
+    resamples of the test set). What each is an interval of is in
+    :attr:`Evaluation.estimands` (``ci_estimand`` in ``to_dict()``).
 
     Parameters
     ----------
@@ -189,6 +185,20 @@ def evaluate_suite(
     )
 
 
+#: The end of the Parameters section of :func:`analytic_intervals` and
+#: :func:`adopted_intervals`, and their Returns section.
+_INTERVALS = """level : float
+    The confidence level.
+
+Returns
+-------
+ci : dict of str to (float, float)
+    The intervals.
+estimands : dict of str to str
+    What each is an interval of."""
+
+
+@fill_doc(intervals=_INTERVALS)
 def analytic_intervals(
     suite: MetricSuite, names: tuple[str, ...], level: float
 ) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:
@@ -203,15 +213,7 @@ def analytic_intervals(
         The prepared suite of the evaluated outputs.
     names : tuple of str
         The metrics asked for (those without an analytic interval are left out).
-    level : float
-        The confidence level.
-
-    Returns
-    -------
-    ci : dict of str to (float, float)
-        The intervals.
-    estimands : dict of str to str
-        What each is an interval of.
+    {intervals}
 
     Examples
     --------
@@ -231,6 +233,7 @@ def analytic_intervals(
     return {**means, **ranked}, estimands
 
 
+@fill_doc(intervals=_INTERVALS)
 def adopted_intervals(
     out: ClassifierOutputs,
     values: dict[str, float],
@@ -260,15 +263,7 @@ def adopted_intervals(
         The metrics' values and their percentile bootstrap intervals.
     binning : Binning
         The bins and what is binned.
-    level : float
-        The confidence level.
-
-    Returns
-    -------
-    ci : dict of str to (float, float)
-        The intervals to print.
-    estimands : dict of str to str
-        What each is an interval of.
+    {intervals}
 
     Examples
     --------

@@ -60,7 +60,6 @@ from calibkit.core.outputs import ClassifierOutputs, as_outputs
 from calibkit.core.splits import take
 from calibkit.core.validation import RESAMPLES
 from calibkit.core.words import plural
-from calibkit.metrics.analytic import mean_estimand, mean_interval
 from calibkit.metrics.evaluation import analytic_intervals
 from calibkit.metrics.info import METRICS
 from calibkit.metrics.kernels import BinNorm
@@ -238,13 +237,8 @@ def _intervals(
     binning: Binning,
     resampling: Resampling,
 ) -> tuple[dict[str, dict[str, tuple[float, float]]], dict[str, str], tuple[float, float]]:
-    """Each group's intervals as its metrics' entries say (``"true_error"``: the group's
-    :func:`~calibkit.metrics.intervals.ece_interval`, widened to hold the printed value;
-    ``"mean"`` and ``"influence"``: analytic; ``"bootstrap"``: the stratified bootstrap),
-    what each is an interval of, and the interval of the true worst-group gap. Every
-    group's ECE interval, at ``level`` and at Bonferroni's ``1 - alpha / G``, comes from one
-    pass over all the rows (:func:`~calibkit.metrics.intervals.group_ece_intervals`: the
-    numbers of one call per group)."""
+    """Each group's intervals as its metrics' entries say, what each is an interval of, and
+    the interval of the true worst-group gap (the module docstring)."""
     from calibkit.metrics.intervals import group_ece_intervals
 
     kinds = {m: METRICS.get(m).interval for m in GROUP_METRICS}
@@ -267,14 +261,9 @@ def _intervals(
     analytic = tuple(m for m, k in kinds.items() if k in ("mean", "influence"))
     ci: dict[str, dict[str, tuple[float, float]]] = {}
     estimands: dict[str, str] = {}
-    means = tuple(m for m in analytic if kinds[m] == "mean")
-    others = tuple(m for m in analytic if kinds[m] != "mean")
     for g, (name, suite) in enumerate(zip(names, suites, strict=True)):
-        ci[name], what = analytic_intervals(suite, others, level) if others else ({}, {})
+        ci[name], what = analytic_intervals(suite, analytic, level)
         estimands.update(what)
-        for m, terms in suite.means(means).items():
-            ci[name][m] = mean_interval(terms, level)
-            estimands[m] = mean_estimand(METRICS.get(m).label)
         for m, bounds in boot[name].items():
             ci[name][m] = bounds
             estimands[m] = f"the population {METRICS.get(m).label} (stratified bootstrap)"

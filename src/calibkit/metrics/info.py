@@ -191,392 +191,170 @@ def register_metric(info: MetricInfo) -> MetricInfo:
 _TRUE: Interval = "true_error"
 _MEAN: Interval = "mean"
 _IF: Interval = "influence"
+_NONE: Interval = "none"
 _W: Literal["width"] = "width"
 _M: Literal["mass"] = "mass"
-for _info in (  # name, label, kind, percent, better, has_floor, function, in_suite, kernel
-    MetricInfo(
-        "accuracy",
-        "Accuracy",
-        "score",
-        True,
-        "max",
-        False,
-        accuracy,
-        True,
-        SampleMean("correct"),
-        interval=_MEAN,
-        summary="share of samples whose most probable class is the label",
+#: What each built-in metric measures, in one line (:attr:`MetricInfo.summary`).
+_SUMMARIES = {
+    "accuracy": "share of samples whose most probable class is the label",
+    "nll": "mean of -log p(label): punishes confident mistakes most",
+    "brier": "mean squared distance between the probabilities and the one-hot label",
+    "entropy": "mean entropy of the predicted distribution: how unsure the model says it is",
+    "ece": "gap between confidence and accuracy, averaged over equal-width confidence bins",
+    "aece": "the ECE over equal-mass bins (each bin holds about as many samples)",
+    "mce": "the largest gap between confidence and accuracy in any one bin",
+    "rmsce": "root mean square of the bins' gaps between confidence and accuracy (an L2 ECE)",
+    "ece_debiased": "the RMSCE less each bin's sampling noise: read beside the RMSCE, not the ECE",
+    "sce": "class-wise ECE: each class's probability binned, averaged over the classes",
+    "ks": "largest gap between cumulative confidence and cumulative accuracy (no bins)",
+    "mmce": "kernel (MMD) gap between confidence and correctness (no bins)",
+    "failure_auroc": "how well the confidence ranks right predictions above wrong ones",
+    "aurc": "mean error rate as the least confident samples are rejected, over all coverages",
+    "eaurc": "the AURC less that of a perfect ranking: the ranking's excess risk",
+    "augrc": "AURC counting the accepted errors among all samples (Traub et al. 2024)",
+    "risk_at_cov80": "error rate on the 80% most confident samples",
+    "cov_at_risk5": "largest share of the most confident samples whose error rate is at most 5%",
+    "smooth_ece": "ECE of a kernel-smoothed reliability curve, no bins (Błasiok & Nakkiran 2023)",
+    "ece_sweep": "ECE over the most equal-mass bins whose accuracies rise (Roelofs et al. 2022)",
+    "confidence": "mean probability of the most probable class",
+    "nll_calibration": "the part of the NLL that the best temperature removes",
+    "nll_refinement": "the NLL left after the best temperature",
+    "brier_calibration": "the part of the Brier score that the best temperature removes",
+    "brier_refinement": "the Brier score left after the best temperature",
+    "brier_reliability": (
+        "Murphy's reliability: the binned squared gap between forecast and outcome"
     ),
-    MetricInfo(
-        "nll",
-        "NLL",
-        "score",
-        False,
-        "min",
-        False,
-        nll,
-        True,
-        SampleMean("nll"),
-        interval=_MEAN,
-        summary="mean of -log p(label): punishes confident mistakes most",
+    "brier_resolution": "Murphy's resolution: how far the bins' outcomes move from the base rate",
+    "brier_uncertainty": (
+        "Murphy's uncertainty: the Brier score of always forecasting the base rate"
     ),
-    MetricInfo(
-        "brier",
-        "Brier",
-        "score",
-        False,
-        "min",
-        False,
-        brier,
-        True,
-        SampleMean("brier"),
-        interval=_MEAN,
-        summary="mean squared distance between the probabilities and the one-hot label",
+    "risk_at_coverage": "error rate on the most confident share of samples (--coverage)",
+    "coverage_at_risk": (
+        "largest share of the most confident samples with error rate at most --risk"
     ),
-    MetricInfo(
-        "entropy",
-        "Entropy",
-        "score",
-        False,
-        None,
-        False,
-        entropy,
-        True,
-        SampleMean("entropy"),
-        interval=_MEAN,
-        summary="mean entropy of the predicted distribution: how unsure the model says it is",
-    ),
-    MetricInfo(
-        "ece",
-        "ECE",
-        "error",
-        True,
-        "min",
-        True,
-        ece,
-        True,
-        BinNorm("l1", _W),
-        interval=_TRUE,
-        summary="gap between confidence and accuracy, averaged over equal-width confidence bins",
-    ),
-    MetricInfo(
-        "aece",
-        "Adaptive ECE",
-        "error",
-        True,
-        "min",
-        True,
-        aece,
-        True,
-        BinNorm("l1", _M),
-        interval=_TRUE,
-        summary="the ECE over equal-mass bins (each bin holds about as many samples)",
-    ),
-    MetricInfo(
-        "mce",
-        "MCE",
-        "error",
-        True,
-        "min",
-        False,
-        mce,
-        True,
-        BinNorm("max", _W),
-        interval="none",
-        summary="the largest gap between confidence and accuracy in any one bin",
-    ),
-    MetricInfo(
-        "rmsce",
-        "RMSCE",
-        "error",
-        True,
-        "min",
-        False,
-        rmsce,
-        True,
-        BinNorm("l2", _W),
-        interval=_TRUE,
-        summary="root mean square of the bins' gaps between confidence and accuracy (an L2 ECE)",
-    ),
-    MetricInfo(
-        "ece_debiased",
-        "Debiased RMSCE",
-        "error",
-        True,
-        "min",
-        False,
-        debiased_ece,
-        True,
-        BinNorm("debiased", _W),
-        interval=_TRUE,
-        summary="the RMSCE less each bin's sampling noise: read beside the RMSCE, not the ECE",
-    ),
-    MetricInfo(
-        "sce",
-        "SCE",
-        "error",
-        True,
-        "min",
-        False,
-        sce,
-        True,
-        BinNorm("l1", "classwise"),
-        interval="none",
-        summary="class-wise ECE: each class's probability binned, averaged over the classes",
-    ),
-    MetricInfo(
-        "ks",
-        "KS",
-        "error",
-        True,
-        "min",
-        False,
-        ks_error,
-        True,
-        Residual("sup"),
-        interval="none",
-        summary="largest gap between cumulative confidence and cumulative accuracy (no bins)",
-    ),
-    # its percentile bootstrap covered a calibrated model's 0 in none of 20 simulated data
-    # sets of 2,000 (the plug-in is biased upwards, as the binned errors are): none printed
-    MetricInfo(
-        "mmce",
-        "MMCE",
-        "error",
-        True,
-        "min",
-        False,
-        mmce,
-        True,
-        Residual("laplace"),
-        interval="none",
-        summary="kernel (MMD) gap between confidence and correctness (no bins)",
-    ),
-    # selective prediction (calibkit.metrics.selective): the ranking, not the values
-    MetricInfo(
-        "failure_auroc",
-        "Failure AUROC",
-        "score",
-        True,
-        "max",
-        False,
-        failure_auroc,
-        True,
-        RankStatistic(auroc_of),
-        interval=_IF,
-        summary="how well the confidence ranks right predictions above wrong ones",
-    ),
-    MetricInfo(
-        "aurc",
-        "AURC",
-        "score",
-        True,
-        "min",
-        False,
-        aurc,
-        True,
-        RankStatistic(aurc_of),
-        interval=_IF,
-        summary="mean error rate as the least confident samples are rejected, over all coverages",
-    ),
-    MetricInfo(
-        "eaurc",
-        "E-AURC",
-        "score",
-        True,
-        "min",
-        False,
-        eaurc,
-        True,
-        RankStatistic(eaurc_of),
-        interval=_IF,
-        summary="the AURC less that of a perfect ranking: the ranking's excess risk",
-    ),
-    MetricInfo(
-        "augrc",
-        "AUGRC",
-        "score",
-        True,
-        "min",
-        False,
-        augrc,
-        True,
-        RankStatistic(augrc_of),
-        interval=_IF,
-        summary="AURC counting the accepted errors among all samples (Traub et al. 2024)",
-    ),
-    MetricInfo(
-        "risk_at_cov80",
-        "Risk @ 80% cov.",
-        "score",
-        True,
-        "min",
-        False,
-        risk_at_coverage,
-        True,
-        RankStatistic(risk_at_cov80_of),
-        summary="error rate on the 80% most confident samples",
-    ),
-    MetricInfo(
-        "cov_at_risk5",
-        "Cov. @ 5% risk",
-        "score",
-        True,
-        "max",
-        False,
-        coverage_at_risk,
-        True,
-        RankStatistic(cov_at_risk5_of),
-        summary="largest share of the most confident samples whose error rate is at most 5%",
-    ),
-    MetricInfo(
-        "smooth_ece",
-        "Smooth ECE",
-        "error",
-        True,
-        "min",
-        False,
-        smooth_ece,
-        False,
-        options=("mode",),
-        interval="none",
-        summary="ECE of a kernel-smoothed reliability curve, no bins (Błasiok & Nakkiran 2023)",
-    ),
-    MetricInfo(
-        "ece_sweep",
-        "ECE sweep",
-        "error",
-        True,
-        "min",
-        False,
-        ece_sweep,
-        False,
-        options=("mode",),
-        interval="none",
-        summary="ECE over the most equal-mass bins whose accuracies rise (Roelofs et al. 2022)",
-    ),
-    # mean top-label confidence: outside the default suite (evaluate's keys), computed by the
-    # suite's kernels where asked for (the per-group results, calibkit.metrics.groups)
-    MetricInfo(
-        "confidence",
-        "Confidence",
-        "score",
-        True,
-        None,
-        False,
-        confidence,
-        False,
-        SampleMean(top_confidence),
-        interval=_MEAN,
-        summary="mean probability of the most probable class",
-    ),
-    MetricInfo(
-        "nll_calibration",
-        "NLL calibration",
-        "score",
-        False,
-        "min",
-        False,
-        _NLL_CAL,
-        False,
-        summary="the part of the NLL that the best temperature removes",
-    ),
-    MetricInfo(
-        "nll_refinement",
-        "NLL refinement",
-        "score",
-        False,
-        "min",
-        False,
-        _NLL_REF,
-        False,
-        summary="the NLL left after the best temperature",
-    ),
-    MetricInfo(
-        "brier_calibration",
-        "Brier calibration",
-        "score",
-        False,
-        "min",
-        False,
-        _BS_CAL,
-        False,
-        summary="the part of the Brier score that the best temperature removes",
-    ),
-    MetricInfo(
-        "brier_refinement",
-        "Brier refinement",
-        "score",
-        False,
-        "min",
-        False,
-        _BS_REF,
-        False,
-        summary="the Brier score left after the best temperature",
-    ),
-    MetricInfo(
-        "brier_reliability",
-        "Brier reliability",
-        "score",
-        False,
-        "min",
-        False,
-        brier_reliability,
-        False,
-        options=("n_bins",),
-        summary="Murphy's reliability: the binned squared gap between forecast and outcome",
-    ),
-    MetricInfo(
-        "brier_resolution",
-        "Brier resolution",
-        "score",
-        False,
-        "max",
-        False,
-        brier_resolution,
-        False,
-        options=("n_bins",),
-        summary="Murphy's resolution: how far the bins' outcomes move from the base rate",
-    ),
-    MetricInfo(
-        "brier_uncertainty",
-        "Brier uncertainty",
-        "score",
-        False,
-        None,
-        False,
-        brier_uncertainty,
-        False,
-        options=("n_bins",),
-        summary="Murphy's uncertainty: the Brier score of always forecasting the base rate",
-    ),
-    # at the caller's coverage / risk (calibkit evaluate --coverage C / --risk R)
-    MetricInfo(
-        "risk_at_coverage",
-        "Risk @ coverage",
-        "score",
-        True,
-        "min",
-        False,
-        risk_at_coverage,
-        False,
-        options=("coverage",),
-        summary="error rate on the most confident share of samples (--coverage)",
-    ),
-    MetricInfo(
-        "coverage_at_risk",
-        "Coverage @ risk",
-        "score",
-        True,
-        "max",
-        False,
-        coverage_at_risk,
-        False,
-        options=("risk",),
-        summary="largest share of the most confident samples with error rate at most --risk",
-    ),
-):
-    register_metric(_info)
+}
+
+
+def _suite(
+    name: str,
+    label: str,
+    kind: Literal["score", "error"],
+    percent: bool,
+    better: Literal["min", "max"] | None,
+    function: Callable[..., float],
+    kernel: Kernel,
+    interval: Interval = "bootstrap",
+    has_floor: bool = False,
+) -> None:
+    """Register a built-in suite metric (its summary from :data:`_SUMMARIES`)."""
+    summary = _SUMMARIES[name]
+    args = (name, label, kind, percent, better, has_floor, function, True, kernel, ())
+    register_metric(MetricInfo(*args, interval, summary))
+
+
+def _extra(
+    name: str,
+    label: str,
+    kind: Literal["score", "error"],
+    percent: bool,
+    better: Literal["min", "max"] | None,
+    function: Callable[..., float],
+    options: tuple[str, ...] = (),
+    interval: Interval = "bootstrap",
+    kernel: Kernel | None = None,
+) -> None:
+    """Register a built-in metric outside the suite (its summary from :data:`_SUMMARIES`)."""
+    summary = _SUMMARIES[name]
+    args = (name, label, kind, percent, better, False, function, False, kernel, options)
+    register_metric(MetricInfo(*args, interval, summary))
+
+
+# name, label, kind, percent, better, function, kernel, interval (has_floor)
+_suite("accuracy", "Accuracy", "score", True, "max", accuracy, SampleMean("correct"), _MEAN)
+_suite("nll", "NLL", "score", False, "min", nll, SampleMean("nll"), _MEAN)
+_suite("brier", "Brier", "score", False, "min", brier, SampleMean("brier"), _MEAN)
+_suite("entropy", "Entropy", "score", False, None, entropy, SampleMean("entropy"), _MEAN)
+_suite("ece", "ECE", "error", True, "min", ece, BinNorm("l1", _W), _TRUE, has_floor=True)
+_suite("aece", "Adaptive ECE", "error", True, "min", aece, BinNorm("l1", _M), _TRUE, has_floor=True)
+_suite("mce", "MCE", "error", True, "min", mce, BinNorm("max", _W), _NONE)
+_suite("rmsce", "RMSCE", "error", True, "min", rmsce, BinNorm("l2", _W), _TRUE)
+_suite(
+    "ece_debiased",
+    "Debiased RMSCE",
+    "error",
+    True,
+    "min",
+    debiased_ece,
+    BinNorm("debiased", _W),
+    _TRUE,
+)
+_suite("sce", "SCE", "error", True, "min", sce, BinNorm("l1", "classwise"), _NONE)
+_suite("ks", "KS", "error", True, "min", ks_error, Residual("sup"), _NONE)
+# its percentile bootstrap covered a calibrated model's 0 in none of 20 simulated data
+# sets of 2,000 (the plug-in is biased upwards, as the binned errors are): none printed
+_suite("mmce", "MMCE", "error", True, "min", mmce, Residual("laplace"), _NONE)
+# selective prediction (calibkit.metrics.selective): the ranking, not the values
+_suite(
+    "failure_auroc",
+    "Failure AUROC",
+    "score",
+    True,
+    "max",
+    failure_auroc,
+    RankStatistic(auroc_of),
+    _IF,
+)
+_suite("aurc", "AURC", "score", True, "min", aurc, RankStatistic(aurc_of), _IF)
+_suite("eaurc", "E-AURC", "score", True, "min", eaurc, RankStatistic(eaurc_of), _IF)
+_suite("augrc", "AUGRC", "score", True, "min", augrc, RankStatistic(augrc_of), _IF)
+_suite(
+    "risk_at_cov80",
+    "Risk @ 80% cov.",
+    "score",
+    True,
+    "min",
+    risk_at_coverage,
+    RankStatistic(risk_at_cov80_of),
+)
+_suite(
+    "cov_at_risk5",
+    "Cov. @ 5% risk",
+    "score",
+    True,
+    "max",
+    coverage_at_risk,
+    RankStatistic(cov_at_risk5_of),
+)
+# outside the suite: name, label, kind, percent, better, function, options, interval (kernel)
+_extra("smooth_ece", "Smooth ECE", "error", True, "min", smooth_ece, ("mode",), _NONE)
+_extra("ece_sweep", "ECE sweep", "error", True, "min", ece_sweep, ("mode",), _NONE)
+# mean top-label confidence: computed by the suite's kernels where asked for (the per-group
+# results, calibkit.metrics.groups)
+_extra(
+    "confidence",
+    "Confidence",
+    "score",
+    True,
+    None,
+    confidence,
+    (),
+    _MEAN,
+    SampleMean(top_confidence),
+)
+_extra("nll_calibration", "NLL calibration", "score", False, "min", _NLL_CAL)
+_extra("nll_refinement", "NLL refinement", "score", False, "min", _NLL_REF)
+_extra("brier_calibration", "Brier calibration", "score", False, "min", _BS_CAL)
+_extra("brier_refinement", "Brier refinement", "score", False, "min", _BS_REF)
+_extra(
+    "brier_reliability", "Brier reliability", "score", False, "min", brier_reliability, ("n_bins",)
+)
+_extra("brier_resolution", "Brier resolution", "score", False, "max", brier_resolution, ("n_bins",))
+_extra(
+    "brier_uncertainty", "Brier uncertainty", "score", False, None, brier_uncertainty, ("n_bins",)
+)
+# at the caller's coverage / risk (calibkit evaluate --coverage C / --risk R)
+_extra("risk_at_coverage", "Risk @ coverage", "score", True, "min", risk_at_coverage, ("coverage",))
+_extra("coverage_at_risk", "Coverage @ risk", "score", True, "max", coverage_at_risk, ("risk",))
 
 #: The calibration tests as extras: ``<test>_statistic`` and ``<test>_p`` (never ranked, no
 #: bootstrap interval; :mod:`~calibkit.metrics.calibration_tests`).

@@ -30,14 +30,12 @@ from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from calibkit.core.binning import BinStats
 from calibkit.core.errors import InputError
 from calibkit.core.outputs import as_outputs
-from calibkit.metrics.samples import Mode, calibration_target
+from calibkit.metrics.samples import F64, Mode, calibration_target
 
-F64 = npt.NDArray[np.float64]
 IntervalMethod = Literal["wilson", "clopper-pearson"]
 INTERVAL_METHODS: tuple[str, ...] = ("wilson", "clopper-pearson")
 

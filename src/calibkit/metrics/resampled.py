@@ -108,23 +108,16 @@ class SortedSamples:
         self.mmce_up = self.signed * np.exp(np.minimum(x, _FIXED_MAX_X))
         self.mmce_down = self.signed * np.exp(-x)
         self.signed2 = self.signed * self.signed
-        self._work: dict[str, np.ndarray] = {}
-        self._rank_work = Work()
+        self._work, self._rank_work = Work(), Work()
         self.weights: F64 = np.empty((0, conf.shape[0]))  # the last block's, as float64
         self._cums: tuple[np.ndarray, np.ndarray] | None = None  # the last block's
         self._right: tuple[np.ndarray, np.ndarray] = (self.weights, self.weights)
 
     def _buffer(self, name: str, b: int, dtype: type) -> np.ndarray:
-        """A ``(b, N)`` work array kept from block to block.
-
-        A block's temporaries come to tens of MB; allocated afresh, they arrive as new pages
-        from the kernel every block (the allocator hands freed memory back), a page fault
-        per 4 KB: a third of the bootstrap's time at 100,000 samples.
-        """
-        buf = self._work.get(name)
-        if buf is None or buf.shape[0] < b or buf.dtype != dtype:
-            buf = self._work[name] = np.empty((b, self.order.shape[0]), dtype)
-        return buf[:b]
+        """A ``(b, N)`` work array kept from block to block
+        (:class:`~calibkit.metrics.selective.Work`: a third of the bootstrap's time at 100,000
+        samples went to the page faults of fresh arrays)."""
+        return self._work(name, (b, self.order.shape[0]), dtype)
 
     def draw(self, rng: np.random.Generator, b: int) -> np.ndarray:
         """The resample counts of ``b`` replicates, in confidence order.

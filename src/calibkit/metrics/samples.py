@@ -27,6 +27,13 @@ _PARAMETERS = """Parameters
 ----------
 outputs : ClassifierOutputs
     Validated outputs."""
+#: The Parameters and Returns sections of the per-sample terms (nll, brier, entropy).
+_PER_SAMPLE = f"""{_PARAMETERS}
+
+Returns
+-------
+ndarray of shape (N,)
+    The term of each sample."""
 
 
 def calibration_target(outputs: ClassifierOutputs, mode: Mode = "top_label") -> tuple[F64, F64]:
@@ -129,16 +136,11 @@ def weighted_mean(values: F64, weight: F64 | None) -> float:
     return float(np.dot(values, weight) / weight.sum())
 
 
-@fill_doc(parameters=_PARAMETERS)
+@fill_doc(parameters=_PER_SAMPLE)
 def nll_per_sample(outputs: ClassifierOutputs) -> F64:
-    """``-log p(y_i)``; a probability of exactly 0 counts as ``-log(tiny)`` (about 708).
+    """``-log p(y_i)`` in nats; a probability of exactly 0 counts as ``-log(tiny)`` (about 708).
 
     {parameters}
-
-    Returns
-    -------
-    ndarray of shape (N,)
-        The per-sample negative log-likelihood in nats.
 
     Examples
     --------
@@ -152,16 +154,11 @@ def nll_per_sample(outputs: ClassifierOutputs) -> F64:
     return out
 
 
-@fill_doc(parameters=_PARAMETERS)
+@fill_doc(parameters=_PER_SAMPLE)
 def brier_per_sample(outputs: ClassifierOutputs) -> F64:
     """``sum_k (p_k - [y = k])^2``, in [0, 2] (the multiclass Brier score; not halved).
 
     {parameters}
-
-    Returns
-    -------
-    ndarray of shape (N,)
-        The per-sample Brier score.
 
     Examples
     --------
@@ -176,16 +173,11 @@ def brier_per_sample(outputs: ClassifierOutputs) -> F64:
     return out
 
 
-@fill_doc(parameters=_PARAMETERS)
+@fill_doc(parameters=_PER_SAMPLE)
 def entropy_per_sample(outputs: ClassifierOutputs) -> F64:
     """Predictive entropy ``-sum_k p_k log p_k`` in nats (``0 log 0 = 0``).
 
     {parameters}
-
-    Returns
-    -------
-    ndarray of shape (N,)
-        The per-sample entropy.
 
     Examples
     --------

@@ -56,7 +56,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import numpy.typing as npt
@@ -73,6 +73,17 @@ Sums = npt.NDArray[Any]
 #: The coverage and risk of the registered ``risk_at_cov80`` and ``cov_at_risk5`` metrics.
 DEFAULT_COVERAGE = 0.8
 DEFAULT_RISK = 0.05
+
+
+class _Options(TypedDict, total=False):
+    """The keyword options of every metric function here (defaults None): ``logits``,
+    ``sample_weight`` and ``confidence``, a score of shape ``(N,)`` that replaces the
+    top-label probability."""
+
+    logits: object
+    sample_weight: object
+    confidence: object
+
 
 #: ``work(name, shape, dtype)``: a work array kept from call to call (see :class:`Work`).
 WorkArrays = Callable[[str, tuple[int, ...], Any], np.ndarray]
@@ -337,7 +348,12 @@ def cov_at_risk5_of(s: RankSums) -> F64:
 
 # ----- the metric functions -------------------------------------------------------------------
 def _sums(
-    labels: object, probs: object, logits: object, sample_weight: object, confidence: object
+    labels: object,
+    probs: object,
+    *,
+    logits: object = None,
+    sample_weight: object = None,
+    confidence: object = None,
 ) -> tuple[RankSums, Ranking]:
     """The validated outputs' tie-group sums (one row), and their :class:`Ranking`."""
     out = as_outputs(labels, probs, logits=logits)
@@ -353,19 +369,12 @@ def _sums(
     return ranking.sums(None if w is None else w[None, :]), ranking
 
 
-def failure_auroc(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    sample_weight: object = None,
-    confidence: object = None,
-) -> float:
+def failure_auroc(labels: object, probs: object = None, **options: Unpack[_Options]) -> float:
     """AUROC of the confidence for telling correct top-label predictions from wrong ones.
 
     Ties count half: equal to scikit-learn's ``roc_auc_score(correct, confidence,
-    sample_weight=...)``. ``confidence`` (shape ``(N,)``) replaces the top-label probability
-    as the score. Needs at least one correct and one wrong prediction (InputError otherwise).
+    sample_weight=...)``. Needs at least one correct and one wrong prediction (InputError
+    otherwise).
 
     Examples
     --------
@@ -374,7 +383,7 @@ def failure_auroc(
     >>> failure_auroc([0, 1], probs=[[0.6, 0.4], [0.6, 0.4]])  # a tie counts half
     0.5
     """
-    s, _ = _sums(labels, probs, logits, sample_weight, confidence)
+    s, _ = _sums(labels, probs, **options)
     value = float(auroc_of(s)[0])
     if math.isnan(value):
         wrong = float(s.wrong.sum())
@@ -383,18 +392,10 @@ def failure_auroc(
     return value
 
 
-def aurc(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    sample_weight: object = None,
-    confidence: object = None,
-) -> float:
+def aurc(labels: object, probs: object = None, **options: Unpack[_Options]) -> float:
     """Area under the risk-coverage curve (Geifman et al. 2019; ties enter together).
 
-    See the module docstring for the convention; ``confidence`` replaces the top-label
-    probability as the score.
+    See the module docstring for the convention.
 
     Examples
     --------
@@ -403,18 +404,11 @@ def aurc(
     >>> aurc([0, 0, 1], probs=[[0.9, 0.1], [0.7, 0.3], [0.7, 0.3]])  # (0 + 1/3 + 1/3) / 3
     0.2222222222222222
     """
-    s, _ = _sums(labels, probs, logits, sample_weight, confidence)
+    s, _ = _sums(labels, probs, **options)
     return float(aurc_of(s)[0])
 
 
-def eaurc(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    sample_weight: object = None,
-    confidence: object = None,
-) -> float:
+def eaurc(labels: object, probs: object = None, **options: Unpack[_Options]) -> float:
     """Excess AURC: :func:`aurc` minus that of a perfect ranking at the same accuracy.
 
     Examples
@@ -424,18 +418,11 @@ def eaurc(
     >>> round(eaurc([0, 0, 1], probs=[[0.7, 0.3], [0.8, 0.2], [0.9, 0.1]]), 4)  # worst
     0.5
     """
-    s, _ = _sums(labels, probs, logits, sample_weight, confidence)
+    s, _ = _sums(labels, probs, **options)
     return float(eaurc_of(s)[0])
 
 
-def augrc(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    sample_weight: object = None,
-    confidence: object = None,
-) -> float:
+def augrc(labels: object, probs: object = None, **options: Unpack[_Options]) -> float:
     """Area under the generalized risk-coverage curve (Traub et al., NeurIPS 2024).
 
     Examples
@@ -443,7 +430,7 @@ def augrc(
     >>> augrc([0, 0, 1], probs=[[0.9, 0.1], [0.8, 0.2], [0.7, 0.3]])  # (1/3)^2 / 2
     0.05555555555555555
     """
-    s, _ = _sums(labels, probs, logits, sample_weight, confidence)
+    s, _ = _sums(labels, probs, **options)
     return float(augrc_of(s)[0])
 
 
@@ -467,9 +454,7 @@ def risk_at_coverage(
     probs: object = None,
     *,
     coverage: float = DEFAULT_COVERAGE,
-    logits: object = None,
-    sample_weight: object = None,
-    confidence: object = None,
+    **options: Unpack[_Options],
 ) -> float:
     """Selective risk when accepting the most confident ``coverage`` fraction, in (0, 1].
 
@@ -487,18 +472,12 @@ def risk_at_coverage(
     0.0
     """
     c = check_fraction("coverage", coverage, low_open=True)
-    s, _ = _sums(labels, probs, logits, sample_weight, confidence)
+    s, _ = _sums(labels, probs, **options)
     return float(risk_at_coverage_of(s, c)[0])
 
 
 def coverage_at_risk(
-    labels: object,
-    probs: object = None,
-    *,
-    risk: float = DEFAULT_RISK,
-    logits: object = None,
-    sample_weight: object = None,
-    confidence: object = None,
+    labels: object, probs: object = None, *, risk: float = DEFAULT_RISK, **options: Unpack[_Options]
 ) -> float:
     """The largest achievable coverage whose selective risk is at most ``risk`` (in [0, 1]).
 
@@ -513,7 +492,7 @@ def coverage_at_risk(
     0.0
     """
     r = check_fraction("risk", risk, low_open=False)
-    s, _ = _sums(labels, probs, logits, sample_weight, confidence)
+    s, _ = _sums(labels, probs, **options)
     return float(coverage_at_risk_of(s, r)[0])
 
 
@@ -549,12 +528,7 @@ class RiskCoverage:
 
 
 def risk_coverage_curve(
-    labels: object,
-    probs: object = None,
-    *,
-    logits: object = None,
-    sample_weight: object = None,
-    confidence: object = None,
+    labels: object, probs: object = None, **options: Unpack[_Options]
 ) -> RiskCoverage:
     """The risk-coverage curve's achievable points and its areas (for the figure).
 
@@ -564,7 +538,7 @@ def risk_coverage_curve(
     >>> rc.coverage.tolist(), rc.risk.tolist(), rc.threshold.tolist()
     ([0.3333333333333333, 1.0], [0.0, 0.3333333333333333], [0.9, 0.7])
     """
-    s, ranking = _sums(labels, probs, logits, sample_weight, confidence)
+    s, ranking = _sums(labels, probs, **options)
     c, e, r = s.cumulative
     total = c[0, -1]
     return RiskCoverage(

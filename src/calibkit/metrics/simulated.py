@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 import numpy as np
 
@@ -115,18 +115,22 @@ class Simulation:
     seed: int
 
     def truth_for(self, n_bins: int) -> SimulationTruth:
-        """The population values with another number of bins.
-
-        Parameters
-        ----------
-        n_bins : int
-            Bins.
-
-        Returns
-        -------
-        SimulationTruth
-        """
+        """The population values with another number of bins, ``n_bins``."""
         return population_truth(self.model, check_n_bins(n_bins))
+
+
+class _Declarations(TypedDict, total=False):
+    """The declarations :func:`simulate` passes to :func:`simulation_model` (its defaults)."""
+
+    gap: float | None
+    params: Sequence[float] | None
+    low: float | None
+    high: float
+    confidence: Sequence[float]
+    concentration: float
+    group_gaps: Sequence[float] | None
+    group_weights: Sequence[float] | None
+    class_gaps: Sequence[float] | None
 
 
 def simulate(
@@ -135,16 +139,8 @@ def simulate(
     *,
     seed: int,
     shape: Shape = "constant",
-    gap: float | None = None,
-    params: Sequence[float] | None = None,
-    low: float | None = None,
-    high: float = 1.0,
-    confidence: Sequence[float] = (1.0, 1.0),
-    concentration: float = 1.0,
-    group_gaps: Sequence[float] | None = None,
-    group_weights: Sequence[float] | None = None,
-    class_gaps: Sequence[float] | None = None,
     n_bins: int = 15,
+    **declarations: Unpack[_Declarations],
 ) -> Simulation:
     """Draw a K-class classifier's outputs with declared miscalibration, and its truth.
 
@@ -197,19 +193,7 @@ def simulate(
     >>> abs(ece(sim.labels, probs=sim.probs, n_bins=5) - t.ece) < 0.01
     True
     """
-    model = simulation_model(
-        n_classes,
-        shape,
-        gap=gap,
-        params=params,
-        low=low,
-        high=high,
-        confidence=confidence,
-        concentration=concentration,
-        group_gaps=group_gaps,
-        group_weights=group_weights,
-        class_gaps=class_gaps,
-    )
+    model = simulation_model(n_classes, shape, **declarations)
     n = Integer(1, MAX_ENTRIES).check("n", n)
     if n * model.n_classes > MAX_ENTRIES:
         raise InputError(
@@ -235,17 +219,8 @@ def simulation_model(
     group_weights: Sequence[float] | None = None,
     class_gaps: Sequence[float] | None = None,
 ) -> SimulationModel:
-    """The checked declarations of :func:`simulate` (each bad one an InputError naming it).
-
-    Parameters
-    ----------
-    n_classes, shape, gap, params, low, high, confidence, concentration, group_gaps, \
-group_weights, class_gaps
-        As in :func:`simulate`.
-
-    Returns
-    -------
-    SimulationModel
+    """The checked declarations of :func:`simulate`, its arguments as there (each bad one an
+    InputError naming it).
 
     Examples
     --------

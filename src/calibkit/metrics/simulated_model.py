@@ -221,20 +221,8 @@ class SimulationModel:
     concentration: float = 1.0
 
     def p_correct(self, conf: object, group: int | None = None) -> F64:
-        """The true ``P(correct | top-label confidence)``, of all samples or of one group.
-
-        Parameters
-        ----------
-        conf : array-like
-            Top-label confidences.
-        group : int, optional
-            A group (a model with groups).
-
-        Returns
-        -------
-        ndarray
-            The probabilities, shaped like ``conf``.
-        """
+        """The true ``P(correct | top-label confidence)`` at the confidences ``conf`` (the
+        result shaped like them), of all samples or of one ``group`` (a model with groups)."""
         c = np.asarray(conf, dtype=np.float64)
         if group is not None:
             if not self.groups:
@@ -249,22 +237,8 @@ class SimulationModel:
 
 
 def draw(model: SimulationModel, n: int, rng: np.random.Generator) -> tuple[F64, I64, I64 | None]:
-    """``n`` samples of ``model``: probabilities, labels and groups (or None).
-
-    Parameters
-    ----------
-    model : SimulationModel
-        The declarations.
-    n : int
-        Samples.
-    rng : numpy.random.Generator
-        The generator (its draws, in a fixed order, make the sample).
-
-    Returns
-    -------
-    probs : ndarray of shape (n, K)
-    labels : ndarray of shape (n,)
-    groups : ndarray of shape (n,) or None
+    """``n`` samples of ``model``: probabilities ``(n, K)``, labels ``(n,)`` and groups ``(n,)``
+    (or None), drawn from ``rng`` (its draws, in a fixed order, make the sample).
 
     Examples
     --------

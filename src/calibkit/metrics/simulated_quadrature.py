@@ -127,24 +127,11 @@ def integrate_pieces(
 
 
 def sign_changes(h: Callable[[F64], F64], knots: F64, per_piece: int = 128) -> F64:
-    """Where ``h`` changes sign between the sorted ``knots`` (|h| <= 1e-13 counts as 0).
+    """The points where the vectorised ``h`` changes sign between the sorted ``knots`` (the
+    ends included; ``h`` is smooth between them; ``|h| <= 1e-13`` counts as 0).
 
     Each piece between knots is sampled at ``per_piece`` points; each sign change found is
     bisected to machine precision.
-
-    Parameters
-    ----------
-    h : callable
-        A vectorised function.
-    knots : ndarray
-        Sorted points, the ends included (``h`` is smooth between them).
-    per_piece : int
-        Samples per piece.
-
-    Returns
-    -------
-    ndarray
-        The points.
 
     Examples
     --------

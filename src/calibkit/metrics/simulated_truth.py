@@ -96,14 +96,8 @@ class _Integrand:
 
 
 def breakpoints(model: SimulationModel, n_bins: int) -> F64:
-    """The pieces' ends on the probability scale: where an integrand is not smooth.
-
-    Parameters
-    ----------
-    model : SimulationModel
-        The declarations.
-    n_bins : int
-        Bins.
+    """The pieces' ends on the probability scale for ``model`` and ``n_bins`` bins: where an
+    integrand is not smooth.
 
     Returns
     -------
@@ -207,39 +201,15 @@ class SimulationTruth:
         return {**{n: float(getattr(self, n)) for n in names}, "ece_debiased": self.rmsce}
 
     def p_correct(self, conf: object, group: int | None = None) -> F64:
-        """The true ``P(correct | top-label confidence)`` (of one group, given one).
-
-        Parameters
-        ----------
-        conf : array-like
-            Confidences.
-        group : int, optional
-            A group.
-
-        Returns
-        -------
-        ndarray
-            Probabilities shaped like ``conf``.
-        """
+        """The true ``P(correct | top-label confidence)`` of the declarations (of one group,
+        given one): :meth:`~calibkit.metrics.simulated_model.SimulationModel.p_correct`."""
         return self.model.p_correct(conf, group)
 
 
 @functools.lru_cache(maxsize=64)
 def population_truth(model: SimulationModel, n_bins: int) -> SimulationTruth:
-    """Every population value of ``model`` with ``n_bins`` bins (module docstring).
-
-    Parameters
-    ----------
-    model : SimulationModel
-        The declarations.
-    n_bins : int
-        Bins of the binned values.
-
-    Returns
-    -------
-    SimulationTruth
-        The values (cached: the same declarations give the same object).
-    """
+    """Every population value of ``model`` with ``n_bins`` bins (module docstring); cached:
+    the same declarations give the same object."""
     cols = _Integrand(model, n_bins)
     points = breakpoints(model, n_bins)
     pieces = integrate_pieces(cols, points)

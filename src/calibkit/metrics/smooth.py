@@ -290,9 +290,9 @@ def smooth_reliability(
 ) -> SmoothReliability:
     """The smoothed reliability curve, its bootstrap band and the smooth ECE with interval.
 
-    The curve uses the full data; each of ``resampling.n_boot`` resamples (multinomial
-    counts times the sample weights) recomputes the curve and the smooth ECE at the full
-    data's bandwidth.
+    The curve (on :data:`CURVE_POINTS` points of [0, 1]) uses the full data; each of
+    ``resampling.n_boot`` resamples (multinomial counts times the sample weights) recomputes
+    the curve and the smooth ECE at the full data's bandwidth.
 
     Parameters
     ----------
@@ -300,11 +300,6 @@ def smooth_reliability(
         As in :func:`smooth_ece`.
     resampling : Resampling
         Bootstrap resamples (at least 1), level of the band and interval, and the seed.
-
-    Returns
-    -------
-    SmoothReliability
-        Curve, band and density on 200 points of [0, 1], bandwidth, value and interval.
 
     Examples
     --------

@@ -32,7 +32,6 @@ callback read their accuracy, NLL and ECE from it. Equal-width bins follow
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 import torch
 
 from calibkit.core.binning import bin_stats, check_n_bins
@@ -42,9 +41,7 @@ from calibkit.core.validation import Choice
 from calibkit.metrics.bin_errors import errors_from_sums
 from calibkit.metrics.info import kernels, suite_names
 from calibkit.metrics.kernels import BinNorm, Kernel, SampleMean
-from calibkit.metrics.samples import MODES, Mode, calibration_target, per_sample_scores
-
-F64 = npt.NDArray[np.float64]
+from calibkit.metrics.samples import F64, MODES, Mode, calibration_target, per_sample_scores
 
 #: The binning convention of the bin sums (equal-width ``[a, b)``, the last bin closed at
 #: 1.0); another convention gets another number, so that sums of both are never added.

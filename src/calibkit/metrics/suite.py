@@ -21,7 +21,6 @@ one suite.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -66,7 +65,7 @@ from calibkit.metrics.info import floor_names, kernels, suite_names
 from calibkit.metrics.kernels import BinNorm, RankStatistic, Residual, SampleMean
 from calibkit.metrics.rank_prefix import prefix_functions
 from calibkit.metrics.samples import F64, Mode, calibration_target, probs_and_scores, weighted_mean
-from calibkit.metrics.selective import Ranking, RankSums
+from calibkit.metrics.selective import Ranking
 
 if TYPE_CHECKING:
     from scipy import sparse
@@ -212,20 +211,12 @@ class MetricSuite:
         ``weights`` (shape ``(b, N)``; None: every sample once, one row; ``columns``: the
         column of each sample, for weights in another order), from one set of tie-group
         sums."""
-        if not any(isinstance(k, RankStatistic) for k in kernels(names).values()):
-            return {}
-        if self._ranking is None:
-            self._ranking = Ranking(self.score, self.correct)
-        ranking = self._ranking
-        return self._ranked_of(names, lambda: ranking.sums(weights, columns, reuse=True))
-
-    def _ranked_of(self, names: tuple[str, ...], sums: Callable[[], RankSums]) -> dict[str, F64]:
-        """Each :class:`~.kernels.RankStatistic` metric in ``names`` from the group sums that
-        ``sums()`` gives (called only when one is wanted; values copied out)."""
         wanted = {n: k for n, k in kernels(names).items() if isinstance(k, RankStatistic)}
         if not wanted:
             return {}
-        s = sums()
+        if self._ranking is None:
+            self._ranking = Ranking(self.score, self.correct)
+        s = self._ranking.sums(weights, columns, reuse=True)
         return {name: kernel.function(s) for name, kernel in wanted.items()}
 
     def _ranks_by_conf(self) -> bool:
