@@ -124,19 +124,15 @@ class DECE(Penalty):
     DECE(n_bins=15, bin_temperature=0.01, accuracy_temperature=0.01)
     """
 
+    params = DECE_PARAMS
+    penalty = staticmethod(dece)
+
     def __init__(
         self, n_bins: int = 15, bin_temperature: float = 0.01, accuracy_temperature: float = 0.01
     ) -> None:
         super().__init__()
-        self.n_bins = check_n_bins(n_bins)
-        self.bin_temperature = POSITIVE.check("bin_temperature", bin_temperature)
-        self.accuracy_temperature = POSITIVE.check("accuracy_temperature", accuracy_temperature)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return dece(logits, targets, self.n_bins, self.bin_temperature, self.accuracy_temperature)
-
-    def extra_repr(self) -> str:
-        return (
-            f"n_bins={self.n_bins}, bin_temperature={self.bin_temperature}, "
-            f"accuracy_temperature={self.accuracy_temperature}"
+        self._set_params(
+            n_bins=n_bins,
+            bin_temperature=bin_temperature,
+            accuracy_temperature=accuracy_temperature,
         )

@@ -57,7 +57,7 @@ from torch import Tensor, nn
 from calibkit.core.binning import N_BINS, check_n_bins
 from calibkit.core.docs import fill_doc
 from calibkit.core.errors import InputError
-from calibkit.core.validation import NON_NEGATIVE, POSITIVE, Boolean, Choice
+from calibkit.core.validation import NON_NEGATIVE, POSITIVE, Boolean, Choice, Constraint
 from calibkit.losses.basic import check_inputs, log_probs
 from calibkit.losses.registry import PENALTIES
 
@@ -212,8 +212,19 @@ class Penalty(nn.Module):
         """The penalty of a batch; a penalty without parameters defines only this."""
         raise NotImplementedError
 
+    #: A penalty with parameters: their constraints, in the order ``penalty`` takes them.
+    params: ClassVar[dict[str, Constraint]] = {}
+
+    def _set_params(self, **values: object) -> None:
+        """Check each parameter against :attr:`params` and keep it as an attribute."""
+        for name, value in values.items():
+            setattr(self, name, self.params[name].check(name, value))
+
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return self.penalty(logits, targets)
+        return self.penalty(logits, targets, *(getattr(self, name) for name in self.params))
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{name}={getattr(self, name)!r}" for name in self.params)
 
 
 @PENALTIES.register("l1_norm", params={})
@@ -247,16 +258,12 @@ class MMCE(Penalty):
     tensor(0.5000)
     """
 
+    params = MMCE_PARAMS
+    penalty = staticmethod(mmce)
+
     def __init__(self, bandwidth: float = 0.4, weighted: bool = True) -> None:
         super().__init__()
-        self.bandwidth = POSITIVE.check("bandwidth", bandwidth)
-        self.weighted = Boolean().check("weighted", weighted)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return mmce(logits, targets, self.bandwidth, self.weighted)
-
-    def extra_repr(self) -> str:
-        return f"bandwidth={self.bandwidth}, weighted={self.weighted}"
+        self._set_params(bandwidth=bandwidth, weighted=weighted)
 
 
 @PENALTIES.register("mdca", params={})
@@ -287,17 +294,12 @@ class SoftECE(Penalty):
     tensor(0.5000)
     """
 
+    params = SOFT_ECE_PARAMS
+    penalty = staticmethod(soft_ece)
+
     def __init__(self, n_bins: int = 15, temperature: float = 1e-3, norm: SoftNorm = "l1") -> None:
         super().__init__()
-        self.n_bins = check_n_bins(n_bins)
-        self.temperature = POSITIVE.check("temperature", temperature)
-        self.norm: SoftNorm = NORM.check("norm", norm)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return soft_ece(logits, targets, self.n_bins, self.temperature, self.norm)
-
-    def extra_repr(self) -> str:
-        return f"n_bins={self.n_bins}, temperature={self.temperature}, norm={self.norm!r}"
+        self._set_params(n_bins=n_bins, temperature=temperature, norm=norm)
 
 
 class CombinedLoss(nn.Module):
