@@ -276,12 +276,8 @@ class GammaLoss(nn.Module):
     ----------
     function : callable
         The loss function, e.g. :func:`focal_loss`.
-    gamma : float
-        Exponent, finite and >= 0.
-    reduction : {"mean", "sum", "none"}
-        How to reduce the per-sample losses.
-    alpha : None, float or sequence of float
-        Class weight (None: off), shown by ``repr`` only when set.
+    gamma, reduction, alpha
+        As in :class:`FocalLoss` (``alpha`` shown by ``repr`` only when set).
 
     Examples
     --------
@@ -329,20 +325,11 @@ class FocalLoss(GammaLoss):
 
 
 @LOSSES.register("adaptive_focal", params=GAMMA_PARAMS)
+@fill_doc(parameters=MODULE_PARAMETERS)
 class AdaptiveFocalLoss(GammaLoss):
     """FLSD-53: ``gamma`` 5 if ``p_y < 0.2``, 3 if ``p_y < 0.5``, else ``gamma`` (default 3).
 
-    Parameters
-    ----------
-    gamma : float
-        Exponent where ``p_y >= 0.5``.
-    reduction : {"mean", "sum", "none"}
-        How to reduce the per-sample losses.
-    alpha : None, float or sequence of float
-        Class weight ``alpha_t`` (see the module docstring); None (default): off.
-
-    Examples
-    --------
+    {parameters}
     >>> AdaptiveFocalLoss()(torch.zeros(1, 2), torch.tensor([0]))  # 0.5^3 log 2
     tensor(0.0866)
     """
