@@ -195,9 +195,9 @@ def soft_ece(
 class Penalty(nn.Module):
     """A batch-level calibration penalty ``(logits, targets) -> scalar``.
 
-    ``weight_param`` names its weight in the combined losses and configs. A penalty
-    without parameters sets ``penalty`` to its function; one with parameters overrides
-    ``forward(logits, targets)``.
+    ``weight_param`` names its weight in the combined losses and configs. A penalty sets
+    ``penalty`` to its function; one with parameters also declares them in :attr:`params`
+    (in the function's order) and keeps them with ``_set_params``.
 
     Examples
     --------
@@ -247,10 +247,8 @@ class MMCE(Penalty):
 
     Parameters
     ----------
-    bandwidth : float
-        Kernel width, > 0.
-    weighted : bool
-        MMCE_w or the plain MMCE (see :func:`mmce`).
+    bandwidth, weighted
+        As in :func:`mmce`.
 
     Examples
     --------
