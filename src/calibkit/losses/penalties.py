@@ -71,7 +71,7 @@ SoftNorm = Literal["l1", "l2"]
 
 
 #: The Returns section of the penalty functions, and the Examples header.
-_RETURNS = """Returns
+PENALTY_RETURNS = """Returns
 -------
 Tensor
     A scalar.
@@ -79,14 +79,14 @@ Tensor
 Examples
 --------"""
 #: The Parameters and Returns sections of the penalties without parameters.
-_SIGNATURE = (
+PENALTY_SIGNATURE = (
     """Parameters
 ----------
 logits, targets
     Logits ``(N, K)`` and int64 class indices ``(N,)``.
 
 """
-    + _RETURNS
+    + PENALTY_RETURNS
 )
 
 
@@ -100,7 +100,7 @@ def _sqrt(x: Tensor) -> Tensor:
     return x.clamp_min(torch.finfo(x.dtype).tiny).sqrt()
 
 
-@fill_doc(signature=_SIGNATURE)
+@fill_doc(signature=PENALTY_SIGNATURE)
 def l1_logit_norm(logits: Tensor, targets: Tensor) -> Tensor:
     """Mean L1 norm of the logits, ``mean_i sum_k |z_ik|`` (``targets`` only checked).
 
@@ -112,7 +112,7 @@ def l1_logit_norm(logits: Tensor, targets: Tensor) -> Tensor:
     return logits.abs().sum(dim=1).mean()
 
 
-@fill_doc(returns=_RETURNS)
+@fill_doc(returns=PENALTY_RETURNS)
 def mmce(logits: Tensor, targets: Tensor, bandwidth: float = 0.4, weighted: bool = True) -> Tensor:
     """MMCE (Kumar et al. 2018) with a Laplacian kernel; weighted MMCE_w by default.
 
@@ -141,7 +141,7 @@ def mmce(logits: Tensor, targets: Tensor, bandwidth: float = 0.4, weighted: bool
     return _sqrt(w @ kernel @ w)
 
 
-@fill_doc(signature=_SIGNATURE)
+@fill_doc(signature=PENALTY_SIGNATURE)
 def mdca(logits: Tensor, targets: Tensor) -> Tensor:
     """MDCA (Hebbalaguppe et al. 2022): ``(1/K) sum_j |mean_i p_ij - mean_i 1[y_i = j]|``.
 
@@ -154,7 +154,7 @@ def mdca(logits: Tensor, targets: Tensor) -> Tensor:
     return (p.mean(dim=0) - freq).abs().mean()
 
 
-@fill_doc(returns=_RETURNS)
+@fill_doc(returns=PENALTY_RETURNS)
 def soft_ece(
     logits: Tensor,
     targets: Tensor,
