@@ -85,9 +85,7 @@ class TrainConfig(Settings):
         default=0.1, check=POSITIVE, doc="The factor of each decay of the ``step`` schedule."
     )
     augment: bool = param(
-        default=False,
-        check=Boolean(),
-        doc="Random crop (4-pixel zero padding) and horizontal flip of training batches.",
+        default=False, check=Boolean(), doc="Random crop (4-pixel padding) and flip of batches."
     )
     loss: str = param(
         default="cross_entropy",
