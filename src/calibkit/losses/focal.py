@@ -19,9 +19,8 @@ target class:
   and the authors' code (``p_k < p_y`` mask, ties excluded); ``p_j`` carries gradient.
 
 At ``gamma = 0`` focal, inverse focal and dual focal are cross-entropy (``w = 1``), and so
-is the adaptive loss on samples with ``p_y >= 0.5``. The survey's two-term dual focal loss,
-``-(1 - p_y)^gamma log p_y - p_m^gamma log(1 - p_m)`` with ``p_m`` the largest non-target
-probability, is in :mod:`calibkit.losses.dual_focal` (registered as ``dual_focal_two_term``).
+is the adaptive loss on samples with ``p_y >= 0.5``. The survey's two-term dual focal loss
+is in :mod:`calibkit.losses.dual_focal` (registered as ``dual_focal_two_term``).
 
 Class weight ``alpha`` (Lin et al. 2017, "Focal loss for dense object detection"): every
 loss here takes ``alpha`` and multiplies sample ``i``'s loss by ``alpha_t = alpha[y_i]``.
