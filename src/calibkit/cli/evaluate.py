@@ -1,23 +1,20 @@
 """``calibkit evaluate FILE``: every metric of one prediction file, plus a reliability diagram.
 
 ``--extra NAME`` adds a metric outside the default suite: any of the metric registry's extras
-(:func:`calibkit.metrics.extra_names`: the smooth ECE with its bootstrap interval at the
-fitted bandwidth, the calibration / refinement parts of NLL and Brier, Murphy's parts of
-the Brier score, and any registered since), or ``decomposition``, the calibration /
-refinement split of NLL and Brier. They are opt-in, so the default output (and every report
-built on :func:`calibkit.metrics.evaluate`) keeps its keys. ``--extra risk_at_coverage`` and
-``--extra coverage_at_risk`` take ``--coverage C`` (in (0, 1]) and ``--risk R`` (in [0, 1]).
+(:func:`calibkit.metrics.extra_names`), or ``decomposition``, the calibration / refinement split
+of NLL and Brier. They are opt-in, so the default output (and every report built on
+:func:`calibkit.metrics.evaluate`) keeps its keys. ``--extra risk_at_coverage`` and ``--extra
+coverage_at_risk`` take ``--coverage C`` (in (0, 1]) and ``--risk R`` (in [0, 1]).
 
 ``--rc-plot PNG`` writes the risk-coverage curves (selective risk and generalized risk
 against coverage, :func:`calibkit.reporting.curves.risk_coverage_figure`). ``--plot``,
 ``--smooth-plot`` and ``--rc-plot`` given ``none`` write no file
 (:func:`calibkit.cli.common.file_or_none`).
 
-``--groups KEY`` reads one group per sample from the file (an array of a ``.npz`` / ``.pt``,
-a column of a ``.csv``: :func:`calibkit.io.predictions.load_groups`) and adds each group's
-accuracy, ECE (interval and noise floor), NLL (interval) and mean confidence, and the
-worst-group ECE gap (:func:`calibkit.metrics.groups.evaluate_groups`); ``--format json``
-holds them under ``"groups"``.
+``--groups KEY`` reads one group per sample from the file (an array of a ``.npz`` / ``.pt``, a
+column of a ``.csv``: :func:`calibkit.io.predictions.load_groups`) and adds the per-group
+evaluation (:func:`calibkit.metrics.groups.evaluate_groups`); ``--format json`` holds it under
+``"groups"``.
 
 The verdict comes first (overconfident or underconfident, by how much against the noise
 floor, what to run next: :func:`calibkit.reporting.evaluate_report.evaluation_verdict`), then

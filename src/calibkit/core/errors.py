@@ -19,13 +19,8 @@ not pay, so the class is made on first use (the module's ``__getattr__``): only 
 raises or catches it imports scikit-learn.
 
 Warnings: :class:`CalibkitWarning` is the base of the warnings calibkit gives on purpose
-(the CLI shows each message once, as ``calibkit: warning: <message>``);
-:class:`BoundWarning`, a fitted parameter that stopped at a bound of its searched range;
-:class:`ConvergenceWarning`, an iterative estimate that used its whole iteration budget;
-:class:`SingularSystemWarning`, a linear system that cannot be solved reliably (singular, or
-singular within its sampling error); :class:`SmallSampleWarning`, too few rows for what is
-estimated from them; :class:`UnseenGroupWarning`, rows of groups a group-wise calibrator
-never saw at fit time (they get its global map).
+(the CLI shows each message once, as ``calibkit: warning: <message>``); each subclass below
+says what it warns of.
 """
 
 from __future__ import annotations

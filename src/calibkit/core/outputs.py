@@ -201,7 +201,10 @@ def check_scores(scores: object, kind: ScoreKind, *, name: str | None = None) ->
             raise InputError(
                 name, "1-D positive-class probabilities in [0, 1]", f"{arr[outside][0]:.6g}"
             )
-        arr = _binary_to_two_columns(arr, kind)
+        if kind == "probs":  # 1 - p in float64: exact for float32 p (float32 would round it)
+            arr = np.stack([1.0 - arr.astype(np.float64), arr.astype(np.float64)], axis=1)
+        else:
+            arr = np.stack([np.zeros_like(arr), arr], axis=1)
     if arr.ndim != 2:
         raise InputError(
             name, "a 2-D array (samples x classes) or a 1-D binary score", _describe(arr)
@@ -229,13 +232,6 @@ def check_scores(scores: object, kind: ScoreKind, *, name: str | None = None) ->
         if arr.max() > 1.0:  # accepted within the tolerance: a probability is never above 1
             arr = np.minimum(arr, 1.0)
     return arr
-
-
-def _binary_to_two_columns(arr: np.ndarray, kind: ScoreKind) -> np.ndarray:
-    if kind == "probs":  # 1 - p in float64: exact for float32 p (float32 would round it)
-        p = arr.astype(np.float64)
-        return np.stack([1.0 - p, p], axis=1)
-    return np.stack([np.zeros_like(arr), arr], axis=1)
 
 
 def top_label_from_logits(

@@ -31,10 +31,9 @@ Differences from CIFAR-10-C, each forced by a dependency calibkit does not take:
 - ``defocus_blur``: OpenCV's 3x3 Gaussian anti-aliasing of the disk and its ``filter2D``
   (reflect-101 borders), restated in SciPy.
 
-Not available: ``frost`` (it blends Hendrycks' six frost photographs, which are not part of
-calibkit, and a synthetic stand-in would not be CIFAR-10-C's frost) and ``spatter`` (one of
-the four extras; it is built from OpenCV's Canny edges, distance transform and histogram
-equalisation). Both are listed in :data:`UNAVAILABLE` and refused with that reason.
+Not available: ``frost`` (a synthetic stand-in for its photographs would not be CIFAR-10-C's
+frost) and ``spatter`` (one of the four extras), refused with the reason :data:`UNAVAILABLE`
+gives.
 
 >>> import numpy as np
 >>> images = np.full((2, 32, 32, 3), 128, dtype=np.uint8)

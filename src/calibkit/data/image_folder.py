@@ -94,10 +94,6 @@ def _decode(data: bytes, name: str) -> npt.NDArray[np.uint8]:
         raise InputError("image", "a file Pillow can decode", f"{name} ({exc})") from None
 
 
-def _is_hidden(parts: Sequence[str]) -> bool:
-    return any(p.startswith(".") or p == "__MACOSX" for p in parts)
-
-
 def _index(source: str, names: Sequence[str]) -> tuple[list[tuple[str, int, str]], list[str]]:
     """``[(split, class_name, name)]`` (sorted) and the sorted class names, checked."""
     members: list[tuple[str, int, str]] = []
@@ -105,7 +101,11 @@ def _index(source: str, names: Sequence[str]) -> tuple[list[tuple[str, int, str]
     found: list[tuple[str, str, str]] = []
     for name in names:
         parts = PurePosixPath(name).parts
-        if len(parts) != 3 or parts[0] not in SPLITS or _is_hidden(parts):
+        if (
+            len(parts) != 3
+            or parts[0] not in SPLITS
+            or any(p.startswith(".") or p == "__MACOSX" for p in parts)
+        ):
             continue
         per_split[parts[0]].add(parts[1])
         found.append((parts[0], parts[1], name))

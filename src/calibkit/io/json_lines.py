@@ -88,14 +88,12 @@ class Line:
             if key not in node:
                 raise self.fail(".".join(path), expected, "no such field")
             node = node[key]
-        bad_bool = isinstance(node, bool) and bool not in _as_tuple(types)
+        bad_bool = isinstance(node, bool) and bool not in (
+            types if isinstance(types, tuple) else (types,)
+        )
         if not isinstance(node, types) or bad_bool:
             raise self.fail(".".join(path), expected, shown(node))
         return node
-
-
-def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
-    return types if isinstance(types, tuple) else (types,)
 
 
 def _no_constant(name: str) -> float:

@@ -55,7 +55,7 @@ from calibkit.core.errors import InputError
 from calibkit.core.names import LM_LENGTH_NORMS
 from calibkit.core.outputs import ClassifierOutputs, check_labels, check_scores
 from calibkit.io.json_lines import Line, read_json_lines, shown
-from calibkit.io.lm_outputs import LMOutputs, pad_options
+from calibkit.io.lm_outputs import LMOutputs, pad_options, padding_notes
 
 #: A samples file's name: ``samples_<task>_<date>.jsonl`` (the date as ``lm-eval`` writes it,
 #: ``datetime.now().isoformat()`` with ``-`` for ``:``).
@@ -291,12 +291,7 @@ def read_harness(path: Path, length_norm: str | None = None) -> LMOutputs:
             f"{' ...' if len(defaulted) > 3 else ''}: each option is its continuation without"
             " the harness's default delimiter ' '."
         )
-    if counts.min() != counts.max():
-        short = int((counts < counts.max()).sum())
-        notes.append(
-            f"{short:,} questions have fewer than {int(counts.max())} options; the missing"
-            " options have probability 0."
-        )
+    notes += padding_notes(counts)
     groups = {}
     if parents:
         groups["group"] = np.array([parents.get(t, t) for t in tasks])

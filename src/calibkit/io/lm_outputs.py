@@ -49,6 +49,19 @@ def pad_options(rows: Sequence[Sequence[float]]) -> tuple[np.ndarray, npt.NDArra
     return out, counts
 
 
+def padding_notes(counts: npt.NDArray[np.int64]) -> list[str]:
+    """The report's note on the questions padded by :func:`pad_options` (none if none was).
+
+    >>> padding_notes(np.array([2, 3, 3]))
+    ['1 questions have fewer than 3 options; the missing options have probability 0.']
+    """
+    if counts.min() == counts.max():
+        return []
+    short = int((counts < counts.max()).sum())
+    missing = "the missing options have probability 0."
+    return [f"{short:,} questions have fewer than {int(counts.max())} options; {missing}"]
+
+
 @dataclass(frozen=True)
 class LMOutputs:
     """A language model's answers read from an evaluation tool's file.
@@ -109,4 +122,4 @@ class LMOutputs:
         return self.tasks if key == "task" else self.groups.get(key)
 
 
-__all__ = ["ANSWER_KINDS", "PAD_GAP", "LMOutputs", "pad_options"]
+__all__ = ["ANSWER_KINDS", "PAD_GAP", "LMOutputs", "pad_options", "padding_notes"]

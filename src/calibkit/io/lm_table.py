@@ -39,7 +39,7 @@ from calibkit.core.errors import InputError
 from calibkit.core.outputs import ClassifierOutputs, check_labels, check_scores
 from calibkit.io.csv_table import read_csv_table
 from calibkit.io.json_lines import read_json_lines, shown
-from calibkit.io.lm_outputs import LMOutputs, pad_options
+from calibkit.io.lm_outputs import LMOutputs, pad_options, padding_notes
 
 #: The task of a row without one.
 DEFAULT_TASK = "default"
@@ -135,13 +135,7 @@ def read_option_table(path: Path) -> LMOutputs:
         rows.append(lps)
         tasks.append(_task(path, line, row))
     logits, counts = pad_options(rows)
-    notes = []
-    if counts.min() != counts.max():
-        short = int((counts < counts.max()).sum())
-        notes.append(
-            f"{short:,} questions have fewer than {int(counts.max())} options; the missing"
-            " options have probability 0."
-        )
+    notes = padding_notes(counts)
     return LMOutputs(
         ClassifierOutputs(
             labels=check_labels(np.array(golds), n_classes=logits.shape[1]),

@@ -60,10 +60,8 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
-    except OSError:
-        return True  # not known to be dead: kept
+    except OSError:  # one we may not signal (PermissionError), or not known to be dead: kept
+        pass
     return True
 
 
@@ -171,10 +169,8 @@ def make_temporary_file(parent: Path, name: str) -> tuple[int, str]:
 
     Parameters
     ----------
-    parent
-        Where the file is made (beside the file it becomes).
-    name
-        The name of that file.
+    parent, name
+        As in :func:`make_temporary_folder` (the file it becomes, and its name).
 
     Returns
     -------

@@ -179,18 +179,14 @@ def create_loss(name: str, *, penalty: Mapping[str, Any] | None = None, **params
     loss: nn.Module = LOSSES.create(name, **_checked("loss", name, params))
     if penalty is None:
         return loss
-    penalty_params = _spec_params("penalty", penalty)
+    if not isinstance(penalty, Mapping) or not isinstance(penalty.get("name"), str):
+        raise InputError("penalty", "a mapping with a string 'name'", repr(penalty))
+    penalty_params = dict(penalty)
     penalty_name = penalty_params.pop("name")
     PENALTIES.get(penalty_name)  # an unknown penalty lists the penalties
     checked = _checked("penalty", penalty_name, penalty_params)
     combined: nn.Module = LOSSES.create(penalty_name, base=loss, **checked)
     return combined
-
-
-def _spec_params(argument: str, spec: object) -> dict[str, Any]:
-    if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
-        raise InputError(argument, "a mapping with a string 'name'", repr(spec))
-    return dict(spec)
 
 
 __all__ = [

@@ -28,25 +28,11 @@ from torch import Tensor
 
 from calibkit.core.docs import fill_doc
 from calibkit.losses.basic import log_probs
-from calibkit.losses.penalties import Penalty
+from calibkit.losses.penalties import PENALTY_SIGNATURE, Penalty
 from calibkit.losses.registry import PENALTIES
 
-#: The Parameters and Returns sections of both penalties, and the Examples header.
-_SIGNATURE = """Parameters
-----------
-logits, targets
-    Logits ``(N, K)`` and int64 class indices ``(N,)``.
 
-Returns
--------
-Tensor
-    A scalar.
-
-Examples
---------"""
-
-
-@fill_doc(signature=_SIGNATURE)
+@fill_doc(signature=PENALTY_SIGNATURE)
 def negative_entropy(logits: Tensor, targets: Tensor) -> Tensor:
     """Mean negative entropy ``mean_i sum_k p_ik log p_ik`` (``targets`` only checked).
 
@@ -58,7 +44,7 @@ def negative_entropy(logits: Tensor, targets: Tensor) -> Tensor:
     return (logp.exp() * logp).sum(dim=1).mean()
 
 
-@fill_doc(signature=_SIGNATURE)
+@fill_doc(signature=PENALTY_SIGNATURE)
 def dca(logits: Tensor, targets: Tensor) -> Tensor:
     """DCA (Liang et al. 2020): ``|mean_i r_i - mean_i c_i|``.
 

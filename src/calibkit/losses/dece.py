@@ -38,9 +38,10 @@ import torch
 from torch import Tensor
 
 from calibkit.core.binning import N_BINS, check_n_bins
+from calibkit.core.docs import fill_doc
 from calibkit.core.validation import POSITIVE
 from calibkit.losses.basic import log_probs, target_log_prob
-from calibkit.losses.penalties import Penalty
+from calibkit.losses.penalties import PENALTY_RETURNS, Penalty
 from calibkit.losses.registry import PENALTIES
 
 DECE_PARAMS = {"n_bins": N_BINS, "bin_temperature": POSITIVE, "accuracy_temperature": POSITIVE}
@@ -71,6 +72,7 @@ def soft_accuracy(logp: Tensor, targets: Tensor, temperature: float) -> Tensor:
     return torch.relu(1.0 - ranks)
 
 
+@fill_doc(returns=PENALTY_RETURNS)
 def dece(
     logits: Tensor,
     targets: Tensor,
@@ -89,13 +91,7 @@ def dece(
     bin_temperature, accuracy_temperature : float
         Softness of the bin membership and of the accuracy, > 0 (towards 0: hard).
 
-    Returns
-    -------
-    Tensor
-        A scalar.
-
-    Examples
-    --------
+    {returns}
     >>> dece(torch.zeros(1, 2), torch.tensor([0]))  # r = 0.5 and a tie: soft accuracy 0.5
     tensor(0.)
     """
@@ -124,19 +120,15 @@ class DECE(Penalty):
     DECE(n_bins=15, bin_temperature=0.01, accuracy_temperature=0.01)
     """
 
+    params = DECE_PARAMS
+    penalty = staticmethod(dece)
+
     def __init__(
         self, n_bins: int = 15, bin_temperature: float = 0.01, accuracy_temperature: float = 0.01
     ) -> None:
         super().__init__()
-        self.n_bins = check_n_bins(n_bins)
-        self.bin_temperature = POSITIVE.check("bin_temperature", bin_temperature)
-        self.accuracy_temperature = POSITIVE.check("accuracy_temperature", accuracy_temperature)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return dece(logits, targets, self.n_bins, self.bin_temperature, self.accuracy_temperature)
-
-    def extra_repr(self) -> str:
-        return (
-            f"n_bins={self.n_bins}, bin_temperature={self.bin_temperature}, "
-            f"accuracy_temperature={self.accuracy_temperature}"
+        self._set_params(
+            n_bins=n_bins,
+            bin_temperature=bin_temperature,
+            accuracy_temperature=accuracy_temperature,
         )

@@ -19,9 +19,8 @@ target class:
   and the authors' code (``p_k < p_y`` mask, ties excluded); ``p_j`` carries gradient.
 
 At ``gamma = 0`` focal, inverse focal and dual focal are cross-entropy (``w = 1``), and so
-is the adaptive loss on samples with ``p_y >= 0.5``. The survey's two-term dual focal loss,
-``-(1 - p_y)^gamma log p_y - p_m^gamma log(1 - p_m)`` with ``p_m`` the largest non-target
-probability, is in :mod:`calibkit.losses.dual_focal` (registered as ``dual_focal_two_term``).
+is the adaptive loss on samples with ``p_y >= 0.5``. The survey's two-term dual focal loss
+is in :mod:`calibkit.losses.dual_focal` (registered as ``dual_focal_two_term``).
 
 Class weight ``alpha`` (Lin et al. 2017, "Focal loss for dense object detection"): every
 loss here takes ``alpha`` and multiplies sample ``i``'s loss by ``alpha_t = alpha[y_i]``.
@@ -276,12 +275,8 @@ class GammaLoss(nn.Module):
     ----------
     function : callable
         The loss function, e.g. :func:`focal_loss`.
-    gamma : float
-        Exponent, finite and >= 0.
-    reduction : {"mean", "sum", "none"}
-        How to reduce the per-sample losses.
-    alpha : None, float or sequence of float
-        Class weight (None: off), shown by ``repr`` only when set.
+    gamma, reduction, alpha
+        As in :class:`FocalLoss` (``alpha`` shown by ``repr`` only when set).
 
     Examples
     --------
@@ -329,20 +324,11 @@ class FocalLoss(GammaLoss):
 
 
 @LOSSES.register("adaptive_focal", params=GAMMA_PARAMS)
+@fill_doc(parameters=MODULE_PARAMETERS)
 class AdaptiveFocalLoss(GammaLoss):
     """FLSD-53: ``gamma`` 5 if ``p_y < 0.2``, 3 if ``p_y < 0.5``, else ``gamma`` (default 3).
 
-    Parameters
-    ----------
-    gamma : float
-        Exponent where ``p_y >= 0.5``.
-    reduction : {"mean", "sum", "none"}
-        How to reduce the per-sample losses.
-    alpha : None, float or sequence of float
-        Class weight ``alpha_t`` (see the module docstring); None (default): off.
-
-    Examples
-    --------
+    {parameters}
     >>> AdaptiveFocalLoss()(torch.zeros(1, 2), torch.tensor([0]))  # 0.5^3 log 2
     tensor(0.0866)
     """

@@ -57,7 +57,7 @@ from torch import Tensor, nn
 from calibkit.core.binning import N_BINS, check_n_bins
 from calibkit.core.docs import fill_doc
 from calibkit.core.errors import InputError
-from calibkit.core.validation import NON_NEGATIVE, POSITIVE, Boolean, Choice
+from calibkit.core.validation import NON_NEGATIVE, POSITIVE, Boolean, Choice, Constraint
 from calibkit.losses.basic import check_inputs, log_probs
 from calibkit.losses.registry import PENALTIES
 
@@ -71,7 +71,7 @@ SoftNorm = Literal["l1", "l2"]
 
 
 #: The Returns section of the penalty functions, and the Examples header.
-_RETURNS = """Returns
+PENALTY_RETURNS = """Returns
 -------
 Tensor
     A scalar.
@@ -79,14 +79,14 @@ Tensor
 Examples
 --------"""
 #: The Parameters and Returns sections of the penalties without parameters.
-_SIGNATURE = (
+PENALTY_SIGNATURE = (
     """Parameters
 ----------
 logits, targets
     Logits ``(N, K)`` and int64 class indices ``(N,)``.
 
 """
-    + _RETURNS
+    + PENALTY_RETURNS
 )
 
 
@@ -100,7 +100,7 @@ def _sqrt(x: Tensor) -> Tensor:
     return x.clamp_min(torch.finfo(x.dtype).tiny).sqrt()
 
 
-@fill_doc(signature=_SIGNATURE)
+@fill_doc(signature=PENALTY_SIGNATURE)
 def l1_logit_norm(logits: Tensor, targets: Tensor) -> Tensor:
     """Mean L1 norm of the logits, ``mean_i sum_k |z_ik|`` (``targets`` only checked).
 
@@ -112,7 +112,7 @@ def l1_logit_norm(logits: Tensor, targets: Tensor) -> Tensor:
     return logits.abs().sum(dim=1).mean()
 
 
-@fill_doc(returns=_RETURNS)
+@fill_doc(returns=PENALTY_RETURNS)
 def mmce(logits: Tensor, targets: Tensor, bandwidth: float = 0.4, weighted: bool = True) -> Tensor:
     """MMCE (Kumar et al. 2018) with a Laplacian kernel; weighted MMCE_w by default.
 
@@ -141,7 +141,7 @@ def mmce(logits: Tensor, targets: Tensor, bandwidth: float = 0.4, weighted: bool
     return _sqrt(w @ kernel @ w)
 
 
-@fill_doc(signature=_SIGNATURE)
+@fill_doc(signature=PENALTY_SIGNATURE)
 def mdca(logits: Tensor, targets: Tensor) -> Tensor:
     """MDCA (Hebbalaguppe et al. 2022): ``(1/K) sum_j |mean_i p_ij - mean_i 1[y_i = j]|``.
 
@@ -154,7 +154,7 @@ def mdca(logits: Tensor, targets: Tensor) -> Tensor:
     return (p.mean(dim=0) - freq).abs().mean()
 
 
-@fill_doc(returns=_RETURNS)
+@fill_doc(returns=PENALTY_RETURNS)
 def soft_ece(
     logits: Tensor,
     targets: Tensor,
@@ -195,9 +195,9 @@ def soft_ece(
 class Penalty(nn.Module):
     """A batch-level calibration penalty ``(logits, targets) -> scalar``.
 
-    ``weight_param`` names its weight in the combined losses and configs. A penalty
-    without parameters sets ``penalty`` to its function; one with parameters overrides
-    ``forward(logits, targets)``.
+    ``weight_param`` names its weight in the combined losses and configs. A penalty sets
+    ``penalty`` to its function; one with parameters also declares them in :attr:`params`
+    (in the function's order) and keeps them with ``_set_params``.
 
     Examples
     --------
@@ -212,8 +212,19 @@ class Penalty(nn.Module):
         """The penalty of a batch; a penalty without parameters defines only this."""
         raise NotImplementedError
 
+    #: A penalty with parameters: their constraints, in the order ``penalty`` takes them.
+    params: ClassVar[dict[str, Constraint]] = {}
+
+    def _set_params(self, **values: object) -> None:
+        """Check each parameter against :attr:`params` and keep it as an attribute."""
+        for name, value in values.items():
+            setattr(self, name, self.params[name].check(name, value))
+
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return self.penalty(logits, targets)
+        return self.penalty(logits, targets, *(getattr(self, name) for name in self.params))
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{name}={getattr(self, name)!r}" for name in self.params)
 
 
 @PENALTIES.register("l1_norm", params={})
@@ -236,10 +247,8 @@ class MMCE(Penalty):
 
     Parameters
     ----------
-    bandwidth : float
-        Kernel width, > 0.
-    weighted : bool
-        MMCE_w or the plain MMCE (see :func:`mmce`).
+    bandwidth, weighted
+        As in :func:`mmce`.
 
     Examples
     --------
@@ -247,16 +256,12 @@ class MMCE(Penalty):
     tensor(0.5000)
     """
 
+    params = MMCE_PARAMS
+    penalty = staticmethod(mmce)
+
     def __init__(self, bandwidth: float = 0.4, weighted: bool = True) -> None:
         super().__init__()
-        self.bandwidth = POSITIVE.check("bandwidth", bandwidth)
-        self.weighted = Boolean().check("weighted", weighted)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return mmce(logits, targets, self.bandwidth, self.weighted)
-
-    def extra_repr(self) -> str:
-        return f"bandwidth={self.bandwidth}, weighted={self.weighted}"
+        self._set_params(bandwidth=bandwidth, weighted=weighted)
 
 
 @PENALTIES.register("mdca", params={})
@@ -287,17 +292,12 @@ class SoftECE(Penalty):
     tensor(0.5000)
     """
 
+    params = SOFT_ECE_PARAMS
+    penalty = staticmethod(soft_ece)
+
     def __init__(self, n_bins: int = 15, temperature: float = 1e-3, norm: SoftNorm = "l1") -> None:
         super().__init__()
-        self.n_bins = check_n_bins(n_bins)
-        self.temperature = POSITIVE.check("temperature", temperature)
-        self.norm: SoftNorm = NORM.check("norm", norm)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return soft_ece(logits, targets, self.n_bins, self.temperature, self.norm)
-
-    def extra_repr(self) -> str:
-        return f"n_bins={self.n_bins}, temperature={self.temperature}, norm={self.norm!r}"
+        self._set_params(n_bins=n_bins, temperature=temperature, norm=norm)
 
 
 class CombinedLoss(nn.Module):

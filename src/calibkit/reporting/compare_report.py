@@ -3,14 +3,13 @@ figures, JSON and CSV.
 
 :func:`compare_report` turns a :class:`~calibkit.workflows.comparison.Comparison` into a
 :class:`~calibkit.reporting.writer.Report`, written by the one writer
-(:func:`~calibkit.reporting.writer.write_report`, atomically: the folder appears complete or
-not at all)::
+(:mod:`calibkit.reporting.writer`)::
 
     report.md      the verdict, the table that decides, one figure and a short guide;
                    then, folded, the tables (every metric with its interval and one-line
                    meaning, noise floors, fitted parameters, fit time; the best value per
                    column in bold) and the other figures
-    report.html    the same, self-contained: inline CSS, figures as data URIs
+    report.html    the same, self-contained
     results.json   the writer's header (verdict, inputs, options, versions), then every
                    number as fractions
     results.csv    one row per method: <metric>, <metric>_lo, <metric>_hi, floors, ...

@@ -275,10 +275,6 @@ def label_shift_results(r: LabelShiftResult) -> dict[str, Any]:
     }
 
 
-def _caution_lines(r: LabelShiftResult) -> list[str]:
-    return [f"caution: {caveat}" for caveat in r.caveats]
-
-
 def label_shift_report(
     r: LabelShiftResult,
     *,
@@ -293,7 +289,9 @@ def label_shift_report(
         "labelshift",
         doc,
         label_shift_results(r),
-        text="\n\n".join([*(table_text(t) for t in tables), *_caution_lines(r)]),
+        text="\n\n".join(
+            [*(table_text(t) for t in tables), *(f"caution: {caveat}" for caveat in r.caveats)]
+        ),
         inputs=dict(inputs or {}),
         options=dict(options or {}),
         files={ADAPTER_FILE: json.dumps(r.adapter.to_json(), indent=1, allow_nan=False)},

@@ -94,8 +94,8 @@ def shift_boxplots(
                 )
                 if metric == "ece":
                     floors = [r.values.get("ece_floor", math.nan) for r in mine]
-                    floor = _median(floors)
-                    if floor is not None:
+                    if finite := [v for v in floors if math.isfinite(v)]:
+                        floor = float(np.median(finite))
                         half = width * 0.5
                         ax.hlines(
                             scale * floor, pos - half, pos + half, colors="black",
@@ -131,12 +131,6 @@ def shift_boxplots(
     )  # fmt: skip
     fig.suptitle(wrapped(title, 4.2 * len(metrics) - 0.4, 11), fontsize=11)
     return fig
-
-
-def _median(values: Sequence[float]) -> float | None:
-    """The median of the finite ``values``, or None when there is none."""
-    finite = [v for v in values if math.isfinite(v)]
-    return float(np.median(finite)) if finite else None
 
 
 def _severity_axis(ax: Axes, severities: Sequence[int]) -> None:

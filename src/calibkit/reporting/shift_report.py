@@ -92,10 +92,6 @@ def _pct(value: float) -> str:
     return f"{text.removesuffix('.0')}%"
 
 
-def _severity(s: int) -> str:
-    return "clean" if s == 0 else str(s)
-
-
 def results_csv(rows: Sequence[ShiftRow]) -> str:
     """One line per row: method, corruption, severity, n_samples, then each metric."""
     metrics = list(rows[0].values) if rows else []
@@ -324,7 +320,7 @@ def _long(rows: Sequence[ShiftRow], names: Sequence[str], title: str) -> Table:
     means, counts = _means(rows)
     methods = [m for m in dict.fromkeys(r.method for r in rows) if _has(means, m, names[0])]
     cells = [
-        [Cell(m), Cell(_severity(s)), Cell(str(counts[m, s]))]
+        [Cell(m), Cell("clean" if s == 0 else str(s)), Cell(str(counts[m, s]))]
         + [Cell(_value(k, means[m, s].get(k, math.nan))) for k in names]
         for (m, s) in means
         if m in methods

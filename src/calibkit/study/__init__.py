@@ -3,7 +3,7 @@
 :func:`run_study` reads nothing but its :class:`StudyConfig`; it trains (or resumes) every
 (model, seed) into ``out/runs``, fits every calibrator on the calibration logits, and
 writes ``results.csv``, ``results.json``, ``report.md``, ``report.html`` and ``figures/``
-(see :mod:`calibkit.study.run.runner` for the layout).
+(see :mod:`calibkit.study.store.folder` for the layout).
 
 Nothing is written before everything is checked (:func:`calibkit.study.run.runner.check_study`),
 and a study holds its folder's lock while it runs: a second study on the same folder is

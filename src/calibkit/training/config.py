@@ -48,14 +48,10 @@ class TrainConfig(Settings):
 
     ``schedule``: ``none``; ``step`` (multiply the learning rate by ``lr_decay`` at each epoch
     in ``milestones``); ``cosine`` (to 0 over the run, stepped per batch); ``onecycle``
-    (PyTorch's one-cycle policy peaking at ``lr``, stepped per batch). ``augment`` applies
-    random crop (4-pixel zero padding) and horizontal flip to training batches. ``loss``
-    names a registered loss and ``loss_params`` its parameters. Per-epoch tracking evaluates
-    every held-out split with ``n_bins`` equal-width bins. ``track_learning`` records when
-    each training sample was learned and its final logits (see :class:`TrainResult`).
-    ``warmup_steps`` > 0 trains the first ``warmup_steps`` batches of the run at
-    ``warmup_lr`` instead of the scheduled rate (He et al. 2016 warm ResNet-110 up at 0.01
-    for about 400 batches); the schedule itself runs on unchanged.
+    (PyTorch's one-cycle policy peaking at ``lr``, stepped per batch). ``warmup_steps`` > 0
+    trains the first ``warmup_steps`` batches of the run at ``warmup_lr`` instead of the
+    scheduled rate (He et al. 2016 warm ResNet-110 up at 0.01 for about 400 batches); the
+    schedule itself runs on unchanged.
 
     Examples
     --------
@@ -89,7 +85,7 @@ class TrainConfig(Settings):
         default=0.1, check=POSITIVE, doc="The factor of each decay of the ``step`` schedule."
     )
     augment: bool = param(
-        default=False, check=Boolean(), doc="Random crop and flip of training batches."
+        default=False, check=Boolean(), doc="Random crop (4-pixel padding) and flip of batches."
     )
     loss: str = param(
         default="cross_entropy",
@@ -108,7 +104,7 @@ class TrainConfig(Settings):
     track_learning: bool = param(
         default=False,
         check=Boolean(),
-        doc="Record when each training sample was learned, and the train part's logits.",
+        doc="Record when each training sample was learned, and its final logits (TrainResult).",
     )
     warmup_steps: int = param(
         default=0, check=Integer(0, 10**9), doc="Batches trained at ``warmup_lr`` first."

@@ -10,70 +10,34 @@ row, named ``"none"``; the rows and what they say together are a
 Every row is evaluated with the same ``seed``, so all methods are judged on the same
 bootstrap resamples of the test part (a paired comparison).
 
-Default methods (:func:`~calibkit.workflows.methods.applicable_methods`)
-    Every registered calibrator that applies to the number of classes (binary-only ones
-    such as Platt or beta scaling only when K = 2), in the registry's order (its entries'
-    ``order``), except those registered with ``default=False``: the methods run only
-    when named, and ``"auto"``: it selects one of the other methods by itself, so its row
-    would repeat one of theirs at the price of another full model selection. Ask for it by
-    name to include it; its row names the method it chose (``chosen`` in its parameters)
-    and shows that method's fitted parameters. ``"temperature_ece"`` (temperature chosen by
-    calibration-set ECE) is included. A method whose declared scope (the ``scope=`` of its
-    registry entry, :mod:`calibkit.calibrators.scope`) declines the data is left out:
-    unregularised ``"matrix"`` scaling, with K (K + 1) parameters, from K = 50 classes on
-    (on 100 classes it gives 26-38% ECE and an NLL of 64) or when the calibration part holds
-    fewer than 2 samples per parameter (220 for 10 classes); SMS and SMS-CV below 20 samples
-    per class; vector scaling from 500 classes and the cross-validated K x K maps
-    (MS-ODIR, Dirichlet, SMS, SMS-CV) from 200, for their cost (``docs/performance.md``).
-    Name one to include it anyway. At 500 classes and more the recommendation does not
-    cross-fit ``temperature_ece``, ``isotonic`` and ``histogram_classwise`` (their scopes'
-    cross-fitting limit; their rows stay; said in :attr:`Recommendation.not_cross_fitted`).
-    When a class is absent from the calibration part, the methods that refuse such data
-    (they fit each class from its own rows: ``needs_every_class``) are left out too; named,
-    they refuse. None is dropped silently: each is logged with its reason before the work
-    and kept in :attr:`Comparison.declined` (the report says them).
+Default methods: :func:`~calibkit.workflows.methods.applicable_methods`, the registry's
+defaults without those whose declared scope (:mod:`calibkit.core.catalog`) declines the
+data or that need every class; ``"auto"`` repeats one of the other rows, so it runs only
+when named (its row names the method it chose, ``chosen``, with that method's parameters).
+Name a declined method to include it anyway. None is dropped silently: each is logged with
+its reason before the work and kept in :attr:`Comparison.declined` (the report says them).
 
-Rows that say more than their numbers (:class:`Comparison`)
-    :attr:`Comparison.same_maps`: methods whose maps equal an earlier row's, by
-    construction (Dirichlet and MS-ODIR on probabilities:
-    :func:`calibkit.workflows.methods.same_maps`) or because both fits solved the same
-    problem (matrix scaling and MS-ODIR, both shrunk towards temperature scaling, whenever
-    they choose the same strength: :func:`calibkit.workflows.methods.same_fit`; both are
-    still fitted), each with its reason (:attr:`Comparison.same_map_reasons`), and
-    ``"auto"`` beside the method it chose. A map equal by construction is fitted once
-    (:func:`reused_fits`): the later row reuses the earlier one's fit, test probabilities
-    and evaluation (fit time 0), and the recommendation cross-fits it once.
-    :attr:`Comparison.accuracy_changed`: methods whose test accuracy differs from the
-    uncalibrated row's (only a map that is not monotone within a sample can change the
-    predicted class).
-    :attr:`MethodResult.ranking`: whether the method changes the *ranking* of the test
-    samples by top-label confidence (:func:`calibkit.metrics.selective.ranking_change`),
-    which is all the selective-prediction metrics see: histogram binning and isotonic
-    regression create ties; temperature scaling keeps the ranking of two classes, but on
-    several classes it can reorder samples (a close runner-up against many close ones).
+What the rows say together is read from :class:`Comparison`: :attr:`Comparison.same_maps`
+(a map equal to an earlier row's by construction is fitted once, :func:`reused_fits`: the
+later row reuses its fit, test probabilities and evaluation, fit time 0),
+:attr:`Comparison.accuracy_changed` (only a map that is not monotone within a sample can
+change the predicted class) and each row's :attr:`MethodResult.ranking`
+(:func:`calibkit.metrics.selective.ranking_change`, all that the selective-prediction
+metrics see: histogram binning and isotonic regression create ties; temperature scaling
+keeps the ranking of two classes but can reorder samples on several).
 
-Calibration per group (``cal_groups=`` and ``test_groups=``, one group per row of each part)
-    Every row also gets its per-group ECE, NLL, accuracy and confidence on the test part,
-    with stratified bootstrap intervals and the worst-group gap
-    (:attr:`MethodResult.groups`, :func:`calibkit.metrics.groups.evaluate_groups`), and its
-    reliability bins per group. The calibrators that take the groups (kind ``groups``:
-    group-wise temperature scaling, multicalibration; :func:`group_methods`) join the
-    default list; each is fitted with the calibration part's groups and predicts with the
-    test part's (a group absent from the calibration part gets the global map).
+Calibration per group (``cal_groups=`` and ``test_groups=``, one group per row of each
+part): every row also gets its per-group evaluation on the test part
+(:attr:`MethodResult.groups`, :func:`calibkit.metrics.groups.evaluate_groups`) and its
+reliability bins per group; the calibrators of kind ``groups`` (:func:`group_methods`) join
+the default list, fitted with the calibration part's groups and predicting with the test
+part's (a group absent from the calibration part gets the global map).
 
-Which calibrator to use (``recommend=True``, :class:`Recommendation`)
-    Chosen on the calibration part alone by ``auto``'s rule (cross-fitted NLL; temperature
-    scaling unless a richer method beats it by more than
-    :data:`~calibkit.calibrators.logit.auto.MARGIN_SE` standard errors of the paired
-    difference), never by the test part the rows are judged on. With groups the rule stays
-    among the calibrators without groups: the calibration part gives no per-group judgement
-    of the group-aware ones (cross-fitting them per group is not done), so the group rule is
-    read on the test part and said beside it, not folded into it:
-    :attr:`Comparison.smallest_gap` is the calibrator (``"none"`` excluded) with the
-    smallest worst-group ECE gap on the test part (the first row on a tie). A report says
-    both plainly: use the recommended method overall; for the groups, the smallest-gap
-    method, with both gaps (and whether their intervals overlap, in which case the test
-    part cannot tell the two gaps apart).
+Which calibrator to use (``recommend=True``): :class:`Recommendation`, chosen on the
+calibration part alone among the calibrators without groups. The calibration part gives
+no per-group judgement of the group-aware ones, so the group rule is read on the test part
+and said beside it (:attr:`Comparison.smallest_gap`), not folded into it; a report says
+both, with both gaps and whether their intervals overlap.
 
 :func:`compare_parts` is the whole workflow of ``calibkit compare``: one set of outputs
 split once (seeded, stratified; its groups follow their rows) or the two parts as given,

@@ -102,14 +102,12 @@ class DataConfig(Settings):
     ``train`` (the default), or ``test`` for a model that may have seen the training images
     before (one initialised from a checkpoint trained on them), so that calibration and
     test images are both unseen. The carve is stratified and seeded by ``split_seed``: the
-    same for every model and seed, so that the seeds measure training noise. ``train_size``
-    trains on a stratified, seeded subset of what remains of the training split, to fit a
-    study into a CPU budget. ``split_by_seed`` makes the carve differ per run
-    (``split_seed + seed``): for models that are not trained (``epochs = 0``), the seeds then
-    measure the split's noise instead. Inputs are normalised by the training part's
-    per-channel mean and standard deviation when ``normalize`` is true, or by ``mean`` and
-    ``std`` when given (e.g. the statistics a pretrained model was trained with). ``smoke``
-    is part of every run's identity, so a smoke folder and a real one never mix.
+    same for every model and seed, so that the seeds measure training noise
+    (``split_by_seed``: for models that are not trained, ``epochs = 0``, the seeds then
+    measure the split's noise instead). ``train_size`` fits a study into a CPU budget.
+    ``mean`` and ``std``, when given, replace the training part's statistics (e.g. those a
+    pretrained model was trained with). ``smoke`` is part of every run's identity, so a
+    smoke folder and a real one never mix.
     """
 
     dataset: str = param(

@@ -242,12 +242,9 @@ class QueuedExecutor(Executor):
             job = dataclasses.replace(self._queue.pop(0), limit=self.limit)
             self._running[self._launch(job)] = job
 
-    def _queue_job(self, job: Job) -> None:
-        self._queue.append(job)
-        self._fill()
-
     def submit(self, unit: Unit, key: Hashable, data: StudyData | None) -> None:
-        self._queue_job(Job(unit, key))
+        self._queue.append(Job(unit, key))
+        self._fill()
 
     def _failed(self, job: Job, exc: Exception) -> None:
         """A job's unit raised ``exc``: run it again with fewer units at once if it ran out

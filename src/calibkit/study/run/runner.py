@@ -1,29 +1,15 @@
 """Run a study: train every (model, seed), calibrate, evaluate, aggregate; resumable.
 
-Layout of the output folder::
+The output folder, what it may hold and its lock (one study at a time, refused, not waited
+for): :mod:`calibkit.study.store.folder`. Every file is written atomically. A run is done
+when ``train.json`` exists; killed midway (even by SIGKILL), a study started again skips
+finished runs, resumes an interrupted one from its last finished epoch, and ends with the
+same table.
 
-    config.toml                    the resolved configuration of the last study that ran
-    .calibkit-study.json           what a study wrote here (see study.store.folder)
-    .calibkit.lock                 while a study runs: its host and process id
-    runs/<model>/seed-<s>/         a run's files (see study.store.run_folder)
-    results.csv, results.json, report.md, report.html, figures/   (see study.report)
-
-Every file is written atomically. A run is done when ``train.json`` exists; killed
-midway (even by SIGKILL), a study started again skips finished runs, resumes an
-interrupted one from its last finished epoch, and ends with the same table.
-
-Nothing is written before everything is checked (:func:`check_study`): the folder (only
-files a study wrote, none of the study's inputs, see :mod:`calibkit.study.store.folder`), the
-device, every run's data, model and calibrators, and the settings of the runs already in
-the folder (a run made with different settings is refused rather than mixed).
-``config.toml`` is written only when the study starts for real, and a run's
-``identity.json`` once its model is built. A refused study leaves the folder as it was,
-so the corrected config runs on the same ``--out``.
-
-One study at a time: the study holds the folder's lock (:class:`~calibkit.io.lock.FolderLock`)
-from its start to its report. A second study on the same folder is refused, not waited
-for, naming the holder's host and process id; the lock of a study that was killed is
-taken over by the next one.
+Nothing is written before everything is checked (:func:`check_study`); ``config.toml`` is
+written only when the study starts for real, and a run's ``identity.json`` once its model
+is built. A refused study leaves the folder as it was, so the corrected config runs on the
+same ``--out``.
 
 Where the work runs: each run's training (with its post-hoc calibrators) and each input
 calibrator's fit is a unit of work (:mod:`calibkit.study.run.units`), run by an executor
