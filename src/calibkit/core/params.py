@@ -50,7 +50,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field
 from typing import Any, ClassVar, dataclass_transform
 
-from calibkit.core.validation import Constraint, Constraints
+from calibkit.core.validation import Constraint, Constraints, check_params
 
 #: The key under which a field's :class:`Param` is kept in its ``metadata``.
 PARAM = "calibkit.param"
@@ -213,8 +213,6 @@ class Declared:
 
     def _set_params(self, **params: Any) -> None:
         """Check ``params`` against :attr:`param_constraints` and store them."""
-        from calibkit.core.validation import check_params
-
         checked = check_params(self.param_constraints, params, self.name)
         for name, value in checked.items():
             # keep the caller's object when checking did not change it (clone needs that)
@@ -276,8 +274,3 @@ class Settings:
 
     def _check_params(self) -> None:
         """Relations between fields (each value is already checked); none by default."""
-
-
-def settings_constraints(cls: type) -> dict[str, Constraint]:
-    """name -> constraint of every field of a :class:`Settings` class (a TOML table's check)."""
-    return {f.name: f.metadata[PARAM].check for f in dataclasses.fields(cls)}
