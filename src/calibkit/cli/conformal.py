@@ -30,6 +30,7 @@ from calibkit.cli.options import (
     add_input_options,
     add_numbers,
     add_out,
+    key_values,
     miscoverage,
     opt,
     resampling_of,
@@ -58,7 +59,6 @@ def _scores(text: str) -> list[str]:
 def _chosen_scores(args: argparse.Namespace) -> list[ConformalScore]:
     """The scores of ``--scores``, each with the ``--score-param`` values it declares (the
     names and the ``--method`` checked first: a mistyped one imports no torch)."""
-    from calibkit.cli.fit import key_values
 
     names, params = _scores(args.scores), key_values(args.score_param, "--score-param")
     if args.method is not None:

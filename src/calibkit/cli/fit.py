@@ -13,7 +13,6 @@ adapts). ``calibkit apply`` reads every file this command writes.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -39,6 +38,7 @@ from calibkit.cli.options import (
     add_input_options,
     add_out,
     opt,
+    param_value,
 )
 from calibkit.core import catalog
 from calibkit.core.errors import InputError
@@ -61,39 +61,6 @@ if TYPE_CHECKING:
 FIT_KINDS = tuple(kind for kind in catalog.KINDS if kind != "model")
 #: Values of ``--param key=VALUE`` read as None, where the parameter accepts None.
 NONE_WORDS = ("none", "null")
-
-
-def param_value(text: str) -> Any:
-    """The value of ``--param key=value``: JSON scalars, lists of them and objects of them
-    (a part with its parameters: ``{"name": "raps", "penalty": 0.05}``), else the text."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return text
-    scalar = int | float | bool | str
-    if isinstance(value, list) and all(isinstance(v, scalar) for v in value):
-        return value  # e.g. methods=["temperature","histogram"]
-    if isinstance(value, dict) and all(isinstance(v, scalar) for v in value.values()):
-        return value  # e.g. conformity_score={"name": "raps", "penalty": 0.05}
-    return value if isinstance(value, scalar) else text
-
-
-def key_values(items: list[str], option: str) -> dict[str, Any]:
-    """``OPTION KEY=VALUE`` given repeatedly, as a mapping (each key once; values read as
-    :func:`param_value` reads them): ``--score-param``, ``--estimator-param``.
-
-    >>> key_values(["penalty=0.05", "k_reg=2"], "--score-param")
-    {'penalty': 0.05, 'k_reg': 2}
-    """
-    found: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = (part.strip() for part in item.partition("="))
-        if not sep or not key:
-            raise InputError(option, "KEY=VALUE", repr(item))
-        if key in found:
-            raise InputError(f"{option} {key}", "one value (each key given once)", "two")
-        found[key] = param_value(value)
-    return found
 
 
 def _accepts_none(constraint: Constraint, key: str) -> bool:

@@ -46,6 +46,7 @@ from calibkit.cli.options import (
     add_numbers,
     add_out,
     binning_of,
+    key_values,
     opt,
     resampling_of,
 )
@@ -93,7 +94,6 @@ def add_arguments(sub: Subparsers) -> None:
 def estimator_of(args: argparse.Namespace) -> PriorEstimator:
     """``--estimator`` with its ``--estimator-param`` values (checked before any work)."""
     from calibkit.calibrators.priors.estimators import ESTIMATORS as LIBRARY
-    from calibkit.cli.fit import key_values
     from calibkit.core.validation import check_params
 
     params = key_values(args.estimator_param, "--estimator-param")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import re
 from collections.abc import Callable
 from typing import Any, TypeAlias
@@ -227,3 +228,36 @@ def reading_words(args: argparse.Namespace) -> list[str]:
         if value is not None:
             words += [flag, str(value)]
     return words
+
+
+def param_value(text: str) -> Any:
+    """The value of ``--param key=value``: JSON scalars, lists of them and objects of them
+    (a part with its parameters: ``{"name": "raps", "penalty": 0.05}``), else the text."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    scalar = int | float | bool | str
+    if isinstance(value, list) and all(isinstance(v, scalar) for v in value):
+        return value  # e.g. methods=["temperature","histogram"]
+    if isinstance(value, dict) and all(isinstance(v, scalar) for v in value.values()):
+        return value  # e.g. conformity_score={"name": "raps", "penalty": 0.05}
+    return value if isinstance(value, scalar) else text
+
+
+def key_values(items: list[str], option: str) -> dict[str, Any]:
+    """``OPTION KEY=VALUE`` given repeatedly, as a mapping (each key once; values read as
+    :func:`param_value` reads them): ``--score-param``, ``--estimator-param``.
+
+    >>> key_values(["penalty=0.05", "k_reg=2"], "--score-param")
+    {'penalty': 0.05, 'k_reg': 2}
+    """
+    found: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not key:
+            raise InputError(option, "KEY=VALUE", repr(item))
+        if key in found:
+            raise InputError(f"{option} {key}", "one value (each key given once)", "two")
+        found[key] = param_value(value)
+    return found
