@@ -111,8 +111,7 @@ def from_mapping(cls: type[T], data: Mapping[str, Any], where: str, *, prefix: s
     try:
         return cls(**kwargs)
     except InputError as exc:
-        key = exc.argument if exc.argument in fields else f"{exc.argument}"
-        raise _fail(where, dotted + key, exc.expected, exc.got) from None
+        raise _fail(where, dotted + exc.argument, exc.expected, exc.got) from None
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
