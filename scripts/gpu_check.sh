@@ -15,10 +15,14 @@
 #      each checking that its units ran on the GPU;
 #   3. the trainer against a bare PyTorch loop (benchmarks/bench_training.py: BloodMNIST,
 #      ResNet-50 for 28x28, batch 128; target: the training epoch within 1.1x);
-#   4. with --fullscale CONFIG, that config at full scale on N worker processes sharing the
+#   4. the matrix family (vector, MS-ODIR, Dirichlet, SMS) fitted on the GPU at 1,000
+#      classes on 50,000 rows, against temperature scaling in the same run
+#      (benchmarks/bench_linear_device.py; goal: each under 10 s; stopped after 4 minutes);
+#   5. with --fullscale CONFIG, that config at full scale on N worker processes sharing the
 #      GPU (default 5), in DIR/fullscale (a run stopped midway resumes there).
 # It prints one summary table and writes it to DIR/gpu_check.md (DIR: --out, default
-# ./gpu-check). Under 8 minutes on one H100/H200 without --fullscale.
+# ./gpu-check). Under 8 minutes on one H100/H200 without --fullscale, the matrix step aside
+# (at most 4 more).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 usage() { echo "usage: bash scripts/gpu_check.sh DATA_DIR [--fullscale CONFIG] [--workers N] [--out DIR] [--cpu]" >&2; exit 2; }
@@ -50,8 +54,10 @@ if [ "$cpu" = 0 ]; then
   "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" \
     || { echo "gpu_check: torch.cuda.is_available() is False: no GPU here (--cpu: a dry run)" >&2; exit 2; }
   device=cuda smoke="slow or not slow" bench=(--model resnet50_28 --epochs 4 --repeats 2)
+  matrix=(--rows 50000 --classes 1000)
 else
   device=cpu smoke="not slow" bench=(--model lenet5 --epochs 2 --repeats 1)
+  matrix=(--rows 2000 --classes 50 --numpy)
 fi
 steps="$out/steps.tsv"
 : >"$steps"
@@ -70,6 +76,7 @@ step() {
 pytest_args=(-p no:cacheprovider -q -rs)
 step "gpu tests" "$logs/gpu_tests.log" \
   "$py" -m pytest "${pytest_args[@]}" -m gpu tests/study/test_units.py tests/training/test_trainer.py \
+  tests/calibrators/logit/test_linear_device.py \
   --junitxml="$logs/gpu_tests.xml"
 step "smoke: every shipped config on $device" "$logs/smoke.log" \
   "$py" -m pytest "${pytest_args[@]}" -m "$smoke" tests/study/test_smoke.py \
@@ -78,6 +85,9 @@ step "trainer vs bare loop (BloodMNIST, ${bench[1]})" "$logs/bench_training.log"
   "$py" benchmarks/bench_training.py --device "$device" --dataset bloodmnist \
   --batch-size 128 --no-augment "${bench[@]}" --data-dir "$data" \
   --json "$logs/bench_training.json"
+step "matrix family on $device (${matrix[1]} x ${matrix[3]})" "$logs/bench_linear_device.log" \
+  timeout 240 "$py" benchmarks/bench_linear_device.py --device "$device" "${matrix[@]}" \
+  --json "$logs/bench_linear_device.json"
 if [ -n "$fullscale" ]; then
   step "full scale: $fullscale ($workers workers)" "$logs/fullscale.log" \
     "$py" -m calibkit study "$fullscale" --data-dir "$data" --out "$out/fullscale" \
@@ -105,7 +115,13 @@ for row in steps.read_text().splitlines():
         passed = get("tests") - get("failures") - get("errors") - get("skipped")
         detail = f"{passed} passed, {get('failures') + get('errors')} failed, {get('skipped')} skipped"
     bench = Path(log).with_suffix(".json")
-    if bench.is_file():
+    if bench.is_file() and name.startswith("matrix"):
+        fits = json.loads(bench.read_text())["results"]
+        detail = ", ".join(
+            f"{r['method']} {r['seconds']:.2f} s" + (f" ({r['x_ts']:.0f}x TS)" if "x_ts" in r else "")
+            for r in fits
+        )
+    elif bench.is_file():
         b = json.loads(bench.read_text())
         detail = (
             f"epoch {b['calibkit_epoch_s']:.3f} s vs bare {b['bare_epoch_s']:.3f} s: "

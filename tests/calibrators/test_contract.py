@@ -255,6 +255,37 @@ def test_unfitted_use_raises_not_fitted(name: str, tmp_path: Path) -> None:
     assert not (tmp_path / "unfitted.json").exists()
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_a_fit_stopped_midway_leaves_the_object_as_it_was(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fit stopped after it began to set state (here: by a BaseException, as Ctrl-C is,
+    right after it records ``n_classes_`` and its parameters) leaves an unfitted object
+    unfitted, and a fitted one with its earlier fit, whole (before, ``is_fitted`` was True
+    and ``predict_proba`` an AttributeError)."""
+    real = PostHoc._record_params
+
+    class Stopped(BaseException):
+        pass
+
+    def interrupted(self: PostHoc) -> None:
+        real(self)
+        raise Stopped
+
+    unfitted, fitted = kinds.new(name), kinds.fit(kinds.new(name), name)
+    before = {"unfitted": dict(vars(unfitted)), "fitted": _text(fitted)}
+    z, metadata = kinds.rows(name)
+    answer = kinds.answer(fitted, z, metadata)
+    monkeypatch.setattr(PostHoc, "_record_params", interrupted)
+    for obj in (unfitted, fitted):
+        with pytest.raises(Stopped):
+            kinds.fit(obj, name)
+    assert vars(unfitted) == before["unfitted"]
+    assert not unfitted.is_fitted
+    assert _text(fitted) == before["fitted"]
+    np.testing.assert_array_equal(kinds.answer(fitted, z, metadata), answer)
+
+
 @pytest.mark.parametrize("name", CALIBRATORS.names(kind="priors"))
 def test_an_unadapted_prior_adapter_saves_but_predicts_nothing(name: str, tmp_path: Path) -> None:
     z, y = kinds.data(name)

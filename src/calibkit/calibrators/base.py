@@ -182,15 +182,16 @@ class Calibrator(PostHoc):
             weights = check_sample_weight(sample_weight, out.labels.shape[0])
         if self.needs_every_class:
             self._check_every_class(out, weights)
-        self.n_classes_ = out.n_classes
-        self._record_params()
         fit: Any = self._fit  # a kind with fit_metadata takes it by keyword
-        with self._fitting():
-            if weights is None:  # subclasses that take no weights define _fit(out)
-                fit(out, **routed)
-            else:
-                fit(out, weights, **routed)
-        self._record_input(kind)
+        with self._fit_or_unchanged():
+            self.n_classes_ = out.n_classes
+            self._record_params()
+            with self._fitting():
+                if weights is None:  # subclasses that take no weights define _fit(out)
+                    fit(out, **routed)
+                else:
+                    fit(out, weights, **routed)
+            self._record_input(kind)
         return self
 
     def predict_proba(self, logits: object, **metadata: object) -> F64:

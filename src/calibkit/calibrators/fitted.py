@@ -58,9 +58,10 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
@@ -233,6 +234,18 @@ class PostHoc(Declared, EstimatorAPI, ABC):
     @property
     def is_fitted(self) -> bool:
         return hasattr(self, "n_classes_")
+
+    @contextlib.contextmanager
+    def _fit_or_unchanged(self) -> Iterator[None]:
+        """The body of a ``fit``: should it raise midway (input refused late, an interrupt),
+        the object is left as it was before the call, fitted or not, never half fitted."""
+        before = dict(vars(self))
+        try:
+            yield
+        except BaseException:
+            vars(self).clear()
+            vars(self).update(before)
+            raise
 
     def check_is_fitted(self) -> None:
         if not self.is_fitted:

@@ -70,6 +70,12 @@ once on each fold's training part, and passes it to the steps that centre on it 
 map, the penalty's centre, the curvature); a TS fit is cheap beside the maps' own
 (``benchmarks/README.md``).
 
+**On a GPU.** ``device`` (a torch device: ``"cuda"``, ``"cuda:N"``, ``"cpu"``, ``"auto"``)
+moves each objective evaluation's products to it, in float64
+(:mod:`~calibkit.calibrators.logit.linear_device`); L-BFGS, the preconditioners and the
+search stay on the CPU. The fitted map is the numpy path's to the optimiser's tolerance.
+``None`` (the default) is numpy on the CPU.
+
 Fitting runs BLAS on one thread (on a busy two-core machine, two BLAS threads made a
 CIFAR-100 fit ten times slower: every mid-sized product waits for both cores) and runs the
 cross-validation folds in parallel threads instead, one per available core.
@@ -114,6 +120,7 @@ from calibkit.core.fitted_state import Array
 from calibkit.core.outputs import ClassifierOutputs, log_softmax64
 from calibkit.core.params import param
 from calibkit.core.validation import (
+    DEVICE,
     NON_NEGATIVE,
     POSITIVE,
     SEED,
@@ -125,6 +132,8 @@ from calibkit.core.validation import (
 )
 
 if TYPE_CHECKING:
+    import torch
+
     from calibkit.calibrators.modules import Affine
 
 I64 = npt.NDArray[np.int64]
@@ -166,6 +175,14 @@ N_FOLDS = Integer(2, 100)
 N_FOLDS_DOC = "Folds of the stratified cross-validation (fewer when a class has fewer rows)."
 SEED_DOC = "Seed of the cross-validation's shuffled folds."
 CV_MAX_ITER_DOC = "L-BFGS iterations at most of each cross-validation fit."
+#: Where a fit's products run (see the module docstring, "On a GPU").
+LINEAR_DEVICE = NoneOr(DEVICE)
+LINEAR_DEVICE_DOC = (
+    "The torch device the fit's products run on, in float64 (``'cuda'``, ``'cuda:N'``, "
+    "``'auto'``: CUDA when this machine has it; ``'cpu'``: torch on the CPU, slower there "
+    "than numpy); ``None``: numpy on the CPU. The fitted map is the same to the "
+    "optimiser's tolerance."
+)
 #: The fitted map's temperature centre: ``T`` of the temperature-scaling map the penalty
 #: pulls towards (1 without shrinkage: the identity).
 CENTRE_TEMPERATURE = POSITIVE
@@ -220,7 +237,17 @@ class _Linear(Calibrator):
         return nll_inverse_temperature(out, weights, 0.1, 10.0)
 
     def _design(self, out: ClassifierOutputs, weights: F64 | None = None) -> Design:
-        return Design(self._features(np.asarray(out.as_logits())), out.labels, weights)
+        x = self._features(np.asarray(out.as_logits()))
+        return Design(x, out.labels, weights, self._torch_device())
+
+    def _torch_device(self) -> torch.device | None:
+        """The declared ``device``, checked against this machine (``None``: numpy)."""
+        name = getattr(self, "device", None)
+        if name is None:
+            return None
+        from calibkit.core.devices import resolve_device  # imports torch
+
+        return resolve_device(name)
 
     def _transform(self, logits: F64) -> F64:
         x = self._features(logits)
@@ -262,6 +289,7 @@ class _ShrunkScaling(_Linear):
     cv_max_iter: int = param(default=50, check=MAX_ITER, doc=CV_MAX_ITER_DOC)
     max_iter: int = param(default=500, check=MAX_ITER, doc=MAX_ITER_DOC)
     tol: float = param(default=1e-12, check=TOL, doc=TOL_DOC)
+    device: str | None = param(default=None, check=LINEAR_DEVICE, doc=LINEAR_DEVICE_DOC)
 
     def _store_unshrunk(self) -> None:
         self.cv_strengths_, self.cv_nll_ = np.empty(0), np.empty(0)
@@ -434,6 +462,7 @@ class _ODIR(_Linear):
     cv_max_iter: int = param(default=10, check=MAX_ITER, doc=CV_MAX_ITER_DOC)
     tol: float = param(default=1e-12, check=TOL, doc=TOL_DOC)
     shrink: str = param(default="temperature", check=SHRINK, doc=SHRINK_DOC)
+    device: str | None = param(default=None, check=LINEAR_DEVICE, doc=LINEAR_DEVICE_DOC)
 
     def _fit(self, out: ClassifierOutputs, weights: F64 | None = None) -> None:
         design = self._design(out, weights)

@@ -11,7 +11,8 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from functools import partial
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +24,11 @@ from calibkit.calibrators.logit.temperature import (
 )
 from calibkit.core.outputs import log_softmax64
 from calibkit.core.progress import Phase
+
+if TYPE_CHECKING:
+    import torch
+
+    from calibkit.calibrators.logit.linear_device import OnDevice
 
 I64 = npt.NDArray[np.int64]
 log = logging.getLogger(__name__)
@@ -106,6 +112,9 @@ class Design:
         The class of each row.
     weights : ndarray of float64, shape (N,), optional
         The weight of each row (rescaled to mean 1); ``None``: all rows weigh 1.
+    device : torch.device, optional
+        Where the objective's products run (float64 torch there:
+        :mod:`~calibkit.calibrators.logit.linear_device`); ``None``: numpy on this CPU.
 
     Examples
     --------
@@ -114,14 +123,33 @@ class Design:
     (2, [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
     """
 
-    def __init__(self, x: F64, labels: I64, weights: F64 | None = None) -> None:
+    def __init__(
+        self,
+        x: F64,
+        labels: I64,
+        weights: F64 | None = None,
+        device: torch.device | None = None,
+    ) -> None:
         n = x.shape[0]
         self.weights = None if weights is None else weights * (n / weights.sum())
         #: The features ``x`` in C order (the diagonal fits read row chunks of them).
         self.x_rows = np.ascontiguousarray(x, dtype=np.float64)
         self.labels = labels
+        self.device = device
         self._x1: F64 | None = None
         self._identity_nll: F64 | None = None
+        self._on_device: OnDevice | None = None
+
+    @property
+    def on_device(self) -> OnDevice | None:
+        """The design on its device (made on first use), or ``None`` without one."""
+        if self.device is None:
+            return None
+        if self._on_device is None:
+            from calibkit.calibrators.logit.linear_device import OnDevice
+
+            self._on_device = OnDevice(self.x_rows, self.labels, self.weights, self.device)
+        return self._on_device
 
     @property
     def x1(self) -> F64:
@@ -147,7 +175,7 @@ class Design:
 
     def subset(self, rows: I64) -> Design:
         weights = None if self.weights is None else self.weights[rows]
-        return Design(self.x_rows[rows], self.labels[rows], weights)
+        return Design(self.x_rows[rows], self.labels[rows], weights, self.device)
 
     def mean_identity_nll(self) -> float:
         """The (weighted) mean NLL of the identity map."""
@@ -165,6 +193,10 @@ class Design:
 
     def nll(self, wb: F64) -> float:
         """Mean NLL of ``softmax([x, 1] @ wb.T)``."""
+        if (on := self.on_device) is not None:
+            from calibkit.calibrators.logit.linear_device import nll
+
+            return nll(on, wb)
         return softmax_nll_grad(self.scores(wb), self.labels, self.weights)[0]
 
 
@@ -186,8 +218,12 @@ def curvature(design: Design, floor: float = 1e-3, inverse_temperature: float = 
     summed over the rows where ``v_ij`` exceeds ``floor`` (default a thousandth) times its
     maximum (the rest adds little). When ``(K+1)^2 > 4 N`` (the blocks would take over four
     times the design's memory), one (K+1, K+1) matrix weighted by ``mean_j v_ij`` stands in
-    for all of them.
+    for all of them. On the design's device, the same there.
     """
+    if (on := design.on_device) is not None:
+        from calibkit.calibrators.logit import linear_device
+
+        return linear_device.curvature(on, floor, inverse_temperature, CURVATURE_CHUNK)
     x1 = np.ascontiguousarray(design.x1)  # row gathers are faster in C order
     n, k1 = x1.shape
     p = np.exp(log_softmax64(x1[:, :-1] * inverse_temperature))
@@ -294,7 +330,12 @@ def _lbfgs(
 
 def full_objective(design: Design, pen: Penalty, start: F64) -> Callable[[F64], tuple[float, F64]]:
     """NLL + ``pen`` at ``[W | b] = start + U A`` (rows times ``pen.factor``) and its
-    exact gradient in ``U``, as a function of the flattened ``U``."""
+    exact gradient in ``U``, as a function of the flattened ``U`` (on the design's device
+    when it has one)."""
+    if (on := design.on_device) is not None:
+        from calibkit.calibrators.logit import linear_device
+
+        return linear_device.full_objective(on, pen.coef, pen.factor, pen.centre, start)
     k, factor = design.n_classes, pen.factor
     factor_t = np.ascontiguousarray(np.swapaxes(factor, -1, -2))
 
@@ -403,7 +444,12 @@ def _diagonal_factor(design: Design, theta: F64, pen: F64) -> F64:
     classes share the probability, and L-BFGS learns what remains.
     """
     k = design.n_classes
-    h00, h10, h11 = diagonal_curvature(design.x_rows, design.weights, theta[:k], theta[k:])
+    if (on := design.on_device) is not None:
+        from calibkit.calibrators.logit import linear_device
+
+        h00, h10, h11 = linear_device.diagonal_curvature(on, theta[:k], theta[k:])
+    else:
+        h00, h10, h11 = diagonal_curvature(design.x_rows, design.weights, theta[:k], theta[k:])
     h00, h11 = h00 + 2.0 * pen[:k], h11 + 2.0 * pen[k:]
     floor = 1e-6 * float(np.mean(h00) + np.mean(h11)) / 2.0 + 1e-12  # flat directions
     h00, h11 = h00 + floor, h11 + floor
@@ -441,6 +487,13 @@ def fit_diagonal(
     theta0 = centre if start is None else np.asarray(start, dtype=np.float64)
     pen = np.zeros(2 * k) if coef is None else coef
     a00, a10, a11 = _diagonal_factor(design, theta0, pen)
+    nll_grads: Callable[[F64, F64], tuple[float, F64, F64]]
+    if (on := design.on_device) is not None:
+        from calibkit.calibrators.logit import linear_device
+
+        nll_grads = partial(linear_device.diagonal_pass, on)
+    else:
+        nll_grads = partial(diagonal_pass, x, y, weights)
 
     def theta_of(u: F64) -> F64:
         u0, u1 = u[:k], u[k:]
@@ -450,7 +503,7 @@ def fit_diagonal(
 
     def objective(u: F64) -> tuple[float, F64]:
         theta = theta_of(u)
-        loss, gw, gb = diagonal_pass(x, y, weights, theta[:k], theta[k:])
+        loss, gw, gb = nll_grads(theta[:k], theta[k:])
         d = theta - centre
         gw += 2.0 * pen[:k] * d[:k]
         gb += 2.0 * pen[k:] * d[k:]

@@ -48,6 +48,8 @@ from calibkit.calibrators.base import F64
 from calibkit.calibrators.logit.linear import (
     CV_MAX_ITER_DOC,
     FULL_MATRIX,
+    LINEAR_DEVICE,
+    LINEAR_DEVICE_DOC,
     MAX_ITER,
     MAX_ITER_DOC,
     N_FOLDS,
@@ -135,6 +137,7 @@ class _Structured(_Linear):
     t_max: float = param(default=10.0, check=POSITIVE, doc=T_MAX_DOC)
     max_iter: int = param(default=500, check=MAX_ITER, doc=MAX_ITER_DOC)
     tol: float = param(default=1e-12, check=TOL, doc=TOL_DOC)
+    device: str | None = param(default=None, check=LINEAR_DEVICE, doc=LINEAR_DEVICE_DOC)
 
     def _check_params(self) -> None:
         check_temperature_bounds(self.t_min, self.t_max)

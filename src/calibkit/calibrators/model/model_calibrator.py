@@ -159,7 +159,8 @@ class ModelCalibrator(Calibrator):
         if sample_weight is not None:
             expected = f"None for {self.name!r}, a method that cannot weight samples"
             raise InputError("sample_weight", expected, "weights")
-        self._fit_inputs(inputs, labels)
+        with self._fit_or_unchanged():
+            self._fit_inputs(inputs, labels)
         return self
 
     def predict_proba(self, inputs: object, **metadata: object) -> F64:  # type: ignore[override]

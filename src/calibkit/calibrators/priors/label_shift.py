@@ -179,38 +179,39 @@ class PriorShiftAdapter(OnCalibrator):
         source rows (every class at least once: the source priors must be positive);
         with ``target_logits`` (unlabelled target rows), :meth:`adapt` to them too (the
         other inputs as :meth:`~calibkit.calibrators.fitted.OnCalibrator._fit_inputs` says)."""
-        kind, out = self._fit_inputs(logits, labels, sample_weight, input_kind, metadata)
-        counts = np.bincount(out.labels, minlength=out.n_classes)
-        if (counts == 0).any():
-            missing = int(np.flatnonzero(counts == 0)[0])
-            raise InputError(
-                "labels",
-                f"every one of the {out.n_classes} classes in the source rows (its prior must "
-                "be positive to reweight it)",
-                f"no row of class {missing}",
+        with self._fit_or_unchanged():
+            kind, out = self._fit_inputs(logits, labels, sample_weight, input_kind, metadata)
+            counts = np.bincount(out.labels, minlength=out.n_classes)
+            if (counts == 0).any():
+                missing = int(np.flatnonzero(counts == 0)[0])
+                raise InputError(
+                    "labels",
+                    f"every one of the {out.n_classes} classes in the source rows (its prior must "
+                    "be positive to reweight it)",
+                    f"no row of class {missing}",
+                )
+            z = np.asarray(out.as_logits(), dtype=np.float64)
+            calibrator, fitted = CalibratorSpec.resolve(self.calibrator)
+            if fitted:
+                self._check_given_kind(calibrator, kind)
+            if calibrator is not None and not fitted:
+                calibrator.fit(z, out.labels, input_kind=kind)
+            if calibrator is not None and calibrator.n_classes_ != out.n_classes:
+                expected = f"a calibrator of {out.n_classes} classes, as the logits"
+                raise InputError("calibrator", expected, f"one of {calibrator.n_classes_}")
+            for name in (*ADAPT_STATE, *ADAPT_FLAGS):
+                if hasattr(self, name):
+                    delattr(self, name)
+            self.n_classes_ = out.n_classes
+            self._record_params()
+            self.calibrator_ = calibrator
+            self.source_priors_ = counts / float(counts.sum())
+            self.confusion_ = confusion_matrix(
+                self._probs(z), out.labels, soft=self.estimator.soft_confusion()
             )
-        z = np.asarray(out.as_logits(), dtype=np.float64)
-        calibrator, fitted = CalibratorSpec.resolve(self.calibrator)
-        if fitted:
-            self._check_given_kind(calibrator, kind)
-        if calibrator is not None and not fitted:
-            calibrator.fit(z, out.labels, input_kind=kind)
-        if calibrator is not None and calibrator.n_classes_ != out.n_classes:
-            expected = f"a calibrator of {out.n_classes} classes, as the logits"
-            raise InputError("calibrator", expected, f"one of {calibrator.n_classes_}")
-        for name in (*ADAPT_STATE, *ADAPT_FLAGS):
-            if hasattr(self, name):
-                delattr(self, name)
-        self.n_classes_ = out.n_classes
-        self._record_params()
-        self.calibrator_ = calibrator
-        self.source_priors_ = counts / float(counts.sum())
-        self.confusion_ = confusion_matrix(
-            self._probs(z), out.labels, soft=self.estimator.soft_confusion()
-        )
-        self.n_source_ = int(counts.sum())
-        if target_logits is not None:
-            self.adapt(target_logits)
+            self.n_source_ = int(counts.sum())
+            if target_logits is not None:
+                self.adapt(target_logits)
         return self
 
     def source_proba(self, logits: object) -> F64:

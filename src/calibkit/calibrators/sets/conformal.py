@@ -237,47 +237,48 @@ class ConformalClassifier(OnCalibrator):
     ) -> Self:
         """Fit the calibrator (on its part) and the quantile(s) on the calibration rows (the
         inputs as :meth:`~calibkit.calibrators.fitted.OnCalibrator._fit_inputs` says)."""
-        why = " (unweighted ranks)"
-        kind, out = self._fit_inputs(logits, labels, sample_weight, input_kind, metadata, why)
-        z, y = np.asarray(out.as_logits(), dtype=np.float64), out.labels
-        quantile_rows, fit_rows = self._split_rows(y)
-        self._check_enough(np.bincount(y[quantile_rows], minlength=out.n_classes))
-        calibrator, fitted = CalibratorSpec.resolve(self.calibrator)
-        if fitted:
-            self._check_given_kind(calibrator, kind)
-        if calibrator is not None and not fitted:
-            calibrator.fit(z[fit_rows], y[fit_rows], input_kind=kind)
-        if calibrator is not None and calibrator.n_classes_ != out.n_classes:
-            expected = f"a calibrator of {out.n_classes} classes, as the logits"
-            raise InputError("calibrator", expected, f"one of {calibrator.n_classes_}")
-        self.n_classes_ = out.n_classes
-        self._record_params()
-        self.calibrator_ = calibrator
-        probs = self._probs(z[quantile_rows])
-        yq = y[quantile_rows]
-        u = self._draw(yq.shape[0], 0) if self.randomized else None
-        label_scores = np.take_along_axis(
-            self.conformity_score.numpy(probs, u), yq[:, None], axis=1
-        )[:, 0]
-        counts = np.bincount(yq, minlength=self.n_classes_)
-        groups = (
-            [label_scores[yq == c] for c in range(self.n_classes_)]
-            if self.mondrian
-            else [label_scores]
-        )
-        values = [conformal_threshold(g, self.alpha) for g in groups]
-        self.thresholds_ = np.array(
-            values if self.mondrian else values * self.n_classes_, dtype=np.float64
-        )
-        self.n_calibration_ = int(yq.shape[0])
-        self.class_counts_ = counts.astype(np.int64)
-        by_score = np.argsort(label_scores, kind="stable")
-        self.label_scores_ = np.asarray(label_scores[by_score], dtype=np.float64)
-        self.score_labels_ = yq[by_score].astype(np.int64)
-        confidence = probs.max(axis=1)
-        by_confidence = np.argsort(-confidence, kind="stable")  # most confident first
-        self.confidences_ = np.asarray(confidence[by_confidence], dtype=np.float64)
-        self.errors_ = (probs.argmax(axis=1) != yq)[by_confidence].astype(np.int64)
+        with self._fit_or_unchanged():
+            why = " (unweighted ranks)"
+            kind, out = self._fit_inputs(logits, labels, sample_weight, input_kind, metadata, why)
+            z, y = np.asarray(out.as_logits(), dtype=np.float64), out.labels
+            quantile_rows, fit_rows = self._split_rows(y)
+            self._check_enough(np.bincount(y[quantile_rows], minlength=out.n_classes))
+            calibrator, fitted = CalibratorSpec.resolve(self.calibrator)
+            if fitted:
+                self._check_given_kind(calibrator, kind)
+            if calibrator is not None and not fitted:
+                calibrator.fit(z[fit_rows], y[fit_rows], input_kind=kind)
+            if calibrator is not None and calibrator.n_classes_ != out.n_classes:
+                expected = f"a calibrator of {out.n_classes} classes, as the logits"
+                raise InputError("calibrator", expected, f"one of {calibrator.n_classes_}")
+            self.n_classes_ = out.n_classes
+            self._record_params()
+            self.calibrator_ = calibrator
+            probs = self._probs(z[quantile_rows])
+            yq = y[quantile_rows]
+            u = self._draw(yq.shape[0], 0) if self.randomized else None
+            label_scores = np.take_along_axis(
+                self.conformity_score.numpy(probs, u), yq[:, None], axis=1
+            )[:, 0]
+            counts = np.bincount(yq, minlength=self.n_classes_)
+            groups = (
+                [label_scores[yq == c] for c in range(self.n_classes_)]
+                if self.mondrian
+                else [label_scores]
+            )
+            values = [conformal_threshold(g, self.alpha) for g in groups]
+            self.thresholds_ = np.array(
+                values if self.mondrian else values * self.n_classes_, dtype=np.float64
+            )
+            self.n_calibration_ = int(yq.shape[0])
+            self.class_counts_ = counts.astype(np.int64)
+            by_score = np.argsort(label_scores, kind="stable")
+            self.label_scores_ = np.asarray(label_scores[by_score], dtype=np.float64)
+            self.score_labels_ = yq[by_score].astype(np.int64)
+            confidence = probs.max(axis=1)
+            by_confidence = np.argsort(-confidence, kind="stable")  # most confident first
+            self.confidences_ = np.asarray(confidence[by_confidence], dtype=np.float64)
+            self.errors_ = (probs.argmax(axis=1) != yq)[by_confidence].astype(np.int64)
         return self
 
     def _split_rows(self, y: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.intp], ...]:
