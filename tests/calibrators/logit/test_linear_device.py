@@ -43,25 +43,59 @@ def _designs(
     return lin.Design(z, y, w), lin.Design(z, y, w, device)
 
 
+def _penalty_problem(
+    k: int, shared: bool, centred: bool
+) -> tuple[lin.Penalty, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(2)
+    coef = rng.uniform(0.0, 0.5, size=(k, k + 1))
+    factor = rng.normal(size=(k + 1, k + 1) if shared else (k, k + 1, k + 1)) * 0.3
+    factor += np.eye(k + 1)
+    centre = lin.temperature_map(k, 0.5) if centred else None
+    start = lin.identity_map(k) + rng.normal(size=(k, k + 1)) * 0.1
+    return lin.Penalty(coef, factor, centre), start, rng.normal(size=k * (k + 1)) * 0.2
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("shared", [False, True], ids=["per-class", "shared"])
 @pytest.mark.parametrize("centred", [False, True])
 def test_full_objective_is_the_numpy_objective(weighted: bool, shared: bool, centred: bool) -> None:
     k = 6
     numpy_design, device_design = _designs(400, k, weighted)
-    rng = np.random.default_rng(2)
-    coef = rng.uniform(0.0, 0.5, size=(k, k + 1))
-    factor = rng.normal(size=(k + 1, k + 1) if shared else (k, k + 1, k + 1)) * 0.3
-    centre = lin.temperature_map(k, 0.5) if centred else None
-    pen = lin.Penalty(coef, factor, centre)
-    start = lin.identity_map(k) + rng.normal(size=(k, k + 1)) * 0.1
-    u = rng.normal(size=k * (k + 1)) * 0.2
+    pen, start, u = _penalty_problem(k, shared, centred)
     want_value, want_grad = lin.full_objective(numpy_design, pen, start)(u)
-    objective = lin.full_objective(device_design, pen, start)
-    value, grad = objective(u)
+    centre = None if pen.centre is None else torch.from_numpy(pen.centre)
+    objective = dev.full_objective(
+        device_design.on_device,  # type: ignore[arg-type]
+        torch.from_numpy(pen.coef),
+        torch.from_numpy(pen.factor),
+        centre,
+        torch.from_numpy(start),
+    )
+
+    def on_numpy(v: np.ndarray) -> tuple[float, np.ndarray]:
+        value, grad = objective(torch.from_numpy(v))
+        return value, grad.numpy()
+
+    value, grad = on_numpy(u)
     assert value == pytest.approx(want_value, rel=1e-12)
     np.testing.assert_allclose(grad, want_grad, rtol=1e-9, atol=1e-12)
-    assert check_grad(lambda v: objective(v)[0], lambda v: objective(v)[1], u) < 1e-6
+    assert check_grad(lambda v: on_numpy(v)[0], lambda v: on_numpy(v)[1], u) < 1e-6
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shared", [False, True], ids=["per-class", "shared"])
+def test_a_full_fit_on_the_device_reaches_the_numpy_optimum(weighted: bool, shared: bool) -> None:
+    """torch's L-BFGS on the device and scipy's L-BFGS-B on the CPU: the same convex
+    problem, the same minimum (objective to 1e-12, the map to 1e-6)."""
+    k = 5
+    numpy_design, device_design = _designs(600, k, weighted)
+    pen, start, _ = _penalty_problem(k, shared, centred=True)
+    nll0 = numpy_design.nll(start)
+    want_wb, want_nll = lin.fit_full(numpy_design, pen, start, nll0, 500, 1e-14)
+    wb, got_nll = lin.fit_full(device_design, pen, start, nll0, 500, 1e-14)
+    assert got_nll + pen(wb) == pytest.approx(want_nll + pen(want_wb), rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(wb, want_wb, atol=1e-6)
+    assert got_nll == pytest.approx(device_design.nll(wb), rel=1e-12)
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -118,14 +152,16 @@ def _fit_both(
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("name", FAMILY)
 def test_every_family_fits_the_same_map_on_a_torch_device(name: str, weighted: bool) -> None:
-    """Same data, same search: torch's float64 products on the CPU reach the numpy fit's
-    map and choose the same penalty (the optimiser's path differs only by rounding)."""
+    """Same data, same search: torch's float64 products (and, for a full map, torch's
+    L-BFGS) on the CPU choose the numpy fit's penalty and reach its map to the optimisers'
+    tolerance (near the structured scalings' flat optima, L-BFGS stops 3e-12 from the
+    minimum, and the probabilities of the two fits differ by up to 3e-6)."""
     z, y = _problem(900, 5, seed=4)
     w = _weights(900) if weighted else None
     a, b = _fit_both(name, "cpu", z, y, w)
     for attr in ("reg_lambda_", "shrink_strength_", "reg_scale_"):
         assert getattr(a, attr, None) == getattr(b, attr, None)
-    np.testing.assert_allclose(b.predict_proba(z), a.predict_proba(z), atol=1e-8)  # type: ignore[attr-defined]
+    np.testing.assert_allclose(b.predict_proba(z), a.predict_proba(z), atol=1e-5)  # type: ignore[attr-defined]
     assert b.get_params()["device"] == "cpu"  # type: ignore[attr-defined]
 
 
@@ -155,4 +191,4 @@ def test_a_device_this_machine_lacks_is_refused_by_name_at_fit() -> None:
 def test_every_family_fits_the_same_map_on_cuda(name: str) -> None:
     z, y = _problem(3000, 20, seed=5)
     a, b = _fit_both(name, "cuda", z, y, _weights(3000))
-    np.testing.assert_allclose(b.predict_proba(z), a.predict_proba(z), atol=1e-7)  # type: ignore[attr-defined]
+    np.testing.assert_allclose(b.predict_proba(z), a.predict_proba(z), atol=1e-5)  # type: ignore[attr-defined]

@@ -330,12 +330,7 @@ def _lbfgs(
 
 def full_objective(design: Design, pen: Penalty, start: F64) -> Callable[[F64], tuple[float, F64]]:
     """NLL + ``pen`` at ``[W | b] = start + U A`` (rows times ``pen.factor``) and its
-    exact gradient in ``U``, as a function of the flattened ``U`` (on the design's device
-    when it has one)."""
-    if (on := design.on_device) is not None:
-        from calibkit.calibrators.logit import linear_device
-
-        return linear_device.full_objective(on, pen.coef, pen.factor, pen.centre, start)
+    exact gradient in ``U``, as a function of the flattened ``U``."""
     k, factor = design.n_classes, pen.factor
     factor_t = np.ascontiguousarray(np.swapaxes(factor, -1, -2))
 
@@ -353,11 +348,18 @@ def fit_full(
 ) -> tuple[F64, float]:
     """Minimise NLL + ``pen`` over ``wb = [W | b]`` from ``start`` (whose NLL is ``start_nll``).
 
-    Returns the solution and its NLL; its objective is never above the start's.
+    Returns the solution and its NLL; its objective is never above the start's. On the
+    design's device, the objective and its L-BFGS run there
+    (:func:`~calibkit.calibrators.logit.linear_device.fit_full`).
     """
     k = design.n_classes
-    u, fun = _lbfgs(full_objective(design, pen, start), k * (k + 1), max_iter, tol)
-    wb = start + _rows_times(u.reshape(k, k + 1), pen.factor)
+    if (on := design.on_device) is not None:
+        from calibkit.calibrators.logit import linear_device
+
+        wb, fun = linear_device.fit_full(on, pen.coef, pen.factor, pen.centre, start, max_iter, tol)
+    else:
+        u, fun = _lbfgs(full_objective(design, pen, start), k * (k + 1), max_iter, tol)
+        wb = start + _rows_times(u.reshape(k, k + 1), pen.factor)
     if fun > start_nll + pen(start):  # L-BFGS only goes down
         return start.copy(), start_nll
     return wb, fun - pen(wb)
