@@ -1,7 +1,8 @@
 """The linear solver's products on a torch device (``linear_device``): each product against
-the numpy path's on the same inputs, the exact gradient by finite differences, every
-family fitted with ``device="cpu"`` (torch's float64 arithmetic) against its numpy fit, the
-device refused by name, and on CUDA (``gpu``) the same agreement there."""
+the numpy path's on the same inputs (other kernels: to 1e-8, not to rounding), the exact
+gradient by finite differences, every family fitted with ``device="cpu"`` (torch's float64
+arithmetic) against its numpy fit, the device refused by name, and on CUDA (``gpu``) the
+same agreement there."""
 
 from __future__ import annotations
 
@@ -77,8 +78,8 @@ def test_full_objective_is_the_numpy_objective(weighted: bool, shared: bool, cen
         return value, grad.numpy()
 
     value, grad = on_numpy(u)
-    assert value == pytest.approx(want_value, rel=1e-12)
-    np.testing.assert_allclose(grad, want_grad, rtol=1e-9, atol=1e-12)
+    assert value == pytest.approx(want_value, rel=1e-10)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-8, atol=1e-11)
     assert check_grad(lambda v: on_numpy(v)[0], lambda v: on_numpy(v)[1], u) < 1e-6
 
 
@@ -86,16 +87,16 @@ def test_full_objective_is_the_numpy_objective(weighted: bool, shared: bool, cen
 @pytest.mark.parametrize("shared", [False, True], ids=["per-class", "shared"])
 def test_a_full_fit_on_the_device_reaches_the_numpy_optimum(weighted: bool, shared: bool) -> None:
     """torch's L-BFGS on the device and scipy's L-BFGS-B on the CPU: the same convex
-    problem, the same minimum (objective to 1e-12, the map to 1e-6)."""
+    problem, the same minimum (objective to 1e-10, the map to 1e-6)."""
     k = 5
     numpy_design, device_design = _designs(600, k, weighted)
     pen, start, _ = _penalty_problem(k, shared, centred=True)
     nll0 = numpy_design.nll(start)
     want_wb, want_nll = lin.fit_full(numpy_design, pen, start, nll0, 500, 1e-14)
     wb, got_nll = lin.fit_full(device_design, pen, start, nll0, 500, 1e-14)
-    assert got_nll + pen(wb) == pytest.approx(want_nll + pen(want_wb), rel=1e-12, abs=1e-12)
+    assert got_nll + pen(wb) == pytest.approx(want_nll + pen(want_wb), rel=1e-10)
     np.testing.assert_allclose(wb, want_wb, atol=1e-6)
-    assert got_nll == pytest.approx(device_design.nll(wb), rel=1e-12)
+    assert got_nll == pytest.approx(device_design.nll(wb), rel=1e-10)
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -104,18 +105,18 @@ def test_nll_and_diagonal_products_are_the_numpy_ones(weighted: bool) -> None:
     a, b = _designs(500, k, weighted)
     rng = np.random.default_rng(3)
     wb = lin.identity_map(k) * 0.7 + rng.normal(size=(k, k + 1)) * 0.1
-    assert b.nll(wb) == pytest.approx(a.nll(wb), rel=1e-12)
+    assert b.nll(wb) == pytest.approx(a.nll(wb), rel=1e-10)
     w, bias = rng.uniform(0.3, 1.5, k), rng.normal(size=k) * 0.2
     want = lin.diagonal_pass(a.x_rows, a.labels, a.weights, w, bias)
     got = dev.diagonal_pass(b.on_device, w, bias)  # type: ignore[arg-type]
-    assert got[0] == pytest.approx(want[0], rel=1e-12)
-    np.testing.assert_allclose(got[1], want[1], rtol=1e-9, atol=1e-13)
-    np.testing.assert_allclose(got[2], want[2], rtol=1e-9, atol=1e-13)
+    assert got[0] == pytest.approx(want[0], rel=1e-10)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-8, atol=1e-11)
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-8, atol=1e-11)
     np.testing.assert_allclose(
         dev.diagonal_curvature(b.on_device, w, bias),  # type: ignore[arg-type]
         lin.diagonal_curvature(a.x_rows, a.weights, w, bias),
-        rtol=1e-9,
-        atol=1e-13,
+        rtol=1e-8,
+        atol=1e-11,
     )
 
 
@@ -127,7 +128,7 @@ def test_curvature_is_the_numpy_curvature(n: int, k: int, monkeypatch: pytest.Mo
     a, b = _designs(n, k, weighted=False)
     for floor, c in ((1e-3, 1.0), (1e-2, 0.4)):
         want = lin.curvature(a, floor, c)
-        np.testing.assert_allclose(lin.curvature(b, floor, c), want, rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(lin.curvature(b, floor, c), want, rtol=1e-8, atol=1e-11)
     assert want.ndim == (3 if n == 600 else 2)
 
 
