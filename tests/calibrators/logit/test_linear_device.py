@@ -12,24 +12,16 @@ import numpy as np
 import pytest
 import torch
 from scipy.optimize import check_grad
-from scipy.special import log_softmax
 
 from calibkit.calibrators import Calibrator, create_calibrator
 from calibkit.calibrators.logit import linear_device as dev
 from calibkit.calibrators.logit import linear_solver as lin
 from calibkit.core.errors import InputError
+from tests.calibrators.problems import random_problem
 
 CPU = torch.device("cpu")
 #: Every calibrator of the linear solver (each declares ``device``).
 FAMILY = ("vector", "matrix", "ms_odir", "dirichlet", "svs", "sms", "sms_cv")
-
-
-def _problem(n: int, k: int, seed: int = 0, t: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=(n, k)) * 3
-    cdf = np.cumsum(np.exp(log_softmax(z / t, axis=1)), axis=1)
-    y = np.minimum((rng.random(n)[:, None] > cdf).sum(axis=1), k - 1)
-    return z, y
 
 
 def _weights(n: int, seed: int = 1) -> np.ndarray:
@@ -39,7 +31,7 @@ def _weights(n: int, seed: int = 1) -> np.ndarray:
 def _designs(
     n: int, k: int, weighted: bool, device: torch.device = CPU
 ) -> tuple[lin.Design, lin.Design]:
-    z, y = _problem(n, k)
+    z, y = random_problem(n, k)
     w = _weights(n) if weighted else None
     return lin.Design(z, y, w), lin.Design(z, y, w, device)
 
@@ -133,7 +125,7 @@ def test_curvature_is_the_numpy_curvature(n: int, k: int, monkeypatch: pytest.Mo
 
 
 def test_subsets_stay_on_the_device() -> None:
-    z, y = _problem(50, 3)
+    z, y = random_problem(50, 3)
     d = lin.Design(z, y, None, CPU).subset(np.arange(10))
     assert d.device == CPU
     assert d.on_device is not None
@@ -157,7 +149,7 @@ def test_every_family_fits_the_same_map_on_a_torch_device(name: str, weighted: b
     L-BFGS) on the CPU choose the numpy fit's penalty and reach its map to the optimisers'
     tolerance (near the structured scalings' flat optima, L-BFGS stops 3e-12 from the
     minimum, and the probabilities of the two fits differ by up to 3e-6)."""
-    z, y = _problem(900, 5, seed=4)
+    z, y = random_problem(900, 5, seed=4)
     w = _weights(900) if weighted else None
     a, b = _fit_both(name, "cpu", z, y, w)
     for attr in ("reg_lambda_", "shrink_strength_", "reg_scale_"):
@@ -167,7 +159,7 @@ def test_every_family_fits_the_same_map_on_a_torch_device(name: str, weighted: b
 
 
 def test_the_device_is_a_declared_parameter_kept_by_the_document(tmp_path: Path) -> None:
-    z, y = _problem(300, 3)
+    z, y = random_problem(300, 3)
     fitted = create_calibrator("dirichlet", device="cpu", reg_lambda=1.0).fit(z, y)
     path = tmp_path / "dir.json"
     fitted.save(path)
@@ -180,7 +172,7 @@ def test_the_device_is_a_declared_parameter_kept_by_the_document(tmp_path: Path)
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_a_device_this_machine_lacks_is_refused_by_name_at_fit() -> None:
-    z, y = _problem(300, 3)
+    z, y = random_problem(300, 3)
     cal = create_calibrator("vector", device="cuda")  # a name is checked, not the machine
     with pytest.raises(InputError, match=r"^device: .*no CUDA here"):
         cal.fit(z, y)
@@ -190,6 +182,6 @@ def test_a_device_this_machine_lacks_is_refused_by_name_at_fit() -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", FAMILY)
 def test_every_family_fits_the_same_map_on_cuda(name: str) -> None:
-    z, y = _problem(3000, 20, seed=5)
+    z, y = random_problem(3000, 20, seed=5)
     a, b = _fit_both(name, "cuda", z, y, _weights(3000))
     np.testing.assert_allclose(b.predict_proba(z), a.predict_proba(z), atol=1e-5)  # type: ignore[attr-defined]

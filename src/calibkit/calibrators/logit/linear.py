@@ -71,10 +71,10 @@ map, the penalty's centre, the curvature); a TS fit is cheap beside the maps' ow
 (``benchmarks/README.md``).
 
 **On a GPU.** ``device`` (a torch device: ``"cuda"``, ``"cuda:N"``, ``"cpu"``, ``"auto"``)
-moves each objective evaluation's products to it, in float64
-(:mod:`~calibkit.calibrators.logit.linear_device`); L-BFGS, the preconditioners and the
-search stay on the CPU. The fitted map is the numpy path's to the optimiser's tolerance.
-``None`` (the default) is numpy on the CPU.
+moves each objective evaluation's products to it, in float64, and a full map's L-BFGS too
+(:mod:`~calibkit.calibrators.logit.linear_device`); the diagonal fits' L-BFGS, the
+preconditioners and the search stay on the CPU. The fitted map is the numpy path's to the
+optimiser's tolerance. ``None`` (the default) is numpy on the CPU.
 
 Fitting runs BLAS on one thread (on a busy two-core machine, two BLAS threads made a
 CIFAR-100 fit ten times slower: every mid-sized product waits for both cores) and runs the
