@@ -10,9 +10,16 @@ same process, interleaved, and the table gives the ratio and the largest differe
 the two fits' held-out probabilities. A first small fit on the device (CUDA's start-up) is
 not timed.
 
+``--optimiser`` times the optimisers alone instead: an iteration of scipy's L-BFGS-B on the
+CPU (``linear_solver._lbfgs``, what the numpy path runs) against one of torch's L-BFGS on
+the device (``linear_device.minimize``, what a full map's fit there runs), each with a full
+map's ``K (K + 1)`` variables on a convex quadratic whose own cost is negligible.
+
     .venv/bin/python benchmarks/bench_linear_device.py [--device cuda] [--rows 50000]
         [--classes 1000] [--methods vector,ms_odir,dirichlet,sms] [--repeats 1] [--numpy]
         [--json FILE]
+    .venv/bin/python benchmarks/bench_linear_device.py --optimiser [--device cuda]
+        [--classes 1000] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -48,6 +55,36 @@ def fitter(
     return fit
 
 
+def optimisers(device: torch.device, k: int, repeats: int, iterations: int = 20) -> None:
+    """Print the time per iteration of the two L-BFGS (module docstring, ``--optimiser``)."""
+    from calibkit.calibrators.logit.linear_device import minimize
+    from calibkit.calibrators.logit.linear_solver import _lbfgs
+
+    n = k * (k + 1)
+    curv = np.random.default_rng(0).uniform(0.5, 2.0, n)
+    curv_t = torch.from_numpy(curv).to(device)
+
+    def quadratic(u: np.ndarray) -> tuple[float, np.ndarray]:
+        return float(0.5 * curv @ (u * u) - u.sum()), curv * u - 1.0
+
+    def quadratic_t(u: torch.Tensor) -> tuple[float, torch.Tensor]:
+        return float(0.5 * curv_t @ (u * u) - u.sum()), curv_t * u - 1.0
+
+    contenders = {
+        "scipy": lambda: _lbfgs(quadratic, n, iterations, 1e-30),
+        "torch": lambda: minimize(quadratic_t, n, iterations, 1e-30, device),
+    }
+    times = interleaved(contenders, repeats)
+    per = {name: median(t) / iterations for name, t in times.items()}
+    print(
+        f"### L-BFGS at {n:,} variables ({k:,} classes), {iterations} iterations, median of "
+        f"{repeats}\n\n| optimiser | per iteration |\n|---|---|\n"
+        f"| scipy L-BFGS-B on the CPU | {1000 * per['scipy']:.1f} ms |\n"
+        f"| torch L-BFGS on {device} | {1000 * per['torch']:.1f} ms |\n\n"
+        f"scipy / torch: {per['scipy'] / per['torch']:.1f}x"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="auto", help="cuda, cuda:N, cpu or auto")
@@ -57,9 +94,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--numpy", action="store_true", help="also fit each with numpy")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--optimiser", action="store_true", help="time the two L-BFGS alone")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     device = resolve_device(args.device)
+    if args.optimiser:
+        optimisers(device, args.classes, args.repeats)
+        return
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "the CPU"
     z32, y = synthetic(2 * args.rows, args.classes, temperature=2)
     z = z32.astype(np.float64)

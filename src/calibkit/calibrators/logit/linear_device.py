@@ -5,7 +5,8 @@
 A full map's objective costs two (N, K+1) x (K+1, K) products per evaluation: at a thousand
 classes and tens of thousands of rows that is 10^11 multiply-adds, seconds on two CPU cores
 and milliseconds on a GPU. Its L-BFGS runs there too (:func:`minimize`: at a million
-variables scipy's L-BFGS-B takes a quarter of a second per iteration on the CPU). The
+variables scipy's L-BFGS-B alone takes 0.16 s per iteration on two CPU cores, 4x torch's
+L-BFGS on the same cores: ``benchmarks/bench_linear_device.py --optimiser``). The
 diagonal fits (2K variables) keep scipy's L-BFGS-B and send their few parameters to the
 device per evaluation; the preconditioners, the temperature fits and the regularisation
 search stay on the CPU. Each product is the numpy path's, term for term, so the two agree
@@ -133,10 +134,10 @@ def minimize(
     """L-BFGS from ``0`` (``n`` variables) on the device: the final point and its objective.
 
     :class:`torch.optim.LBFGS` with a strong-Wolfe line search and 20 corrections, as
-    scipy's L-BFGS-B (no bounds) is run on the CPU: at a million variables (a thousand
-    classes) L-BFGS-B's own work is a quarter of a second per iteration on the CPU, more
-    than the objective on a GPU. ``tol`` bounds the change of the objective and of the
-    step, ``max_iter`` the iterations (and ``2 max_iter`` the evaluations).
+    scipy's L-BFGS-B (no bounds) is run on the CPU, whose own work at a full map's million
+    variables outweighs the objective on a GPU (see the module docstring). ``tol`` bounds
+    the change of the objective and of the step, ``max_iter`` the iterations (and
+    ``2 max_iter`` the evaluations).
     """
     u = torch.zeros(n, dtype=torch.float64, device=device, requires_grad=True)
     opt = torch.optim.LBFGS(
